@@ -1,0 +1,8 @@
+{
+  "targets": [
+    {
+      "target_name": "flock",
+      "sources": ["native/flock.c"]
+    }
+  ]
+}

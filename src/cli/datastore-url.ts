@@ -1,0 +1,21 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+
+/** The default data directory: $PODIPAM_DATA_DIR, else /var/lib/podipam for root, else ~/.local/share/podipam. */
+export function defaultDataDir(): string {
+  if (process.env.PODIPAM_DATA_DIR) return process.env.PODIPAM_DATA_DIR;
+  if (process.getuid?.() === 0) return '/var/lib/podipam';
+  return join(homedir(), '.local', 'share', 'podipam');
+}
+
+/** The SQLite datastore URL inside a data directory (what `podipam serve --data-dir` uses). */
+export function sqliteUrlFor(dataDir: string): string {
+  return `sqlite:${join(dataDir, 'podipam.db')}`;
+}
+
+/** The datastore URL for a command: --datastore, else $PODIPAM_DATASTORE, else SQLite in the default data dir. */
+export function datastoreUrl(cmd: Command): string {
+  const opts = cmd.optsWithGlobals() as { datastore?: string };
+  return opts.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(defaultDataDir());
+}

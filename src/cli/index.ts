@@ -1,0 +1,48 @@
+/**
+ * The CLI (bin/podipam without CNI_COMMAND). Each command group lives in its own file and
+ * registers itself on the program; actions import their services lazily.
+ */
+import { Command, CommanderError } from 'commander';
+import { registerPool } from './pool.js';
+import { registerIpam } from './ipam.js';
+import { registerNode } from './node.js';
+import { registerController } from './controller.js';
+import { registerServe } from './serve.js';
+import { UsageError } from './usage-error.js';
+
+export function buildProgram(): Command {
+  const program = new Command('podipam')
+    .description('pod IP address management for Kubernetes')
+    .option('--datastore <url>', 'datastore URL: sqlite:PATH, etcd://host:port[,host:port…] (default: $PODIPAM_DATASTORE, else sqlite in the data directory)')
+    .showHelpAfterError()
+    .exitOverride();
+  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  registerPool(program);
+  registerIpam(program);
+  registerNode(program);
+  registerController(program);
+  registerServe(program);
+  return program;
+}
+
+/** Runs the CLI; returns the exit code. Errors print one line naming what is wrong, never a stack. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv as string[], { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Help and version exit 0; usage errors were already printed by commander.
+      return e.exitCode === 0 ? 0 : 2;
+    }
+    if (e instanceof UsageError) {
+      process.stderr.write(`podipam: ${e.message}\n`);
+      return 2;
+    }
+    const msg = e instanceof Error ? e.message : String(e);
+    process.stderr.write(`podipam: error: ${msg}\n`);
+    if (process.env.PODIPAM_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`);
+    return 1;
+  }
+}

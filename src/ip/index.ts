@@ -1,0 +1,3 @@
+export * from './addr.js';
+export * from './prefix.js';
+export * from './range.js';
