@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what podipam's test suite needs on a fresh Debian machine (run as root):
+# the reference CNI plugins, etcd, iproute2, ping and Chromium from Debian, then npm packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+[ -x /usr/lib/cni/host-local ] || need+=(containernetworking-plugins)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v ip >/dev/null || need+=(iproute2)
+command -v ping >/dev/null || need+=(iputils-ping)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# Debian's etcd-server package starts a system etcd on 2379; the tests start their own on free ports.
+npm ci --no-audit --no-fund
