@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
+import { storeConformance } from '../conformance.js';
+import { StoreError, StoreUnavailableError } from '../errors.js';
+import { openStore } from '../open-store.js';
+import type { Store } from '../store.js';
+
+let etcd: EtcdCluster;
+before(async () => {
+  etcd = await startEtcd({ members: 1 });
+});
+after(() => etcd?.stop());
+
+storeConformance('etcd', () => openStore(etcd.url), { incrementsPerWorker: 25 });
+
+/** A TCP server that accepts connections and never answers: a hung or partitioned member. */
+async function silentServer(): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A loopback port nothing listens on. */
+async function deadEndpoint(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return `127.0.0.1:${port}`;
+}
+
+const isUnavailable = (url: string, reason: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof StoreUnavailableError, String(e));
+  assert.equal(e.url, url);
+  assert.match(e.reason, reason);
+  return true;
+};
+
+async function timed<T>(p: Promise<T>): Promise<[T | unknown, number]> {
+  const t0 = performance.now();
+  try {
+    return [await p, performance.now() - t0];
+  } catch (e) {
+    return [e, performance.now() - t0];
+  }
+}
+
+describe('EtcdStore', () => {
+  it('keeps its keys under /podipam/ and sees nothing outside it', async () => {
+    const raw = async (path: string, body: unknown) =>
+      (await (await fetch(`${etcd.members[0]?.clientUrl}/v3/${path}`, { method: 'POST', body: JSON.stringify(body) })).json()) as {
+        kvs?: { key: string }[];
+      };
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    await raw('kv/put', { key: b64('/podipam'), value: b64('outside') });
+    await raw('kv/put', { key: b64('/podipamx/k'), value: b64('outside') });
+    await raw('kv/put', { key: b64('/other/podipam/k'), value: b64('outside') });
+    const s = await openStore(etcd.url);
+    await s.txn([], [{ type: 'put', key: 'root-test/k', value: 'inside' }]);
+    const all = await s.list('');
+    assert.ok(all.length > 0);
+    assert.ok(all.every((e) => e.value !== 'outside'), 'a key outside /podipam/ leaked into list');
+    const stored = await raw('kv/range', { key: b64('/podipam/root-test/k') });
+    assert.equal(stored.kvs?.length, 1);
+    await s.close();
+  });
+
+  it('a request etcd refuses (too large) is a StoreError, not unavailability', async () => {
+    const s = await openStore(etcd.url);
+    await assert.rejects(s.txn([], [{ type: 'put', key: 'big/k', value: 'x'.repeat(2_000_000) }]), (e: unknown) => {
+      assert.ok(e instanceof StoreError, String(e));
+      assert.match(e.message, /request is too large/);
+      return true;
+    });
+    await s.close();
+  });
+
+  it('an endpoint with nothing listening gives StoreUnavailableError at once', async () => {
+    const url = `etcd://${await deadEndpoint()}`;
+    const s = await openStore(url, { timeoutMs: 2000 });
+    const [err, ms] = await timed(s.get('k'));
+    isUnavailable(url, /could not be reached \(ECONNREFUSED/)(err);
+    assert.ok(ms < 500, `took ${ms} ms`);
+    const [txnErr] = await timed(s.txn([], [{ type: 'put', key: 'k', value: 'v' }]));
+    isUnavailable(url, /no etcd endpoint answered/)(txnErr);
+  });
+
+  it('a silent endpoint gives StoreUnavailableError after timeoutMs; a write there has an unknown outcome', async () => {
+    const silent = await silentServer();
+    try {
+      const url = `etcd://${silent.endpoint}`;
+      const s = await openStore(url, { timeoutMs: 300 });
+      const [err, ms] = await timed(s.get('k'));
+      isUnavailable(url, /did not answer within 300 ms/)(err);
+      assert.ok(ms >= 280 && ms < 1000, `took ${ms} ms`);
+      const [txnErr] = await timed(s.txn([], [{ type: 'put', key: 'k', value: 'v' }]));
+      isUnavailable(url, /may or may not have been applied/)(txnErr);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('fails over from a dead endpoint for reads and writes, then stays on the live one', async () => {
+    const url = `etcd://${await deadEndpoint()},${etcd.members[0]?.endpoint}`;
+    const s = await openStore(url, { timeoutMs: 500 });
+    const r = await s.txn([{ key: 'failover/k', rev: 0 }], [{ type: 'put', key: 'failover/k', value: 'v' }]);
+    assert.equal(r.succeeded, true);
+    assert.equal(s.roundTrips, 2, 'one refused attempt, one answered');
+    assert.equal((await s.get('failover/k'))?.rev, r.rev);
+    assert.equal(s.roundTrips, 3, 'the live endpoint is remembered');
+  });
+
+  it('a silent first endpoint: a read fails over; a write fails as unknown, and the next call uses the next member', async () => {
+    const silent = await silentServer();
+    try {
+      const url = `etcd://${silent.endpoint},${etcd.members[0]?.endpoint}`;
+      const s = await openStore(url, { timeoutMs: 300 });
+      const [entry, ms] = await timed(s.get('silent/absent'));
+      assert.equal(entry, undefined);
+      assert.ok(ms >= 280 && ms < 1500, `took ${ms} ms`);
+      const w = await openStore(url, { timeoutMs: 300 });
+      const [err] = await timed(w.txn([], [{ type: 'put', key: 'silent/k', value: 'v' }]));
+      isUnavailable(url, /may or may not have been applied/)(err);
+      assert.equal((await w.txn([], [{ type: 'put', key: 'silent/k', value: 'v' }])).succeeded, true);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('an HTTP server that is not etcd: 404 is a StoreError, 503 is transient and a read fails over', async () => {
+    let status = 404;
+    const server = createHttpServer((_req, res) => res.writeHead(status).end('<html>nope</html>'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const imposter = `127.0.0.1:${(server.address() as { port: number }).port}`;
+      const url = `etcd://${imposter},${etcd.members[0]?.endpoint}`;
+      const s = await openStore(url, { timeoutMs: 500 });
+      await assert.rejects(s.get('imposter/k'), (e: unknown) => e instanceof StoreError && /refused kv\/range: <html>nope<\/html> \(HTTP 404/.test(e.message));
+      status = 503;
+      assert.equal(await s.get('imposter/k'), undefined);
+      const w = await openStore(url, { timeoutMs: 500 });
+      await assert.rejects(w.txn([], [{ type: 'put', key: 'imposter/k', value: 'v' }]), isUnavailable(url, /HTTP 503.*may or may not/));
+      await s.close();
+      await w.close();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('EtcdStore on a 3-member cluster', () => {
+  let cluster: EtcdCluster;
+  before(async () => {
+    cluster = await startEtcd({ members: 3 });
+  });
+  after(() => cluster?.stop());
+
+  /** One CAS increment of `key`; returns whether it landed for sure. */
+  async function increment(s: Store, key: string): Promise<boolean> {
+    const seen = await s.get(key);
+    const n = seen === undefined ? 0 : Number(seen.value);
+    return (await s.txn([{ key, rev: seen?.rev ?? 0 }], [{ type: 'put', key, value: String(n + 1) }])).succeeded;
+  }
+
+  it('keeps answering without an error when the member it talks to is SIGKILLed', async () => {
+    const leader = await cluster.leader();
+    const follower = cluster.members.findIndex((_, i) => i !== leader);
+    const order = [follower, ...cluster.members.keys()].filter((i, k, a) => a.indexOf(i) === k);
+    const url = `etcd://${order.map((i) => cluster.members[i]?.endpoint).join(',')}`;
+    const s = await openStore(url, { timeoutMs: 1000 });
+    assert.equal(await increment(s, 'kill-follower/n'), true);
+    const tripsBefore = s.roundTrips;
+    await cluster.members[follower]?.kill('SIGKILL');
+    for (let i = 0; i < 20; i++) assert.equal(await increment(s, 'kill-follower/n'), true);
+    assert.equal((await s.get('kill-follower/n'))?.value, '21');
+    assert.ok(s.roundTrips > tripsBefore + 41, 'the killed member was never tried');
+    await cluster.members[follower]?.restart();
+    assert.equal((await s.get('kill-follower/n'))?.value, '21');
+  });
+
+  it('recovers within seconds when the leader is SIGKILLed, losing no increment it reported', { timeout: 30_000 }, async () => {
+    const s = await openStore(cluster.url, { timeoutMs: 1000 });
+    const key = 'kill-leader/n';
+    const leader = await cluster.leader();
+    let landed = 0;
+    let unknown = 0;
+    let killedAt = 0;
+    let recoveredAfter = -1;
+    const deadline = Date.now() + 20_000;
+    while (landed < 40) {
+      assert.ok(Date.now() < deadline, `only ${landed} increments landed in 20 s (${unknown} unavailable)`);
+      if (landed === 10 && killedAt === 0) {
+        await cluster.members[leader]?.kill('SIGKILL');
+        killedAt = performance.now();
+      }
+      try {
+        if (await increment(s, key)) {
+          landed++;
+          if (killedAt > 0 && recoveredAfter < 0) recoveredAfter = performance.now() - killedAt;
+        }
+      } catch (e) {
+        assert.ok(e instanceof StoreUnavailableError, String(e));
+        unknown++;
+      }
+    }
+    const value = Number((await s.get(key))?.value);
+    // a txn whose outcome was unknown may have landed: the value lies between the two counts
+    assert.ok(value >= landed && value <= landed + unknown, `value ${value}, landed ${landed}, unknown ${unknown}`);
+    assert.ok(recoveredAfter >= 0 && recoveredAfter < 10_000, `recovered after ${recoveredAfter} ms`);
+    await cluster.members[leader]?.restart();
+  });
+});

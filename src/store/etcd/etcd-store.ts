@@ -1,0 +1,118 @@
+import { checkKey, checkListOptions, checkPrefix, checkTxn } from '../check-input.js';
+import { StoreError } from '../errors.js';
+import { compareKeys } from '../key-order.js';
+import type { Compare, Entry, ListOptions, Op, Store, TxnResult } from '../store.js';
+import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
+import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
+import { EtcdGateway } from './etcd-gateway.js';
+
+interface WireHeader {
+  readonly header?: { readonly revision?: string };
+}
+interface WireRange extends WireHeader {
+  readonly kvs?: readonly WireKv[];
+}
+interface WireTxn extends WireHeader {
+  readonly succeeded?: boolean;
+  readonly responses?: readonly { readonly response_range?: WireRange }[];
+}
+
+/**
+ * A store in etcd v3 (3.4 or later), under the key prefix `/podipam/`, spoken to through
+ * etcd's JSON gateway with node:http — no gRPC library to load, which keeps the CNI
+ * plugin's start fast. One HTTP request per get, list or txn; a failed txn's `current`
+ * comes from range requests in the txn's failure branch, in the same request. Opening makes
+ * no request. Endpoint failover and timeouts are EtcdGateway's: a call fails with
+ * StoreUnavailableError after at most `endpoints × timeoutMs`, and a txn that timed out may
+ * or may not have been applied (the caller re-reads before retrying).
+ */
+export class EtcdStore implements Store {
+  readonly url: string;
+  readonly #gateway: EtcdGateway;
+  #closed = false;
+
+  private constructor(url: string, gateway: EtcdGateway) {
+    this.url = url;
+    this.#gateway = gateway;
+  }
+
+  /** A store on the cluster whose members answer at `endpoints` (`host:port`). */
+  static async open(url: string, endpoints: readonly string[], options?: StoreOptions): Promise<EtcdStore> {
+    if (endpoints.length === 0) throw new TypeError(`Cannot open ${url} as 'endpoints' must not be empty`);
+    return new EtcdStore(url, new EtcdGateway(url, endpoints, resolveTimeoutMs(options)));
+  }
+
+  get roundTrips(): number {
+    return this.#gateway.roundTrips;
+  }
+
+  async get(key: string): Promise<Entry | undefined> {
+    checkKey(key);
+    const res = (await this.#call('kv/range', { key: rootedBytes(key).toString('base64') }, 'read')) as WireRange;
+    const kv = res.kvs?.[0];
+    return kv === undefined ? undefined : decodeKv(this.url, kv);
+  }
+
+  async list(prefix: string, options?: ListOptions): Promise<Entry[]> {
+    checkPrefix(prefix);
+    checkListOptions(options);
+    this.#checkOpen();
+    if (options?.limit === 0) return []; // etcd reads limit 0 as "no limit"
+    const after = options?.after;
+    const strict = after !== undefined && compareKeys(after, prefix) >= 0;
+    // The first key after `after` is `after` followed by a NUL byte.
+    const from = strict ? Buffer.concat([rootedBytes(after), Buffer.of(0)]) : rootedBytes(prefix);
+    const end = prefixRangeEnd(rootedBytes(prefix));
+    if (Buffer.compare(from, end) >= 0) return [];
+    const body: Record<string, unknown> = { key: from.toString('base64'), range_end: end.toString('base64') };
+    if (options?.limit !== undefined) body['limit'] = String(options.limit);
+    const res = (await this.#call('kv/range', body, 'read')) as WireRange;
+    return (res.kvs ?? []).map((kv) => decodeKv(this.url, kv));
+  }
+
+  async txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult> {
+    checkTxn(compares, ops);
+    const keys = compares.map((c) => rootedBytes(c.key).toString('base64'));
+    const body = {
+      // MOD == 0 holds exactly for an absent key: etcd compares a missing key as a zero KeyValue.
+      compare: compares.map((c, i) => ({ key: keys[i], target: 'MOD', result: 'EQUAL', mod_revision: String(c.rev) })),
+      success: ops.map((op) => {
+        const key = rootedBytes(op.key).toString('base64');
+        return op.type === 'put'
+          ? { request_put: { key, value: Buffer.from(op.value, 'utf8').toString('base64') } }
+          : { request_delete_range: { key } };
+      }),
+      failure: keys.map((key) => ({ request_range: { key } })),
+    };
+    const res = (await this.#call('kv/txn', body, ops.length === 0 ? 'read' : 'write')) as WireTxn;
+    const rev = wireInt(this.url, 'header.revision', res.header?.revision);
+    if (res.succeeded === true) return { succeeded: true, rev };
+    const responses = res.responses ?? [];
+    if (responses.length !== compares.length) {
+      throw new StoreError(this.url, `etcd answered a failed txn with ${responses.length} ranges for ${compares.length} compares`);
+    }
+    const current = responses.map((r) => {
+      const kv = r.response_range?.kvs?.[0];
+      return kv === undefined ? undefined : decodeKv(this.url, kv);
+    });
+    return { succeeded: false, rev, current };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#gateway.close();
+  }
+
+  async #call(path: string, body: unknown, kind: 'read' | 'write'): Promise<unknown> {
+    this.#checkOpen();
+    const res = await this.#gateway.call(path, body, kind);
+    if (res === null || typeof res !== 'object') {
+      throw new StoreError(this.url, `etcd answered ${path} with ${JSON.stringify(res)}`);
+    }
+    return res;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new StoreError(this.url, 'the store is closed');
+  }
+}

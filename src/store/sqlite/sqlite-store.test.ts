@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { storeConformance } from '../conformance.js';
+import { StoreError, StoreUnavailableError } from '../errors.js';
+import { openStore } from '../open-store.js';
+import type { Store } from '../store.js';
+
+let dir = '';
+let files = 0;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'podipam-sqlite-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+const freshUrl = () => `sqlite:${join(dir, `t${files++}`, 'store.db')}`;
+
+storeConformance('sqlite', () => openStore(freshUrl()));
+
+const openStoreModule = new URL('../open-store.js', import.meta.url).href;
+
+/** Runs `script` (an ES module body; `openStore` is in scope) in a child node process. */
+function child(script: string, env: Record<string, string>) {
+  const source = `const { openStore } = await import(${JSON.stringify(openStoreModule)});\n${script}`;
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    proc.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  const printed = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => (stdout.includes(text) ? resolve() : undefined);
+      proc.stdout.on('data', check);
+      void exited.then((r) => reject(new Error(`child exited (${r.code}) before printing ${text}: ${r.stderr}`)));
+      check();
+    });
+  return { proc, exited, printed };
+}
+
+// One process's share of the counter race: `count` successful CAS increments, retrying
+// conflicts from the `current` the failed txn returns.
+const INCREMENTER = `
+  const store = await openStore(process.env.URL, { timeoutMs: 10000 });
+  const count = Number(process.env.COUNT);
+  console.log('ready');
+  await new Promise((go) => process.stdin.once('data', go)); // start together, so they race
+  process.stdin.destroy();
+  let seen = await store.get('counter'), done = 0, conflicts = 0;
+  for (let tries = 0; done < count; tries++) {
+    if (tries > count * 100) throw new Error('too many CAS retries');
+    const n = seen === undefined ? 0 : Number(seen.value);
+    const r = await store.txn([{ key: 'counter', rev: seen?.rev ?? 0 }], [{ type: 'put', key: 'counter', value: String(n + 1) }]);
+    if (r.succeeded) { done++; seen = { key: 'counter', value: String(n + 1), rev: r.rev }; }
+    else { conflicts++; seen = r.current[0]; }
+  }
+  await store.close();
+  console.log(JSON.stringify({ done, conflicts }));
+`;
+
+describe('SqliteStore', () => {
+  it('8 processes × 200 CAS increments on one new file lose no update', { timeout: 60_000 }, async () => {
+    const url = freshUrl();
+    const procs = Array.from({ length: 8 }, () => child(INCREMENTER, { URL: url, COUNT: '200' }));
+    await Promise.all(procs.map((p) => p.printed('ready')));
+    for (const p of procs) p.proc.stdin.write('go\n');
+    const results = await Promise.all(procs.map((p) => p.exited));
+    let conflicts = 0;
+    for (const r of results) {
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop() as string) as { done: number; conflicts: number };
+      assert.equal(out.done, 200);
+      conflicts += out.conflicts;
+    }
+    const store = await openStore(url);
+    try {
+      const counter = await store.get('counter');
+      assert.equal(counter?.value, '1600');
+      assert.equal(counter?.rev, 1600, 'one revision per successful txn, none for failed ones');
+      assert.ok(conflicts > 0, 'the processes never conflicted: the test proves nothing');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a txn facing another process holding the write lock fails with StoreUnavailableError after the timeout', { timeout: 20_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url, { timeoutMs: 300 });
+    let holder: ReturnType<typeof child> | undefined;
+    try {
+      await store.txn([], [{ type: 'put', key: 'k', value: 'before' }]);
+      // The holder opens the same file with better-sqlite3 itself and sits in BEGIN IMMEDIATE.
+      holder = child(
+        `const { createRequire } = await import('node:module');
+         const Database = createRequire(${JSON.stringify(openStoreModule)})('better-sqlite3');
+         const db = new Database(process.env.FILE);
+         db.exec('BEGIN IMMEDIATE');
+         console.log('locked');
+         setInterval(() => {}, 1000);`,
+        { FILE: url.slice('sqlite:'.length) },
+      );
+      await holder.printed('locked');
+      const t0 = performance.now();
+      await assert.rejects(store.txn([], [{ type: 'put', key: 'k', value: 'during' }]), (e: unknown) => {
+        assert.ok(e instanceof StoreUnavailableError, String(e));
+        assert.equal(e.url, url);
+        assert.match(e.reason, /locked .* over 300 ms/);
+        return true;
+      });
+      const waited = performance.now() - t0;
+      assert.ok(waited >= 250 && waited < 2000, `waited ${waited} ms for a 300 ms timeout`);
+      // WAL: readers are not blocked by the writer
+      assert.equal((await store.get('k'))?.value, 'before');
+      holder.proc.kill('SIGKILL');
+      await holder.exited;
+      assert.equal((await store.txn([], [{ type: 'put', key: 'k', value: 'after' }])).succeeded, true);
+      assert.equal((await store.get('k'))?.value, 'after');
+    } finally {
+      holder?.proc.kill('SIGKILL');
+      await store.close();
+    }
+  });
+
+  it('keeps data and revisions across reopen, creating missing directories', async () => {
+    const url = `sqlite:${join(dir, 'a', 'b', 'c', 'reopen.db')}`;
+    let s: Store = await openStore(url);
+    const r = await s.txn([], [{ type: 'put', key: 'k', value: 'v' }]);
+    await s.close();
+    s = await openStore(url);
+    assert.deepEqual(await s.get('k'), { key: 'k', value: 'v', rev: r.rev });
+    assert.equal((await s.txn([], [{ type: 'put', key: 'k2', value: '' }])).rev, r.rev + 1);
+    await s.close();
+  });
+
+  it('accepts a path relative to the working directory', async () => {
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const s = await openStore('sqlite:rel/store.db');
+      await s.txn([], [{ type: 'put', key: 'k', value: 'v' }]);
+      await s.close();
+    } finally {
+      process.chdir(cwd);
+    }
+    const s = await openStore(`sqlite:${join(dir, 'rel', 'store.db')}`);
+    assert.equal((await s.get('k'))?.value, 'v');
+    await s.close();
+  });
+
+  it('a file that is not a podipam database, or cannot be created, gives StoreError naming the URL', async () => {
+    const junk = join(dir, 'junk.db');
+    writeFileSync(junk, 'this is not an SQLite database, just text that is long enough to have a header.'.repeat(20));
+    await assert.rejects(openStore(`sqlite:${junk}`), (e: unknown) => {
+      assert.ok(e instanceof StoreError, String(e));
+      assert.match(e.message, /SQLITE_NOTADB/);
+      assert.ok(e.message.includes(junk));
+      return true;
+    });
+    await assert.rejects(openStore(`sqlite:${junk}/sub/x.db`), (e: unknown) => e instanceof StoreError && /ENOTDIR/.test(e.message));
+    const other = join(dir, 'other.db');
+    const s = await openStore(`sqlite:${other}`);
+    await s.close();
+    const { createRequire } = await import('node:module');
+    const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(s: string): void; close(): void };
+    const db = new Database(other);
+    db.exec(`UPDATE meta SET value = 99 WHERE name = 'schema'`);
+    db.close();
+    await assert.rejects(openStore(`sqlite:${other}`), (e: unknown) => e instanceof StoreError && /schema version 99/.test(e.message));
+  });
+});

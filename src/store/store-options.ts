@@ -1,0 +1,20 @@
+/** Options accepted by `openStore` and by each back end's `open`. */
+export interface StoreOptions {
+  /**
+   * How long one request may wait for the engine, in milliseconds: the SQLite busy timeout,
+   * or the per-endpoint request timeout for etcd. Default DEFAULT_TIMEOUT_MS.
+   */
+  readonly timeoutMs?: number;
+}
+
+/** 2 s: the CNI plugin must answer "try again later" (code 11) quickly rather than hang. */
+export const DEFAULT_TIMEOUT_MS = 2000;
+
+/** The timeout the options ask for, or the default; RangeError unless a positive number. */
+export function resolveTimeoutMs(options: StoreOptions | undefined): number {
+  const ms = options?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(ms) || ms <= 0) {
+    throw new RangeError(`Cannot open the datastore as 'timeoutMs' must be a positive number of milliseconds: current value is ${ms}`);
+  }
+  return ms;
+}
