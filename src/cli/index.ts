@@ -8,6 +8,8 @@ import { registerIpam } from './ipam.js';
 import { registerNode } from './node.js';
 import { registerController } from './controller.js';
 import { registerServe } from './serve.js';
+import { registerSimulate } from './simulate.js';
+import { registerImport } from './import.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
@@ -22,6 +24,8 @@ export function buildProgram(): Command {
   registerNode(program);
   registerController(program);
   registerServe(program);
+  registerSimulate(program);
+  registerImport(program);
   return program;
 }
 
@@ -30,7 +34,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv as string[], { from: 'user' });
-    return 0;
+    // A command may set process.exitCode (e.g. a check that found problems); keep it.
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) {
       // Help and version exit 0; usage errors were already printed by commander.

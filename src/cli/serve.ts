@@ -1,4 +1,135 @@
+/**
+ * `podipam serve`: the all-in-one process (see src/server/start-server.ts). Parses and checks
+ * every flag before opening anything, prints the dashboard URL and a CNI network config for
+ * this node, then runs until SIGINT/SIGTERM.
+ */
+import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
+// default-pools.js holds constants and type-only imports: cheap to load with the CLI.
+import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
+import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
+import { UsageError } from './usage-error.js';
 
-/** Registers `podipam serve …` (in progress). */
-export function registerServe(_program: Command): void {}
+interface ServeFlags {
+  listen: string;
+  dataDir?: string;
+  tokenFile?: string;
+  clusterCidr: string;
+  nodeMaskSize?: string;
+  nodeMaskSizeV6?: string;
+  serviceCidr?: string;
+  controller: boolean;
+  defaultPools: boolean;
+  gcInterval: string;
+  gcGrace: string;
+  nodeName?: string;
+}
+
+/** "HOST:PORT", "[V6]:PORT" or "PORT" (loopback). */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^\[([0-9a-fA-F:.]+)\]:([0-9]{1,5})$/.exec(text) ?? /^([^:[\]]*):([0-9]{1,5})$/.exec(text) ?? /^()([0-9]{1,5})$/.exec(text);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`invalid --listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:7420 or [::1]:7420 or 0.0.0.0:7420`);
+  return { host: m[1] === '' ? '127.0.0.1' : (m[1] as string), port };
+}
+
+/** "90s", "15m", "2h", "500ms" or plain seconds → milliseconds. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: expected a duration such as 500ms, 30s, 15m or 1h`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('run the HTTP API, Prometheus metrics, the dashboard, the node-CIDR controller and cluster GC')
+    .option('--listen <host:port>', 'address to listen on (non-loopback addresses require tokens)', '127.0.0.1:7420')
+    .option('--data-dir <dir>', 'directory of the default SQLite datastore (default: $PODIPAM_DATA_DIR, /var/lib/podipam as root, else ~/.local/share/podipam)')
+    .option('--token-file <file>', 'bearer tokens, lines "read=TOKEN" and "admin=TOKEN" (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN)')
+    .option('--cluster-cidr <cidrs>', 'node-CIDR controller: cluster CIDR(s), comma separated', DEFAULT_CLUSTER_CIDRS)
+    .option('--node-mask-size <n>', 'node-CIDR controller: IPv4 node mask (default 24)')
+    .option('--node-mask-size-v6 <n>', 'node-CIDR controller: IPv6 node mask (default 64)')
+    .option('--service-cidr <cidrs>', 'node-CIDR controller: CIDR(s) never given to nodes')
+    .option('--no-controller', 'do not run the node-CIDR controller')
+    .option('--no-default-pools', `do not create ${DEFAULT_POOLS.map((p) => `${p.name} (${p.cidr})`).join(' and ')} when no pool exists`)
+    .option('--gc-interval <duration>', 'how often cluster GC looks for leaks and blocks of deleted nodes (0 = never)', '60s')
+    .option('--gc-grace <duration>', 'how long a finding must persist before GC releases it', '15m')
+    .option('--node-name <name>', 'node name in the printed CNI config (default: $NODENAME, else the host name)')
+    .action(async (flags: ServeFlags, cmd: Command) => {
+      const { host, port } = parseListen(flags.listen);
+      const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
+      const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
+      const [{ loadTokens, checkListenTokens }, { parseControllerConfig }] = await Promise.all([import('../server/auth.js'), import('../controller/controller-config.js')]);
+      let tokens;
+      try {
+        tokens = loadTokens(flags.tokenFile);
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
+      let controller;
+      if (flags.controller) {
+        try {
+          controller = parseControllerConfig({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+      }
+      const globals = cmd.optsWithGlobals() as { datastore?: string };
+      const dataDir = flags.dataDir ?? defaultDataDir();
+      const datastoreUrl = globals.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(dataDir);
+      if (datastoreUrl === sqliteUrlFor(dataDir)) {
+        try {
+          mkdirSync(dataDir, { recursive: true });
+        } catch (e) {
+          throw new Error(`cannot create --data-dir ${dataDir}: ${(e as Error).message}`);
+        }
+      }
+      try {
+        checkListenTokens(host, tokens);
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
+      const log = (line: string): void => {
+        process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+      };
+      const { startServer } = await import('../server/start-server.js');
+      const server = await startServer({
+        host,
+        port,
+        datastoreUrl,
+        tokens,
+        controller,
+        defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
+        gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
+        log,
+      });
+      const { cniConflist } = await import('../server/cni-config.js');
+      const nodeName = flags.nodeName ?? process.env.NODENAME ?? hostname();
+      const out = process.stdout;
+      out.write(`podipam serve: dashboard and API on ${server.url}/ (datastore ${datastoreUrl})\n`);
+      if (server.createdPools.length > 0) out.write(`podipam serve: created pools ${server.createdPools.join(', ')}\n`);
+      out.write(
+        `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
+          `auth ${tokens.admin || tokens.read ? 'bearer tokens' : 'open (loopback)'}\n`,
+      );
+      out.write(`\nCNI network config for node "${nodeName}" (save as /etc/cni/net.d/10-podipam.conflist; put bin/podipam in /opt/cni/bin/ as "podipam"):\n`);
+      out.write(`${cniConflist({ datastore: datastoreUrl, nodeName, pools: [] })}\n\n`);
+      out.write(`Try: podipam simulate --server ${server.url} --nodes 20 --pods 600 --churn 0.2\n`);
+      await new Promise<void>((resolve) => {
+        const stop = (sig: string): void => {
+          log(`podipam serve: ${sig}, shutting down`);
+          process.off('SIGINT', onInt);
+          process.off('SIGTERM', onTerm);
+          resolve();
+        };
+        const onInt = (): void => stop('SIGINT');
+        const onTerm = (): void => stop('SIGTERM');
+        process.on('SIGINT', onInt);
+        process.on('SIGTERM', onTerm);
+      });
+      await server.close();
+    });
+}

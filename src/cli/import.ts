@@ -1,0 +1,199 @@
+/**
+ * `podipam import host-local DIR [--network NAME] [--node N]`: adopts the reservations of an
+ * existing host-local data directory into the cluster store, so a cluster can move from
+ * host-local to podipam's cluster mode without restarting its pods. Each file `<ip>` holding
+ * `containerId\r\nifname` becomes an allocation of that address under the handle
+ * `<network>.<containerId>.<ifname>` — the handle the cluster-mode DEL of that container will
+ * compute — in a block affine to the node. Later ADDs never hand the address out again.
+ *
+ * Re-running is safe: an address already held by the same handle is skipped. An address held
+ * by another handle is reported and the import goes on; the exit code is 1 if anything failed.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { hostname } from 'node:os';
+import type { Command } from 'commander';
+import { cniHandleId } from '../cluster/handle-id.js';
+import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
+import { datastoreUrl } from './datastore-url.js';
+import { createProgress } from './progress.js';
+import { UsageError } from './usage-error.js';
+
+/** One reservation read from a host-local directory. */
+export interface HostLocalReservation {
+  readonly network: string;
+  readonly ip: Addr;
+  readonly containerId: string;
+  readonly ifname: string;
+  /** True for a pre-2018 file holding only the container id (ifname assumed "eth0"). */
+  readonly legacy: boolean;
+  readonly file: string;
+}
+
+const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+
+/**
+ * Reads every reservation under `dir`: either one network's directory (IP-named files, the
+ * network named by `network` or the directory's name) or a host-local `dataDir` holding one
+ * directory per network (all of them, or only `network`). `lock` and `last_reserved_ip.*`
+ * are skipped; `skipped` lists other files that are not reservations, with the reason.
+ */
+export function readHostLocalDir(dir: string, network?: string): { reservations: HostLocalReservation[]; skipped: string[] } {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    throw new UsageError(`cannot read host-local directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  const reservations: HostLocalReservation[] = [];
+  const skipped: string[] = [];
+  const ipFiles = names.filter((n) => tryParseAddr(fileToIp(n)) !== undefined && statSync(join(dir, n)).isFile());
+  if (ipFiles.length > 0 || names.includes('lock') || names.some((n) => n.startsWith('last_reserved_ip'))) {
+    const net = network ?? basename(dir);
+    if (!NETWORK_NAME.test(net)) throw new UsageError(`--network ${JSON.stringify(net)} is not a valid CNI network name`);
+    readNetwork(dir, net, names, reservations, skipped);
+  } else {
+    for (const n of names.sort()) {
+      const sub = join(dir, n);
+      if (!statSync(sub).isDirectory() || (network !== undefined && n !== network)) continue;
+      readNetwork(sub, n, readdirSync(sub), reservations, skipped);
+    }
+    if (network !== undefined && !names.includes(network)) {
+      throw new UsageError(`--network ${network}: no directory ${join(dir, network)} and no reservation files in ${dir}`);
+    }
+  }
+  return { reservations, skipped };
+}
+
+function readNetwork(dir: string, network: string, names: readonly string[], out: HostLocalReservation[], skipped: string[]): void {
+  for (const n of [...names].sort()) {
+    if (n === 'lock' || n.startsWith('last_reserved_ip')) continue;
+    const file = join(dir, n);
+    const ip = tryParseAddr(fileToIp(n));
+    if (!ip) {
+      skipped.push(`${file}: not named after an IP address`);
+      continue;
+    }
+    if (!statSync(file).isFile()) continue;
+    // host-local writes "id\r\nifname" with no trailing newline; trim as its matcher does.
+    const text = readFileSync(file, 'utf8').trim();
+    const [id, ifname, ...rest] = text.split('\r\n').map((s) => s.trim());
+    if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) {
+      skipped.push(`${file}: content ${JSON.stringify(text.slice(0, 60))} is not "containerId\\r\\nifname"`);
+      continue;
+    }
+    out.push({ network, ip, containerId: id, ifname: ifname ?? 'eth0', legacy: ifname === undefined, file });
+  }
+}
+
+/** host-local on Windows writes ':' as '_' in file names. */
+function fileToIp(name: string): string {
+  return name.includes('_') && !name.includes('.') ? name.replace(/_/g, ':') : name;
+}
+
+/** The cluster handle of a reservation: what the cluster-mode plugin's DEL computes. */
+export function handleOf(r: Pick<HostLocalReservation, 'network' | 'containerId' | 'ifname'>): string {
+  return cniHandleId(r.network, r.containerId, r.ifname);
+}
+
+export function registerImport(program: Command): void {
+  const imp = program.command('import').description('adopt addresses allocated by other IPAM plugins into the cluster store');
+  imp
+    .command('host-local')
+    .argument('<dir>', "a host-local data directory: one network's directory (/var/lib/cni/networks/NET) or the dataDir holding them")
+    .description('adopt every reservation of a host-local data directory under the handle <network>.<containerId>.<ifname>')
+    .option('--network <name>', 'the network name (default: the directory name, or every network under a dataDir)')
+    .option('--node <name>', 'the node whose pods hold these addresses (default: $NODENAME, else the host name)')
+    .option('--dry-run', 'read and report, write nothing')
+    .option('--json', 'print the result as JSON')
+    .option('--progress', 'draw a progress bar even when stderr is not a terminal')
+    .action(async (dir: string, opts: ImportOptions, cmd: Command) => {
+      const failed = await importHostLocal(dir, opts, datastoreUrl(cmd));
+      // Exit code 1 (runCli maps a thrown error to 1) after the full report is printed.
+      if (failed > 0) throw new Error(`${failed} reservation(s) could not be adopted (see the lines marked "failed")`);
+    });
+}
+
+interface ImportOptions {
+  network?: string;
+  node?: string;
+  dryRun?: boolean;
+  json?: boolean;
+  progress?: boolean;
+}
+
+/**
+ * Assigns each handle its addresses (all of one container's addresses in one call, so a
+ * dual-stack pod's pair lands together) through the cluster service's specific-address path —
+ * the one `CNI_ARGS IP=` takes. Yields one outcome per handle; a failure does not stop the rest.
+ */
+async function* adopt(
+  url: string,
+  node: string,
+  reservations: readonly HostLocalReservation[],
+): AsyncGenerator<{ handle: string; ips: string[]; outcome: 'adopted' | 'already' | 'failed'; error?: string }> {
+  const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/index.js'), import('../cluster/index.js')]);
+  const byHandle = new Map<string, HostLocalReservation[]>();
+  for (const r of reservations) byHandle.set(handleOf(r), [...(byHandle.get(handleOf(r)) ?? []), r]);
+  const store = await openStore(url);
+  try {
+    const ipam = new ClusterIpam(store);
+    for (const [handle, rs] of byHandle) {
+      const ips = rs.map((r) => formatAddr(r.ip));
+      const first = rs[0] as HostLocalReservation;
+      try {
+        const before = await ipam.addressesOf(handle);
+        await ipam.assign({
+          node,
+          handle,
+          attrs: { network: first.network, containerId: first.containerId, ifname: first.ifname },
+          ips: rs.map((r) => r.ip),
+        });
+        const held = new Set((before ?? []).map((a) => formatAddr(a.addr)));
+        yield { handle, ips, outcome: ips.every((ip) => held.has(ip)) ? 'already' : 'adopted' };
+      } catch (e) {
+        // A store that cannot be reached fails every handle the same way: stop at once.
+        if ((e as Error).name === 'StoreUnavailableError') throw e;
+        yield { handle, ips, outcome: 'failed', error: (e as Error).message };
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Imports and prints the report; returns the number of addresses that failed. */
+async function importHostLocal(dir: string, opts: ImportOptions, url: string): Promise<number> {
+  const node = opts.node ?? process.env.NODENAME ?? hostname();
+  const { reservations, skipped } = readHostLocalDir(dir, opts.network);
+  for (const s of skipped) process.stderr.write(`podipam: skipping ${s}\n`);
+  const results: { ip: string; handle: string; outcome: 'adopted' | 'already' | 'failed' | 'dry-run'; error?: string }[] = [];
+  if (!opts.dryRun) {
+    const progress = createProgress({ total: reservations.length, label: 'import', force: opts.progress });
+    try {
+      for await (const r of adopt(url, node, reservations)) {
+        for (const ip of r.ips) results.push({ ip, handle: r.handle, outcome: r.outcome, ...(r.error ? { error: r.error } : {}) });
+        progress.tick(r.ips.length, r.outcome === 'failed' ? `failed ${r.handle}` : undefined);
+      }
+    } finally {
+      progress.finish();
+    }
+  } else {
+    for (const r of reservations) results.push({ ip: formatAddr(r.ip), handle: handleOf(r), outcome: 'dry-run' });
+  }
+  const failed = results.filter((r) => r.outcome === 'failed');
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ node, adopted: results.filter((r) => r.outcome === 'adopted').length, already: results.filter((r) => r.outcome === 'already').length, failed: failed.length, skipped, results }, null, 2)}\n`);
+  } else {
+    for (const r of results) {
+      process.stdout.write(`${r.ip.padEnd(16)} ${r.handle}  ${r.outcome}${r.error ? `: ${r.error}` : ''}\n`);
+    }
+    const legacy = reservations.filter((r) => r.legacy).length;
+    process.stdout.write(
+      `${results.length} reservation(s) on node ${node}: ${results.filter((r) => r.outcome === 'adopted').length} adopted, ` +
+        `${results.filter((r) => r.outcome === 'already').length} already held, ${failed.length} failed, ${skipped.length} file(s) skipped` +
+        `${legacy ? `; ${legacy} legacy file(s) without an ifname taken as eth0` : ''}\n`,
+    );
+  }
+  return failed.length;
+}

@@ -1,0 +1,73 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ClusterIpam } from '../cluster/index.js';
+import { handleKey } from '../cluster/keys.js';
+import { addNode } from '../controller/add-node.js';
+import { deleteNode } from '../controller/delete-node.js';
+import { openStore, type Store } from '../store/index.js';
+import { ClusterGc } from './cluster-gc.js';
+import { clusterOps } from './cluster-ops-impl.js';
+
+async function dropHandle(store: Store, handle: string): Promise<void> {
+  const e = await store.get(handleKey(handle));
+  assert.ok(e);
+  assert.ok((await store.txn([{ key: e.key, rev: e.rev }], [{ type: 'delete', key: e.key }])).succeeded);
+}
+
+async function setup() {
+  const store = await openStore('memory:');
+  const ipam = new ClusterIpam(store);
+  await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
+  let now = 0;
+  const lines: string[] = [];
+  const gc = new ClusterGc({ store, ops: clusterOps(store), graceMs: 1000, log: (l) => lines.push(l), now: () => now });
+  return { store, ipam, gc, lines, advance: (ms: number) => (now += ms) };
+}
+
+test('gc: a leak is freed only after it persisted for the grace period', async () => {
+  const { store, ipam, gc, advance } = await setup();
+  await ipam.assign({ node: 'n1', handle: 'net.keep.eth0', auto: { 4: 1 } });
+  await ipam.assign({ node: 'n1', handle: 'net.leak.eth0', auto: { 4: 1 } });
+  await dropHandle(store, 'net.leak.eth0');
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, waiting: 1 });
+  advance(999);
+  assert.equal((await gc.runOnce()).leaksReleased, 0);
+  advance(1);
+  assert.equal((await gc.runOnce()).leaksReleased, 1);
+  const check = await ipam.check();
+  assert.deepEqual(check.leaks, []);
+  assert.equal((await ipam.addressesOf('net.keep.eth0'))?.length, 1);
+});
+
+test('gc: a leak that was re-allocated meanwhile is left alone', async () => {
+  const { store, ipam, gc, advance } = await setup();
+  const [a] = await ipam.assign({ node: 'n1', handle: 'net.leak.eth0', auto: { 4: 1 } });
+  await dropHandle(store, 'net.leak.eth0');
+  await gc.runOnce();
+  advance(5000);
+  // Someone frees the address and a new pod gets exactly it before GC acts.
+  // (A fresh service instance, as another process would be.)
+  const other = new ClusterIpam(store);
+  await other.releaseAddresses([a!.addr]);
+  await other.assign({ node: 'n1', handle: 'net.new.eth0', ips: [a!.addr] });
+  const r = await gc.runOnce();
+  assert.equal(r.leaksReleased, 0);
+  assert.equal((await ipam.addressesOf('net.new.eth0'))?.length, 1);
+});
+
+test('gc: blocks of a deleted node are released with its pods; other nodes keep theirs', async () => {
+  const { store, ipam, gc, lines, advance } = await setup();
+  await addNode(store, { name: 'a' });
+  await addNode(store, { name: 'b' });
+  for (let i = 0; i < 3; i++) await ipam.assign({ node: 'a', handle: `net.a${i}.eth0`, auto: { 4: 1 } });
+  await ipam.assign({ node: 'b', handle: 'net.b0.eth0', auto: { 4: 1 } });
+  await deleteNode(store, 'a');
+  assert.equal((await gc.runOnce()).waiting, 1);
+  advance(1000);
+  const r = await gc.runOnce();
+  assert.deepEqual(r, { leaksReleased: 0, handlesReleased: 3, blocksReleased: 1, waiting: 0 });
+  assert.deepEqual(await ipam.check(), { leaks: [], problems: [] });
+  const usage = await ipam.usage();
+  assert.deepEqual(usage.blocks.map((b) => [b.node, b.allocated]), [['b', 1]]);
+  assert.match(lines.join('\n'), /node "a" is gone: released 3 of its pods' handle\(s\) and block 10\.0\.0\.\d+\/28 \(deleted\)/);
+});

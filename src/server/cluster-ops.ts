@@ -1,0 +1,55 @@
+/**
+ * The writes and checks the API needs from the cluster block-IPAM service (src/cluster),
+ * behind one small interface so the routes do not depend on the service's internals. The
+ * implementation (`clusterOps`) calls the same functions the CNI plugin's cluster mode calls.
+ */
+import type { CheckReport } from '../cluster/check.js';
+
+export type { CheckReport, Leak, Problem } from '../cluster/check.js';
+
+export interface PoolInput {
+  readonly name: string;
+  readonly cidr: string;
+  readonly blockSize?: number;
+  readonly nodeSelector?: string;
+  readonly disabled?: boolean;
+}
+
+export interface AllocateInput {
+  readonly node: string;
+  readonly handle: string;
+  readonly network?: string;
+  readonly containerId?: string;
+  readonly ifname?: string;
+  /** Pool names to allocate from (default: every enabled pool matching the node). */
+  readonly pools?: readonly string[];
+  /** Specific addresses instead of one per family. */
+  readonly ips?: readonly string[];
+}
+
+export interface AllocatedAddress {
+  readonly ip: string;
+  readonly family: 4 | 6;
+  readonly block: string;
+  readonly pool: string;
+  /** The pool's prefix length, as in the CNI result ("10.244.3.7/16"). */
+  readonly prefixLen: number;
+}
+
+
+export interface ClusterOps {
+  createPool(input: PoolInput): Promise<void>;
+  /** Enables or disables a pool (CIDR, block size and selector are fixed at creation). */
+  setPoolDisabled(name: string, disabled: boolean): Promise<void>;
+  deletePool(name: string): Promise<void>;
+  /** One address per family of the usable pools (or `ips`), all or nothing; idempotent per handle. */
+  allocate(input: AllocateInput): Promise<AllocatedAddress[]>;
+  /**
+   * Releases everything `handle` holds; the addresses released (none when it held nothing).
+   * `node`: the node releasing, as the CNI plugin's DEL passes it (its empty-block policy).
+   */
+  releaseHandle(handle: string, node?: string): Promise<string[]>;
+  /** Releases one address; the handle that held it, or undefined when it was free. */
+  releaseIp(ip: string): Promise<string | undefined>;
+  check(): Promise<CheckReport>;
+}

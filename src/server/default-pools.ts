@@ -1,0 +1,36 @@
+/**
+ * The pools `podipam serve` creates on a store that has none, so `npm start` on a fresh
+ * machine works at once: Kubernetes' conventional pod network (kubeadm's and flannel's
+ * 10.244.0.0/16) and its IPv6 counterpart, with Calico's default block sizes.
+ */
+import type { ClusterOps } from './cluster-ops.js';
+import type { ClusterSummary } from './cluster-summary.js';
+
+export interface DefaultPool {
+  readonly name: string;
+  readonly cidr: string;
+}
+
+export const DEFAULT_POOLS: readonly DefaultPool[] = [
+  { name: 'default-ipv4', cidr: '10.244.0.0/16' },
+  { name: 'default-ipv6', cidr: 'fd00:10:244::/56' },
+];
+
+/** The cluster CIDRs the node-CIDR controller cuts node pod CIDRs from by default (same space as the pools). */
+export const DEFAULT_CLUSTER_CIDRS = '10.244.0.0/16,fd00:10:244::/56';
+
+/** Creates `pools` when the store has no pool at all; returns the names created. */
+export async function ensureDefaultPools(ops: ClusterOps, summary: () => Promise<ClusterSummary>, pools: readonly DefaultPool[]): Promise<string[]> {
+  if ((await summary()).pools.length > 0) return [];
+  const created: string[] = [];
+  for (const p of pools) {
+    try {
+      await ops.createPool({ name: p.name, cidr: p.cidr });
+      created.push(p.name);
+    } catch (e) {
+      // Another server creating the same default at the same moment is fine.
+      if ((e as Error).name !== 'PoolConflictError') throw e;
+    }
+  }
+  return created;
+}

@@ -1,0 +1,152 @@
+/**
+ * The HTTP plumbing of `podipam serve`: one `node:http` server, requests routed to handlers
+ * that return JSON values, every thrown error turned into a JSON error response by
+ * `toHttpError` (the one mapping), bearer-token authorization by method, request timing into
+ * the metrics. Handlers never touch `res`.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { HttpError, toHttpError } from './http-error.js';
+import { authorize, roleOf, type Role, type Tokens } from './auth.js';
+import type { Router } from './router.js';
+import { parseJsonObject, type Body } from './validate.js';
+import type { ServerMetrics } from './metrics.js';
+
+/** What a handler sees. */
+export interface Ctx {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly role: Role;
+  /** The JSON object body (read lazily; `{}` when empty). */
+  body(): Promise<Body>;
+}
+
+/** A non-JSON answer (the dashboard, metrics). */
+export class RawResponse {
+  constructor(
+    readonly status: number,
+    readonly contentType: string,
+    readonly body: string | Buffer,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {}
+}
+
+export interface HandlerSpec {
+  readonly run: (ctx: Ctx) => Promise<unknown> | unknown;
+  /** Who may call: 'public' (no token), 'read' (read or admin token), 'admin'. Default by method. */
+  readonly access?: 'public' | 'read' | 'admin';
+  /** Status of a successful JSON answer (default 200). */
+  readonly status?: number;
+}
+
+const MAX_BODY = 1 << 20;
+
+export interface HttpServerOptions {
+  readonly router: Router<HandlerSpec>;
+  readonly tokens: Tokens;
+  readonly metrics?: ServerMetrics;
+  /** Called for each 5xx with the error, for the log. */
+  readonly onServerError?: (e: HttpError, method: string, path: string) => void;
+}
+
+export function createHttpServer(options: HttpServerOptions): Server {
+  const server = createServer((req, res) => {
+    void handle(req, res, options);
+  });
+  server.keepAliveTimeout = 5000;
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  return server;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, o: HttpServerOptions): Promise<void> {
+  const started = process.hrtime.bigint();
+  const method = req.method ?? 'GET';
+  const url = new URL(req.url ?? '/', 'http://podipam');
+  let route = 'unmatched';
+  let status = 500;
+  try {
+    const m = o.router.match(method, url.pathname);
+    route = m.pattern;
+    const mutates = !(method === 'GET' || method === 'HEAD');
+    const access = m.handler.access ?? (mutates ? 'admin' : 'read');
+    const role = roleOf(req.headers.authorization, o.tokens);
+    if (access !== 'public') authorize(role, access === 'admin');
+    let bodyPromise: Promise<Body> | undefined;
+    const ctx: Ctx = {
+      params: m.params,
+      query: url.searchParams,
+      role,
+      body: () => (bodyPromise ??= readBody(req)),
+    };
+    const out = await m.handler.run(ctx);
+    // Drain an unread body so keep-alive connections stay usable.
+    if (!bodyPromise && mutates) await readBody(req).catch(() => undefined);
+    if (out instanceof RawResponse) {
+      status = out.status;
+      res.writeHead(out.status, { 'content-type': out.contentType, ...out.headers });
+      res.end(method === 'HEAD' ? undefined : out.body);
+    } else {
+      status = m.handler.status ?? 200;
+      sendJson(res, status, out ?? { ok: true }, method === 'HEAD');
+    }
+  } catch (e) {
+    const err = toHttpError(e);
+    status = err.status;
+    if (status >= 500) o.onServerError?.(err, method, url.pathname);
+    const headers: Record<string, string> = {};
+    if (status === 401) headers['www-authenticate'] = 'Bearer realm="podipam"';
+    if (status === 503) headers['retry-after'] = '1';
+    sendJson(res, status, err.toJSON(), method === 'HEAD', headers);
+  } finally {
+    const secs = Number(process.hrtime.bigint() - started) / 1e9;
+    o.metrics?.requestDuration.observe({ method, route, status: String(status) }, secs);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown, head: boolean, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(head ? undefined : body);
+}
+
+function readBody(req: IncomingMessage): Promise<Body> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY && !failed) {
+        failed = true;
+        reject(new HttpError(413, 'payload_too_large', `request body exceeds ${MAX_BODY} bytes`));
+      }
+      if (!failed) chunks.push(c);
+    });
+    req.on('error', (e) => reject(new HttpError(400, 'bad_request', `cannot read request body: ${e.message}`)));
+    req.on('end', () => {
+      if (failed) return;
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(parseJsonObject(text));
+      } catch (e) {
+        // A JSON body under another content type (curl -d sends form-urlencoded) is accepted;
+        // only a body that is not JSON under a non-JSON type is told about its type.
+        reject(
+          text.trim() !== '' && type !== '' && type !== 'application/json'
+            ? new HttpError(415, 'unsupported_media_type', `request body must be application/json: got content-type "${type}" and a body that is not JSON`)
+            : e,
+        );
+      }
+    });
+  });
+}

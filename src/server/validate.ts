@@ -1,0 +1,109 @@
+/**
+ * Request validation at the API edge: each check names the field and the value it got, so a
+ * client sees `field "blockSize" must be an integer between 20 and 32: got "x"`.
+ */
+import { badField, HttpError } from './http-error.js';
+
+export type Body = Readonly<Record<string, unknown>>;
+
+function show(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** Parses a request body as a JSON object. Empty bodies are `{}`. */
+export function parseJsonObject(text: string): Body {
+  if (text.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw new HttpError(400, 'invalid_json', `request body must be a JSON object: got ${show(v)}`);
+  }
+  return v as Body;
+}
+
+/** Refuses keys the endpoint does not know, so a typo ("blocksize") is not silently ignored. */
+export function onlyKeys(body: Body, allowed: readonly string[]): void {
+  for (const k of Object.keys(body)) {
+    if (!allowed.includes(k)) throw badField(k, `unknown field "${k}": allowed fields are ${allowed.join(', ')}`);
+  }
+}
+
+export function requireString(body: Body, field: string, pattern?: RegExp, hint?: string): string {
+  const v = body[field];
+  if (v === undefined || v === null || v === '') throw badField(field, `field "${field}" is required`);
+  return checkString(v, field, pattern, hint);
+}
+
+export function optionalString(body: Body, field: string, pattern?: RegExp, hint?: string): string | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  return checkString(v, field, pattern, hint);
+}
+
+function checkString(v: unknown, field: string, pattern?: RegExp, hint?: string): string {
+  if (typeof v !== 'string') throw badField(field, `field "${field}" must be a string: got ${show(v)}`);
+  if (pattern && !pattern.test(v)) throw badField(field, `field "${field}" must be ${hint ?? `like ${pattern}`}: got ${show(v)}`);
+  return v;
+}
+
+export function optionalInt(body: Body, field: string, min: number, max: number): number | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw badField(field, `field "${field}" must be an integer between ${min} and ${max}: got ${show(v)}`);
+  }
+  return v;
+}
+
+export function optionalBool(body: Body, field: string): boolean | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw badField(field, `field "${field}" must be true or false: got ${show(v)}`);
+  return v;
+}
+
+export function optionalStringArray(body: Body, field: string, pattern?: RegExp, hint?: string): string[] | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw badField(field, `field "${field}" must be an array of strings: got ${show(v)}`);
+  return v.map((x, i) => checkString(x, `${field}[${i}]`, pattern, hint));
+}
+
+/** A map of string to string (labels). */
+export function optionalStringMap(body: Body, field: string): Record<string, string> | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw badField(field, `field "${field}" must be an object of strings: got ${show(v)}`);
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (!LABEL_KEY.test(k)) throw badField(`${field}.${k}`, `label key ${show(k)} in "${field}" is not a valid label name`);
+    if (typeof x !== 'string' || !LABEL_VALUE.test(x)) throw badField(`${field}.${k}`, `label "${k}" in "${field}" must be a label value (63 characters of [A-Za-z0-9_.-]): got ${show(x)}`);
+    out[k] = x;
+  }
+  return out;
+}
+
+/** Query parameter helpers: same messages, `field` is the parameter name. */
+export function queryInt(q: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
+  const s = q.get(name);
+  if (s === null || s === '') return dflt;
+  const n = Number(s);
+  if (!/^[0-9]+$/.test(s) || n < min || n > max) {
+    throw badField(name, `query parameter "${name}" must be an integer between ${min} and ${max}: got ${show(s)}`);
+  }
+  return n;
+}
+
+/** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools. */
+export const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+export const NAME_HINT = 'a lower-case name of letters, digits, "-" and "." (RFC 1123), starting and ending with a letter or digit';
+/** A CNI handle: `<network>.<containerId>.<ifname>` or any id of the same characters. */
+export const HANDLE = /^[A-Za-z0-9][A-Za-z0-9_.\-:]{0,252}$/;
+export const HANDLE_HINT = 'a handle id of letters, digits, "_", ".", "-" and ":" (e.g. "k8s-pod-network.<containerId>.eth0")';
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
