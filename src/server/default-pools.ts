@@ -16,8 +16,13 @@ export const DEFAULT_POOLS: readonly DefaultPool[] = [
   { name: 'default-ipv6', cidr: 'fd00:10:244::/56' },
 ];
 
-/** The cluster CIDRs the node-CIDR controller cuts node pod CIDRs from by default (same space as the pools). */
-export const DEFAULT_CLUSTER_CIDRS = '10.244.0.0/16,fd00:10:244::/56';
+/**
+ * The cluster CIDRs the node-CIDR controller cuts node pod CIDRs from by default. They are kept
+ * apart from the default pools on purpose: a node allocating inside its pod CIDR (`usePodCidr`,
+ * local back end) and a node allocating from the pools' blocks (cluster back end) must never
+ * draw from the same addresses.
+ */
+export const DEFAULT_CLUSTER_CIDRS = '10.245.0.0/16,fd00:10:245::/56';
 
 /** Creates `pools` when the store has no pool at all; returns the names created. */
 export async function ensureDefaultPools(ops: ClusterOps, summary: () => Promise<ClusterSummary>, pools: readonly DefaultPool[]): Promise<string[]> {
