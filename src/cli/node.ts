@@ -1,4 +1,85 @@
 import type { Command } from 'commander';
+import { datastoreUrl } from './datastore-url.js';
+import { printJson, printTable } from './output.js';
+import { UsageError } from './usage-error.js';
 
-/** Registers `podipam node …` (in progress). */
-export function registerNode(_program: Command): void {}
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** Opens the command's datastore, runs `fn`, closes it whatever happens. */
+async function withStore<T>(cmd: Command, fn: (store: import('../store/index.js').Store) => Promise<T>): Promise<T> {
+  const { openStore } = await import('../store/index.js');
+  const store = await openStore(datastoreUrl(cmd));
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Bad names and labels are usage errors (exit 2), named with their value. */
+function usage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof TypeError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
+/**
+ * Registers `podipam node add|delete|list`: node records in the datastore. `add` only writes
+ * the record; a running `podipam controller` gives it its pod CIDRs. `delete` removes the
+ * record and the claims of its CIDRs in one transaction (the CIDRs are free at once).
+ */
+export function registerNode(program: Command): void {
+  const node = program.command('node').description('node records: register, delete and list nodes (pod CIDRs come from `podipam controller`)');
+
+  node
+    .command('add')
+    .description('register a node (its pod CIDRs are assigned by the running controller)')
+    .argument('<name>', 'node name (a DNS subdomain, as Kubernetes node names)')
+    .option('--label <key=value>', 'a label (repeatable)', collect, [] as string[])
+    .action(async (name: string, opts: { label: string[] }, cmd: Command) => {
+      const { validateNodeName } = await import('../controller/node-name.js');
+      const { parseNodeLabels } = await import('../controller/node-labels.js');
+      const labels = usage(() => {
+        validateNodeName(name);
+        return parseNodeLabels(opts.label);
+      });
+      const { addNode } = await import('../controller/add-node.js');
+      await withStore(cmd, (store) => addNode(store, { name, labels }));
+      process.stdout.write(`node "${name}" added\n`);
+    });
+
+  node
+    .command('delete')
+    .description('delete a node and free its pod CIDRs')
+    .argument('<name>', 'node name')
+    .action(async (name: string, _opts: unknown, cmd: Command) => {
+      const { deleteNode } = await import('../controller/delete-node.js');
+      const rec = await withStore(cmd, (store) => deleteNode(store, name));
+      const freed = rec.podCIDRs.length ? ` (freed ${rec.podCIDRs.join(', ')})` : '';
+      process.stdout.write(`node "${name}" deleted${freed}\n`);
+    });
+
+  node
+    .command('list')
+    .description('list nodes with their pod CIDRs')
+    .option('--json', 'print a JSON array of node records')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const { listNodes } = await import('../controller/list-nodes.js');
+      const bad: string[] = [];
+      const nodes = await withStore(cmd, (store) => listNodes(store, (key, e) => bad.push(`${key}: ${e.message}`)));
+      for (const b of bad) process.stderr.write(`podipam: skipping unreadable record ${b}\n`);
+      const records = nodes.map((n) => n.record);
+      if (opts.json) return printJson(records);
+      printTable(records, [
+        { header: 'NAME', value: (r) => r.name + (r.deleting ? ' (deleting)' : '') },
+        { header: 'POD CIDRS', value: (r) => r.podCIDRs.join(',') || '<pending>' },
+        { header: 'LABELS', value: (r) => Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || undefined },
+        { header: 'CREATED', value: (r) => r.createdAt },
+      ]);
+    });
+}

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Poller } from './poller.js';
+
+test('poller ticks one at a time, logs a repeated failure once and its recovery, stops cleanly', async () => {
+  const log: string[] = [];
+  let ticks = 0;
+  let active = 0;
+  let overlap = false;
+  const p = new Poller({
+    intervalMs: 1,
+    log: (l) => log.push(l),
+    what: 'node poll',
+    tick: async () => {
+      overlap ||= active > 0;
+      active++;
+      ticks++;
+      await new Promise((r) => setTimeout(r, 3));
+      active--;
+      if (ticks >= 2 && ticks <= 4) throw new Error('datastore down');
+    },
+  });
+  p.start();
+  for (let i = 0; i < 200 && ticks < 6; i++) await new Promise((r) => setTimeout(r, 5));
+  await p.stop();
+  const after = ticks;
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(ticks, after, 'no tick after stop');
+  assert.ok(ticks >= 6);
+  assert.equal(overlap, false);
+  assert.deepEqual(log, ['node poll failed (retrying every 1 ms): datastore down', 'node poll recovered']);
+  assert.throws(() => new Poller({ intervalMs: -1, log: () => {}, tick: async () => {} }), /'intervalMs' must be a number ≥ 0: current value is -1/);
+});
