@@ -1,0 +1,92 @@
+/**
+ * The CNI plugin entry: environment + stdin in, result or error JSON on stdout, exit code out —
+ * never a stack trace. VERSION is answered before anything else is loaded (it needs no stdin and
+ * no config); every other verb goes through `dispatch.ts`. Start-up is paid per pod, so this
+ * file imports almost nothing and reaches node:fs without the ESM facade (see below).
+ */
+import { versionAnswer } from './version.js';
+
+type Fs = typeof import('node:fs');
+
+/** Runs one plugin invocation from process.env and stdin; returns the exit code. Never throws. */
+export async function runPlugin(): Promise<number> {
+  // process.getBuiltinModule (Node >= 20.16) skips the facade an ESM import of node:fs builds,
+  // which loads the whole streams stack (~2.5 ms).
+  const fs: Fs = process.getBuiltinModule?.('node:fs') ?? (await import('node:fs'));
+  if (process.env.CNI_COMMAND === 'VERSION') {
+    write(fs, versionAnswer());
+    return 0;
+  }
+  try {
+    const { dispatch } = await import('./dispatch.js');
+    const out = await dispatch(process.env, () => readStdin(fs));
+    if (out) write(fs, out);
+    return 0;
+  } catch (e) {
+    write(fs, await errorJson(e));
+    return 1;
+  }
+}
+
+/** The error JSON for anything thrown (Go's indented format); a fallback if even that fails. */
+async function errorJson(e: unknown): Promise<string> {
+  try {
+    const [{ toCniError }, { goMarshalIndent }] = await Promise.all([import('./dispatch.js'), import('./go-json.js')]);
+    return goMarshalIndent(toCniError(e).toJSON() as Record<string, string | number>);
+  } catch {
+    return JSON.stringify({ code: 999, msg: e instanceof Error ? e.message : String(e) }, null, 4);
+  }
+}
+
+/** Stdin trouble: an errno-style error, which `toCniError` reports as code 5 (I/O failure). */
+function stdinError(msg: string): Error {
+  return Object.assign(new Error(msg), { code: 'EIO' });
+}
+
+function readStdin(fs: Fs): string {
+  try {
+    return fs.readFileSync(0, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    // No stdin at all (closed descriptor) reads as empty, like Go's io.ReadAll on a closed file.
+    if (code === 'EBADF' || code === 'EINVAL') return '';
+    if (code === 'EAGAIN') return readNonBlocking(fs);
+    throw stdinError(`error reading from stdin: ${(e as Error).message}`);
+  }
+}
+
+/** A non-blocking stdin (shared with a parent that set O_NONBLOCK): poll until EOF, bounded. */
+function readNonBlocking(fs: Fs): string {
+  const chunks: Buffer[] = [];
+  const buf = Buffer.alloc(65536);
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 30_000; ) {
+    let n: number;
+    try {
+      n = fs.readSync(0, buf);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(sleeper, 0, 0, 2);
+      waited += 2;
+      continue;
+    }
+    if (n === 0) return Buffer.concat(chunks).toString('utf8');
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+  }
+  throw stdinError('error reading from stdin: no end of input after 30s');
+}
+
+/** Writes all of `s` to fd 1 synchronously (a non-blocking pipe is retried, bounded). */
+function write(fs: Fs, s: string): void {
+  const b = Buffer.from(s);
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let off = 0, tries = 0; off < b.length && tries < 10_000; ) {
+    try {
+      off += fs.writeSync(1, b, off);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return; // stdout gone (EPIPE): no one to tell
+      Atomics.wait(sleeper, 0, 0, 1);
+      tries++;
+    }
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * host-local's on-disk store, byte for byte (its `backend/disk`): in `<dataDir>/<network>/`, one
+ * file per reserved address named by the address's canonical text and holding
+ * `<containerID>\r\n<ifname>` (no newline), `last_reserved_ip.<rangeSet>` holding the address
+ * text, and the empty `lock` file (mode 0750) locked with flock. Directories 0755, files 0644,
+ * as host-local 1.1.1 writes them.
+ *
+ * One difference in *how* a reservation is written, not in what ends up on disk: the content
+ * goes to a temporary file first, which is then hard-linked to the address's name (link(2)
+ * fails if the name exists, like O_EXCL). A process killed mid-write therefore never leaves an
+ * empty or partial address file — that would block the address forever, since no DEL could
+ * match it. A killed writer can leave only the temporary file, which the next locked scan
+ * removes (or a DEL matches by content). On a file system without hard links it falls back to
+ * host-local's O_CREAT|O_EXCL write in place.
+ */
+import { fs, path } from '../cni/builtins.js';
+import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
+import { FileLock } from './file-lock.js';
+
+const LAST_IP_PREFIX = 'last_reserved_ip.';
+const LOCK_FILE = 'lock';
+/** Written only under the lock, so one name suffices; host-local never reads it as an address. */
+const TMP_FILE = '.podipam-reserve.tmp';
+
+/** A file of the network directory: its name and its content (undefined when unreadable). */
+export interface StoreFile {
+  readonly name: string;
+  readonly content: string | undefined;
+}
+
+/** What an address file holds for an attachment: `id\r\nifname` (id whitespace-trimmed). */
+export function fileContent(id: string, ifname: string): string {
+  return `${id.trim()}\r\n${ifname}`;
+}
+
+/** host-local's match: the trimmed content equals `id\r\nifname`. */
+export function matchesAttachment(content: string | undefined, id: string, ifname: string): boolean {
+  return content !== undefined && content.trim() === fileContent(id, ifname);
+}
+
+/** The pre-2018 format, content = the container id alone (any ifname matches). */
+export function matchesLegacy(content: string | undefined, id: string): boolean {
+  return content !== undefined && content.trim() === id.trim();
+}
+
+/** The address a file name stands for (host-local parses names with net.ParseIP), or undefined. */
+export function addrOfName(name: string): Addr | undefined {
+  return name.length <= 45 ? tryParseAddr(name) : undefined;
+}
+
+export class DiskStore {
+  readonly dir: string;
+  readonly #lock: FileLock;
+
+  private constructor(dir: string, lock: FileLock) {
+    this.dir = dir;
+    this.#lock = lock;
+  }
+
+  /** Creates `dir` (mode 0755, parents too) and opens its lock file; does not lock. */
+  static open(dir: string): DiskStore {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)));
+  }
+
+  lock(): void {
+    this.#lock.lock();
+  }
+
+  unlock(): void {
+    this.#lock.unlock();
+  }
+
+  close(): void {
+    this.#lock.close();
+  }
+
+  /**
+   * Every regular file of the directory (sorted by name, as Go's filepath.Walk visits them)
+   * except `lock`, with its content. Call under the lock: a leftover temporary file of a killed
+   * writer is removed here. Subdirectories are not entered.
+   */
+  scan(): StoreFile[] {
+    const out: StoreFile[] = [];
+    const names = fs.readdirSync(this.dir, { withFileTypes: true })
+      .filter((d) => !d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+    for (const name of names) {
+      if (name === LOCK_FILE) continue;
+      if (name === TMP_FILE) {
+        this.#unlinkQuietly(TMP_FILE);
+        continue;
+      }
+      let content: string | undefined;
+      try {
+        content = fs.readFileSync(path.join(this.dir, name), 'utf8');
+      } catch {
+        content = undefined; // unreadable: matches nobody, still occupies its name (as host-local)
+      }
+      out.push({ name, content });
+    }
+    return out;
+  }
+
+  /**
+   * Reserves `addr` for (id, ifname) if its file does not exist yet, then records it in
+   * `last_reserved_ip.<rangeSet>`. Returns false when the address is taken. Throws on I/O errors.
+   */
+  reserve(id: string, ifname: string, addr: Addr, rangeSet: number): boolean {
+    const name = formatAddr(addr);
+    const tmp = path.join(this.dir, TMP_FILE);
+    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);
+    try {
+      fs.writeSync(fd, Buffer.from(fileContent(id, ifname), 'utf8'));
+    } finally {
+      fs.closeSync(fd);
+    }
+    try {
+      fs.linkSync(tmp, path.join(this.dir, name));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      // A file system without hard links: write in place, as host-local does.
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return this.#reserveInPlace(id, ifname, name, rangeSet);
+      throw e;
+    } finally {
+      this.#unlinkQuietly(TMP_FILE);
+    }
+    this.#recordLast(name, rangeSet);
+    return true;
+  }
+
+  #reserveInPlace(id: string, ifname: string, name: string, rangeSet: number): boolean {
+    let fd: number;
+    try {
+      fd = fs.openSync(path.join(this.dir, name), fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+    try {
+      fs.writeSync(fd, Buffer.from(fileContent(id, ifname), 'utf8'));
+    } catch (e) {
+      fs.closeSync(fd);
+      this.#unlinkQuietly(name);
+      throw e;
+    }
+    fs.closeSync(fd);
+    this.#recordLast(name, rangeSet);
+    return true;
+  }
+
+  #recordLast(name: string, rangeSet: number): void {
+    fs.writeFileSync(path.join(this.dir, LAST_IP_PREFIX + rangeSet), name, { mode: 0o644 });
+  }
+
+  /** The address in `last_reserved_ip.<rangeSet>`; undefined when missing or unparsable. */
+  lastReserved(rangeSet: number): Addr | undefined {
+    try {
+      return tryParseAddr(fs.readFileSync(path.join(this.dir, LAST_IP_PREFIX + rangeSet), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Deletes a file of the directory; false if it was already gone. Throws other I/O errors. */
+  remove(name: string): boolean {
+    try {
+      fs.unlinkSync(path.join(this.dir, name));
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw e;
+    }
+  }
+
+  #unlinkQuietly(name: string): void {
+    try {
+      fs.unlinkSync(path.join(this.dir, name));
+    } catch {
+      // gone already, or not ours to worry about
+    }
+  }
+}
+
+/** Names of the directory's files without opening anything (STATUS); [] when it does not exist. */
+export function listNames(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * The `local` back end: a drop-in for the reference host-local plugin — same configuration, same
+ * results, same files, same lock — so a node can switch between the two without losing a
+ * reservation. Thin, like host-local's main.go: load config, open the store, allocate per range
+ * set (undoing this ADD's own reservations if a later set fails), print, close.
+ *
+ * Errors keep host-local's texts, with spec codes instead of its catch-all 999:
+ * exhaustion → 100 (CniCode.Exhausted); a requested address that is taken, outside every range
+ * or the gateway, and a duplicate ADD → 101 (AddressUnavailable); CHECK finding nothing → 102
+ * (NotFound); bad config → 7; bad CNI_ARGS → 4; file-system failures → 5.
+ */
+import { CniCode, CniError } from '../cni/errors.js';
+import type { Attachment, IpamBackend, IpamRequest, IpamResult, IpConfig, NetConf } from '../cni/ipam-backend.js';
+import { candidates, checkRequested, formatRangeSet, isExhausted, rangeIndexOf } from '../alloc/range-allocator.js';
+import { type Addr, formatAddr } from '../ip/addr.js';
+import { formatAddrWithLen } from '../ip/prefix.js';
+import { type LocalConfig, loadLocalConfig } from './config.js';
+import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
+
+export function createLocalBackend(): IpamBackend {
+  return new LocalBackend();
+}
+
+export class LocalBackend implements IpamBackend {
+  async add(req: IpamRequest): Promise<IpamResult> {
+    const cfg = await loadLocalConfig(req.conf, req.cniArgs);
+    const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
+    const ips = withStore(cfg, (store) => allocate(store, cfg, req));
+    return { ips, routes: cfg.routes, dns };
+  }
+
+  async del(req: IpamRequest): Promise<void> {
+    const cfg = await loadLocalConfig(req.conf, req.cniArgs);
+    withStore(cfg, (store) => {
+      const errors: string[] = [];
+      for (const f of releasable(store.scan(), req, cfg.rangeSets.length)) {
+        try {
+          store.remove(f.name);
+        } catch (e) {
+          errors.push((e as Error).message);
+        }
+      }
+      if (errors.length) throw new CniError(CniCode.IoFailure, errors.join(';'));
+    });
+  }
+
+  async check(req: IpamRequest): Promise<void> {
+    const cfg = await loadLocalConfig(req.conf, req.cniArgs);
+    withStore(cfg, (store) => {
+      const files = store.scan();
+      const mine = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
+      const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, req.containerId));
+      if (held.length === 0) {
+        throw new CniError(CniCode.NotFound, `host-local: Failed to find address added by container ${req.containerId}`);
+      }
+      checkPrevResult(req, cfg, new Set(held.map((f) => f.name)));
+    });
+  }
+
+  async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
+    const cfg = await loadLocalConfig(conf);
+    const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
+    const keepIds = new Set(valid.map((a) => a.containerId.trim()));
+    withStore(cfg, (store) => {
+      const errors: string[] = [];
+      for (const f of store.scan()) {
+        if (!addrOfName(f.name)) continue; // lock, last_reserved_ip.*, anything not an address
+        const c = f.content?.trim();
+        if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
+        try {
+          store.remove(f.name);
+        } catch (e) {
+          errors.push(`${f.name}: ${(e as Error).message}`);
+        }
+      }
+      if (errors.length) throw new CniError(CniCode.IoFailure, `GC could not release: ${errors.join('; ')}`);
+    });
+  }
+
+  async status(conf: NetConf): Promise<void> {
+    const cfg = await loadLocalConfig(conf);
+    // Read without creating or locking anything: a status probe must not write.
+    const taken = listNames(cfg.dir).flatMap((n) => {
+      const a = addrOfName(n);
+      return a && formatAddr(a) === n ? [a] : [];
+    });
+    cfg.rangeSets.forEach((set, i) => {
+      if (isExhausted(set, taken)) {
+        throw new CniError(CniCode.NotAvailable, `range set ${i}: no IP addresses available in range set: ${formatRangeSet(set)}`);
+      }
+    });
+  }
+}
+
+/** Opens the network directory, runs `fn` under the lock, always unlocks and closes. */
+function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
+  let store: DiskStore;
+  try {
+    store = DiskStore.open(cfg.dir);
+  } catch (e) {
+    throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);
+  }
+  try {
+    store.lock();
+    return fn(store);
+  } finally {
+    store.close(); // closing drops the lock
+  }
+}
+
+/**
+ * host-local's ADD under one lock: per range set, the requested address that falls in it, or
+ * the next free one round-robin. On failure releases what this call reserved (host-local
+ * releases everything the attachment holds, even addresses of an earlier ADD; we do not).
+ */
+function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfig[] {
+  const files = store.scan();
+  const taken = new Set(files.map((f) => f.name));
+  const held = files.flatMap((f) => {
+    const a = addrOfName(f.name);
+    const mine = matchesAttachment(f.content, req.containerId, req.ifname) || matchesLegacy(f.content, req.containerId);
+    return a && mine ? [a] : [];
+  });
+  const requests = [...cfg.requested];
+  const reserved: string[] = [];
+  const undo = () => {
+    for (const n of reserved) {
+      try {
+        store.remove(n);
+      } catch {
+        // keep undoing; a file left behind is matched and released by the attachment's DEL
+      }
+    }
+  };
+  const out: IpConfig[] = [];
+  try {
+    cfg.rangeSets.forEach((set, idx) => {
+      const fail = (code: number, msg: string) => new CniError(code, `failed to allocate for range ${idx}: ${msg}`);
+      const r = requests.findIndex((a) => rangeIndexOf(set, a) >= 0);
+      let got: { addr: Addr; range: number } | undefined;
+      if (r >= 0) {
+        const want = requests.splice(r, 1)[0]!;
+        const check = checkRequested(set, want);
+        if (!check.ok) throw fail(CniCode.AddressUnavailable, `requested ip ${formatAddr(want)} is subnet's gateway`);
+        if (!store.reserve(req.containerId, req.ifname, want, idx)) {
+          throw fail(CniCode.AddressUnavailable, `requested IP address ${formatAddr(want)} is not available in range set ${formatRangeSet(set)}`);
+        }
+        got = { addr: want, range: check.range };
+      } else {
+        const dup = held.find((a) => rangeIndexOf(set, a) >= 0);
+        if (dup) {
+          throw fail(CniCode.AddressUnavailable, `${formatAddr(dup)} has been allocated to ${req.containerId}, duplicate allocation is not allowed`);
+        }
+        for (const c of candidates(set, store.lastReserved(idx))) {
+          const name = formatAddr(c.addr);
+          if (taken.has(name)) continue;
+          if (store.reserve(req.containerId, req.ifname, c.addr, idx)) {
+            got = c;
+            break;
+          }
+          taken.add(name); // created behind the lock's back: skip it
+        }
+        if (!got) throw fail(CniCode.Exhausted, `no IP addresses available in range set: ${formatRangeSet(set)}`);
+      }
+      const name = formatAddr(got.addr);
+      reserved.push(name);
+      taken.add(name);
+      const range = set[got.range]!;
+      out.push({ address: formatAddrWithLen(got.addr, range.subnet.len), gateway: formatAddr(range.gateway) });
+    });
+    if (requests.length > 0) {
+      throw new CniError(CniCode.AddressUnavailable, `failed to allocate all requested IPs: ${requests.map(formatAddr).join(' ')}`);
+    }
+  } catch (e) {
+    undo();
+    if (e instanceof CniError) throw e;
+    throw new CniError(CniCode.IoFailure, (e as Error).message);
+  }
+  return out;
+}
+
+/**
+ * The files DEL removes, as host-local does it: every file matching (id, ifname); when there is
+ * none, the legacy files matching the bare id. host-local repeats its release once per range set,
+ * so with two or more sets the legacy files go as well.
+ */
+function releasable(files: readonly StoreFile[], req: Attachment, rangeSets: number): StoreFile[] {
+  const exact = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
+  if (exact.length > 0 && rangeSets < 2) return exact;
+  return [...exact, ...files.filter((f) => matchesLegacy(f.content, req.containerId))];
+}
+
+/**
+ * CHECK beyond host-local: when `prevResult` lists addresses, each one inside this network's
+ * range sets must be held by the attachment.
+ */
+function checkPrevResult(req: IpamRequest, cfg: LocalConfig, held: ReadonlySet<string>): void {
+  const prev = req.conf.prevResult as { ips?: unknown } | undefined;
+  if (!prev || !Array.isArray(prev.ips)) return;
+  for (const ip of prev.ips) {
+    const text = (ip as { address?: unknown } | null)?.address;
+    if (typeof text !== 'string') continue;
+    const a = addrOfName(text.split('/')[0]!);
+    if (!a || !cfg.rangeSets.some((s) => rangeIndexOf(s, a) >= 0)) continue;
+    if (!held.has(formatAddr(a))) {
+      throw new CniError(
+        CniCode.NotFound,
+        `prevResult address ${text} is not held by container ${req.containerId} interface ${req.ifname}`,
+      );
+    }
+  }
+}
