@@ -106,8 +106,8 @@ test('requested addresses: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips, canonic
   assert.deepEqual((await loadLocalConfig(conf({ ranges: [[{ subnet: '10.0.0.0/24' }]] }), parseCniArgs('IP='))).requested, []);
 });
 
-test('usePodCidr is the hook for a later issue: rejected with a clear message for now', async () => {
+test('usePodCidr without datastore and nodeName is rejected with a clear message', async () => {
   await fails(conf({ ranges: [[{ subnet: 'usePodCidr' }]] }), 7, 'usePodCidr needs datastore and nodeName');
   await fails(conf({ subnet: 'usePodCidr' }), 7, 'usePodCidr needs datastore and nodeName');
-  await fails(conf({ ranges: [[{ subnet: 'usePodCidr' }]], datastore: 'sqlite:/x.db', nodeName: 'n1' }), 7, /not supported yet/);
+  await fails(conf({ ranges: [[{ subnet: 'usePodCidr' }]], datastore: 'bogus:/x.db', nodeName: 'n1' }), 7, /ipam\.datastore/);
 });

@@ -8,12 +8,16 @@ import { CniCode, CniError } from '../cni/errors.js';
 import type { NetConf } from '../cni/ipam-backend.js';
 import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../alloc/range-allocator.js';
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
-import { formatAddrWithLen, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
+import { type Prefix, formatAddrWithLen, formatPrefix, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
 import { versionAtLeast } from '../cni/version.js';
 import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from './decode.js';
 
-/** The `subnet` value that asks for the node's pod CIDR (from podipam's datastore). */
+/** The `subnet` value that asks for the node's pod CIDR (spec.podCIDR: the first one recorded). */
 export const USE_POD_CIDR = 'usePodCidr';
+/** The `subnet` value that asks for the node's IPv6 pod CIDR (as Calico's host-local wrapper spells it). */
+export const USE_POD_CIDR_IPV6 = 'usePodCidrIPv6';
+
+const isPodCidrToken = (s: string) => s === USE_POD_CIDR || s === USE_POD_CIDR_IPV6;
 
 /** A range as written in the config, before canonicalisation. */
 interface RawRange {
@@ -28,8 +32,11 @@ interface RawRange {
  * or a message naming the field and value for ill-typed input.
  */
 export async function resolveRangeSets(conf: NetConf): Promise<AllocRangeSet[]> {
-  const raw = collect(conf);
-  if (raw.some((set) => set.some((r) => r.subnet === USE_POD_CIDR))) await expandPodCidr(conf);
+  let raw = collect(conf);
+  if (raw.some((set) => set.some((r) => isPodCidrToken(r.subnet)))) {
+    const subnets = await expandPodCidr(conf);
+    raw = raw.map((set) => set.map((r) => (isPodCidrToken(r.subnet) ? { ...r, subnet: subnets(r) } : r)));
+  }
   if (raw.length === 0) throw new CniError(CniCode.InvalidConfig, 'no IP ranges specified');
   const sets: AllocRangeSet[] = raw.map((set, i) => {
     try {
@@ -54,17 +61,38 @@ export async function resolveRangeSets(conf: NetConf): Promise<AllocRangeSet[]> 
 }
 
 /**
- * Hook for `"subnet": "usePodCidr"`: the node's pod CIDR(s) from podipam's datastore
- * (`ipam.datastore` + `ipam.nodeName`). Implemented by a later issue, which replaces the
- * matching ranges' subnets here; until then such a config is rejected.
+ * `"subnet": "usePodCidr"` / `"usePodCidrIPv6"`: the node's pod CIDR(s) as the node-CIDR
+ * controller recorded them in podipam's datastore (`ipam.datastore` + `ipam.nodeName`), cached
+ * in `<dataDir>/podcidr-<node>.json` so pods still start while the datastore is unreachable.
+ * Returns the function that gives each such range its subnet text. A node not registered yet,
+ * without a CIDR yet, or an unreachable datastore with no cache is CNI code 11 (try again later).
  */
-async function expandPodCidr(conf: NetConf): Promise<never> {
+async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
   const ds = goField(conf.ipam, 'datastore');
-  const node = goField(conf.ipam, 'nodeName');
+  const node = goField(conf.ipam, 'nodeName') ?? process.env.NODENAME;
   if (typeof ds !== 'string' || ds === '' || typeof node !== 'string' || node === '') {
     throw new CniError(CniCode.InvalidConfig, 'usePodCidr needs datastore and nodeName');
   }
-  throw new CniError(CniCode.InvalidConfig, `usePodCidr (datastore ${JSON.stringify(ds)}, node ${JSON.stringify(node)}) is not supported yet`);
+  const dataDir = goField(conf.ipam, 'dataDir');
+  const cacheDir = typeof dataDir === 'string' && dataDir !== '' ? dataDir : '/var/lib/cni/networks';
+  const { resolvePodCidrs, PodCidrNotAssignedError } = await import('./pod-cidr-source.js');
+  const { StoreUnavailableError, StoreUrlError } = await import('../store/errors.js');
+  let cidrs: Prefix[];
+  try {
+    cidrs = await resolvePodCidrs({ datastore: ds, nodeName: node, cacheDir });
+  } catch (e) {
+    if (e instanceof PodCidrNotAssignedError || e instanceof StoreUnavailableError) throw new CniError(CniCode.TryAgainLater, e.message);
+    if (e instanceof StoreUrlError) throw configError('ipam.datastore', e.message);
+    if (e instanceof TypeError) throw configError('ipam.nodeName', e.message);
+    throw e;
+  }
+  return (r) => {
+    const p = r.subnet === USE_POD_CIDR ? cidrs[0] : cidrs.find((c) => c.family === 6);
+    if (!p) {
+      throw new CniError(CniCode.TryAgainLater, `${r.path}.subnet: ${r.subnet}: node "${node}" has no IPv6 pod CIDR in datastore ${ds} (pod CIDRs: ${cidrs.map(formatPrefix).join(', ')})`);
+    }
+    return formatPrefix(p);
+  };
 }
 
 function collect(conf: NetConf): RawRange[][] {
