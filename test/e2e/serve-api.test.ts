@@ -110,7 +110,7 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
     return r.body.podCIDRs?.length === 2 ? r.body : undefined;
   });
   assert.match(node.podCIDRs[0], /^10\.245\.\d+\.0\/24$/);
-  assert.match(node.podCIDRs[1], /^fd00:10:244:[0-9a-f:]*\/64$/);
+  assert.match(node.podCIDRs[1], /^fd00:10:245:[0-9a-f:]*\/64$/);
 
   const a1 = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: 'c1', network: 'net1' });
   assert.equal(a1.status, 201, JSON.stringify(a1.body));
