@@ -1,4 +1,70 @@
+/**
+ * `podipam pool create|list|delete|enable|disable`: IP pools of the cluster back end.
+ */
 import type { Command } from 'commander';
+import { intOption, withClusterIpam } from './cluster-command.js';
+import { printJson, printTable } from './output.js';
 
-/** Registers `podipam pool …` (in progress). */
-export function registerPool(_program: Command): void {}
+/** Registers `podipam pool …`. */
+export function registerPool(program: Command): void {
+  const pool = program.command('pool').description('IP pools for cluster (block) IPAM');
+
+  pool
+    .command('create')
+    .description('create a pool (its CIDR and block size cannot change later)')
+    .argument('<name>', 'pool name (lower case, digits, "-", ".")')
+    .requiredOption('--cidr <cidr>', 'the pool CIDR, e.g. 10.244.0.0/16 or fd00:244::/64')
+    .option('--block-size <n>', 'block prefix length (default 26 for IPv4, 122 for IPv6; 20-32 / 116-128)')
+    .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]', 'all()')
+    .option('--disabled', 'create it disabled (no new assignments)')
+    .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean }, cmd: Command) => {
+      const blockSize = intOption('--block-size', opts.blockSize);
+      const p = await withClusterIpam(cmd, (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false }));
+      const { formatPrefix } = await import('../ip/index.js');
+      process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
+    });
+
+  pool
+    .command('list')
+    .description('list pools')
+    .option('--json', 'print a JSON array')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const { formatPrefix } = await import('../ip/index.js');
+      const pools = (await withClusterIpam(cmd, (ipam) => ipam.listPools())).map((p) => ({
+        name: p.name,
+        cidr: formatPrefix(p.cidr),
+        blockSize: p.blockSize,
+        nodeSelector: p.nodeSelector.text,
+        disabled: p.disabled,
+        deleting: p.deleting,
+      }));
+      if (opts.json) return printJson(pools);
+      printTable(pools, [
+        { header: 'NAME', value: (p) => p.name },
+        { header: 'CIDR', value: (p) => p.cidr },
+        { header: 'BLOCK', value: (p) => `/${p.blockSize}` },
+        { header: 'NODE-SELECTOR', value: (p) => p.nodeSelector },
+        { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.disabled ? 'disabled' : 'enabled') },
+      ]);
+    });
+
+  pool
+    .command('delete')
+    .description('delete a pool (refused while any of its addresses is allocated)')
+    .argument('<name>', 'pool name')
+    .action(async (name: string, _opts: unknown, cmd: Command) => {
+      await withClusterIpam(cmd, (ipam) => ipam.deletePool(name));
+      process.stdout.write(`pool "${name}" deleted\n`);
+    });
+
+  for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
+    pool
+      .command(verb)
+      .description(disabled ? 'stop new assignments from a pool (existing ones stay)' : 'allow new assignments from a pool again')
+      .argument('<name>', 'pool name')
+      .action(async (name: string, _opts: unknown, cmd: Command) => {
+        await withClusterIpam(cmd, (ipam) => ipam.setPoolDisabled(name, disabled));
+        process.stdout.write(`pool "${name}" ${verb}d\n`);
+      });
+  }
+}

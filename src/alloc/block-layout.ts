@@ -1,0 +1,91 @@
+/**
+ * How a pool is cut into blocks (Calico's IPPool.blockSize): pure arithmetic on prefixes.
+ * A pool of prefix length P with block size B holds 2^(B−P) blocks, numbered from the pool's
+ * first address; block i is the i-th sub-prefix of length B.
+ */
+import { type Addr, type Family, type IpRangeSet, type Prefix, formatPrefix, prefixContains, prefixOf, rangeFromPrefix, subPrefix } from '../ip/index.js';
+
+/** Default block prefix length per family, as Calico: /26 (64 addresses) and /122 (64). */
+export const DEFAULT_BLOCK_SIZE: Readonly<Record<Family, number>> = Object.freeze({ 4: 26, 6: 122 });
+
+/** Allowed block prefix lengths per family (inclusive), as Calico: 20–32 and 116–128. */
+export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, 32], 6: [116, 128] });
+
+/**
+ * Throws RangeError naming the value unless `blockSize` is an allowed block prefix length for
+ * the pool's family and the pool holds at least one whole block (blockSize ≥ pool length).
+ */
+export function checkBlockSize(pool: Prefix, blockSize: number): void {
+  const [min, max] = BLOCK_SIZE_RANGE[pool.family];
+  if (!Number.isInteger(blockSize) || blockSize < min || blockSize > max) {
+    throw new RangeError(`Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: an IPv${pool.family} block size must be an integer from ${min} to ${max}`);
+  }
+  if (blockSize < pool.len) {
+    throw new RangeError(`Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: the pool must hold at least one block (block size ≥ ${pool.len})`);
+  }
+}
+
+/** Number of blocks in the pool (a power of two). Assumes checkBlockSize passed. */
+export function blockCount(pool: Prefix, blockSize: number): bigint {
+  return 1n << BigInt(blockSize - pool.len);
+}
+
+/** The `index`-th block of the pool (0-based); RangeError when out of range. */
+export function blockAt(pool: Prefix, blockSize: number, index: bigint): Prefix {
+  return subPrefix(pool, blockSize, index);
+}
+
+/** The block of the pool that holds `a`, or undefined when `a` is outside the pool. */
+export function blockContaining(pool: Prefix, blockSize: number, a: Addr): Prefix | undefined {
+  return prefixContains(pool, a) ? prefixOf(a, blockSize) : undefined;
+}
+
+/** FNV-1a, 32 bits, over the UTF-16 code units of `text`: a stable seed from a node name. */
+export function fnv1a32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/**
+ * The order in which a node tries the blocks of a pool when it claims a new one: every index
+ * in [0, count) exactly once, starting at a point derived from `seed` and stepping by an odd
+ * stride also derived from it (double hashing; `count` is a power of two, so any odd stride
+ * visits every block). Calico starts at a hashed index and walks sequentially; a hashed stride
+ * avoids the long runs of claimed blocks that sequential probing produces when many nodes
+ * claim at once, so a claim usually hits a free block on its first try.
+ */
+export function* blockProbeOrder(count: bigint, seed: string): Generator<bigint> {
+  if (count <= 0n) return;
+  const h1 = BigInt(fnv1a32(seed)) | (BigInt(fnv1a32(`${seed}#start`)) << 32n);
+  const h2 = BigInt(fnv1a32(`${seed}#stride`)) | (BigInt(fnv1a32(`${seed}#stride2`)) << 32n);
+  const start = h1 % count;
+  const stride = (h2 % count) | 1n;
+  let i = start;
+  for (let n = 0n; n < count; n++) {
+    yield i;
+    i = (i + stride) % count;
+  }
+}
+
+/** Ordinals of `block` (0 = its first address) that lie in `reserved`. */
+export function reservedOrdinals(block: Prefix, reserved: IpRangeSet): Set<number> {
+  const out = new Set<number>();
+  const span = rangeFromPrefix(block);
+  for (const r of reserved.ranges) {
+    if (r.start.family !== block.family || r.end.value < span.start.value || r.start.value > span.end.value) continue;
+    const lo = r.start.value > span.start.value ? r.start.value : span.start.value;
+    const hi = r.end.value < span.end.value ? r.end.value : span.end.value;
+    for (let v = lo; v <= hi; v++) out.add(Number(v - block.base));
+  }
+  return out;
+}
+
+/** True when every address of `block` is reserved (such a block is never claimed). */
+export function isWhollyReserved(block: Prefix, reserved: IpRangeSet): boolean {
+  const span = rangeFromPrefix(block);
+  return reserved.ranges.some((r) => r.start.family === block.family && r.start.value <= span.start.value && r.end.value >= span.end.value);
+}

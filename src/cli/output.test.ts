@@ -1,0 +1,29 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatJson, formatTable } from './output.js';
+
+describe('formatTable', () => {
+  it('aligns columns, right-aligns numbers, prints - for missing values, trims trailing space', () => {
+    const rows = [
+      { name: 'v4', n: 12, node: 'a' },
+      { name: 'a-longer-name', n: 3, node: null },
+    ];
+    const out = formatTable(rows, [
+      { header: 'NAME', value: (r) => r.name },
+      { header: 'N', value: (r) => r.n },
+      { header: 'NODE', value: (r) => r.node },
+    ]);
+    assert.equal(out, ['NAME            N  NODE', 'v4             12  a', 'a-longer-name   3  -', ''].join('\n'));
+  });
+
+  it('prints only the header for no rows, and honours explicit alignment', () => {
+    assert.equal(formatTable([], [{ header: 'A', value: () => 1 }, { header: 'B', value: () => 2 }]), 'A  B\n');
+    assert.equal(formatTable([{ x: 'ab' }, { x: 'c' }], [{ header: 'X', value: (r) => r.x, align: 'right' }, { header: 'Y', value: () => '' }]), ' X  Y\nab\n c\n');
+  });
+});
+
+describe('formatJson', () => {
+  it('writes bigints as numbers when exact and as strings beyond 2^53', () => {
+    assert.equal(formatJson({ a: 65536n, b: 1n << 64n, c: [1, 'x'] }), '{\n  "a": 65536,\n  "b": "18446744073709551616",\n  "c": [\n    1,\n    "x"\n  ]\n}\n');
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * The assignment loop: plan (pure) → one compare-and-swap txn → on a failed compare, fold the
+ * returned current entries into the view and plan again; reads and block lists only when the
+ * planner asks. Steady state (the node's block already claimed and its view current): one
+ * round trip.
+ */
+import { checkNodeName, checkHandle } from './names.js';
+import { absorbEntry } from './absorb-entry.js';
+import { loadSnapshot } from './cluster-snapshot.js';
+import { ContentionError } from './errors.js';
+import type { IpamContext } from './ipam-context.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './keys.js';
+import { type KnownBlock, loadNodeBlocks } from './node-view.js';
+import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { readKeys } from './read-keys.js';
+
+/** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */
+export const MAX_ADDRESSES_PER_REQUEST = 32;
+
+/**
+ * Gives `req.handle` its addresses and returns everything it holds (IPv4 first). Idempotent:
+ * repeating a request for a handle that already holds what it asks for returns those
+ * addresses. All or nothing: on any error nothing was written by this call. Throws
+ * PoolExhaustedError, NoPoolError, AddressUnavailableError, ContentionError (after
+ * ctx.maxAttempts conflicting attempts), StoreUnavailableError (the store is unreachable; the
+ * txn in flight may or may not have landed — a retry of the same request is safe because it is
+ * idempotent), TypeError/RangeError for a bad request.
+ */
+export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Promise<Assignment[]> {
+  checkRequest(req);
+  const view = ctx.cache.node(req.node);
+  const others = new Map<string, KnownBlock>();
+  let allListed = false;
+  let claimMisses = 0;
+  let claimed: Set<string> | undefined;
+  let conflict: string[] = [];
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
+    if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view);
+    const plan = planAssign({
+      req,
+      snap,
+      labels: view.labels,
+      mine: view.blocks,
+      others,
+      allListed,
+      claimMisses,
+      claimed,
+      handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
+      now: ctx.now().toISOString(),
+    });
+    if (plan.kind === 'read') {
+      for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
+      continue;
+    }
+    if (plan.kind === 'list-claimed') {
+      claimed = new Set();
+      for (const e of await ctx.store.list(AFFINITY_PREFIX)) {
+        const a = parseAffinityKey(e.key);
+        if (a) claimed.add(blockKey(a.cidr));
+      }
+      continue;
+    }
+    if (plan.kind === 'list-blocks') {
+      const all = await ctx.store.list(BLOCK_PREFIX);
+      const present = new Set(all.map((e) => e.key));
+      for (const k of [...view.blocks.keys()]) if (!present.has(k)) view.noteBlock(k, 0, null);
+      for (const e of all) absorbEntry(ctx.cache, view, others, e.key, e);
+      allListed = true;
+      continue;
+    }
+    const r = await ctx.store.txn(plan.compares, plan.ops);
+    if (r.succeeded) {
+      for (const [key, block] of plan.blocks) {
+        view.noteBlock(key, r.rev, block);
+        if (block.affinity !== req.node) others.set(key, { rev: r.rev, block });
+      }
+      const prev = view.handles.get(req.handle);
+      if (plan.handle) view.noteHandle(req.handle, plan.writesHandle ? r.rev : (prev?.rev ?? 0), plan.handle);
+      return [...plan.assignments];
+    }
+    conflict = [];
+    plan.compares.forEach((c, i) => {
+      const entry = r.current?.[i];
+      if ((entry?.rev ?? 0) !== c.rev) conflict.push(c.key);
+      absorbEntry(ctx.cache, view, others, c.key, entry);
+    });
+    claimMisses += plan.claims.filter((k) => conflict.includes(k)).length;
+  }
+  throw new ContentionError(`assign addresses to handle "${req.handle}"`, ctx.maxAttempts, conflict);
+}
+
+function checkRequest(req: AssignRequest): void {
+  checkNodeName('node name', req.node);
+  checkHandle('handle', req.handle);
+  if (req.auto && req.auto !== 'each-family') {
+    for (const f of [4, 6] as const) {
+      const n = req.auto[f] ?? 0;
+      if (!Number.isInteger(n) || n < 0 || n > MAX_ADDRESSES_PER_REQUEST) {
+        throw new RangeError(`Cannot assign as 'num${f}' must be an integer from 0 to ${MAX_ADDRESSES_PER_REQUEST}: current value is ${n}`);
+      }
+    }
+  }
+  if ((req.ips?.length ?? 0) > MAX_ADDRESSES_PER_REQUEST) {
+    throw new RangeError(`Cannot assign as 'ips' may name at most ${MAX_ADDRESSES_PER_REQUEST} addresses: current value has ${req.ips!.length}`);
+  }
+}

@@ -1,0 +1,26 @@
+/** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
+import type { Addr, Prefix } from '../ip/index.js';
+import type { HandleAttrs } from './handle-record.js';
+
+export interface AssignRequest {
+  readonly node: string;
+  readonly handle: string;
+  /** Stored on the handle record (GC filters on network and node). */
+  readonly attrs?: Omit<HandleAttrs, 'node'>;
+  /** Addresses to pick per family, or 'each-family': one per family that has a usable pool. */
+  readonly auto?: { readonly 4?: number; readonly 6?: number } | 'each-family';
+  /** Specific addresses to assign. */
+  readonly ips?: readonly Addr[];
+  /** Restrict auto-assignment to these pools, in order of preference. */
+  readonly pools?: readonly string[];
+}
+
+/** One address a handle holds. */
+export interface Assignment {
+  readonly addr: Addr;
+  /** The pool holding the address ('' when no pool contains it any more). */
+  readonly pool: string;
+  /** The pool's prefix length (the block's when there is no pool). */
+  readonly prefixLen: number;
+  readonly block: Prefix;
+}

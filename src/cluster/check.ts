@@ -1,0 +1,197 @@
+/**
+ * `podipam ipam check`: consistency of the whole datastore, like `calicoctl ipam check`.
+ * Leaks are allocations whose handle record is gone (nobody will ever release them by handle).
+ * Problems are everything else that disagrees: handles pointing at missing blocks or with
+ * counts that differ from the blocks, empty handles, blocks affine to nodes that do not exist
+ * (only when node records exist at all), affinities without their block and blocks without
+ * their affinity, affinities stuck in a non-confirmed state, allocations outside every pool,
+ * and records that do not decode. The lists are read one after the other; every finding is
+ * then re-checked with one atomic read of the keys involved, so activity during the check does
+ * not produce false reports. Read-only.
+ */
+import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
+import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
+import { MAX_TXN_OPS, type Entry } from '../store/index.js';
+import { NODE_PREFIX } from '../controller/node-record.js';
+import { decodeAffinity } from './affinity-record.js';
+import { decodeBlock } from './block-record.js';
+import { decodeHandle, type HandleRecord } from './handle-record.js';
+import type { IpamContext } from './ipam-context.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from './keys.js';
+import { type Pool, decodePool } from './pool-record.js';
+import { readKeys } from './read-keys.js';
+
+export interface Leak {
+  readonly ip: string;
+  readonly block: string;
+  readonly handle: string;
+}
+
+export interface Problem {
+  readonly kind:
+    | 'handle-block-missing'
+    | 'handle-count-mismatch'
+    | 'handle-empty'
+    | 'block-node-missing'
+    | 'affinity-block-missing'
+    | 'block-affinity-missing'
+    | 'affinity-not-confirmed'
+    | 'allocation-outside-pools'
+    | 'corrupt-record';
+  /** The record the problem is about. */
+  readonly key: string;
+  readonly message: string;
+}
+
+export interface CheckReport {
+  readonly leaks: readonly Leak[];
+  readonly problems: readonly Problem[];
+}
+
+interface Finding {
+  readonly keys: readonly string[];
+  readonly leak?: Leak;
+  readonly problem?: Problem;
+}
+
+/** Runs every check; see the module comment. Throws only what the store throws. */
+export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
+  const [poolEntries, nodeEntries] = await Promise.all([ctx.store.list(POOL_PREFIX), ctx.store.list(NODE_PREFIX)]);
+  const [blockEntries, handleEntries, affinityEntries] = await Promise.all([
+    ctx.store.list(BLOCK_PREFIX),
+    ctx.store.list(HANDLE_PREFIX),
+    ctx.store.list(AFFINITY_PREFIX),
+  ]);
+  const first = scan({ poolEntries, nodeEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
+  // Re-check the findings against atomic reads of their keys (up to 128 keys per read).
+  const confirmed: Finding[] = [];
+  for (let i = 0; i < first.length; ) {
+    const keys = new Set<string>();
+    const batch: Finding[] = [];
+    while (i < first.length && keys.size + first[i]!.keys.length <= MAX_TXN_OPS) {
+      for (const k of first[i]!.keys) keys.add(k);
+      batch.push(first[i++]!);
+    }
+    const only = await readKeys(ctx.store, [...keys]);
+    const again = scan({ poolEntries, nodeEntries, records: [...only.values()].filter((e): e is Entry => e !== undefined), only });
+    for (const f of batch) if (again.some((g) => sameFinding(f, g))) confirmed.push(f);
+  }
+  return {
+    leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
+    problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
+  };
+}
+
+function sameFinding(a: Finding, b: Finding): boolean {
+  return JSON.stringify([a.leak, a.problem]) === JSON.stringify([b.leak, b.problem]);
+}
+
+interface ScanInput {
+  readonly poolEntries: readonly Entry[];
+  readonly nodeEntries: readonly Entry[];
+  /** Block, handle and affinity entries. */
+  readonly records: readonly Entry[];
+  /** When re-checking: the keys that were read (a key absent from this map was not read, so says nothing). */
+  readonly only?: ReadonlyMap<string, Entry | undefined>;
+}
+
+/** Finds every inconsistency among the given records (pure). */
+function scan({ poolEntries, nodeEntries, records, only }: ScanInput): Finding[] {
+  const blockEntries = records.filter((e) => e.key.startsWith(BLOCK_PREFIX));
+  const handleEntries = records.filter((e) => e.key.startsWith(HANDLE_PREFIX));
+  const affinityEntries = records.filter((e) => e.key.startsWith(AFFINITY_PREFIX));
+  const out: Finding[] = [];
+  const corrupt = (key: string, e: unknown): void => {
+    out.push({ keys: [key], problem: { kind: 'corrupt-record', key, message: e instanceof Error ? e.message : String(e) } });
+  };
+  const pools: Pool[] = [];
+  for (const e of poolEntries) tryDecode(e, decodePool, corrupt, (p) => pools.push(p));
+  const blocks = new Map<string, Block>();
+  for (const e of blockEntries) tryDecode(e, decodeBlock, corrupt, (b) => blocks.set(e.key, b));
+  const handles = new Map<string, HandleRecord>();
+  for (const e of handleEntries) tryDecode(e, decodeHandle, corrupt, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
+  const present = (key: string): boolean => !only || only.has(key);
+  const nodeKeys = new Set(nodeEntries.map((e) => e.key));
+  const affinityKeys = new Set(affinityEntries.map((e) => e.key));
+
+  for (const [key, b] of blocks) {
+    const cidr = formatPrefix(b.cidr);
+    for (const [h, n] of handleCounts(b)) {
+      const hk = handleKey(h);
+      if (!present(hk)) continue;
+      const rec = handles.get(h);
+      if (!rec) {
+        for (const [o, holder] of b.allocations) {
+          if (holder === h) out.push({ keys: [key, hk], leak: { ip: formatAddr(addrOfOrdinal(b.cidr, o)), block: cidr, handle: h } });
+        }
+      } else if ((rec.blocks.get(cidr) ?? 0) !== n) {
+        out.push(mismatch(h, cidr, rec.blocks.get(cidr) ?? 0, n));
+      }
+    }
+    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(p.cidr, b.cidr))) {
+      out.push({ keys: [key], problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` } });
+    }
+    if (b.affinity !== null) {
+      const ak = affinityKey(b.affinity, b.cidr);
+      if (nodeKeys.size > 0 && !nodeKeys.has(`${NODE_PREFIX}${b.affinity}`)) {
+        out.push({ keys: [key], problem: { kind: 'block-node-missing', key, message: `block ${cidr} is affine to node "${b.affinity}", which does not exist` } });
+      }
+      if (present(ak) && !affinityKeys.has(ak)) {
+        out.push({ keys: [key, ak], problem: { kind: 'block-affinity-missing', key, message: `block ${cidr} is affine to node "${b.affinity}" but ${ak} is missing` } });
+      }
+    }
+  }
+  for (const [h, rec] of handles) {
+    const hk = handleKey(h);
+    if (rec.blocks.size === 0) out.push({ keys: [hk], problem: { kind: 'handle-empty', key: hk, message: `handle "${h}" holds no blocks` } });
+    for (const [cidr, n] of rec.blocks) {
+      const bk = blockKey(parsePrefix(cidr));
+      if (!present(bk)) continue;
+      const b = blocks.get(bk);
+      if (!b) {
+        out.push({ keys: [hk, bk], problem: { kind: 'handle-block-missing', key: hk, message: `handle "${h}" counts ${n} address(es) in block ${cidr}, which does not exist` } });
+      } else if (!handleCounts(b).has(h)) {
+        out.push(mismatch(h, cidr, n, 0));
+      }
+    }
+  }
+  for (const e of affinityEntries) {
+    const a = parseAffinityKey(e.key);
+    if (!a) continue;
+    tryDecode(e, decodeAffinity, corrupt, (aff) => {
+      if (aff.state !== 'confirmed') {
+        out.push({ keys: [e.key], problem: { kind: 'affinity-not-confirmed', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} is ${aff.state}` } });
+      }
+    });
+    const bk = blockKey(a.cidr);
+    if (!present(bk)) continue;
+    const b = blocks.get(bk);
+    if (!b || b.affinity !== a.node) {
+      out.push({
+        keys: [e.key, bk],
+        problem: { kind: 'affinity-block-missing', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}` },
+      });
+    }
+  }
+  return out;
+}
+
+function mismatch(h: string, cidr: string, recorded: number, actual: number): Finding {
+  const hk = handleKey(h);
+  const prefix: Prefix = parsePrefix(cidr);
+  return {
+    keys: [hk, blockKey(prefix)],
+    problem: { kind: 'handle-count-mismatch', key: hk, message: `handle "${h}" counts ${recorded} address(es) in block ${cidr}, the block holds ${actual}` },
+  };
+}
+
+function tryDecode<T>(e: Entry, decode: (e: Entry) => T, corrupt: (key: string, err: unknown) => void, use: (v: T) => void): void {
+  let v: T;
+  try {
+    v = decode(e);
+  } catch (err) {
+    corrupt(e.key, err);
+    return;
+  }
+  use(v);
+}

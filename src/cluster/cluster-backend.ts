@@ -1,0 +1,166 @@
+/**
+ * The CNI plugin's cluster mode (`"ipam": {"type": "podipam", "datastore": URL, …}` without
+ * `ranges`): Calico-style block IPAM on the datastore. Loaded only in cluster mode; the store
+ * back end is imported when the URL is opened.
+ *
+ * - ADD: one address per family of the configured pools (or of every enabled pool selecting
+ *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
+ *   `args.cni.ips`), under the handle `<network>.<containerID>.<ifname>`; all families in one
+ *   transaction. A repeated ADD returns what the handle holds. Result addresses carry the
+ *   POOL's prefix length (10.244.3.7/16), no gateway: an interface plugin such as `bridge`
+ *   sees the whole pool as on-link, and a routed data plane can still install /32 routes.
+ *   (Calico answers /32 and /128 because its data plane routes every pod.)
+ * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
+ * - GC: releases this node's handles of this network absent from the valid attachments.
+ * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
+ * A datastore that cannot be reached gives code 11 (50 for STATUS) within the store's request
+ * timeout (2 s per endpoint); the node lock is waited for at most LOCK_WAIT_MS.
+ * With PODIPAM_STATS=1 each run prints `podipam-stats {"verb","roundTrips","locked"}` on stderr.
+ */
+import { CniCode, CniError } from '../cni/errors.js';
+import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
+import { checkKnownArgs } from '../cni/cni-args.js';
+import { goField, isObject } from '../cni/go-decode.js';
+import { type Addr, formatAddr, parseAddr, parseCidr } from '../ip/index.js';
+import type { ClusterIpam } from './cluster-ipam.js';
+import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
+import { cniErrorOf } from './cni-error-of.js';
+import { cniHandleId } from './handle-id.js';
+
+/** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
+export const LOCK_WAIT_MS = 3000;
+
+/** Validates the config (CniError 7) and returns the back end. */
+export async function createClusterBackend(conf: NetConf): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf));
+}
+
+class ClusterBackend implements IpamBackend {
+  readonly #conf: ClusterConf;
+
+  constructor(conf: ClusterConf) {
+    this.#conf = conf;
+  }
+
+  async add(req: IpamRequest): Promise<IpamResult> {
+    const ips = requestedAddrs(req);
+    const c = this.#conf;
+    const got = await this.#run('ADD', (ipam) =>
+      ipam.assign({
+        node: c.nodeName,
+        handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
+        attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
+        ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+      }),
+    );
+    return { ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}` })), ...(c.routes.length > 0 ? { routes: c.routes } : {}) };
+  }
+
+  async del(req: IpamRequest): Promise<void> {
+    await this.#run('DEL', (ipam) => ipam.releaseHandle(cniHandleId(req.conf.name, req.containerId, req.ifname), this.#conf.nodeName));
+  }
+
+  async check(req: IpamRequest): Promise<void> {
+    const handle = cniHandleId(req.conf.name, req.containerId, req.ifname);
+    const held = await this.#run('CHECK', (ipam) => ipam.addressesOf(handle));
+    if (!held || held.length === 0) throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} holds no address`);
+    for (const want of prevResultAddrs(req.conf.prevResult)) {
+      if (!held.some((h) => h.addr.family === want.family && h.addr.value === want.value)) {
+        throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} does not hold ${formatAddr(want)} (it holds ${held.map((h) => formatAddr(h.addr)).join(', ')})`);
+      }
+    }
+  }
+
+  async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
+    const keep = new Set(valid.map((a) => cniHandleId(conf.name, a.containerId, a.ifname)));
+    const r = await this.#run('GC', (ipam) => ipam.gcNode(this.#conf.nodeName, conf.name, keep));
+    if (r.failed.length > 0) {
+      const first = cniErrorOf(r.failed[0]!.error);
+      throw new CniError(first.code, `GC: ${r.failed.length} handle(s) not released: ${r.failed.map((f) => `${f.handle}: ${f.error.message}`).join('; ')}`);
+    }
+  }
+
+  async status(): Promise<void> {
+    const c = this.#conf;
+    await this.#run('STATUS', async (ipam) => {
+      const pools = await ipam.listPools();
+      const usable = pools.filter((p) => !p.disabled && !p.deleting && (!c.pools || c.pools.includes(p.name)));
+      if (usable.length === 0) {
+        throw new CniError(CniCode.NotAvailable, c.pools ? `none of the pools [${c.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
+      }
+    });
+  }
+
+  /** Opens the store, takes the node lock and hints, runs `fn`, saves the hints; maps errors to CniError. */
+  async #run<T>(verb: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
+    const c = this.#conf;
+    const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
+      import('../store/open-store.js'),
+      import('./cluster-ipam.js'),
+      import('./node-cache-file.js'),
+      import('./node-lock.js'),
+      import('./view-cache.js'),
+    ]);
+    let store;
+    try {
+      store = await openStore(c.datastore);
+    } catch (e) {
+      throw cniErrorOf(e, verb);
+    }
+    const file = c.cacheDir !== null ? new NodeCacheFile(c.cacheDir, c.datastore, c.nodeName) : undefined;
+    const lock = file && file.prepare(c.cacheDir!) ? await NodeLock.acquire(file.lockPath, LOCK_WAIT_MS) : undefined;
+    try {
+      const cache = file ? file.load() : new ViewCache();
+      const result = await fn(new ClusterIpam(store, { cache }));
+      file?.save(cache);
+      return result;
+    } catch (e) {
+      throw cniErrorOf(e, verb);
+    } finally {
+      lock?.release();
+      // For benchmarks: what this invocation cost in datastore round trips.
+      if (process.env.PODIPAM_STATS === '1') process.stderr.write(`podipam-stats ${JSON.stringify({ verb, roundTrips: store.roundTrips, locked: lock !== undefined })}\n`);
+      await store.close();
+    }
+  }
+}
+
+/** Requested addresses: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips (as host-local, union, de-duplicated). */
+function requestedAddrs(req: IpamRequest): Addr[] {
+  checkKnownArgs(req.cniArgs, ['IP']);
+  const out: Addr[] = [];
+  const ip = req.cniArgs.get('IP');
+  if (ip) out.push(parseRequested(ip, CniCode.InvalidEnv, 'CNI_ARGS IP'));
+  const args = goField(req.conf.raw, 'args');
+  const cni = isObject(args) ? goField(args, 'cni') : undefined;
+  const fromArgs = isObject(cni) ? goField(cni, 'ips') : undefined;
+  const fromRc = isObject(req.conf.raw.runtimeConfig) ? goField(req.conf.raw.runtimeConfig, 'ips') : undefined;
+  for (const [list, field] of [[fromArgs, 'args.cni.ips'], [fromRc, 'runtimeConfig.ips']] as const) {
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw new CniError(CniCode.InvalidConfig, `${field} ${JSON.stringify(list)}: must be an array of IP addresses`);
+    list.forEach((t, i) => out.push(parseRequested(t, CniCode.InvalidConfig, `${field}[${i}]`)));
+  }
+  const seen = new Set<string>();
+  return out.filter((a) => !seen.has(formatAddr(a)) && !!seen.add(formatAddr(a)));
+}
+
+function parseRequested(text: unknown, code: number, field: string): Addr {
+  try {
+    if (typeof text !== 'string') throw new TypeError('not a string');
+    return text.includes('/') ? parseCidr(text).addr : parseAddr(text);
+  } catch {
+    throw new CniError(code, `${field} ${JSON.stringify(text)}: not an IP address`);
+  }
+}
+
+function prevResultAddrs(prev: unknown): Addr[] {
+  if (!isObject(prev) || !Array.isArray(prev.ips)) return [];
+  return prev.ips.flatMap((ip) => {
+    if (!isObject(ip) || typeof ip.address !== 'string') return [];
+    try {
+      return [parseCidr(ip.address).addr];
+    } catch {
+      return [];
+    }
+  });
+}

@@ -1,0 +1,141 @@
+/**
+ * The cluster block-IPAM service on a Store (Calico-style): pools cut into blocks, blocks
+ * affine to nodes, handles recording who holds what, every racing write a compare-and-swap
+ * transaction with bounded retries. One instance keeps hints (a snapshot of pools/settings and
+ * per-node views) that make the steady-state assignment a single round trip; the hints are
+ * proven by the transactions' compares, never trusted.
+ *
+ * Only the pod path (assign, release) is imported eagerly: the CNI plugin loads nothing else;
+ * administration modules are imported on first use.
+ *
+ * Partial failure, for every method: an operation either commits one transaction (or, for
+ * pool deletion, a documented sequence of them) or writes nothing. StoreUnavailableError
+ * means the outcome of the last write is unknown; every operation is safe to repeat.
+ */
+import type { Addr } from '../ip/index.js';
+import type { Store } from '../store/index.js';
+import { assignAddresses } from './assign.js';
+import type { CheckReport } from './check.js';
+import type { GcResult } from './gc-node.js';
+import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
+import type { IpamConfig } from './ipam-config.js';
+import type { AssignRequest, Assignment } from './plan-assign.js';
+import type { Pool, PoolSpec } from './pool-record.js';
+import { type Released, releaseAddresses, releaseByHandle } from './release.js';
+import type { Reservation } from './reservation-record.js';
+import type { IpamSettings } from './settings.js';
+import type { IpamUsage } from './usage.js';
+import { ViewCache } from './view-cache.js';
+
+export interface ClusterIpamOptions {
+  /** Attempts per compare-and-swap loop (default 100, as Calico). */
+  readonly maxAttempts?: number;
+  /** Hints to start from (the CNI plugin restores them from a file). */
+  readonly cache?: ViewCache;
+  /** Clock (tests). */
+  readonly now?: () => Date;
+}
+
+export class ClusterIpam {
+  readonly #ctx: IpamContext;
+
+  constructor(store: Store, options: ClusterIpamOptions = {}) {
+    const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+      throw new RangeError(`Cannot create ClusterIpam as 'maxAttempts' must be a positive integer: current value is ${maxAttempts}`);
+    }
+    this.#ctx = { store, cache: options.cache ?? new ViewCache(), maxAttempts, now: options.now ?? (() => new Date()) };
+  }
+
+  get store(): Store {
+    return this.#ctx.store;
+  }
+
+  /** The hints this instance keeps (to save them between plugin runs). */
+  get cache(): ViewCache {
+    return this.#ctx.cache;
+  }
+
+  /** See assign.ts: auto-assign N v4 + M v6 and/or specific addresses to a handle, all or nothing. */
+  assign(req: AssignRequest): Promise<Assignment[]> {
+    return assignAddresses(this.#ctx, req);
+  }
+
+  /** See release.ts: free everything a handle holds; idempotent. `node`: the node releasing (hints, empty-block policy). */
+  releaseHandle(handle: string, node?: string): Promise<Released[]> {
+    return releaseByHandle(this.#ctx, handle, node);
+  }
+
+  /** See release.ts: free specific addresses, whoever holds them. */
+  releaseAddresses(addrs: readonly Addr[]): Promise<Released[]> {
+    return releaseAddresses(this.#ctx, addrs);
+  }
+
+  /** See handle-addresses.ts: what a handle holds (undefined when it does not exist). */
+  async addressesOf(handle: string): Promise<Assignment[] | undefined> {
+    const { addressesOfHandle } = await import('./handle-addresses.js');
+    return addressesOfHandle(this.#ctx, handle);
+  }
+
+  /** See gc-node.ts: release a node's handles of a network that are not in `keep`. */
+  async gcNode(node: string, network: string, keep: ReadonlySet<string>): Promise<GcResult> {
+    const { gcNode } = await import('./gc-node.js');
+    return gcNode(this.#ctx, node, network, keep);
+  }
+
+  async createPool(spec: PoolSpec): Promise<Pool> {
+    const { createPool } = await import('./pools.js');
+    return createPool(this.#ctx, spec);
+  }
+
+  async listPools(): Promise<Pool[]> {
+    const { listPools } = await import('./pools.js');
+    return listPools(this.#ctx);
+  }
+
+  async setPoolDisabled(name: string, disabled: boolean): Promise<Pool> {
+    const { setPoolDisabled } = await import('./pools.js');
+    return setPoolDisabled(this.#ctx, name, disabled);
+  }
+
+  /** Refused with PoolInUseError while addresses of the pool are allocated. */
+  async deletePool(name: string): Promise<void> {
+    const { deletePool } = await import('./pools.js');
+    return deletePool(this.#ctx, name);
+  }
+
+  async getSettings(): Promise<IpamConfig> {
+    const { getSettings } = await import('./settings.js');
+    return getSettings(this.#ctx);
+  }
+
+  async updateSettings(patch: Partial<IpamSettings>): Promise<IpamConfig> {
+    const { updateSettings } = await import('./settings.js');
+    return updateSettings(this.#ctx, patch);
+  }
+
+  async listReservations(): Promise<Reservation[]> {
+    const { listReservations } = await import('./settings.js');
+    return listReservations(this.#ctx);
+  }
+
+  async putReservation(name: string, cidrs: readonly string[]): Promise<Reservation> {
+    const { putReservation } = await import('./settings.js');
+    return putReservation(this.#ctx, name, cidrs);
+  }
+
+  async deleteReservation(name: string): Promise<void> {
+    const { deleteReservation } = await import('./settings.js');
+    return deleteReservation(this.#ctx, name);
+  }
+
+  async usage(): Promise<IpamUsage> {
+    const { ipamUsage } = await import('./usage.js');
+    return ipamUsage(this.#ctx);
+  }
+
+  async check(): Promise<CheckReport> {
+    const { checkIpam } = await import('./check.js');
+    return checkIpam(this.#ctx);
+  }
+}

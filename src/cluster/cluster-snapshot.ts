@@ -1,0 +1,51 @@
+/**
+ * The cluster-wide settings an allocation depends on — IPAM config, pools, reservations —
+ * read together and tagged with the config record's revision. Because every writer of pools
+ * and reservations also rewrites `config` (see ipam-config.ts), an allocation txn that
+ * compares `config` at `configRev` proves the whole snapshot is still current.
+ */
+import type { IpRangeSet } from '../ip/index.js';
+import type { Entry, Store } from '../store/index.js';
+import { type IpamConfig, decodeConfig } from './ipam-config.js';
+import { CONFIG_KEY, POOL_PREFIX, RESERVATION_PREFIX } from './keys.js';
+import { type Pool, decodePool } from './pool-record.js';
+import { type Reservation, decodeReservation, reservedSet } from './reservation-record.js';
+
+export interface ClusterSnapshot {
+  /** Revision of the `config` record (0 when absent). */
+  readonly configRev: number;
+  readonly config: IpamConfig;
+  /** Sorted by name. */
+  readonly pools: readonly Pool[];
+  readonly reservations: readonly Reservation[];
+  readonly reserved: IpRangeSet;
+  /** The raw entries, so the snapshot can be saved and restored exactly. */
+  readonly entries: readonly Entry[];
+}
+
+/**
+ * Reads a snapshot: `config` first, then pools and reservations (in parallel). The order
+ * matters: a pool created after our config read bumps config, so the stale snapshot fails
+ * its first compare; read the other way round, a new pool could slip between the two reads.
+ * Three round trips. Throws CorruptRecordError for a record that does not decode.
+ */
+export async function loadSnapshot(store: Store): Promise<ClusterSnapshot> {
+  const config = await store.get(CONFIG_KEY);
+  const [pools, reservations] = await Promise.all([store.list(POOL_PREFIX), store.list(RESERVATION_PREFIX)]);
+  return snapshotFromEntries(config, [...pools, ...reservations]);
+}
+
+/** Builds a snapshot from raw entries (config entry or undefined, then pool/reservation entries). */
+export function snapshotFromEntries(config: Entry | undefined, entries: readonly Entry[]): ClusterSnapshot {
+  const pools = entries.filter((e) => e.key.startsWith(POOL_PREFIX)).map(decodePool);
+  pools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const reservations = entries.filter((e) => e.key.startsWith(RESERVATION_PREFIX)).map(decodeReservation);
+  return {
+    configRev: config?.rev ?? 0,
+    config: decodeConfig(config),
+    pools,
+    reservations,
+    reserved: reservedSet(reservations),
+    entries: config ? [config, ...entries] : [...entries],
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * CNI GC for the cluster back end: release this node's handles of one network that the
+ * runtime no longer lists. Candidates come from the blocks affine to the node (re-read fresh)
+ * and from the handles the node remembers writing, so the cost follows the node's size, not
+ * the cluster's; each candidate's handle record is then read and released only if it belongs
+ * to this node and network. An address this node borrowed from another node's block and then
+ * forgot (its hint lost) is not found here — `podipam ipam check` and `ipam release` cover it.
+ */
+import { readKeys } from './read-keys.js';
+import { decodeHandle } from './handle-record.js';
+import type { IpamContext } from './ipam-context.js';
+import { handleKey, HANDLE_PREFIX } from './keys.js';
+import { checkNodeName } from './names.js';
+import { loadNodeBlocks } from './node-view.js';
+import { releaseByHandle, type Released } from './release.js';
+
+export interface GcResult {
+  readonly released: readonly Released[];
+  /** Handles that could not be released, with the reason; GC kept going past them. */
+  readonly failed: readonly { readonly handle: string; readonly error: Error }[];
+}
+
+/** Releases `node`'s handles of `network` not in `keep` (handle IDs). Keeps going after failures. */
+export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<GcResult> {
+  checkNodeName('node name', node);
+  const view = ctx.cache.node(node);
+  await loadNodeBlocks(ctx.store, view);
+  const candidates = new Set<string>(view.handles.keys());
+  for (const { block } of view.blocks.values()) for (const h of block.allocations.values()) candidates.add(h);
+  for (const h of keep) candidates.delete(h);
+  const released: Released[] = [];
+  const failed: { handle: string; error: Error }[] = [];
+  const records = await readKeys(ctx.store, [...candidates].map(handleKey));
+  for (const [key, entry] of records) {
+    if (!entry) continue;
+    const handle = key.slice(HANDLE_PREFIX.length);
+    try {
+      const rec = decodeHandle(entry);
+      if (rec.node !== node || rec.network !== network) continue;
+      released.push(...(await releaseByHandle(ctx, handle, node)));
+    } catch (e) {
+      failed.push({ handle, error: e instanceof Error ? e : new Error(String(e)) });
+    }
+  }
+  return { released, failed };
+}

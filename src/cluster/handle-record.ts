@@ -1,0 +1,61 @@
+/**
+ * Handles (`handles/<handle>`): who holds addresses, and in which blocks, so that release by
+ * handle reads one record instead of scanning blocks. Written in the same transaction as the
+ * blocks it counts, so the two never disagree.
+ */
+import { formatPrefix, parsePrefix } from '../ip/index.js';
+import type { Entry } from '../store/index.js';
+import { CorruptRecordError } from './errors.js';
+import { obj, optStr, orCorrupt, parseRecord, str } from './record-json.js';
+
+/** Who a handle belongs to (informational, and GC's filter). */
+export interface HandleAttrs {
+  /** The node whose pod holds the addresses (not necessarily the block's node, when borrowing). */
+  readonly node: string;
+  readonly network?: string;
+  readonly containerId?: string;
+  readonly ifname?: string;
+}
+
+export interface HandleRecord extends HandleAttrs {
+  /** Block CIDR (canonical text) → number of addresses the handle holds in it (> 0). */
+  readonly blocks: ReadonlyMap<string, number>;
+}
+
+export function encodeHandle(h: HandleRecord): string {
+  const o: Record<string, unknown> = { node: h.node };
+  if (h.network !== undefined) o.network = h.network;
+  if (h.containerId !== undefined) o.containerId = h.containerId;
+  if (h.ifname !== undefined) o.ifname = h.ifname;
+  o.blocks = Object.fromEntries([...h.blocks].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+  return JSON.stringify(o);
+}
+
+export function decodeHandle(entry: Entry): HandleRecord {
+  const o = parseRecord(entry);
+  const blocks = new Map<string, number>();
+  for (const [cidr, n] of Object.entries(obj(entry.key, o, 'blocks'))) {
+    const canonical = orCorrupt(entry.key, () => formatPrefix(parsePrefix(cidr)));
+    if (canonical !== cidr) throw new CorruptRecordError(entry.key, `block ${JSON.stringify(cidr)} is not canonical`);
+    if (typeof n !== 'number' || !Number.isInteger(n) || n <= 0) throw new CorruptRecordError(entry.key, `count for ${cidr} is ${JSON.stringify(n)}`);
+    blocks.set(cidr, n);
+  }
+  return {
+    node: str(entry.key, o, 'node'),
+    network: optStr(entry.key, o, 'network'),
+    containerId: optStr(entry.key, o, 'containerId'),
+    ifname: optStr(entry.key, o, 'ifname'),
+    blocks,
+  };
+}
+
+/** The record with `delta` added to the count of each block (counts reaching 0 are dropped). */
+export function adjustHandle(h: HandleRecord, delta: ReadonlyMap<string, number>): HandleRecord {
+  const blocks = new Map(h.blocks);
+  for (const [cidr, d] of delta) {
+    const n = (blocks.get(cidr) ?? 0) + d;
+    if (n > 0) blocks.set(cidr, n);
+    else blocks.delete(cidr);
+  }
+  return { ...h, blocks };
+}

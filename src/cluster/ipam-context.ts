@@ -1,0 +1,16 @@
+/** What every cluster IPAM operation runs with. */
+import type { Store } from '../store/index.js';
+import type { ViewCache } from './view-cache.js';
+
+export interface IpamContext {
+  readonly store: Store;
+  /** Hints (snapshot, node views) shared by the operations of one ClusterIpam. */
+  readonly cache: ViewCache;
+  /** Attempts per compare-and-swap loop before ContentionError (Calico: 100). */
+  readonly maxAttempts: number;
+  /** Clock for claim timestamps (tests pin it). */
+  readonly now: () => Date;
+}
+
+/** Calico's datastoreRetries. */
+export const DEFAULT_MAX_ATTEMPTS = 100;

@@ -1,0 +1,92 @@
+/**
+ * IP pools (`pools/<name>`): a CIDR cut into blocks of `blockSize`, offered to the nodes its
+ * nodeSelector matches unless disabled. CIDR and block size are fixed at creation.
+ */
+import { DEFAULT_BLOCK_SIZE, checkBlockSize } from '../alloc/block-layout.js';
+import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
+import type { Entry } from '../store/index.js';
+import { CorruptRecordError } from './errors.js';
+import { POOL_PREFIX } from './keys.js';
+import { checkResourceName } from './names.js';
+import { type NodeSelector, parseNodeSelector } from './node-selector.js';
+import { bool, int, orCorrupt, parseRecord, str } from './record-json.js';
+
+export interface Pool {
+  readonly name: string;
+  readonly cidr: Prefix;
+  readonly blockSize: number;
+  readonly nodeSelector: NodeSelector;
+  /** No new assignments; existing ones are kept. */
+  readonly disabled: boolean;
+  /** Set by `pool delete` while it removes the pool's empty blocks; behaves as disabled. */
+  readonly deleting: boolean;
+}
+
+/** What a caller gives to create a pool (strings as typed on a command line or in JSON). */
+export interface PoolSpec {
+  readonly name: string;
+  readonly cidr: string;
+  readonly blockSize?: number;
+  readonly nodeSelector?: string;
+  readonly disabled?: boolean;
+}
+
+const LINK_LOCAL = [parsePrefix('169.254.0.0/16'), parsePrefix('fe80::/10')];
+
+/**
+ * Validates a spec into a Pool: name a resource name, CIDR canonical (no host bits) and not
+ * overlapping link-local space, block size allowed for the family (default /26 or /122) with
+ * at least one block in the pool, selector well-formed. TypeError/RangeError naming the field.
+ */
+export function validatePoolSpec(spec: PoolSpec): Pool {
+  checkResourceName('pool name', spec.name);
+  let cidr: Prefix;
+  try {
+    cidr = parsePrefix(spec.cidr);
+  } catch (e) {
+    throw new TypeError(`invalid pool cidr ${JSON.stringify(spec.cidr)}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const ll = LINK_LOCAL.find((p) => prefixOverlaps(p, cidr));
+  if (ll) throw new RangeError(`invalid pool cidr "${spec.cidr}": it overlaps link-local ${formatPrefix(ll)}`);
+  const blockSize = spec.blockSize ?? DEFAULT_BLOCK_SIZE[cidr.family];
+  checkBlockSize(cidr, blockSize);
+  const nodeSelector = parseNodeSelector(spec.nodeSelector ?? 'all()');
+  if (spec.disabled !== undefined && typeof spec.disabled !== 'boolean') {
+    throw new TypeError(`invalid pool disabled ${JSON.stringify(spec.disabled)}: not a boolean`);
+  }
+  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, deleting: false };
+}
+
+/** True when the pool may hand out new addresses. */
+export function poolUsable(pool: Pool): boolean {
+  return !pool.disabled && !pool.deleting;
+}
+
+export function encodePool(pool: Pool): string {
+  const o: Record<string, unknown> = {
+    cidr: formatPrefix(pool.cidr),
+    blockSize: pool.blockSize,
+    nodeSelector: pool.nodeSelector.text,
+    disabled: pool.disabled,
+  };
+  if (pool.deleting) o.deleting = true;
+  return JSON.stringify(o);
+}
+
+/** Decodes `pools/<name>`; CorruptRecordError naming the key and field. */
+export function decodePool(entry: Entry): Pool {
+  if (!entry.key.startsWith(POOL_PREFIX)) throw new CorruptRecordError(entry.key, 'not a pool key');
+  const o = parseRecord(entry);
+  const cidr = orCorrupt(entry.key, () => parsePrefix(str(entry.key, o, 'cidr')));
+  const blockSize = int(entry.key, o, 'blockSize', 0, 128);
+  orCorrupt(entry.key, () => checkBlockSize(cidr, blockSize));
+  const nodeSelector = orCorrupt(entry.key, () => parseNodeSelector(str(entry.key, o, 'nodeSelector')));
+  return {
+    name: entry.key.slice(POOL_PREFIX.length),
+    cidr,
+    blockSize,
+    nodeSelector,
+    disabled: bool(entry.key, o, 'disabled', false),
+    deleting: bool(entry.key, o, 'deleting', false),
+  };
+}

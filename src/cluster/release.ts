@@ -1,0 +1,153 @@
+/**
+ * Release loops: plan (pure) → one compare-and-swap txn → on conflict fold `current` and
+ * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
+ * release by handle is one round trip; otherwise one get of the handle first.
+ */
+import { ordinalsOf } from '../alloc/block.js';
+import { type Addr, formatPrefix } from '../ip/index.js';
+import type { Entry } from '../store/index.js';
+import { absorbEntry } from './absorb-entry.js';
+import { loadSnapshot } from './cluster-snapshot.js';
+import { decodeBlock } from './block-record.js';
+import { ContentionError, CorruptRecordError } from './errors.js';
+import { decodeHandle } from './handle-record.js';
+import type { IpamContext } from './ipam-context.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX, handleKey } from './keys.js';
+import { checkHandle, checkNodeName } from './names.js';
+import type { KnownBlock, NodeView } from './node-view.js';
+import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan-release.js';
+import { readKeys } from './read-keys.js';
+
+/** One freed address and the handle that held it. */
+export interface Released {
+  readonly addr: Addr;
+  readonly handle: string;
+}
+
+/**
+ * Frees every address `handle` holds and deletes the handle, in one transaction. Idempotent:
+ * an absent handle releases nothing and succeeds. `node` names the node the release runs on
+ * (its view supplies hints and the empty-block policy); omit it from tools. Throws
+ * ContentionError after ctx.maxAttempts conflicts, StoreUnavailableError (nothing or
+ * everything may have landed; repeating is safe), CorruptRecordError.
+ */
+export async function releaseByHandle(ctx: IpamContext, handle: string, node?: string): Promise<Released[]> {
+  checkHandle('handle', handle);
+  if (node !== undefined) checkNodeName('node name', node);
+  const view = node === undefined ? undefined : ctx.cache.node(node);
+  const others = new Map<string, KnownBlock>();
+  let hs: HandleState | undefined = view?.handles.get(handle);
+  let conflict: string[] = [];
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
+    const record = hs.record;
+    if (!record) {
+      view?.noteHandle(handle, 0, undefined);
+      return [];
+    }
+    const plan = planReleaseHandle(input(ctx, view, others), handle, { rev: hs.rev, record });
+    const done = await runPlan(ctx, view, others, plan);
+    if (done === true) {
+      view?.noteHandle(handle, 0, undefined);
+      return plan.kind === 'txn' ? [...plan.released] : [];
+    }
+    conflict = [...done.keys()];
+    if (done.has(handleKey(handle))) hs = await handleState(ctx, handle, done.get(handleKey(handle)));
+  }
+  throw new ContentionError(`release handle "${handle}"`, ctx.maxAttempts, conflict);
+}
+
+/**
+ * Frees the given addresses whoever holds them, decrementing (or deleting) their handles, in
+ * one transaction. Returns what was freed; addresses that were not allocated are simply not in
+ * the result. Same errors as releaseByHandle.
+ */
+export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[]): Promise<Released[]> {
+  const others = new Map<string, KnownBlock>();
+  const handles = new Map<string, HandleState>();
+  let conflict: string[] = [];
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
+    const plan = planReleaseAddrs(input(ctx, undefined, others), snap, addrs, handles);
+    if (plan.kind === 'read') {
+      for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
+        if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
+        else absorbEntry(ctx.cache, undefined, others, key, entry);
+      }
+      continue;
+    }
+    const r = await ctx.store.txn(plan.compares, plan.ops);
+    if (r.succeeded) return [...plan.released];
+    conflict = [];
+    plan.compares.forEach((c, i) => {
+      const entry = r.current?.[i];
+      if ((entry?.rev ?? 0) !== c.rev) conflict.push(c.key);
+      if (c.key.startsWith(HANDLE_PREFIX)) handles.delete(c.key.slice(HANDLE_PREFIX.length));
+      else absorbEntry(ctx.cache, undefined, others, c.key, entry);
+    });
+  }
+  throw new ContentionError(`release ${addrs.length} address(es)`, ctx.maxAttempts, conflict);
+}
+
+/**
+ * The handle as stored. A record that does not decode must not make DEL fail forever: its
+ * allocations are then found by scanning every block (one list; rare), and releasing deletes
+ * the corrupt record along with them.
+ */
+async function handleState(ctx: IpamContext, handle: string, entry: Entry | undefined): Promise<HandleState> {
+  if (!entry) return { rev: 0, record: undefined };
+  try {
+    return { rev: entry.rev, record: decodeHandle(entry) };
+  } catch (e) {
+    if (!(e instanceof CorruptRecordError)) throw e;
+  }
+  const blocks = new Map<string, number>();
+  for (const b of await ctx.store.list(BLOCK_PREFIX)) {
+    let n = 0;
+    try {
+      n = ordinalsOf(decodeBlock(b), handle).length;
+    } catch {
+      continue; // a corrupt block cannot be released from; ipam check reports it
+    }
+    if (n > 0) blocks.set(formatPrefix(decodeBlock(b).cidr), n);
+  }
+  return { rev: entry.rev, record: { node: '', blocks } };
+}
+
+function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>): ReleaseInput {
+  return {
+    state: (key) => view?.blocks.get(key) ?? others.get(key),
+    policy: view && ctx.cache.snapshot ? { node: view.node, mine: view.blocks, snap: ctx.cache.snapshot } : undefined,
+  };
+}
+
+/**
+ * Runs a read or a txn: true when a txn succeeded, else the current entries of the keys whose
+ * compare failed (none after a read); everything learned is folded into the knowledge.
+ */
+async function runPlan(
+  ctx: IpamContext,
+  view: NodeView | undefined,
+  others: Map<string, KnownBlock>,
+  plan: ReleasePlan,
+): Promise<true | Map<string, Entry | undefined>> {
+  if (plan.kind === 'read') {
+    for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
+    return new Map();
+  }
+  const r = await ctx.store.txn(plan.compares, plan.ops);
+  if (r.succeeded) {
+    for (const [key, block] of plan.blocks) {
+      view?.noteBlock(key, block ? r.rev : 0, block);
+      others.set(key, { rev: block ? r.rev : 0, block });
+    }
+    return true;
+  }
+  const conflict = new Map<string, Entry | undefined>();
+  plan.compares.forEach((c, i) => {
+    const entry = r.current?.[i];
+    if ((entry?.rev ?? 0) !== c.rev) conflict.set(c.key, entry);
+    absorbEntry(ctx.cache, view, others, c.key, entry);
+  });
+  return conflict;
+}

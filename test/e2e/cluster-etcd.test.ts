@@ -1,0 +1,179 @@
+/**
+ * Cluster mode on a real 3-member etcd, through real plugin processes: 4 nodes x 16
+ * concurrent lanes x 4 ADDs (dual-stack), the etcd leader SIGKILLed a third of the way in.
+ * Every ADD must answer — success, or code 11 which the test retries a bounded number of
+ * times, as a runtime would; every address distinct; each node's addresses in blocks affine
+ * to it. Then plugins SIGKILLed in the middle of ADDs, and a DEL of every container: nothing
+ * allocated, `ipam check` clean. Also: an unreachable datastore answers code 11 in bounded time.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startEtcd } from '../helpers/etcd.js';
+import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
+
+const NODES = 4;
+const LANES_PER_NODE = 16;
+const ADDS_PER_LANE = 4;
+const MAX_TRIES = 10;
+const VICTIMS = 24;
+
+function cli(datastore: string, args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(PODIPAM_BIN, ['--datastore', datastore, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function call(datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall {
+  return {
+    command,
+    containerId: id,
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: 'e2e-etcd', ipam: { type: 'podipam', datastore, nodeName: node, cacheDir } },
+  };
+}
+
+interface Tally {
+  retries: number;
+}
+
+/** Runs a verb until it succeeds; only code 11 (try again later) may be retried, at most MAX_TRIES times. */
+async function untilDone(c: PluginCall, tally: Tally): Promise<PluginRun> {
+  for (let attempt = 1; ; attempt++) {
+    const r = await runPlugin(PODIPAM_BIN, c);
+    if (r.code === 0) return r;
+    const err = JSON.parse(r.stdout) as { code: number; msg: string };
+    assert.equal(err.code, 11, `${c.command} ${c.containerId}: only "try again later" may fail: ${r.stdout}${r.stderr}`);
+    assert.ok(attempt < MAX_TRIES, `${c.command} ${c.containerId} still failing after ${attempt} tries: ${err.msg}`);
+    tally.retries++;
+    await sleep(100 * attempt);
+  }
+}
+
+const ipsOf = (r: PluginRun): string[] => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((i) => i.address);
+
+/** mulberry32, for reproducible kill delays. */
+function prng(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (x + 0x6d2b79f5) >>> 0;
+    let t = x;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x 4 ADDs all answer, distinct, node-affine; killed plugins leave nothing after DEL', { timeout: 900_000 }, async (t) => {
+  const etcd = await startEtcd({ members: 3 });
+  const dir = makeTempDir('cluster-etcd');
+  try {
+    const url = etcd.url;
+    const cache = join(dir.path, 'cache');
+    for (const [name, cidr] of [['e2e-v4', '10.200.0.0/16'], ['e2e-v6', 'fd00:200::/64']]) {
+      const r = cli(url, ['pool', 'create', name!, '--cidr', cidr!]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const total = NODES * LANES_PER_NODE * ADDS_PER_LANE;
+    const tally: Tally = { retries: 0 };
+    // Asked now, while the machine is quiet (the helper's status queries time out after 1 s).
+    const leader = await etcd.leader();
+    let done = 0;
+    let kill: Promise<number> | undefined;
+    const added: { id: string; node: string; ips: string[] }[] = [];
+    const lane = async (node: string, l: number): Promise<void> => {
+      for (let i = 0; i < ADDS_PER_LANE; i++) {
+        const id = `${node}-l${l}-${i}`;
+        const r = await untilDone(call(url, cache, 'ADD', id, node), tally);
+        added.push({ id, node, ips: ipsOf(r) });
+        if (++done === Math.floor(total / 3)) {
+          kill = etcd.members[leader]!.kill('SIGKILL').then(() => leader);
+        }
+      }
+    };
+    const lanes: Promise<void>[] = [];
+    for (let n = 0; n < NODES; n++) for (let l = 0; l < LANES_PER_NODE; l++) lanes.push(lane(`node-${n}`, l));
+    await Promise.all(lanes);
+    const killed = await kill;
+    t.diagnostic(`leader (member ${killed}) killed after ${Math.floor(total / 3)} ADDs; ${tally.retries} code-11 answers retried`);
+    assert.ok(killed !== undefined);
+    assert.equal(added.length, total);
+
+    const all = added.flatMap((a) => a.ips);
+    assert.equal(all.length, 2 * total, 'one IPv4 and one IPv6 address per ADD');
+    assert.equal(new Set(all).size, all.length, 'every address is distinct');
+    const shown = JSON.parse(cli(url, ['ipam', 'show', '--json', '--blocks']).stdout) as { blocks: { cidr: string; node: string }[] };
+    for (const a of added) {
+      for (const ip of a.ips) {
+        const block = shown.blocks.find((b) => prefixContains(parsePrefix(b.cidr), parseCidr(ip).addr));
+        assert.equal(block?.node, a.node, `${ip} of ${a.node} is in ${block?.cidr} of ${block?.node}`);
+      }
+    }
+
+    // Plugins killed in the middle of ADD: whatever landed must be undone by the runtime's DEL.
+    const rnd = prng(11);
+    const victims = Array.from({ length: VICTIMS }, (_, i) => ({ id: `victim-${i}`, node: `node-${i % NODES}` }));
+    const outcomes = await Promise.all(
+      victims.map(async (v) => {
+        const p = startPlugin(PODIPAM_BIN, call(url, cache, 'ADD', v.id, v.node));
+        // Spread over start-up, the datastore round trips and the exit, whose timing varies with load.
+        await sleep(Math.floor(rnd() * 1200));
+        p.child.kill('SIGKILL');
+        return (await p.done).signal === 'SIGKILL' ? 'killed' : 'finished';
+      }),
+    );
+    const held = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
+    const landed = held.pools[0]!.allocated - total;
+    t.diagnostic(
+      `victims: ${outcomes.filter((o) => o === 'killed').length} killed, ${outcomes.filter((o) => o === 'finished').length} finished first; ${landed} of their ADDs had landed`,
+    );
+
+    const everyone = [...added.map((a) => ({ id: a.id, node: a.node })), ...victims];
+    for (let i = 0; i < everyone.length; i += 32) {
+      await Promise.all(everyone.slice(i, i + 32).map((c) => untilDone(call(url, cache, 'DEL', c.id, c.node), tally)));
+    }
+    const after = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { name: string; allocated: number }[] };
+    assert.deepEqual(after.pools.map((p) => [p.name, p.allocated]), [['e2e-v4', 0], ['e2e-v6', 0]]);
+    const check = cli(url, ['ipam', 'check', '--json']);
+    assert.equal(check.code, 0, check.stderr);
+    assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
+  } finally {
+    await etcd.stop();
+    dir.remove();
+  }
+});
+
+test('an unreachable datastore answers code 11 (STATUS: 50) within a bounded time, refused or silent', { timeout: 120_000 }, async () => {
+  const dir = makeTempDir('cluster-etcd-down');
+  // A port nobody listens on, and a server that accepts connections and never answers.
+  const closed = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+  const silent: Server = createServer(() => {});
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const silentPort = (silent.address() as { port: number }).port;
+  try {
+    for (const url of [`etcd://127.0.0.1:${closed}`, `etcd://127.0.0.1:${silentPort}`, `etcd://127.0.0.1:${closed},127.0.0.1:${silentPort}`]) {
+      for (const command of ['ADD', 'DEL']) {
+        const r = await runPlugin(PODIPAM_BIN, call(url, join(dir.path, 'c'), command, 'x', 'n1'));
+        assert.equal(r.code, 1, `${command} on ${url}: ${r.stdout}`);
+        const err = JSON.parse(r.stdout) as { code: number; msg: string };
+        assert.equal(err.code, 11, `${command} on ${url}: ${r.stdout}`);
+        assert.match(err.msg, /unavailable/);
+        assert.ok(r.ms < 10_000, `${command} on ${url} took ${Math.round(r.ms)} ms`);
+      }
+      const status = await runPlugin(PODIPAM_BIN, { ...call(url, join(dir.path, 'c'), 'STATUS', 'x', 'n1'), config: { cniVersion: '1.1.0', name: 'e2e-etcd', ipam: { type: 'podipam', datastore: url, nodeName: 'n1' } } });
+      assert.equal(JSON.parse(status.stdout).code, 50, status.stdout);
+    }
+  } finally {
+    silent.close();
+    dir.remove();
+  }
+});
