@@ -64,7 +64,10 @@ function stdinOf(call: PluginCall): string {
 export function runPluginSync(bin: string, call: PluginCall): PluginRun {
   const t0 = performance.now();
   const r = spawnSync(bin, [], { env: callEnv(call), input: stdinOf(call), encoding: 'utf8', timeout: 30_000 });
-  if (r.error) throw r.error;
+  // A plugin that fails before reading stdin (bad env, bad CNI_ARGS) may close it while we still
+  // write: EPIPE then is ours, not the plugin's, and its exit status and output are complete.
+  const epipe = (r.error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE' && r.status !== null;
+  if (r.error && !epipe) throw r.error;
   return { stdout: r.stdout, stderr: r.stderr, code: r.status, signal: r.signal, ms: performance.now() - t0 };
 }
 
