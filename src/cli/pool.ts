@@ -2,7 +2,7 @@
  * `podipam pool create|list|delete|enable|disable`: IP pools of the cluster back end.
  */
 import type { Command } from 'commander';
-import { intOption, withClusterIpam } from './cluster-command.js';
+import { intOption, withClusterIpam } from './ipam.js';
 import { printJson, printTable } from './output.js';
 
 /** Registers `podipam pool …`. */
