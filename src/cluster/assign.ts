@@ -7,7 +7,7 @@
 import { checkNodeName, checkHandle } from './names.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
-import { ContentionError } from './errors.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './keys.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
@@ -28,7 +28,10 @@ export const MAX_ADDRESSES_PER_REQUEST = 32;
  */
 export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Promise<Assignment[]> {
   checkRequest(req);
-  const view = ctx.cache.node(req.node);
+  let view = ctx.cache.node(req.node);
+  // A refusal (exhausted, no pool, address taken) must be proven on fresh data, not on hints
+  // that another process (a release by address, GC, the CLI) may have made stale.
+  let refreshed = false;
   const others = new Map<string, KnownBlock>();
   let allListed = false;
   let claimMisses = 0;
@@ -37,18 +40,31 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
     if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view);
-    const plan = planAssign({
-      req,
-      snap,
-      labels: view.labels,
-      mine: view.blocks,
-      others,
-      allListed,
-      claimMisses,
-      claimed,
-      handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
-      now: ctx.now().toISOString(),
-    });
+    let plan: ReturnType<typeof planAssign>;
+    try {
+      plan = planAssign({
+        req,
+        snap,
+        labels: view.labels,
+        mine: view.blocks,
+        others,
+        allListed,
+        claimMisses,
+        claimed,
+        handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
+        now: ctx.now().toISOString(),
+      });
+    } catch (e) {
+      if (refreshed || !(e instanceof PoolExhaustedError || e instanceof NoPoolError || e instanceof AddressUnavailableError)) throw e;
+      refreshed = true;
+      ctx.cache.invalidateSnapshot();
+      ctx.cache.forgetNode(req.node);
+      view = ctx.cache.node(req.node);
+      others.clear();
+      allListed = false;
+      claimed = undefined;
+      continue;
+    }
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
       continue;

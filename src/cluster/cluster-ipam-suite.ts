@@ -18,6 +18,20 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
   const withStore = withStoreOf(open);
 
   describe(`ClusterIpam on ${kind}: assignment`, () => {
+    it('refuses only on fresh data: an address released by another instance can be assigned by name', withStore(async (s) => {
+      const a = ipam(s);
+      const b = ipam(s);
+      await twoPools(a);
+      const [first] = await a.assign({ node: 'n1', handle: 'h1', auto: { 4: 1 } });
+      // Another process (the CLI, GC) releases it: a's hints still say "held by h1".
+      await b.releaseAddresses([first!.addr]);
+      const again = await a.assign({ node: 'n1', handle: 'h2', ips: [first!.addr] });
+      assert.equal(formatAddr(again[0]!.addr), formatAddr(first!.addr));
+      // The same instance releasing and re-assigning works too.
+      await a.releaseAddresses([first!.addr]);
+      assert.equal(formatAddr((await a.assign({ node: 'n1', handle: 'h3', ips: [first!.addr] }))[0]!.addr), formatAddr(first!.addr));
+    }));
+
     it('gives one address per family from node-affine blocks, with the pool prefix length', withStore(async (s) => {
       const c = ipam(s);
       await twoPools(c);

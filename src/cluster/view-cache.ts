@@ -29,6 +29,11 @@ export class ViewCache {
     return v;
   }
 
+  /** Forgets everything known about `name` (its next use reloads it from the datastore). */
+  forgetNode(name: string): void {
+    this.#nodes.delete(name);
+  }
+
   /** Forgets the snapshot (after a failed config compare) so the next call reloads it. */
   invalidateSnapshot(): void {
     this.snapshot = undefined;
