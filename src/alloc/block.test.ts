@@ -19,6 +19,7 @@ import {
   releaseOrdinals,
   withAffinity,
 } from './block.js';
+import { mulberry32 } from '../util/mulberry32.js';
 
 const V4 = parsePrefix('10.0.0.0/29'); // 8 ordinals
 const V6 = parsePrefix('fd00::40/122'); // 64 ordinals
@@ -168,17 +169,6 @@ describe('release', () => {
   });
 });
 
-/** mulberry32: a small seeded PRNG so a failing property run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The reference model: an array of holders and a cursor, written as plainly as possible.
@@ -206,7 +196,7 @@ class Model {
 describe('block property test against a simple model (seeded)', () => {
   for (const seed of [1, 2, 3, 42, 1234, 99991]) {
     it(`agrees with the model over 3000 random operations (seed ${seed})`, () => {
-      const rnd = prng(seed);
+      const rnd = mulberry32(seed);
       const cidr = seed % 2 === 0 ? parsePrefix('10.9.0.0/28') : parsePrefix('fd00::/124');
       const cap = 16;
       let b: Block = newBlock(cidr, 'n');

@@ -1,18 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SparseBitmap } from './sparse-bitmap.js';
+import { mulberry32 } from '../util/mulberry32.js';
 
-/** A small deterministic PRNG (mulberry32), so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function referenceNextClear(ref: boolean[], from: number): number | undefined {
   for (let i = Math.max(0, from); i < ref.length; i++) if (!ref[i]) return i;
@@ -21,7 +11,7 @@ function referenceNextClear(ref: boolean[], from: number): number | undefined {
 
 test('sparse bitmap matches a flat array under random range sets and clears', () => {
   for (const size of [1, 2, 31, 32, 33, 1000, 1024, 1025, 40000]) {
-    const rnd = prng(size);
+    const rnd = mulberry32(size);
     const bm = new SparseBitmap(BigInt(size));
     const ref = new Array<boolean>(size).fill(false);
     for (let step = 0; step < 300; step++) {

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
+import { mulberry32 } from '../util/mulberry32.js';
 
 export interface SimulateOptions {
   readonly server: string;
@@ -74,17 +75,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** A small deterministic PRNG (mulberry32) for churn choices. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function errorText(r: { status: number; data: any }): string {
   return `HTTP ${r.status}: ${r.data?.error?.message ?? JSON.stringify(r.data)}`;
@@ -102,7 +92,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
   const churnOps = Math.round(o.churn * o.pods);
   const total = o.nodes + o.pods + 2 * churnOps + (o.cleanup ? o.pods + o.nodes : 0);
   const progress = createProgress({ total, label: 'simulate', force: o.progress });
-  const random = rng(o.seed ?? Date.now());
+  const random = mulberry32(o.seed ?? Date.now());
   const runId = randomBytes(4).toString('hex');
   const nodes = Array.from({ length: o.nodes }, (_, i) => `${o.nodePrefix}-${String(i + 1).padStart(String(o.nodes).length, '0')}`);
   const live = new Map<string, string>(); // handle → node

@@ -3,6 +3,7 @@ import { formatAddr } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { ClusterIpam } from './cluster-ipam.js';
 import type { Assignment } from './plan-assign.js';
+import { mulberry32 } from '../util/mulberry32.js';
 
 export const T0 = new Date('2026-01-01T00:00:00Z');
 
@@ -34,17 +35,7 @@ export function formatPrefixOf(a: Assignment): string {
   return `${formatAddr({ family: a.block.family, value: a.block.base })}/${a.block.len}`;
 }
 
-/** mulberry32. */
-export function prng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (x + 0x6d2b79f5) >>> 0;
-    let t = x;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const prng = mulberry32;
 
 /**
  * The same store, except that the k-th call "crashes": it throws without reaching the store

@@ -16,6 +16,7 @@ import { startEtcd } from '../helpers/etcd.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
+import { mulberry32 } from '../../src/util/mulberry32.js';
 
 const NODES = 4;
 const LANES_PER_NODE = 16;
@@ -56,17 +57,6 @@ async function untilDone(c: PluginCall, tally: Tally): Promise<PluginRun> {
 
 const ipsOf = (r: PluginRun): string[] => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((i) => i.address);
 
-/** mulberry32, for reproducible kill delays. */
-function prng(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (x + 0x6d2b79f5) >>> 0;
-    let t = x;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x 4 ADDs all answer, distinct, node-affine; killed plugins leave nothing after DEL', { timeout: 900_000 }, async (t) => {
   const etcd = await startEtcd({ members: 3 });
@@ -115,7 +105,7 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
     }
 
     // Plugins killed in the middle of ADD: whatever landed must be undone by the runtime's DEL.
-    const rnd = prng(11);
+    const rnd = mulberry32(11);
     const victims = Array.from({ length: VICTIMS }, (_, i) => ({ id: `victim-${i}`, node: `node-${i % NODES}` }));
     const outcomes = await Promise.all(
       victims.map(async (v) => {

@@ -12,18 +12,7 @@ import { lstatSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-
-/** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../src/util/mulberry32.js';
 
 const SEED = Number(process.env.PODIPAM_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const OPS = Number(process.env.PODIPAM_DIFF_OPS ?? 30);
@@ -158,7 +147,7 @@ async function runScenario(s: Scenario, seed: number): Promise<void> {
   const ours = makeTempDir(`diff-${s.name}`);
   const ref = makeTempDir(`diff-${s.name}-ref`);
   try {
-    const gen = generate(s, prng(seed), OPS);
+    const gen = generate(s, mulberry32(seed), OPS);
     const log: string[] = [];
     for (let step = gen.next(true); !step.done; ) {
       const op = step.value;
@@ -193,7 +182,7 @@ test(`podipam and host-local take turns on ONE directory without losing a reserv
   const s = SCENARIOS.find((x) => x.name === 'multi')!;
   const shared = makeTempDir('alternate');
   const ref = makeTempDir('alternate-ref');
-  const rnd = prng(SEED ^ 0x5eed);
+  const rnd = mulberry32(SEED ^ 0x5eed);
   let turns = 0;
   try {
     const gen = generate(s, rnd, OPS + 12);
