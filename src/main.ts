@@ -4,9 +4,22 @@
  * plugin pays only for what its verb needs.
  */
 if (process.env.CNI_COMMAND !== undefined) {
-  const { runPlugin } = await import('./cni/run-plugin.js');
-  process.exitCode = await runPlugin();
+  process.exitCode = await (await loadPlugin()).runPlugin();
 } else {
   const { runCli } = await import('./cli/index.js');
   process.exitCode = await runCli(process.argv.slice(2));
+}
+
+/**
+ * The plugin entry: the bundle `npm run build` makes of the same code (dist/src/plugin/, see
+ * scripts/bundle-plugin.mjs: one module to load instead of ~20), else the plain tsc output.
+ */
+async function loadPlugin(): Promise<typeof import('./cni/run-plugin.js')> {
+  const bundle = './plugin/run-plugin.js';
+  try {
+    return (await import(bundle)) as typeof import('./cni/run-plugin.js');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    return import('./cni/run-plugin.js');
+  }
 }
