@@ -29,15 +29,8 @@ export function registerPool(program: Command): void {
     .description('list pools')
     .option('--json', 'print a JSON array')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const { formatPrefix } = await import('../ip/index.js');
-      const pools = (await withClusterIpam(cmd, (ipam) => ipam.listPools())).map((p) => ({
-        name: p.name,
-        cidr: formatPrefix(p.cidr),
-        blockSize: p.blockSize,
-        nodeSelector: p.nodeSelector.text,
-        disabled: p.disabled,
-        deleting: p.deleting,
-      }));
+      const { poolText } = await import('../cluster/pool-record.js');
+      const pools = (await withClusterIpam(cmd, (ipam) => ipam.listPools())).map(poolText);
       if (opts.json) return printJson(pools);
       printTable(pools, [
         { header: 'NAME', value: (p) => p.name },

@@ -23,6 +23,11 @@ export interface Pool {
 }
 
 /** What a caller gives to create a pool (strings as typed on a command line or in JSON). */
+/** A pool as printed (CLI tables, `--json`, `ipam show`): CIDR in text, selector as written. */
+export function poolText(p: Pool): { name: string; cidr: string; blockSize: number; nodeSelector: string; disabled: boolean; deleting: boolean } {
+  return { name: p.name, cidr: formatPrefix(p.cidr), blockSize: p.blockSize, nodeSelector: p.nodeSelector.text, disabled: p.disabled, deleting: p.deleting };
+}
+
 export interface PoolSpec {
   readonly name: string;
   readonly cidr: string;

@@ -8,6 +8,7 @@ import { decodeBlock } from './block-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { BLOCK_PREFIX } from './keys.js';
 import { listPools } from './pools.js';
+import { poolText } from './pool-record.js';
 
 export interface PoolUsage {
   readonly name: string;
@@ -52,12 +53,7 @@ export async function ipamUsage(ctx: IpamContext): Promise<IpamUsage> {
   const poolRows = pools.map((p) => {
     const mine = blockRows.filter((b) => b.pool === p.name);
     return {
-      name: p.name,
-      cidr: formatPrefix(p.cidr),
-      blockSize: p.blockSize,
-      nodeSelector: p.nodeSelector.text,
-      disabled: p.disabled,
-      deleting: p.deleting,
+      ...poolText(p),
       capacity: prefixSize(p.cidr),
       allocated: mine.reduce((n, b) => n + b.allocated, 0),
       blocks: mine.length,
