@@ -8,12 +8,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEtcd } from '../helpers/etcd.js';
-import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
+import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin, clusterCall, runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
@@ -24,19 +23,10 @@ const ADDS_PER_LANE = 4;
 const MAX_TRIES = 10;
 const VICTIMS = 24;
 
-function cli(datastore: string, args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(PODIPAM_BIN, ['--datastore', datastore, ...args], { encoding: 'utf8', timeout: 60_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const cli = runCliSync;
 
-function call(datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall {
-  return {
-    command,
-    containerId: id,
-    ifname: 'eth0',
-    config: { cniVersion: '1.0.0', name: 'e2e-etcd', ipam: { type: 'podipam', datastore, nodeName: node, cacheDir } },
-  };
-}
+const call = (datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall =>
+  clusterCall('e2e-etcd', datastore, cacheDir, command, id, node);
 
 interface Tally {
   retries: number;

@@ -6,9 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin } from '../helpers/plugin.js';
+import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, clusterCall, runCliSync } from '../helpers/plugin.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
@@ -16,19 +15,10 @@ const LANES = 16;
 const PER_LANE = 50;
 const NODES = 4;
 
-function cli(datastore: string, args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(PODIPAM_BIN, args, { env: { ...process.env, PODIPAM_DATASTORE: datastore }, encoding: 'utf8', timeout: 60_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const cli = runCliSync;
 
-function pluginCall(datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall {
-  return {
-    command,
-    containerId: id,
-    ifname: 'eth0',
-    config: { cniVersion: '1.0.0', name: 'e2e-sqlite', ipam: { type: 'podipam', datastore, nodeName: node, cacheDir } },
-  };
-}
+const pluginCall = (datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall =>
+  clusterCall('e2e-sqlite', datastore, cacheDir, command, id, node);
 
 const addressOf = (r: PluginRun): string => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
 

@@ -103,3 +103,19 @@ export function runPlugin(bin: string, call: PluginCall): Promise<PluginRun> {
 export function stdoutJson(run: PluginRun): any {
   return run.stdout === '' ? undefined : JSON.parse(run.stdout);
 }
+
+/** Runs `bin/podipam --datastore URL ARGS…` (the CLI) and waits for it. */
+export function runCliSync(datastore: string, args: readonly string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(PODIPAM_BIN, ['--datastore', datastore, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A cluster-mode plugin call: network `network`, node `node`, eth0, hint files in `cacheDir`. */
+export function clusterCall(network: string, datastore: string, cacheDir: string, command: string, id: string, node: string): PluginCall {
+  return {
+    command,
+    containerId: id,
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: network, ipam: { type: 'podipam', datastore, nodeName: node, cacheDir } },
+  };
+}
