@@ -19,9 +19,9 @@
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
-import { checkKnownArgs } from '../cni/cni-args.js';
-import { goField, isObject } from '../cni/go-decode.js';
-import { type Addr, formatAddr, parseAddr, parseCidr } from '../ip/index.js';
+import { requestedAddrs } from '../cni/requested-addrs.js';
+import { isObject } from '../cni/go-decode.js';
+import { type Addr, formatAddr, parseCidr } from '../ip/index.js';
 import type { ClusterIpam } from './cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from './cni-error-of.js';
@@ -43,7 +43,7 @@ class ClusterBackend implements IpamBackend {
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
-    const ips = requestedAddrs(req);
+    const ips = requestedAddrs(req.conf, req.cniArgs);
     const c = this.#conf;
     const got = await this.#run('ADD', (ipam) =>
       ipam.assign({
@@ -122,34 +122,6 @@ class ClusterBackend implements IpamBackend {
       if (process.env.PODIPAM_STATS === '1') process.stderr.write(`podipam-stats ${JSON.stringify({ verb, roundTrips: store.roundTrips, locked: lock !== undefined })}\n`);
       await store.close();
     }
-  }
-}
-
-/** Requested addresses: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips (as host-local, union, de-duplicated). */
-function requestedAddrs(req: IpamRequest): Addr[] {
-  checkKnownArgs(req.cniArgs, ['IP']);
-  const out: Addr[] = [];
-  const ip = req.cniArgs.get('IP');
-  if (ip) out.push(parseRequested(ip, CniCode.InvalidEnv, 'CNI_ARGS IP'));
-  const args = goField(req.conf.raw, 'args');
-  const cni = isObject(args) ? goField(args, 'cni') : undefined;
-  const fromArgs = isObject(cni) ? goField(cni, 'ips') : undefined;
-  const fromRc = isObject(req.conf.raw.runtimeConfig) ? goField(req.conf.raw.runtimeConfig, 'ips') : undefined;
-  for (const [list, field] of [[fromArgs, 'args.cni.ips'], [fromRc, 'runtimeConfig.ips']] as const) {
-    if (list === undefined) continue;
-    if (!Array.isArray(list)) throw new CniError(CniCode.InvalidConfig, `${field} ${JSON.stringify(list)}: must be an array of IP addresses`);
-    list.forEach((t, i) => out.push(parseRequested(t, CniCode.InvalidConfig, `${field}[${i}]`)));
-  }
-  const seen = new Set<string>();
-  return out.filter((a) => !seen.has(formatAddr(a)) && !!seen.add(formatAddr(a)));
-}
-
-function parseRequested(text: unknown, code: number, field: string): Addr {
-  try {
-    if (typeof text !== 'string') throw new TypeError('not a string');
-    return text.includes('/') ? parseCidr(text).addr : parseAddr(text);
-  } catch {
-    throw new CniError(code, `${field} ${JSON.stringify(text)}: not an IP address`);
   }
 }
 

@@ -5,15 +5,12 @@
  * values. Every failure is a CniError naming the field and the value (code 7; 4 for CNI_ARGS).
  */
 import { path } from '../cni/builtins.js';
-import { CniCode, CniError } from '../cni/errors.js';
 import type { NetConf, Route } from '../cni/ipam-backend.js';
-import { checkKnownArgs } from '../cni/cni-args.js';
-import { goQuote } from '../cni/go-json.js';
 import type { AllocRangeSet } from '../alloc/range-allocator.js';
-import { type Addr, formatAddr, parseAddr } from '../ip/addr.js';
-import { parseCidr } from '../ip/prefix.js';
-import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optObject, optString } from './decode.js';
+import { type Addr, formatAddr } from '../ip/addr.js';
+import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from '../cni/config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
+import { requestedAddrs } from '../cni/requested-addrs.js';
 
 /** host-local's default state directory. */
 export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
@@ -65,37 +62,3 @@ function route(v: unknown, path: string): Route {
 }
 
 /** Parses "ip" or "ip/len" (the length is ignored), as the Go `ip.IP` type does. */
-function requestedAddr(text: unknown, path: string): Addr {
-  if (typeof text !== 'string') throw configError(path, `must be an IP address string, got ${JSON.stringify(text)}`);
-  try {
-    return text.includes('/') ? parseCidr(text).addr : parseAddr(text);
-  } catch {
-    throw configError(path, `invalid IP address ${JSON.stringify(text)}`);
-  }
-}
-
-function requestedAddrs(conf: NetConf, cniArgs: ReadonlyMap<string, string>): Addr[] {
-  checkKnownArgs(cniArgs, ['IP']);
-  const out: Addr[] = [];
-  const ip = cniArgs.get('IP');
-  if (ip) {
-    try {
-      out.push(ip.includes('/') ? parseCidr(ip).addr : parseAddr(ip));
-    } catch {
-      throw new CniError(CniCode.InvalidEnv, `ARGS: error parsing value of pair ${goQuote(`IP=${ip}`)}: invalid IP address ${ip}`);
-    }
-  }
-  const args = optObject(conf.raw, 'args', '');
-  const cni = args && optObject(args, 'cni', 'args');
-  (cni && optArray(cni, 'ips', 'args.cni'))?.forEach((t, i) => out.push(requestedAddr(t, `args.cni.ips[${i}]`)));
-  const rc = optObject(conf.raw, 'runtimeConfig', '');
-  (rc && optArray(rc, 'ips', 'runtimeConfig'))?.forEach((t, i) => out.push(requestedAddr(t, `runtimeConfig.ips[${i}]`)));
-  // host-local keys its requests by canonical text: a repeated address is one request.
-  const seen = new Set<string>();
-  return out.filter((a) => {
-    const k = formatAddr(a);
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}

@@ -10,7 +10,7 @@ import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverl
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
 import { type Prefix, formatAddrWithLen, formatPrefix, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
 import { versionAtLeast } from '../cni/version.js';
-import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from './decode.js';
+import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from '../cni/config-decode.js';
 
 /** The `subnet` value that asks for the node's pod CIDR (spec.podCIDR: the first one recorded). */
 export const USE_POD_CIDR = 'usePodCidr';
