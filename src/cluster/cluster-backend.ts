@@ -25,34 +25,39 @@ import { type Addr, formatAddr, parseCidr } from '../ip/index.js';
 import type { ClusterIpam } from './cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from './cni-error-of.js';
+import type { ClusterHost } from './cluster-host.js';
 import { cniHandleId } from './handle-id.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
 
 /** Validates the config (CniError 7) and returns the back end. */
-export async function createClusterBackend(conf: NetConf): Promise<IpamBackend> {
-  return new ClusterBackend(parseClusterConf(conf));
+export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf, env), host);
 }
 
 class ClusterBackend implements IpamBackend {
   readonly #conf: ClusterConf;
+  readonly #host: ClusterHost | undefined;
 
-  constructor(conf: ClusterConf) {
+  constructor(conf: ClusterConf, host?: ClusterHost) {
     this.#conf = conf;
+    this.#host = host;
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
     const ips = requestedAddrs(req.conf, req.cniArgs);
     const c = this.#conf;
-    const got = await this.#run('ADD', (ipam) =>
-      ipam.assign({
-        node: c.nodeName,
-        handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
-        attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
-        ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
-      }),
-    );
+    const areq = {
+      node: c.nodeName,
+      handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
+      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
+      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+    };
+    const host = this.#host;
+    const got = host
+      ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOf(e, 'ADD')))
+      : await this.#run('ADD', (ipam) => ipam.assign(areq));
     return { ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}` })), ...(c.routes.length > 0 ? { routes: c.routes } : {}) };
   }
 
@@ -94,6 +99,13 @@ class ClusterBackend implements IpamBackend {
   /** Opens the store, takes the node lock and hints, runs `fn`, saves the hints; maps errors to CniError. */
   async #run<T>(verb: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     const c = this.#conf;
+    if (this.#host) {
+      try {
+        return await this.#host.run(c.datastore, c.nodeName, fn);
+      } catch (e) {
+        throw cniErrorOf(e, verb);
+      }
+    }
     const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
       import('../store/open-store.js'),
       import('./cluster-ipam.js'),
