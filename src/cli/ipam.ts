@@ -87,10 +87,12 @@ export function registerIpam(program: Command): void {
 
   ipam
     .command('check')
-    .description('report leaked allocations and inconsistent records (read-only)')
+    .description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found')
     .option('--json', 'print JSON: {"leaks": [...], "problems": [...]}')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const r = await withClusterIpam(cmd, (c) => c.check());
+      // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
+      if (r.leaks.length + r.problems.length > 0) process.exitCode = 1;
       if (opts.json) return printJson({ leaks: r.leaks, problems: r.problems });
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
