@@ -10,6 +10,7 @@ import type { ClusterIpam } from '../cluster/index.js';
 import { datastoreUrl } from './datastore-url.js';
 import { printJson, printTable } from './output.js';
 import { UsageError } from './usage-error.js';
+import { isEngineError } from '../util/engine-error.js';
 
 /** Opens the store, runs `fn` with a ClusterIpam on it, closes the store whatever happens. */
 export async function withClusterIpam<T>(cmd: Command, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
@@ -18,7 +19,7 @@ export async function withClusterIpam<T>(cmd: Command, fn: (ipam: ClusterIpam) =
   try {
     return await fn(new ClusterIpam(store));
   } catch (e) {
-    throw e instanceof TypeError || e instanceof RangeError ? new UsageError(e.message) : e;
+    throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   } finally {
     await store.close();
   }
@@ -29,7 +30,7 @@ export function usage<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    throw e instanceof TypeError || e instanceof RangeError ? new UsageError(e.message) : e;
+    throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   }
 }
 

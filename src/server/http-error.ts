@@ -3,6 +3,8 @@
  * status code. Handlers throw; the server calls `toHttpError` and writes
  * `{"error": {"code", "message", "field"?}}`.
  */
+import { isEngineError } from '../util/engine-error.js';
+
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   constructor(
@@ -55,31 +57,6 @@ const BY_NAME: Readonly<Record<string, readonly [number, string]>> = {
   NodeConflictError: [503, 'contention'],
   CidrClaimedError: [409, 'cidr_claimed'],
 };
-
-/**
- * Errors the JavaScript engine throws on a bug of ours (a stack overflow, a property of
- * undefined, a call of a non-function), which are TypeError/RangeError like the ones our
- * services throw deliberately for bad input, and so are told apart by V8's wording.
- */
-const ENGINE_MESSAGES: readonly RegExp[] = [
-  /^Maximum call stack size exceeded/,
-  /^Invalid (array|string|typed array) length/,
-  /^Array buffer allocation failed/,
-  /^Cannot (read|set) propert(y|ies) of (undefined|null)/,
-  /^Cannot (convert|mix BigInt|destructure|create property|assign to read only)/,
-  /^Do not know how to serialize a BigInt/,
-  /^Converting circular structure/,
-  / is not (a function|a constructor|iterable|defined)/,
-  /^Assignment to constant variable/,
-  /^Class constructor .* cannot be invoked without 'new'/,
-  /^Reduce of empty array/,
-];
-
-/** True for an error raised by the engine rather than thrown on purpose by our code. */
-export function isEngineError(e: Error): boolean {
-  if (!(e instanceof TypeError || e instanceof RangeError)) return false;
-  return ENGINE_MESSAGES.some((re) => re.test(e.message));
-}
 
 /**
  * Maps anything a handler threw to an HttpError. Client mistakes are 4xx with our message;

@@ -8,7 +8,8 @@ import { deleteNode } from '../controller/delete-node.js';
 import { cniHandleId } from '../cluster/index.js';
 import { tryParseAddr, formatAddr } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
-import { badField, HttpError, isEngineError } from './http-error.js';
+import { isEngineError } from '../util/engine-error.js';
+import { badField, HttpError } from './http-error.js';
 import type { Ctx, HandlerSpec } from './http-server.js';
 import type { Router } from './router.js';
 import {
