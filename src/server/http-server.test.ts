@@ -8,7 +8,6 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createHttpServer, type HandlerSpec } from './http-server.js';
-import { HttpError } from './http-error.js';
 import { hostPolicy } from './request-guard.js';
 import { Router } from './router.js';
 
@@ -146,8 +145,4 @@ test('http server: bigint values are exact: numbers up to 2^53 - 1, decimal stri
   const r = await call('GET', '/api/v1/pools', {});
   assert.equal(r.status, 200);
   assert.deepEqual(r.body.items, [{ capacity: '4722366482869645213696', small: 65536 }]);
-});
-
-test('http errors: HttpError keeps the status it was given', () => {
-  assert.equal(new HttpError(421, 'host_not_allowed', 'x').status, 421);
 });
