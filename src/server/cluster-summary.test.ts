@@ -21,10 +21,10 @@ test('summary: per-pool, per-block and per-node counts from one pass', async () 
   const { store } = await seeded();
   const s = await summarize(store);
   const v4 = s.pools.find((p) => p.name === 'v4')!;
-  assert.deepEqual([v4.capacity, v4.allocated, v4.blocks, v4.blockSlots, v4.blockCapacity], [256, 23, 3, 16, 16]);
+  assert.deepEqual([v4.capacity, v4.allocated, v4.blocks, v4.blockSlots, v4.blockCapacity], [256n, 23, 3, 16n, 16]);
   const v6 = s.pools.find((p) => p.name === 'v6')!;
   assert.deepEqual([v6.allocated, v6.blocks], [20, 2]);
-  assert.deepEqual(s.totals, { pools: 2, nodes: 2, blocks: 5, allocated: 43, capacity: 512 });
+  assert.deepEqual(s.totals, { pools: 2, nodes: 2, blocks: 5, allocated: 43, capacity: 512n });
   assert.deepEqual(
     s.nodes.map((n) => [n.name, n.registered, n.blocks, n.allocated]),
     [

@@ -22,13 +22,13 @@ export interface PoolSummary {
   readonly nodeSelector: string;
   readonly disabled: boolean;
   readonly deleting: boolean;
-  /** Addresses in the pool (a float beyond 2^53 for big IPv6 pools). */
-  readonly capacity: number;
+  /** Addresses in the pool, exact (JSON: a number up to 2^53 − 1, a decimal string beyond). */
+  readonly capacity: bigint;
   readonly allocated: number;
   /** Blocks claimed. */
   readonly blocks: number;
-  /** Blocks the pool can be cut into (a float beyond 2^53). */
-  readonly blockSlots: number;
+  /** Blocks the pool can be cut into, exact (JSON as `capacity`). */
+  readonly blockSlots: bigint;
   /** Addresses per block. */
   readonly blockCapacity: number;
 }
@@ -62,7 +62,7 @@ export interface ClusterSummary {
   /** Every block, in address order within each family (v4 first). */
   readonly blocks: readonly BlockSummary[];
   readonly nodes: readonly NodeSummary[];
-  readonly totals: { readonly pools: number; readonly nodes: number; readonly blocks: number; readonly allocated: number; readonly capacity: number };
+  readonly totals: { readonly pools: number; readonly nodes: number; readonly blocks: number; readonly allocated: number; readonly capacity: bigint };
 }
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
@@ -132,10 +132,10 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       nodeSelector: p.nodeSelector.text,
       disabled: p.disabled,
       deleting: p.deleting,
-      capacity: 2 ** (bits - p.cidr.len),
+      capacity: 1n << BigInt(bits - p.cidr.len),
       allocated: c.allocated,
       blocks: c.blocks,
-      blockSlots: Number(blockCount(p.cidr, p.blockSize)),
+      blockSlots: blockCount(p.cidr, p.blockSize),
       blockCapacity: 2 ** (bits - p.blockSize),
     };
   });
@@ -150,7 +150,7 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       nodes: nodeSummaries.length,
       blocks: blocks.length,
       allocated: poolSummaries.reduce((s, p) => s + p.allocated, 0),
-      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0),
+      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0n),
     },
   };
 }

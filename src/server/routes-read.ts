@@ -161,7 +161,8 @@ function blockMap(pool: PoolSummary, blocks: readonly BlockSummary[]): Record<st
     }
     return i;
   };
-  const drawAll = pool.blockSlots <= MAX_DRAWN_SLOTS;
+  const drawAll = pool.blockSlots <= BigInt(MAX_DRAWN_SLOTS);
+  const slots = Number(pool.blockSlots); // exact when drawAll
   const cells: (number | [string, number, number])[] = [];
   const base = parsePrefix(pool.cidr).base;
   const shift = BigInt(familyBits(pool.family) - pool.blockSize);
@@ -174,13 +175,13 @@ function blockMap(pool: PoolSummary, blocks: readonly BlockSummary[]): Record<st
     }
     cells.push([b.cidr, idx(b.node), b.allocated]);
   }
-  if (drawAll && pool.blockSlots > nextSlot) cells.push(pool.blockSlots - nextSlot);
+  if (drawAll && slots > nextSlot) cells.push(slots - nextSlot);
   return {
     pool: pool.name,
     cidr: pool.cidr,
     blockSize: pool.blockSize,
     blockCapacity: pool.blockCapacity,
-    slots: drawAll ? pool.blockSlots : null,
+    slots: drawAll ? slots : null,
     claimed: blocks.length,
     nodes,
     cells,

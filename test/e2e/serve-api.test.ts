@@ -238,7 +238,7 @@ test('serve auth: read token reads, admin token writes, no token gets 401', asyn
   const d = makeTempDir('serve-tokens');
   const read = 'read-0123456789abcdef';
   const admin = 'admin-0123456789abcdef';
-  writeFileSync(join(d.path, 'tokens'), `# podipam tokens\nread=${read}\nadmin = ${admin}\n`);
+  writeFileSync(join(d.path, 'tokens'), `# podipam tokens\nread=${read}\nadmin = ${admin}\n`, { mode: 0o600 });
   const t = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   try {
     assert.match(t.stdout(), /auth bearer tokens/);
