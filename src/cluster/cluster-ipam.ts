@@ -15,7 +15,7 @@
 import type { Addr } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
-import type { BatchOutcome } from './assign-batch.js';
+import type { BatchOutcome } from './assign-group.js';
 import type { CheckReport } from './check.js';
 import type { GcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
@@ -62,10 +62,10 @@ export class ClusterIpam {
     return assignAddresses(this.#ctx, req);
   }
 
-  /** See assign-batch.ts: several assignments of one node in one transaction; outcomes in order. */
+  /** See assign-group.ts: several assignments of one node in one transaction; outcomes in order. */
   async assignMany(node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
-    const { assignBatch } = await import('./assign-batch.js');
-    return assignBatch(this.#ctx, node, reqs);
+    const { assignGroup } = await import('./assign-group.js');
+    return assignGroup(this.#ctx, node, reqs);
   }
 
   /** See release.ts: free everything a handle holds; idempotent. `node`: the node releasing (hints, empty-block policy). */

@@ -29,7 +29,7 @@ export const MAX_BATCH_OPS = 100;
 export type BatchOutcome = { readonly ok: true; readonly assignments: Assignment[] } | { readonly ok: false; readonly error: unknown };
 
 /** Assigns every request of `reqs` (all for `node`); the outcomes in request order. Never throws. */
-export async function assignBatch(ctx: IpamContext, node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
+export async function assignGroup(ctx: IpamContext, node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
   const out: (BatchOutcome | undefined)[] = reqs.map(() => undefined);
   const alone: number[] = [];
   try {
