@@ -57,14 +57,14 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
 
     it('releases an empty extra block when another block of the node has room, keeps the last one', withStore(async (s) => {
       const c = ipam(s);
-      await c.createPool({ name: 'p', cidr: '10.90.0.0/24', blockSize: 30 });
-      for (let i = 0; i < 5; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } }); // 4 + 1: two blocks
+      await c.createPool({ name: 'p', cidr: '10.90.0.0/24', blockSize: 29 });
+      for (let i = 0; i < 6; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } }); // 5 usable + 1: two blocks
       assert.equal((await s.list(BLOCK_PREFIX)).length, 2);
       await c.releaseHandle('h0', 'n'); // first block now has room
-      await c.releaseHandle('h4', 'n'); // second block empty → released
+      await c.releaseHandle('h5', 'n'); // second block empty → released
       assert.equal((await s.list(BLOCK_PREFIX)).length, 1);
       assert.equal((await s.list(AFFINITY_PREFIX)).length, 1);
-      for (const h of ['h1', 'h2', 'h3']) await c.releaseHandle(h, 'n');
+      for (const h of ['h1', 'h2', 'h3', 'h4']) await c.releaseHandle(h, 'n');
       assert.equal((await s.list(BLOCK_PREFIX)).length, 1, 'the last block stays with its node');
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
     }));

@@ -2,7 +2,7 @@
  * IP pools (`pools/<name>`): a CIDR cut into blocks of `blockSize`, offered to the nodes its
  * nodeSelector matches unless disabled. CIDR and block size are fixed at creation.
  */
-import { DEFAULT_BLOCK_SIZE, checkBlockSize } from '../alloc/block-layout.js';
+import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
 import { CorruptRecordError } from './errors.js';
@@ -40,8 +40,8 @@ const LINK_LOCAL = [parsePrefix('169.254.0.0/16'), parsePrefix('fe80::/10')];
 
 /**
  * Validates a spec into a Pool: name a resource name, CIDR canonical (no host bits) and not
- * overlapping link-local space, block size allowed for the family (default /26 or /122) with
- * at least one block in the pool, selector well-formed. TypeError/RangeError naming the field.
+ * overlapping link-local space, block size allowed for the family (default /26 or /122; at
+ * most /30 or /126, so a block keeps a usable address) with at least one block in the pool, selector well-formed. TypeError/RangeError naming the field.
  */
 export function validatePoolSpec(spec: PoolSpec): Pool {
   checkResourceName('pool name', spec.name);
@@ -84,7 +84,7 @@ export function decodePool(entry: Entry): Pool {
   const o = parseRecord(entry);
   const cidr = orCorrupt(entry.key, () => parsePrefix(str(entry.key, o, 'cidr')));
   const blockSize = int(entry.key, o, 'blockSize', 0, 128);
-  orCorrupt(entry.key, () => checkBlockSize(cidr, blockSize));
+  orCorrupt(entry.key, () => checkStoredBlockSize(cidr, blockSize));
   const nodeSelector = orCorrupt(entry.key, () => parseNodeSelector(str(entry.key, o, 'nodeSelector')));
   return {
     name: entry.key.slice(POOL_PREFIX.length),
