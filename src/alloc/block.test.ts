@@ -122,6 +122,15 @@ describe('allocateOrdinals', () => {
     assert.deepEqual([...releaseOrdinals(legacy, [0]).released], [[0, 'old']]);
   });
 
+  it('hands out nothing while the gateway ordinal is held (an older version gave it to a pod), and again once it is released', () => {
+    const legacy: Block = { cidr: V4, affinity: 'n', allocations: new Map([[1, 'old']]), next: 0 };
+    assert.equal(freeCount(legacy), 0);
+    assert.deepEqual(allocateOrdinals(legacy, 1, 'x').ordinals, []);
+    const freed = releaseHandle(legacy, 'old').block;
+    assert.equal(freeCount(freed), 5);
+    assert.deepEqual(allocateOrdinals(freed, 1, 'x').ordinals, [2]);
+  });
+
   it('allocating zero is a no-op; bad counts and handles are refused', () => {
     const b = newBlock(V4, 'n');
     assert.equal(allocateOrdinals(b, 0, 'h').block, b);
@@ -148,6 +157,12 @@ describe('assignOrdinal', () => {
     assert.throws(() => assignOrdinal(b, 7, 'x'), /Cannot assign 10\.0\.0\.7: it is the broadcast address of block 10\.0\.0\.0\/29/);
     assert.throws(() => assignOrdinal(newBlock(V6, 'n'), 0, 'x'), /fd00::40: it is the subnet-router anycast address of block fd00::40\/122/);
     assert.equal(holderOf(assignOrdinal(newBlock(V6, 'n'), 63, 'x'), 63), 'x', 'IPv6 has no broadcast: the last ordinal is usable');
+  });
+
+  it('records an excluded ordinal when adopting an address a pod already uses', () => {
+    const b = assignOrdinal(assignOrdinal(newBlock(V4, 'n'), 0, 'imported', true), 7, 'imported', true);
+    assert.deepEqual(ordinalsOf(b, 'imported'), [0, 7]);
+    assert.equal(freeCount(b), 5);
   });
 });
 

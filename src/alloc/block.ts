@@ -11,11 +11,13 @@
  * the cursor needs one integer instead of a list as long as the block.
  *
  * Only usable ordinals are handed out (block-addressing.ts: never the network address, the
- * gateway or the IPv4 broadcast address); an allocation at an excluded ordinal written by an
- * older version is still held, counted and released like any other.
+ * gateway or the IPv4 broadcast address); an allocation at an excluded ordinal (written by an
+ * older version, or adopted from host-local by `podipam import`) is still held, counted and
+ * released like any other. While the gateway ordinal is held the block hands out nothing: a
+ * new pod would be told to route through an address another pod has.
  */
 import { type Addr, type Prefix, familyBits, formatAddr, formatPrefix, prefixContains } from '../ip/index.js';
-import { excludedRole, isUsableOrdinal, usableCount } from './block-addressing.js';
+import { GATEWAY_ORDINAL, excludedRole, isUsableOrdinal, usableCount } from './block-addressing.js';
 
 export interface Block {
   readonly cidr: Prefix;
@@ -78,6 +80,7 @@ export function allocateOrdinals(
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`Cannot allocate from a block as 'count' must be a non-negative integer: current value is ${count}`);
   const cap = blockCapacity(block.cidr);
   const ordinals: number[] = [];
+  if (block.allocations.has(GATEWAY_ORDINAL)) return { block, ordinals };
   for (let i = 0; i < cap && ordinals.length < count; i++) {
     const o = (block.next + i) % cap;
     if (!block.allocations.has(o) && !reserved.has(o) && isUsableOrdinal(block.cidr, o)) ordinals.push(o);
@@ -91,15 +94,15 @@ export function allocateOrdinals(
 
 /**
  * Gives ordinal `o` to `handle` (an explicitly requested address). The cursor does not move.
- * Throws RangeError when `o` is out of range or not usable (network, gateway, broadcast) and
- * Error naming the holder when it is taken — check excludedRole and holderOf first;
- * reservations are the caller's business.
+ * Throws RangeError when `o` is out of range or, unless `adopt` (recording an address a pod
+ * already uses), not usable (network, gateway, broadcast); Error naming the holder when it is
+ * taken — check excludedRole and holderOf first; reservations are the caller's business.
  */
-export function assignOrdinal(block: Block, o: number, handle: string): Block {
+export function assignOrdinal(block: Block, o: number, handle: string, adopt = false): Block {
   checkOrdinal(block.cidr, o);
   checkHandle(handle);
   const role = excludedRole(block.cidr, o);
-  if (role !== undefined) throw new RangeError(`Cannot assign ${formatAddr(addrOfOrdinal(block.cidr, o))}: it is ${role}`);
+  if (role !== undefined && !adopt) throw new RangeError(`Cannot assign ${formatAddr(addrOfOrdinal(block.cidr, o))}: it is ${role}`);
   const holder = block.allocations.get(o);
   if (holder !== undefined) {
     throw new Error(`Cannot assign ${formatAddr(addrOfOrdinal(block.cidr, o))}: it is held by handle "${holder}"`);
@@ -156,6 +159,7 @@ export function allocatedCount(block: Block): number {
 
 /** Number of usable ordinals that are neither allocated nor in `reserved`: what allocateOrdinals can still hand out. */
 export function freeCount(block: Block, reserved: ReadonlySet<number> = EMPTY): number {
+  if (block.allocations.has(GATEWAY_ORDINAL)) return 0;
   let taken = 0;
   for (const o of block.allocations.keys()) if (isUsableOrdinal(block.cidr, o)) taken++;
   for (const o of reserved) if (!block.allocations.has(o) && isUsableOrdinal(block.cidr, o)) taken++;

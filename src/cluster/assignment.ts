@@ -13,6 +13,11 @@ export interface AssignRequest {
   readonly ips?: readonly Addr[];
   /** Restrict auto-assignment to these pools, in order of preference. */
   readonly pools?: readonly string[];
+  /**
+   * `ips` are addresses pods already use (`podipam import host-local`): record them even when
+   * one is a block's network, gateway or broadcast address, which are otherwise refused.
+   */
+  readonly adopt?: boolean;
 }
 
 /**

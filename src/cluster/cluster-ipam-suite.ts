@@ -213,6 +213,8 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       assert.equal(await reason('10.11.0.1'), 'pool-disabled');
       for (const ip of ['10.10.7.0', '10.10.7.1', '10.10.7.63', 'fd00:10::', 'fd00:10::1']) assert.equal(await reason(ip), 'unusable', ip);
       assert.equal(await reason('fd00:10::3f', 'v6-last'), 'ok', 'IPv6 has no broadcast address');
+      // Adopting (import host-local) records an address a pod already uses, whatever it is in its block.
+      assert.deepEqual(text(await c.assign({ node: 'n', handle: 'imported', ips: [parseAddr('10.10.7.63')], adopt: true })), ['10.10.7.63/26']);
       await c.updateSettings({ strictAffinity: true });
       assert.equal(await reason('10.10.7.8', 'o2', 'm'), 'foreign-block');
       assert.equal(await s.get(handleKey('other')), undefined);

@@ -179,7 +179,7 @@ class Planner {
       if (snap.reserved.contains(ip)) throw new AddressUnavailableError(text, 'reserved', 'it is reserved');
       const cidr = prefixOf(ip, pool.blockSize);
       const role = excludedRole(cidr, ordinalOf(cidr, ip));
-      if (role !== undefined) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
+      if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
       const key = blockKey(cidr);
       if (this.#state(key) === undefined) missing.push(key);
       targets.push({ ip, cidr, key });
@@ -198,7 +198,7 @@ class Planner {
         throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`);
       }
       if (holder === req.handle) continue;
-      this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle), claimed, [o]);
+      this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
     }
   }
 

@@ -30,7 +30,7 @@ test('serve api: default pools exist and pools CRUD works', async () => {
   assert.equal(got.status, 200);
   assert.equal(got.body.cidr, '10.96.0.0/20');
   assert.equal(got.body.blockSize, 28);
-  assert.equal(got.body.capacity, 4096);
+  assert.equal(got.body.capacity, 256 * 13, 'usable addresses: 256 blocks of /28, each less its network, gateway and broadcast addresses');
   assert.equal(got.body.blockSlots, 256);
   assert.equal(got.body.allocated, 0);
 
@@ -213,7 +213,7 @@ test('serve api: healthz, whoami and Prometheus metrics', async () => {
   const m = await api(s.url, 'GET', '/metrics');
   assert.equal(m.status, 200);
   assert.match(m.headers.get('content-type') ?? '', /text\/plain/);
-  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv4",family="4"\} 65536$/m);
+  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv4",family="4"\} 62464$/m);
   assert.match(m.body, /^podipam_pool_allocated_addresses\{pool="default-ipv4",family="4"\} \d+$/m);
   assert.match(m.body, /^podipam_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/pools",status="200"\} \d+$/m);
   assert.match(m.body, /^podipam_gc_runs_total/m);
