@@ -6,10 +6,13 @@
  * - ADD: one address per family of the configured pools (or of every enabled pool selecting
  *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
  *   `args.cni.ips`), under the handle `<network>.<containerID>.<ifname>`; all families in one
- *   transaction. A repeated ADD returns what the handle holds. Result addresses carry the
- *   POOL's prefix length (10.244.3.7/16), no gateway: an interface plugin such as `bridge`
- *   sees the whole pool as on-link, and a routed data plane can still install /32 routes.
- *   (Calico answers /32 and /128 because its data plane routes every pod.)
+ *   transaction. A repeated ADD returns what the handle holds. Each result address carries
+ *   its BLOCK's prefix and the block's gateway (`10.244.3.7/26`, gateway `10.244.3.1`): the
+ *   block is a subnet on the node, whose interface plugin puts the gateway on the node side
+ *   (`bridge` with isGateway: on the bridge; `ptp`: on each host-side veth), and the other
+ *   nodes route the block to this node. The block's network, gateway and IPv4 broadcast
+ *   addresses are never handed out (src/alloc/block-addressing.ts). (Calico answers /32 and
+ *   /128 with a link-local gateway because its data plane routes every pod.)
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
  * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
@@ -58,7 +61,10 @@ class ClusterBackend implements IpamBackend {
     const got = host
       ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOf(e, 'ADD')))
       : await this.#run('ADD', (ipam) => ipam.assign(areq));
-    return { ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}` })), ...(c.routes.length > 0 ? { routes: c.routes } : {}) };
+    return {
+      ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) })),
+      ...(c.routes.length > 0 ? { routes: c.routes } : {}),
+    };
   }
 
   async del(req: IpamRequest): Promise<void> {

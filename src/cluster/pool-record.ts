@@ -2,7 +2,7 @@
  * IP pools (`pools/<name>`): a CIDR cut into blocks of `blockSize`, offered to the nodes its
  * nodeSelector matches unless disabled. CIDR and block size are fixed at creation.
  */
-import { DEFAULT_BLOCK_SIZE, checkBlockSize } from '../alloc/block-layout.js';
+import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
 import { CorruptRecordError } from './errors.js';
@@ -53,8 +53,9 @@ const NOT_UNICAST: readonly (readonly [Prefix, string])[] = [
 /**
  * Validates a spec into a Pool: name a resource name, CIDR canonical (no host bits), written
  * in its own family, and not overlapping link-local, loopback, multicast, unspecified or
- * IPv4-mapped space, block size allowed for the family (default /26 or /122) with
- * at least one block in the pool, selector well-formed. TypeError/RangeError naming the field.
+ * IPv4-mapped space, block size allowed for the family (default /26 or /122; at most /30 or
+ * /126, so a block keeps a usable address) with at least one block in the pool, selector
+ * well-formed. TypeError/RangeError naming the field.
  */
 export function validatePoolSpec(spec: PoolSpec): Pool {
   checkResourceName('pool name', spec.name);
@@ -107,7 +108,7 @@ export function decodePool(entry: Entry): Pool {
   const o = parseRecord(entry);
   const cidr = orCorrupt(entry.key, () => parsePrefix(str(entry.key, o, 'cidr')));
   const blockSize = int(entry.key, o, 'blockSize', 0, 128);
-  orCorrupt(entry.key, () => checkBlockSize(cidr, blockSize));
+  orCorrupt(entry.key, () => checkStoredBlockSize(cidr, blockSize));
   const nodeSelector = orCorrupt(entry.key, () => parseNodeSelector(str(entry.key, o, 'nodeSelector')));
   return {
     name: entry.key.slice(POOL_PREFIX.length),

@@ -3,6 +3,7 @@
  * nodes, paged allocations and the check report. Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
+import { usableCount } from '../alloc/block-addressing.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
@@ -65,7 +66,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         cidr: formatPrefix(cidr),
         pool: pool?.name ?? null,
         node: block.affinity,
-        capacity: 2 ** (familyBits(cidr.family) - cidr.len),
+        capacity: Number(usableCount(cidr)),
         allocated: allocations.length,
         allocations: allocations.map((a) => ({ ip: a.ip, handle: a.handle })),
       };

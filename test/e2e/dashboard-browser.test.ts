@@ -80,7 +80,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     const cidr = (await cell.getAttribute('data-block')) as string;
     await cell.hover();
     await page.waitForSelector('#tooltip:not([hidden])');
-    assert.match((await page.locator('#tooltip').textContent()) ?? '', new RegExp(`${cidr.replace(/\./g, '\\.')}.*sim-\\d+ · \\d+ / 64 used`));
+    assert.match((await page.locator('#tooltip').textContent()) ?? '', new RegExp(`${cidr.replace(/\./g, '\\.')}.*sim-\\d+ · \\d+ / 61 used`));
     await cell.click();
     await page.waitForSelector(`#block-detail[data-block="${cidr}"]`);
     const block = (await api(s.url, 'GET', `/api/v1/blocks/${encodeURIComponent(cidr)}`)).body;
