@@ -16,14 +16,24 @@ export interface Column<T> {
   readonly align?: 'left' | 'right';
 }
 
-/** Powers of two from 2^32 up print as "2^N": an IPv6 pool's 2^72 addresses, not 22 digits. */
-const POWER_TEXT_FROM = 32;
+/**
+ * Big counts from 2^32 up print as "2^N", or "M*2^N" with a small odd M: an IPv6 pool's 2^72
+ * addresses, or the 31*2^67 usable ones of its /122 blocks, not 22 digits.
+ */
+const POWER_TEXT_FROM = 32n;
+const MAX_FACTOR = 1n << 16n;
 
 function cellText(v: Cell): string {
   if (v === null || v === undefined) return '-';
-  if (typeof v === 'bigint' && v > 0n && (v & (v - 1n)) === 0n) {
-    const n = v.toString(2).length - 1;
-    if (n >= POWER_TEXT_FROM) return `2^${n}`;
+  if (typeof v === 'bigint' && v >= 1n << POWER_TEXT_FROM) {
+    let m = v;
+    let n = 0;
+    while ((m & 1n) === 0n) {
+      m >>= 1n;
+      n++;
+    }
+    if (m === 1n) return `2^${n}`;
+    if (m < MAX_FACTOR && n >= 16) return `${m}*2^${n}`;
   }
   return String(v);
 }
