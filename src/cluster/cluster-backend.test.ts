@@ -66,7 +66,7 @@ describe('cluster back end (CNI edge)', () => {
     assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/16' }, { address: 'fd00:50::9/64' }]);
     const args = conf({ datastore: url }, { args: { cni: { ips: ['10.50.9.11'] } } });
     assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/16' }]);
-    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net.b.eth0"']);
+    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net:b:eth0"']);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: 'nope' }))))[0], 4);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { FOO: '1' }))))[0], 4);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }, { runtimeConfig: { ips: 'x' } }), 'e'))))[0], 7);
