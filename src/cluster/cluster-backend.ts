@@ -13,10 +13,11 @@
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
  * - DEL and CHECK also find a record under the attachment's old dotted id when it belongs to the
- *   attachment (legacy-handle.ts); GC judges such records by the attachment they name. ADD does
- *   not look for them (an attachment from before the upgrade has had its ADD: a repeated ADD
- *   gets a fresh address under the new id, which its DEL releases with the old one), so the
- *   steady-state ADD stays one round trip.
+ *   attachment and its new id holds nothing (legacy-handle.ts); GC judges such records by the
+ *   attachment they name. ADD does not look for them, so the steady-state ADD and DEL stay one
+ *   round trip: an attachment from before the upgrade has had its ADD; should it be repeated,
+ *   it gets a fresh address under the new id, and GC releases the old record once the
+ *   attachment is gone.
  * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
  * A datastore that cannot be reached gives code 11 (50 for STATUS) within the store's request
  * timeout (2 s per endpoint); the node lock is waited for at most LOCK_WAIT_MS.
@@ -65,7 +66,9 @@ class ClusterBackend implements IpamBackend {
   async del(req: IpamRequest): Promise<void> {
     const handle = handleOf(req);
     await this.#run('DEL', async (ipam) => {
-      await ipam.releaseHandle(handle, this.#conf.nodeName);
+      // Only an attachment with nothing under its new id can be one from before the change:
+      // the steady-state DEL stays one round trip.
+      if ((await ipam.releaseHandle(handle, this.#conf.nodeName)).length > 0) return;
       const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
       if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
     });
