@@ -7,7 +7,7 @@
 import { versionAnswer } from './version.js';
 
 type Fs = typeof import('node:fs');
-type Errors = typeof import('./errors.js');
+type Errors = Pick<typeof import('./dispatch.js'), 'CniCode' | 'CniError'>;
 
 /** Runs one plugin invocation from process.env and stdin; returns the exit code. Never throws. */
 export async function runPlugin(): Promise<number> {
@@ -19,8 +19,8 @@ export async function runPlugin(): Promise<number> {
     return 0;
   }
   try {
-    const [{ dispatch }, errors] = await Promise.all([import('./dispatch.js'), import('./errors.js')]);
-    const out = await dispatch(process.env, () => readStdin(fs, errors));
+    const d = await import('./dispatch.js');
+    const out = await d.dispatch(process.env, () => readStdin(fs, d));
     if (out) write(fs, out);
     return 0;
   } catch (e) {
