@@ -24,10 +24,16 @@ interface Outcome {
   readonly ms: number;
 }
 
+/**
+ * Sets O_NONBLOCK on stdin, then runs the plugin: a runtime that shares a non-blocking pipe
+ * takes the plugin's polling path.
+ */
+const NONBLOCKING = ['python3', '-c', 'import fcntl, os, sys; fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK); os.execv(sys.argv[1], sys.argv[1:])'];
+
 /** Runs the plugin under /usr/bin/time, streaming a valid-looking config padded to OFFERED bytes. */
-function pipeHuge(dataDir: string): Promise<Outcome> {
+function pipeHuge(dataDir: string, wrapper: readonly string[] = []): Promise<Outcome> {
   const t0 = performance.now();
-  const child = spawn('/usr/bin/time', ['-f', 'podipam-max-rss-kib %M', PODIPAM_BIN], {
+  const child = spawn('/usr/bin/time', ['-f', 'podipam-max-rss-kib %M', ...wrapper, PODIPAM_BIN], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/usr/lib/cni' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -59,21 +65,23 @@ function pipeHuge(dataDir: string): Promise<Outcome> {
   });
 }
 
-test('stdin above 1 MiB: code 7 naming the limit, at once, without reading the rest', async (t) => {
-  await withTempDir('stdin-limit', async (dir) => {
-    const r = await pipeHuge(dir);
-    t.diagnostic(`accepted ${r.accepted} bytes, ${Math.round(r.ms)} ms, peak RSS ${r.maxRssKiB} KiB`);
-    assert.equal(r.stderr, '', 'nothing on stderr');
-    const out = JSON.parse(r.stdout) as { code: number; msg: string };
-    assert.equal(out.code, 7, r.stdout);
-    assert.match(out.msg, /larger than the limit of 1048576 bytes \(1 MiB\)/);
-    assert.equal(r.code, 1);
-    // The pipe holds at most 64 KiB besides what the plugin read: it stopped near the limit.
-    assert.ok(r.accepted < 8 << 20, `the plugin consumed ${r.accepted} bytes of ${OFFERED}`);
-    assert.ok(r.ms < 5000, `took ${Math.round(r.ms)} ms`);
-    assert.ok(r.maxRssKiB < 150 * 1024, `peak RSS ${r.maxRssKiB} KiB`);
+for (const [how, wrapper] of [['blocking', []], ['non-blocking', NONBLOCKING]] as const) {
+  test(`stdin above 1 MiB (${how}): code 7 naming the limit, at once, without reading the rest`, async (t) => {
+    await withTempDir('stdin-limit', async (dir) => {
+      const r = await pipeHuge(dir, wrapper);
+      t.diagnostic(`accepted ${r.accepted} bytes, ${Math.round(r.ms)} ms, peak RSS ${r.maxRssKiB} KiB`);
+      assert.equal(r.stderr, '', 'nothing on stderr');
+      const out = JSON.parse(r.stdout) as { code: number; msg: string };
+      assert.equal(out.code, 7, r.stdout);
+      assert.match(out.msg, /larger than the limit of 1048576 bytes \(1 MiB\)/);
+      assert.equal(r.code, 1);
+      // The pipe holds at most 64 KiB besides what the plugin read: it stopped near the limit.
+      assert.ok(r.accepted < 8 << 20, `the plugin consumed ${r.accepted} bytes of ${OFFERED}`);
+      assert.ok(r.ms < 5000, `took ${Math.round(r.ms)} ms`);
+      assert.ok(r.maxRssKiB < 150 * 1024, `peak RSS ${r.maxRssKiB} KiB`);
+    });
   });
-});
+}
 
 test('stdin of exactly 1 MiB is still read', async () => {
   await withTempDir('stdin-limit', async (dir) => {
