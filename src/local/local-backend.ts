@@ -32,14 +32,17 @@ export class LocalBackend implements IpamBackend {
   async del(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     withStore(cfg, (store) => {
+      const files = store.scan();
       const errors: string[] = [];
-      for (const f of releasable(store.scan(), req, cfg.rangeSets.length)) {
+      for (const f of releasable(files, req, cfg.rangeSets.length)) {
         try {
           store.remove(f.name);
         } catch (e) {
           errors.push((e as Error).message);
         }
       }
+      // Released what it could; entries it refuses to open are reported after.
+      for (const f of files) if (f.refused) errors.push(f.refused.msg);
       if (errors.length) throw new CniError(CniCode.IoFailure, errors.join(';'));
     });
   }
@@ -47,7 +50,7 @@ export class LocalBackend implements IpamBackend {
   async check(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     withStore(cfg, (store) => {
-      const files = store.scan();
+      const files = refuseUnsafe(store.scan());
       const mine = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
       const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, req.containerId));
       if (held.length === 0) {
@@ -64,6 +67,10 @@ export class LocalBackend implements IpamBackend {
     withStore(cfg, (store) => {
       const errors: string[] = [];
       for (const f of store.scan()) {
+        if (f.refused) {
+          errors.push(f.refused.msg); // never opened, never removed: the operator looks at it
+          continue;
+        }
         if (!addrOfName(f.name)) continue; // lock, last_reserved_ip.*, anything not an address
         const c = f.content?.trim();
         if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
@@ -92,16 +99,20 @@ export class LocalBackend implements IpamBackend {
   }
 }
 
-/** Opens the network directory, runs `fn` under the lock, always unlocks and closes. */
+/**
+ * Opens the network directory, runs `fn` under the lock (waiting at most cfg.lockTimeoutMs,
+ * then code 11), always unlocks and closes.
+ */
 function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
   let store: DiskStore;
   try {
     store = DiskStore.open(cfg.dir);
   } catch (e) {
+    if (e instanceof CniError) throw e;
     throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);
   }
   try {
-    store.lock();
+    store.lock(cfg.lockTimeoutMs);
     return fn(store);
   } finally {
     store.close(); // closing drops the lock
@@ -114,7 +125,7 @@ function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
  * releases everything the attachment holds, even addresses of an earlier ADD; we do not).
  */
 function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfig[] {
-  const files = store.scan();
+  const files = refuseUnsafe(store.scan());
   const taken = new Set(files.map((f) => f.name));
   const held = files.flatMap((f) => {
     const a = addrOfName(f.name);
@@ -177,6 +188,14 @@ function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfi
     throw new CniError(CniCode.IoFailure, (e as Error).message);
   }
   return out;
+}
+
+/** `files`, when none is refused; else the refusal (code 5) naming every such entry. */
+function refuseUnsafe(files: readonly StoreFile[]): readonly StoreFile[] {
+  const refused = files.flatMap((f) => (f.refused ? [f.refused] : []));
+  if (refused.length === 1) throw refused[0]!;
+  if (refused.length > 1) throw new CniError(CniCode.IoFailure, refused.map((e) => e.msg).join('; '));
+  return files;
 }
 
 /**
