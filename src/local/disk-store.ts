@@ -78,6 +78,11 @@ export class DiskStore {
     this.#lock.lock(timeoutMs);
   }
 
+  /** As `lock`, yielding to the event loop while another process holds it (the agent). */
+  lockAsync(timeoutMs?: number): Promise<void> {
+    return this.#lock.lockAsync(timeoutMs);
+  }
+
   unlock(): void {
     this.#lock.unlock();
   }

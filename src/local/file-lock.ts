@@ -64,22 +64,41 @@ export class FileLock {
    * no timeout, and a signal to interrupt it would reach the whole process.
    */
   lock(timeoutMs: number = DEFAULT_LOCK_TIMEOUT_MS): void {
-    const f = this.#flock;
     const deadline = Date.now() + timeoutMs;
     const sleeper = new Int32Array(new SharedArrayBuffer(4));
-    for (let pause = 1; ; pause = Math.min(pause * 2, 20)) {
-      try {
-        f.flock(this.#fd, f.LOCK_EX | f.LOCK_NB);
-        return;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EWOULDBLOCK') throw e;
-      }
+    for (let pause = 1; !this.#tryLock(); pause = Math.min(pause * 2, 20)) {
       const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new CniError(CniCode.TryAgainLater, `timed out after ${timeoutMs} ms waiting for the lock on ${this.path} (another process holds it)`);
-      }
+      if (left <= 0) throw this.#timedOut(timeoutMs);
       Atomics.wait(sleeper, 0, 0, Math.min(pause, left));
     }
+  }
+
+  /**
+   * Waits like `lock`, but between attempts yields to the event loop (a long-lived process —
+   * the node agent — keeps serving other calls while another process holds this lock).
+   */
+  async lockAsync(timeoutMs: number = DEFAULT_LOCK_TIMEOUT_MS): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 1; !this.#tryLock(); pause = Math.min(pause * 2, 20)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.#timedOut(timeoutMs);
+      await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+    }
+  }
+
+  #tryLock(): boolean {
+    const f = this.#flock;
+    try {
+      f.flock(this.#fd, f.LOCK_EX | f.LOCK_NB);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EWOULDBLOCK') throw e;
+      return false;
+    }
+  }
+
+  #timedOut(timeoutMs: number): CniError {
+    return new CniError(CniCode.TryAgainLater, `timed out after ${timeoutMs} ms waiting for the lock on ${this.path} (another process holds it)`);
   }
 
   unlock(): void {

@@ -17,21 +17,28 @@ import { formatAddrWithLen } from '../ip/prefix.js';
 import { type LocalConfig, loadLocalConfig } from './config.js';
 import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
 
-export function createLocalBackend(): IpamBackend {
-  return new LocalBackend();
+/** `asyncLockWait`: wait for a busy directory lock without blocking the event loop (the agent). */
+export function createLocalBackend(options: { readonly asyncLockWait?: boolean } = {}): IpamBackend {
+  return new LocalBackend(options.asyncLockWait ?? false);
 }
 
 export class LocalBackend implements IpamBackend {
+  readonly #asyncLockWait: boolean;
+
+  constructor(asyncLockWait = false) {
+    this.#asyncLockWait = asyncLockWait;
+  }
+
   async add(req: IpamRequest): Promise<IpamResult> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
-    const ips = withStore(cfg, (store) => allocate(store, cfg, req));
+    const ips = await withStore(cfg, this.#asyncLockWait, (store) => allocate(store, cfg, req));
     return { ips, routes: cfg.routes, dns };
   }
 
   async del(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    withStore(cfg, (store) => {
+    await withStore(cfg, this.#asyncLockWait, (store) => {
       const files = store.scan();
       const errors: string[] = [];
       for (const f of releasable(files, req, cfg.rangeSets.length)) {
@@ -49,7 +56,7 @@ export class LocalBackend implements IpamBackend {
 
   async check(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    withStore(cfg, (store) => {
+    await withStore(cfg, this.#asyncLockWait, (store) => {
       const files = refuseUnsafe(store.scan());
       const mine = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
       const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, req.containerId));
@@ -64,7 +71,7 @@ export class LocalBackend implements IpamBackend {
     const cfg = await loadLocalConfig(conf);
     const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
     const keepIds = new Set(valid.map((a) => a.containerId.trim()));
-    withStore(cfg, (store) => {
+    await withStore(cfg, this.#asyncLockWait, (store) => {
       const errors: string[] = [];
       for (const f of store.scan()) {
         if (f.refused) {
@@ -101,9 +108,10 @@ export class LocalBackend implements IpamBackend {
 
 /**
  * Opens the network directory, runs `fn` under the lock (waiting at most cfg.lockTimeoutMs,
- * then code 11), always unlocks and closes.
+ * then code 11), always unlocks and closes. `fn` runs synchronously once the lock is held; with
+ * `asyncWait` only the wait for a lock another process holds yields to the event loop.
  */
-function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
+async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, fn: (store: DiskStore) => T): Promise<T> {
   let store: DiskStore;
   try {
     store = DiskStore.open(cfg.dir);
@@ -112,7 +120,8 @@ function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
     throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);
   }
   try {
-    store.lock(cfg.lockTimeoutMs);
+    if (asyncWait) await store.lockAsync(cfg.lockTimeoutMs);
+    else store.lock(cfg.lockTimeoutMs);
     return fn(store);
   } finally {
     store.close(); // closing drops the lock

@@ -87,8 +87,13 @@ export function writeRegular(file: string, data: string, mode: number): void {
     throw ioError('open', file, e);
   }
   try {
-    fs.ftruncateSync(fd, 0);
-    fs.writeFileSync(fd, data, 'utf8');
+    // Overwrite in place, then cut what is left of a longer old content: truncating to zero
+    // first makes ext4 flush the file on close (its auto_da_alloc heuristic), measured at
+    // 2-5 ms per ADD on this machine's disk, against 0.05 ms this way. A crash in between
+    // leaves a wrong but well-formed hint, which is all last_reserved_ip is.
+    const b = Buffer.from(data, 'utf8');
+    for (let off = 0; off < b.length; ) off += fs.writeSync(fd, b, off, b.length - off, off);
+    if (fs.fstatSync(fd).size > b.length) fs.ftruncateSync(fd, b.length);
   } catch (e) {
     throw ioError('write', file, e);
   } finally {
