@@ -256,6 +256,7 @@ export class WarmPool {
    * other family, already held, or listed twice.
    */
   refilled(addrs: readonly Addr[], now: number): void {
+    this.#expire(now);
     if (addrs.length > this.#pending) {
       throw new RangeError(`Cannot take ${addrs.length} refilled addresses: ${this.#pending} pending`);
     }
