@@ -118,7 +118,10 @@ async function burst(s: Subject, net: string, command: string): Promise<{ ms: nu
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < BURST) trips += statTrips(await run1(s, net, command, `burst${next++}`));
+      while (next < BURST) {
+        const t = statTrips(await run1(s, net, command, `burst${next++}`)); // not `trips += await …`: that reads trips before the await
+        trips += t;
+      }
     }),
   );
   return { ms: performance.now() - t0, trips };

@@ -81,11 +81,14 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     let q = this.#queues.get(key);
     if (!q) this.#queues.set(key, (q = { jobs: [], busy: false }));
     q.jobs.push(job);
-    if (!q.busy) void this.#drain(datastore, key, q);
+    if (q.busy) return;
+    // Drain after the calls that arrived in this turn of the event loop have queued too: a
+    // synchronous store (SQLite) never leaves a transaction in flight for them to wait behind.
+    q.busy = true;
+    setImmediate(() => void this.#drain(datastore, key, q));
   }
 
   async #drain(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): Promise<void> {
-    q.busy = true;
     try {
       while (q.jobs.length > 0) {
         let d: Datastore;
