@@ -78,7 +78,7 @@ test('chains of two and three plugins: forward ADD with prevResult, CHECK, rever
     assert.deepEqual(s.cachedFiles(), []);
     assert.deepEqual(natRulesOf(id3), []);
   } finally {
-    s.cleanup();
+    await s.cleanup();
   }
 });
 
@@ -114,7 +114,7 @@ test('two networks (and loopback) on one pod, attached in parallel; DEL leaves n
     assert.deepEqual([...s.reservations(a.name), ...s.reservations(b.name)], []);
     assert.deepEqual(s.cachedFiles(), []);
   } finally {
-    s.cleanup();
+    await s.cleanup();
   }
 });
 
@@ -142,7 +142,7 @@ test('GC: cached attachments not valid (their netns gone) are DELeted first; the
     assert.deepEqual(s.portsOf(br), []);
     assert.deepEqual(s.linksIn(n2.name), []);
   } finally {
-    s.cleanup();
+    await s.cleanup();
   }
 });
 
@@ -172,7 +172,7 @@ test('GC at cniVersion 1.1.0 also sends GC with the valid attachments: podipam d
     assert.deepEqual(s.reservations(name), []);
     assert.deepEqual(s.cachedFiles(), []);
   } finally {
-    s.cleanup();
+    await s.cleanup();
   }
 });
 
@@ -193,6 +193,6 @@ test('GC sends both valid-attachment keys, as libcni does (#1101)', async () => 
       x: 1,
     });
   } finally {
-    s.cleanup();
+    await s.cleanup();
   }
 });

@@ -37,6 +37,7 @@ export class Scratch {
   readonly dataDir: string;
   readonly #netns: string[] = [];
   readonly #links: string[] = [];
+  readonly #lists: NetworkConfigList[] = [];
 
   constructor(prefix: string) {
     this.root = makeTempDir(prefix);
@@ -74,7 +75,9 @@ export class Scratch {
   /** Writes `<confDir>/<file>` and returns the list loaded from it. */
   writeList(file: string, list: object): NetworkConfigList {
     writeFileSync(join(this.confDir, file), JSON.stringify(list, null, 2));
-    return loadNetwork(this.confDir, (list as { name: string }).name);
+    const l = loadNetwork(this.confDir, (list as { name: string }).name);
+    this.#lists.push(l);
+    return l;
   }
 
   /**
@@ -118,7 +121,10 @@ export class Scratch {
     return r.ok ? r.out.split('\n').filter(Boolean) : [];
   }
 
-  cleanup(): void {
+  /** DELs whatever a failed test left cached (best effort), then removes netns, links, files. */
+  async cleanup(): Promise<void> {
+    const rt = this.runtime(10_000);
+    for (const l of this.#lists) await rt.gc(l, []).catch(() => {});
     for (const n of this.#netns) deleteNetns(n);
     for (const l of this.#links) sh('ip', ['link', 'del', l]);
     this.root.remove();
