@@ -248,7 +248,16 @@ export function registerNet(program: Command): void {
             hold: o.hold
               ? (signal) => {
                   process.stdout.write('pods are up; press Ctrl-C to tear down\n');
-                  return new Promise((resolve) => (signal?.aborted ? resolve() : signal?.addEventListener('abort', () => resolve(), { once: true })));
+                  return new Promise((resolve) => {
+                    // Signal handlers do not keep Node's event loop alive; this timer does.
+                    const keepAlive = setInterval(() => {}, 1 << 30);
+                    const done = () => {
+                      clearInterval(keepAlive);
+                      resolve();
+                    };
+                    if (!signal || signal.aborted) done();
+                    else signal.addEventListener('abort', done, { once: true });
+                  });
                 }
               : undefined,
         }).catch((e: unknown) => {
