@@ -10,6 +10,18 @@ import { tmpdir } from 'node:os';
 import { PODIPAM_BIN } from '../helpers/plugin.js';
 import { requirePrerequisites, sh, testSubnet } from './runtime-harness.js';
 
+/** Removes whatever a demo that went wrong left (its bridge, namespaces), so a failure stays local. */
+function sweep(out: string): void {
+  const bridge = /bridge (pdemo\w+)/.exec(out)?.[1];
+  if (!bridge) return;
+  const tag = bridge.slice('pdemo'.length);
+  for (const ns of sh('ip', ['netns', 'list']).out.split('\n')) {
+    const name = ns.split(' ')[0];
+    if (name?.startsWith(`podipam-demo-${tag}-`)) sh('ip', ['netns', 'del', name]);
+  }
+  sh('ip', ['link', 'del', bridge]);
+}
+
 /** The names the demo announced (bridge, namespaces) must all be gone. */
 function assertGone(out: string): void {
   const bridge = /bridge (pdemo\w+)/.exec(out)?.[1];
@@ -24,6 +36,7 @@ for (const backend of ['local', 'cluster']) {
   test(`podipam demo --backend ${backend}: pods get addresses, ping each other, all torn down`, () => {
     requirePrerequisites(['bridge', 'loopback']);
     const r = spawnSync(PODIPAM_BIN, ['demo', '--pods', '3', '--backend', backend, '--subnet', testSubnet(228)], { encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) sweep(r.stdout);
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
     assert.equal((r.stdout.match(/ eth0 10\.228\.\d+\.\d+\/24/g) ?? []).length, 3, r.stdout);
     assert.equal((r.stdout.match(/ping .*: ok/g) ?? []).length, 3, r.stdout);
@@ -41,15 +54,20 @@ test('podipam demo --hold: Ctrl-C tears everything down', async () => {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   while (!out.includes('press Ctrl-C') && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
-  assert.ok(out.includes('press Ctrl-C'), out);
-  const bridge = /bridge (pdemo\w+)/.exec(out)![1]!;
-  assert.ok(sh('ip', ['link', 'show', bridge]).ok, 'the pods are not up');
-  child.kill('SIGINT');
-  const code = await exited;
-  assert.equal(code, 130, out);
-  assert.match(out, /interrupted: tearing down/);
-  assert.match(out, /torn down: pods deleted/);
-  assertGone(out);
+  try {
+    assert.ok(out.includes('press Ctrl-C'), out);
+    const bridge = /bridge (pdemo\w+)/.exec(out)![1]!;
+    assert.ok(sh('ip', ['link', 'show', bridge]).ok, 'the pods are not up');
+    child.kill('SIGINT');
+    const code = await exited;
+    assert.equal(code, 130, out);
+    assert.match(out, /interrupted: tearing down/);
+    assert.match(out, /torn down: pods deleted/);
+    assertGone(out);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    sweep(out);
+  }
 });
 
 test('podipam demo: --backend agent and bad options are clear usage errors', () => {
