@@ -48,6 +48,24 @@ async function loadAll(o: NetOpts, names: readonly string[]): Promise<NetworkCon
   return names.map((n) => loadNetwork(o.confDir, n));
 }
 
+/**
+ * The lists for a DEL: from the conf dir, or — for a network whose config is gone — the config
+ * the cache recorded at ADD (libcni's GetNetworkListCachedConfig), so a pod can still be removed.
+ */
+async function loadForDel(rt: CniRuntime, o: AttachOpts, names: readonly string[]): Promise<NetworkConfigList[]> {
+  const { loadNetwork, parseConfList, NetworkNotFoundError } = await import('../runtime/index.js');
+  return names.map((n) => {
+    try {
+      return loadNetwork(o.confDir, n);
+    } catch (e) {
+      const hit = rt.cache.list(o.container).find((a) => a.network === n);
+      if (!(e instanceof NetworkNotFoundError) || !hit) throw e;
+      process.stderr.write(`podipam: network "${n}" is no longer in ${o.confDir}: deleting with the config cached at ADD\n`);
+      return parseConfList(`(cached config of ${n})`, hit.config);
+    }
+  });
+}
+
 /** CNI_ARGS text (`K=V;K2=V2`) → pairs; UsageError naming the bad pair. */
 function parseArgs(text: string | undefined): [string, string][] {
   if (!text) return [];
@@ -138,7 +156,8 @@ export function registerNet(program: Command): void {
   attachCommand(net, 'del', 'DEL the container from the network(s) (reverse chain, cached result); removes a netns that add --netns new made')
     .option('--netns <path>', 'the network namespace (default: as cached)')
     .action(async (names: string[], o: AttachOpts) => {
-      const [rt, lists] = [await runtimeOf(o), await loadAll(o, names)];
+      const rt = await runtimeOf(o);
+      const lists = await loadForDel(rt, o, names);
       const { detachNetworks, deleteNetns } = await import('../runtime/index.js');
       const { nets, netns } = resolveAttachments(rt, lists, o);
       await detachNetworks(rt, { containerId: o.container, netns, args: o.args ? parseArgs(o.args) : undefined, capabilityArgs: o.cap.length ? parseCaps(o.cap) : undefined }, nets);

@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { PODIPAM_BIN } from '../helpers/plugin.js';
 import { Scratch, requirePrerequisites, sh, testSubnet } from './runtime-harness.js';
 
@@ -49,8 +50,11 @@ test('podipam net add|list|check|status|gc|del with --netns new', async () => {
     assert.equal(s.reservations(na).length + s.reservations(nb).length, 2);
     assert.equal(s.cachedFiles().length, 2);
 
+    // The operator removed network a's config meanwhile: del uses the config cached at ADD.
+    rmSync(join(s.confDir, '10-a.conflist'));
     r = cli('net', 'del', na, nb, '--container', ids[0]!, ...o);
     assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`network "${na}" is no longer in .*: deleting with the config cached at ADD`));
     assert.ok(!existsSync(`/var/run/netns/podipam-${ids[0]}`), 'del left the netns add --netns new made');
     assert.deepEqual([...s.reservations(na), ...s.reservations(nb)], []);
     assert.deepEqual([...s.portsOf(brA), ...s.portsOf(brB)], []);
