@@ -31,7 +31,8 @@ test('loadNetwork takes the first .conflist in lexical order whose name matches'
 
 test('loadNetwork up-converts a legacy .conf/.json as libcni does (keys sorted, compact)', () => {
   const legacy = '{"type":"bridge","name":"old","cniVersion":"0.4.0","ipam":{"type":"host-local","subnet":"10.1.0.0/24"}, "zz":"<&>"}';
-  const d = confDir({ 'a.conflist': list('new', 'x'), '10.json': { name: 'nope', type: 't' }, '20.conf': legacy });
+  // 05.conf names no network: libcni skips it (no match) rather than failing.
+  const d = confDir({ 'a.conflist': list('new', 'x'), '05.conf': { type: 'nameless' }, '10.json': { name: 'nope', type: 't' }, '20.conf': legacy });
   try {
     const l = loadNetwork(d.dir, 'old');
     assert.equal(l.cniVersion, '0.4.0');

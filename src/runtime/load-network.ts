@@ -56,10 +56,11 @@ export function loadConfListFile(file: string): NetworkConfigList {
 }
 
 /**
- * Reads a legacy single-plugin file; returns its name and the list libcni's `ConfListFromConf`
- * makes of it (bytes re-marshalled as Go does: keys sorted, compact).
+ * Reads a legacy single-plugin file and returns the list libcni's `ConfListFromConf` makes of it
+ * (bytes re-marshalled as Go does: keys sorted, compact). With `wanted`, a file naming another
+ * network is skipped (undefined) before its other fields are judged, as libcni skips it.
  */
-export function loadLegacyConfFile(file: string): NetworkConfigList {
+export function loadLegacyConfFile(file: string, wanted?: string): NetworkConfigList | undefined {
   const bytes = readBytes(file);
   let raw: unknown;
   try {
@@ -70,6 +71,7 @@ export function loadLegacyConfFile(file: string): NetworkConfigList {
   parsePluginConf(file, '', raw);
   const obj = raw as Record<string, unknown>;
   const name = typeof obj.name === 'string' ? obj.name : '';
+  if (wanted !== undefined && name !== wanted) return undefined;
   const cniVersion = typeof obj.cniVersion === 'string' ? obj.cniVersion : '';
   const up = Buffer.from(goMarshal(goMapValue({ cniVersion, name, plugins: [obj] })));
   return parseConfList(file, up, () => []);
@@ -84,8 +86,8 @@ export function loadNetwork(dir: string, name: string): NetworkConfigList {
   }
   const singles = confFiles(dir, ['.conf', '.json']);
   for (const f of singles) {
-    const l = loadLegacyConfFile(f);
-    if (l.name === name) return l;
+    const l = loadLegacyConfFile(f, name);
+    if (l) return l;
   }
   throw new NetworkNotFoundError(dir, name, lists.length === 0 && singles.length === 0);
 }
@@ -98,7 +100,7 @@ export function listNetworks(dir: string): NetworkConfigList[] {
     if (!seen.has(l.name)) seen.set(l.name, l);
   }
   for (const f of confFiles(dir, ['.conf', '.json'])) {
-    const l = loadLegacyConfFile(f);
+    const l = loadLegacyConfFile(f)!;
     if (!seen.has(l.name)) seen.set(l.name, l);
   }
   return [...seen.values()];

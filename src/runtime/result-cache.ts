@@ -11,6 +11,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { goMarshal, type GoJsonValue } from '../cni/go-json.js';
 import { isObject } from '../cni/go-decode.js';
 import { goCompare, goMapValue } from './go-map.js';
@@ -94,7 +95,7 @@ export class ResultCache {
   write(a: CachedAttachment): void {
     const file = this.path(a.network, a.containerId, a.ifname);
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const tmp = join(this.dir, `.${a.network}-${a.containerId}-${a.ifname}.${process.pid}.tmp`);
+    const tmp = join(this.dir, `.${a.network}-${a.containerId}-${a.ifname}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     writeFileSync(tmp, encodeCacheFile(a), { mode: 0o600 });
     renameSync(tmp, file);
   }
