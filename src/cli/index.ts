@@ -10,6 +10,7 @@ import { registerController } from './controller.js';
 import { registerServe } from './serve.js';
 import { registerSimulate } from './simulate.js';
 import { registerImport } from './import.js';
+import { registerAgent } from './agent.js';
 import { registerNet } from './net.js';
 import { UsageError } from './usage-error.js';
 
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerSimulate(program);
   registerImport(program);
+  registerAgent(program);
   registerNet(program);
   return program;
 }
