@@ -243,13 +243,13 @@ export function registerNet(program: Command): void {
     .command('demo')
     .description('bring up pods in network namespaces through the real chain (bridge + podipam), ping, tear down (root)')
     .option('--pods <n>', 'number of pods', '4')
-    .option('--backend <name>', 'IPAM back end: local, cluster (agent: with the node agent)', 'local')
+    .option('--backend <name>', 'IPAM back end: local, cluster (scratch SQLite store), agent (a podipam agent the demo runs)', 'local')
     .option('--subnet <cidr>', 'IPv4 subnet for the pods', '10.250.0.0/24')
     .option('--bin-dir <dirs>', 'where the reference plugins are, ":"-separated', '/opt/cni/bin:/usr/lib/cni')
     .option('--timeout <seconds>', 'bound on each plugin call', '60')
     .option('--hold', 'keep the pods up until Ctrl-C')
     .action(async (o: { pods: string; backend: string; subnet: string; binDir: string; timeout: string; hold?: boolean }) => {
-      const { runDemo, DemoBackendUnavailableError, DemoInterruptedError } = await import('../runtime/demo.js');
+      const { runDemo, DemoInterruptedError } = await import('../runtime/demo.js');
       const { splitPath } = await import('../runtime/index.js');
       const ac = new AbortController();
       const onSignal = () => ac.abort();
@@ -280,7 +280,7 @@ export function registerNet(program: Command): void {
                 }
               : undefined,
         }).catch((e: unknown) => {
-          if (e instanceof DemoBackendUnavailableError || e instanceof RangeError) throw new UsageError((e as Error).message);
+          if (e instanceof RangeError) throw new UsageError(e.message);
           if (e instanceof DemoInterruptedError) return undefined;
           throw e;
         });

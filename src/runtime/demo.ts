@@ -6,14 +6,16 @@
  * and temp dirs removed, also when interrupted (the caller aborts `signal` on Ctrl-C).
  *
  * The IPAM back end is pluggable (`DEMO_BACKENDS`): `local` (host-local layout in a temp dir),
- * `cluster` (block IPAM on a temp SQLite store). `agent` is reserved for the node agent.
+ * `cluster` (block IPAM on a temp SQLite store), `agent` (a `podipam agent` the demo starts on a
+ * socket in its temp dir and stops at the end, serving the native shim installed as `podipam`).
  */
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { formatAddr, parseCidr, parsePrefix } from '../ip/index.js';
 import { parseConfList, type NetworkConfigList } from './conf-list.js';
 import { CniRuntime } from './cni-runtime.js';
@@ -25,16 +27,14 @@ import { createNetns, deleteNetns, execInNetns } from './netns.js';
 /** What a back end gives the demo: the `ipam` section, and how to clean up after it. */
 export interface DemoIpam {
   readonly ipam: Record<string, unknown>;
-  close(): Promise<void>;
+  /** The binary installed as `podipam` in the demo's bin dir (default bin/podipam). */
+  readonly plugin?: string;
+  /** Cleans up; may return one line for the demo to print (what the back end did). */
+  close(): Promise<string | void>;
 }
 
 /** A demo back end: prepares its IPAM for `subnet` using scratch directory `dir`. */
 export type DemoBackend = (dir: string, subnet: string) => Promise<DemoIpam>;
-
-/** The back end asked for cannot run in this build (e.g. `agent` before the node agent exists). */
-export class DemoBackendUnavailableError extends Error {
-  override readonly name = 'DemoBackendUnavailableError';
-}
 
 export const DEMO_BACKENDS: Readonly<Record<string, DemoBackend>> = {
   local: async (dir, subnet) => ({ ipam: { type: 'podipam', ranges: [[{ subnet }]], dataDir: join(dir, 'ipam') }, close: async () => {} }),
@@ -49,10 +49,70 @@ export const DEMO_BACKENDS: Readonly<Record<string, DemoBackend>> = {
     }
     return { ipam: { type: 'podipam', datastore, nodeName: 'demo', pools: ['demo'], cacheDir: join(dir, 'cluster') }, close: async () => {} };
   },
-  agent: async () => {
-    throw new DemoBackendUnavailableError('--backend agent needs the podipam node agent, which this build does not have yet; use --backend local or --backend cluster');
+  agent: async (dir, subnet) => {
+    // The native shim forwards to the agent; without it (no C compiler at build time) bin/podipam
+    // forwards calls that name an agent just the same.
+    const shim = fileURLToPath(new URL('../../bin/podipam-cni', import.meta.url));
+    const agent = await startDemoAgent(join(dir, 'run', 'agent.sock'), join(dir, 'agent'));
+    return {
+      ipam: { type: 'podipam', agent: agent.socket, ranges: [[{ subnet }]], dataDir: join(dir, 'ipam') },
+      plugin: existsSync(shim) ? shim : undefined,
+      close: () => agent.stop(),
+    };
   },
 };
+
+/** A `podipam agent` of the demo's own, on a socket in its scratch dir; stop() ends it (SIGTERM, then SIGKILL). */
+async function startDemoAgent(socket: string, dataDir: string): Promise<{ socket: string; stop(): Promise<string> }> {
+  const { callAgent } = await import('../agent/agent-client.js');
+  // Its own process group: a Ctrl-C at the terminal must reach the demo (which then tears down
+  // through the agent), not the agent itself.
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const stop = async () => {
+    if (gone) return;
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(killer);
+  };
+  for (let i = 0; ; i++) {
+    if (gone) throw new Error(`podipam agent exited before it was ready: ${stderr.trim()}`);
+    try {
+      const a = await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 1000, answerTimeoutMs: 2000 });
+      if (a.status === 0) break;
+    } catch {
+      // not listening yet
+    }
+    if (i >= 200) {
+      await stop();
+      throw new Error(`podipam agent on ${socket} not ready after 10 s: ${stderr.trim()}`);
+    }
+    await sleep(50);
+  }
+  const served = async (): Promise<string> => {
+    try {
+      const a = await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 1000, answerTimeoutMs: 2000 });
+      const st = JSON.parse(a.body.toString('utf8')) as { requests: Record<string, Record<string, number>> };
+      const n = (verb: string) => st.requests[verb]?.ok ?? 0;
+      return `podipam agent (pid ${child.pid}) served ${n('ADD')} ADD and ${n('DEL')} DEL calls; stopped`;
+    } catch (e) {
+      return `podipam agent: no status (${(e as Error).message}); stopped`;
+    }
+  };
+  return {
+    socket,
+    stop: async () => {
+      const line = await served();
+      await stop();
+      return line;
+    },
+  };
+}
 
 export interface DemoOptions {
   readonly pods: number;
@@ -121,11 +181,14 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     if (o.signal?.aborted) throw new DemoInterruptedError('interrupted');
   };
   try {
-    const binDir = join(dir, 'bin');
-    spawnSync('mkdir', ['-p', binDir]);
-    symlinkSync(PODIPAM_BIN, join(binDir, 'podipam'));
     const ipam = await DEMO_BACKENDS[o.backend]!(dir, o.subnet);
-    undo.push(() => ipam.close());
+    undo.push(async () => {
+      const line = await ipam.close();
+      if (line) o.out(line);
+    });
+    const binDir = join(dir, 'bin');
+    mkdirSync(binDir);
+    symlinkSync(ipam.plugin ?? PODIPAM_BIN, join(binDir, 'podipam'));
     const runtime = new CniRuntime({ binDirs: [binDir, ...o.pluginDirs], cacheDir: join(dir, 'cache'), timeoutMs: o.timeoutMs });
     const lists: NetworkConfigList[] = [
       { cniVersion: '1.0.0', name: 'demo-lo', plugins: [{ type: 'loopback' }] },

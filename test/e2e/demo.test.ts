@@ -1,5 +1,6 @@
 /**
- * `podipam demo`: pods up through bridge + podipam on both back ends, pinging each other, and
+ * `podipam demo`: pods up through bridge + podipam on each back end (local, cluster, and agent
+ * through the shim and an agent the demo starts and stops), pinging each other, and
  * everything gone afterwards — also when interrupted with Ctrl-C (SIGINT) while the pods are up.
  */
 import { test } from 'node:test';
@@ -32,22 +33,23 @@ function assertGone(out: string): void {
   assert.ok(!readdirSync(tmpdir()).some((f) => f.startsWith('podipam-demo-') && out.includes(f)), 'scratch dir left');
 }
 
-for (const backend of ['local', 'cluster']) {
+for (const backend of ['local', 'cluster', 'agent']) {
   test(`podipam demo --backend ${backend}: pods get addresses, ping each other, all torn down`, () => {
     requirePrerequisites(['bridge', 'loopback']);
     const r = spawnSync(PODIPAM_BIN, ['demo', '--pods', '3', '--backend', backend, '--subnet', testSubnet(228)], { encoding: 'utf8', timeout: 120_000 });
     if (r.status !== 0) sweep(r.stdout);
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
-    assert.equal((r.stdout.match(/ eth0 10\.228\.\d+\.\d+\/24/g) ?? []).length, 3, r.stdout);
+    assert.equal((r.stdout.match(/ eth0 10\.228\.\d+\.\d+\/\d+/g) ?? []).length, 3, r.stdout);
     assert.equal((r.stdout.match(/ping .*: ok/g) ?? []).length, 3, r.stdout);
+    if (backend === 'agent') assert.match(r.stdout, /podipam agent \(pid \d+\) served 3 ADD and 3 DEL calls; stopped/);
     assert.match(r.stdout, /torn down: pods deleted/);
     assertGone(r.stdout);
   });
 }
 
-test('podipam demo --hold: Ctrl-C tears everything down', async () => {
+test('podipam demo --hold --backend agent: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) tears everything down', async () => {
   requirePrerequisites(['bridge', 'loopback']);
-  const child = spawn(PODIPAM_BIN, ['demo', '--pods', '2', '--hold', '--subnet', testSubnet(229)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(PODIPAM_BIN, ['demo', '--pods', '2', '--hold', '--backend', 'agent', '--subnet', testSubnet(229)], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -58,10 +60,11 @@ test('podipam demo --hold: Ctrl-C tears everything down', async () => {
     assert.ok(out.includes('press Ctrl-C'), out);
     const bridge = /bridge (pdemo\w+)/.exec(out)![1]!;
     assert.ok(sh('ip', ['link', 'show', bridge]).ok, 'the pods are not up');
-    child.kill('SIGINT');
+    process.kill(-child.pid!, 'SIGINT');
     const code = await exited;
     assert.equal(code, 130, out);
     assert.match(out, /interrupted: tearing down/);
+    assert.match(out, /served 2 ADD and 2 DEL calls/, 'the agent went before the pods were deleted');
     assert.match(out, /torn down: pods deleted/);
     assertGone(out);
   } finally {
@@ -70,11 +73,7 @@ test('podipam demo --hold: Ctrl-C tears everything down', async () => {
   }
 });
 
-test('podipam demo: --backend agent and bad options are clear usage errors', () => {
-  const agent = spawnSync(PODIPAM_BIN, ['demo', '--backend', 'agent'], { encoding: 'utf8', timeout: 30_000 });
-  assert.equal(agent.status, 2);
-  assert.match(agent.stderr, /--backend agent needs the podipam node agent/);
-  assert.equal(agent.stdout, '');
+test('podipam demo: bad options are clear usage errors', () => {
   const bad = spawnSync(PODIPAM_BIN, ['demo', '--backend', 'nope'], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /--backend "nope": use one of local, cluster, agent/);
