@@ -194,14 +194,26 @@ export function registerNet(program: Command): void {
       const rt = await runtimeOf(o);
       const { listNetworks } = await import('../runtime/index.js');
       const { existsSync } = await import('node:fs');
+      const errors: string[] = [];
       const lists = names.length ? await loadAll(o, names) : listNetworks(o.confDir);
+      if (!names.length) {
+        // Attachments of networks whose config is gone: GC them with the config cached at ADD.
+        const { parseConfList } = await import('../runtime/index.js');
+        for (const a of rt.cache.list()) {
+          if (lists.some((l) => l.name === a.network)) continue;
+          try {
+            lists.push(parseConfList(`(cached config of ${a.network})`, a.config));
+          } catch (e) {
+            errors.push(`${a.network} ${a.containerId} ${a.ifname}: ${(e as Error).message}`);
+          }
+        }
+      }
       const keep = o.keep.map((k) => {
         const [containerId, ifname, ...rest] = k.split('/');
         if (!containerId || !ifname || rest.length) throw new UsageError(`invalid --keep ${JSON.stringify(k)}: use CONTAINER/IFNAME`);
         return { containerId, ifname };
       });
       const valid = [...keep, ...rt.cache.list().filter((a) => a.netns !== '' && existsSync(a.netns)).map((a) => ({ containerId: a.containerId, ifname: a.ifname }))];
-      const errors: string[] = [];
       for (const l of lists) {
         try {
           for (const a of await rt.gc(l, valid)) process.stdout.write(`deleted stale ${a.network} ${a.containerId} ${a.ifname} (netns ${a.netns || 'none'})\n`);

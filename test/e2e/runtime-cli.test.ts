@@ -42,15 +42,17 @@ test('podipam net add|list|check|status|gc|del with --netns new', async () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /not asked \(cniVersion "1.0.0" < 1.1.0/);
 
-    // Pod b dies without a DEL: its netns goes; gc DELs its two attachments and keeps pod a's.
+    // Pod b dies without a DEL: its netns goes; gc DELs its two attachments and keeps pod a's —
+    // network b's config is gone by then too, so gc uses the config cached at ADD.
     sh('ip', ['netns', 'del', `podipam-${ids[1]}`]);
+    rmSync(join(s.confDir, '20-b.conf'));
     r = cli('net', 'gc', ...o);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`deleted stale`) && l.includes(ids[1]!)).length, 2, r.stdout);
     assert.equal(s.reservations(na).length + s.reservations(nb).length, 2);
     assert.equal(s.cachedFiles().length, 2);
 
-    // The operator removed network a's config meanwhile: del uses the config cached at ADD.
+    // Network a's config goes as well: del uses the configs cached at ADD for both.
     rmSync(join(s.confDir, '10-a.conflist'));
     r = cli('net', 'del', na, nb, '--container', ids[0]!, ...o);
     assert.equal(r.status, 0, r.stderr);
