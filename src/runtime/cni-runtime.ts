@@ -18,7 +18,7 @@ import { CniError } from '../cni/errors.js';
 import { VALID_NAME, validateInterfaceName } from '../cni/skel-env.js';
 import { versionAtLeast } from '../cni/version.js';
 import type { NetworkConfigList, PluginConf } from './conf-list.js';
-import { ChainError, PluginError } from './errors.js';
+import { ChainError, PluginError, PluginTimeoutError } from './errors.js';
 import { type PluginArgs, execPlugin } from './exec-plugin.js';
 import { findPlugin } from './find-plugin.js';
 import { goCompare, goMapValue } from './go-map.js';
@@ -130,7 +130,8 @@ export class CniRuntime {
           throw new PluginError(plugin.type, 'ADD', undefined, `exited 0 but printed no valid result: ${e.message}`, undefined, 0, null, '');
         }
       } catch (e) {
-        const ran = e instanceof PluginError || (e as Error).name === 'PluginTimeoutError';
+        // A plugin that was not found never ran: nothing of its own to undo.
+        const ran = e instanceof PluginError || e instanceof PluginTimeoutError;
         const rollback = await this.#rollback(list, ran ? i : i - 1, result, rt);
         throw new ChainError(list.name, plugin.type, 'ADD', e as Error, rollback);
       }
