@@ -25,6 +25,7 @@ export function requirePrerequisites(plugins: readonly string[] = ['bridge', 'lo
   if (!sh('ip', ['netns', 'list']).ok) throw new Error('prerequisite missing: `ip netns` (iproute2) does not work here');
   const missing = plugins.filter((p) => !existsSync(join(REF_DIR, p)));
   if (missing.length) throw new Error(`prerequisite missing: reference plugins ${missing.join(', ')} not in ${REF_DIR} (apt-get install containernetworking-plugins)`);
+  if (plugins.includes('portmap') && !sh('iptables-save', ['-t', 'nat']).ok) throw new Error('prerequisite missing: portmap needs iptables (apt-get install iptables)');
   if (!existsSync(PODIPAM_BIN)) throw new Error(`prerequisite missing: ${PODIPAM_BIN} (build first)`);
 }
 
