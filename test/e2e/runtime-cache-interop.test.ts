@@ -33,7 +33,7 @@ test('a result cached by podipam net add is the file libcni writes (path, mode, 
     const br = s.bridge(1);
     s.script('pass', PASS);
     const name = `cache-${s.tag}`;
-    const conf = `{\n  "cniVersion": "1.0.0",\n  "name": "${name}",\n  "plugins": [\n    {"type": "bridge", "bridge": "${br}", "ipam": {"type": "podipam", "ranges": [[{"subnet": "${testSubnet(224)}"}]], "dataDir": "${s.dataDir}"}},\n    {"type": "pass", "capabilities": {"portMappings": true}}\n  ]\n}\n`;
+    const conf = `{\n  "cniVersion": "1.0.0",\n  "name": "${name}",\n  "plugins": [\n    {"type": "bridge", "bridge": "${br}", "ipam": {"type": "podipam", "ranges": [[{"subnet": "${testSubnet(241)}"}]], "dataDir": "${s.dataDir}"}},\n    {"type": "pass", "capabilities": {"portMappings": true}}\n  ]\n}\n`;
     writeFileSync(join(s.confDir, '10-cache.conflist'), conf);
     const ns = s.netns(1);
     const id = `k${s.tag}`;
@@ -73,7 +73,7 @@ test('an attachment libcni added (its cache file as libcni writes it) is DELeted
     const br = s.bridge(1);
     s.script('pass', PASS);
     const name = `lib-${s.tag}`;
-    const bridgeConf = { type: 'bridge', bridge: br, ipam: { type: 'podipam', ranges: [[{ subnet: testSubnet(225) }]], dataDir: s.dataDir } };
+    const bridgeConf = { type: 'bridge', bridge: br, ipam: { type: 'podipam', ranges: [[{ subnet: testSubnet(242) }]], dataDir: s.dataDir } };
     const conf = JSON.stringify({ cniVersion: '1.0.0', name, plugins: [bridgeConf, { type: 'pass' }] });
     writeFileSync(join(s.confDir, '10-lib.conflist'), conf);
     const ns = s.netns(1);

@@ -19,7 +19,7 @@ test('chains of two and three plugins: forward ADD with prevResult, CHECK, rever
   const s = new Scratch('rt-chains');
   try {
     const [br2, br3] = [s.bridge(2), s.bridge(3)];
-    const [sub2, sub3] = [testSubnet(214), testSubnet(215)];
+    const [sub2, sub3] = [testSubnet(231), testSubnet(232)];
     const two = s.writeList('10-two.conflist', {
       cniVersion: '1.0.0',
       name: `two-${s.tag}`,
@@ -88,11 +88,11 @@ test('two networks (and loopback) on one pod, attached in parallel; DEL leaves n
   try {
     const [brA, brB] = [s.bridge(1), s.bridge(2)];
     const lo = s.writeList('00-lo.conflist', { cniVersion: '1.0.0', name: `lo-${s.tag}`, plugins: [{ type: 'loopback' }] });
-    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(216)) }] });
+    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(233)) }] });
     const b = s.writeList('20-b.conflist', {
       cniVersion: '0.4.0',
       name: `b-${s.tag}`,
-      plugins: [{ type: 'bridge', bridge: brB, ipam: { type: 'host-local', subnet: testSubnet(217), dataDir: s.dataDir } }],
+      plugins: [{ type: 'bridge', bridge: brB, ipam: { type: 'host-local', subnet: testSubnet(234), dataDir: s.dataDir } }],
     });
     const rt = s.runtime();
     const ns = s.netns(1);
@@ -123,7 +123,7 @@ test('GC: cached attachments not valid (their netns gone) are DELeted first; the
   const s = new Scratch('rt-gc');
   try {
     const br = s.bridge(1);
-    const net = s.writeList('10-gc.conflist', { cniVersion: '1.0.0', name: `gc-${s.tag}`, plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(218)) }] });
+    const net = s.writeList('10-gc.conflist', { cniVersion: '1.0.0', name: `gc-${s.tag}`, plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(235)) }] });
     const rt = s.runtime();
     const [n1, n2] = [s.netns(1), s.netns(2)];
     const [id1, id2] = [`g1${s.tag}`, `g2${s.tag}`];
@@ -151,7 +151,7 @@ test('GC at cniVersion 1.1.0 also sends GC with the valid attachments: podipam d
   const s = new Scratch('rt-gc11');
   try {
     const name = `gc11-${s.tag}`;
-    const ipam = { type: 'podipam', ranges: [[{ subnet: testSubnet(219) }]], dataDir: s.dataDir };
+    const ipam = { type: 'podipam', ranges: [[{ subnet: testSubnet(236) }]], dataDir: s.dataDir };
     const net = s.writeList('10-gc11.conflist', { cniVersion: '1.1.0', name, plugins: [{ type: 'podipam', ipam }] });
     const rt = s.runtime();
     const netns = '/var/run/netns/unused'; // podipam as the only plugin never enters it

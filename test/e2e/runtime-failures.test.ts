@@ -33,7 +33,7 @@ test('a real plugin exiting non-zero mid-chain: the earlier plugins were DELeted
       cniVersion: '1.0.0',
       name: `freal-${s.tag}`,
       plugins: [
-        { type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(220)) },
+        { type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(237)) },
         { type: 'tuning', sysctl: { 'net.ipv4.conf.eth0.podipam_no_such_key': '1' } },
         { type: 'portmap', capabilities: { portMappings: true } },
       ],
@@ -68,7 +68,7 @@ for (const [kind, bad] of Object.entries(BAD)) {
       const net = s.writeList('10-f.conflist', {
         cniVersion: '1.0.0',
         name: `f${kind}-${s.tag}`,
-        plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(221)) }, { type: `bad-${kind}` }, { type: 'after' }],
+        plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(238)) }, { type: `bad-${kind}` }, { type: 'after' }],
       });
       const ns = s.netns(1);
       const t0 = performance.now();
@@ -93,11 +93,11 @@ test('several networks of one pod: one fails, so the others are DELeted too (all
   try {
     const [brA, brB] = [s.bridge(1), s.bridge(2)];
     s.script('boom', '[ "$CNI_COMMAND" = ADD ] && { echo \'{"code": 11, "msg": "not now"}\'; exit 1; }; exit 0');
-    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(222)) }] });
+    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(239)) }] });
     const b = s.writeList('20-b.conflist', {
       cniVersion: '1.0.0',
       name: `b-${s.tag}`,
-      plugins: [{ type: 'bridge', bridge: brB, ipam: { type: 'host-local', subnet: testSubnet(223), dataDir: s.dataDir } }, { type: 'boom' }],
+      plugins: [{ type: 'bridge', bridge: brB, ipam: { type: 'host-local', subnet: testSubnet(240), dataDir: s.dataDir } }, { type: 'boom' }],
     });
     const ns = s.netns(1);
     await assert.rejects(
