@@ -11,6 +11,7 @@ import { registerServe } from './serve.js';
 import { registerSimulate } from './simulate.js';
 import { registerImport } from './import.js';
 import { registerAgent } from './agent.js';
+import { registerNet } from './net.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerSimulate(program);
   registerImport(program);
   registerAgent(program);
+  registerNet(program);
   return program;
 }
 
