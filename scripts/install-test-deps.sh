@@ -8,6 +8,9 @@ need=()
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v ping >/dev/null || need+=(iputils-ping)
+command -v iptables >/dev/null || need+=(iptables)            # the reference portmap plugin
+command -v cc >/dev/null || need+=(gcc libc6-dev)               # the native CNI shim (static)
+command -v flock >/dev/null || need+=(util-linux)               # tests hold a directory lock as host-local would
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
