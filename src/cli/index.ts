@@ -10,12 +10,15 @@ import { registerController } from './controller.js';
 import { registerServe } from './serve.js';
 import { registerSimulate } from './simulate.js';
 import { registerImport } from './import.js';
+import { registerInstallCni } from './install-cni.js';
+import { registerVersion } from './version.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
   const program = new Command('podipam')
     .description('pod IP address management for Kubernetes')
     .option('--datastore <url>', 'datastore URL: sqlite:PATH, etcd://host:port[,host:port…] (default: $PODIPAM_DATASTORE, else sqlite in the data directory)')
+    .option('-V, --version', 'print the version (as `podipam version`)')
     .showHelpAfterError()
     .exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -26,6 +29,8 @@ export function buildProgram(): Command {
   registerServe(program);
   registerSimulate(program);
   registerImport(program);
+  registerInstallCni(program);
+  registerVersion(program);
   return program;
 }
 
@@ -33,6 +38,7 @@ export function buildProgram(): Command {
 export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
+    if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) argv = ['version'];
     await program.parseAsync(argv as string[], { from: 'user' });
     // A command may set process.exitCode (e.g. a check that found problems); keep it.
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
