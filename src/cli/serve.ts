@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
+import { cliLogger } from './cli-logger.js';
 
 interface ServeFlags {
   listen: string;
@@ -92,9 +93,8 @@ export function registerServe(program: Command): void {
       } catch (e) {
         throw new UsageError((e as Error).message);
       }
-      const log = (line: string): void => {
-        process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-      };
+      const logger = await cliLogger(cmd, 'serve');
+      const log = (await import('../log/logger.js')).lineSink(logger);
       const { startServer } = await import('../server/start-server.js');
       const server = await startServer({
         host,
@@ -120,7 +120,7 @@ export function registerServe(program: Command): void {
       out.write(`Try: podipam simulate --server ${server.url} --nodes 20 --pods 600 --churn 0.2\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
-          log(`podipam serve: ${sig}, shutting down`);
+          log(`${sig}, shutting down`);
           process.off('SIGINT', onInt);
           process.off('SIGTERM', onTerm);
           resolve();

@@ -23,8 +23,22 @@ export async function runPlugin(): Promise<number> {
     if (out) write(fs, out);
     return 0;
   } catch (e) {
-    write(fs, await errorJson(e));
+    const answer = await errorJson(e);
+    write(fs, answer);
+    await logFailure(fs, answer);
     return 1;
+  }
+}
+
+/** Appends the error answered to the CNI failure log (src/cni/failure-log.ts); never throws. */
+async function logFailure(fs: Fs, answer: string): Promise<void> {
+  try {
+    const { appendFailure } = await import('./failure-log.js');
+    const err = JSON.parse(answer) as { code: number; msg: string; details?: string };
+    const env = process.env;
+    appendFailure(fs, env, { command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifname: env.CNI_IFNAME, netns: env.CNI_NETNS, code: err.code, msg: err.msg, details: err.details });
+  } catch {
+    // the answer on stdout is what counts
   }
 }
 
