@@ -14,6 +14,7 @@ interface InstallFlags {
   name: string;
   priority: string;
   bridge: string;
+  ipMasq: boolean;
   agentSocket?: string;
   subnet: string;
   hostLocalDir?: string;
@@ -36,6 +37,7 @@ export function registerInstallCni(program: Command): void {
     .option('--name <name>', 'network name (also the config file name)', 'podipam')
     .option('--priority <nn>', 'config file name prefix; runtimes take the first config in name order', '10')
     .option('--bridge <name>', 'bridge: the Linux bridge name', 'cni0')
+    .option('--no-ip-masq', 'do not masquerade pod traffic leaving the node')
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
     .option('--host-local-dir <dir>', 'local: reservation directory (host-local\'s dataDir; default /var/lib/cni/networks)')
@@ -75,6 +77,7 @@ export function registerInstallCni(program: Command): void {
           backend,
           interface: iface,
           bridge: f.bridge,
+          ipMasq: f.ipMasq,
           agentSocket: f.agentSocket ?? process.env.PODIPAM_AGENT_SOCKET ?? lib.DEFAULT_AGENT_SOCKET,
           datastore: needsStore ? datastore : undefined,
           nodeName: f.nodeName ?? process.env.NODENAME ?? process.env.NODE_NAME ?? hostname(),

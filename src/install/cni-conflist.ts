@@ -15,6 +15,8 @@ export interface ConflistOptions {
   readonly interface: InterfacePlugin;
   /** bridge only: the Linux bridge name. */
   readonly bridge: string;
+  /** Masquerade pod traffic leaving the node (the interface plugin's ipMasq; default true). */
+  readonly ipMasq?: boolean;
   /** agent: the agent's socket. */
   readonly agentSocket: string;
   /** cluster, and local with usePodCidr: the datastore URL. */
@@ -42,8 +44,9 @@ export function conflistText(o: ConflistOptions): string {
 }
 
 function interfacePlugin(o: ConflistOptions): Record<string, unknown> {
-  if (o.interface === 'ptp') return { type: 'ptp', ipMasq: true };
-  return { type: 'bridge', bridge: o.bridge, isGateway: true, ipMasq: true };
+  const ipMasq = o.ipMasq ?? true;
+  if (o.interface === 'ptp') return { type: 'ptp', ipMasq };
+  return { type: 'bridge', bridge: o.bridge, isGateway: true, ipMasq };
 }
 
 function ipamSection(o: ConflistOptions): Record<string, unknown> {
