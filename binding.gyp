@@ -3,6 +3,10 @@
     {
       "target_name": "flock",
       "sources": ["native/flock.c"]
+    },
+    {
+      "target_name": "peercred",
+      "sources": ["native/peercred.c"]
     }
   ]
 }

@@ -8,7 +8,9 @@ import {
   blockCount,
   blockProbeOrder,
   checkBlockSize,
+  checkStoredBlockSize,
   fnv1a32,
+  poolUsableCount,
   isWhollyReserved,
   reservedOrdinals,
 } from './block-layout.js';
@@ -16,17 +18,34 @@ import {
 describe('checkBlockSize', () => {
   it('accepts Calico defaults and the allowed ranges', () => {
     assert.deepEqual({ ...DEFAULT_BLOCK_SIZE }, { 4: 26, 6: 122 });
-    for (const s of [20, 26, 32]) checkBlockSize(parsePrefix('10.0.0.0/16'), s);
-    for (const s of [116, 122, 128]) checkBlockSize(parsePrefix('fd00::/64'), s);
+    for (const s of [20, 26, 30]) checkBlockSize(parsePrefix('10.0.0.0/16'), s);
+    for (const s of [116, 122, 126]) checkBlockSize(parsePrefix('fd00::/64'), s);
     checkBlockSize(parsePrefix('10.0.0.0/26'), 26);
   });
 
   it('refuses sizes outside the range, non-integers, and pools smaller than one block', () => {
-    assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 19), /'blockSize' 19 for 10\.0\.0\.0\/16: an IPv4 block size must be an integer from 20 to 32/);
+    assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 19), /'blockSize' 19 for 10\.0\.0\.0\/16: an IPv4 block size must be an integer from 20 to 30/);
     assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 33), RangeError);
     assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 26.5), RangeError);
-    assert.throws(() => checkBlockSize(parsePrefix('fd00::/64'), 115), /IPv6 block size must be an integer from 116 to 128/);
+    assert.throws(() => checkBlockSize(parsePrefix('fd00::/64'), 115), /IPv6 block size must be an integer from 116 to 126/);
     assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/27'), 26), /at least one block/);
+  });
+
+  it('refuses block sizes that leave no usable address, naming the field, and explains why', () => {
+    for (const s of [31, 32]) {
+      assert.throws(
+        () => checkBlockSize(parsePrefix('10.0.0.0/24'), s),
+        new RegExp(`^RangeError: Cannot use 'blockSize' ${s} for 10\\.0\\.0\\.0/24: a /${s} block leaves no usable address \\(its network, gateway and broadcast addresses are never handed out\\); an IPv4 block size must be an integer from 20 to 30$`),
+      );
+    }
+    for (const s of [127, 128]) assert.throws(() => checkBlockSize(parsePrefix('fd00::/64'), s), /'blockSize' 12[78] .*subnet-router anycast address and gateway are never handed out.*from 116 to 126/);
+  });
+
+  it('still reads pool records with block sizes refused today (older versions wrote them)', () => {
+    for (const s of [31, 32]) checkStoredBlockSize(parsePrefix('10.0.0.0/24'), s);
+    for (const s of [127, 128]) checkStoredBlockSize(parsePrefix('fd00::/64'), s);
+    assert.throws(() => checkStoredBlockSize(parsePrefix('10.0.0.0/24'), 33), /from 20 to 32/);
+    assert.throws(() => checkStoredBlockSize(parsePrefix('10.0.0.0/24'), 19), RangeError);
   });
 });
 
@@ -37,6 +56,15 @@ describe('blocks of a pool', () => {
     assert.deepEqual([0n, 1n, 2n, 3n].map((i) => formatPrefix(blockAt(pool, 26, i))), ['10.1.0.0/26', '10.1.0.64/26', '10.1.0.128/26', '10.1.0.192/26']);
     assert.throws(() => blockAt(pool, 26, 4n), RangeError);
     assert.equal(blockCount(parsePrefix('fd00::/64'), 122), 1n << 58n);
+  });
+
+  it('counts the addresses a pool can hand out: blocks × usable addresses per block', () => {
+    assert.equal(poolUsableCount(parsePrefix('10.1.0.0/24'), 26), 4n * 61n);
+    assert.equal(poolUsableCount(parsePrefix('10.91.0.0/30'), 30), 1n);
+    assert.equal(poolUsableCount(parsePrefix('10.244.0.0/16'), 26), 1024n * 61n);
+    assert.equal(poolUsableCount(parsePrefix('fd00::/120'), 122), 4n * 62n);
+    assert.equal(poolUsableCount(parsePrefix('fd00::/64'), 122), (1n << 58n) * 62n);
+    assert.equal(poolUsableCount(parsePrefix('10.0.0.0/30'), 32), 0n, 'a pool stored with /32 blocks hands out nothing');
   });
 
   it('finds the block holding an address, or none outside the pool', () => {
@@ -97,9 +125,12 @@ describe('reservations within a block', () => {
     assert.equal(isWhollyReserved(block, set), false);
   });
 
-  it('detects a wholly reserved block', () => {
+  it('detects a wholly reserved block: every usable address reserved', () => {
     assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.0'), parseAddr('10.0.0.255'))])), true);
-    assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.65'), parseAddr('10.0.0.255'))])), false);
+    assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.66'), parseAddr('10.0.0.126'))])), true, '.64, .65 and .127 are never handed out anyway');
+    assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.67'), parseAddr('10.0.0.255'))])), false, '.66 is free');
+    assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.64'), parseAddr('10.0.0.125'))])), false, '.126 is free');
+    assert.equal(isWhollyReserved(parsePrefix('10.0.0.0/31'), new IpRangeSet()), true, 'a block with no usable address');
     assert.equal(reservedOrdinals(block, new IpRangeSet()).size, 0);
   });
 });

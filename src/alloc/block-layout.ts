@@ -4,19 +4,49 @@
  * first address; block i is the i-th sub-prefix of length B.
  */
 import { type Addr, type Family, type IpRangeSet, type Prefix, formatPrefix, prefixContains, prefixOf, rangeFromPrefix, subPrefix } from '../ip/index.js';
+import { MAX_USABLE_BLOCK_SIZE, usableCount, usableSpan } from './block-addressing.js';
 
 /** Default block prefix length per family, as Calico: /26 (64 addresses) and /122 (64). */
 export const DEFAULT_BLOCK_SIZE: Readonly<Record<Family, number>> = Object.freeze({ 4: 26, 6: 122 });
 
-/** Allowed block prefix lengths per family (inclusive), as Calico: 20–32 and 116–128. */
-export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, 32], 6: [116, 128] });
+/**
+ * Block prefix lengths a new pool may use, per family (inclusive): Calico's 20–32 and 116–128
+ * less the sizes that leave no usable address once a block's network, gateway and (IPv4)
+ * broadcast addresses are excluded (block-addressing.ts): at most /30 and /126.
+ */
+export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, MAX_USABLE_BLOCK_SIZE[4]], 6: [116, MAX_USABLE_BLOCK_SIZE[6]] });
+
+/** Block prefix lengths a stored pool record may carry: also /31, /32, /127, /128, written before they were refused. */
+const STORED_BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, 32], 6: [116, 128] });
 
 /**
  * Throws RangeError naming the value unless `blockSize` is an allowed block prefix length for
- * the pool's family and the pool holds at least one whole block (blockSize ≥ pool length).
+ * a new pool of the pool's family (a block must keep at least one usable address) and the pool
+ * holds at least one whole block (blockSize ≥ pool length).
  */
 export function checkBlockSize(pool: Prefix, blockSize: number): void {
   const [min, max] = BLOCK_SIZE_RANGE[pool.family];
+  const [, storedMax] = STORED_BLOCK_SIZE_RANGE[pool.family];
+  if (Number.isInteger(blockSize) && blockSize > max && blockSize <= storedMax) {
+    const excluded = pool.family === 4 ? 'network, gateway and broadcast addresses' : 'subnet-router anycast address and gateway';
+    throw new RangeError(
+      `Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: a /${blockSize} block leaves no usable address (its ${excluded} are never handed out); an IPv${pool.family} block size must be an integer from ${min} to ${max}`,
+    );
+  }
+  checkRange(pool, blockSize, min, max);
+}
+
+/**
+ * checkBlockSize for a pool record already in the datastore: also accepts the sizes new pools
+ * may no longer use (such a pool hands out nothing, but its records can be listed, released
+ * and deleted).
+ */
+export function checkStoredBlockSize(pool: Prefix, blockSize: number): void {
+  const [min, max] = STORED_BLOCK_SIZE_RANGE[pool.family];
+  checkRange(pool, blockSize, min, max);
+}
+
+function checkRange(pool: Prefix, blockSize: number, min: number, max: number): void {
   if (!Number.isInteger(blockSize) || blockSize < min || blockSize > max) {
     throw new RangeError(`Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: an IPv${pool.family} block size must be an integer from ${min} to ${max}`);
   }
@@ -28,6 +58,11 @@ export function checkBlockSize(pool: Prefix, blockSize: number): void {
 /** Number of blocks in the pool (a power of two). Assumes checkBlockSize passed. */
 export function blockCount(pool: Prefix, blockSize: number): bigint {
   return 1n << BigInt(blockSize - pool.len);
+}
+
+/** Addresses the pool can hand out: its blocks times each block's usable addresses (see block-addressing.ts). */
+export function poolUsableCount(pool: Prefix, blockSize: number): bigint {
+  return blockCount(pool, blockSize) * usableCount(subPrefix(pool, blockSize, 0n));
 }
 
 /** The `index`-th block of the pool (0-based); RangeError when out of range. */
@@ -84,8 +119,12 @@ export function reservedOrdinals(block: Prefix, reserved: IpRangeSet): Set<numbe
   return out;
 }
 
-/** True when every address of `block` is reserved (such a block is never claimed). */
+/**
+ * True when every usable address of `block` is reserved, or it has none (such a block is never
+ * claimed). For a pool's prefix: true only when every block of the pool is wholly reserved.
+ */
 export function isWhollyReserved(block: Prefix, reserved: IpRangeSet): boolean {
-  const span = rangeFromPrefix(block);
+  const span = usableSpan(block);
+  if (!span) return true;
   return reserved.ranges.some((r) => r.start.family === block.family && r.start.value <= span.start.value && r.end.value >= span.end.value);
 }

@@ -9,8 +9,15 @@
  * block has been — a crash-looping pod does not get its old address back while the network
  * may still route to it. Calico keeps an explicit FIFO list of free ordinals to the same end;
  * the cursor needs one integer instead of a list as long as the block.
+ *
+ * Only usable ordinals are handed out (block-addressing.ts: never the network address, the
+ * gateway or the IPv4 broadcast address); an allocation at an excluded ordinal (written by an
+ * older version, or adopted from host-local by `podipam import`) is still held, counted and
+ * released like any other. While the gateway ordinal is held the block hands out nothing: a
+ * new pod would be told to route through an address another pod has.
  */
 import { type Addr, type Prefix, familyBits, formatAddr, formatPrefix, prefixContains } from '../ip/index.js';
+import { GATEWAY_ORDINAL, excludedRole, isUsableOrdinal, usableCount } from './block-addressing.js';
 
 export interface Block {
   readonly cidr: Prefix;
@@ -25,7 +32,7 @@ export interface Block {
 /** Largest block this module handles: /20 for IPv4, /116 for IPv6 (Calico's smallest block size). */
 export const MAX_BLOCK_ORDINALS = 4096;
 
-/** Number of addresses in a block of this CIDR; RangeError beyond MAX_BLOCK_ORDINALS. */
+/** Number of addresses (ordinals) in a block of this CIDR, usable or not; RangeError beyond MAX_BLOCK_ORDINALS. */
 export function blockCapacity(cidr: Prefix): number {
   const hostBits = familyBits(cidr.family) - cidr.len;
   if (hostBits < 0 || 2 ** hostBits > MAX_BLOCK_ORDINALS) {
@@ -58,8 +65,8 @@ export function holderOf(block: Block, o: number): string | undefined {
 }
 
 /**
- * Takes up to `count` free ordinals for `handle`, searching round robin from the cursor and
- * skipping `reserved` ordinals. Returns fewer (possibly none) when the block runs out; the
+ * Takes up to `count` free usable ordinals for `handle`, searching round robin from the cursor
+ * and skipping `reserved` ordinals. Returns fewer (possibly none) when the block runs out; the
  * caller decides whether a short count is an error. The cursor moves past the last ordinal
  * taken; with nothing taken the block is returned unchanged.
  */
@@ -73,9 +80,10 @@ export function allocateOrdinals(
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`Cannot allocate from a block as 'count' must be a non-negative integer: current value is ${count}`);
   const cap = blockCapacity(block.cidr);
   const ordinals: number[] = [];
+  if (block.allocations.has(GATEWAY_ORDINAL)) return { block, ordinals };
   for (let i = 0; i < cap && ordinals.length < count; i++) {
     const o = (block.next + i) % cap;
-    if (!block.allocations.has(o) && !reserved.has(o)) ordinals.push(o);
+    if (!block.allocations.has(o) && !reserved.has(o) && isUsableOrdinal(block.cidr, o)) ordinals.push(o);
   }
   if (ordinals.length === 0) return { block, ordinals };
   const allocations = new Map(block.allocations);
@@ -86,12 +94,15 @@ export function allocateOrdinals(
 
 /**
  * Gives ordinal `o` to `handle` (an explicitly requested address). The cursor does not move.
- * Throws RangeError when `o` is out of range and Error naming the holder when it is taken —
- * check holderOf first; reservations are the caller's business.
+ * Throws RangeError when `o` is out of range or, unless `adopt` (recording an address a pod
+ * already uses), not usable (network, gateway, broadcast); Error naming the holder when it is
+ * taken — check excludedRole and holderOf first; reservations are the caller's business.
  */
-export function assignOrdinal(block: Block, o: number, handle: string): Block {
+export function assignOrdinal(block: Block, o: number, handle: string, adopt = false): Block {
   checkOrdinal(block.cidr, o);
   checkHandle(handle);
+  const role = excludedRole(block.cidr, o);
+  if (role !== undefined && !adopt) throw new RangeError(`Cannot assign ${formatAddr(addrOfOrdinal(block.cidr, o))}: it is ${role}`);
   const holder = block.allocations.get(o);
   if (holder !== undefined) {
     throw new Error(`Cannot assign ${formatAddr(addrOfOrdinal(block.cidr, o))}: it is held by handle "${holder}"`);
@@ -146,11 +157,13 @@ export function allocatedCount(block: Block): number {
   return block.allocations.size;
 }
 
-/** Number of ordinals that are neither allocated nor in `reserved`. */
+/** Number of usable ordinals that are neither allocated nor in `reserved`: what allocateOrdinals can still hand out. */
 export function freeCount(block: Block, reserved: ReadonlySet<number> = EMPTY): number {
-  let reservedFree = 0;
-  for (const o of reserved) if (!block.allocations.has(o)) reservedFree++;
-  return blockCapacity(block.cidr) - block.allocations.size - reservedFree;
+  if (block.allocations.has(GATEWAY_ORDINAL)) return 0;
+  let taken = 0;
+  for (const o of block.allocations.keys()) if (isUsableOrdinal(block.cidr, o)) taken++;
+  for (const o of reserved) if (!block.allocations.has(o) && isUsableOrdinal(block.cidr, o)) taken++;
+  return Number(usableCount(block.cidr)) - taken;
 }
 
 /** True when no ordinal is allocated (reservations are not allocations). */

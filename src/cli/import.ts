@@ -148,6 +148,8 @@ async function* adopt(
           handle,
           attrs: { network: first.network, containerId: first.containerId, ifname: first.ifname },
           ips: rs.map((r) => r.ip),
+          // host-local's subnet is not the block: a pod may hold what is a block's network, gateway or broadcast address.
+          adopt: true,
         });
         const held = new Set((before ?? []).map((a) => formatAddr(a.addr)));
         yield { handle, ips, outcome: ips.every((ip) => held.has(ip)) ? 'already' : 'adopted' };

@@ -12,6 +12,7 @@ import { registerSimulate } from './simulate.js';
 import { registerImport } from './import.js';
 import { registerInstallCni } from './install-cni.js';
 import { registerVersion } from './version.js';
+import { registerAgent } from './agent.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerImport(program);
   registerInstallCni(program);
   registerVersion(program);
+  registerAgent(program);
   return program;
 }
 

@@ -10,6 +10,7 @@ import type { ClusterIpam } from '../cluster/index.js';
 import { datastoreUrl } from './datastore-url.js';
 import { printJson, printTable } from './output.js';
 import { UsageError } from './usage-error.js';
+import { isEngineError } from '../util/engine-error.js';
 
 /** Opens the store, runs `fn` with a ClusterIpam on it, closes the store whatever happens. */
 export async function withClusterIpam<T>(cmd: Command, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
@@ -18,7 +19,7 @@ export async function withClusterIpam<T>(cmd: Command, fn: (ipam: ClusterIpam) =
   try {
     return await fn(new ClusterIpam(store));
   } catch (e) {
-    throw e instanceof TypeError || e instanceof RangeError ? new UsageError(e.message) : e;
+    throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   } finally {
     await store.close();
   }
@@ -29,7 +30,7 @@ export function usage<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    throw e instanceof TypeError || e instanceof RangeError ? new UsageError(e.message) : e;
+    throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   }
 }
 
@@ -87,10 +88,12 @@ export function registerIpam(program: Command): void {
 
   ipam
     .command('check')
-    .description('report leaked allocations and inconsistent records (read-only)')
+    .description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found')
     .option('--json', 'print JSON: {"leaks": [...], "problems": [...]}')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const r = await withClusterIpam(cmd, (c) => c.check());
+      // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
+      if (r.leaks.length + r.problems.length > 0) process.exitCode = 1;
       if (opts.json) return printJson({ leaks: r.leaks, problems: r.problems });
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);

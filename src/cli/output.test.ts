@@ -27,3 +27,15 @@ describe('formatJson', () => {
     assert.equal(formatJson({ a: 65536n, b: 1n << 64n, c: [1, 'x'] }), '{\n  "a": 65536,\n  "b": "18446744073709551616",\n  "c": [\n    1,\n    "x"\n  ]\n}\n');
   });
 });
+
+describe('formatTable with large counts', () => {
+  it('prints M*2^N for big counts with a small odd factor', () => {
+    const rows = [{ c: 31n << 67n }, { c: 3n << 40n }, { c: (1n << 40n) + 1n }];
+    assert.equal(formatTable(rows, [{ header: 'C', value: (r) => r.c }]), ['            C', '      31*2^67', '       3*2^40', '1099511627777', ''].join('\n'));
+  });
+
+  it('prints powers of two from 2^32 as 2^N and smaller or other values in full', () => {
+    const rows = [{ c: 1n << 72n }, { c: 1n << 32n }, { c: 65536n }, { c: (1n << 64n) + 1n }];
+    assert.equal(formatTable(rows, [{ header: 'CAPACITY', value: (r) => r.c }]), ['            CAPACITY', '                2^72', '                2^32', '               65536', '18446744073709551617', ''].join('\n'));
+  });
+});

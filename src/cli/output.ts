@@ -5,6 +5,8 @@
  * consumers always get exact values.
  */
 
+import { exactJson } from '../util/exact-json.js';
+
 export type Cell = string | number | bigint | boolean | null | undefined;
 
 export interface Column<T> {
@@ -14,14 +16,32 @@ export interface Column<T> {
   readonly align?: 'left' | 'right';
 }
 
+/**
+ * Big counts from 2^32 up print as "2^N", or "M*2^N" with a small odd M: an IPv6 pool's 2^72
+ * addresses, or the 31*2^67 usable ones of its /122 blocks, not 22 digits.
+ */
+const POWER_TEXT_FROM = 32n;
+const MAX_FACTOR = 1n << 16n;
+
 function cellText(v: Cell): string {
   if (v === null || v === undefined) return '-';
+  if (typeof v === 'bigint' && v >= 1n << POWER_TEXT_FROM) {
+    let m = v;
+    let n = 0;
+    while ((m & 1n) === 0n) {
+      m >>= 1n;
+      n++;
+    }
+    if (m === 1n) return `2^${n}`;
+    if (m < MAX_FACTOR && n >= 16) return `${m}*2^${n}`;
+  }
   return String(v);
 }
 
 /**
  * Formats rows as a table: a header line, then one line per row, columns separated by two
- * spaces, no trailing spaces. An empty `rows` gives just the header.
+ * spaces, no trailing spaces. A bigint that is a power of two of 2^32 or more prints as "2^N".
+ * An empty `rows` gives just the header.
  */
 export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const cells = rows.map((r) => columns.map((c) => c.value(r)));
@@ -42,13 +62,7 @@ export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]
 
 /** JSON text (2-space indent, trailing newline) with bigint handled as described above. */
 export function formatJson(value: unknown): string {
-  return (
-    JSON.stringify(
-      value,
-      (_k, v: unknown) => (typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v),
-      2,
-    ) + '\n'
-  );
+  return exactJson(value, 2) + '\n';
 }
 
 /** Writes `formatJson(value)` to stdout. */

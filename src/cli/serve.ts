@@ -5,7 +5,9 @@
  */
 import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
+import type { Tokens } from '../server/auth.js';
 // default-pools.js holds constants and type-only imports: cheap to load with the CLI.
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
@@ -25,6 +27,7 @@ interface ServeFlags {
   gcInterval: string;
   gcGrace: string;
   nodeName?: string;
+  allowedHost: string[];
 }
 
 /** "HOST:PORT", "[V6]:PORT" or "PORT" (loopback). */
@@ -49,7 +52,8 @@ export function registerServe(program: Command): void {
     .description('run the HTTP API, Prometheus metrics, the dashboard, the node-CIDR controller and cluster GC')
     .option('--listen <host:port>', 'address to listen on (non-loopback addresses require tokens)', '127.0.0.1:7420')
     .option('--data-dir <dir>', 'directory of the default SQLite datastore (default: $PODIPAM_DATA_DIR, /var/lib/podipam as root, else ~/.local/share/podipam)')
-    .option('--token-file <file>', 'bearer tokens, lines "read=TOKEN" and "admin=TOKEN" (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN)')
+    .option('--token-file <file>', 'bearer tokens, lines "read=TOKEN" and "admin=TOKEN", mode 0600 (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN); without them, writes need the install token in DIR/serve.token')
+    .option('--allowed-host <name>', 'also answer requests whose Host header is NAME (repeatable; localhost, 127.0.0.1, [::1] and the listen address always are)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--cluster-cidr <cidrs>', 'node-CIDR controller: cluster CIDR(s), comma separated', DEFAULT_CLUSTER_CIDRS)
     .option('--node-mask-size <n>', 'node-CIDR controller: IPv4 node mask (default 24)')
     .option('--node-mask-size-v6 <n>', 'node-CIDR controller: IPv6 node mask (default 64)')
@@ -63,8 +67,13 @@ export function registerServe(program: Command): void {
       const { host, port } = parseListen(flags.listen);
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
-      const [{ loadTokens, checkListenTokens }, { parseControllerConfig }] = await Promise.all([import('../server/auth.js'), import('../controller/controller-config.js')]);
-      let tokens;
+      const [{ loadTokens, checkListenTokens }, { parseControllerConfig }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
+        import('../server/auth.js'),
+        import('../controller/controller-config.js'),
+        import('../server/request-guard.js'),
+        import('../server/install-token.js'),
+      ]);
+      let tokens: Tokens;
       try {
         tokens = loadTokens(flags.tokenFile);
       } catch (e) {
@@ -90,9 +99,12 @@ export function registerServe(program: Command): void {
       }
       try {
         checkListenTokens(host, tokens);
+        hostPolicy(host, flags.allowedHost);
       } catch (e) {
         throw new UsageError((e as Error).message);
       }
+      // Loopback without tokens: reads are open, writes need the per-install token.
+      if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };
       const logger = await cliLogger(cmd, 'serve');
       const log = (await import('../log/logger.js')).lineSink(logger);
       const { startServer } = await import('../server/start-server.js');
@@ -101,6 +113,7 @@ export function registerServe(program: Command): void {
         port,
         datastoreUrl,
         tokens,
+        allowedHosts: flags.allowedHost,
         controller,
         defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
         gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
@@ -109,15 +122,15 @@ export function registerServe(program: Command): void {
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? process.env.NODENAME ?? hostname();
       const out = process.stdout;
-      out.write(`podipam serve: dashboard and API on ${server.url}/ (datastore ${datastoreUrl})\n`);
+      out.write(`podipam serve: dashboard and API on ${server.dashboardUrl} (datastore ${datastoreUrl})\n`);
       if (server.createdPools.length > 0) out.write(`podipam serve: created pools ${server.createdPools.join(', ')}\n`);
       out.write(
         `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
-          `auth ${tokens.admin || tokens.read ? 'bearer tokens' : 'open (loopback)'}\n`,
+          `auth ${tokens.admin || tokens.read ? 'bearer tokens' : `reads open (loopback), writes need the install token in ${join(dataDir, INSTALL_TOKEN_FILE)}`}\n`,
       );
       out.write(`\nCNI network config for node "${nodeName}" (save as /etc/cni/net.d/10-podipam.conflist; put bin/podipam in /opt/cni/bin/ as "podipam"):\n`);
       out.write(`${cniConflist({ datastore: datastoreUrl, nodeName, pools: [] })}\n\n`);
-      out.write(`Try: podipam simulate --server ${server.url} --nodes 20 --pods 600 --churn 0.2\n`);
+      out.write(`Try: podipam simulate --server ${server.dashboardUrl} --nodes 20 --pods 600 --churn 0.2\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
           log(`${sig}, shutting down`);

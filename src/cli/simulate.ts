@@ -88,6 +88,10 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
   if (first.status === 401 || first.status === 403) throw new Error(`${o.server} refused the token (${errorText(first)}): give --token or set PODIPAM_ADMIN_TOKEN`);
   if (first.status !== 200) throw new Error(`${o.server} answered GET /api/v1/overview with ${errorText(first)}`);
   if (!first.data.pools?.length) throw new Error(`${o.server} has no pools: create one first (podipam pool create NAME --cidr CIDR)`);
+  const who = await api.call('GET', '/whoami');
+  if (who.status === 200 && who.data.role !== 'admin') {
+    throw new Error(`${o.server} lets this client only read (role "${who.data.role}"): give the URL podipam serve prints (with ?token=…), --token TOKEN or $PODIPAM_ADMIN_TOKEN`);
+  }
 
   const churnOps = Math.round(o.churn * o.pods);
   const total = o.nodes + o.pods + 2 * churnOps + (o.cleanup ? o.pods + o.nodes : 0);
@@ -192,7 +196,7 @@ export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('drive a running `podipam serve` through its API: nodes join, pods are added and deleted')
-    .option('--server <url>', 'the server to drive', 'http://127.0.0.1:7420')
+    .option('--server <url>', 'the server to drive (the URL serve prints, ?token=… included)', 'http://127.0.0.1:7420')
     .requiredOption('--nodes <n>', 'nodes to join (1-100000)')
     .requiredOption('--pods <m>', 'pods to add, spread round robin over the nodes (0-1000000)')
     .option('--churn <r>', 'then delete and re-add this fraction of the pods (0-10)', '0')
@@ -200,15 +204,21 @@ export function registerSimulate(program: Command): void {
     .option('--rate <n>', 'at most this many API calls per second (0 = unlimited)', '0')
     .option('--network <name>', 'network name in the pods\' handles', 'sim')
     .option('--node-prefix <p>', 'node names are <p>-1 … <p>-N (numbers zero-padded to the width of N)', 'sim')
-    .option('--token <token>', 'admin bearer token (default: $PODIPAM_ADMIN_TOKEN)')
+    .option('--token <token>', 'admin or install bearer token (default: ?token= of --server, else $PODIPAM_ADMIN_TOKEN)')
     .option('--seed <n>', 'seed for the churn choices')
     .option('--cleanup', 'delete the pods and nodes this run created at the end')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
     .option('--json', 'print the result as JSON')
     .action(async (opts: Record<string, string | boolean | undefined>) => {
       let server: string;
+      // The dashboard URL serve prints carries its install token (?token=…): take it from there.
+      let urlToken: string | undefined;
       try {
-        server = new URL(String(opts.server)).toString().replace(/\/+$/, '');
+        const u = new URL(String(opts.server));
+        urlToken = u.searchParams.get('token') ?? undefined;
+        u.search = '';
+        u.hash = '';
+        server = u.toString().replace(/\/+$/, '');
       } catch {
         throw new UsageError(`invalid --server ${JSON.stringify(opts.server)}: expected a URL such as http://127.0.0.1:7420`);
       }
@@ -223,7 +233,7 @@ export function registerSimulate(program: Command): void {
       const nodes = intOption('--nodes', String(opts.nodes), 1, 100_000);
       const result = await simulate({
         server,
-        token: (opts.token as string | undefined) ?? process.env.PODIPAM_ADMIN_TOKEN,
+        token: (opts.token as string | undefined) ?? urlToken ?? process.env.PODIPAM_ADMIN_TOKEN,
         nodes,
         pods: intOption('--pods', String(opts.pods), 0, 1_000_000),
         churn,

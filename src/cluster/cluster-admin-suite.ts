@@ -4,12 +4,15 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Addr, formatAddr, parseAddr } from '../ip/index.js';
+import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { nodeKey } from '../controller/node-record.js';
 import { PoolConflictError, PoolExhaustedError, PoolInUseError } from './errors.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from './keys.js';
-import { crashAfter, formatPrefixOf, ipam, prng, twoPools, withStoreOf } from './cluster-suite-helpers.js';
+import { encodeAffinity } from './affinity-record.js';
+import { encodeBlock } from './block-record.js';
+import { encodeHandle } from './handle-record.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, affinityKey, blockKey, handleKey } from './keys.js';
+import { T0, crashAfter, formatPrefixOf, ipam, prng, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 
 export function clusterAdminSuite(kind: string, open: () => Promise<Store>): void {
   const withStore = withStoreOf(open);
@@ -46,6 +49,29 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
     }));
 
+    it('releases addresses an older version handed out at excluded ordinals; their block hands out nothing new until its gateway is free', withStore(async (s) => {
+      const c = ipam(s);
+      await twoPools(c);
+      // As the older version wrote them: the block's network address and gateway given to pods.
+      const cidr = parsePrefix('10.10.0.0/26');
+      await s.txn([], [
+        { type: 'put', key: blockKey(cidr), value: encodeBlock({ cidr, affinity: 'n', allocations: new Map([[0, 'old0'], [1, 'old1']]), next: 2 }) },
+        { type: 'put', key: affinityKey('n', cidr), value: encodeAffinity({ state: 'confirmed', claimedAt: T0.toISOString() }) },
+        { type: 'put', key: handleKey('old0'), value: encodeHandle({ node: 'n', blocks: new Map([['10.10.0.0/26', 1]]) }) },
+        { type: 'put', key: handleKey('old1'), value: encodeHandle({ node: 'n', blocks: new Map([['10.10.0.0/26', 1]]) }) },
+      ]);
+      assert.deepEqual(await c.check(), { leaks: [], problems: [] });
+      const [fresh] = await c.assign({ node: 'n', handle: 'new', auto: { 4: 1 } });
+      assert.ok(!prefixContains(cidr, fresh!.addr), `${formatAddr(fresh!.addr)} came from the block whose gateway a pod holds`);
+      assert.deepEqual((await c.addressesOf('old1'))!.map((a) => formatAddr(a.addr)), ['10.10.0.1']);
+      assert.deepEqual((await c.releaseHandle('old0', 'n')).map((r) => formatAddr(r.addr)), ['10.10.0.0']);
+      assert.deepEqual((await ipam(s).releaseAddresses([parseAddr('10.10.0.1')])).map((r) => r.handle), ['old1']);
+      assert.equal(await s.get(handleKey('old1')), undefined);
+      const [after] = await c.assign({ node: 'n', handle: 'ip', ips: [parseAddr('10.10.0.2')] });
+      assert.equal(formatAddr(after!.addr), '10.10.0.2', 'once its gateway is free the block is usable again');
+      assert.deepEqual(await c.check(), { leaks: [], problems: [] });
+    }));
+
     it('deletes a handle when releasing its last address by address', withStore(async (s) => {
       const c = ipam(s);
       await twoPools(c);
@@ -57,14 +83,14 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
 
     it('releases an empty extra block when another block of the node has room, keeps the last one', withStore(async (s) => {
       const c = ipam(s);
-      await c.createPool({ name: 'p', cidr: '10.90.0.0/24', blockSize: 30 });
-      for (let i = 0; i < 5; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } }); // 4 + 1: two blocks
+      await c.createPool({ name: 'p', cidr: '10.90.0.0/24', blockSize: 29 });
+      for (let i = 0; i < 6; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } }); // 5 usable + 1: two blocks
       assert.equal((await s.list(BLOCK_PREFIX)).length, 2);
       await c.releaseHandle('h0', 'n'); // first block now has room
-      await c.releaseHandle('h4', 'n'); // second block empty → released
+      await c.releaseHandle('h5', 'n'); // second block empty → released
       assert.equal((await s.list(BLOCK_PREFIX)).length, 1);
       assert.equal((await s.list(AFFINITY_PREFIX)).length, 1);
-      for (const h of ['h1', 'h2', 'h3']) await c.releaseHandle(h, 'n');
+      for (const h of ['h1', 'h2', 'h3', 'h4']) await c.releaseHandle(h, 'n');
       assert.equal((await s.list(BLOCK_PREFIX)).length, 1, 'the last block stays with its node');
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
     }));

@@ -8,6 +8,7 @@ import type { IpamRequest, NetConf } from '../cni/ipam-backend.js';
 import { openStore } from '../store/index.js';
 import { createClusterBackend } from './cluster-backend.js';
 import { ClusterIpam } from './cluster-ipam.js';
+import { formatAddr, parseCidr, prefixLast, prefixOf } from '../ip/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podipam-cluster-backend-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,14 +44,21 @@ async function cniCode(p: Promise<unknown>): Promise<[number, string]> {
 }
 
 describe('cluster back end (CNI edge)', () => {
-  it('ADD gives one address per family with the pool prefix, routes as configured; ADD again returns the same', async () => {
+  it('ADD gives one address per family with the block prefix and gateway, routes as configured; ADD again returns the same', async () => {
     const c = conf({ datastore: await datastore(), routes: [{ dst: '0.0.0.0/0' }] });
     const b = await createClusterBackend(c);
     const r = await b.add(req(c, 'c1'));
     assert.equal(r.ips.length, 2);
-    assert.match(r.ips[0]!.address, /^10\.50\.\d+\.\d+\/16$/);
-    assert.match(r.ips[1]!.address, /^fd00:50::[0-9a-f:]+\/64$/);
-    assert.equal(r.ips[0]!.gateway, undefined);
+    assert.match(r.ips[0]!.address, /^10\.50\.\d+\.\d+\/26$/);
+    assert.match(r.ips[1]!.address, /^fd00:50::[0-9a-f:]+\/122$/);
+    for (const ip of r.ips) {
+      // The gateway is the block's first usable address; the pod's own address is neither it nor the block's network or broadcast address.
+      const { addr, len } = parseCidr(ip.address);
+      const block = prefixOf(addr, len);
+      assert.equal(ip.gateway, formatAddr({ family: addr.family, value: block.base + 1n }), ip.address);
+      assert.ok(addr.value - block.base >= 2n, `${ip.address} is the block's network address or gateway`);
+      if (addr.family === 4) assert.ok(addr.value < prefixLast(block).value, `${ip.address} is the block's broadcast address`);
+    }
     assert.deepEqual(r.routes, [{ dst: '0.0.0.0/0' }]);
     assert.deepEqual(await b.add(req(c, 'c1')), r);
     assert.notDeepEqual((await b.add(req(c, 'c2'))).ips, r.ips);
@@ -61,12 +69,15 @@ describe('cluster back end (CNI edge)', () => {
     const only4 = conf({ datastore: url, pools: ['v4'] });
     assert.equal((await (await createClusterBackend(only4)).add(req(only4, 'a'))).ips.length, 1);
     const b = await createClusterBackend(conf({ datastore: url }));
-    assert.deepEqual((await b.add(req(conf({ datastore: url }), 'b', { IP: '10.50.9.9', IgnoreUnknown: '1', K8S_POD_NAME: 'x' }))).ips, [{ address: '10.50.9.9/16' }]);
+    assert.deepEqual((await b.add(req(conf({ datastore: url }), 'b', { IP: '10.50.9.9', IgnoreUnknown: '1', K8S_POD_NAME: 'x' }))).ips, [{ address: '10.50.9.9/26', gateway: '10.50.9.1' }]);
     const rc = conf({ datastore: url }, { runtimeConfig: { ips: ['10.50.9.10/24', 'fd00:50::9'] } });
-    assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/16' }, { address: 'fd00:50::9/64' }]);
+    assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/26', gateway: '10.50.9.1' }, { address: 'fd00:50::9/122', gateway: 'fd00:50::1' }]);
     const args = conf({ datastore: url }, { args: { cni: { ips: ['10.50.9.11'] } } });
-    assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/16' }]);
+    assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/26', gateway: '10.50.9.1' }]);
     assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net.b.eth0"']);
+    for (const [ip, role] of [['10.50.9.0', 'the network address'], ['10.50.9.1', 'the gateway'], ['10.50.9.63', 'the broadcast address']]) {
+      assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: ip! }))), [101, `address ${ip} is not available: it is ${role} of block 10.50.9.0/26 (never handed out)`]);
+    }
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: 'nope' }))))[0], 4);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { FOO: '1' }))))[0], 4);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }, { runtimeConfig: { ips: 'x' } }), 'e'))))[0], 7);
@@ -98,7 +109,7 @@ describe('cluster back end (CNI edge)', () => {
     assert.equal((await cniCode(b.status(none)))[0], 50);
     await new ClusterIpam(await openStore(url)).createPool({ name: 'tiny', cidr: '10.60.0.0/30', blockSize: 30 });
     await b.status(none);
-    for (let i = 0; i < 4; i++) await b.add(req(none, `t${i}`));
+    assert.deepEqual((await b.add(req(none, 't0'))).ips, [{ address: '10.60.0.2/30', gateway: '10.60.0.1' }], 'a /30 block has one usable address');
     const [code, msg] = await cniCode(b.add(req(none, 'full')));
     assert.equal(code, 100);
     assert.match(msg, /no free IPv4 address for node "n1" in pools \[tiny\]: requested 1, found 0/);

@@ -6,10 +6,13 @@
  * - ADD: one address per family of the configured pools (or of every enabled pool selecting
  *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
  *   `args.cni.ips`), under the handle `<network>.<containerID>.<ifname>`; all families in one
- *   transaction. A repeated ADD returns what the handle holds. Result addresses carry the
- *   POOL's prefix length (10.244.3.7/16), no gateway: an interface plugin such as `bridge`
- *   sees the whole pool as on-link, and a routed data plane can still install /32 routes.
- *   (Calico answers /32 and /128 because its data plane routes every pod.)
+ *   transaction. A repeated ADD returns what the handle holds. Each result address carries
+ *   its BLOCK's prefix and the block's gateway (`10.244.3.7/26`, gateway `10.244.3.1`): the
+ *   block is a subnet on the node, whose interface plugin puts the gateway on the node side
+ *   (`bridge` with isGateway: on the bridge; `ptp`: on each host-side veth), and the other
+ *   nodes route the block to this node. The block's network, gateway and IPv4 broadcast
+ *   addresses are never handed out (src/alloc/block-addressing.ts). (Calico answers /32 and
+ *   /128 with a link-local gateway because its data plane routes every pod.)
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
  * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
@@ -25,35 +28,43 @@ import { type Addr, formatAddr, parseCidr } from '../ip/index.js';
 import type { ClusterIpam } from './cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from './cni-error-of.js';
+import type { ClusterHost } from './cluster-host.js';
 import { cniHandleId } from './handle-id.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
 
 /** Validates the config (CniError 7) and returns the back end. */
-export async function createClusterBackend(conf: NetConf): Promise<IpamBackend> {
-  return new ClusterBackend(parseClusterConf(conf));
+export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf, env), host);
 }
 
 class ClusterBackend implements IpamBackend {
   readonly #conf: ClusterConf;
+  readonly #host: ClusterHost | undefined;
 
-  constructor(conf: ClusterConf) {
+  constructor(conf: ClusterConf, host?: ClusterHost) {
     this.#conf = conf;
+    this.#host = host;
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
     const ips = requestedAddrs(req.conf, req.cniArgs);
     const c = this.#conf;
-    const got = await this.#run('ADD', (ipam) =>
-      ipam.assign({
-        node: c.nodeName,
-        handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
-        attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
-        ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
-      }),
-    );
-    return { ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}` })), ...(c.routes.length > 0 ? { routes: c.routes } : {}) };
+    const areq = {
+      node: c.nodeName,
+      handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
+      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
+      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+    };
+    const host = this.#host;
+    const got = host
+      ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOf(e, 'ADD')))
+      : await this.#run('ADD', (ipam) => ipam.assign(areq));
+    return {
+      ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) })),
+      ...(c.routes.length > 0 ? { routes: c.routes } : {}),
+    };
   }
 
   async del(req: IpamRequest): Promise<void> {
@@ -94,6 +105,13 @@ class ClusterBackend implements IpamBackend {
   /** Opens the store, takes the node lock and hints, runs `fn`, saves the hints; maps errors to CniError. */
   async #run<T>(verb: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     const c = this.#conf;
+    if (this.#host) {
+      try {
+        return await this.#host.run(c.datastore, c.nodeName, fn);
+      } catch (e) {
+        throw cniErrorOf(e, verb);
+      }
+    }
     const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
       import('../store/open-store.js'),
       import('./cluster-ipam.js'),

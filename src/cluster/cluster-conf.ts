@@ -27,7 +27,7 @@ export interface ClusterConf {
 
 export const DEFAULT_CACHE_DIR = '/run/podipam/cluster';
 
-const KNOWN = ['type', 'datastore', 'nodename', 'pools', 'cachedir', 'routes'];
+const KNOWN = ['type', 'datastore', 'nodename', 'pools', 'cachedir', 'routes', 'agent'];
 
 function bad(field: string, value: unknown, why: string): CniError {
   return new CniError(CniCode.InvalidConfig, `ipam.${field} ${JSON.stringify(value)}: ${why}`);
@@ -37,7 +37,7 @@ function bad(field: string, value: unknown, why: string): CniError {
 export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process.env): ClusterConf {
   const ipam = conf.ipam;
   for (const k of Object.keys(ipam)) {
-    if (!KNOWN.includes(k.toLowerCase())) throw bad(k, ipam[k], `unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes)`);
+    if (!KNOWN.includes(k.toLowerCase())) throw bad(k, ipam[k], `unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent)`);
   }
   const datastore = goField(ipam, 'datastore');
   if (typeof datastore !== 'string') throw bad('datastore', datastore, 'must be a datastore URL string');

@@ -32,15 +32,19 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       assert.equal(formatAddr((await a.assign({ node: 'n1', handle: 'h3', ips: [first!.addr] }))[0]!.addr), formatAddr(first!.addr));
     }));
 
-    it('gives one address per family from node-affine blocks, with the pool prefix length', withStore(async (s) => {
+    it('gives one address per family from node-affine blocks, with the block prefix length and gateway', withStore(async (s) => {
       const c = ipam(s);
       await twoPools(c);
       const got = await c.assign({ node: 'n1', handle: 'net.c1.eth0', auto: 'each-family', attrs: { network: 'net' } });
-      assert.deepEqual(text(got).map((t) => t.split('/')[1]), ['16', '64']);
+      assert.deepEqual(text(got).map((t) => t.split('/')[1]), ['26', '122']);
       assert.equal(got[0]!.addr.family, 4);
       assert.equal(got[1]!.addr.family, 6);
       assert.equal(got[0]!.block.len, 26);
       assert.equal(got[1]!.block.len, 122);
+      for (const a of got) {
+        assert.deepEqual(a.gateway, { family: a.block.family, value: a.block.base + 1n });
+        assert.equal(a.addr.value - a.block.base, 2n, 'a fresh block hands out its ordinal 2 first');
+      }
       const blocks = await s.list(BLOCK_PREFIX);
       assert.equal(blocks.length, 2);
       for (const b of blocks) assert.equal(JSON.parse(b.value).affinity, 'n1');
@@ -118,7 +122,7 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       await c.createPool({ name: 'p', cidr: '10.40.0.0/24', blockSize: 28 });
       const order = [...blockProbeOrder(16n, 'x/p')].map((i) => blockAt(parsePrefix('10.40.0.0/24'), 28, i));
       // Other nodes hold the first five blocks of x's probe order.
-      for (let i = 0; i < 5; i++) await c.assign({ node: `o${i}`, handle: `o${i}`, ips: [{ family: 4, value: order[i]!.base }] });
+      for (let i = 0; i < 5; i++) await c.assign({ node: `o${i}`, handle: `o${i}`, ips: [{ family: 4, value: order[i]!.base + 2n }] });
       const fresh = ipam(s);
       const before = s.roundTrips;
       const [got] = await fresh.assign({ node: 'x', handle: 'hx', auto: { 4: 1 } });
@@ -142,7 +146,10 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
     it('reports an exhausted pool with its data and writes nothing', withStore(async (s) => {
       const c = ipam(s);
       await c.createPool({ name: 'tiny', cidr: '10.40.0.0/28', blockSize: 30 });
-      for (let i = 0; i < 16; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } });
+      // Four /30 blocks, one usable address each (.2 of each block).
+      const got: string[] = [];
+      for (let i = 0; i < 4; i++) got.push(...text(await c.assign({ node: 'n', handle: `h${i}`, auto: { 4: 1 } })));
+      assert.deepEqual(got.sort(), ['10.40.0.10/30', '10.40.0.14/30', '10.40.0.2/30', '10.40.0.6/30']);
       const rev = (await s.txn([], [])).rev;
       await assert.rejects(c.assign({ node: 'n', handle: 'x', auto: { 4: 1 } }), (e: unknown) => {
         assert.ok(e instanceof PoolExhaustedError);
@@ -161,7 +168,7 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       const c = ipam(s);
       await c.createPool({ name: 'v4', cidr: '10.50.0.0/24' });
       await c.createPool({ name: 'v6', cidr: 'fd00:50::/126', blockSize: 126 });
-      for (let i = 0; i < 4; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 6: 1 } });
+      for (let i = 0; i < 2; i++) await c.assign({ node: 'n', handle: `h${i}`, auto: { 6: 1 } }); // ::2 and ::3
       await assert.rejects(c.assign({ node: 'n', handle: 'dual', auto: 'each-family' }), PoolExhaustedError);
       const u = await c.usage();
       assert.equal(u.pools.find((p) => p.name === 'v4')!.allocated, 0);
@@ -170,15 +177,15 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
 
     it('borrows from another node only without strictAffinity, and honours maxBlocksPerHost', withStore(async (s) => {
       const c = ipam(s);
-      await c.createPool({ name: 'p', cidr: '10.60.0.0/29', blockSize: 30 }); // two blocks of 4
+      await c.createPool({ name: 'p', cidr: '10.60.0.0/28', blockSize: 29 }); // two blocks of 5 usable
       await c.updateSettings({ maxBlocksPerHost: 1 });
-      for (let i = 0; i < 4; i++) await c.assign({ node: 'a', handle: `a${i}`, auto: { 4: 1 } });
+      for (let i = 0; i < 5; i++) await c.assign({ node: 'a', handle: `a${i}`, auto: { 4: 1 } });
       await c.assign({ node: 'b', handle: 'b0', auto: { 4: 1 } });
-      const borrowed = await c.assign({ node: 'a', handle: 'a4', auto: { 4: 1 } });
+      const borrowed = await c.assign({ node: 'a', handle: 'a5', auto: { 4: 1 } });
       const bBlock = (await s.list(BLOCK_PREFIX)).map((e) => JSON.parse(e.value)).find((b) => b.affinity === 'b');
       assert.ok(prefixContains(parsePrefix(bBlock.cidr), borrowed[0]!.addr), 'borrowed from b');
       await c.updateSettings({ strictAffinity: true });
-      await assert.rejects(c.assign({ node: 'a', handle: 'a5', auto: { 4: 1 } }), (e: unknown) => {
+      await assert.rejects(c.assign({ node: 'a', handle: 'a6', auto: { 4: 1 } }), (e: unknown) => {
         assert.ok(e instanceof PoolExhaustedError);
         assert.match(e.message, /per-host limit is 1/);
         return true;
@@ -192,7 +199,7 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       await c.createPool({ name: 'off', cidr: '10.11.0.0/16', disabled: true });
       await c.putReservation('gw', ['10.10.5.1', '10.10.6.0/30']);
       const got = await c.assign({ node: 'n', handle: 'h', ips: [parseAddr('10.10.7.7'), parseAddr('fd00:10::7')] });
-      assert.deepEqual(text(got), ['10.10.7.7/16', 'fd00:10::7/64']);
+      assert.deepEqual(text(got), ['10.10.7.7/26', 'fd00:10::7/122']);
       assert.deepEqual(text(await c.assign({ node: 'n', handle: 'h', ips: [parseAddr('10.10.7.7'), parseAddr('fd00:10::7')] })), text(got));
       const reason = (ip: string, handle = 'other', node = 'n') =>
         c.assign({ node, handle, ips: [parseAddr(ip)] }).then(
@@ -204,6 +211,10 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       assert.equal(await reason('10.10.6.2'), 'reserved');
       assert.equal(await reason('10.12.0.1'), 'no-pool');
       assert.equal(await reason('10.11.0.1'), 'pool-disabled');
+      for (const ip of ['10.10.7.0', '10.10.7.1', '10.10.7.63', 'fd00:10::', 'fd00:10::1']) assert.equal(await reason(ip), 'unusable', ip);
+      assert.equal(await reason('fd00:10::3f', 'v6-last'), 'ok', 'IPv6 has no broadcast address');
+      // Adopting (import host-local) records an address a pod already uses, whatever it is in its block.
+      assert.deepEqual(text(await c.assign({ node: 'n', handle: 'imported', ips: [parseAddr('10.10.7.63')], adopt: true })), ['10.10.7.63/26']);
       await c.updateSettings({ strictAffinity: true });
       assert.equal(await reason('10.10.7.8', 'o2', 'm'), 'foreign-block');
       assert.equal(await s.get(handleKey('other')), undefined);

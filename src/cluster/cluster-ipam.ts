@@ -15,6 +15,7 @@
 import type { Addr } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
+import type { BatchOutcome } from './assign-group.js';
 import type { CheckReport } from './check.js';
 import type { GcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
@@ -59,6 +60,12 @@ export class ClusterIpam {
   /** See assign.ts: auto-assign N v4 + M v6 and/or specific addresses to a handle, all or nothing. */
   assign(req: AssignRequest): Promise<Assignment[]> {
     return assignAddresses(this.#ctx, req);
+  }
+
+  /** See assign-group.ts: several assignments of one node in one transaction; outcomes in order. */
+  async assignMany(node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
+    const { assignGroup } = await import('./assign-group.js');
+    return assignGroup(this.#ctx, node, reqs);
   }
 
   /** See release.ts: free everything a handle holds; idempotent. `node`: the node releasing (hints, empty-block policy). */

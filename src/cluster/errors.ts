@@ -51,12 +51,15 @@ export class NoPoolError extends Error {
   }
 }
 
-/** A specific address cannot be given out (CNI code 101): taken, reserved, outside every pool, or affine elsewhere. */
+/**
+ * A specific address cannot be given out (CNI code 101): taken, reserved, outside every pool,
+ * affine elsewhere, or not usable (its block's network, gateway or broadcast address).
+ */
 export class AddressUnavailableError extends Error {
   override readonly name = 'AddressUnavailableError';
   constructor(
     readonly address: string,
-    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block',
+    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable',
     readonly detail: string,
   ) {
     super(`address ${address} is not available: ${detail}`);

@@ -3,6 +3,7 @@
  * in one atomic batched read, repeated (bounded) until the handle did not change in between.
  */
 import { addrOfOrdinal, ordinalsOf } from '../alloc/block.js';
+import { blockGateway } from '../alloc/block-addressing.js';
 import { prefixContainsPrefix, parsePrefix } from '../ip/index.js';
 import { decodeBlock } from './block-record.js';
 import { ContentionError } from './errors.js';
@@ -34,7 +35,7 @@ export async function addressesOfHandle(ctx: IpamContext, handle: string): Promi
       const b = decodeBlock(e);
       const pool = pools.find((p) => prefixContainsPrefix(p.cidr, b.cidr));
       for (const o of ordinalsOf(b, handle)) {
-        out.push({ addr: addrOfOrdinal(b.cidr, o), pool: pool?.name ?? '', prefixLen: pool?.cidr.len ?? b.cidr.len, block: b.cidr });
+        out.push({ addr: addrOfOrdinal(b.cidr, o), pool: pool?.name ?? '', prefixLen: b.cidr.len, gateway: blockGateway(b.cidr), block: b.cidr });
       }
     }
     return out.sort((a, b) => a.addr.family - b.addr.family || (a.addr.value < b.addr.value ? -1 : 1));

@@ -19,6 +19,7 @@ import {
   ordinalOf,
   ordinalsOf,
 } from '../alloc/block.js';
+import { blockGateway, excludedRole } from '../alloc/block-addressing.js';
 import { reservedOrdinals } from '../alloc/block-layout.js';
 import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../ip/index.js';
 import type { Compare, Op } from '../store/index.js';
@@ -144,7 +145,7 @@ class Planner {
 
   #assignment(addr: Addr, block: Prefix): Assignment {
     const pool = this.#in.snap.pools.find((p) => prefixContainsPrefix(p.cidr, block));
-    return { addr, pool: pool?.name ?? '', prefixLen: pool?.cidr.len ?? block.len, block };
+    return { addr, pool: pool?.name ?? '', prefixLen: block.len, gateway: blockGateway(block), block };
   }
 
   /** Addresses the handle already holds (a repeated ADD returns them). */
@@ -177,6 +178,8 @@ class Planner {
       if (!poolUsable(pool)) throw new AddressUnavailableError(text, 'pool-disabled', `pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
       if (snap.reserved.contains(ip)) throw new AddressUnavailableError(text, 'reserved', 'it is reserved');
       const cidr = prefixOf(ip, pool.blockSize);
+      const role = excludedRole(cidr, ordinalOf(cidr, ip));
+      if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
       const key = blockKey(cidr);
       if (this.#state(key) === undefined) missing.push(key);
       targets.push({ ip, cidr, key });
@@ -195,7 +198,7 @@ class Planner {
         throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`);
       }
       if (holder === req.handle) continue;
-      this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle), claimed, [o]);
+      this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
     }
   }
 

@@ -2,7 +2,7 @@
  * IP pools (`pools/<name>`): a CIDR cut into blocks of `blockSize`, offered to the nodes its
  * nodeSelector matches unless disabled. CIDR and block size are fixed at creation.
  */
-import { DEFAULT_BLOCK_SIZE, checkBlockSize } from '../alloc/block-layout.js';
+import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
 import { CorruptRecordError } from './errors.js';
@@ -38,10 +38,24 @@ export interface PoolSpec {
 
 const LINK_LOCAL = [parsePrefix('169.254.0.0/16'), parsePrefix('fe80::/10')];
 
+/** Space that is never a pod's unicast address, by what it is. */
+const NOT_UNICAST: readonly (readonly [Prefix, string])[] = [
+  [parsePrefix('0.0.0.0/8'), 'the unspecified ("this network") range'],
+  [parsePrefix('127.0.0.0/8'), 'loopback'],
+  [parsePrefix('224.0.0.0/4'), 'multicast'],
+  [parsePrefix('::/128'), 'the unspecified address'],
+  [parsePrefix('::1/128'), 'loopback'],
+  [parsePrefix('ff00::/8'), 'multicast'],
+  // Written as a value: the parser reads "::ffff:0:0/96" as IPv4 0.0.0.0/0, as Go does.
+  [{ family: 6, base: 0xffffn << 32n, len: 96 }, 'IPv4-mapped'],
+];
+
 /**
- * Validates a spec into a Pool: name a resource name, CIDR canonical (no host bits) and not
- * overlapping link-local space, block size allowed for the family (default /26 or /122) with
- * at least one block in the pool, selector well-formed. TypeError/RangeError naming the field.
+ * Validates a spec into a Pool: name a resource name, CIDR canonical (no host bits), written
+ * in its own family, and not overlapping link-local, loopback, multicast, unspecified or
+ * IPv4-mapped space, block size allowed for the family (default /26 or /122; at most /30 or
+ * /126, so a block keeps a usable address) with at least one block in the pool, selector
+ * well-formed. TypeError/RangeError naming the field.
  */
 export function validatePoolSpec(spec: PoolSpec): Pool {
   checkResourceName('pool name', spec.name);
@@ -51,8 +65,18 @@ export function validatePoolSpec(spec: PoolSpec): Pool {
   } catch (e) {
     throw new TypeError(`invalid pool cidr ${JSON.stringify(spec.cidr)}: ${e instanceof Error ? e.message : String(e)}`);
   }
+  // The parser reads an IPv4-mapped address as IPv4 (::ffff:10.0.0.0/104 is 10.0.0.0/8): a
+  // pool is refused rather than silently changing family.
+  if (cidr.family === 4 && spec.cidr.includes(':')) {
+    throw new RangeError(`invalid pool cidr "${spec.cidr}": an IPv4-mapped IPv6 CIDR is not a pool; for IPv4 write ${formatPrefix(cidr)}`);
+  }
   const ll = LINK_LOCAL.find((p) => prefixOverlaps(p, cidr));
   if (ll) throw new RangeError(`invalid pool cidr "${spec.cidr}": it overlaps link-local ${formatPrefix(ll)}`);
+  const special = NOT_UNICAST.find(([p]) => prefixOverlaps(p, cidr));
+  if (special) {
+    const where = special[1] === 'IPv4-mapped' ? '::ffff:0:0/96' : formatPrefix(special[0]);
+    throw new RangeError(`invalid pool cidr "${spec.cidr}": it overlaps ${special[1]} ${where}; pod addresses must be unicast`);
+  }
   const blockSize = spec.blockSize ?? DEFAULT_BLOCK_SIZE[cidr.family];
   checkBlockSize(cidr, blockSize);
   const nodeSelector = parseNodeSelector(spec.nodeSelector ?? 'all()');
@@ -84,7 +108,7 @@ export function decodePool(entry: Entry): Pool {
   const o = parseRecord(entry);
   const cidr = orCorrupt(entry.key, () => parsePrefix(str(entry.key, o, 'cidr')));
   const blockSize = int(entry.key, o, 'blockSize', 0, 128);
-  orCorrupt(entry.key, () => checkBlockSize(cidr, blockSize));
+  orCorrupt(entry.key, () => checkStoredBlockSize(cidr, blockSize));
   const nodeSelector = orCorrupt(entry.key, () => parseNodeSelector(str(entry.key, o, 'nodeSelector')));
   return {
     name: entry.key.slice(POOL_PREFIX.length),

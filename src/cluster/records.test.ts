@@ -19,7 +19,7 @@ describe('block records', () => {
   it('round-trip, listing only allocated ordinals', () => {
     const b = allocateOrdinals(newBlock(cidr, 'n1'), 2, 'h').block;
     const text = encodeBlock(b);
-    assert.equal(text, '{"cidr":"10.0.0.64/26","affinity":"n1","next":2,"allocations":{"0":"h","1":"h"}}');
+    assert.equal(text, '{"cidr":"10.0.0.64/26","affinity":"n1","next":4,"allocations":{"2":"h","3":"h"}}');
     assert.deepEqual(decodeBlock(entry(blockKey(cidr), text)), b);
     const orphan = { ...newBlock(cidr, null) };
     assert.deepEqual(decodeBlock(entry(blockKey(cidr), encodeBlock(orphan))), orphan);

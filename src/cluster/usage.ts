@@ -1,9 +1,13 @@
 /**
  * Utilisation per pool and per block (`podipam ipam show`), read from one list of pools and
- * one list of blocks (not atomic together; exact on a quiet datastore).
+ * one list of blocks (not atomic together; exact on a quiet datastore). Capacity counts the
+ * addresses that can be handed out — each block's network, gateway and (IPv4) broadcast
+ * addresses excluded (src/alloc/block-addressing.ts) — so a full pool shows 100%.
  */
-import { allocatedCount, blockCapacity } from '../alloc/block.js';
-import { formatPrefix, prefixContainsPrefix, prefixSize } from '../ip/index.js';
+import { allocatedCount } from '../alloc/block.js';
+import { usableCount } from '../alloc/block-addressing.js';
+import { poolUsableCount } from '../alloc/block-layout.js';
+import { formatPrefix, prefixContainsPrefix } from '../ip/index.js';
 import { decodeBlock } from './block-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { BLOCK_PREFIX } from './keys.js';
@@ -17,7 +21,7 @@ export interface PoolUsage {
   readonly nodeSelector: string;
   readonly disabled: boolean;
   readonly deleting: boolean;
-  /** Addresses in the pool (can exceed 2^53 for IPv6). */
+  /** Addresses the pool can hand out: blocks × usable addresses per block (can exceed 2^53 for IPv6). */
   readonly capacity: bigint;
   readonly allocated: number;
   /** Blocks claimed in the pool. */
@@ -30,7 +34,9 @@ export interface BlockUsage {
   readonly pool: string;
   /** The node the block is affine to, or null. */
   readonly node: string | null;
+  /** Addresses the block can hand out (network, gateway and IPv4 broadcast excluded). */
   readonly capacity: number;
+  /** Addresses held (an address at an excluded ordinal, written by an older version, counts too). */
   readonly allocated: number;
 }
 
@@ -47,14 +53,14 @@ export async function ipamUsage(ctx: IpamContext): Promise<IpamUsage> {
     cidr: formatPrefix(b.cidr),
     pool: pools.find((p) => prefixContainsPrefix(p.cidr, b.cidr))?.name ?? '',
     node: b.affinity,
-    capacity: blockCapacity(b.cidr),
+    capacity: Number(usableCount(b.cidr)),
     allocated: allocatedCount(b),
   }));
   const poolRows = pools.map((p) => {
     const mine = blockRows.filter((b) => b.pool === p.name);
     return {
       ...poolText(p),
-      capacity: prefixSize(p.cidr),
+      capacity: poolUsableCount(p.cidr, p.blockSize),
       allocated: mine.reduce((n, b) => n + b.allocated, 0),
       blocks: mine.length,
     };

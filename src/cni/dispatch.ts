@@ -4,15 +4,16 @@
  * from what the back end does: `run-plugin.ts` reads stdin and prints.
  */
 import { CniCode, CniError } from './errors.js';
-import type { IpamRequest } from './ipam-backend.js';
+import type { BackendHost, IpamRequest } from './ipam-backend.js';
 import { readCmdEnv, validateContainerId, validateInterfaceName } from './skel-env.js';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from './version.js';
 
 /**
  * Executes one verb; returns what goes to stdout (empty for DEL/CHECK/GC/STATUS). Throws
- * CniError (or anything, converted by `toCniError`). Exported for tests.
+ * CniError (or anything, converted by `toCniError`). `host`: long-lived services when the
+ * node agent runs the call (see BackendHost).
  */
-export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string): Promise<string> {
+export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost): Promise<string> {
   const cmd = readCmdEnv(env);
   if (cmd.command === 'VERSION') return versionAnswer();
   // Everything else needs these; loading them together lets the module loader overlap the reads.
@@ -41,7 +42,7 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string): Pro
     );
   }
   const conf = toNetConf(raw, version);
-  const backend = await selectBackend(conf);
+  const backend = await selectBackend(conf, env, host);
   if (verb === 'GC') {
     const { validAttachments } = await import('./gc-attachments.js');
     await backend.gc(conf, validAttachments(raw));

@@ -74,3 +74,13 @@ export interface IpamBackend {
   /** Throw CniError 50/51 when ADD cannot be served now. */
   status(conf: NetConf): Promise<void>;
 }
+
+/**
+ * Long-lived services a hosting process (the node agent, src/agent) lends the back ends so a
+ * call costs no store opening and no hint-file reading. Absent in the per-pod plugin, where
+ * each back end opens what it needs and closes it at the end of the call.
+ */
+export interface BackendHost {
+  /** The cluster back end's services (see src/cluster/cluster-host.ts). */
+  readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
+}

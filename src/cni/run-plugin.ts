@@ -13,21 +13,45 @@ export async function runPlugin(): Promise<number> {
   // process.getBuiltinModule (Node >= 20.16) skips the facade an ESM import of node:fs builds,
   // which loads the whole streams stack (~2.5 ms).
   const fs: Fs = process.getBuiltinModule?.('node:fs') ?? (await import('node:fs'));
-  if (process.env.CNI_COMMAND === 'VERSION') {
+  const env = process.env;
+  if (env.CNI_COMMAND === 'VERSION') {
     write(fs, versionAnswer());
     return 0;
   }
-  try {
-    const { dispatch } = await import('./dispatch.js');
-    const out = await dispatch(process.env, () => readStdin(fs));
-    if (out) write(fs, out);
-    return 0;
-  } catch (e) {
-    const answer = await errorJson(e);
-    write(fs, answer);
-    await logFailure(fs, answer);
-    return 1;
+  let text: string | undefined;
+  let failure: unknown;
+  const stdin = (): string => {
+    if (failure !== undefined) throw failure;
+    try {
+      return (text ??= readStdin(fs));
+    } catch (e) {
+      throw (failure = e);
+    }
+  };
+  // A config naming an agent is served by that agent, as the native shim does (unless the shim
+  // already found no agent and ran us as its standalone fallback).
+  if (env.PODIPAM_SHIM_FALLBACK !== '1') {
+    let input: string | undefined;
+    try {
+      input = stdin();
+    } catch {
+      // reported by dispatch, in the order the Go skel checks things
+    }
+    if (input !== undefined && /agent/i.test(input)) {
+      const { forwardConfiguredCall } = await import('../agent/forward-call.js');
+      const answer = await forwardConfiguredCall(env, input);
+      if (answer) {
+        write(fs, answer.out);
+        if (answer.status !== 0) await logFailure(fs, answer.out);
+        return answer.status;
+      }
+    }
   }
+  const { pluginCall } = await import('./plugin-call.js');
+  const answer = await pluginCall(env, stdin);
+  if (answer.out) write(fs, answer.out);
+  if (answer.status !== 0) await logFailure(fs, answer.out);
+  return answer.status;
 }
 
 /** Appends the error answered to the CNI failure log (src/cni/failure-log.ts); never throws. */
@@ -39,16 +63,6 @@ async function logFailure(fs: Fs, answer: string): Promise<void> {
     appendFailure(fs, env, { command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifname: env.CNI_IFNAME, netns: env.CNI_NETNS, code: err.code, msg: err.msg, details: err.details });
   } catch {
     // the answer on stdout is what counts
-  }
-}
-
-/** The error JSON for anything thrown (Go's indented format); a fallback if even that fails. */
-async function errorJson(e: unknown): Promise<string> {
-  try {
-    const [{ toCniError }, { goMarshalIndent }] = await Promise.all([import('./dispatch.js'), import('./go-json.js')]);
-    return goMarshalIndent(toCniError(e).toJSON() as Record<string, string | number>);
-  } catch {
-    return JSON.stringify({ code: 999, msg: e instanceof Error ? e.message : String(e) }, null, 4);
   }
 }
 

@@ -1,24 +1,32 @@
 import { CniCode, CniError } from './errors.js';
-import type { IpamBackend, NetConf } from './ipam-backend.js';
+import type { BackendHost, IpamBackend, NetConf } from './ipam-backend.js';
 import { goField } from './go-decode.js';
 
 /**
  * Picks the allocation back end from the `ipam` section, importing only that one:
- * - `agent` set → the node agent (a later issue; code 7 for now);
+ * - `agent` set: the node agent serves the call (run-plugin.ts forwards it before dispatch);
+ *   inside the agent, or when the agent cannot be reached, the other keys pick the back end as
+ *   below — a config with only `agent` (the warm pool, a later issue) is code 7 there;
  * - `datastore` set and neither `ranges` nor a top-level `subnet` → the cluster (block) back end;
  * - otherwise → `local`, the host-local compatible back end (which may still read the
  *   datastore for `"subnet": "usePodCidr"`).
  */
-export async function selectBackend(conf: NetConf): Promise<IpamBackend> {
+export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost): Promise<IpamBackend> {
   const ipam = conf.ipam;
   const agent = goField(ipam, 'agent');
-  if (agent !== undefined) {
-    throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: the agent back end is not supported yet`);
-  }
   const hasRanges = goField(ipam, 'ranges') !== undefined || goField(ipam, 'subnet') !== undefined;
-  if (goField(ipam, 'datastore') !== undefined && !hasRanges) {
+  const hasDatastore = goField(ipam, 'datastore') !== undefined;
+  if (agent !== undefined) {
+    if (typeof agent !== 'string' || !agent.startsWith('/')) {
+      throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: must be the absolute path of the agent's unix socket`);
+    }
+    if (!hasRanges && !hasDatastore) {
+      throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: the agent's warm pool back end is not supported yet; give "ranges" (local) or "datastore" (cluster) as well`);
+    }
+  }
+  if (hasDatastore && !hasRanges) {
     const { createClusterBackend } = await import('../cluster/cluster-backend.js');
-    return createClusterBackend(conf);
+    return createClusterBackend(conf, env, host?.cluster);
   }
   const { createLocalBackend } = await import('../local/local-backend.js');
   return createLocalBackend();

@@ -1,16 +1,22 @@
 /**
  * Bearer-token access to the API. Two tokens: a read-only one for GETs and an admin one for
- * everything (the admin token also reads). On a loopback address with no tokens configured
- * everything is open; any other listen address refuses to start without both tokens, because
- * an open mutating API on a network is a way to steal every pod's address.
+ * everything (the admin token also reads). On a loopback address with no tokens configured,
+ * reads are open and mutating calls need the per-install token (see install-token.ts); any
+ * other listen address refuses to start without both tokens, because an open mutating API on
+ * a network is a way to steal every pod's address.
  */
-import { readFileSync } from 'node:fs';
 import { timingSafeEqual } from 'node:crypto';
 import { HttpError } from './http-error.js';
+import { readSecretFile } from './secret-file.js';
 
 export interface Tokens {
   readonly read?: string;
   readonly admin?: string;
+  /**
+   * Loopback without read/admin tokens: the per-install token. It grants admin; a caller
+   * without a bearer token may read. Ignored when `read` or `admin` is set.
+   */
+  readonly install?: string;
 }
 
 export type Role = 'none' | 'read' | 'admin';
@@ -29,17 +35,13 @@ export function loadTokens(tokenFile: string | undefined, env: NodeJS.ProcessEnv
   let read: string | undefined;
   let admin: string | undefined;
   if (tokenFile !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(tokenFile, 'utf8');
-    } catch (e) {
-      throw new Error(`cannot read --token-file ${tokenFile}: ${(e as Error).message}`);
-    }
+    const text = readSecretFile('--token-file', tokenFile);
     text.split(/\r?\n/).forEach((raw, i) => {
       const line = raw.trim();
       if (line === '' || line.startsWith('#')) return;
       const m = /^(read|admin)\s*=\s*(\S+)$/.exec(line);
-      if (!m) throw new Error(`--token-file ${tokenFile} line ${i + 1}: expected "read=TOKEN" or "admin=TOKEN": got ${JSON.stringify(line)}`);
+      // The line is not shown: it may be a token with a typo in its key.
+      if (!m) throw new Error(`--token-file ${tokenFile} line ${i + 1}: expected "read=TOKEN" or "admin=TOKEN" (the line, ${line.length} characters, is not shown as it may hold a secret)`);
       if (m[1] === 'read') read = m[2];
       else admin = m[2];
     });
@@ -69,10 +71,17 @@ export function authRequired(tokens: Tokens): boolean {
   return tokens.read !== undefined || tokens.admin !== undefined;
 }
 
-/** The role an `Authorization` header grants. With no tokens configured every caller is admin. */
+/**
+ * The role an `Authorization` header grants. With only the install token, no header reads and
+ * the install token is admin; with no tokens at all (a library caller) every caller is admin.
+ */
 export function roleOf(authorization: string | undefined, tokens: Tokens): Role {
-  if (!authRequired(tokens)) return 'admin';
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!authRequired(tokens)) {
+    if (tokens.install === undefined) return 'admin';
+    if (authorization === undefined || authorization === '') return 'read';
+    return m && same(m[1] as string, tokens.install) ? 'admin' : 'none';
+  }
   if (!m) return 'none';
   const given = m[1] as string;
   if (tokens.admin !== undefined && same(given, tokens.admin)) return 'admin';
@@ -81,9 +90,14 @@ export function roleOf(authorization: string | undefined, tokens: Tokens): Role 
 }
 
 /** Throws 401/403 unless `role` may make a call that `mutates` (or only reads). */
-export function authorize(role: Role, mutates: boolean): void {
+export function authorize(role: Role, mutates: boolean, tokens: Tokens = {}): void {
   if (role === 'none') throw new HttpError(401, 'unauthorized', 'missing or unknown bearer token: send "Authorization: Bearer TOKEN"');
-  if (mutates && role !== 'admin') throw new HttpError(403, 'forbidden', 'this call changes the datastore and needs the admin token; the read-only token was given');
+  if (mutates && role !== 'admin') {
+    if (!authRequired(tokens) && tokens.install !== undefined) {
+      throw new HttpError(401, 'unauthorized', 'this call changes the datastore and needs the install token: send "Authorization: Bearer TOKEN" with the token printed by podipam serve (in its data directory, file serve.token)');
+    }
+    throw new HttpError(403, 'forbidden', 'this call changes the datastore and needs the admin token; the read-only token was given');
+  }
 }
 
 function same(a: string, b: string): boolean {

@@ -28,7 +28,7 @@ export function clusterOps(store: Store): ClusterOps {
         ...(input.ips ? { ips: input.ips.map((ip) => parseAddr(ip)) } : { auto: 'each-family' as const }),
         ...(input.pools ? { pools: input.pools } : {}),
       });
-      return got.map((a) => ({ ip: formatAddr(a.addr), family: a.addr.family, block: formatPrefix(a.block), pool: a.pool, prefixLen: a.prefixLen }));
+      return got.map((a) => ({ ip: formatAddr(a.addr), family: a.addr.family, block: formatPrefix(a.block), pool: a.pool, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway) }));
     },
     async releaseHandle(handle: string, node?: string): Promise<string[]> {
       return (await ipam.releaseHandle(handle, node)).map((r) => formatAddr(r.addr));

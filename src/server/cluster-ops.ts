@@ -32,8 +32,10 @@ export interface AllocatedAddress {
   readonly family: 4 | 6;
   readonly block: string;
   readonly pool: string;
-  /** The pool's prefix length, as in the CNI result ("10.244.3.7/16"). */
+  /** The block's prefix length, as in the CNI result ("10.244.3.7/26"). */
   readonly prefixLen: number;
+  /** The block's gateway, as in the CNI result ("10.244.3.1"); never handed out. */
+  readonly gateway: string;
 }
 
 

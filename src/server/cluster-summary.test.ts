@@ -21,10 +21,12 @@ test('summary: per-pool, per-block and per-node counts from one pass', async () 
   const { store } = await seeded();
   const s = await summarize(store);
   const v4 = s.pools.find((p) => p.name === 'v4')!;
-  assert.deepEqual([v4.capacity, v4.allocated, v4.blocks, v4.blockSlots, v4.blockCapacity], [256, 23, 3, 16, 16]);
+  // Capacity counts usable addresses: a /28 block hands out 13 (network, gateway, broadcast excluded), a /124 block 14.
+  assert.deepEqual([v4.capacity, v4.allocated, v4.blocks, v4.blockSlots, v4.blockCapacity], [16n * 13n, 23, 3, 16n, 13]);
   const v6 = s.pools.find((p) => p.name === 'v6')!;
-  assert.deepEqual([v6.allocated, v6.blocks], [20, 2]);
-  assert.deepEqual(s.totals, { pools: 2, nodes: 2, blocks: 5, allocated: 43, capacity: 512 });
+  assert.deepEqual([v6.capacity, v6.allocated, v6.blocks, v6.blockCapacity], [16n * 14n, 20, 2, 14]);
+  assert.deepEqual(s.totals, { pools: 2, nodes: 2, blocks: 5, allocated: 43, capacity: 16n * 13n + 16n * 14n });
+  assert.deepEqual(s.blocks.map((b) => b.capacity), [13, 13, 13, 14, 14]);
   assert.deepEqual(
     s.nodes.map((n) => [n.name, n.registered, n.blocks, n.allocated]),
     [

@@ -6,12 +6,13 @@
  * a few thousand block records; `SummaryCache` shares one pass between every caller for
  * `ttlMs`, so many open dashboards and a Prometheus scrape cost one read.
  */
-import { blockCount } from '../alloc/block-layout.js';
+import { usableCount } from '../alloc/block-addressing.js';
+import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
 import { BLOCK_PREFIX, POOL_PREFIX, parseBlockKey } from '../cluster/keys.js';
 import { decodePool, type Pool } from '../cluster/pool-record.js';
 import { listAll } from '../controller/list-all.js';
 import { decodeNodeRecord, NODE_PREFIX } from '../controller/node-record.js';
-import { type Prefix, familyBits, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
+import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 
 export interface PoolSummary {
@@ -22,14 +23,14 @@ export interface PoolSummary {
   readonly nodeSelector: string;
   readonly disabled: boolean;
   readonly deleting: boolean;
-  /** Addresses in the pool (a float beyond 2^53 for big IPv6 pools). */
-  readonly capacity: number;
+  /** Addresses the pool can hand out, exact: blocks × usable addresses per block (JSON: a number up to 2^53 − 1, a decimal string beyond). */
+  readonly capacity: bigint;
   readonly allocated: number;
   /** Blocks claimed. */
   readonly blocks: number;
-  /** Blocks the pool can be cut into (a float beyond 2^53). */
-  readonly blockSlots: number;
-  /** Addresses per block. */
+  /** Blocks the pool can be cut into, exact (JSON as `capacity`). */
+  readonly blockSlots: bigint;
+  /** Usable addresses per block (network, gateway and IPv4 broadcast excluded). */
   readonly blockCapacity: number;
 }
 
@@ -38,6 +39,7 @@ export interface BlockSummary {
   readonly prefix: Prefix;
   readonly node: string | null;
   readonly allocated: number;
+  /** Usable addresses in the block. */
   readonly capacity: number;
   /** The pool holding the block, or null for a block no pool covers (its pool was deleted). */
   readonly pool: string | null;
@@ -62,7 +64,7 @@ export interface ClusterSummary {
   /** Every block, in address order within each family (v4 first). */
   readonly blocks: readonly BlockSummary[];
   readonly nodes: readonly NodeSummary[];
-  readonly totals: { readonly pools: number; readonly nodes: number; readonly blocks: number; readonly allocated: number; readonly capacity: number };
+  readonly totals: { readonly pools: number; readonly nodes: number; readonly blocks: number; readonly allocated: number; readonly capacity: bigint };
 }
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
@@ -96,7 +98,7 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       c.allocated += allocated;
       c.blocks += 1;
     }
-    const capacity = 2 ** (familyBits(prefix.family) - prefix.len);
+    const capacity = Number(usableCount(prefix));
     blocks.push({ cidr: formatPrefix(prefix), prefix, node, allocated, capacity, pool: pool?.name ?? null });
   }
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
@@ -123,7 +125,6 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
 
   const poolSummaries: PoolSummary[] = pools.map((p) => {
     const c = perPool.get(p.name) as { allocated: number; blocks: number };
-    const bits = familyBits(p.cidr.family);
     return {
       name: p.name,
       cidr: formatPrefix(p.cidr),
@@ -132,11 +133,11 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       nodeSelector: p.nodeSelector.text,
       disabled: p.disabled,
       deleting: p.deleting,
-      capacity: 2 ** (bits - p.cidr.len),
+      capacity: poolUsableCount(p.cidr, p.blockSize),
       allocated: c.allocated,
       blocks: c.blocks,
-      blockSlots: Number(blockCount(p.cidr, p.blockSize)),
-      blockCapacity: 2 ** (bits - p.blockSize),
+      blockSlots: blockCount(p.cidr, p.blockSize),
+      blockCapacity: Number(usableCount(blockAt(p.cidr, p.blockSize, 0n))),
     };
   });
   const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n }));
@@ -150,7 +151,7 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       nodes: nodeSummaries.length,
       blocks: blocks.length,
       allocated: poolSummaries.reduce((s, p) => s + p.allocated, 0),
-      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0),
+      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0n),
     },
   };
 }

@@ -1,6 +1,8 @@
 /**
  * The network config `podipam serve` prints for a node: a bridge conflist whose IPAM is
- * podipam in cluster mode on the server's datastore — ready for /etc/cni/net.d.
+ * podipam in cluster mode on the server's datastore — ready for /etc/cni/net.d. Each pod's
+ * address comes with its block's prefix and gateway; `isDefaultGateway` puts the gateway on
+ * the bridge and routes the pod's traffic through it (to other blocks, other nodes).
  */
 export interface CniConfigInput {
   readonly datastore: string;
@@ -18,6 +20,7 @@ export function cniConflist(i: CniConfigInput): string {
         type: 'bridge',
         bridge: 'cni0',
         isGateway: true,
+        isDefaultGateway: true,
         ipMasq: true,
         ipam: {
           type: 'podipam',

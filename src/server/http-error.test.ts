@@ -27,3 +27,41 @@ test('http errors: the JSON body carries code, message and field', () => {
   assert.deepEqual(badField('cidr', 'bad').toJSON(), { error: { code: 'invalid_field', message: 'bad', field: 'cidr' } });
   assert.deepEqual(new HttpError(404, 'not_found', 'x').toJSON(), { error: { code: 'not_found', message: 'x' } });
 });
+
+test('http errors: errors the engine raises are our failures (500 with the cause), not the client\'s', () => {
+  const engine: Error[] = [];
+  try {
+    (undefined as unknown as { x: number }).x;
+  } catch (e) {
+    engine.push(e as Error);
+  }
+  try {
+    const f = (): number => f() + 1;
+    f();
+  } catch (e) {
+    engine.push(e as Error);
+  }
+  try {
+    (3 as unknown as () => void)();
+  } catch (e) {
+    engine.push(e as Error);
+  }
+  try {
+    JSON.stringify({ a: 1n });
+  } catch (e) {
+    engine.push(e as Error);
+  }
+  assert.equal(engine.length, 4);
+  for (const e of engine) {
+    const h = toHttpError(e);
+    assert.equal(h.status, 500, e.message);
+    assert.equal(h.code, 'internal');
+    assert.equal(h.cause, e);
+  }
+  // Ours stay 400 with our message.
+  for (const e of [new TypeError('invalid pool cidr "x": bad address'), new RangeError('10.0.0.1 is not in 10.1.0.0/16')]) {
+    const h = toHttpError(e);
+    assert.equal(h.status, 400, e.message);
+    assert.equal(h.message, e.message);
+  }
+});

@@ -3,6 +3,8 @@
  * status code. Handlers throw; the server calls `toHttpError` and writes
  * `{"error": {"code", "message", "field"?}}`.
  */
+import { isEngineError } from '../util/engine-error.js';
+
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   constructor(
@@ -57,25 +59,33 @@ const BY_NAME: Readonly<Record<string, readonly [number, string]>> = {
 };
 
 /**
- * Maps anything a handler threw to an HttpError. Unknown errors are 500 with their message
- * (the API is an operator's tool; hiding the reason helps nobody), never a stack trace.
+ * Maps anything a handler threw to an HttpError. Client mistakes are 4xx with our message;
+ * everything else is a failure of ours: 5xx, with the original error as `cause` so the server
+ * logs its stack, never a stack trace to the client.
  */
 export function toHttpError(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
   if (e instanceof Error) {
     const hit = BY_NAME[e.name] ?? BY_NAME[e.constructor.name];
-    if (hit) return new HttpError(hit[0], hit[1], e.message, fieldOf(e));
+    if (hit) return withCause(new HttpError(hit[0], hit[1], e.message, fieldOf(e)), e);
     // Services reject bad arguments with the built-in classes (see STYLE.md); by the time a
-    // request reaches them its shape is validated, so what is left is a bad value.
+    // request reaches them its shape is validated, so what is left is a bad value — unless
+    // the engine raised it, which is a bug of ours.
+    if (isEngineError(e)) return withCause(new HttpError(500, 'internal', `internal error (logged by the server): ${e.message}`), e);
     if (e instanceof TypeError || e instanceof RangeError) return new HttpError(400, 'invalid', e.message, fieldOf(e));
     // CniError from the cluster back end: code 11 = try again later.
     const cniCode = (e as { code?: unknown }).code;
     if (e.name === 'CniError' && typeof cniCode === 'number') {
       return cniCode === 11 ? new HttpError(503, 'try_again', e.message) : new HttpError(409, `cni_${cniCode}`, e.message);
     }
-    return new HttpError(500, 'internal', e.message);
+    return withCause(new HttpError(500, 'internal', e.message), e);
   }
   return new HttpError(500, 'internal', String(e));
+}
+
+function withCause(h: HttpError, cause: Error): HttpError {
+  if (h.status >= 500) h.cause = cause;
+  return h;
 }
 
 function fieldOf(e: Error): string | undefined {

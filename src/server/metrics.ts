@@ -9,7 +9,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export interface PoolFigures {
   readonly name: string;
   readonly family: number;
-  readonly capacity: number;
+  /** Exact; the gauge reports it as a float (Prometheus values are doubles). */
+  readonly capacity: bigint;
   readonly allocated: number;
   readonly blocks: number;
 }
@@ -72,7 +73,7 @@ export class ServerMetrics {
       async collect() {
         const pools = await source.pools();
         this.reset();
-        for (const p of pools) this.set({ pool: p.name, family: String(p.family) }, p.capacity);
+        for (const p of pools) this.set({ pool: p.name, family: String(p.family) }, Number(p.capacity));
       },
     });
     new Gauge({

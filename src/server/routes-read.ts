@@ -3,6 +3,7 @@
  * nodes, paged allocations and the check report. Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
+import { usableCount } from '../alloc/block-addressing.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
@@ -65,7 +66,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         cidr: formatPrefix(cidr),
         pool: pool?.name ?? null,
         node: block.affinity,
-        capacity: 2 ** (familyBits(cidr.family) - cidr.len),
+        capacity: Number(usableCount(cidr)),
         allocated: allocations.length,
         allocations: allocations.map((a) => ({ ip: a.ip, handle: a.handle })),
       };
@@ -161,7 +162,8 @@ function blockMap(pool: PoolSummary, blocks: readonly BlockSummary[]): Record<st
     }
     return i;
   };
-  const drawAll = pool.blockSlots <= MAX_DRAWN_SLOTS;
+  const drawAll = pool.blockSlots <= BigInt(MAX_DRAWN_SLOTS);
+  const slots = Number(pool.blockSlots); // exact when drawAll
   const cells: (number | [string, number, number])[] = [];
   const base = parsePrefix(pool.cidr).base;
   const shift = BigInt(familyBits(pool.family) - pool.blockSize);
@@ -174,13 +176,13 @@ function blockMap(pool: PoolSummary, blocks: readonly BlockSummary[]): Record<st
     }
     cells.push([b.cidr, idx(b.node), b.allocated]);
   }
-  if (drawAll && pool.blockSlots > nextSlot) cells.push(pool.blockSlots - nextSlot);
+  if (drawAll && slots > nextSlot) cells.push(slots - nextSlot);
   return {
     pool: pool.name,
     cidr: pool.cidr,
     blockSize: pool.blockSize,
     blockCapacity: pool.blockCapacity,
-    slots: drawAll ? pool.blockSlots : null,
+    slots: drawAll ? slots : null,
     claimed: blocks.length,
     nodes,
     cells,

@@ -8,6 +8,7 @@ import { deleteNode } from '../controller/delete-node.js';
 import { cniHandleId } from '../cluster/index.js';
 import { tryParseAddr, formatAddr } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
+import { isEngineError } from '../util/engine-error.js';
 import { badField, HttpError } from './http-error.js';
 import type { Ctx, HandlerSpec } from './http-server.js';
 import type { Router } from './router.js';
@@ -155,7 +156,7 @@ async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<strin
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof TypeError || e instanceof RangeError) {
+    if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e)) {
       const hit = Object.keys(words).find((w) => e.message.includes(w));
       throw new HttpError(400, 'invalid_field', e.message, hit === undefined ? undefined : words[hit]);
     }

@@ -8,7 +8,7 @@ import type { ControllerConfig } from '../controller/controller-config.js';
 import { NodeCidrController } from '../controller/node-cidr-controller.js';
 import { openStore, type Store } from '../store/index.js';
 import type { ApiDeps } from './api-deps.js';
-import { checkListenTokens, type Tokens } from './auth.js';
+import { authRequired, checkListenTokens, type Tokens } from './auth.js';
 import { CheckCache } from './check-cache.js';
 import { ClusterGc } from './cluster-gc.js';
 import { Ticker } from './ticker.js';
@@ -17,6 +17,7 @@ import { SummaryCache } from './cluster-summary.js';
 import { ensureDefaultPools, type DefaultPool } from './default-pools.js';
 import { createHttpServer, type HandlerSpec } from './http-server.js';
 import { ServerMetrics } from './metrics.js';
+import { hostPolicy as makeHostPolicy } from './request-guard.js';
 import { Router } from './router.js';
 import { addReadRoutes } from './routes-read.js';
 import { addStaticRoutes } from './routes-static.js';
@@ -27,6 +28,8 @@ export interface ServerConfig {
   readonly port: number;
   readonly datastoreUrl: string;
   readonly tokens: Tokens;
+  /** Host names besides localhost, 127.0.0.1, [::1] and the listen address (`--allowed-host`). */
+  readonly allowedHosts?: readonly string[];
   /** Node-CIDR controller configuration; undefined = not run. */
   readonly controller?: ControllerConfig;
   /** Pools to create when the store has none (empty: create none). */
@@ -39,8 +42,10 @@ export interface ServerConfig {
 }
 
 export interface RunningServer {
-  /** http://HOST:PORT of the dashboard. */
+  /** http://HOST:PORT of the API (no trailing slash). */
   readonly url: string;
+  /** The dashboard page: `url` + "/", with `?token=` when the install token protects writes. */
+  readonly dashboardUrl: string;
   readonly port: number;
   readonly store: Store;
   /** Default pools created by this start. */
@@ -55,6 +60,7 @@ export interface RunningServer {
  */
 export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   checkListenTokens(cfg.host, cfg.tokens);
+  const hostPolicy = makeHostPolicy(cfg.host, cfg.allowedHosts);
   const store = await openStore(cfg.datastoreUrl);
   const stops: (() => Promise<void>)[] = [() => store.close()];
   const stopAll = async (): Promise<void> => {
@@ -135,7 +141,12 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       router,
       tokens: cfg.tokens,
       metrics,
-      onServerError: (e, method, path) => cfg.log(`http: ${method} ${path} → ${e.status} ${e.code}: ${e.message}`),
+      hostPolicy,
+      onServerError: (e, method, path) => {
+        // The stack of a failure of ours goes to the log (never to the client).
+        const stack = e.cause instanceof Error && e.status === 500 ? `\n${e.cause.stack ?? ''}` : '';
+        cfg.log(`http: ${method} ${path} → ${e.status} ${e.code}: ${e.message}${stack}`);
+      },
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) => {
@@ -159,7 +170,10 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     );
     const port = (server.address() as AddressInfo).port;
     const hostText = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
-    return { url: `http://${hostText}:${port}`, port, store, createdPools, close: stopAll };
+    const url = `http://${hostText}:${port}`;
+    const install = !authRequired(cfg.tokens) ? cfg.tokens.install : undefined;
+    const dashboardUrl = `${url}/${install !== undefined ? `?token=${encodeURIComponent(install)}` : ''}`;
+    return { url, dashboardUrl, port, store, createdPools, close: stopAll };
   } catch (e) {
     await stopAll();
     throw e;

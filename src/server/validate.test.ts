@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpError } from './http-error.js';
-import { NAME, NAME_HINT, onlyKeys, optionalInt, optionalStringMap, parseJsonObject, queryInt, requireString } from './validate.js';
+import { NAME, NAME_HINT, jsonDepth, onlyKeys, optionalInt, optionalStringMap, parseJsonObject, queryInt, requireString } from './validate.js';
 
 function fails(fn: () => unknown, field: string | undefined, message: RegExp): void {
   assert.throws(fn, (e: unknown) => e instanceof HttpError && e.status === 400 && e.field === field && message.test(e.message));
@@ -24,4 +24,11 @@ test('validate: messages name the field and the value', () => {
   fails(() => queryInt(new URLSearchParams('limit=-1'), 'limit', 10, 1, 100), 'limit', /query parameter "limit".*got "-1"/);
   assert.equal(queryInt(new URLSearchParams(''), 'limit', 10, 1, 100), 10);
   assert.deepEqual(optionalStringMap({ labels: { 'topology.kubernetes.io/zone': 'a' } }, 'labels'), { 'topology.kubernetes.io/zone': 'a' });
+});
+
+test('validate: nesting is bounded at 64 levels, counted outside strings', () => {
+  fails(() => parseJsonObject(`{"a":${'['.repeat(64)}${']'.repeat(64)}}`), undefined, /nests arrays and objects deeper than 64 levels/);
+  fails(() => parseJsonObject('['.repeat(100000)), undefined, /deeper than 64 levels/);
+  assert.deepEqual(parseJsonObject(`{"a":"${'{'.repeat(200)}\\"{"}`), { a: `${'{'.repeat(200)}"{` });
+  assert.equal(jsonDepth(`{"a":${'['.repeat(63)}${']'.repeat(63)}}`, 64), 64);
 });

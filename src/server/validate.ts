@@ -11,9 +11,37 @@ function show(v: unknown): string {
   return s === undefined ? String(v) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 
-/** Parses a request body as a JSON object. Empty bodies are `{}`. */
+/** How deeply a request body may nest arrays and objects (ours nest three levels at most). */
+export const MAX_JSON_DEPTH = 64;
+
+/** The deepest nesting of arrays/objects in JSON text, stopping early beyond `limit`. */
+export function jsonDepth(text: string, limit: number): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max && (max = depth) > limit) return max;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
+/**
+ * Parses a request body as a JSON object. Empty bodies are `{}`. Nesting deeper than
+ * MAX_JSON_DEPTH is refused before parsing: code that walks a value (our messages print
+ * values) must never meet a depth that overflows the stack.
+ */
 export function parseJsonObject(text: string): Body {
   if (text.trim() === '') return {};
+  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new HttpError(400, 'invalid_json', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let v: unknown;
   try {
     v = JSON.parse(text);

@@ -45,7 +45,7 @@ test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: di
     assert.equal(added.length, LANES * PER_LANE);
     const addrs = added.map((a) => a.address!);
     assert.equal(new Set(addrs).size, addrs.length, 'every address is distinct');
-    for (const a of addrs) assert.match(a, /^10\.100\.\d+\.\d+\/20$/);
+    for (const a of addrs) assert.match(a, /^10\.100\.\d+\.\d+\/26$/);
 
     const shown = JSON.parse(cli(db, ['ipam', 'show', '--json', '--blocks']).stdout) as {
       pools: { name: string; allocated: number }[];
@@ -86,11 +86,11 @@ test('cluster mode refuses a bad ipam key with code 7 naming it, and a taken IP 
     const conf = { cniVersion: '1.0.0', name: 'n', ipam: { type: 'podipam', datastore: db, nodeName: 'n1', cacheDir: join(dir, 'c') } };
     const first = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'a', ifname: 'eth0', args: 'IP=10.101.0.9', config: conf });
     assert.equal(first.code, 0, first.stdout);
-    assert.equal(addressOf(first), '10.101.0.9/24');
+    assert.equal(addressOf(first), '10.101.0.9/26');
     const second = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'b', ifname: 'eth0', args: 'IP=10.101.0.9', config: conf });
     assert.equal(JSON.parse(second.stdout).code, 101);
     const again = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'a', ifname: 'eth0', config: conf });
-    assert.equal(addressOf(again), '10.101.0.9/24', 'a repeated ADD returns what the handle holds');
+    assert.equal(addressOf(again), '10.101.0.9/26', 'a repeated ADD returns what the handle holds');
     const check = await runPlugin(PODIPAM_BIN, { command: 'CHECK', containerId: 'a', ifname: 'eth0', config: { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.101.0.9/24' }] } } });
     assert.equal(check.code, 0, check.stdout);
     for (const id of ['a', 'a']) assert.equal((await runPlugin(PODIPAM_BIN, { command: 'DEL', containerId: id, ifname: 'eth0', config: conf })).code, 0);

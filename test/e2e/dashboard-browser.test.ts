@@ -25,7 +25,8 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
   const s = await startServe();
   let browser: Browser | undefined;
   try {
-    const sim = await runCli(['simulate', '--server', s.url, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
+    // The dashboard URL serve printed carries the install token that writes need.
+    const sim = await runCli(['simulate', '--server', s.dashboardUrl, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
     assert.equal(sim.code, 0, sim.stderr);
     assert.match(sim.stdout, /8 nodes joined, 200 pods added, 40 deleted, 0 failed/);
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
@@ -41,8 +42,11 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
       if (m.type() === 'error') pageErrors.push(m.text());
     });
     page.on('dialog', (d) => void d.accept());
-    await page.goto(s.url + '/');
+    await page.goto(s.dashboardUrl);
     assert.equal(await page.title(), 'podipam');
+    // The page keeps the install token and drops it from the address bar.
+    assert.equal(await page.evaluate(() => localStorage.getItem('podipam.token')), s.installToken);
+    assert.equal(page.url(), s.url + '/');
     await page.waitForSelector('[data-stat="allocated"][data-value]');
     await page.waitForSelector('#block-map .cell:not(.free)');
     await page.waitForSelector('#nodes tr[data-node]');
@@ -76,7 +80,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     const cidr = (await cell.getAttribute('data-block')) as string;
     await cell.hover();
     await page.waitForSelector('#tooltip:not([hidden])');
-    assert.match((await page.locator('#tooltip').textContent()) ?? '', new RegExp(`${cidr.replace(/\./g, '\\.')}.*sim-\\d+ · \\d+ / 64 used`));
+    assert.match((await page.locator('#tooltip').textContent()) ?? '', new RegExp(`${cidr.replace(/\./g, '\\.')}.*sim-\\d+ · \\d+ / 61 used`));
     await cell.click();
     await page.waitForSelector(`#block-detail[data-block="${cidr}"]`);
     const block = (await api(s.url, 'GET', `/api/v1/blocks/${encodeURIComponent(cidr)}`)).body;
@@ -131,7 +135,7 @@ test('dashboard: with tokens the page asks for one and shows data once given the
   const { makeTempDir } = await import('../helpers/tmp.js');
   const { writeFileSync } = await import('node:fs');
   const d = makeTempDir('dash-tokens');
-  writeFileSync(join(d.path, 'tokens'), 'read=read-0123456789abcdef\nadmin=admin-0123456789abcdef\n');
+  writeFileSync(join(d.path, 'tokens'), 'read=read-0123456789abcdef\nadmin=admin-0123456789abcdef\n', { mode: 0o600 });
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   let browser: Browser | undefined;
   try {

@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { formatAddr, parseAddr, parsePrefix } from '../../src/ip/index.js';
 import { openStore } from '../../src/store/index.js';
 import { handleKey, nodeKey } from './serve-keys.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -30,7 +31,7 @@ test('serve api: default pools exist and pools CRUD works', async () => {
   assert.equal(got.status, 200);
   assert.equal(got.body.cidr, '10.96.0.0/20');
   assert.equal(got.body.blockSize, 28);
-  assert.equal(got.body.capacity, 4096);
+  assert.equal(got.body.capacity, 256 * 13, 'usable addresses: 256 blocks of /28, each less its network, gateway and broadcast addresses');
   assert.equal(got.body.blockSlots, 256);
   assert.equal(got.body.allocated, 0);
 
@@ -60,6 +61,8 @@ test('serve api: bad bodies get 400 naming the field and the value', async () =>
     [{ name: 'p1', cidr: '10.1.0.1/16' }, 'cidr', /host bits/],
     [{ name: 'p1', cidr: '10.1.0.0/16', blockSize: 'x' }, 'blockSize', /"x"/],
     [{ name: 'p1', cidr: '10.1.0.0/16', blockSize: 12 }, 'blockSize', /12/],
+    [{ name: 'p1', cidr: '10.1.0.0/16', blockSize: 31 }, 'blockSize', /'blockSize' 31 .*leaves no usable address/],
+    [{ name: 'p1', cidr: 'fd00:1::/64', blockSize: 128 }, 'blockSize', /'blockSize' 128 .*leaves no usable address/],
     [{ name: 'p1', cidr: '10.1.0.0/16', disabled: 'yes' }, 'disabled', /"yes"/],
     [{ name: 'p1', cidr: '10.1.0.0/16', blocksize: 26 }, 'blocksize', /unknown field "blocksize"/],
   ];
@@ -118,6 +121,13 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   assert.equal(a1.body.ips.length, 2);
   assert.match(a1.body.ips[0], /^10\.244\./);
   assert.match(a1.body.ips[1], /^fd00:10:244:/);
+  // Each address with its block's prefix and gateway (the block's first usable address).
+  assert.deepEqual(a1.body.addresses.map((x: any) => x.prefixLen), [26, 122]);
+  for (const x of a1.body.addresses) {
+    const block = parsePrefix(x.block);
+    assert.equal(x.gateway, formatAddr({ family: block.family, value: block.base + 1n }), JSON.stringify(x));
+    assert.ok(parseAddr(x.ip).value - block.base >= 2n, `${x.ip} is its block's network address or gateway`);
+  }
   const again = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: 'c1', network: 'net1' });
   assert.deepEqual(again.body.ips, a1.body.ips, 'a repeated ADD returns what the handle holds');
   for (let i = 2; i <= 5; i++) assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: `c${i}`, network: 'net1' })).status, 201);
@@ -213,7 +223,7 @@ test('serve api: healthz, whoami and Prometheus metrics', async () => {
   const m = await api(s.url, 'GET', '/metrics');
   assert.equal(m.status, 200);
   assert.match(m.headers.get('content-type') ?? '', /text\/plain/);
-  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv4",family="4"\} 65536$/m);
+  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv4",family="4"\} 62464$/m);
   assert.match(m.body, /^podipam_pool_allocated_addresses\{pool="default-ipv4",family="4"\} \d+$/m);
   assert.match(m.body, /^podipam_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/pools",status="200"\} \d+$/m);
   assert.match(m.body, /^podipam_gc_runs_total/m);
@@ -238,7 +248,7 @@ test('serve auth: read token reads, admin token writes, no token gets 401', asyn
   const d = makeTempDir('serve-tokens');
   const read = 'read-0123456789abcdef';
   const admin = 'admin-0123456789abcdef';
-  writeFileSync(join(d.path, 'tokens'), `# podipam tokens\nread=${read}\nadmin = ${admin}\n`);
+  writeFileSync(join(d.path, 'tokens'), `# podipam tokens\nread=${read}\nadmin = ${admin}\n`, { mode: 0o600 });
   const t = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   try {
     assert.match(t.stdout(), /auth bearer tokens/);

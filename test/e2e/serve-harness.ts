@@ -8,7 +8,12 @@ import { PODIPAM_BIN } from '../helpers/plugin.js';
 import { makeTempDir, type TempDir } from '../helpers/tmp.js';
 
 export interface ServeProcess {
+  /** http://HOST:PORT of the API (no trailing slash, no token). */
   readonly url: string;
+  /** The dashboard URL serve printed (with `?token=` when the install token guards writes). */
+  readonly dashboardUrl: string;
+  /** The install token serve printed, when it runs without read/admin tokens. */
+  readonly installToken?: string;
   readonly dataDir: string;
   /** The SQLite datastore URL of the data directory. */
   readonly datastore: string;
@@ -47,11 +52,11 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const dashboardUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s\nstdout: ${out}\nstderr: ${err}`)), 20_000);
     const onData = (): void => {
       // The banner ends with the "Try:" line; wait for all of it.
-      const m = /dashboard and API on (http:\/\/\S+?)\/? /.exec(out);
+      const m = /dashboard and API on (http:\/\/\S+) /.exec(out);
       if (m && /^Try: /m.test(out)) {
         clearTimeout(timer);
         resolve(m[1] as string);
@@ -63,8 +68,14 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
       reject(new Error(`serve exited with ${code} before it was ready\nstdout: ${out}\nstderr: ${err}`));
     });
   });
+  const parsed = new URL(dashboardUrl);
+  const installToken = parsed.searchParams.get('token') ?? undefined;
+  const url = `${parsed.protocol}//${parsed.host}`;
+  if (installToken !== undefined) installTokens.set(url, installToken);
   return {
     url,
+    dashboardUrl,
+    installToken,
     dataDir,
     datastore: `sqlite:${dataDir}/podipam.db`,
     child,
@@ -75,6 +86,7 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
       const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
       const code = await exited;
       clearTimeout(kill);
+      installTokens.delete(url);
       tmp?.remove();
       return code;
     },
@@ -110,9 +122,16 @@ export interface ApiAnswer {
   readonly headers: Headers;
 }
 
-/** One API call; `token` adds a bearer header; a string body is sent as is. */
-export async function api(base: string, method: string, path: string, body?: unknown, token?: string, contentType = 'application/json'): Promise<ApiAnswer> {
-  const headers: Record<string, string> = {};
+/**
+ * The install token of each running serve by its URL: `api()` sends it when no token is given,
+ * as a user who opened the printed dashboard URL would (give '' to send none).
+ */
+const installTokens = new Map<string, string>();
+
+/** One API call; `token` adds a bearer header (default: the server's install token); a string body is sent as is. */
+export async function api(base: string, method: string, path: string, body?: unknown, token?: string, contentType = 'application/json', extraHeaders: Readonly<Record<string, string>> = {}): Promise<ApiAnswer> {
+  token ??= installTokens.get(base);
+  const headers: Record<string, string> = { ...extraHeaders };
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = contentType;
   const res = await fetch(base + path, {

@@ -38,6 +38,8 @@ export const APP_JS = String.raw`(function () {
     return e;
   }
   function fmt(n) {
+    // Capacities beyond 2^53 arrive as decimal strings (exact); shown as 2^N they need no precision.
+    if (typeof n === 'string' && /^[0-9]+$/.test(n)) n = Number(n);
     if (typeof n !== 'number') return String(n);
     if (n >= 1e12) return '2^' + Math.round(Math.log2(n));
     return n.toLocaleString('en-US');
@@ -338,10 +340,20 @@ export const APP_JS = String.raw`(function () {
     return api('GET', '/whoami').then(function (w) {
       state.role = w.role;
       $('token-banner').hidden = !(w.authRequired && w.role === 'none');
-      $('token-button').hidden = !w.authRequired;
+      $('token-button').hidden = !w.authRequired && w.role === 'admin';
     });
   }
+  // The URL podipam serve prints carries its install token (?token=…): keep it, then drop it
+  // from the address bar so it is not left in the history or shown on a shared screen.
+  function takeUrlToken() {
+    var m = /[?&]token=([^&#]*)/.exec(location.search);
+    if (!m) return;
+    state.token = decodeURIComponent(m[1]);
+    localStorage.setItem('podipam.token', state.token);
+    history.replaceState(null, '', location.pathname + location.hash);
+  }
   function start() {
+    takeUrlToken();
     initMapEvents();
     $('token-form').addEventListener('submit', function (ev) {
       ev.preventDefault();

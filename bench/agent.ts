@@ -1,0 +1,225 @@
+/**
+ * The node agent behind the native shim, side by side in one run with host-local and with the
+ * per-pod Node.js plugin (and, for the record, bin/podipam forwarding to the agent — what a
+ * shim written in JavaScript would cost):
+ *
+ *   local    sequential ADD then DEL of one container, PAIRS times, the subjects alternating so
+ *            they share the machine's load: p50/p99 per call; CPU per call including the agent
+ *            process's own CPU (from /proc/<pid>/stat); a BURST-pod burst at 32 in flight
+ *   cluster  dual-stack cluster mode on SQLite and on 1-member etcd: the shim + agent vs the
+ *            per-pod plugin — sequential p50/p99, the burst's wall time, and datastore round
+ *            trips per pod (the agent's counter; the plugin's PODIPAM_STATS lines)
+ *
+ * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256). Run alone:
+ * `node dist/bench/agent.js` after a build.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { startEtcd } from '../test/helpers/etcd.js';
+import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
+import { makeTempDir } from '../test/helpers/tmp.js';
+
+const PAIRS = Number(process.env.PODIPAM_BENCH_PAIRS ?? 200);
+const BURST = Number(process.env.PODIPAM_BENCH_BURST ?? 256);
+const IN_FLIGHT = 32;
+
+interface Subject {
+  readonly name: string;
+  readonly bin: string;
+  /** ipam section for a call (type and data dir differ per subject). */
+  readonly ipam: Record<string, unknown>;
+  readonly env: Record<string, string>;
+  /** The agent serving it (its CPU counts too). */
+  readonly agent?: RunningAgent;
+}
+
+const q = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
+};
+const ms = (x: number): string => `${x.toFixed(2)} ms`;
+const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x`;
+
+/** CPU ms (user + system) of a process from /proc/<pid>/stat, or of our waited-for children ('children'). */
+function cpuMs(pid: number | 'children'): number {
+  const f = readFileSync(pid === 'children' ? '/proc/self/stat' : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return pid === 'children' ? (Number(f[13]) + Number(f[14])) * 10 : (Number(f[11]) + Number(f[12])) * 10;
+}
+
+function callEnv(s: Subject, command: string, id: string): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/bench', CNI_PATH: '/usr/lib/cni', ...s.env };
+}
+
+function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
+  const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
+  const t0 = performance.now();
+  const r = spawnSync(s.bin, [], { env: callEnv(s, command, id), input, encoding: 'utf8' });
+  const t = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
+  return { ms: t, stderr: r.stderr };
+}
+
+function run1(s: Subject, net: string, command: string, id: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = require_spawn(s.bin, callEnv(s, command, id));
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d));
+    child.stderr!.on('data', (d: Buffer) => (err += d));
+    child.on('close', (code: number) => (code === 0 ? resolve(err) : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));
+    child.stdin!.end(JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam }));
+  });
+}
+
+import { spawn } from 'node:child_process';
+function require_spawn(bin: string, env: NodeJS.ProcessEnv) {
+  return spawn(bin, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+interface Seq {
+  add: number[];
+  del: number[];
+  cpu: number;
+  trips: number;
+}
+
+/** Sequential ADD+DEL pairs, subjects alternating; CPU per call and round trips per call. */
+function sequential(subjects: readonly Subject[], net: string, pairs: number): Map<string, Seq> {
+  const out = new Map(subjects.map((s) => [s.name, { add: [], del: [], cpu: 0, trips: 0 } as Seq]));
+  for (let i = 0; i < pairs; i++) {
+    const order = i % 2 ? subjects : [...subjects].reverse();
+    for (const s of order) {
+      const o = out.get(s.name)!;
+      const c0 = cpuMs('children') + (s.agent ? cpuMs(s.agent.child.pid!) : 0);
+      const a = once(s, net, 'ADD', `seq${i}`);
+      const d = once(s, net, 'DEL', `seq${i}`);
+      o.add.push(a.ms);
+      o.del.push(d.ms);
+      o.cpu += (cpuMs('children') + (s.agent ? cpuMs(s.agent.child.pid!) : 0) - c0) / (2 * pairs);
+      o.trips += statTrips(a.stderr) + statTrips(d.stderr);
+    }
+  }
+  return out;
+}
+
+function statTrips(stderr: string): number {
+  let n = 0;
+  for (const m of stderr.matchAll(/podipam-stats (\{.*\})/g)) n += (JSON.parse(m[1]!) as { roundTrips: number }).roundTrips;
+  return n;
+}
+
+/** BURST ADDs (then DELs) with IN_FLIGHT at a time: wall ms and plugin-counted round trips. */
+async function burst(s: Subject, net: string, command: string): Promise<{ ms: number; trips: number }> {
+  let next = 0;
+  let trips = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < BURST) trips += statTrips(await run1(s, net, command, `burst${next++}`));
+    }),
+  );
+  return { ms: performance.now() - t0, trips };
+}
+
+function table(rows: string[], header: readonly string[]): (label: string, cells: readonly string[]) => void {
+  const line = (label: string, cells: readonly string[]): void => {
+    const text = `${label.padEnd(24)} ${cells.map((c) => c.padStart(12)).join(' ')}`;
+    console.log(`  ${text}`);
+    rows.push(text);
+  };
+  line('', header);
+  return line;
+}
+
+async function localMode(dir: string, rows: string[]): Promise<void> {
+  const agent = await startAgent(join(dir, 'local', 'agent.sock'));
+  try {
+    const data = (n: string) => ({ dataDir: join(dir, n), ranges: [[{ subnet: '10.128.0.0/16' }]] });
+    const shim: Subject = { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', ...data('shim') }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' }, agent };
+    const hl: Subject = { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', ...data('hl') }, env: {} };
+    const node: Subject = { name: 'per-pod node', bin: PODIPAM_BIN, ipam: { type: 'podipam', ...data('node') }, env: {} };
+    const jsShim: Subject = { name: 'node forwarding', bin: PODIPAM_BIN, ipam: { type: 'podipam', agent: agent.socket, ...data('fwd') }, env: {}, agent };
+    const subjects = [shim, hl, node, jsShim];
+    console.log(`local mode: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), ${BURST}-pod burst at ${IN_FLIGHT} in flight`);
+    const seq = sequential(subjects, 'bench-local', PAIRS);
+    const line = table(rows, [...subjects.map((s) => s.name), 'shim/h-l']);
+    const cell = (f: (x: Seq) => number) => [...subjects.map((s) => ms(f(seq.get(s.name)!))), ratio(f(seq.get(shim.name)!), f(seq.get(hl.name)!))];
+    line('local ADD p50', cell((x) => q(x.add, 0.5)));
+    line('local ADD p99', cell((x) => q(x.add, 0.99)));
+    line('local DEL p50', cell((x) => q(x.del, 0.5)));
+    line('local DEL p99', cell((x) => q(x.del, 0.99)));
+    line('local CPU per call', cell((x) => x.cpu));
+    const wall: number[] = [];
+    for (const s of [shim, hl, node]) {
+      const a = await burst(s, 'bench-local-burst', 'ADD');
+      await burst(s, 'bench-local-burst', 'DEL');
+      wall.push(a.ms);
+    }
+    line(`local burst ${BURST} ADD wall`, [...wall.map(ms), '', ratio(wall[0]!, wall[1]!)]);
+  } finally {
+    await agent.stop();
+  }
+}
+
+async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[]): Promise<void> {
+  const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
+  const url = etcd ? etcd.url : `sqlite:${join(dir, `cluster-${Date.now()}.db`)}`;
+  let agent: RunningAgent | undefined;
+  try {
+    for (const [name, cidr] of [['b-v4', '10.96.0.0/12'], ['b-v6', 'fd00:96::/104']] as const) {
+      const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
+      if (r.code !== 0) throw new Error(r.stderr);
+    }
+    agent = await startAgent(join(dir, `cl-${kind}`, 'agent.sock'), ['--node', 'bench-a', '--datastore', url]);
+    const shim: Subject = { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-a' }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' }, agent };
+    const node: Subject = { name: 'per-pod node', bin: PODIPAM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-b', cacheDir: join(dir, `cache-${kind}`) }, env: { PODIPAM_STATS: '1' } };
+    const pairs = Math.max(20, Math.floor(PAIRS / 4));
+    console.log(`cluster mode on ${kind}: ${pairs} sequential ADD+DEL pairs, ${BURST}-pod burst at ${IN_FLIGHT} in flight (dual-stack)`);
+    const trips0 = (await agent.status()).datastore.roundTrips;
+    const seq = sequential([shim, node], `bench-${kind}`, pairs);
+    const shimSeqTrips = (await agent.status()).datastore.roundTrips - trips0;
+    const line = table(rows, ['shim+agent', 'per-pod node', 'ratio']);
+    const s = seq.get(shim.name)!;
+    const n = seq.get(node.name)!;
+    line(`${kind} ADD p50`, [ms(q(s.add, 0.5)), ms(q(n.add, 0.5)), ratio(q(s.add, 0.5), q(n.add, 0.5))]);
+    line(`${kind} ADD p99`, [ms(q(s.add, 0.99)), ms(q(n.add, 0.99)), ratio(q(s.add, 0.99), q(n.add, 0.99))]);
+    line(`${kind} DEL p50`, [ms(q(s.del, 0.5)), ms(q(n.del, 0.5)), ratio(q(s.del, 0.5), q(n.del, 0.5))]);
+    line(`${kind} CPU per call`, [ms(s.cpu), ms(n.cpu), ratio(s.cpu, n.cpu)]);
+    line(`${kind} seq trips per call`, [(shimSeqTrips / (2 * pairs)).toFixed(2), (n.trips / (2 * pairs)).toFixed(2), '']);
+    const t1 = (await agent.status()).datastore.roundTrips;
+    const g1 = (await agent.status()).datastore;
+    const sa = await burst(shim, `bench-${kind}-burst`, 'ADD');
+    const t2 = (await agent.status()).datastore.roundTrips;
+    const na = await burst(node, `bench-${kind}-burst`, 'ADD');
+    await burst(shim, `bench-${kind}-burst`, 'DEL');
+    await burst(node, `bench-${kind}-burst`, 'DEL');
+    const g2 = (await agent.status()).datastore;
+    line(`${kind} burst ${BURST} ADD wall`, [ms(sa.ms), ms(na.ms), ratio(sa.ms, na.ms)]);
+    line(`${kind} burst trips per ADD`, [((t2 - t1) / BURST).toFixed(2), (na.trips / BURST).toFixed(2), '']);
+    line(`${kind} burst group commits`, [`${g2.groupCommits - g1.groupCommits} (${g2.groupedAdds - g1.groupedAdds} ADDs)`, '-', '']);
+  } finally {
+    await agent?.stop();
+    await etcd?.stop();
+  }
+}
+
+export async function run(): Promise<string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-agent');
+  const rows: string[] = [];
+  try {
+    await localMode(dir.path, rows);
+    await clusterMode('sqlite', dir.path, rows);
+    await clusterMode('etcd', dir.path, rows);
+    const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    rows.push(`load average at the end: ${load}`);
+    return rows;
+  } finally {
+    dir.remove();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await run();

@@ -1,0 +1,62 @@
+/**
+ * The agent's Prometheus metrics and the small HTTP listener that serves them
+ * (`--metrics-listen`, default 127.0.0.1:7421): /metrics, and /healthz for probes.
+ */
+import { type Server, createServer } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Agent } from './agent-server.js';
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'verb' | 'result'>;
+  readonly duration: Histogram<'verb'>;
+
+  constructor(agent: () => Agent | undefined) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'podipam_agent_process_' });
+    this.requests = new Counter({ name: 'podipam_agent_requests_total', help: 'CNI calls served, by verb and result ("ok" or "code N")', labelNames: ['verb', 'result'], registers });
+    this.duration = new Histogram({
+      name: 'podipam_agent_request_duration_seconds',
+      help: 'CNI call durations inside the agent, by verb',
+      labelNames: ['verb'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers,
+    });
+    new Gauge({ name: 'podipam_agent_in_flight', help: 'CNI calls being served', registers, collect() { this.set(agent()?.stats.inFlight ?? 0); } });
+    new Gauge({ name: 'podipam_agent_datastore_round_trips', help: 'datastore round trips (reads, lists, transactions) since start', registers, collect() { this.set(agent()?.cluster.roundTrips() ?? 0); } });
+    new Gauge({ name: 'podipam_agent_group_commits', help: 'transactions that carried several ADDs (group commit)', registers, collect() { this.set(agent()?.cluster.groups.batches ?? 0); } });
+    new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(agent()?.cluster.groups.adds ?? 0); } });
+  }
+
+  observe(c: { verb: string; result: string; ms: number }): void {
+    this.requests.inc({ verb: c.verb, result: c.result });
+    this.duration.observe({ verb: c.verb }, c.ms / 1000);
+  }
+
+  /** Serves /metrics and /healthz on host:port; resolves once listening. */
+  async listen(host: string, port: number): Promise<Server> {
+    const server = createServer((req, res) => {
+      if (req.method !== 'GET') {
+        res.writeHead(405).end();
+        return;
+      }
+      if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+        return;
+      }
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
+        (e: Error) => res.writeHead(500).end(e.message),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    return server;
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * What `podipam agent status` reports: uptime, requests by verb and result, latency
+ * percentiles per verb (over the last LATENCY_WINDOW calls), back ends in use. Pure counters.
+ */
+
+/** Calls per verb whose latencies are kept for the percentiles. */
+export const LATENCY_WINDOW = 2048;
+
+export interface AgentStatus {
+  readonly pid: number;
+  readonly node: string;
+  readonly socket: string;
+  readonly uptimeSeconds: number;
+  readonly inFlight: number;
+  /** verb → result ("ok" or "code N") → count. */
+  readonly requests: Record<string, Record<string, number>>;
+  /** verb → percentiles in milliseconds. */
+  readonly latencyMs: Record<string, { p50: number; p90: number; p99: number; max: number; n: number }>;
+  /** back end → calls ("local", "usePodCidr", "cluster"). */
+  readonly backends: Record<string, number>;
+  readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly open: readonly string[] };
+}
+
+export class AgentStats {
+  readonly started = Date.now();
+  inFlight = 0;
+  readonly #requests = new Map<string, Map<string, number>>();
+  readonly #latency = new Map<string, { ring: number[]; next: number }>();
+  readonly #backends = new Map<string, number>();
+
+  record(verb: string, result: string, ms: number, backend: string | undefined): void {
+    let r = this.#requests.get(verb);
+    if (!r) this.#requests.set(verb, (r = new Map()));
+    r.set(result, (r.get(result) ?? 0) + 1);
+    let l = this.#latency.get(verb);
+    if (!l) this.#latency.set(verb, (l = { ring: [], next: 0 }));
+    if (l.ring.length < LATENCY_WINDOW) l.ring.push(ms);
+    else l.ring[l.next] = ms;
+    l.next = (l.next + 1) % LATENCY_WINDOW;
+    if (backend) this.#backends.set(backend, (this.#backends.get(backend) ?? 0) + 1);
+  }
+
+  requests(): Record<string, Record<string, number>> {
+    return Object.fromEntries([...this.#requests].map(([v, m]) => [v, Object.fromEntries(m)]));
+  }
+
+  latencyMs(): AgentStatus['latencyMs'] {
+    const out: Record<string, { p50: number; p90: number; p99: number; max: number; n: number }> = {};
+    for (const [verb, { ring }] of this.#latency) {
+      const s = [...ring].sort((a, b) => a - b);
+      const q = (p: number): number => round(s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0);
+      out[verb] = { p50: q(0.5), p90: q(0.9), p99: q(0.99), max: round(s[s.length - 1] ?? 0), n: s.length };
+    }
+    return out;
+  }
+
+  backends(): Record<string, number> {
+    return Object.fromEntries(this.#backends);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

@@ -1,0 +1,97 @@
+/**
+ * `podipam agent` (the per-node daemon, src/agent) and `podipam agent status` (asks a running
+ * agent over its socket; exit 1 when it does not answer, so it serves as a readiness probe).
+ */
+import { hostname } from 'node:os';
+import type { Command } from 'commander';
+import { parseListen } from './serve.js';
+import { UsageError } from './usage-error.js';
+
+interface AgentFlags {
+  socket: string;
+  node?: string;
+  datastore?: string;
+  dataDir?: string;
+  metricsListen: string;
+  allowUid: string[];
+}
+
+const DEFAULT_SOCKET = '/run/podipam/agent.sock';
+
+export function registerAgent(program: Command): void {
+  const agent = program
+    .command('agent')
+    .description('run the node agent: serves the CNI shim (/opt/cni/bin/podipam) over a unix socket, every back end')
+    .option('--socket <path>', 'unix socket to serve', process.env.PODIPAM_AGENT_SOCKET || DEFAULT_SOCKET)
+    .option('--node <name>', 'node name for calls whose config and environment name none (default: $NODENAME, else the host name)')
+    .option('--data-dir <dir>', "the agent's own state directory (default: /var/lib/podipam/agent)")
+    .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
+    .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .action(async (flags: AgentFlags, cmd: Command) => {
+      const datastore = (cmd.optsWithGlobals() as { datastore?: string }).datastore ?? process.env.PODIPAM_DATASTORE;
+      await runAgent({ ...flags, datastore });
+    });
+  agent
+    .command('status')
+    .description('ask a running agent for its status (exit 1 when it does not answer)')
+    .option('--socket <path>', 'the agent socket', process.env.PODIPAM_AGENT_SOCKET || DEFAULT_SOCKET)
+    .option('--json', 'print JSON')
+    .action(async (own: { socket: string; json?: boolean }, cmd: Command) => {
+      // `--socket` after `agent` or after `status`: commander gives it to whichever it meets first.
+      const flags = { ...own, ...(cmd.parent?.getOptionValueSource('socket') === 'cli' ? { socket: cmd.parent.opts<{ socket: string }>().socket } : {}) };
+      const { callAgent } = await import('../agent/agent-client.js');
+      let body: string;
+      try {
+        const a = await callAgent(flags.socket, { kind: 'status' }, { connectTimeoutMs: 2000, answerTimeoutMs: 5000 });
+        body = a.body.toString('utf8');
+        if (a.status !== 0) throw new Error(body.trim());
+      } catch (e) {
+        process.stderr.write(`podipam: agent not answering: ${(e as Error).message}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      if (flags.json) {
+        process.stdout.write(body);
+        return;
+      }
+      const { formatAgentStatus } = await import('../agent/format-status.js');
+      process.stdout.write(formatAgentStatus(JSON.parse(body)));
+    });
+}
+
+async function runAgent(flags: AgentFlags & { datastore?: string }): Promise<void> {
+  const allowUids = flags.allowUid.map((u) => {
+    if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid --allow-uid ${JSON.stringify(u)}: expected a numeric uid`);
+    return Number(u);
+  });
+  const metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
+  const node = flags.node ?? (process.env.NODENAME || hostname().trim().toLowerCase());
+  if (flags.datastore !== undefined) {
+    const { parseStoreUrl } = await import('../store/parse-store-url.js');
+    try {
+      parseStoreUrl(flags.datastore);
+    } catch (e) {
+      throw new UsageError(`invalid --datastore ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
+    }
+  }
+  const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
+  let agent: import('../agent/agent-server.js').Agent | undefined;
+  const metrics = new AgentMetrics(() => agent);
+  const log = (level: string, msg: string, fields: Record<string, unknown> = {}): void => {
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, component: 'agent', msg, ...fields })}\n`);
+  };
+  agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, onCall: (c) => metrics.observe(c), log });
+  const http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
+  log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string): void => {
+      log('info', 'stopping: draining calls in flight', { signal: sig, inFlight: agent!.stats.inFlight });
+      void agent!.close().then(() => {
+        http?.close();
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

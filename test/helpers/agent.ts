@@ -1,0 +1,78 @@
+/**
+ * `podipam agent` processes for tests: started on a socket in a private temp directory, ready
+ * once `agent status` answers over the socket; stopped with SIGTERM (or killed). The shim built
+ * by `npm run build` is SHIM_BIN.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { callAgent } from '../../src/agent/agent-client.js';
+import type { AgentStatus } from '../../src/agent/agent-stats.js';
+import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
+
+export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
+
+export interface RunningAgent {
+  readonly socket: string;
+  readonly child: ChildProcess;
+  /** Everything the agent wrote on stderr so far. */
+  log(): string;
+  status(): Promise<AgentStatus>;
+  /** SIGTERM; resolves with the exit code once it has exited. */
+  stop(): Promise<number | null>;
+  /** SIGKILL; resolves once it has exited. */
+  kill(): Promise<void>;
+  readonly exited: Promise<number | null>;
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
+/** Fails (with the reason) when the shim was not built: tests of the shim must not skip. */
+export function requireShim(): void {
+  if (!existsSync(SHIM_BIN)) throw new Error(`${SHIM_BIN} is missing: npm run build compiles native/shim/podipam-cni.c (needs a C compiler)`);
+}
+
+export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningAgent> {
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  live.add(child);
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => (live.delete(child), resolve(code))));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const status = async (): Promise<AgentStatus> => JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 2000, answerTimeoutMs: 5000 })).body.toString('utf8')) as AgentStatus;
+  for (let i = 0; ; i++) {
+    if (gone) throw new Error(`agent on ${socket} exited before it was ready:\n${stderr}`);
+    try {
+      await status();
+      break;
+    } catch {
+      if (i > 300) {
+        child.kill('SIGKILL');
+        throw new Error(`agent on ${socket} not ready after 15 s:\n${stderr}`);
+      }
+      await sleep(50);
+    }
+  }
+  return {
+    socket,
+    child,
+    log: () => stderr,
+    status,
+    exited,
+    stop: async () => {
+      if (!gone) child.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      if (!gone) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
