@@ -5,9 +5,11 @@
 # addon and better-sqlite3 (compiled against this Node.js).
 FROM node:20-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ git && rm -rf /var/lib/apt/lists/*
-WORKDIR /src
+# The same directory as in the final stage: the shim compiles in the path of bin/podipam.
+WORKDIR /opt/podipam
 COPY package.json package-lock.json binding.gyp ./
 COPY native ./native
+COPY scripts ./scripts
 RUN npm ci
 COPY . .
 RUN npm run build && npm prune --omit=dev \
@@ -16,11 +18,11 @@ RUN npm run build && npm prune --omit=dev \
 # Stage 2: Node.js + dist + the shim + runtime node_modules, nothing else.
 FROM node:20-bookworm-slim
 WORKDIR /opt/podipam
-COPY --from=build /src/package.json ./
-COPY --from=build /src/bin ./bin
-COPY --from=build /src/dist ./dist
-COPY --from=build /src/build/Release/flock.node ./build/Release/flock.node
-COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /opt/podipam/package.json ./
+COPY --from=build /opt/podipam/bin ./bin
+COPY --from=build /opt/podipam/dist ./dist
+COPY --from=build /opt/podipam/build/Release/flock.node /opt/podipam/build/Release/peercred.node ./build/Release/
+COPY --from=build /opt/podipam/node_modules ./node_modules
 RUN ln -s /opt/podipam/bin/podipam /usr/local/bin/podipam && podipam version
 # serve and the controller run as this user (deploy/deployment.yaml); the DaemonSet's
 # install-cni and agent run as root because they write host directories owned by root.

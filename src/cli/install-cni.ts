@@ -32,7 +32,7 @@ export function registerInstallCni(program: Command): void {
     .description('install the CNI binary as <bin-dir>/podipam and a network config in <conf-dir> (atomic, idempotent, never over files it did not write)')
     .option('--bin-dir <dir>', 'CNI binary directory', '/opt/cni/bin')
     .option('--conf-dir <dir>', 'CNI network config directory', '/etc/cni/net.d')
-    .option('--backend <kind>', 'IPAM back end in the config: local, cluster or agent', 'agent')
+    .option('--backend <kind>', 'IPAM in the config: local (host-local compatible), cluster (block IPAM on --datastore) or agent (cluster, served by the node agent)', 'agent')
     .option('--interface <plugin>', 'interface plugin: bridge or ptp', 'bridge')
     .option('--name <name>', 'network name (also the config file name)', 'podipam')
     .option('--priority <nn>', 'config file name prefix; runtimes take the first config in name order', '10')
@@ -41,7 +41,7 @@ export function registerInstallCni(program: Command): void {
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
     .option('--host-local-dir <dir>', 'local: reservation directory (host-local\'s dataDir; default /var/lib/cni/networks)')
-    .option('--node-name <name>', 'cluster/usePodCidr: this node (default: $NODENAME, $NODE_NAME, else the host name)')
+    .option('--node-name <name>', 'agent/cluster/usePodCidr: this node (default: $NODENAME, $NODE_NAME, else the host name)')
     .option('--shim <file>', 'the executable to install (default: the shim built with this package)')
     .option('--dry-run', 'print what would be done, change nothing')
     .option('--force', 'take over files in the way that podipam did not write')
@@ -56,7 +56,7 @@ export function registerInstallCni(program: Command): void {
       if (subnets.length === 0) throw new UsageError('invalid --subnet "": give CIDRs or usePodCidr');
       const globals = cmd.optsWithGlobals() as { datastore?: string };
       const datastore = globals.datastore ?? process.env.PODIPAM_DATASTORE;
-      const needsStore = backend === 'cluster' || (backend === 'local' && subnets.includes('usePodCidr'));
+      const needsStore = backend !== 'local' || subnets.includes('usePodCidr');
       if (needsStore && datastore === undefined) {
         throw new UsageError(`--backend ${backend}${backend === 'local' ? ' with --subnet usePodCidr' : ''} needs a datastore the pods' plugin can reach: give --datastore URL (or $PODIPAM_DATASTORE)`);
       }

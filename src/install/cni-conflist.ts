@@ -17,11 +17,11 @@ export interface ConflistOptions {
   readonly bridge: string;
   /** Masquerade pod traffic leaving the node (the interface plugin's ipMasq; default true). */
   readonly ipMasq?: boolean;
-  /** agent: the agent's socket. */
+  /** agent: the agent's socket (the agent serves the cluster back end on `datastore`). */
   readonly agentSocket: string;
-  /** cluster, and local with usePodCidr: the datastore URL. */
+  /** agent, cluster, and local with usePodCidr: the datastore URL. */
   readonly datastore?: string;
-  /** cluster, and local with usePodCidr: this node's name. */
+  /** agent, cluster, and local with usePodCidr: this node's name. */
   readonly nodeName: string;
   /** local: subnets (CIDRs, or "usePodCidr"), one range set each. */
   readonly subnets: readonly string[];
@@ -51,8 +51,10 @@ function interfacePlugin(o: ConflistOptions): Record<string, unknown> {
 
 function ipamSection(o: ConflistOptions): Record<string, unknown> {
   switch (o.backend) {
+    // The agent is a transport: it serves the cluster back end named by the other keys (a
+    // config with only "agent" is refused until the agent's warm pool exists).
     case 'agent':
-      return { type: 'podipam', agent: o.agentSocket };
+      return { type: 'podipam', agent: o.agentSocket, datastore: o.datastore, nodeName: o.nodeName };
     case 'cluster':
       return { type: 'podipam', datastore: o.datastore, nodeName: o.nodeName };
     case 'local': {

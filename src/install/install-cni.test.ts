@@ -16,6 +16,7 @@ const CONF: ConflistOptions = {
   interface: 'bridge',
   bridge: 'cni0',
   agentSocket: '/run/podipam/agent.sock',
+  datastore: 'etcd://10.0.0.5:2379',
   nodeName: 'node-a',
   subnets: ['usePodCidr'],
 };

@@ -36,7 +36,7 @@ export function versionInfo(root: string = PACKAGE_ROOT): VersionInfo {
     commit,
     cniVersions: [...SUPPORTED_VERSIONS],
     node: process.version,
-    shim: findShim([`${root}dist/bin/podipam-cni`, `${root}build/Release/podipam-cni`]) ?? null,
+    shim: findShim([`${root}dist/bin/podipam-cni`]) ?? null,
     flockAddon: existsSync(flock) ? flock : null,
   };
 }

@@ -18,17 +18,23 @@ test('install-cni: bad flags exit 2 naming the flag and value; cluster without a
   assert.match(bad.err, /invalid --backend "magic": expected one of local, cluster, agent/);
   assert.match(run(['install-cni', '--interface', 'macvlan']).err, /invalid --interface "macvlan"/);
   assert.match(run(['install-cni', '--name', '../x']).err, /invalid --name "\.\.\/x"/);
-  const noStore = run(['install-cni', '--backend', 'cluster', '--shim', '/usr/bin/true', '--dry-run']);
-  assert.equal(noStore.code, 2);
-  assert.match(noStore.err, /--backend cluster needs a datastore/);
-  assert.equal(run(['install-cni', '--shim', '/nonexistent/shim', '--dry-run', '--bin-dir', '/tmp/x', '--conf-dir', '/tmp/y']).code, 1);
+  for (const backend of ['cluster', 'agent']) {
+    const noStore = run(['install-cni', '--backend', backend, '--shim', '/usr/bin/true', '--dry-run']);
+    assert.equal(noStore.code, 2);
+    assert.match(noStore.err, new RegExp(`--backend ${backend} needs a datastore`));
+  }
+  const noShim = run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--shim', '/nonexistent/shim', '--dry-run', '--bin-dir', '/tmp/x', '--conf-dir', '/tmp/y']);
+  assert.equal(noShim.code, 1);
+  assert.match(noShim.err, /--shim \/nonexistent\/shim/);
 });
 
 test('install-cni: --dry-run prints the plan and the config, a foreign file exits 1 naming it, --force takes over', () => {
   const d = makeTempDir('install-cli');
   try {
-    const dirs = ['--bin-dir', join(d.path, 'bin'), '--conf-dir', join(d.path, 'net.d'), '--shim', '/usr/bin/true'];
+    const dirs = ['--bin-dir', join(d.path, 'bin'), '--conf-dir', join(d.path, 'net.d'), '--shim', '/usr/bin/true', '--datastore', 'etcd://127.0.0.1:2379'];
     const dry = run(['install-cni', ...dirs, '--backend', 'cluster', '--datastore', 'etcd://10.0.0.5:2379', '--node-name', 'node-a', '--interface', 'ptp', '--dry-run']);
+    const agentDry = run(['install-cni', ...dirs, '--node-name', 'node-a', '--agent-socket', '/run/x/agent.sock', '--dry-run']);
+    assert.match(agentDry.out, /"agent": "\/run\/x\/agent\.sock",\s+"datastore": "etcd:\/\/127\.0\.0\.1:2379",\s+"nodeName": "node-a"/);
     assert.equal(dry.code, 0, dry.err);
     assert.match(dry.out, /would write .*\/bin\/podipam \(sha256 [0-9a-f]{12}\)/);
     assert.match(dry.out, /"type": "ptp"[\s\S]*"datastore": "etcd:\/\/10\.0\.0\.5:2379"[\s\S]*"nodeName": "node-a"/);
