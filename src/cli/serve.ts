@@ -128,7 +128,7 @@ export function registerServe(program: Command): void {
         `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
           `auth ${tokens.admin || tokens.read ? 'bearer tokens' : `reads open (loopback), writes need the install token in ${join(dataDir, INSTALL_TOKEN_FILE)}`}\n`,
       );
-      out.write(`\nCNI network config for node "${nodeName}" (save as /etc/cni/net.d/10-podipam.conflist; put bin/podipam in /opt/cni/bin/ as "podipam"):\n`);
+      out.write(`\nCNI network config for node "${nodeName}" (or let "podipam install-cni --backend cluster --datastore URL" write it and the shim):\n`);
       out.write(`${cniConflist({ datastore: datastoreUrl, nodeName, pools: [] })}\n\n`);
       out.write(`Try: podipam simulate --server ${server.dashboardUrl} --nodes 20 --pods 600 --churn 0.2\n`);
       await new Promise<void>((resolve) => {

@@ -122,7 +122,7 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(inst.get('--agent-socket'), ag.get('--socket'), 'the config names the socket the agent listens on');
   assert.equal(ag.get('--socket'), '/run/podipam/agent.sock');
   assert.equal(inst.get('--backend'), 'agent');
-  assert.equal(ag.get('--data-dir'), '/var/lib/podipam');
+  assert.equal(ag.get('--data-dir'), '/var/lib/podipam/agent');
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);
