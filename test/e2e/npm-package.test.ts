@@ -43,7 +43,11 @@ test('npm pack → npm install -g into a scratch prefix → a working podipam (v
     const bin = join(prefix, 'bin', 'podipam');
     // Only runtime dependencies were installed.
     const deps = readdirSync(join(root, 'node_modules'));
-    for (const dev of ['typescript', 'esbuild', 'kubernetes-models', 'js-yaml', 'playwright-core', '@types']) assert.ok(!deps.includes(dev), `installed dev dependency ${dev}`);
+    // package-lock.json marks what only development needs ("dev": true): none of it is installed.
+    const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const devOnly = Object.entries(lock.packages).filter(([k, p]) => p.dev === true && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(k)).map(([k]) => k.slice('node_modules/'.length));
+    assert.ok(devOnly.includes('typescript') && devOnly.includes('kubernetes-models'));
+    for (const dev of devOnly) assert.ok(!existsSync(join(root, 'node_modules', dev)), `installed dev-only package ${dev}`);
     for (const dep of ['pino', 'better-sqlite3', 'commander']) assert.ok(deps.includes(dep), `missing ${dep}`);
     assert.ok(existsSync(join(root, 'build', 'Release', 'flock.node')), 'the install script built the flock addon');
 
