@@ -70,7 +70,7 @@ test('npm pack → npm install -g into a scratch prefix → a working podipam (v
         const timer = setTimeout(() => reject(new Error(`serve did not start in 30 s: ${out} ${err}`)), 30_000);
         serve.stdout!.on('data', (d: Buffer) => {
           out += d;
-          const m = /dashboard and API on (http:\/\/[^ ]+?)\/ /.exec(out);
+          const m = /dashboard and API on (http:\/\/[^/\s]+)\//.exec(out);
           if (m) {
             clearTimeout(timer);
             resolve(m[1]!);
