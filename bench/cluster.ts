@@ -252,7 +252,7 @@ async function scaleChild(spec: { name: string; url: string; etcd: boolean }): P
           for (let p = 0; p < SCALE_PODS; p++) {
             // A 64-hex container ID, as containerd makes them: the handle's real size.
             const id = n.toString(16).padStart(32, '0') + p.toString(16).padStart(32, '0');
-            await c.assign({ node: `node-${n}`, handle: `k8s-pod-network.${id}.eth0`, auto: 'each-family' });
+            await c.assign({ node: `node-${n}`, handle: `k8s-pod-network:${id}:eth0`, auto: 'each-family' });
           }
           // Sampled per node: on the memory store the loop never yields to timers.
           sample();

@@ -65,7 +65,7 @@ export class Agent {
     this.#server = server;
     this.#lockFd = lockFd;
     this.#allowed = new Set([0, process.getuid?.() ?? 0, ...(opts.allowUids ?? [])]);
-    this.#host = { cluster: this.cluster };
+    this.#host = { cluster: this.cluster, local: { asyncLockWait: true } };
     server.on('connection', (s) => this.#serve(s));
   }
 

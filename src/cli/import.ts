@@ -3,7 +3,7 @@
  * existing host-local data directory into the cluster store, so a cluster can move from
  * host-local to podipam's cluster mode without restarting its pods. Each file `<ip>` holding
  * `containerId\r\nifname` becomes an allocation of that address under the handle
- * `<network>.<containerId>.<ifname>` — the handle the cluster-mode DEL of that container will
+ * `<network>:<containerId>:<ifname>` (handle-id.ts) — the handle the cluster-mode DEL of that container will
  * compute — in a block affine to the node. Later ADDs never hand the address out again.
  *
  * Re-running is safe: an address already held by the same handle is skipped. An address held
@@ -101,7 +101,7 @@ export function registerImport(program: Command): void {
   imp
     .command('host-local')
     .argument('<dir>', "a host-local data directory: one network's directory (/var/lib/cni/networks/NET) or the dataDir holding them")
-    .description('adopt every reservation of a host-local data directory under the handle <network>.<containerId>.<ifname>')
+    .description('adopt every reservation of a host-local data directory under the handle <network>:<containerId>:<ifname>')
     .option('--network <name>', 'the network name (default: the directory name, or every network under a dataDir)')
     .option('--node <name>', 'the node whose pods hold these addresses (default: $NODENAME, else the host name)')
     .option('--dry-run', 'read and report, write nothing')

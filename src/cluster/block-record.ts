@@ -1,6 +1,6 @@
 /**
  * The stored form of an allocation block (`blocks/<cidr>`), compact JSON:
- * `{"cidr":"10.0.0.64/26","affinity":"node-a","next":3,"allocations":{"0":"net.c1.eth0"}}` —
+ * `{"cidr":"10.0.0.64/26","affinity":"node-a","next":3,"allocations":{"0":"net:c1:eth0"}}` —
  * only allocated ordinals are listed, so a block's size follows its use, not its capacity.
  */
 import { type Block, blockCapacity } from '../alloc/block.js';

@@ -74,7 +74,7 @@ describe('cluster back end (CNI edge)', () => {
     assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/26', gateway: '10.50.9.1' }, { address: 'fd00:50::9/122', gateway: 'fd00:50::1' }]);
     const args = conf({ datastore: url }, { args: { cni: { ips: ['10.50.9.11'] } } });
     assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/26', gateway: '10.50.9.1' }]);
-    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net.b.eth0"']);
+    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net:b:eth0"']);
     for (const [ip, role] of [['10.50.9.0', 'the network address'], ['10.50.9.1', 'the gateway'], ['10.50.9.63', 'the broadcast address']]) {
       assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: ip! }))), [101, `address ${ip} is not available: it is ${role} of block 10.50.9.0/26 (never handed out)`]);
     }

@@ -5,7 +5,7 @@
  *
  * - ADD: one address per family of the configured pools (or of every enabled pool selecting
  *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
- *   `args.cni.ips`), under the handle `<network>.<containerID>.<ifname>`; all families in one
+ *   `args.cni.ips`), under the handle `<network>:<containerID>:<ifname>` (handle-id.ts); all families in one
  *   transaction. A repeated ADD returns what the handle holds. Each result address carries
  *   its BLOCK's prefix and the block's gateway (`10.244.3.7/26`, gateway `10.244.3.1`): the
  *   block is a subnet on the node, whose interface plugin puts the gateway on the node side
@@ -15,6 +15,12 @@
  *   /128 with a link-local gateway because its data plane routes every pod.)
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
+ * - DEL and CHECK also find a record under the attachment's old dotted id when it belongs to the
+ *   attachment and its new id holds nothing (legacy-handle.ts); GC judges such records by the
+ *   attachment they name. ADD does not look for them, so the steady-state ADD and DEL stay one
+ *   round trip: an attachment from before the upgrade has had its ADD; should it be repeated,
+ *   it gets a fresh address under the new id, and GC releases the old record once the
+ *   attachment is gone.
  * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
  * A datastore that cannot be reached gives code 11 (50 for STATUS) within the store's request
  * timeout (2 s per endpoint); the node lock is waited for at most LOCK_WAIT_MS.
@@ -29,7 +35,8 @@ import type { ClusterIpam } from './cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from './cni-error-of.js';
 import type { ClusterHost } from './cluster-host.js';
-import { cniHandleId } from './handle-id.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from './handle-id.js';
+import { type CniAttachment, legacyHandleOf } from './legacy-handle.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
@@ -53,7 +60,7 @@ class ClusterBackend implements IpamBackend {
     const c = this.#conf;
     const areq = {
       node: c.nodeName,
-      handle: cniHandleId(req.conf.name, req.containerId, req.ifname),
+      handle: handleOf(req),
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
       ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
     };
@@ -68,12 +75,26 @@ class ClusterBackend implements IpamBackend {
   }
 
   async del(req: IpamRequest): Promise<void> {
-    await this.#run('DEL', (ipam) => ipam.releaseHandle(cniHandleId(req.conf.name, req.containerId, req.ifname), this.#conf.nodeName));
+    const handle = handleOf(req);
+    await this.#run('DEL', async (ipam) => {
+      // Only an attachment with nothing under its new id can be one from before the change:
+      // the steady-state DEL stays one round trip.
+      if ((await ipam.releaseHandle(handle, this.#conf.nodeName)).length > 0) return;
+      const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
+      if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
+    });
   }
 
   async check(req: IpamRequest): Promise<void> {
-    const handle = cniHandleId(req.conf.name, req.containerId, req.ifname);
-    const held = await this.#run('CHECK', (ipam) => ipam.addressesOf(handle));
+    let handle = handleOf(req);
+    const held = await this.#run('CHECK', async (ipam) => {
+      const got = await ipam.addressesOf(handle);
+      if (got !== undefined) return got;
+      const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
+      if (legacy === undefined) return undefined;
+      handle = legacy;
+      return ipam.addressesOf(legacy);
+    });
     if (!held || held.length === 0) throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} holds no address`);
     for (const want of prevResultAddrs(req.conf.prevResult)) {
       if (!held.some((h) => h.addr.family === want.family && h.addr.value === want.value)) {
@@ -141,6 +162,19 @@ class ClusterBackend implements IpamBackend {
       await store.close();
     }
   }
+}
+
+function attachmentOf(req: IpamRequest): CniAttachment {
+  return { network: req.conf.name, containerId: req.containerId, ifname: req.ifname };
+}
+
+/** The attachment's handle id; code 7 when it would be longer than the store keeps. */
+function handleOf(req: IpamRequest): string {
+  const h = cniHandleId(req.conf.name, req.containerId, req.ifname);
+  if (h.length > MAX_HANDLE_LENGTH) {
+    throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+  }
+  return h;
 }
 
 function prevResultAddrs(prev: unknown): Addr[] {

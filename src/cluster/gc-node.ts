@@ -3,12 +3,15 @@
  * runtime no longer lists. Candidates come from the blocks affine to the node (re-read fresh)
  * and from the handles the node remembers writing, so the cost follows the node's size, not
  * the cluster's; each candidate's handle record is then read and released only if it belongs
- * to this node and network. An address this node borrowed from another node's block and then
- * forgot (its hint lost) is not found here — `podipam ipam check` and `ipam release` cover it.
+ * to this node and network; a record whose attachment (network, containerId, ifname) has its
+ * id in `keep` is kept whatever id it is stored under (old dotted ids). An address this node
+ * borrowed from another node's block and then forgot (its hint lost) is not found here —
+ * `podipam ipam check` and `ipam release` cover it.
  */
 import { readKeys } from './read-keys.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
+import { cniHandleId } from './handle-id.js';
 import { handleKey, HANDLE_PREFIX } from './keys.js';
 import { checkNodeName } from './names.js';
 import { loadNodeBlocks } from './node-view.js';
@@ -37,6 +40,8 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
     try {
       const rec = decodeHandle(entry);
       if (rec.node !== node || rec.network !== network) continue;
+      // A record under an old dotted id is judged by the attachment it names (legacy-handle.ts).
+      if (rec.containerId !== undefined && rec.ifname !== undefined && keep.has(cniHandleId(network, rec.containerId, rec.ifname))) continue;
       released.push(...(await releaseByHandle(ctx, handle, node)));
     } catch (e) {
       failed.push({ handle, error: e instanceof Error ? e : new Error(String(e)) });

@@ -1,9 +1,46 @@
 /**
- * The handle of a CNI attachment: `<network name>.<container ID>.<ifname>` (DESIGN.md), so
- * DEL by container and interface finds everything ADD wrote. Calico uses
+ * The handle of a CNI attachment: `<network>:<containerID>:<ifname>`, each part escaped, so
+ * DEL by container and interface finds everything ADD wrote and nothing else. Calico uses
  * `<network>.<containerID>`; adding the interface lets one container hold addresses on two
  * interfaces of the same network.
+ *
+ * Why ":" and an escape: dots are legal in every part (network `net.a` + container `c1` and
+ * network `net` + container `a.c1` both made `net.a.c1.eth0` in the old dotted form, so two
+ * attachments shared one address). ":" can occur in none of them as CNI validates them, and
+ * each part is escaped anyway — every character outside `A-Z a-z 0-9 _ . -` becomes `%XX` per
+ * UTF-8 byte — so the encoding is injective whatever the input: `net.a:c1:eth0` and
+ * `net:a.c1:eth0` stay apart, and common ids stay readable. Ids are at most MAX_HANDLE_LENGTH
+ * characters (`checkHandle`), and `HANDLE_PATTERN` (the server API's check) accepts every id
+ * this function returns within that length, and every legacy id of the same characters.
+ *
+ * Records written before this encoding carry the dotted id: see legacy-handle.ts.
  */
+
+/** The longest handle id the cluster back end stores (names.ts `checkHandle`). */
+export const MAX_HANDLE_LENGTH = 1024;
+
+/**
+ * Handle ids the server API accepts: what `cniHandleId` writes (and any id of the same
+ * characters, such as the legacy dotted ids), 1–MAX_HANDLE_LENGTH characters.
+ */
+export const HANDLE_PATTERN = /^[A-Za-z0-9%][A-Za-z0-9_.\-:%]{0,1023}$/;
+
+/** The CNI attachment's handle id (see above). Never throws; check the length with `checkHandle`. */
 export function cniHandleId(network: string, containerId: string, ifname: string): string {
+  return `${escapePart(network)}:${escapePart(containerId)}:${escapePart(ifname)}`;
+}
+
+/** The id podipam wrote before the escaped form: `<network>.<containerID>.<ifname>` (ambiguous). */
+export function legacyCniHandleId(network: string, containerId: string, ifname: string): string {
   return `${network}.${containerId}.${ifname}`;
+}
+
+const UNSAFE = /[^A-Za-z0-9_.-]/gu;
+
+function escapePart(s: string): string {
+  return s.replace(UNSAFE, (ch) => {
+    let out = '';
+    for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+    return out;
+  });
 }

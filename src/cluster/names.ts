@@ -22,7 +22,7 @@ export function checkNodeName(field: string, name: unknown): asserts name is str
   }
 }
 
-/** Handles: 1–1024 printable characters without "/" or white space (a CNI handle is "<network>.<containerID>.<ifname>"). */
+/** Handles: 1–1024 printable characters without "/" or white space (a CNI handle is "<network>:<containerID>:<ifname>", handle-id.ts). */
 export function checkHandle(field: string, handle: unknown): asserts handle is string {
   // eslint-disable-next-line no-control-regex
   if (typeof handle !== 'string' || handle.length === 0 || handle.length > 1024 || /[\s/\u0000-\u001f\u007f]/.test(handle)) {

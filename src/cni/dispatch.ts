@@ -4,6 +4,8 @@
  * from what the back end does: `run-plugin.ts` reads stdin and prints.
  */
 import { CniCode, CniError } from './errors.js';
+// Re-exported for run-plugin.ts, which then has one module to load instead of two.
+export { CniCode, CniError };
 import type { BackendHost, IpamRequest } from './ipam-backend.js';
 import { readCmdEnv, validateContainerId, validateInterfaceName } from './skel-env.js';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from './version.js';

@@ -83,4 +83,6 @@ export interface IpamBackend {
 export interface BackendHost {
   /** The cluster back end's services (see src/cluster/cluster-host.ts). */
   readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
+  /** The local back end waits for a busy directory lock without blocking the event loop. */
+  readonly local?: { readonly asyncLockWait: boolean };
 }

@@ -7,6 +7,7 @@
 import { versionAnswer } from './version.js';
 
 type Fs = typeof import('node:fs');
+type Errors = Pick<typeof import('./dispatch.js'), 'CniCode' | 'CniError'>;
 
 /** Runs one plugin invocation from process.env and stdin; returns the exit code. Never throws. */
 export async function runPlugin(): Promise<number> {
@@ -18,12 +19,13 @@ export async function runPlugin(): Promise<number> {
     write(fs, versionAnswer());
     return 0;
   }
+  const d = await import('./dispatch.js');
   let text: string | undefined;
   let failure: unknown;
   const stdin = (): string => {
     if (failure !== undefined) throw failure;
     try {
-      return (text ??= readStdin(fs));
+      return (text ??= readStdin(fs, d));
     } catch (e) {
       throw (failure = e);
     }
@@ -71,37 +73,42 @@ function stdinError(msg: string): Error {
   return Object.assign(new Error(msg), { code: 'EIO' });
 }
 
-function readStdin(fs: Fs): string {
-  try {
-    return fs.readFileSync(0, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    // No stdin at all (closed descriptor) reads as empty, like Go's io.ReadAll on a closed file.
-    if (code === 'EBADF' || code === 'EINVAL') return '';
-    if (code === 'EAGAIN') return readNonBlocking(fs);
-    throw stdinError(`error reading from stdin: ${(e as Error).message}`);
-  }
-}
+/**
+ * The most stdin the plugin reads: a network config is kilobytes (a conflist's prevResult a few
+ * more), so 1 MiB is generous. Larger input is refused as code 7 as soon as the limit is
+ * passed, without reading (or holding) the rest.
+ */
+export const MAX_STDIN_BYTES = 1 << 20;
 
-/** A non-blocking stdin (shared with a parent that set O_NONBLOCK): poll until EOF, bounded. */
-function readNonBlocking(fs: Fs): string {
-  const chunks: Buffer[] = [];
-  const buf = Buffer.alloc(65536);
+/**
+ * Reads stdin to EOF, at most MAX_STDIN_BYTES. A non-blocking descriptor (shared with a parent
+ * that set O_NONBLOCK) is polled until EOF, for at most 30 s.
+ */
+function readStdin(fs: Fs, errors: Errors): string {
+  const buf = Buffer.allocUnsafe(MAX_STDIN_BYTES + 1);
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  for (let waited = 0; waited < 30_000; ) {
+  let len = 0;
+  for (let waited = 0; len < buf.length; ) {
     let n: number;
     try {
-      n = fs.readSync(0, buf);
+      n = fs.readSync(0, buf, len, buf.length - len, null);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      // No stdin at all (closed descriptor) reads as empty, like Go's io.ReadAll on a closed file.
+      if ((code === 'EBADF' || code === 'EINVAL') && len === 0) return '';
+      if (code !== 'EAGAIN') throw stdinError(`error reading from stdin: ${(e as Error).message}`);
+      if (waited >= 30_000) throw stdinError('error reading from stdin: no end of input after 30s');
       Atomics.wait(sleeper, 0, 0, 2);
       waited += 2;
       continue;
     }
-    if (n === 0) return Buffer.concat(chunks).toString('utf8');
-    chunks.push(Buffer.from(buf.subarray(0, n)));
+    if (n === 0) return buf.toString('utf8', 0, len);
+    len += n;
   }
-  throw stdinError('error reading from stdin: no end of input after 30s');
+  throw new errors.CniError(
+    errors.CniCode.InvalidConfig,
+    `network configuration on stdin is larger than the limit of ${MAX_STDIN_BYTES} bytes (1 MiB)`,
+  );
 }
 
 /** Writes all of `s` to fd 1 synchronously (a non-blocking pipe is retried, bounded). */

@@ -29,5 +29,5 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
     return createClusterBackend(conf, env, host?.cluster);
   }
   const { createLocalBackend } = await import('../local/local-backend.js');
-  return createLocalBackend();
+  return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false });
 }

@@ -11,6 +11,8 @@ import { type Addr, formatAddr } from '../ip/addr.js';
 import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from '../cni/config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
 import { requestedAddrs } from '../cni/requested-addrs.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import { DEFAULT_LOCK_TIMEOUT_MS } from './file-lock.js';
 
 /** host-local's default state directory. */
 export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
@@ -29,6 +31,21 @@ export interface LocalConfig {
   readonly resolvConf?: string;
   /** Requested addresses, CNI_ARGS `IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; no duplicates. */
   readonly requested: readonly Addr[];
+  /** Longest wait for the directory's lock (PODIPAM_LOCK_TIMEOUT_MS, default 10 s); then code 11. */
+  readonly lockTimeoutMs: number;
+}
+
+/** The environment variable that overrides the lock wait (milliseconds, 0–3600000). */
+export const LOCK_TIMEOUT_ENV = 'PODIPAM_LOCK_TIMEOUT_MS';
+
+/** PODIPAM_LOCK_TIMEOUT_MS, validated (CniError 4 naming the variable and value); `dflt` when unset or empty. */
+export function lockTimeoutOf(env: NodeJS.ProcessEnv, dflt: number): number {
+  const v = env[LOCK_TIMEOUT_ENV];
+  if (v === undefined || v === '') return dflt;
+  if (!/^[0-9]{1,7}$/.test(v) || Number(v) > 3_600_000) {
+    throw new CniError(CniCode.InvalidEnv, `${LOCK_TIMEOUT_ENV} must be a whole number of milliseconds from 0 to 3600000: got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
 }
 
 /** Validates `conf.ipam` (and the request-carrying parts of conf and CNI_ARGS) for the local back end. */
@@ -43,7 +60,8 @@ export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string
   const requested = requestedAddrs(conf, cniArgs);
   const rangeSets = await resolveRangeSets(conf);
   const dir = path.join(path.normalize(dataDir), conf.name);
-  return { name: conf.name, cniVersion: conf.cniVersion, dataDir: path.normalize(dataDir), dir, rangeSets, routes, resolvConf, requested };
+  const lockTimeoutMs = lockTimeoutOf(process.env, DEFAULT_LOCK_TIMEOUT_MS);
+  return { name: conf.name, cniVersion: conf.cniVersion, dataDir: path.normalize(dataDir), dir, rangeSets, routes, resolvConf, requested, lockTimeoutMs };
 }
 
 function route(v: unknown, path: string): Route {

@@ -11,11 +11,19 @@
  * empty or partial address file — that would block the address forever, since no DEL could
  * match it. A killed writer can leave only the temporary file, which the next locked scan
  * removes (or a DEL matches by content). On a file system without hard links it falls back to
- * host-local's O_CREAT|O_EXCL write in place.
+ * host-local's O_CREAT|O_EXCL write in place. A failed write (disk full) removes what it wrote
+ * and names the path.
+ *
+ * Unlike host-local, nothing planted in the directory is trusted (regular-file.ts): files are
+ * opened without following links or blocking, and an entry that is not a regular file (a
+ * symbolic link, FIFO, device, socket) is refused with code 5 naming it. Directories are
+ * skipped, as before.
  */
 import { fs, path } from '../cni/builtins.js';
+import { CniError } from '../cni/errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
+import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
 const LOCK_FILE = 'lock';
@@ -26,6 +34,8 @@ const TMP_FILE = '.podipam-reserve.tmp';
 export interface StoreFile {
   readonly name: string;
   readonly content: string | undefined;
+  /** Set for an entry that is not a regular file (never opened): the refusal, code 5. */
+  readonly refused?: CniError;
 }
 
 /** What an address file holds for an attachment: `id\r\nifname` (id whitespace-trimmed). */
@@ -63,8 +73,14 @@ export class DiskStore {
     return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)));
   }
 
-  lock(): void {
-    this.#lock.lock();
+  /** Takes the lock, waiting at most `timeoutMs` (CniError 11 after that; default: FileLock's). */
+  lock(timeoutMs?: number): void {
+    this.#lock.lock(timeoutMs);
+  }
+
+  /** As `lock`, yielding to the event loop while another process holds it (the agent). */
+  lockAsync(timeoutMs?: number): Promise<void> {
+    return this.#lock.lockAsync(timeoutMs);
   }
 
   unlock(): void {
@@ -78,27 +94,37 @@ export class DiskStore {
   /**
    * Every regular file of the directory (sorted by name, as Go's filepath.Walk visits them)
    * except `lock`, with its content. Call under the lock: a leftover temporary file of a killed
-   * writer is removed here. Subdirectories are not entered.
+   * writer is removed here. Subdirectories are not entered. An entry that is not a regular file
+   * is returned with `refused` set and no content (it is never opened).
    */
   scan(): StoreFile[] {
     const out: StoreFile[] = [];
-    const names = fs.readdirSync(this.dir, { withFileTypes: true })
+    const entries = fs.readdirSync(this.dir, { withFileTypes: true })
       .filter((d) => !d.isDirectory())
-      .map((d) => d.name)
-      .sort();
-    for (const name of names) {
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const d of entries) {
+      const name = d.name;
       if (name === LOCK_FILE) continue;
       if (name === TMP_FILE) {
         this.#unlinkQuietly(TMP_FILE);
         continue;
       }
-      let content: string | undefined;
-      try {
-        content = fs.readFileSync(path.join(this.dir, name), 'utf8');
-      } catch {
-        content = undefined; // unreadable: matches nobody, still occupies its name (as host-local)
+      const file = path.join(this.dir, name);
+      if (!d.isFile()) {
+        out.push({ name, content: undefined, refused: notRegular(file, kindOf(d)) });
+        continue;
       }
-      out.push({ name, content });
+      let content: string | undefined;
+      let refused: CniError | undefined;
+      try {
+        content = readRegular(file);
+      } catch (e) {
+        // Swapped for a link or FIFO since readdir: refused. Otherwise unreadable: matches
+        // nobody, still occupies its name (as host-local).
+        if (e instanceof CniError) refused = e;
+        content = undefined;
+      }
+      out.push(refused ? { name, content, refused } : { name, content });
     }
     return out;
   }
@@ -110,12 +136,7 @@ export class DiskStore {
   reserve(id: string, ifname: string, addr: Addr, rangeSet: number): boolean {
     const name = formatAddr(addr);
     const tmp = path.join(this.dir, TMP_FILE);
-    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);
-    try {
-      fs.writeSync(fd, Buffer.from(fileContent(id, ifname), 'utf8'));
-    } finally {
-      fs.closeSync(fd);
-    }
+    this.#writeTmp(tmp, fileContent(id, ifname));
     try {
       fs.linkSync(tmp, path.join(this.dir, name));
     } catch (e) {
@@ -123,7 +144,7 @@ export class DiskStore {
       if (code === 'EEXIST') return false;
       // A file system without hard links: write in place, as host-local does.
       if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return this.#reserveInPlace(id, ifname, name, rangeSet);
-      throw e;
+      throw ioError('link', `${tmp} to ${path.join(this.dir, name)}`, e);
     } finally {
       this.#unlinkQuietly(TMP_FILE);
     }
@@ -131,47 +152,84 @@ export class DiskStore {
     return true;
   }
 
-  #reserveInPlace(id: string, ifname: string, name: string, rangeSet: number): boolean {
+  /** Writes `content` to a fresh temporary file (never through a planted link); on failure removes it. */
+  #writeTmp(tmp: string, content: string): void {
+    const c = fs.constants;
     let fd: number;
     try {
-      fd = fs.openSync(path.join(this.dir, name), fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+      this.#unlinkQuietly(TMP_FILE);
+      // O_EXCL never follows a link or reuses what is there.
+      fd = fs.openSync(tmp, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o644);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw e;
+      throw ioError('create', tmp, e);
     }
     try {
-      fs.writeSync(fd, Buffer.from(fileContent(id, ifname), 'utf8'));
+      fs.writeFileSync(fd, content, 'utf8');
+    } catch (e) {
+      fs.closeSync(fd);
+      this.#unlinkQuietly(TMP_FILE);
+      throw ioError('write', tmp, e);
+    }
+    fs.closeSync(fd);
+  }
+
+  #reserveInPlace(id: string, ifname: string, name: string, rangeSet: number): boolean {
+    const file = path.join(this.dir, name);
+    let fd: number;
+    try {
+      fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw ioError('create', file, e);
+    }
+    try {
+      fs.writeFileSync(fd, fileContent(id, ifname), 'utf8');
     } catch (e) {
       fs.closeSync(fd);
       this.#unlinkQuietly(name);
-      throw e;
+      throw ioError('write', file, e);
     }
     fs.closeSync(fd);
     this.#recordLast(name, rangeSet);
     return true;
   }
 
+  /**
+   * Records `name` in `last_reserved_ip.<rangeSet>`. If that fails (disk full, a planted
+   * link), the address file just reserved is removed again: the failed ADD leaves no
+   * reservation behind.
+   */
   #recordLast(name: string, rangeSet: number): void {
-    fs.writeFileSync(path.join(this.dir, LAST_IP_PREFIX + rangeSet), name, { mode: 0o644 });
+    try {
+      writeRegular(path.join(this.dir, LAST_IP_PREFIX + rangeSet), name, 0o644);
+    } catch (e) {
+      this.#unlinkQuietly(name);
+      throw e;
+    }
   }
 
-  /** The address in `last_reserved_ip.<rangeSet>`; undefined when missing or unparsable. */
+  /**
+   * The address in `last_reserved_ip.<rangeSet>`; undefined when missing or unparsable.
+   * Throws the refusal (code 5) when it is not a regular file.
+   */
   lastReserved(rangeSet: number): Addr | undefined {
     try {
-      return tryParseAddr(fs.readFileSync(path.join(this.dir, LAST_IP_PREFIX + rangeSet), 'utf8'));
-    } catch {
+      return tryParseAddr(readRegular(path.join(this.dir, LAST_IP_PREFIX + rangeSet)));
+    } catch (e) {
+      if (e instanceof CniError) throw e;
       return undefined;
     }
   }
 
-  /** Deletes a file of the directory; false if it was already gone. Throws other I/O errors. */
+  /** Deletes a file of the directory; false if it was already gone. Throws other I/O errors, naming the path. */
   remove(name: string): boolean {
+    const file = path.join(this.dir, name);
     try {
-      fs.unlinkSync(path.join(this.dir, name));
+      fs.unlinkSync(file);
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw e;
+      throw ioError('remove', file, e);
     }
   }
 

@@ -5,10 +5,13 @@
  * leaves it stuck.
  */
 import { fs } from '../cni/builtins.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import { openRegular } from './regular-file.js';
 
 interface FlockAddon {
   flock(fd: number, op: number): void;
   readonly LOCK_EX: number;
+  readonly LOCK_NB: number;
   readonly LOCK_UN: number;
 }
 
@@ -27,25 +30,75 @@ function flockAddon(): FlockAddon {
   return addon;
 }
 
-/** An open lock file; `lock`/`unlock` may be called repeatedly, `close` releases everything. */
+/** How long ADD/DEL/CHECK/GC wait for the lock by default before answering code 11. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
+
+/**
+ * An open lock file; `lock`/`unlock` may be called repeatedly, `close` releases everything.
+ * Unlike host-local, the wait is bounded: a lock held forever (a hung plugin, a planted
+ * `flock`) gives CniError 11 (try again later) naming the file, not a plugin that never returns.
+ */
 export class FileLock {
+  readonly path: string;
   readonly #fd: number;
   readonly #flock: FlockAddon;
 
-  private constructor(fd: number, flock: FlockAddon) {
+  private constructor(path: string, fd: number, flock: FlockAddon) {
+    this.path = path;
     this.#fd = fd;
     this.#flock = flock;
   }
 
-  /** Opens (creating with mode 0750) the lock file at `path`, unlocked. */
+  /**
+   * Opens (creating with mode 0750) the lock file at `path`, unlocked. Refuses (code 5, naming
+   * the path) a lock file that is a symbolic link, FIFO or anything but a regular file.
+   */
   static open(path: string): FileLock {
     const flock = flockAddon();
-    return new FileLock(fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_CREAT, 0o750), flock);
+    return new FileLock(path, openRegular(path, fs.constants.O_RDONLY | fs.constants.O_CREAT, 0o750), flock);
   }
 
-  /** Blocks until this process holds the exclusive lock. */
-  lock(): void {
-    this.#flock.flock(this.#fd, this.#flock.LOCK_EX);
+  /**
+   * Waits until this process holds the exclusive lock, at most `timeoutMs`; then throws
+   * CniError 11. Polls with LOCK_NB (sleeping 1 ms, doubling up to 20 ms): flock(2) itself has
+   * no timeout, and a signal to interrupt it would reach the whole process.
+   */
+  lock(timeoutMs: number = DEFAULT_LOCK_TIMEOUT_MS): void {
+    const deadline = Date.now() + timeoutMs;
+    const sleeper = new Int32Array(new SharedArrayBuffer(4));
+    for (let pause = 1; !this.#tryLock(); pause = Math.min(pause * 2, 20)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.#timedOut(timeoutMs);
+      Atomics.wait(sleeper, 0, 0, Math.min(pause, left));
+    }
+  }
+
+  /**
+   * Waits like `lock`, but between attempts yields to the event loop (a long-lived process —
+   * the node agent — keeps serving other calls while another process holds this lock).
+   */
+  async lockAsync(timeoutMs: number = DEFAULT_LOCK_TIMEOUT_MS): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 1; !this.#tryLock(); pause = Math.min(pause * 2, 20)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.#timedOut(timeoutMs);
+      await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+    }
+  }
+
+  #tryLock(): boolean {
+    const f = this.#flock;
+    try {
+      f.flock(this.#fd, f.LOCK_EX | f.LOCK_NB);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EWOULDBLOCK') throw e;
+      return false;
+    }
+  }
+
+  #timedOut(timeoutMs: number): CniError {
+    return new CniError(CniCode.TryAgainLater, `timed out after ${timeoutMs} ms waiting for the lock on ${this.path} (another process holds it)`);
   }
 
   unlock(): void {

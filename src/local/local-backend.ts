@@ -17,37 +17,47 @@ import { formatAddrWithLen } from '../ip/prefix.js';
 import { type LocalConfig, loadLocalConfig } from './config.js';
 import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
 
-export function createLocalBackend(): IpamBackend {
-  return new LocalBackend();
+/** `asyncLockWait`: wait for a busy directory lock without blocking the event loop (the agent). */
+export function createLocalBackend(options: { readonly asyncLockWait?: boolean } = {}): IpamBackend {
+  return new LocalBackend(options.asyncLockWait ?? false);
 }
 
 export class LocalBackend implements IpamBackend {
+  readonly #asyncLockWait: boolean;
+
+  constructor(asyncLockWait = false) {
+    this.#asyncLockWait = asyncLockWait;
+  }
+
   async add(req: IpamRequest): Promise<IpamResult> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
-    const ips = withStore(cfg, (store) => allocate(store, cfg, req));
+    const ips = await withStore(cfg, this.#asyncLockWait, (store) => allocate(store, cfg, req));
     return { ips, routes: cfg.routes, dns };
   }
 
   async del(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    withStore(cfg, (store) => {
+    await withStore(cfg, this.#asyncLockWait, (store) => {
+      const files = store.scan();
       const errors: string[] = [];
-      for (const f of releasable(store.scan(), req, cfg.rangeSets.length)) {
+      for (const f of releasable(files, req, cfg.rangeSets.length)) {
         try {
           store.remove(f.name);
         } catch (e) {
           errors.push((e as Error).message);
         }
       }
+      // Released what it could; entries it refuses to open are reported after.
+      for (const f of files) if (f.refused) errors.push(f.refused.msg);
       if (errors.length) throw new CniError(CniCode.IoFailure, errors.join(';'));
     });
   }
 
   async check(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    withStore(cfg, (store) => {
-      const files = store.scan();
+    await withStore(cfg, this.#asyncLockWait, (store) => {
+      const files = refuseUnsafe(store.scan());
       const mine = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
       const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, req.containerId));
       if (held.length === 0) {
@@ -61,9 +71,13 @@ export class LocalBackend implements IpamBackend {
     const cfg = await loadLocalConfig(conf);
     const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
     const keepIds = new Set(valid.map((a) => a.containerId.trim()));
-    withStore(cfg, (store) => {
+    await withStore(cfg, this.#asyncLockWait, (store) => {
       const errors: string[] = [];
       for (const f of store.scan()) {
+        if (f.refused) {
+          errors.push(f.refused.msg); // never opened, never removed: the operator looks at it
+          continue;
+        }
         if (!addrOfName(f.name)) continue; // lock, last_reserved_ip.*, anything not an address
         const c = f.content?.trim();
         if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
@@ -92,16 +106,22 @@ export class LocalBackend implements IpamBackend {
   }
 }
 
-/** Opens the network directory, runs `fn` under the lock, always unlocks and closes. */
-function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
+/**
+ * Opens the network directory, runs `fn` under the lock (waiting at most cfg.lockTimeoutMs,
+ * then code 11), always unlocks and closes. `fn` runs synchronously once the lock is held; with
+ * `asyncWait` only the wait for a lock another process holds yields to the event loop.
+ */
+async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, fn: (store: DiskStore) => T): Promise<T> {
   let store: DiskStore;
   try {
     store = DiskStore.open(cfg.dir);
   } catch (e) {
+    if (e instanceof CniError) throw e;
     throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);
   }
   try {
-    store.lock();
+    if (asyncWait) await store.lockAsync(cfg.lockTimeoutMs);
+    else store.lock(cfg.lockTimeoutMs);
     return fn(store);
   } finally {
     store.close(); // closing drops the lock
@@ -114,7 +134,7 @@ function withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
  * releases everything the attachment holds, even addresses of an earlier ADD; we do not).
  */
 function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfig[] {
-  const files = store.scan();
+  const files = refuseUnsafe(store.scan());
   const taken = new Set(files.map((f) => f.name));
   const held = files.flatMap((f) => {
     const a = addrOfName(f.name);
@@ -177,6 +197,14 @@ function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfi
     throw new CniError(CniCode.IoFailure, (e as Error).message);
   }
   return out;
+}
+
+/** `files`, when none is refused; else the refusal (code 5) naming every such entry. */
+function refuseUnsafe(files: readonly StoreFile[]): readonly StoreFile[] {
+  const refused = files.flatMap((f) => (f.refused ? [f.refused] : []));
+  if (refused.length === 1) throw refused[0]!;
+  if (refused.length > 1) throw new CniError(CniCode.IoFailure, refused.map((e) => e.msg).join('; '));
+  return files;
 }
 
 /**

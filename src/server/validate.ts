@@ -3,6 +3,7 @@
  * client sees `field "blockSize" must be an integer between 20 and 32: got "x"`.
  */
 import { badField, HttpError } from './http-error.js';
+import { HANDLE_PATTERN } from '../cluster/handle-id.js';
 
 export type Body = Readonly<Record<string, unknown>>;
 
@@ -130,8 +131,8 @@ export function queryInt(q: URLSearchParams, name: string, dflt: number, min: nu
 /** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools. */
 export const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 export const NAME_HINT = 'a lower-case name of letters, digits, "-" and "." (RFC 1123), starting and ending with a letter or digit';
-/** A CNI handle: `<network>.<containerId>.<ifname>` or any id of the same characters. */
-export const HANDLE = /^[A-Za-z0-9][A-Za-z0-9_.\-:]{0,252}$/;
-export const HANDLE_HINT = 'a handle id of letters, digits, "_", ".", "-" and ":" (e.g. "k8s-pod-network.<containerId>.eth0")';
+/** A handle id: what the CNI plugin writes (`<network>:<containerId>:<ifname>`, handle-id.ts), old dotted ids, or any id of the same characters. */
+export const HANDLE = HANDLE_PATTERN;
+export const HANDLE_HINT = 'a handle id of 1-1024 letters, digits, "_", ".", "-", ":" and "%" (e.g. "k8s-pod-network:<containerId>:eth0")';
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;

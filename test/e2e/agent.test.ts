@@ -5,8 +5,8 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
@@ -125,6 +125,54 @@ test('bin/podipam forwards a config naming the agent; with no agent it runs a se
   assert.equal(JSON.parse(none.stdout).code, 11);
   assert.match(JSON.parse(none.stdout).msg, /agent\.sock/);
 });
+
+test('a directory lock held by another process stalls only that network: the agent serves other networks meanwhile', async () => {
+  const sock = join(dir.path, 'locks', 'agent.sock');
+  const agent = await startAgent(sock);
+  const env = { PODIPAM_AGENT_SOCKET: sock, PODIPAM_PLUGIN: '' };
+  const netDir = (n: string) => join(dir.path, 'locks-data', n);
+  const conf = (n: string) => ({ cniVersion: '1.0.0', name: n, ipam: { type: 'podipam', dataDir: join(dir.path, 'locks-data'), ranges: [[{ subnet: '10.79.0.0/24' }]] } });
+  try {
+    // Create net-a's directory and lock file, then hold its lock as host-local would.
+    assert.equal(runPluginSync(SHIM_BIN, { command: 'ADD', containerId: 'a0', ifname: 'eth0', config: conf('net-a'), env }).code, 0);
+    // flock(1) runs `sleep` holding the lock: a process group of its own, killed as one.
+    const holder = spawn('flock', [join(netDir('net-a'), 'lock'), 'sleep', '30'], { stdio: 'ignore', detached: true });
+    const release = () => {
+      try {
+        process.kill(-holder.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    };
+    try {
+      await waitFor(() => readFileSync('/proc/locks', 'utf8').split('\n').some((l) => l.includes('FLOCK') && l.includes(` ${holder.pid} `)), 'flock(1) to hold the lock');
+      const blocked = runPlugin(SHIM_BIN, { command: 'ADD', containerId: 'a1', ifname: 'eth0', config: conf('net-a'), env });
+      let settled = false;
+      void blocked.then(() => (settled = true));
+      for (let i = 0; i < 5; i++) {
+        const r = await runPlugin(SHIM_BIN, { command: 'ADD', containerId: `b${i}`, ifname: 'eth0', config: conf('net-b'), env });
+        assert.equal(r.code, 0, r.stdout);
+      }
+      assert.equal(settled, false, 'the call on net-a still waits for its lock');
+      assert.equal((await agent.status()).inFlight, 1);
+      release();
+      const r = await blocked;
+      assert.equal(r.code, 0, r.stdout);
+    } finally {
+      release();
+    }
+  } finally {
+    await agent.stop();
+  }
+});
+
+async function waitFor(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {

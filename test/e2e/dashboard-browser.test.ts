@@ -97,7 +97,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     // A leak appears in the check panel; the admin releases it with one click.
     const store = await openStore(s.datastore);
     try {
-      const h = await store.get(handleKey('sim.live-update.eth0'));
+      const h = await store.get(handleKey('sim:live-update:eth0'));
       assert.ok(h);
       assert.ok((await store.txn([{ key: h.key, rev: h.rev }], [{ type: 'delete', key: h.key }])).succeeded);
     } finally {

@@ -34,11 +34,11 @@ test('import host-local: reservations move under their handles and are never han
     for (const [id, ifname] of attachments) {
       const r = await runPlugin(HOST_LOCAL_BIN, { command: 'ADD', containerId: id, ifname, config: hlConf });
       assert.equal(r.code, 0, r.stdout + r.stderr);
-      held.set(`${NET}.${id}.${ifname}`, stdoutJson(r).ips.map((x: { address: string }) => formatAddr(parseAddr(x.address.split('/')[0] as string))));
+      held.set(`${NET}:${id}:${ifname}`, stdoutJson(r).ips.map((x: { address: string }) => formatAddr(parseAddr(x.address.split('/')[0] as string))));
     }
     // A pre-2018 file that holds only the container id.
     writeFileSync(join(hlData, NET, '10.250.0.100'), 'legacy1');
-    held.set(`${NET}.legacy1.eth0`, ['10.250.0.100']);
+    held.set(`${NET}:legacy1:eth0`, ['10.250.0.100']);
     const imported = [...held.values()].flat();
     assert.equal(imported.length, 13);
 
@@ -80,11 +80,11 @@ test('import host-local: reservations move under their handles and are never han
     const otherDir = join(tmp.path, 'other-net');
     const { mkdirSync } = await import('node:fs');
     mkdirSync(otherDir);
-    writeFileSync(join(otherDir, held.get(`${NET}.c2.eth0`)![0]!), 'zzz\r\neth0');
+    writeFileSync(join(otherDir, held.get(`${NET}:c2:eth0`)![0]!), 'zzz\r\neth0');
     writeFileSync(join(otherDir, 'not-an-ip'), 'x');
     const clash = await runCli(['--datastore', datastore, 'import', 'host-local', otherDir, '--node', 'node-a']);
     assert.equal(clash.code, 1, clash.stdout + clash.stderr);
-    assert.match(clash.stdout, /other-net\.zzz\.eth0 {2}failed: address 10\.250\.0\.\d+ is not available/);
+    assert.match(clash.stdout, /other-net:zzz:eth0 {2}failed: address 10\.250\.0\.\d+ is not available/);
     assert.match(clash.stderr, /skipping .*not-an-ip: not named after an IP address/);
 
     // 6. Cluster-mode ADDs on node-a through the real plugin: they fill the imported
@@ -111,8 +111,8 @@ test('import host-local: reservations move under their handles and are never han
     assert.equal(del.code, 0, del.stdout + del.stderr);
     const store3 = await openStore(datastore);
     try {
-      assert.equal(await new ClusterIpam(store3).addressesOf(`${NET}.c1.eth0`), undefined);
-      assert.equal((await new ClusterIpam(store3).addressesOf(`${NET}.c1.net1`))?.length, 2, 'the other interface keeps its addresses');
+      assert.equal(await new ClusterIpam(store3).addressesOf(`${NET}:c1:eth0`), undefined);
+      assert.equal((await new ClusterIpam(store3).addressesOf(`${NET}:c1:net1`))?.length, 2, 'the other interface keeps its addresses');
     } finally {
       await store3.close();
     }

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PODIPAM_BIN, type PluginCall, runPluginSync } from '../helpers/plugin.js';
 import { withTempDir } from '../helpers/tmp.js';
@@ -90,14 +90,14 @@ test('bad input: CNI error JSON, right code, named field, no stack, nothing writ
     }
   }));
 
-test('garbage in the store: junk last_reserved_ip, empty and unreadable address files, stray entries', () =>
+test('garbage in the store: junk last_reserved_ip, empty and foreign address files, stray entries', () =>
   withTempDir('garbage', (dataDir) => {
     const dir = join(dataDir, 'errnet');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'last_reserved_ip.0'), '\u0000not an address\n');
     writeFileSync(join(dir, '10.50.0.2'), ''); // e.g. left by a host-local killed mid-write
     mkdirSync(join(dir, '10.50.0.3')); // a directory where a file should be
-    symlinkSync('/nonexistent/podipam', join(dir, '10.50.0.4')); // dangling link: unreadable
+    writeFileSync(join(dir, '10.50.0.4'), 'someone-else\r\neth9'); // held by an attachment nobody lists
     writeFileSync(join(dir, 'last_reserved_ip.x'), 'x');
     const r = runPluginSync(PODIPAM_BIN, add(conf(dataDir)));
     assert.equal(r.code, 0, r.stdout);
@@ -105,7 +105,7 @@ test('garbage in the store: junk last_reserved_ip, empty and unreadable address 
     const del = runPluginSync(PODIPAM_BIN, { ...add(conf(dataDir)), command: 'DEL' });
     assert.equal(del.code, 0, del.stdout);
     assert.deepEqual(readdirSync(dir).sort(), ['10.50.0.2', '10.50.0.3', '10.50.0.4', 'last_reserved_ip.0', 'last_reserved_ip.x', 'lock']);
-    // GC removes address files nobody valid holds (the empty and the unreadable one); it leaves
+    // GC removes address files nobody valid holds (the empty and the foreign one); it leaves
     // directories, bookkeeping and names that are not addresses.
     const gc = runPluginSync(PODIPAM_BIN, { command: 'GC', config: { ...conf(dataDir), cniVersion: '1.1.0', 'cni.dev/valid-attachments': [] } });
     assert.equal(gc.code, 0, gc.stdout);

@@ -117,7 +117,7 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
 
   const a1 = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: 'c1', network: 'net1' });
   assert.equal(a1.status, 201, JSON.stringify(a1.body));
-  assert.equal(a1.body.handle, 'net1.c1.eth0');
+  assert.equal(a1.body.handle, 'net1:c1:eth0');
   assert.equal(a1.body.ips.length, 2);
   assert.match(a1.body.ips[0], /^10\.244\./);
   assert.match(a1.body.ips[1], /^fd00:10:244:/);
@@ -132,7 +132,7 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   assert.deepEqual(again.body.ips, a1.body.ips, 'a repeated ADD returns what the handle holds');
   for (let i = 2; i <= 5; i++) assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: `c${i}`, network: 'net1' })).status, 201);
 
-  const byHandle = await api(s.url, 'GET', '/api/v1/allocations?handle=net1.c1.eth0');
+  const byHandle = await api(s.url, 'GET', '/api/v1/allocations?handle=net1:c1:eth0');
   assert.deepEqual(byHandle.body.items.map((x: any) => x.ip).sort(), [...a1.body.ips].sort());
   // Paging over node-a's 10 addresses, 3 at a time: every address once.
   const seen: string[] = [];
@@ -157,20 +157,20 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   assert.equal(detail.status, 200);
   assert.equal(detail.body.node, 'node-a');
   assert.equal(detail.body.allocations.length, 5);
-  assert.ok(detail.body.allocations.some((x: any) => x.ip === a1.body.ips[0] && x.handle === 'net1.c1.eth0'));
+  assert.ok(detail.body.allocations.some((x: any) => x.ip === a1.body.ips[0] && x.handle === 'net1:c1:eth0'));
   const map = await api(s.url, 'GET', '/api/v1/pools/default-ipv4/blocks');
   assert.equal(map.body.slots, 1024);
   const drawn = map.body.cells.reduce((n: number, c: any) => n + (typeof c === 'number' ? c : 1), 0);
   assert.equal(drawn, 1024, 'every block slot of the pool is drawn');
   assert.deepEqual(map.body.cells.filter((c: any) => typeof c !== 'number').map((c: any) => c[0]), [v4block.cidr]);
 
-  const rel = await api(s.url, 'DELETE', '/api/v1/allocations/net1.c1.eth0?node=node-a');
+  const rel = await api(s.url, 'DELETE', '/api/v1/allocations/net1:c1:eth0?node=node-a');
   assert.equal(rel.status, 200);
   assert.deepEqual([...rel.body.released].sort(), [...a1.body.ips].sort());
-  assert.deepEqual((await api(s.url, 'DELETE', '/api/v1/allocations/net1.c1.eth0')).body.released, [], 'release is idempotent');
+  assert.deepEqual((await api(s.url, 'DELETE', '/api/v1/allocations/net1:c1:eth0')).body.released, [], 'release is idempotent');
   const ov = await api(s.url, 'GET', '/api/v1/overview');
   assert.equal(ov.body.totals.allocated, 8);
-  for (let i = 2; i <= 5; i++) assert.equal((await api(s.url, 'POST', '/api/v1/release', { handle: `net1.c${i}.eth0` })).status, 200);
+  for (let i = 2; i <= 5; i++) assert.equal((await api(s.url, 'POST', '/api/v1/release', { handle: `net1:c${i}:eth0` })).status, 200);
   assert.equal((await api(s.url, 'DELETE', '/api/v1/nodes/node-a')).status, 200);
   assert.equal((await api(s.url, 'DELETE', '/api/v1/nodes/node-a')).status, 404);
 });
@@ -186,7 +186,7 @@ test('serve api: check reports a leak and a block of a deleted node; release fix
   // Damage the datastore as a crashed tool might: the handle record vanishes, node-c's record too.
   const store = await openStore(s.datastore);
   try {
-    const h = await store.get(handleKey('net1.leaky.eth0'));
+    const h = await store.get(handleKey('net1:leaky:eth0'));
     const n = await store.get(nodeKey('node-c'));
     assert.ok(h && n);
     assert.ok((await store.txn([{ key: h.key, rev: h.rev }, { key: n.key, rev: n.rev }], [{ type: 'delete', key: h.key }, { type: 'delete', key: n.key }])).succeeded);
@@ -196,7 +196,7 @@ test('serve api: check reports a leak and a block of a deleted node; release fix
   const check = await api(s.url, 'GET', '/api/v1/check?maxAge=0');
   assert.equal(check.status, 200);
   assert.deepEqual(check.body.leaks.map((l: any) => l.ip).sort(), [...a.body.ips].sort());
-  assert.ok(check.body.leaks.every((l: any) => l.handle === 'net1.leaky.eth0'));
+  assert.ok(check.body.leaks.every((l: any) => l.handle === 'net1:leaky:eth0'));
   // node-c's two blocks (v4, v6) are affine to a node that no longer exists.
   const orphan = check.body.problems.filter((p: any) => p.kind === 'block-node-missing' && /"node-c"/.test(p.message));
   assert.equal(orphan.length, 2, JSON.stringify(check.body.problems));
@@ -204,11 +204,11 @@ test('serve api: check reports a leak and a block of a deleted node; release fix
   for (const ip of a.body.ips) {
     const r = await api(s.url, 'POST', '/api/v1/release', { ip });
     assert.equal(r.status, 200);
-    assert.equal(r.body.heldBy, 'net1.leaky.eth0');
+    assert.equal(r.body.heldBy, 'net1:leaky:eth0');
   }
   const after = await api(s.url, 'GET', '/api/v1/check?maxAge=0');
   assert.deepEqual(after.body.leaks, []);
-  await api(s.url, 'POST', '/api/v1/release', { handle: 'net1.orphan.eth0' });
+  await api(s.url, 'POST', '/api/v1/release', { handle: 'net1:orphan:eth0' });
   await api(s.url, 'DELETE', '/api/v1/nodes/node-b');
 });
 

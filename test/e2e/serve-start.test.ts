@@ -53,7 +53,7 @@ test('serve start: a fresh data dir gets default pools, a page that answers and 
       assert.match(result.ips[0].address, /^10\.244\.\d+\.\d+\/26$/);
       assert.match(result.ips[0].gateway, /^10\.244\.\d+\.\d+$/);
       const held = await waitFor('the plugin allocation in the API', 5000, async () => {
-        const r = await api(s.url, 'GET', '/api/v1/allocations?handle=podipam.npmstart1.eth0');
+        const r = await api(s.url, 'GET', '/api/v1/allocations?handle=podipam:npmstart1:eth0');
         return r.body.items.length === 2 ? r.body.items : undefined;
       });
       assert.ok(held.every((a: any) => a.node === 'node-1'));

@@ -1,0 +1,347 @@
+/**
+ * The agent's warm pool for one node and one address family, pure: which address a pod gets,
+ * and what the I/O layer must refill from, or return to, the cluster allocator. Terway's
+ * `simpleObjectPool` (pkg/pool/pool.go before v1.7) without its goroutines: time is passed in
+ * (`now`, in milliseconds), nothing happens between calls, no I/O, no randomness — the same
+ * calls give the same answers.
+ *
+ * Every address the pool holds is in exactly one state:
+ * - **idle**: in the idle queue, ordered by `freeAt` (ties: lower address first), the time from
+ *   which any pod may have it. A release sets `freeAt = release + cooldownMs`, so the oldest
+ *   release comes out first and none before its cooldown (the network may still route the
+ *   address to its old pod); an address refilled from the cluster is free at once.
+ * - **in use**: held by one attachment key (the caller's: pod handle, namespace/name, …).
+ * - **reserved**: released by a sticky key (a StatefulSet pod, keyed by namespace/name) and kept
+ *   for it during `[release, release + stickyForMs)`: the same key acquiring in that window gets
+ *   it back; at the window's end it joins the idle queue with
+ *   `freeAt = max(window end, release + cooldownMs)`.
+ * - **returning**: picked by `plan` to go back to the cluster; held until `returned`.
+ * Besides these, `pending` counts refills asked for (by `plan`, or one per miss) not yet arrived.
+ *
+ * Tokens, Terway's token bucket: `capacity − (idle + in use + reserved + returning + pending)`.
+ * A refill takes its tokens before its I/O starts, so the pool never holds more than `capacity`
+ * even with refills in flight; `returned` and `refillFailed` give tokens back. Idle counts for
+ * `minIdle`/`maxIdle` include addresses still cooling (as Terway's), not reserved ones.
+ *
+ * The I/O layer's part:
+ * - `acquire` → a hit, or a miss. A miss with `refill: true` has taken one token: get one
+ *   address from the cluster and `adopt` it for the pod (or `refilled` it and acquire again),
+ *   or call `refillFailed(1)`. `refill: false`: at capacity, nothing to refill until an address
+ *   frees or a return completes (`retryAt` says when the first idle one stops cooling).
+ * - `plan(now)` at start (the preload to `minIdle`), after acquires and releases, and on a
+ *   timer: allocate `refill` addresses, then `refilled(got, now)` and `refillFailed(missing)`;
+ *   release `returns` in the cluster, then `returned` or `returnFailed`.
+ * - `snapshot()` into the resource DB; `WarmPool.restore(config, snapshot)` after a restart.
+ *
+ * Dual-stack: one pool per family, paired by the caller. It acquires from both; when one cannot
+ * serve, `cancel` puts the other's address back exactly where it was — both or neither.
+ */
+import { type Addr, type Family, formatAddr } from '../ip/addr.js';
+import { type WarmPoolConfig, validateWarmPoolConfig } from './warm-pool-config.js';
+import { MinQueue } from './warm-pool-queue.js';
+import { type IdleEntry, type ReservedEntry, type WarmPoolSnapshot, checkWarmPoolSnapshot } from './warm-pool-snapshot.js';
+
+export { type WarmPoolConfig, WarmPoolConfigError, validateWarmPoolConfig } from './warm-pool-config.js';
+export type { IdleEntry, InUseEntry, ReservedEntry, WarmPoolSnapshot } from './warm-pool-snapshot.js';
+
+/** `sticky`: this attachment's next release reserves its address for its key (`stickyForMs`). */
+export interface AcquireOptions {
+  readonly sticky?: boolean;
+}
+
+/**
+ * `hit`: the address, and where it came from — `idle` (the queue's head), `sticky` (the key's
+ * own reservation) or `again` (the key already held it: an ADD retried). `miss`: see WarmPool.
+ */
+export type AcquireResult =
+  | { readonly kind: 'hit'; readonly addr: Addr; readonly from: 'idle' | 'sticky' | 'again' }
+  | { readonly kind: 'miss'; readonly refill: boolean; readonly retryAt: number | undefined };
+
+/** What the I/O layer must do now: allocate `refill` addresses, return `returns` to the cluster. */
+export interface WarmPoolPlan {
+  readonly refill: number;
+  readonly returns: readonly Addr[];
+}
+
+/** How many addresses are in each state, and the tokens left. */
+export interface WarmPoolCounts {
+  readonly idle: number;
+  readonly inUse: number;
+  readonly reserved: number;
+  readonly returning: number;
+  readonly pending: number;
+  readonly tokens: number;
+}
+
+interface InUse {
+  readonly addr: Addr;
+  readonly sticky: boolean;
+  /** Where `cancel` puts the address back; undefined when adopted or restored. */
+  readonly origin: IdleEntry | ReservedEntry | undefined;
+}
+
+const byFreeAt = (a: IdleEntry, b: IdleEntry): boolean => a.freeAt < b.freeAt || (a.freeAt === b.freeAt && a.addr.value < b.addr.value);
+const byExpiry = (a: ReservedEntry, b: ReservedEntry): boolean =>
+  a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.addr.value < b.addr.value);
+
+/** One node's warm pool of one family (see the top of this file). Synchronous, no I/O. */
+export class WarmPool {
+  readonly config: WarmPoolConfig;
+  readonly #idle = new MinQueue<IdleEntry>(byFreeAt);
+  readonly #inUse = new Map<string, InUse>();
+  readonly #reserved = new Map<string, ReservedEntry>();
+  /** Reservations by expiry; entries no longer in #reserved are dropped when they surface. */
+  readonly #expiry = new MinQueue<ReservedEntry>(byExpiry);
+  readonly #returning = new Map<bigint, IdleEntry>();
+  /** Every address held, to refuse one arriving twice. */
+  readonly #held = new Set<bigint>();
+  #pending = 0;
+
+  /** An empty pool; WarmPoolConfigError when the config fails `validateWarmPoolConfig`. */
+  constructor(config: WarmPoolConfig) {
+    this.config = validateWarmPoolConfig(config);
+  }
+
+  /**
+   * A pool rebuilt from a snapshot (see WarmPoolSnapshot: returns in flight become idle again,
+   * pending refills are dropped). In-use entries lose their `cancel` origin. A snapshot holding
+   * more than `capacity` (capacity lowered across a restart) is accepted with no tokens; `plan`
+   * then returns idle addresses past their cooldown until the pool fits. RangeError naming the
+   * entry when the snapshot is inconsistent (see checkWarmPoolSnapshot), before anything is built.
+   */
+  static restore(config: WarmPoolConfig, snapshot: WarmPoolSnapshot): WarmPool {
+    const pool = new WarmPool(config);
+    checkWarmPoolSnapshot(snapshot, pool.config.family);
+    for (const e of [...snapshot.idle, ...(snapshot.returning ?? [])]) pool.#toIdle({ addr: e.addr, freeAt: e.freeAt });
+    for (const e of snapshot.inUse) {
+      pool.#inUse.set(e.key, { addr: e.addr, sticky: e.sticky, origin: undefined });
+      pool.#held.add(e.addr.value);
+    }
+    for (const e of snapshot.reserved) pool.#reserve({ key: e.key, addr: e.addr, expiresAt: e.expiresAt, freeAt: e.freeAt });
+    return pool;
+  }
+
+  get family(): Family {
+    return this.config.family;
+  }
+
+  /** The counts; `tokens` is 0, never negative, when a restored pool is over capacity. */
+  counts(): WarmPoolCounts {
+    return {
+      idle: this.#idle.size,
+      inUse: this.#inUse.size,
+      reserved: this.#reserved.size,
+      returning: this.#returning.size,
+      pending: this.#pending,
+      tokens: Math.max(0, this.config.capacity - this.#heldCount()),
+    };
+  }
+
+  /** The address `key` holds, or undefined. */
+  addressOf(key: string): Addr | undefined {
+    return this.#inUse.get(key)?.addr;
+  }
+
+  /**
+   * An address for `key`, in this order: the one it already holds (`again`, nothing changes);
+   * its sticky reservation (`sticky`); the idle queue's head if free at `now` (`idle`). Else a
+   * miss: with a token left, the token is taken (`pending` + 1) and `refill` is true — the
+   * caller must `adopt`, `refilled` or `refillFailed(1)`; at capacity `refill` is false.
+   */
+  acquire(key: string, now: number, opts: AcquireOptions = {}): AcquireResult {
+    this.#expire(now);
+    const held = this.#inUse.get(key);
+    if (held) return { kind: 'hit', addr: held.addr, from: 'again' };
+    const sticky = opts.sticky ?? false;
+    const r = this.#reserved.get(key);
+    if (r) {
+      this.#reserved.delete(key);
+      this.#inUse.set(key, { addr: r.addr, sticky, origin: r });
+      return { kind: 'hit', addr: r.addr, from: 'sticky' };
+    }
+    const head = this.#idle.peek();
+    if (head && head.freeAt <= now) {
+      this.#idle.pop();
+      this.#inUse.set(key, { addr: head.addr, sticky, origin: head });
+      return { kind: 'hit', addr: head.addr, from: 'idle' };
+    }
+    const refill = this.#heldCount() < this.config.capacity;
+    if (refill) this.#pending++;
+    return { kind: 'miss', refill, retryAt: head?.freeAt };
+  }
+
+  /**
+   * Frees `key`'s address and returns it; undefined (nothing changes) when `key` holds none, so
+   * a repeated DEL is harmless. Sticky (`opts.sticky`, else the flag given at acquire) and
+   * `stickyForMs > 0`: reserved for `key`; otherwise idle from `now + cooldownMs`. A caller that
+   * knows the pod is gone for good (GC) passes `sticky: false`.
+   */
+  release(key: string, now: number, opts: AcquireOptions = {}): Addr | undefined {
+    this.#expire(now);
+    const u = this.#inUse.get(key);
+    if (!u) return undefined;
+    this.#inUse.delete(key);
+    this.#held.delete(u.addr.value);
+    const { cooldownMs, stickyForMs } = this.config;
+    if ((opts.sticky ?? u.sticky) && stickyForMs > 0) {
+      this.#reserve({ key, addr: u.addr, expiresAt: now + stickyForMs, freeAt: now + Math.max(stickyForMs, cooldownMs) });
+    } else {
+      this.#toIdle({ addr: u.addr, freeAt: now + cooldownMs });
+    }
+    return u.addr;
+  }
+
+  /**
+   * Undoes `key`'s acquire when the pod never got the address (the other family missed, the
+   * write failed): a hit from the idle queue or a reservation goes back exactly where it was
+   * (same freeAt, same window); any other holding (adopted, restored) is released as by
+   * `release(key, now)`. Returns the address, or undefined when `key` holds none.
+   */
+  cancel(key: string, now: number): Addr | undefined {
+    this.#expire(now);
+    const u = this.#inUse.get(key);
+    if (!u) return undefined;
+    if (u.origin === undefined) return this.release(key, now);
+    this.#inUse.delete(key);
+    this.#held.delete(u.addr.value);
+    if ('key' in u.origin) this.#reserve(u.origin);
+    else this.#toIdle(u.origin);
+    this.#expire(now);
+    return u.addr;
+  }
+
+  /**
+   * Hands `addr`, just allocated from the cluster for a miss, straight to `key` (in use, no
+   * trip through the idle queue); uses the miss's pending token. RangeError, nothing changed,
+   * when no refill is pending, `addr` is of the other family or already held, or `key` already
+   * holds an address or a reservation.
+   */
+  adopt(key: string, addr: Addr, now: number, opts: AcquireOptions = {}): void {
+    this.#expire(now);
+    if (this.#pending < 1) throw new RangeError(`Cannot adopt ${formatAddr(addr)} for ${key}: no refill is pending`);
+    this.#checkArriving([addr], 'adopt');
+    const had = this.#inUse.get(key)?.addr ?? this.#reserved.get(key)?.addr;
+    if (had) throw new RangeError(`Cannot adopt ${formatAddr(addr)} for ${key}: the key already holds ${formatAddr(had)}`);
+    this.#pending--;
+    this.#inUse.set(key, { addr, sticky: opts.sticky ?? false, origin: undefined });
+    this.#held.add(addr.value);
+  }
+
+  /**
+   * What to do now, and the pool's commitment to it: idle addresses above `maxIdle` (or above
+   * `capacity`, after a restore) that are past their cooldown, longest idle first, become
+   * `returning` (no longer handed out); then, if idle + pending is below `minIdle`, that many
+   * refills up to the tokens left become `pending`. Calling it again before the I/O is done
+   * asks for nothing twice.
+   */
+  plan(now: number): WarmPoolPlan {
+    this.#expire(now);
+    const { minIdle, maxIdle, capacity } = this.config;
+    let surplus = Math.max(this.#idle.size - maxIdle, this.#heldCount() - this.#returning.size - capacity);
+    const returns: Addr[] = [];
+    for (let head = this.#idle.peek(); surplus > 0 && head && head.freeAt <= now; head = this.#idle.peek(), surplus--) {
+      this.#idle.pop();
+      this.#returning.set(head.addr.value, head);
+      returns.push(head.addr);
+    }
+    const tokens = capacity - this.#heldCount();
+    const refill = Math.max(0, Math.min(minIdle - this.#idle.size - this.#pending, tokens));
+    this.#pending += refill;
+    return { refill, returns };
+  }
+
+  /**
+   * Refilled addresses arrived (from a plan or a miss): idle, free from `now`, one pending
+   * token each. RangeError, nothing changed, when more arrive than are pending, or one is of the
+   * other family, already held, or listed twice.
+   */
+  refilled(addrs: readonly Addr[], now: number): void {
+    this.#expire(now);
+    if (addrs.length > this.#pending) {
+      throw new RangeError(`Cannot take ${addrs.length} refilled addresses: ${this.#pending} pending`);
+    }
+    this.#checkArriving(addrs, 'take refilled');
+    this.#pending -= addrs.length;
+    for (const addr of addrs) this.#toIdle({ addr, freeAt: now });
+  }
+
+  /** `n` pending refills will not arrive: their tokens come back. RangeError unless 0 ≤ n ≤ pending. */
+  refillFailed(n: number): void {
+    if (!Number.isInteger(n) || n < 0 || n > this.#pending) {
+      throw new RangeError(`Cannot fail refills as 'n' must be an integer from 0 to ${this.#pending}: current value is ${n}`);
+    }
+    this.#pending -= n;
+  }
+
+  /** The cluster took these returning addresses back: the pool forgets them, tokens come back. */
+  returned(addrs: readonly Addr[]): void {
+    for (const a of this.#takeReturning(addrs)) this.#held.delete(a.addr.value);
+  }
+
+  /** Returning addresses the cluster did not take: idle again, in their old place in the queue. */
+  returnFailed(addrs: readonly Addr[]): void {
+    for (const e of this.#takeReturning(addrs)) this.#idle.push(e);
+  }
+
+  /** The whole state (see WarmPoolSnapshot), as of the last call that passed `now`. */
+  snapshot(): WarmPoolSnapshot {
+    const byKey = <T extends { key: string }>(a: T, b: T): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+    return {
+      idle: this.#idle.sorted().map((e) => ({ addr: e.addr, freeAt: e.freeAt })),
+      inUse: [...this.#inUse].map(([key, u]) => ({ key, addr: u.addr, sticky: u.sticky })).sort(byKey),
+      reserved: [...this.#reserved.values()].map((r) => ({ ...r })).sort(byKey),
+      returning: [...this.#returning.values()].sort((a, b) => (byFreeAt(a, b) ? -1 : 1)).map((e) => ({ ...e })),
+      pending: this.#pending,
+    };
+  }
+
+  #heldCount(): number {
+    return this.#held.size + this.#pending;
+  }
+
+  #toIdle(e: IdleEntry): void {
+    this.#idle.push(e);
+    this.#held.add(e.addr.value);
+  }
+
+  #reserve(r: ReservedEntry): void {
+    this.#reserved.set(r.key, r);
+    this.#expiry.push(r);
+    this.#held.add(r.addr.value);
+  }
+
+  /** Reservations whose window ended by `now` join the idle queue. */
+  #expire(now: number): void {
+    if (!Number.isFinite(now)) throw new RangeError(`Cannot use the warm pool as 'now' must be a finite number: current value is ${now}`);
+    for (let r = this.#expiry.peek(); r && r.expiresAt <= now; r = this.#expiry.peek()) {
+      this.#expiry.pop();
+      if (this.#reserved.get(r.key) !== r) continue; // taken back by its key since
+      this.#reserved.delete(r.key);
+      this.#idle.push({ addr: r.addr, freeAt: r.freeAt });
+    }
+  }
+
+  #checkArriving(addrs: readonly Addr[], action: string): void {
+    const seen = new Set<bigint>();
+    for (const a of addrs) {
+      if (a.family !== this.config.family) throw new RangeError(`Cannot ${action} ${formatAddr(a)}: the pool holds IPv${this.config.family} addresses`);
+      if (this.#held.has(a.value) || seen.has(a.value)) throw new RangeError(`Cannot ${action} ${formatAddr(a)}: the pool already holds it`);
+      seen.add(a.value);
+    }
+  }
+
+  #takeReturning(addrs: readonly Addr[]): IdleEntry[] {
+    const seen = new Set<bigint>();
+    for (const a of addrs) {
+      if (a.family !== this.config.family || !this.#returning.has(a.value) || seen.has(a.value)) {
+        throw new RangeError(`Cannot settle the return of ${formatAddr(a)}: it is not being returned`);
+      }
+      seen.add(a.value);
+    }
+    return addrs.map((a) => {
+      const e = this.#returning.get(a.value)!;
+      this.#returning.delete(a.value);
+      return e;
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CniError } from '../cni/errors.js';
+import { readRegular, writeRegular } from './regular-file.js';
+
+function withDir(fn: (dir: string) => void) {
+  const dir = mkdtempSync(join(tmpdir(), 'podipam-regular-'));
+  try {
+    fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The refusal: a CniError code 5 whose message names `file` and says what it is. */
+function refused(fn: () => unknown, file: string, kind: RegExp) {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(e instanceof CniError, String(e));
+    assert.equal(e.code, 5);
+    assert.ok(e.msg.includes(file), e.msg);
+    assert.match(e.msg, kind);
+    return true;
+  });
+}
+
+test('readRegular reads regular files and refuses links, FIFOs and directories without blocking', () =>
+  withDir((dir) => {
+    writeFileSync(join(dir, 'f'), 'x\r\ny');
+    assert.equal(readRegular(join(dir, 'f')), 'x\r\ny');
+    symlinkSync(join(dir, 'f'), join(dir, 'link'));
+    refused(() => readRegular(join(dir, 'link')), join(dir, 'link'), /a symbolic link/);
+    symlinkSync('/dev/zero', join(dir, 'zero'));
+    refused(() => readRegular(join(dir, 'zero')), join(dir, 'zero'), /a symbolic link/);
+    assert.equal(spawnSync('mkfifo', [join(dir, 'fifo')]).status, 0);
+    refused(() => readRegular(join(dir, 'fifo')), join(dir, 'fifo'), /a FIFO/);
+    mkdirSync(join(dir, 'd'));
+    refused(() => readRegular(join(dir, 'd')), join(dir, 'd'), /a directory/);
+    assert.throws(() => readRegular(join(dir, 'missing')), { code: 'ENOENT' });
+  }));
+
+test('writeRegular replaces content (mode on creation) and never writes through a link or into a FIFO', () =>
+  withDir((dir) => {
+    writeRegular(join(dir, 'last'), '10.0.0.9', 0o644);
+    writeRegular(join(dir, 'last'), '10.0.0.1', 0o600);
+    assert.equal(readFileSync(join(dir, 'last'), 'utf8'), '10.0.0.1');
+    assert.equal(statSync(join(dir, 'last')).mode & 0o777, 0o644 & ~process.umask());
+    writeFileSync(join(dir, 'victim'), 'precious');
+    symlinkSync(join(dir, 'victim'), join(dir, 'link'));
+    refused(() => writeRegular(join(dir, 'link'), '10.0.0.2', 0o644), join(dir, 'link'), /a symbolic link/);
+    assert.equal(readFileSync(join(dir, 'victim'), 'utf8'), 'precious');
+    assert.equal(spawnSync('mkfifo', [join(dir, 'fifo')]).status, 0);
+    refused(() => writeRegular(join(dir, 'fifo'), '10.0.0.2', 0o644), join(dir, 'fifo'), /FIFO/);
+  }));
