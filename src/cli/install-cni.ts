@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
+import { datastoreUrl } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
 
 interface InstallFlags {
@@ -54,12 +55,10 @@ export function registerInstallCni(program: Command): void {
       if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(f.bridge)) throw new UsageError(`invalid --bridge ${JSON.stringify(f.bridge)}: a Linux interface name, at most 15 characters`);
       const subnets = f.subnet.split(',').map((s) => s.trim()).filter((s) => s !== '');
       if (subnets.length === 0) throw new UsageError('invalid --subnet "": give CIDRs or usePodCidr');
-      const globals = cmd.optsWithGlobals() as { datastore?: string };
-      const datastore = globals.datastore ?? process.env.PODIPAM_DATASTORE;
       const needsStore = backend !== 'local' || subnets.includes('usePodCidr');
-      if (needsStore && datastore === undefined) {
-        throw new UsageError(`--backend ${backend}${backend === 'local' ? ' with --subnet usePodCidr' : ''} needs a datastore the pods' plugin can reach: give --datastore URL (or $PODIPAM_DATASTORE)`);
-      }
+      // As every command: --datastore, else $PODIPAM_DATASTORE, else SQLite in the data directory
+      // (right for one host, where serve and the agent use the same default).
+      const datastore = datastoreUrl(cmd);
       const shim = f.shim ?? lib.findShim();
       if (shim === undefined) {
         throw new Error(`no CNI shim built: looked for ${lib.SHIM_CANDIDATES.join(' and ')}; run \`npm run build\` (needs a C compiler) or give --shim FILE`);

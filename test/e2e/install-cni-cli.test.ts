@@ -12,17 +12,18 @@ function run(args: readonly string[], env: NodeJS.ProcessEnv = {}) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-test('install-cni: bad flags exit 2 naming the flag and value; cluster without a datastore is refused', () => {
+test('install-cni: bad flags exit 2 naming the flag and value; the datastore defaults as for every command', () => {
   const bad = run(['install-cni', '--backend', 'magic', '--shim', '/usr/bin/true']);
   assert.equal(bad.code, 2);
   assert.match(bad.err, /invalid --backend "magic": expected one of local, cluster, agent/);
   assert.match(run(['install-cni', '--interface', 'macvlan']).err, /invalid --interface "macvlan"/);
   assert.match(run(['install-cni', '--name', '../x']).err, /invalid --name "\.\.\/x"/);
-  for (const backend of ['cluster', 'agent']) {
-    const noStore = run(['install-cni', '--backend', backend, '--shim', '/usr/bin/true', '--dry-run']);
-    assert.equal(noStore.code, 2);
-    assert.match(noStore.err, new RegExp(`--backend ${backend} needs a datastore`));
-  }
+  // No --datastore: $PODIPAM_DATASTORE, else SQLite in the data directory, as every command.
+  const byEnv = run(['install-cni', '--backend', 'cluster', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATASTORE: 'etcd://127.0.0.9:2379' });
+  assert.equal(byEnv.code, 0, byEnv.err);
+  assert.match(byEnv.out, /"datastore": "etcd:\/\/127\.0\.0\.9:2379"/);
+  assert.match(run(['install-cni', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATA_DIR: '/srv/pd' }).out, /"datastore": "sqlite:\/srv\/pd\/podipam\.db"/);
+  assert.doesNotMatch(run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--shim', '/usr/bin/true', '--dry-run']).out, /datastore/);
   const noShim = run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--shim', '/nonexistent/shim', '--dry-run', '--bin-dir', '/tmp/x', '--conf-dir', '/tmp/y']);
   assert.equal(noShim.code, 1);
   assert.match(noShim.err, /--shim \/nonexistent\/shim/);
