@@ -198,3 +198,19 @@ test('the systemd units: RuntimeDirectory under /run/podipam, hardened, the same
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.equal(r.stderr.trim(), '', 'systemd-analyze verify has no complaint');
 });
+
+test('the Dockerfile copies only what the build makes: every COPY source exists after npm run build', () => {
+  const text = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+  const copies = [...text.matchAll(/^COPY (--from=build )?(.+) \S+$/gm)];
+  assert.ok(copies.length >= 8, `${copies.length} COPY lines`);
+  for (const m of copies) {
+    for (const src of m[2]!.split(' ')) {
+      if (src === '.') continue;
+      const rel = m[1] ? src.replace(/^\/opt\/podipam\//, '') : src;
+      assert.ok(existsSync(join(REPO_ROOT, rel)), `Dockerfile copies ${src}: ${rel} does not exist in a built tree`);
+    }
+  }
+  // The shim compiles in the path of bin/podipam: both stages must use the same directory.
+  assert.deepEqual([...text.matchAll(/^WORKDIR (\S+)$/gm)].map((m) => m[1]), ['/opt/podipam', '/opt/podipam']);
+  assert.match(text, /^USER 65532:65532$/m);
+});
