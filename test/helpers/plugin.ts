@@ -48,6 +48,8 @@ function callEnv(call: PluginCall): NodeJS.ProcessEnv {
   set('CNI_NETNS', call.netns ?? '/var/run/netns/podipam-test');
   set('CNI_ARGS', call.args);
   set('CNI_PATH', call.path ?? '/usr/lib/cni');
+  // The plugin appends its failures to /var/log/podipam/cni.log by default: not from tests.
+  set('PODIPAM_CNI_LOG', '/dev/null');
   for (const [k, v] of Object.entries(call.env ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;
