@@ -29,7 +29,8 @@ export function registerAgent(program: Command): void {
     .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (flags: AgentFlags, cmd: Command) => {
       const datastore = (cmd.optsWithGlobals() as { datastore?: string }).datastore ?? process.env.PODIPAM_DATASTORE;
-      await runAgent({ ...flags, datastore });
+      const { cliLogger } = await import('./cli-logger.js');
+      await runAgent({ ...flags, datastore }, await cliLogger(cmd, 'agent'));
     });
   agent
     .command('status')
@@ -59,7 +60,7 @@ export function registerAgent(program: Command): void {
     });
 }
 
-async function runAgent(flags: AgentFlags & { datastore?: string }): Promise<void> {
+async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger): Promise<void> {
   const allowUids = flags.allowUid.map((u) => {
     if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid --allow-uid ${JSON.stringify(u)}: expected a numeric uid`);
     return Number(u);
@@ -77,9 +78,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }): Promise<voi
   const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
-  const log = (level: string, msg: string, fields: Record<string, unknown> = {}): void => {
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, component: 'agent', msg, ...fields })}\n`);
-  };
+  const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
   agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, onCall: (c) => metrics.observe(c), log });
   const http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
   log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
