@@ -29,6 +29,10 @@ export interface EtcdMember {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts the member again on its data directory and ports; resolves when it is healthy. */
   restart(): Promise<void>;
+  /** SIGSTOP: the member keeps its connections and ports but answers nothing (a hung member). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export interface EtcdCluster {
@@ -137,6 +141,8 @@ async function launch(count: number, baseDir: string | undefined) {
         return p !== undefined && p.exitCode === null && p.signalCode === null;
       },
       kill: (signal: NodeJS.Signals = 'SIGKILL') => killProc(procs.get(s.name), signal),
+      pause: () => void procs.get(s.name)?.kill('SIGSTOP'),
+      resume: () => void procs.get(s.name)?.kill('SIGCONT'),
       restart: async () => {
         await killProc(procs.get(s.name), 'SIGKILL');
         await waitHealthy(member, start(s));
