@@ -1,8 +1,8 @@
 /**
  * Throw-away certificates for TLS tests, made with the `openssl` command (P-256 keys, valid
  * two days): a CA, a server certificate for the name SERVER_NAME only (no IP address, so a
- * client on 127.0.0.1 must give the server name), a client certificate, and a second CA that
- * signed neither (for "untrusted" tests).
+ * client on 127.0.0.1 must give the server name), a client certificate (without a Common
+ * Name, see below), and a second CA that signed neither (for "untrusted" tests).
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -43,8 +43,10 @@ export function makeTestCerts(dir: string): TestCerts {
   // with --client-cert-auth that certificate must allow client use too.
   writeFileSync(join(dir, 'server.ext'), `subjectAltName=DNS:${SERVER_NAME}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`);
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n');
-  for (const name of ['server', 'client']) {
-    openssl(dir, ['req', '-new', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=podipam-test-${name}`]);
+  // No Common Name in the client certificate: with --client-cert-auth and auth enabled,
+  // etcd's JSON gateway refuses (HTTP 400) every client certificate that has one.
+  for (const [name, subject] of [['server', '/CN=podipam-test-server'], ['client', '/O=podipam-test-client']] as const) {
+    openssl(dir, ['req', '-new', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
     openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
   }
   return {

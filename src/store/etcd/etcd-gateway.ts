@@ -74,10 +74,7 @@ export class EtcdGateway {
       }
     } catch (e) {
       if (!(e instanceof EtcdRefusal)) throw e;
-      const hint = e.tokenRejected && this.#token === undefined
-        ? '; the etcd cluster has authentication enabled: give USER:PASSWORD@ in the URL or PODIPAM_ETCD_USERNAME and PODIPAM_ETCD_PASSWORD'
-        : '';
-      throw new StoreError(this.#url, `${e.message}${hint}`);
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`);
     }
   }
 
@@ -143,4 +140,15 @@ export class EtcdGateway {
     const applied = /no leader|too many requests/.test(message) ? 'no' : 'unknown';
     return { ok: false, reason: `answered HTTP ${status}: ${message}`, applied };
   }
+}
+
+/** What to do about a refusal whose cause is in the client's settings. */
+function hintFor(e: EtcdRefusal, hasCredentials: boolean): string {
+  if (e.tokenRejected && !hasCredentials) {
+    return '; the etcd cluster has authentication enabled: give USER:PASSWORD@ in the URL or PODIPAM_ETCD_USERNAME and PODIPAM_ETCD_PASSWORD';
+  }
+  if (/CommonName of client/.test(e.detail)) {
+    return "; with --client-cert-auth and authentication enabled, etcd's JSON gateway refuses client certificates that carry a Common Name: use one without (and a user and password)";
+  }
+  return '';
 }

@@ -41,9 +41,11 @@ export class EtcdToken {
       answer = await this.#authenticate({ name: username, password });
     } catch (e) {
       this.#current = undefined; // the next call tries again
-      if (!(e instanceof EtcdRefusal)) throw e; // unreachable members: as for any call
+      // unreachable members, or a refusal that is not about the credentials: as for any call
+      if (!(e instanceof EtcdRefusal)) throw e;
       const detail = e.detail;
       if (/authentication is not enabled/.test(detail)) return undefined;
+      if (!/authentication failed|password/.test(detail)) throw e;
       // etcd's message names neither the user nor the password; we name the user only.
       throw new StoreError(this.#url, `etcd refused user "${username}": ${detail.replace(/^etcdserver: /, '')}`);
     }
