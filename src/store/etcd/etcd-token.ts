@@ -40,11 +40,12 @@ export class EtcdToken {
     try {
       answer = await this.#authenticate({ name: username, password });
     } catch (e) {
+      // Without auth there is no token to send, until etcd asks for one (renew).
+      if (e instanceof EtcdRefusal && /authentication is not enabled/.test(e.detail)) return undefined;
       this.#current = undefined; // the next call tries again
       // unreachable members, or a refusal that is not about the credentials: as for any call
       if (!(e instanceof EtcdRefusal)) throw e;
       const detail = e.detail;
-      if (/authentication is not enabled/.test(detail)) return undefined;
       if (!/authentication failed|password/.test(detail)) throw e;
       // etcd's message names neither the user nor the password; we name the user only.
       throw new StoreError(this.#url, `etcd refused user "${username}": ${detail.replace(/^etcdserver: /, '')}`);
