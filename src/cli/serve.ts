@@ -122,14 +122,15 @@ export function registerServe(program: Command): void {
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? process.env.NODENAME ?? hostname();
       const out = process.stdout;
-      out.write(`podipam serve: dashboard and API on ${server.dashboardUrl} (datastore ${datastoreUrl})\n`);
+      out.write(`podipam serve: dashboard and API on ${server.dashboardUrl} (datastore ${server.store.url})\n`);
       if (server.createdPools.length > 0) out.write(`podipam serve: created pools ${server.createdPools.join(', ')}\n`);
       out.write(
         `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
           `auth ${tokens.admin || tokens.read ? 'bearer tokens' : `reads open (loopback), writes need the install token in ${join(dataDir, INSTALL_TOKEN_FILE)}`}\n`,
       );
       out.write(`\nCNI network config for node "${nodeName}" (or let "podipam install-cni --backend cluster --datastore URL" write it and the shim):\n`);
-      out.write(`${cniConflist({ datastore: datastoreUrl, nodeName, pools: [] })}\n\n`);
+      // store.url: an etcd password is never printed (the config shows *** in its place)
+      out.write(`${cniConflist({ datastore: server.store.url, nodeName, pools: [] })}\n\n`);
       out.write(`Try: podipam simulate --server ${server.dashboardUrl} --nodes 20 --pods 600 --churn 0.2\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {

@@ -78,6 +78,14 @@ describe('EtcdStore', () => {
     await s.close();
   });
 
+  it('credentials for a cluster without authentication enabled are accepted (no token is sent)', async () => {
+    const s = await openStore(etcd.url.replace('etcd://', 'etcd://root:not-needed@'), { env: {} });
+    assert.equal((await s.txn([], [{ type: 'put', key: 'no-auth/k', value: 'v' }])).succeeded, true);
+    assert.equal((await s.get('no-auth/k'))?.value, 'v');
+    assert.equal(s.roundTrips, 3, 'one authenticate (refused: auth not enabled), a txn and a range');
+    await s.close();
+  });
+
   it('a request etcd refuses (too large) is a StoreError, not unavailability', async () => {
     const s = await openStore(etcd.url);
     await assert.rejects(s.txn([], [{ type: 'put', key: 'big/k', value: 'x'.repeat(2_000_000) }]), (e: unknown) => {
