@@ -3,7 +3,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';

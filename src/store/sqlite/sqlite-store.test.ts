@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
