@@ -1,19 +1,23 @@
 /**
  * Cluster mode on a real 3-member etcd, through real plugin processes: 4 nodes x 16
- * concurrent lanes x 4 ADDs (dual-stack), the etcd leader SIGKILLed a third of the way in.
- * Every ADD must answer — success, or code 11 which the test retries a bounded number of
- * times, as a runtime would; every address distinct; each node's addresses in blocks affine
- * to it. Then plugins SIGKILLed in the middle of ADDs, and a DEL of every container: nothing
- * allocated, `ipam check` clean. Also: an unreachable datastore answers code 11 in bounded time.
+ * concurrent lanes x 4 ADDs (dual-stack), the etcd leader SIGKILLed a third of the way in —
+ * found right before the kill and proven the leader (a later raft term elects another), and
+ * at least one ADD must meet the outage (code 11 after the kill). Every ADD must answer —
+ * success, or code 11 which the test retries a bounded number of times, as a runtime would;
+ * every address distinct; each node's addresses in blocks affine to it. Then plugins
+ * SIGKILLed in the middle of ADDs (some proven inside the node lock's section), and a DEL of
+ * every container: nothing allocated, `ipam check` clean. Also: an unreachable datastore answers code 11 in bounded time.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEtcd } from '../helpers/etcd.js';
 import { type LeaderKill, killLeader } from '../helpers/etcd-leader.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin, clusterCall, runCliSync } from '../helpers/plugin.js';
+import { exited, flockState } from '../helpers/proc-locks.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
@@ -110,22 +114,48 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
     }
 
     // Plugins killed in the middle of ADD: whatever landed must be undone by the runtime's DEL.
+    // Half are killed at random moments (start-up, datastore round trips, exit); the other half
+    // inside the node lock's section — which spans the datastore work — proven from /proc/locks
+    // with the victim stopped first, so it cannot leave the section before the SIGKILL.
+    const lockOf = (node: string): string => {
+      const name = readdirSync(cache).find((f) => f.endsWith(`-${node}.lock`));
+      assert.ok(name, `no node lock file for ${node} in ${cache}: ${readdirSync(cache).join(', ')}`);
+      return join(cache, name);
+    };
     const rnd = mulberry32(11);
-    const victims = Array.from({ length: VICTIMS }, (_, i) => ({ id: `victim-${i}`, node: `node-${i % NODES}` }));
-    const outcomes = await Promise.all(
-      victims.map(async (v) => {
-        const p = startPlugin(PODIPAM_BIN, call(url, cache, 'ADD', v.id, v.node));
-        // Spread over start-up, the datastore round trips and the exit, whose timing varies with load.
-        await sleep(Math.floor(rnd() * 1200));
-        p.child.kill('SIGKILL');
-        return (await p.done).signal === 'SIGKILL' ? 'killed' : 'finished';
-      }),
-    );
+    const victims = Array.from({ length: VICTIMS }, (_, i) => ({ id: `victim-${i}`, node: `node-${i % NODES}`, hunted: Math.floor(i / NODES) % 2 === 1 }));
+    const inside = { holding: 0, elsewhere: 0 };
+    const started = victims.map((v) => ({ v, p: startPlugin(PODIPAM_BIN, call(url, cache, 'ADD', v.id, v.node)), lock: lockOf(v.node) }));
+    const random = started.filter((x) => !x.v.hunted).map(async (x) => {
+      await sleep(Math.floor(rnd() * 1200));
+      x.p.child.kill('SIGKILL');
+    });
+    const hunt = new Set(started.filter((x) => x.v.hunted));
+    const huntDeadline = Date.now() + 60_000;
+    while (hunt.size > 0 && Date.now() < huntDeadline) {
+      for (const x of hunt) {
+        const pid = x.p.child.pid!;
+        if (exited(pid)) {
+          hunt.delete(x);
+        } else if (flockState(x.lock).holders.includes(pid)) {
+          x.p.child.kill('SIGSTOP');
+          const holding = flockState(x.lock).holders.includes(pid);
+          x.p.child.kill('SIGKILL');
+          inside[holding ? 'holding' : 'elsewhere']++;
+          hunt.delete(x);
+        }
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(random);
+    const outcomes = await Promise.all(started.map(async (x) => ((await x.p.done).signal === 'SIGKILL' ? 'killed' : 'finished')));
     const held = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
     const landed = held.pools[0]!.allocated - total;
     t.diagnostic(
-      `victims: ${outcomes.filter((o) => o === 'killed').length} killed, ${outcomes.filter((o) => o === 'finished').length} finished first; ${landed} of their ADDs had landed`,
+      `victims: ${outcomes.filter((o) => o === 'killed').length} killed (${inside.holding} proven inside the node lock's section), ` +
+        `${outcomes.filter((o) => o === 'finished').length} finished first; ${landed} of their ADDs had landed`,
     );
+    assert.ok(inside.holding >= 1, 'no victim was killed inside the locked section of its ADD');
 
     const everyone = [...added.map((a) => ({ id: a.id, node: a.node })), ...victims];
     for (let i = 0; i < everyone.length; i += 32) {
