@@ -2,7 +2,8 @@
  * The local back end under concurrency and crashes: many plugin processes on one network
  * directory at once, some killed with SIGKILL mid-flight, some of them host-local. The flock on
  * `<dir>/lock` must serialise them all: no address handed out twice, no lock left held, and DEL
- * of every container leaves only `lock` and `last_reserved_ip.*`.
+ * of every container leaves only `lock` and `last_reserved_ip.*`. Where a kill lands (holding
+ * the lock, waiting for it) is read from /proc/locks with the victim stopped, not guessed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
