@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
-import { exited, flockState } from '../helpers/proc-locks.js';
+import { exited, flockState, stopProcess } from '../helpers/proc-locks.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { FileLock } from '../../src/local/file-lock.js';
 
@@ -73,45 +73,49 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
     const ids = Array.from({ length: 32 }, (_, i) => `k${i}`);
     await runPlugin(PODIPAM_BIN, call(dataDir, 'DEL', 'warmup')); // creates the directory and lock
     // The plugins first queue on a lock we hold. Where each kill lands is read from
-    // /proc/locks (the victim stopped first, so what it holds cannot change before the
-    // SIGKILL), not guessed from timing: some die waiting for the lock, some holding it.
+    // /proc/locks, not guessed from timing: waiters are killed while we hold the lock (none can
+    // have it), holders once stopped (what a stopped process holds cannot change before the
+    // SIGKILL). Some die waiting for the lock, some holding it.
     const lock = FileLock.open(lockPath);
     lock.lock();
     const started = ids.map((id) => startPlugin(PODIPAM_BIN, call(dataDir, 'ADD', id)));
     const pids = started.map((p) => p.child.pid!);
     const landed = { holding: 0, waiting: 0, elsewhere: 0 };
     const dead = new Set<number>();
-    /** Stops process i, notes where it is with respect to the lock, kills it; the place, or undefined if it had exited. */
-    const kill = (i: number): keyof typeof landed | undefined => {
-      if (dead.has(i) || exited(pids[i]!)) return undefined;
+    /** Stops process i, notes whether it holds the lock, kills it; false if it had exited. */
+    const kill = async (i: number): Promise<boolean> => {
+      if (dead.has(i) || exited(pids[i]!)) return false;
       dead.add(i);
-      started[i]!.child.kill('SIGSTOP');
-      const st = flockState(lockPath);
-      const place = st.holders.includes(pids[i]!) ? 'holding' : st.waiters.includes(pids[i]!) ? 'waiting' : 'elsewhere';
+      const stopped = await stopProcess(pids[i]!);
+      const holding = stopped && flockState(lockPath).holders.includes(pids[i]!);
       started[i]!.child.kill('SIGKILL');
-      landed[place]++;
-      return place;
+      landed[holding ? 'holding' : 'elsewhere']++;
+      return holding;
     };
     const order = ids.map((_, i) => i).sort(() => Math.random() - 0.5);
-    const [randomVictims, hunted] = [order.slice(0, 10), order.slice(10, 16)];
+    const [randomVictims, hunted] = [order.slice(0, 8), order.slice(8, 22)];
 
-    // 1. Killed while waiting: once 8 plugins are blocked on our lock, 4 of the waiters die.
+    // 1. Killed while waiting: once 8 plugins are blocked on the lock we hold (so none can
+    // have it), 4 of the waiters die.
     let waiting: readonly number[] = [];
     for (let i = 0; i < 3000 && waiting.length < 8; i++) {
       await new Promise((r) => setTimeout(r, 10));
       waiting = flockState(lockPath).waiters;
     }
     assert.ok(waiting.length >= 8, `only ${waiting.length} plugins queued on the lock within 30 s`);
-    for (const pid of waiting.slice(0, 4)) kill(pids.indexOf(pid));
+    for (const pid of waiting.slice(0, 4)) {
+      const i = pids.indexOf(pid);
+      assert.ok(i >= 0, `pid ${pid} waiting on ${lockPath} is not one of our plugins`);
+      dead.add(i);
+      started[i]!.child.kill('SIGKILL');
+      landed.waiting++;
+    }
 
     // 2. Killed at random moments over the run (start-up, lock, write, exit).
     const kills = randomVictims.map(
       (i) =>
         new Promise<void>((resolve) =>
-          setTimeout(() => {
-            kill(i);
-            resolve();
-          }, Math.floor(Math.random() * 2300)),
+          setTimeout(() => void kill(i).then(() => resolve()), Math.floor(Math.random() * 2300)),
         ),
     );
     lock.unlock();
@@ -124,8 +128,10 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
     while (hunt.size > 0 && Date.now() < deadline) {
       const { holders } = flockState(lockPath);
       for (const i of hunt) {
-        if (holders.includes(pids[i]!) && kill(i) === 'holding') hunt.delete(i);
-        else if (dead.has(i) || exited(pids[i]!)) hunt.delete(i);
+        if (holders.includes(pids[i]!)) {
+          await kill(i);
+          hunt.delete(i);
+        } else if (dead.has(i) || exited(pids[i]!)) hunt.delete(i);
       }
       await new Promise((r) => setImmediate(r));
     }

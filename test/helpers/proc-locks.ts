@@ -1,7 +1,9 @@
 /**
  * Who holds and who waits for a flock(2) lock, read from Linux's /proc/locks: lets a test prove
  * that a process it kills was inside (or waiting for) a locked section, instead of guessing
- * from timing. Stop the process (SIGSTOP) before reading, and what it holds cannot change.
+ * from timing. Stop the process first (stopProcess), and what it holds cannot change. (A
+ * process stopped while blocked in flock() leaves the wait queue: a waiter is proven by
+ * reading while the test itself holds the lock, not by stopping it.)
  */
 import { readFileSync, statSync } from 'node:fs';
 
@@ -35,12 +37,40 @@ export function flockState(path: string): FlockState {
   return { holders, waiters };
 }
 
-/** True when process `pid` has exited (gone, or a zombie not yet reaped). */
-export function exited(pid: number): boolean {
+/** The state letter of /proc/PID/stat (R, S, D, T, Z…); undefined when the process is gone. */
+function stateOf(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+    return stat.charAt(stat.lastIndexOf(')') + 2);
   } catch {
-    return true;
+    return undefined;
+  }
+}
+
+/** True when process `pid` has exited (gone, or a zombie not yet reaped). */
+export function exited(pid: number): boolean {
+  const s = stateOf(pid);
+  return s === undefined || s === 'Z' || s === 'X';
+}
+
+/**
+ * Sends SIGSTOP and waits until the kernel shows the process stopped (state T), polling
+ * between event-loop turns for at most 5 s: only then does /proc/locks say what it holds
+ * at the moment it will be killed. False if it exited first.
+ */
+export async function stopProcess(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return false; // exited and reaped
+    throw e;
+  }
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const s = stateOf(pid);
+    if (s === 'T' || s === 't') return true;
+    if (s === undefined || s === 'Z' || s === 'X') return false;
+    if (Date.now() > deadline) throw new Error(`process ${pid} not stopped 5 s after SIGSTOP (state ${s})`);
+    await new Promise((r) => setImmediate(r));
   }
 }
