@@ -85,6 +85,20 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       assert.deepEqual(per.slice(1), [1, 1, 1, 1, 1]);
     }));
 
+    it('a release by handle on stale block hints (another process allocated there since) frees the address: no leak', withStore(async (s) => {
+      const a = ipam(s);
+      await twoPools(a);
+      await a.assign({ node: 'n1', handle: 'h1', auto: 'each-family' }); // a's hints: n1's blocks as of now
+      // Another plugin process on n1 (killed before it saved its hints) allocates in the same blocks.
+      const b = ipam(s);
+      const h2 = await b.assign({ node: 'n1', handle: 'h2', auto: 'each-family' });
+      // The runtime's DEL lands on a process with a's older hints: they do not show h2's addresses.
+      const released = await a.releaseHandle('h2', 'n1');
+      assert.deepEqual(released.map((r) => formatAddr(r.addr)).sort(), h2.map((x) => formatAddr(x.addr)).sort());
+      assert.deepEqual(await ipam(s).check(), { leaks: [], problems: [] });
+      assert.equal((await ipam(s).usage()).pools.reduce((n, p) => n + p.allocated, 0), 2, 'only h1 holds addresses');
+    }));
+
     it('returns what a handle holds when asked again, from a warm and from a cold instance', withStore(async (s) => {
       const c = ipam(s);
       await twoPools(c);
