@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } fr
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireExecutable } from './prereq.js';
 
 const ETCD = process.env['PODIPAM_ETCD_BIN'] ?? '/usr/bin/etcd';
 const START_TIMEOUT_MS = 20_000;
@@ -94,6 +95,7 @@ export interface EtcdOptions {
  * three times in case a port picked as free was taken meanwhile.
  */
 export async function startEtcd(options: EtcdOptions = {}): Promise<EtcdCluster> {
+  requireExecutable(ETCD);
   const count = options.members ?? 1;
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {

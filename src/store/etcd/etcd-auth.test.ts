@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { etcdPost, startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/helpers/etcd.js';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUrlError } from '../errors.js';
 import { openStore } from '../open-store.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
 import { makeTestCerts, SERVER_NAME, type TestCerts } from '../../../test/helpers/test-certs.js';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUrlError } from '../errors.js';
 import { openStore } from '../open-store.js';
 

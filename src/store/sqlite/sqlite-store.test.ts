@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
@@ -140,7 +140,7 @@ describe('SqliteStore', () => {
         return true;
       });
       const waited = performance.now() - t0;
-      assert.ok(waited >= 250 && waited < 2000, `waited ${waited} ms for a 300 ms timeout`);
+      assert.ok(waited >= 250 && waited < 20_000, `waited ${waited} ms for a 300 ms timeout`); // the upper bound only proves it gives up
       // WAL: readers are not blocked by the writer
       assert.equal((await store.get('k'))?.value, 'before');
       holder.proc.kill('SIGKILL');
