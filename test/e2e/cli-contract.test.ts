@@ -14,6 +14,12 @@ import { openStore } from '../../src/store/index.js';
 import { PODIPAM_BIN, clusterCall, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { handleKey } from './serve-keys.js';
+import { cniHandleId } from '../../src/cluster/handle-id.js';
+
+/** The handles the plugin writes for containers c1 and c2 of network net (handle-id.ts). */
+const H1 = cniHandleId('net', 'c1', 'eth0');
+const H2 = cniHandleId('net', 'c2', 'eth0');
+const re = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 interface Run {
   readonly code: number | null;
@@ -94,28 +100,28 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
     // The leak path: c1's handle record is lost (a crashed writer, a hand edit); its addresses leak.
     const store = await openStore(db);
     try {
-      const h = await store.get(handleKey('net.c1.eth0'));
+      const h = await store.get(handleKey(H1));
       assert.ok(h, 'the handle record of c1 exists');
       assert.ok((await store.txn([{ key: h.key, rev: h.rev }], [{ type: 'delete', key: h.key }])).succeeded);
     } finally {
       await store.close();
     }
-    const leaky = expect(cli('ipam', 'check'), 0, 'ipam check, leaks (a report: exit 0)');
-    for (const ip of ips[0]!) assert.match(leaky.stdout, new RegExp(`^leak: ${ip.replace(/\./g, '\\.')} in block \\S+ is held by handle "net\\.c1\\.eth0", which does not exist \\(podipam ipam release --ip ${ip.replace(/\./g, '\\.')}\\)$`, 'm'));
+    const leaky = expect(cli('ipam', 'check'), 1, 'ipam check, leaks (exit 1: cron and monitoring see them)');
+    for (const ip of ips[0]!) assert.match(leaky.stdout, new RegExp(`^leak: ${ip.replace(/\./g, '\\.')} in block \\S+ is held by handle "${re(H1)}", which does not exist \\(podipam ipam release --ip ${ip.replace(/\./g, '\\.')}\\)$`, 'm'));
     assert.match(leaky.stdout, /^Check complete; found 2 problems\.$/m);
-    const leaks = JSON.parse(expect(cli('ipam', 'check', '--json'), 0, 'ipam check --json, leaks').stdout) as { leaks: { ip: string; handle: string }[]; problems: unknown[] };
-    assert.deepEqual(leaks.leaks.map((l) => [l.ip, l.handle]).sort(), ips[0]!.map((ip) => [ip, 'net.c1.eth0']).sort());
+    const leaks = JSON.parse(expect(cli('ipam', 'check', '--json'), 1, 'ipam check --json, leaks').stdout) as { leaks: { ip: string; handle: string }[]; problems: unknown[] };
+    assert.deepEqual(leaks.leaks.map((l) => [l.ip, l.handle]).sort(), ips[0]!.map((ip) => [ip, H1]).sort());
     assert.deepEqual(leaks.problems, []);
     // The release the check suggests frees them; released again, they are "not allocated".
     const freed = expect(cli('ipam', 'release', ...ips[0]!.flatMap((ip) => ['--ip', ip])), 0, 'ipam release --ip (the leak)');
-    for (const ip of ips[0]!) assert.match(freed.stdout, new RegExp(`^released ${ip.replace(/\./g, '\\.')} \\(handle "net\\.c1\\.eth0"\\)$`, 'm'));
+    for (const ip of ips[0]!) assert.match(freed.stdout, new RegExp(`^released ${ip.replace(/\./g, '\\.')} \\(handle "${re(H1)}"\\)$`, 'm'));
     assert.match(expect(cli('ipam', 'release', '--ip', ips[0]![0]!), 0, 'ipam release --ip, free').stdout, /was not allocated/);
     assert.deepEqual(JSON.parse(cli('ipam', 'check', '--json').stdout), { leaks: [], problems: [] });
 
     // ipam release --handle (c2), usage errors
-    const byHandle = expect(cli('ipam', 'release', '--handle', 'net.c2.eth0'), 0, 'ipam release --handle');
+    const byHandle = expect(cli('ipam', 'release', '--handle', H2), 0, 'ipam release --handle');
     assert.equal(byHandle.stdout.split('\n').filter((l) => l.startsWith('released ')).length, 2);
-    assert.match(expect(cli('ipam', 'release', '--handle', 'net.c2.eth0'), 0, 'ipam release --handle, empty').stdout, /handle "net\.c2\.eth0" holds nothing/);
+    assert.match(expect(cli('ipam', 'release', '--handle', H2), 0, 'ipam release --handle, empty').stdout, new RegExp(`handle "${re(H2)}" holds nothing`));
     expect(cli('ipam', 'release'), 2, 'ipam release, neither --ip nor --handle');
     expect(cli('ipam', 'release', '--ip', '10.90.0.5', '--handle', 'x'), 2, 'ipam release, both');
     assert.match(expect(cli('ipam', 'release', '--ip', 'bogus'), 2, 'ipam release, bad IP').stderr, /invalid IP address "bogus"/);
