@@ -93,7 +93,11 @@ export function registerIpam(program: Command): void {
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const r = await withClusterIpam(cmd, (c) => c.check());
       // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
-      if (r.leaks.length + r.problems.length > 0) process.exitCode = 1;
+      if (r.leaks.length + r.problems.length > 0) {
+        // The report is on stdout; stderr says why the exit status is 1 (what cron mails).
+        process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s) and ${r.problems.length} other problem(s)\n`);
+        process.exitCode = 1;
+      }
       if (opts.json) return printJson({ leaks: r.leaks, problems: r.problems });
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);

@@ -90,7 +90,7 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
     const shown = JSON.parse(expect(cli('ipam', 'show', '--json', '--blocks'), 0, 'ipam show --json --blocks').stdout) as { pools: { name: string; allocated: number }[]; blocks: { node: string }[] };
     assert.deepEqual(shown.pools.map((p) => [p.name, p.allocated]), [['v4', 2], ['v6', 2]]);
     assert.ok(shown.blocks.length >= 2 && shown.blocks.every((b) => b.node === 'node-a'));
-    assert.match(expect(cli('ipam', 'show'), 0, 'ipam show').stdout, /^v4\s+10\.90\.0\.0\/24\s+256\s+2\s/m);
+    assert.match(expect(cli('ipam', 'show'), 0, 'ipam show').stdout, /^v4\s+10\.90\.0\.0\/24\s+208\s+2\s/m); // 16 blocks of /28, 13 usable addresses each
     assert.match(expect(cli('ipam', 'check'), 0, 'ipam check, clean').stdout, /^Check complete; found 0 problems\.$/m);
 
     // pool delete is refused while addresses are allocated

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
-import { exited, flockState, stopProcess } from '../helpers/proc-locks.js';
+import { exited, flockState, openers, stopProcess } from '../helpers/proc-locks.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { FileLock } from '../../src/local/file-lock.js';
 
@@ -95,12 +95,13 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
     const order = ids.map((_, i) => i).sort(() => Math.random() - 0.5);
     const [randomVictims, hunted] = [order.slice(0, 8), order.slice(8, 22)];
 
-    // 1. Killed while waiting: once 8 plugins are blocked on the lock we hold (so none can
-    // have it), 4 of the waiters die.
+    // 1. Killed while waiting: once 8 plugins wait for the lock we hold (they have the lock
+    // file open, and none can have the lock), 4 of the waiters die.
     let waiting: readonly number[] = [];
     for (let i = 0; i < 3000 && waiting.length < 8; i++) {
       await new Promise((r) => setTimeout(r, 10));
-      waiting = flockState(lockPath).waiters;
+      const { holders, waiters } = flockState(lockPath);
+      waiting = [...new Set([...waiters, ...openers(lockPath, pids).filter((p) => !holders.includes(p))])];
     }
     assert.ok(waiting.length >= 8, `only ${waiting.length} plugins queued on the lock within 30 s`);
     for (const pid of waiting.slice(0, 4)) {

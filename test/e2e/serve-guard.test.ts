@@ -102,13 +102,13 @@ test('serve api: capacities are exact (a string beyond 2^53) and odd pool CIDRs 
   const pools = (await api(s.url, 'GET', '/api/v1/pools')).body.items;
   const v4 = pools.find((p: any) => p.name === 'default-ipv4');
   const v6 = pools.find((p: any) => p.name === 'default-ipv6');
-  assert.equal(v4.capacity, 65536);
-  assert.equal(v6.capacity, '4722366482869645213696');
+  assert.equal(v4.capacity, 62464); // usable addresses: 1024 blocks x 61
+  assert.equal(v6.capacity, '4574792530279968800768'); // 2^66 blocks x 62
   assert.equal(v6.blockSlots, '73786976294838206464');
   const ov = (await api(s.url, 'GET', '/api/v1/overview')).body;
-  assert.equal(ov.totals.capacity, '4722366482869645279232');
+  assert.equal(ov.totals.capacity, '4574792530279968863232');
   const m = await api(s.url, 'GET', '/metrics');
-  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv6",family="6"\} 4\.722366482869645e\+21$/m);
+  assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv6",family="6"\} 4\.574792530279969e\+21$/m);
   for (const [cidr, what] of [['224.0.0.0/4', /multicast/], ['127.0.0.0/8', /loopback/], ['ff00::/8', /multicast/], ['::ffff:10.0.0.0/104', /IPv4-mapped/], ['0.0.0.0/8', /unspecified/]] as const) {
     const r = await api(s.url, 'POST', '/api/v1/pools', { name: 'odd', cidr });
     assert.equal(r.status, 400, `${cidr}: ${JSON.stringify(r.body)}`);

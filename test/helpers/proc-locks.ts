@@ -5,7 +5,7 @@
  * process stopped while blocked in flock() leaves the wait queue: a waiter is proven by
  * reading while the test itself holds the lock, not by stopping it.)
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 
 export interface FlockState {
   /** Pids holding the lock (flock: one writer, or several readers). */
@@ -73,4 +73,28 @@ export async function stopProcess(pid: number): Promise<boolean> {
     if (Date.now() > deadline) throw new Error(`process ${pid} not stopped 5 s after SIGSTOP (state ${s})`);
     await new Promise((r) => setImmediate(r));
   }
+}
+
+/**
+ * The pids among `pids` that have `path` open (from /proc/PID/fd). The plugin opens its lock
+ * file only to lock it, and waits for a busy lock polling with LOCK_NB (a bounded wait), which
+ * /proc/locks does not show: a plugin that has the file open while the test holds the lock is
+ * waiting for it.
+ */
+export function openers(path: string, pids: readonly number[]): number[] {
+  return pids.filter((pid) => {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      return false;
+    }
+    return fds.some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === path;
+      } catch {
+        return false;
+      }
+    });
+  });
 }
