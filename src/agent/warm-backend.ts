@@ -158,7 +158,7 @@ export class WarmService implements IpamBackend {
     const routes = checkConf(req.conf);
     await this.#readyOr11();
     const key = podKey(req);
-    for (let attempt = 0; attempt < 8; attempt++) {
+    for (let attempt = 0; attempt < 16; attempt++) {
       const now = this.#now();
       const got: [Family, Addr][] = [];
       let missed: Family | undefined;
@@ -172,10 +172,9 @@ export class WarmService implements IpamBackend {
           if (r.from !== 'again') fresh = true;
           continue;
         }
-        missed = f;
+        missed ??= f;
         if (r.refill) this.#demand.set(f, (this.#demand.get(f) ?? 0) + 1);
         else ((full = true), (retryAt = r.retryAt));
-        break;
       }
       if (missed === undefined) {
         if (fresh) {
@@ -359,6 +358,11 @@ export class WarmService implements IpamBackend {
 
   // ---- refill and return ----------------------------------------------------------------------
 
+  /** One maintenance run now (what the timer does): refill to minIdle, return above maxIdle. */
+  maintain(): Promise<void> {
+    return this.#refill(false);
+  }
+
   #kickSoon(): void {
     if (!this.#isReady || this.#closed) return;
     setImmediate(() => void this.#refill(false).catch(() => undefined));
@@ -382,7 +386,9 @@ export class WarmService implements IpamBackend {
   #refill(urgent: boolean): Promise<void> {
     if (this.#refillRun) {
       this.#again = true;
-      return this.#refillRun.then(() => (this.#refillRun ? this.#refillRun : this.#refill(urgent)));
+      // The run in flight loops once more for this demand; starting another run when it ends
+      // would plan again before the waiters took their addresses, and return them as surplus.
+      return this.#refillRun.then(() => this.#refillRun);
     }
     const run = (async () => {
       do {
