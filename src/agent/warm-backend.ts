@@ -189,7 +189,7 @@ export class WarmService implements IpamBackend {
           }
           this.counters.hits += attempt === 0 ? 1 : 0;
         }
-        this.#kickSoon();
+        this.#lowWater();
         return { ips: got.map(([, a]) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
       }
       // Both or neither: what this attempt took goes back where it was.
@@ -219,7 +219,6 @@ export class WarmService implements IpamBackend {
     }
     if (addrs.length === 0 && !this.#db.pods().some((p) => p.key === key)) return;
     this.#db.removePod(key, addrs, now + this.#o.cooldownMs, this.#podRecordKey(key), now);
-    this.#kickSoon();
   }
 
   async check(req: IpamRequest): Promise<void> {
@@ -353,7 +352,7 @@ export class WarmService implements IpamBackend {
     this.#pools = pools;
     this.#o.log?.('info', 'warm pool ready', { node, families: [...pools.keys()], ...Object.fromEntries([...pools].map(([f, p]) => [`ipv${f}`, p.counts()])) });
     this.#isReady = true;
-    await this.#refill(false);
+    await this.#refill(false).catch(() => undefined); // failures are logged and backed off
   }
 
   // ---- refill and return ----------------------------------------------------------------------
@@ -361,6 +360,19 @@ export class WarmService implements IpamBackend {
   /** One maintenance run now (what the timer does): refill to minIdle, return above maxIdle. */
   maintain(): Promise<void> {
     return this.#refill(false);
+  }
+
+  /**
+   * Refills are batched: the timer tops the pools up to minIdle once per tick; only a pool that
+   * fell to half of minIdle is topped up at once (one txn for the whole shortfall), so a burst
+   * is not one refill per pod.
+   */
+  #lowWater(): void {
+    const low = Math.ceil(this.#o.minIdle / 2);
+    for (const p of this.#pools.values()) {
+      const c = p.counts();
+      if (c.idle + c.pending < low) return this.#kickSoon();
+    }
   }
 
   #kickSoon(): void {
