@@ -89,6 +89,7 @@ export class ResourceDb {
       delPod: p('DELETE FROM pods WHERE key = ?'),
       queue: p('INSERT INTO writes (key, value, at) VALUES (?, ?, ?)'),
       unqueue: p('DELETE FROM writes WHERE seq <= ?'),
+      hasPod: p('SELECT 1 FROM pods WHERE key = ?'),
       allHeld: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt FROM held ORDER BY addr'),
       allPods: p('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
       pending: p('SELECT seq, key, value, at FROM writes ORDER BY seq LIMIT ?'),
@@ -125,6 +126,10 @@ export class ResourceDb {
       for (const a of addrs) this.#st.freeAt!.run(freeAt, a);
       this.#st.queue!.run(recordKey, null, now);
     });
+  }
+
+  hasPod(key: string): boolean {
+    return this.#st.hasPod!.all(key).length > 0;
   }
 
   held(): HeldRow[] {

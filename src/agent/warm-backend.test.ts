@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import type { IpamRequest, NetConf } from '../cni/ipam-backend.js';
 import { selectBackend } from '../cni/select-backend.js';
 import { CniError } from '../cni/errors.js';
@@ -163,6 +164,32 @@ describe('warm-pool back end', () => {
       assert.equal(e.pools.ipv6!.idle, 2);
       assert.deepEqual(await r.admin.check(), { leaks: [], problems: [] });
     } finally {
+      await stop(r);
+    }
+  });
+
+  it('datastore away (write lock held elsewhere): pods keep starting from the pool, the write-behind queue drains when it returns, refills back off', { timeout: 60_000 }, async () => {
+    const r = await rig({ minIdle: 4, maxIdle: 8 });
+    const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
+    const holder = new Database(r.url.slice('sqlite:'.length));
+    try {
+      holder.exec('BEGIN IMMEDIATE');
+      const t0 = performance.now();
+      const got = [];
+      for (let i = 0; i < 3; i++) got.push(await r.warm.add(req(`o${i}`)));
+      assert.ok(performance.now() - t0 < 500, 'ADDs from the pool do not wait for the datastore');
+      assert.equal(new Set(got.flatMap(addrsOf)).size, 6);
+      await r.warm.flushWrites();
+      assert.equal(r.warm.report().writeBehindDepth, 3, 'queued while the datastore is away');
+      await r.warm.maintain(); // idle 1 < minIdle: the refill fails and backs off
+      assert.ok(r.warm.report().lastError, 'the failure is reported');
+      assert.equal(r.warm.report().refillTxns, 1, 'only the preload landed');
+      holder.exec('ROLLBACK');
+      await r.warm.flushWrites();
+      assert.equal(r.warm.report().writeBehindDepth, 0, 'drained once the datastore is back');
+      assert.equal((await r.admin.store.list(`${POD_RECORD_PREFIX}n1/`)).length, 3);
+    } finally {
+      holder.close();
       await stop(r);
     }
   });

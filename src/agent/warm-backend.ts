@@ -217,7 +217,7 @@ export class WarmService implements IpamBackend {
       const a = pool.release(key, now);
       if (a) addrs.push(formatAddr(a));
     }
-    if (addrs.length === 0 && !this.#db.pods().some((p) => p.key === key)) return;
+    if (addrs.length === 0 && !this.#db.hasPod(key)) return;
     this.#db.removePod(key, addrs, now + this.#o.cooldownMs, this.#podRecordKey(key), now);
   }
 
