@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
+import { PODIPAM_BIN, type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
+import { spawnSync } from 'node:child_process';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
@@ -81,6 +82,22 @@ test('warm pool through the shim: 64 pods at 16 in flight, < 0.5 datastore round
     assert.equal(s2.warmPool!.pools.ipv4!.inUse, PODS, 'the pods are still in use after the restart');
     assert.equal(s2.warmPool!.pools.ipv6!.inUse, PODS);
     assert.equal(s2.warmPool!.droppedOnReconcile, 0);
+    // The pod records queued before the crash survived it (resource DB) and are written now.
+    t.diagnostic(`write-behind queued at the kill: ${s1.warmPool!.writeBehindDepth}`);
+    let sw = s2;
+    for (let i = 0; i < 100 && sw.warmPool!.writeBehindDepth > 0; i++) {
+      await sleep(50);
+      sw = await agent.status();
+    }
+    assert.equal(sw.warmPool!.writeBehindDepth, 0);
+    {
+      const st = await openStore(url);
+      try {
+        assert.equal((await st.list('agent-pods/wnode/')).length, PODS, 'every pod record is in the datastore');
+      } finally {
+        await st.close();
+      }
+    }
     // A repeated ADD answers the same addresses; new pods get others.
     const again = await runPlugin(SHIM_BIN, call('ADD', 0));
     assert.deepEqual((JSON.parse(again.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address), results[0]);
@@ -139,6 +156,32 @@ test('warm pool through the shim: 64 pods at 16 in flight, < 0.5 datastore round
     assert.deepEqual(JSON.parse(check2.stdout), { leaks: [], problems: [] });
   } finally {
     await agent?.kill();
+    dir.remove();
+  }
+});
+
+test('podipam agent refuses bad warm-pool flags with the flag and the value', () => {
+  const dir = makeTempDir('agent-warm-flags');
+  try {
+    const socket = join(dir.path, 'run', 'agent.sock');
+    const run = (args: string[]): { code: number | null; stderr: string } => {
+      const r = spawnSync(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--data-dir', join(dir.path, 'a'), ...args], { encoding: 'utf8', timeout: 20_000 });
+      return { code: r.status, stderr: r.stderr };
+    };
+    const url = `sqlite:${join(dir.path, 'ds.db')}`;
+    const cases: [string[], RegExp][] = [
+      [['--min-idle', '8'], /needs --datastore/],
+      [['--datastore', url, '--min-idle', '8', '--max-idle', '4'], /--min-idle 8: must not exceed --max-idle \(4\)/],
+      [['--datastore', url, '--max-idle', '40', '--capacity', '32'], /--max-idle 40: must not exceed --capacity \(32\)/],
+      [['--datastore', url, '--min-idle', 'many'], /--min-idle "many"/],
+      [['--datastore', url, '--min-idle', '1', '--cooldown', 'soon'], /--cooldown "soon"/],
+    ];
+    for (const [args, want] of cases) {
+      const r = run(args);
+      assert.notEqual(r.code, 0, `${args.join(' ')} was accepted`);
+      assert.match(r.stderr, want, args.join(' '));
+    }
+  } finally {
     dir.remove();
   }
 });
