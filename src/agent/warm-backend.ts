@@ -122,6 +122,8 @@ export class WarmService implements IpamBackend {
   #backoffMs = 0;
   #writing = false;
   #refillSeq = 0;
+  /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
+  #waiters = 0;
   readonly counters = { hits: 0, misses: 0, refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0, writeTxns: 0, droppedOnReconcile: 0, adoptedOnReconcile: 0 };
   #lastError: string | undefined;
   #lastFailure: unknown;
@@ -199,7 +201,12 @@ export class WarmService implements IpamBackend {
         const wait = retryAt === undefined ? undefined : retryAt - now;
         throw new CniError(CniCode.TryAgainLater, `warm pool of IPv${missed} on node ${this.#o.node} is at capacity ${this.#o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`);
       }
-      await this.#refill(true);
+      this.#waiters++;
+      try {
+        await this.#refill(true);
+      } finally {
+        this.#waiters--;
+      }
       if (this.#lastFailure !== undefined && this.#backoffUntil > this.#now() && this.#pools.get(missed)!.counts().idle === 0) {
         throw cniErrorOf(this.#lastFailure, 'ADD');
       }
@@ -433,7 +440,9 @@ export class WarmService implements IpamBackend {
       const p = pool.plan(now);
       const n = p.refill + (this.#demand.get(f) ?? 0);
       if (n > 0) want.set(f, n);
-      returns.push(...p.returns);
+      // Addresses refilled for waiting ADDs are idle until those take them: not surplus.
+      if (this.#waiters > 0) pool.returnFailed(p.returns);
+      else returns.push(...p.returns);
     }
     this.#demand.clear();
     let failed = false;
