@@ -20,7 +20,7 @@ import type { BackendHost } from '../cni/ipam-backend.js';
 import { errorJson, pluginCall } from '../cni/plugin-call.js';
 import { AgentStats, type AgentStatus } from './agent-stats.js';
 import { ClusterServices } from './cluster-services.js';
-import type { WarmOptions, WarmService } from './warm-backend.js';
+import type { WarmOptions, WarmService } from './warm-service.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from './frame.js';
 import { peerCredentials, tryLockExclusive } from './native.js';
 
@@ -100,7 +100,7 @@ export class Agent {
     }
     if (opts.warm) {
       if (!opts.datastore) throw new AgentStartError('the warm pool needs --datastore');
-      const { WarmService } = await import('./warm-backend.js');
+      const { WarmService } = await import('./warm-service.js');
       let warm: WarmService;
       try {
         warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import type { WarmOptions } from '../agent/warm-backend.js';
+import type { WarmOptions } from '../agent/warm-service.js';
 import { parseDuration, parseListen } from './serve.js';
 import { UsageError } from './usage-error.js';
 
@@ -133,7 +133,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }): Promise<Om
     pools = flags.pools.split(',').map((p) => p.trim());
     if (pools.some((p) => p === '')) throw new UsageError(`invalid --pools ${JSON.stringify(flags.pools)}: expected comma-separated pool names`);
   }
-  const { warmPoolConfig } = await import('../agent/warm-backend.js');
+  const { warmPoolConfig } = await import('../agent/warm-service.js');
   try {
     warmPoolConfig({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs }, 4);
   } catch (e) {

@@ -16,7 +16,7 @@ import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { openStore } from '../store/index.js';
 import { formatAddr } from '../ip/index.js';
 import { ClusterServices } from './cluster-services.js';
-import { POD_RECORD_PREFIX, WarmService, type WarmOptions } from './warm-backend.js';
+import { POD_RECORD_PREFIX, WarmService, type WarmOptions } from './warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-backend-'));
 after(() => rmSync(root, { recursive: true, force: true }));
