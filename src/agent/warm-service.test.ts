@@ -99,6 +99,10 @@ describe('warm-pool back end', () => {
       // The answer is the datastore's: the address's block prefix and gateway.
       const again = await r.warm.add(req('c0'));
       assert.equal(r.warm.report().hits, 4, 'a repeated ADD is not a new hit');
+      const withPrev = (ips: unknown): IpamRequest => ({ ...req('c0'), conf: { ...conf, prevResult: { ips } } });
+      await r.warm.check(withPrev(again.ips));
+      await assert.rejects(r.warm.check(withPrev([{ address: '10.99.0.1/26' }])), (e: unknown) => e instanceof CniError && e.code === 102);
+      await assert.rejects(r.warm.check(req('nobody')), (e: unknown) => e instanceof CniError && e.code === 102);
       const ds = new Map<string, string>();
       for (const e of await r.admin.store.list('handles/podipam-warm:n1:')) {
         for (const a of (await r.admin.addressesOf(e.key.slice('handles/'.length)))!) ds.set(`${formatAddr(a.addr)}/${a.prefixLen}`, formatAddr(a.gateway));

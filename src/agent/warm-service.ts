@@ -234,6 +234,13 @@ export class WarmService implements IpamBackend {
     const key = podKey(req);
     const held = [...this.#pools.values()].map((p) => p.addressOf(key)).filter((a): a is Addr => a !== undefined);
     if (held.length === 0) throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${this.#o.node}`);
+    const prev = req.conf.prevResult as { ips?: { address?: unknown }[] } | undefined;
+    for (const ip of Array.isArray(prev?.ips) ? prev.ips : []) {
+      const want = typeof ip?.address === 'string' ? ip.address.split('/')[0] : undefined;
+      if (want !== undefined && !held.some((a) => formatAddr(a) === want)) {
+        throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} does not hold ${want} (it holds ${held.map(formatAddr).join(', ')})`);
+      }
+    }
   }
 
   async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
