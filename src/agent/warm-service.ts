@@ -38,6 +38,7 @@ import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
+import { planReconcile } from './plan-reconcile.js';
 import { type HeldRow, ResourceDb } from './resource-db.js';
 
 /** The network name of every warm handle: a CNI network of this name must not use the cluster back end. */
@@ -325,31 +326,24 @@ export class WarmService implements IpamBackend {
     });
     if (found.families.size === 0) throw new Error(this.#o.pools ? `none of the pools [${this.#o.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
     const now = this.#now();
-    // Reconcile: the datastore is the truth about what the node holds.
-    const dbHeld = new Map(this.#db.held().map((r) => [r.addr, r]));
-    const gone = [...dbHeld.keys()].filter((a) => !found.held.has(a));
-    const forgotten = [...found.held.values()].filter((r) => !dbHeld.has(r.addr)).map((r) => ({ ...r, freeAt: now + this.#o.cooldownMs }));
-    if (gone.length > 0) {
-      this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: gone });
-      this.#db.dropHeld(gone);
-      this.counters.droppedOnReconcile += gone.length;
+    // Reconcile: the datastore is the truth about what the node holds (plan-reconcile.ts).
+    const plan = planReconcile({ held: this.#db.held(), pods: this.#db.pods() }, found.held, now, this.#o.cooldownMs);
+    if (plan.gone.length > 0) {
+      this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: plan.gone });
+      this.#db.dropHeld(plan.gone);
+      this.counters.droppedOnReconcile += plan.gone.length;
     }
-    if (forgotten.length > 0) {
-      this.#o.log?.('info', 'warm pool: addresses held in the datastore but not in the resource DB join the idle queue after the cooldown', { node, addrs: forgotten.map((r) => r.addr) });
-      this.#db.addHeld(forgotten);
-      this.counters.adoptedOnReconcile += forgotten.length;
+    if (plan.forgotten.length > 0) {
+      this.#o.log?.('info', 'warm pool: addresses held in the datastore but not in the resource DB join the idle queue after the cooldown', { node, addrs: plan.forgotten.map((r) => r.addr) });
+      this.#db.addHeld(plan.forgotten);
+      this.counters.adoptedOnReconcile += plan.forgotten.length;
+    }
+    for (const { pod, keep } of plan.dropPods) {
+      this.#o.log?.('warn', 'warm pool: a pod lost its address in the datastore; its record is dropped', { node, pod: pod.key, addrs: pod.addrs });
+      this.#db.removePod(pod.key, keep, now + this.#o.cooldownMs, this.#podRecordKey(pod.key), now);
     }
     const held = this.#db.held();
-    const goneSet = new Set(gone);
-    const inUse = new Map<string, string>();
-    for (const p of this.#db.pods()) {
-      if (p.addrs.some((a) => goneSet.has(a)) || p.addrs.length === 0) {
-        this.#o.log?.('warn', 'warm pool: a pod lost its address in the datastore; its record is dropped', { node, pod: p.key, addrs: p.addrs });
-        this.#db.removePod(p.key, p.addrs.filter((a) => !goneSet.has(a)), now + this.#o.cooldownMs, this.#podRecordKey(p.key), now);
-        continue;
-      }
-      for (const a of p.addrs) inUse.set(a, p.key);
-    }
+    const inUse = plan.inUse;
     const pools = new Map<Family, WarmPool>();
     this.#meta.clear();
     for (const f of [4, 6] as Family[]) {
