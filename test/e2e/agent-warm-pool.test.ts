@@ -74,7 +74,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       assert.ok(all.every((a) => /^(10\.211\.[0-9.]+\/26|fd00:211::[0-9a-f:]+\/122)$/.test(a)), all.slice(0, 4).join(' '));
       assert.equal(new Set(all.map((a) => a.split('/')[0])).size, all.length, 'no address handed out twice');
       const trips = s1.datastore.roundTrips - trips0;
-      t.diagnostic(`${PODS} pods: ${trips} datastore round trips (${(trips / PODS).toFixed(3)} per pod); warm ${JSON.stringify(s1.warmPool)}`);
+      t.diagnostic(`${PODS} pods: ${trips} datastore round trips (${(trips / PODS).toFixed(3)} per pod); ADD in the agent ${JSON.stringify(s1.latencyMs.ADD)} ms; warm ${JSON.stringify(s1.warmPool)}`);
       assert.ok(trips / PODS < 0.5, `${trips} datastore round trips for ${PODS} pods`);
       assert.equal(s1.warmPool!.pools.ipv4!.inUse, PODS);
 
