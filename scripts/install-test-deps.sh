@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what podipam's test suite needs on a fresh Debian machine (run as root):
-# the reference CNI plugins, etcd, iproute2, ping and Chromium from Debian, then npm packages.
+# the reference CNI plugins, etcd, iproute2, ping, openssl (the TLS tests make their
+# certificates with it) and Chromium from Debian, then npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -8,6 +9,10 @@ need=()
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v ping >/dev/null || need+=(iputils-ping)
+command -v iptables >/dev/null || need+=(iptables)            # the reference portmap plugin
+command -v cc >/dev/null || need+=(gcc libc6-dev)               # the native CNI shim (static)
+command -v flock >/dev/null || need+=(util-linux)               # tests hold a directory lock as host-local would
+command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"

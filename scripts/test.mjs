@@ -1,8 +1,14 @@
 // Runs every compiled test file (dist/**/*.test.js) with Node's built-in test runner.
 // Usage: node scripts/test.mjs [substring…]  — only files whose path contains one of them.
-import { readdirSync, statSync } from 'node:fs';
+// Prints node:test's spec output, then a closing line `N passed, N failed, N skipped`. Exits
+// non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
+// test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
+// source is gone (a stale dist/; `npm run build` starts from a clean one).
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 function walk(dir, out) {
   for (const name of readdirSync(dir)) {
@@ -12,11 +18,40 @@ function walk(dir, out) {
   }
   return out;
 }
+if (!existsSync('dist')) {
+  console.error('no dist/ (did the build run? npm run build)');
+  process.exit(1);
+}
 const filters = process.argv.slice(2);
 const files = walk('dist', []).sort().filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+const stale = files.filter((f) => !existsSync(f.slice('dist/'.length).replace(/\.js$/, '.ts')));
+if (stale.length > 0) {
+  console.error(`stale build: no source for ${stale.join(', ')} (rebuild with npm run build, which cleans dist/)`);
+  process.exit(1);
+}
+
+const outDir = mkdtempSync(join(tmpdir(), 'podipam-test-'));
+const countFile = join(outDir, 'counts.jsonl');
+const reporter = fileURLToPath(new URL('./count-reporter.mjs', import.meta.url));
+const r = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=2', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${reporter}`, `--test-reporter-destination=${countFile}`, ...files],
+  { stdio: 'inherit' },
+);
+const results = existsSync(countFile)
+  ? readFileSync(countFile, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+  : [];
+rmSync(outDir, { recursive: true, force: true });
+
+const count = (o) => results.filter((x) => x.outcome === o);
+const [passed, failed, skipped] = [count('pass'), count('fail'), count('skip')];
+const allowSkip = process.env.PODIPAM_ALLOW_SKIP === '1';
+for (const s of skipped) console.log(`skipped: ${s.name} (${s.file ?? '?'}): ${s.reason}`);
+console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);
+if (skipped.length > 0 && !allowSkip) console.log('skipped tests fail the run (set PODIPAM_ALLOW_SKIP=1 to allow them)');
+const ok = r.status === 0 && failed.length === 0 && results.length > 0 && (skipped.length === 0 || allowSkip);
+process.exit(ok ? 0 : 1);

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +79,46 @@ static size_t go_quote(char *out, size_t cap, const char *s) {
   return o;
 }
 
+/*
+ * Runtimes often drop a plugin's stderr, so every failure is also appended, one JSON line, to
+ * $PODIPAM_CNI_LOG (default /var/log/podipam/cni.log) as the Node.js plugin does
+ * (src/cni/failure-log.ts): rolled to <file>.1 past 1 MiB, one O_APPEND write per line, never
+ * failing the call. `text` is the message, or the agent's error answer.
+ */
+static void log_failure(int code, const char *text) {
+  const char *file = getenv("PODIPAM_CNI_LOG");
+  if (!file || !*file) file = "/var/log/podipam/cni.log";
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", file);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) { *slash = 0; mkdir(dir, 0755); }
+  struct stat st;
+  if (stat(file, &st) == 0 && st.st_size > (1 << 20)) {
+    char old[4200];
+    snprintf(old, sizeof old, "%s.1", file);
+    rename(file, old);
+  }
+  char q[4][2100];
+  const char *vals[4] = {getenv("CNI_COMMAND"), getenv("CNI_CONTAINERID"), getenv("CNI_IFNAME"), text};
+  for (int i = 0; i < 4; i++) {
+    char cut[1024];
+    snprintf(cut, sizeof cut, "%s", vals[i] ? vals[i] : "");
+    go_quote(q[i], sizeof q[i], cut);
+  }
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char line[9000];
+  int n = snprintf(line, sizeof line,
+                   "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02dZ\",\"level\":\"error\",\"component\":\"cni-shim\",\"pid\":%d,"
+                   "\"command\":%s,\"containerId\":%s,\"ifname\":%s,\"code\":%d,\"msg\":%s}\n",
+                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)getpid(), q[0], q[1], q[2], code, q[3]);
+  int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0) return;
+  if (n > 0) write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  close(fd);
+}
+
 /* Prints the CNI error JSON (Go's MarshalIndent layout, as the plugin prints it) and exits 1. */
 static void cni_fail(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 static void cni_fail(int code, const char *fmt, ...) {
@@ -89,6 +130,7 @@ static void cni_fail(int code, const char *fmt, ...) {
   go_quote(quoted, sizeof quoted, msg);
   int n = snprintf(out, sizeof out, "{\n    \"code\": %d,\n    \"msg\": %s\n}", code, quoted);
   if (n > 0) write_all(1, out, (size_t)n < sizeof out ? (size_t)n : sizeof out - 1);
+  log_failure(code, msg);
   exit(1);
 }
 
@@ -401,5 +443,11 @@ int main(void) {
   char extra;
   if (recv(fd, &extra, 1, MSG_DONTWAIT) > 0) cni_fail(11, "podipam agent at %s answered garbage (bytes after the answer)", sock);
   write_all(1, (const char *)body, blen);
-  return (int)(get32(head + 8) & 0xff);
+  int status = (int)(get32(head + 8) & 0xff);
+  if (status != 0) {
+    body[blen] = 0;
+    const char *c = strstr((const char *)body, "\"code\":");
+    log_failure(c ? atoi(c + 7) : 0, (const char *)body);
+  }
+  return status;
 }

@@ -42,7 +42,8 @@ export function registerAgent(program: Command): void {
     .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const datastore = (cmd.optsWithGlobals() as { datastore?: string }).datastore ?? process.env.PODIPAM_DATASTORE;
-      await runAgent({ ...flags, datastore });
+      const { cliLogger } = await import('./cli-logger.js');
+      await runAgent({ ...flags, datastore }, await cliLogger(cmd, 'agent'));
     });
   agent
     .command('status')
@@ -72,7 +73,7 @@ export function registerAgent(program: Command): void {
     });
 }
 
-async function runAgent(flags: AgentFlags & { datastore?: string }): Promise<void> {
+async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger): Promise<void> {
   const allowUids = flags.allowUid.map((u) => {
     if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid --allow-uid ${JSON.stringify(u)}: expected a numeric uid`);
     return Number(u);
@@ -91,9 +92,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }): Promise<voi
   const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
-  const log = (level: string, msg: string, fields: Record<string, unknown> = {}): void => {
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, component: 'agent', msg, ...fields })}\n`);
-  };
+  const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
   agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
   const http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
   log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { datastoreUrl } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
+import { cliLogger } from './cli-logger.js';
 
 interface ControllerOpts {
   clusterCidr?: string;
@@ -71,10 +72,12 @@ export function registerController(program: Command): void {
       const { openStore } = await import('../store/index.js');
       const { NodeCidrController } = await import('../controller/node-cidr-controller.js');
       const { formatPrefix } = await import('../ip/index.js');
+      const logger = await cliLogger(cmd, 'controller');
+      const log = (await import('../log/logger.js')).lineSink(logger);
       const store = await openStore(datastoreUrl(cmd));
       let adapter: import('../controller/kube-adapter.js').KubeAdapter | undefined;
       const controller = new NodeCidrController({
-        store, config, workers, pollIntervalMs, resyncIntervalMs,
+        store, config, workers, pollIntervalMs, resyncIntervalMs, log,
         onChange: (name) => adapter?.notify(name),
       });
       try {
@@ -85,15 +88,15 @@ export function registerController(program: Command): void {
           return;
         }
         const masks = config.clusterCidrs.map((c) => `${formatPrefix(c)}→/${config.nodeMaskSize[c.family]}`).join(', ');
-        process.stderr.write(`${new Date().toISOString()} controller starting on ${store.url}: ${masks}\n`);
+        log(`starting on ${store.url}: ${masks}`);
         await controller.start();
         if (opts.kubeconfig || opts.inCluster) {
           const { KubeAdapter } = await import('../controller/kube-adapter.js');
-          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig });
+          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig, log });
           await adapter.start();
         }
         const sig = await untilSignal();
-        process.stderr.write(`${new Date().toISOString()} controller stopping (${sig})\n`);
+        log(`stopping (${sig})`);
       } finally {
         await adapter?.stop();
         await controller.stop();

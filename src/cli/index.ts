@@ -10,13 +10,19 @@ import { registerController } from './controller.js';
 import { registerServe } from './serve.js';
 import { registerSimulate } from './simulate.js';
 import { registerImport } from './import.js';
+import { registerInstallCni } from './install-cni.js';
+import { registerVersion } from './version.js';
 import { registerAgent } from './agent.js';
+import { registerNet } from './net.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
   const program = new Command('podipam')
     .description('pod IP address management for Kubernetes')
     .option('--datastore <url>', 'datastore URL: sqlite:PATH, etcd://host:port[,host:port…] (default: $PODIPAM_DATASTORE, else sqlite in the data directory)')
+    .option('--log-level <level>', 'serve/controller/agent: trace, debug, info, warn, error, fatal or silent (default: $PODIPAM_LOG_LEVEL, else info)')
+    .option('--log-format <format>', 'serve/controller/agent: text or json lines on stderr (default: $PODIPAM_LOG_FORMAT, else text)')
+    .option('-V, --version', 'print the version (as `podipam version`)')
     .showHelpAfterError()
     .exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -27,7 +33,10 @@ export function buildProgram(): Command {
   registerServe(program);
   registerSimulate(program);
   registerImport(program);
+  registerInstallCni(program);
+  registerVersion(program);
   registerAgent(program);
+  registerNet(program);
   return program;
 }
 
@@ -35,6 +44,7 @@ export function buildProgram(): Command {
 export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
+    if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) argv = ['version'];
     await program.parseAsync(argv as string[], { from: 'user' });
     // A command may set process.exitCode (e.g. a check that found problems); keep it.
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

@@ -12,6 +12,7 @@ import type { Tokens } from '../server/auth.js';
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
+import { cliLogger } from './cli-logger.js';
 
 interface ServeFlags {
   listen: string;
@@ -104,9 +105,8 @@ export function registerServe(program: Command): void {
       }
       // Loopback without tokens: reads are open, writes need the per-install token.
       if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };
-      const log = (line: string): void => {
-        process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-      };
+      const logger = await cliLogger(cmd, 'serve');
+      const log = (await import('../log/logger.js')).lineSink(logger);
       const { startServer } = await import('../server/start-server.js');
       const server = await startServer({
         host,
@@ -122,18 +122,19 @@ export function registerServe(program: Command): void {
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? process.env.NODENAME ?? hostname();
       const out = process.stdout;
-      out.write(`podipam serve: dashboard and API on ${server.dashboardUrl} (datastore ${datastoreUrl})\n`);
+      out.write(`podipam serve: dashboard and API on ${server.dashboardUrl} (datastore ${server.store.url})\n`);
       if (server.createdPools.length > 0) out.write(`podipam serve: created pools ${server.createdPools.join(', ')}\n`);
       out.write(
         `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
           `auth ${tokens.admin || tokens.read ? 'bearer tokens' : `reads open (loopback), writes need the install token in ${join(dataDir, INSTALL_TOKEN_FILE)}`}\n`,
       );
-      out.write(`\nCNI network config for node "${nodeName}" (save as /etc/cni/net.d/10-podipam.conflist; put bin/podipam in /opt/cni/bin/ as "podipam"):\n`);
-      out.write(`${cniConflist({ datastore: datastoreUrl, nodeName, pools: [] })}\n\n`);
+      out.write(`\nCNI network config for node "${nodeName}" (or let "podipam install-cni --backend cluster --datastore URL" write it and the shim):\n`);
+      // store.url: an etcd password is never printed (the config shows *** in its place)
+      out.write(`${cniConflist({ datastore: server.store.url, nodeName, pools: [] })}\n\n`);
       out.write(`Try: podipam simulate --server ${server.dashboardUrl} --nodes 20 --pods 600 --churn 0.2\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
-          log(`podipam serve: ${sig}, shutting down`);
+          log(`${sig}, shutting down`);
           process.off('SIGINT', onInt);
           process.off('SIGTERM', onTerm);
           resolve();

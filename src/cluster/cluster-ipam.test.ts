@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { openStore } from '../store/index.js';
-import { clusterAdminSuite } from './cluster-admin-suite.js';
-import { clusterServiceSuite } from './cluster-ipam-suite.js';
+import { clusterAdminSuite } from '../../test/suites/cluster-admin-suite.js';
+import { clusterServiceSuite } from '../../test/suites/cluster-ipam-suite.js';
 
 clusterServiceSuite('memory:', () => openStore('memory:'));
 clusterAdminSuite('memory:', () => openStore('memory:'));

@@ -15,7 +15,7 @@ describe('NodeLock', () => {
       const t0 = performance.now();
       assert.equal(await NodeLock.acquire(path, 80), undefined);
       const waited = performance.now() - t0;
-      assert.ok(waited >= 70 && waited < 2000, `waited ${waited} ms`);
+      assert.ok(waited >= 70 && waited < 20_000, `waited ${waited} ms`); // the upper bound only proves it gives up
       a.release();
       const b = await NodeLock.acquire(path, 100);
       assert.ok(b);

@@ -54,10 +54,13 @@ export function planReleaseHandle(input: ReleaseInput, handle: string, handleSta
   const blocks = new Map<string, Block | null>();
   for (const key of keys) {
     const st = input.state(key)!;
+    // Compared even when the known state shows nothing of the handle's there: that state may be
+    // a hint older than the handle's allocation (written by a process that died before saving
+    // its hints), and deleting the handle without the compare would leak the address.
+    compares.push({ key, rev: st.rev });
     if (!st.block) continue; // the handle points at a block that is gone: dropping the handle is all there is to do
     const r = releaseHandle(st.block, handle);
     if (r.ordinals.length === 0) continue;
-    compares.push({ key, rev: st.rev });
     for (const o of r.ordinals) released.push({ addr: addrOfOrdinal(st.block.cidr, o), handle });
     writeBlock(input, key, r.block, ops, blocks);
   }

@@ -44,6 +44,7 @@ export async function runPlugin(): Promise<number> {
       const answer = await forwardConfiguredCall(env, input);
       if (answer) {
         write(fs, answer.out);
+        if (answer.status !== 0) await logFailure(fs, answer.out);
         return answer.status;
       }
     }
@@ -51,7 +52,20 @@ export async function runPlugin(): Promise<number> {
   const { pluginCall } = await import('./plugin-call.js');
   const answer = await pluginCall(env, stdin);
   if (answer.out) write(fs, answer.out);
+  if (answer.status !== 0) await logFailure(fs, answer.out);
   return answer.status;
+}
+
+/** Appends the error answered to the CNI failure log (src/cni/failure-log.ts); never throws. */
+async function logFailure(fs: Fs, answer: string): Promise<void> {
+  try {
+    const { appendFailure } = await import('./failure-log.js');
+    const err = JSON.parse(answer) as { code: number; msg: string; details?: string };
+    const env = process.env;
+    appendFailure(fs, env, { command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifname: env.CNI_IFNAME, netns: env.CNI_NETNS, code: err.code, msg: err.msg, details: err.details });
+  } catch {
+    // the answer on stdout is what counts
+  }
 }
 
 /** Stdin trouble: an errno-style error, which `toCniError` reports as code 5 (I/O failure). */

@@ -21,7 +21,7 @@ test('poller ticks one at a time, logs a repeated failure once and its recovery,
     },
   });
   p.start();
-  for (let i = 0; i < 200 && ticks < 6; i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 2000 && ticks < 6; i++) await new Promise((r) => setTimeout(r, 5));
   await p.stop();
   const after = ticks;
   await new Promise((r) => setTimeout(r, 20));

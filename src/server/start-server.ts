@@ -121,7 +121,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
 
     const deps: ApiDeps = {
       store,
-      datastoreUrl: cfg.datastoreUrl,
+      datastoreUrl: store.url, // password hidden: /healthz, whoami and overview show it
       summary,
       ops,
       checks,

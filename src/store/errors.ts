@@ -1,23 +1,39 @@
+import { redactStoreUrl } from './redact-store-url.js';
+
 /** The engine behind a store could not be reached or answered in time (transient: CNI code 11). */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
-  constructor(readonly url: string, readonly reason: string) {
-    super(`datastore ${url} is unavailable: ${reason}`);
+  /** The store's URL, password hidden. */
+  readonly url: string;
+  constructor(url: string, readonly reason: string) {
+    const shown = redactStoreUrl(url);
+    super(`datastore ${shown} is unavailable: ${reason}`);
+    this.url = shown;
   }
 }
 
 /** The engine answered with something podipam cannot use (corrupt data, refused request). */
 export class StoreError extends Error {
   override readonly name = 'StoreError';
-  constructor(readonly url: string, message: string) {
-    super(`datastore ${url}: ${message}`);
+  /** The store's URL, password hidden. */
+  readonly url: string;
+  constructor(url: string, message: string) {
+    const shown = redactStoreUrl(url);
+    super(`datastore ${shown}: ${message}`);
+    this.url = shown;
   }
 }
 
-/** A datastore URL that names no known back end or is malformed. */
+/**
+ * A datastore URL that names no known back end or is malformed, or settings that go with it
+ * (environment variables, files they name) that are wrong. `url` has its password hidden.
+ */
 export class StoreUrlError extends TypeError {
   override readonly name = 'StoreUrlError';
-  constructor(readonly url: string, reason: string) {
-    super(`invalid datastore URL "${url}": ${reason}`);
+  readonly url: string;
+  constructor(url: string, reason: string) {
+    const shown = redactStoreUrl(url);
+    super(`invalid datastore URL "${shown}": ${reason}`);
+    this.url = shown;
   }
 }

@@ -1,7 +1,8 @@
 export type { Compare, Entry, ListOptions, Op, Store, TxnResult } from './store.js';
 export { StoreError, StoreUnavailableError, StoreUrlError } from './errors.js';
 export { openStore } from './open-store.js';
-export { parseStoreUrl, type StoreTarget } from './parse-store-url.js';
+export { parseStoreUrl, type EtcdCredentials, type EtcdTlsParams, type StoreTarget } from './parse-store-url.js';
+export { redactStoreUrl } from './redact-store-url.js';
 export { DEFAULT_TIMEOUT_MS, type StoreOptions } from './store-options.js';
 export { MAX_TXN_OPS } from './check-input.js';
 export { compareKeys } from './key-order.js';

@@ -4,9 +4,10 @@ import { resolveTimeoutMs, type StoreOptions } from './store-options.js';
 
 /**
  * Opens the datastore a URL names (see parseStoreUrl): `memory:[NAME]`, `sqlite:PATH`,
- * `etcd://HOST:PORT[,…]`. Each back end is imported only when its URL is opened, so the CNI
+ * `etcd://HOST:PORT[,…]`, `etcds://…` (TLS and credentials also from PODIPAM_ETCD_*, see
+ * EtcdStore.open). Each back end is imported only when its URL is opened, so the CNI
  * plugin on etcd never loads SQLite's native module, and the reverse.
- * Throws StoreUrlError for a bad URL, RangeError for a bad timeout, StoreError or
+ * Throws StoreUrlError for a bad URL or etcd settings (the password never shown), RangeError for a bad timeout, StoreError or
  * StoreUnavailableError when the SQLite file cannot be opened. Opening etcd makes no request:
  * an unreachable cluster shows on the first call.
  */
@@ -24,7 +25,7 @@ export async function openStore(url: string, options?: StoreOptions): Promise<St
     }
     case 'etcd': {
       const { EtcdStore } = await import('./etcd/etcd-store.js');
-      return EtcdStore.open(url, target.endpoints, options);
+      return EtcdStore.open(url, target, options);
     }
   }
 }

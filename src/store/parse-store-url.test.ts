@@ -17,6 +17,40 @@ describe('parseStoreUrl', () => {
     assert.deepEqual(parseStoreUrl('etcd://etcd-0'), { kind: 'etcd', endpoints: ['etcd-0:2379'] });
   });
 
+  it('reads etcds URLs with TLS query parameters, and credentials before the hosts', () => {
+    assert.deepEqual(parseStoreUrl('etcds://10.0.0.5:2379,10.0.0.6'), { kind: 'etcd', endpoints: ['10.0.0.5:2379', '10.0.0.6:2379'], tls: {} });
+    assert.deepEqual(parseStoreUrl('ETCDS://h:1/?ca=/etc/ca.pem&cert=/c.pem&key=/k.pem&servername=etcd.example'), {
+      kind: 'etcd',
+      endpoints: ['h:1'],
+      tls: { ca: '/etc/ca.pem', cert: '/c.pem', key: '/k.pem', servername: 'etcd.example' },
+    });
+    assert.deepEqual(parseStoreUrl('etcd://root:s3cret@h:1,g:2'), { kind: 'etcd', endpoints: ['h:1', 'g:2'], credentials: { username: 'root', password: 's3cret' } });
+    // Percent-decoded; the last "@" ends the password, which may hold ":", "@", "/", "?" unencoded.
+    assert.deepEqual(parseStoreUrl('etcds://us%40er:p:a@s/s?w%25@h:1?ca=/c%40t.pem'), {
+      kind: 'etcd',
+      endpoints: ['h:1'],
+      tls: { ca: '/c@t.pem' },
+      credentials: { username: 'us@er', password: 'p:a@s/s?w%' },
+    });
+  });
+
+  it('never shows the password of a URL it refuses', () => {
+    const cases: [string, RegExp][] = [
+      ['etcd://root:hunter2@h:port', /"etcd:\/\/root:\*\*\*@h:port": endpoint "h:port"/],
+      ['etcd://root:hunter2%zz@h:1', /"etcd:\/\/root:\*\*\*@h:1": the password is not valid percent-encoding/],
+      ['etcd://root:hun?ter2@h:1?ca=/x', /"etcd:\/\/root:\*\*\*@h:1\?ca=\/x": ca given, but etcd:\/\//],
+      ['etcds://root:hunter2@h:1?x=1', /unknown query parameter "x"/],
+    ];
+    for (const [url, reason] of cases) {
+      assert.throws(() => parseStoreUrl(url), (e: unknown) => {
+        assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
+        assert.match(e.message, reason);
+        assert.ok(!/hunter2|hun\?ter2/.test(e.message + e.url), e.message);
+        return true;
+      });
+    }
+  });
+
   it('rejects malformed URLs with a StoreUrlError naming the URL and the fault', () => {
     const bad: [string, RegExp][] = [
       ['', /no scheme/],
@@ -29,7 +63,15 @@ describe('parseStoreUrl', () => {
       ['etcd://h:0', /port 0, outside/],
       ['etcd://h:70000', /port 70000/],
       ['etcd://h:2379,', /endpoint ""/],
-      ['etcd://user@h:2379', /endpoint "user@h:2379"/],
+      ['etcd://user@h:2379', /user "user" without a password/],
+      ['etcd://:pw@h:2379', /user name before ":" is empty/],
+      ['etcd://u:@h:2379', /user "u" has an empty password/],
+      ['etcd://h:2379?ca=/ca.pem', /ca given, but etcd:\/\/ is plain HTTP: write etcds:\/\//],
+      ['etcds://h:2379?cafile=/ca.pem', /unknown query parameter "cafile"; known: ca, cert, key, servername/],
+      ['etcds://h:2379?ca=/a&ca=/b', /"ca" given twice/],
+      ['etcds://h:2379?servername=', /"servername" is empty/],
+      ['etcds://', /no etcd endpoint/],
+      ['etcds:h', /etcds:\/\/HOST:PORT/],
       ['etcd://h:2379/prefix', /endpoint "h:2379\/prefix"/],
       ['etcd://h:port', /endpoint "h:port"/],
       ['etcd://::1:2379', /endpoint "::1:2379"/],
@@ -37,9 +79,9 @@ describe('parseStoreUrl', () => {
     for (const [url, reason] of bad) {
       assert.throws(() => parseStoreUrl(url), (e: unknown) => {
         assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
-        assert.equal(e.url, url);
+        assert.equal(e.url, url.replace(/:(pw)?@/, ':***@'));
         assert.match(e.message, reason);
-        assert.ok(e.message.includes(`"${url}"`), e.message);
+        assert.ok(e.message.includes(`"${e.url}"`), e.message);
         return true;
       });
     }

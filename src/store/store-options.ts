@@ -5,6 +5,11 @@ export interface StoreOptions {
    * or the per-endpoint request timeout for etcd. Default DEFAULT_TIMEOUT_MS.
    */
   readonly timeoutMs?: number;
+  /**
+   * Where etcd stores read PODIPAM_ETCD_CA, _CERT, _KEY, _SERVERNAME, _USERNAME and
+   * _PASSWORD (what the URL does not give); default process.env.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** 2 s: the CNI plugin must answer "try again later" (code 11) quickly rather than hang. */

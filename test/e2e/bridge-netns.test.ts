@@ -10,9 +10,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, symlinkSync } from 'node:fs';
+import { readdirSync, symlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { BRIDGE_BIN, PODIPAM_BIN, type PluginCall, runPluginSync } from '../helpers/plugin.js';
+import { requireCommand, requireExecutable, requireRoot } from '../helpers/prereq.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 function sh(cmd: string, args: readonly string[]): { ok: boolean; out: string } {
@@ -20,9 +22,35 @@ function sh(cmd: string, args: readonly string[]): { ok: boolean; out: string } 
   return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
-const canRun = process.getuid?.() === 0 && existsSync(BRIDGE_BIN) && sh('ip', ['netns', 'list']).ok;
+/** Pings `peer` from namespace `ns` (IPv4 or IPv6), up to 4 tries of 1 s each. */
+function ping(ns: string, peer: string): { ok: boolean; out: string } {
+  const args = ['netns', 'exec', ns, 'ping', peer.includes(':') ? '-6' : '-4', '-c1', '-W1', peer];
+  let r = sh('ip', args);
+  for (let attempt = 0; !r.ok && attempt < 3; attempt++) r = sh('ip', args);
+  return r;
+}
 
-test('bridge + podipam: addresses in the pods, pods ping each other, DEL cleans up', { skip: !canRun && 'needs root, ip netns and /usr/lib/cni/bridge' }, async (t) => {
+/**
+ * Waits until eth0 in `ns` has no tentative IPv6 address (duplicate address detection done,
+ * ~1 s by default), polling every 100 ms for at most 10 s; fails if DAD found a duplicate.
+ */
+async function waitDadDone(ns: string): Promise<void> {
+  let shown = sh('ip', ['-n', ns, '-6', 'addr', 'show', 'dev', 'eth0']);
+  for (let i = 0; i < 100 && shown.ok && shown.out.includes('tentative'); i++) {
+    await sleep(100);
+    shown = sh('ip', ['-n', ns, '-6', 'addr', 'show', 'dev', 'eth0']);
+  }
+  assert.ok(shown.ok, shown.out);
+  assert.ok(!shown.out.includes('dadfailed'), `duplicate address detection failed in ${ns}:\n${shown.out}`);
+  assert.ok(!shown.out.includes('tentative'), `eth0 in ${ns} still has tentative IPv6 addresses after 10 s:\n${shown.out}`);
+}
+
+test('bridge + podipam: dual-stack addresses in the pods, pods ping each other over IPv4 and IPv6, DEL cleans up', async (t) => {
+  // Prerequisites fail the test with the reason; they never skip it.
+  requireRoot('creating network namespaces and a bridge');
+  requireExecutable(BRIDGE_BIN);
+  requireCommand('ip', ['netns', 'list'], 'iproute2');
+  requireCommand('ping', ['-V'], 'iputils-ping');
   const tag = randomBytes(3).toString('hex');
   const bridge = `pdbr${tag}`;
   const netName = `pdnet-${tag}`;
@@ -67,6 +95,8 @@ test('bridge + podipam: addresses in the pods, pods ping each other, DEL cleans 
     t.diagnostic(`pods got ${v4.join(', ')} and ${v6.join(', ')}`);
     assert.equal(new Set(v4).size, 3);
     assert.deepEqual(v4, [2, 3, 4].map((h) => `10.213.${octet}.${h}/24`));
+    assert.equal(new Set(v6).size, 3);
+    assert.deepEqual(v6, [2, 3, 4].map((h) => `fd13:${octet.toString(16)}::${h}/64`));
 
     for (const [i, pod] of pods.entries()) {
       const shown = sh('ip', ['-n', pod.ns, 'addr', 'show', 'dev', 'eth0']);
@@ -74,11 +104,13 @@ test('bridge + podipam: addresses in the pods, pods ping each other, DEL cleans 
       assert.ok(shown.out.includes(`inet ${v4[i]}`), `${pod.ns} lacks ${v4[i]}:\n${shown.out}`);
       assert.ok(shown.out.includes(`inet6 ${v6[i]}`), `${pod.ns} lacks ${v6[i]}:\n${shown.out}`);
     }
+    for (const pod of pods) await waitDadDone(pod.ns);
     for (const [i, pod] of pods.entries()) {
-      const peer = v4[(i + 1) % pods.length]!.split('/')[0]!;
-      let ping = sh('ip', ['netns', 'exec', pod.ns, 'ping', '-c1', '-W1', peer]);
-      for (let attempt = 0; !ping.ok && attempt < 3; attempt++) ping = sh('ip', ['netns', 'exec', pod.ns, 'ping', '-c1', '-W1', peer]);
-      assert.ok(ping.ok, `${pod.ns} cannot ping ${peer}:\n${ping.out}`);
+      for (const family of [v4, v6]) {
+        const peer = family[(i + 1) % pods.length]!.split('/')[0]!;
+        const r = ping(pod.ns, peer);
+        assert.ok(r.ok, `${pod.ns} cannot ping ${peer}:\n${r.out}`);
+      }
     }
 
     // bridge forwards CHECK (with its result as prevResult) to podipam. The last pod's: the

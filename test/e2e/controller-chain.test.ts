@@ -6,9 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAddr, parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
+import { formatAddr, parseAddr, parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import { PODIPAM_BIN, runPlugin, stdoutJson } from '../helpers/plugin.js';
 import { withTempDir } from '../helpers/tmp.js';
 
@@ -65,8 +65,14 @@ test('node add → controller assigns a CIDR → CNI ADD with usePodCidr returns
       const second = stdoutJson(await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'pod-2', ifname: 'eth0', config })) as { ips: { address: string }[] };
       const ip2 = parseAddr((second.ips[0]?.address ?? '').split('/')[0] as string);
       assert.ok(prefixContains(parsePrefix(cidr), ip2) && ip2.value !== ip.addr.value);
+      const netDir = join(dir, 'cni', 'chain');
+      const file1 = join(netDir, formatAddr(ip.addr));
+      const file2 = join(netDir, formatAddr(ip2));
+      assert.equal(readFileSync(file1, 'utf8'), 'pod-1\r\neth0', 'the first pod holds its address on disk');
       const delRun = await runPlugin(PODIPAM_BIN, { command: 'DEL', containerId: 'pod-1', ifname: 'eth0', config });
       assert.equal(delRun.code, 0, delRun.stdout + delRun.stderr);
+      assert.equal(existsSync(file1), false, `DEL left ${file1}: the first address is not released`);
+      assert.equal(readFileSync(file2, 'utf8'), 'pod-2\r\neth0', "DEL of the first pod left the second pod's address alone");
 
       // A node the controller has not served yet: the plugin says "try again later" (code 11).
       const unknown = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'pod-3', ifname: 'eth0', config: { ...config, ipam: { ...ipam, nodeName: 'node-b' } } });

@@ -124,7 +124,8 @@ test('controller killed with SIGKILL while 1,000 nodes register, then restarted:
     await register(store, names, 0, 300);
     await waitFor('the controller to assign 100 nodes', async () => (await assignedCount(store)) >= 100, 30_000);
     const rest = register(store, names, 300, 1000);
-    await new Promise((r) => setTimeout(r, 150));
+    // Killed once it serves the second batch (an event, not a sleep): node-03xx are its first.
+    await ctl.logged(/ assigned node=node-03\d\d /);
     await ctl.kill('SIGKILL');
     await rest;
     const before = await assignedCount(store);

@@ -11,16 +11,19 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { openStore } from '../../src/store/index.js';
 import { REPO_ROOT } from '../helpers/plugin.js';
+import { requireExecutable } from '../helpers/prereq.js';
 import { handleKey } from './serve-keys.js';
 import { api, runCli, startServe } from './serve-harness.js';
 
 const OUT = join(REPO_ROOT, 'test-output');
+const CHROMIUM = '/usr/bin/chromium';
 
 async function attr(page: Page, selector: string, name: string): Promise<string | null> {
   return page.locator(selector).first().getAttribute(name);
 }
 
 test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak is released from the page', { timeout: 120_000 }, async () => {
+  requireExecutable(CHROMIUM);
   mkdirSync(OUT, { recursive: true });
   const s = await startServe();
   let browser: Browser | undefined;
@@ -32,7 +35,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
 
     browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
+      executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
@@ -132,6 +135,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
 });
 
 test('dashboard: with tokens the page asks for one and shows data once given the read token', { timeout: 60_000 }, async () => {
+  requireExecutable(CHROMIUM);
   const { makeTempDir } = await import('../helpers/tmp.js');
   const { writeFileSync } = await import('node:fs');
   const d = makeTempDir('dash-tokens');
@@ -139,7 +143,7 @@ test('dashboard: with tokens the page asks for one and shows data once given the
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
     const page = await browser.newPage();
     await page.goto(s.url + '/');
     await page.waitForSelector('#token-banner:not([hidden])');

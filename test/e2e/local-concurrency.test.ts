@@ -2,13 +2,15 @@
  * The local back end under concurrency and crashes: many plugin processes on one network
  * directory at once, some killed with SIGKILL mid-flight, some of them host-local. The flock on
  * `<dir>/lock` must serialise them all: no address handed out twice, no lock left held, and DEL
- * of every container leaves only `lock` and `last_reserved_ip.*`.
+ * of every container leaves only `lock` and `last_reserved_ip.*`. Where a kill lands (holding
+ * the lock, waiting for it) is read from /proc/locks with the victim stopped, not guessed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
+import { exited, flockState, stopProcess } from '../helpers/proc-locks.js';
 import { withTempDir } from '../helpers/tmp.js';
 import { FileLock } from '../../src/local/file-lock.js';
 
@@ -64,32 +66,75 @@ test('64 parallel ADDs get 64 distinct addresses per family; 64 DELs leave nothi
     onlyBookkeeping(join(dataDir, NET));
   }));
 
-test('SIGKILL in the middle of ADDs: no duplicates, no stuck lock, DEL cleans up everything', (t) =>
+test('SIGKILL in the middle of ADDs, proven inside the locked section and while waiting for it: no duplicates, no stuck lock, DEL cleans up everything', (t) =>
   withTempDir('kill', async (dataDir) => {
     const dir = join(dataDir, NET);
+    const lockPath = join(dir, 'lock');
     const ids = Array.from({ length: 32 }, (_, i) => `k${i}`);
-    // The plugins first queue on a lock we hold, so some die while waiting for it; the other
-    // kills are spread over the whole run (32 node start-ups take a second or more on 2 cores),
-    // so some land inside the locked section — a plugin that finished first is not killed.
     await runPlugin(PODIPAM_BIN, call(dataDir, 'DEL', 'warmup')); // creates the directory and lock
-    const lock = FileLock.open(join(dir, 'lock'));
+    // The plugins first queue on a lock we hold. Where each kill lands is read from
+    // /proc/locks, not guessed from timing: waiters are killed while we hold the lock (none can
+    // have it), holders once stopped (what a stopped process holds cannot change before the
+    // SIGKILL). Some die waiting for the lock, some holding it.
+    const lock = FileLock.open(lockPath);
     lock.lock();
     const started = ids.map((id) => startPlugin(PODIPAM_BIN, call(dataDir, 'ADD', id)));
-    const victims = new Set<number>();
-    while (victims.size < 16) victims.add(Math.floor(Math.random() * 32));
-    const kills = [...victims].map(
-      (i, n) =>
+    const pids = started.map((p) => p.child.pid!);
+    const landed = { holding: 0, waiting: 0, elsewhere: 0 };
+    const dead = new Set<number>();
+    /** Stops process i, notes whether it holds the lock, kills it; false if it had exited. */
+    const kill = async (i: number): Promise<boolean> => {
+      if (dead.has(i) || exited(pids[i]!)) return false;
+      dead.add(i);
+      const stopped = await stopProcess(pids[i]!);
+      const holding = stopped && flockState(lockPath).holders.includes(pids[i]!);
+      started[i]!.child.kill('SIGKILL');
+      landed[holding ? 'holding' : 'elsewhere']++;
+      return holding;
+    };
+    const order = ids.map((_, i) => i).sort(() => Math.random() - 0.5);
+    const [randomVictims, hunted] = [order.slice(0, 8), order.slice(8, 22)];
+
+    // 1. Killed while waiting: once 8 plugins are blocked on the lock we hold (so none can
+    // have it), 4 of the waiters die.
+    let waiting: readonly number[] = [];
+    for (let i = 0; i < 3000 && waiting.length < 8; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      waiting = flockState(lockPath).waiters;
+    }
+    assert.ok(waiting.length >= 8, `only ${waiting.length} plugins queued on the lock within 30 s`);
+    for (const pid of waiting.slice(0, 4)) {
+      const i = pids.indexOf(pid);
+      assert.ok(i >= 0, `pid ${pid} waiting on ${lockPath} is not one of our plugins`);
+      dead.add(i);
+      started[i]!.child.kill('SIGKILL');
+      landed.waiting++;
+    }
+
+    // 2. Killed at random moments over the run (start-up, lock, write, exit).
+    const kills = randomVictims.map(
+      (i) =>
         new Promise<void>((resolve) =>
-          setTimeout(() => {
-            started[i]!.child.kill('SIGKILL');
-            resolve();
-          }, n < 6 ? 150 : 200 + Math.floor(Math.random() * 2300)),
+          setTimeout(() => void kill(i).then(() => resolve()), Math.floor(Math.random() * 2300)),
         ),
     );
-    setTimeout(() => {
-      lock.unlock();
-      lock.close();
-    }, 250);
+    lock.unlock();
+    lock.close();
+
+    // 3. Killed inside the locked section: each hunted plugin is watched (polled between
+    // event-loop turns, at most 30 s) until /proc/locks shows it holding the lock.
+    const hunt = new Set(hunted);
+    const deadline = Date.now() + 30_000;
+    while (hunt.size > 0 && Date.now() < deadline) {
+      const { holders } = flockState(lockPath);
+      for (const i of hunt) {
+        if (holders.includes(pids[i]!)) {
+          await kill(i);
+          hunt.delete(i);
+        } else if (dead.has(i) || exited(pids[i]!)) hunt.delete(i);
+      }
+      await new Promise((r) => setImmediate(r));
+    }
     await Promise.all(kills);
     const runs = await Promise.all(started.map((s) => s.done));
     const ok = runs.filter((r) => r.code === 0);
@@ -100,12 +145,21 @@ test('SIGKILL in the middle of ADDs: no duplicates, no stuck lock, DEL cleans up
     assert.equal(new Set(handed).size, handed.length, 'an address was handed out twice');
     const held = reservations(dir);
     const orphans = [...held.values()].filter((c) => runs.some((r, i) => r.signal === 'SIGKILL' && c === `${ids[i]}\r\neth0`)).length;
-    t.diagnostic(`${ok.length} ADDs succeeded, ${killed} killed (${orphans} addresses held by killed plugins, released by their DEL below)`);
+    t.diagnostic(
+      `${ok.length} ADDs succeeded, ${killed} killed: ${landed.holding} holding the lock, ${landed.waiting} waiting for it, ${landed.elsewhere} elsewhere ` +
+        `(${orphans} addresses held by killed plugins, released by their DEL below)`,
+    );
+    assert.ok(landed.waiting >= 1, 'no kill landed while the plugin waited for the lock');
+    assert.ok(landed.holding >= 1, 'no kill landed inside the locked section');
 
-    // The lock is free: a new ADD goes through promptly.
-    const after = await runPlugin(PODIPAM_BIN, call(dataDir, 'ADD', 'after'));
+    // The lock is free: a new ADD goes through. flock waits without a timeout, so a lock left
+    // held would block it for ever: given 20 s (generous on a loaded machine), then killed.
+    const next = startPlugin(PODIPAM_BIN, call(dataDir, 'ADD', 'after'));
+    const stuck = setTimeout(() => next.child.kill('SIGKILL'), 20_000);
+    const after = await next.done;
+    clearTimeout(stuck);
+    assert.equal(after.signal, null, 'the ADD after the kills still waited for the lock after 20 s');
     assert.equal(after.code, 0, after.stdout);
-    assert.ok(after.ms < 5_000, `ADD after the kills took ${after.ms} ms`);
 
     await delAll(dataDir, [...ids, 'after']);
     onlyBookkeeping(dir);

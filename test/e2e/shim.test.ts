@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { type Server, type Socket, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -58,6 +58,23 @@ test('no agent and no standalone plugin: code 11 naming the socket, at once', ()
   assert.equal(e.code, 11);
   assert.match(e.msg, new RegExp(`${sock}.*No such file`));
   assert.ok(r.ms < 1000, `${r.ms} ms`);
+});
+
+test('failures are appended to $PODIPAM_CNI_LOG, one JSON line each (runtimes drop stderr)', async () => {
+  const log = join(dir.path, 'cni.log');
+  runPluginSync(SHIM_BIN, localCall('l1', {}, { PODIPAM_AGENT_SOCKET: join(dir.path, 'none.sock'), PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: log }));
+  const agent = await startAgent(join(dir.path, 'logrun', 'agent.sock'));
+  try {
+    const r = runPluginSync(SHIM_BIN, { command: 'ADD', containerId: 'l2', ifname: 'eth0', config: '{"cniVersion":', env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: log } });
+    assert.equal(errOf(r.stdout).code, 6);
+  } finally {
+    await agent.stop();
+  }
+  const lines = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { command: string; containerId: string; code: number; msg: string });
+  assert.equal(lines.length, 2);
+  assert.deepEqual([lines[0]!.containerId, lines[0]!.code], ['l1', 11]);
+  assert.match(lines[0]!.msg, /none\.sock/);
+  assert.deepEqual([lines[1]!.containerId, lines[1]!.code, lines[1]!.command], ['l2', 6, 'ADD']);
 });
 
 test('no agent: the standalone fallback runs the TypeScript plugin with the same env and stdin', () => {
@@ -186,7 +203,7 @@ test('the agent: socket 0600 in a 0700 directory; a caller of another uid cannot
 
 function runAsync(call: PluginCall): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, CNI_COMMAND: call.command, CNI_CONTAINERID: call.containerId, CNI_IFNAME: call.ifname, CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni' };
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PODIPAM_CNI_LOG: '/dev/null', CNI_COMMAND: call.command, CNI_CONTAINERID: call.containerId, CNI_IFNAME: call.ifname, CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni' };
     for (const [k, v] of Object.entries(call.env ?? {})) if (v !== undefined) env[k] = v;
     const child = spawn(SHIM_BIN, [], { env, stdio: ['pipe', 'pipe', 'inherit'] });
     let stdout = '';

@@ -1,14 +1,17 @@
 /**
  * Real etcd clusters for tests: `/usr/bin/etcd` (Debian etcd-server 3.4) on loopback ports,
  * with throw-away data directories (on /dev/shm when present: etcd 3.4 has no
- * --unsafe-no-fsync, and tmpfs makes its fsyncs free).
+ * --unsafe-no-fsync, and tmpfs makes its fsyncs free). Optionally serving clients over TLS
+ * (with client-certificate auth) and with etcd authentication enabled.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireExecutable } from './prereq.js';
 
 const ETCD = process.env['PODIPAM_ETCD_BIN'] ?? '/usr/bin/etcd';
 const START_TIMEOUT_MS = 20_000;
@@ -17,7 +20,7 @@ const STOP_TIMEOUT_MS = 5_000;
 /** One member of a test cluster. */
 export interface EtcdMember {
   readonly name: string;
-  /** `http://127.0.0.1:PORT`, where the member serves clients (and the JSON gateway). */
+  /** `http(s)://127.0.0.1:PORT`, where the member serves clients (and the JSON gateway). */
   readonly clientUrl: string;
   /** `127.0.0.1:PORT`, as written in a store URL. */
   readonly endpoint: string;
@@ -29,10 +32,17 @@ export interface EtcdMember {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts the member again on its data directory and ports; resolves when it is healthy. */
   restart(): Promise<void>;
+  /** SIGSTOP: the member keeps its connections and ports but answers nothing (a hung member). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export interface EtcdCluster {
-  /** `etcd://127.0.0.1:p1,127.0.0.1:p2,…`, members in order. */
+  /**
+   * `etcd://127.0.0.1:p1,127.0.0.1:p2,…`, members in order; `etcds://…` with TLS (no query:
+   * the test adds its ca, cert, key, servername).
+   */
   readonly url: string;
   readonly members: readonly EtcdMember[];
   /** Index in `members` of the current leader, asked of the first running member. */
@@ -56,6 +66,27 @@ export interface EtcdOptions {
   readonly members?: 1 | 3;
   /** Where the temp directory goes; default /dev/shm if present (benchmarks may want a disk). */
   readonly baseDir?: string;
+  /**
+   * Serve clients over HTTPS with this server certificate (peers stay plain HTTP, on
+   * loopback). `clientCertAuth`: members refuse clients without a certificate signed by
+   * `caFile` (--client-cert-auth); the helper's own requests then use `client`.
+   */
+  readonly tls?: {
+    readonly caFile: string;
+    readonly certFile: string;
+    readonly keyFile: string;
+    /** The name in the server certificate, which the helper's requests verify. */
+    readonly serverName: string;
+    readonly clientCertAuth?: boolean;
+    readonly client?: { readonly certFile: string; readonly keyFile: string };
+  };
+  /**
+   * Enable etcd authentication once the members are healthy: user `root` (role root) with
+   * this password; the helper's own requests then authenticate as root.
+   */
+  readonly rootPassword?: string;
+  /** More etcd flags, e.g. `['--auth-token-ttl', '1']`. */
+  readonly extraArgs?: readonly string[];
 }
 
 /**
@@ -64,12 +95,14 @@ export interface EtcdOptions {
  * three times in case a port picked as free was taken meanwhile.
  */
 export async function startEtcd(options: EtcdOptions = {}): Promise<EtcdCluster> {
+  requireExecutable(ETCD);
   const count = options.members ?? 1;
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const cluster = await launch(count, options.baseDir);
+    const cluster = await launch(count, options);
     try {
       await Promise.all(cluster.members.map((m) => waitHealthy(m, cluster.procOf(m))));
+      if (options.rootPassword !== undefined) await enableAuth(cluster.members[0] as EtcdMember, options.rootPassword);
       return cluster.api;
     } catch (e) {
       lastError = e;
@@ -79,15 +112,19 @@ export async function startEtcd(options: EtcdOptions = {}): Promise<EtcdCluster>
   throw lastError;
 }
 
-async function launch(count: number, baseDir: string | undefined) {
+async function launch(count: number, options: EtcdOptions) {
   installExitHook();
-  const base = baseDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
+  const base = options.baseDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
   const root = mkdtempSync(join(base, 'podipam-etcd-'));
-  const ports = await freePorts(count * 2);
+  const ports = await freePorts(count * 3);
+  const tls = options.tls;
+  const scheme = tls ? 'https' : 'http';
   const specs = Array.from({ length: count }, (_, i) => ({
     name: `m${i}`,
-    clientPort: ports[2 * i] as number,
-    peerPort: ports[2 * i + 1] as number,
+    clientPort: ports[3 * i] as number,
+    peerPort: ports[3 * i + 1] as number,
+    // plain-HTTP /health and /metrics, which need no client certificate
+    metricsPort: ports[3 * i + 2] as number,
     dataDir: join(root, `m${i}`),
     logFile: join(root, `m${i}.log`),
   }));
@@ -98,8 +135,11 @@ async function launch(count: number, baseDir: string | undefined) {
   const argsOf = (s: (typeof specs)[number]) => [
     '--name', s.name,
     '--data-dir', s.dataDir,
-    '--listen-client-urls', `http://127.0.0.1:${s.clientPort}`,
-    '--advertise-client-urls', `http://127.0.0.1:${s.clientPort}`,
+    '--listen-client-urls', `${scheme}://127.0.0.1:${s.clientPort}`,
+    '--advertise-client-urls', `${scheme}://127.0.0.1:${s.clientPort}`,
+    '--listen-metrics-urls', `http://127.0.0.1:${s.metricsPort}`,
+    ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--trusted-ca-file', tls.caFile] : []),
+    ...(tls?.clientCertAuth ? ['--client-cert-auth'] : []),
     '--listen-peer-urls', `http://127.0.0.1:${s.peerPort}`,
     '--initial-advertise-peer-urls', `http://127.0.0.1:${s.peerPort}`,
     '--initial-cluster', initialCluster,
@@ -110,6 +150,7 @@ async function launch(count: number, baseDir: string | undefined) {
     '--election-timeout', '500',
     '--logger', 'zap',
     '--log-level', 'warn',
+    ...(options.extraArgs ?? []),
   ];
   const start = (s: (typeof specs)[number]) => {
     const fd = openSync(s.logFile, 'a');
@@ -126,9 +167,12 @@ async function launch(count: number, baseDir: string | undefined) {
   };
 
   const members: EtcdMember[] = specs.map((s) => {
-    const member: EtcdMember = {
+    const member: EtcdMember & Internal = {
       name: s.name,
-      clientUrl: `http://127.0.0.1:${s.clientPort}`,
+      clientUrl: `${scheme}://127.0.0.1:${s.clientPort}`,
+      healthUrl: `http://127.0.0.1:${s.metricsPort}/health`,
+      tls,
+      rootPassword: options.rootPassword,
       endpoint: `127.0.0.1:${s.clientPort}`,
       dataDir: s.dataDir,
       logFile: s.logFile,
@@ -137,6 +181,8 @@ async function launch(count: number, baseDir: string | undefined) {
         return p !== undefined && p.exitCode === null && p.signalCode === null;
       },
       kill: (signal: NodeJS.Signals = 'SIGKILL') => killProc(procs.get(s.name), signal),
+      pause: () => void procs.get(s.name)?.kill('SIGSTOP'),
+      resume: () => void procs.get(s.name)?.kill('SIGCONT'),
       restart: async () => {
         await killProc(procs.get(s.name), 'SIGKILL');
         await waitHealthy(member, start(s));
@@ -148,7 +194,7 @@ async function launch(count: number, baseDir: string | undefined) {
 
   let stopped = false;
   const api: EtcdCluster = {
-    url: `etcd://${members.map((m) => m.endpoint).join(',')}`,
+    url: `${tls ? 'etcds' : 'etcd'}://${members.map((m) => m.endpoint).join(',')}`,
     members,
     leader: async () => {
       for (const m of members.filter((x) => x.running)) {
@@ -178,14 +224,72 @@ async function memberId(m: EtcdMember): Promise<string | undefined> {
   return status.header?.member_id;
 }
 
+/** What the helper itself needs to talk to a member. */
+interface Internal {
+  readonly healthUrl: string;
+  readonly tls: EtcdOptions['tls'];
+  readonly rootPassword: string | undefined;
+}
+
+/**
+ * One JSON gateway request (`/v3/<path>`) to member `m`, over TLS and as root when the
+ * cluster has those; rejects unless HTTP 200.
+ */
+export async function etcdPost(m: EtcdMember, path: string, body: unknown): Promise<unknown> {
+  return post(m, path, body);
+}
+
 async function post(m: EtcdMember, path: string, body: unknown): Promise<unknown> {
-  const res = await fetch(`${m.clientUrl}/v3/${path}`, {
-    method: 'POST',
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(1000),
-  });
-  if (!res.ok) throw new Error(`${m.name} ${path}: HTTP ${res.status} ${await res.text()}`);
-  return res.json();
+  const i = m as EtcdMember & Internal;
+  const headers: Record<string, string> = {};
+  if (i.rootPassword !== undefined && path !== 'auth/authenticate') {
+    const auth = (await send(i, 'auth/authenticate', { name: 'root', password: i.rootPassword }, {})) as { token?: string };
+    if (auth.token) headers['authorization'] = auth.token;
+  }
+  return send(i, path, body, headers);
+}
+
+async function send(m: EtcdMember & Internal, path: string, body: unknown, headers: Record<string, string>): Promise<unknown> {
+  const url = `${m.clientUrl}/v3/${path}`;
+  let status: number;
+  let text: string;
+  if (m.tls === undefined) {
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(1000) });
+    status = res.status;
+    text = await res.text();
+  } else {
+    const tls = m.tls;
+    ({ status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpsRequest(url, {
+        method: 'POST',
+        headers,
+        servername: tls.serverName,
+        ca: readFileSync(tls.caFile),
+        ...(tls.client ? { cert: readFileSync(tls.client.certFile), key: readFileSync(tls.client.keyFile) } : {}),
+        timeout: 1000,
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 1000 ms')));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let t = '';
+        res.setEncoding('utf8').on('data', (d: string) => (t += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: t }));
+        res.on('error', reject);
+      });
+      req.end(JSON.stringify(body));
+    }));
+  }
+  if (status !== 200) throw new Error(`${m.name} ${path}: HTTP ${status} ${text}`);
+  return JSON.parse(text) as unknown;
+}
+
+/** Root user and role, then `auth enable`, through the gateway (Debian ships no etcdctl). */
+async function enableAuth(m: EtcdMember, rootPassword: string): Promise<void> {
+  const i = m as EtcdMember & Internal;
+  await send(i, 'auth/role/add', { name: 'root' }, {});
+  await send(i, 'auth/user/add', { name: 'root', password: rootPassword }, {});
+  await send(i, 'auth/user/grant', { user: 'root', role: 'root' }, {});
+  await send(i, 'auth/enable', {}, {});
 }
 
 /** Polls `/health` until it says true; rejects if the process exits or after 20 s. */
@@ -196,7 +300,7 @@ async function waitHealthy(m: EtcdMember, proc: ChildProcess): Promise<void> {
       throw new Error(`etcd ${m.name} exited (${proc.exitCode ?? proc.signalCode}) while starting:\n${logTail(m)}`);
     }
     try {
-      const res = await fetch(`${m.clientUrl}/health`, { signal: AbortSignal.timeout(1000) });
+      const res = await fetch((m as EtcdMember & Internal).healthUrl, { signal: AbortSignal.timeout(1000) });
       const body = (await res.json()) as { health?: string };
       if (body.health === 'true') return;
     } catch {

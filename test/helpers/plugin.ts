@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { requireExecutable } from './prereq.js';
 
 /** The repository root (this file is dist/test/helpers/plugin.js once compiled). */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -48,6 +49,8 @@ function callEnv(call: PluginCall): NodeJS.ProcessEnv {
   set('CNI_NETNS', call.netns ?? '/var/run/netns/podipam-test');
   set('CNI_ARGS', call.args);
   set('CNI_PATH', call.path ?? '/usr/lib/cni');
+  // The plugin appends its failures to /var/log/podipam/cni.log by default: not from tests.
+  set('PODIPAM_CNI_LOG', '/dev/null');
   for (const [k, v] of Object.entries(call.env ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;
@@ -62,6 +65,7 @@ function stdinOf(call: PluginCall): string {
 
 /** Runs `bin` once and waits for it (synchronously). */
 export function runPluginSync(bin: string, call: PluginCall): PluginRun {
+  requireExecutable(bin);
   const t0 = performance.now();
   const r = spawnSync(bin, [], { env: callEnv(call), input: stdinOf(call), encoding: 'utf8', timeout: 30_000 });
   // A plugin that fails before reading stdin (bad env, bad CNI_ARGS) may close it while we still
@@ -79,6 +83,7 @@ export interface StartedPlugin {
 
 /** Starts `bin` without waiting (for concurrency and kill tests). */
 export function startPlugin(bin: string, call: PluginCall): StartedPlugin {
+  requireExecutable(bin);
   const t0 = performance.now();
   const child = spawn(bin, [], { env: callEnv(call), stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';

@@ -1,45 +1,57 @@
-import { Agent } from 'node:http';
 import { StoreError, StoreUnavailableError } from '../errors.js';
-import { httpPost, HttpPostError } from './http-post.js';
+import type { EtcdCredentials } from '../parse-store-url.js';
+import { EtcdRefusal } from './etcd-refusal.js';
+import { EtcdToken } from './etcd-token.js';
+import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
 
 /** Whether a request only reads (safe to repeat anywhere) or may write. */
 export type CallKind = 'read' | 'write';
 
 type Attempt =
   | { readonly ok: true; readonly body: unknown }
-  // applied 'no': the request certainly had no effect (it never reached a server).
-  | { readonly ok: false; readonly reason: string; readonly applied: 'no' | 'unknown' };
+  // applied 'no': the request certainly had no effect (it never reached a server). tls: the
+  // TLS handshake failed, which no retry mends.
+  | { readonly ok: false; readonly reason: string; readonly applied: 'no' | 'unknown'; readonly tls?: boolean };
 
 // gRPC codes that say the request itself is wrong: no other member would answer otherwise.
 const REQUEST_ERRORS = new Set([3, 5, 6, 7, 9, 11, 12, 16]);
 
 /**
  * etcd v3's JSON gateway (`POST /v3/<service>/<method>`) on a list of cluster members, over
- * plain HTTP with keep-alive connections. Each call tries the members in turn, starting with
- * the one that answered last, each with its own timeout, so a call takes at most
- * `endpoints × timeoutMs`. A read moves on after any transient failure. A write moves on only
- * when no connection could be opened (the request never left): after a timeout or a reset on
- * an open connection it may have been applied, so it fails with StoreUnavailableError saying
- * so, and the next call starts at the next member. etcd refusing the request → StoreError.
+ * HTTP or HTTPS (the transport) with keep-alive connections. Each call tries the members in
+ * turn, starting with the one that answered last, each with its own timeout, so a call takes
+ * at most `endpoints × timeoutMs`. A read moves on after any transient failure. A write moves
+ * on only when no connection could be opened (the request never left): after a timeout or a
+ * reset on an open connection it may have been applied, so it fails with
+ * StoreUnavailableError saying so, and the next call starts at the next member. etcd
+ * refusing the request → StoreError; so is a TLS handshake that failed on every member.
+ *
+ * With `credentials`, the first call authenticates (`auth/authenticate`) and every request
+ * carries the token in `Authorization`; a request refused for its token (expired, revoked,
+ * or auth enabled since) authenticates again and is sent once more. Wrong credentials →
+ * StoreError naming the user.
  */
 export class EtcdGateway {
   readonly #url: string;
   readonly #endpoints: readonly string[];
   readonly #timeoutMs: number;
-  readonly #agent = new Agent({ keepAlive: true });
+  readonly #transport: HttpTransport;
+  readonly #token: EtcdToken | undefined;
   #preferred = 0;
   #roundTrips = 0;
 
   /** `endpoints` are `host:port` (IPv6 hosts in brackets); `url` is for messages. */
-  constructor(url: string, endpoints: readonly string[], timeoutMs: number) {
+  constructor(url: string, endpoints: readonly string[], timeoutMs: number, transport: HttpTransport, credentials?: EtcdCredentials) {
     this.#url = url;
     this.#endpoints = Object.freeze([...endpoints]);
     this.#timeoutMs = timeoutMs;
+    this.#transport = transport;
+    this.#token = credentials === undefined ? undefined : new EtcdToken(url, credentials, (body) => this.#send('auth/authenticate', body, 'read', undefined));
   }
 
   /** Closes the kept-alive connections; calls in flight fail. */
   close(): void {
-    this.#agent.destroy();
+    this.#transport.agent.destroy();
   }
 
   /** HTTP requests sent so far, including failed ones. */
@@ -49,35 +61,59 @@ export class EtcdGateway {
 
   /** POSTs `body` as JSON to `/v3/<path>` and returns the parsed answer. */
   async call(path: string, body: unknown, kind: CallKind): Promise<unknown> {
+    try {
+      if (this.#token === undefined) return await this.#send(path, body, kind, undefined);
+      let token = await this.#token.get();
+      try {
+        return await this.#send(path, body, kind, token);
+      } catch (e) {
+        // etcd checks the token before applying anything: sending again is safe.
+        if (!(e instanceof EtcdRefusal && e.tokenRejected)) throw e;
+        token = await this.#token.renew(token);
+        return await this.#send(path, body, kind, token);
+      }
+    } catch (e) {
+      if (!(e instanceof EtcdRefusal)) throw e;
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`);
+    }
+  }
+
+  async #send(path: string, body: unknown, kind: CallKind, token: string | undefined): Promise<unknown> {
     const n = this.#endpoints.length;
     const start = this.#preferred;
     const failures: string[] = [];
+    let tlsFailures = 0;
     for (let k = 0; k < n; k++) {
       const i = (start + k) % n;
       const endpoint = this.#endpoints[i] as string;
-      const attempt = await this.#attempt(endpoint, path, body);
+      const attempt = await this.#attempt(endpoint, path, body, token);
       if (attempt.ok) {
         this.#preferred = i;
         return attempt.body;
       }
       failures.push(`${endpoint} ${attempt.reason}`);
+      if (attempt.tls === true) tlsFailures++;
       if (kind === 'write' && attempt.applied === 'unknown') {
         this.#preferred = (i + 1) % n;
         throw new StoreUnavailableError(this.#url, `${endpoint} ${attempt.reason}; the write may or may not have been applied`);
       }
     }
     this.#preferred = (start + 1) % n;
+    if (tlsFailures === n) throw new StoreError(this.#url, `no etcd endpoint could be reached over TLS: ${failures.join('; ')}`);
     throw new StoreUnavailableError(this.#url, `no etcd endpoint answered: ${failures.join('; ')}`);
   }
 
-  async #attempt(endpoint: string, path: string, body: unknown): Promise<Attempt> {
+  async #attempt(endpoint: string, path: string, body: unknown, token: string | undefined): Promise<Attempt> {
     this.#roundTrips++;
     let status: number;
     let text: string;
     try {
-      ({ status, text } = await httpPost(this.#agent, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs));
+      const headers: Record<string, string> = token === undefined ? {} : { authorization: token };
+      ({ status, text } = await httpPost(this.#transport, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs, headers));
     } catch (e) {
       if (!(e instanceof HttpPostError)) throw e;
+      // A failed handshake: the server never took the request.
+      if (e.tls) return { ok: false, reason: `refused the TLS connection (${e.reason})`, applied: 'no', tls: true };
       return e.connected
         ? { ok: false, reason: `failed (${e.reason})`, applied: 'unknown' }
         : { ok: false, reason: `could not be reached (${e.reason})`, applied: 'no' };
@@ -98,10 +134,21 @@ export class EtcdGateway {
     const code = typeof error.code === 'number' ? error.code : undefined;
     const message = String(error.message ?? error.error ?? text.slice(0, 200));
     if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && status < 500)) {
-      throw new StoreError(this.#url, `${endpoint} refused ${path}: ${message} (HTTP ${status}, gRPC code ${code ?? 'none'})`);
+      throw new EtcdRefusal(endpoint, path, message, status, code);
     }
     // "no leader" and "too many requests" are answered before the request is proposed.
     const applied = /no leader|too many requests/.test(message) ? 'no' : 'unknown';
     return { ok: false, reason: `answered HTTP ${status}: ${message}`, applied };
   }
+}
+
+/** What to do about a refusal whose cause is in the client's settings. */
+function hintFor(e: EtcdRefusal, hasCredentials: boolean): string {
+  if (e.tokenRejected && !hasCredentials) {
+    return '; the etcd cluster has authentication enabled: give USER:PASSWORD@ in the URL or PODIPAM_ETCD_USERNAME and PODIPAM_ETCD_PASSWORD';
+  }
+  if (/CommonName of client/.test(e.detail)) {
+    return "; with --client-cert-auth and authentication enabled, etcd's JSON gateway refuses client certificates that carry a Common Name: use one without (and a user and password)";
+  }
+  return '';
 }

@@ -3,7 +3,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
-import { storeConformance } from '../conformance.js';
+import { type LeaderKill, killLeader } from '../../../test/helpers/etcd-leader.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
@@ -78,6 +79,14 @@ describe('EtcdStore', () => {
     await s.close();
   });
 
+  it('credentials for a cluster without authentication enabled are accepted (no token is sent)', async () => {
+    const s = await openStore(etcd.url.replace('etcd://', 'etcd://root:not-needed@'), { env: {} });
+    assert.equal((await s.txn([], [{ type: 'put', key: 'no-auth/k', value: 'v' }])).succeeded, true);
+    assert.equal((await s.get('no-auth/k'))?.value, 'v');
+    assert.equal(s.roundTrips, 3, 'one authenticate (refused: auth not enabled), a txn and a range');
+    await s.close();
+  });
+
   it('a request etcd refuses (too large) is a StoreError, not unavailability', async () => {
     const s = await openStore(etcd.url);
     await assert.rejects(s.txn([], [{ type: 'put', key: 'big/k', value: 'x'.repeat(2_000_000) }]), (e: unknown) => {
@@ -88,12 +97,13 @@ describe('EtcdStore', () => {
     await s.close();
   });
 
-  it('an endpoint with nothing listening gives StoreUnavailableError at once', async () => {
+  it('an endpoint with nothing listening gives StoreUnavailableError at once, not after the timeout', async () => {
     const url = `etcd://${await deadEndpoint()}`;
-    const s = await openStore(url, { timeoutMs: 2000 });
+    // "At once" = without waiting for the 60 s timeout: a generous bound on a loaded machine.
+    const s = await openStore(url, { timeoutMs: 60_000 });
     const [err, ms] = await timed(s.get('k'));
     isUnavailable(url, /could not be reached \(ECONNREFUSED/)(err);
-    assert.ok(ms < 500, `took ${ms} ms`);
+    assert.ok(ms < 30_000, `took ${ms} ms: waited for the timeout rather than failing on the refusal`);
     const [txnErr] = await timed(s.txn([], [{ type: 'put', key: 'k', value: 'v' }]));
     isUnavailable(url, /no etcd endpoint answered/)(txnErr);
   });
@@ -105,7 +115,8 @@ describe('EtcdStore', () => {
       const s = await openStore(url, { timeoutMs: 300 });
       const [err, ms] = await timed(s.get('k'));
       isUnavailable(url, /did not answer within 300 ms/)(err);
-      assert.ok(ms >= 280 && ms < 1000, `took ${ms} ms`);
+      // Not before the timeout; the upper bound only proves it ends (the server never answers).
+      assert.ok(ms >= 280 && ms < 20_000, `took ${ms} ms`);
       const [txnErr] = await timed(s.txn([], [{ type: 'put', key: 'k', value: 'v' }]));
       isUnavailable(url, /may or may not have been applied/)(txnErr);
     } finally {
@@ -130,7 +141,7 @@ describe('EtcdStore', () => {
       const s = await openStore(url, { timeoutMs: 300 });
       const [entry, ms] = await timed(s.get('silent/absent'));
       assert.equal(entry, undefined);
-      assert.ok(ms >= 280 && ms < 1500, `took ${ms} ms`);
+      assert.ok(ms >= 280 && ms < 20_000, `took ${ms} ms`);
       const w = await openStore(url, { timeoutMs: 300 });
       const [err] = await timed(w.txn([], [{ type: 'put', key: 'silent/k', value: 'v' }]));
       isUnavailable(url, /may or may not have been applied/)(err);
@@ -194,7 +205,7 @@ describe('EtcdStore on a 3-member cluster', () => {
   it('recovers within seconds when the leader is SIGKILLed, losing no increment it reported', { timeout: 30_000 }, async () => {
     const s = await openStore(cluster.url, { timeoutMs: 1000 });
     const key = 'kill-leader/n';
-    const leader = await cluster.leader();
+    let kill: LeaderKill | undefined;
     let landed = 0;
     let unknown = 0;
     let killedAt = 0;
@@ -203,8 +214,9 @@ describe('EtcdStore on a 3-member cluster', () => {
     while (landed < 40) {
       assert.ok(Date.now() < deadline, `only ${landed} increments landed in 20 s (${unknown} unavailable)`);
       if (landed === 10 && killedAt === 0) {
-        await cluster.members[leader]?.kill('SIGKILL');
-        killedAt = performance.now();
+        // Found right before the kill and proven to have been the leader (a new term follows).
+        kill = await killLeader(cluster);
+        killedAt = kill.killedAt;
       }
       try {
         if (await increment(s, key)) {
@@ -220,6 +232,8 @@ describe('EtcdStore on a 3-member cluster', () => {
     // a txn whose outcome was unknown may have landed: the value lies between the two counts
     assert.ok(value >= landed && value <= landed + unknown, `value ${value}, landed ${landed}, unknown ${unknown}`);
     assert.ok(recoveredAfter >= 0 && recoveredAfter < 10_000, `recovered after ${recoveredAfter} ms`);
-    await cluster.members[leader]?.restart();
+    assert.ok(kill, 'the leader was never killed');
+    await kill.elected;
+    await cluster.members[kill.killed]!.restart();
   });
 });

@@ -1,10 +1,15 @@
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { checkKey, checkListOptions, checkPrefix, checkTxn } from '../check-input.js';
 import { StoreError } from '../errors.js';
 import { compareKeys } from '../key-order.js';
+import type { EtcdCredentials, EtcdTlsParams } from '../parse-store-url.js';
+import { redactStoreUrl } from '../redact-store-url.js';
 import type { Compare, Entry, ListOptions, Op, Store, TxnResult } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
+import { resolveEtcdAccess, type EtcdAccess } from './etcd-access.js';
 import { EtcdGateway } from './etcd-gateway.js';
+import type { HttpTransport } from './http-post.js';
 
 interface WireHeader {
   readonly header?: { readonly revision?: string };
@@ -17,10 +22,18 @@ interface WireTxn extends WireHeader {
   readonly responses?: readonly { readonly response_range?: WireRange }[];
 }
 
+/** Where an etcd store is: `etcd://` (plain HTTP) or `etcds://` (HTTPS, `tls` present). */
+export interface EtcdTarget {
+  readonly endpoints: readonly string[];
+  readonly tls?: EtcdTlsParams;
+  readonly credentials?: EtcdCredentials;
+}
+
 /**
  * A store in etcd v3 (3.4 or later), under the key prefix `/podipam/`, spoken to through
- * etcd's JSON gateway with node:http — no gRPC library to load, which keeps the CNI
- * plugin's start fast. One HTTP request per get, list or txn; a failed txn's `current`
+ * etcd's JSON gateway with node:http or node:https (TLS with a CA, a client certificate, a
+ * server name; user and password auth, see EtcdGateway) — no gRPC library to load, which
+ * keeps the CNI plugin's start fast. One HTTP request per get, list or txn; a failed txn's `current`
  * comes from range requests in the txn's failure branch, in the same request. Opening makes
  * no request. Endpoint failover and timeouts are EtcdGateway's: a call fails with
  * StoreUnavailableError after at most `endpoints × timeoutMs`, and a txn that timed out may
@@ -36,10 +49,20 @@ export class EtcdStore implements Store {
     this.#gateway = gateway;
   }
 
-  /** A store on the cluster whose members answer at `endpoints` (`host:port`). */
-  static async open(url: string, endpoints: readonly string[], options?: StoreOptions): Promise<EtcdStore> {
-    if (endpoints.length === 0) throw new TypeError(`Cannot open ${url} as 'endpoints' must not be empty`);
-    return new EtcdStore(url, new EtcdGateway(url, endpoints, resolveTimeoutMs(options)));
+  /**
+   * A store on the cluster whose members answer at `target.endpoints` (`host:port`), with the
+   * TLS settings and credentials of the URL, completed from PODIPAM_ETCD_* in `options.env`
+   * (default process.env). Reads the certificate files; makes no request. Rejects with
+   * StoreUrlError for bad settings (see resolveEtcdAccess). `url` is kept, password hidden,
+   * for messages.
+   */
+  static async open(url: string, target: EtcdTarget, options?: StoreOptions): Promise<EtcdStore> {
+    const shown = redactStoreUrl(url);
+    if (target.endpoints.length === 0) throw new TypeError(`Cannot open ${shown} as 'endpoints' must not be empty`);
+    const timeoutMs = resolveTimeoutMs(options);
+    const access = await resolveEtcdAccess(url, target.tls, target.credentials, options?.env ?? process.env);
+    const transport = await transportFor(access);
+    return new EtcdStore(shown, new EtcdGateway(shown, target.endpoints, timeoutMs, transport, access.credentials));
   }
 
   get roundTrips(): number {
@@ -115,4 +138,18 @@ export class EtcdStore implements Store {
   #checkOpen(): void {
     if (this.#closed) throw new StoreError(this.url, 'the store is closed');
   }
+}
+
+/** node:http, or node:https (loaded only then) with the TLS material in its agent. */
+async function transportFor(access: EtcdAccess): Promise<HttpTransport> {
+  const tls = access.tls;
+  if (tls === undefined) return { request: httpRequest, agent: new HttpAgent({ keepAlive: true }), secure: false };
+  const https = await import('node:https');
+  const agent = new https.Agent({
+    keepAlive: true,
+    ...(tls.ca ? { ca: tls.ca } : {}),
+    ...(tls.cert ? { cert: tls.cert } : {}),
+    ...(tls.key ? { key: tls.key } : {}),
+  });
+  return { request: https.request, agent, secure: true, ...(tls.servername ? { servername: tls.servername } : {}) };
 }

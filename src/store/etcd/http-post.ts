@@ -1,4 +1,4 @@
-import { Agent, request } from 'node:http';
+import type { Agent, ClientRequest, RequestOptions } from 'node:http';
 
 /** A status and body from the server. */
 export interface HttpAnswer {
@@ -6,54 +6,90 @@ export interface HttpAnswer {
   readonly text: string;
 }
 
+/** How to reach the server: node:http's or node:https's `request` with a matching agent. */
+export interface HttpTransport {
+  readonly request: (options: RequestOptions & { servername?: string }) => ClientRequest;
+  readonly agent: Agent;
+  /** HTTPS: a connection counts as open once its TLS handshake is done. */
+  readonly secure: boolean;
+  /** TLS: the name to send (SNI) and to check the certificate against, instead of the host. */
+  readonly servername?: string;
+}
+
 /**
  * A POST that got no complete answer. `connected` tells whether a connection to the server
- * was open (so the request may have reached it); when false, the server never saw it.
+ * was open (so the request may have reached it); when false, the server never saw it. `tls`:
+ * the TLS handshake failed (certificate not trusted or not matching, client certificate
+ * refused), which retrying will not mend.
  */
 export class HttpPostError extends Error {
   override readonly name = 'HttpPostError';
-  constructor(readonly reason: string, readonly connected: boolean) {
+  constructor(readonly reason: string, readonly connected: boolean, readonly tls = false) {
     super(reason);
   }
 }
 
+// OpenSSL's certificate verification codes as Node reports them, and its TLS error families.
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'INVALID_PURPOSE', 'HOSTNAME_MISMATCH', 'EPROTO',
+]);
+const isTlsFailure = (code: string): boolean => TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_');
+
 /**
- * POSTs a JSON `body` to `http://endpoint/path` through `agent` (keep-alive) and resolves
- * with the whole answer, whatever its status; rejects with HttpPostError on a connection
- * failure or when no complete answer came within `timeoutMs`.
+ * POSTs a JSON `body` to `http(s)://endpoint/path` through the transport's keep-alive agent,
+ * with `headers` added, and resolves with the whole answer, whatever its status; rejects with
+ * HttpPostError on a connection or TLS failure or when no complete answer came within
+ * `timeoutMs`.
  *
  * node:http rather than the global fetch: fetch loads undici on first use and slows process
  * exit, about 140 ms per run of a one-shot process like the CNI plugin, and cannot tell a
  * connect timeout from a lost answer.
  */
-export function httpPost(agent: Agent, endpoint: string, path: string, body: string, timeoutMs: number): Promise<HttpAnswer> {
+export function httpPost(
+  transport: HttpTransport,
+  endpoint: string,
+  path: string,
+  body: string,
+  timeoutMs: number,
+  headers: Readonly<Record<string, string>> = {},
+): Promise<HttpAnswer> {
   const colon = endpoint.lastIndexOf(':');
   const host = endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
   const port = Number(endpoint.slice(colon + 1));
   return new Promise((resolve, reject) => {
     let connected = false;
     let settled = false;
-    const fail = (reason: string) => {
+    const fail = (reason: string, tls = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       req.destroy();
-      reject(new HttpPostError(reason, connected));
+      reject(new HttpPostError(reason, connected, tls));
     };
-    const req = request({
+    const req = transport.request({
       host,
       port,
       path,
       method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      agent: transport.agent,
+      ...(transport.servername === undefined ? {} : { servername: transport.servername }),
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
     const timer = setTimeout(() => fail(`did not answer within ${timeoutMs} ms`), timeoutMs);
     req.on('socket', (socket) => {
-      if (socket.connecting) socket.once('connect', () => (connected = true));
-      else connected = true; // a kept-alive connection
+      if (socket.connecting || (transport.secure && !(socket as { encrypted?: boolean; authorized?: boolean }).authorized)) {
+        socket.once(transport.secure ? 'secureConnect' : 'connect', () => (connected = true));
+      } else {
+        connected = true; // a kept-alive connection
+      }
     });
-    req.on('error', (e: NodeJS.ErrnoException) => fail(e.code ?? e.message));
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      const code = e.code ?? '';
+      if (isTlsFailure(code)) fail(`TLS: ${e.message}${e.message.includes(code) ? '' : ` (${code})`}`, true);
+      else fail(e.code ?? e.message);
+    });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { storeConformance } from '../conformance.js';
+import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
@@ -65,6 +65,41 @@ const INCREMENTER = `
   console.log(JSON.stringify({ done, conflicts }));
 `;
 
+/**
+ * A child process that opens the file of `url` with better-sqlite3 itself and sits in
+ * `BEGIN <mode>` (holding the write lock) until it is killed; resolves once it holds the lock.
+ */
+async function lockHolder(url: string, mode: 'IMMEDIATE' | 'EXCLUSIVE'): Promise<ReturnType<typeof child>> {
+  const holder = child(
+    `const { createRequire } = await import('node:module');
+     const Database = createRequire(${JSON.stringify(openStoreModule)})('better-sqlite3');
+     const db = new Database(process.env.FILE);
+     db.exec('BEGIN ${mode}');
+     console.log('locked');
+     setInterval(() => {}, 1000);`,
+    { FILE: url.slice('sqlite:'.length) },
+  );
+  await holder.printed('locked');
+  return holder;
+}
+
+/** Records the longest gap between ticks of a 10 ms interval: how long the event loop was blocked. */
+function loopWatch(): { stop(): number } {
+  let last = performance.now();
+  let maxGap = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(maxGap, performance.now() - last);
+    },
+  };
+}
+
 describe('SqliteStore', () => {
   it('8 processes × 200 CAS increments on one new file lose no update', { timeout: 60_000 }, async () => {
     const url = freshUrl();
@@ -96,17 +131,7 @@ describe('SqliteStore', () => {
     let holder: ReturnType<typeof child> | undefined;
     try {
       await store.txn([], [{ type: 'put', key: 'k', value: 'before' }]);
-      // The holder opens the same file with better-sqlite3 itself and sits in BEGIN IMMEDIATE.
-      holder = child(
-        `const { createRequire } = await import('node:module');
-         const Database = createRequire(${JSON.stringify(openStoreModule)})('better-sqlite3');
-         const db = new Database(process.env.FILE);
-         db.exec('BEGIN IMMEDIATE');
-         console.log('locked');
-         setInterval(() => {}, 1000);`,
-        { FILE: url.slice('sqlite:'.length) },
-      );
-      await holder.printed('locked');
+      holder = await lockHolder(url, 'IMMEDIATE');
       const t0 = performance.now();
       await assert.rejects(store.txn([], [{ type: 'put', key: 'k', value: 'during' }]), (e: unknown) => {
         assert.ok(e instanceof StoreUnavailableError, String(e));
@@ -115,7 +140,7 @@ describe('SqliteStore', () => {
         return true;
       });
       const waited = performance.now() - t0;
-      assert.ok(waited >= 250 && waited < 2000, `waited ${waited} ms for a 300 ms timeout`);
+      assert.ok(waited >= 250 && waited < 20_000, `waited ${waited} ms for a 300 ms timeout`); // the upper bound only proves it gives up
       // WAL: readers are not blocked by the writer
       assert.equal((await store.get('k'))?.value, 'before');
       holder.proc.kill('SIGKILL');
@@ -125,6 +150,82 @@ describe('SqliteStore', () => {
     } finally {
       holder?.proc.kill('SIGKILL');
       await store.close();
+    }
+  });
+
+  it('5 parallel txns waiting for a BEGIN EXCLUSIVE of another process leave the event loop free, and land once it ends', { timeout: 30_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url, { timeoutMs: 10_000 });
+    let holder: ReturnType<typeof child> | undefined;
+    try {
+      await store.txn([], [{ type: 'put', key: 'k', value: 'before' }]);
+      holder = await lockHolder(url, 'EXCLUSIVE');
+      const watch = loopWatch();
+      const t0 = performance.now();
+      const writes = Promise.allSettled(Array.from({ length: 5 }, (_, i) => store.txn([], [{ type: 'put', key: `w${i}`, value: String(i) }])));
+      // Reads are not blocked by the writer (WAL), and not queued behind the waiting writes.
+      assert.equal((await store.get('k'))?.value, 'before');
+      const readMs = performance.now() - t0;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      holder.proc.kill('SIGKILL');
+      await holder.exited;
+      const results = await writes;
+      const maxGap = watch.stop();
+      assert.ok(results.every((r) => r.status === 'fulfilled' && r.value.succeeded), results.map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason))).join('; '));
+      assert.equal((await store.list('w')).length, 5);
+      assert.ok(readMs < 500, `a read waited ${readMs.toFixed(0)} ms behind the waiting writes`);
+      assert.ok(maxGap < 500, `the event loop was blocked for ${maxGap.toFixed(0)} ms while the writes waited`);
+    } finally {
+      holder?.proc.kill('SIGKILL');
+      await store.close();
+    }
+  });
+
+  it('5 parallel txns facing a lock that outlasts the timeout all fail after about timeoutMs, together, without blocking the event loop', { timeout: 30_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url, { timeoutMs: 1000 });
+    let holder: ReturnType<typeof child> | undefined;
+    try {
+      holder = await lockHolder(url, 'EXCLUSIVE');
+      const watch = loopWatch();
+      const t0 = performance.now();
+      const failedAfter = await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          await assert.rejects(store.txn([], [{ type: 'put', key: `w${i}`, value: String(i) }]), (e: unknown) => {
+            assert.ok(e instanceof StoreUnavailableError, String(e));
+            assert.match(e.reason, /locked .* over 1000 ms/);
+            return true;
+          });
+          return performance.now() - t0;
+        }),
+      );
+      const maxGap = watch.stop();
+      assert.ok(failedAfter.every((ms) => ms >= 950), `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms, before the 1000 ms timeout`);
+      assert.ok(Math.max(...failedAfter) < 2500, `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms: the 5 waits did not overlap`);
+      assert.ok(maxGap < 500, `the event loop was blocked for ${maxGap.toFixed(0)} ms`);
+      holder.proc.kill('SIGKILL');
+      await holder.exited;
+      assert.equal((await store.list('w')).length, 0, 'a failed txn wrote something');
+    } finally {
+      holder?.proc.kill('SIGKILL');
+      await store.close();
+    }
+  });
+
+  it('a call waiting for a lock when the store is closed fails with StoreError', { timeout: 20_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url, { timeoutMs: 5000 });
+    let holder: ReturnType<typeof child> | undefined;
+    try {
+      holder = await lockHolder(url, 'EXCLUSIVE');
+      const t0 = performance.now();
+      const write = store.txn([], [{ type: 'put', key: 'k', value: 'v' }]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await store.close();
+      await assert.rejects(write, (e: unknown) => e instanceof StoreError && /closed/.test(e.message));
+      assert.ok(performance.now() - t0 < 2000, 'the waiting call outlived close()');
+    } finally {
+      holder?.proc.kill('SIGKILL');
     }
   });
 

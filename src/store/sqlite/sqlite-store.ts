@@ -6,6 +6,7 @@ import { StoreError, StoreUnavailableError } from '../errors.js';
 import { compareKeys, prefixEnd } from '../key-order.js';
 import type { Compare, Entry, ListOptions, Op, Store, TxnResult } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
+import { BUSY_SLICE_MS, isBusy, retryWhileBusy } from './retry-while-busy.js';
 
 // The slice of better-sqlite3 12.x this file uses (the package ships no types). Loaded when
 // this module is, which openStore does only for sqlite: URLs.
@@ -36,9 +37,13 @@ const SCHEMA = `
  * process per pod, all on the same file): WAL mode, so readers never wait for the writer;
  * every txn runs under `BEGIN IMMEDIATE`, so compares and writes see one state; table
  * `kv(key, value, rev)` and the store revision in `meta`. Durable at commit
- * (synchronous=FULL). Calls block the event loop while SQLite waits for another process's
- * lock, at most `timeoutMs`; beyond that they throw StoreUnavailableError (nothing was
- * written). Other SQLite and file system failures become StoreError.
+ * (synchronous=FULL). better-sqlite3 is synchronous, so a lock held by another process is
+ * never waited for on the event loop beyond a few milliseconds (BUSY_SLICE_MS): the call
+ * retries on timers until `timeoutMs` have passed, meanwhile the process serves everything
+ * else (the server's /healthz, other requests, its loops). Past `timeoutMs` the call throws
+ * StoreUnavailableError (nothing was written). Calls of one store never interleave inside a
+ * transaction: each attempt runs whole, synchronously. Other SQLite and file system failures
+ * become StoreError.
  */
 export class SqliteStore implements Store {
   readonly url: string;
@@ -68,8 +73,9 @@ export class SqliteStore implements Store {
     try {
       const file = resolve(path);
       mkdirSync(dirname(file), { recursive: true });
-      db = new Database(file, { timeout: timeoutMs });
-      initialise(db, url);
+      db = new Database(file, { timeout: BUSY_SLICE_MS });
+      const opened = db;
+      await retryWhileBusy(() => initialise(opened, url), timeoutMs);
       return new SqliteStore(url, db, timeoutMs);
     } catch (e) {
       db?.close();
@@ -109,14 +115,18 @@ export class SqliteStore implements Store {
     this.#db.close();
   }
 
-  #call<T>(fn: () => T): T {
-    if (this.#closed) throw new StoreError(this.url, 'the store is closed');
+  async #call<T>(fn: () => T): Promise<T> {
+    this.#checkOpen();
     this.#roundTrips++;
     try {
-      return fn();
+      return await retryWhileBusy(fn, this.#timeoutMs, () => this.#checkOpen());
     } catch (e) {
       throw translate(this.url, e, this.#timeoutMs);
     }
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new StoreError(this.url, 'the store is closed');
   }
 
   // Runs inside BEGIN IMMEDIATE: this process holds the file's write lock throughout.
@@ -180,7 +190,7 @@ function translate(url: string, e: unknown, timeoutMs: number): unknown {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return e;
   const message = (e as Error).message;
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+  if (isBusy(e)) {
     return new StoreUnavailableError(url, `the database stayed locked by another connection for over ${timeoutMs} ms (${code}: ${message})`);
   }
   return new StoreError(url, `${code}: ${message}`);

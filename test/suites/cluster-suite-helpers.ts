@@ -1,9 +1,9 @@
 /** Shared pieces of the cluster service suites (cluster-ipam-suite.ts, cluster-admin-suite.ts). */
-import { formatAddr } from '../ip/index.js';
-import type { Store } from '../store/index.js';
-import { ClusterIpam } from './cluster-ipam.js';
-import type { Assignment } from './plan-assign.js';
-import { mulberry32 } from '../util/mulberry32.js';
+import { formatAddr } from '../../src/ip/index.js';
+import type { Store } from '../../src/store/index.js';
+import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import type { Assignment } from '../../src/cluster/plan-assign.js';
+import { mulberry32 } from '../../src/util/mulberry32.js';
 
 export const T0 = new Date('2026-01-01T00:00:00Z');
 

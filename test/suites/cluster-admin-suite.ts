@@ -4,14 +4,14 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '../ip/index.js';
-import type { Store } from '../store/index.js';
-import { nodeKey } from '../controller/node-record.js';
-import { PoolConflictError, PoolExhaustedError, PoolInUseError } from './errors.js';
-import { encodeAffinity } from './affinity-record.js';
-import { encodeBlock } from './block-record.js';
-import { encodeHandle } from './handle-record.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, affinityKey, blockKey, handleKey } from './keys.js';
+import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
+import type { Store } from '../../src/store/index.js';
+import { nodeKey } from '../../src/controller/node-record.js';
+import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/errors.js';
+import { encodeAffinity } from '../../src/cluster/affinity-record.js';
+import { encodeBlock } from '../../src/cluster/block-record.js';
+import { encodeHandle } from '../../src/cluster/handle-record.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, affinityKey, blockKey, handleKey } from '../../src/cluster/keys.js';
 import { T0, crashAfter, formatPrefixOf, ipam, prng, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 
 export function clusterAdminSuite(kind: string, open: () => Promise<Store>): void {

@@ -4,14 +4,14 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { blockAt, blockProbeOrder } from '../alloc/block-layout.js';
-import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../ip/index.js';
-import type { Store } from '../store/index.js';
-import { nodeKey } from '../controller/node-record.js';
-import { ClusterIpam } from './cluster-ipam.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from './keys.js';
-import { ViewCache } from './view-cache.js';
+import { blockAt, blockProbeOrder } from '../../src/alloc/block-layout.js';
+import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
+import type { Store } from '../../src/store/index.js';
+import { nodeKey } from '../../src/controller/node-record.js';
+import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/errors.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/keys.js';
+import { ViewCache } from '../../src/cluster/view-cache.js';
 import { ipam, text, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 
 export function clusterServiceSuite(kind: string, open: () => Promise<Store>): void {
@@ -87,6 +87,20 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       }
       assert.ok(per[0]! > 1, 'the first run reads pools and claims blocks');
       assert.deepEqual(per.slice(1), [1, 1, 1, 1, 1]);
+    }));
+
+    it('a release by handle on stale block hints (another process allocated there since) frees the address: no leak', withStore(async (s) => {
+      const a = ipam(s);
+      await twoPools(a);
+      await a.assign({ node: 'n1', handle: 'h1', auto: 'each-family' }); // a's hints: n1's blocks as of now
+      // Another plugin process on n1 (killed before it saved its hints) allocates in the same blocks.
+      const b = ipam(s);
+      const h2 = await b.assign({ node: 'n1', handle: 'h2', auto: 'each-family' });
+      // The runtime's DEL lands on a process with a's older hints: they do not show h2's addresses.
+      const released = await a.releaseHandle('h2', 'n1');
+      assert.deepEqual(released.map((r) => formatAddr(r.addr)).sort(), h2.map((x) => formatAddr(x.addr)).sort());
+      assert.deepEqual(await ipam(s).check(), { leaks: [], problems: [] });
+      assert.equal((await ipam(s).usage()).pools.reduce((n, p) => n + p.allocated, 0), 2, 'only h1 holds addresses');
     }));
 
     it('returns what a handle holds when asked again, from a warm and from a cold instance', withStore(async (s) => {

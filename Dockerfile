@@ -1,0 +1,31 @@
+# podipam image: the CNI shim, the Node.js program and its runtime dependencies.
+# Build: docker build -t podipam/podipam:0.1.0 .   (deploy/ expects that name; see README)
+#
+# Stage 1 builds everything that needs a compiler: the TypeScript, the native shim, the flock
+# addon and better-sqlite3 (compiled against this Node.js).
+FROM node:20-bookworm-slim AS build
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ git && rm -rf /var/lib/apt/lists/*
+# The same directory as in the final stage: the shim compiles in the path of bin/podipam.
+WORKDIR /opt/podipam
+COPY package.json package-lock.json binding.gyp ./
+COPY native ./native
+COPY scripts ./scripts
+RUN npm ci
+COPY . .
+RUN npm run build && npm prune --omit=dev \
+ && rm -rf dist/test dist/bench && find dist -name '*.test.js' -delete
+
+# Stage 2: Node.js + dist + the shim + runtime node_modules, nothing else.
+FROM node:20-bookworm-slim
+WORKDIR /opt/podipam
+COPY --from=build /opt/podipam/package.json ./
+COPY --from=build /opt/podipam/bin ./bin
+COPY --from=build /opt/podipam/dist ./dist
+COPY --from=build /opt/podipam/build/Release/flock.node /opt/podipam/build/Release/peercred.node ./build/Release/
+COPY --from=build /opt/podipam/node_modules ./node_modules
+RUN ln -s /opt/podipam/bin/podipam /usr/local/bin/podipam && podipam version
+# serve and the controller run as this user (deploy/deployment.yaml); the DaemonSet's
+# install-cni and agent run as root because they write host directories owned by root.
+USER 65532:65532
+ENTRYPOINT ["podipam"]
+CMD ["serve", "--listen", "0.0.0.0:7420"]

@@ -1,0 +1,224 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeTempDir } from '../../test/helpers/tmp.js';
+import { buildConflist, type ConflistOptions } from './cni-conflist.js';
+import { ForeignFileError } from './foreign-file-error.js';
+import { installCni, type InstallOptions } from './install-cni.js';
+import { MANIFEST_NAME } from './install-manifest.js';
+import { uninstallCni } from './uninstall-cni.js';
+
+const CONF: ConflistOptions = {
+  name: 'podipam',
+  backend: 'agent',
+  interface: 'bridge',
+  bridge: 'cni0',
+  agentSocket: '/run/podipam/agent.sock',
+  datastore: 'etcd://10.0.0.5:2379',
+  nodeName: 'node-a',
+  subnets: ['usePodCidr'],
+};
+
+/** A temp root with root/opt/cni/bin and root/etc/cni/net.d (created by install, or not). */
+function setup(name: string) {
+  const root = makeTempDir(`install-${name}`);
+  const shim = join(root.path, 'shim-v1');
+  writeFileSync(shim, '#!/bin/sh\necho v1\n', { mode: 0o755 });
+  const opts: InstallOptions = {
+    binDir: join(root.path, 'opt/cni/bin'),
+    confDir: join(root.path, 'etc/cni/net.d'),
+    shim,
+    conflist: CONF,
+    priority: '10',
+    dryRun: false,
+    force: false,
+  };
+  return { root, opts, bin: join(opts.binDir, 'podipam'), conf: join(opts.confDir, '10-podipam.conflist') };
+}
+
+/** Every path under `dir` with its type, mode and content: what "as it was" means. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const n of readdirSync(d).sort()) {
+      const p = join(d, n);
+      const st = lstatSync(p);
+      if (st.isDirectory()) {
+        out[p] = `dir ${(st.mode & 0o7777).toString(8)}`;
+        walk(p);
+      } else out[p] = `file ${(st.mode & 0o7777).toString(8)} ${readFileSync(p, 'base64')}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+test('installCni into an empty root: the binary, the conflist and the install record; the directories created', () => {
+  const { root, opts, bin, conf } = setup('fresh');
+  try {
+    const steps = installCni(opts);
+    assert.deepEqual(readFileSync(bin), readFileSync(opts.shim));
+    assert.equal(lstatSync(bin).mode & 0o777, 0o755);
+    assert.deepEqual(JSON.parse(readFileSync(conf, 'utf8')), buildConflist(CONF));
+    assert.equal(lstatSync(conf).mode & 0o777, 0o644);
+    assert.ok(existsSync(join(opts.confDir, MANIFEST_NAME)));
+    assert.deepEqual(
+      steps.filter((s) => s.action === 'write').map((s) => s.path),
+      [bin, conf],
+    );
+    assert.equal(steps.filter((s) => s.action === 'mkdir').length, 6, 'opt, opt/cni, opt/cni/bin, etc, etc/cni, etc/cni/net.d');
+    // No temp file left behind.
+    assert.deepEqual(readdirSync(opts.binDir), ['podipam']);
+    assert.deepEqual(readdirSync(opts.confDir).sort(), [MANIFEST_NAME, '10-podipam.conflist'].sort());
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni twice: the second run changes nothing (same inodes, same bytes)', () => {
+  const { root, opts, bin, conf } = setup('repeat');
+  try {
+    installCni(opts);
+    const before = snapshot(root.path);
+    const inodes = [bin, conf, join(opts.confDir, MANIFEST_NAME)].map((p) => lstatSync(p).ino);
+    const steps = installCni(opts);
+    assert.deepEqual(steps.map((s) => s.action), ['unchanged', 'unchanged']);
+    assert.deepEqual(snapshot(root.path), before);
+    assert.deepEqual([bin, conf, join(opts.confDir, MANIFEST_NAME)].map((p) => lstatSync(p).ino), inodes);
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni refuses a conflist it did not write, names it, and writes nothing at all', () => {
+  const { root, opts, conf } = setup('foreign');
+  try {
+    mkdirSync(opts.confDir, { recursive: true });
+    writeFileSync(conf, '{"name":"theirs"}\n');
+    const before = snapshot(root.path);
+    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('--force'));
+    assert.deepEqual(snapshot(root.path), before, 'nothing written, not even the binary or the bin dir');
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni refuses a symlink at <bin-dir>/podipam (a hand-made install) and a file edited since install', () => {
+  const { root, opts, bin, conf } = setup('symlink');
+  try {
+    mkdirSync(opts.binDir, { recursive: true });
+    symlinkSync('/usr/bin/true', bin);
+    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(`${bin} (a symlink)`));
+    assert.equal(lstatSync(bin).isSymbolicLink(), true);
+    installCni({ ...opts, force: true });
+    writeFileSync(conf, '{"edited":true}\n');
+    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('changed since install'));
+    assert.equal(readFileSync(conf, 'utf8'), '{"edited":true}\n');
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni --force takes a foreign file over; from then on it is ours (uninstall removes it)', () => {
+  const { root, opts, conf } = setup('force');
+  try {
+    mkdirSync(opts.confDir, { recursive: true });
+    writeFileSync(conf, '{"name":"theirs"}\n');
+    const steps = installCni({ ...opts, force: true });
+    assert.ok(steps.some((s) => s.action === 'take-over' && s.path === conf && s.detail?.includes('not in the install state')));
+    assert.deepEqual(JSON.parse(readFileSync(conf, 'utf8')), buildConflist(CONF));
+    assert.deepEqual(installCni(opts).map((s) => s.action), ['unchanged', 'unchanged']);
+    uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    assert.equal(existsSync(conf), false);
+  } finally {
+    root.remove();
+  }
+});
+
+test('uninstallCni leaves the directories as they were before install, other files untouched', () => {
+  const { root, opts } = setup('uninstall');
+  try {
+    // /opt/cni/bin exists with another plugin; /etc/cni/net.d does not exist yet.
+    mkdirSync(opts.binDir, { recursive: true });
+    copyFileSync('/usr/bin/true', join(opts.binDir, 'loopback'));
+    const before = snapshot(root.path);
+    installCni(opts);
+    const steps = uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    assert.deepEqual(snapshot(root.path), before);
+    assert.deepEqual(steps.filter((s) => s.action === 'rmdir').map((s) => s.path), [opts.confDir, join(root.path, 'etc/cni'), join(root.path, 'etc')]);
+    assert.deepEqual(uninstallCni({ confDir: opts.confDir, dryRun: false, force: false }), [], 'a second uninstall has nothing to do');
+  } finally {
+    root.remove();
+  }
+});
+
+test('uninstallCni keeps a file changed since install (and its record), --force then removes it', () => {
+  const { root, opts, bin, conf } = setup('edited');
+  try {
+    installCni(opts);
+    writeFileSync(conf, '{"edited":true}\n');
+    const steps = uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    assert.ok(steps.some((s) => s.action === 'keep' && s.path === conf));
+    assert.equal(existsSync(bin), false);
+    assert.equal(readFileSync(conf, 'utf8'), '{"edited":true}\n');
+    uninstallCni({ confDir: opts.confDir, dryRun: false, force: true });
+    assert.equal(existsSync(join(root.path, 'etc')), false);
+    assert.equal(existsSync(join(root.path, 'opt')), false);
+  } finally {
+    root.remove();
+  }
+});
+
+test('install and uninstall with dryRun change nothing and report the same steps', () => {
+  const { root, opts } = setup('dry');
+  try {
+    const before = snapshot(root.path);
+    const planned = installCni({ ...opts, dryRun: true });
+    assert.deepEqual(snapshot(root.path), before);
+    assert.deepEqual(installCni(opts), planned);
+    const installed = snapshot(root.path);
+    const plannedRm = uninstallCni({ confDir: opts.confDir, dryRun: true, force: false });
+    assert.deepEqual(snapshot(root.path), installed);
+    assert.deepEqual(uninstallCni({ confDir: opts.confDir, dryRun: false, force: false }), plannedRm);
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni with another --name removes the conflist of the earlier install, keeps the binary', () => {
+  const { root, opts, bin, conf } = setup('rename');
+  try {
+    installCni(opts);
+    const steps = installCni({ ...opts, conflist: { ...CONF, name: 'pods' } });
+    assert.ok(steps.some((s) => s.action === 'remove' && s.path === conf));
+    assert.equal(existsSync(conf), false);
+    assert.ok(existsSync(join(opts.confDir, '10-pods.conflist')));
+    assert.ok(existsSync(bin));
+  } finally {
+    root.remove();
+  }
+});
+
+test('installCni replaces the binary while a process executes the old one: no ETXTBSY, the old process runs on', async () => {
+  const { root, opts, bin } = setup('busy');
+  try {
+    const v1 = join(root.path, 'sleep-v1');
+    const v2 = join(root.path, 'true-v2');
+    copyFileSync('/usr/bin/sleep', v1);
+    copyFileSync('/usr/bin/true', v2);
+    installCni({ ...opts, shim: v1 });
+    const child = spawn(bin, ['1.5'], { stdio: 'ignore' });
+    const exited = new Promise<[number | null, string | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+    await new Promise((r) => setTimeout(r, 200));
+    // Writing in place is what an atomic install avoids: the kernel refuses it while v1 runs.
+    assert.throws(() => writeFileSync(bin, readFileSync(v2)), { code: 'ETXTBSY' });
+    const steps = installCni({ ...opts, shim: v2 });
+    assert.ok(steps.some((s) => s.action === 'replace' && s.path === bin));
+    assert.deepEqual(readFileSync(bin), readFileSync(v2));
+    assert.deepEqual(await exited, [0, null], 'the process running v1 finished normally');
+  } finally {
+    root.remove();
+  }
+});

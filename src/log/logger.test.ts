@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createLogger, lineSink, parseLogOptions, textLine } from './logger.js';
+
+function capture(format: 'text' | 'json', level: 'info' | 'warn' = 'info') {
+  const lines: string[] = [];
+  const logger = createLogger({ level, format, component: 'serve', destination: { write: (s: string) => lines.push(s) } });
+  return { logger, lines };
+}
+
+test('createLogger json: every line has time, level, component and the ids given', () => {
+  const { logger, lines } = capture('json');
+  logger.child({ component: 'controller' }).info({ node: 'node-a', pool: 'v4' }, 'assigned');
+  assert.equal(lines.length, 1);
+  const r = JSON.parse(lines[0]!);
+  assert.match(r.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.equal(r.level, 'info');
+  assert.equal(r.component, 'controller');
+  assert.equal(r.node, 'node-a');
+  assert.equal(r.pool, 'v4');
+  assert.equal(r.msg, 'assigned');
+});
+
+test('createLogger text: time, LEVEL, component, message, ids first as key=value', () => {
+  const { logger, lines } = capture('text');
+  logger.warn({ handle: 'net.c1.eth0', node: 'b', extra: 'a b' }, 'leak released');
+  assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT[0-9:.]+Z WARN  serve leak released node=b handle=net\.c1\.eth0 extra="a b"\n$/);
+});
+
+test('createLogger drops lines below the level', () => {
+  const { logger, lines } = capture('json', 'warn');
+  logger.info('quiet');
+  logger.error('loud');
+  assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ['loud']);
+});
+
+test('lineSink: a "gc: " prefix becomes the component, node=NAME an id, a failure a warning', () => {
+  const { logger, lines } = capture('json');
+  const log = lineSink(logger);
+  log('gc: run failed: store down');
+  log('assigned node=node-7 podCIDRs=10.0.7.0/24');
+  log('released', { pool: 'v4', handle: 'h1' });
+  log('gc: released leaked address 10.0.0.5 of missing handle "net.c9.eth0" (block 10.0.0.0/26)');
+  const [a, b, c, d] = lines.map((l) => JSON.parse(l));
+  assert.deepEqual([d.component, d.handle], ['gc', 'net.c9.eth0']);
+  assert.deepEqual([a.component, a.level, a.msg], ['gc', 'warn', 'run failed: store down']);
+  assert.deepEqual([b.component, b.level, b.node], ['serve', 'info', 'node-7']);
+  assert.deepEqual([c.pool, c.handle], ['v4', 'h1']);
+});
+
+test('parseLogOptions names the flag and the value', () => {
+  assert.deepEqual(parseLogOptions('debug', 'json'), { level: 'debug', format: 'json' });
+  assert.throws(() => parseLogOptions('loud', 'json'), /--log-level "loud"/);
+  assert.throws(() => parseLogOptions('info', 'xml'), /--log-format "xml"/);
+  assert.equal(textLine('not json'), 'not json');
+});

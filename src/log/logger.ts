@@ -1,0 +1,110 @@
+/**
+ * The one structured logger of the long-running processes (serve, controller, agent): pino,
+ * one line per event on stderr, each with time (ISO 8601), level, component and the ids it
+ * concerns (node, pool, handle). `json` is pino's own line; `text` is the same record made
+ * readable for a terminal or journald ("2026-12-01T07:00:00.000Z INFO  controller assigned
+ * node=a podCIDRs=…"). The per-pod plugin does not use this (see src/cni/failure-log.ts).
+ */
+import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
+
+export type { Logger } from 'pino';
+export type LogLevel = LevelWithSilent;
+export type LogFormat = 'text' | 'json';
+
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
+
+/** The ids a line may concern; any other field is printed too. */
+export interface LogFields {
+  readonly node?: string;
+  readonly pool?: string;
+  readonly handle?: string;
+  readonly [k: string]: unknown;
+}
+
+export interface LoggerOptions {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+  readonly component: string;
+  /** Where lines go (default: stderr, written synchronously so nothing is lost at exit). */
+  readonly destination?: { write(line: string): unknown };
+}
+
+/** Checks --log-level / --log-format text; throws TypeError naming the flag and value. */
+export function parseLogOptions(level: string, format: string): { level: LogLevel; format: LogFormat } {
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new TypeError(`invalid --log-level ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!(LOG_FORMATS as readonly string[]).includes(format)) throw new TypeError(`invalid --log-format ${JSON.stringify(format)}: expected text or json`);
+  return { level: level as LogLevel, format: format as LogFormat };
+}
+
+export function createLogger(o: LoggerOptions): Logger {
+  const out = o.destination ?? pino.destination({ fd: 2, sync: true });
+  const stream: DestinationStream = o.format === 'json' ? (out as DestinationStream) : { write: (line: string) => void out.write(textLine(line)) };
+  return pino(
+    {
+      level: o.level,
+      base: { component: o.component },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    stream,
+  );
+}
+
+const FIRST = ['time', 'level', 'component', 'msg'];
+
+/** One pino JSON line as text: time, level, component, message, then key=value (ids first). */
+export function textLine(json: string): string {
+  let r: Record<string, unknown>;
+  try {
+    r = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const ids = ['node', 'pool', 'handle'].filter((k) => r[k] !== undefined);
+  const rest = Object.keys(r).filter((k) => !FIRST.includes(k) && !ids.includes(k));
+  const kv = [...ids, ...rest].map((k) => `${k}=${fmt(r[k])}`);
+  const head = `${String(r.time)} ${String(r.level).toUpperCase().padEnd(5)} ${String(r.component)}`;
+  return `${[head, r.msg === undefined ? '' : String(r.msg), ...kv].filter((s) => s !== '').join(' ')}\n`;
+}
+
+function fmt(v: unknown): string {
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  return /^[^\s"=]*$/.test(s) ? s : JSON.stringify(s);
+}
+
+/** How services name ids inside their lines: node=NAME or node NAME, handle "H", pool NAME. */
+const ID_PATTERNS: readonly [string, RegExp][] = [
+  ['node', /\bnode[= ]"?([A-Za-z0-9][A-Za-z0-9.-]*)/],
+  ['handle', /\bhandle[= ]"([^"]+)"/],
+  ['pool', /\bpool[= ]"?([A-Za-z0-9][A-Za-z0-9._-]*)/],
+];
+
+/** Components that older code names as a "component: " prefix of its log lines. */
+const PREFIXES = ['controller', 'gc', 'http', 'kube', 'shutdown', 'agent'];
+
+/**
+ * Adapts the `(line, fields?) => void` callbacks the services take to `logger`: a known
+ * "component: " prefix becomes the component, ids given as fields (or written as node=NAME in
+ * the line) become fields, and lines reporting a failure are warnings.
+ */
+export function lineSink(logger: Logger): (line: string, fields?: LogFields) => void {
+  const children = new Map<string, Logger>();
+  const child = (c: string): Logger => {
+    let l = children.get(c);
+    if (!l) children.set(c, (l = logger.child({ component: c })));
+    return l;
+  };
+  return (line, fields) => {
+    const m = /^([a-z]+): (.*)$/s.exec(line);
+    const [l, msg] = m && PREFIXES.includes(m[1]!) ? [child(m[1]!), m[2]!] : [logger, line];
+    const ids: Record<string, unknown> = { ...fields };
+    for (const [k, re] of ID_PATTERNS) {
+      const found = ids[k] === undefined ? re.exec(msg) : null;
+      if (found) ids[k] = found[1];
+    }
+    const warn = /\b(fail|failed|failing|cannot|unavailable|giving up|error|skipping|refus)/i.test(msg);
+    if (warn) l.warn(ids, msg);
+    else l.info(ids, msg);
+  };
+}

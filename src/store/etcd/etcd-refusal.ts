@@ -1,0 +1,16 @@
+/**
+ * etcd refused a request itself (a gRPC error that says the request is wrong, not the
+ * member): every member would answer the same. Internal to the etcd back end: EtcdGateway
+ * turns it into StoreError.
+ */
+export class EtcdRefusal extends Error {
+  override readonly name = 'EtcdRefusal';
+  constructor(readonly endpoint: string, readonly path: string, readonly detail: string, readonly status: number, readonly code: number | undefined) {
+    super(`${endpoint} refused ${path}: ${detail} (HTTP ${status}, gRPC code ${code ?? 'none'})`);
+  }
+
+  /** The token was missing, expired or revoked: authenticating again may help. */
+  get tokenRejected(): boolean {
+    return /invalid auth token|user name is empty/.test(this.detail);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * scripts/test.mjs, run on a throw-away tree: it ends with `N passed, N failed, N skipped`,
+ * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
+ * and refuses a compiled test whose source is gone (a stale dist/).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from './helpers/plugin.js';
+import { withTempDir } from './helpers/tmp.js';
+
+const RUNNER = join(REPO_ROOT, 'scripts', 'test.mjs');
+
+function run(cwd: string, env: Record<string, string> = {}): { code: number | null; out: string } {
+  const e: NodeJS.ProcessEnv = { ...process.env, ...env };
+  if (!('PODIPAM_ALLOW_SKIP' in env)) delete e.PODIPAM_ALLOW_SKIP;
+  // The child runner must not inherit this process's test-runner context.
+  delete e.NODE_TEST_CONTEXT;
+  const r = spawnSync(process.execPath, [RUNNER], { cwd, env: e, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** A tree with dist/t/NAME.test.js (the body) and its source t/NAME.test.ts. */
+function put(dir: string, name: string, body: string): void {
+  mkdirSync(join(dir, 'dist', 't'), { recursive: true });
+  mkdirSync(join(dir, 't'), { recursive: true });
+  writeFileSync(join(dir, 'dist', 't', `${name}.test.js`), `import { test } from 'node:test';\n${body}\n`);
+  writeFileSync(join(dir, 't', `${name}.test.ts`), '');
+}
+
+test('test runner: closing counts; a skip fails the run unless PODIPAM_ALLOW_SKIP=1; a failure fails it; a stale build is refused', () =>
+  withTempDir('runner', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    put(dir, 'ok', "test('passes', () => {});\ntest('nested', async (t) => { await t.test('inner', () => {}); });");
+    let r = run(dir);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^3 passed, 0 failed, 0 skipped$/m);
+
+    put(dir, 'skips', "test('needs a thing', { skip: 'no thing here' }, () => {});\ntest('later', { todo: true }, () => {});");
+    r = run(dir);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /^3 passed, 0 failed, 2 skipped$/m);
+    assert.match(r.out, /^skipped: needs a thing \(.*skips\.test\.js\): no thing here$/m);
+    r = run(dir, { PODIPAM_ALLOW_SKIP: '1' });
+    assert.equal(r.code, 0, r.out);
+
+    put(dir, 'fails', "test('fails', () => { throw new Error('boom'); });");
+    r = run(dir, { PODIPAM_ALLOW_SKIP: '1' });
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /^3 passed, 1 failed, 2 skipped$/m);
+
+    rmSync(join(dir, 't', 'fails.test.ts'));
+    r = run(dir, { PODIPAM_ALLOW_SKIP: '1' });
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /stale build: no source for dist\/t\/fails\.test\.js/);
+  }));
