@@ -191,3 +191,69 @@ test('podipam agent refuses bad warm-pool flags with the flag and the value', ()
     dir.remove();
   }
 });
+
+test('etcd down: pods keep starting and stopping from the warm pool; the write-behind queue drains after etcd returns; check clean', { timeout: 300_000 }, async (t) => {
+  requireShim();
+  const dir = makeTempDir('agent-warm-outage');
+  const etcd = await startEtcd({ members: 1 });
+  let agent: RunningAgent | undefined;
+  try {
+    const url = etcd.url;
+    for (const [name, cidr] of [['o4', '10.213.0.0/16'], ['o6', 'fd00:213::/64']] as const) {
+      const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const socket = join(dir.path, 'run', 'agent.sock');
+    agent = await startAgent(socket, ['--node', 'onode', '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '16', '--max-idle', '32', '--capacity', '64', '--cooldown', '1s']);
+    for (let i = 0; ; i++) {
+      const s = await agent.status();
+      if ((s.warmPool?.pools.ipv4?.idle ?? 0) >= 16) break;
+      assert.ok(i < 200, `not preloaded: ${JSON.stringify(s.warmPool)}`);
+      await sleep(25);
+    }
+    const call = (command: string, pod: number): PluginCall => ({
+      command,
+      containerId: `opod${pod}`,
+      ifname: 'eth0',
+      config: { cniVersion: '1.0.0', name: 'outage-net', ipam: { type: 'podipam', agent: socket } },
+      env: { PODIPAM_PLUGIN: '' },
+    });
+    await etcd.members[0]!.kill();
+    const got: string[] = [];
+    for (let pod = 0; pod < 10; pod++) {
+      const t0 = performance.now();
+      const r = await runPlugin(SHIM_BIN, call('ADD', pod));
+      assert.equal(r.code, 0, `ADD ${pod} with etcd down: ${r.stdout}`);
+      assert.ok(performance.now() - t0 < 1500, `ADD ${pod} took ${performance.now() - t0} ms`);
+      got.push(...(JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address));
+    }
+    assert.equal(new Set(got).size, 20);
+    for (let pod = 0; pod < 4; pod++) assert.equal((await runPlugin(SHIM_BIN, call('DEL', pod))).code, 0);
+    await sleep(600);
+    const down = await agent.status();
+    t.diagnostic(`etcd down: ${JSON.stringify(down.warmPool)}`);
+    assert.ok(down.warmPool!.writeBehindDepth >= 10, `pod records queued: ${down.warmPool!.writeBehindDepth}`);
+    await etcd.members[0]!.restart();
+    let up = await agent.status();
+    for (let i = 0; i < 200 && up.warmPool!.writeBehindDepth > 0; i++) {
+      await sleep(100);
+      up = await agent.status();
+    }
+    t.diagnostic(`etcd back: ${JSON.stringify(up.warmPool)}`);
+    assert.equal(up.warmPool!.writeBehindDepth, 0, 'the write-behind queue drained');
+    const store = await openStore(url);
+    try {
+      assert.equal((await store.list('agent-pods/onode/')).length, 6, 'the six pods still running are recorded');
+    } finally {
+      await store.close();
+    }
+    for (let pod = 4; pod < 10; pod++) assert.equal((await runPlugin(SHIM_BIN, call('DEL', pod))).code, 0);
+    const check = runCliSync(url, ['ipam', 'check', '--json']);
+    assert.equal(check.code, 0, check.stderr);
+    assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
+  } finally {
+    await agent?.kill();
+    await etcd.stop();
+    dir.remove();
+  }
+});
