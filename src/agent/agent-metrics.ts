@@ -25,6 +25,29 @@ export class AgentMetrics {
     new Gauge({ name: 'podipam_agent_in_flight', help: 'CNI calls being served', registers, collect() { this.set(agent()?.stats.inFlight ?? 0); } });
     new Gauge({ name: 'podipam_agent_datastore_round_trips', help: 'datastore round trips (reads, lists, transactions) since start', registers, collect() { this.set(agent()?.cluster.roundTrips() ?? 0); } });
     new Gauge({ name: 'podipam_agent_group_commits', help: 'transactions that carried several ADDs (group commit)', registers, collect() { this.set(agent()?.cluster.groups.batches ?? 0); } });
+    const warm = (): import('./warm-service.js').WarmStatus | undefined => agent()?.warm?.report();
+    new Gauge({
+      name: 'podipam_agent_warm_addresses',
+      help: 'warm pool addresses by family and state (idle, in_use, returning, pending)',
+      labelNames: ['family', 'state'],
+      registers,
+      collect() {
+        for (const [family, c] of Object.entries(warm()?.pools ?? {})) {
+          for (const [state, v] of [['idle', c.idle], ['in_use', c.inUse], ['returning', c.returning], ['pending', c.pending]] as const) this.set({ family, state }, v);
+        }
+      },
+    });
+    new Gauge({ name: 'podipam_agent_warm_capacity', help: 'warm pool capacity per family', registers, collect() { this.set(warm()?.capacity ?? 0); } });
+    const counter = (name: string, help: string, pick: (w: import('./warm-service.js').WarmStatus) => number): void => {
+      new Gauge({ name, help, registers, collect() { const w = warm(); this.set(w ? pick(w) : 0); } });
+    };
+    counter('podipam_agent_warm_hits', 'ADDs served from the warm pool without a datastore round trip', (w) => w.hits);
+    counter('podipam_agent_warm_misses', 'ADDs that found the warm pool empty and waited for a refill', (w) => w.misses);
+    counter('podipam_agent_warm_refill_transactions', 'warm pool refill transactions', (w) => w.refillTxns);
+    counter('podipam_agent_warm_return_transactions', 'warm pool return transactions', (w) => w.returnTxns);
+    counter('podipam_agent_warm_write_behind_depth', 'pod records queued for the datastore', (w) => w.writeBehindDepth);
+    counter('podipam_agent_warm_write_behind_age_seconds', 'age of the oldest queued pod record', (w) => w.writeBehindAgeMs / 1000);
+    counter('podipam_agent_warm_dropped_on_reconcile', 'resource DB addresses dropped at start because the datastore no longer held them', (w) => w.droppedOnReconcile);
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(agent()?.cluster.groups.adds ?? 0); } });
   }
 

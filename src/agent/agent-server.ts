@@ -20,6 +20,7 @@ import type { BackendHost } from '../cni/ipam-backend.js';
 import { errorJson, pluginCall } from '../cni/plugin-call.js';
 import { AgentStats, type AgentStatus } from './agent-stats.js';
 import { ClusterServices } from './cluster-services.js';
+import type { WarmOptions, WarmService } from './warm-service.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from './frame.js';
 import { peerCredentials, tryLockExclusive } from './native.js';
 
@@ -37,6 +38,11 @@ export interface AgentOptions {
   readonly allowUids?: readonly number[];
   /** A datastore to open at start (cluster mode), so the first pod pays nothing for it. */
   readonly datastore?: string;
+  /**
+   * Run the warm-pool back end (configs with only `ipam.agent`) on `datastore` for `node`
+   * (requires `datastore`).
+   */
+  readonly warm?: Omit<WarmOptions, 'datastore' | 'node' | 'log'>;
   /** Called once per finished call (metrics). */
   readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
   /** Diagnostics (a refused peer, a bad request). */
@@ -55,7 +61,8 @@ export class Agent {
   readonly #server: Server;
   readonly #lockFd: number;
   readonly #allowed: Set<number>;
-  readonly #host: BackendHost;
+  #host: BackendHost;
+  warm: WarmService | undefined;
   readonly #conns = new Set<Socket>();
   #idle: (() => void) | undefined;
   #closing = false;
@@ -91,6 +98,20 @@ export class Agent {
       // Open it now; a datastore that is down is retried by the first call that needs it.
       await agent.cluster.run(opts.datastore, opts.node, async () => undefined).catch((e: Error) => opts.log?.('warn', 'datastore not reachable yet', { datastore: opts.datastore, error: e.message }));
     }
+    if (opts.warm) {
+      if (!opts.datastore) throw new AgentStartError('the warm pool needs --datastore');
+      const { WarmService } = await import('./warm-service.js');
+      let warm: WarmService;
+      try {
+        warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);
+      } catch (e) {
+        await agent.close();
+        throw new AgentStartError(`warm pool: ${(e as Error).message}`);
+      }
+      agent.warm = warm;
+      agent.#host = { ...agent.#host, warm };
+      await warm.start();
+    }
     return agent;
   }
 
@@ -110,6 +131,7 @@ export class Agent {
         groupedAdds: this.cluster.groups.adds,
         open: this.cluster.datastores(),
       },
+      ...(this.warm ? { warmPool: this.warm.report() } : {}),
     };
   }
 
@@ -123,6 +145,7 @@ export class Agent {
     }
     for (const c of this.#conns) c.destroy();
     await closed;
+    await this.warm?.close();
     await this.cluster.close();
     try {
       unlinkSync(this.#opts.socket);
@@ -252,7 +275,8 @@ function backendOf(text: string, verb: string): string | undefined {
     if (!isObject(ipam)) return undefined;
     const ranges = goField(ipam, 'ranges') ?? goField(ipam, 'subnet');
     if (ranges !== undefined) return JSON.stringify(ranges).includes('usePodCidr') ? 'usePodCidr' : 'local';
-    return goField(ipam, 'datastore') !== undefined ? 'cluster' : undefined;
+    if (goField(ipam, 'datastore') !== undefined) return 'cluster';
+    return goField(ipam, 'agent') !== undefined ? 'warm' : undefined;
   } catch {
     return undefined;
   }

@@ -7,6 +7,12 @@ export function formatAgentStatus(s: AgentStatus): string {
     `back ends: ${Object.entries(s.backends).map(([b, n]) => `${b} ${n}`).join(', ') || 'none used yet'}`,
     `datastore: ${s.datastore.open.length} open, ${s.datastore.roundTrips} round trips, ${s.datastore.groupCommits} group commits carrying ${s.datastore.groupedAdds} ADDs`,
   ];
+  const w = s.warmPool;
+  if (w) {
+    const fam = Object.entries(w.pools).map(([f, c]) => `${f} idle ${c.idle}, in use ${c.inUse}, returning ${c.returning}, pending ${c.pending}`).join('; ');
+    lines.push(`warm pool${w.ready ? '' : ' (not ready)'}: min/max idle ${w.minIdle}/${w.maxIdle}, capacity ${w.capacity}; ${fam || 'no family yet'}`);
+    lines.push(`warm pool: ${w.hits} hits, ${w.misses} misses, ${w.refillTxns} refill txns (${w.refilled} addresses), ${w.returnTxns} return txns (${w.returned}), write-behind ${w.writeBehindDepth} queued (oldest ${w.writeBehindAgeMs} ms), ${w.writeTxns} write txns${w.lastError ? `; last error: ${w.lastError}` : ''}`);
+  }
   for (const [verb, results] of Object.entries(s.requests)) {
     const l = s.latencyMs[verb];
     const counts = Object.entries(results).map(([r, n]) => `${r} ${n}`).join(', ');

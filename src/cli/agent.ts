@@ -4,7 +4,8 @@
  */
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { parseListen } from './serve.js';
+import type { WarmOptions } from '../agent/warm-service.js';
+import { parseDuration, parseListen } from './serve.js';
 import { UsageError } from './usage-error.js';
 
 interface AgentFlags {
@@ -14,6 +15,12 @@ interface AgentFlags {
   dataDir?: string;
   metricsListen: string;
   allowUid: string[];
+  pools?: string;
+  minIdle?: string;
+  maxIdle?: string;
+  capacity?: string;
+  cooldown?: string;
+  stickyFor?: string;
 }
 
 const DEFAULT_SOCKET = '/run/podipam/agent.sock';
@@ -27,6 +34,12 @@ export function registerAgent(program: Command): void {
     .option('--data-dir <dir>', "the agent's own state directory (default: /var/lib/podipam/agent)")
     .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
     .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--pools <a,b>', 'warm pool: allocate from these pools, in order (default: every enabled pool selecting the node)')
+    .option('--min-idle <n>', 'warm pool: keep at least N idle addresses per family (turns the warm pool on; needs --datastore)')
+    .option('--max-idle <n>', 'warm pool: return idle addresses above N (default: --min-idle)')
+    .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
+    .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
+    .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const datastore = (cmd.optsWithGlobals() as { datastore?: string }).datastore ?? process.env.PODIPAM_DATASTORE;
       const { cliLogger } = await import('./cli-logger.js');
@@ -75,11 +88,12 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
       throw new UsageError(`invalid --datastore ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
     }
   }
+  const warm = await warmFlags(flags);
   const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
-  agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, onCall: (c) => metrics.observe(c), log });
+  agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
   const http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
   log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
   await new Promise<void>((resolve) => {
@@ -93,4 +107,37 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/** The warm-pool options from the flags (undefined when none is given); UsageError naming the flag. */
+async function warmFlags(flags: AgentFlags & { datastore?: string }): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
+  const given = flags.minIdle !== undefined || flags.maxIdle !== undefined || flags.capacity !== undefined || flags.pools !== undefined;
+  if (!given) return undefined;
+  if (flags.datastore === undefined) throw new UsageError('the warm pool (--min-idle, --max-idle, --capacity, --pools) needs --datastore URL');
+  const count = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    if (!/^[0-9]{1,6}$/.test(v)) throw new UsageError(`invalid ${flag} ${JSON.stringify(v)}: expected a non-negative integer`);
+    return Number(v);
+  };
+  const minIdle = count('--min-idle', flags.minIdle) ?? 0;
+  const maxIdle = count('--max-idle', flags.maxIdle) ?? minIdle;
+  const capacity = count('--capacity', flags.capacity) ?? Math.max(256, maxIdle);
+  if (minIdle > maxIdle) throw new UsageError(`invalid --min-idle ${minIdle}: must not exceed --max-idle (${maxIdle})`);
+  if (maxIdle > capacity) throw new UsageError(`invalid --max-idle ${maxIdle}: must not exceed --capacity (${capacity})`);
+  if (capacity < 1) throw new UsageError('invalid --capacity 0: the warm pool must hold at least one address');
+  const cooldownMs = parseDuration('--cooldown', flags.cooldown ?? '30s');
+  const stickyForMs = parseDuration('--sticky-for', flags.stickyFor ?? '10m');
+  let pools: string[] | undefined;
+  if (flags.pools !== undefined) {
+    pools = flags.pools.split(',').map((p) => p.trim());
+    if (pools.some((p) => p === '')) throw new UsageError(`invalid --pools ${JSON.stringify(flags.pools)}: expected comma-separated pool names`);
+  }
+  const { warmPoolConfig } = await import('../agent/warm-service.js');
+  try {
+    warmPoolConfig({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs }, 4);
+  } catch (e) {
+    throw new UsageError(`invalid warm pool options: ${(e as Error).message}`);
+  }
+  const dataDir = flags.dataDir ?? '/var/lib/podipam/agent';
+  return { dataDir, minIdle, maxIdle, capacity, cooldownMs, stickyForMs, ...(pools ? { pools } : {}) };
 }

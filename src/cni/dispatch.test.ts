@@ -47,7 +47,8 @@ test('env and verb errors come before anything is read or written', async () => 
   await rejects(call('ADD', { name: 'n' }, { CNI_IFNAME: 'a/b' }), 4, 'interface name contains / or : or whitespace characters');
   await rejects(call('ADD', '{"name":'), 6, /^error unmarshall network config/);
   await rejects(call('ADD', { cniVersion: '1.0.0', name: 'n' }), 7, "IPAM config missing 'ipam' key");
-  await rejects(call('ADD', { cniVersion: '1.0.0', name: 'n', ipam: { agent: '/run/a.sock' } }), 7, /warm pool back end is not supported yet/);
+  // Only the agent runs the warm pool: outside one (the shim's standalone fallback) it is code 11.
+  await rejects(call('ADD', { cniVersion: '1.0.0', name: 'n', ipam: { agent: '/run/a.sock' } }), 11, /the warm pool lives in the podipam agent/);
 });
 
 test('ADD, CHECK, DEL and GC through the edge on a temp dataDir', async () => {

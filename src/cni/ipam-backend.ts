@@ -85,4 +85,6 @@ export interface BackendHost {
   readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
   /** The local back end waits for a busy directory lock without blocking the event loop. */
   readonly local?: { readonly asyncLockWait: boolean };
+  /** The agent's warm-pool back end (src/agent/warm-service.ts), when the agent runs one. */
+  readonly warm?: IpamBackend;
 }
