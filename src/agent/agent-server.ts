@@ -266,9 +266,20 @@ function errorCode(out: string): string {
   return m ? m[1]! : '?';
 }
 
+/** Configs seen recently and their back end: a node sends the same few configs again and again. */
+const backendByConfig = new Map<string, string | undefined>();
+
 /** Which back end a call used, from its config (for status and metrics). */
 function backendOf(text: string, verb: string): string | undefined {
   if (verb === 'VERSION') return undefined;
+  if (backendByConfig.has(text)) return backendByConfig.get(text);
+  const b = classify(text);
+  if (backendByConfig.size >= 64) backendByConfig.delete(backendByConfig.keys().next().value as string);
+  backendByConfig.set(text, b);
+  return b;
+}
+
+function classify(text: string): string | undefined {
   try {
     const conf: unknown = JSON.parse(text);
     const ipam = isObject(conf) ? goField(conf, 'ipam') : undefined;

@@ -15,16 +15,19 @@ import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer,
  * CniError (or anything, converted by `toCniError`). `host`: long-lived services when the
  * node agent runs the call (see BackendHost).
  */
+/** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
+let verbModules: Promise<[typeof import('./net-conf.js'), typeof import('./select-backend.js'), typeof import('./go-json.js'), typeof import('./cni-args.js')]> | undefined;
+
 export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost): Promise<string> {
   const cmd = readCmdEnv(env);
   if (cmd.command === 'VERSION') return versionAnswer();
   // Everything else needs these; loading them together lets the module loader overlap the reads.
-  const [{ decodeConfig, configVersion, toNetConf }, { selectBackend }, { goQuoteList }, { parseCniArgs }] = await Promise.all([
+  const [{ decodeConfig, configVersion, toNetConf }, { selectBackend }, { goQuoteList }, { parseCniArgs }] = await (verbModules ??= Promise.all([
     import('./net-conf.js'),
     import('./select-backend.js'),
     import('./go-json.js'),
     import('./cni-args.js'),
-  ]);
+  ]));
   const raw = decodeConfig(stdin());
   const verb = cmd.command;
   if (verb === 'ADD' || verb === 'DEL' || verb === 'CHECK') {

@@ -69,7 +69,9 @@ export class DiskStore {
 
   /** Creates `dir` (mode 0755, parents too) and opens its lock file; does not lock. */
   static open(dir: string): DiskStore {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    // stat first: the directory exists on every call but the first, and a failing mkdir costs
+    // an exception per call in a long-lived process (the agent).
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
     return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)));
   }
 
@@ -156,10 +158,16 @@ export class DiskStore {
   #writeTmp(tmp: string, content: string): void {
     const c = fs.constants;
     let fd: number;
+    const flags = c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW; // O_EXCL never follows a link or reuses what is there
     try {
-      this.#unlinkQuietly(TMP_FILE);
-      // O_EXCL never follows a link or reuses what is there.
-      fd = fs.openSync(tmp, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o644);
+      try {
+        fd = fs.openSync(tmp, flags, 0o644);
+      } catch (e) {
+        // A leftover of a killed writer (the locked scan removes those too): remove it, once.
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        this.#unlinkQuietly(TMP_FILE);
+        fd = fs.openSync(tmp, flags, 0o644);
+      }
     } catch (e) {
       throw ioError('create', tmp, e);
     }
