@@ -7,6 +7,10 @@
     {
       "target_name": "peercred",
       "sources": ["native/peercred.c"]
+    },
+    {
+      "target_name": "read_files",
+      "sources": ["native/read-files.c"]
     }
   ]
 }

@@ -58,6 +58,39 @@ export function addrOfName(name: string): Addr | undefined {
   return name.length <= 45 ? tryParseAddr(name) : undefined;
 }
 
+/** native/read-files.c: many small files in one call, with regular-file.ts's rules. */
+interface ReadFilesAddon {
+  readFiles(dir: string, names: readonly string[]): (string | { kind: string } | null)[];
+}
+
+/** What readFiles' kinds say, as regular-file.ts words them. */
+const KIND_TEXT: Record<string, string> = {
+  symlink: 'a symbolic link',
+  'fifo-or-device': 'a FIFO or device',
+  directory: 'a directory',
+  fifo: 'a FIFO',
+  socket: 'a socket',
+  char: 'a character device',
+  block: 'a block device',
+  other: 'not a regular file',
+};
+
+let readFiles: ReadFilesAddon | null | undefined;
+
+/** The addon (dist/src/local → build/Release), or null: then each file is read with node:fs. */
+function readFilesAddon(): ReadFilesAddon | null {
+  if (readFiles === undefined) {
+    try {
+      const mod = { exports: {} as ReadFilesAddon };
+      process.dlopen(mod, decodeURIComponent(new URL('../../../build/Release/read_files.node', import.meta.url).pathname));
+      readFiles = mod.exports;
+    } catch {
+      readFiles = null;
+    }
+  }
+  return readFiles;
+}
+
 export class DiskStore {
   readonly dir: string;
   readonly #lock: FileLock;
@@ -104,6 +137,7 @@ export class DiskStore {
     const entries = fs.readdirSync(this.dir, { withFileTypes: true })
       .filter((d) => !d.isDirectory())
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const regular: string[] = [];
     for (const d of entries) {
       const name = d.name;
       if (name === LOCK_FILE) continue;
@@ -111,23 +145,34 @@ export class DiskStore {
         this.#unlinkQuietly(TMP_FILE);
         continue;
       }
-      const file = path.join(this.dir, name);
       if (!d.isFile()) {
-        out.push({ name, content: undefined, refused: notRegular(file, kindOf(d)) });
+        out.push({ name, content: undefined, refused: notRegular(path.join(this.dir, name), kindOf(d)) });
         continue;
       }
+      regular.push(name);
+    }
+    const native = readFilesAddon();
+    const read = native ? native.readFiles(this.dir, regular) : undefined;
+    regular.forEach((name, i) => {
+      const file = path.join(this.dir, name);
       let content: string | undefined;
       let refused: CniError | undefined;
-      try {
-        content = readRegular(file);
-      } catch (e) {
-        // Swapped for a link or FIFO since readdir: refused. Otherwise unreadable: matches
-        // nobody, still occupies its name (as host-local).
-        if (e instanceof CniError) refused = e;
-        content = undefined;
+      if (read) {
+        // Swapped for a link or FIFO since readdir: refused. null: unreadable, matches nobody,
+        // still occupies its name (as host-local).
+        const r = read[i];
+        if (typeof r === 'string') content = r;
+        else if (r) refused = notRegular(file, KIND_TEXT[r.kind] ?? 'not a regular file');
+      } else {
+        try {
+          content = readRegular(file);
+        } catch (e) {
+          if (e instanceof CniError) refused = e;
+        }
       }
       out.push(refused ? { name, content, refused } : { name, content });
-    }
+    });
+    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return out;
   }
 
