@@ -15,6 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Largest file returned: a reservation file is a container id and an ifname. */
+#define MAX_FILE (1 << 20)
+
 static napi_value kind(napi_env env, const char *k) {
   napi_value o, v;
   napi_create_object(env, &o);
@@ -54,6 +57,11 @@ static napi_value read_one(napi_env env, int dirfd, const char *name) {
     close(fd);
     return kind(env, kind_of_mode(st.st_mode));
   }
+  if (st.st_size > MAX_FILE) { /* no reservation file is this big: unreadable, never read whole */
+    close(fd);
+    napi_get_null(env, &out);
+    return out;
+  }
   size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 256, have = 0;
   char *buf = malloc(cap);
   for (;;) {
@@ -68,6 +76,7 @@ static napi_value read_one(napi_env env, int dirfd, const char *name) {
     if (r < 0) { free(buf); buf = NULL; break; }
     if (r == 0) break;
     have += (size_t)r;
+    if (have > MAX_FILE) { free(buf); buf = NULL; break; } /* grew while read */
   }
   close(fd);
   if (!buf) {

@@ -98,7 +98,7 @@ static void log_failure(int code, const char *text) {
     snprintf(old, sizeof old, "%s.1", file);
     rename(file, old);
   }
-  char q[4][2100];
+  char q[4][6 * 1024 + 8]; /* a 1023-byte field escaped at most 6 bytes a byte */
   const char *vals[4] = {getenv("CNI_COMMAND"), getenv("CNI_CONTAINERID"), getenv("CNI_IFNAME"), text};
   for (int i = 0; i < 4; i++) {
     char cut[1024];
@@ -108,7 +108,7 @@ static void log_failure(int code, const char *text) {
   time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);
-  char line[9000];
+  char line[4 * (6 * 1024 + 8) + 512];
   int n = snprintf(line, sizeof line,
                    "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02dZ\",\"level\":\"error\",\"component\":\"cni-shim\",\"pid\":%d,"
                    "\"command\":%s,\"containerId\":%s,\"ifname\":%s,\"code\":%d,\"msg\":%s}\n",
@@ -147,7 +147,7 @@ static long env_ms(const char *name, long dflt) {
   if (!v || !*v) return dflt;
   char *end;
   long n = strtol(v, &end, 10);
-  if (*end || n <= 0) cni_fail(4, "$%s \"%s\": must be a positive number of milliseconds", name, v);
+  if (*end || n <= 0 || n > 86400000L) cni_fail(4, "$%s \"%s\": must be a number of milliseconds from 1 to 86400000", name, v);
   return n;
 }
 
@@ -259,6 +259,7 @@ static int key_is(const char *k, size_t kl, const char *want) {
   return strlen(want) == kl && strncasecmp(k, want, kl) == 0;
 }
 
+/* have: 0 no ipam.agent, 1 usable path, 2 present but unusable (escaped, too long, not absolute). */
 struct found { char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64]; int have; };
 
 static int agent_member(const char *k, size_t kl, struct scan *s, void *ctx) {
@@ -267,10 +268,13 @@ static int agent_member(const char *k, size_t kl, struct scan *s, void *ctx) {
     const char *v;
     size_t vl;
     if (!skip_string(s, &v, &vl)) return 0;
-    if (memchr(v, '\\', vl) == NULL && vl < sizeof f->path) { /* escaped paths: left to the agent's error */
+    /* The last occurrence wins, as Go's encoding/json decodes duplicate keys. */
+    if (memchr(v, '\\', vl) == NULL && vl < sizeof f->path && vl > 0 && v[0] == '/') {
       memcpy(f->path, v, vl);
       f->path[vl] = 0;
       f->have = 1;
+    } else {
+      f->have = 2;
     }
     return 1;
   }
@@ -278,7 +282,10 @@ static int agent_member(const char *k, size_t kl, struct scan *s, void *ctx) {
 }
 
 static int top_member(const char *k, size_t kl, struct scan *s, void *ctx) {
-  if (key_is(k, kl, "ipam") && s->p < s->end && *s->p == '{') return each_member(s, agent_member, ctx);
+  if (key_is(k, kl, "ipam") && s->p < s->end && *s->p == '{') {
+    ((struct found *)ctx)->have = 0; /* a later "ipam" replaces an earlier one */
+    return each_member(s, agent_member, ctx);
+  }
   return skip_value(s);
 }
 
@@ -287,7 +294,8 @@ static const char *socket_path(const char *in, size_t len, struct found *f) {
   struct scan s = {in, in + len, 0};
   f->have = 0;
   each_member(&s, top_member, f); /* invalid JSON: the agent (or plugin) reports it */
-  if (f->have) return f->path;
+  if (f->have == 2) cni_fail(7, "ipam.agent: must be the absolute path of the agent's unix socket, without escapes, shorter than %zu bytes", sizeof(((struct sockaddr_un *)0)->sun_path));
+  if (f->have == 1) return f->path;
   const char *e = getenv("PODIPAM_AGENT_SOCKET");
   return e && *e ? e : DEFAULT_SOCKET;
 }
@@ -375,7 +383,7 @@ int main(void) {
   if (rc != 0 && errno == EAGAIN) { /* backlog full: wait, bounded */
     while (rc != 0 && errno == EAGAIN && now_ms() < deadline) {
       struct timespec ts = {0, 5000000};
-      nanosleep(&ts, NULL);
+      nanosleep(&ts, NULL); /* interrupted or not: try again until the deadline */
       rc = connect(fd, (struct sockaddr *)&addr, sizeof addr);
     }
   }

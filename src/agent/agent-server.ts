@@ -198,7 +198,10 @@ export class Agent {
         answer(0, `${JSON.stringify(this.status())}\n`);
         return;
       }
-      void this.#call(req.call.env, req.call.stdin).then((a) => answer(a.status, a.out));
+      void this.#call(req.call.env, req.call.stdin).then(
+        (a) => answer(a.status, a.out),
+        (e: unknown) => answer(1, errorJson(e)),
+      );
     });
     sock.on('end', () => clearTimeout(timer));
   }
@@ -206,7 +209,9 @@ export class Agent {
   async #call(env: Record<string, string>, stdin: Buffer): Promise<{ status: number; out: string }> {
     const t0 = performance.now();
     this.stats.inFlight++;
-    const callEnv: Record<string, string> = { ...env };
+    // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
+    const callEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) if (k.startsWith('CNI_') || k.startsWith('PODIPAM_') || k === 'NODENAME') callEnv[k] = v;
     if (!callEnv.NODENAME) callEnv.NODENAME = this.#opts.node;
     const text = stdin.toString('utf8');
     const verb = env.CNI_COMMAND ?? '';
@@ -216,7 +221,11 @@ export class Agent {
       const ms = performance.now() - t0;
       const backend = backendOf(text, verb);
       this.stats.record(verb || 'none', result, ms, backend);
-      this.#opts.onCall?.({ verb: verb || 'none', result, ms, backend });
+      try {
+        this.#opts.onCall?.({ verb: verb || 'none', result, ms, backend });
+      } catch (e) {
+        this.#opts.log?.('error', 'metrics hook failed', { error: (e as Error).message }); // never the call's answer
+      }
       return a;
     } finally {
       this.stats.inFlight--;

@@ -101,7 +101,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         const first = q.jobs[0]!;
         if (first.kind === 'run') {
           q.jobs.shift();
-          await first.fn(d.ipam).then(first.resolve, first.reject);
+          // A callback that throws synchronously settles its own job, never the loop.
+          await Promise.resolve()
+            .then(() => first.fn(d.ipam))
+            .then(first.resolve, first.reject);
           continue;
         }
         let n = 0;
@@ -113,12 +116,21 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         }
         this.groups.batches++;
         this.groups.adds += group.length;
-        const outcomes = await d.ipam.assignMany(group[0]!.req.node, group.map((j) => j.req));
-        outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
+        try {
+          const outcomes = await d.ipam.assignMany(group[0]!.req.node, group.map((j) => j.req));
+          outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
+        } catch (e) {
+          for (const j of group) j.reject(e);
+        }
       }
     } finally {
       q.busy = false;
       if (q.jobs.length === 0) this.#queues.delete(key);
+      else {
+        // Jobs queued while an error unwound the loop: drain them too, never leave them waiting.
+        q.busy = true;
+        setImmediate(() => void this.#drain(datastore, key, q));
+      }
     }
   }
 

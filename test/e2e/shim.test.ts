@@ -86,6 +86,18 @@ test('no agent: the standalone fallback runs the TypeScript plugin with the same
   assert.match(errOf(r2.stdout).msg, /none2\.sock/);
 });
 
+test('ipam.agent that the shim cannot use as given (relative, escaped) is code 7, never another agent', () => {
+  for (const agent of ['run/agent.sock', '/tmp/a\\u0073.sock']) {
+    const r = runPluginSync(SHIM_BIN, localCall('r1', { agent }, { PODIPAM_AGENT_SOCKET: join(dir.path, 'none.sock'), PODIPAM_PLUGIN: '' }));
+    assert.equal(errOf(r.stdout).code, 7, `${agent}: ${r.stdout}`);
+    assert.match(errOf(r.stdout).msg, /ipam\.agent/);
+  }
+  // duplicate keys: the last one counts, as Go decodes them
+  const twice = `{"cniVersion":"1.0.0","name":"shimnet","ipam":{"type":"podipam","agent":"/nonexistent/first.sock","agent":"${join(dir.path, 'second.sock')}"}}`;
+  const r = runPluginSync(SHIM_BIN, { command: 'ADD', containerId: 'r2', ifname: 'eth0', config: twice, env: { PODIPAM_PLUGIN: '' } });
+  assert.match(errOf(r.stdout).msg, /second\.sock/);
+});
+
 test('an agent that accepts and never answers: code 11 after the answer timeout, never a hang', async () => {
   const f = await fakeAgent('silent', () => {});
   try {
