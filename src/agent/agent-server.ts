@@ -11,7 +11,7 @@
  * and the uids it was told to serve, no one else. `<socket>.lock` (flock, held for the agent's
  * life) keeps a second agent off the socket; a stale socket file of a killed agent is replaced.
  */
-import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
+import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { CniCode, CniError } from '../cni/errors.js';
@@ -99,7 +99,10 @@ export class Agent {
       await agent.cluster.run(opts.datastore, opts.node, async () => undefined).catch((e: Error) => opts.log?.('warn', 'datastore not reachable yet', { datastore: opts.datastore, error: e.message }));
     }
     if (opts.warm) {
-      if (!opts.datastore) throw new AgentStartError('the warm pool needs --datastore');
+      if (!opts.datastore) {
+        await agent.close(); // the socket and the lock are released for the next try
+        throw new AgentStartError('the warm pool needs --datastore');
+      }
       const { WarmService } = await import('./warm-service.js');
       let warm: WarmService;
       try {
@@ -110,7 +113,12 @@ export class Agent {
       }
       agent.warm = warm;
       agent.#host = { ...agent.#host, warm };
-      await warm.start();
+      try {
+        await warm.start();
+      } catch (e) {
+        await agent.close();
+        throw e;
+      }
     }
     return agent;
   }
@@ -244,7 +252,12 @@ function prepareSocketPath(socket: string): number {
   } catch (e) {
     throw new AgentStartError(`cannot create the socket directory ${dir}: ${(e as Error).message}`);
   }
-  const st = statSync(dir);
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new AgentStartError(`socket directory ${dir} is not a directory (a symbolic link?): refusing it`);
+  const me = process.getuid?.() ?? 0;
+  if (st.uid !== 0 && st.uid !== me) {
+    throw new AgentStartError(`socket directory ${dir} belongs to uid ${st.uid}, not root or uid ${me}: its owner could replace the socket`);
+  }
   if ((st.mode & 0o022) !== 0) {
     throw new AgentStartError(`socket directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}): use a private directory (0700 or 0755)`);
   }
