@@ -1,8 +1,9 @@
 /**
  * The native addons the agent uses: flock(2) (the same addon as the local back end) for its
  * single-instance lock, and SO_PEERCRED (native/peercred.c) to know who is calling.
- * dist/src/agent/native.js → <repo>/build/Release/*.node.
+ * Loaded through src/util/native-addon.ts.
  */
+import { loadAddon } from '../util/native-addon.js';
 interface FlockAddon {
   flock(fd: number, op: number): void;
   readonly LOCK_EX: number;
@@ -13,18 +14,10 @@ interface PeerCredAddon {
   peercred(fd: number): { pid: number; uid: number; gid: number };
 }
 
-function load<T>(name: string): T {
-  const mod = { exports: {} as T };
-  process.dlopen(mod, decodeURIComponent(new URL(`../../../build/Release/${name}.node`, import.meta.url).pathname));
-  return mod.exports;
-}
-
-let flockAddon: FlockAddon | undefined;
-let credAddon: PeerCredAddon | undefined;
 
 /** Takes an exclusive flock on `fd` without waiting; false when another process holds it. */
 export function tryLockExclusive(fd: number): boolean {
-  const a = (flockAddon ??= load<FlockAddon>('flock'));
+  const a = loadAddon<FlockAddon>('flock');
   try {
     a.flock(fd, a.LOCK_EX | a.LOCK_NB);
     return true;
@@ -36,5 +29,5 @@ export function tryLockExclusive(fd: number): boolean {
 
 /** The credentials of the process at the other end of the unix socket `fd`. */
 export function peerCredentials(fd: number): { pid: number; uid: number; gid: number } {
-  return (credAddon ??= load<PeerCredAddon>('peercred')).peercred(fd);
+  return loadAddon<PeerCredAddon>('peercred').peercred(fd);
 }

@@ -8,6 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fs } from '../cni/builtins.js';
+import { tryLoadAddon } from '../util/native-addon.js';
 
 interface FlockAddon {
   flock(fd: number, op: number): void;
@@ -16,21 +17,8 @@ interface FlockAddon {
   readonly LOCK_UN: number;
 }
 
-let addon: FlockAddon | null | undefined;
-
 function flockAddon(): FlockAddon | null {
-  if (addon === undefined) {
-    try {
-      // dist/src/cluster/node-lock.js → <repo>/build/Release/flock.node; process.dlopen, not
-      // createRequire, so the plugin does not start the CommonJS loader (~2 ms per pod).
-      const mod = { exports: {} as FlockAddon };
-      process.dlopen(mod, decodeURIComponent(new URL('../../../build/Release/flock.node', import.meta.url).pathname));
-      addon = mod.exports;
-    } catch {
-      addon = null;
-    }
-  }
-  return addon;
+  return tryLoadAddon<FlockAddon>('flock');
 }
 
 export class NodeLock {

@@ -23,6 +23,7 @@ import { fs, path } from '../cni/builtins.js';
 import { CniError } from '../cni/errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
+import { tryLoadAddon } from '../util/native-addon.js';
 import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
@@ -77,17 +78,9 @@ const KIND_TEXT: Record<string, string> = {
 
 let readFiles: ReadFilesAddon | null | undefined;
 
-/** The addon (dist/src/local → build/Release), or null: then each file is read with node:fs. */
+/** The addon, or null: then each file is read with node:fs. */
 function readFilesAddon(): ReadFilesAddon | null {
-  if (readFiles === undefined) {
-    try {
-      const mod = { exports: {} as ReadFilesAddon };
-      process.dlopen(mod, decodeURIComponent(new URL('../../../build/Release/read_files.node', import.meta.url).pathname));
-      readFiles = mod.exports;
-    } catch {
-      readFiles = null;
-    }
-  }
+  if (readFiles === undefined) readFiles = tryLoadAddon<ReadFilesAddon>('read_files');
   return readFiles;
 }
 

@@ -7,6 +7,7 @@
 import { fs } from '../cni/builtins.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { openRegular } from './regular-file.js';
+import { loadAddon } from '../util/native-addon.js';
 
 interface FlockAddon {
   flock(fd: number, op: number): void;
@@ -15,19 +16,8 @@ interface FlockAddon {
   readonly LOCK_UN: number;
 }
 
-let addon: FlockAddon | undefined;
-
 function flockAddon(): FlockAddon {
-  if (!addon) {
-    // dist/src/local/file-lock.js → <repo>/build/Release/flock.node. process.dlopen rather than
-    // createRequire(import.meta.url): same addon, without starting the CommonJS loader (~2 ms of
-    // every plugin start-up).
-    const file = decodeURIComponent(new URL('../../../build/Release/flock.node', import.meta.url).pathname);
-    const mod = { exports: {} as FlockAddon };
-    process.dlopen(mod, file);
-    addon = mod.exports;
-  }
-  return addon;
+  return loadAddon<FlockAddon>('flock');
 }
 
 /** How long ADD/DEL/CHECK/GC wait for the lock by default before answering code 11. */
