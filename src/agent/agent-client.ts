@@ -23,8 +23,8 @@ export interface CallOptions {
   readonly answerTimeoutMs?: number;
 }
 
-/** The environment a call carries to the agent: CNI_*, PODIPAM_* and NODENAME, as the shim sends. */
-export function forwardedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+/** The environment a call carries to the agent: CNI_*, PODIPAM_* and NODENAME, as the shim sends (and the agent accepts). */
+export function forwardedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     if (v !== undefined && (k.startsWith('CNI_') || k.startsWith('PODIPAM_') || k === 'NODENAME')) out[k] = v;

@@ -18,6 +18,7 @@ import { CniCode, CniError } from '../cni/errors.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import type { BackendHost } from '../cni/ipam-backend.js';
 import { errorJson, pluginCall } from '../cni/plugin-call.js';
+import { forwardedEnv } from './agent-client.js';
 import { AgentStats, type AgentStatus } from './agent-stats.js';
 import { ClusterServices } from './cluster-services.js';
 import type { WarmOptions, WarmService } from './warm-service.js';
@@ -218,8 +219,7 @@ export class Agent {
     const t0 = performance.now();
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
-    const callEnv: Record<string, string> = {};
-    for (const [k, v] of Object.entries(env)) if (k.startsWith('CNI_') || k.startsWith('PODIPAM_') || k === 'NODENAME') callEnv[k] = v;
+    const callEnv = forwardedEnv(env);
     if (!callEnv.NODENAME) callEnv.NODENAME = this.#opts.node;
     const text = stdin.toString('utf8');
     const verb = env.CNI_COMMAND ?? '';

@@ -49,12 +49,12 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
 
   roundTrips(): number {
     let n = this.#closedRoundTrips;
-    for (const d of this.#open_) n += d.store.roundTrips;
+    for (const d of this.#opened) n += d.store.roundTrips;
     return n;
   }
 
   /** Stores opened successfully (for their counters). */
-  readonly #open_ = new Set<Datastore>();
+  readonly #opened = new Set<Datastore>();
 
   /** Datastore URLs in use. */
   datastores(): string[] {
@@ -67,7 +67,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     for (const p of all) {
       try {
         const d = await p;
-        this.#open_.delete(d);
+        this.#opened.delete(d);
         this.#closedRoundTrips += d.store.roundTrips;
         await d.store.close();
       } catch {
@@ -141,7 +141,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/cluster-ipam.js')]);
         const store = await openStore(datastore);
         const d = { store, ipam: new ClusterIpam(store) };
-        this.#open_.add(d);
+        this.#opened.add(d);
         return d;
       })();
       this.#stores.set(datastore, p);

@@ -7,19 +7,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { BRIDGE_BIN, type PluginCall, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-
-function sh(cmd: string, args: readonly string[]): { ok: boolean; out: string } {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 10_000 });
-  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
-}
+import { ping, sh, waitDadDone } from '../helpers/netns.js';
 
 test('bridge + shim + agent: dual-stack pods ping each other over IPv4 and IPv6; CHECK and DEL through the shim', async (t) => {
   assert.equal(process.getuid?.(), 0, 'this test needs root (network namespaces)');
@@ -70,15 +64,12 @@ test('bridge + shim + agent: dual-stack pods ping each other over IPv4 and IPv6;
     t.diagnostic(`pods got ${v4.join(', ')} and ${v6.join(', ')}`);
     assert.equal(new Set([...v4, ...v6]).size, 6);
     // IPv6 addresses are usable once duplicate address detection has finished.
-    for (const pod of pods) {
-      for (let i = 0; i < 100 && sh('ip', ['-n', pod.ns, '-6', 'addr', 'show', 'tentative']).out.trim() !== ''; i++) await sleep(50);
-    }
+    for (const pod of pods) await waitDadDone(pod.ns);
     for (const [i, pod] of pods.entries()) {
-      for (const [peers, flag] of [[v4, '-4'], [v6, '-6']] as const) {
+      for (const peers of [v4, v6]) {
         const peer = peers[(i + 1) % pods.length]!;
-        let ping = sh('ip', ['netns', 'exec', pod.ns, 'ping', flag, '-c1', '-W2', peer]);
-        for (let attempt = 0; !ping.ok && attempt < 3; attempt++) ping = sh('ip', ['netns', 'exec', pod.ns, 'ping', flag, '-c1', '-W2', peer]);
-        assert.ok(ping.ok, `${pod.ns} cannot ping ${peer}:\n${ping.out}`);
+        const r = ping(pod.ns, peer);
+        assert.ok(r.ok, `${pod.ns} cannot ping ${peer}:\n${r.out}`);
       }
     }
     const check = runPluginSync(BRIDGE_BIN, call('CHECK', pods[2]!, { ...config, prevResult: results[2] }));

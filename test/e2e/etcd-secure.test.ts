@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startEtcd, type EtcdCluster } from '../helpers/etcd.js';
 import { clusterCall, PODIPAM_BIN, runCliSync, runPlugin, stdoutJson } from '../helpers/plugin.js';
-import { makeTestCerts, SERVER_NAME, type TestCerts } from '../helpers/test-certs.js';
+import { etcdTlsWith, makeTestCerts, SERVER_NAME, type TestCerts } from '../helpers/test-certs.js';
 import { makeTempDir, type TempDir } from '../helpers/tmp.js';
 import { api, startServe } from './serve-harness.js';
 
@@ -25,14 +25,7 @@ before(async () => {
   etcd = await startEtcd({
     members: 1,
     rootPassword: PASSWORD,
-    tls: {
-      caFile: certs.caFile,
-      certFile: certs.serverCert,
-      keyFile: certs.serverKey,
-      serverName: SERVER_NAME,
-      clientCertAuth: true,
-      client: { certFile: certs.clientCert, keyFile: certs.clientKey },
-    },
+    tls: etcdTlsWith(certs),
   });
 });
 after(async () => {

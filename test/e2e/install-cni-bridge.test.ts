@@ -14,12 +14,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PODIPAM_BIN, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { ping, sh } from '../helpers/netns.js';
 import { requireShim, SHIM_BIN, startAgent } from '../helpers/agent.js';
-
-function sh(cmd: string, args: readonly string[]): { ok: boolean; out: string } {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 10_000 });
-  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
-}
 
 test('install-cni --backend local, used as a runtime would: bridge + the installed shim (no agent: the plugin) give pods addresses in netns', () => {
   assert.equal(process.getuid?.(), 0, 'needs root (network namespaces)');
@@ -65,9 +61,8 @@ test('install-cni --backend local, used as a runtime would: bridge + the install
     assert.deepEqual(addrs, [`10.214.${octet}.2/24`, `10.214.${octet}.3/24`]);
     const shown = sh('ip', ['-n', pods[0]!.ns, 'addr', 'show', 'dev', 'eth0']);
     assert.ok(shown.out.includes(`inet ${addrs[0]}`), shown.out);
-    let ping = sh('ip', ['netns', 'exec', pods[0]!.ns, 'ping', '-c1', '-W1', addrs[1]!.split('/')[0]!]);
-    for (let i = 0; !ping.ok && i < 3; i++) ping = sh('ip', ['netns', 'exec', pods[0]!.ns, 'ping', '-c1', '-W1', addrs[1]!.split('/')[0]!]);
-    assert.ok(ping.ok, ping.out);
+    const pinged = ping(pods[0]!.ns, addrs[1]!.split('/')[0]!);
+    assert.ok(pinged.ok, pinged.out);
     const check = call('CHECK', pods[1]!, { prevResult: results[1] });
     assert.equal(check.code, 0, `CHECK: ${check.stdout} ${check.stderr}`);
     for (const pod of pods) {

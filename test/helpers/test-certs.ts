@@ -59,3 +59,15 @@ export function makeTestCerts(dir: string): TestCerts {
     otherCaFile: join(dir, 'other-ca.crt'),
   };
 }
+
+/** etcd's TLS settings for `certs`: HTTPS with SERVER_NAME, client certificates required (startEtcd's `tls`). */
+export function etcdTlsWith(certs: TestCerts) {
+  return {
+    caFile: certs.caFile,
+    certFile: certs.serverCert,
+    keyFile: certs.serverKey,
+    serverName: SERVER_NAME,
+    clientCertAuth: true,
+    client: { certFile: certs.clientCert, keyFile: certs.clientKey },
+  } as const;
+}

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
-import { makeTestCerts, SERVER_NAME, type TestCerts } from '../../../test/helpers/test-certs.js';
+import { etcdTlsWith, makeTestCerts, SERVER_NAME, type TestCerts } from '../../../test/helpers/test-certs.js';
 import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUrlError } from '../errors.js';
 import { openStore } from '../open-store.js';
@@ -22,14 +22,7 @@ before(async () => {
   certs = makeTestCerts(dir);
   etcd = await startEtcd({
     members: 1,
-    tls: {
-      caFile: certs.caFile,
-      certFile: certs.serverCert,
-      keyFile: certs.serverKey,
-      serverName: SERVER_NAME,
-      clientCertAuth: true,
-      client: { certFile: certs.clientCert, keyFile: certs.clientKey },
-    },
+    tls: etcdTlsWith(certs),
   });
 });
 after(async () => {
