@@ -11,6 +11,10 @@
     {
       "target_name": "read_files",
       "sources": ["native/read-files.c"]
+    },
+    {
+      "target_name": "dir_watch",
+      "sources": ["native/dir-watch.c"]
     }
   ]
 }

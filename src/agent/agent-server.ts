@@ -11,6 +11,7 @@
  * and the uids it was told to serve, no one else. `<socket>.lock` (flock, held for the agent's
  * life) keeps a second agent off the socket; a stale socket file of a killed agent is replaced.
  */
+import { ScanCache } from '../local/scan-cache.js';
 import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { dirname } from 'node:path';
@@ -63,6 +64,8 @@ export class Agent {
   readonly #lockFd: number;
   readonly #allowed: Set<number>;
   #host: BackendHost;
+  /** Local mode: each network directory's files, kept between calls (src/local/scan-cache.ts). */
+  readonly #scanCache = new ScanCache();
   warm: WarmService | undefined;
   readonly #conns = new Set<Socket>();
   #idle: (() => void) | undefined;
@@ -73,7 +76,7 @@ export class Agent {
     this.#server = server;
     this.#lockFd = lockFd;
     this.#allowed = new Set([0, process.getuid?.() ?? 0, ...(opts.allowUids ?? [])]);
-    this.#host = { cluster: this.cluster, local: { asyncLockWait: true } };
+    this.#host = { cluster: this.cluster, local: { asyncLockWait: true, scanCache: this.#scanCache } };
     server.on('connection', (s) => this.#serve(s));
   }
 
@@ -140,6 +143,7 @@ export class Agent {
         groupedAdds: this.cluster.groups.adds,
         open: this.cluster.datastores(),
       },
+      localScans: this.#scanCache.stats,
       ...(this.warm ? { warmPool: this.warm.report() } : {}),
     };
   }
@@ -156,6 +160,7 @@ export class Agent {
     await closed;
     await this.warm?.close();
     await this.cluster.close();
+    this.#scanCache.close();
     try {
       unlinkSync(this.#opts.socket);
     } catch {

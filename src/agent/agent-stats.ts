@@ -19,6 +19,8 @@ export interface AgentStatus {
   /** back end → calls ("local", "usePodCidr", "cluster"). */
   readonly backends: Record<string, number>;
   readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly open: readonly string[] };
+  /** Local mode's locked scans: whole directory reads, reads of what changed, names read again by those. */
+  readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number };
   /** The warm pool (when the agent runs one): see src/agent/warm-service.ts WarmStatus. */
   readonly warmPool?: import('./warm-service.js').WarmStatus;
 }

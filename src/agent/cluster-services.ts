@@ -4,11 +4,16 @@
  * one call at a time — as the node lock does between plugin processes — except that the ADDs
  * waiting in it when it becomes free are taken together and written as one transaction
  * (group commit: no added latency when idle, fewer transactions under a burst).
+ *
+ * `close` (the agent shutting down) refuses new calls and the ones still queued with code 11 (the
+ * runtime retries them on the next agent), waits for the calls already running to end, and only
+ * then closes the stores: no call ever runs on a closed store, and no store is opened after.
  */
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import type { AssignRequest, Assignment } from '../cluster/plan-assign.js';
 import type { Store } from '../store/index.js';
+import { CniCode, CniError } from '../cni/errors.js';
 
 /** Most ADDs combined into one transaction. */
 export const MAX_GROUP = 32;
@@ -34,6 +39,9 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   readonly #queues = new Map<string, { jobs: Job[]; busy: boolean }>();
   readonly groups = { batches: 0, adds: 0 };
   #closedRoundTrips = 0;
+  #closed = false;
+  /** Queues being drained right now (their running call ends before the stores close). */
+  readonly #draining = new Set<Promise<void>>();
 
   run<T>(datastore: string, node: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -62,6 +70,9 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    for (const q of this.#queues.values()) for (const j of q.jobs.splice(0)) j.reject(shuttingDown());
+    while (this.#draining.size > 0) await Promise.allSettled([...this.#draining]);
     const all = [...this.#stores.values()];
     this.#stores.clear();
     for (const p of all) {
@@ -77,6 +88,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   }
 
   #enqueue(datastore: string, node: string, job: Job): void {
+    if (this.#closed) return job.reject(shuttingDown());
     const key = `${datastore}\n${node}`;
     let q = this.#queues.get(key);
     if (!q) this.#queues.set(key, (q = { jobs: [], busy: false }));
@@ -85,7 +97,13 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     // Drain after the calls that arrived in this turn of the event loop have queued too: a
     // synchronous store (SQLite) never leaves a transaction in flight for them to wait behind.
     q.busy = true;
-    setImmediate(() => void this.#drain(datastore, key, q));
+    this.#schedule(datastore, key, q);
+  }
+
+  #schedule(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): void {
+    const running = new Promise<void>((resolve) => setImmediate(() => void this.#drain(datastore, key, q).finally(resolve)));
+    this.#draining.add(running);
+    void running.then(() => this.#draining.delete(running));
   }
 
   async #drain(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): Promise<void> {
@@ -129,12 +147,13 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       else {
         // Jobs queued while an error unwound the loop: drain them too, never leave them waiting.
         q.busy = true;
-        setImmediate(() => void this.#drain(datastore, key, q));
+        this.#schedule(datastore, key, q);
       }
     }
   }
 
   #open(datastore: string): Promise<Datastore> {
+    if (this.#closed) return Promise.reject(shuttingDown());
     let p = this.#stores.get(datastore);
     if (!p) {
       p = (async () => {
@@ -150,4 +169,8 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     }
     return p;
   }
+}
+
+function shuttingDown(): CniError {
+  return new CniError(CniCode.TryAgainLater, 'podipam agent: shutting down; try again (the next agent serves it)');
 }

@@ -83,8 +83,11 @@ export interface IpamBackend {
 export interface BackendHost {
   /** The cluster back end's services (see src/cluster/cluster-host.ts). */
   readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
-  /** The local back end waits for a busy directory lock without blocking the event loop. */
-  readonly local?: { readonly asyncLockWait: boolean };
+  /**
+   * The local back end waits for a busy directory lock without blocking the event loop, and
+   * remembers directories between calls (src/local/scan-cache.ts).
+   */
+  readonly local?: { readonly asyncLockWait: boolean; readonly scanCache?: import('../local/scan-cache.js').ScanCache };
   /** The agent's warm-pool back end (src/agent/warm-service.ts), when the agent runs one. */
   readonly warm?: IpamBackend;
 }

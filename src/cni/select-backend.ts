@@ -34,5 +34,5 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
     return createClusterBackend(conf, env, host?.cluster);
   }
   const { createLocalBackend } = await import('../local/local-backend.js');
-  return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false });
+  return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false, ...(host?.local?.scanCache ? { scanCache: host.local.scanCache } : {}) });
 }

@@ -23,6 +23,7 @@ import { fs, path } from '../cni/builtins.js';
 import { CniError } from '../cni/errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
+import type { ScanCache } from './scan-cache.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
 
@@ -30,6 +31,12 @@ const LAST_IP_PREFIX = 'last_reserved_ip.';
 const LOCK_FILE = 'lock';
 /** Written only under the lock, so one name suffices; host-local never reads it as an address. */
 const TMP_FILE = '.podipam-reserve.tmp';
+
+/** Which directory a path named when it was opened (a replaced directory has another). */
+export interface DirIdentity {
+  readonly dev: number;
+  readonly ino: number;
+}
 
 /** A file of the network directory: its name and its content (undefined when unreadable). */
 export interface StoreFile {
@@ -88,17 +95,29 @@ export class DiskStore {
   readonly dir: string;
   readonly #lock: FileLock;
 
-  private constructor(dir: string, lock: FileLock) {
+  readonly identity: DirIdentity;
+  readonly #cache: ScanCache | undefined;
+
+  private constructor(dir: string, lock: FileLock, identity: DirIdentity, cache: ScanCache | undefined) {
     this.dir = dir;
     this.#lock = lock;
+    this.identity = identity;
+    this.#cache = cache;
   }
 
-  /** Creates `dir` (mode 0755, parents too) and opens its lock file; does not lock. */
-  static open(dir: string): DiskStore {
+  /**
+   * Creates `dir` (mode 0755, parents too) and opens its lock file; does not lock. With a
+   * `cache` (the agent's), scans read only what changed since the cache last saw the directory.
+   */
+  static open(dir: string, cache?: ScanCache): DiskStore {
     // stat first: the directory exists on every call but the first, and a failing mkdir costs
     // an exception per call in a long-lived process (the agent).
-    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-    return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)));
+    let st = fs.statSync(dir, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+      st = fs.statSync(dir);
+    }
+    return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)), { dev: st.dev, ino: st.ino }, cache);
   }
 
   /** Takes the lock, waiting at most `timeoutMs` (CniError 11 after that; default: FileLock's). */
@@ -126,6 +145,11 @@ export class DiskStore {
    * is returned with `refused` set and no content (it is never opened).
    */
   scan(): StoreFile[] {
+    return this.#cache ? this.#cache.scan(this) : this.scanAll();
+  }
+
+  /** As `scan`, never from a cache. */
+  scanAll(): StoreFile[] {
     const out: StoreFile[] = [];
     const entries = fs.readdirSync(this.dir, { withFileTypes: true })
       .filter((d) => !d.isDirectory())
@@ -144,9 +168,35 @@ export class DiskStore {
       }
       regular.push(name);
     }
+    out.push(...this.#readRegular(regular));
+    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out;
+  }
+
+  /**
+   * What `scan` would list for each of `names` now: the file, or undefined for a name that is
+   * gone, a directory, the lock or a killed writer's temporary file (removed here, as `scan`
+   * does). For the scan cache, under the lock.
+   */
+  rescanNames(names: readonly string[]): Map<string, StoreFile | undefined> {
+    const out = new Map<string, StoreFile | undefined>();
+    const regular: string[] = [];
+    for (const name of names) {
+      if (name === TMP_FILE) this.#unlinkQuietly(TMP_FILE);
+      const st = name === LOCK_FILE || name === TMP_FILE ? undefined : fs.lstatSync(path.join(this.dir, name), { throwIfNoEntry: false });
+      if (!st || st.isDirectory()) out.set(name, undefined);
+      else if (!st.isFile()) out.set(name, { name, content: undefined, refused: notRegular(path.join(this.dir, name), kindOf(st)) });
+      else regular.push(name);
+    }
+    for (const f of this.#readRegular(regular)) out.set(f.name, f);
+    return out;
+  }
+
+  /** Reads files that readdir/lstat said are regular (a swap since then is refused, code 5). */
+  #readRegular(regular: readonly string[]): StoreFile[] {
     const native = readFilesAddon();
     const read = native ? native.readFiles(this.dir, regular) : undefined;
-    regular.forEach((name, i) => {
+    return regular.map((name, i) => {
       const file = path.join(this.dir, name);
       let content: string | undefined;
       let refused: CniError | undefined;
@@ -163,10 +213,8 @@ export class DiskStore {
           if (e instanceof CniError) refused = e;
         }
       }
-      out.push(refused ? { name, content, refused } : { name, content });
+      return refused ? { name, content, refused } : { name, content };
     });
-    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return out;
   }
 
   /**

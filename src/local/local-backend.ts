@@ -15,30 +15,36 @@ import { candidates, checkRequested, formatRangeSet, isExhausted, rangeIndexOf }
 import { type Addr, formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
 import { type LocalConfig, loadLocalConfig } from './config.js';
+import type { ScanCache } from './scan-cache.js';
 import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
 
-/** `asyncLockWait`: wait for a busy directory lock without blocking the event loop (the agent). */
-export function createLocalBackend(options: { readonly asyncLockWait?: boolean } = {}): IpamBackend {
-  return new LocalBackend(options.asyncLockWait ?? false);
+/**
+ * `asyncLockWait`: wait for a busy directory lock without blocking the event loop; `scanCache`:
+ * remember directories between calls and read only what changed (both: the agent).
+ */
+export function createLocalBackend(options: { readonly asyncLockWait?: boolean; readonly scanCache?: ScanCache } = {}): IpamBackend {
+  return new LocalBackend(options.asyncLockWait ?? false, options.scanCache);
 }
 
 export class LocalBackend implements IpamBackend {
   readonly #asyncLockWait: boolean;
+  readonly #cache: ScanCache | undefined;
 
-  constructor(asyncLockWait = false) {
+  constructor(asyncLockWait = false, scanCache?: ScanCache) {
     this.#asyncLockWait = asyncLockWait;
+    this.#cache = scanCache;
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
-    const ips = await withStore(cfg, this.#asyncLockWait, (store) => allocate(store, cfg, req));
+    const ips = await withStore(cfg, this.#asyncLockWait, this.#cache, (store) => allocate(store, cfg, req));
     return { ips, routes: cfg.routes, dns };
   }
 
   async del(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    await withStore(cfg, this.#asyncLockWait, (store) => {
+    await withStore(cfg, this.#asyncLockWait, this.#cache, (store) => {
       const files = store.scan();
       const errors: string[] = [];
       for (const f of releasable(files, req, cfg.rangeSets.length)) {
@@ -56,7 +62,7 @@ export class LocalBackend implements IpamBackend {
 
   async check(req: IpamRequest): Promise<void> {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
-    await withStore(cfg, this.#asyncLockWait, (store) => {
+    await withStore(cfg, this.#asyncLockWait, this.#cache, (store) => {
       const files = refuseUnsafe(store.scan());
       const mine = files.filter((f) => matchesAttachment(f.content, req.containerId, req.ifname));
       const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, req.containerId));
@@ -71,7 +77,7 @@ export class LocalBackend implements IpamBackend {
     const cfg = await loadLocalConfig(conf);
     const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
     const keepIds = new Set(valid.map((a) => a.containerId.trim()));
-    await withStore(cfg, this.#asyncLockWait, (store) => {
+    await withStore(cfg, this.#asyncLockWait, this.#cache, (store) => {
       const errors: string[] = [];
       for (const f of store.scan()) {
         if (f.refused) {
@@ -111,10 +117,10 @@ export class LocalBackend implements IpamBackend {
  * then code 11), always unlocks and closes. `fn` runs synchronously once the lock is held; with
  * `asyncWait` only the wait for a lock another process holds yields to the event loop.
  */
-async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, fn: (store: DiskStore) => T): Promise<T> {
+async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, cache: ScanCache | undefined, fn: (store: DiskStore) => T): Promise<T> {
   let store: DiskStore;
   try {
-    store = DiskStore.open(cfg.dir);
+    store = DiskStore.open(cfg.dir, cache);
   } catch (e) {
     if (e instanceof CniError) throw e;
     throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);

@@ -2,6 +2,7 @@
  * The host-local differential (test/helpers/differential.ts) through the native shim and
  * `podipam agent`: byte-identical stdout and directory contents on randomized sequences,
  * host-local and the agent taking turns on one directory, and the table of fixed and bad cases.
+ * Most of the agent's locked scans are served from its directory cache (read only what changed).
  * The shim's standalone fallback is off (PODIPAM_PLUGIN=""), so every answer came from the agent.
  */
 import { after, before, test } from 'node:test';
@@ -37,4 +38,8 @@ test('every call above was served by the agent (no fallback, no process per pod)
   const served = Object.values(s.requests).reduce((n, r) => n + Object.values(r).reduce((a, b) => a + b, 0), 0);
   assert.ok(served > 100, `the agent served ${served} calls: ${JSON.stringify(s.requests)}`);
   assert.ok((s.backends.local ?? 0) > 100, JSON.stringify(s.backends));
+  // Most locked scans came from the agent's directory cache (src/local/scan-cache.ts), so the
+  // byte-for-byte agreement above — host-local writing the same directory between the agent's
+  // turns — is agreement of the cache with host-local's writes.
+  assert.ok(s.localScans.incremental > s.localScans.full, `scans from the cache: ${JSON.stringify(s.localScans)}`);
 });

@@ -1,0 +1,42 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CniError } from '../cni/errors.js';
+import { ClusterServices } from './cluster-services.js';
+
+test('close refuses new and queued calls with code 11, lets the running call finish on an open store, then closes', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'podipam-cs-'));
+  try {
+    const url = `sqlite:${join(root, 'db.sqlite')}`;
+    const cs = new ClusterServices();
+    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    // The running call: still busy when close() begins, then reads the store.
+    const first = cs.run(url, 'n1', async (ipam) => {
+      started();
+      await gate;
+      return (await ipam.listPools()).map((p) => p.name);
+    });
+    const queued = cs.run(url, 'n1', (ipam) => ipam.listPools());
+    await running;
+    const closing = cs.close();
+    let closed = false;
+    void closing.then(() => (closed = true));
+    const code = (e: unknown) => (e instanceof CniError ? e.code : e);
+    await assert.rejects(queued, (e) => code(e) === 11, 'a queued call is refused with code 11');
+    await assert.rejects(cs.run(url, 'n2', (ipam) => ipam.listPools()), (e) => code(e) === 11, 'a new call is refused');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(closed, false, 'close waits for the running call');
+    release();
+    assert.deepEqual(await first, ['v4'], 'the running call finished on an open store');
+    await closing;
+    assert.deepEqual(cs.datastores(), [], 'no store is left open or reopened');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
