@@ -143,9 +143,10 @@ function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfi
   const files = refuseUnsafe(store.scan());
   const taken = new Set(files.map((f) => f.name));
   const held = files.flatMap((f) => {
-    const a = addrOfName(f.name);
+    // Content first: parsing every file's name as an address is the dearer test.
     const mine = matchesAttachment(f.content, req.containerId, req.ifname) || matchesLegacy(f.content, req.containerId);
-    return a && mine ? [a] : [];
+    const a = mine ? addrOfName(f.name) : undefined;
+    return a ? [a] : [];
   });
   const requests = [...cfg.requested];
   const reserved: string[] = [];
