@@ -57,7 +57,9 @@ async function tick(): Promise<void> {
 async function whoami(): Promise<void> {
   const w = await api<Whoami>('GET', '/whoami');
   state.role = w.role;
-  byId('token-banner').hidden = !(w.authRequired && w.role === 'none');
+  const needToken = w.authRequired && w.role === 'none';
+  byId('token-banner').hidden = !needToken;
+  if (needToken) setLive(false, 'token needed');
   byId('token-button').hidden = !w.authRequired && w.role === 'admin';
 }
 
