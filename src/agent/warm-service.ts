@@ -40,11 +40,9 @@ import type { ClusterServices } from './cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { planReconcile } from './plan-reconcile.js';
 import { type HeldRow, ResourceDb } from './resource-db.js';
+import { WARM_NETWORK, podRecordKey, warmHandlePrefix } from './warm-handle.js';
 
-/** The network name of every warm handle: a CNI network of this name must not use the cluster back end. */
-export const WARM_NETWORK = 'podipam-warm';
-/** Datastore prefix of the pod records written behind. */
-export const POD_RECORD_PREFIX = 'agent-pods/';
+export { WARM_NETWORK, POD_RECORD_PREFIX } from './warm-handle.js';
 /** Pool maintenance (plan → refill/return) period. */
 export const TICK_MS = 1000;
 /** Write-behind: the queue is drained this often (a pod's record lands within about this delay). */
@@ -551,7 +549,7 @@ export class WarmService implements IpamBackend {
   }
 
   #warmHandlePrefix(): string {
-    return cniHandleId(WARM_NETWORK, this.#o.node, '');
+    return warmHandlePrefix(this.#o.node);
   }
 
   #refillId(): string {
@@ -559,7 +557,7 @@ export class WarmService implements IpamBackend {
   }
 
   #podRecordKey(key: string): string {
-    return `${POD_RECORD_PREFIX}${this.#o.node}/${key}`;
+    return podRecordKey(this.#o.node, key);
   }
 
   #ipConfig(a: Addr): { address: string; gateway: string } {

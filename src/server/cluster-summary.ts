@@ -1,8 +1,9 @@
 /**
  * Server-side aggregation of the cluster store for the dashboard, the API and the metrics:
  * per pool and per block counts, per node block and address counts — never one row per
- * address. One pass over `pools/`, `blocks/` and `nodes/` (paged lists), reading each block's
- * JSON only for its CIDR, affinity and number of allocations. On a 150,000-pod store that is
+ * address. One pass over `pools/`, `blocks/`, `nodes/` and the agents' pod records (paged
+ * lists), reading each block's JSON only for its CIDR, affinity, number of allocations and
+ * which of them are idle in a warm pool (warm-usage.ts). On a 150,000-pod store that is
  * a few thousand block records; `SummaryCache` shares one pass between every caller for
  * `ttlMs`, so many open dashboards and a Prometheus scrape cost one read.
  */
@@ -14,6 +15,8 @@ import { listAll } from '../controller/list-all.js';
 import { decodeNodeRecord, NODE_PREFIX } from '../controller/node-record.js';
 import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
+import { POD_RECORD_PREFIX } from '../agent/warm-handle.js';
+import { idleInBlock, podAddresses } from './warm-usage.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -39,6 +42,8 @@ export interface BlockSummary {
   readonly prefix: Prefix;
   readonly node: string | null;
   readonly allocated: number;
+  /** Of `allocated`, addresses idle in a node agent's warm pool. */
+  readonly idle: number;
   /** Usable addresses in the block. */
   readonly capacity: number;
   /** The pool holding the block, or null for a block no pool covers (its pool was deleted). */
@@ -56,6 +61,10 @@ export interface NodeSummary {
   readonly blocks: number;
   /** Addresses allocated in the node's blocks. */
   readonly allocated: number;
+  /** Of `allocated`, addresses idle in a node agent's warm pool (warm-usage.ts). */
+  readonly idle: number;
+  /** Of `allocated`, addresses held for pods: allocated − idle. */
+  readonly inUse: number;
 }
 
 export interface ClusterSummary {
@@ -69,7 +78,8 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const [poolEntries, blockEntries, nodeEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)]);
+  const [poolEntries, blockEntries, nodeEntries, podEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX), listAll(store, POD_RECORD_PREFIX)]);
+  const inUseByAgents = podAddresses(podEntries);
   const pools: Pool[] = [];
   for (const e of poolEntries) {
     try {
@@ -85,10 +95,12 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     if (!prefix) continue;
     let node: string | null = null;
     let allocated = 0;
+    let idle = 0;
     try {
       const o = JSON.parse(e.value) as { affinity?: unknown; allocations?: unknown };
       node = typeof o.affinity === 'string' ? o.affinity : null;
       allocated = o.allocations && typeof o.allocations === 'object' ? Object.keys(o.allocations).length : 0;
+      idle = o.allocations && typeof o.allocations === 'object' ? idleInBlock(prefix, o.allocations, inUseByAgents) : 0;
     } catch {
       continue;
     }
@@ -99,15 +111,15 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       c.blocks += 1;
     }
     const capacity = Number(usableCount(prefix));
-    blocks.push({ cidr: formatPrefix(prefix), prefix, node, allocated, capacity, pool: pool?.name ?? null });
+    blocks.push({ cidr: formatPrefix(prefix), prefix, node, allocated, idle, capacity, pool: pool?.name ?? null });
   }
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
 
-  const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; blocks: number; allocated: number }>();
+  const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; blocks: number; allocated: number; idle: number }>();
   for (const e of nodeEntries) {
     try {
       const r = decodeNodeRecord(e.key, e.value);
-      nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0 });
+      nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0, idle: 0 });
     } catch {
       /* skipped, as listNodes does */
     }
@@ -116,11 +128,12 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     if (b.node === null) continue;
     let n = nodes.get(b.node);
     if (!n) {
-      n = { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0 };
+      n = { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0, idle: 0 };
       nodes.set(b.node, n);
     }
     n.blocks += 1;
     n.allocated += b.allocated;
+    n.idle += b.idle;
   }
 
   const poolSummaries: PoolSummary[] = pools.map((p) => {
@@ -140,7 +153,7 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       blockCapacity: Number(usableCount(blockAt(p.cidr, p.blockSize, 0n))),
     };
   });
-  const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n }));
+  const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle }));
   return {
     generatedAt: new Date().toISOString(),
     pools: poolSummaries,

@@ -4,7 +4,7 @@
  * `toHttpError` (the one mapping), bearer-token authorization by method, request timing into
  * the metrics. Handlers never touch `res`.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { HttpError, toHttpError } from './http-error.js';
 import { authorize, roleOf, type Role, type Tokens } from './auth.js';
 import type { Router } from './router.js';
@@ -18,6 +18,8 @@ export interface Ctx {
   readonly params: Readonly<Record<string, string>>;
   readonly query: URLSearchParams;
   readonly role: Role;
+  /** The request's headers (the dashboard's routes read If-None-Match). */
+  readonly headers: IncomingHttpHeaders;
   /** The JSON object body (read lazily; `{}` when empty). */
   body(): Promise<Body>;
 }
@@ -85,6 +87,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, o: HttpServerOp
       params: m.params,
       query: url.searchParams,
       role,
+      headers: req.headers,
       body: () => (bodyPromise ??= readBody(req)),
     };
     const out = await m.handler.run(ctx);

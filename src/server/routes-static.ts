@@ -2,16 +2,18 @@
  * Routes that are not the JSON resource API: the dashboard page and its assets (public: they
  * carry no data), /healthz (public), /metrics (read token), /api/v1/whoami (public: tells
  * the dashboard whether to ask for a token) and /api/v1 (an index of the routes).
+ *
+ * The dashboard is read from the build at start (dashboard-assets.ts). The page is revalidated
+ * on every load (`no-cache` + ETag, 304 when unchanged); its assets carry a content hash in
+ * their names (/assets/app-HASH.js, /assets/style-HASH.css), so they are `immutable`.
  */
 import { CONFIG_KEY } from '../cluster/keys.js';
 import type { ApiDeps } from './api-deps.js';
 import { authRequired } from './auth.js';
 import { DatastoreProbe } from './datastore-probe.js';
-import { APP_JS } from './dashboard/app-js.js';
-import { PAGE_HTML } from './dashboard/page-html.js';
-import { STYLE_CSS } from './dashboard/style-css.js';
+import { type Dashboard, type DashboardFile, etagMatches, loadDashboard } from './dashboard-assets.js';
 import { HttpError } from './http-error.js';
-import { RawResponse, type HandlerSpec } from './http-server.js';
+import { type Ctx, RawResponse, type HandlerSpec } from './http-server.js';
 import type { Router } from './router.js';
 
 /** Every route of the API, for GET /api/v1 and the README. */
@@ -25,7 +27,7 @@ export const API_INDEX: readonly string[] = [
   'GET    /api/v1/pools/:name/blocks             compact block map of the pool',
   'GET    /api/v1/blocks?pool=&node=&limit=&after=',
   'GET    /api/v1/blocks/:cidr                   one block with its allocations (cidr URL-encoded)',
-  'GET    /api/v1/nodes?q=&limit=&after=         nodes with pod CIDRs, block and address counts',
+  'GET    /api/v1/nodes?q=&limit=&after=         nodes with pod CIDRs, block and address counts (idle in a warm pool, in use)',
   'POST   /api/v1/nodes                          {name, labels?}',
   'GET    /api/v1/nodes/:name',
   'DELETE /api/v1/nodes/:name',
@@ -39,21 +41,39 @@ export const API_INDEX: readonly string[] = [
   'GET    /metrics                               Prometheus text format',
 ];
 
-const text = (type: string, body: string): RawResponse =>
-  new RawResponse(200, type, body, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+/** The page's security headers: no framing, and nothing runs or loads but this server's own files. */
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'no-cache',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'",
+};
+const ASSET_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'public, max-age=31536000, immutable',
+  'x-content-type-options': 'nosniff',
+};
 
-export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
-  const page = (): RawResponse =>
-    new RawResponse(200, 'text/html; charset=utf-8', PAGE_HTML, {
-      'cache-control': 'no-cache',
-      'x-content-type-options': 'nosniff',
-      'x-frame-options': 'DENY',
-      'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'",
-    });
-  r.add('GET', '/', { access: 'public', run: page });
-  r.add('GET', '/index.html', { access: 'public', run: page });
-  r.add('GET', '/assets/app.js', { access: 'public', run: () => text('text/javascript; charset=utf-8', APP_JS) });
-  r.add('GET', '/assets/style.css', { access: 'public', run: () => text('text/css; charset=utf-8', STYLE_CSS) });
+/** The file, or 304 with its validator when the browser's copy is current. */
+function serveFile(c: Ctx, f: DashboardFile, headers: Readonly<Record<string, string>>): RawResponse {
+  const h = { ...headers, etag: f.etag };
+  const ifNoneMatch = c.headers['if-none-match'];
+  if (etagMatches(ifNoneMatch, f.etag)) return new RawResponse(304, f.contentType, '', h);
+  return new RawResponse(200, f.contentType, f.body, { ...h, 'content-length': String(f.body.length) });
+}
+
+/** Registers every route of this file; `dashboard` defaults to the built one (throws when the build lacks it). */
+export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps, dashboard: Dashboard = loadDashboard()): void {
+  const page = { access: 'public', run: (c: Ctx) => serveFile(c, dashboard.page, PAGE_HEADERS) } as const;
+  r.add('GET', '/', page);
+  r.add('GET', '/index.html', page);
+  r.add('GET', '/assets/:file', {
+    access: 'public',
+    run: (c) => {
+      const f = dashboard.assets.get(c.params.file as string);
+      if (!f) throw new HttpError(404, 'not_found', `no such asset: /assets/${c.params.file as string} (the page names its assets; reload it)`);
+      return serveFile(c, f, ASSET_HEADERS);
+    },
+  });
 
   // Bounded: answers within ~50 ms whatever the datastore does (see DatastoreProbe).
   const probe = new DatastoreProbe(() => d.store.get(CONFIG_KEY));

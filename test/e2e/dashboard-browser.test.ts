@@ -2,21 +2,26 @@
  * The dashboard in headless Chromium (Debian's chromium driven by playwright-core): start
  * `serve`, drive it with `podipam simulate`, check that the numbers on the page equal the
  * API's, click a block, watch a live update arrive without reload, release a leak from the
- * page, and save screenshots under test-output/.
+ * page, and save screenshots under test-output/. Also: the page and its bundled assets carry
+ * their cache headers and the CSP; a node whose agent keeps a warm pool shows its idle and
+ * in-use addresses (a real `podipam agent` on serve's datastore, pods added through the shim).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { openStore } from '../../src/store/index.js';
-import { REPO_ROOT } from '../helpers/plugin.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { type PluginCall, REPO_ROOT, runPlugin } from '../helpers/plugin.js';
 import { requireExecutable } from '../helpers/prereq.js';
 import { handleKey } from './serve-keys.js';
-import { api, runCli, startServe } from './serve-harness.js';
+import { api, runCli, startServe, waitFor } from './serve-harness.js';
 
 const OUT = join(REPO_ROOT, 'test-output');
 const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 async function attr(page: Page, selector: string, name: string): Promise<string | null> {
   return page.locator(selector).first().getAttribute(name);
@@ -155,6 +160,145 @@ test('dashboard: with tokens the page asks for one and shows data once given the
     assert.equal(await page.evaluate(() => localStorage.getItem('podipam.token')), 'read-0123456789abcdef');
   } finally {
     await browser?.close();
+    await s.stop();
+    d.remove();
+  }
+});
+
+test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets are immutable, the CSP holds', { timeout: 60_000 }, async () => {
+  requireExecutable(CHROMIUM);
+  const s = await startServe({ args: ['--no-controller'] });
+  let browser: Browser | undefined;
+  try {
+    const page0 = await fetch(`${s.url}/`);
+    assert.equal(page0.status, 200);
+    assert.equal(page0.headers.get('cache-control'), 'no-cache');
+    assert.equal(page0.headers.get('content-security-policy'), "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'");
+    const etag = page0.headers.get('etag');
+    assert.match(etag ?? '', /^"[A-Za-z0-9_-]+"$/);
+    assert.equal((await fetch(`${s.url}/`, { headers: { 'if-none-match': etag as string } })).status, 304);
+    const html = await page0.text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
+    assert.deepEqual(assets.map((a) => a.replace(/-[A-Z0-9]{8}\./, '-HASH.')).sort(), ['/assets/app-HASH.js', '/assets/style-HASH.css']);
+    for (const a of assets) {
+      const r = await fetch(s.url + a);
+      assert.equal(r.status, 200, a);
+      assert.equal(r.headers.get('cache-control'), 'public, max-age=31536000, immutable', a);
+      assert.equal((await fetch(s.url + a, { headers: { 'if-none-match': r.headers.get('etag') as string } })).status, 304, a);
+    }
+
+    // In the browser: a reload revalidates the page (304) and takes the assets from the cache.
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text()); // a CSP violation is reported here
+    });
+    const conditional: (string | undefined)[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/') void r.allHeaders().then((h) => conditional.push(h['if-none-match']));
+    });
+    await page.goto(`${s.url}/`); // reads need no token; the cache keys the page by its URL
+    await page.waitForSelector('[data-stat="pools"][data-value="2"]');
+    const served = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+    for (const a of assets) assert.ok(served.includes(a), `the page loaded ${a}: ${served.join(' ')}`);
+    await page.reload();
+    await page.waitForSelector('[data-stat="pools"][data-value="2"]');
+    await waitFor('both page requests seen', 5000, async () => (conditional.length === 2 ? true : undefined));
+    assert.deepEqual(conditional, [undefined, etag], 'the reload asked with the ETag');
+    const nav = await page.evaluate(() => {
+      const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+      return { transferSize: n.transferSize, bodySize: n.encodedBodySize };
+    });
+    assert.ok(nav.bodySize > 0 && nav.transferSize < nav.bodySize, `the page's body was not sent again (304): ${JSON.stringify(nav)}`);
+    const reloaded = await page.evaluate(() =>
+      performance.getEntriesByType('resource').filter((e) => /\/assets\//.test(e.name)).map((e) => [new URL(e.name).pathname, (e as PerformanceResourceTiming).transferSize] as const),
+    );
+    assert.deepEqual(reloaded.map(([path]) => path).sort(), [...assets].sort());
+    for (const [path, size] of reloaded) assert.equal(size, 0, `${path} came from the cache after the reload`);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser?.close();
+    await s.stop();
+  }
+});
+
+test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use addresses, live', { timeout: 180_000 }, async () => {
+  requireExecutable(CHROMIUM);
+  requireShim();
+  const s = await startServe({ args: ['--no-controller'] });
+  const { makeTempDir } = await import('../helpers/tmp.js');
+  const d = makeTempDir('dash-warm');
+  let agent: RunningAgent | undefined;
+  let browser: Browser | undefined;
+  try {
+    // The node agent on serve's own datastore, keeping 4 idle addresses per family (the default pools are v4 and v6).
+    const socket = join(d.path, 'run', 'agent.sock');
+    agent = await startAgent(socket, ['--node', 'wnode', '--datastore', s.datastore, '--data-dir', join(d.path, 'agent'), '--min-idle', '4', '--max-idle', '4', '--capacity', '16', '--cooldown', '1s']);
+    const a = agent;
+    const call = (command: string, pod: number): PluginCall => ({
+      command,
+      containerId: `wpod${pod}`,
+      ifname: 'eth0',
+      config: { cniVersion: '1.0.0', name: 'warm-net', ipam: { type: 'podipam', agent: socket } },
+      env: { PODIPAM_PLUGIN: '' },
+    });
+    /** Waits until the pool is settled (4 idle per family, nothing pending, every pod record written); returns idle and in use as the agent counts them. */
+    const settled = async (): Promise<{ idle: number; inUse: number }> => {
+      for (let i = 0; ; i++) {
+        const w = (await a.status()).warmPool;
+        const pools = Object.values(w?.pools ?? {});
+        if (w?.ready && pools.length === 2 && w.writeBehindDepth === 0 && pools.every((p) => p.idle === 4 && p.pending === 0 && p.returning === 0)) {
+          return { idle: pools.reduce((n, p) => n + p.idle, 0), inUse: pools.reduce((n, p) => n + p.inUse, 0) };
+        }
+        assert.ok(i < 600, `warm pool did not settle: ${JSON.stringify(w)}\n${a.log()}`);
+        await sleep(50);
+      }
+    };
+    for (let pod = 0; pod < 3; pod++) {
+      const r = await runPlugin(SHIM_BIN, call('ADD', pod));
+      assert.equal(r.code, 0, `ADD ${pod}: ${r.stdout} ${r.stderr}`);
+    }
+    const agent1 = await settled();
+    assert.deepEqual(agent1, { idle: 8, inUse: 6 }, 'three dual-stack pods in use, 4 idle per family');
+    // The API agrees (its summary is reused for about a second: wait for a fresh one).
+    const node1 = await waitFor('the API to count the warm pool', 15_000, async () => {
+      const n = (await api(s.url, 'GET', '/api/v1/nodes/wnode')).body;
+      return n.idle === agent1.idle && n.inUse === agent1.inUse ? n : undefined;
+    });
+    assert.equal(node1.allocated, 14);
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(s.dashboardUrl);
+    const row = '#nodes tr[data-node="wnode"]';
+    await page.waitForSelector(`${row}[data-in-use="6"][data-idle="8"][data-allocated="14"]`, { timeout: 15_000 });
+    assert.equal(await page.locator(`${row} td.use .in-use`).textContent(), '6');
+    assert.equal(await page.locator(`${row} td.use .idle`).textContent(), '8');
+    // The bar splits the node's addresses 6 : 8.
+    const widths = await page.locator(`${row} .ubar > span`).evaluateAll((spans) => spans.map((x) => (x as HTMLElement).style.width));
+    assert.deepEqual(widths, [`${((100 * 6) / 14).toFixed(2)}%`, `${((100 * 8) / 14).toFixed(2)}%`]);
+    await page.screenshot({ path: join(OUT, 'dashboard-warm-pool.png'), fullPage: true });
+
+    // A pod deleted: the page follows without a reload (in use 4; the pool settles back at 4 idle per family).
+    const del = await runPlugin(SHIM_BIN, call('DEL', 1));
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    const agent2 = await settled();
+    assert.equal(agent2.inUse, 4);
+    await page.waitForSelector(`${row}[data-in-use="${agent2.inUse}"][data-idle="${agent2.idle}"]`, { timeout: 30_000 });
+    const node2 = (await api(s.url, 'GET', '/api/v1/nodes/wnode')).body;
+    assert.deepEqual([node2.inUse, node2.idle, node2.allocated], [agent2.inUse, agent2.idle, agent2.inUse + agent2.idle]);
+    // A node without an agent counts everything in use.
+    const added = await api(s.url, 'POST', '/api/v1/allocations', { node: 'plain', containerId: 'plain-1', network: 'plain' });
+    assert.equal(added.status, 201);
+    await page.waitForSelector('#nodes tr[data-node="plain"][data-in-use="2"][data-idle="0"]', { timeout: 15_000 });
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await browser?.close();
+    await agent?.stop();
     await s.stop();
     d.remove();
   }

@@ -24,9 +24,12 @@ test('serve start: a fresh data dir gets default pools, a page that answers and 
       assert.equal(page.status, 200);
       assert.match(page.headers.get('content-type') ?? '', /text\/html/);
       assert.match(page.body, /<title>podipam<\/title>/);
-      assert.match(page.body, /<script src="\/assets\/app\.js">/);
-      assert.equal((await api(s.url, 'GET', '/assets/app.js')).status, 200);
-      assert.equal((await api(s.url, 'GET', '/assets/style.css')).status, 200);
+      // The page names its bundled, content-hashed script and stylesheet; both answer.
+      const script = /<script src="(\/assets\/app-[A-Za-z0-9]+\.js)">/.exec(page.body);
+      const style = /<link rel="stylesheet" href="(\/assets\/style-[A-Za-z0-9]+\.css)">/.exec(page.body);
+      assert.ok(script && style, page.body);
+      assert.equal((await api(s.url, 'GET', script[1] as string)).status, 200);
+      assert.equal((await api(s.url, 'GET', style[1] as string)).status, 200);
       assert.equal((await api(s.url, 'GET', '/healthz')).body.status, 'ok');
       const pools = (await api(s.url, 'GET', '/api/v1/pools')).body.items;
       assert.deepEqual(

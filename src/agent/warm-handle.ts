@@ -1,0 +1,45 @@
+/**
+ * Where the agent's warm pool keeps its addresses in the datastore, shared by the agent that
+ * writes these records (warm-service.ts) and the server that counts them (server/warm-usage.ts):
+ * - warm handles `podipam-warm:<node>:<refill id>` (the node escaped as in every CNI handle id,
+ *   handle-id.ts) hold the node's addresses for their whole stay on it, idle or in use;
+ * - pod records `agent-pods/<node>/<pod handle>` → `{"addrs": […], …}` name those in use.
+ * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
+ */
+import { cniHandleId } from '../cluster/handle-id.js';
+
+/** The network name of every warm handle: a CNI network of this name must not use the cluster back end. */
+export const WARM_NETWORK = 'podipam-warm';
+/** Datastore prefix of the pod records written behind. */
+export const POD_RECORD_PREFIX = 'agent-pods/';
+
+const WARM_PREFIX = `${WARM_NETWORK}:`;
+
+/** Every warm handle of `node` starts with this (then the refill id). */
+export function warmHandlePrefix(node: string): string {
+  return cniHandleId(WARM_NETWORK, node, '');
+}
+
+/** The node whose warm handle this is, or undefined for any other handle. */
+export function warmHandleNode(handle: string): string | undefined {
+  if (!handle.startsWith(WARM_PREFIX)) return undefined;
+  const end = handle.indexOf(':', WARM_PREFIX.length);
+  if (end < 0) return undefined;
+  try {
+    return decodeURIComponent(handle.slice(WARM_PREFIX.length, end));
+  } catch {
+    return undefined; // not an escape cniHandleId writes
+  }
+}
+
+/** The datastore key of a pod's record on `node`. */
+export function podRecordKey(node: string, podHandle: string): string {
+  return `${POD_RECORD_PREFIX}${node}/${podHandle}`;
+}
+
+/** The node of a pod record key, or undefined for another key. Node names hold no "/". */
+export function podRecordNode(key: string): string | undefined {
+  if (!key.startsWith(POD_RECORD_PREFIX)) return undefined;
+  const end = key.indexOf('/', POD_RECORD_PREFIX.length);
+  return end > POD_RECORD_PREFIX.length ? key.slice(POD_RECORD_PREFIX.length, end) : undefined;
+}

@@ -1,0 +1,90 @@
+/**
+ * The JSON the dashboard reads from the API (src/server/routes-read.ts, routes-static.ts), as the
+ * browser sees it. Counts beyond 2^53 − 1 arrive as decimal strings (exact JSON, util/exact-json.ts).
+ */
+
+/** A count: a number, or a decimal string when it exceeds 2^53 − 1. */
+export type Count = number | string;
+
+export interface PoolRow {
+  readonly name: string;
+  readonly cidr: string;
+  readonly family: 4 | 6;
+  readonly blockSize: number;
+  readonly disabled: boolean;
+  readonly capacity: Count;
+  readonly allocated: number;
+  readonly blocks: number;
+  readonly blockSlots: Count | null;
+  readonly blockCapacity: number;
+}
+
+export interface Overview {
+  readonly datastore?: string;
+  readonly totals: { readonly pools: number; readonly nodes: number; readonly blocks: number; readonly allocated: number };
+  readonly pools: readonly PoolRow[];
+}
+
+/** A claimed block `[cidr, nodeIndex (-1: none), allocated]`, or a run of unclaimed slots. */
+export type MapCell = number | readonly [string, number, number];
+
+export interface BlockMap {
+  readonly pool: string;
+  readonly cidr: string;
+  readonly blockCapacity: number;
+  readonly slots: number | null;
+  readonly claimed: number;
+  readonly nodes: readonly string[];
+  readonly cells: readonly MapCell[];
+}
+
+export interface BlockDetail {
+  readonly cidr: string;
+  readonly node: string | null;
+  readonly capacity: number;
+  readonly allocated: number;
+  readonly allocations: readonly { readonly ip: string; readonly handle?: string }[];
+}
+
+export interface NodeRow {
+  readonly name: string;
+  readonly podCIDRs: readonly string[];
+  readonly registered: boolean;
+  readonly deleting: boolean;
+  readonly blocks: number;
+  readonly allocated: number;
+  /** Addresses held idle by the node agent's warm pool. */
+  readonly idle: number;
+  /** Addresses held for pods: allocated − idle. */
+  readonly inUse: number;
+}
+
+export interface NodesPage {
+  readonly items: readonly NodeRow[];
+  readonly total: number;
+  readonly next?: string;
+}
+
+export interface Finding {
+  readonly kind?: string;
+  readonly message?: string;
+  readonly key?: string;
+  readonly ip?: string;
+  readonly handle?: string;
+  readonly block?: string;
+  readonly node?: string;
+  readonly pool?: string;
+}
+
+export interface CheckReport {
+  readonly checkedAt: string;
+  readonly leaks: readonly Finding[];
+  readonly problems: readonly Finding[];
+}
+
+export type Role = 'none' | 'read' | 'admin';
+
+export interface Whoami {
+  readonly role: Role;
+  readonly authRequired: boolean;
+}

@@ -1,0 +1,56 @@
+/**
+ * Idle vs in use, per node, for nodes whose agent keeps a warm pool (src/agent/warm-handle.ts):
+ * an address is idle when a warm handle of node N holds it and no pod record of N names it;
+ * every other allocated address is in use. Pure: fed the entries the summary already lists.
+ *
+ * A pod record is written behind (within ~250 ms of the ADD, later while the datastore is
+ * away), so an address just handed out can show as idle for that long.
+ */
+import { addrOfOrdinal } from '../alloc/block.js';
+import { podRecordNode, warmHandleNode } from '../agent/warm-handle.js';
+import { formatAddr, type Prefix } from '../ip/index.js';
+import type { Entry } from '../store/index.js';
+
+/** The addresses named by the agents' pod records, by node. */
+export type PodAddresses = ReadonlyMap<string, ReadonlySet<string>>;
+
+/** Reads the pod records (`agent-pods/…` entries); records that do not decode are skipped. */
+export function podAddresses(entries: readonly Entry[]): PodAddresses {
+  const out = new Map<string, Set<string>>();
+  for (const e of entries) {
+    const node = podRecordNode(e.key);
+    if (node === undefined) continue;
+    let addrs: unknown;
+    try {
+      addrs = (JSON.parse(e.value) as { addrs?: unknown }).addrs;
+    } catch {
+      continue;
+    }
+    if (!Array.isArray(addrs)) continue;
+    let set = out.get(node);
+    if (!set) out.set(node, (set = new Set()));
+    for (const a of addrs) if (typeof a === 'string') set.add(a);
+  }
+  return out;
+}
+
+/**
+ * Of one block's allocations (the stored `{"<ordinal>": "<handle>"}` object), how many are idle
+ * warm addresses. Ordinals that are not integers within the block are skipped (ipam check reports them).
+ */
+export function idleInBlock(prefix: Prefix, allocations: object, inUse: PodAddresses): number {
+  let idle = 0;
+  for (const [ord, handle] of Object.entries(allocations)) {
+    if (typeof handle !== 'string') continue;
+    const node = warmHandleNode(handle);
+    if (node === undefined) continue;
+    let addr: string;
+    try {
+      addr = formatAddr(addrOfOrdinal(prefix, Number(ord)));
+    } catch {
+      continue;
+    }
+    if (!inUse.get(node)?.has(addr)) idle++;
+  }
+  return idle;
+}
