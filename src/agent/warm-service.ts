@@ -474,7 +474,7 @@ export class WarmService implements IpamBackend {
       }
       return { entries, keys };
     };
-    const reservations = store.reservations();
+    const reservations = store.reservations().sort((x, y) => y.expiresAt - x.expiresAt); // a key's latest first
     const stale = reservations.filter((r) => !familyOf.has(r.addr) || inUse.has(r.addr)).map((r) => r.addr);
     if (stale.length > 0) store.unreserveAddrs(stale);
     const reservedOf = (f: Family, usedKeys: ReadonlySet<string>): { key: string; addr: string; expiresAt: number; freeAt: number }[] => {
