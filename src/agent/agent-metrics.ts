@@ -28,12 +28,12 @@ export class AgentMetrics {
     const warm = (): import('./warm-service.js').WarmStatus | undefined => agent()?.warm?.report();
     new Gauge({
       name: 'podipam_agent_warm_addresses',
-      help: 'warm pool addresses by family and state (idle, in_use, returning, pending)',
+      help: 'warm pool addresses by family and state (idle, in_use, reserved, returning, pending)',
       labelNames: ['family', 'state'],
       registers,
       collect() {
         for (const [family, c] of Object.entries(warm()?.pools ?? {})) {
-          for (const [state, v] of [['idle', c.idle], ['in_use', c.inUse], ['returning', c.returning], ['pending', c.pending]] as const) this.set({ family, state }, v);
+          for (const [state, v] of [['idle', c.idle], ['in_use', c.inUse], ['reserved', c.reserved], ['returning', c.returning], ['pending', c.pending]] as const) this.set({ family, state }, v);
         }
       },
     });
