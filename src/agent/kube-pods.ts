@@ -1,8 +1,8 @@
 /**
  * The warm pool's view of Kubernetes pods through `@kubernetes/client-node` (imported on open
  * only): one pod by namespace/name (its uid and controller kind, for stickiness) and this
- * node's pods (`spec.nodeName` field selector, for the GC). Every request is bounded by
- * `timeoutMs`; errors are thrown to the caller, which degrades (lookup) or skips (GC).
+ * node's pods (`spec.nodeName` field selector, for the GC). A lookup is bounded by `timeoutMs`
+ * (it delays a pod's ADD), a list page by LIST_TIMEOUT_MS; errors are thrown to the caller, which degrades (lookup) or skips (GC).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { ListedPod } from './pod-gc.js';
@@ -25,6 +25,8 @@ export interface PodSource {
 const PAGE = 500;
 /** Bound on the pages of one list (500 × 100 pods is far above any node's). */
 const MAX_PAGES = 100;
+/** One list page waits at most this long (the GC is not in a pod's start path). */
+const LIST_TIMEOUT_MS = 30_000;
 
 function info(p: V1Pod): PodInfo {
   const owners = p.metadata?.ownerReferences ?? [];
@@ -53,7 +55,7 @@ export class KubePods implements PodSource {
 
   async get(namespace: string, name: string): Promise<PodInfo | undefined> {
     try {
-      return info(await this.#bounded(`get pod ${namespace}/${name}`, this.#api.readNamespacedPod({ namespace, name })));
+      return info(await this.#bounded(`get pod ${namespace}/${name}`, this.#api.readNamespacedPod({ namespace, name }), this.#timeoutMs));
     } catch (e) {
       if ((e as { code?: unknown }).code === 404) return undefined;
       throw e;
@@ -64,7 +66,7 @@ export class KubePods implements PodSource {
     const out: PodInfo[] = [];
     let next: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const list = await this.#bounded(`list pods of node ${node}`, this.#api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}`, limit: PAGE, ...(next ? { _continue: next } : {}) }));
+      const list = await this.#bounded(`list pods of node ${node}`, this.#api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}`, limit: PAGE, ...(next ? { _continue: next } : {}) }), Math.max(LIST_TIMEOUT_MS, this.#timeoutMs));
       out.push(...list.items.map(info));
       next = list.metadata?._continue || undefined;
       if (!next) return out;
@@ -72,10 +74,10 @@ export class KubePods implements PodSource {
     throw new Error(`list pods of node ${node}: more than ${MAX_PAGES} pages of ${PAGE}`);
   }
 
-  #bounded<T>(what: string, p: Promise<T>): Promise<T> {
+  #bounded<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer from the API server within ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      timer = setTimeout(() => reject(new Error(`${what}: no answer from the API server within ${ms} ms`)), ms);
       timer.unref();
     });
     p.catch(() => undefined); // a late failure after the timeout is not unhandled

@@ -118,8 +118,11 @@ export class PodTracker {
     const plain = (ownerKind?: string): PodIdentity => ({ namespace, name, uid, ownerKind, sticky: false, poolKey: attachKey });
     // The same attachment again (an ADD retried): what its first ADD decided.
     const known = this.store.get(attachKey);
-    if (holds && known && known.deletedAt === undefined) {
-      return { namespace: known.namespace, name: known.name, uid: known.uid, ownerKind: known.ownerKind, sticky: known.sticky, poolKey: known.poolKey };
+    if (holds) {
+      if (known && known.deletedAt === undefined) {
+        return { namespace: known.namespace, name: known.name, uid: known.uid, ownerKind: known.ownerKind, sticky: known.sticky, poolKey: known.poolKey };
+      }
+      return plain(); // held since before the pod store knew it: under its attachment key
     }
     if (namespace === undefined || name === undefined || this.#o.stickyForMs === 0) return plain();
     if (!matchesStickyFilters(this.#policy, this.#pattern, namespace, name)) return plain();

@@ -159,6 +159,30 @@ describe('warm pool: sticky pods by policy', () => {
     }
   });
 
+  it('a new incarnation (another uid) arriving before the old one\'s DEL takes the address over; the late DEL releases nothing of it', async () => {
+    const r = await rig();
+    try {
+      const a = await addr(r, req('c1', 'db', 'pg-4'));
+      const q2 = req('c2', 'db', 'pg-4'); // uid-c2: another pod of the same name
+      assert.equal(await addr(r, q2), a, 'the old incarnation is dead: its address moves to the new one');
+      assert.equal(r.warm.report().pools.ipv4!.inUse, 1);
+      await r.warm.del(req('c1', 'db', 'pg-4')); // the old sandbox torn down late
+      assert.equal(r.warm.report().pools.ipv4!.inUse, 1, 'the late DEL of the old one released nothing');
+      await r.warm.check(q2);
+      assert.equal(await addr(r, q2), a);
+      // Same uid, another container, the old one not yet deleted: no takeover, not sticky.
+      const same: IpamRequest = { ...req('c3', 'db', 'pg-4'), cniArgs: q2.cniArgs };
+      assert.notEqual(await addr(r, same), a);
+      await r.warm.del(same);
+      assert.equal(r.warm.report().stickyReservations, 0, 'that attachment was not sticky');
+      await r.warm.del(q2);
+      assert.equal(r.warm.report().stickyReservations, 1);
+      assert.deepEqual(await r.admin.check(), { leaks: [], problems: [] });
+    } finally {
+      await stop(r);
+    }
+  });
+
   it('stickyFor 0 turns stickiness off', async () => {
     const r = await rig({ stickyForMs: 0 });
     try {
