@@ -191,7 +191,13 @@ export class WarmService implements IpamBackend {
     const routes = checkConf(req.conf);
     await this.#readyOr11();
     const key = podKey(req);
-    const id = await this.#pods.identify({ network: req.conf.name, ifname: req.ifname, cniArgs: req.cniArgs }, key, this.#db.hasPod(key));
+    let id = await this.#pods.identify({ network: req.conf.name, ifname: req.ifname, cniArgs: req.cniArgs }, key, this.#db.hasPod(key));
+    // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
+    const holder = id.poolKey !== key ? this.#pods.store.holder(id.poolKey) : undefined;
+    if (holder && holder.key !== key && holder.key !== id.transferFrom) {
+      this.#o.log?.('warn', 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky', { poolKey: id.poolKey, holder: holder.key, attachment: key });
+      id = { ...id, sticky: false, poolKey: key, transferFrom: undefined };
+    }
     if (id.transferFrom !== undefined) {
       this.#o.log?.('info', 'sticky pod: the new incarnation takes over what its dead one holds', { namespace: id.namespace, name: id.name, from: id.transferFrom, to: key });
       this.#releaseAttachment(id.transferFrom, this.#now(), true);
