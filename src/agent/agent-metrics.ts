@@ -28,12 +28,12 @@ export class AgentMetrics {
     const warm = (): import('./warm-service.js').WarmStatus | undefined => agent()?.warm?.report();
     new Gauge({
       name: 'podipam_agent_warm_addresses',
-      help: 'warm pool addresses by family and state (idle, in_use, returning, pending)',
+      help: 'warm pool addresses by family and state (idle, in_use, reserved, returning, pending)',
       labelNames: ['family', 'state'],
       registers,
       collect() {
         for (const [family, c] of Object.entries(warm()?.pools ?? {})) {
-          for (const [state, v] of [['idle', c.idle], ['in_use', c.inUse], ['returning', c.returning], ['pending', c.pending]] as const) this.set({ family, state }, v);
+          for (const [state, v] of [['idle', c.idle], ['in_use', c.inUse], ['reserved', c.reserved], ['returning', c.returning], ['pending', c.pending]] as const) this.set({ family, state }, v);
         }
       },
     });
@@ -48,6 +48,14 @@ export class AgentMetrics {
     counter('podipam_agent_warm_write_behind_depth', 'pod records queued for the datastore', (w) => w.writeBehindDepth);
     counter('podipam_agent_warm_write_behind_age_seconds', 'age of the oldest queued pod record', (w) => w.writeBehindAgeMs / 1000);
     counter('podipam_agent_warm_dropped_on_reconcile', 'resource DB addresses dropped at start because the datastore no longer held them', (w) => w.droppedOnReconcile);
+    counter('podipam_agent_sticky_reservations', 'sticky reservations: addresses released by sticky pods, waiting for them', (w) => w.stickyReservations);
+    counter('podipam_agent_sticky_hits', 'ADDs that got back the address their pod (namespace/name) released', (w) => w.pods.stickyHits);
+    counter('podipam_agent_pod_lookups', 'pod lookups in the API server on ADD', (w) => w.pods.lookups);
+    counter('podipam_agent_pod_lookups_failed', 'pod lookups on ADD that failed (the pod was not sticky)', (w) => w.pods.lookupsFailed);
+    counter('podipam_agent_gc_runs', 'pod GC runs that asked the API server for this node\'s pods', (w) => w.pods.gcRuns);
+    counter('podipam_agent_gc_releases', 'attachments the pod GC released because their pods were gone from the API server', (w) => w.pods.gcReleases);
+    counter('podipam_agent_gc_list_failures', 'pod GC runs whose list failed (nothing released)', (w) => w.pods.gcListFailures);
+    counter('podipam_agent_pod_store_pods', 'pods in the pod store (deleted ones kept an hour)', (w) => w.pods.podStore);
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(agent()?.cluster.groups.adds ?? 0); } });
   }
 

@@ -14,11 +14,12 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-interface Statement {
+/** The better-sqlite3 surface the agent uses (shared with pod-store.ts). */
+export interface Statement {
   all(...params: unknown[]): unknown[];
   run(...params: unknown[]): { changes: number };
 }
-interface Database {
+export interface Database {
   pragma(source: string): unknown;
   prepare(sql: string): Statement;
   exec(sql: string): void;
@@ -158,6 +159,16 @@ export class ResourceDb {
 
   close(): void {
     this.#db.close();
+  }
+
+  /** The open database, for the tables of pod-store.ts (same file, same transactions). */
+  get database(): Database {
+    return this.#db;
+  }
+
+  /** Runs `fn` in one transaction (nested calls become savepoints). */
+  transaction(fn: () => void): void {
+    this.#tx(fn);
   }
 
   #tx(fn: () => void): void {

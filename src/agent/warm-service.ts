@@ -24,8 +24,12 @@
  * datastore's warm handles of this node: addresses the datastore holds that the DB forgot
  * become idle after the cooldown; DB entries the datastore no longer holds are dropped (log).
  *
- * Sticky reservations (StatefulSets) need to know the pod's owner (issue 11 item 4): every
- * acquire here is non-sticky, so `stickyFor` is validated and kept but has no effect yet.
+ * Sticky pods (StatefulSets, or the sticky policy's; pod-tracker.ts decides at ADD) take their
+ * addresses under a pool key of their namespace/name instead of the attachment key: their DEL
+ * leaves a sticky reservation (the pool's, persisted in the resource DB's pod store tables,
+ * pod-store.ts) that the pod's next incarnation (a new container id) gets back within
+ * `stickyForMs`. With a kubeconfig, a GC loop releases what pods gone from the API server
+ * still hold (pod-gc.ts).
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import { goField } from '../cni/go-decode.js';
@@ -41,6 +45,8 @@ import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { planReconcile } from './plan-reconcile.js';
 import { type HeldRow, ResourceDb } from './resource-db.js';
 import { WARM_NETWORK, podRecordKey, warmHandlePrefix } from './warm-handle.js';
+import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';
+import type { StickyPolicy } from './sticky-policy.js';
 
 export { WARM_NETWORK, POD_RECORD_PREFIX } from './warm-handle.js';
 /** Pool maintenance (plan → refill/return) period. */
@@ -61,6 +67,12 @@ export interface WarmOptions {
   readonly capacity: number;
   readonly cooldownMs: number;
   readonly stickyForMs: number;
+  /** Which pods are sticky without a kubeconfig (or which StatefulSet pods with one): sticky-policy.ts. */
+  readonly sticky?: StickyPolicy;
+  /** Pods are looked up, and the GC loop lists them, through this kubeconfig's API server. */
+  readonly kubeconfig?: string;
+  /** The pod GC loop's period (default 5 minutes, jittered). */
+  readonly gcIntervalMs?: number;
   /** Maintenance period (tests shorten it). */
   readonly tickMs?: number;
   readonly writeDelayMs?: number;
@@ -76,7 +88,12 @@ export interface WarmStatus {
   readonly capacity: number;
   readonly cooldownMs: number;
   /** Per family: idle, in use, returning, pending refills, tokens. */
-  readonly pools: Record<string, { idle: number; inUse: number; returning: number; pending: number; tokens: number }>;
+  readonly pools: Record<string, { idle: number; inUse: number; reserved: number; returning: number; pending: number; tokens: number }>;
+  readonly stickyForMs: number;
+  /** Sticky reservations waiting for their pods, all families. */
+  readonly stickyReservations: number;
+  /** Sticky hits, pod lookups, the GC loop, the pod store (pod-tracker.ts). */
+  readonly pods: PodTrackerStatus;
   readonly hits: number;
   readonly misses: number;
   readonly refillTxns: number;
@@ -106,6 +123,7 @@ export class WarmService implements IpamBackend {
   readonly #o: WarmOptions;
   readonly #cluster: ClusterServices;
   readonly #db: ResourceDb;
+  readonly #pods: PodTracker;
   readonly #now: () => number;
   #pools = new Map<Family, WarmPool>();
   readonly #meta = new Map<string, Meta>();
@@ -133,21 +151,33 @@ export class WarmService implements IpamBackend {
     this.#cluster = cluster;
     this.#now = o.now ?? Date.now;
     this.#db = new ResourceDb(o.dataDir);
+    this.#pods = new PodTracker(this.#db, {
+      node: o.node,
+      stickyForMs: o.stickyForMs,
+      now: this.#now,
+      ...(o.sticky ? { policy: o.sticky } : {}),
+      ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
+      ...(o.gcIntervalMs !== undefined ? { gcIntervalMs: o.gcIntervalMs } : {}),
+      ...(o.log ? { log: o.log } : {}),
+    });
   }
 
   /** Rebuilds, reconciles and preloads (errors logged: retried by the timer and the first call), then starts the timers. */
   async start(): Promise<void> {
+    await this.#pods.open();
     await this.#ensureReady().catch((e: Error) => this.#o.log?.('warn', 'warm pool not ready yet', { error: e.message }));
     this.#timer = setInterval(() => void this.#tick(), this.#o.tickMs ?? TICK_MS);
     this.#timer.unref();
     this.#writeTimer = setInterval(() => void this.flushWrites(), this.#o.writeDelayMs ?? WRITE_DELAY_MS);
     this.#writeTimer.unref();
+    this.#pods.start((keys, now) => Promise.resolve(this.#gcRelease(keys, now)));
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#timer);
     clearInterval(this.#writeTimer);
+    await this.#pods.stop();
     await this.#refillRun?.catch(() => undefined);
     await this.flushWrites().catch(() => undefined);
     this.#db.close();
@@ -159,6 +189,19 @@ export class WarmService implements IpamBackend {
     const routes = checkConf(req.conf);
     await this.#readyOr11();
     const key = podKey(req);
+    let id = await this.#pods.identify({ network: req.conf.name, ifname: req.ifname, cniArgs: req.cniArgs }, key, this.#db.hasPod(key));
+    // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
+    const holder = id.poolKey !== key ? this.#pods.store.holder(id.poolKey) : undefined;
+    if (holder && holder.key !== key && holder.key !== id.transferFrom) {
+      this.#o.log?.('warn', 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky', { poolKey: id.poolKey, holder: holder.key, attachment: key });
+      id = { ...id, sticky: false, poolKey: key, transferFrom: undefined };
+    }
+    if (id.transferFrom !== undefined) {
+      this.#o.log?.('info', 'sticky pod: the new incarnation takes over what its dead one holds', { namespace: id.namespace, name: id.name, from: id.transferFrom, to: key });
+      this.#releaseAttachment(id.transferFrom, this.#now(), true);
+    }
+    const poolKey = id.poolKey;
+    let stickyHit = false;
     for (let attempt = 0; attempt < 16; attempt++) {
       const now = this.#now();
       const got: [Family, Addr][] = [];
@@ -167,10 +210,11 @@ export class WarmService implements IpamBackend {
       let full = false;
       let fresh = false;
       for (const [f, pool] of this.#pools) {
-        const r = pool.acquire(key, now);
+        const r = pool.acquire(poolKey, now, { sticky: id.sticky });
         if (r.kind === 'hit') {
           got.push([f, r.addr]);
           if (r.from !== 'again') fresh = true;
+          if (r.from === 'sticky') stickyHit = true;
           continue;
         }
         missed ??= f;
@@ -179,22 +223,30 @@ export class WarmService implements IpamBackend {
       }
       if (missed === undefined) {
         if (fresh) {
+          const addrs = got.map(([, a]) => formatAddr(a));
           try {
-            this.#db.addPod(
-              { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: got.map(([, a]) => formatAddr(a)), since: now },
-              { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: got.map(([, a]) => formatAddr(a)), warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString() }) },
-            );
+            this.#db.transaction(() => {
+              this.#db.addPod(
+                { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
+                { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString() }) },
+              );
+              const { namespace, name, uid, ownerKind, sticky } = id;
+              this.#pods.store.seen({ key, network: req.conf.name, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
+              if (sticky) this.#pods.store.unreserve(poolKey);
+            });
           } catch (e) {
-            for (const [f] of got) this.#pools.get(f)!.cancel(key, now);
+            for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
             throw new CniError(CniCode.IoFailure, `resource DB ${this.#db.path}: ${(e as Error).message}`);
           }
           this.counters.hits += attempt === 0 ? 1 : 0;
+          if (stickyHit) this.#pods.counters.stickyHits++;
         }
         this.#lowWater();
         return { ips: got.map(([, a]) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
       }
       // Both or neither: what this attempt took goes back where it was.
-      for (const [f] of got) this.#pools.get(f)!.cancel(key, now);
+      for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
+      stickyHit = false;
       if (attempt === 0) this.counters.misses++;
       if (full) {
         const wait = retryAt === undefined ? undefined : retryAt - now;
@@ -216,22 +268,51 @@ export class WarmService implements IpamBackend {
   async del(req: IpamRequest): Promise<void> {
     checkConf(req.conf);
     await this.#readyOr11();
-    const key = podKey(req);
-    const now = this.#now();
-    const addrs: string[] = [];
-    for (const pool of this.#pools.values()) {
-      const a = pool.release(key, now);
-      if (a) addrs.push(formatAddr(a));
+    this.#releaseAttachment(podKey(req), this.#now());
+  }
+
+  /**
+   * Lets the attachment's addresses go: a sticky one's (`sticky` undefined: as its ADD decided;
+   * false: gone for good, the GC's) into a reservation for its pool key, else idle after the
+   * cooldown. Returns the addresses released (none when the attachment holds none).
+   */
+  #releaseAttachment(key: string, now: number, sticky?: boolean): string[] {
+    const own = this.#pods.poolKeyOf(key);
+    const addrs: [Family, string][] = [];
+    for (const [f, pool] of this.#pools) {
+      const a = pool.release(own.poolKey, now, sticky === undefined ? {} : { sticky });
+      if (a) addrs.push([f, formatAddr(a)]);
     }
-    if (addrs.length === 0 && !this.#db.hasPod(key)) return;
-    this.#db.removePod(key, addrs, now + this.#o.cooldownMs, this.#podRecordKey(key), now);
+    const hasPod = this.#db.hasPod(key);
+    if (addrs.length === 0 && !hasPod) {
+      this.#pods.store.deleted(key, now);
+      return [];
+    }
+    const { stickyForMs, cooldownMs } = this.#o;
+    const reserve = (sticky ?? own.sticky) && stickyForMs > 0 && own.poolKey !== key;
+    const freeAt = now + (reserve ? Math.max(stickyForMs, cooldownMs) : cooldownMs);
+    this.#db.transaction(() => {
+      this.#db.removePod(key, addrs.map(([, a]) => a), freeAt, this.#podRecordKey(key), now);
+      if (reserve) this.#pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
+      this.#pods.store.deleted(key, now);
+    });
+    return addrs.map(([, a]) => a);
+  }
+
+  /** The pod GC's release (pod-tracker.ts): gone for good; returns how many attachments held addresses. */
+  #gcRelease(keys: readonly string[], now: number): number {
+    if (!this.#isReady || this.#closed) return 0;
+    let n = 0;
+    for (const k of keys) if (this.#releaseAttachment(k, now, false).length > 0) n++;
+    return n;
   }
 
   async check(req: IpamRequest): Promise<void> {
     checkConf(req.conf);
     await this.#readyOr11();
     const key = podKey(req);
-    const held = [...this.#pools.values()].map((p) => p.addressOf(key)).filter((a): a is Addr => a !== undefined);
+    const { poolKey } = this.#pods.poolKeyOf(key);
+    const held = [...this.#pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
     if (held.length === 0) throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${this.#o.node}`);
     const prev = req.conf.prevResult as { ips?: { address?: unknown }[] } | undefined;
     for (const ip of Array.isArray(prev?.ips) ? prev.ips : []) {
@@ -264,7 +345,7 @@ export class WarmService implements IpamBackend {
     const pools: WarmStatus['pools'] = {};
     for (const [f, p] of this.#pools) {
       const c = p.counts();
-      pools[`ipv${f}`] = { idle: c.idle, inUse: c.inUse, returning: c.returning, pending: c.pending, tokens: c.tokens };
+      pools[`ipv${f}`] = { idle: c.idle, inUse: c.inUse, reserved: c.reserved, returning: c.returning, pending: c.pending, tokens: c.tokens };
     }
     const w = this.#db.writeDepth();
     const { minIdle, maxIdle, capacity, cooldownMs } = this.#o;
@@ -276,6 +357,9 @@ export class WarmService implements IpamBackend {
       capacity,
       cooldownMs,
       pools,
+      stickyForMs: this.#o.stickyForMs,
+      stickyReservations: Object.values(pools).reduce((n, c) => n + c.reserved, 0),
+      pods: this.#pods.report(),
       ...this.counters,
       writeBehindDepth: w.depth,
       writeBehindAgeMs: w.oldestAt === undefined ? 0 : Math.max(0, this.#now() - w.oldestAt),
@@ -329,6 +413,7 @@ export class WarmService implements IpamBackend {
     if (plan.gone.length > 0) {
       this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: plan.gone });
       this.#db.dropHeld(plan.gone);
+      this.#pods.store.unreserveAddrs(plan.gone);
       this.counters.droppedOnReconcile += plan.gone.length;
     }
     if (plan.forgotten.length > 0) {
@@ -342,15 +427,19 @@ export class WarmService implements IpamBackend {
     }
     const held = this.#db.held();
     const inUse = plan.inUse;
+    const { inUseOf, reservedOf } = this.#restoreSticky(held, inUse, now);
     const pools = new Map<Family, WarmPool>();
     this.#meta.clear();
     for (const f of [4, 6] as Family[]) {
       if (!found.families.has(f) && !held.some((r) => r.family === f)) continue;
       const rows = held.filter((r) => r.family === f);
+      const { entries: inUseRows, keys } = inUseOf(f);
+      const reserved = reservedOf(f, keys);
+      const taken = new Set([...inUseRows.map((e) => e.addr), ...reserved.map((e) => e.addr)]);
       const pool = WarmPool.restore(warmPoolConfig(this.#o, f), {
-        idle: rows.filter((r) => !inUse.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt })),
-        inUse: rows.filter((r) => inUse.has(r.addr)).map((r) => ({ key: inUse.get(r.addr)!, addr: parseAddr(r.addr), sticky: false })),
-        reserved: [],
+        idle: rows.filter((r) => !taken.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt })),
+        inUse: inUseRows.map((e) => ({ key: e.key, addr: parseAddr(e.addr), sticky: e.sticky })),
+        reserved: reserved.map((e) => ({ key: e.key, addr: parseAddr(e.addr), expiresAt: e.expiresAt, freeAt: e.freeAt })),
       });
       pools.set(f, pool);
     }
@@ -359,6 +448,50 @@ export class WarmService implements IpamBackend {
     this.#o.log?.('info', 'warm pool ready', { node, families: [...pools.keys()], ...Object.fromEntries([...pools].map(([f, p]) => [`ipv${f}`, p.counts()])) });
     this.#isReady = true;
     await this.#refill(false).catch(() => undefined); // failures are logged and backed off
+  }
+
+  /**
+   * The pool keys of the in-use addresses (a sticky pod's namespace/name key, from the pod
+   * store) and the sticky reservations to rebuild. Pod-store rows whose pod the DB no longer
+   * has are marked deleted; a pool key claimed twice (never written so) falls back to the
+   * attachment key, not sticky; reservations of addresses not held or in use are dropped.
+   */
+  #restoreSticky(held: readonly HeldRow[], inUse: ReadonlyMap<string, string>, now: number) {
+    const store = this.#pods.store;
+    const podKeys = new Set(inUse.values());
+    for (const r of store.live()) if (!podKeys.has(r.key)) store.deleted(r.key, now);
+    const familyOf = new Map(held.map((r) => [r.addr, r.family] as const));
+    const inUseOf = (f: Family): { entries: { key: string; addr: string; sticky: boolean }[]; keys: Set<string> } => {
+      const keys = new Set<string>();
+      const entries: { key: string; addr: string; sticky: boolean }[] = [];
+      for (const [addr, attach] of inUse) {
+        if (familyOf.get(addr) !== f) continue;
+        let { poolKey, sticky } = this.#pods.poolKeyOf(attach);
+        if (keys.has(poolKey)) {
+          this.#o.log?.('warn', 'warm pool: a pool key is held twice in the resource DB; the attachment is no longer sticky', { poolKey, attachment: attach });
+          const r = store.get(attach);
+          if (r) store.seen({ ...r, poolKey: attach, sticky: false });
+          ({ poolKey, sticky } = { poolKey: attach, sticky: false });
+        }
+        keys.add(poolKey);
+        entries.push({ key: poolKey, addr, sticky });
+      }
+      return { entries, keys };
+    };
+    const reservations = store.reservations().sort((x, y) => y.expiresAt - x.expiresAt); // a key's latest first
+    const stale = reservations.filter((r) => !familyOf.has(r.addr) || inUse.has(r.addr)).map((r) => r.addr);
+    if (stale.length > 0) store.unreserveAddrs(stale);
+    const reservedOf = (f: Family, usedKeys: ReadonlySet<string>): { key: string; addr: string; expiresAt: number; freeAt: number }[] => {
+      const seen = new Set<string>();
+      const out: { key: string; addr: string; expiresAt: number; freeAt: number }[] = [];
+      for (const r of reservations) {
+        if (familyOf.get(r.addr) !== f || inUse.has(r.addr) || usedKeys.has(r.poolKey) || seen.has(r.poolKey)) continue;
+        seen.add(r.poolKey);
+        out.push({ key: r.poolKey, addr: r.addr, expiresAt: r.expiresAt, freeAt: r.freeAt });
+      }
+      return out;
+    };
+    return { inUseOf, reservedOf };
   }
 
   // ---- refill and return ----------------------------------------------------------------------

@@ -21,7 +21,17 @@ interface AgentFlags {
   capacity?: string;
   cooldown?: string;
   stickyFor?: string;
+  kubeconfig?: string;
+  stickyNamespaces?: string;
+  stickyNamePattern?: string;
+  gcInterval?: string;
+  config?: string;
 }
+
+/** How an option is named in an error: its flag, or its key in the config file it came from. */
+type Label = (key: keyof AgentFlags) => string;
+
+const flagOf = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 
@@ -40,10 +50,34 @@ export function registerAgent(program: Command): void {
     .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
     .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
     .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
+    .option('--kubeconfig <file>', 'warm pool: look pods up (StatefulSet pods are sticky) and GC the addresses of pods gone from this API server')
+    .option('--sticky-namespaces <a,b>', 'warm pool: pods of these namespaces are sticky (with --kubeconfig: only their StatefulSet pods)')
+    .option('--sticky-name-pattern <regex>', 'warm pool: pods whose whole name matches are sticky (with --kubeconfig: only StatefulSet pods)')
+    .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
+    .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
-      const datastore = (cmd.optsWithGlobals() as { datastore?: string }).datastore ?? process.env.PODIPAM_DATASTORE;
+      const globals = cmd.optsWithGlobals() as { datastore?: string };
+      const merged: AgentFlags & { datastore?: string } = { ...flags, ...(globals.datastore !== undefined ? { datastore: globals.datastore } : {}) };
+      const fromFile = new Set<string>();
+      if (flags.config !== undefined) {
+        const { readAgentConfigFile } = await import('../agent/agent-config-file.js');
+        let file: ReturnType<typeof readAgentConfigFile>;
+        try {
+          file = readAgentConfigFile(flags.config);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+        for (const [k, v] of Object.entries(file)) {
+          const onCli = k === 'datastore' ? globals.datastore !== undefined : cmd.getOptionValueSource(k) === 'cli';
+          if (onCli) continue;
+          (merged as unknown as Record<string, unknown>)[k] = v;
+          fromFile.add(k);
+        }
+      }
+      merged.datastore ??= process.env.PODIPAM_DATASTORE;
+      const label: Label = (k) => (fromFile.has(k) ? `${k} (config file ${flags.config})` : flagOf(k));
       const { cliLogger } = await import('./cli-logger.js');
-      await runAgent({ ...flags, datastore }, await cliLogger(cmd, 'agent'));
+      await runAgent(merged, await cliLogger(cmd, 'agent'), label);
     });
   agent
     .command('status')
@@ -73,22 +107,28 @@ export function registerAgent(program: Command): void {
     });
 }
 
-async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger): Promise<void> {
+async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger, label: Label): Promise<void> {
   const allowUids = flags.allowUid.map((u) => {
-    if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid --allow-uid ${JSON.stringify(u)}: expected a numeric uid`);
+    if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid ${label('allowUid')} ${JSON.stringify(u)}: expected a numeric uid`);
     return Number(u);
   });
-  const metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
+  let metricsAt: ReturnType<typeof parseListen> | undefined;
+  try {
+    metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
+  }
   const node = flags.node ?? (process.env.NODENAME || hostname().trim().toLowerCase());
   if (flags.datastore !== undefined) {
     const { parseStoreUrl } = await import('../store/parse-store-url.js');
     try {
       parseStoreUrl(flags.datastore);
     } catch (e) {
-      throw new UsageError(`invalid --datastore ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
+      throw new UsageError(`invalid ${label('datastore')} ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
     }
   }
-  const warm = await warmFlags(flags);
+  const warm = await warmFlags(flags, label);
   const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
@@ -110,27 +150,47 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
 }
 
 /** The warm-pool options from the flags (undefined when none is given); UsageError naming the flag. */
-async function warmFlags(flags: AgentFlags & { datastore?: string }): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
+async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Label): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
   const given = flags.minIdle !== undefined || flags.maxIdle !== undefined || flags.capacity !== undefined || flags.pools !== undefined;
-  if (!given) return undefined;
+  const warmOnly = (['kubeconfig', 'stickyNamespaces', 'stickyNamePattern'] as const).find((k) => flags[k] !== undefined);
+  if (!given) {
+    if (warmOnly) throw new UsageError(`${label(warmOnly)} is a warm pool option: give --min-idle N (and --datastore URL) too`);
+    return undefined;
+  }
   if (flags.datastore === undefined) throw new UsageError('the warm pool (--min-idle, --max-idle, --capacity, --pools) needs --datastore URL');
-  const count = (flag: string, v: string | undefined): number | undefined => {
+  const count = (key: keyof AgentFlags, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
-    if (!/^[0-9]{1,6}$/.test(v)) throw new UsageError(`invalid ${flag} ${JSON.stringify(v)}: expected a non-negative integer`);
+    if (!/^[0-9]{1,6}$/.test(v)) throw new UsageError(`invalid ${label(key)} ${JSON.stringify(v)}: expected a non-negative integer`);
     return Number(v);
   };
-  const minIdle = count('--min-idle', flags.minIdle) ?? 0;
-  const maxIdle = count('--max-idle', flags.maxIdle) ?? minIdle;
-  const capacity = count('--capacity', flags.capacity) ?? Math.max(256, maxIdle);
-  if (minIdle > maxIdle) throw new UsageError(`invalid --min-idle ${minIdle}: must not exceed --max-idle (${maxIdle})`);
-  if (maxIdle > capacity) throw new UsageError(`invalid --max-idle ${maxIdle}: must not exceed --capacity (${capacity})`);
-  if (capacity < 1) throw new UsageError('invalid --capacity 0: the warm pool must hold at least one address');
-  const cooldownMs = parseDuration('--cooldown', flags.cooldown ?? '30s');
-  const stickyForMs = parseDuration('--sticky-for', flags.stickyFor ?? '10m');
-  let pools: string[] | undefined;
-  if (flags.pools !== undefined) {
-    pools = flags.pools.split(',').map((p) => p.trim());
-    if (pools.some((p) => p === '')) throw new UsageError(`invalid --pools ${JSON.stringify(flags.pools)}: expected comma-separated pool names`);
+  const minIdle = count('minIdle', flags.minIdle) ?? 0;
+  const maxIdle = count('maxIdle', flags.maxIdle) ?? minIdle;
+  const capacity = count('capacity', flags.capacity) ?? Math.max(256, maxIdle);
+  if (minIdle > maxIdle) throw new UsageError(`invalid ${label('minIdle')} ${minIdle}: must not exceed ${label('maxIdle')} (${maxIdle})`);
+  if (maxIdle > capacity) throw new UsageError(`invalid ${label('maxIdle')} ${maxIdle}: must not exceed ${label('capacity')} (${capacity})`);
+  if (capacity < 1) throw new UsageError(`invalid ${label('capacity')} 0: the warm pool must hold at least one address`);
+  const cooldownMs = parseDuration(label('cooldown'), flags.cooldown ?? '30s');
+  const stickyForMs = parseDuration(label('stickyFor'), flags.stickyFor ?? '10m');
+  const gcIntervalMs = parseDuration(label('gcInterval'), flags.gcInterval ?? '5m');
+  if (gcIntervalMs < 100) throw new UsageError(`invalid ${label('gcInterval')} ${JSON.stringify(flags.gcInterval)}: at least 100ms`);
+  const list = (key: keyof AgentFlags, v: string | undefined, what: string): string[] | undefined => {
+    if (v === undefined) return undefined;
+    const items = v.split(',').map((p) => p.trim());
+    if (items.some((p) => p === '')) throw new UsageError(`invalid ${label(key)} ${JSON.stringify(v)}: expected comma-separated ${what}`);
+    return items;
+  };
+  const pools = list('pools', flags.pools, 'pool names');
+  const namespaces = list('stickyNamespaces', flags.stickyNamespaces, 'namespaces');
+  const sticky = { ...(namespaces ? { namespaces } : {}), ...(flags.stickyNamePattern !== undefined ? { namePattern: flags.stickyNamePattern } : {}) };
+  const { checkStickyPolicy } = await import('../agent/sticky-policy.js');
+  try {
+    checkStickyPolicy(sticky, (k) => label(k === 'namespaces' ? 'stickyNamespaces' : 'stickyNamePattern'));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (flags.kubeconfig !== undefined) {
+    const { existsSync } = await import('node:fs');
+    if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
   }
   const { warmPoolConfig } = await import('../agent/warm-service.js');
   try {
@@ -139,5 +199,16 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }): Promise<Om
     throw new UsageError(`invalid warm pool options: ${(e as Error).message}`);
   }
   const dataDir = flags.dataDir ?? '/var/lib/podipam/agent';
-  return { dataDir, minIdle, maxIdle, capacity, cooldownMs, stickyForMs, ...(pools ? { pools } : {}) };
+  return {
+    dataDir,
+    minIdle,
+    maxIdle,
+    capacity,
+    cooldownMs,
+    stickyForMs,
+    gcIntervalMs,
+    ...(pools ? { pools } : {}),
+    ...(Object.keys(sticky).length > 0 ? { sticky } : {}),
+    ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+  };
 }

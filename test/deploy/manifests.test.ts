@@ -67,11 +67,11 @@ test('every rendered object is valid against the Kubernetes API schema (kubernet
   assert.throws(() => new DaemonSet(ds).validate(), /containerPort/);
 });
 
-test('RBAC: the controller may get/list/watch/patch nodes; the agent list/watch pods and get nodes; nothing more', () => {
+test('RBAC: the controller may get/list/watch/patch nodes; the agent get/list/watch pods and get nodes; nothing more', () => {
   const rules = (name: string) => find('ClusterRole', name).rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   assert.deepEqual(rules('podipam-controller'), [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] }]);
   assert.deepEqual(rules('podipam-agent'), [
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
   ]);
   assert.deepEqual(objects.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`).sort(), [

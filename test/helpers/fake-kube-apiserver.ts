@@ -2,8 +2,10 @@
  * A small Kubernetes API server for tests, on 127.0.0.1: just enough of `/api/v1/nodes` for
  * the real `@kubernetes/client-node` — list, watch (`?watch=true`, chunked JSON event lines from
  * a resourceVersion), get, and patch (merge and strategic-merge, with spec.podCIDR(s) immutable
- * once set, as the real API server enforces). Requests must carry the bearer token of the
- * kubeconfig it writes.
+ * once set, as the real API server enforces) — and of pods: list across namespaces
+ * (`/api/v1/pods`, with `fieldSelector=spec.nodeName=X`), list in a namespace, get and delete
+ * (`/api/v1/namespaces/NS/pods/NAME`), pods carrying `metadata.ownerReferences` (a
+ * StatefulSet's, a ReplicaSet's). Requests must carry the bearer token of the kubeconfig it writes.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -16,6 +18,28 @@ export interface FakeNode {
   metadata: { name: string; uid: string; resourceVersion: string; labels: Record<string, string>; creationTimestamp: string };
   spec: { podCIDR?: string; podCIDRs?: string[] };
   status: Record<string, unknown>;
+}
+
+export interface FakePod {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion: string;
+    creationTimestamp: string;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller: boolean; blockOwnerDeletion: boolean }[];
+  };
+  spec: { nodeName?: string; containers: { name: string; image: string }[] };
+  status: { phase: string };
+}
+
+export interface AddPodOptions {
+  readonly node?: string;
+  /** The controller owning the pod (`StatefulSet`, `ReplicaSet`, …); none by default. */
+  readonly ownerKind?: string;
+  readonly ownerName?: string;
 }
 
 export interface PatchRecord {
@@ -35,6 +59,14 @@ export interface FakeKubeApiServer {
   deleteNode(name: string): void;
   getNode(name: string): FakeNode | undefined;
   nodes(): FakeNode[];
+  /** Creates a pod (a fresh uid each time, as the API server does for a recreated pod). */
+  addPod(namespace: string, name: string, opts?: AddPodOptions): FakePod;
+  /** Removes a pod (as `kubectl delete pod --force --grace-period=0` would). */
+  deletePod(namespace: string, name: string): void;
+  getPod(namespace: string, name: string): FakePod | undefined;
+  pods(): FakePod[];
+  /** Pod requests served, by kind: `get`, `list`, `delete`. */
+  readonly podRequests: { get: number; list: number; delete: number };
   /** Ends every open watch (clients must re-watch from their resourceVersion). */
   dropWatches(): void;
   close(): Promise<void>;
@@ -73,6 +105,8 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
   const events: WatchEvent[] = [];
   const watchers = new Set<{ res: ServerResponse }>();
   const patches: PatchRecord[] = [];
+  const pods = new Map<string, FakePod>();
+  const podRequests = { get: 0, list: 0, delete: 0 };
   let rv = 1;
   let uid = 0;
 
@@ -85,6 +119,8 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
     const url = new URL(req.url ?? '/', 'http://x');
+    const pm = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods(?:\/([^/]+))?$/.exec(url.pathname);
+    if (pm) return handlePods(req, res, url, pm[1] ? decodeURIComponent(pm[1]) : undefined, pm[2] ? decodeURIComponent(pm[2]) : undefined);
     const m = /^\/api\/v1\/nodes(?:\/([^/]+))?$/.exec(url.pathname);
     if (!m) return status(res, 404, 'NotFound', `the server could not find the requested resource ${url.pathname}`);
     const name = m[1] ? decodeURIComponent(m[1]) : undefined;
@@ -134,6 +170,40 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     emit('MODIFIED', next);
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(next));
+  };
+
+  const json = (res: ServerResponse, body: unknown): void => {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+
+  const handlePods = (req: IncomingMessage, res: ServerResponse, url: URL, namespace: string | undefined, name: string | undefined): void => {
+    if (name === undefined) {
+      if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `${req.method} is not supported`);
+      podRequests.list++;
+      let nodeName: string | undefined;
+      for (const term of (url.searchParams.get('fieldSelector') ?? '').split(',').filter((t) => t !== '')) {
+        const f = /^([^=!]+)==?(.*)$/.exec(term);
+        if (!f || f[1] !== 'spec.nodeName') return status(res, 400, 'BadRequest', `"${term}" is not a known field selector: only "spec.nodeName" is served here`);
+        nodeName = f[2];
+      }
+      const items = [...pods.values()].filter((p) => (namespace === undefined || p.metadata.namespace === namespace) && (nodeName === undefined || (p.spec.nodeName ?? '') === nodeName));
+      return json(res, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(rv) }, items });
+    }
+    if (namespace === undefined) return status(res, 404, 'NotFound', `the server could not find the requested resource ${url.pathname}`);
+    const pod = pods.get(`${namespace}/${name}`);
+    if (req.method === 'GET') {
+      podRequests.get++;
+      if (!pod) return status(res, 404, 'NotFound', `pods "${name}" not found`);
+      return json(res, pod);
+    }
+    if (req.method === 'DELETE') {
+      podRequests.delete++;
+      if (!pod) return status(res, 404, 'NotFound', `pods "${name}" not found`);
+      pods.delete(`${namespace}/${name}`);
+      return json(res, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, kind: 'pods', uid: pod.metadata.uid } });
+    }
+    return status(res, 405, 'MethodNotAllowed', `${req.method} is not supported`);
   };
 
   const server = createServer((req, res) => {
@@ -191,6 +261,34 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
       emit('DELETED', { ...node, metadata: { ...node.metadata, resourceVersion: String(++rv) } });
     },
     getNode: (name) => nodes.get(name),
+    addPod(namespace, name, opts = {}) {
+      if (pods.has(`${namespace}/${name}`)) throw new Error(`fake kube: pod ${namespace}/${name} exists`);
+      const pod: FakePod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name,
+          namespace,
+          uid: `pod-uid-${++uid}`,
+          resourceVersion: String(++rv),
+          creationTimestamp: new Date().toISOString(),
+          ...(opts.ownerKind
+            ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: opts.ownerKind, name: opts.ownerName ?? name.replace(/-[^-]*$/, ''), uid: `owner-uid-${++uid}`, controller: true, blockOwnerDeletion: true }] }
+            : {}),
+        },
+        spec: { ...(opts.node ? { nodeName: opts.node } : {}), containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+        status: { phase: 'Running' },
+      };
+      pods.set(`${namespace}/${name}`, pod);
+      return pod;
+    },
+    deletePod(namespace, name) {
+      if (!pods.delete(`${namespace}/${name}`)) throw new Error(`fake kube: no pod ${namespace}/${name}`);
+      rv++;
+    },
+    getPod: (namespace, name) => pods.get(`${namespace}/${name}`),
+    pods: () => [...pods.values()],
+    podRequests,
     nodes: () => [...nodes.values()],
     dropWatches() {
       for (const w of watchers) w.res.end();

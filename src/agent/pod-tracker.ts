@@ -1,0 +1,249 @@
+/**
+ * What the warm pool knows about the pods behind its attachments (issue 11 items 4 and 5):
+ * - `identify` on ADD: the pod from CNI_ARGS (K8S_POD_NAMESPACE / K8S_POD_NAME / K8S_POD_UID);
+ *   sticky or not (a StatefulSet's pod through the API server, cached in the pod store, or the
+ *   sticky policy without one); the pool key (`sticky/<ns>/<name>/<network>:<ifname>` for a
+ *   sticky pod, so the pod's next incarnation — a new container id — asks for the same key,
+ *   else the attachment key). A failed lookup never fails the ADD: the pod is not sticky (log
+ *   line, `lookupsFailed`).
+ * - the GC loop (with a kubeconfig): every `gcIntervalMs` (jittered ±10%) lists this node's pods
+ *   and releases, through the warm service's release, the attachments whose pods are gone
+ *   (pod-gc.ts decides); a failed list releases nothing (log line, `gcListFailures`). Every run
+ *   (with or without a kubeconfig) purges pod-store rows deleted over POD_RETENTION_MS ago and
+ *   reservation rows whose window ended.
+ */
+import { escape } from 'node:querystring';
+import type { IpamRequest } from '../cni/ipam-backend.js';
+import { type PodInfo, type PodSource, KubePods } from './kube-pods.js';
+import { planPodGc } from './pod-gc.js';
+import { POD_RETENTION_MS, PodStore, type PodStoreRow } from './pod-store.js';
+import type { ResourceDb } from './resource-db.js';
+import { type StickyPolicy, checkStickyPolicy, hasStickyFilter, matchesStickyFilters } from './sticky-policy.js';
+
+/** The GC loop's default period (Terway: 5 minutes). */
+export const GC_INTERVAL_MS = 300_000;
+/** A pod lookup on ADD waits at most this long for the API server. */
+export const LOOKUP_TIMEOUT_MS = 2_000;
+/** After a failed lookup, ADDs skip the API server (not sticky) this long. */
+export const LOOKUP_BACKOFF_MS = 5_000;
+/** The owner kind of sticky pods. */
+export const STICKY_OWNER_KIND = 'StatefulSet';
+
+export interface PodTrackerOptions {
+  readonly node: string;
+  readonly stickyForMs: number;
+  readonly policy?: StickyPolicy;
+  /** Look pods up (and run the GC loop) through the API server of this kubeconfig file. */
+  readonly kubeconfig?: string;
+  readonly gcIntervalMs?: number;
+  readonly lookupTimeoutMs?: number;
+  readonly podRetentionMs?: number;
+  readonly now: () => number;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Who an ADD is for and under which pool key it takes its addresses. */
+export interface PodIdentity {
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  readonly uid: string | undefined;
+  /** '' when the pod has no owner; undefined when not known. */
+  readonly ownerKind: string | undefined;
+  readonly sticky: boolean;
+  readonly poolKey: string;
+  /** A dead attachment (its pod gone or replaced) holds `poolKey`: release it (sticky) first, then acquire. */
+  readonly transferFrom?: string;
+}
+
+export interface GcReport {
+  readonly at: number;
+  readonly ok: boolean;
+  readonly error?: string;
+  readonly listed?: number;
+  readonly released: number;
+}
+
+export interface PodTrackerStatus {
+  readonly kube: boolean;
+  readonly stickyHits: number;
+  readonly lookups: number;
+  readonly lookupsFailed: number;
+  readonly gcRuns: number;
+  readonly gcReleases: number;
+  readonly gcListFailures: number;
+  readonly podStore: number;
+  readonly purged: number;
+  readonly lastGc: GcReport | undefined;
+}
+
+/** Releases these attachment keys as gone for good (not sticky); returns how many held addresses. */
+export type GcRelease = (keys: readonly string[], now: number) => Promise<number>;
+
+export class PodTracker {
+  readonly store: PodStore;
+  readonly counters = { stickyHits: 0, lookups: 0, lookupsFailed: 0, gcRuns: 0, gcReleases: 0, gcListFailures: 0, purged: 0 };
+  readonly #o: PodTrackerOptions;
+  readonly #policy: StickyPolicy;
+  readonly #pattern: RegExp | undefined;
+  #kube: PodSource | undefined;
+  #lookupBackoffUntil = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = false;
+  #lastGc: GcReport | undefined;
+
+  constructor(db: ResourceDb, o: PodTrackerOptions) {
+    this.#o = o;
+    this.#policy = o.policy ?? {};
+    this.#pattern = checkStickyPolicy(this.#policy, (k) => k);
+    this.store = new PodStore(db.database);
+  }
+
+  /** Loads the kubeconfig (throws when it cannot). */
+  async open(): Promise<void> {
+    if (this.#o.kubeconfig !== undefined) this.#kube = await KubePods.open(this.#o.kubeconfig, this.#o.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
+  }
+
+  /** The pool key and stickiness of a live attachment (its ADD's), else the attachment key, not sticky. */
+  poolKeyOf(attachKey: string): { poolKey: string; sticky: boolean } {
+    const r = this.store.get(attachKey);
+    return r && r.deletedAt === undefined ? { poolKey: r.poolKey, sticky: r.sticky } : { poolKey: attachKey, sticky: false };
+  }
+
+  /** See the top of this file. Never throws for the API server's sake. */
+  async identify(req: Pick<IpamRequest, 'cniArgs' | 'ifname'> & { readonly network: string }, attachKey: string, holds: boolean): Promise<PodIdentity> {
+    const namespace = req.cniArgs.get('K8S_POD_NAMESPACE') || undefined;
+    const name = req.cniArgs.get('K8S_POD_NAME') || undefined;
+    let uid = req.cniArgs.get('K8S_POD_UID') || undefined;
+    const plain = (ownerKind?: string): PodIdentity => ({ namespace, name, uid, ownerKind, sticky: false, poolKey: attachKey });
+    // The same attachment again (an ADD retried): what its first ADD decided.
+    const known = this.store.get(attachKey);
+    if (holds) {
+      if (known && known.deletedAt === undefined) {
+        return { namespace: known.namespace, name: known.name, uid: known.uid, ownerKind: known.ownerKind, sticky: known.sticky, poolKey: known.poolKey };
+      }
+      return plain(); // held since before the pod store knew it: under its attachment key
+    }
+    if (namespace === undefined || name === undefined || this.#o.stickyForMs === 0) return plain();
+    if (!matchesStickyFilters(this.#policy, this.#pattern, namespace, name)) return plain();
+    let ownerKind: string | undefined;
+    if (this.#kube) {
+      const cached = uid !== undefined ? this.store.byPod(namespace, name).find((r) => r.uid === uid && r.ownerKind !== undefined) : undefined;
+      if (cached) ownerKind = cached.ownerKind;
+      else {
+        const pod = await this.#lookup(namespace, name);
+        if (pod === undefined) return plain();
+        if (uid !== undefined && pod.uid !== undefined && pod.uid !== uid) {
+          this.#o.log?.('warn', 'pod lookup: the API server has another pod of this name; not sticky', { namespace, name, uid, apiUid: pod.uid });
+          this.counters.lookupsFailed++;
+          return plain();
+        }
+        uid ??= pod.uid;
+        ownerKind = pod.ownerKind ?? '';
+      }
+      if (ownerKind !== STICKY_OWNER_KIND) return plain(ownerKind);
+    } else if (!hasStickyFilter(this.#policy)) {
+      return plain();
+    }
+    const poolKey = stickyKey(namespace, name, req.network, req.ifname);
+    const holder = this.store.holder(poolKey);
+    if (holder && holder.key !== attachKey) {
+      // A pod name exists once at a time: another uid, or a pod the GC saw gone, is dead.
+      if (holder.goneAt !== undefined || (uid !== undefined && holder.uid !== undefined && holder.uid !== uid)) {
+        return { namespace, name, uid, ownerKind, sticky: true, poolKey, transferFrom: holder.key };
+      }
+      this.#o.log?.('warn', 'sticky pod: its pool key is held by another live attachment (not yet deleted); this one is not sticky', { namespace, name, holder: holder.key, attachment: attachKey });
+      return plain(ownerKind);
+    }
+    return { namespace, name, uid, ownerKind, sticky: true, poolKey };
+  }
+
+  async #lookup(namespace: string, name: string): Promise<PodInfo | undefined> {
+    const now = this.#o.now();
+    this.counters.lookups++;
+    if (now < this.#lookupBackoffUntil) {
+      this.counters.lookupsFailed++;
+      this.#o.log?.('warn', 'pod lookup skipped (the API server failed a moment ago); not sticky', { namespace, name });
+      return undefined;
+    }
+    try {
+      const pod = await this.#kube!.get(namespace, name);
+      if (pod === undefined) {
+        this.counters.lookupsFailed++;
+        this.#o.log?.('warn', 'pod lookup: no such pod in the API server; not sticky', { namespace, name });
+      }
+      return pod;
+    } catch (e) {
+      this.counters.lookupsFailed++;
+      this.#lookupBackoffUntil = this.#o.now() + LOOKUP_BACKOFF_MS;
+      this.#o.log?.('warn', 'pod lookup failed; not sticky', { namespace, name, error: (e as Error).message });
+      return undefined;
+    }
+  }
+
+  /** Starts the loop (GC with a kubeconfig, purge always). */
+  start(release: GcRelease): void {
+    const schedule = (): void => {
+      if (this.#stopped) return;
+      const base = this.#o.gcIntervalMs ?? GC_INTERVAL_MS;
+      this.#timer = setTimeout(() => {
+        this.#running = this.runOnce(release)
+          .catch((e: Error) => this.#o.log?.('error', 'pod GC failed', { error: e.message }))
+          .finally(() => {
+            this.#running = undefined;
+            schedule();
+          });
+      }, Math.round(base * (0.9 + 0.2 * Math.random())));
+      this.#timer.unref();
+    };
+    schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /** One run: purge, then (with a kubeconfig) list, decide, release. */
+  async runOnce(release: GcRelease): Promise<GcReport | undefined> {
+    const now = this.#o.now();
+    this.counters.purged += this.store.purge(now, this.#o.podRetentionMs ?? POD_RETENTION_MS);
+    this.store.expireReservations(now);
+    if (!this.#kube) return undefined;
+    this.counters.gcRuns++;
+    const listedAt = this.#o.now();
+    let listed: PodInfo[];
+    try {
+      listed = await this.#kube.listNode(this.#o.node);
+    } catch (e) {
+      this.counters.gcListFailures++;
+      this.#lastGc = { at: listedAt, ok: false, error: (e as Error).message, released: 0 };
+      this.#o.log?.('warn', 'pod GC: cannot list this node\'s pods; nothing released', { node: this.#o.node, error: (e as Error).message });
+      return this.#lastGc;
+    }
+    const t = this.#o.now();
+    const plan = planPodGc({ listed, attachments: this.store.live(), listedAt, now: t, stickyForMs: this.#o.stickyForMs });
+    for (const k of plan.gone) this.store.gone(k, listedAt);
+    for (const k of plan.back) this.store.back(k);
+    let released = 0;
+    if (plan.release.length > 0) {
+      released = await release(plan.release, t);
+      this.counters.gcReleases += plan.release.length;
+      this.#o.log?.('info', 'pod GC: released the attachments of pods gone from the API server', { node: this.#o.node, attachments: plan.release, addresses: released });
+    }
+    this.#lastGc = { at: listedAt, ok: true, listed: listed.length, released: plan.release.length };
+    return this.#lastGc;
+  }
+
+  report(): PodTrackerStatus {
+    return { kube: this.#kube !== undefined, ...this.counters, podStore: this.store.count(), lastGc: this.#lastGc };
+  }
+}
+
+/** The pool key of a sticky pod's attachment: namespace/name, the network and ifname (one pod may attach twice). */
+export function stickyKey(namespace: string, name: string, network: string, ifname: string): string {
+  return `sticky/${escape(namespace)}/${escape(name)}/${escape(network)}:${escape(ifname)}`;
+}
+
+export type { PodStoreRow };
