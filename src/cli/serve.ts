@@ -28,6 +28,8 @@ interface ServeFlags {
   gcGrace: string;
   nodeName?: string;
   allowedHost: string[];
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 /** "HOST:PORT", "[V6]:PORT" or "PORT" (loopback). */
@@ -54,6 +56,8 @@ export function registerServe(program: Command): void {
     .option('--data-dir <dir>', 'directory of the default SQLite datastore (default: $PODIPAM_DATA_DIR, /var/lib/podipam as root, else ~/.local/share/podipam)')
     .option('--token-file <file>', 'bearer tokens, lines "read=TOKEN" and "admin=TOKEN", mode 0600 (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN); without them, writes need the install token in DIR/serve.token')
     .option('--allowed-host <name>', 'also answer requests whose Host header is NAME (repeatable; localhost, 127.0.0.1, [::1] and the listen address always are)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain) (or $PODIPAM_TLS_CERT); needs --tls-key')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert, mode 0600 (or $PODIPAM_TLS_KEY)')
     .option('--cluster-cidr <cidrs>', 'node-CIDR controller: cluster CIDR(s), comma separated', DEFAULT_CLUSTER_CIDRS)
     .option('--node-mask-size <n>', 'node-CIDR controller: IPv4 node mask (default 24)')
     .option('--node-mask-size-v6 <n>', 'node-CIDR controller: IPv6 node mask (default 64)')
@@ -78,6 +82,20 @@ export function registerServe(program: Command): void {
         tokens = loadTokens(flags.tokenFile);
       } catch (e) {
         throw new UsageError((e as Error).message);
+      }
+      const tlsCert = flags.tlsCert ?? (process.env.PODIPAM_TLS_CERT || undefined);
+      const tlsKey = flags.tlsKey ?? (process.env.PODIPAM_TLS_KEY || undefined);
+      let tls;
+      if (tlsCert !== undefined || tlsKey !== undefined) {
+        if (tlsCert === undefined || tlsKey === undefined) {
+          throw new UsageError(`HTTPS needs both --tls-cert and --tls-key (or $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY): got only ${tlsCert !== undefined ? `--tls-cert ${tlsCert}` : `--tls-key ${tlsKey}`}`);
+        }
+        const { loadServerTls } = await import('../server/server-tls.js');
+        try {
+          tls = loadServerTls(tlsCert, tlsKey);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
       }
       let controller;
       if (flags.controller) {
@@ -117,6 +135,7 @@ export function registerServe(program: Command): void {
         controller,
         defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
         gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
+        ...(tls ? { tls } : {}),
         log,
       });
       const { cniConflist } = await import('../server/cni-config.js');

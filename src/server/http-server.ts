@@ -5,6 +5,7 @@
  * the metrics. Handlers never touch `res`.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { HttpError, toHttpError } from './http-error.js';
 import { authorize, roleOf, type Role, type Tokens } from './auth.js';
 import type { Router } from './router.js';
@@ -52,12 +53,21 @@ export interface HttpServerOptions {
   readonly metrics?: ServerMetrics;
   /** Called for each 5xx with the error, for the log. */
   readonly onServerError?: (e: HttpError, method: string, path: string) => void;
+  /** HTTPS with this certificate chain and private key (PEM); plain HTTP without. */
+  readonly tls?: ServerTls;
+}
+
+export interface ServerTls {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
 }
 
 export function createHttpServer(options: HttpServerOptions): Server {
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     void handle(req, res, options);
-  });
+  };
+  // An https.Server is an http.Server (a tls.Server with the same request API).
+  const server: Server = options.tls ? (createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) as unknown as Server) : createServer(onRequest);
   server.keepAliveTimeout = 5000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;

@@ -6,16 +6,18 @@
 import type { AddressInfo } from 'node:net';
 import type { ControllerConfig } from '../controller/controller-config.js';
 import { NodeCidrController } from '../controller/node-cidr-controller.js';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, parseStoreUrl, type Store } from '../store/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { authRequired, checkListenTokens, type Tokens } from './auth.js';
 import { CheckCache } from './check-cache.js';
+import { CheckInWorker } from './check-in-worker.js';
 import { ClusterGc } from './cluster-gc.js';
 import { Ticker } from './ticker.js';
 import { clusterOps } from './cluster-ops-impl.js';
+import type { CheckReport } from './cluster-ops.js';
 import { SummaryCache } from './cluster-summary.js';
 import { ensureDefaultPools, type DefaultPool } from './default-pools.js';
-import { createHttpServer, type HandlerSpec } from './http-server.js';
+import { createHttpServer, type HandlerSpec, type ServerTls } from './http-server.js';
 import { ServerMetrics } from './metrics.js';
 import { hostPolicy as makeHostPolicy } from './request-guard.js';
 import { Router } from './router.js';
@@ -38,11 +40,13 @@ export interface ServerConfig {
   readonly gc?: { readonly intervalMs: number; readonly graceMs: number };
   /** How long the summary behind the dashboard and metrics may be reused (default 1000 ms). */
   readonly summaryTtlMs?: number;
+  /** Serve HTTPS with this certificate and key (PEM, see loadServerTls); plain HTTP without. */
+  readonly tls?: ServerTls;
   readonly log: (line: string) => void;
 }
 
 export interface RunningServer {
-  /** http://HOST:PORT of the API (no trailing slash). */
+  /** http://HOST:PORT (https:// with `tls`) of the API (no trailing slash). */
   readonly url: string;
   /** The dashboard page: `url` + "/", with `?token=` when the install token protects writes. */
   readonly dashboardUrl: string;
@@ -70,7 +74,15 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     const ops = clusterOps(store);
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
-    const checks = new CheckCache(() => ops.check());
+    // A check reads every record: off the event loop in a worker with its own connection,
+    // except on a memory store (in this process only, and small).
+    let checkRun = (): Promise<CheckReport> => ops.check();
+    if (parseStoreUrl(cfg.datastoreUrl).kind !== 'memory') {
+      const worker = new CheckInWorker(cfg.datastoreUrl);
+      stops.push(() => worker.close());
+      checkRun = () => worker.run();
+    }
+    const checks = new CheckCache(checkRun);
     const metrics = new ServerMetrics({
       pools: async () => (await summary.get()).pools,
       nodes: async () => (await summary.get()).totals.nodes,
@@ -142,6 +154,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       tokens: cfg.tokens,
       metrics,
       hostPolicy,
+      ...(cfg.tls ? { tls: cfg.tls } : {}),
       onServerError: (e, method, path) => {
         // The stack of a failure of ours goes to the log (never to the client).
         const stack = e.cause instanceof Error && e.status === 500 ? `\n${e.cause.stack ?? ''}` : '';
@@ -170,7 +183,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     );
     const port = (server.address() as AddressInfo).port;
     const hostText = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
-    const url = `http://${hostText}:${port}`;
+    const url = `${cfg.tls ? 'https' : 'http'}://${hostText}:${port}`;
     const install = !authRequired(cfg.tokens) ? cfg.tokens.install : undefined;
     const dashboardUrl = `${url}/${install !== undefined ? `?token=${encodeURIComponent(install)}` : ''}`;
     return { url, dashboardUrl, port, store, createdPools, close: stopAll };

@@ -56,7 +56,7 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
     const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s\nstdout: ${out}\nstderr: ${err}`)), 20_000);
     const onData = (): void => {
       // The banner ends with the "Try:" line; wait for all of it.
-      const m = /dashboard and API on (http:\/\/\S+) /.exec(out);
+      const m = /dashboard and API on (https?:\/\/\S+) /.exec(out);
       if (m && /^Try: /m.test(out)) {
         clearTimeout(timer);
         resolve(m[1] as string);
