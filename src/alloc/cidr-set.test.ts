@@ -72,6 +72,18 @@ test('cidr set never hands out a block the service CIDR touches, even after a co
   assert.equal(set.used, 1n);
 });
 
+test('cidr set keeps an excluded block used after releasing another small CIDR in the same block', () => {
+  // Found by cidr-set.property.test.ts: the exclusion and the released CIDR share no address,
+  // but both lie in node block 10.0.1.0/24, which the release used to free for allocateNext.
+  const set = new CidrSet(p('10.0.0.0/23'), 24);
+  set.exclude(p('10.0.1.0/28'));
+  set.release(p('10.0.1.128/25'));
+  assert.equal(set.isUsed(p('10.0.1.0/24')), true);
+  assert.equal(set.used, 1n);
+  assert.equal(text(set.allocateNext()), '10.0.0.0/24');
+  assert.equal(set.allocateNext(), undefined);
+});
+
 test('cidr set runs a v6 /32 cluster with /64 node blocks (2^32 blocks)', () => {
   const set = new CidrSet(p('2001:db8::/32'), 64);
   assert.equal(set.size, 1n << 32n);

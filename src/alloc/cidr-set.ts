@@ -88,8 +88,11 @@ export class CidrSet {
   release(cidr: Prefix): void {
     const [lo, hi] = this.#indexRange(cidr);
     this.#bits.clearRange(lo, hi);
+    // By node block, not by prefix: an exclusion and a released CIDR both smaller than a node
+    // block share no address yet touch the same block.
     for (const ex of this.#excluded) {
-      if (prefixOverlaps(ex, cidr)) this.occupy(ex);
+      const [a, b] = this.#indexRange(ex);
+      if (a <= hi && lo <= b) this.#bits.setRange(a, b);
     }
   }
 
