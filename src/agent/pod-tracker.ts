@@ -117,8 +117,8 @@ export class PodTracker {
     let uid = req.cniArgs.get('K8S_POD_UID') || undefined;
     const plain = (ownerKind?: string): PodIdentity => ({ namespace, name, uid, ownerKind, sticky: false, poolKey: attachKey });
     // The same attachment again (an ADD retried): what its first ADD decided.
-    const known = this.store.get(attachKey);
     if (holds) {
+      const known = this.store.get(attachKey);
       if (known && known.deletedAt === undefined) {
         return { namespace: known.namespace, name: known.name, uid: known.uid, ownerKind: known.ownerKind, sticky: known.sticky, poolKey: known.poolKey };
       }

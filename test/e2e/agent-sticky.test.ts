@@ -109,7 +109,7 @@ test('a StatefulSet pod recreated within --sticky-for gets its address back (als
     // Past the cooldown, pods take idle addresses; the reserved one goes to none of them.
     await sleep(1500);
     const others: string[] = [];
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 10; i++) {
       fake.addPod('web', `filler-${i}`, { node: NODE, ownerKind: 'ReplicaSet' });
       others.push(await add(fake, socket, `f${i}`, 'web', `filler-${i}`));
     }
