@@ -152,7 +152,8 @@ function decodeRequest(head: Buffer, body: Buffer): Request {
     const kv = bytes(`environment entry ${i}`).toString('utf8');
     const eq = kv.indexOf('=');
     if (eq <= 0) throw new FrameError(`environment entry ${i} ${JSON.stringify(kv.slice(0, 64))} is not KEY=VALUE`);
-    env[kv.slice(0, eq)] = kv.slice(eq + 1);
+    // defineProperty: a variable named __proto__ is an entry like any other, never the prototype.
+    Object.defineProperty(env, kv.slice(0, eq), { value: kv.slice(eq + 1), enumerable: true, writable: true, configurable: true });
   }
   const stdin = bytes('stdin');
   if (stdin.length > MAX_STDIN) throw new FrameError(`stdin of ${stdin.length} bytes exceeds the limit of ${MAX_STDIN} bytes`);

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { ClusterIpam } from '../cluster/index.js';
 import { openStore, type Store } from '../store/index.js';
-import { anyBytes, anyText, bounded, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../test/helpers/fuzz.js';
+import { anyBytes, anyText, bounded, checkCniAnswer, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../test/helpers/fuzz.js';
 import { makeTempDir, type TempDir } from '../../test/helpers/tmp.js';
 import { pluginCall } from './plugin-call.js';
 
@@ -125,28 +125,6 @@ const casesOf = (base: () => Record<string, unknown>) =>
     return { env: e, mutations: ms, stdin: JSON.stringify(pin(conf)) };
   });
 
-const KNOWN_CODES = new Set([1, 2, 3, 4, 5, 6, 7, 11, 50, 51, 100, 101, 102]);
-
-/** The answer is well-formed; returns the parsed error when the call failed. */
-function checkAnswer(a: { status: number; out: string }, verb: string | undefined): { code: number; msg: string; details?: string } | undefined {
-  if (a.status === 0) {
-    if (verb === 'ADD') {
-      // 0.3.0 and later: "ips"; 0.1.0/0.2.0 (no cniVersion): "ip4"/"ip6".
-      const r = JSON.parse(a.out) as { ips?: unknown; ip4?: unknown; ip6?: unknown };
-      assert.ok(Array.isArray(r.ips) || typeof r.ip4 === 'object' || typeof r.ip6 === 'object', `an ADD result lists its addresses: ${a.out}`);
-    } else if (verb !== 'VERSION') assert.equal(a.out, '', `${verb} prints nothing on success`);
-    return undefined;
-  }
-  assert.equal(a.status, 1);
-  const e = JSON.parse(a.out) as { code: unknown; msg: unknown; details?: unknown };
-  assert.equal(typeof e.code, 'number', a.out);
-  assert.ok(KNOWN_CODES.has(e.code as number), `a classified CNI code (not 999): ${a.out}`);
-  assert.equal(typeof e.msg, 'string');
-  assert.ok((e.msg as string).length > 0, 'a message');
-  assert.doesNotMatch(a.out, /\n\s+at |\\n\s+at /, `no stack trace: ${a.out}`);
-  return e as { code: number; msg: string; details?: string };
-}
-
 /**
  * host-local's own messages, which the local back end repeats word for word (the differential
  * tests hold it to them): they say which range set is wrong rather than the key.
@@ -177,7 +155,7 @@ async function runCase(c: { env: Record<string, string | undefined>; mutations: 
   // As a process receives them: environment strings are decoded from bytes (never a lone surrogate).
   for (const [k, v] of Object.entries(c.env)) if (v !== undefined) e[k] = Buffer.from(v).toString('utf8');
   const a = await bounded('pluginCall', 15_000, pluginCall(e, () => c.stdin));
-  const err = checkAnswer(a, e.CNI_COMMAND);
+  const err = checkCniAnswer(a, e.CNI_COMMAND);
   count(e.CNI_COMMAND, err?.code);
   // One field replaced and the config refused as such: the message names that field.
   const only = c.mutations.length === 1 ? c.mutations[0]! : undefined;
@@ -214,6 +192,6 @@ test('fuzz raw stdin: random bytes and random JSON are refused with a decode or 
     ),
     async ([verb, stdin]) => {
       const a = await bounded('pluginCall', 15_000, pluginCall({ CNI_COMMAND: verb, CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/opt/cni/bin' }, () => stdin));
-      checkAnswer(a, verb);
+      checkCniAnswer(a, verb);
     },
   ));
