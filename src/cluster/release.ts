@@ -3,6 +3,7 @@
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
  * release by handle is one round trip; otherwise one get of the handle first.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { ordinalsOf } from '../alloc/block.js';
 import { type Addr, formatPrefix } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
@@ -77,6 +78,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[])
       continue;
     }
     const r = await ctx.store.txn(plan.compares, plan.ops);
+    if (r.succeeded) crashPoint('cluster.release-addrs.committed');
     if (r.succeeded) return [...plan.released];
     conflict = [];
     plan.compares.forEach((c, i) => {
@@ -137,6 +139,7 @@ async function runPlan(
   }
   const r = await ctx.store.txn(plan.compares, plan.ops);
   if (r.succeeded) {
+    crashPoint([...plan.blocks.values()].includes(null) ? 'cluster.block.released' : 'cluster.release.committed');
     for (const [key, block] of plan.blocks) {
       view?.noteBlock(key, block ? r.rev : 0, block);
       others.set(key, { rev: block ? r.rev : 0, block });

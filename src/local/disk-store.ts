@@ -24,6 +24,7 @@ import { CniError } from '../cni/errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
 import { tryLoadAddon } from '../util/native-addon.js';
+import { crashPoint } from '../util/crash-point.js';
 import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
@@ -177,8 +178,10 @@ export class DiskStore {
     const name = formatAddr(addr);
     const tmp = path.join(this.dir, TMP_FILE);
     this.#writeTmp(tmp, fileContent(id, ifname));
+    crashPoint('local.add.tmp-written');
     try {
       fs.linkSync(tmp, path.join(this.dir, name));
+      crashPoint('local.add.reserved');
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') return false;
@@ -189,6 +192,7 @@ export class DiskStore {
       this.#unlinkQuietly(TMP_FILE);
     }
     this.#recordLast(name, rangeSet);
+    crashPoint('local.add.recorded');
     return true;
   }
 

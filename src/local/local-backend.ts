@@ -15,6 +15,7 @@ import { candidates, checkRequested, formatRangeSet, isExhausted, rangeIndexOf }
 import { type Addr, formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
 import { type LocalConfig, loadLocalConfig } from './config.js';
+import { crashPoint } from '../util/crash-point.js';
 import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
 
 /** `asyncLockWait`: wait for a busy directory lock without blocking the event loop (the agent). */
@@ -33,6 +34,7 @@ export class LocalBackend implements IpamBackend {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
     const ips = await withStore(cfg, this.#asyncLockWait, (store) => allocate(store, cfg, req));
+    crashPoint('local.add.before-answer');
     return { ips, routes: cfg.routes, dns };
   }
 
@@ -44,6 +46,7 @@ export class LocalBackend implements IpamBackend {
       for (const f of releasable(files, req, cfg.rangeSets.length)) {
         try {
           store.remove(f.name);
+          crashPoint('local.del.removed');
         } catch (e) {
           errors.push((e as Error).message);
         }
@@ -83,6 +86,7 @@ export class LocalBackend implements IpamBackend {
         if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
         try {
           store.remove(f.name);
+          crashPoint('local.gc.removed');
         } catch (e) {
           errors.push(`${f.name}: ${(e as Error).message}`);
         }
@@ -122,6 +126,7 @@ async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, fn: (store: Di
   try {
     if (asyncWait) await store.lockAsync(cfg.lockTimeoutMs);
     else store.lock(cfg.lockTimeoutMs);
+    crashPoint('local.lock.held');
     return fn(store);
   } finally {
     store.close(); // closing drops the lock
