@@ -303,6 +303,7 @@ export class NodeCidrController {
           if (!(e instanceof StoreUnavailableError)) throw e;
           continue;
         }
+        if (outcomes[0]?.ok) crashPoint('controller.cidr.committed');
         g.forEach((x, i) => {
           const o = outcomes[i] as (typeof outcomes)[number];
           if (o.ok) return this.#committed(x.name, o.rev, x.item.next, x.cidrs, x.added);

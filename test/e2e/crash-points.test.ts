@@ -330,19 +330,21 @@ async function agentCase(url: string, spec: string): Promise<void> {
     ? ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent'), '--min-idle', '2', '--max-idle', '2', '--capacity', '64', '--cooldown', '1s']
     : ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent')];
   let agent: RunningAgent | undefined;
+  let armedChild: import('node:child_process').ChildProcess | undefined;
   const store = await openStore(url);
   try {
     const ipam = new ClusterIpam(store);
     await ipam.createPool({ name: 'a4', cidr: '10.67.0.0/24', blockSize: 28 });
     await ipam.createPool({ name: 'a6', cidr: 'fd67::/116', blockSize: 124 });
     const armed = startArmedAgent(socket, args, spec);
+    armedChild = armed.child;
     let died: Awaited<typeof armed.exited> | undefined;
     void armed.exited.then((d) => (died = d));
     /** The armed agent's death (bounded), then an unarmed one on the same socket and data dir. */
     let restarting: Promise<void> | undefined;
     const restart = (): Promise<void> =>
       (restarting ??= (async () => {
-        const d = await Promise.race([armed.exited, sleep(90_000).then(() => undefined)]);
+        const d = await Promise.race([armed.exited, sleep(90_000, undefined, { ref: false }).then(() => undefined)]);
         assert.ok(d, `the agent armed with ${spec} did not die within 90 s:\n${died?.stderr ?? ''}`);
         expectCrash({ ...d, stdout: '' }, spec, 'agent');
         agent = await startAgent(socket, args);
@@ -411,6 +413,7 @@ async function agentCase(url: string, spec: string): Promise<void> {
     assert.equal((await clusterHoldings(url)).size, 0, 'zero allocated after DEL of everything');
     await checkClean(url, `agent after DEL of everything (${spec})`);
   } finally {
+    if (armedChild && armedChild.exitCode === null && armedChild.signalCode === null) armedChild.kill('SIGKILL');
     await agent?.kill();
     await store.close();
     tmp.remove();
