@@ -78,8 +78,13 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[])
       continue;
     }
     const r = await ctx.store.txn(plan.compares, plan.ops);
-    if (r.succeeded) crashPoint('cluster.release-addrs.committed');
-    if (r.succeeded) return [...plan.released];
+    if (r.succeeded) {
+      crashPoint('cluster.release-addrs.committed');
+      // The node views this instance keeps (the agent's warm returns) must see the freed
+      // ordinals, or their node claims new blocks beside half-empty ones it believes full.
+      for (const [key, block] of plan.blocks) if (block?.affinity) ctx.cache.peek(block.affinity)?.noteBlock(key, r.rev, block);
+      return [...plan.released];
+    }
     conflict = [];
     plan.compares.forEach((c, i) => {
       const entry = r.current?.[i];

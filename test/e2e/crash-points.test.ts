@@ -136,10 +136,6 @@ async function localCase(spec: string, op: 'ADD' | 'DEL' | 'GC'): Promise<void> 
   }
 }
 
-test('crash points of the local back end: every step of ADD, DEL and GC, retried, no duplicate, nothing left after DEL', { timeout: 300_000, concurrency: 4 }, async (t) => {
-  await Promise.all(LOCAL_CASES.map(([spec, op]) => t.test(`local ${op} killed at ${spec}`, () => localCase(spec, op))));
-});
-
 // ---- cluster (plugin processes on SQLite and etcd) ------------------------------------------------
 
 type ClusterOp = 'ADD' | 'ADD-new-node' | 'DEL' | 'DEL-empties-block' | 'GC' | 'GC-two' | 'release-ip';
@@ -433,34 +429,46 @@ async function onSqlite(fn: (url: string) => Promise<void>): Promise<void> {
   }
 }
 
-test('crash points of the cluster back end, the controller and the agent on SQLite', { timeout: 600_000, concurrency: 3 }, async (t) => {
-  await Promise.all([
-    ...CLUSTER_CASES.map(([spec, op]) => t.test(`sqlite: ${op} killed at ${spec}`, () => onSqlite((url) => clusterCase(url, spec, op)))),
-    t.test('sqlite: controller killed at controller.cidr.committed', () => onSqlite((url) => controllerCase(url, 'controller.cidr.committed'))),
-    ...AGENT_CASES.map((spec) => t.test(`sqlite: agent killed at ${spec}`, () => onSqlite((url) => agentCase(url, spec)))),
-  ]);
-});
+const localCases = (t: import('node:test').TestContext) =>
+  t.test('local back end: every step of ADD, DEL and GC, retried, no duplicate, nothing left after DEL', { concurrency: 3 }, async (t) => {
+    await Promise.all(LOCAL_CASES.map(([spec, op]) => t.test(`local ${op} killed at ${spec}`, () => localCase(spec, op))));
+  });
 
-test('crash points of the cluster back end, the controller and the agent on etcd (one member, cases in turn)', { timeout: 900_000 }, async (t) => {
-  let etcd: EtcdCluster | undefined;
-  try {
-    etcd = await startEtcd({ members: 1 });
-    const url = etcd.url;
-    const fresh = async (fn: () => Promise<void>): Promise<void> => {
-      const s = await openStore(url);
-      try {
-        await wipeStore(s);
-      } finally {
-        await s.close();
-      }
-      await fn();
-    };
-    for (const [spec, op] of CLUSTER_CASES) await t.test(`etcd: ${op} killed at ${spec}`, () => fresh(() => clusterCase(url, spec, op)));
-    await t.test('etcd: controller killed at controller.cidr.committed', () => fresh(() => controllerCase(url, 'controller.cidr.committed')));
-    for (const spec of AGENT_CASES) await t.test(`etcd: agent killed at ${spec}`, () => fresh(() => agentCase(url, spec)));
-  } finally {
-    await etcd?.stop();
-  }
+const sqliteCases = (t: import('node:test').TestContext) =>
+  t.test('cluster back end, controller and agent on SQLite', { concurrency: 3 }, async (t) => {
+    await Promise.all([
+      ...CLUSTER_CASES.map(([spec, op]) => t.test(`sqlite: ${op} killed at ${spec}`, () => onSqlite((url) => clusterCase(url, spec, op)))),
+      t.test('sqlite: controller killed at controller.cidr.committed', () => onSqlite((url) => controllerCase(url, 'controller.cidr.committed'))),
+      ...AGENT_CASES.map((spec) => t.test(`sqlite: agent killed at ${spec}`, () => onSqlite((url) => agentCase(url, spec)))),
+    ]);
+  });
+
+const etcdCases = (t: import('node:test').TestContext) =>
+  t.test('cluster back end, controller and agent on etcd (one member, cases in turn, the store wiped between)', async (t) => {
+    let etcd: EtcdCluster | undefined;
+    try {
+      etcd = await startEtcd({ members: 1 });
+      const url = etcd.url;
+      const fresh = async (fn: () => Promise<void>): Promise<void> => {
+        const s = await openStore(url);
+        try {
+          await wipeStore(s);
+        } finally {
+          await s.close();
+        }
+        await fn();
+      };
+      for (const [spec, op] of CLUSTER_CASES) await t.test(`etcd: ${op} killed at ${spec}`, () => fresh(() => clusterCase(url, spec, op)));
+      await t.test('etcd: controller killed at controller.cidr.committed', () => fresh(() => controllerCase(url, 'controller.cidr.committed')));
+      for (const spec of AGENT_CASES) await t.test(`etcd: agent killed at ${spec}`, () => fresh(() => agentCase(url, spec)));
+    } finally {
+      await etcd?.stop();
+    }
+  });
+
+// The three groups run at once (the etcd cases one after another among them).
+test('crash points: every step on every back end', { timeout: 900_000, concurrency: true }, async (t) => {
+  await Promise.all([localCases(t), sqliteCases(t), etcdCases(t)]);
 });
 
 test('every listed crash point was reached by a case above', () => {
