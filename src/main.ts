@@ -3,7 +3,15 @@
  * the `type` a network config names); otherwise the CLI. Each side is imported lazily so the
  * plugin pays only for what its verb needs.
  */
-if (process.env.CNI_COMMAND !== undefined) {
+import { crashPointRefusal } from './util/crash-point.js';
+
+// A crash point armed without the test flag (or naming no known point) is refused loudly.
+const refusal = crashPointRefusal(process.env);
+if (refusal !== undefined) {
+  if (process.env.CNI_COMMAND !== undefined) process.stdout.write(`${JSON.stringify({ cniVersion: '1.0.0', code: 4, msg: refusal })}\n`);
+  process.stderr.write(`podipam: ${refusal}\n`);
+  process.exitCode = 4;
+} else if (process.env.CNI_COMMAND !== undefined) {
   process.exitCode = await (await loadPlugin()).runPlugin();
 } else {
   const { runCli } = await import('./cli/index.js');

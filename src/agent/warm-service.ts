@@ -31,6 +31,7 @@
  * `stickyForMs`. With a kubeconfig, a GC loop releases what pods gone from the API server
  * still hold (pod-gc.ts).
  */
+import { crashPoint } from '../util/crash-point.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { goField } from '../cni/go-decode.js';
 import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
@@ -238,6 +239,7 @@ export class WarmService implements IpamBackend {
             for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
             throw new CniError(CniCode.IoFailure, `resource DB ${this.#db.path}: ${(e as Error).message}`);
           }
+          crashPoint('agent.add.recorded');
           this.counters.hits += attempt === 0 ? 1 : 0;
           if (stickyHit) this.#pods.counters.stickyHits++;
         }
@@ -296,6 +298,7 @@ export class WarmService implements IpamBackend {
       if (reserve) this.#pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
       this.#pods.store.deleted(key, now);
     });
+    crashPoint('agent.del.recorded');
     return addrs.map(([, a]) => a);
   }
 
@@ -591,10 +594,12 @@ export class WarmService implements IpamBackend {
         const got = await this.#ds((ipam) =>
           ipam.assign({ node: this.#o.node, handle, attrs: { network: WARM_NETWORK, containerId: this.#o.node, ifname: 'warm' }, auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 }, ...(this.#o.pools ? { pools: this.#o.pools } : {}) }),
         );
+        crashPoint('agent.refill.committed');
         this.counters.refillTxns++;
         this.counters.refilled += got.length;
         const t = this.#now();
         this.#db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })));
+        crashPoint('agent.refill.recorded');
         for (const a of got) this.#meta.set(formatAddr(a.addr), { handle, prefixLen: a.prefixLen, gateway: a.gateway });
         for (const [f, n] of take) {
           const mine = got.filter((a) => a.addr.family === f).map((a) => a.addr);
@@ -618,6 +623,7 @@ export class WarmService implements IpamBackend {
       }
       try {
         await this.#ds((ipam) => ipam.releaseAddresses(chunk));
+        crashPoint('agent.return.committed');
         this.counters.returnTxns++;
         this.counters.returned += chunk.length;
         const texts = chunk.map(formatAddr);
@@ -667,6 +673,7 @@ export class WarmService implements IpamBackend {
           this.#lastError = (e as Error).message;
           return;
         }
+        crashPoint('agent.writebehind.committed');
         this.counters.writeTxns++;
         this.#db.writesDone(batch[batch.length - 1]!.seq);
       }

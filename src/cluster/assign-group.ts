@@ -13,6 +13,7 @@
  * transaction fails a compare — so the outcome of each request is exactly what assign would
  * give it, only sooner.
  */
+import { crashPoint } from '../util/crash-point.js';
 import type { Block } from '../alloc/block.js';
 import type { Compare, Op } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -112,6 +113,7 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
     alone.sort((a, b) => a - b);
     return;
   }
+  crashPoint('cluster.group.committed');
   const last = new Map<string, Block>();
   for (const { plan } of joined) for (const [key, block] of plan.blocks) last.set(key, block);
   for (const [key, block] of last) view.noteBlock(key, r.rev, block);

@@ -4,6 +4,7 @@
  * planner asks. Steady state (the node's block already claimed and its view current): one
  * round trip.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { checkNodeName, checkHandle } from './names.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
@@ -39,7 +40,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
-    if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view);
+    if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view).then(() => crashPoint('cluster.assign.blocks-loaded'));
     let plan: ReturnType<typeof planAssign>;
     try {
       plan = planAssign({
@@ -85,8 +86,10 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       allListed = true;
       continue;
     }
+    crashPoint('cluster.assign.planned');
     const r = await ctx.store.txn(plan.compares, plan.ops);
     if (r.succeeded) {
+      crashPoint(plan.claims.length > 0 ? 'cluster.block.claimed' : 'cluster.assign.committed');
       for (const [key, block] of plan.blocks) {
         view.noteBlock(key, r.rev, block);
         if (block.affinity !== req.node) others.set(key, { rev: r.rev, block });

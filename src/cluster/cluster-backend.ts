@@ -26,6 +26,7 @@
  * timeout (2 s per endpoint); the node lock is waited for at most LOCK_WAIT_MS.
  * With PODIPAM_STATS=1 each run prints `podipam-stats {"verb","roundTrips","locked"}` on stderr.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
 import { requestedAddrs } from '../cni/requested-addrs.js';
@@ -151,7 +152,9 @@ class ClusterBackend implements IpamBackend {
     try {
       const cache = file ? file.load() : new ViewCache();
       const result = await fn(new ClusterIpam(store, { cache }));
+      crashPoint('cluster.plugin.before-save');
       file?.save(cache);
+      crashPoint('cluster.plugin.saved');
       return result;
     } catch (e) {
       throw cniErrorOf(e, verb);

@@ -4,6 +4,7 @@
  * and reservations also rewrites `config` (see ipam-config.ts), an allocation txn that
  * compares `config` at `configRev` proves the whole snapshot is still current.
  */
+import { crashPoint } from '../util/crash-point.js';
 import type { IpRangeSet } from '../ip/index.js';
 import type { Entry, Store } from '../store/index.js';
 import { type IpamConfig, decodeConfig } from './ipam-config.js';
@@ -32,6 +33,7 @@ export interface ClusterSnapshot {
 export async function loadSnapshot(store: Store): Promise<ClusterSnapshot> {
   const config = await store.get(CONFIG_KEY);
   const [pools, reservations] = await Promise.all([store.list(POOL_PREFIX), store.list(RESERVATION_PREFIX)]);
+  crashPoint('cluster.snapshot.loaded');
   return snapshotFromEntries(config, [...pools, ...reservations]);
 }
 

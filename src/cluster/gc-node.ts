@@ -8,6 +8,7 @@
  * borrowed from another node's block and then forgot (its hint lost) is not found here —
  * `podipam ipam check` and `ipam release` cover it.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { readKeys } from './read-keys.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
@@ -28,6 +29,7 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
   checkNodeName('node name', node);
   const view = ctx.cache.node(node);
   await loadNodeBlocks(ctx.store, view);
+  crashPoint('cluster.gc.listed');
   const candidates = new Set<string>(view.handles.keys());
   for (const { block } of view.blocks.values()) for (const h of block.allocations.values()) candidates.add(h);
   for (const h of keep) candidates.delete(h);
@@ -43,6 +45,7 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
       // A record under an old dotted id is judged by the attachment it names (legacy-handle.ts).
       if (rec.containerId !== undefined && rec.ifname !== undefined && keep.has(cniHandleId(network, rec.containerId, rec.ifname))) continue;
       released.push(...(await releaseByHandle(ctx, handle, node)));
+      crashPoint('cluster.gc.released');
     } catch (e) {
       failed.push({ handle, error: e instanceof Error ? e : new Error(String(e)) });
     }

@@ -3,6 +3,7 @@
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
  * release by handle is one round trip; otherwise one get of the handle first.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { ordinalsOf } from '../alloc/block.js';
 import { type Addr, formatPrefix } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
@@ -77,7 +78,13 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[])
       continue;
     }
     const r = await ctx.store.txn(plan.compares, plan.ops);
-    if (r.succeeded) return [...plan.released];
+    if (r.succeeded) {
+      crashPoint('cluster.release-addrs.committed');
+      // The node views this instance keeps (the agent's warm returns) must see the freed
+      // ordinals, or their node claims new blocks beside half-empty ones it believes full.
+      for (const [key, block] of plan.blocks) if (block?.affinity) ctx.cache.peek(block.affinity)?.noteBlock(key, r.rev, block);
+      return [...plan.released];
+    }
     conflict = [];
     plan.compares.forEach((c, i) => {
       const entry = r.current?.[i];
@@ -137,6 +144,7 @@ async function runPlan(
   }
   const r = await ctx.store.txn(plan.compares, plan.ops);
   if (r.succeeded) {
+    crashPoint([...plan.blocks.values()].includes(null) ? 'cluster.block.released' : 'cluster.release.committed');
     for (const [key, block] of plan.blocks) {
       view?.noteBlock(key, block ? r.rev : 0, block);
       others.set(key, { rev: block ? r.rev : 0, block });

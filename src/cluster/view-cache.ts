@@ -29,6 +29,11 @@ export class ViewCache {
     return v;
   }
 
+  /** The view of `node` if one is kept (never creates one). */
+  peek(name: string): NodeView | undefined {
+    return this.#nodes.get(name);
+  }
+
   /** Forgets everything known about `name` (its next use reloads it from the datastore). */
   forgetNode(name: string): void {
     this.#nodes.delete(name);

@@ -1,4 +1,5 @@
 import { formatPrefix, type Prefix } from '../ip/index.js';
+import { crashPoint } from '../util/crash-point.js';
 import { MAX_TXN_OPS, StoreUnavailableError, type Entry, type Store } from '../store/index.js';
 import { assignBatch, batchItemSize, type BatchItem } from './assign-batch.js';
 import type { ControllerSummary, NodeCidrControllerOptions } from './controller-options.js';
@@ -302,6 +303,7 @@ export class NodeCidrController {
           if (!(e instanceof StoreUnavailableError)) throw e;
           continue;
         }
+        if (outcomes[0]?.ok) crashPoint('controller.cidr.committed');
         g.forEach((x, i) => {
           const o = outcomes[i] as (typeof outcomes)[number];
           if (o.ok) return this.#committed(x.name, o.rev, x.item.next, x.cidrs, x.added);
@@ -347,6 +349,7 @@ export class NodeCidrController {
         this.#occ.settle(p.added);
         throw e;
       }
+      if (out.ok) crashPoint('controller.cidr.committed');
       if (out.ok) return this.#committed(name, out.rev, next, p.podCIDRs, p.added);
       const taken = new Map(out.claimedBy);
       for (const c of out.ownClaims.keys()) taken.set(c, name);

@@ -25,6 +25,7 @@ import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
 import type { ScanCache } from './scan-cache.js';
 import { tryLoadAddon } from '../util/native-addon.js';
+import { crashPoint } from '../util/crash-point.js';
 import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
@@ -225,8 +226,10 @@ export class DiskStore {
     const name = formatAddr(addr);
     const tmp = path.join(this.dir, TMP_FILE);
     this.#writeTmp(tmp, fileContent(id, ifname));
+    crashPoint('local.add.tmp-written');
     try {
       fs.linkSync(tmp, path.join(this.dir, name));
+      crashPoint('local.add.reserved');
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') return false;
@@ -237,6 +240,7 @@ export class DiskStore {
       this.#unlinkQuietly(TMP_FILE);
     }
     this.#recordLast(name, rangeSet);
+    crashPoint('local.add.recorded');
     return true;
   }
 

@@ -16,6 +16,7 @@ import { type Addr, formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
 import { type LocalConfig, loadLocalConfig } from './config.js';
 import type { ScanCache } from './scan-cache.js';
+import { crashPoint } from '../util/crash-point.js';
 import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
 
 /**
@@ -39,6 +40,7 @@ export class LocalBackend implements IpamBackend {
     const cfg = await loadLocalConfig(req.conf, req.cniArgs);
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
     const ips = await withStore(cfg, this.#asyncLockWait, this.#cache, (store) => allocate(store, cfg, req));
+    crashPoint('local.add.before-answer');
     return { ips, routes: cfg.routes, dns };
   }
 
@@ -50,6 +52,7 @@ export class LocalBackend implements IpamBackend {
       for (const f of releasable(files, req, cfg.rangeSets.length)) {
         try {
           store.remove(f.name);
+          crashPoint('local.del.removed');
         } catch (e) {
           errors.push((e as Error).message);
         }
@@ -89,6 +92,7 @@ export class LocalBackend implements IpamBackend {
         if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
         try {
           store.remove(f.name);
+          crashPoint('local.gc.removed');
         } catch (e) {
           errors.push(`${f.name}: ${(e as Error).message}`);
         }
@@ -128,6 +132,7 @@ async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, cache: ScanCac
   try {
     if (asyncWait) await store.lockAsync(cfg.lockTimeoutMs);
     else store.lock(cfg.lockTimeoutMs);
+    crashPoint('local.lock.held');
     return fn(store);
   } finally {
     store.close(); // closing drops the lock

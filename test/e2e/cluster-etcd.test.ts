@@ -18,6 +18,7 @@ import { startEtcd } from '../helpers/etcd.js';
 import { type LeaderKill, killLeader } from '../helpers/etcd-leader.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin, clusterCall, runCliSync } from '../helpers/plugin.js';
 import { exited, flockState, stopProcess } from '../helpers/proc-locks.js';
+import { crashEnv, expectCrash } from '../helpers/crash-points.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
@@ -148,8 +149,18 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
     }
     await Promise.all(random);
     const outcomes = await Promise.all(started.map(async (x) => ((await x.p.done).signal === 'SIGKILL' ? 'killed' : 'finished')));
+    // And victims killed by the crash-point hook right after their ADD's txn committed, inside
+    // the node lock's section, before the hint file is saved or the answer printed: their
+    // addresses certainly landed, and only their DEL can free them.
+    const armed = Array.from({ length: NODES }, (_, i) => ({ id: `armed-${i}`, node: `node-${i}`, hunted: false }));
+    const armedRuns = await Promise.all(
+      armed.map((v, i) => runPlugin(PODIPAM_BIN, { ...call(url, cache, 'ADD', v.id, v.node), env: crashEnv(i % 2 ? 'cluster.plugin.before-save' : 'cluster.assign.committed') })),
+    );
+    armedRuns.forEach((r, i) => expectCrash(r, i % 2 ? 'cluster.plugin.before-save' : 'cluster.assign.committed', `ADD ${armed[i]!.id}`));
+    victims.push(...armed);
     const held = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
     const landed = held.pools[0]!.allocated - total;
+    assert.ok(landed >= armed.length, `the ${armed.length} ADDs killed after their commit hold their addresses: ${landed} landed`);
     t.diagnostic(
       `victims: ${outcomes.filter((o) => o === 'killed').length} killed (${inside.holding} proven inside the node lock's section), ` +
         `${outcomes.filter((o) => o === 'finished').length} finished first; ${landed} of their ADDs had landed`,

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin, startPlugin } from '../helpers/plugin.js';
 import { exited, flockState, openers, stopProcess } from '../helpers/proc-locks.js';
 import { withTempDir } from '../helpers/tmp.js';
+import { crashEnv, expectCrash } from '../helpers/crash-points.js';
 import { FileLock } from '../../src/local/file-lock.js';
 
 const NET = 'conc';
@@ -153,6 +154,16 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
     assert.ok(landed.waiting >= 1, 'no kill landed while the plugin waited for the lock');
     assert.ok(landed.holding >= 1, 'no kill landed inside the locked section');
 
+    // Killed inside the locked section by the crash-point hook, not found by watching: at each
+    // step of the section (lock taken; temporary file written; address file linked; its
+    // last_reserved_ip written), concurrently.
+    const points = ['local.lock.held', 'local.add.tmp-written', 'local.add.reserved', 'local.add.recorded'];
+    const armedIds = points.map((_, i) => `armed${i}`);
+    const armedRuns = await Promise.all(points.map((p, i) => runPlugin(PODIPAM_BIN, { ...call(dataDir, 'ADD', armedIds[i]!), env: crashEnv(p) })));
+    armedRuns.forEach((r, i) => expectCrash(r, points[i]!, `ADD ${armedIds[i]}`));
+    const armedHeld = [...reservations(dir).values()].filter((c) => c === `${armedIds[2]}\r\neth0` || c === `${armedIds[3]}\r\neth0`).length;
+    assert.ok(armedHeld >= 2, `the ADDs killed after linking their address file hold it until their DEL (${armedHeld})`);
+
     // The lock is free: a new ADD goes through. flock waits without a timeout, so a lock left
     // held would block it for ever: given 20 s (generous on a loaded machine), then killed.
     const next = startPlugin(PODIPAM_BIN, call(dataDir, 'ADD', 'after'));
@@ -162,7 +173,7 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
     assert.equal(after.signal, null, 'the ADD after the kills still waited for the lock after 20 s');
     assert.equal(after.code, 0, after.stdout);
 
-    await delAll(dataDir, [...ids, 'after']);
+    await delAll(dataDir, [...ids, ...armedIds, 'after']);
     onlyBookkeeping(dir);
   }));
 

@@ -1,0 +1,312 @@
+/**
+ * The long run: ADD/DEL with churn through a `podipam agent` on a real etcd, in two phases —
+ *
+ *   warm     the agent's warm pool (`"ipam": {"agent": SOCK}`), pods served from idle
+ *            addresses, pod records written behind, surplus returned
+ *   cluster  the agent in cluster mode (`"datastore"`), every ADD and DEL a transaction on
+ *            etcd (group commit under load)
+ *
+ * Each of `lanes` lanes keeps its own set of live pods around `target / lanes` (ADD when below
+ * half, DEL when above one and a half, else a seeded coin), so pods come and go for the whole
+ * run. Calls go over the agent's socket protocol (the frames the native shim sends); every
+ * `shimEvery`-th call goes through the real shim binary (dist/bin/podipam-cni) instead. Code 11
+ * (try again later: the warm pool momentarily at capacity) is retried, as a runtime does; any
+ * other failure stops the run.
+ *
+ * Sampled `samples` times per phase: the agent's RSS (/proc/PID/status), V8 heap in use (its
+ * /metrics), open file descriptors (/proc/PID/fd), blocks in the datastore, addresses
+ * allocated. At the end of a phase: DEL of every live pod; the pod records gone; `podipam ipam
+ * check` clean; then the node's warm handles released (warm) → zero allocated, check clean.
+ * Violations: growth after warm-up (the first WARMUP of the run) beyond the bounds below, and
+ * any leak.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { callAgent } from '../../src/agent/agent-client.js';
+import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { decodeBlock } from '../../src/cluster/block-record.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';
+import { allocatedCount } from '../../src/alloc/block.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { mulberry32 } from '../../src/util/mulberry32.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../../test/helpers/agent.js';
+import { startEtcd } from '../../test/helpers/etcd.js';
+import { PODIPAM_BIN } from '../../test/helpers/plugin.js';
+import { makeTempDir } from '../../test/helpers/tmp.js';
+
+export interface SoakOptions {
+  /** ADD + DEL calls per phase. */
+  readonly ops: number;
+  readonly lanes?: number;
+  /** Live pods per phase, about. */
+  readonly target?: number;
+  /** Every n-th call through the shim binary (0: none). */
+  readonly shimEvery?: number;
+  readonly samples?: number;
+  readonly phases?: readonly Phase[];
+  readonly log?: (line: string) => void;
+}
+
+export type Phase = 'warm' | 'cluster';
+
+export interface Sample {
+  readonly ops: number;
+  readonly seconds: number;
+  readonly rssMb: number;
+  readonly heapMb: number;
+  readonly fds: number;
+  readonly blocks: number;
+  readonly allocated: number;
+  readonly live: number;
+}
+
+export interface PhaseReport {
+  readonly phase: Phase;
+  readonly ops: number;
+  readonly seconds: number;
+  readonly opsPerSecond: number;
+  readonly viaShim: number;
+  readonly retries: number;
+  readonly samples: readonly Sample[];
+  readonly violations: readonly string[];
+}
+
+/** Fraction of a phase ignored as warm-up before growth is judged. */
+export const WARMUP = 0.2;
+/** Growth bounds, last fifth's maximum vs the maximum just after warm-up. */
+export const BOUNDS = { rssMb: 48, heapMb: 24, fds: 4, blocks: 4 };
+
+const NET = { warm: 'soak-warm', cluster: 'soak-cluster' } as const;
+const NODE = { warm: 'soak-w', cluster: 'soak-c' } as const;
+
+export async function runSoak(o: SoakOptions): Promise<PhaseReport[]> {
+  requireShim();
+  const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const etcd = await startEtcd({ members: 1 });
+  const dir = makeTempDir('soak');
+  const store = await openStore(etcd.url);
+  try {
+    const ipam = new ClusterIpam(store);
+    await ipam.createPool({ name: 'soak4', cidr: '10.96.0.0/16' });
+    await ipam.createPool({ name: 'soak6', cidr: 'fd96::/64' });
+    const out: PhaseReport[] = [];
+    for (const phase of o.phases ?? (['warm', 'cluster'] as const)) out.push(await runPhase(phase, o, etcd.url, dir.path, store, ipam, log));
+    return out;
+  } finally {
+    await store.close();
+    await etcd.stop();
+    dir.remove();
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string, store: Store, ipam: ClusterIpam, log: (l: string) => void): Promise<PhaseReport> {
+  const lanes = o.lanes ?? 16;
+  const target = o.target ?? 256;
+  const shimEvery = o.shimEvery ?? 100;
+  const nSamples = o.samples ?? 20;
+  const node = NODE[phase];
+  const socket = join(root, phase, 'agent.sock');
+  const port = await freePort();
+  const args = ['--node', node, '--datastore', url, '--metrics-listen', `127.0.0.1:${port}`, '--data-dir', join(root, phase, 'data')];
+  if (phase === 'warm') args.push('--min-idle', '32', '--max-idle', '128', '--capacity', '2048', '--cooldown', '1s');
+  const agent = await startAgent(socket, args);
+  const pid = agent.child.pid!;
+  const ipamConf = phase === 'warm' ? { type: 'podipam', agent: socket } : { type: 'podipam', datastore: url, nodeName: node };
+  const stdin = (): string => JSON.stringify({ cniVersion: '1.0.0', name: NET[phase], ipam: ipamConf });
+  const input = stdin();
+  const violations: string[] = [];
+  const samples: Sample[] = [];
+  let ops = 0;
+  let viaShim = 0;
+  let retries = 0;
+  const live: Set<string>[] = Array.from({ length: lanes }, () => new Set());
+  const liveCount = (): number => live.reduce((n, s) => n + s.size, 0);
+  const t0 = performance.now();
+
+  const call = async (command: 'ADD' | 'DEL', id: string): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const n = ++ops;
+      const env = { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/soak', CNI_PATH: '/usr/lib/cni' };
+      let status: number;
+      let answer: string;
+      if (shimEvery > 0 && n % shimEvery === 0) {
+        viaShim++;
+        ({ status, answer } = await runShim(env, input, phase === 'cluster' ? socket : undefined));
+      } else {
+        const a = await callAgent(socket, { kind: 'cni', call: { env, stdin: Buffer.from(input) } }, { connectTimeoutMs: 10_000, answerTimeoutMs: 60_000 });
+        status = a.status;
+        answer = a.body.toString('utf8');
+      }
+      if (status === 0) return;
+      const code = (JSON.parse(answer) as { code?: number }).code;
+      if (code !== 11 || attempt >= 200) throw new Error(`${phase}: ${command} ${id} failed (attempt ${attempt}): ${answer}`);
+      retries++;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  const sample = async (): Promise<Sample> => {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+    const metrics = await scrape(port);
+    const heap = Number(/^podipam_agent_process_nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1] ?? NaN);
+    const blocks = await store.list(BLOCK_PREFIX);
+    const s: Sample = {
+      ops,
+      seconds: (performance.now() - t0) / 1000,
+      rssMb: rssKb / 1024,
+      heapMb: heap / 2 ** 20,
+      fds: readdirSync(`/proc/${pid}/fd`).length,
+      blocks: blocks.length,
+      allocated: blocks.reduce((n, e) => n + allocatedCount(decodeBlock(e)), 0),
+      live: liveCount(),
+    };
+    samples.push(s);
+    log(`  ${phase} ${String(s.ops).padStart(8)} ops ${s.seconds.toFixed(1).padStart(7)} s  rss ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} MB  fds ${s.fds}  blocks ${s.blocks}  allocated ${s.allocated}  live ${s.live}`);
+    return s;
+  };
+
+  try {
+    await sample();
+    const every = Math.max(1, Math.floor(o.ops / nSamples));
+    let nextSample = every;
+    let sampling: Promise<unknown> | undefined;
+    const perLane = Math.max(2, Math.ceil(target / lanes));
+    await Promise.all(
+      live.map(async (mine, lane) => {
+        const rnd = mulberry32(lane + 1);
+        let seq = 0;
+        while (ops < o.ops) {
+          const n = mine.size;
+          const add = n < perLane / 2 || (n < perLane * 1.5 && rnd() < 0.5);
+          if (add) {
+            const id = `s${lane}-${seq++}`;
+            await call('ADD', id);
+            mine.add(id);
+          } else {
+            const ids = [...mine];
+            const id = ids[Math.floor(rnd() * ids.length)]!;
+            await call('DEL', id);
+            mine.delete(id);
+          }
+          if (ops >= nextSample && !sampling) {
+            nextSample += every;
+            sampling = sample().finally(() => (sampling = undefined));
+          }
+        }
+      }),
+    );
+    await sampling;
+    const seconds = (performance.now() - t0) / 1000;
+    const measured = ops;
+    await sample();
+
+    // Growth after warm-up: the last fifth vs just after warm-up.
+    const run = samples.filter((s) => s.ops >= WARMUP * measured);
+    const early = run.slice(0, Math.max(1, Math.ceil(run.length / 5)));
+    const late = run.slice(-Math.max(1, Math.ceil(run.length / 5)));
+    const max = (xs: readonly Sample[], k: keyof typeof BOUNDS | 'allocated'): number => Math.max(...xs.map((s) => s[k]));
+    for (const k of Object.keys(BOUNDS) as (keyof typeof BOUNDS)[]) {
+      const grew = max(late, k) - max(early, k);
+      const bound = k === 'rssMb' || k === 'heapMb' ? Math.max(BOUNDS[k], 0.25 * max(early, k)) : BOUNDS[k];
+      if (grew > bound) violations.push(`${phase}: ${k} grew by ${grew.toFixed(1)} after warm-up (bound ${bound.toFixed(1)}): ${max(early, k).toFixed(1)} → ${max(late, k).toFixed(1)}`);
+    }
+    const liveMax = Math.max(...run.map((s) => s.live));
+    const allocBound = phase === 'warm' ? 2 * (2048 + liveMax) : 2 * liveMax;
+    if (max(late, 'allocated') > allocBound) violations.push(`${phase}: ${max(late, 'allocated')} allocated, more than ${allocBound}`);
+
+    // DEL of every live pod, then nothing may be left.
+    await Promise.all(
+      live.map(async (mine) => {
+        for (const id of [...mine]) {
+          await call('DEL', id);
+          mine.delete(id);
+        }
+      }),
+    );
+    if (phase === 'warm') {
+      for (let i = 0; i < 600 && (await agent.status()).warmPool!.writeBehindDepth > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      const records = await store.list(`agent-pods/${node}/`);
+      if (records.length > 0) violations.push(`warm: ${records.length} pod records left after DEL of every pod`);
+    }
+    const end = await sample();
+    if (phase === 'cluster' && end.allocated !== 0) violations.push(`cluster: ${end.allocated} addresses allocated after DEL of every pod`);
+    if (phase === 'warm') {
+      const w = (await agent.status()).warmPool!;
+      const held = Object.values(w.pools).reduce((n, p) => n + p.idle + p.inUse + p.returning, 0);
+      if (end.allocated !== held) violations.push(`warm: the datastore allocates ${end.allocated}, the agent holds ${held} (${JSON.stringify(w.pools)})`);
+    }
+    const check = await cli(url, ['ipam', 'check', '--json']);
+    if (!checkClean(check)) violations.push(`${phase}: ipam check: exit ${check.code}: ${check.stdout}${check.stderr}`);
+    const stopped = await agent.stop();
+    if (stopped !== 0) violations.push(`${phase}: the agent exited ${stopped} on SIGTERM`);
+    if (phase === 'warm') {
+      for (const e of await store.list(`${HANDLE_PREFIX}podipam-warm:`)) await ipam.releaseHandle(e.key.slice(HANDLE_PREFIX.length));
+    }
+    const left = (await store.list(BLOCK_PREFIX)).reduce((n, e) => n + allocatedCount(decodeBlock(e)), 0);
+    if (left !== 0) violations.push(`${phase}: ${left} addresses allocated after DEL of everything`);
+    const check2 = await cli(url, ['ipam', 'check', '--json']);
+    if (!checkClean(check2)) violations.push(`${phase}: final ipam check: ${check2.stdout}${check2.stderr}`);
+    const rate = measured / seconds;
+    log(`${phase}: ${measured} ops in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} ops/s (${viaShim} through the shim, ${retries} code-11 retries); ${violations.length ? violations.join('; ') : 'no growth, no leak'}`);
+    return { phase, ops: measured, seconds, opsPerSecond: rate, viaShim, retries, samples, violations };
+  } finally {
+    await agent.kill();
+  }
+}
+
+function checkClean(r: { code: number | null; stdout: string }): boolean {
+  try {
+    const o = JSON.parse(r.stdout) as { leaks?: unknown[]; problems?: unknown[] };
+    return r.code === 0 && o.leaks?.length === 0 && o.problems?.length === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The agent's /metrics (it listens once the agent is ready: a few tries). */
+async function scrape(port: number): Promise<string> {
+  for (let i = 0; ; i++) {
+    try {
+      return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    } catch (e) {
+      if (i >= 100) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function runShim(env: Record<string, string>, input: string, socket: string | undefined): Promise<{ status: number; answer: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(SHIM_BIN, [], { env: { PATH: process.env.PATH, ...env, PODIPAM_PLUGIN: '', ...(socket ? { PODIPAM_AGENT_SOCKET: socket } : {}) }, stdio: ['pipe', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ status: code ?? 1, answer: out }));
+    child.stdin.end(input);
+  });
+}
+
+function cli(url: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [PODIPAM_BIN, '--datastore', url, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
