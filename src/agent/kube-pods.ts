@@ -47,9 +47,14 @@ export class KubePods implements PodSource {
   static async open(kubeconfig: string | undefined, timeoutMs: number): Promise<KubePods> {
     const k8s = await import('@kubernetes/client-node');
     const kc = new k8s.KubeConfig();
-    if (kubeconfig) kc.loadFromFile(kubeconfig);
-    else kc.loadFromCluster();
-    if (!kc.getCurrentCluster()) throw new Error(`kubeconfig ${kubeconfig ?? '(in-cluster)'}: no current cluster`);
+    const what = `kubeconfig ${kubeconfig ?? '(in-cluster)'}`;
+    try {
+      if (kubeconfig) kc.loadFromFile(kubeconfig);
+      else kc.loadFromCluster();
+    } catch (e) {
+      throw new Error(`${what}: cannot load it: ${(e as Error).message.split('\n')[0]}`);
+    }
+    if (!kc.getCurrentCluster()) throw new Error(`${what}: no current cluster`);
     return new KubePods(kc.makeApiClient(k8s.CoreV1Api), timeoutMs);
   }
 

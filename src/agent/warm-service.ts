@@ -499,6 +499,11 @@ export class WarmService implements IpamBackend {
 
   // ---- refill and return ----------------------------------------------------------------------
 
+  /** One pod GC run now (what its loop does): purge the pod store; with a kubeconfig, list and release. */
+  gcPods(): Promise<unknown> {
+    return this.#pods.runOnce((keys, now) => Promise.resolve(this.#gcRelease(keys, now)));
+  }
+
   /** One maintenance run now (what the timer does): refill to minIdle, return above maxIdle. */
   maintain(): Promise<void> {
     return this.#refill(false);

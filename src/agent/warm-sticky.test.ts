@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import type { IpamRequest, NetConf } from '../cni/ipam-backend.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { openStore } from '../store/index.js';
+import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
 import { ClusterServices } from './cluster-services.js';
+import { POD_RETENTION_MS } from './pod-store.js';
 import { WarmService, type WarmOptions } from './warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-sticky-'));
@@ -180,6 +182,56 @@ describe('warm pool: sticky pods by policy', () => {
       assert.deepEqual(await r.admin.check(), { leaks: [], problems: [] });
     } finally {
       await stop(r);
+    }
+  });
+
+  it('with a kubeconfig: the pod GC releases a gone pod\'s address through the cooldown, a sticky one only after its window; deleted pods leave the pod store after an hour', async () => {
+    const fake = await startFakeKubeApiServer();
+    const kubeconfig = join(root, `kc${++seq}`);
+    fake.writeKubeconfig(kubeconfig);
+    const r = await rig({ kubeconfig, sticky: undefined });
+    try {
+      const sts = fake.addPod('db', 'pg-0', { node: 'n1', ownerKind: 'StatefulSet' });
+      const rs = fake.addPod('web', 'web-1', { node: 'n1', ownerKind: 'ReplicaSet' });
+      const kreq = (cid: string, ns: string, name: string, uid: string): IpamRequest => ({ ...req(cid, ns, name), cniArgs: new Map([['K8S_POD_NAMESPACE', ns], ['K8S_POD_NAME', name], ['K8S_POD_UID', uid]]) });
+      await addr(r, kreq('c1', 'db', 'pg-0', sts.metadata.uid));
+      const w = await addr(r, kreq('w1', 'web', 'web-1', rs.metadata.uid));
+      r.clock.t += 1;
+      await r.warm.gcPods();
+      assert.equal(r.warm.report().pools.ipv4!.inUse, 2, 'both pods are listed: nothing released');
+      fake.deletePod('web', 'web-1');
+      fake.deletePod('db', 'pg-0');
+      r.clock.t += 1;
+      await r.warm.gcPods();
+      let s = r.warm.report();
+      assert.equal(s.pods.gcReleases, 1, 'the ReplicaSet pod at once');
+      assert.equal(s.pools.ipv4!.inUse, 1, 'the StatefulSet pod waits for its window');
+      // The released address is not handed out before its cooldown.
+      const other = fake.addPod('web', 'other', { node: 'n1' });
+      const next = await addr(r, kreq('x1', 'web', 'other', other.metadata.uid));
+      assert.notEqual(next, w);
+      r.clock.t += STICKY_FOR - 2;
+      await r.warm.gcPods();
+      assert.equal(r.warm.report().pools.ipv4!.inUse, 2, 'still within the window');
+      r.clock.t += 2;
+      await r.warm.gcPods();
+      s = r.warm.report();
+      assert.equal(s.pods.gcReleases, 2);
+      assert.equal(s.pools.ipv4!.inUse, 1);
+      assert.equal(s.stickyReservations, 0, 'released for good');
+      // The recreated pod gets no sticky hit now.
+      const again = fake.addPod('db', 'pg-0', { node: 'n1', ownerKind: 'StatefulSet' });
+      await addr(r, kreq('c2', 'db', 'pg-0', again.metadata.uid));
+      assert.equal(r.warm.report().pods.stickyHits, 0);
+      // Pod store: the GC-released attachments are deleted rows, purged an hour later.
+      assert.equal(r.warm.report().pods.podStore, 4, 'c1, w1 (released), x1, c2 (live)');
+      r.clock.t += POD_RETENTION_MS;
+      await r.warm.gcPods();
+      assert.equal(r.warm.report().pods.podStore, 2, 'the two released an hour ago are purged; the live ones stay');
+      assert.deepEqual(await r.admin.check(), { leaks: [], problems: [] });
+    } finally {
+      await stop(r);
+      await fake.close();
     }
   });
 

@@ -261,6 +261,8 @@ test('podipam agent --config FILE: its options apply, flags win over it, a bad k
       return { code: p.status, stderr: p.stderr };
     };
     const base = { datastore: url, dataDir: join(dir.path, 'agent') };
+    const garbage = join(dir.path, 'garbage.yaml');
+    writeFileSync(garbage, 'clusters: [\n');
     const cases: [unknown, string[], RegExp][] = [
       [{ ...base, minIdel: 2 }, [], /key "minIdel" 2: unknown key/],
       [{ ...base, minIdle: 'two' }, [], /key "minIdle" "two": must be a non-negative integer/],
@@ -269,6 +271,7 @@ test('podipam agent --config FILE: its options apply, flags win over it, a bad k
       [{ ...base, minIdle: 1, stickyNamePattern: '(' }, [], /invalid stickyNamePattern \(config file .*\) "\(":/],
       [{ ...base, minIdle: 1, stickyNamespaces: ['Bad_NS'] }, [], /invalid stickyNamespaces \(config file .*\) "Bad_NS"/],
       [{ ...base, minIdle: 1, kubeconfig: join(dir.path, 'missing') }, [], /invalid kubeconfig \(config file .*\) ".*missing": no such file/],
+      [{ ...base, minIdle: 1, kubeconfig: garbage }, [], /kubeconfig .*garbage\.yaml: cannot load it/],
       [{ ...base, minIdle: 8, maxIdle: 8 }, ['--max-idle', '4'], /invalid minIdle \(config file .*\) 8: must not exceed --max-idle \(4\)/],
       ['{"minIdle": 1,}', [], /config file .*agent\.json: not JSON/],
     ];
