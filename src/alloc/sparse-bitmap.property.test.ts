@@ -67,11 +67,13 @@ const smallArb = smallSizeArb.chain((size) => {
 
 class History {
   readonly ranges: { lo: bigint; hi: bigint; set: boolean }[] = [];
+  #segments: [bigint, bigint, boolean][] | undefined;
   constructor(readonly size: bigint) {}
   apply(lo: bigint, hi: bigint, set: boolean): void {
     const a = lo < 0n ? 0n : lo;
     const b = hi >= this.size ? this.size - 1n : hi;
     if (a <= b) this.ranges.push({ lo: a, hi: b, set });
+    this.#segments = undefined;
   }
   has(i: bigint): boolean {
     if (i < 0n || i >= this.size) return false;
@@ -81,17 +83,18 @@ class History {
     }
     return false;
   }
-  /** [start, end) pieces on which every slot has one state. */
-  segments(): [bigint, bigint][] {
+  /** [start, end) pieces on which every slot has one state, with that state. */
+  segments(): [bigint, bigint, boolean][] {
+    if (this.#segments) return this.#segments;
     const cuts = [...new Set([0n, this.size, ...this.ranges.flatMap((r) => [r.lo, r.hi + 1n])])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-    return cuts.slice(1).map((end, k) => [cuts[k]!, end]);
+    return (this.#segments = cuts.slice(1).map((end, k) => [cuts[k]!, end, this.has(cuts[k]!)]));
   }
   count(): bigint {
-    return this.segments().reduce((n, [a, b]) => (this.has(a) ? n + (b - a) : n), 0n);
+    return this.segments().reduce((n, [a, b, set]) => (set ? n + (b - a) : n), 0n);
   }
   nextClear(from: bigint): bigint | undefined {
     const start = from < 0n ? 0n : from;
-    for (const [a, b] of this.segments()) if (b > start && !this.has(a)) return a > start ? a : start;
+    for (const [a, b, set] of this.segments()) if (b > start && !set) return a > start ? a : start;
     return undefined;
   }
 }
