@@ -4,7 +4,7 @@
 // a node block, outside it or of the other family, run against the set and against a model
 // that keeps one boolean per node block, finds the blocks a CIDR touches by comparing address
 // intervals one block at a time, and searches round robin by a linear scan.
-// Replay a failure: CIDR_SET_SEED=<seed> CIDR_SET_PATH=<path> node scripts/test.mjs cidr-set.property
+// Replay a failure: CIDR_SET_SEED=<seed> CIDR_SET_PATH=<path> node scripts/test.mjs alloc/cidr-set.property
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -203,7 +203,7 @@ test(`CidrSet agrees with its model over ${runs} random operation sequences`, (t
   if (details.failed) {
     assert.fail(
       `${fc.defaultReportMessage(details)}\n` +
-        `Replay: CIDR_SET_SEED=${details.seed} CIDR_SET_PATH=${details.counterexamplePath} node scripts/test.mjs cidr-set.property`,
+        `Replay: CIDR_SET_SEED=${details.seed} CIDR_SET_PATH=${details.counterexamplePath} node scripts/test.mjs alloc/cidr-set.property`,
     );
   }
 });

@@ -5,6 +5,7 @@
 // against a model that lists every address of the set in order (gateways included) and answers
 // each question by a linear scan of that list.
 // Replay a failure: RANGE_ALLOC_SEED=<seed> RANGE_ALLOC_PATH=<path> node scripts/test.mjs range-allocator.property
+// (RANGE_OVERLAP_SEED / _PATH for the overlap test; RANGE_ALLOC_RUNS sets the number of runs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -56,6 +57,16 @@ function modelCheck(L: readonly Slot[], family: Family, a: Addr): ReturnType<typ
 }
 
 const asSlot = (c: Candidate): { v: bigint; range: number } => ({ v: c.addr.value, range: c.range });
+
+/** The allocator's walk, cut off (and failed) past the number of addresses in the set: it must end. */
+function walk(set: AllocRangeSet, size: number, last: Addr | undefined): Candidate[] {
+  const out: Candidate[] = [];
+  for (const c of candidates(set, last)) {
+    out.push(c);
+    assert.ok(out.length <= size, `the walk from ${String(last?.value)} goes on past the ${size} addresses of the set`);
+  }
+  return out;
+}
 const plain = (xs: readonly Slot[]): { v: bigint; range: number }[] => xs.map((s) => ({ v: s.v, range: s.range }));
 
 // ---- range sets ------------------------------------------------------------------------------
@@ -148,7 +159,7 @@ function run(w: World, ops: readonly Op[]): void {
   const handedOut = new Set<bigint>();
 
   const check = (): void => {
-    assert.deepEqual([...candidates(set, last)].map(asSlot), plain(modelWalk(L, family, last)), 'walk as host-local');
+    assert.deepEqual(walk(set, L.length, last).map(asSlot), plain(modelWalk(L, family, last)), 'walk as host-local');
     const full = L.every((s) => s.gw || has(s.v));
     assert.equal(isExhausted(set, taken), full, `isExhausted with ${taken.length} taken`);
   };
@@ -174,7 +185,7 @@ function run(w: World, ops: readonly Op[]): void {
         handedOut.delete(a.value);
         // Released means available again: the walk reaches it and the set is not exhausted.
         if (a.family === family && modelCheck(L, family, a).ok) {
-          assert.ok([...candidates(set, last)].some((c) => c.addr.value === a.value), 'a released address is walked again');
+          assert.ok(walk(set, L.length, last).some((c) => c.addr.value === a.value), 'a released address is walked again');
           assert.ok(!isExhausted(set, taken), 'exhausted right after a release');
         }
         break;
@@ -210,9 +221,10 @@ function run(w: World, ops: readonly Op[]): void {
 
 const runs = Number(process.env.RANGE_ALLOC_RUNS ?? 2000);
 
-function runProperty<Ts extends unknown[]>(t: { diagnostic(m: string): void }, name: string, prop: fc.IProperty<Ts>, numRuns: number): void {
-  const seed = process.env.RANGE_ALLOC_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.RANGE_ALLOC_SEED);
-  const path = process.env.RANGE_ALLOC_PATH;
+/** Runs `prop` with the seed and path from `<env>_SEED` and `<env>_PATH` when set. */
+function runProperty<Ts extends unknown[]>(t: { diagnostic(m: string): void }, env: string, name: string, prop: fc.IProperty<Ts>, numRuns: number): void {
+  const seed = process.env[`${env}_SEED`] === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env[`${env}_SEED`]);
+  const path = process.env[`${env}_PATH`];
   t.diagnostic(`fast-check seed ${seed}`);
   const started = performance.now();
   const details = fc.check(prop, { numRuns, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
@@ -220,18 +232,19 @@ function runProperty<Ts extends unknown[]>(t: { diagnostic(m: string): void }, n
   if (details.failed) {
     assert.fail(
       `${fc.defaultReportMessage(details)}\n` +
-        `Replay: RANGE_ALLOC_SEED=${details.seed} RANGE_ALLOC_PATH=${details.counterexamplePath} node scripts/test.mjs range-allocator.property`,
+        `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs range-allocator.property`,
     );
   }
 }
 
 test(`range allocator walks, allocates, exhausts and checks requests as host-local over ${runs} random sequences`, (t) => {
-  runProperty(t, 'sequences', fc.property(worldArb, fc.array(opArb, { maxLength: 80, size: 'max' }), run), runs);
+  runProperty(t, 'RANGE_ALLOC', 'sequences', fc.property(worldArb, fc.array(opArb, { maxLength: 80, size: 'max' }), run), runs);
 });
 
 test(`range overlap agrees with a shared address over ${runs} random pairs of range sets`, (t) => {
   runProperty(
     t,
+    'RANGE_OVERLAP',
     'pairs',
     fc.property(worldArb, worldArb, (a, b) => {
       const addrs = (set: AllocRangeSet): Set<string> => new Set(slots(set).map((s) => `${set[0]!.subnet.family}/${s.v}`));

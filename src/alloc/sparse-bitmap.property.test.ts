@@ -8,6 +8,7 @@
 //   segment by segment between the ranges' ends. Ranges start at and end near run boundaries
 //   (multiples of 32^k), the ends of the bitmap, or anywhere, and may span almost all of it.
 // Replay a failure: SPARSE_BITMAP_SEED=<seed> SPARSE_BITMAP_PATH=<path> node scripts/test.mjs sparse-bitmap.property
+// (SPARSE_BITMAP_HUGE_SEED / _PATH for the huge bitmaps; SPARSE_BITMAP_RUNS sets the number of runs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -67,11 +68,13 @@ const smallArb = smallSizeArb.chain((size) => {
 
 class History {
   readonly ranges: { lo: bigint; hi: bigint; set: boolean }[] = [];
+  #segments: [bigint, bigint, boolean][] | undefined;
   constructor(readonly size: bigint) {}
   apply(lo: bigint, hi: bigint, set: boolean): void {
     const a = lo < 0n ? 0n : lo;
     const b = hi >= this.size ? this.size - 1n : hi;
     if (a <= b) this.ranges.push({ lo: a, hi: b, set });
+    this.#segments = undefined;
   }
   has(i: bigint): boolean {
     if (i < 0n || i >= this.size) return false;
@@ -81,17 +84,18 @@ class History {
     }
     return false;
   }
-  /** [start, end) pieces on which every slot has one state. */
-  segments(): [bigint, bigint][] {
+  /** [start, end) pieces on which every slot has one state, with that state. */
+  segments(): [bigint, bigint, boolean][] {
+    if (this.#segments) return this.#segments;
     const cuts = [...new Set([0n, this.size, ...this.ranges.flatMap((r) => [r.lo, r.hi + 1n])])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-    return cuts.slice(1).map((end, k) => [cuts[k]!, end]);
+    return (this.#segments = cuts.slice(1).map((end, k) => [cuts[k]!, end, this.has(cuts[k]!)]));
   }
   count(): bigint {
-    return this.segments().reduce((n, [a, b]) => (this.has(a) ? n + (b - a) : n), 0n);
+    return this.segments().reduce((n, [a, b, set]) => (set ? n + (b - a) : n), 0n);
   }
   nextClear(from: bigint): bigint | undefined {
     const start = from < 0n ? 0n : from;
-    for (const [a, b] of this.segments()) if (b > start && !this.has(a)) return a > start ? a : start;
+    for (const [a, b, set] of this.segments()) if (b > start && !set) return a > start ? a : start;
     return undefined;
   }
 }
@@ -147,9 +151,10 @@ const hugeArb = hugeSizeArb.chain((size) => {
 
 const runs = Number(process.env.SPARSE_BITMAP_RUNS ?? 2000);
 
-function check<Ts extends unknown[]>(t: { diagnostic(m: string): void }, what: string, prop: fc.IProperty<Ts>, numRuns: number): void {
-  const seed = process.env.SPARSE_BITMAP_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.SPARSE_BITMAP_SEED);
-  const path = process.env.SPARSE_BITMAP_PATH;
+/** Runs `prop` with the seed and path from `<env>_SEED` and `<env>_PATH` when set. */
+function check<Ts extends unknown[]>(t: { diagnostic(m: string): void }, env: string, what: string, prop: fc.IProperty<Ts>, numRuns: number): void {
+  const seed = process.env[`${env}_SEED`] === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env[`${env}_SEED`]);
+  const path = process.env[`${env}_PATH`];
   t.diagnostic(`fast-check seed ${seed}`);
   const started = performance.now();
   const details = fc.check(prop, { numRuns, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
@@ -157,15 +162,15 @@ function check<Ts extends unknown[]>(t: { diagnostic(m: string): void }, what: s
   if (details.failed) {
     assert.fail(
       `${fc.defaultReportMessage(details)}\n` +
-        `Replay: SPARSE_BITMAP_SEED=${details.seed} SPARSE_BITMAP_PATH=${details.counterexamplePath} node scripts/test.mjs sparse-bitmap.property`,
+        `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs sparse-bitmap.property`,
     );
   }
 }
 
 test(`sparse bitmap agrees with a flat array over ${runs} random sequences on small bitmaps`, (t) => {
-  check(t, 'sequences', fc.property(smallArb, ([size, ops]) => runSmall(size, ops)), runs);
+  check(t, 'SPARSE_BITMAP', 'sequences', fc.property(smallArb, ([size, ops]) => runSmall(size, ops)), runs);
 });
 
 test(`sparse bitmap agrees with its range history over ${runs} random sequences on bitmaps of 2^15 to 2^128 slots`, (t) => {
-  check(t, 'sequences', fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)), runs);
+  check(t, 'SPARSE_BITMAP_HUGE', 'sequences', fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)), runs);
 });
