@@ -32,7 +32,9 @@ const addresses = (r: PluginRun): string[] => (JSON.parse(r.stdout) as { ips: { 
 function reservations(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const name of readdirSync(dir)) {
-    if (name === 'lock' || name.startsWith('last_reserved_ip.')) continue;
+    // The temporary file a writer killed between link and unlink leaves (a second link to its
+    // address file) is no reservation; the next locked scan removes it.
+    if (name === 'lock' || name.startsWith('last_reserved_ip.') || name === '.podipam-reserve.tmp') continue;
     out.set(name, readFileSync(join(dir, name), 'utf8'));
   }
   for (const fam of [':', '.']) {
