@@ -3,7 +3,8 @@
  * directory at once, some killed with SIGKILL mid-flight, some of them host-local. The flock on
  * `<dir>/lock` must serialise them all: no address handed out twice, no lock left held, and DEL
  * of every container leaves only `lock` and `last_reserved_ip.*`. Where a kill lands (holding
- * the lock, waiting for it) is read from /proc/locks with the victim stopped, not guessed.
+ * the lock, waiting for it) is read from /proc/locks with the victim stopped, not guessed; four
+ * more are killed by the crash-point hook at each step of the locked section.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
