@@ -3,10 +3,9 @@
  * the `type` a network config names); otherwise the CLI. Each side is imported lazily so the
  * plugin pays only for what its verb needs.
  */
-import { crashPointRefusal } from './util/crash-point.js';
-
-// A crash point armed without the test flag (or naming no known point) is refused loudly.
-const refusal = crashPointRefusal(process.env);
+// A crash point armed without the test flag (or naming no known point) is refused loudly
+// (src/util/crash-point.ts); nothing is loaded for it when the variable is unset.
+const refusal = process.env.PODIPAM_CRASH_AT ? (await import('./util/crash-point.js')).crashPointRefusal(process.env) : undefined;
 if (refusal !== undefined) {
   if (process.env.CNI_COMMAND !== undefined) process.stdout.write(`${JSON.stringify({ cniVersion: '1.0.0', code: 4, msg: refusal })}\n`);
   process.stderr.write(`podipam: ${refusal}\n`);

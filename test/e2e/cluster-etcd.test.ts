@@ -5,7 +5,9 @@
  * at least one ADD must meet the outage (code 11 after the kill). Every ADD must answer —
  * success, or code 11 which the test retries a bounded number of times, as a runtime would;
  * every address distinct; each node's addresses in blocks affine to it. Then plugins
- * SIGKILLed in the middle of ADDs (some proven inside the node lock's section), and a DEL of
+ * SIGKILLed in the middle of ADDs (some proven inside the node lock's section from /proc/locks,
+ * four killed by the crash-point hook right after their txn committed, so some ADDs certainly
+ * landed and only their DEL frees them), and a DEL of
  * every container: nothing allocated, `ipam check` clean. Also: an unreachable datastore answers code 11 in bounded time.
  */
 import { test } from 'node:test';

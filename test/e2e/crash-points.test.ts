@@ -67,6 +67,19 @@ async function checkClean(url: string, what: string): Promise<void> {
   assert.deepEqual(JSON.parse(r.stdout), { leaks: [], problems: [] }, `${what}: ipam check`);
 }
 
+test('bin/podipam refuses to run with PODIPAM_CRASH_AT set but no PODIPAM_TEST_HOOKS=1, or naming no known point: CNI code 4, CLI exit 4', async () => {
+  const cases: Record<string, string>[] = [{ PODIPAM_CRASH_AT: 'local.lock.held' }, { PODIPAM_CRASH_AT: 'local.lock.hold', PODIPAM_TEST_HOOKS: '1' }];
+  for (const env of cases) {
+    const r = await runPlugin(PODIPAM_BIN, { command: 'VERSION', env });
+    assert.equal(r.code, 4, r.stdout + r.stderr);
+    assert.equal((JSON.parse(r.stdout) as { code: number }).code, 4);
+    assert.match(r.stdout, /PODIPAM_CRASH_AT/);
+    const c = await podipam(['version'], env);
+    assert.equal(c.code, 4, c.stderr);
+    assert.match(c.stderr, /PODIPAM_CRASH_AT/);
+  }
+});
+
 // ---- local --------------------------------------------------------------------------------------
 
 const LOCAL_CASES: readonly [spec: string, op: 'ADD' | 'DEL' | 'GC'][] = [
