@@ -29,11 +29,11 @@
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import { goField } from '../cni/go-decode.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
+import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../plugin/ipam-backend.js';
 import { WarmPool, type WarmPoolConfig } from '../alloc/warm-pool.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { cniErrorOf } from '../cluster/cni-error-of.js';
+import { cniErrorOf } from '../plugin/cni-error-of.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';

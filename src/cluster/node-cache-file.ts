@@ -7,7 +7,7 @@
  * the directory, as one would any cache keyed by revisions.
  */
 import { createHash } from 'node:crypto';
-import { fs, path } from '../cni/builtins.js';
+import { fs, path } from '../util/builtins.js';
 import { ViewCache } from './view-cache.js';
 
 export class NodeCacheFile {

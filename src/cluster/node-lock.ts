@@ -7,7 +7,7 @@
  * The kernel drops the lock when its holder dies.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fs } from '../cni/builtins.js';
+import { fs } from '../util/builtins.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 
 interface FlockAddon {

@@ -19,7 +19,7 @@
  * symbolic link, FIFO, device, socket) is refused with code 5 naming it. Directories are
  * skipped, as before.
  */
-import { fs, path } from '../cni/builtins.js';
+import { fs, path } from '../util/builtins.js';
 import { CniError } from '../cni/errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';

@@ -4,7 +4,7 @@
  * host-local share one directory; the kernel drops it when a holder dies, so `kill -9` never
  * leaves it stuck.
  */
-import { fs } from '../cni/builtins.js';
+import { fs } from '../util/builtins.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { openRegular } from './regular-file.js';
 import { loadAddon } from '../util/native-addon.js';

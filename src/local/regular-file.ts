@@ -6,7 +6,7 @@
  * overwriting a link's target, reading /dev/zero until it aborts, or hanging on a FIFO.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import { fs } from '../cni/builtins.js';
+import { fs } from '../util/builtins.js';
 
 /** What a directory entry or an fstat says a file is, for messages. */
 export function kindOf(s: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isDirectory(): boolean }): string {

@@ -27,16 +27,16 @@
  * With PODIPAM_STATS=1 each run prints `podipam-stats {"verb","roundTrips","locked"}` on stderr.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
-import { requestedAddrs } from '../cni/requested-addrs.js';
+import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from './ipam-backend.js';
+import { requestedAddrs } from './requested-addrs.js';
 import { isObject } from '../cni/go-decode.js';
 import { type Addr, formatAddr, parseCidr } from '../ip/index.js';
-import type { ClusterIpam } from './cluster-ipam.js';
+import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from './cni-error-of.js';
-import type { ClusterHost } from './cluster-host.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from './handle-id.js';
-import { type CniAttachment, legacyHandleOf } from './legacy-handle.js';
+import type { ClusterHost } from '../cluster/cluster-host.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
+import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
@@ -135,10 +135,10 @@ class ClusterBackend implements IpamBackend {
     }
     const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
       import('../store/open-store.js'),
-      import('./cluster-ipam.js'),
-      import('./node-cache-file.js'),
-      import('./node-lock.js'),
-      import('./view-cache.js'),
+      import('../cluster/cluster-ipam.js'),
+      import('../cluster/node-cache-file.js'),
+      import('../cluster/node-lock.js'),
+      import('../cluster/view-cache.js'),
     ]);
     let store;
     try {

@@ -5,12 +5,12 @@
  * This is the one place range sets come from, so `"subnet": "usePodCidr"` is resolved here.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { NetConf } from '../cni/ipam-backend.js';
+import type { NetConf } from './ipam-backend.js';
 import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../alloc/range-allocator.js';
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
 import { type Prefix, formatAddrWithLen, formatPrefix, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
 import { versionAtLeast } from '../cni/version.js';
-import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from '../cni/config-decode.js';
+import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from './config-decode.js';
 
 /** The `subnet` value that asks for the node's pod CIDR (spec.podCIDR: the first one recorded). */
 export const USE_POD_CIDR = 'usePodCidr';
@@ -75,7 +75,7 @@ async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
   }
   const dataDir = goField(conf.ipam, 'dataDir');
   const cacheDir = typeof dataDir === 'string' && dataDir !== '' ? dataDir : '/var/lib/cni/networks';
-  const { resolvePodCidrs, PodCidrNotAssignedError } = await import('./pod-cidr-source.js');
+  const { resolvePodCidrs, PodCidrNotAssignedError } = await import('../local/pod-cidr-source.js');
   const { StoreUnavailableError, StoreUrlError } = await import('../store/errors.js');
   let cidrs: Prefix[];
   try {

@@ -4,7 +4,7 @@
  * no config); every other verb goes through `dispatch.ts`. Start-up is paid per pod, so this
  * file imports almost nothing and reaches node:fs without the ESM facade (see below).
  */
-import { versionAnswer } from './version.js';
+import { versionAnswer } from '../cni/version.js';
 
 type Fs = typeof import('node:fs');
 type Errors = Pick<typeof import('./dispatch.js'), 'CniCode' | 'CniError'>;

@@ -1,6 +1,6 @@
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError } from '../cni/errors.js';
 import type { BackendHost, IpamBackend, NetConf } from './ipam-backend.js';
-import { goField } from './go-decode.js';
+import { goField } from '../cni/go-decode.js';
 
 /**
  * Picks the allocation back end from the `ipam` section, importing only that one:
@@ -30,9 +30,9 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
     }
   }
   if (hasDatastore && !hasRanges) {
-    const { createClusterBackend } = await import('../cluster/cluster-backend.js');
+    const { createClusterBackend } = await import('./cluster-backend.js');
     return createClusterBackend(conf, env, host?.cluster);
   }
-  const { createLocalBackend } = await import('../local/local-backend.js');
+  const { createLocalBackend } = await import('./local-backend.js');
   return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false });
 }

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../cni/errors.js';
-import type { NetConf } from '../cni/ipam-backend.js';
+import type { NetConf } from './ipam-backend.js';
 import { parseCniArgs } from '../cni/cni-args.js';
 import { formatAddr } from '../ip/index.js';
 import { formatRangeSet } from '../alloc/range-allocator.js';
-import { loadLocalConfig } from './config.js';
+import { loadLocalConfig } from './local-conf.js';
 
 function conf(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}, cniVersion = '1.0.0'): NetConf {
   const raw = { cniVersion, name: 'net', ipam: { type: 'podipam', ...ipam }, ...extra };

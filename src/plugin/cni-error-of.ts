@@ -6,7 +6,7 @@
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import { StoreUnavailableError, StoreUrlError } from '../store/errors.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../cluster/errors.js';
 
 export function cniErrorOf(e: unknown, verb?: string): CniError {
   if (e instanceof CniError) return e;

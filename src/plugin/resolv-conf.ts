@@ -3,9 +3,9 @@
  * `nameserver` lines (first word each), `domain` (last one wins), `search` and `options` (every
  * word); blank lines and lines starting with `#` or `;` skipped.
  */
-import { fs } from '../cni/builtins.js';
+import { fs } from '../util/builtins.js';
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Dns } from '../cni/ipam-backend.js';
+import type { Dns } from './ipam-backend.js';
 
 /** Parses resolv.conf text (pure). */
 export function parseResolvConf(text: string): Dns {

@@ -4,15 +4,15 @@
  * `runtimeConfig.ipRanges`/`ips`, `args.cni.ips` and CNI_ARGS `IP=`), validated once into typed
  * values. Every failure is a CniError naming the field and the value (code 7; 4 for CNI_ARGS).
  */
-import { path } from '../cni/builtins.js';
-import type { NetConf, Route } from '../cni/ipam-backend.js';
+import { path } from '../util/builtins.js';
+import type { NetConf, Route } from './ipam-backend.js';
 import type { AllocRangeSet } from '../alloc/range-allocator.js';
 import { type Addr, formatAddr } from '../ip/addr.js';
-import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from '../cni/config-decode.js';
+import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from './config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
-import { requestedAddrs } from '../cni/requested-addrs.js';
+import { requestedAddrs } from './requested-addrs.js';
 import { CniCode, CniError } from '../cni/errors.js';
-import { DEFAULT_LOCK_TIMEOUT_MS } from './file-lock.js';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../local/file-lock.js';
 
 /** host-local's default state directory. */
 export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';

@@ -10,12 +10,12 @@
  * (NotFound); bad config → 7; bad CNI_ARGS → 4; file-system failures → 5.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, IpConfig, NetConf } from '../cni/ipam-backend.js';
+import type { Attachment, IpamBackend, IpamRequest, IpamResult, IpConfig, NetConf } from './ipam-backend.js';
 import { candidates, checkRequested, formatRangeSet, isExhausted, rangeIndexOf } from '../alloc/range-allocator.js';
 import { type Addr, formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
-import { type LocalConfig, loadLocalConfig } from './config.js';
-import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from './disk-store.js';
+import { type LocalConfig, loadLocalConfig } from './local-conf.js';
+import { DiskStore, addrOfName, listNames, matchesAttachment, matchesLegacy, type StoreFile } from '../local/disk-store.js';
 
 /** `asyncLockWait`: wait for a busy directory lock without blocking the event loop (the agent). */
 export function createLocalBackend(options: { readonly asyncLockWait?: boolean } = {}): IpamBackend {

@@ -3,12 +3,12 @@
  * config, container id, ifname, version), then the back end chosen from `ipam`. I/O-free apart
  * from what the back end does: `run-plugin.ts` reads stdin and prints.
  */
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError } from '../cni/errors.js';
 // Re-exported for run-plugin.ts, which then has one module to load instead of two.
 export { CniCode, CniError };
 import type { BackendHost, IpamRequest } from './ipam-backend.js';
-import { readCmdEnv, validateContainerId, validateInterfaceName } from './skel-env.js';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from './version.js';
+import { readCmdEnv, validateContainerId, validateInterfaceName } from '../cni/skel-env.js';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from '../cni/version.js';
 
 /**
  * Executes one verb; returns what goes to stdout (empty for DEL/CHECK/GC/STATUS). Throws
@@ -16,17 +16,17 @@ import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer,
  * node agent runs the call (see BackendHost).
  */
 /** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
-let verbModules: Promise<[typeof import('./net-conf.js'), typeof import('./select-backend.js'), typeof import('./go-json.js'), typeof import('./cni-args.js')]> | undefined;
+let verbModules: Promise<[typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]> | undefined;
 
 export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost): Promise<string> {
   const cmd = readCmdEnv(env);
   if (cmd.command === 'VERSION') return versionAnswer();
   // Everything else needs these; loading them together lets the module loader overlap the reads.
   const [{ decodeConfig, configVersion, toNetConf }, { selectBackend }, { goQuoteList }, { parseCniArgs }] = await (verbModules ??= Promise.all([
-    import('./net-conf.js'),
+    import('../cni/net-conf.js'),
     import('./select-backend.js'),
-    import('./go-json.js'),
-    import('./cni-args.js'),
+    import('../cni/go-json.js'),
+    import('../cni/cni-args.js'),
   ]));
   const raw = decodeConfig(stdin());
   const verb = cmd.command;
@@ -65,7 +65,7 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     conf,
   };
   if (verb === 'ADD') {
-    const { formatResult } = await import('./result.js');
+    const { formatResult } = await import('../cni/result.js');
     return formatResult(version, await backend.add(req));
   }
   if (verb === 'DEL') await backend.del(req);

@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
-import type { IpamRequest, NetConf } from '../cni/ipam-backend.js';
+import type { IpamRequest, NetConf } from './ipam-backend.js';
 import { openStore } from '../store/index.js';
 import { createClusterBackend } from './cluster-backend.js';
-import { ClusterIpam } from './cluster-ipam.js';
+import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { formatAddr, parseCidr, prefixLast, prefixOf } from '../ip/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podipam-cluster-backend-'));

@@ -3,8 +3,8 @@
  * field (as a JSON path) and the value. Values are read as Go's decoder would fill host-local's
  * structs: case-insensitive keys, `null` as absent, "" as an absent IP.
  */
-import { CniCode, CniError } from './errors.js';
-import { goField, isObject, jsonTypeName } from './go-decode.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import { goField, isObject, jsonTypeName } from '../cni/go-decode.js';
 import { type Addr, tryParseAddr } from '../ip/addr.js';
 import { type AddrWithLen, parseCidr } from '../ip/prefix.js';
 

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CniError } from './errors.js';
+import { CniError } from '../cni/errors.js';
 import { dispatch, toCniError } from './dispatch.js';
-import { goMarshalIndent } from './go-json.js';
+import { goMarshalIndent } from '../cni/go-json.js';
 
 const base = { CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
 const call = (command: string, conf: unknown, extra: Record<string, string> = {}) =>

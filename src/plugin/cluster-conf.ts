@@ -9,11 +9,11 @@
  */
 import { hostname } from 'node:os';
 import { CniCode, CniError } from '../cni/errors.js';
-import type { NetConf, Route } from '../cni/ipam-backend.js';
+import type { NetConf, Route } from './ipam-backend.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import { parseAddr, parsePrefix } from '../ip/index.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
-import { checkNodeName, checkResourceName } from './names.js';
+import { checkNodeName, checkResourceName } from '../cluster/names.js';
 
 export interface ClusterConf {
   readonly datastore: string;

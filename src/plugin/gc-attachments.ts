@@ -1,6 +1,6 @@
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError } from '../cni/errors.js';
 import type { Attachment } from './ipam-backend.js';
-import { goField, isObject, jsonTypeName } from './go-decode.js';
+import { goField, isObject, jsonTypeName } from '../cni/go-decode.js';
 
 const KEY = 'cni.dev/valid-attachments';
 /** The name the tagged spec-v1.1.0 text used; libcni sends both with identical content. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { CniCode, CniError } from '../cni/errors.js';
 import { StoreError, StoreUnavailableError, StoreUrlError } from '../store/errors.js';
 import { cniErrorOf } from './cni-error-of.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../cluster/errors.js';
 
 describe('cniErrorOf', () => {
   it('maps each cluster error to its CNI code, keeping the message', () => {

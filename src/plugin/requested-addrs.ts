@@ -4,10 +4,10 @@
  * host-local does, prefix lengths ignored, a repeated address one request. Bad input is CNI
  * code 4 (CNI_ARGS, with host-local's text) or 7 naming the field and value.
  */
-import { checkKnownArgs } from './cni-args.js';
+import { checkKnownArgs } from '../cni/cni-args.js';
 import { configError, optArray, optObject } from './config-decode.js';
-import { CniCode, CniError } from './errors.js';
-import { goQuote } from './go-json.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import { goQuote } from '../cni/go-json.js';
 import type { NetConf } from './ipam-backend.js';
 import { type Addr, formatAddr, parseAddr } from '../ip/addr.js';
 import { parseCidr } from '../ip/prefix.js';

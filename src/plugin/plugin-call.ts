@@ -5,8 +5,8 @@
  */
 import { dispatch, toCniError } from './dispatch.js';
 import type { BackendHost } from './ipam-backend.js';
-import { goMarshalIndent } from './go-json.js';
-import { versionAnswer } from './version.js';
+import { goMarshalIndent } from '../cni/go-json.js';
+import { versionAnswer } from '../cni/version.js';
 
 export interface PluginAnswer {
   /** The exit status: 0, or 1 with the error JSON in `out`. */
