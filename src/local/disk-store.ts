@@ -20,7 +20,7 @@
  * skipped, as before.
  */
 import { fs, path } from '../util/builtins.js';
-import { CniError } from '../cni/errors.js';
+import { FileIoError, type LocalFileError, UnsafeFileError } from './errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
 import { tryLoadAddon } from '../util/native-addon.js';
@@ -36,7 +36,7 @@ export interface StoreFile {
   readonly name: string;
   readonly content: string | undefined;
   /** Set for an entry that is not a regular file (never opened): the refusal, code 5. */
-  readonly refused?: CniError;
+  readonly refused?: LocalFileError;
 }
 
 /** What an address file holds for an attachment: `id\r\nifname` (id whitespace-trimmed). */
@@ -101,7 +101,7 @@ export class DiskStore {
     return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)));
   }
 
-  /** Takes the lock, waiting at most `timeoutMs` (CniError 11 after that; default: FileLock's). */
+  /** Takes the lock, waiting at most `timeoutMs` (LockTimeoutError after that; default: FileLock's). */
   lock(timeoutMs?: number): void {
     this.#lock.lock(timeoutMs);
   }
@@ -149,7 +149,7 @@ export class DiskStore {
     regular.forEach((name, i) => {
       const file = path.join(this.dir, name);
       let content: string | undefined;
-      let refused: CniError | undefined;
+      let refused: LocalFileError | undefined;
       if (read) {
         // Swapped for a link or FIFO since readdir: refused. null: unreadable, matches nobody,
         // still occupies its name (as host-local).
@@ -160,7 +160,7 @@ export class DiskStore {
         try {
           content = readRegular(file);
         } catch (e) {
-          if (e instanceof CniError) refused = e;
+          if (e instanceof UnsafeFileError || e instanceof FileIoError) refused = e;
         }
       }
       out.push(refused ? { name, content, refused } : { name, content });
@@ -262,7 +262,7 @@ export class DiskStore {
     try {
       return tryParseAddr(readRegular(path.join(this.dir, LAST_IP_PREFIX + rangeSet)));
     } catch (e) {
-      if (e instanceof CniError) throw e;
+      if (e instanceof UnsafeFileError || e instanceof FileIoError) throw e;
       return undefined;
     }
   }

@@ -28,6 +28,7 @@ export interface PodCidrSourceOptions {
  */
 export class PodCidrNotAssignedError extends Error {
   override readonly name = 'PodCidrNotAssignedError';
+  readonly failure = 'transient';
   constructor(readonly nodeName: string, readonly reason: 'unknown-node' | 'no-cidr', readonly datastore: string) {
     super(
       reason === 'unknown-node'

@@ -27,13 +27,14 @@
  * With PODIPAM_STATS=1 each run prints `podipam-stats {"verb","roundTrips","locked"}` on stderr.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from './ipam-backend.js';
+import type { IpamBackend, IpamRequest } from './ipam-backend.js';
+import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 import { requestedAddrs } from './requested-addrs.js';
-import { isObject } from '../cni/go-decode.js';
-import { type Addr, formatAddr, parseCidr } from '../ip/index.js';
+import { prevResultAddrs } from '../cni/prev-result.js';
+import { formatAddr } from '../ip/index.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
-import { cniErrorOf } from './cni-error-of.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
@@ -96,7 +97,7 @@ class ClusterBackend implements IpamBackend {
       return ipam.addressesOf(legacy);
     });
     if (!held || held.length === 0) throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} holds no address`);
-    for (const want of prevResultAddrs(req.conf.prevResult)) {
+    for (const { addr: want } of prevResultAddrs(req.conf.prevResult)) {
       if (!held.some((h) => h.addr.family === want.family && h.addr.value === want.value)) {
         throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} does not hold ${formatAddr(want)} (it holds ${held.map((h) => formatAddr(h.addr)).join(', ')})`);
       }
@@ -175,16 +176,4 @@ function handleOf(req: IpamRequest): string {
     throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
   }
   return h;
-}
-
-function prevResultAddrs(prev: unknown): Addr[] {
-  if (!isObject(prev) || !Array.isArray(prev.ips)) return [];
-  return prev.ips.flatMap((ip) => {
-    if (!isObject(ip) || typeof ip.address !== 'string') return [];
-    try {
-      return [parseCidr(ip.address).addr];
-    } catch {
-      return [];
-    }
-  });
 }

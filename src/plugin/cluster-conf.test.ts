@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
-import type { NetConf } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
 import { DEFAULT_CACHE_DIR, parseClusterConf } from './cluster-conf.js';
 
 const conf = (ipam: Record<string, unknown>): NetConf => ({ cniVersion: '1.0.0', name: 'n', ipam, raw: { ipam } });

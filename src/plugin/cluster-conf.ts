@@ -1,7 +1,7 @@
 /**
  * The `ipam` section of a network config in cluster mode, validated once into typed values:
  *   {"type": "podipam", "datastore": URL, "nodeName": N, "pools": [names],
- *    "cacheDir": DIR, "routes": [{"dst": CIDR, "gw": IP}]}
+ *    "cacheDir": DIR, "routes": [{"dst": CIDR, "gw": IP, "mtu": N, …}]}
  * Keys match case-insensitively (as Go's encoding/json). nodeName defaults to $NODENAME, then
  * the host name in lower case. cacheDir (default /run/podipam/cluster; "" turns it off) holds
  * the node's hint file and lock. Any other key, or a bad value, is CniError 7 naming the field
@@ -9,9 +9,10 @@
  */
 import { hostname } from 'node:os';
 import { CniCode, CniError } from '../cni/errors.js';
-import type { NetConf, Route } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
+import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
 import { goField, isObject } from '../cni/go-decode.js';
-import { parseAddr, parsePrefix } from '../ip/index.js';
+import { type Addr, parseAddr, parseCidr } from '../ip/index.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
 import { checkNodeName, checkResourceName } from '../cluster/names.js';
 
@@ -79,23 +80,32 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
 
 function parseRoutes(v: unknown): Route[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v)) throw bad('routes', v, 'must be an array of {"dst": CIDR, "gw": IP}');
+  if (!Array.isArray(v)) throw bad('routes', v, 'must be an array of {"dst": CIDR, "gw": IP, "mtu", "advmss", "priority", "table", "scope": integers}');
   return v.map((r, i) => {
     if (!isObject(r)) throw bad(`routes[${i}]`, r, 'must be an object {"dst": CIDR, "gw": IP}');
     const dst = goField(r, 'dst');
+    let cidr;
     try {
-      parsePrefix(dst as string, { strict: false });
+      cidr = parseCidr(dst as string);
     } catch {
       throw bad(`routes[${i}].dst`, dst, 'must be a CIDR');
     }
     const gw = goField(r, 'gw');
+    let gwAddr: Addr | undefined;
     if (gw !== undefined) {
       try {
-        parseAddr(gw as string);
+        gwAddr = parseAddr(gw as string);
       } catch {
         throw bad(`routes[${i}].gw`, gw, 'must be an IP address');
       }
     }
-    return gw === undefined ? { dst: dst as string } : { dst: dst as string, gw: gw as string };
+    const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
+    for (const k of ROUTE_INT_KEYS) {
+      const n = goField(r, k);
+      if (n === undefined) continue;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw bad(`routes[${i}].${k}`, n, 'must be an integer');
+      ints[k] = n;
+    }
+    return makeRoute(cidr, gwAddr, ints);
   });
 }

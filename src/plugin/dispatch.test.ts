@@ -4,7 +4,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
-import { dispatch, toCniError } from './dispatch.js';
+import { dispatch } from './dispatch.js';
+import { cniErrorOf as toCniError } from '../cni/cni-error-of.js';
 import { goMarshalIndent } from '../cni/go-json.js';
 
 const base = { CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };

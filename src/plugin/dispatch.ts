@@ -12,7 +12,7 @@ import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer,
 
 /**
  * Executes one verb; returns what goes to stdout (empty for DEL/CHECK/GC/STATUS). Throws
- * CniError (or anything, converted by `toCniError`). `host`: long-lived services when the
+ * CniError (or anything, converted by `cniErrorOf`, src/cni/cni-error-of.ts). `host`: long-lived services when the
  * node agent runs the call (see BackendHost).
  */
 /** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
@@ -85,15 +85,4 @@ function requireVersion(version: string, min: string, verb: string): void {
   if (!versionAtLeast(CURRENT_VERSION, version)) {
     throw new CniError(CniCode.IncompatibleVersion, `plugin version does not allow ${verb}`);
   }
-}
-
-/** Anything thrown becomes a CniError: I/O errors code 5, the rest 999 — message only, no stack. */
-export function toCniError(e: unknown): CniError {
-  if (e instanceof CniError) return e;
-  if (e instanceof Error) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return new CniError(CniCode.IoFailure, e.message);
-    return new CniError(CniCode.Internal, e.message || String(e));
-  }
-  return new CniError(CniCode.Internal, String(e));
 }

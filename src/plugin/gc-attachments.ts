@@ -1,5 +1,5 @@
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Attachment } from './ipam-backend.js';
+import type { Attachment } from '../cni/types.js';
 import { goField, isObject, jsonTypeName } from '../cni/go-decode.js';
 
 const KEY = 'cni.dev/valid-attachments';

@@ -1,29 +1,11 @@
 /**
- * The contract between the CNI plugin edge (src/cni, src/main.ts) and the allocation back ends
- * (src/local, src/cluster, later src/agent). The edge parses env + stdin, validates the
- * protocol, picks the back end from the `ipam` section, and converts results to the
- * cniVersion the config asks for; back ends only see these typed values.
+ * The contract between the CNI plugin edge (src/plugin: env + stdin → verb) and its back-end
+ * adapters (src/plugin/local-backend.ts, cluster-backend.ts, the agent's warm pool). The edge
+ * parses env + stdin, validates the protocol, picks the back end from the `ipam` section, and
+ * converts results to the cniVersion the config asks for; back ends see only typed values
+ * (the protocol's own types are in src/cni/types.ts).
  */
-
-/** The network configuration read from stdin (only the fields IPAM cares about are typed). */
-export interface NetConf {
-  readonly cniVersion: string;
-  readonly name: string;
-  readonly type?: string;
-  /** The raw `ipam` object; each back end validates its own keys into typed config. */
-  readonly ipam: Readonly<Record<string, unknown>>;
-  readonly args?: Readonly<Record<string, unknown>>;
-  readonly runtimeConfig?: Readonly<Record<string, unknown>>;
-  readonly prevResult?: unknown;
-  /** The full parsed object, for back ends that need other keys. */
-  readonly raw: Readonly<Record<string, unknown>>;
-}
-
-/** One attachment: what ADD/DEL/CHECK identify and GC's valid-attachments list holds. */
-export interface Attachment {
-  readonly containerId: string;
-  readonly ifname: string;
-}
+import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 
 export interface IpamRequest extends Attachment {
   readonly netns?: string;
@@ -32,34 +14,8 @@ export interface IpamRequest extends Attachment {
   readonly conf: NetConf;
 }
 
-/** An address in a result, in the 1.x shape: "10.1.0.5/24" plus an optional gateway. */
-export interface IpConfig {
-  readonly address: string;
-  readonly gateway?: string;
-}
-
-export interface Route {
-  readonly dst: string;
-  readonly gw?: string;
-  readonly [key: string]: unknown;
-}
-
-export interface Dns {
-  readonly nameservers?: readonly string[];
-  readonly domain?: string;
-  readonly search?: readonly string[];
-  readonly options?: readonly string[];
-}
-
-/** An IPAM result in the 1.x shape; the edge converts it to older versions. */
-export interface IpamResult {
-  readonly ips: readonly IpConfig[];
-  readonly routes?: readonly Route[];
-  readonly dns?: Dns;
-}
-
 /**
- * An allocation back end. Throw CniError (src/cni/errors.ts) for anything the caller must see
+ * An allocation back end. Throw CniError (src/cni/errors.ts) or a service's typed error (mapped by src/cni/cni-error-of.ts) for anything the caller must see
  * with a specific code; other errors become code 999 with their message.
  */
 export interface IpamBackend {

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
-import type { IpamRequest, NetConf } from './ipam-backend.js';
+import type { IpamRequest } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
 import { parseCniArgs } from '../cni/cni-args.js';
 import { LocalBackend } from './local-backend.js';
 

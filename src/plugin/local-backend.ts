@@ -10,7 +10,10 @@
  * (NotFound); bad config → 7; bad CNI_ARGS → 4; file-system failures → 5.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, IpConfig, NetConf } from './ipam-backend.js';
+import { failureOf } from '../model/failure.js';
+import { prevResultAddrs } from '../cni/prev-result.js';
+import type { IpamBackend, IpamRequest } from './ipam-backend.js';
+import type { Attachment, IpamResult, IpConfig, NetConf } from '../cni/types.js';
 import { candidates, checkRequested, formatRangeSet, isExhausted, rangeIndexOf } from '../alloc/range-allocator.js';
 import { type Addr, formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
@@ -49,7 +52,7 @@ export class LocalBackend implements IpamBackend {
         }
       }
       // Released what it could; entries it refuses to open are reported after.
-      for (const f of files) if (f.refused) errors.push(f.refused.msg);
+      for (const f of files) if (f.refused) errors.push(f.refused.message);
       if (errors.length) throw new CniError(CniCode.IoFailure, errors.join(';'));
     });
   }
@@ -75,7 +78,7 @@ export class LocalBackend implements IpamBackend {
       const errors: string[] = [];
       for (const f of store.scan()) {
         if (f.refused) {
-          errors.push(f.refused.msg); // never opened, never removed: the operator looks at it
+          errors.push(f.refused.message); // never opened, never removed: the operator looks at it
           continue;
         }
         if (!addrOfName(f.name)) continue; // lock, last_reserved_ip.*, anything not an address
@@ -116,7 +119,7 @@ async function withStore<T>(cfg: LocalConfig, asyncWait: boolean, fn: (store: Di
   try {
     store = DiskStore.open(cfg.dir);
   } catch (e) {
-    if (e instanceof CniError) throw e;
+    if (e instanceof CniError || failureOf(e)) throw e;
     throw new CniError(CniCode.IoFailure, `cannot open ${cfg.dir}: ${(e as Error).message}`);
   }
   try {
@@ -193,7 +196,7 @@ function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfi
     }
   } catch (e) {
     undo();
-    if (e instanceof CniError) throw e;
+    if (e instanceof CniError || failureOf(e)) throw e;
     throw new CniError(CniCode.IoFailure, (e as Error).message);
   }
   return out;
@@ -203,7 +206,7 @@ function allocate(store: DiskStore, cfg: LocalConfig, req: IpamRequest): IpConfi
 function refuseUnsafe(files: readonly StoreFile[]): readonly StoreFile[] {
   const refused = files.flatMap((f) => (f.refused ? [f.refused] : []));
   if (refused.length === 1) throw refused[0]!;
-  if (refused.length > 1) throw new CniError(CniCode.IoFailure, refused.map((e) => e.msg).join('; '));
+  if (refused.length > 1) throw new CniError(CniCode.IoFailure, refused.map((e) => e.message).join('; '));
   return files;
 }
 
@@ -223,13 +226,8 @@ function releasable(files: readonly StoreFile[], req: Attachment, rangeSets: num
  * range sets must be held by the attachment.
  */
 function checkPrevResult(req: IpamRequest, cfg: LocalConfig, held: ReadonlySet<string>): void {
-  const prev = req.conf.prevResult as { ips?: unknown } | undefined;
-  if (!prev || !Array.isArray(prev.ips)) return;
-  for (const ip of prev.ips) {
-    const text = (ip as { address?: unknown } | null)?.address;
-    if (typeof text !== 'string') continue;
-    const a = addrOfName(text.split('/')[0]!);
-    if (!a || !cfg.rangeSets.some((s) => rangeIndexOf(s, a) >= 0)) continue;
+  for (const { text, addr: a } of prevResultAddrs(req.conf.prevResult)) {
+    if (!cfg.rangeSets.some((s) => rangeIndexOf(s, a) >= 0)) continue;
     if (!held.has(formatAddr(a))) {
       throw new CniError(
         CniCode.NotFound,

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../cni/errors.js';
-import type { NetConf } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
 import { parseCniArgs } from '../cni/cni-args.js';
 import { formatAddr } from '../ip/index.js';
 import { formatRangeSet } from '../alloc/range-allocator.js';

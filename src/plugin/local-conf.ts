@@ -5,9 +5,10 @@
  * values. Every failure is a CniError naming the field and the value (code 7; 4 for CNI_ARGS).
  */
 import { path } from '../util/builtins.js';
-import type { NetConf, Route } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
+import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
 import type { AllocRangeSet } from '../alloc/range-allocator.js';
-import { type Addr, formatAddr } from '../ip/addr.js';
+import type { Addr } from '../ip/addr.js';
 import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from './config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
 import { requestedAddrs } from './requested-addrs.js';
@@ -70,13 +71,9 @@ function route(v: unknown, path: string): Route {
   if (dstText === undefined) throw configError(at(path, 'dst'), 'missing');
   const { addr, len } = cidrValue(dstText, at(path, 'dst'));
   const gw = optAddr(obj, 'gw', path);
-  const out: Record<string, unknown> = { dst: `${formatAddr(addr)}/${len}` };
-  if (gw) out.gw = formatAddr(gw);
-  for (const k of ['mtu', 'advmss', 'priority', 'table', 'scope']) {
-    const n = optInt(obj, k, path);
-    if (n !== undefined) out[k] = n;
-  }
-  return out as unknown as Route;
+  const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
+  for (const k of ROUTE_INT_KEYS) ints[k] = optInt(obj, k, path);
+  return makeRoute({ addr, len }, gw, ints);
 }
 
 /** Parses "ip" or "ip/len" (the length is ignored), as the Go `ip.IP` type does. */

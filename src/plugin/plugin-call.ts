@@ -3,7 +3,8 @@
  * process prints and exits with, and what the node agent sends back to the shim. Never throws:
  * anything thrown becomes the CNI error JSON (Go's indented format) with exit status 1.
  */
-import { dispatch, toCniError } from './dispatch.js';
+import { dispatch } from './dispatch.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
 import type { BackendHost } from './ipam-backend.js';
 import { goMarshalIndent } from '../cni/go-json.js';
 import { versionAnswer } from '../cni/version.js';
@@ -27,7 +28,7 @@ export async function pluginCall(env: NodeJS.ProcessEnv, stdin: () => string, ho
 /** The error JSON for anything thrown; a fallback if even that fails. */
 export function errorJson(e: unknown): string {
   try {
-    return goMarshalIndent(toCniError(e).toJSON() as Record<string, string | number>);
+    return goMarshalIndent(cniErrorOf(e).toJSON() as Record<string, string | number>);
   } catch {
     return JSON.stringify({ code: 999, msg: e instanceof Error ? e.message : String(e) }, null, 4);
   }

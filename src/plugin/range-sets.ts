@@ -5,7 +5,8 @@
  * This is the one place range sets come from, so `"subnet": "usePodCidr"` is resolved here.
  */
 import { CniCode, CniError } from '../cni/errors.js';
-import type { NetConf } from './ipam-backend.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
+import type { NetConf } from '../cni/types.js';
 import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../alloc/range-allocator.js';
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
 import { type Prefix, formatAddrWithLen, formatPrefix, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
@@ -75,16 +76,15 @@ async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
   }
   const dataDir = goField(conf.ipam, 'dataDir');
   const cacheDir = typeof dataDir === 'string' && dataDir !== '' ? dataDir : '/var/lib/cni/networks';
-  const { resolvePodCidrs, PodCidrNotAssignedError } = await import('../local/pod-cidr-source.js');
-  const { StoreUnavailableError, StoreUrlError } = await import('../store/errors.js');
+  const { resolvePodCidrs } = await import('../local/pod-cidr-source.js');
+  const { StoreUrlError } = await import('../store/errors.js');
   let cidrs: Prefix[];
   try {
     cidrs = await resolvePodCidrs({ datastore: ds, nodeName: node, cacheDir });
   } catch (e) {
-    if (e instanceof PodCidrNotAssignedError || e instanceof StoreUnavailableError) throw new CniError(CniCode.TryAgainLater, e.message);
-    if (e instanceof StoreUrlError) throw configError('ipam.datastore', e.message);
-    if (e instanceof TypeError) throw configError('ipam.nodeName', e.message);
-    throw e;
+    // Not registered yet, no CIDR yet, datastore unreachable: transient (11); a bad URL: 7.
+    if (e instanceof TypeError && !(e instanceof StoreUrlError)) throw configError('ipam.nodeName', e.message);
+    throw cniErrorOf(e);
   }
   return (r) => {
     const p = r.subnet === USE_POD_CIDR ? cidrs[0] : cidrs.find((c) => c.family === 6);

@@ -8,7 +8,7 @@ import { checkKnownArgs } from '../cni/cni-args.js';
 import { configError, optArray, optObject } from './config-decode.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { goQuote } from '../cni/go-json.js';
-import type { NetConf } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
 import { type Addr, formatAddr, parseAddr } from '../ip/addr.js';
 import { parseCidr } from '../ip/prefix.js';
 

@@ -5,7 +5,7 @@
  */
 import { fs } from '../util/builtins.js';
 import { CniCode, CniError } from '../cni/errors.js';
-import type { Dns } from './ipam-backend.js';
+import type { Dns } from '../cni/types.js';
 
 /** Parses resolv.conf text (pure). */
 export function parseResolvConf(text: string): Dns {

@@ -68,7 +68,7 @@ async function logFailure(fs: Fs, answer: string): Promise<void> {
   }
 }
 
-/** Stdin trouble: an errno-style error, which `toCniError` reports as code 5 (I/O failure). */
+/** Stdin trouble: an errno-style error, which `cniErrorOf` reports as code 5 (I/O failure). */
 function stdinError(msg: string): Error {
   return Object.assign(new Error(msg), { code: 'EIO' });
 }

@@ -1,5 +1,6 @@
 import { CniCode, CniError } from '../cni/errors.js';
-import type { BackendHost, IpamBackend, NetConf } from './ipam-backend.js';
+import type { BackendHost, IpamBackend } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
 import { goField } from '../cni/go-decode.js';
 
 /**
