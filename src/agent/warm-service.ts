@@ -37,7 +37,7 @@ import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { cniErrorOf } from '../cni/cni-error-of.js';
 import { prevResultAddrs } from '../cni/prev-result.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { planReconcile } from './plan-reconcile.js';

@@ -13,7 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { cniHandleId } from '../cluster/handle-id.js';
+import { cniHandleId } from '../model/handle-id.js';
 import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
 import { datastoreUrl } from './datastore-url.js';
 import { createProgress } from './progress.js';

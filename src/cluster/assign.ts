@@ -4,7 +4,7 @@
  * planner asks. Steady state (the node's block already claimed and its view current): one
  * round trip.
  */
-import { checkNodeName, checkHandle } from './names.js';
+import { checkNodeName, checkHandle } from '../model/names.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { affinityKey, affinityPrefix, blockKey, cidrSegment, handleKey, parseAffinityKey, parseBlockKey, parseCidrSegment, poolKey } from './keys.js';
-import { checkHandle, checkNodeName, checkResourceName } from './names.js';
+import { checkHandle, checkNodeName, checkResourceName } from '../model/names.js';
 
 describe('datastore keys', () => {
   it('writes block CIDRs with "-" for "/" and parses them back', () => {

@@ -7,7 +7,7 @@
  */
 import type { Block } from '../alloc/block.js';
 import type { Entry, Store } from '../store/index.js';
-import { nodeKey } from '../controller/node-record.js';
+import { nodeKey } from '../model/node-record.js';
 import { decodeBlock } from './block-record.js';
 import type { HandleRecord } from './handle-record.js';
 import { affinityPrefix, parseAffinityKey, blockKey } from './keys.js';

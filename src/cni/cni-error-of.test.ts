@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniCode, CniError } from '../cni/errors.js';
+import { CniCode, CniError } from './errors.js';
 import { StoreError, StoreUnavailableError, StoreUrlError } from '../store/errors.js';
 import { cniErrorOf } from './cni-error-of.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../cluster/errors.js';

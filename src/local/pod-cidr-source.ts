@@ -5,8 +5,8 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeNodeRecord, nodeKey } from '../controller/node-record.js';
-import { validateNodeName } from '../controller/node-name.js';
+import { decodeNodeRecord, nodeKey } from '../model/node-record.js';
+import { validateNodeName } from '../model/node-name.js';
 import { formatPrefix, parsePrefix, type Prefix } from '../ip/index.js';
 import { StoreUnavailableError } from '../store/errors.js';
 

@@ -36,7 +36,7 @@ import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf } from '../cni/cni-error-of.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */

@@ -14,7 +14,7 @@ import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import { type Addr, parseAddr, parseCidr } from '../ip/index.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
-import { checkNodeName, checkResourceName } from '../cluster/names.js';
+import { checkNodeName, checkResourceName } from '../model/names.js';
 
 export interface ClusterConf {
   readonly datastore: string;

@@ -3,7 +3,7 @@
  * client sees `field "blockSize" must be an integer between 20 and 32: got "x"`.
  */
 import { badField, HttpError } from './http-error.js';
-import { HANDLE_PATTERN } from '../cluster/handle-id.js';
+import { HANDLE_PATTERN } from '../model/handle-id.js';
 
 export type Body = Readonly<Record<string, unknown>>;
 
