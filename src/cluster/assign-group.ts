@@ -19,7 +19,8 @@ import { absorbEntry } from './absorb-entry.js';
 import { assignAddresses } from './assign.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
-import { checkHandle, checkNodeName } from '../model/names.js';
+import { checkHandle } from '../model/handle-id.js';
+import { checkNodeName } from '../model/node-name.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
 import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
 

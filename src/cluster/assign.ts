@@ -4,7 +4,8 @@
  * planner asks. Steady state (the node's block already claimed and its view current): one
  * round trip.
  */
-import { checkNodeName, checkHandle } from '../model/names.js';
+import { checkNodeName } from '../model/node-name.js';
+import { checkHandle } from '../model/handle-id.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';

@@ -13,7 +13,7 @@ import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { cniHandleId } from '../model/handle-id.js';
 import { handleKey, HANDLE_PREFIX } from './keys.js';
-import { checkNodeName } from '../model/names.js';
+import { checkNodeName } from '../model/node-name.js';
 import { loadNodeBlocks } from './node-view.js';
 import { releaseByHandle, type Released } from './release.js';
 

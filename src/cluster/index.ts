@@ -10,7 +10,6 @@ export type { Reservation } from './reservation-record.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
 export { ViewCache } from './view-cache.js';
-export { cniHandleId } from '../model/handle-id.js';
 export {
   AddressUnavailableError,
   ContentionError,

@@ -1,3 +1,4 @@
+import { CNI_NAME } from '../model/cni-name.js';
 import { CniCode, CniError } from './errors.js';
 
 /** The verbs podipam implements. */
@@ -47,7 +48,7 @@ export function readCmdEnv(env: NodeJS.ProcessEnv): CmdEnv {
 }
 
 /** The character class of container ids and network names (libcni `cniValidNameChars`). */
-export const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const VALID_NAME = CNI_NAME;
 
 /** Go's `utils.ValidateContainerID`: code 3 when empty, code 4 (id in details) when malformed. */
 export function validateContainerId(id: string): void {

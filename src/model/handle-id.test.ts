@@ -5,7 +5,7 @@ import { HANDLE } from '../server/validate.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { cniHandleId, HANDLE_PATTERN, legacyCniHandleId, MAX_HANDLE_LENGTH } from './handle-id.js';
 import { legacyHandleOf, legacyRecordMatches } from '../cluster/legacy-handle.js';
-import { checkHandle } from './names.js';
+import { checkHandle } from './handle-id.js';
 import { formatAddr } from '../ip/index.js';
 import { mulberry32 } from '../util/mulberry32.js';
 

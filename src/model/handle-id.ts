@@ -16,7 +16,7 @@
  * Records written before this encoding carry the dotted id: see legacy-handle.ts.
  */
 
-/** The longest handle id the cluster back end stores (names.ts `checkHandle`). */
+/** The longest handle id the cluster back end stores (`checkHandle`). */
 export const MAX_HANDLE_LENGTH = 1024;
 
 /**
@@ -43,4 +43,16 @@ function escapePart(s: string): string {
     for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
     return out;
   });
+}
+
+/**
+ * Handles the cluster back end stores: 1–MAX_HANDLE_LENGTH printable characters without "/" or
+ * white space (every id `cniHandleId` writes within that length, legacy ids, ids given by API
+ * clients). TypeError naming the field and the value.
+ */
+export function checkHandle(field: string, handle: unknown): asserts handle is string {
+  // eslint-disable-next-line no-control-regex
+  if (typeof handle !== 'string' || handle.length === 0 || handle.length > MAX_HANDLE_LENGTH || /[\s/\u0000-\u001f\u007f]/.test(handle)) {
+    throw new TypeError(`invalid ${field} ${JSON.stringify(handle)}: a handle is 1-${MAX_HANDLE_LENGTH} printable characters without "/" or white space`);
+  }
 }

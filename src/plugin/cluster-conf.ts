@@ -7,14 +7,14 @@
  * the node's hint file and lock. Any other key, or a bad value, is CniError 7 naming the field
  * and the value.
  */
-import { hostname } from 'node:os';
 import { CniCode, CniError } from '../cni/errors.js';
 import type { NetConf } from '../cni/types.js';
 import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import { type Addr, parseAddr, parseCidr } from '../ip/index.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
-import { checkNodeName, checkResourceName } from '../model/names.js';
+import { checkNodeName, defaultNodeName } from '../model/node-name.js';
+import { checkResourceName } from '../model/names.js';
 
 export interface ClusterConf {
   readonly datastore: string;
@@ -48,7 +48,7 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
     throw bad('datastore', datastore, (e as Error).message);
   }
   const rawNode = goField(ipam, 'nodeName');
-  const nodeName = rawNode ?? (env.NODENAME || hostname().trim().toLowerCase());
+  const nodeName = rawNode ?? defaultNodeName(env);
   try {
     checkNodeName('node name', nodeName);
   } catch (e) {

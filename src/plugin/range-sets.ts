@@ -6,6 +6,7 @@
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import { cniErrorOf } from '../cni/cni-error-of.js';
+import { defaultNodeName } from '../model/node-name.js';
 import type { NetConf } from '../cni/types.js';
 import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../alloc/range-allocator.js';
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
@@ -70,7 +71,7 @@ export async function resolveRangeSets(conf: NetConf): Promise<AllocRangeSet[]> 
  */
 async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
   const ds = goField(conf.ipam, 'datastore');
-  const node = goField(conf.ipam, 'nodeName') ?? process.env.NODENAME;
+  const node = goField(conf.ipam, 'nodeName') ?? defaultNodeName();
   if (typeof ds !== 'string' || ds === '' || typeof node !== 'string' || node === '') {
     throw new CniError(CniCode.InvalidConfig, 'usePodCidr needs datastore and nodeName');
   }

@@ -4,6 +4,7 @@
  */
 import { badField, HttpError } from './http-error.js';
 import { HANDLE_PATTERN } from '../model/handle-id.js';
+import { DNS_SUBDOMAIN } from '../model/node-name.js';
 
 export type Body = Readonly<Record<string, unknown>>;
 
@@ -128,8 +129,8 @@ export function queryInt(q: URLSearchParams, name: string, dflt: number, min: nu
   return n;
 }
 
-/** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools. */
-export const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools: the model's one rule (src/model/node-name.ts). */
+export const NAME = DNS_SUBDOMAIN;
 export const NAME_HINT = 'a lower-case name of letters, digits, "-" and "." (RFC 1123), starting and ending with a letter or digit';
 /** A handle id: what the CNI plugin writes (`<network>:<containerId>:<ifname>`, handle-id.ts), old dotted ids, or any id of the same characters. */
 export const HANDLE = HANDLE_PATTERN;

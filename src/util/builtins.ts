@@ -6,4 +6,5 @@
  * the import.
  */
 export const fs: typeof import('node:fs') = process.getBuiltinModule?.('node:fs') ?? (await import('node:fs'));
+export const os: typeof import('node:os') = process.getBuiltinModule?.('node:os') ?? (await import('node:os'));
 export const path: typeof import('node:path') = process.getBuiltinModule?.('node:path') ?? (await import('node:path'));
