@@ -13,6 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { defaultNodeName } from '../model/node-name.js';
 import { CNI_NAME } from '../model/cni-name.js';
+import { parseFileContent } from '../local/disk-store.js';
 import type { Command } from 'commander';
 import { cniHandleId } from '../model/handle-id.js';
 import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
@@ -78,12 +79,12 @@ function readNetwork(dir: string, network: string, names: readonly string[], out
     if (!statSync(file).isFile()) continue;
     // host-local writes "id\r\nifname" with no trailing newline; trim as its matcher does.
     const text = readFileSync(file, 'utf8').trim();
-    const [id, ifname, ...rest] = text.split('\r\n').map((s) => s.trim());
-    if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) {
+    const held = parseFileContent(text);
+    if (!held) {
       skipped.push(`${file}: content ${JSON.stringify(text.slice(0, 60))} is not "containerId\\r\\nifname"`);
       continue;
     }
-    out.push({ network, ip, containerId: id, ifname: ifname ?? 'eth0', legacy: ifname === undefined, file });
+    out.push({ network, ip, containerId: held.containerId, ifname: held.ifname ?? 'eth0', legacy: held.ifname === undefined, file });
   }
 }
 

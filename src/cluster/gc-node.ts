@@ -17,14 +17,14 @@ import { checkNodeName } from '../model/node-name.js';
 import { loadNodeBlocks } from './node-view.js';
 import { releaseByHandle, type Released } from './release.js';
 
-export interface GcResult {
+export interface NodeGcResult {
   readonly released: readonly Released[];
   /** Handles that could not be released, with the reason; GC kept going past them. */
   readonly failed: readonly { readonly handle: string; readonly error: Error }[];
 }
 
 /** Releases `node`'s handles of `network` not in `keep` (handle IDs). Keeps going after failures. */
-export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<GcResult> {
+export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<NodeGcResult> {
   checkNodeName('node name', node);
   const view = ctx.cache.node(node);
   await loadNodeBlocks(ctx.store, view);

@@ -2,7 +2,7 @@
 export { ClusterIpam, type ClusterIpamOptions } from './cluster-ipam.js';
 export type { AssignRequest, Assignment } from './plan-assign.js';
 export type { Released } from './release.js';
-export type { GcResult } from './gc-node.js';
+export type { NodeGcResult } from './gc-node.js';
 export type { Pool, PoolSpec } from './pool-record.js';
 export type { IpamConfig } from './ipam-config.js';
 export type { IpamSettings } from './settings.js';

@@ -8,18 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fs } from '../util/builtins.js';
-import { tryLoadAddon } from '../util/native-addon.js';
-
-interface FlockAddon {
-  flock(fd: number, op: number): void;
-  readonly LOCK_EX: number;
-  readonly LOCK_NB: number;
-  readonly LOCK_UN: number;
-}
-
-function flockAddon(): FlockAddon | null {
-  return tryLoadAddon<FlockAddon>('flock');
-}
+import { tryLoadFlock as flockAddon } from '../util/flock.js';
 
 export class NodeLock {
   readonly #fd: number;

@@ -1,9 +1,6 @@
 import { CNI_NAME } from '../model/cni-name.js';
 import { CniCode, CniError } from './errors.js';
 
-/** The verbs podipam implements. */
-export type Verb = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
-
 /** The plugin's environment, after the checks the Go `skel` makes. */
 export interface CmdEnv {
   readonly command: string;

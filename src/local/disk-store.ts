@@ -49,6 +49,17 @@ export function matchesAttachment(content: string | undefined, id: string, ifnam
   return content !== undefined && content.trim() === fileContent(id, ifname);
 }
 
+/**
+ * An address file's content read back (host-local's format, read as its matcher does: trimmed):
+ * `id\r\nifname`, or the pre-2018 bare id (`ifname` undefined). Undefined when it is neither
+ * (empty, more lines, white space inside the id, an ifname that no interface can have).
+ */
+export function parseFileContent(content: string): { readonly containerId: string; readonly ifname?: string } | undefined {
+  const [id, ifname, ...rest] = content.trim().split('\r\n').map((s) => s.trim());
+  if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) return undefined;
+  return ifname === undefined ? { containerId: id } : { containerId: id, ifname };
+}
+
 /** The pre-2018 format, content = the container id alone (any ifname matches). */
 export function matchesLegacy(content: string | undefined, id: string): boolean {
   return content !== undefined && content.trim() === id.trim();

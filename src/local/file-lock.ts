@@ -7,18 +7,7 @@
 import { fs } from '../util/builtins.js';
 import { LockTimeoutError } from './errors.js';
 import { openRegular } from './regular-file.js';
-import { loadAddon } from '../util/native-addon.js';
-
-interface FlockAddon {
-  flock(fd: number, op: number): void;
-  readonly LOCK_EX: number;
-  readonly LOCK_NB: number;
-  readonly LOCK_UN: number;
-}
-
-function flockAddon(): FlockAddon {
-  return loadAddon<FlockAddon>('flock');
-}
+import { type FlockAddon, loadFlock as flockAddon } from '../util/flock.js';
 
 /** How long ADD/DEL/CHECK/GC wait for the lock by default before answering code 11. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
