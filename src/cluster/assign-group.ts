@@ -22,7 +22,7 @@ import type { IpamContext } from './ipam-context.js';
 import { checkHandle } from '../model/handle-id.js';
 import { checkNodeName } from '../model/node-name.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
-import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 
 /** Most compares or ops in one batch transaction (etcd refuses more than 128 of either). */
 export const MAX_BATCH_OPS = 100;

@@ -12,7 +12,7 @@ import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedErr
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './keys.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
-import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 import { readKeys } from './read-keys.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */

@@ -20,7 +20,7 @@ import type { CheckReport } from './check.js';
 import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
 import type { IpamConfig } from './ipam-config.js';
-import type { AssignRequest, Assignment } from './plan-assign.js';
+import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 import type { Pool, PoolSpec } from './pool-record.js';
 import { type Released, releaseAddresses, releaseByHandle } from './release.js';
 import type { Reservation } from './reservation-record.js';

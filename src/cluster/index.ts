@@ -1,6 +1,6 @@
 /** The cluster (block IPAM) back end's public surface. */
 export { ClusterIpam, type ClusterIpamOptions } from './cluster-ipam.js';
-export type { AssignRequest, Assignment } from './plan-assign.js';
+export type { AssignRequest, Assignment } from './plan/plan-assign.js';
 export type { Released } from './release.js';
 export type { NodeGcResult } from './gc-node.js';
 export type { Pool, PoolSpec } from './pool-record.js';

@@ -16,7 +16,7 @@ import { BLOCK_PREFIX, HANDLE_PREFIX, handleKey } from './keys.js';
 import { checkHandle } from '../model/handle-id.js';
 import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
-import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan-release.js';
+import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan/plan-release.js';
 import { readKeys } from './read-keys.js';
 
 /** One freed address and the handle that held it. */

@@ -9,15 +9,15 @@
  * have to claim again — this keeps a node at a block boundary from claiming and releasing on
  * every pod). A node's last usable block stays, as in Calico.
  */
-import { type Block, addrOfOrdinal, freeCount, holderOf, isEmptyBlock, ordinalOf, releaseHandle, releaseOrdinals } from '../alloc/block.js';
-import { reservedOrdinals } from '../alloc/block-layout.js';
-import { type Addr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../ip/index.js';
-import type { Compare, Op } from '../store/index.js';
-import type { ClusterSnapshot } from './cluster-snapshot.js';
-import { type HandleRecord, adjustHandle, encodeHandle } from './handle-record.js';
-import { encodeBlock } from './block-record.js';
-import { affinityKey, blockKey, handleKey } from './keys.js';
-import type { KnownBlock } from './node-view.js';
+import { type Block, addrOfOrdinal, freeCount, holderOf, isEmptyBlock, ordinalOf, releaseHandle, releaseOrdinals } from '../../alloc/block.js';
+import { reservedOrdinals } from '../../alloc/block-layout.js';
+import { type Addr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import type { Compare, Op } from '../../store/index.js';
+import type { ClusterSnapshot } from '../cluster-snapshot.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
+import { encodeBlock } from '../block-record.js';
+import { affinityKey, blockKey, handleKey } from '../keys.js';
+import type { KnownBlock } from '../node-view.js';
 
 export interface HandleState {
   readonly rev: number;

@@ -18,24 +18,24 @@ import {
   newBlock,
   ordinalOf,
   ordinalsOf,
-} from '../alloc/block.js';
-import { blockGateway, excludedRole } from '../alloc/block-addressing.js';
-import { reservedOrdinals } from '../alloc/block-layout.js';
-import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../ip/index.js';
-import type { Compare, Op } from '../store/index.js';
-import { nodeKey } from '../model/node-record.js';
-import { encodeAffinity } from './affinity-record.js';
-import { encodeBlock } from './block-record.js';
+} from '../../alloc/block.js';
+import { blockGateway, excludedRole } from '../../alloc/block-addressing.js';
+import { reservedOrdinals } from '../../alloc/block-layout.js';
+import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import type { Compare, Op } from '../../store/index.js';
+import { nodeKey } from '../../model/node-record.js';
+import { encodeAffinity } from '../affinity-record.js';
+import { encodeBlock } from '../block-record.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
-import type { ClusterSnapshot } from './cluster-snapshot.js';
-import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from './errors.js';
+import type { ClusterSnapshot } from '../cluster-snapshot.js';
+import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../errors.js';
 import type { AssignRequest, Assignment } from './assignment.js';
-import { type HandleRecord, adjustHandle, encodeHandle } from './handle-record.js';
-import { effectiveMaxBlocks } from './ipam-config.js';
-import { CONFIG_KEY, affinityKey, blockKey, handleKey } from './keys.js';
-import type { KnownBlock } from './node-view.js';
-import { selectorMatches, selectorUsesLabels } from '../model/node-selector.js';
-import { type Pool, poolUsable } from './pool-record.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
+import { effectiveMaxBlocks } from '../ipam-config.js';
+import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
+import type { KnownBlock } from '../node-view.js';
+import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
+import { type Pool, poolUsable } from '../pool-record.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;

@@ -3,10 +3,10 @@
  * the candidate pools (see blockProbeOrder), that nobody holds and that is not wholly
  * reserved. Pure; the claim's compare (block revision 0) proves the choice.
  */
-import { blockAt, blockCount, blockProbeOrder, isWhollyReserved } from '../alloc/block-layout.js';
-import type { IpRangeSet, Prefix } from '../ip/index.js';
-import { blockKey } from './keys.js';
-import type { Pool } from './pool-record.js';
+import { blockAt, blockCount, blockProbeOrder, isWhollyReserved } from '../../alloc/block-layout.js';
+import type { IpRangeSet, Prefix } from '../../ip/index.js';
+import { blockKey } from '../keys.js';
+import type { Pool } from '../pool-record.js';
 
 /** Most candidate blocks examined per pool (bounds the search in huge, heavily reserved pools). */
 const MAX_PROBES = 65_536;
