@@ -4,6 +4,7 @@
  * must hold. This is the small subset of Calico's selector language that label-based pool
  * placement needs.
  */
+import { isLabelKey, isLabelValue } from './labels.js';
 
 export interface NodeSelector {
   /** The canonical text ("all()" or the terms joined by ","). */
@@ -11,8 +12,6 @@ export interface NodeSelector {
   readonly terms: readonly { readonly key: string; readonly op: '=' | '!='; readonly value: string }[];
 }
 
-const LABEL_KEY = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?)?$/;
 
 /** Parses a selector; TypeError naming the selector and the bad term. */
 export function parseNodeSelector(text: string): NodeSelector {
@@ -22,7 +21,7 @@ export function parseNodeSelector(text: string): NodeSelector {
   const terms = trimmed.split(',').map((raw) => {
     const term = raw.trim();
     const m = /^([^=!\s]+)\s*(!=|=)\s*(\S*)$/.exec(term);
-    if (!m || !LABEL_KEY.test(m[1]!) || !LABEL_VALUE.test(m[3]!)) {
+    if (!m || !isLabelKey(m[1]!) || !isLabelValue(m[3]!)) {
       throw new TypeError(`invalid nodeSelector ${JSON.stringify(text)}: term ${JSON.stringify(term)} is not key=value or key!=value (or use all())`);
     }
     return { key: m[1]!, op: m[2] as '=' | '!=', value: m[3]! };
