@@ -56,7 +56,7 @@ export async function runPlugin(): Promise<number> {
   return answer.status;
 }
 
-/** Appends the error answered to the CNI failure log (src/cni/failure-log.ts); never throws. */
+/** Appends the error answered to the CNI failure log (src/plugin/failure-log.ts); never throws. */
 async function logFailure(fs: Fs, answer: string): Promise<void> {
   try {
     const { appendFailure } = await import('./failure-log.js');
