@@ -10,7 +10,7 @@
  * each part is escaped anyway — every character outside `A-Z a-z 0-9 _ . -` becomes `%XX` per
  * UTF-8 byte — so the encoding is injective whatever the input: `net.a:c1:eth0` and
  * `net:a.c1:eth0` stay apart, and common ids stay readable. Ids are at most MAX_HANDLE_LENGTH
- * characters (`checkHandle`), and `HANDLE_PATTERN` (the server API's check) accepts every id
+ * characters (`checkHandle`), and `HANDLE_PATTERN` (the same rule, the server API's check) accepts every id
  * this function returns within that length, and every legacy id of the same characters.
  *
  * Records written before this encoding carry the dotted id: see legacy-handle.ts.
@@ -20,10 +20,13 @@
 export const MAX_HANDLE_LENGTH = 1024;
 
 /**
- * Handle ids the server API accepts: what `cniHandleId` writes (and any id of the same
- * characters, such as the legacy dotted ids), 1–MAX_HANDLE_LENGTH characters.
+ * Every handle the cluster back end stores, and so the handles the server API accepts: 1–
+ * MAX_HANDLE_LENGTH printable characters without "/" or white space — what `cniHandleId` writes,
+ * the legacy dotted ids (whose interface part may hold any character CNI allows) and ids API
+ * clients gave. `checkHandle` is this pattern with a message.
  */
-export const HANDLE_PATTERN = /^[A-Za-z0-9%][A-Za-z0-9_.\-:%]{0,1023}$/;
+// eslint-disable-next-line no-control-regex
+export const HANDLE_PATTERN = /^[^\s/\u0000-\u001f\u007f]{1,1024}$/;
 
 /** The CNI attachment's handle id (see above). Never throws; check the length with `checkHandle`. */
 export function cniHandleId(network: string, containerId: string, ifname: string): string {
@@ -51,8 +54,7 @@ function escapePart(s: string): string {
  * clients). TypeError naming the field and the value.
  */
 export function checkHandle(field: string, handle: unknown): asserts handle is string {
-  // eslint-disable-next-line no-control-regex
-  if (typeof handle !== 'string' || handle.length === 0 || handle.length > MAX_HANDLE_LENGTH || /[\s/\u0000-\u001f\u007f]/.test(handle)) {
+  if (typeof handle !== 'string' || !HANDLE_PATTERN.test(handle)) {
     throw new TypeError(`invalid ${field} ${JSON.stringify(handle)}: a handle is 1-${MAX_HANDLE_LENGTH} printable characters without "/" or white space`);
   }
 }

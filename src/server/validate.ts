@@ -135,4 +135,4 @@ export const NAME = DNS_SUBDOMAIN;
 export const NAME_HINT = 'a lower-case name of letters, digits, "-" and "." (RFC 1123), starting and ending with a letter or digit';
 /** A handle id: what the CNI plugin writes (`<network>:<containerId>:<ifname>`, handle-id.ts), old dotted ids, or any id of the same characters. */
 export const HANDLE = HANDLE_PATTERN;
-export const HANDLE_HINT = 'a handle id of 1-1024 letters, digits, "_", ".", "-", ":" and "%" (e.g. "k8s-pod-network:<containerId>:eth0")';
+export const HANDLE_HINT = 'a handle id of 1-1024 printable characters without "/" or white space (e.g. "k8s-pod-network:<containerId>:eth0")';

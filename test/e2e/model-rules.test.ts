@@ -13,7 +13,7 @@ import { createClusterBackend } from '../../src/plugin/cluster-backend.js';
 import { loadLocalConfig } from '../../src/plugin/local-conf.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from '../../src/model/handle-id.js';
+import { cniHandleId, legacyCniHandleId, MAX_HANDLE_LENGTH } from '../../src/model/handle-id.js';
 import { api, startServe, type ServeProcess } from './serve-harness.js';
 
 let s: ServeProcess;
@@ -84,6 +84,13 @@ test('the API releases a 1024-character handle the plugin wrote, and refuses a l
   assert.equal(tooLong.status, 400, JSON.stringify(tooLong.body));
   assert.match(tooLong.body.error.message, /handle of 1025 characters: at most 1024/);
   await cniFails(backend.add({ containerId: `${containerId}x`, ifname: 'eth0', cniArgs: new Map(), conf: netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }) }), 7, /handle of 1025 characters: at most 1024/);
+  // A legacy dotted id keeps whatever the interface name held (CNI allows "@", "+", …): releasable too.
+  const legacy = await api(s.url, 'POST', '/api/v1/release', { handle: legacyCniHandleId(network, 'c9', 'veth@1+') });
+  assert.equal(legacy.status, 200, JSON.stringify(legacy.body));
+  assert.deepEqual(legacy.body.released, []);
+  for (const bad of ['a/b', 'a b', 'x'.repeat(MAX_HANDLE_LENGTH + 1)]) {
+    assert.equal((await api(s.url, 'POST', '/api/v1/release', { handle: bad })).status, 400, bad);
+  }
   const exact = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-b', network, containerId });
   assert.equal(exact.status, 201, JSON.stringify(exact.body));
   assert.equal(exact.body.handle, handle);
