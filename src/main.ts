@@ -18,15 +18,15 @@ if (refusal !== undefined) {
 }
 
 /**
- * The plugin entry: the bundle `npm run build` makes of the same code (dist/src/plugin/, see
+ * The plugin entry: the bundle `npm run build` makes of the same code (dist/bundle/plugin/, see
  * scripts/bundle-plugin.mjs: one module to load instead of ~20), else the plain tsc output.
  */
-async function loadPlugin(): Promise<typeof import('./cni/run-plugin.js')> {
-  const bundle = './plugin/run-plugin.js';
+async function loadPlugin(): Promise<typeof import('./plugin/run-plugin.js')> {
+  const bundle = '../bundle/plugin/run-plugin.js';
   try {
-    return (await import(bundle)) as typeof import('./cni/run-plugin.js');
+    return (await import(bundle)) as typeof import('./plugin/run-plugin.js');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
-    return import('./cni/run-plugin.js');
+    return import('./plugin/run-plugin.js');
   }
 }

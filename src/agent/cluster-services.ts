@@ -11,7 +11,7 @@
  */
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
-import type { AssignRequest, Assignment } from '../cluster/plan-assign.js';
+import type { AssignRequest, Assignment } from '../cluster/plan/plan-assign.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';
 

@@ -6,7 +6,7 @@
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import { goField, isObject } from '../cni/go-decode.js';
-import type { PluginAnswer } from '../cni/plugin-call.js';
+import type { PluginAnswer } from '../plugin/plugin-call.js';
 import { AgentUnreachableError, callAgent, forwardedEnv } from './agent-client.js';
 
 /** The agent's answer, an error answer, or undefined: run the call in this process. */
@@ -28,7 +28,7 @@ export async function forwardConfiguredCall(env: NodeJS.ProcessEnv, input: strin
     if (!(e instanceof AgentUnreachableError)) throw e;
     const standalone = ['ranges', 'subnet', 'datastore'].some((k) => goField(ipam, k) !== undefined);
     if (e.absent && standalone) return undefined;
-    const { errorJson } = await import('../cni/plugin-call.js');
+    const { errorJson } = await import('../plugin/plugin-call.js');
     return { status: 1, out: errorJson(new CniError(CniCode.TryAgainLater, e.message)) };
   }
 }

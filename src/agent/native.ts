@@ -4,11 +4,7 @@
  * Loaded through src/util/native-addon.ts.
  */
 import { loadAddon } from '../util/native-addon.js';
-interface FlockAddon {
-  flock(fd: number, op: number): void;
-  readonly LOCK_EX: number;
-  readonly LOCK_NB: number;
-}
+import { loadFlock } from '../util/flock.js';
 
 interface PeerCredAddon {
   peercred(fd: number): { pid: number; uid: number; gid: number };
@@ -17,7 +13,7 @@ interface PeerCredAddon {
 
 /** Takes an exclusive flock on `fd` without waiting; false when another process holds it. */
 export function tryLockExclusive(fd: number): boolean {
-  const a = loadAddon<FlockAddon>('flock');
+  const a = loadFlock();
   try {
     a.flock(fd, a.LOCK_EX | a.LOCK_NB);
     return true;

@@ -13,7 +13,7 @@
  *   reservation rows whose window ended.
  */
 import { escape } from 'node:querystring';
-import type { IpamRequest } from '../cni/ipam-backend.js';
+import type { IpamRequest } from '../plugin/ipam-backend.js';
 import { type PodInfo, type PodSource, KubePods } from './kube-pods.js';
 import { planPodGc } from './pod-gc.js';
 import { POD_RETENTION_MS, PodStore, type PodStoreRow } from './pod-store.js';

@@ -6,7 +6,7 @@
  * - pod records `agent-pods/<node>/<pod handle>` → `{"addrs": […], …}` name those in use.
  * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
  */
-import { cniHandleId } from '../cluster/handle-id.js';
+import { cniHandleId } from '../model/handle-id.js';
 
 /** The network name of every warm handle: a CNI network of this name must not use the cluster back end. */
 export const WARM_NETWORK = 'podipam-warm';

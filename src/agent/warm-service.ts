@@ -34,13 +34,15 @@
 import { crashPoint } from '../util/crash-point.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { goField } from '../cni/go-decode.js';
-import type { Attachment, IpamBackend, IpamRequest, IpamResult, NetConf } from '../cni/ipam-backend.js';
+import type { IpamBackend, IpamRequest } from '../plugin/ipam-backend.js';
+import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 import { WarmPool, type WarmPoolConfig } from '../alloc/warm-pool.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { cniErrorOf } from '../cluster/cni-error-of.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
+import { prevResultAddrs } from '../cni/prev-result.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { planReconcile } from './plan-reconcile.js';
@@ -317,11 +319,9 @@ export class WarmService implements IpamBackend {
     const { poolKey } = this.#pods.poolKeyOf(key);
     const held = [...this.#pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
     if (held.length === 0) throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${this.#o.node}`);
-    const prev = req.conf.prevResult as { ips?: { address?: unknown }[] } | undefined;
-    for (const ip of Array.isArray(prev?.ips) ? prev.ips : []) {
-      const want = typeof ip?.address === 'string' ? ip.address.split('/')[0] : undefined;
-      if (want !== undefined && !held.some((a) => formatAddr(a) === want)) {
-        throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} does not hold ${want} (it holds ${held.map(formatAddr).join(', ')})`);
+    for (const { addr: want } of prevResultAddrs(req.conf.prevResult)) {
+      if (!held.some((a) => a.family === want.family && a.value === want.value)) {
+        throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`);
       }
     }
   }

@@ -2,7 +2,7 @@
  * `podipam agent` (the per-node daemon, src/agent) and `podipam agent status` (asks a running
  * agent over its socket; exit 1 when it does not answer, so it serves as a readiness probe).
  */
-import { hostname } from 'node:os';
+import { defaultNodeName } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../agent/warm-service.js';
 import { parseDuration, parseListen } from './serve.js';
@@ -40,7 +40,7 @@ export function registerAgent(program: Command): void {
     .command('agent')
     .description('run the node agent: serves the CNI shim (/opt/cni/bin/podipam) over a unix socket, every back end')
     .option('--socket <path>', 'unix socket to serve', process.env.PODIPAM_AGENT_SOCKET || DEFAULT_SOCKET)
-    .option('--node <name>', 'node name for calls whose config and environment name none (default: $NODENAME, else the host name)')
+    .option('--node <name>', 'node name for calls whose config and environment name none (default: $NODENAME, else the host name in lower case)')
     .option('--data-dir <dir>', "the agent's own state directory (default: /var/lib/podipam/agent)")
     .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
     .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
@@ -119,7 +119,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     if (!(e instanceof UsageError)) throw e;
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
   }
-  const node = flags.node ?? (process.env.NODENAME || hostname().trim().toLowerCase());
+  const node = flags.node ?? defaultNodeName();
   if (flags.datastore !== undefined) {
     const { parseStoreUrl } = await import('../store/parse-store-url.js');
     try {

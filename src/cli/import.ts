@@ -11,9 +11,11 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { hostname } from 'node:os';
+import { defaultNodeName } from '../model/node-name.js';
+import { CNI_NAME } from '../model/cni-name.js';
+import { parseFileContent } from '../local/disk-store.js';
 import type { Command } from 'commander';
-import { cniHandleId } from '../cluster/handle-id.js';
+import { cniHandleId } from '../model/handle-id.js';
 import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
 import { datastoreUrl } from './datastore-url.js';
 import { createProgress } from './progress.js';
@@ -30,7 +32,7 @@ export interface HostLocalReservation {
   readonly file: string;
 }
 
-const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const NETWORK_NAME = CNI_NAME;
 
 /**
  * Reads every reservation under `dir`: either one network's directory (IP-named files, the
@@ -77,12 +79,12 @@ function readNetwork(dir: string, network: string, names: readonly string[], out
     if (!statSync(file).isFile()) continue;
     // host-local writes "id\r\nifname" with no trailing newline; trim as its matcher does.
     const text = readFileSync(file, 'utf8').trim();
-    const [id, ifname, ...rest] = text.split('\r\n').map((s) => s.trim());
-    if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) {
+    const held = parseFileContent(text);
+    if (!held) {
       skipped.push(`${file}: content ${JSON.stringify(text.slice(0, 60))} is not "containerId\\r\\nifname"`);
       continue;
     }
-    out.push({ network, ip, containerId: id, ifname: ifname ?? 'eth0', legacy: ifname === undefined, file });
+    out.push({ network, ip, containerId: held.containerId, ifname: held.ifname ?? 'eth0', legacy: held.ifname === undefined, file });
   }
 }
 
@@ -103,7 +105,7 @@ export function registerImport(program: Command): void {
     .argument('<dir>', "a host-local data directory: one network's directory (/var/lib/cni/networks/NET) or the dataDir holding them")
     .description('adopt every reservation of a host-local data directory under the handle <network>:<containerId>:<ifname>')
     .option('--network <name>', 'the network name (default: the directory name, or every network under a dataDir)')
-    .option('--node <name>', 'the node whose pods hold these addresses (default: $NODENAME, else the host name)')
+    .option('--node <name>', 'the node whose pods hold these addresses (default: $NODENAME, else the host name in lower case)')
     .option('--dry-run', 'read and report, write nothing')
     .option('--json', 'print the result as JSON')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
@@ -166,7 +168,7 @@ async function* adopt(
 
 /** Imports and prints the report; returns the number of addresses that failed. */
 async function importHostLocal(dir: string, opts: ImportOptions, url: string): Promise<number> {
-  const node = opts.node ?? process.env.NODENAME ?? hostname();
+  const node = opts.node ?? defaultNodeName();
   const { reservations, skipped } = readHostLocalDir(dir, opts.network);
   for (const s of skipped) process.stderr.write(`podipam: skipping ${s}\n`);
   const results: { ip: string; handle: string; outcome: 'adopted' | 'already' | 'failed' | 'dry-run'; error?: string }[] = [];

@@ -42,8 +42,8 @@ export function registerNode(program: Command): void {
     .argument('<name>', 'node name (a DNS subdomain, as Kubernetes node names)')
     .option('--label <key=value>', 'a label (repeatable)', collect, [] as string[])
     .action(async (name: string, opts: { label: string[] }, cmd: Command) => {
-      const { validateNodeName } = await import('../controller/node-name.js');
-      const { parseNodeLabels } = await import('../controller/node-labels.js');
+      const { validateNodeName } = await import('../model/node-name.js');
+      const { parseNodeLabels } = await import('../model/node-labels.js');
       const labels = usage(() => {
         validateNodeName(name);
         return parseNodeLabels(opts.label);

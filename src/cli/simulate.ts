@@ -5,6 +5,7 @@
  * dashboard move and the scale benchmark has a driver. Bounded: N + M + 2·round(R·M) calls,
  * at most `--concurrency` in flight, each retried at most 5 times on 503 (contention).
  */
+import { CNI_NAME } from '../model/cni-name.js';
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { createProgress } from './progress.js';
@@ -229,7 +230,7 @@ export function registerSimulate(program: Command): void {
       const prefix = String(opts.nodePrefix);
       if (!/^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$/.test(prefix)) throw new UsageError(`invalid --node-prefix ${JSON.stringify(prefix)}: use lower-case letters, digits and "-"`);
       const network = String(opts.network);
-      if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(network)) throw new UsageError(`invalid --network ${JSON.stringify(network)}: not a CNI network name`);
+      if (!CNI_NAME.test(network)) throw new UsageError(`invalid --network ${JSON.stringify(network)}: not a CNI network name`);
       const nodes = intOption('--nodes', String(opts.nodes), 1, 100_000);
       const result = await simulate({
         server,

@@ -5,7 +5,7 @@
  * the handle hints. Keys it does not know are ignored.
  */
 import type { Entry } from '../store/index.js';
-import { nodeKey } from '../controller/node-record.js';
+import { nodeKey } from '../model/node-record.js';
 import { decodeBlock } from './block-record.js';
 import { decodeHandle } from './handle-record.js';
 import { CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from './keys.js';

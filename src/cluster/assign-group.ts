@@ -20,9 +20,10 @@ import { absorbEntry } from './absorb-entry.js';
 import { assignAddresses } from './assign.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
-import { checkHandle, checkNodeName } from './names.js';
+import { checkHandle } from '../model/handle-id.js';
+import { checkNodeName } from '../model/node-name.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
-import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 
 /** Most compares or ops in one batch transaction (etcd refuses more than 128 of either). */
 export const MAX_BATCH_OPS = 100;

@@ -5,14 +5,15 @@
  * round trip.
  */
 import { crashPoint } from '../util/crash-point.js';
-import { checkNodeName, checkHandle } from './names.js';
+import { checkNodeName } from '../model/node-name.js';
+import { checkHandle } from '../model/handle-id.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './keys.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
-import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 import { readKeys } from './read-keys.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */

@@ -12,7 +12,7 @@
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
 import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../store/index.js';
-import { NODE_PREFIX } from '../controller/node-record.js';
+import { NODE_PREFIX } from '../model/node-record.js';
 import { decodeAffinity } from './affinity-record.js';
 import { decodeBlock } from './block-record.js';
 import { decodeHandle, type HandleRecord } from './handle-record.js';

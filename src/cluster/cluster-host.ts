@@ -5,7 +5,7 @@
  * processes), and ADDs that arrive together combined into one transaction (group commit).
  */
 import type { ClusterIpam } from './cluster-ipam.js';
-import type { AssignRequest, Assignment } from './plan-assign.js';
+import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 
 export interface ClusterHost {
   /** Runs `fn` with the long-lived service for `datastore`, after the node's earlier calls. */

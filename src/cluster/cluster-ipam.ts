@@ -17,10 +17,10 @@ import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
 import type { CheckReport } from './check.js';
-import type { GcResult } from './gc-node.js';
+import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
 import type { IpamConfig } from './ipam-config.js';
-import type { AssignRequest, Assignment } from './plan-assign.js';
+import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 import type { Pool, PoolSpec } from './pool-record.js';
 import { type Released, releaseAddresses, releaseByHandle } from './release.js';
 import type { Reservation } from './reservation-record.js';
@@ -85,7 +85,7 @@ export class ClusterIpam {
   }
 
   /** See gc-node.ts: release a node's handles of a network that are not in `keep`. */
-  async gcNode(node: string, network: string, keep: ReadonlySet<string>): Promise<GcResult> {
+  async gcNode(node: string, network: string, keep: ReadonlySet<string>): Promise<NodeGcResult> {
     const { gcNode } = await import('./gc-node.js');
     return gcNode(this.#ctx, node, network, keep);
   }

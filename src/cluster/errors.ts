@@ -10,6 +10,7 @@ import type { Family } from '../ip/index.js';
  */
 export class ContentionError extends Error {
   override readonly name = 'ContentionError';
+  readonly failure = 'transient';
   constructor(
     readonly operation: string,
     readonly attempts: number,
@@ -22,6 +23,7 @@ export class ContentionError extends Error {
 /** No free address of `family` for `node` in the pools it may use (CNI code 100). Nothing was written. */
 export class PoolExhaustedError extends Error {
   override readonly name = 'PoolExhaustedError';
+  readonly failure = 'exhausted';
   constructor(
     readonly family: Family,
     readonly node: string,
@@ -41,6 +43,7 @@ export class PoolExhaustedError extends Error {
 /** No enabled pool of `family` may serve `node` (none exist, none match its labels, or the named ones are missing/disabled). */
 export class NoPoolError extends Error {
   override readonly name = 'NoPoolError';
+  readonly failure = 'no-pool';
   constructor(
     readonly family: Family | undefined,
     readonly node: string,
@@ -57,6 +60,7 @@ export class NoPoolError extends Error {
  */
 export class AddressUnavailableError extends Error {
   override readonly name = 'AddressUnavailableError';
+  readonly failure = 'address-unavailable';
   constructor(
     readonly address: string,
     readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable',

@@ -12,20 +12,20 @@ import { crashPoint } from '../util/crash-point.js';
 import { readKeys } from './read-keys.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { cniHandleId } from './handle-id.js';
+import { cniHandleId } from '../model/handle-id.js';
 import { handleKey, HANDLE_PREFIX } from './keys.js';
-import { checkNodeName } from './names.js';
+import { checkNodeName } from '../model/node-name.js';
 import { loadNodeBlocks } from './node-view.js';
 import { releaseByHandle, type Released } from './release.js';
 
-export interface GcResult {
+export interface NodeGcResult {
   readonly released: readonly Released[];
   /** Handles that could not be released, with the reason; GC kept going past them. */
   readonly failed: readonly { readonly handle: string; readonly error: Error }[];
 }
 
 /** Releases `node`'s handles of `network` not in `keep` (handle IDs). Keeps going after failures. */
-export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<GcResult> {
+export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<NodeGcResult> {
   checkNodeName('node name', node);
   const view = ctx.cache.node(node);
   await loadNodeBlocks(ctx.store, view);

@@ -10,7 +10,7 @@ import { ContentionError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { blockKey, handleKey, POOL_PREFIX } from './keys.js';
-import type { Assignment } from './plan-assign.js';
+import type { Assignment } from './plan/plan-assign.js';
 import { decodePool } from './pool-record.js';
 import { readKeys } from './read-keys.js';
 

@@ -1,8 +1,8 @@
 /** The cluster (block IPAM) back end's public surface. */
 export { ClusterIpam, type ClusterIpamOptions } from './cluster-ipam.js';
-export type { AssignRequest, Assignment } from './plan-assign.js';
+export type { AssignRequest, Assignment } from './plan/plan-assign.js';
 export type { Released } from './release.js';
-export type { GcResult } from './gc-node.js';
+export type { NodeGcResult } from './gc-node.js';
 export type { Pool, PoolSpec } from './pool-record.js';
 export type { IpamConfig } from './ipam-config.js';
 export type { IpamSettings } from './settings.js';
@@ -10,7 +10,6 @@ export type { Reservation } from './reservation-record.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
 export { ViewCache } from './view-cache.js';
-export { cniHandleId } from './handle-id.js';
 export {
   AddressUnavailableError,
   ContentionError,

@@ -2,7 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { affinityKey, affinityPrefix, blockKey, cidrSegment, handleKey, parseAffinityKey, parseBlockKey, parseCidrSegment, poolKey } from './keys.js';
-import { checkHandle, checkNodeName, checkResourceName } from './names.js';
+import { checkHandle } from '../model/handle-id.js';
+import { checkNodeName } from '../model/node-name.js';
+import { checkResourceName } from '../model/names.js';
 
 describe('datastore keys', () => {
   it('writes block CIDRs with "-" for "/" and parses them back', () => {
@@ -38,7 +40,9 @@ describe('datastore keys', () => {
 describe('names', () => {
   it('accepts resource, node and handle names and refuses the rest naming field and value', () => {
     checkResourceName('pool name', 'pool-1.v4');
-    checkNodeName('node name', 'Worker_1.example.com');
+    checkNodeName('node name', 'worker-1.example.com');
+    // One node-name rule (src/model/node-name.ts): upper case and "_" are not Kubernetes node names.
+    assert.throws(() => checkNodeName('node name', 'Worker_1.example.com'), /invalid node name "Worker_1.example.com"/);
     checkHandle('handle', 'k8s-pod-network.0123abcd.eth0');
     assert.throws(() => checkResourceName('pool name', 'Pool'), /invalid pool name "Pool"/);
     assert.throws(() => checkResourceName('pool name', 'a/b'), TypeError);

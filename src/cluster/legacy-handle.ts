@@ -14,7 +14,7 @@
  */
 import type { Store } from '../store/index.js';
 import { decodeHandle, type HandleRecord } from './handle-record.js';
-import { legacyCniHandleId } from './handle-id.js';
+import { legacyCniHandleId } from '../model/handle-id.js';
 import { handleKey } from './keys.js';
 
 export interface CniAttachment {

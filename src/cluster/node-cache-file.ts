@@ -7,7 +7,8 @@
  * the directory, as one would any cache keyed by revisions.
  */
 import { createHash } from 'node:crypto';
-import { fs, path } from '../cni/builtins.js';
+import { fs, path } from '../util/builtins.js';
+import { replaceFile } from '../util/replace-file.js';
 import { ViewCache } from './view-cache.js';
 
 export class NodeCacheFile {
@@ -43,10 +44,8 @@ export class NodeCacheFile {
 
   /** Saves the hints; failures are ignored (the next run just starts colder). */
   save(cache: ViewCache): void {
-    const tmp = `${this.path}.${process.pid}.tmp`;
     try {
-      fs.writeFileSync(tmp, cache.save(this.node), { mode: 0o600 });
-      fs.renameSync(tmp, this.path);
+      replaceFile(this.path, cache.save(this.node), 0o600);
     } catch {
       /* best effort */
     }

@@ -7,19 +7,8 @@
  * The kernel drops the lock when its holder dies.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fs } from '../cni/builtins.js';
-import { tryLoadAddon } from '../util/native-addon.js';
-
-interface FlockAddon {
-  flock(fd: number, op: number): void;
-  readonly LOCK_EX: number;
-  readonly LOCK_NB: number;
-  readonly LOCK_UN: number;
-}
-
-function flockAddon(): FlockAddon | null {
-  return tryLoadAddon<FlockAddon>('flock');
-}
+import { fs } from '../util/builtins.js';
+import { tryLoadFlock as flockAddon } from '../util/flock.js';
 
 export class NodeLock {
   readonly #fd: number;

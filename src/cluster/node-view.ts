@@ -7,7 +7,6 @@
  */
 import type { Block } from '../alloc/block.js';
 import type { Entry, Store } from '../store/index.js';
-import { nodeKey } from '../controller/node-record.js';
 import { decodeBlock } from './block-record.js';
 import type { HandleRecord } from './handle-record.js';
 import { affinityPrefix, parseAffinityKey, blockKey } from './keys.js';
@@ -82,9 +81,4 @@ export async function loadNodeBlocks(store: Store, view: NodeView): Promise<void
     }
   }
   view.blocksLoaded = true;
-}
-
-/** Reads the node record (labels) in one round trip. */
-export async function loadNodeLabels(store: Store, view: NodeView): Promise<void> {
-  view.noteNode(await store.get(nodeKey(view.node)));
 }

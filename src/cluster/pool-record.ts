@@ -7,8 +7,8 @@ import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/in
 import type { Entry } from '../store/index.js';
 import { CorruptRecordError } from './errors.js';
 import { POOL_PREFIX } from './keys.js';
-import { checkResourceName } from './names.js';
-import { type NodeSelector, parseNodeSelector } from './node-selector.js';
+import { checkResourceName } from '../model/names.js';
+import { type NodeSelector, parseNodeSelector } from '../model/node-selector.js';
 import { bool, int, orCorrupt, parseRecord, str } from './record-json.js';
 
 export interface Pool {

@@ -10,7 +10,7 @@ import { configTxn } from './config-txn.js';
 import { ContentionError, NotFoundError, PoolConflictError, PoolInUseError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
 import { BLOCK_PREFIX, POOL_PREFIX, affinityKey, poolKey } from './keys.js';
-import { checkResourceName } from './names.js';
+import { checkResourceName } from '../model/names.js';
 import { type Pool, type PoolSpec, decodePool, encodePool, validatePoolSpec } from './pool-record.js';
 
 /**

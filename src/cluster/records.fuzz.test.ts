@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePrefix } from '../ip/index.js';
-import { decodeNodeRecord, encodeNodeRecord, nodeKey } from '../controller/node-record.js';
+import { decodeNodeRecord, encodeNodeRecord, nodeKey } from '../model/node-record.js';
 import { openStore, type Entry } from '../store/index.js';
 import { isEngineError } from '../util/engine-error.js';
 import { anyBytes, anyText, bounded, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../test/helpers/fuzz.js';

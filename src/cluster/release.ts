@@ -14,9 +14,10 @@ import { ContentionError, CorruptRecordError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX, handleKey } from './keys.js';
-import { checkHandle, checkNodeName } from './names.js';
+import { checkHandle } from '../model/handle-id.js';
+import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
-import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan-release.js';
+import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan/plan-release.js';
 import { readKeys } from './read-keys.js';
 
 /** One freed address and the handle that held it. */

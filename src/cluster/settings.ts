@@ -8,7 +8,7 @@ import { NotFoundError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
 import { type IpamConfig, decodeConfig } from './ipam-config.js';
 import { CONFIG_KEY, RESERVATION_PREFIX, reservationKey } from './keys.js';
-import { checkResourceName } from './names.js';
+import { checkResourceName } from '../model/names.js';
 import { type Reservation, decodeReservation, encodeReservation, parseReservedCidr } from './reservation-record.js';
 
 export type IpamSettings = Omit<IpamConfig, 'generation'>;

@@ -1,5 +1,5 @@
 import { CniCode, CniError } from './errors.js';
-import type { NetConf } from './ipam-backend.js';
+import type { NetConf } from './types.js';
 import { goField, isObject, jsonTypeName } from './go-decode.js';
 import { validateNetworkName } from './skel-env.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IpamResult } from './ipam-backend.js';
+import type { IpamResult } from './types.js';
 import { formatResult, resultForVersion } from './result.js';
 
 const dual: IpamResult = {

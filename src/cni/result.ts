@@ -1,4 +1,5 @@
-import type { Dns, IpamResult, Route } from './ipam-backend.js';
+import type { Dns, IpamResult } from './types.js';
+import type { Route } from '../model/route.js';
 import { type GoJsonValue, goMarshalIndent } from './go-json.js';
 import { parseCidr } from '../ip/prefix.js';
 import { versionAtLeast } from './version.js';

@@ -1,7 +1,5 @@
+import { CNI_NAME } from '../model/cni-name.js';
 import { CniCode, CniError } from './errors.js';
-
-/** The verbs podipam implements. */
-export type Verb = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
 
 /** The plugin's environment, after the checks the Go `skel` makes. */
 export interface CmdEnv {
@@ -47,7 +45,7 @@ export function readCmdEnv(env: NodeJS.ProcessEnv): CmdEnv {
 }
 
 /** The character class of container ids and network names (libcni `cniValidNameChars`). */
-export const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const VALID_NAME = CNI_NAME;
 
 /** Go's `utils.ValidateContainerID`: code 3 when empty, code 4 (id in details) when malformed. */
 export function validateContainerId(id: string): void {

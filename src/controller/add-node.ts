@@ -1,7 +1,7 @@
 import type { Store } from '../store/index.js';
 import { CidrClaimedError, NodeConflictError, NodeExistsError } from './errors.js';
-import { validateNodeName } from './node-name.js';
-import type { NodeRecord } from './node-record.js';
+import { validateNodeName } from '../model/node-name.js';
+import type { NodeRecord } from '../model/node-record.js';
 import { writeNodeRecord } from './write-node-record.js';
 
 export interface AddNodeInput {

@@ -1,6 +1,6 @@
 import { MAX_TXN_OPS, type Compare, type Op, type Store } from '../store/index.js';
 import { decodeNodeCidrClaim, encodeNodeCidrClaim, nodeCidrClaimKey } from './node-cidr-claim.js';
-import { encodeNodeRecord, nodeKey, type NodeRecord } from './node-record.js';
+import { encodeNodeRecord, nodeKey, type NodeRecord } from '../model/node-record.js';
 
 /** One node's assignment: its record as read at `rev`, the record to write, the CIDRs it claims. */
 export interface BatchItem {

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import type { ControllerConfig } from './controller-config.js';
-import type { NodeRecord } from './node-record.js';
+import type { NodeRecord } from '../model/node-record.js';
 
 /** How a NodeCidrController is built. */
 export interface NodeCidrControllerOptions {

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import { NodeConflictError, UnknownNodeError } from './errors.js';
-import { decodeNodeRecord, nodeKey, type NodeRecord } from './node-record.js';
+import { decodeNodeRecord, nodeKey, type NodeRecord } from '../model/node-record.js';
 import { writeNodeRecord } from './write-node-record.js';
 
 const MAX_ATTEMPTS = 8;

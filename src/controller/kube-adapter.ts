@@ -5,7 +5,7 @@ import { addNode } from './add-node.js';
 import { deleteNode } from './delete-node.js';
 import { NodeConflictError, UnknownNodeError } from './errors.js';
 import { listNodes } from './list-nodes.js';
-import { decodeNodeRecord, nodeKey, type NodeRecord } from './node-record.js';
+import { decodeNodeRecord, nodeKey, type NodeRecord } from '../model/node-record.js';
 import { WorkQueue } from './work-queue.js';
 import { writeNodeRecord } from './write-node-record.js';
 

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import { listAll } from './list-all.js';
-import { decodeNodeRecord, NODE_PREFIX, type NodeRecord } from './node-record.js';
+import { decodeNodeRecord, NODE_PREFIX, type NodeRecord } from '../model/node-record.js';
 
 /** A node record with the revision it was read at. */
 export interface NodeRecordEntry {

@@ -8,7 +8,7 @@ import { parseControllerConfig, type ControllerFlags } from './controller-config
 import { deleteNode } from './delete-node.js';
 import { listNodes } from './list-nodes.js';
 import { NodeCidrController, type NodeCidrControllerOptions } from './node-cidr-controller.js';
-import { encodeNodeRecord, nodeKey } from './node-record.js';
+import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
 
 function controller(store: Store, flags: ControllerFlags, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
   const log: string[] = [];

@@ -8,7 +8,7 @@ import { listAll } from './list-all.js';
 import { NODE_CIDR_CLAIM_PREFIX } from './node-cidr-claim.js';
 import { NodeOccupancy } from './node-occupancy.js';
 import { Poller } from './poller.js';
-import { decodeNodeRecord, NODE_PREFIX, nodeKey, type NodeRecord } from './node-record.js';
+import { decodeNodeRecord, NODE_PREFIX, nodeKey, type NodeRecord } from '../model/node-record.js';
 import { sweepOrphanClaims } from './sweep-orphan-claims.js';
 import { WorkQueue } from './work-queue.js';
 import { writeNodeRecord } from './write-node-record.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { NodeOccupancy } from './node-occupancy.js';
-import type { NodeRecord } from './node-record.js';
+import type { NodeRecord } from '../model/node-record.js';
 
 const config = { clusterCidrs: [parsePrefix('10.0.0.0/22')], nodeMaskSize: { 4: 24 } };
 const rec = (name: string, podCIDRs: string[] = []): NodeRecord => ({ name, labels: {}, podCIDRs, createdAt: 'x' });

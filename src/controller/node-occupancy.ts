@@ -1,6 +1,6 @@
 import { NodeCidrAllocator, type NodeCidrAllocatorConfig, type NodeCidrProposal } from '../alloc/node-cidr-allocator.js';
 import { formatPrefix, parsePrefix, type Family, type Prefix } from '../ip/index.js';
-import type { NodeRecord } from './node-record.js';
+import type { NodeRecord } from '../model/node-record.js';
 
 /** A cheap identity for a prefix (formatting IPv6 text is the costly part of a rebuild). */
 function keyOf(p: Prefix): string {

@@ -6,7 +6,7 @@ import { deleteNode } from './delete-node.js';
 import { CidrClaimedError, NodeExistsError, UnknownNodeError } from './errors.js';
 import { listNodes } from './list-nodes.js';
 import { decodeNodeCidrClaim, nodeCidrClaimKey } from './node-cidr-claim.js';
-import { decodeNodeRecord, encodeNodeRecord, nodeKey } from './node-record.js';
+import { decodeNodeRecord, encodeNodeRecord, nodeKey } from '../model/node-record.js';
 import { writeNodeRecord } from './write-node-record.js';
 
 test('addNode writes a record once and claims the CIDRs it brings; nothing is written on error', async () => {

@@ -1,6 +1,6 @@
 import type { Compare, Op, Store } from '../store/index.js';
 import { decodeNodeCidrClaim, encodeNodeCidrClaim, nodeCidrClaimKey } from './node-cidr-claim.js';
-import { encodeNodeRecord, nodeKey, type NodeRecord } from './node-record.js';
+import { encodeNodeRecord, nodeKey, type NodeRecord } from '../model/node-record.js';
 
 /** The version of a node record a write is based on: `rev` 0 and no `prev` for "absent". */
 export interface NodeRecordBase {

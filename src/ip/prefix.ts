@@ -98,10 +98,6 @@ export function prefixOverlaps(a: Prefix, b: Prefix): boolean {
   return prefixContainsPrefix(a, b) || prefixContainsPrefix(b, a);
 }
 
-export function prefixEquals(a: Prefix, b: Prefix): boolean {
-  return a.family === b.family && a.base === b.base && a.len === b.len;
-}
-
 /** The `index`-th sub-prefix of length `len` inside `p` (index 0 = p's first). */
 export function subPrefix(p: Prefix, len: number, index: bigint): Prefix {
   if (len < p.len || len > familyBits(p.family)) throw new RangeError(`sub-prefix length ${len} not within /${p.len}`);

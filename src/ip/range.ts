@@ -1,4 +1,4 @@
-import { type Addr, type Family, compareAddr, formatAddr } from './addr.js';
+import { type Addr, compareAddr, formatAddr } from './addr.js';
 import { type Prefix, prefixFirst, prefixLast } from './prefix.js';
 
 /** An inclusive range of addresses of one family. */
@@ -15,10 +15,6 @@ export function rangeOf(start: Addr, end: Addr): IpRange {
 
 export function rangeFromPrefix(p: Prefix): IpRange {
   return { start: prefixFirst(p), end: prefixLast(p) };
-}
-
-export function rangeFamily(r: IpRange): Family {
-  return r.start.family;
 }
 
 export function rangeContains(r: IpRange, a: Addr): boolean {

@@ -19,8 +19,8 @@
  * symbolic link, FIFO, device, socket) is refused with code 5 naming it. Directories are
  * skipped, as before.
  */
-import { fs, path } from '../cni/builtins.js';
-import { CniError } from '../cni/errors.js';
+import { fs, path } from '../util/builtins.js';
+import { FileIoError, type LocalFileError, UnsafeFileError } from './errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
 import type { ScanCache } from './scan-cache.js';
@@ -44,7 +44,7 @@ export interface StoreFile {
   readonly name: string;
   readonly content: string | undefined;
   /** Set for an entry that is not a regular file (never opened): the refusal, code 5. */
-  readonly refused?: CniError;
+  readonly refused?: LocalFileError;
 }
 
 /** What an address file holds for an attachment: `id\r\nifname` (id whitespace-trimmed). */
@@ -55,6 +55,17 @@ export function fileContent(id: string, ifname: string): string {
 /** host-local's match: the trimmed content equals `id\r\nifname`. */
 export function matchesAttachment(content: string | undefined, id: string, ifname: string): boolean {
   return content !== undefined && content.trim() === fileContent(id, ifname);
+}
+
+/**
+ * An address file's content read back (host-local's format, read as its matcher does: trimmed):
+ * `id\r\nifname`, or the pre-2018 bare id (`ifname` undefined). Undefined when it is neither
+ * (empty, more lines, white space inside the id, an ifname that no interface can have).
+ */
+export function parseFileContent(content: string): { readonly containerId: string; readonly ifname?: string } | undefined {
+  const [id, ifname, ...rest] = content.trim().split('\r\n').map((s) => s.trim());
+  if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) return undefined;
+  return ifname === undefined ? { containerId: id } : { containerId: id, ifname };
 }
 
 /** The pre-2018 format, content = the container id alone (any ifname matches). */
@@ -121,7 +132,7 @@ export class DiskStore {
     return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)), { dev: st.dev, ino: st.ino }, cache);
   }
 
-  /** Takes the lock, waiting at most `timeoutMs` (CniError 11 after that; default: FileLock's). */
+  /** Takes the lock, waiting at most `timeoutMs` (LockTimeoutError after that; default: FileLock's). */
   lock(timeoutMs?: number): void {
     this.#lock.lock(timeoutMs);
   }
@@ -200,7 +211,7 @@ export class DiskStore {
     return regular.map((name, i) => {
       const file = path.join(this.dir, name);
       let content: string | undefined;
-      let refused: CniError | undefined;
+      let refused: LocalFileError | undefined;
       if (read) {
         // Swapped for a link or FIFO since readdir: refused. null: unreadable, matches nobody,
         // still occupies its name (as host-local).
@@ -211,7 +222,7 @@ export class DiskStore {
         try {
           content = readRegular(file);
         } catch (e) {
-          if (e instanceof CniError) refused = e;
+          if (e instanceof UnsafeFileError || e instanceof FileIoError) refused = e;
         }
       }
       return refused ? { name, content, refused } : { name, content };
@@ -314,7 +325,7 @@ export class DiskStore {
     try {
       return tryParseAddr(readRegular(path.join(this.dir, LAST_IP_PREFIX + rangeSet)));
     } catch (e) {
-      if (e instanceof CniError) throw e;
+      if (e instanceof UnsafeFileError || e instanceof FileIoError) throw e;
       return undefined;
     }
   }

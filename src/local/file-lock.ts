@@ -4,21 +4,10 @@
  * host-local share one directory; the kernel drops it when a holder dies, so `kill -9` never
  * leaves it stuck.
  */
-import { fs } from '../cni/builtins.js';
-import { CniCode, CniError } from '../cni/errors.js';
+import { fs } from '../util/builtins.js';
+import { LockTimeoutError } from './errors.js';
 import { openRegular } from './regular-file.js';
-import { loadAddon } from '../util/native-addon.js';
-
-interface FlockAddon {
-  flock(fd: number, op: number): void;
-  readonly LOCK_EX: number;
-  readonly LOCK_NB: number;
-  readonly LOCK_UN: number;
-}
-
-function flockAddon(): FlockAddon {
-  return loadAddon<FlockAddon>('flock');
-}
+import { type FlockAddon, loadFlock as flockAddon } from '../util/flock.js';
 
 /** How long ADD/DEL/CHECK/GC wait for the lock by default before answering code 11. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
@@ -26,7 +15,7 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 /**
  * An open lock file; `lock`/`unlock` may be called repeatedly, `close` releases everything.
  * Unlike host-local, the wait is bounded: a lock held forever (a hung plugin, a planted
- * `flock`) gives CniError 11 (try again later) naming the file, not a plugin that never returns.
+ * `flock`) gives LockTimeoutError (CNI code 11, try again later) naming the file, not a plugin that never returns.
  */
 export class FileLock {
   readonly path: string;
@@ -50,7 +39,7 @@ export class FileLock {
 
   /**
    * Waits until this process holds the exclusive lock, at most `timeoutMs`; then throws
-   * CniError 11. Polls with LOCK_NB (sleeping 1 ms, doubling up to 20 ms): flock(2) itself has
+   * LockTimeoutError. Polls with LOCK_NB (sleeping 1 ms, doubling up to 20 ms): flock(2) itself has
    * no timeout, and a signal to interrupt it would reach the whole process.
    */
   lock(timeoutMs: number = DEFAULT_LOCK_TIMEOUT_MS): void {
@@ -87,8 +76,8 @@ export class FileLock {
     }
   }
 
-  #timedOut(timeoutMs: number): CniError {
-    return new CniError(CniCode.TryAgainLater, `timed out after ${timeoutMs} ms waiting for the lock on ${this.path} (another process holds it)`);
+  #timedOut(timeoutMs: number): LockTimeoutError {
+    return new LockTimeoutError(this.path, timeoutMs);
   }
 
   unlock(): void {

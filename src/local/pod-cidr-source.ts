@@ -3,10 +3,11 @@
  * podipam's datastore (`nodes/<nodeName>`), with a per-node cache file so pods can still start
  * while the datastore is unreachable. Runs in the CNI plugin: the store is imported lazily.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { replaceFile } from '../util/replace-file.js';
 import { join } from 'node:path';
-import { decodeNodeRecord, nodeKey } from '../controller/node-record.js';
-import { validateNodeName } from '../controller/node-name.js';
+import { decodeNodeRecord, nodeKey } from '../model/node-record.js';
+import { validateNodeName } from '../model/node-name.js';
 import { formatPrefix, parsePrefix, type Prefix } from '../ip/index.js';
 import { StoreUnavailableError } from '../store/errors.js';
 
@@ -28,6 +29,7 @@ export interface PodCidrSourceOptions {
  */
 export class PodCidrNotAssignedError extends Error {
   override readonly name = 'PodCidrNotAssignedError';
+  readonly failure = 'transient';
   constructor(readonly nodeName: string, readonly reason: 'unknown-node' | 'no-cidr', readonly datastore: string) {
     super(
       reason === 'unknown-node'
@@ -101,9 +103,7 @@ function writeCache(path: string, content: CacheFile): void {
   }
   try {
     mkdirSync(join(path, '..'), { recursive: true });
-    const tmp = `${path}.tmp-${process.pid}`;
-    writeFileSync(tmp, text, { mode: 0o644 });
-    renameSync(tmp, path);
+    replaceFile(path, text, 0o644);
   } catch {
     // The cache only helps while the datastore is down; failing to keep it must not fail ADD.
   }

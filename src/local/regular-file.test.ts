@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CniError } from '../cni/errors.js';
+import { UnsafeFileError } from './errors.js';
 import { readRegular, writeRegular } from './regular-file.js';
 
 function withDir(fn: (dir: string) => void) {
@@ -16,13 +16,14 @@ function withDir(fn: (dir: string) => void) {
   }
 }
 
-/** The refusal: a CniError code 5 whose message names `file` and says what it is. */
+/** The refusal: an I/O failure (CNI code 5, src/cni/cni-error-of.ts) whose message names `file` and says what it is. */
 function refused(fn: () => unknown, file: string, kind: RegExp) {
   assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CniError, String(e));
-    assert.equal(e.code, 5);
-    assert.ok(e.msg.includes(file), e.msg);
-    assert.match(e.msg, kind);
+    assert.ok(e instanceof UnsafeFileError, String(e));
+    assert.equal(e.failure, 'io');
+    assert.equal(e.file, file);
+    assert.ok(e.message.includes(file), e.message);
+    assert.match(e.message, kind);
     return true;
   });
 }

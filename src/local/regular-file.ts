@@ -2,11 +2,11 @@
  * Opening files of the network directory without trusting what was planted there: never
  * through a symbolic link (O_NOFOLLOW), never blocking on a FIFO or device (O_NONBLOCK), and
  * only regular files (fstat after open, so a swap between a check and the open cannot slip
- * through). Anything else is a CniError code 5 naming the path — the plugin answers instead of
+ * through). Anything else is an UnsafeFileError (CNI code 5) naming the path — the plugin answers instead of
  * overwriting a link's target, reading /dev/zero until it aborts, or hanging on a FIFO.
  */
-import { CniCode, CniError } from '../cni/errors.js';
-import { fs } from '../cni/builtins.js';
+import { FileIoError, type LocalFileError, UnsafeFileError } from './errors.js';
+import { fs } from '../util/builtins.js';
 
 /** What a directory entry or an fstat says a file is, for messages. */
 export function kindOf(s: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isDirectory(): boolean }): string {
@@ -20,14 +20,14 @@ export function kindOf(s: { isSymbolicLink(): boolean; isFIFO(): boolean; isSock
 }
 
 /** The refusal for `file`, which is `kind` (e.g. "a symbolic link"). */
-export function notRegular(file: string, kind: string): CniError {
-  return new CniError(CniCode.IoFailure, `refusing ${file}: it is ${kind}, not a regular file (remove it to continue)`);
+export function notRegular(file: string, kind: string): UnsafeFileError {
+  return new UnsafeFileError(file, kind);
 }
 
 /** An I/O failure on `file`, naming it: `cannot <action> <file>: <cause>`. */
-export function ioError(action: string, file: string, e: unknown): CniError {
-  if (e instanceof CniError) return e;
-  return new CniError(CniCode.IoFailure, `cannot ${action} ${file}: ${(e as Error).message}`);
+export function ioError(action: string, file: string, e: unknown): LocalFileError {
+  if (e instanceof UnsafeFileError || e instanceof FileIoError) return e;
+  return new FileIoError(action, file, (e as Error).message);
 }
 
 /**

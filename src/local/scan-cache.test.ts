@@ -22,7 +22,7 @@ function withDir(fn: (dir: string) => void) {
 
 /** A locked scan through the cache and a full read, compared (refusals by message). */
 function scanBoth(dir: string, cache: ScanCache): StoreFile[] {
-  const flat = (fs: StoreFile[]) => fs.map((f) => ({ name: f.name, content: f.content, refused: f.refused?.msg }));
+  const flat = (fs: StoreFile[]) => fs.map((f) => ({ name: f.name, content: f.content, refused: f.refused?.message }));
   const s = DiskStore.open(dir, cache);
   s.lock();
   try {

@@ -3,7 +3,7 @@
  * one line per event on stderr, each with time (ISO 8601), level, component and the ids it
  * concerns (node, pool, handle). `json` is pino's own line; `text` is the same record made
  * readable for a terminal or journald ("2026-12-01T07:00:00.000Z INFO  controller assigned
- * node=a podCIDRs=…"). The per-pod plugin does not use this (see src/cni/failure-log.ts).
+ * node=a podCIDRs=…"). The per-pod plugin does not use this (see src/plugin/failure-log.ts).
  */
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 

@@ -15,7 +15,8 @@
  */
 import { goMarshal, type GoJsonValue } from '../cni/go-json.js';
 import { CniError } from '../cni/errors.js';
-import { VALID_NAME, validateInterfaceName } from '../cni/skel-env.js';
+import { validateInterfaceName } from '../cni/skel-env.js';
+import { CNI_NAME as VALID_NAME } from '../model/cni-name.js';
 import { versionAtLeast } from '../cni/version.js';
 import type { NetworkConfigList, PluginConf } from './conf-list.js';
 import { ChainError, PluginError, PluginTimeoutError } from './errors.js';

@@ -7,7 +7,7 @@
  */
 import { ConfigError } from './errors.js';
 import { CURRENT_VERSION, parseVersion, versionAtLeast } from '../cni/version.js';
-import { VALID_NAME } from '../cni/skel-env.js';
+import { CNI_NAME as VALID_NAME } from '../model/cni-name.js';
 import { isObject, jsonTypeName } from '../cni/go-decode.js';
 
 /** One plugin of a list: its `type`, declared `capabilities`, and its JSON as written. */

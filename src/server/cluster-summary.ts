@@ -12,7 +12,7 @@ import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
 import { BLOCK_PREFIX, POOL_PREFIX, parseBlockKey } from '../cluster/keys.js';
 import { decodePool, type Pool } from '../cluster/pool-record.js';
 import { listAll } from '../controller/list-all.js';
-import { decodeNodeRecord, NODE_PREFIX } from '../controller/node-record.js';
+import { decodeNodeRecord, NODE_PREFIX } from '../model/node-record.js';
 import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { POD_RECORD_PREFIX } from '../agent/warm-handle.js';

@@ -5,7 +5,8 @@
  */
 import { addNode } from '../controller/add-node.js';
 import { deleteNode } from '../controller/delete-node.js';
-import { cniHandleId } from '../cluster/index.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
+import { CNI_NAME } from '../model/cni-name.js';
 import { tryParseAddr, formatAddr } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { isEngineError } from '../util/engine-error.js';
@@ -27,10 +28,12 @@ import {
   type Body,
 } from './validate.js';
 
-const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$/;
+// What the plugin accepts (src/model): container ids and network names of any length (the
+// handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
+const CONTAINER_ID = CNI_NAME;
 const IFNAME = /^(?!\.{1,2}$)[^\s/:]{1,15}$/;
-const NETWORK = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$/;
-const NODE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
+const NETWORK = CNI_NAME;
+const NODE = NAME;
 /** The network name in handles built from containerId when the body names none (the conflist `npm start` prints). */
 export const DEFAULT_NETWORK = 'podipam';
 
@@ -83,7 +86,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
 
   r.add('POST', '/api/v1/allocations', write(201, async (_c, b) => {
     onlyKeys(b, ['node', 'handle', 'network', 'containerId', 'ifname', 'pools', 'ips']);
-    const node = requireString(b, 'node', NODE, 'a node name of letters, digits, "-", "_" and "."');
+    const node = requireString(b, 'node', NODE, `a node name: ${NAME_HINT}`);
     const handleGiven = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
     let network: string | undefined;
     let containerId: string | undefined;
@@ -98,6 +101,9 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       network = optionalString(b, 'network', NETWORK, 'a CNI network name') ?? DEFAULT_NETWORK;
       ifname = optionalString(b, 'ifname', IFNAME, 'an interface name of at most 15 characters without "/", ":" or spaces') ?? 'eth0';
       handle = cniHandleId(network, containerId, ifname);
+      if (handle.length > MAX_HANDLE_LENGTH) {
+        throw badField('containerId', `"network", "containerId" and "ifname" make a handle of ${handle.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+      }
     }
     const pools = optionalStringArray(b, 'pools', NAME, NAME_HINT);
     const ips = optionalStringArray(b, 'ips')?.map((s, i) => {

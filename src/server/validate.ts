@@ -3,7 +3,9 @@
  * client sees `field "blockSize" must be an integer between 20 and 32: got "x"`.
  */
 import { badField, HttpError } from './http-error.js';
-import { HANDLE_PATTERN } from '../cluster/handle-id.js';
+import { HANDLE_PATTERN } from '../model/handle-id.js';
+import { DNS_SUBDOMAIN } from '../model/node-name.js';
+import { isLabelKey, isLabelValue } from '../model/labels.js';
 
 export type Body = Readonly<Record<string, unknown>>;
 
@@ -110,8 +112,8 @@ export function optionalStringMap(body: Body, field: string): Record<string, str
   if (typeof v !== 'object' || Array.isArray(v)) throw badField(field, `field "${field}" must be an object of strings: got ${show(v)}`);
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    if (!LABEL_KEY.test(k)) throw badField(`${field}.${k}`, `label key ${show(k)} in "${field}" is not a valid label name`);
-    if (typeof x !== 'string' || !LABEL_VALUE.test(x)) throw badField(`${field}.${k}`, `label "${k}" in "${field}" must be a label value (63 characters of [A-Za-z0-9_.-]): got ${show(x)}`);
+    if (!isLabelKey(k)) throw badField(`${field}.${k}`, `label key ${show(k)} in "${field}" is not a valid label name`);
+    if (typeof x !== 'string' || !isLabelValue(x)) throw badField(`${field}.${k}`, `label "${k}" in "${field}" must be a label value (63 characters of [A-Za-z0-9_.-]): got ${show(x)}`);
     out[k] = x;
   }
   return out;
@@ -128,11 +130,9 @@ export function queryInt(q: URLSearchParams, name: string, dflt: number, min: nu
   return n;
 }
 
-/** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools. */
-export const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/** Kubernetes object names (RFC 1123 subdomain), used for nodes and pools: the model's one rule (src/model/node-name.ts). */
+export const NAME = DNS_SUBDOMAIN;
 export const NAME_HINT = 'a lower-case name of letters, digits, "-" and "." (RFC 1123), starting and ending with a letter or digit';
 /** A handle id: what the CNI plugin writes (`<network>:<containerId>:<ifname>`, handle-id.ts), old dotted ids, or any id of the same characters. */
 export const HANDLE = HANDLE_PATTERN;
-export const HANDLE_HINT = 'a handle id of 1-1024 letters, digits, "_", ".", "-", ":" and "%" (e.g. "k8s-pod-network:<containerId>:eth0")';
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+export const HANDLE_HINT = 'a handle id of 1-1024 printable characters without "/" or white space (e.g. "k8s-pod-network:<containerId>:eth0")';

@@ -3,6 +3,7 @@ import { redactStoreUrl } from './redact-store-url.js';
 /** The engine behind a store could not be reached or answered in time (transient: CNI code 11). */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
+  readonly failure = 'transient';
   /** The store's URL, password hidden. */
   readonly url: string;
   constructor(url: string, readonly reason: string) {
@@ -30,6 +31,7 @@ export class StoreError extends Error {
  */
 export class StoreUrlError extends TypeError {
   override readonly name = 'StoreUrlError';
+  readonly failure = 'datastore-url';
   readonly url: string;
   constructor(url: string, reason: string) {
     const shown = redactStoreUrl(url);

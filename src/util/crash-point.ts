@@ -13,7 +13,7 @@
  * Only the process's own environment counts: the agent never takes these variables from a
  * forwarded call.
  */
-import { fs } from '../cni/builtins.js';
+import { fs } from '../util/builtins.js';
 
 /** Every crash point, with the state a crash there leaves behind. */
 export const CRASH_POINTS = {

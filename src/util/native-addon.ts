@@ -4,7 +4,7 @@
  * directory watch (inotify).
  * Loaded with process.dlopen rather than createRequire, so the per-pod plugin does not start the
  * CommonJS loader (~2 ms per pod). Every file that imports this one sits at dist/src/<dir>/
- * (the plugin bundle in dist/src/plugin/ too), so the relative path holds for all of them.
+ * (the plugin bundle in dist/bundle/plugin/ too), so the relative path holds for all of them.
  */
 export type AddonName = 'flock' | 'peercred' | 'read_files' | 'dir_watch';
 

@@ -14,7 +14,7 @@ import { openStore } from '../../src/store/index.js';
 import { PODIPAM_BIN, clusterCall, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { handleKey } from './serve-keys.js';
-import { cniHandleId } from '../../src/cluster/handle-id.js';
+import { cniHandleId } from '../../src/model/handle-id.js';
 
 /** The handles the plugin writes for containers c1 and c2 of network net (handle-id.ts). */
 const H1 = cniHandleId('net', 'c1', 'eth0');

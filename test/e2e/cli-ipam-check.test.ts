@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { cniHandleId } from '../../src/cluster/index.js';
+import { cniHandleId } from '../../src/model/handle-id.js';
 import { openStore } from '../../src/store/index.js';
 import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { withTempDir } from '../helpers/tmp.js';

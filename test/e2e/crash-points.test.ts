@@ -30,7 +30,8 @@ import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin } from '../help
 import { makeTempDir } from '../helpers/tmp.js';
 import { CRASH_POINT_NAMES, type CrashPointName } from '../../src/util/crash-point.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam, cniHandleId } from '../../src/cluster/index.js';
+import { ClusterIpam } from '../../src/cluster/index.js';
+import { cniHandleId } from '../../src/model/handle-id.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';
 import { decodeBlock } from '../../src/cluster/block-record.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';

@@ -30,7 +30,7 @@ test('npm pack → npm install -g into a scratch prefix → a working podipam (v
     const packed = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', scratch.path], REPO_ROOT, 120_000)) as { filename: string; files: { path: string }[] }[];
     const files = packed[0]!.files.map((f) => f.path);
     t.diagnostic(`tarball ${packed[0]!.filename}: ${files.length} files`);
-    for (const must of ['bin/podipam', 'dist/src/main.js', 'dist/src/plugin/run-plugin.js', 'dist/src/cli/install-cni.js', 'dist/build-info.json', 'dist/src/server/dashboard/index.html', 'dist/src/server/dashboard/manifest.json', 'binding.gyp', 'native/flock.c', 'deploy/kustomization.yaml', 'package.json']) {
+    for (const must of ['bin/podipam', 'dist/src/main.js', 'dist/bundle/plugin/run-plugin.js', 'dist/src/cli/install-cni.js', 'dist/build-info.json', 'dist/src/server/dashboard/index.html', 'dist/src/server/dashboard/manifest.json', 'binding.gyp', 'native/flock.c', 'deploy/kustomization.yaml', 'package.json']) {
       assert.ok(files.includes(must), `tarball lacks ${must}`);
     }
     for (const f of files) assert.ok(!/\.test\.js$|^src\/|^test\/|^dist\/(test|bench)\/|^build\/|^node_modules\//.test(f), `tarball ships ${f}`);

@@ -10,7 +10,7 @@ import { encodeBlock } from '../../src/cluster/block-record.js';
 import { encodeHandle } from '../../src/cluster/handle-record.js';
 import { ClusterIpam } from '../../src/cluster/index.js';
 import { affinityKey, blockKey, handleKey } from '../../src/cluster/keys.js';
-import { encodeNodeRecord, nodeKey } from '../../src/controller/node-record.js';
+import { encodeNodeRecord, nodeKey } from '../../src/model/node-record.js';
 import { formatPrefix, parsePrefix, subPrefix, type Prefix } from '../../src/ip/index.js';
 import { MAX_TXN_OPS, type Op, type Store } from '../../src/store/index.js';
 

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { nodeKey } from '../../src/controller/node-record.js';
+import { nodeKey } from '../../src/model/node-record.js';
 import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/errors.js';
 import { encodeAffinity } from '../../src/cluster/affinity-record.js';
 import { encodeBlock } from '../../src/cluster/block-record.js';

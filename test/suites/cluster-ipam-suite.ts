@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { blockAt, blockProbeOrder } from '../../src/alloc/block-layout.js';
 import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { nodeKey } from '../../src/controller/node-record.js';
+import { nodeKey } from '../../src/model/node-record.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/errors.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/keys.js';

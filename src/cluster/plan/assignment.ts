@@ -1,0 +1,37 @@
+/** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
+import type { Addr, Prefix } from '../../ip/index.js';
+import type { HandleAttrs } from '../handle-record.js';
+
+export interface AssignRequest {
+  readonly node: string;
+  readonly handle: string;
+  /** Stored on the handle record (GC filters on network and node). */
+  readonly attrs?: Omit<HandleAttrs, 'node'>;
+  /** Addresses to pick per family, or 'each-family': one per family that has a usable pool. */
+  readonly auto?: { readonly 4?: number; readonly 6?: number } | 'each-family';
+  /** Specific addresses to assign. */
+  readonly ips?: readonly Addr[];
+  /** Restrict auto-assignment to these pools, in order of preference. */
+  readonly pools?: readonly string[];
+  /**
+   * `ips` are addresses pods already use (`podipam import host-local`): record them even when
+   * one is a block's network, gateway or broadcast address, which are otherwise refused.
+   */
+  readonly adopt?: boolean;
+}
+
+/**
+ * One address a handle holds, as a pod sees it: the address in its block's subnet
+ * (`addr/prefixLen` = 10.244.3.5/26) behind the block's gateway (10.244.3.1), which the node
+ * holds and other nodes route the block to (see src/alloc/block-addressing.ts).
+ */
+export interface Assignment {
+  readonly addr: Addr;
+  /** The pool holding the address ('' when no pool contains it any more). */
+  readonly pool: string;
+  /** The block's prefix length. */
+  readonly prefixLen: number;
+  /** The block's gateway: its first usable address, never handed out. */
+  readonly gateway: Addr;
+  readonly block: Prefix;
+}

@@ -1,0 +1,339 @@
+/**
+ * Plans one assignment as ONE datastore transaction, purely: from a cluster snapshot and the
+ * blocks known so far, it either asks for more knowledge (`read` some keys, `list-claimed`
+ * block CIDRs, `list-blocks` with their contents) or
+ * returns the compares and writes that, applied atomically, give a handle its addresses —
+ * every family, new blocks claimed and the handle record updated together, so a dual-stack
+ * request is all-or-nothing without any undo, and a crash can never separate a block from
+ * its handle. The compares cover every record the plan was derived from (config/generation,
+ * node labels when a selector used them, each block, the handle), so the transaction succeeds
+ * only if the plan's view of the world was current.
+ */
+import {
+  type Block,
+  addrOfOrdinal,
+  allocateOrdinals,
+  assignOrdinal,
+  holderOf,
+  newBlock,
+  ordinalOf,
+  ordinalsOf,
+} from '../../alloc/block.js';
+import { blockGateway, excludedRole } from '../../alloc/block-addressing.js';
+import { reservedOrdinals } from '../../alloc/block-layout.js';
+import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import type { Compare, Op } from '../../store/index.js';
+import { nodeKey } from '../../model/node-record.js';
+import { encodeAffinity } from '../affinity-record.js';
+import { encodeBlock } from '../block-record.js';
+import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
+import type { ClusterSnapshot } from '../cluster-snapshot.js';
+import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../errors.js';
+import type { AssignRequest, Assignment } from './assignment.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
+import { effectiveMaxBlocks } from '../ipam-config.js';
+import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
+import type { KnownBlock } from '../node-view.js';
+import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
+import { type Pool, poolUsable } from '../pool-record.js';
+
+export interface PlanInput {
+  readonly req: AssignRequest;
+  readonly snap: ClusterSnapshot;
+  /** The node's labels and record revision; undefined when not read yet. */
+  readonly labels: { readonly rev: number; readonly labels: Readonly<Record<string, string>> } | undefined;
+  /** Blocks affine to the node. */
+  readonly mine: ReadonlyMap<string, KnownBlock>;
+  /** Other blocks seen during this call (foreign ones and known-absent ones). */
+  readonly others: ReadonlyMap<string, KnownBlock>;
+  /** True once every block was listed: an unknown key is then known to be absent. */
+  readonly allListed: boolean;
+  /** Claims that failed because the block existed; after MAX_CLAIM_MISSES the planner asks for a list. */
+  readonly claimMisses: number;
+  /** Keys of every block claimed by some node (from the affinity list), once listed. */
+  readonly claimed: ReadonlySet<string> | undefined;
+  /** The handle as believed: rev 0 and no record = absent. */
+  readonly handle: { readonly rev: number; readonly record: HandleRecord | undefined };
+  /** ISO time written on claimed affinities. */
+  readonly now: string;
+}
+
+export type { AssignRequest, Assignment } from './assignment.js';
+
+export type AssignPlan =
+  | { readonly kind: 'read'; readonly keys: readonly string[] }
+  /** List the affinities: which block CIDRs are claimed (small records; enough to choose a claim). */
+  | { readonly kind: 'list-claimed' }
+  /** List every block with its contents (to borrow from another node's block). */
+  | { readonly kind: 'list-blocks' }
+  | {
+      readonly kind: 'txn';
+      readonly compares: readonly Compare[];
+      readonly ops: readonly Op[];
+      /** Everything the handle holds once the txn succeeds (IPv4 first). */
+      readonly assignments: readonly Assignment[];
+      /** Blocks the txn writes, by key. */
+      readonly blocks: ReadonlyMap<string, Block>;
+      /** The handle record after the txn (undefined when the handle holds nothing). */
+      readonly handle: HandleRecord | undefined;
+      /** True when the txn writes the handle record. */
+      readonly writesHandle: boolean;
+      /** Keys of blocks this txn creates (a failed compare on one means someone else has it). */
+      readonly claims: readonly string[];
+    };
+
+/** Failed claims tolerated before listing every block rather than guessing. */
+export const MAX_CLAIM_MISSES = 3;
+
+const ABSENT: KnownBlock = Object.freeze({ rev: 0, block: null });
+
+class NeedRead {
+  constructor(readonly keys: string[]) {}
+}
+class NeedList {
+  constructor(readonly what: 'list-claimed' | 'list-blocks') {}
+}
+
+/**
+ * Plans `input.req`. Throws PoolExhaustedError, NoPoolError or AddressUnavailableError (with
+ * their data) when the request cannot be met from the current knowledge — the caller's txn
+ * loop only calls it again after the knowledge changed.
+ */
+export function planAssign(input: PlanInput): AssignPlan {
+  try {
+    return new Planner(input).run();
+  } catch (e) {
+    if (e instanceof NeedRead) return { kind: 'read', keys: e.keys };
+    if (e instanceof NeedList) return { kind: e.what };
+    throw e;
+  }
+}
+
+class Planner {
+  readonly #in: PlanInput;
+  readonly #work = new Map<string, { rev: number; block: Block; claimed: boolean }>();
+  readonly #verify = new Map<string, number>();
+  readonly #delta = new Map<string, number>();
+  readonly #held: Assignment[] = [];
+  readonly #added: Assignment[] = [];
+  #usedLabels = false;
+
+  constructor(input: PlanInput) {
+    this.#in = input;
+  }
+
+  run(): AssignPlan {
+    this.#collectHeld();
+    this.#assignSpecific();
+    this.#assignAuto();
+    return this.#build();
+  }
+
+  #state(key: string): KnownBlock | undefined {
+    const w = this.#work.get(key);
+    if (w) return w;
+    return this.#in.mine.get(key) ?? this.#in.others.get(key) ?? (this.#in.allListed ? ABSENT : undefined);
+  }
+
+  #put(key: string, rev: number, block: Block, claimed: boolean, ordinals: readonly number[]): void {
+    const prev = this.#work.get(key);
+    this.#work.set(key, { rev, block, claimed: claimed || (prev?.claimed ?? false) });
+    const cidr = formatPrefix(block.cidr);
+    this.#delta.set(cidr, (this.#delta.get(cidr) ?? 0) + ordinals.length);
+    for (const o of ordinals) this.#added.push(this.#assignment(addrOfOrdinal(block.cidr, o), block.cidr));
+  }
+
+  #assignment(addr: Addr, block: Prefix): Assignment {
+    const pool = this.#in.snap.pools.find((p) => prefixContainsPrefix(p.cidr, block));
+    return { addr, pool: pool?.name ?? '', prefixLen: block.len, gateway: blockGateway(block), block };
+  }
+
+  /** Addresses the handle already holds (a repeated ADD returns them). */
+  #collectHeld(): void {
+    const { record } = this.#in.handle;
+    if (!record) return;
+    const keys = [...record.blocks.keys()].map((c) => blockKey(parsePrefix(c)));
+    const missing = keys.filter((k) => this.#state(k) === undefined);
+    if (missing.length > 0) throw new NeedRead(missing);
+    for (const key of keys) {
+      const st = this.#state(key)!;
+      this.#verify.set(key, st.rev);
+      if (st.block) for (const o of ordinalsOf(st.block, this.#in.req.handle)) this.#held.push(this.#assignment(addrOfOrdinal(st.block.cidr, o), st.block.cidr));
+    }
+  }
+
+  #holds(a: Addr): boolean {
+    return [...this.#held, ...this.#added].some((x) => addrEquals(x.addr, a));
+  }
+
+  #assignSpecific(): void {
+    const { req, snap } = this.#in;
+    const targets: { ip: Addr; cidr: Prefix; key: string }[] = [];
+    const missing: string[] = [];
+    for (const ip of req.ips ?? []) {
+      if (this.#holds(ip) || targets.some((t) => addrEquals(t.ip, ip))) continue;
+      const text = formatAddr(ip);
+      const pool = snap.pools.find((p) => prefixContains(p.cidr, ip));
+      if (!pool) throw new AddressUnavailableError(text, 'no-pool', 'it is not in any pool');
+      if (!poolUsable(pool)) throw new AddressUnavailableError(text, 'pool-disabled', `pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+      if (snap.reserved.contains(ip)) throw new AddressUnavailableError(text, 'reserved', 'it is reserved');
+      const cidr = prefixOf(ip, pool.blockSize);
+      const role = excludedRole(cidr, ordinalOf(cidr, ip));
+      if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
+      const key = blockKey(cidr);
+      if (this.#state(key) === undefined) missing.push(key);
+      targets.push({ ip, cidr, key });
+    }
+    if (missing.length > 0) throw new NeedRead(missing);
+    for (const t of targets) {
+      const st = this.#state(t.key)!;
+      const claimed = st.block === null;
+      const block = st.block ?? newBlock(t.cidr, req.node);
+      if (block.affinity !== req.node && snap.config.strictAffinity) {
+        throw new AddressUnavailableError(formatAddr(t.ip), 'foreign-block', `its block ${formatPrefix(t.cidr)} is affine to ${block.affinity ? `node "${block.affinity}"` : 'no node'} and strictAffinity is on`);
+      }
+      const o = ordinalOf(t.cidr, t.ip);
+      const holder = holderOf(block, o);
+      if (holder !== undefined && holder !== req.handle) {
+        throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`);
+      }
+      if (holder === req.handle) continue;
+      this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
+    }
+  }
+
+  #assignAuto(): void {
+    const { req, snap } = this.#in;
+    if (!req.auto) return;
+    for (const n of req.pools ?? []) {
+      if (!snap.pools.some((p) => p.name === n)) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
+    }
+    const wanted: [Family, number][] =
+      req.auto === 'each-family'
+        ? ([4, 6] as Family[]).filter((f) => this.#candidates(f).length > 0).map((f) => [f, 1])
+        : ([[4, req.auto[4] ?? 0], [6, req.auto[6] ?? 0]] as [Family, number][]).filter(([, n]) => n > 0);
+    if (wanted.length === 0 && req.auto === 'each-family') throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
+    for (const [family, n] of wanted) {
+      const cands = this.#candidates(family);
+      if (cands.length === 0) throw new NoPoolError(family, req.node, req.pools, this.#whyNoPool(family));
+      const have = [...this.#held, ...this.#added].filter((a) => a.addr.family === family).length;
+      if (have < n) this.#fill(family, n - have, n, cands);
+    }
+  }
+
+  /** Usable pools of `family` selecting this node, in preference order. */
+  #candidates(family: Family): Pool[] {
+    const { req, snap } = this.#in;
+    const pools = req.pools ? req.pools.flatMap((n) => snap.pools.filter((p) => p.name === n)) : snap.pools;
+    return pools.filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
+  }
+
+  #selects(p: Pool): boolean {
+    if (!selectorUsesLabels(p.nodeSelector)) return true;
+    this.#usedLabels = true;
+    if (!this.#in.labels) throw new NeedRead([nodeKey(this.#in.req.node)]);
+    return selectorMatches(p.nodeSelector, this.#in.labels.labels);
+  }
+
+  #whyNoPool(family: Family | undefined): string {
+    const { req, snap } = this.#in;
+    const pools = (req.pools ? snap.pools.filter((p) => req.pools!.includes(p.name)) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
+    if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
+    if (!pools.some(poolUsable)) return 'every such pool is disabled';
+    return "no pool's nodeSelector matches the node's labels";
+  }
+
+  /** Takes `need` addresses of one family: own blocks, then new blocks, then borrowing. */
+  #fill(family: Family, need: number, requested: number, cands: readonly Pool[]): void {
+    const { req, snap } = this.#in;
+    let got = 0;
+    const take = (key: string, rev: number, block: Block, claimed: boolean): void => {
+      const r = allocateOrdinals(block, need - got, req.handle, reservedOrdinals(block.cidr, snap.reserved));
+      if (r.ordinals.length === 0) return;
+      this.#put(key, rev, r.block, claimed, r.ordinals);
+      got += r.ordinals.length;
+    };
+    for (const pool of cands) for (const [key, kb] of this.#blocksIn(pool, true)) if (got < need) take(key, kb.rev, kb.block!, false);
+    let limit: string | undefined;
+    if (got < need && !snap.config.autoAllocateBlocks) limit = 'autoAllocateBlocks is off';
+    if (got < need && snap.config.autoAllocateBlocks) {
+      const max = effectiveMaxBlocks(snap.config);
+      let owned = cands.reduce((n, p) => n + this.#blocksIn(p, true).length, 0);
+      while (got < need) {
+        if (owned >= max) {
+          limit = `the node owns ${owned} IPv${family} blocks, the per-host limit is ${max}`;
+          break;
+        }
+        const c = this.#claimable(cands);
+        if (!c) break;
+        take(c.key, 0, newBlock(c.cidr, req.node), true);
+        owned++;
+      }
+    }
+    if (got < need && !snap.config.strictAffinity) {
+      if (!this.#in.allListed) throw new NeedList('list-blocks');
+      for (const pool of cands) for (const [key, kb] of this.#blocksIn(pool, false)) if (got < need) take(key, kb.rev, kb.block!, false);
+    }
+    if (got < need) {
+      throw new PoolExhaustedError(family, req.node, cands.map((p) => p.name), requested, requested - need + got, limit);
+    }
+  }
+
+  /** Known blocks inside `pool` that are (mine=true) or are not affine to this node, by address. */
+  #blocksIn(pool: Pool, mine: boolean): [string, KnownBlock][] {
+    const node = this.#in.req.node;
+    const seen = new Map<string, KnownBlock>();
+    for (const src of [this.#in.others, this.#in.mine, this.#work] as ReadonlyMap<string, KnownBlock>[]) {
+      for (const [k, kb] of src) {
+        const b = kb.block;
+        if (b && (b.affinity === node) === mine && prefixContainsPrefix(pool.cidr, b.cidr)) seen.set(k, kb);
+      }
+    }
+    return [...seen].sort((a, b) => (a[1].block!.cidr.base < b[1].block!.cidr.base ? -1 : 1));
+  }
+
+  /** The next block to claim for this node (see claim-candidate.ts); lists blocks after too many misses. */
+  #claimable(cands: readonly Pool[]): ClaimCandidate | undefined {
+    const { claimed, claimMisses } = this.#in;
+    const taken = (key: string): boolean | undefined => {
+      if (this.#work.has(key)) return true;
+      const st = this.#state(key);
+      if (st !== undefined) return st.block !== null;
+      return claimed?.has(key) ? true : undefined;
+    };
+    // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
+    // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
+    const guess = claimMisses < MAX_CLAIM_MISSES || claimed !== undefined;
+    const c = findClaimableBlock(cands, this.#in.snap.reserved, this.#in.req.node, taken, guess);
+    if (c === 'unknown') throw new NeedList('list-claimed');
+    return c;
+  }
+
+  #build(): AssignPlan {
+    const { req, snap, handle, now } = this.#in;
+    const compares: Compare[] = [{ key: CONFIG_KEY, rev: snap.configRev }];
+    if (this.#usedLabels) compares.push({ key: nodeKey(req.node), rev: this.#in.labels!.rev });
+    const ops: Op[] = [];
+    const claims: string[] = [];
+    const blocks = new Map<string, Block>();
+    for (const [key, w] of this.#work) {
+      compares.push({ key, rev: w.rev });
+      ops.push({ type: 'put', key, value: encodeBlock(w.block) });
+      blocks.set(key, w.block);
+      if (w.claimed) {
+        claims.push(key);
+        ops.push({ type: 'put', key: affinityKey(req.node, w.block.cidr), value: encodeAffinity({ state: 'confirmed', claimedAt: now }) });
+      }
+    }
+    for (const [key, rev] of this.#verify) if (!this.#work.has(key)) compares.push({ key, rev });
+    compares.push({ key: handleKey(req.handle), rev: handle.rev });
+    let record = handle.record;
+    const writesHandle = this.#added.length > 0;
+    if (writesHandle) {
+      record = adjustHandle(record ?? { node: req.node, ...req.attrs, blocks: new Map() }, this.#delta);
+      ops.push({ type: 'put', key: handleKey(req.handle), value: encodeHandle(record) });
+    }
+    const assignments = [...this.#held, ...this.#added].sort((a, b) => a.addr.family - b.addr.family || (a.addr.value < b.addr.value ? -1 : 1));
+    return { kind: 'txn', compares, ops, assignments, blocks, handle: record, writesHandle, claims };
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Plans releases as ONE transaction, purely: free a handle's addresses (or given addresses),
+ * update or delete the handle record, and delete blocks that end up empty when nobody needs
+ * them — all in the same txn, compared on every record the plan read.
+ *
+ * Empty-block policy ("released when empty"): an empty block with no affinity is deleted; an
+ * empty block affine to the releasing node is deleted together with its affinity when that
+ * node holds another block of the same pool with a free address (so the next ADD does not
+ * have to claim again — this keeps a node at a block boundary from claiming and releasing on
+ * every pod). A node's last usable block stays, as in Calico.
+ */
+import { type Block, addrOfOrdinal, freeCount, holderOf, isEmptyBlock, ordinalOf, releaseHandle, releaseOrdinals } from '../../alloc/block.js';
+import { reservedOrdinals } from '../../alloc/block-layout.js';
+import { type Addr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import type { Compare, Op } from '../../store/index.js';
+import type { ClusterSnapshot } from '../cluster-snapshot.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
+import { encodeBlock } from '../block-record.js';
+import { affinityKey, blockKey, handleKey } from '../keys.js';
+import type { KnownBlock } from '../node-view.js';
+
+export interface HandleState {
+  readonly rev: number;
+  readonly record: HandleRecord | undefined;
+}
+
+export type ReleasePlan =
+  | { readonly kind: 'read'; readonly keys: readonly string[] }
+  | {
+      readonly kind: 'txn';
+      readonly compares: readonly Compare[];
+      readonly ops: readonly Op[];
+      /** Addresses freed, with the handle that held each. */
+      readonly released: readonly { readonly addr: Addr; readonly handle: string }[];
+      /** Blocks written (Block) or deleted (null), by key. */
+      readonly blocks: ReadonlyMap<string, Block | null>;
+    };
+
+export interface ReleaseInput {
+  /** Known blocks by key (undefined = unknown, block null = absent). */
+  readonly state: (key: string) => KnownBlock | undefined;
+  /** For the empty-block policy: the releasing node, its blocks, and the snapshot's pools; omit to keep empty affine blocks. */
+  readonly policy?: { readonly node: string; readonly mine: ReadonlyMap<string, KnownBlock>; readonly snap: ClusterSnapshot };
+}
+
+/** Plans releasing everything `handle` holds; `handleState.record` must be present. */
+export function planReleaseHandle(input: ReleaseInput, handle: string, handleState: HandleState & { record: HandleRecord }): ReleasePlan {
+  const keys = [...handleState.record.blocks.keys()].map((c) => blockKey(parsePrefix(c)));
+  const missing = keys.filter((k) => input.state(k) === undefined);
+  if (missing.length > 0) return { kind: 'read', keys: missing };
+  const compares: Compare[] = [{ key: handleKey(handle), rev: handleState.rev }];
+  const ops: Op[] = [{ type: 'delete', key: handleKey(handle) }];
+  const released: { addr: Addr; handle: string }[] = [];
+  const blocks = new Map<string, Block | null>();
+  for (const key of keys) {
+    const st = input.state(key)!;
+    // Compared even when the known state shows nothing of the handle's there: that state may be
+    // a hint older than the handle's allocation (written by a process that died before saving
+    // its hints), and deleting the handle without the compare would leak the address.
+    compares.push({ key, rev: st.rev });
+    if (!st.block) continue; // the handle points at a block that is gone: dropping the handle is all there is to do
+    const r = releaseHandle(st.block, handle);
+    if (r.ordinals.length === 0) continue;
+    for (const o of r.ordinals) released.push({ addr: addrOfOrdinal(st.block.cidr, o), handle });
+    writeBlock(input, key, r.block, ops, blocks);
+  }
+  return { kind: 'txn', compares, ops, released, blocks };
+}
+
+/**
+ * Plans releasing specific addresses, whoever holds them. Addresses outside every pool or not
+ * allocated are skipped (reported by the caller as not allocated).
+ */
+export function planReleaseAddrs(
+  input: ReleaseInput,
+  snap: ClusterSnapshot,
+  addrs: readonly Addr[],
+  handles: ReadonlyMap<string, HandleState>,
+): ReleasePlan {
+  const byBlock = new Map<string, { cidr: ReturnType<typeof prefixOf>; ordinals: number[] }>();
+  for (const a of addrs) {
+    const pool = snap.pools.find((p) => prefixContains(p.cidr, a));
+    const cidr = pool ? prefixOf(a, pool.blockSize) : undefined;
+    if (!cidr) continue;
+    const key = blockKey(cidr);
+    const e = byBlock.get(key) ?? { cidr, ordinals: [] };
+    e.ordinals.push(ordinalOf(cidr, a));
+    byBlock.set(key, e);
+  }
+  const missing = [...byBlock.keys()].filter((k) => input.state(k) === undefined);
+  if (missing.length > 0) return { kind: 'read', keys: missing };
+  const holders = new Set<string>();
+  for (const [key, e] of byBlock) {
+    const b = input.state(key)!.block;
+    if (b) for (const o of e.ordinals) if (holderOf(b, o) !== undefined) holders.add(holderOf(b, o)!);
+  }
+  const unknownHandles = [...holders].filter((h) => !handles.has(h)).map(handleKey);
+  if (unknownHandles.length > 0) return { kind: 'read', keys: unknownHandles };
+
+  const compares: Compare[] = [];
+  const ops: Op[] = [];
+  const released: { addr: Addr; handle: string }[] = [];
+  const blocks = new Map<string, Block | null>();
+  const deltas = new Map<string, Map<string, number>>();
+  for (const [key, e] of byBlock) {
+    const st = input.state(key)!;
+    if (!st.block) continue;
+    const r = releaseOrdinals(st.block, e.ordinals);
+    if (r.released.size === 0) continue;
+    compares.push({ key, rev: st.rev });
+    for (const [o, h] of r.released) {
+      released.push({ addr: addrOfOrdinal(st.block.cidr, o), handle: h });
+      const d = deltas.get(h) ?? new Map<string, number>();
+      d.set(formatPrefix(st.block.cidr), (d.get(formatPrefix(st.block.cidr)) ?? 0) - 1);
+      deltas.set(h, d);
+    }
+    writeBlock(input, key, r.block, ops, blocks);
+  }
+  for (const [h, d] of deltas) {
+    const hs = handles.get(h)!;
+    compares.push({ key: handleKey(h), rev: hs.rev });
+    if (!hs.record) continue; // an allocation whose handle is gone (a leak): freeing the address is the repair
+    const next = adjustHandle(hs.record, d);
+    ops.push(next.blocks.size === 0 ? { type: 'delete', key: handleKey(h) } : { type: 'put', key: handleKey(h), value: encodeHandle(next) });
+  }
+  return { kind: 'txn', compares, ops, released, blocks };
+}
+
+function writeBlock(input: ReleaseInput, key: string, block: Block, ops: Op[], blocks: Map<string, Block | null>): void {
+  if (isEmptyBlock(block) && (block.affinity === null || releasable(input, key, block, blocks))) {
+    ops.push({ type: 'delete', key });
+    if (block.affinity !== null) ops.push({ type: 'delete', key: affinityKey(block.affinity, block.cidr) });
+    blocks.set(key, null);
+  } else {
+    ops.push({ type: 'put', key, value: encodeBlock(block) });
+    blocks.set(key, block);
+  }
+}
+
+/** An empty block of the releasing node goes when another block of its pool has room. */
+function releasable(input: ReleaseInput, key: string, block: Block, planned: ReadonlyMap<string, Block | null>): boolean {
+  const p = input.policy;
+  if (!p || block.affinity !== p.node) return false;
+  const pool = p.snap.pools.find((x) => prefixContainsPrefix(x.cidr, block.cidr));
+  if (!pool) return false;
+  for (const [k, kb] of p.mine) {
+    if (k === key || planned.get(k) === null || !kb.block || !prefixContainsPrefix(pool.cidr, kb.block.cidr)) continue;
+    if (freeCount(kb.block, reservedOrdinals(kb.block.cidr, p.snap.reserved)) > 0) return true;
+  }
+  return false;
+}

@@ -1,0 +1,29 @@
+/**
+ * What kind of failure a service reports, carried by its typed errors as `failure` (next to the
+ * data that explains it). The edges map kinds to their own codes: the CNI plugin with the one
+ * table in src/cni/cni-error-of.ts, the HTTP API with its status codes. Services know nothing
+ * of either.
+ */
+export type Failure =
+  /** Try again later: the datastore is unreachable, writers keep conflicting, a lock is busy. */
+  | 'transient'
+  /** No free address left in what the request may use. */
+  | 'exhausted'
+  /** The specific address asked for cannot be given out. */
+  | 'address-unavailable'
+  /** No pool may serve the request (the network config and the pools disagree). */
+  | 'no-pool'
+  /** A file-system failure; the message names the path. */
+  | 'io'
+  /** The datastore URL (or a setting that goes with it) is wrong. */
+  | 'datastore-url';
+
+/** An error that says what kind of failure it is. */
+export interface ClassifiedError extends Error {
+  readonly failure: Failure;
+}
+
+/** `e`'s failure kind, when it is a classified error. */
+export function failureOf(e: unknown): Failure | undefined {
+  return e instanceof Error && typeof (e as Partial<ClassifiedError>).failure === 'string' ? (e as ClassifiedError).failure : undefined;
+}

@@ -1,0 +1,136 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CniError } from '../cni/errors.js';
+import type { IpamRequest } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
+import { openStore } from '../store/index.js';
+import { createClusterBackend } from './cluster-backend.js';
+import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { formatAddr, parseCidr, prefixLast, prefixOf } from '../ip/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'podipam-cluster-backend-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let seq = 0;
+
+/** A fresh named memory datastore with a v4 and a v6 pool. */
+async function datastore(): Promise<string> {
+  const url = `memory:cluster-backend-${++seq}`;
+  const s = await openStore(url);
+  const c = new ClusterIpam(s);
+  await c.createPool({ name: 'v4', cidr: '10.50.0.0/16' });
+  await c.createPool({ name: 'v6', cidr: 'fd00:50::/64' });
+  return url;
+}
+
+function conf(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}): NetConf {
+  const raw = { cniVersion: '1.0.0', name: 'net', ipam: { type: 'podipam', nodeName: 'n1', cacheDir: join(dir, 'cache'), ...ipam }, ...extra };
+  return { cniVersion: '1.0.0', name: 'net', ipam: raw.ipam, raw, runtimeConfig: extra.runtimeConfig as NetConf['runtimeConfig'], prevResult: extra.prevResult, args: extra.args as NetConf['args'] };
+}
+
+function req(c: NetConf, containerId: string, args: Record<string, string> = {}): IpamRequest {
+  return { containerId, ifname: 'eth0', cniArgs: new Map(Object.entries(args)), conf: c };
+}
+
+async function cniCode(p: Promise<unknown>): Promise<[number, string]> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof CniError, String(e));
+    return [e.code, e.msg];
+  }
+  return [0, ''];
+}
+
+describe('cluster back end (CNI edge)', () => {
+  it('ADD gives one address per family with the block prefix and gateway, routes as configured; ADD again returns the same', async () => {
+    const c = conf({ datastore: await datastore(), routes: [{ dst: '0.0.0.0/0' }] });
+    const b = await createClusterBackend(c);
+    const r = await b.add(req(c, 'c1'));
+    assert.equal(r.ips.length, 2);
+    assert.match(r.ips[0]!.address, /^10\.50\.\d+\.\d+\/26$/);
+    assert.match(r.ips[1]!.address, /^fd00:50::[0-9a-f:]+\/122$/);
+    for (const ip of r.ips) {
+      // The gateway is the block's first usable address; the pod's own address is neither it nor the block's network or broadcast address.
+      const { addr, len } = parseCidr(ip.address);
+      const block = prefixOf(addr, len);
+      assert.equal(ip.gateway, formatAddr({ family: addr.family, value: block.base + 1n }), ip.address);
+      assert.ok(addr.value - block.base >= 2n, `${ip.address} is the block's network address or gateway`);
+      if (addr.family === 4) assert.ok(addr.value < prefixLast(block).value, `${ip.address} is the block's broadcast address`);
+    }
+    assert.deepEqual(r.routes, [{ dst: '0.0.0.0/0' }]);
+    assert.deepEqual(await b.add(req(c, 'c1')), r);
+    assert.notDeepEqual((await b.add(req(c, 'c2'))).ips, r.ips);
+  });
+
+  it('honours the pools list, and specific IPs from CNI_ARGS, runtimeConfig.ips and args.cni.ips', async () => {
+    const url = await datastore();
+    const only4 = conf({ datastore: url, pools: ['v4'] });
+    assert.equal((await (await createClusterBackend(only4)).add(req(only4, 'a'))).ips.length, 1);
+    const b = await createClusterBackend(conf({ datastore: url }));
+    assert.deepEqual((await b.add(req(conf({ datastore: url }), 'b', { IP: '10.50.9.9', IgnoreUnknown: '1', K8S_POD_NAME: 'x' }))).ips, [{ address: '10.50.9.9/26', gateway: '10.50.9.1' }]);
+    const rc = conf({ datastore: url }, { runtimeConfig: { ips: ['10.50.9.10/24', 'fd00:50::9'] } });
+    assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/26', gateway: '10.50.9.1' }, { address: 'fd00:50::9/122', gateway: 'fd00:50::1' }]);
+    const args = conf({ datastore: url }, { args: { cni: { ips: ['10.50.9.11'] } } });
+    assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/26', gateway: '10.50.9.1' }]);
+    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net:b:eth0"']);
+    for (const [ip, role] of [['10.50.9.0', 'the network address'], ['10.50.9.1', 'the gateway'], ['10.50.9.63', 'the broadcast address']]) {
+      assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: ip! }))), [101, `address ${ip} is not available: it is ${role} of block 10.50.9.0/26 (never handed out)`]);
+    }
+    assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: 'nope' }))))[0], 4);
+    assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { FOO: '1' }))))[0], 4);
+    assert.equal((await cniCode(b.add(req(conf({ datastore: url }, { runtimeConfig: { ips: 'x' } }), 'e'))))[0], 7);
+  });
+
+  it('DEL is idempotent, CHECK verifies the prevResult, GC keeps only valid attachments', async () => {
+    const url = await datastore();
+    const c = conf({ datastore: url });
+    const b = await createClusterBackend(c);
+    const r = await b.add(req(c, 'c1'));
+    await b.add(req(c, 'c2'));
+    const withPrev = conf({ datastore: url }, { prevResult: { cniVersion: '1.0.0', ips: r.ips } });
+    await b.check(req(withPrev, 'c1'));
+    const wrong = conf({ datastore: url }, { prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.50.255.255/16' }] } });
+    assert.equal((await cniCode(b.check(req(wrong, 'c1'))))[0], 102);
+    await b.del(req(c, 'c1'));
+    await b.del(req(c, 'c1'));
+    assert.equal((await cniCode(b.check(req(withPrev, 'c1'))))[0], 102);
+    await b.gc(c, [{ containerId: 'c3', ifname: 'eth0' }]);
+    const u = await new ClusterIpam(await openStore(url)).usage();
+    assert.deepEqual(u.pools.map((p) => p.allocated), [0, 0], 'GC released c2');
+  });
+
+  it('maps failures to CNI codes: exhausted 100, no pool 7, STATUS 50', async () => {
+    const url = `memory:cluster-backend-${++seq}`;
+    const none = conf({ datastore: url });
+    const b = await createClusterBackend(none);
+    assert.equal((await cniCode(b.add(req(none, 'x'))))[0], 7);
+    assert.equal((await cniCode(b.status(none)))[0], 50);
+    await new ClusterIpam(await openStore(url)).createPool({ name: 'tiny', cidr: '10.60.0.0/30', blockSize: 30 });
+    await b.status(none);
+    assert.deepEqual((await b.add(req(none, 't0'))).ips, [{ address: '10.60.0.2/30', gateway: '10.60.0.1' }], 'a /30 block has one usable address');
+    const [code, msg] = await cniCode(b.add(req(none, 'full')));
+    assert.equal(code, 100);
+    assert.match(msg, /no free IPv4 address for node "n1" in pools \[tiny\]: requested 1, found 0/);
+  });
+
+  it('refuses bad config with code 7 naming the field and value', async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ datastore: 'mysql://x' }, /^ipam\.datastore "mysql:\/\/x": invalid datastore URL/],
+      [{ datastore: 5 }, /^ipam\.datastore 5: must be a datastore URL string/],
+      [{ datastore: 'memory:', nodeName: 'a/b' }, /^ipam\.nodeName "a\/b": invalid node name/],
+      [{ datastore: 'memory:', pools: 'v4' }, /^ipam\.pools "v4": must be a non-empty array/],
+      [{ datastore: 'memory:', pools: ['V4'] }, /^ipam\.pools\[0\] "V4"/],
+      [{ datastore: 'memory:', cacheDir: 'rel' }, /^ipam\.cacheDir "rel": must be an absolute/],
+      [{ datastore: 'memory:', routes: [{ dst: 'x' }] }, /^ipam\.routes\[0\]\.dst "x": must be a CIDR/],
+      [{ datastore: 'memory:', subnets: [] }, /^ipam\.subnets \[\]: unknown key/],
+    ];
+    for (const [ipam, re] of cases) {
+      const [code, msg] = await cniCode(createClusterBackend(conf(ipam)));
+      assert.equal(code, 7, msg);
+      assert.match(msg, re);
+    }
+  });
+});

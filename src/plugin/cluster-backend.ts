@@ -1,0 +1,182 @@
+/**
+ * The CNI plugin's cluster mode (`"ipam": {"type": "podipam", "datastore": URL, …}` without
+ * `ranges`): Calico-style block IPAM on the datastore. Loaded only in cluster mode; the store
+ * back end is imported when the URL is opened.
+ *
+ * - ADD: one address per family of the configured pools (or of every enabled pool selecting
+ *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
+ *   `args.cni.ips`), under the handle `<network>:<containerID>:<ifname>` (handle-id.ts); all families in one
+ *   transaction. A repeated ADD returns what the handle holds. Each result address carries
+ *   its BLOCK's prefix and the block's gateway (`10.244.3.7/26`, gateway `10.244.3.1`): the
+ *   block is a subnet on the node, whose interface plugin puts the gateway on the node side
+ *   (`bridge` with isGateway: on the bridge; `ptp`: on each host-side veth), and the other
+ *   nodes route the block to this node. The block's network, gateway and IPv4 broadcast
+ *   addresses are never handed out (src/alloc/block-addressing.ts). (Calico answers /32 and
+ *   /128 with a link-local gateway because its data plane routes every pod.)
+ * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
+ * - GC: releases this node's handles of this network absent from the valid attachments.
+ * - DEL and CHECK also find a record under the attachment's old dotted id when it belongs to the
+ *   attachment and its new id holds nothing (legacy-handle.ts); GC judges such records by the
+ *   attachment they name. ADD does not look for them, so the steady-state ADD and DEL stay one
+ *   round trip: an attachment from before the upgrade has had its ADD; should it be repeated,
+ *   it gets a fresh address under the new id, and GC releases the old record once the
+ *   attachment is gone.
+ * - STATUS: 50 when the datastore is unreachable or no pool can serve the node.
+ * A datastore that cannot be reached gives code 11 (50 for STATUS) within the store's request
+ * timeout (2 s per endpoint); the node lock is waited for at most LOCK_WAIT_MS.
+ * With PODIPAM_STATS=1 each run prints `podipam-stats {"verb","roundTrips","locked"}` on stderr.
+ */
+import { crashPoint } from '../util/crash-point.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import type { IpamBackend, IpamRequest } from './ipam-backend.js';
+import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
+import { requestedAddrs } from './requested-addrs.js';
+import { prevResultAddrs } from '../cni/prev-result.js';
+import { formatAddr } from '../ip/index.js';
+import type { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
+import type { ClusterHost } from '../cluster/cluster-host.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
+import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
+
+/** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
+export const LOCK_WAIT_MS = 3000;
+
+/** Validates the config (CniError 7) and returns the back end. */
+export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf, env), host);
+}
+
+class ClusterBackend implements IpamBackend {
+  readonly #conf: ClusterConf;
+  readonly #host: ClusterHost | undefined;
+
+  constructor(conf: ClusterConf, host?: ClusterHost) {
+    this.#conf = conf;
+    this.#host = host;
+  }
+
+  async add(req: IpamRequest): Promise<IpamResult> {
+    const ips = requestedAddrs(req.conf, req.cniArgs);
+    const c = this.#conf;
+    const areq = {
+      node: c.nodeName,
+      handle: handleOf(req),
+      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
+      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+    };
+    const host = this.#host;
+    const got = host
+      ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOf(e, 'ADD')))
+      : await this.#run('ADD', (ipam) => ipam.assign(areq));
+    return {
+      ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) })),
+      ...(c.routes.length > 0 ? { routes: c.routes } : {}),
+    };
+  }
+
+  async del(req: IpamRequest): Promise<void> {
+    const handle = handleOf(req);
+    await this.#run('DEL', async (ipam) => {
+      // Only an attachment with nothing under its new id can be one from before the change:
+      // the steady-state DEL stays one round trip.
+      if ((await ipam.releaseHandle(handle, this.#conf.nodeName)).length > 0) return;
+      const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
+      if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
+    });
+  }
+
+  async check(req: IpamRequest): Promise<void> {
+    let handle = handleOf(req);
+    const held = await this.#run('CHECK', async (ipam) => {
+      const got = await ipam.addressesOf(handle);
+      if (got !== undefined) return got;
+      const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
+      if (legacy === undefined) return undefined;
+      handle = legacy;
+      return ipam.addressesOf(legacy);
+    });
+    if (!held || held.length === 0) throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} holds no address`);
+    for (const { addr: want } of prevResultAddrs(req.conf.prevResult)) {
+      if (!held.some((h) => h.addr.family === want.family && h.addr.value === want.value)) {
+        throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} does not hold ${formatAddr(want)} (it holds ${held.map((h) => formatAddr(h.addr)).join(', ')})`);
+      }
+    }
+  }
+
+  async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
+    const keep = new Set(valid.map((a) => cniHandleId(conf.name, a.containerId, a.ifname)));
+    const r = await this.#run('GC', (ipam) => ipam.gcNode(this.#conf.nodeName, conf.name, keep));
+    if (r.failed.length > 0) {
+      const first = cniErrorOf(r.failed[0]!.error);
+      throw new CniError(first.code, `GC: ${r.failed.length} handle(s) not released: ${r.failed.map((f) => `${f.handle}: ${f.error.message}`).join('; ')}`);
+    }
+  }
+
+  async status(): Promise<void> {
+    const c = this.#conf;
+    await this.#run('STATUS', async (ipam) => {
+      const pools = await ipam.listPools();
+      const usable = pools.filter((p) => !p.disabled && !p.deleting && (!c.pools || c.pools.includes(p.name)));
+      if (usable.length === 0) {
+        throw new CniError(CniCode.NotAvailable, c.pools ? `none of the pools [${c.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
+      }
+    });
+  }
+
+  /** Opens the store, takes the node lock and hints, runs `fn`, saves the hints; maps errors to CniError. */
+  async #run<T>(verb: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
+    const c = this.#conf;
+    if (this.#host) {
+      try {
+        return await this.#host.run(c.datastore, c.nodeName, fn);
+      } catch (e) {
+        throw cniErrorOf(e, verb);
+      }
+    }
+    const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
+      import('../store/open-store.js'),
+      import('../cluster/cluster-ipam.js'),
+      import('../cluster/node-cache-file.js'),
+      import('../cluster/node-lock.js'),
+      import('../cluster/view-cache.js'),
+    ]);
+    let store;
+    try {
+      store = await openStore(c.datastore);
+    } catch (e) {
+      throw cniErrorOf(e, verb);
+    }
+    const file = c.cacheDir !== null ? new NodeCacheFile(c.cacheDir, c.datastore, c.nodeName) : undefined;
+    const lock = file && file.prepare(c.cacheDir!) ? await NodeLock.acquire(file.lockPath, LOCK_WAIT_MS) : undefined;
+    try {
+      const cache = file ? file.load() : new ViewCache();
+      const result = await fn(new ClusterIpam(store, { cache }));
+      crashPoint('cluster.plugin.before-save');
+      file?.save(cache);
+      crashPoint('cluster.plugin.saved');
+      return result;
+    } catch (e) {
+      throw cniErrorOf(e, verb);
+    } finally {
+      lock?.release();
+      // For benchmarks: what this invocation cost in datastore round trips.
+      if (process.env.PODIPAM_STATS === '1') process.stderr.write(`podipam-stats ${JSON.stringify({ verb, roundTrips: store.roundTrips, locked: lock !== undefined })}\n`);
+      await store.close();
+    }
+  }
+}
+
+function attachmentOf(req: IpamRequest): CniAttachment {
+  return { network: req.conf.name, containerId: req.containerId, ifname: req.ifname };
+}
+
+/** The attachment's handle id; code 7 when it would be longer than the store keeps. */
+function handleOf(req: IpamRequest): string {
+  const h = cniHandleId(req.conf.name, req.containerId, req.ifname);
+  if (h.length > MAX_HANDLE_LENGTH) {
+    throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+  }
+  return h;
+}

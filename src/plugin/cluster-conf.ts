@@ -1,0 +1,111 @@
+/**
+ * The `ipam` section of a network config in cluster mode, validated once into typed values:
+ *   {"type": "podipam", "datastore": URL, "nodeName": N, "pools": [names],
+ *    "cacheDir": DIR, "routes": [{"dst": CIDR, "gw": IP, "mtu": N, …}]}
+ * Keys match case-insensitively (as Go's encoding/json). nodeName defaults to $NODENAME, then
+ * the host name in lower case. cacheDir (default /run/podipam/cluster; "" turns it off) holds
+ * the node's hint file and lock. Any other key, or a bad value, is CniError 7 naming the field
+ * and the value.
+ */
+import { CniCode, CniError } from '../cni/errors.js';
+import type { NetConf } from '../cni/types.js';
+import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
+import { goField, isObject } from '../cni/go-decode.js';
+import { type Addr, parseAddr, parseCidr } from '../ip/index.js';
+import { parseStoreUrl } from '../store/parse-store-url.js';
+import { checkNodeName, defaultNodeName } from '../model/node-name.js';
+import { checkResourceName } from '../model/names.js';
+
+export interface ClusterConf {
+  readonly datastore: string;
+  readonly nodeName: string;
+  /** Pools to use, in preference order; undefined = every enabled pool selecting the node. */
+  readonly pools: readonly string[] | undefined;
+  /** Directory for the node's hint file and lock; null = none. */
+  readonly cacheDir: string | null;
+  readonly routes: readonly Route[];
+}
+
+export const DEFAULT_CACHE_DIR = '/run/podipam/cluster';
+
+const KNOWN = ['type', 'datastore', 'nodename', 'pools', 'cachedir', 'routes', 'agent'];
+
+function bad(field: string, value: unknown, why: string): CniError {
+  return new CniError(CniCode.InvalidConfig, `ipam.${field} ${JSON.stringify(value)}: ${why}`);
+}
+
+/** Validates `conf.ipam` for the cluster back end; CniError 7 naming field and value. */
+export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process.env): ClusterConf {
+  const ipam = conf.ipam;
+  for (const k of Object.keys(ipam)) {
+    if (!KNOWN.includes(k.toLowerCase())) throw bad(k, ipam[k], `unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent)`);
+  }
+  const datastore = goField(ipam, 'datastore');
+  if (typeof datastore !== 'string') throw bad('datastore', datastore, 'must be a datastore URL string');
+  try {
+    parseStoreUrl(datastore);
+  } catch (e) {
+    throw bad('datastore', datastore, (e as Error).message);
+  }
+  const rawNode = goField(ipam, 'nodeName');
+  const nodeName = rawNode ?? defaultNodeName(env);
+  try {
+    checkNodeName('node name', nodeName);
+  } catch (e) {
+    throw bad(rawNode === undefined ? 'nodeName (from $NODENAME or the host name)' : 'nodeName', nodeName, (e as Error).message);
+  }
+  const pools = goField(ipam, 'pools');
+  if (pools !== undefined) {
+    if (!Array.isArray(pools) || pools.length === 0) throw bad('pools', pools, 'must be a non-empty array of pool names');
+    pools.forEach((p, i) => {
+      try {
+        checkResourceName('pool name', p);
+      } catch (e) {
+        throw bad(`pools[${i}]`, p, (e as Error).message);
+      }
+    });
+  }
+  const cacheDir = goField(ipam, 'cacheDir');
+  if (cacheDir !== undefined && (typeof cacheDir !== 'string' || (cacheDir !== '' && !cacheDir.startsWith('/')))) {
+    throw bad('cacheDir', cacheDir, 'must be an absolute directory path, or "" for none');
+  }
+  return {
+    datastore,
+    nodeName: nodeName as string,
+    pools: pools as string[] | undefined,
+    cacheDir: cacheDir === undefined ? DEFAULT_CACHE_DIR : cacheDir === '' ? null : cacheDir,
+    routes: parseRoutes(goField(ipam, 'routes')),
+  };
+}
+
+function parseRoutes(v: unknown): Route[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw bad('routes', v, 'must be an array of {"dst": CIDR, "gw": IP, "mtu", "advmss", "priority", "table", "scope": integers}');
+  return v.map((r, i) => {
+    if (!isObject(r)) throw bad(`routes[${i}]`, r, 'must be an object {"dst": CIDR, "gw": IP}');
+    const dst = goField(r, 'dst');
+    let cidr;
+    try {
+      cidr = parseCidr(dst as string);
+    } catch {
+      throw bad(`routes[${i}].dst`, dst, 'must be a CIDR');
+    }
+    const gw = goField(r, 'gw');
+    let gwAddr: Addr | undefined;
+    if (gw !== undefined) {
+      try {
+        gwAddr = parseAddr(gw as string);
+      } catch {
+        throw bad(`routes[${i}].gw`, gw, 'must be an IP address');
+      }
+    }
+    const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
+    for (const k of ROUTE_INT_KEYS) {
+      const n = goField(r, k);
+      if (n === undefined) continue;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw bad(`routes[${i}].${k}`, n, 'must be an integer');
+      ints[k] = n;
+    }
+    return makeRoute(cidr, gwAddr, ints);
+  });
+}

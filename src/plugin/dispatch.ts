@@ -1,0 +1,88 @@
+/**
+ * The verbs, as a Go plugin built on `skel` runs them: the checks in libcni's order (env, stdin
+ * config, container id, ifname, version), then the back end chosen from `ipam`. I/O-free apart
+ * from what the back end does: `run-plugin.ts` reads stdin and prints.
+ */
+import { CniCode, CniError } from '../cni/errors.js';
+// Re-exported for run-plugin.ts, which then has one module to load instead of two.
+export { CniCode, CniError };
+import type { BackendHost, IpamRequest } from './ipam-backend.js';
+import { readCmdEnv, validateContainerId, validateInterfaceName } from '../cni/skel-env.js';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from '../cni/version.js';
+
+/**
+ * Executes one verb; returns what goes to stdout (empty for DEL/CHECK/GC/STATUS). Throws
+ * CniError (or anything, converted by `cniErrorOf`, src/cni/cni-error-of.ts). `host`: long-lived services when the
+ * node agent runs the call (see BackendHost).
+ */
+/** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
+let verbModules: Promise<[typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]> | undefined;
+
+export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost): Promise<string> {
+  const cmd = readCmdEnv(env);
+  if (cmd.command === 'VERSION') return versionAnswer();
+  // Everything else needs these; loading them together lets the module loader overlap the reads.
+  const [{ decodeConfig, configVersion, toNetConf }, { selectBackend }, { goQuoteList }, { parseCniArgs }] = await (verbModules ??= Promise.all([
+    import('../cni/net-conf.js'),
+    import('./select-backend.js'),
+    import('../cni/go-json.js'),
+    import('../cni/cni-args.js'),
+  ]));
+  const raw = decodeConfig(stdin());
+  const verb = cmd.command;
+  if (verb === 'ADD' || verb === 'DEL' || verb === 'CHECK') {
+    validateContainerId(cmd.containerId);
+    validateInterfaceName(cmd.ifname);
+  } else if (verb !== 'GC' && verb !== 'STATUS') {
+    throw new CniError(CniCode.InvalidEnv, `unknown CNI_COMMAND: ${verb}`);
+  }
+  const version = configVersion(raw) || '0.1.0';
+  if (verb === 'CHECK') requireVersion(version, '0.4.0', 'CHECK');
+  if (verb === 'GC' || verb === 'STATUS') requireVersion(version, '1.1.0', verb);
+  if (!isSupportedVersion(version)) {
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      'incompatible CNI versions',
+      `config is ${JSON.stringify(version)}, plugin supports ${goQuoteList(SUPPORTED_VERSIONS)}`,
+    );
+  }
+  const conf = toNetConf(raw, version);
+  const backend = await selectBackend(conf, env, host);
+  if (verb === 'GC') {
+    const { validAttachments } = await import('./gc-attachments.js');
+    await backend.gc(conf, validAttachments(raw));
+    return '';
+  }
+  if (verb === 'STATUS') {
+    await backend.status(conf);
+    return '';
+  }
+  const req: IpamRequest = {
+    containerId: cmd.containerId,
+    ifname: cmd.ifname,
+    netns: cmd.netns || undefined,
+    cniArgs: parseCniArgs(cmd.args),
+    conf,
+  };
+  if (verb === 'ADD') {
+    const { formatResult } = await import('../cni/result.js');
+    return formatResult(version, await backend.add(req));
+  }
+  if (verb === 'DEL') await backend.del(req);
+  else await backend.check(req);
+  return '';
+}
+
+/** CHECK needs >= 0.4.0, GC and STATUS >= 1.1.0, in the config and in the plugin (skel order). */
+function requireVersion(version: string, min: string, verb: string): void {
+  let ok: boolean;
+  try {
+    ok = versionAtLeast(version, min);
+  } catch (e) {
+    throw new CniError(CniCode.DecodeFailure, `cniVersion ${JSON.stringify(version)}: ${(e as Error).message}`);
+  }
+  if (!ok) throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${verb}`);
+  if (!versionAtLeast(CURRENT_VERSION, version)) {
+    throw new CniError(CniCode.IncompatibleVersion, `plugin version does not allow ${verb}`);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The contract between the CNI plugin edge (src/plugin: env + stdin → verb) and its back-end
+ * adapters (src/plugin/local-backend.ts, cluster-backend.ts, the agent's warm pool). The edge
+ * parses env + stdin, validates the protocol, picks the back end from the `ipam` section, and
+ * converts results to the cniVersion the config asks for; back ends see only typed values
+ * (the protocol's own types are in src/cni/types.ts).
+ */
+import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
+
+export interface IpamRequest extends Attachment {
+  readonly netns?: string;
+  /** CNI_ARGS, parsed (`IP`, `IgnoreUnknown`, `K8S_POD_NAME`, …). */
+  readonly cniArgs: ReadonlyMap<string, string>;
+  readonly conf: NetConf;
+}
+
+/**
+ * An allocation back end. Throw CniError (src/cni/errors.ts) or a service's typed error (mapped by src/cni/cni-error-of.ts) for anything the caller must see
+ * with a specific code; other errors become code 999 with their message.
+ */
+export interface IpamBackend {
+  /** Allocate one address per range set / family; all or nothing. */
+  add(req: IpamRequest): Promise<IpamResult>;
+  /** Release everything held by (containerId, ifname); succeeds when nothing is held. */
+  del(req: IpamRequest): Promise<void>;
+  /** Succeed if the attachment holds its addresses; else throw. */
+  check(req: IpamRequest): Promise<void>;
+  /** Release every reservation of this network not in `valid`; keep going, report at the end. */
+  gc(conf: NetConf, valid: readonly Attachment[]): Promise<void>;
+  /** Throw CniError 50/51 when ADD cannot be served now. */
+  status(conf: NetConf): Promise<void>;
+}
+
+/**
+ * Long-lived services a hosting process (the node agent, src/agent) lends the back ends so a
+ * call costs no store opening and no hint-file reading. Absent in the per-pod plugin, where
+ * each back end opens what it needs and closes it at the end of the call.
+ */
+export interface BackendHost {
+  /** The cluster back end's services (see src/cluster/cluster-host.ts). */
+  readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
+  /**
+   * The local back end waits for a busy directory lock without blocking the event loop, and
+   * remembers directories between calls (src/local/scan-cache.ts).
+   */
+  readonly local?: { readonly asyncLockWait: boolean; readonly scanCache?: import('../local/scan-cache.js').ScanCache };
+  /** The agent's warm-pool back end (src/agent/warm-service.ts), when the agent runs one. */
+  readonly warm?: IpamBackend;
+}

@@ -1,0 +1,79 @@
+/**
+ * The `local` back end's configuration: exactly host-local's keys (`ranges`, legacy
+ * `subnet`/`rangeStart`/`rangeEnd`/`gateway`, `routes`, `dataDir`, `resolvConf`, plus
+ * `runtimeConfig.ipRanges`/`ips`, `args.cni.ips` and CNI_ARGS `IP=`), validated once into typed
+ * values. Every failure is a CniError naming the field and the value (code 7; 4 for CNI_ARGS).
+ */
+import { path } from '../util/builtins.js';
+import type { NetConf } from '../cni/types.js';
+import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
+import type { AllocRangeSet } from '../alloc/range-allocator.js';
+import type { Addr } from '../ip/addr.js';
+import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from './config-decode.js';
+import { resolveRangeSets } from './range-sets.js';
+import { requestedAddrs } from './requested-addrs.js';
+import { CniCode, CniError } from '../cni/errors.js';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../local/file-lock.js';
+
+/** host-local's default state directory. */
+export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
+
+export interface LocalConfig {
+  /** The network name: the directory under dataDir (already checked against the name class). */
+  readonly name: string;
+  readonly cniVersion: string;
+  /** Absolute, normalised. */
+  readonly dataDir: string;
+  /** `<dataDir>/<name>`: everything this back end writes is inside it. */
+  readonly dir: string;
+  readonly rangeSets: readonly AllocRangeSet[];
+  /** Routes, normalised as host-local prints them (dst keeps host bits, canonical text). */
+  readonly routes: readonly Route[];
+  readonly resolvConf?: string;
+  /** Requested addresses, CNI_ARGS `IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; no duplicates. */
+  readonly requested: readonly Addr[];
+  /** Longest wait for the directory's lock (PODIPAM_LOCK_TIMEOUT_MS, default 10 s); then code 11. */
+  readonly lockTimeoutMs: number;
+}
+
+/** The environment variable that overrides the lock wait (milliseconds, 0–3600000). */
+export const LOCK_TIMEOUT_ENV = 'PODIPAM_LOCK_TIMEOUT_MS';
+
+/** PODIPAM_LOCK_TIMEOUT_MS, validated (CniError 4 naming the variable and value); `dflt` when unset or empty. */
+export function lockTimeoutOf(env: NodeJS.ProcessEnv, dflt: number): number {
+  const v = env[LOCK_TIMEOUT_ENV];
+  if (v === undefined || v === '') return dflt;
+  if (!/^[0-9]{1,7}$/.test(v) || Number(v) > 3_600_000) {
+    throw new CniError(CniCode.InvalidEnv, `${LOCK_TIMEOUT_ENV} must be a whole number of milliseconds from 0 to 3600000: got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
+}
+
+/** Validates `conf.ipam` (and the request-carrying parts of conf and CNI_ARGS) for the local back end. */
+export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string, string> = new Map()): Promise<LocalConfig> {
+  const ipam = conf.ipam;
+  const dataDir = optString(ipam, 'dataDir', 'ipam') || DEFAULT_DATA_DIR;
+  if (!path.isAbsolute(dataDir) || dataDir.includes('\0')) {
+    throw configError('ipam.dataDir', `${JSON.stringify(dataDir)} must be an absolute path`);
+  }
+  const resolvConf = optString(ipam, 'resolvConf', 'ipam') || undefined;
+  const routes = (optArray(ipam, 'routes', 'ipam') ?? []).map((r, i) => route(r, `ipam.routes[${i}]`));
+  const requested = requestedAddrs(conf, cniArgs);
+  const rangeSets = await resolveRangeSets(conf);
+  const dir = path.join(path.normalize(dataDir), conf.name);
+  const lockTimeoutMs = lockTimeoutOf(process.env, DEFAULT_LOCK_TIMEOUT_MS);
+  return { name: conf.name, cniVersion: conf.cniVersion, dataDir: path.normalize(dataDir), dir, rangeSets, routes, resolvConf, requested, lockTimeoutMs };
+}
+
+function route(v: unknown, path: string): Route {
+  const obj = asObject(v, path);
+  const dstText = optString(obj, 'dst', path);
+  if (dstText === undefined) throw configError(at(path, 'dst'), 'missing');
+  const { addr, len } = cidrValue(dstText, at(path, 'dst'));
+  const gw = optAddr(obj, 'gw', path);
+  const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
+  for (const k of ROUTE_INT_KEYS) ints[k] = optInt(obj, k, path);
+  return makeRoute({ addr, len }, gw, ints);
+}
+
+/** Parses "ip" or "ip/len" (the length is ignored), as the Go `ip.IP` type does. */

@@ -1,0 +1,39 @@
+import { CniCode, CniError } from '../cni/errors.js';
+import type { BackendHost, IpamBackend } from './ipam-backend.js';
+import type { NetConf } from '../cni/types.js';
+import { goField } from '../cni/go-decode.js';
+
+/**
+ * Picks the allocation back end from the `ipam` section, importing only that one:
+ * - `agent` set: the node agent serves the call (run-plugin.ts forwards it before dispatch);
+ *   inside the agent, or when the agent cannot be reached, the other keys pick the back end as
+ *   below — a config with only `agent` is the agent's warm pool (src/agent/warm-service.ts):
+ *   code 7 inside an agent started without one, code 11 in a process that is not the agent;
+ * - `datastore` set and neither `ranges` nor a top-level `subnet` → the cluster (block) back end;
+ * - otherwise → `local`, the host-local compatible back end (which may still read the
+ *   datastore for `"subnet": "usePodCidr"`).
+ */
+export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost): Promise<IpamBackend> {
+  const ipam = conf.ipam;
+  const agent = goField(ipam, 'agent');
+  const hasRanges = goField(ipam, 'ranges') !== undefined || goField(ipam, 'subnet') !== undefined;
+  const hasDatastore = goField(ipam, 'datastore') !== undefined;
+  if (agent !== undefined) {
+    if (typeof agent !== 'string' || !agent.startsWith('/')) {
+      throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: must be the absolute path of the agent's unix socket`);
+    }
+    if (!hasRanges && !hasDatastore) {
+      if (host?.warm) return host.warm;
+      if (host) {
+        throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: this agent runs no warm pool (start it with --datastore and --min-idle/--max-idle/--capacity), or give "ranges" (local) or "datastore" (cluster) as well`);
+      }
+      throw new CniError(CniCode.TryAgainLater, `ipam.agent ${JSON.stringify(agent)}: the warm pool lives in the podipam agent, which did not answer on that socket`);
+    }
+  }
+  if (hasDatastore && !hasRanges) {
+    const { createClusterBackend } = await import('./cluster-backend.js');
+    return createClusterBackend(conf, env, host?.cluster);
+  }
+  const { createLocalBackend } = await import('./local-backend.js');
+  return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false, ...(host?.local?.scanCache ? { scanCache: host.local.scanCache } : {}) });
+}
