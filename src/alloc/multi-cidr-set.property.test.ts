@@ -141,8 +141,10 @@ function run(s: Start, first: Pick | undefined, ops: readonly Op[]): void {
     for (const x of m.sets) {
       for (let k = 0; k < x.size; k++) {
         if (x.used(k)) used++;
-        assert.equal(set.isUsed(x.block(k)), x.used(k), `isUsed ${formatPrefix(x.block(k))}`);
-        if (held.has(x.block(k).base)) assert.ok(x.used(k), `held block ${formatPrefix(x.block(k))} free`);
+        // Messages built only on a failure: formatting every block each step would be most of the run's time.
+        const b = x.block(k);
+        if (set.isUsed(b) !== x.used(k)) assert.equal(set.isUsed(b), x.used(k), `isUsed ${formatPrefix(b)}`);
+        if (held.has(b.base) && !x.used(k)) assert.fail(`held block ${formatPrefix(b)} free`);
       }
     }
     assert.equal(set.used, BigInt(used), 'used');

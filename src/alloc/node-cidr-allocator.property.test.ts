@@ -202,10 +202,10 @@ function run(c: Config, ops: readonly Op[]): void {
     for (const [n, ps] of nodes) {
       for (const p of ps) {
         if (m.hit(p).length === 0) continue;
-        const k = formatPrefix(p);
-        assert.equal(seen.get(k), undefined, `${k} held by nodes ${seen.get(k)} and ${n}`);
+        const k = `${p.family}/${p.base}/${p.len}`;
+        if (seen.has(k)) assert.fail(`${formatPrefix(p)} held by nodes ${seen.get(k)} and ${n}`);
         seen.set(k, n);
-        assert.ok(alloc.isUsed(p), `node ${n}'s ${k} free`);
+        if (!alloc.isUsed(p)) assert.fail(`node ${n}'s ${formatPrefix(p)} free`);
       }
     }
   };
