@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pluginCall } from '../plugin/plugin-call.js';
+import { pluginCall } from './plugin-call.js';
 import { anyBytes, anyText, bounded, checkCniAnswer, fc, fuzz } from '../../test/helpers/fuzz.js';
 import { makeTempDir, type TempDir } from '../../test/helpers/tmp.js';
 
