@@ -1,5 +1,5 @@
 import type { Store } from '../store/index.js';
-import { listAll } from './list-all.js';
+import { listAll } from '../store/list-all.js';
 import { decodeNodeRecord, NODE_PREFIX, type NodeRecord } from './node-record.js';
 
 /** A node record with the revision it was read at. */
@@ -14,7 +14,7 @@ export interface NodeRecordEntry {
  */
 export async function listNodes(store: Store, onBad: (key: string, error: Error) => void = () => {}): Promise<NodeRecordEntry[]> {
   const out: NodeRecordEntry[] = [];
-  for (const e of await listAll(store, NODE_PREFIX)) {
+  for (const e of (await listAll(store, NODE_PREFIX)).entries) {
     try {
       out.push({ record: decodeNodeRecord(e.key, e.value), rev: e.rev });
     } catch (err) {

@@ -195,6 +195,9 @@ test('controller retries with back-off while the store is unavailable, without d
     url: inner.url,
     get roundTrips() { return inner.roundTrips; },
     get: (k) => inner.get(k),
+    getMany: (k) => inner.getMany(k),
+    revision: () => inner.revision(),
+    watch: (p, r, o) => inner.watch(p, r, o),
     list: (p, o) => inner.list(p, o),
     txn: async (c, o) => {
       if (o.length > 0 && failures++ % 3 === 0) throw new StoreUnavailableError(inner.url, 'injected');

@@ -3,7 +3,7 @@ import { MAX_TXN_OPS, StoreUnavailableError, type Entry, type Store } from '../s
 import { assignBatch, batchItemSize, type BatchItem } from './assign-batch.js';
 import type { ControllerSummary, NodeCidrControllerOptions } from './controller-options.js';
 import { CidrNotAvailableError, NodeConflictError } from './errors.js';
-import { listAll } from './list-all.js';
+import { listAll } from '../store/list-all.js';
 import { NODE_CIDR_CLAIM_PREFIX } from './node-cidr-claim.js';
 import { NodeOccupancy } from './node-occupancy.js';
 import { Poller } from './poller.js';
@@ -146,7 +146,7 @@ export class NodeCidrController {
 
   /** Occupancy from scratch (every claim, record and proposal in flight), orphan claims swept, all pending nodes served. */
   async #resync(): Promise<void> {
-    const claims = await listAll(this.#store, NODE_CIDR_CLAIM_PREFIX);
+    const claims = (await listAll(this.#store, NODE_CIDR_CLAIM_PREFIX)).entries;
     const [entries, rev0] = await this.#listNodes();
     this.#apply(entries, rev0);
     this.#occ.rebuild(claims.map((c) => c.key.slice(NODE_CIDR_CLAIM_PREFIX.length)));
@@ -182,7 +182,7 @@ export class NodeCidrController {
   /** The node records, and a store revision taken before listing them. */
   async #listNodes(rev?: number): Promise<[Entry[], number]> {
     const rev0 = rev ?? (await this.#store.txn([], [])).rev;
-    const entries = await listAll(this.#store, NODE_PREFIX);
+    const entries = (await listAll(this.#store, NODE_PREFIX)).entries;
     this.#listedAt = rev0;
     return [entries, rev0];
   }

@@ -8,7 +8,7 @@ import { decodeBlock } from '../cluster/block-record.js';
 import { decodeHandle } from '../cluster/handle-record.js';
 import { BLOCK_PREFIX, affinityPrefix, blockKey, parseAffinityKey } from '../cluster/keys.js';
 import { handleKey } from '../cluster/keys.js';
-import { listAll } from '../controller/list-all.js';
+import { listAll } from '../store/list-all.js';
 import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import { compareKeys } from '../store/key-order.js';
 import type { Entry, Store } from '../store/index.js';
@@ -86,7 +86,7 @@ async function* candidateBlocks(store: Store, f: AllocationFilter, fromKey: stri
     const h = await store.get(handleKey(f.handle));
     keys = h ? [...decodeHandle(h).blocks.keys()].map((c) => blockKey(parsePrefix(c))) : [];
   } else if (f.node !== undefined) {
-    keys = (await listAll(store, affinityPrefix(f.node))).flatMap((e) => {
+    keys = (await listAll(store, affinityPrefix(f.node))).entries.flatMap((e) => {
       const a = parseAffinityKey(e.key);
       return a ? [blockKey(a.cidr)] : [];
     });

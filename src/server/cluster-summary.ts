@@ -10,7 +10,7 @@ import { usableCount } from '../alloc/block-addressing.js';
 import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
 import { BLOCK_PREFIX, POOL_PREFIX, parseBlockKey } from '../cluster/keys.js';
 import { decodePool, type Pool } from '../cluster/pool-record.js';
-import { listAll } from '../controller/list-all.js';
+import { listAll } from '../store/list-all.js';
 import { decodeNodeRecord, NODE_PREFIX } from '../controller/node-record.js';
 import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
@@ -69,7 +69,7 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const [poolEntries, blockEntries, nodeEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)]);
+  const [poolEntries, blockEntries, nodeEntries] = (await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)])).map((l) => l.entries);
   const pools: Pool[] = [];
   for (const e of poolEntries) {
     try {

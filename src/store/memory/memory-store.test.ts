@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { storeConformance } from '../../../test/suites/conformance.js';
 import { openStore } from '../open-store.js';
 import { MemoryStore } from './memory-store.js';
 
-storeConformance('memory', async () => new MemoryStore());
+storeConformance('memory', async () => new MemoryStore(`conformance-${randomUUID()}`), { peer: (s) => openStore(s.url) });
 
 describe('MemoryStore', () => {
   it('memory: opens a fresh store each time', async () => {

@@ -17,7 +17,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 const freshUrl = () => `sqlite:${join(dir, `t${files++}`, 'store.db')}`;
 
-storeConformance('sqlite', () => openStore(freshUrl()));
+storeConformance('sqlite', () => openStore(freshUrl()), { peer: (s) => openStore(s.url) });
 
 const openStoreModule = new URL('../open-store.js', import.meta.url).href;
 

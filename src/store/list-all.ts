@@ -1,0 +1,34 @@
+import type { Entry, Store } from './store.js';
+
+/** Entries per page of listAll. */
+export const LIST_PAGE = 1000;
+
+/** A whole prefix, and a revision to watch after it from. */
+export interface Listing {
+  readonly entries: Entry[];
+  /**
+   * The store revision read before the first page: every write after it is seen by
+   * `watch(prefix, rev + 1)`, so list-then-watch misses nothing (it may see again a write
+   * the listing already showed; applying an event is idempotent for a consumer that keeps
+   * the latest value per key).
+   */
+  readonly rev: number;
+}
+
+/**
+ * Every entry under `prefix`, in key order, read in pages of `page` (default LIST_PAGE) so
+ * no single answer grows with the data. Not a snapshot: entries written during the walk may
+ * or may not appear; see `rev`.
+ */
+export async function listAll(store: Store, prefix: string, page = LIST_PAGE): Promise<Listing> {
+  const rev = await store.revision();
+  const entries: Entry[] = [];
+  let after: string | undefined;
+  // Bounded by the number of entries: every page but the last is full and moves `after` on.
+  for (;;) {
+    const got = await store.list(prefix, { limit: page, ...(after === undefined ? {} : { after }) });
+    entries.push(...got);
+    if (got.length < page) return { entries, rev };
+    after = (got[got.length - 1] as Entry).key;
+  }
+}
