@@ -75,6 +75,7 @@ export class WatchFeed implements AsyncIterable<WatchEvent[]> {
     this.#stopped = true;
     this.#queue.length = 0;
     this.#release();
+    this.#notify(); // a next() waiting meanwhile returns done
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent[]> {
