@@ -14,7 +14,7 @@ export interface NodeRecordEntry {
  */
 export async function listNodes(store: Store, onBad: (key: string, error: Error) => void = () => {}): Promise<NodeRecordEntry[]> {
   const out: NodeRecordEntry[] = [];
-  for (const e of (await listAll(store, NODE_PREFIX)).entries) {
+  for (const e of await listAll(store, NODE_PREFIX)) {
     try {
       out.push({ record: decodeNodeRecord(e.key, e.value), rev: e.rev });
     } catch (err) {

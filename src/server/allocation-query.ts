@@ -86,7 +86,7 @@ async function* candidateBlocks(store: Store, f: AllocationFilter, fromKey: stri
     const h = await store.get(handleKey(f.handle));
     keys = h ? [...decodeHandle(h).blocks.keys()].map((c) => blockKey(parsePrefix(c))) : [];
   } else if (f.node !== undefined) {
-    keys = (await listAll(store, affinityPrefix(f.node))).entries.flatMap((e) => {
+    keys = (await listAll(store, affinityPrefix(f.node))).flatMap((e) => {
       const a = parseAffinityKey(e.key);
       return a ? [blockKey(a.cidr)] : [];
     });

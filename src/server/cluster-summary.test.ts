@@ -48,3 +48,32 @@ test('summary cache: shares a pass within the TTL and reads afresh after invalid
   cache.invalidate();
   assert.equal((await cache.get()).totals.allocated, 44);
 });
+
+test('summary cache following the store: a quiet store is not read again past the TTL; a write is seen without invalidate', async () => {
+  const { store, ipam } = await seeded();
+  const cache = new SummaryCache(store, 1);
+  const stop = cache.follow();
+  try {
+    // the watch is running once a pass that started after it is reused past the 1 ms TTL
+    let quiet = await cache.get();
+    for (let i = 0; i < 500; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      const again = await cache.get();
+      if (again === quiet) break;
+      quiet = again;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    const trips = store.roundTrips;
+    assert.equal(await cache.get(), quiet, 'reused past the TTL');
+    assert.equal(store.roundTrips, trips, 'no read of a quiet store');
+    await ipam.assign({ node: 'node-a', handle: 'net.late.eth0', auto: { 4: 1 } });
+    let seen = 0;
+    for (let i = 0; i < 500 && seen !== 44; i++) {
+      seen = (await cache.get()).totals.allocated;
+      if (seen !== 44) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(seen, 44, 'the write shows without invalidate');
+  } finally {
+    await stop();
+  }
+});

@@ -69,7 +69,7 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const [poolEntries, blockEntries, nodeEntries] = (await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)])).map((l) => l.entries);
+  const [poolEntries, blockEntries, nodeEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)]);
   const pools: Pool[] = [];
   for (const e of poolEntries) {
     try {
@@ -156,11 +156,17 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
   };
 }
 
+/** How long a summary is trusted without a change seen by the watch, as a safety net. */
+const QUIET_MAX_AGE_MS = 60_000;
+
 /**
  * Shares one `summarize` pass between callers: a result younger than `ttlMs` — or than five
  * times the last pass took, on a store so big that a pass is slow — is reused, and callers
  * arriving while a pass runs wait for that pass. `invalidate()` (after a write made
  * through the API) makes the next call read afresh, so a client sees its own writes.
+ * With `follow()` running, a watch on the store replaces the polling of an idle store: a
+ * summary is reused past `ttlMs` for as long as the watch has seen no write since its pass
+ * began (up to a minute), so open dashboards on a quiet cluster cost no reads at all.
  */
 export class SummaryCache {
   readonly #store: Store;
@@ -170,6 +176,10 @@ export class SummaryCache {
   #inFlight: Promise<ClusterSummary> | undefined;
   #generation = 0;
   #lastTookMs = 0;
+  /** Writes the watch has seen; the count when the cached pass began. */
+  #changes = 0;
+  #valueChanges = -1;
+  #following = false;
 
   constructor(store: Store, ttlMs = 1000) {
     this.#store = store;
@@ -177,9 +187,12 @@ export class SummaryCache {
   }
 
   get(): Promise<ClusterSummary> {
-    if (this.#value && Date.now() - this.#at < Math.max(this.#ttlMs, 5 * this.#lastTookMs)) return Promise.resolve(this.#value);
+    const age = Date.now() - this.#at;
+    const quiet = this.#following && this.#valueChanges === this.#changes && age < QUIET_MAX_AGE_MS;
+    if (this.#value && (quiet || age < Math.max(this.#ttlMs, 5 * this.#lastTookMs))) return Promise.resolve(this.#value);
     if (this.#inFlight) return this.#inFlight;
     const gen = this.#generation;
+    const changes = this.#changes;
     const started = Date.now();
     const p = summarize(this.#store).then(
       (v) => {
@@ -187,6 +200,7 @@ export class SummaryCache {
         if (gen === this.#generation) {
           this.#value = v;
           this.#at = started;
+          this.#valueChanges = changes;
         }
         this.#inFlight = undefined;
         return v;
@@ -204,5 +218,37 @@ export class SummaryCache {
     this.#generation++;
     this.#value = undefined;
     this.#inFlight = undefined;
+  }
+
+  /**
+   * Watches the store (every key: pools, blocks, nodes and handles all feed the summary)
+   * until the returned stop is called. A failed watch (compacted history, store down) drops
+   * back to the TTL and watches again from the current revision after a pause.
+   */
+  follow(log: (line: string) => void = () => {}): () => Promise<void> {
+    const ac = new AbortController();
+    const loop = (async () => {
+      while (!ac.signal.aborted) {
+        try {
+          const from = (await this.#store.revision()) + 1;
+          this.#changes++; // whatever happened before the watch began counts as a change
+          this.#following = true;
+          for await (const batch of this.#store.watch('', from, { signal: ac.signal })) {
+            if (batch.length > 0) this.#changes++;
+          }
+          break; // aborted, or the store closed
+        } catch (e) {
+          if (ac.signal.aborted) break;
+          log(`summary watch failed, using the TTL meanwhile: ${(e as Error).message}`);
+        }
+        this.#following = false;
+        if (!ac.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+      }
+      this.#following = false;
+    })();
+    return async () => {
+      ac.abort();
+      await loop;
+    };
   }
 }

@@ -70,6 +70,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     const ops = clusterOps(store);
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
+    stops.push(summary.follow((line) => cfg.log(line)));
     const checks = new CheckCache(() => ops.check());
     const metrics = new ServerMetrics({
       pools: async () => (await summary.get()).pools,
@@ -83,7 +84,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       controller = new NodeCidrController({
         store,
         config: cfg.controller,
-        pollIntervalMs: 500,
+        pollIntervalMs: 500, // resync checks: node changes arrive by its watch
         log: (line) => cfg.log(`controller: ${line}`),
         onChange: () => summary.invalidate(),
       });

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { MAX_TXN_OPS } from '../../src/store/check-input.js';
 import { StoreError } from '../../src/store/errors.js';
-import { listAll } from '../../src/store/list-all.js';
+import { listAll, listAllWithRevision } from '../../src/store/list-all.js';
 import type { Entry, Store, TxnResult, WatchEvent } from '../../src/store/store.js';
 
 /** Sizes the suite uses; slower back ends may ask for less work. */
@@ -331,7 +331,9 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       await s.txn([], keys.map((key) => ({ type: 'put' as const, key, value: key })));
       await put(s, `${p.slice(0, -1)}0/outside`, 'x');
       const rev = await s.revision();
-      const listing = await listAll(s, p, 4);
+      assert.deepEqual((await listAll(s, p, 4)).map((e) => e.key), keys);
+      assert.deepEqual((await listAll(s, p, 5)).map((e) => e.key), keys, 'a last page that is full');
+      const listing = await listAllWithRevision(s, p, 4);
       assert.deepEqual(listing.entries.map((e) => e.key), keys);
       assert.equal(listing.rev, rev);
     }));
