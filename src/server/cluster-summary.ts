@@ -1,18 +1,14 @@
 /**
  * Server-side aggregation of the cluster store for the dashboard, the API and the metrics:
  * per pool and per block counts, per node block and address counts — never one row per
- * address. One pass over `pools/`, `blocks/` and `nodes/` (paged lists), reading each block's
- * JSON only for its CIDR, affinity and number of allocations. On a 150,000-pod store that is
- * a few thousand block records; `SummaryCache` shares one pass between every caller for
- * `ttlMs`, so many open dashboards and a Prometheus scrape cost one read.
+ * address. The counts are ClusterIpam's one utilisation computation (exact, bigint; the same
+ * `podipam ipam show` prints), joined here with the controller's node records. On a
+ * 150,000-pod store that is a few thousand block records; `SummaryCache` shares one pass
+ * between every caller, so many open dashboards and a Prometheus scrape cost one read.
  */
-import { usableCount } from '../alloc/block-addressing.js';
-import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
-import { BLOCK_PREFIX, POOL_PREFIX, parseBlockKey } from '../cluster/keys.js';
-import { decodePool, type Pool } from '../cluster/pool-record.js';
-import { listAll } from '../store/list-all.js';
-import { decodeNodeRecord, NODE_PREFIX } from '../controller/node-record.js';
-import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
+import { ClusterIpam } from '../cluster/index.js';
+import { listNodes } from '../controller/list-nodes.js';
+import { type Prefix, formatPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 
 export interface PoolSummary {
@@ -69,77 +65,43 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const [poolEntries, blockEntries, nodeEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX)]);
-  const pools: Pool[] = [];
-  for (const e of poolEntries) {
-    try {
-      pools.push(decodePool(e));
-    } catch {
-      /* reported by ipam check */
-    }
-  }
-  const blocks: BlockSummary[] = [];
-  const perPool = new Map<string, { allocated: number; blocks: number }>(pools.map((p) => [p.name, { allocated: 0, blocks: 0 }]));
-  for (const e of blockEntries) {
-    const prefix = parseBlockKey(e.key);
-    if (!prefix) continue;
-    let node: string | null = null;
-    let allocated = 0;
-    try {
-      const o = JSON.parse(e.value) as { affinity?: unknown; allocations?: unknown };
-      node = typeof o.affinity === 'string' ? o.affinity : null;
-      allocated = o.allocations && typeof o.allocations === 'object' ? Object.keys(o.allocations).length : 0;
-    } catch {
-      continue;
-    }
-    const pool = pools.find((p) => p.cidr.family === prefix.family && prefixContainsPrefix(p.cidr, prefix));
-    if (pool) {
-      const c = perPool.get(pool.name) as { allocated: number; blocks: number };
-      c.allocated += allocated;
-      c.blocks += 1;
-    }
-    const capacity = Number(usableCount(prefix));
-    blocks.push({ cidr: formatPrefix(prefix), prefix, node, allocated, capacity, pool: pool?.name ?? null });
-  }
+  const [u, records] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true }), listNodes(store)]);
+  const blocks: BlockSummary[] = u.blocks.map((b) => ({
+    cidr: formatPrefix(b.cidr),
+    prefix: b.cidr,
+    node: b.node,
+    allocated: Number(b.allocated),
+    capacity: Number(b.capacity),
+    pool: b.pool,
+  }));
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
 
   const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; blocks: number; allocated: number }>();
-  for (const e of nodeEntries) {
-    try {
-      const r = decodeNodeRecord(e.key, e.value);
-      nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0 });
-    } catch {
-      /* skipped, as listNodes does */
-    }
+  for (const { record: r } of records) {
+    nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0 });
   }
-  for (const b of blocks) {
-    if (b.node === null) continue;
-    let n = nodes.get(b.node);
-    if (!n) {
-      n = { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0 };
-      nodes.set(b.node, n);
-    }
-    n.blocks += 1;
-    n.allocated += b.allocated;
+  for (const n of u.nodes) {
+    const known = nodes.get(n.node);
+    const row = known ?? { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0 };
+    row.blocks = n.blocks;
+    row.allocated = Number(n.allocated);
+    nodes.set(n.node, row);
   }
 
-  const poolSummaries: PoolSummary[] = pools.map((p) => {
-    const c = perPool.get(p.name) as { allocated: number; blocks: number };
-    return {
-      name: p.name,
-      cidr: formatPrefix(p.cidr),
-      family: p.cidr.family,
-      blockSize: p.blockSize,
-      nodeSelector: p.nodeSelector.text,
-      disabled: p.disabled,
-      deleting: p.deleting,
-      capacity: poolUsableCount(p.cidr, p.blockSize),
-      allocated: c.allocated,
-      blocks: c.blocks,
-      blockSlots: blockCount(p.cidr, p.blockSize),
-      blockCapacity: Number(usableCount(blockAt(p.cidr, p.blockSize, 0n))),
-    };
-  });
+  const poolSummaries: PoolSummary[] = u.pools.map((p) => ({
+    name: p.pool.name,
+    cidr: formatPrefix(p.pool.cidr),
+    family: p.pool.cidr.family,
+    blockSize: p.pool.blockSize,
+    nodeSelector: p.pool.nodeSelector.text,
+    disabled: p.pool.disabled,
+    deleting: p.pool.deleting,
+    capacity: p.capacity,
+    allocated: Number(p.allocated),
+    blocks: p.blocks,
+    blockSlots: p.blockSlots,
+    blockCapacity: Number(p.blockCapacity),
+  }));
   const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n }));
   return {
     generatedAt: new Date().toISOString(),
@@ -150,8 +112,8 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       pools: poolSummaries.length,
       nodes: nodeSummaries.length,
       blocks: blocks.length,
-      allocated: poolSummaries.reduce((s, p) => s + p.allocated, 0),
-      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0n),
+      allocated: Number(u.totals.allocated),
+      capacity: u.totals.capacity,
     },
   };
 }

@@ -3,7 +3,6 @@
  * carry no data), /healthz (public), /metrics (read token), /api/v1/whoami (public: tells
  * the dashboard whether to ask for a token) and /api/v1 (an index of the routes).
  */
-import { CONFIG_KEY } from '../cluster/keys.js';
 import type { ApiDeps } from './api-deps.js';
 import { authRequired } from './auth.js';
 import { DatastoreProbe } from './datastore-probe.js';
@@ -56,7 +55,7 @@ export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   r.add('GET', '/assets/style.css', { access: 'public', run: () => text('text/css; charset=utf-8', STYLE_CSS) });
 
   // Bounded: answers within ~50 ms whatever the datastore does (see DatastoreProbe).
-  const probe = new DatastoreProbe(() => d.store.get(CONFIG_KEY));
+  const probe = new DatastoreProbe(() => d.ops.probe());
   r.add('GET', '/healthz', {
     access: 'public',
     run: async () => {

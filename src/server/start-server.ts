@@ -97,7 +97,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     if (cfg.gc) {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
       const intervalMs = cfg.gc.intervalMs;
-      const gc = new ClusterGc({ store, ops, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: cfg.log });
+      const gc = new ClusterGc({ ops, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: cfg.log });
       gcTicker = new Ticker('gc', cfg.gc.intervalMs, async () => {
         try {
           const r = await gc.runOnce();
