@@ -62,6 +62,9 @@ export class NodeCidrController {
   #serial: Promise<void> = Promise.resolve();
   #watchAbort: AbortController | undefined;
   #watchLoop: Promise<void> | undefined;
+  /** Nodes the watch found pending, served together after a short gather delay. */
+  readonly #gathered = new Set<string>();
+  #gatherTimer: NodeJS.Timeout | undefined;
 
   constructor(options: NodeCidrControllerOptions) {
     this.#store = options.store;
@@ -141,6 +144,8 @@ export class NodeCidrController {
     this.#running = false;
     this.#watchAbort?.abort();
     await this.#watchLoop;
+    clearTimeout(this.#gatherTimer);
+    this.#gathered.clear();
     await this.#poller.stop();
     await this.#serial;
     await this.#queue.stop();
@@ -186,7 +191,12 @@ export class NodeCidrController {
     }
   }
 
-  /** Changed records taken in, deleted ones forgotten (never older than what is known), pending served. */
+  /**
+   * Changed records taken in, deleted ones forgotten (never older than what is known); the
+   * pending nodes are served after a gather delay of about a fifth of the poll interval
+   * (at most 50 ms), with jitter: nodes registering together share one batched transaction,
+   * and two controllers run by mistake do not act in lock-step.
+   */
   async #onEvents(events: readonly WatchEvent[]): Promise<void> {
     const pending: string[] = [];
     for (const e of events) {
@@ -201,7 +211,20 @@ export class NodeCidrController {
       if (rec && this.#observe(name, e.modRevision, rec)) pending.push(name);
     }
     this.#listedAt = Math.max(this.#listedAt, events[events.length - 1]?.modRevision ?? 0);
-    await this.#serve(pending);
+    for (const name of pending) this.#gathered.add(name);
+    if (this.#gathered.size === 0 || this.#gatherTimer !== undefined) return;
+    const delay = Math.min(50, this.#poller.intervalMs / 5) * (0.5 + Math.random());
+    this.#gatherTimer = setTimeout(() => {
+      this.#gatherTimer = undefined;
+      if (!this.#running) return;
+      const names = [...this.#gathered];
+      this.#gathered.clear();
+      void this.#run(() => this.#serve(names)).catch((e: unknown) => {
+        // The nodes stay known as pending: the queue or the next resync serves them.
+        this.#log(`serving watched nodes failed: ${(e as Error).message}`);
+        for (const n of names) this.#queue.add(n);
+      });
+    }, delay);
   }
 
   /** Rebuilds occupancy, processes every pending node, returns when none is left (tests, benches, `--once`). */
