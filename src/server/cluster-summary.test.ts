@@ -54,15 +54,13 @@ test('summary cache following the store: a quiet store is not read again past th
   const cache = new SummaryCache(store, 1);
   const stop = cache.follow();
   try {
-    // the watch is running once a pass that started after it is reused past the 1 ms TTL
-    let quiet = await cache.get();
-    for (let i = 0; i < 500; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      const again = await cache.get();
-      if (again === quiet) break;
-      quiet = again;
-    }
-    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 2000 && !cache.following; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(cache.following, 'the watch started');
+    cache.invalidate();
+    const t0 = Date.now();
+    const quiet = await cache.get(); // a pass that began while the watch runs
+    // past the TTL (1 ms) and past five times the pass, which would also allow reuse
+    await new Promise((r) => setTimeout(r, Math.max(50, 6 * (Date.now() - t0))));
     const trips = store.roundTrips;
     assert.equal(await cache.get(), quiet, 'reused past the TTL');
     assert.equal(store.roundTrips, trips, 'no read of a quiet store');

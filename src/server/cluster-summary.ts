@@ -176,6 +176,11 @@ export class SummaryCache {
     return p;
   }
 
+  /** True while follow()'s watch is running (a quiet store's summary is then reused). */
+  get following(): boolean {
+    return this.#following;
+  }
+
   invalidate(): void {
     this.#generation++;
     this.#value = undefined;
@@ -190,21 +195,33 @@ export class SummaryCache {
   follow(log: (line: string) => void = () => {}): () => Promise<void> {
     const ac = new AbortController();
     const loop = (async () => {
+      let lastError = '';
       while (!ac.signal.aborted) {
         try {
           const from = (await this.#store.revision()) + 1;
           this.#changes++; // whatever happened before the watch began counts as a change
           this.#following = true;
+          if (lastError) log('summary watch resumed');
+          lastError = '';
           for await (const batch of this.#store.watch('', from, { signal: ac.signal })) {
             if (batch.length > 0) this.#changes++;
           }
           break; // aborted, or the store closed
         } catch (e) {
           if (ac.signal.aborted) break;
-          log(`summary watch failed, using the TTL meanwhile: ${(e as Error).message}`);
+          const message = (e as Error).message;
+          // once per distinct failure, not at every retry of an outage
+          if (message !== lastError) log(`summary watch failed, using the TTL meanwhile: ${message}`);
+          lastError = message;
         }
         this.#following = false;
-        if (!ac.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          ac.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          }, { once: true });
+        });
       }
       this.#following = false;
     })();

@@ -15,6 +15,13 @@ interface WireWatchResponse {
   readonly error?: { readonly message?: string; readonly code?: number };
 }
 
+/**
+ * A stream silent for this long is taken for dead (a hung member, a partition that left the
+ * connection open) and replaced: the watch asks for progress notifications, which etcd sends
+ * on an idle watch every 10 minutes by default (--experimental-watch-progress-notify-interval).
+ */
+export const WATCH_SILENCE_MS = 11 * 60_000;
+
 /** Pauses before reconnecting, in ms, then the last one repeated (each with jitter). */
 const BACKOFF_MS = [20, 50, 100, 200, 400, 800, 1000];
 
@@ -25,7 +32,8 @@ const BACKOFF_MS = [20, 50, 100, 200, 400, 800, 1000];
  * round the list, with growing pauses — asking from the revision after the last one
  * delivered, and drops anything older, so no event is lost or seen twice. A compacted start
  * (etcd cancels the watch with compact_revision) fails the feed with StoreCompactedError; so
- * does any refusal (StoreError). Aborting or closing destroys the stream.
+ * does any refusal (StoreError). Aborting or closing destroys the stream; so does a silence
+ * longer than WATCH_SILENCE_MS (then it reconnects).
  */
 export class EtcdWatch {
   readonly feed: WatchFeed;
@@ -87,7 +95,7 @@ export class EtcdWatch {
 
   /** One stream, read until it breaks; true when it was created (the member was healthy). */
   async #connect(index: number): Promise<boolean> {
-    const body = { create_request: { key: this.#key, range_end: this.#rangeEnd, start_revision: String(this.#next) } };
+    const body = { create_request: { key: this.#key, range_end: this.#rangeEnd, start_revision: String(this.#next), progress_notify: true } };
     const stream = await this.#gateway.openStream('watch', body, index);
     if (this.feed.done) {
       stream.request.destroy();
@@ -103,8 +111,19 @@ export class EtcdWatch {
         };
         let pending = '';
         const res = stream.response;
+        let silence: NodeJS.Timeout | undefined;
+        const listen = () => {
+          clearTimeout(silence);
+          silence = setTimeout(() => {
+            stream.request.destroy();
+            resolve();
+          }, WATCH_SILENCE_MS);
+        };
+        listen();
+        res.once('close', () => clearTimeout(silence));
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
+          listen();
           pending += chunk;
           for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
             const line = pending.slice(0, nl).trim();
