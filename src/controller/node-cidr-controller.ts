@@ -118,7 +118,7 @@ export class NodeCidrController {
   }
 
   /**
-   * Starts: rebuilds occupancy from the datastore, then processes nodes and polls until stop().
+   * Starts: rebuilds occupancy from the datastore, then follows `nodes/` by a watch (and resyncs periodically) until stop().
    * If the datastore is unreachable at first, keeps retrying in the background (nothing is
    * allocated before occupancy is known); other errors are thrown.
    */
