@@ -50,7 +50,7 @@ export function registerController(program: Command): void {
     .option('--node-mask-size-v6 <n>', 'node CIDR prefix length for IPv6 (default 64)')
     .option('--service-cidr <cidrs>', 'service CIDR(s), comma-separated, never handed to nodes')
     .option('--workers <n>', 'nodes processed at once', '8')
-    .option('--poll-interval <ms>', 'how often node records are listed', '250')
+    .option('--poll-interval <ms>', 'how often the controller checks whether a full resync is due (node changes arrive by a watch)', '250')
     .option('--resync-interval <ms>', 'how often occupancy is rebuilt and orphan claims swept', '30000')
     .option('--kubeconfig <file>', 'mirror Kubernetes nodes through this kubeconfig and patch their spec.podCIDRs')
     .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account')

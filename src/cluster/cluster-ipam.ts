@@ -12,11 +12,14 @@
  * pool deletion, a documented sequence of them) or writes nothing. StoreUnavailableError
  * means the outcome of the last write is unknown; every operation is safe to repeat.
  */
-import type { Addr } from '../ip/index.js';
+import type { Addr, Prefix } from '../ip/index.js';
+import type { AllocationFilter, AllocationPage, BlockAllocations } from './allocations.js';
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
-import type { CheckReport } from './check.js';
+import type { CheckReport, Leak } from './check.js';
+import type { NodelessBlockRelease } from './gc-findings.js';
+import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
 import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
 import type { IpamConfig } from './ipam-config.js';
@@ -26,6 +29,7 @@ import { type Released, releaseAddresses, releaseByHandle } from './release.js';
 import type { Reservation } from './reservation-record.js';
 import type { IpamSettings } from './settings.js';
 import type { IpamUsage } from './usage.js';
+import type { Utilisation, UtilisationOptions } from './utilisation.js';
 import { ViewCache } from './view-cache.js';
 
 export interface ClusterIpamOptions {
@@ -136,13 +140,54 @@ export class ClusterIpam {
     return deleteReservation(this.#ctx, name);
   }
 
+  /** `ipam show`'s rows: a projection of utilisation(). */
   async usage(): Promise<IpamUsage> {
     const { ipamUsage } = await import('./usage.js');
     return ipamUsage(this.#ctx);
   }
 
+  /** See utilisation.ts: the one utilisation computation (pools, blocks, nodes by affinity), exact bigint counts. */
+  async utilisation(options?: UtilisationOptions): Promise<Utilisation> {
+    const { clusterUtilisation } = await import('./utilisation.js');
+    return clusterUtilisation(this.#ctx, options);
+  }
+
   async check(): Promise<CheckReport> {
     const { checkIpam } = await import('./check.js');
     return checkIpam(this.#ctx);
+  }
+
+  /** See gc-findings.ts: free a leaked address (CAS loop; false when it is no longer a leak). */
+  async releaseLeak(leak: Leak): Promise<boolean> {
+    const { releaseLeak } = await import('./gc-findings.js');
+    return releaseLeak(this.#ctx, leak);
+  }
+
+  /** See gc-findings.ts: release a `block-node-missing` finding's block (`key` from the report). */
+  async releaseNodelessBlock(key: string): Promise<NodelessBlockRelease> {
+    const { releaseNodelessBlock } = await import('./gc-findings.js');
+    return releaseNodelessBlock(this.#ctx, key);
+  }
+
+  /** See allocations.ts: one page of allocations (InvalidCursorError for a bad `after`). */
+  async listAllocations(filter: AllocationFilter): Promise<AllocationPage> {
+    const { listAllocations } = await import('./allocations.js');
+    return listAllocations(this.#ctx, filter);
+  }
+
+  /** See allocations.ts: one block's allocations, undefined when the block does not exist. */
+  async blockAllocations(cidr: Prefix): Promise<BlockAllocations | undefined> {
+    const { blockAllocations } = await import('./allocations.js');
+    return blockAllocations(this.#ctx, cidr);
+  }
+
+  /** One small read (the settings record): throws what the store throws when it cannot answer. */
+  async probe(): Promise<void> {
+    await this.#ctx.store.get(CONFIG_KEY);
+  }
+
+  /** The handle a check problem's `key` names, when it is a handle record's key. */
+  static handleOfKey(key: string): string | undefined {
+    return key.startsWith(HANDLE_PREFIX) ? key.slice(HANDLE_PREFIX.length) : undefined;
   }
 }

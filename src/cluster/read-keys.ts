@@ -1,9 +1,9 @@
 /**
- * Reads several keys in one round trip per 128 keys: a txn whose compares can never hold
- * (revision MAX_SAFE_INTEGER) applies nothing and returns every compared key's current entry
- * — the Store contract's `current` — which is a batched get. A single key is a plain get.
+ * Reads several keys as one snapshot with the store's getMany (a read: no write lock on
+ * SQLite, a txn of ranges on etcd, one round trip per 128 keys there). A single key is a
+ * plain get.
  */
-import { MAX_TXN_OPS, type Entry, type Store } from '../store/index.js';
+import type { Entry, Store } from '../store/index.js';
 
 /** Current entries of `keys` (undefined where absent). Throws what the store throws. */
 export async function readKeys(store: Store, keys: readonly string[]): Promise<Map<string, Entry | undefined>> {
@@ -13,10 +13,7 @@ export async function readKeys(store: Store, keys: readonly string[]): Promise<M
     out.set(unique[0]!, await store.get(unique[0]!));
     return out;
   }
-  for (let i = 0; i < unique.length; i += MAX_TXN_OPS) {
-    const chunk = unique.slice(i, i + MAX_TXN_OPS);
-    const r = await store.txn(chunk.map((key) => ({ key, rev: Number.MAX_SAFE_INTEGER })), []);
-    chunk.forEach((key, j) => out.set(key, r.current?.[j]));
-  }
+  const entries = await store.getMany(unique);
+  unique.forEach((key, i) => out.set(key, entries[i]));
   return out;
 }

@@ -1,18 +1,11 @@
 /**
- * Utilisation per pool and per block (`podipam ipam show`), read from one list of pools and
- * one list of blocks (not atomic together; exact on a quiet datastore). Capacity counts the
- * addresses that can be handed out — each block's network, gateway and (IPv4) broadcast
- * addresses excluded (src/alloc/block-addressing.ts) — so a full pool shows 100%.
+ * Utilisation per pool and per block as `podipam ipam show` prints it: a projection of
+ * clusterUtilisation (src/cluster/utilisation.ts), exact counts.
  */
-import { allocatedCount } from '../alloc/block.js';
-import { usableCount } from '../alloc/block-addressing.js';
-import { poolUsableCount } from '../alloc/block-layout.js';
-import { formatPrefix, prefixContainsPrefix } from '../ip/index.js';
-import { decodeBlock } from './block-record.js';
+import { formatPrefix } from '../ip/index.js';
 import type { IpamContext } from './ipam-context.js';
-import { BLOCK_PREFIX } from './keys.js';
-import { listPools } from './pools.js';
 import { poolText } from './pool-record.js';
+import { clusterUtilisation } from './utilisation.js';
 
 export interface PoolUsage {
   readonly name: string;
@@ -45,25 +38,14 @@ export interface IpamUsage {
   readonly blocks: readonly BlockUsage[];
 }
 
-/** Reads pools and blocks and adds them up. Throws what the store throws, CorruptRecordError. */
+/**
+ * `ipam show`'s rows, projected from clusterUtilisation (the one computation the API and the
+ * dashboard show too). Throws what the store throws, CorruptRecordError.
+ */
 export async function ipamUsage(ctx: IpamContext): Promise<IpamUsage> {
-  const pools = await listPools(ctx);
-  const blocks = (await ctx.store.list(BLOCK_PREFIX)).map(decodeBlock);
-  const blockRows: BlockUsage[] = blocks.map((b) => ({
-    cidr: formatPrefix(b.cidr),
-    pool: pools.find((p) => prefixContainsPrefix(p.cidr, b.cidr))?.name ?? '',
-    node: b.affinity,
-    capacity: Number(usableCount(b.cidr)),
-    allocated: allocatedCount(b),
-  }));
-  const poolRows = pools.map((p) => {
-    const mine = blockRows.filter((b) => b.pool === p.name);
-    return {
-      ...poolText(p),
-      capacity: poolUsableCount(p.cidr, p.blockSize),
-      allocated: mine.reduce((n, b) => n + b.allocated, 0),
-      blocks: mine.length,
-    };
-  });
-  return { pools: poolRows, blocks: blockRows };
+  const u = await clusterUtilisation(ctx);
+  return {
+    pools: u.pools.map((p) => ({ ...poolText(p.pool), capacity: p.capacity, allocated: Number(p.allocated), blocks: p.blocks })),
+    blocks: u.blocks.map((b) => ({ cidr: formatPrefix(b.cidr), pool: b.pool ?? '', node: b.node, capacity: Number(b.capacity), allocated: Number(b.allocated) })),
+  };
 }

@@ -8,7 +8,10 @@ export interface NodeCidrControllerOptions {
   readonly config: ControllerConfig;
   /** Nodes (or batches) processed at once (default 8). */
   readonly workers?: number;
-  /** How often `nodes/` is listed for new, changed and deleted records (default 250 ms). */
+  /**
+   * How often the controller checks whether a resync is due (and, while the datastore is down
+   * at start, retries its first listing); changes arrive by a watch on `nodes/` (default 250 ms).
+   */
   readonly pollIntervalMs?: number;
   /** How often occupancy is rebuilt from every claim and record, and orphan claims swept (default 30 s). */
   readonly resyncIntervalMs?: number;

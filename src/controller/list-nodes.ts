@@ -1,5 +1,5 @@
 import type { Store } from '../store/index.js';
-import { listAll } from './list-all.js';
+import { listAll } from '../store/list-all.js';
 import { decodeNodeRecord, NODE_PREFIX, type NodeRecord } from '../model/node-record.js';
 
 /** A node record with the revision it was read at. */

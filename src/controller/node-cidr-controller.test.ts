@@ -2,7 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePrefix } from '../ip/index.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
-import { StoreUnavailableError, type Store } from '../store/index.js';
+import { openStore, StoreUnavailableError, type Store } from '../store/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { addNode } from './add-node.js';
 import { parseControllerConfig, type ControllerFlags } from './controller-config.js';
 import { deleteNode } from './delete-node.js';
@@ -195,6 +198,9 @@ test('controller retries with back-off while the store is unavailable, without d
     url: inner.url,
     get roundTrips() { return inner.roundTrips; },
     get: (k) => inner.get(k),
+    getMany: (k) => inner.getMany(k),
+    revision: () => inner.revision(),
+    watch: (p, r, o) => inner.watch(p, r, o),
     list: (p, o) => inner.list(p, o),
     txn: async (c, o) => {
       if (o.length > 0 && failures++ % 3 === 0) throw new StoreUnavailableError(inner.url, 'injected');
@@ -209,4 +215,25 @@ test('controller retries with back-off while the store is unavailable, without d
   assert.equal(s.assigned, 30);
   assert.ok(failures >= 30);
   assertDistinct(await cidrsByNode(inner));
+});
+
+test('a running controller on SQLite serves a node another connection adds, by its watch (no resync due)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podipam-ctl-watch-'));
+  const url = `sqlite:${join(dir, 'store.db')}`;
+  const mine = await openStore(url);
+  const theirs = await openStore(url);
+  const { c, log } = controller(mine, { clusterCidr: '10.5.0.0/16', nodeMaskSize: '24' }, { resyncIntervalMs: 3_600_000, pollIntervalMs: 3_600_000 });
+  try {
+    await c.start();
+    await addNode(theirs, { name: 'late' });
+    await waitFor('the node to get a CIDR', async () => (await cidrsByNode(theirs)).get('late')?.length === 1, 20_000);
+    assert.ok(log.some((l) => l.startsWith('assigned node=late')), log.join('\n'));
+    await deleteNode(theirs, 'late');
+    await waitFor('the CIDR to be released', async () => log.some((l) => l.startsWith('released node=late')), 20_000);
+  } finally {
+    await c.stop();
+    await mine.close();
+    await theirs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

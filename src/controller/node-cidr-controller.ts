@@ -1,10 +1,10 @@
 import { formatPrefix, type Prefix } from '../ip/index.js';
 import { crashPoint } from '../util/crash-point.js';
-import { MAX_TXN_OPS, StoreUnavailableError, type Entry, type Store } from '../store/index.js';
+import { MAX_TXN_OPS, StoreCompactedError, StoreUnavailableError, type Entry, type Store, type WatchEvent } from '../store/index.js';
 import { assignBatch, batchItemSize, type BatchItem } from './assign-batch.js';
 import type { ControllerSummary, NodeCidrControllerOptions } from './controller-options.js';
 import { CidrNotAvailableError, NodeConflictError } from './errors.js';
-import { listAll } from './list-all.js';
+import { listAll, listAllWithRevision } from '../store/list-all.js';
 import { NODE_CIDR_CLAIM_PREFIX } from './node-cidr-claim.js';
 import { NodeOccupancy } from './node-occupancy.js';
 import { Poller } from './poller.js';
@@ -22,7 +22,10 @@ const MAX_CAS_ATTEMPTS = 16;
  * The node-CIDR controller (kube-controller-manager's RangeAllocator over the datastore): gives
  * every node record in `nodes/` one pod CIDR per configured family, and frees the CIDRs of
  * nodes whose records vanish. Occupancy is rebuilt from every claim and record before any
- * allocation (so a restart never hands a CIDR out twice), then kept up by polling `nodes/`.
+ * allocation (so a restart never hands a CIDR out twice), then kept up by a watch on `nodes/`
+ * from the listing's revision (a compacted or failed watch relists and watches again); the
+ * full resync every `resyncIntervalMs` stays as the safety net. Listings and watch batches
+ * are applied one at a time, never interleaved.
  *
  * Every assignment is a transaction writing the node record at the revision read plus a claim
  * key per new CIDR that must not exist (`nodecidrs/<cidr>`): even two controllers running by
@@ -54,8 +57,15 @@ export class NodeCidrController {
   #ready = false;
   #running = false;
   #nextResync = 0;
-  /** Store revision when `nodes/` was last listed: an unchanged revision means nothing changed. */
+  /** Store revision when `nodes/` was last listed: the watch starts after it. */
   #listedAt = -1;
+  /** Listings and watch batches, applied one after the other. */
+  #serial: Promise<void> = Promise.resolve();
+  #watchAbort: AbortController | undefined;
+  #watchLoop: Promise<void> | undefined;
+  /** Nodes the watch found pending, served together after a short gather delay. */
+  readonly #gathered = new Set<string>();
+  #gatherTimer: NodeJS.Timeout | undefined;
 
   constructor(options: NodeCidrControllerOptions) {
     this.#store = options.store;
@@ -64,9 +74,9 @@ export class NodeCidrController {
     this.#onChange = options.onChange ?? (() => {});
     this.#poller = new Poller({
       intervalMs: options.pollIntervalMs ?? 250,
-      what: 'node poll',
+      what: 'node resync',
       log: this.#log,
-      tick: () => (Date.now() >= this.#nextResync || !this.#ready ? this.#resync() : this.#poll()),
+      tick: () => (Date.now() >= this.#nextResync || !this.#ready ? this.#run(() => this.#resync()) : Promise.resolve()),
     });
     this.#resyncMs = options.resyncIntervalMs ?? 30_000;
     this.#workers = options.workers ?? 8;
@@ -103,13 +113,13 @@ export class NodeCidrController {
     this.#wake();
   }
 
-  /** Asks for `name` to be looked at now (a hint from a watch; polling finds it anyway). */
+  /** Asks for `name` to be looked at now (a hint from outside; the watch finds it anyway). */
   enqueue(name: string): void {
     if (this.#ready) this.#queue.add(name);
   }
 
   /**
-   * Starts: rebuilds occupancy from the datastore, then processes nodes and polls until stop().
+   * Starts: rebuilds occupancy from the datastore, then follows `nodes/` by a watch (and resyncs periodically) until stop().
    * If the datastore is unreachable at first, keeps retrying in the background (nothing is
    * allocated before occupancy is known); other errors are thrown.
    */
@@ -126,13 +136,96 @@ export class NodeCidrController {
       this.#log(`datastore unavailable, retrying: ${e.message}`);
     }
     this.#poller.start();
+    this.#watchAbort = new AbortController();
+    this.#watchLoop = this.#watchNodes(this.#watchAbort.signal);
   }
 
-  /** Stops polling and waits for the nodes in flight. */
+  /** Stops the watch and the resyncs, and waits for the nodes in flight. */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#watchAbort?.abort();
+    await this.#watchLoop;
+    clearTimeout(this.#gatherTimer);
+    this.#gathered.clear();
     await this.#poller.stop();
+    await this.#serial;
     await this.#queue.stop();
+  }
+
+  /** Runs `fn` after every listing or batch queued before it (a failure is passed on, not kept). */
+  #run(fn: () => Promise<void>): Promise<void> {
+    const next = this.#serial.then(fn);
+    this.#serial = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Watches `nodes/` from the last listing's revision until `signal` aborts. Before the first
+   * listing succeeded (datastore down at start) it waits for the resyncs; a compacted history
+   * or a failure relists (as a resync) and watches again from there.
+   */
+  async #watchNodes(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      if (!this.#ready) {
+        await sleep(this.#poller.intervalMs, signal);
+        continue;
+      }
+      try {
+        for await (const batch of this.#store.watch(NODE_PREFIX, this.#listedAt + 1, { signal })) {
+          await this.#run(() => this.#onEvents(batch));
+          failures = 0;
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+        if (!(e instanceof StoreCompactedError)) {
+          this.#log(`node watch failed, relisting: ${(e as Error).message}`);
+          await sleep(Math.min(5000, this.#poller.intervalMs * 2 ** Math.min(failures++, 6)), signal);
+        }
+        if (signal.aborted) return;
+        try {
+          await this.#run(() => this.#resync());
+        } catch (err) {
+          this.#log(`node relist failed: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+
+  /**
+   * Changed records taken in, deleted ones forgotten (never older than what is known); the
+   * pending nodes are served after a gather delay of about a fifth of the poll interval
+   * (at most 50 ms), with jitter: nodes registering together share one batched transaction,
+   * and two controllers run by mistake do not act in lock-step.
+   */
+  async #onEvents(events: readonly WatchEvent[]): Promise<void> {
+    const pending: string[] = [];
+    for (const e of events) {
+      const name = e.key.slice(NODE_PREFIX.length);
+      const k = this.#occ.known(name);
+      if (k && k.rev >= e.modRevision) continue;
+      if (e.type === 'delete') {
+        this.#vanish(name);
+        continue;
+      }
+      const rec = this.#decode({ key: e.key, value: e.value, rev: e.modRevision });
+      if (rec && this.#observe(name, e.modRevision, rec)) pending.push(name);
+    }
+    this.#listedAt = Math.max(this.#listedAt, events[events.length - 1]?.modRevision ?? 0);
+    for (const name of pending) this.#gathered.add(name);
+    if (this.#gathered.size === 0 || this.#gatherTimer !== undefined) return;
+    const delay = Math.min(50, this.#poller.intervalMs / 5) * (0.5 + Math.random());
+    this.#gatherTimer = setTimeout(() => {
+      this.#gatherTimer = undefined;
+      if (!this.#running) return;
+      const names = [...this.#gathered];
+      this.#gathered.clear();
+      void this.#run(() => this.#serve(names)).catch((e: unknown) => {
+        // The nodes stay known as pending: the queue or the next resync serves them.
+        this.#log(`serving watched nodes failed: ${(e as Error).message}`);
+        for (const n of names) this.#queue.add(n);
+      });
+    }, delay);
   }
 
   /** Rebuilds occupancy, processes every pending node, returns when none is left (tests, benches, `--once`). */
@@ -171,21 +264,11 @@ export class NodeCidrController {
     await this.#serve(pending);
   }
 
-  async #poll(): Promise<void> {
-    // An empty txn changes nothing and returns the current revision: one cheap round trip
-    // instead of listing every record when nothing at all was written.
-    const rev0 = (await this.#store.txn([], [])).rev;
-    if (rev0 === this.#listedAt) return;
-    const [entries] = await this.#listNodes(rev0);
-    await this.#serve(this.#apply(entries, rev0));
-  }
-
-  /** The node records, and a store revision taken before listing them. */
-  async #listNodes(rev?: number): Promise<[Entry[], number]> {
-    const rev0 = rev ?? (await this.#store.txn([], [])).rev;
-    const entries = await listAll(this.#store, NODE_PREFIX);
-    this.#listedAt = rev0;
-    return [entries, rev0];
+  /** The node records, and a store revision read before listing them. */
+  async #listNodes(): Promise<[Entry[], number]> {
+    const { entries, rev } = await listAllWithRevision(this.#store, NODE_PREFIX);
+    this.#listedAt = Math.max(this.#listedAt, rev);
+    return [entries, rev];
   }
 
   /**
@@ -358,4 +441,18 @@ export class NodeCidrController {
     }
     throw new NodeConflictError(name, MAX_CAS_ATTEMPTS);
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

@@ -27,6 +27,11 @@ export class Poller {
     this.#o = options;
   }
 
+  /** The pause between ticks. */
+  get intervalMs(): number {
+    return this.#o.intervalMs;
+  }
+
   /** Schedules the first tick `intervalMs` from now. */
   start(): void {
     if (this.#running) return;

@@ -4,6 +4,7 @@ import { ClusterIpam } from '../cluster/index.js';
 import { parsePrefix } from '../ip/index.js';
 import { openStore } from '../store/index.js';
 import { listAllocations, type AllocationFilter } from './allocation-query.js';
+import { clusterOps } from './cluster-ops-impl.js';
 import { HttpError } from './http-error.js';
 
 async function setup() {
@@ -12,7 +13,7 @@ async function setup() {
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 29 });
   await ipam.createPool({ name: 'v6', cidr: 'fd00::/120', blockSize: 125 });
   for (let i = 0; i < 20; i++) await ipam.assign({ node: i % 2 ? 'odd' : 'even', handle: `net.c${i}.eth0`, auto: 'each-family' });
-  return store;
+  return clusterOps(store);
 }
 
 async function all(store: Awaited<ReturnType<typeof setup>>, f: Omit<AllocationFilter, 'after'>): Promise<string[]> {

@@ -20,7 +20,7 @@ async function setup() {
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
   let now = 0;
   const lines: string[] = [];
-  const gc = new ClusterGc({ store, ops: clusterOps(store), graceMs: 1000, log: (l) => lines.push(l), now: () => now });
+  const gc = new ClusterGc({ ops: clusterOps(store), graceMs: 1000, log: (l) => lines.push(l), now: () => now });
   return { store, ipam, gc, lines, advance: (ms: number) => (now += ms) };
 }
 

@@ -10,14 +10,11 @@
  *     all): the addresses held there by that node's pods are released by handle, then the
  *     block loses its affinity — deleted with it when empty, otherwise left orphaned for the
  *     pods of other nodes that borrowed from it (it is deleted when they release).
- * Problems of other kinds are reported, never repaired automatically.
+ * Problems of other kinds are reported, never repaired automatically. This file only keeps
+ * the schedule; each repair is a ClusterIpam method (src/cluster/gc-findings.ts) with the
+ * same bounded compare-and-swap retry loop as ADD and DEL.
  */
-import { releaseOrdinals, ordinalOf, isEmptyBlock, withAffinity } from '../alloc/block.js';
-import { decodeBlock, encodeBlock } from '../cluster/block-record.js';
-import { decodeHandle } from '../cluster/handle-record.js';
-import { affinityKey, blockKey, handleKey } from '../cluster/keys.js';
-import { formatPrefix, parseAddr, parsePrefix } from '../ip/index.js';
-import type { Op, Store } from '../store/index.js';
+import { formatPrefix } from '../ip/index.js';
 import type { CheckReport, ClusterOps, Leak, Problem } from './cluster-ops.js';
 
 export interface GcResult {
@@ -29,7 +26,6 @@ export interface GcResult {
 }
 
 export interface ClusterGcOptions {
-  readonly store: Store;
   readonly ops: ClusterOps;
   /** Where reports come from (default: ops.check(), a fresh check every run). */
   readonly check?: () => Promise<CheckReport>;
@@ -38,6 +34,7 @@ export interface ClusterGcOptions {
   readonly now?: () => number;
 }
 
+/** The schedule of the repairs; the repairs themselves (CAS loops) are ClusterIpam's. */
 export class ClusterGc {
   readonly #o: ClusterGcOptions;
   readonly #now: () => number;
@@ -69,76 +66,23 @@ export class ClusterGc {
         continue;
       }
       if ('ip' in finding) {
-        if (await this.#releaseLeak(finding)) leaksReleased++;
+        if (await this.#o.ops.releaseLeak(finding)) {
+          leaksReleased++;
+          this.#o.log(`gc: released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
+        }
       } else {
-        const r = await this.#releaseOrphanBlock(finding.key);
+        const r = await this.#o.ops.releaseNodelessBlock(finding.key);
         handlesReleased += r.handles;
-        blocksReleased += r.block ? 1 : 0;
+        blocksReleased += r.released ? 1 : 0;
+        if (r.released) {
+          this.#o.log(
+            `gc: node "${r.node}" is gone: released ${r.handles} of its pods' handle(s) and block ${r.cidr ? formatPrefix(r.cidr) : finding.key}` +
+              (r.deleted ? ' (deleted)' : ` (kept without affinity: ${r.borrowed} borrowed address(es))`),
+          );
+        }
       }
       this.#seen.delete(id);
     }
     return { leaksReleased, handlesReleased, blocksReleased, waiting };
-  }
-
-  /** Frees a leaked address if the block still gives it to the handle and the handle is still absent. */
-  async #releaseLeak(leak: Leak): Promise<boolean> {
-    const cidr = parsePrefix(leak.block);
-    const key = blockKey(cidr);
-    const e = await this.#o.store.get(key);
-    if (!e) return false;
-    const block = decodeBlock(e);
-    const o = ordinalOf(cidr, parseAddr(leak.ip));
-    if (block.allocations.get(o) !== leak.handle) return false;
-    const next = releaseOrdinals(block, [o]).block;
-    const ops: Op[] =
-      isEmptyBlock(next) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
-    const r = await this.#o.store.txn(
-      [
-        { key, rev: e.rev },
-        { key: handleKey(leak.handle), rev: 0 },
-      ],
-      ops,
-    );
-    if (r.succeeded) this.#o.log(`gc: released leaked address ${leak.ip} of missing handle "${leak.handle}" (block ${leak.block})`);
-    return r.succeeded;
-  }
-
-  /** Releases what a deleted node's pods hold in its block, then the block's affinity. */
-  async #releaseOrphanBlock(key: string): Promise<{ handles: number; block: boolean }> {
-    const first = await this.#o.store.get(key);
-    if (!first) return { handles: 0, block: false };
-    const node = decodeBlock(first).affinity;
-    if (node === null) return { handles: 0, block: false };
-    let handles = 0;
-    for (const h of new Set(decodeBlock(first).allocations.values())) {
-      const he = await this.#o.store.get(handleKey(h));
-      if (he && decodeHandle(he).node === node) {
-        await this.#o.ops.releaseHandle(h);
-        handles++;
-      }
-    }
-    // The releases may have deleted the block already (empty, no affinity needed by anyone).
-    const e = await this.#o.store.get(key);
-    if (!e) return { handles, block: true };
-    const block = decodeBlock(e);
-    if (block.affinity !== node) return { handles, block: false };
-    const ak = affinityKey(node, block.cidr);
-    const ae = await this.#o.store.get(ak);
-    const ops: Op[] = isEmptyBlock(block) ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
-    if (ae) ops.push({ type: 'delete', key: ak });
-    const r = await this.#o.store.txn(
-      [
-        { key, rev: e.rev },
-        { key: ak, rev: ae?.rev ?? 0 },
-      ],
-      ops,
-    );
-    if (r.succeeded) {
-      this.#o.log(
-        `gc: node "${node}" is gone: released ${handles} of its pods' handle(s) and block ${formatPrefix(block.cidr)}` +
-          (isEmptyBlock(block) ? ' (deleted)' : ` (kept without affinity: ${block.allocations.size} borrowed address(es))`),
-      );
-    }
-    return { handles, block: r.succeeded };
   }
 }

@@ -39,5 +39,11 @@ export function clusterOps(store: Store): ClusterOps {
     check(): Promise<CheckReport> {
       return ipam.check();
     },
+    releaseLeak: (leak) => ipam.releaseLeak(leak),
+    releaseNodelessBlock: (key) => ipam.releaseNodelessBlock(key),
+    utilisation: () => ipam.utilisation({ skipCorrupt: true }),
+    listAllocations: (filter) => ipam.listAllocations(filter),
+    blockAllocations: (cidr) => ipam.blockAllocations(cidr),
+    probe: () => ipam.probe(),
   };
 }

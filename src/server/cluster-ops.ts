@@ -3,9 +3,10 @@
  * behind one small interface so the routes do not depend on the service's internals. The
  * implementation (`clusterOps`) calls the same functions the CNI plugin's cluster mode calls.
  */
-import type { CheckReport } from '../cluster/check.js';
+import type { AllocationFilter, AllocationPage, BlockAllocations, CheckReport, Leak, NodelessBlockRelease, Utilisation } from '../cluster/index.js';
+import type { Prefix } from '../ip/index.js';
 
-export type { CheckReport, Leak, Problem } from '../cluster/check.js';
+export type { CheckReport, Leak, Problem } from '../cluster/index.js';
 
 export interface PoolInput {
   readonly name: string;
@@ -54,4 +55,16 @@ export interface ClusterOps {
   /** Releases one address; the handle that held it, or undefined when it was free. */
   releaseIp(ip: string): Promise<string | undefined>;
   check(): Promise<CheckReport>;
+  /** Frees a leaked address found by check, with a CAS retry loop; false when it is no longer a leak. */
+  releaseLeak(leak: Leak): Promise<boolean>;
+  /** Releases a block whose node is gone (check's block-node-missing `key`), with its pods' handles. */
+  releaseNodelessBlock(key: string): Promise<NodelessBlockRelease>;
+  /** The one utilisation computation (records that do not decode left out: check reports them). */
+  utilisation(): Promise<Utilisation>;
+  /** A page of allocations; InvalidCursorError for a bad cursor. */
+  listAllocations(filter: AllocationFilter): Promise<AllocationPage>;
+  /** One block's allocations, undefined when it does not exist. */
+  blockAllocations(cidr: Prefix): Promise<BlockAllocations | undefined>;
+  /** One small read: throws what the store throws when it cannot answer. */
+  probe(): Promise<void>;
 }

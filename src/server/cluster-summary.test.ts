@@ -48,3 +48,30 @@ test('summary cache: shares a pass within the TTL and reads afresh after invalid
   cache.invalidate();
   assert.equal((await cache.get()).totals.allocated, 44);
 });
+
+test('summary cache following the store: a quiet store is not read again past the TTL; a write is seen without invalidate', async () => {
+  const { store, ipam } = await seeded();
+  const cache = new SummaryCache(store, 1);
+  const stop = cache.follow();
+  try {
+    for (let i = 0; i < 2000 && !cache.following; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(cache.following, 'the watch started');
+    cache.invalidate();
+    const t0 = Date.now();
+    const quiet = await cache.get(); // a pass that began while the watch runs
+    // past the TTL (1 ms) and past five times the pass, which would also allow reuse
+    await new Promise((r) => setTimeout(r, Math.max(50, 6 * (Date.now() - t0))));
+    const trips = store.roundTrips;
+    assert.equal(await cache.get(), quiet, 'reused past the TTL');
+    assert.equal(store.roundTrips, trips, 'no read of a quiet store');
+    await ipam.assign({ node: 'node-a', handle: 'net.late.eth0', auto: { 4: 1 } });
+    let seen = 0;
+    for (let i = 0; i < 500 && seen !== 44; i++) {
+      seen = (await cache.get()).totals.allocated;
+      if (seen !== 44) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(seen, 44, 'the write shows without invalidate');
+  } finally {
+    await stop();
+  }
+});

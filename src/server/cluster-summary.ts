@@ -1,22 +1,19 @@
 /**
  * Server-side aggregation of the cluster store for the dashboard, the API and the metrics:
  * per pool and per block counts, per node block and address counts — never one row per
- * address. One pass over `pools/`, `blocks/`, `nodes/` and the agents' pod records (paged
- * lists), reading each block's JSON only for its CIDR, affinity, number of allocations and
- * which of them are idle in a warm pool (warm-usage.ts). On a 150,000-pod store that is
- * a few thousand block records; `SummaryCache` shares one pass between every caller for
- * `ttlMs`, so many open dashboards and a Prometheus scrape cost one read.
+ * address. The counts are ClusterIpam's one utilisation computation (exact, bigint; the same
+ * `podipam ipam show` prints), joined here with the controller's node records and, for nodes whose agent keeps a warm pool,
+ * idle vs in use (warm-usage.ts, from the agents' pod records). On a
+ * 150,000-pod store that is a few thousand block records; `SummaryCache` shares one pass
+ * between every caller, so many open dashboards and a Prometheus scrape cost one read.
  */
-import { usableCount } from '../alloc/block-addressing.js';
-import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
-import { BLOCK_PREFIX, POOL_PREFIX, parseBlockKey } from '../cluster/keys.js';
-import { decodePool, type Pool } from '../cluster/pool-record.js';
-import { listAll } from '../controller/list-all.js';
-import { decodeNodeRecord, NODE_PREFIX } from '../model/node-record.js';
-import { type Prefix, formatPrefix, prefixContainsPrefix } from '../ip/index.js';
+import { ClusterIpam } from '../cluster/index.js';
+import { listNodes } from '../controller/list-nodes.js';
+import { type Prefix, formatPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { POD_RECORD_PREFIX } from '../agent/warm-handle.js';
-import { idleInBlock, podAddresses } from './warm-usage.js';
+import { isIdleAllocation, podAddresses } from './warm-usage.js';
+import { listAll } from '../store/list-all.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -78,81 +75,47 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const [poolEntries, blockEntries, nodeEntries, podEntries] = await Promise.all([listAll(store, POOL_PREFIX), listAll(store, BLOCK_PREFIX), listAll(store, NODE_PREFIX), listAll(store, POD_RECORD_PREFIX)]);
-  const inUseByAgents = podAddresses(podEntries);
-  const pools: Pool[] = [];
-  for (const e of poolEntries) {
-    try {
-      pools.push(decodePool(e));
-    } catch {
-      /* reported by ipam check */
-    }
-  }
-  const blocks: BlockSummary[] = [];
-  const perPool = new Map<string, { allocated: number; blocks: number }>(pools.map((p) => [p.name, { allocated: 0, blocks: 0 }]));
-  for (const e of blockEntries) {
-    const prefix = parseBlockKey(e.key);
-    if (!prefix) continue;
-    let node: string | null = null;
-    let allocated = 0;
-    let idle = 0;
-    try {
-      const o = JSON.parse(e.value) as { affinity?: unknown; allocations?: unknown };
-      node = typeof o.affinity === 'string' ? o.affinity : null;
-      allocated = o.allocations && typeof o.allocations === 'object' ? Object.keys(o.allocations).length : 0;
-      idle = o.allocations && typeof o.allocations === 'object' ? idleInBlock(prefix, o.allocations, inUseByAgents) : 0;
-    } catch {
-      continue;
-    }
-    const pool = pools.find((p) => p.cidr.family === prefix.family && prefixContainsPrefix(p.cidr, prefix));
-    if (pool) {
-      const c = perPool.get(pool.name) as { allocated: number; blocks: number };
-      c.allocated += allocated;
-      c.blocks += 1;
-    }
-    const capacity = Number(usableCount(prefix));
-    blocks.push({ cidr: formatPrefix(prefix), prefix, node, allocated, idle, capacity, pool: pool?.name ?? null });
-  }
+  const podEntries = await listAll(store, POD_RECORD_PREFIX);
+  const isIdle = isIdleAllocation(podAddresses(podEntries));
+  const [u, records] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle }), listNodes(store)]);
+  const blocks: BlockSummary[] = u.blocks.map((b) => ({
+    cidr: formatPrefix(b.cidr),
+    prefix: b.cidr,
+    node: b.node,
+    allocated: Number(b.allocated),
+    idle: Number(b.idle),
+    capacity: Number(b.capacity),
+    pool: b.pool,
+  }));
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
 
   const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; blocks: number; allocated: number; idle: number }>();
-  for (const e of nodeEntries) {
-    try {
-      const r = decodeNodeRecord(e.key, e.value);
-      nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0, idle: 0 });
-    } catch {
-      /* skipped, as listNodes does */
-    }
+  for (const { record: r } of records) {
+    nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0, idle: 0 });
   }
-  for (const b of blocks) {
-    if (b.node === null) continue;
-    let n = nodes.get(b.node);
-    if (!n) {
-      n = { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0, idle: 0 };
-      nodes.set(b.node, n);
-    }
-    n.blocks += 1;
-    n.allocated += b.allocated;
-    n.idle += b.idle;
+  for (const n of u.nodes) {
+    const known = nodes.get(n.node);
+    const row = known ?? { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0, idle: 0 };
+    row.blocks = n.blocks;
+    row.allocated = Number(n.allocated);
+    row.idle = Number(n.idle);
+    nodes.set(n.node, row);
   }
 
-  const poolSummaries: PoolSummary[] = pools.map((p) => {
-    const c = perPool.get(p.name) as { allocated: number; blocks: number };
-    return {
-      name: p.name,
-      cidr: formatPrefix(p.cidr),
-      family: p.cidr.family,
-      blockSize: p.blockSize,
-      nodeSelector: p.nodeSelector.text,
-      disabled: p.disabled,
-      deleting: p.deleting,
-      capacity: poolUsableCount(p.cidr, p.blockSize),
-      allocated: c.allocated,
-      blocks: c.blocks,
-      blockSlots: blockCount(p.cidr, p.blockSize),
-      blockCapacity: Number(usableCount(blockAt(p.cidr, p.blockSize, 0n))),
-    };
-  });
+  const poolSummaries: PoolSummary[] = u.pools.map((p) => ({
+    name: p.pool.name,
+    cidr: formatPrefix(p.pool.cidr),
+    family: p.pool.cidr.family,
+    blockSize: p.pool.blockSize,
+    nodeSelector: p.pool.nodeSelector.text,
+    disabled: p.pool.disabled,
+    deleting: p.pool.deleting,
+    capacity: p.capacity,
+    allocated: Number(p.allocated),
+    blocks: p.blocks,
+    blockSlots: p.blockSlots,
+    blockCapacity: Number(p.blockCapacity),
+  }));
   const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle }));
   return {
     generatedAt: new Date().toISOString(),
@@ -163,17 +126,23 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
       pools: poolSummaries.length,
       nodes: nodeSummaries.length,
       blocks: blocks.length,
-      allocated: poolSummaries.reduce((s, p) => s + p.allocated, 0),
-      capacity: poolSummaries.reduce((s, p) => s + p.capacity, 0n),
+      allocated: Number(u.totals.allocated),
+      capacity: u.totals.capacity,
     },
   };
 }
+
+/** How long a summary is trusted without a change seen by the watch, as a safety net. */
+const QUIET_MAX_AGE_MS = 60_000;
 
 /**
  * Shares one `summarize` pass between callers: a result younger than `ttlMs` — or than five
  * times the last pass took, on a store so big that a pass is slow — is reused, and callers
  * arriving while a pass runs wait for that pass. `invalidate()` (after a write made
  * through the API) makes the next call read afresh, so a client sees its own writes.
+ * With `follow()` running, a watch on the store replaces the polling of an idle store: a
+ * summary is reused past `ttlMs` for as long as the watch has seen no write since its pass
+ * began (up to a minute), so open dashboards on a quiet cluster cost no reads at all.
  */
 export class SummaryCache {
   readonly #store: Store;
@@ -183,6 +152,10 @@ export class SummaryCache {
   #inFlight: Promise<ClusterSummary> | undefined;
   #generation = 0;
   #lastTookMs = 0;
+  /** Writes the watch has seen; the count when the cached pass began. */
+  #changes = 0;
+  #valueChanges = -1;
+  #following = false;
 
   constructor(store: Store, ttlMs = 1000) {
     this.#store = store;
@@ -190,9 +163,12 @@ export class SummaryCache {
   }
 
   get(): Promise<ClusterSummary> {
-    if (this.#value && Date.now() - this.#at < Math.max(this.#ttlMs, 5 * this.#lastTookMs)) return Promise.resolve(this.#value);
+    const age = Date.now() - this.#at;
+    const quiet = this.#following && this.#valueChanges === this.#changes && age < QUIET_MAX_AGE_MS;
+    if (this.#value && (quiet || age < Math.max(this.#ttlMs, 5 * this.#lastTookMs))) return Promise.resolve(this.#value);
     if (this.#inFlight) return this.#inFlight;
     const gen = this.#generation;
+    const changes = this.#changes;
     const started = Date.now();
     const p = summarize(this.#store).then(
       (v) => {
@@ -200,6 +176,7 @@ export class SummaryCache {
         if (gen === this.#generation) {
           this.#value = v;
           this.#at = started;
+          this.#valueChanges = changes;
         }
         this.#inFlight = undefined;
         return v;
@@ -213,9 +190,58 @@ export class SummaryCache {
     return p;
   }
 
+  /** True while follow()'s watch is running (a quiet store's summary is then reused). */
+  get following(): boolean {
+    return this.#following;
+  }
+
   invalidate(): void {
     this.#generation++;
     this.#value = undefined;
     this.#inFlight = undefined;
+  }
+
+  /**
+   * Watches the store (every key: pools, blocks, nodes and handles all feed the summary)
+   * until the returned stop is called. A failed watch (compacted history, store down) drops
+   * back to the TTL and watches again from the current revision after a pause.
+   */
+  follow(log: (line: string) => void = () => {}): () => Promise<void> {
+    const ac = new AbortController();
+    const loop = (async () => {
+      let lastError = '';
+      while (!ac.signal.aborted) {
+        try {
+          const from = (await this.#store.revision()) + 1;
+          this.#changes++; // whatever happened before the watch began counts as a change
+          this.#following = true;
+          if (lastError) log('summary watch resumed');
+          lastError = '';
+          for await (const batch of this.#store.watch('', from, { signal: ac.signal })) {
+            if (batch.length > 0) this.#changes++;
+          }
+          break; // aborted, or the store closed
+        } catch (e) {
+          if (ac.signal.aborted) break;
+          const message = (e as Error).message;
+          // once per distinct failure, not at every retry of an outage
+          if (message !== lastError) log(`summary watch failed, using the TTL meanwhile: ${message}`);
+          lastError = message;
+        }
+        this.#following = false;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          ac.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          }, { once: true });
+        });
+      }
+      this.#following = false;
+    })();
+    return async () => {
+      ac.abort();
+      await loop;
+    };
   }
 }

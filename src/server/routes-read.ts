@@ -3,11 +3,10 @@
  * nodes, paged allocations and the check report. Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
-import { usableCount } from '../alloc/block-addressing.js';
-import { HANDLE_PREFIX } from '../cluster/keys.js';
+import { ClusterIpam } from '../cluster/index.js';
 import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
-import { listAllocations, readBlock, blockRows } from './allocation-query.js';
+import { listAllocations } from './allocation-query.js';
 import type { BlockSummary, PoolSummary } from './cluster-summary.js';
 import { badField, notFound } from './http-error.js';
 import type { HandlerSpec } from './http-server.js';
@@ -58,15 +57,15 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   r.add('GET', '/api/v1/blocks/:cidr', {
     run: async (c) => {
       const cidr = parseCidrParam(c.params.cidr as string, 'cidr');
-      const block = await readBlock(d.store, cidr);
+      const block = await d.ops.blockAllocations(cidr);
       if (!block) throw notFound(`block ${formatPrefix(cidr)} does not exist`);
       const pool = (await d.summary.get()).pools.find((p) => p.family === cidr.family && prefixContainsPrefix(parsePrefix(p.cidr), cidr));
-      const allocations = blockRows(block);
+      const allocations = block.allocations;
       return {
         cidr: formatPrefix(cidr),
         pool: pool?.name ?? null,
-        node: block.affinity,
-        capacity: Number(usableCount(cidr)),
+        node: block.node,
+        capacity: Number(block.capacity),
         allocated: allocations.length,
         allocations: allocations.map((a) => ({ ip: a.ip, handle: a.handle })),
       };
@@ -99,7 +98,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       const pool = c.query.get('pool') ?? undefined;
       let poolPrefix: Prefix | undefined;
       if (pool !== undefined) poolPrefix = parsePrefix(findPool((await d.summary.get()).pools, poolName(pool, 'pool')).cidr);
-      return listAllocations(d.store, {
+      return listAllocations(d.ops, {
         pool: poolPrefix,
         node: c.query.get('node') ?? undefined,
         handle: c.query.get('handle') ?? undefined,
@@ -114,7 +113,10 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       // ?maxAge=SECONDS (default 10) bounds how old a shared report may be; 0 asks for a fresh one.
       const report = await d.checks.get(queryInt(c.query, 'maxAge', 10, 0, 3600) * 1000);
       // A problem about a handle record names the handle, so a client can release it by handle.
-      const problems = report.problems.map((p) => (p.key.startsWith(HANDLE_PREFIX) ? { ...p, handle: p.key.slice(HANDLE_PREFIX.length) } : p));
+      const problems = report.problems.map((p) => {
+        const handle = ClusterIpam.handleOfKey(p.key);
+        return handle === undefined ? p : { ...p, handle };
+      });
       return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems };
     },
   });

@@ -7,7 +7,6 @@
  * on every load (`no-cache` + ETag, 304 when unchanged); its assets carry a content hash in
  * their names (/assets/app-HASH.js, /assets/style-HASH.css), so they are `immutable`.
  */
-import { CONFIG_KEY } from '../cluster/keys.js';
 import type { ApiDeps } from './api-deps.js';
 import { authRequired } from './auth.js';
 import { DatastoreProbe } from './datastore-probe.js';
@@ -76,7 +75,7 @@ export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps, dashboard: D
   });
 
   // Bounded: answers within ~50 ms whatever the datastore does (see DatastoreProbe).
-  const probe = new DatastoreProbe(() => d.store.get(CONFIG_KEY));
+  const probe = new DatastoreProbe(() => d.ops.probe());
   r.add('GET', '/healthz', {
     access: 'public',
     run: async () => {

@@ -74,6 +74,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     const ops = clusterOps(store);
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
+    stops.push(summary.follow((line) => cfg.log(line)));
     // A check reads every record: off the event loop in a worker with its own connection,
     // except on a memory store (in this process only, and small).
     let checkRun = (): Promise<CheckReport> => ops.check();
@@ -95,7 +96,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       controller = new NodeCidrController({
         store,
         config: cfg.controller,
-        pollIntervalMs: 500,
+        pollIntervalMs: 500, // resync checks: node changes arrive by its watch
         log: (line) => cfg.log(`controller: ${line}`),
         onChange: () => summary.invalidate(),
       });
@@ -108,7 +109,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     if (cfg.gc) {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
       const intervalMs = cfg.gc.intervalMs;
-      const gc = new ClusterGc({ store, ops, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: cfg.log });
+      const gc = new ClusterGc({ ops, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: cfg.log });
       gcTicker = new Ticker('gc', cfg.gc.intervalMs, async () => {
         try {
           const r = await gc.runOnce();

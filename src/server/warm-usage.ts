@@ -8,7 +8,7 @@
  */
 import { addrOfOrdinal } from '../alloc/block.js';
 import { podRecordNode, warmHandleNode } from '../agent/warm-handle.js';
-import { formatAddr, type Prefix } from '../ip/index.js';
+import { type Addr, formatAddr, type Prefix } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
 
 /** The addresses named by the agents' pod records, by node. */
@@ -34,23 +34,30 @@ export function podAddresses(entries: readonly Entry[]): PodAddresses {
   return out;
 }
 
+/** The `isIdle` of ClusterIpam.utilisation: a warm handle of node N holds it and no pod record of N names it. */
+export function isIdleAllocation(inUse: PodAddresses): (handle: string, addr: Addr) => boolean {
+  return (handle, addr) => {
+    const node = warmHandleNode(handle);
+    return node !== undefined && !inUse.get(node)?.has(formatAddr(addr));
+  };
+}
+
 /**
  * Of one block's allocations (the stored `{"<ordinal>": "<handle>"}` object), how many are idle
  * warm addresses. Ordinals that are not integers within the block are skipped (ipam check reports them).
  */
 export function idleInBlock(prefix: Prefix, allocations: object, inUse: PodAddresses): number {
+  const isIdle = isIdleAllocation(inUse);
   let idle = 0;
   for (const [ord, handle] of Object.entries(allocations)) {
     if (typeof handle !== 'string') continue;
-    const node = warmHandleNode(handle);
-    if (node === undefined) continue;
-    let addr: string;
+    let addr: Addr;
     try {
-      addr = formatAddr(addrOfOrdinal(prefix, Number(ord)));
+      addr = addrOfOrdinal(prefix, Number(ord));
     } catch {
       continue;
     }
-    if (!inUse.get(node)?.has(addr)) idle++;
+    if (isIdle(handle, addr)) idle++;
   }
   return idle;
 }

@@ -74,3 +74,19 @@ function checkWellFormed(s: string, what: string): void {
     throw new TypeError(`Cannot use the datastore as '${what}' must be well-formed Unicode: it holds a lone surrogate`);
   }
 }
+
+/** Every key of a getMany checked as a key; an array. */
+export function checkKeys(keys: readonly string[]): void {
+  if (!Array.isArray(keys)) {
+    throw new TypeError(`Cannot read the datastore as 'keys' must be an array: current value is ${String(keys)}`);
+  }
+  for (const key of keys) checkKey(key);
+}
+
+/** A watch prefix as a list prefix; `fromRevision` a positive integer. */
+export function checkWatch(prefix: string, fromRevision: number): void {
+  checkPrefix(prefix);
+  if (!Number.isSafeInteger(fromRevision) || fromRevision < 1) {
+    throw new RangeError(`Cannot watch the datastore as 'fromRevision' must be a positive integer: current value is ${fromRevision}`);
+  }
+}

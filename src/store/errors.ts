@@ -15,13 +15,25 @@ export class StoreUnavailableError extends Error {
 
 /** The engine answered with something podipam cannot use (corrupt data, refused request). */
 export class StoreError extends Error {
-  override readonly name = 'StoreError';
+  override readonly name: string = 'StoreError';
   /** The store's URL, password hidden. */
   readonly url: string;
   constructor(url: string, message: string) {
     const shown = redactStoreUrl(url);
     super(`datastore ${shown}: ${message}`);
     this.url = shown;
+  }
+}
+
+/**
+ * A watch asked for revisions the store no longer keeps (etcd compacted them; the change log
+ * of SQLite and memory was trimmed). `oldest` is the first revision a watch may start from;
+ * the caller relists and watches from the listing's revision.
+ */
+export class StoreCompactedError extends StoreError {
+  override readonly name = 'StoreCompactedError';
+  constructor(url: string, readonly fromRevision: number, readonly oldest: number) {
+    super(url, `cannot watch from revision ${fromRevision}: history before revision ${oldest} is compacted (relist, then watch from the listing's revision)`);
   }
 }
 

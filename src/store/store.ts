@@ -42,12 +42,35 @@ export interface ListOptions {
   readonly after?: string;
 }
 
+/** One change a watch reports. */
+export interface WatchEvent {
+  readonly type: 'put' | 'delete';
+  readonly key: string;
+  /** The value written by a put; '' for a delete. */
+  readonly value: string;
+  /** The revision of the write (for a delete, the revision that deleted the key). */
+  readonly modRevision: number;
+}
+
+export interface WatchOptions {
+  /** Aborting it ends the watch: the iteration returns (no error). */
+  readonly signal?: AbortSignal;
+}
+
 export interface Store {
   /** The URL the store was opened with (for messages). */
   readonly url: string;
   /** Round trips made to the backing engine since open: what the benchmarks count. */
   readonly roundTrips: number;
   get(key: string): Promise<Entry | undefined>;
+  /**
+   * The current entries of `keys` (undefined where absent), in the order of `keys`, read as
+   * one snapshot: a read, which takes no write lock and proposes nothing. Duplicates allowed.
+   * One round trip per MAX_TXN_OPS keys on etcd, one on the other back ends.
+   */
+  getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
+  /** The store's current revision (that of its last write; 0 for a new store), a read. */
+  revision(): Promise<number>;
   /** Every entry whose key starts with `prefix`, in key order. */
   list(prefix: string, options?: ListOptions): Promise<Entry[]>;
   /**
@@ -57,5 +80,17 @@ export interface Store {
    * write landed, so racing callers re-read before retrying.
    */
   txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult>;
+  /**
+   * Every change to keys starting with `prefix` at revision `fromRevision` or later, in
+   * revision order (within one revision, in the txn's op order), each exactly once, as
+   * batches of whole revisions. `fromRevision` ≥ 1; watch from `revision() + 1` (or a
+   * listing's `rev + 1`, see listAll) to see what follows a read. Ends (returns) when the
+   * signal aborts or the store is closed. When the history from `fromRevision` is gone
+   * (etcd compaction, the bounded change log of SQLite and memory) it throws
+   * StoreCompactedError, at once or later if the watch falls that far behind: relist and
+   * watch again from the listing's revision. Transient outages are ridden out (etcd:
+   * reconnect to any member from the last revision seen), not reported.
+   */
+  watch(prefix: string, fromRevision: number, options?: WatchOptions): AsyncIterable<WatchEvent[]>;
   close(): Promise<void>;
 }

@@ -56,6 +56,9 @@ export function crashAfter(store: Store, k: number, landed: boolean): Store {
       return store.roundTrips;
     },
     get: (key) => gate(() => store.get(key)),
+    getMany: (keys) => gate(() => store.getMany(keys)),
+    revision: () => gate(() => store.revision()),
+    watch: (prefix, from, o) => store.watch(prefix, from, o),
     list: (prefix, o) => gate(() => store.list(prefix, o)),
     txn: (c, o) => gate(() => store.txn(c, o)),
     close: async () => undefined,

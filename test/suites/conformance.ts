@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { MAX_TXN_OPS } from '../../src/store/check-input.js';
 import { StoreError } from '../../src/store/errors.js';
-import type { Entry, Store, TxnResult } from '../../src/store/store.js';
+import { listAll, listAllWithRevision } from '../../src/store/list-all.js';
+import type { Entry, Store, TxnResult, WatchEvent } from '../../src/store/store.js';
 
 /** Sizes the suite uses; slower back ends may ask for less work. */
 export interface ConformanceOptions {
@@ -19,6 +20,40 @@ export interface ConformanceOptions {
   readonly incrementsPerWorker?: number;
   /** Characters in the large-value test (default 1,000,000; etcd's request limit is 1.5 MiB). */
   readonly bigValueChars?: number;
+  /**
+   * Another store on the same data as `store`, through its own connection (default: `open()`
+   * again, right for back ends whose stores all share one data set, as etcd's do).
+   */
+  readonly peer?: (store: Store) => Promise<Store>;
+}
+
+/** How long a watch test waits for events it expects: generous, the machine may be loaded. */
+const WATCH_WAIT_MS = 20_000;
+
+/**
+ * Reads `watch` until `n` events arrived (failing after WATCH_WAIT_MS with what came), then
+ * stops it; returns the events and the batches they came in.
+ */
+export async function takeEvents(watch: AsyncIterable<WatchEvent[]>, n: number): Promise<{ events: WatchEvent[]; batches: WatchEvent[][] }> {
+  const events: WatchEvent[] = [];
+  const batches: WatchEvent[][] = [];
+  const it = watch[Symbol.asyncIterator]();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`only ${events.length} of ${n} watch events within ${WATCH_WAIT_MS} ms: ${JSON.stringify(events)}`)), WATCH_WAIT_MS);
+  });
+  try {
+    while (events.length < n) {
+      const r = await Promise.race([it.next(), timeout]);
+      if (r.done) throw new Error(`the watch ended after ${events.length} of ${n} events: ${JSON.stringify(events)}`);
+      batches.push(r.value);
+      events.push(...r.value);
+    }
+  } finally {
+    clearTimeout(timer);
+    await it.return?.();
+  }
+  return { events, batches };
 }
 
 /** Defines `describe(name)` with the conformance tests, each on a store from `open()`. */
@@ -26,6 +61,7 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
   const workers = options.workers ?? 8;
   const increments = options.incrementsPerWorker ?? 50;
   const bigValueChars = options.bigValueChars ?? 1_000_000;
+  const peer = options.peer ?? (() => open());
 
   /** Runs `body` on a fresh store and a fresh key prefix, closing the store afterwards. */
   const withStore = (body: (store: Store, p: string) => Promise<void>) => async () => {
@@ -250,6 +286,155 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       await s.txn([{ key: `${p}a`, rev: 0 }], [{ type: 'put', key: `${p}a`, value: '' }]);
       await s.txn([{ key: `${p}a`, rev: 0 }], []);
       assert.equal(s.roundTrips, before + 4);
+    }));
+
+    it('getMany reads keys in the order asked, undefined where absent, duplicates allowed', withStore(async (s, p) => {
+      const r = await s.txn([], [{ type: 'put', key: `${p}a`, value: '1' }, { type: 'put', key: `${p}b`, value: '2' }]);
+      assert.deepEqual(await s.getMany([`${p}b`, `${p}none`, `${p}a`, `${p}b`]), [
+        { key: `${p}b`, value: '2', rev: r.rev },
+        undefined,
+        { key: `${p}a`, value: '1', rev: r.rev },
+        { key: `${p}b`, value: '2', rev: r.rev },
+      ]);
+      assert.deepEqual(await s.getMany([]), []);
+      const before = s.roundTrips;
+      await s.getMany(Array.from({ length: MAX_TXN_OPS }, (_, i) => `${p}k${i}`));
+      assert.equal(s.roundTrips, before + 1, `one round trip for ${MAX_TXN_OPS} keys`);
+      const trips = s.roundTrips;
+      await assert.rejects(s.getMany([`${p}a`, '']), TypeError);
+      assert.equal(s.roundTrips, trips);
+    }));
+
+    it('getMany reads more keys than one txn may carry, all of them, and changes nothing', withStore(async (s, p) => {
+      const n = MAX_TXN_OPS * 2 + 7;
+      const keys = Array.from({ length: n }, (_, i) => `${p}${String(i).padStart(4, '0')}`);
+      for (let i = 0; i < n; i += MAX_TXN_OPS) {
+        await s.txn([], keys.slice(i, i + MAX_TXN_OPS).filter((_, j) => (i + j) % 3 !== 0).map((key) => ({ type: 'put' as const, key, value: key })));
+      }
+      const rev = await s.revision();
+      const got = await s.getMany(keys);
+      assert.equal(got.length, n);
+      got.forEach((e, i) => assert.equal(e?.value, i % 3 === 0 ? undefined : keys[i], `key ${i}`));
+      assert.equal(await s.revision(), rev, 'a read moves no revision');
+    }));
+
+    it('revision is the last write\'s and moves only with writes', withStore(async (s, p) => {
+      const r = await put(s, `${p}r`, 'v');
+      assert.equal(await s.revision(), r);
+      await s.get(`${p}r`);
+      await s.txn([{ key: `${p}r`, rev: 0 }], [{ type: 'put', key: `${p}r`, value: 'no' }]);
+      assert.equal(await s.revision(), r);
+    }));
+
+    it('listAll pages a prefix and gives a revision to watch after it from', withStore(async (s, p) => {
+      const keys = Array.from({ length: 25 }, (_, i) => `${p}${String(i).padStart(2, '0')}`);
+      await s.txn([], keys.map((key) => ({ type: 'put' as const, key, value: key })));
+      await put(s, `${p.slice(0, -1)}0/outside`, 'x');
+      const rev = await s.revision();
+      assert.deepEqual((await listAll(s, p, 4)).map((e) => e.key), keys);
+      assert.deepEqual((await listAll(s, p, 5)).map((e) => e.key), keys, 'a last page that is full');
+      const listing = await listAllWithRevision(s, p, 4);
+      assert.deepEqual(listing.entries.map((e) => e.key), keys);
+      assert.equal(listing.rev, rev);
+    }));
+
+    it('watch reports puts and deletes in order, a txn as one batch, each once, with the value and revision', withStore(async (s, p) => {
+      const from = (await s.revision()) + 1;
+      const watch = s.watch(p, from);
+      const r1 = await put(s, `${p}a`, 'one');
+      const r2 = (await s.txn([], [{ type: 'put', key: `${p}b`, value: 'two' }, { type: 'delete', key: `${p}a` }, { type: 'delete', key: `${p}absent` }])).rev;
+      const r3 = await put(s, `${p}b`, 'three');
+      const { events, batches } = await takeEvents(watch, 4);
+      assert.deepEqual(events, [
+        { type: 'put', key: `${p}a`, value: 'one', modRevision: r1 },
+        { type: 'put', key: `${p}b`, value: 'two', modRevision: r2 },
+        { type: 'delete', key: `${p}a`, value: '', modRevision: r2 },
+        { type: 'put', key: `${p}b`, value: 'three', modRevision: r3 },
+      ]);
+      assert.deepEqual(batches.map((b) => b.map((e) => e.modRevision)), [[r1], [r2, r2], [r3]]);
+    }));
+
+    it('watch from a past revision replays the history since then, then goes on live', withStore(async (s, p) => {
+      const r1 = await put(s, `${p}x`, '1');
+      const r2 = await put(s, `${p}x`, '2');
+      await put(s, `${p}y`, '3');
+      const watch = s.watch(p, r2);
+      const later = put(s, `${p}x`, '4');
+      const { events } = await takeEvents(watch, 3);
+      assert.deepEqual(events.map((e) => [e.key, e.value]), [[`${p}x`, '2'], [`${p}y`, '3'], [`${p}x`, '4']]);
+      assert.ok(events.every((e) => e.modRevision > r1));
+      assert.equal(events[2]?.modRevision, await later);
+    }));
+
+    it('watch sees only its prefix (a plain string prefix)', withStore(async (s, p) => {
+      const from = (await s.revision()) + 1;
+      const watch = s.watch(`${p}pools/a`, from);
+      for (const k of ['pools/b', 'pools/a', 'pool', 'pools/ab', 'x/pools/a', 'pools/a/1']) await put(s, p + k, k);
+      const { events } = await takeEvents(watch, 3);
+      assert.deepEqual(events.map((e) => e.value), ['pools/a', 'pools/ab', 'pools/a/1']);
+    }));
+
+    it('watch sees the writes of another connection to the same data', withStore(async (s, p) => {
+      const other = await peer(s);
+      try {
+        const from = (await s.revision()) + 1;
+        const watch = s.watch(p, from);
+        const mine = await put(s, `${p}mine`, 'a');
+        const theirs = await put(other, `${p}theirs`, 'b');
+        const gone = (await other.txn([], [{ type: 'delete', key: `${p}mine` }])).rev;
+        const { events } = await takeEvents(watch, 3);
+        assert.deepEqual(events, [
+          { type: 'put', key: `${p}mine`, value: 'a', modRevision: mine },
+          { type: 'put', key: `${p}theirs`, value: 'b', modRevision: theirs },
+          { type: 'delete', key: `${p}mine`, value: '', modRevision: gone },
+        ]);
+        // and the reverse: a watch on the other connection sees this one's writes
+        const back = other.watch(p, gone + 1);
+        const last = await put(s, `${p}back`, 'c');
+        assert.deepEqual((await takeEvents(back, 1)).events, [{ type: 'put', key: `${p}back`, value: 'c', modRevision: last }]);
+      } finally {
+        await other.close();
+      }
+    }));
+
+    it('an aborted watch ends its iteration, and one aborted before it starts yields nothing', withStore(async (s, p) => {
+      const from = (await s.revision()) + 1;
+      const ac = new AbortController();
+      const watch = s.watch(p, from, { signal: ac.signal });
+      await put(s, `${p}1`, 'a');
+      const seen: WatchEvent[] = [];
+      for await (const batch of watch) {
+        seen.push(...batch);
+        ac.abort();
+        await put(s, `${p}2`, 'b'); // after the abort: never delivered
+      }
+      assert.deepEqual(seen.map((e) => e.value), ['a']);
+      const dead = new AbortController();
+      dead.abort();
+      const none: WatchEvent[][] = [];
+      for await (const batch of s.watch(p, 1, { signal: dead.signal })) none.push(batch);
+      assert.deepEqual(none, []);
+      // several watches at once, one stopped by break: the others go on
+      const a = s.watch(p, from);
+      const b = s.watch(p, from);
+      for await (const _ of a) break;
+      assert.equal((await takeEvents(b, 2)).events.length, 2);
+    }));
+
+    it('closing the store ends its watches; watch rejects bad arguments', withStore(async (s, p) => {
+      assert.throws(() => s.watch(p, 0), RangeError);
+      assert.throws(() => s.watch(p, 1.5), RangeError);
+      assert.throws(() => s.watch(`${p}\ud800`, 1), TypeError);
+      const other = await peer(s);
+      const watch = other.watch(p, (await other.revision()) + 1);
+      const done = (async () => {
+        const seen: WatchEvent[] = [];
+        for await (const batch of watch) seen.push(...batch);
+        return seen;
+      })();
+      await other.close();
+      assert.deepEqual(await done, []);
+      assert.throws(() => other.watch(p, 1), StoreError);
     }));
 
     it('close is idempotent and later calls fail with StoreError', async () => {

@@ -3,6 +3,7 @@ import type { EtcdCredentials } from '../parse-store-url.js';
 import { EtcdRefusal } from './etcd-refusal.js';
 import { EtcdToken } from './etcd-token.js';
 import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
+import { httpStream, type HttpStream } from './http-stream.js';
 
 /** Whether a request only reads (safe to repeat anywhere) or may write. */
 export type CallKind = 'read' | 'write';
@@ -57,6 +58,65 @@ export class EtcdGateway {
   /** HTTP requests sent so far, including failed ones. */
   get roundTrips(): number {
     return this.#roundTrips;
+  }
+
+  /** Index of the member the next call tries first. */
+  get preferred(): number {
+    return this.#preferred;
+  }
+
+  /** How many members the gateway knows. */
+  get endpointCount(): number {
+    return this.#endpoints.length;
+  }
+
+  /**
+   * Opens a streaming request (`/v3/watch`) on member `index`, with the auth token (renewed
+   * once if refused). Resolves with the 200 stream and the member's endpoint; rejects with
+   * StoreUnavailableError when the member cannot be reached, StoreError when etcd refuses.
+   */
+  async openStream(path: string, body: unknown, index: number): Promise<HttpStream & { readonly endpoint: string }> {
+    const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
+    const open = async (token: string | undefined) => {
+      this.#roundTrips++;
+      const headers: Record<string, string> = token === undefined ? {} : { authorization: token };
+      try {
+        return await httpStream(this.#transport, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs, headers);
+      } catch (e) {
+        if (!(e instanceof HttpPostError)) throw e;
+        throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`);
+      }
+    };
+    const refusal = (s: HttpStream): EtcdRefusal | undefined => {
+      if (s.status === 200) return undefined;
+      let error: { code?: unknown; message?: unknown; error?: unknown } = {};
+      try {
+        error = JSON.parse(s.text) ?? {};
+      } catch {
+        // judged by the status
+      }
+      const code = typeof error.code === 'number' ? error.code : undefined;
+      const message = String(error.message ?? error.error ?? s.text.slice(0, 200));
+      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && s.status < 500)) {
+        return new EtcdRefusal(endpoint, path, message, s.status, code);
+      }
+      throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with HTTP ${s.status}: ${message}`);
+    };
+    try {
+      let token = await this.#token?.get();
+      let s = await open(token);
+      let refused = refusal(s);
+      if (refused?.tokenRejected && this.#token !== undefined) {
+        token = await this.#token.renew(token);
+        s = await open(token);
+        refused = refusal(s);
+      }
+      if (refused !== undefined) throw refused;
+      return { ...s, endpoint };
+    } catch (e) {
+      if (!(e instanceof EtcdRefusal)) throw e;
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`);
+    }
   }
 
   /** POSTs `body` as JSON to `/v3/<path>` and returns the parsed answer. */

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startEtcd, type EtcdCluster } from '../../../test/helpers/etcd.js';
+import { etcdPost, startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/helpers/etcd.js';
 import { type LeaderKill, killLeader } from '../../../test/helpers/etcd-leader.js';
-import { storeConformance } from '../../../test/suites/conformance.js';
-import { StoreError, StoreUnavailableError } from '../errors.js';
+import { storeConformance, takeEvents } from '../../../test/suites/conformance.js';
+import { StoreCompactedError, StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
-import type { Store } from '../store.js';
+import type { Store, WatchEvent } from '../store.js';
+import type { EtcdStore } from './etcd-store.js';
 
 let etcd: EtcdCluster;
 before(async () => {
@@ -172,6 +173,24 @@ describe('EtcdStore', () => {
   });
 });
 
+describe('EtcdStore watch', () => {
+  it('a watch from a compacted revision fails with StoreCompactedError naming the oldest revision', async () => {
+    const s = await openStore(etcd.url);
+    const r1 = (await s.txn([], [{ type: 'put', key: 'compact/k', value: '1' }])).rev;
+    const r2 = (await s.txn([], [{ type: 'put', key: 'compact/k', value: '2' }])).rev;
+    await etcdPost(etcd.members[0] as EtcdMember, 'kv/compaction', { revision: String(r2) });
+    await assert.rejects(takeEvents(s.watch('compact/', r1), 1), (e: unknown) => {
+      assert.ok(e instanceof StoreCompactedError, String(e));
+      assert.equal(e.fromRevision, r1);
+      assert.equal(e.oldest, r2);
+      return true;
+    });
+    // from the oldest kept revision on, the watch works
+    assert.deepEqual((await takeEvents(s.watch('compact/', r2), 1)).events.map((e) => e.value), ['2']);
+    await s.close();
+  });
+});
+
 describe('EtcdStore on a 3-member cluster', () => {
   let cluster: EtcdCluster;
   before(async () => {
@@ -200,6 +219,48 @@ describe('EtcdStore on a 3-member cluster', () => {
     assert.ok(s.roundTrips > tripsBefore + 41, 'the killed member was never tried');
     await cluster.members[follower]?.restart();
     assert.equal((await s.get('kill-follower/n'))?.value, '21');
+  });
+
+  it('a watch survives a restart of the member it is connected to: no event lost or repeated', { timeout: 90_000 }, async () => {
+    const leader = await cluster.leader();
+    const victim = cluster.members.findIndex((_, i) => i !== leader);
+    const member = cluster.members[victim] as EtcdMember;
+    const others = cluster.members.filter((_, i) => i !== victim).map((m) => m.endpoint);
+    // The watcher lists the victim first, so it connects there; the writer never uses it.
+    const watcher = (await openStore(`etcd://${[member.endpoint, ...others].join(',')}`, { timeoutMs: 1000 })) as EtcdStore;
+    const writer = await openStore(`etcd://${others.join(',')}`, { timeoutMs: 2000 });
+    const p = 'restart-watch/';
+    const watch = watcher.watch(p, (await writer.revision()) + 1);
+    const it = watch[Symbol.asyncIterator]();
+    const seen: WatchEvent[] = [];
+    const pump = (async () => {
+      for (let r = await it.next(); !r.done; r = await it.next()) seen.push(...r.value);
+    })();
+    const revs: number[] = [];
+    const write = async (i: number) => revs.push((await writer.txn([], [{ type: 'put', key: `${p}${String(i).padStart(3, '0')}`, value: String(i) }])).rev);
+    const waitSeen = async (n: number) => {
+      for (const deadline = Date.now() + 30_000; seen.length < n; ) {
+        assert.ok(Date.now() < deadline, `the watch saw ${seen.length} of ${n} events`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    for (let i = 0; i < 10; i++) await write(i);
+    await waitSeen(10);
+    assert.equal(watch.endpoint, member.endpoint, 'the watch is connected to the member about to restart');
+    await member.kill('SIGKILL');
+    for (let i = 10; i < 20; i++) await write(i); // while it is down
+    await waitSeen(20);
+    assert.ok(others.includes(watch.endpoint as string), `reconnected to another member, not ${watch.endpoint}`);
+    await member.restart();
+    for (let i = 20; i < 30; i++) await write(i); // after it is back
+    await waitSeen(30);
+    await new Promise((r) => setTimeout(r, 300)); // room for a duplicate to show up
+    await it.return?.();
+    await pump;
+    assert.deepEqual(seen.map((e) => e.value), Array.from({ length: 30 }, (_, i) => String(i)));
+    assert.deepEqual(seen.map((e) => e.modRevision), revs);
+    await watcher.close();
+    await writer.close();
   });
 
   it('recovers within seconds when the leader is SIGKILLed, losing no increment it reported', { timeout: 30_000 }, async () => {

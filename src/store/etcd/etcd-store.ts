@@ -1,14 +1,15 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { checkKey, checkListOptions, checkPrefix, checkTxn } from '../check-input.js';
+import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch, MAX_TXN_OPS } from '../check-input.js';
 import { StoreError } from '../errors.js';
 import { compareKeys } from '../key-order.js';
 import type { EtcdCredentials, EtcdTlsParams } from '../parse-store-url.js';
 import { redactStoreUrl } from '../redact-store-url.js';
-import type { Compare, Entry, ListOptions, Op, Store, TxnResult } from '../store.js';
+import type { Compare, Entry, ListOptions, Op, Store, TxnResult, WatchEvent, WatchOptions } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
 import { resolveEtcdAccess, type EtcdAccess } from './etcd-access.js';
 import { EtcdGateway } from './etcd-gateway.js';
+import { EtcdWatch } from './etcd-watch.js';
 import type { HttpTransport } from './http-post.js';
 
 interface WireHeader {
@@ -42,6 +43,7 @@ export interface EtcdTarget {
 export class EtcdStore implements Store {
   readonly url: string;
   readonly #gateway: EtcdGateway;
+  readonly #watches = new Set<EtcdWatch>();
   #closed = false;
 
   private constructor(url: string, gateway: EtcdGateway) {
@@ -74,6 +76,53 @@ export class EtcdStore implements Store {
     const res = (await this.#call('kv/range', { key: rootedBytes(key).toString('base64') }, 'read')) as WireRange;
     const kv = res.kvs?.[0];
     return kv === undefined ? undefined : decodeKv(this.url, kv);
+  }
+
+  /**
+   * One kv/txn of range requests per MAX_TXN_OPS keys (no compares, no writes: etcd serves
+   * it as a read). Later chunks read at the first one's revision, so all is one snapshot.
+   */
+  async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    checkKeys(keys);
+    this.#checkOpen();
+    const out: (Entry | undefined)[] = [];
+    let rev: string | undefined;
+    for (let i = 0; i < keys.length; i += MAX_TXN_OPS) {
+      const chunk = keys.slice(i, i + MAX_TXN_OPS);
+      const success = chunk.map((key) => ({ request_range: { key: rootedBytes(key).toString('base64'), ...(rev === undefined ? {} : { revision: rev }) } }));
+      const res = (await this.#call('kv/txn', { success }, 'read')) as WireTxn;
+      rev ??= res.header?.revision;
+      const responses = res.responses ?? [];
+      if (responses.length !== chunk.length) {
+        throw new StoreError(this.url, `etcd answered a read of ${chunk.length} keys with ${responses.length} ranges`);
+      }
+      for (const r of responses) {
+        const kv = r.response_range?.kvs?.[0];
+        out.push(kv === undefined ? undefined : decodeKv(this.url, kv));
+      }
+    }
+    return out;
+  }
+
+  async revision(): Promise<number> {
+    // A count of one key podipam never writes (keys are non-empty): only the header matters.
+    const res = (await this.#call('kv/range', { key: rootedBytes('').toString('base64'), count_only: true }, 'read')) as WireRange;
+    return wireInt(this.url, 'header.revision', res.header?.revision);
+  }
+
+  /** Through the gateway's /v3/watch stream, starting at the member calls prefer; see EtcdWatch. */
+  watch(prefix: string, fromRevision: number, options?: WatchOptions): AsyncIterable<WatchEvent[]> & { readonly endpoint: string | undefined } {
+    checkWatch(prefix, fromRevision);
+    this.#checkOpen();
+    const w: EtcdWatch = new EtcdWatch(this.url, this.#gateway, prefix, fromRevision, this.#gateway.preferred, options?.signal, () => this.#watches.delete(w));
+    if (!w.feed.done) this.#watches.add(w);
+    const feed = w.feed;
+    return {
+      [Symbol.asyncIterator]: () => feed[Symbol.asyncIterator](),
+      get endpoint() {
+        return w.endpoint;
+      },
+    };
   }
 
   async list(prefix: string, options?: ListOptions): Promise<Entry[]> {
@@ -123,6 +172,7 @@ export class EtcdStore implements Store {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const w of [...this.#watches]) w.feed.end();
     this.#gateway.close();
   }
 

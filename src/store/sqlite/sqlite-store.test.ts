@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { storeConformance } from '../../../test/suites/conformance.js';
-import { StoreError, StoreUnavailableError } from '../errors.js';
+import { storeConformance, takeEvents } from '../../../test/suites/conformance.js';
+import { StoreCompactedError, StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
 
@@ -17,7 +17,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 const freshUrl = () => `sqlite:${join(dir, `t${files++}`, 'store.db')}`;
 
-storeConformance('sqlite', () => openStore(freshUrl()));
+storeConformance('sqlite', () => openStore(freshUrl()), { peer: (s) => openStore(s.url) });
 
 const openStoreModule = new URL('../open-store.js', import.meta.url).href;
 
@@ -150,6 +150,70 @@ describe('SqliteStore', () => {
     } finally {
       holder?.proc.kill('SIGKILL');
       await store.close();
+    }
+  });
+
+  it('getMany, list, revision and a watch are reads: they answer while another process holds the write lock', { timeout: 30_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url, { timeoutMs: 300 });
+    let holder: ReturnType<typeof child> | undefined;
+    try {
+      const r = await store.txn([], [{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'b', value: '2' }]);
+      const watch = store.watch('', 1);
+      holder = await lockHolder(url, 'IMMEDIATE');
+      // A BEGIN IMMEDIATE here would wait 300 ms and fail: these come back at once.
+      assert.deepEqual((await store.getMany(['b', 'a', 'c'])).map((e) => e?.value), ['2', '1', undefined]);
+      assert.equal(await store.revision(), r.rev);
+      assert.equal((await store.list('')).length, 2);
+      assert.deepEqual((await takeEvents(watch, 2)).events.map((e) => e.key), ['a', 'b']);
+      await assert.rejects(store.txn([], [{ type: 'put', key: 'c', value: '3' }]), StoreUnavailableError); // the lock is real
+    } finally {
+      holder?.proc.kill('SIGKILL');
+      await store.close();
+    }
+  });
+
+  it('a watch sees the writes of another process, in order, deletes included', { timeout: 30_000 }, async () => {
+    const url = freshUrl();
+    const store = await openStore(url);
+    try {
+      const watch = store.watch('w/', (await store.revision()) + 1);
+      const writer = child(
+        `const s = await openStore(process.env.URL);
+         for (let i = 0; i < 20; i++) await s.txn([], [{ type: 'put', key: 'w/' + i, value: String(i) }, { type: 'put', key: 'other/' + i, value: '' }]);
+         await s.txn([], [{ type: 'delete', key: 'w/3' }]);
+         await s.close();`,
+        { URL: url },
+      );
+      const { events } = await takeEvents(watch, 21);
+      assert.equal((await writer.exited).code, 0);
+      assert.deepEqual(events.slice(0, 20).map((e) => [e.type, e.key, e.value, e.modRevision]), Array.from({ length: 20 }, (_, i) => ['put', `w/${i}`, String(i), i + 1]));
+      assert.deepEqual(events[20], { type: 'delete', key: 'w/3', value: '', modRevision: 21 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('opens a schema-1 file, adding the change log; history from before is reported compacted', async () => {
+    const { createRequire } = await import('node:module');
+    const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(s: string): void; close(): void };
+    const file = join(dir, 'schema1.db');
+    const db = new Database(file);
+    db.exec(`CREATE TABLE kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, rev INTEGER NOT NULL);
+      CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+      INSERT INTO meta (name, value) VALUES ('rev', 7), ('schema', 1);
+      INSERT INTO kv (key, value, rev) VALUES ('old', 'x', 7);`);
+    db.close();
+    const s = await openStore(`sqlite:${file}`);
+    try {
+      assert.equal((await s.get('old'))?.value, 'x');
+      await assert.rejects(takeEvents(s.watch('', 3), 1), (e: unknown) => e instanceof StoreCompactedError && e.oldest === 8 && e.fromRevision === 3);
+      const watch = s.watch('', 8);
+      const r = await s.txn([], [{ type: 'put', key: 'new', value: 'y' }]);
+      assert.equal(r.rev, 8);
+      assert.deepEqual((await takeEvents(watch, 1)).events, [{ type: 'put', key: 'new', value: 'y', modRevision: 8 }]);
+    } finally {
+      await s.close();
     }
   });
 

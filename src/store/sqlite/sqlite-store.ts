@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import { checkKey, checkListOptions, checkPrefix, checkTxn } from '../check-input.js';
-import { StoreError, StoreUnavailableError } from '../errors.js';
+import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch } from '../check-input.js';
+import { StoreCompactedError, StoreError, StoreUnavailableError } from '../errors.js';
 import { compareKeys, prefixEnd } from '../key-order.js';
-import type { Compare, Entry, ListOptions, Op, Store, TxnResult } from '../store.js';
+import type { Compare, Entry, ListOptions, Op, Store, TxnResult, WatchEvent, WatchOptions } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
+import { WatchFeed } from '../watch-feed.js';
 import { BUSY_SLICE_MS, isBusy, retryWhileBusy } from './retry-while-busy.js';
 
 // The slice of better-sqlite3 12.x this file uses (the package ships no types). Loaded when
@@ -19,23 +20,58 @@ interface Database {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   prepare(sql: string): Statement;
   exec(sql: string): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R };
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R; deferred(...args: A): R };
   close(): void;
 }
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
 const Database = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
 
-const SCHEMA_VERSION = 1;
+/**
+ * Watches read a change log, not the data: every txn appends its changes to `changes`
+ * (value NULL for a delete) in the same SQLite transaction, so a watch in any process gets
+ * exactly the events of each revision, deletes included, in order, none lost — which polling
+ * `PRAGMA data_version` alone cannot give (it says that something changed, not what, so a
+ * watcher would have to diff whole prefixes and could never see a put followed by a delete
+ * between two polls). data_version is what wakes the watchers: it is a read of the WAL index
+ * in shared memory, no table access, so polling it often costs almost nothing; the log is read
+ * only when it moved (or this connection wrote, which data_version does not count). The log
+ * keeps the last SQLITE_LOG_REVISIONS revisions (trimmed in each txn); older starts are
+ * StoreCompactedError, as with etcd's compaction.
+ */
+const SCHEMA_VERSION = 2;
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, rev INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
   INSERT OR IGNORE INTO meta (name, value) VALUES ('rev', 0), ('schema', ${SCHEMA_VERSION});
 `;
+// Schema 1 had no change log: history before the upgrade is reported compacted.
+const CHANGE_LOG = `
+  CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY, rev INTEGER NOT NULL, key TEXT NOT NULL, value TEXT);
+  CREATE INDEX IF NOT EXISTS changes_rev ON changes (rev);
+  INSERT OR IGNORE INTO meta (name, value) SELECT 'compacted', value FROM meta WHERE name = 'rev';
+  UPDATE meta SET value = ${SCHEMA_VERSION} WHERE name = 'schema';
+`;
+
+/** Revisions the change log keeps for watches that start in the past or fall behind. */
+export const SQLITE_LOG_REVISIONS = 10_000;
+/** How often a watching store polls `PRAGMA data_version`, in milliseconds. */
+export const SQLITE_WATCH_POLL_MS = 20;
+/** Change rows one poll reads for one watch at most (then whole revisions up to there). */
+const WATCH_PAGE = 1000;
+
+interface Watcher {
+  readonly prefix: string;
+  readonly to: string | undefined;
+  /** The first revision not yet delivered. */
+  next: number;
+  readonly feed: WatchFeed;
+}
 
 /**
  * A store in one SQLite file, safe for many processes at once (the CNI plugin runs as one
  * process per pod, all on the same file): WAL mode, so readers never wait for the writer;
- * every txn runs under `BEGIN IMMEDIATE`, so compares and writes see one state; table
+ * every txn runs under `BEGIN IMMEDIATE`, so compares and writes see one state (reads —
+ * get, getMany, list, revision, watch polls — never take the write lock); table
  * `kv(key, value, rev)` and the store revision in `meta`. Durable at commit
  * (synchronous=FULL). better-sqlite3 is synchronous, so a lock held by another process is
  * never waited for on the event loop beyond a few milliseconds (BUSY_SLICE_MS): the call
@@ -51,6 +87,11 @@ export class SqliteStore implements Store {
   readonly #timeoutMs: number;
   readonly #sql: ReturnType<typeof prepare>;
   readonly #txn: (compares: readonly Compare[], ops: readonly Op[]) => TxnResult;
+  readonly #read: <T>(fn: () => T) => T;
+  readonly #watchers = new Set<Watcher>();
+  #poll: ReturnType<typeof setInterval> | undefined;
+  #dataVersion = -1;
+  #wroteSincePoll = false;
   #roundTrips = 0;
   #closed = false;
 
@@ -61,6 +102,9 @@ export class SqliteStore implements Store {
     this.#sql = prepare(db);
     const apply = db.transaction((compares: readonly Compare[], ops: readonly Op[]) => this.#apply(compares, ops));
     this.#txn = (compares, ops) => apply.immediate(compares, ops);
+    // BEGIN DEFERRED with only SELECTs: a read transaction, one snapshot, no write lock.
+    const read = db.transaction((fn: () => unknown) => fn());
+    this.#read = <T>(fn: () => T) => read.deferred(fn) as T;
   }
 
   /**
@@ -92,6 +136,38 @@ export class SqliteStore implements Store {
     return this.#call(() => this.#sql.get.get(key) as Entry | undefined);
   }
 
+  async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
+    checkKeys(keys);
+    const get = this.#sql.get;
+    return this.#call(() => this.#read(() => keys.map((key) => get.get(key) as Entry | undefined)));
+  }
+
+  async revision(): Promise<number> {
+    return this.#call(() => (this.#sql.rev.get() as { value: number }).value);
+  }
+
+  watch(prefix: string, fromRevision: number, options?: WatchOptions): AsyncIterable<WatchEvent[]> {
+    checkWatch(prefix, fromRevision);
+    this.#checkOpen();
+    const watcher: Watcher = {
+      prefix,
+      to: prefixEnd(prefix),
+      next: fromRevision,
+      feed: new WatchFeed(() => {
+        this.#watchers.delete(watcher);
+        if (this.#watchers.size === 0 && this.#poll !== undefined) {
+          clearInterval(this.#poll);
+          this.#poll = undefined;
+        }
+      }, options?.signal),
+    };
+    if (watcher.feed.done) return watcher.feed;
+    this.#watchers.add(watcher);
+    this.#poll ??= setInterval(() => this.#pollWatchers(false), SQLITE_WATCH_POLL_MS);
+    setImmediate(() => this.#pollOne(watcher));
+    return watcher.feed;
+  }
+
   async list(prefix: string, options?: ListOptions): Promise<Entry[]> {
     checkPrefix(prefix);
     checkListOptions(options);
@@ -106,13 +182,81 @@ export class SqliteStore implements Store {
 
   async txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult> {
     checkTxn(compares, ops);
-    return this.#call(() => this.#txn(compares, ops));
+    const r = await this.#call(() => this.#txn(compares, ops));
+    if (this.#watchers.size > 0 && r.succeeded && ops.length > 0) {
+      // data_version does not move for this connection's own commits.
+      this.#wroteSincePoll = true;
+      setImmediate(() => this.#pollWatchers(true));
+    }
+    return r;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const w of [...this.#watchers]) w.feed.end();
     this.#db.close();
+  }
+
+  /** On each tick: when another connection committed (or this one wrote), every watch reads on. */
+  #pollWatchers(wrote: boolean): void {
+    if (this.#closed || this.#watchers.size === 0) return;
+    let version: number;
+    try {
+      version = this.#db.pragma('data_version', { simple: true }) as number;
+    } catch (e) {
+      if (isBusy(e)) return; // the next tick tries again
+      return this.#failWatchers(e);
+    }
+    if (version === this.#dataVersion && !this.#wroteSincePoll && !wrote) return;
+    this.#dataVersion = version;
+    this.#wroteSincePoll = false;
+    for (const w of [...this.#watchers]) this.#pollOne(w);
+  }
+
+  /**
+   * Delivers `w`'s next changes: up to about WATCH_PAGE rows, whole revisions, read in one
+   * read transaction with the trim point, so a trim can never hide a gap.
+   */
+  #pollOne(w: Watcher): void {
+    if (this.#closed || w.feed.done) return;
+    const sql = this.#sql;
+    type Row = { rev: number; key: string; value: string | null };
+    let read: { rows: Row[]; edge: number; rev: number };
+    try {
+      read = this.#read(() => {
+        const rev = (sql.rev.get() as { value: number }).value;
+        if (w.next > rev) return { rows: [], edge: rev, rev };
+        const oldest = Math.max((sql.compacted.get() as { value: number } | undefined)?.value ?? 0, rev - SQLITE_LOG_REVISIONS) + 1;
+        if (w.next < oldest) throw new StoreCompactedError(this.url, w.next, oldest);
+        // The revision of the WATCH_PAGE-th change from here: read whole revisions up to it.
+        const edge = (sql.changeEdge.get(w.next, WATCH_PAGE - 1) as { rev: number } | undefined)?.rev ?? rev;
+        const rows = (w.to === undefined ? sql.changesFrom.all(w.next, edge, w.prefix) : sql.changesIn.all(w.next, edge, w.prefix, w.to)) as Row[];
+        return { rows, edge, rev };
+      });
+    } catch (e) {
+      if (isBusy(e)) return;
+      return w.feed.fail(e instanceof StoreCompactedError ? e : translate(this.url, e, this.#timeoutMs));
+    }
+    let batch: WatchEvent[] = [];
+    for (const row of read.rows) {
+      if (batch.length > 0 && (batch[0] as WatchEvent).modRevision !== row.rev) {
+        w.feed.push(batch);
+        batch = [];
+      }
+      batch.push(row.value === null
+        ? { type: 'delete', key: row.key, value: '', modRevision: row.rev }
+        : { type: 'put', key: row.key, value: row.value, modRevision: row.rev });
+    }
+    w.feed.push(batch);
+    w.next = Math.max(w.next, read.edge + 1);
+    // Stopped at a page's edge: read on at once, without waiting for the next tick.
+    if (read.edge < read.rev) setImmediate(() => this.#pollOne(w));
+  }
+
+  #failWatchers(e: unknown): void {
+    const error = translate(this.url, e, this.#timeoutMs);
+    for (const w of [...this.#watchers]) w.feed.fail(error);
   }
 
   async #call<T>(fn: () => T): Promise<T> {
@@ -143,13 +287,17 @@ export class SqliteStore implements Store {
       if (op.type === 'put') {
         sql.put.run(op.key, op.value, next);
         changed = true;
+        sql.logChange.run(next, op.key, op.value);
+        changed = true;
       } else if (sql.delete.run(op.key).changes > 0) {
+        sql.logChange.run(next, op.key, null);
         changed = true;
       }
     }
     // As in etcd, a txn that changes nothing keeps the store revision.
     if (!changed) return { succeeded: true, rev };
     sql.setRev.run(next);
+    sql.trimChanges.run(next - SQLITE_LOG_REVISIONS);
     return { succeeded: true, rev: next };
   }
 }
@@ -159,7 +307,10 @@ function initialise(db: Database, url: string): void {
   db.pragma('synchronous = FULL');
   const tables = db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')`).get() as { n: number };
   // Only a new file needs the write lock; opening an existing one stays read-only.
-  if (tables.n < 2) db.transaction(() => db.exec(SCHEMA)).immediate();
+  if (tables.n < 2) db.transaction(() => db.exec(SCHEMA + CHANGE_LOG)).immediate();
+  const version = () => (db.prepare(`SELECT value FROM meta WHERE name = 'schema'`).get() as { value: number } | undefined)?.value;
+  // Upgrade from schema 1 (read again under the write lock: another process may have done it).
+  if (version() === 1) db.transaction(() => version() === 1 && db.exec(CHANGE_LOG)).immediate();
   const schema = db.prepare(`SELECT value FROM meta WHERE name = 'schema'`).get() as { value: number } | undefined;
   if (schema?.value !== SCHEMA_VERSION) {
     throw new StoreError(url, `the database has schema version ${String(schema?.value)}, this podipam reads version ${SCHEMA_VERSION}`);
@@ -175,6 +326,12 @@ function prepare(db: Database) {
     setRev: db.prepare(`UPDATE meta SET value = ? WHERE name = 'rev'`),
     put: db.prepare('INSERT INTO kv (key, value, rev) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, rev = excluded.rev'),
     delete: db.prepare('DELETE FROM kv WHERE key = ?'),
+    logChange: db.prepare('INSERT INTO changes (rev, key, value) VALUES (?, ?, ?)'),
+    trimChanges: db.prepare('DELETE FROM changes WHERE rev <= ?'),
+    compacted: db.prepare(`SELECT value FROM meta WHERE name = 'compacted'`),
+    changeEdge: db.prepare('SELECT rev FROM changes WHERE rev >= ? ORDER BY rev, seq LIMIT 1 OFFSET ?'),
+    changesFrom: db.prepare('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? ORDER BY rev, seq'),
+    changesIn: db.prepare('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev, seq'),
     list: {
       ge: db.prepare(`${select} key >= ? ORDER BY key LIMIT ?`),
       gt: db.prepare(`${select} key > ? ORDER BY key LIMIT ?`),

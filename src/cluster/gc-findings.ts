@@ -1,0 +1,100 @@
+/**
+ * Repairs of what `ipam check` finds, for the server's cluster GC (which decides when: after
+ * a grace period). Each is a compare-and-swap loop like assign and release: read, plan, one
+ * transaction comparing what it read, on conflict go on from the entries the failed
+ * transaction returned — bounded by ctx.maxAttempts (ContentionError after). A finding that
+ * is no longer true when re-read is left alone.
+ */
+import { isEmptyBlock, ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
+import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
+import type { Entry, Op } from '../store/index.js';
+import { decodeBlock, encodeBlock } from './block-record.js';
+import type { Leak } from './check.js';
+import { ContentionError } from './errors.js';
+import { decodeHandle } from './handle-record.js';
+import type { IpamContext } from './ipam-context.js';
+import { affinityKey, blockKey, HANDLE_PREFIX, handleKey, parseBlockKey } from './keys.js';
+import { readKeys } from './read-keys.js';
+import { releaseByHandle } from './release.js';
+
+/**
+ * Frees a leaked address (an allocation whose handle record is gone) if the block still gives
+ * it to that handle and the handle is still absent — an address released and handed to a new
+ * pod meanwhile is left alone. True when it was freed by this call.
+ */
+export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean> {
+  const cidr = parsePrefix(leak.block);
+  const key = blockKey(cidr);
+  const ordinal = ordinalOf(cidr, parseAddr(leak.ip));
+  const hkey = handleKey(leak.handle);
+  let seen = await readKeys(ctx.store, [key, hkey]);
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    const e = seen.get(key);
+    if (!e || seen.get(hkey) !== undefined) return false;
+    const block = decodeBlock(e);
+    if (block.allocations.get(ordinal) !== leak.handle) return false;
+    const next = releaseOrdinals(block, [ordinal]).block;
+    const ops: Op[] = isEmptyBlock(next) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
+    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: hkey, rev: 0 }], ops);
+    if (r.succeeded) return true;
+    seen = new Map([[key, r.current?.[0]], [hkey, r.current?.[1]]]);
+  }
+  throw new ContentionError(`release leaked address ${leak.ip}`, ctx.maxAttempts, [key]);
+}
+
+/** What releaseNodelessBlock did. */
+export interface NodelessBlockRelease {
+  /** The node the block was affine to (undefined when the block was gone or had none). */
+  readonly node?: string;
+  readonly cidr?: Prefix;
+  /** Handles of that node's pods released from the block. */
+  readonly handles: number;
+  /** The block lost its affinity (or was deleted), by this call or the releases. */
+  readonly released: boolean;
+  /** The block was deleted (it was empty). */
+  readonly deleted: boolean;
+  /** Addresses other nodes' pods still hold in it (it stays, without affinity). */
+  readonly borrowed: number;
+}
+
+/**
+ * For a block affine to a node whose record is gone (check's `block-node-missing`, `key` its
+ * block key): releases what that node's pods hold there (by handle, each its own CAS loop),
+ * then removes the block's affinity in one transaction with the affinity record — deleting
+ * the block when empty, else keeping it orphaned for the pods of other nodes that borrowed
+ * from it. A block whose affinity changed meanwhile is left alone.
+ */
+export async function releaseNodelessBlock(ctx: IpamContext, key: string): Promise<NodelessBlockRelease> {
+  const nothing = { handles: 0, released: false, deleted: false, borrowed: 0 };
+  const cidr = parseBlockKey(key);
+  if (!cidr) throw new TypeError(`Cannot release a nodeless block as 'key' must be a block key: current value is ${JSON.stringify(key)}`);
+  const first = await ctx.store.get(key);
+  if (!first) return nothing;
+  const node = decodeBlock(first).affinity;
+  if (node === null) return nothing;
+  let handles = 0;
+  const held = [...new Set(decodeBlock(first).allocations.values())];
+  for (const [hk, he] of await readKeys(ctx.store, held.map(handleKey))) {
+    if (he && decodeHandle(he).node === node) {
+      await releaseByHandle(ctx, hk.slice(HANDLE_PREFIX.length));
+      handles++;
+    }
+  }
+  const ak = affinityKey(node, cidr);
+  let seen: Map<string, Entry | undefined> = await readKeys(ctx.store, [key, ak]);
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    const e = seen.get(key);
+    const ae = seen.get(ak);
+    // The releases may have deleted the block already (empty, no affinity needed by anyone).
+    if (!e) return { node, cidr, handles, released: true, deleted: true, borrowed: 0 };
+    const block = decodeBlock(e);
+    if (block.affinity !== node) return { ...nothing, node, cidr, handles };
+    const empty = isEmptyBlock(block);
+    const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
+    if (ae) ops.push({ type: 'delete', key: ak });
+    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }], ops);
+    if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size };
+    seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);
+  }
+  throw new ContentionError(`release block ${formatPrefix(cidr)} of gone node "${node}"`, ctx.maxAttempts, [key, ak]);
+}
