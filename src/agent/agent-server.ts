@@ -82,6 +82,22 @@ export class Agent {
     const lockFd = prepareSocketPath(opts.socket);
     const server = createServer();
     const agent = new Agent(opts, server, lockFd);
+    // The warm pool is attached before the socket listens: a call that comes at once (a runtime
+    // retrying after a restart) must never find an agent without it (code 7).
+    if (opts.warm) {
+      if (!opts.datastore) {
+        closeSync(lockFd); // the lock released for the next try
+        throw new AgentStartError('the warm pool needs --datastore');
+      }
+      const { WarmService } = await import('./warm-service.js');
+      try {
+        agent.warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);
+      } catch (e) {
+        closeSync(lockFd);
+        throw new AgentStartError(`warm pool: ${(e as Error).message}`);
+      }
+      agent.#host = { ...agent.#host, warm: agent.warm };
+    }
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
     try {
       await new Promise<void>((resolve, reject) => {
@@ -99,23 +115,10 @@ export class Agent {
       // Open it now; a datastore that is down is retried by the first call that needs it.
       await agent.cluster.run(opts.datastore, opts.node, async () => undefined).catch((e: Error) => opts.log?.('warn', 'datastore not reachable yet', { datastore: opts.datastore, error: e.message }));
     }
-    if (opts.warm) {
-      if (!opts.datastore) {
-        await agent.close(); // the socket and the lock are released for the next try
-        throw new AgentStartError('the warm pool needs --datastore');
-      }
-      const { WarmService } = await import('./warm-service.js');
-      let warm: WarmService;
+    // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
+    if (agent.warm) {
       try {
-        warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);
-      } catch (e) {
-        await agent.close();
-        throw new AgentStartError(`warm pool: ${(e as Error).message}`);
-      }
-      agent.warm = warm;
-      agent.#host = { ...agent.#host, warm };
-      try {
-        await warm.start();
+        await agent.warm.start();
       } catch (e) {
         await agent.close();
         throw e;
