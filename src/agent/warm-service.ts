@@ -34,6 +34,7 @@ import { WarmPool, type WarmPoolConfig } from '../alloc/warm-pool.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { cniErrorOf } from '../cluster/cni-error-of.js';
+import { loadSnapshot } from '../cluster/cluster-snapshot.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../cluster/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
@@ -121,7 +122,8 @@ export class WarmService implements IpamBackend {
   readonly #demand = new Map<Family, number>();
   #backoffUntil = 0;
   #backoffMs = 0;
-  #writing = false;
+  #flushRun: Promise<void> | undefined;
+  #flushAgain: Promise<void> | undefined;
   #refillSeq = 0;
   /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
   #waiters = 0;
@@ -312,7 +314,9 @@ export class WarmService implements IpamBackend {
   async #init(): Promise<void> {
     const { node } = this.#o;
     const found = await this.#ds(async (ipam) => {
-      const pools = await ipam.listPools();
+      // The allocator's own cached snapshot of pools (loaded once per agent, refreshed by the
+      // allocator when a refusal needs proof): a node's start costs no pool listing.
+      const pools = (ipam.cache.snapshot ?? (ipam.cache.snapshot = await loadSnapshot(ipam.store))).pools;
       const families = new Set<Family>();
       for (const p of pools) if (!p.disabled && !p.deleting && (!this.#o.pools || this.#o.pools.includes(p.name))) families.add(p.cidr.family);
       const handles = (await ipam.store.list(HANDLE_PREFIX + this.#warmHandlePrefix())).map((e) => e.key.slice(HANDLE_PREFIX.length));
@@ -519,28 +523,41 @@ export class WarmService implements IpamBackend {
 
   // ---- write-behind -------------------------------------------------------------------------------
 
-  /** Writes the queued pod records, WRITE_BATCH per txn, until the queue is empty or a write fails. */
-  async flushWrites(): Promise<void> {
-    if (this.#writing) return;
-    this.#writing = true;
-    try {
-      for (let i = 0; i < 1000; i++) {
-        const batch = this.#db.pendingWrites(WRITE_BATCH);
-        if (batch.length === 0) return;
-        const last = new Map<string, string | undefined>();
-        for (const w of batch) last.set(w.key, w.value);
-        const ops = [...last].map(([key, value]) => (value === undefined ? { type: 'delete' as const, key } : { type: 'put' as const, key, value }));
-        try {
-          await this.#ds((ipam) => ipam.store.txn([], ops));
-        } catch (e) {
-          this.#lastError = (e as Error).message;
-          return;
-        }
-        this.counters.writeTxns++;
-        this.#db.writesDone(batch[batch.length - 1]!.seq);
+  /**
+   * Writes the queued pod records, WRITE_BATCH per txn, until the queue is empty or a write
+   * fails. While a flush is in flight (the timer's), a call waits for it and then flushes once
+   * more, so what was queued before the call is written (or failed) when it resolves.
+   */
+  flushWrites(): Promise<void> {
+    if (this.#flushRun) {
+      this.#flushAgain ??= this.#flushRun.then(() => {
+        this.#flushAgain = undefined;
+        return this.flushWrites();
+      });
+      return this.#flushAgain;
+    }
+    const run = this.#flushOnce().finally(() => {
+      this.#flushRun = undefined;
+    });
+    this.#flushRun = run;
+    return run;
+  }
+
+  async #flushOnce(): Promise<void> {
+    for (let i = 0; i < 1000; i++) {
+      const batch = this.#db.pendingWrites(WRITE_BATCH);
+      if (batch.length === 0) return;
+      const last = new Map<string, string | undefined>();
+      for (const w of batch) last.set(w.key, w.value);
+      const ops = [...last].map(([key, value]) => (value === undefined ? { type: 'delete' as const, key } : { type: 'put' as const, key, value }));
+      try {
+        await this.#ds((ipam) => ipam.store.txn([], ops));
+      } catch (e) {
+        this.#lastError = (e as Error).message;
+        return;
       }
-    } finally {
-      this.#writing = false;
+      this.counters.writeTxns++;
+      this.#db.writesDone(batch[batch.length - 1]!.seq);
     }
   }
 
