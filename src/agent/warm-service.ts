@@ -182,11 +182,12 @@ export class WarmService implements IpamBackend {
         else ((full = true), (retryAt = r.retryAt));
       }
       if (missed === undefined) {
+        const texts = got.map(([, a]) => formatAddr(a));
         if (fresh) {
           try {
             this.#db.addPod(
-              { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: got.map(([, a]) => formatAddr(a)), since: now },
-              { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: got.map(([, a]) => formatAddr(a)), warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString() }) },
+              { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: texts, since: now },
+              { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs: texts, warmHandles: texts.map((a) => this.#meta.get(a)?.handle), since: new Date(now).toISOString() }) },
             );
           } catch (e) {
             for (const [f] of got) this.#pools.get(f)!.cancel(key, now);
@@ -195,7 +196,7 @@ export class WarmService implements IpamBackend {
           this.counters.hits += attempt === 0 ? 1 : 0;
         }
         this.#lowWater();
-        return { ips: got.map(([, a]) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
+        return { ips: texts.map((a) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
       }
       // Both or neither: what this attempt took goes back where it was.
       for (const [f] of got) this.#pools.get(f)!.cancel(key, now);
@@ -579,10 +580,10 @@ export class WarmService implements IpamBackend {
     return `${POD_RECORD_PREFIX}${this.#o.node}/${key}`;
   }
 
-  #ipConfig(a: Addr): { address: string; gateway: string } {
-    const m = this.#meta.get(formatAddr(a));
-    if (!m) throw new CniError(CniCode.Internal, `warm pool: no block information for ${formatAddr(a)}`);
-    return { address: `${formatAddr(a)}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
+  #ipConfig(a: string): { address: string; gateway: string } {
+    const m = this.#meta.get(a);
+    if (!m) throw new CniError(CniCode.Internal, `warm pool: no block information for ${a}`);
+    return { address: `${a}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
   }
 }
 
