@@ -156,7 +156,9 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       }
       t.diagnostic(`after DEL and cooldown: ${JSON.stringify(s4.warmPool)}`);
       assert.ok(s4.warmPool!.pools.ipv4!.idle <= 32, 'idle back within maxIdle');
-      assert.ok(s4.warmPool!.returnTxns >= 1 && s4.warmPool!.returnTxns <= 4, `${s4.warmPool!.returnTxns} return transactions`);
+      // Batched: a txn returns every address past its cooldown at that tick, both families
+      // together (how many ticks that takes depends on the machine's speed, not asserted).
+      assert.ok(s4.warmPool!.returnTxns >= 1 && s4.warmPool!.returned >= 2 * s4.warmPool!.returnTxns, `${s4.warmPool!.returnTxns} return transactions for ${s4.warmPool!.returned} addresses`);
       const check2 = runCliSync(url, ['ipam', 'check', '--json']);
       assert.deepEqual(JSON.parse(check2.stdout), { leaks: [], problems: [] });
     } finally {
