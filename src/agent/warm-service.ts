@@ -48,8 +48,8 @@ export const WARM_NETWORK = 'podipam-warm';
 export const POD_RECORD_PREFIX = 'agent-pods/';
 /** Pool maintenance (plan → refill/return) period. */
 export const TICK_MS = 1000;
-/** Write-behind: the queue is drained this often (a pod's record lands within about this delay). */
-export const WRITE_DELAY_MS = 250;
+/** Write-behind: the queue is drained this often (a pod's record lands within about this delay; 1 s keeps steady churn at a few hundredths of a txn per pod; a burst's records go WRITE_BATCH per txn). */
+export const WRITE_DELAY_MS = 1000;
 /** Write-behind: most records per transaction (etcd allows 128 ops). */
 export const WRITE_BATCH = 64;
 export const BACKOFF_MAX_MS = 30_000;
