@@ -55,6 +55,8 @@ interface Result {
   readonly orphaned: number;
   /** ADDs answered code 11 (a refill timed out) and retried. */
   readonly retries: number;
+  /** Refill txns that failed (timed out, maybe landed). */
+  readonly refillFailures: number;
 }
 
 async function child(url: string): Promise<void> {
@@ -69,7 +71,7 @@ async function child(url: string): Promise<void> {
     await c.createPool({ name: 'ws-v4', cidr: '10.0.0.0/8' });
     await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
     const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
-    const totals = { retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
+    const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
     const rss: { pods: number; rssMiB: string; heapMiB: string }[] = [];
     let peakRss = 0;
     let done = 0;
@@ -80,7 +82,8 @@ async function child(url: string): Promise<void> {
     const node = async (n: number): Promise<void> => {
       const name = `wnode-${n}`;
       const dataDir = join(base, name);
-      const svc = new WarmService({ datastore: url, node: name, dataDir, ...POOL }, cluster);
+      const log = (_level: string, msg: string): void => void (msg.startsWith('warm pool refill failed') && totals.refillFailures++);
+      const svc = new WarmService({ datastore: url, node: name, dataDir, ...POOL, log }, cluster);
       await svc.start();
       for (let p = 0; p < PODS; p++) {
         // A 64-hex container ID, as containerd makes them.
@@ -163,6 +166,7 @@ async function child(url: string): Promise<void> {
       heapAfterGcMiB: mib(process.memoryUsage().heapUsed),
       orphaned: allocated - held,
       retries: totals.retries,
+      refillFailures: totals.refillFailures,
     };
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
   } finally {
@@ -189,7 +193,7 @@ export async function run(): Promise<string[]> {
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
-      `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns}, write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
+      `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
       `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
