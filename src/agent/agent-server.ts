@@ -120,6 +120,7 @@ export class Agent {
       // Open it now; a datastore that is down is retried by the first call that needs it.
       await agent.cluster.run(opts.datastore, opts.node, async () => undefined).catch((e: Error) => opts.log?.('warn', 'datastore not reachable yet', { datastore: opts.datastore, error: e.message }));
     }
+    // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
     if (agent.warm) {
       try {
         await agent.warm.start();

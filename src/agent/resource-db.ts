@@ -71,6 +71,9 @@ export class ResourceDb {
   readonly path: string;
   readonly #db: Database;
   readonly #st: Record<string, Statement>;
+  // The per-pod transactions, built once (the hot path of an ADD and a DEL).
+  readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
+  readonly #removePodTx: (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number) => void;
 
   /** Opens (creating) `<dir>/resources.db`. */
   constructor(dir: string) {
@@ -96,6 +99,15 @@ export class ResourceDb {
       pending: p('SELECT seq, key, value, at FROM writes ORDER BY seq LIMIT ?'),
       depth: p('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
     };
+    this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
+      this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+      this.#st.queue!.run(record.key, record.value, pod.since);
+    });
+    this.#removePodTx = this.#db.transaction((key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number) => {
+      this.#st.delPod!.run(key);
+      for (const a of addrs) this.#st.freeAt!.run(freeAt, a);
+      this.#st.queue!.run(recordKey, null, now);
+    });
   }
 
   /** Addresses just assigned to a warm handle. */
@@ -114,20 +126,14 @@ export class ResourceDb {
 
   /** A pod got its addresses: its row and its datastore record queued, in one commit. */
   addPod(pod: PodRow, record: { key: string; value: string }): void {
-    this.#tx(() => {
-      this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
-      this.#st.queue!.run(record.key, record.value, pod.since);
-    });
+    this.#addPodTx(pod, record);
   }
 
   /** A pod let go of its addresses (idle from `freeAt`); the datastore record's delete queued. */
   removePod(key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number): void {
-    this.#tx(() => {
-      this.#st.delPod!.run(key);
-      for (const a of addrs) this.#st.freeAt!.run(freeAt, a);
-      this.#st.queue!.run(recordKey, null, now);
-    });
+    this.#removePodTx(key, addrs, freeAt, recordKey, now);
   }
+
 
   hasPod(key: string): boolean {
     return this.#st.hasPod!.all(key).length > 0;

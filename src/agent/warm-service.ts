@@ -41,6 +41,7 @@ import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { cniErrorOf } from '../cni/cni-error-of.js';
 import { prevResultAddrs } from '../cni/prev-result.js';
+import { loadSnapshot } from '../cluster/cluster-snapshot.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
@@ -54,8 +55,8 @@ import type { StickyPolicy } from './sticky-policy.js';
 export { WARM_NETWORK, POD_RECORD_PREFIX } from './warm-handle.js';
 /** Pool maintenance (plan → refill/return) period. */
 export const TICK_MS = 1000;
-/** Write-behind: the queue is drained this often (a pod's record lands within about this delay). */
-export const WRITE_DELAY_MS = 250;
+/** Write-behind: the queue is drained this often (a pod's record lands within about this delay; 1 s keeps steady churn at a few hundredths of a txn per pod; a burst's records go WRITE_BATCH per txn). */
+export const WRITE_DELAY_MS = 1000;
 /** Write-behind: most records per transaction (etcd allows 128 ops). */
 export const WRITE_BATCH = 64;
 export const BACKOFF_MAX_MS = 30_000;
@@ -140,7 +141,8 @@ export class WarmService implements IpamBackend {
   readonly #demand = new Map<Family, number>();
   #backoffUntil = 0;
   #backoffMs = 0;
-  #writing = false;
+  #flushRun: Promise<void> | undefined;
+  #flushAgain: Promise<void> | undefined;
   #refillSeq = 0;
   /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
   #waiters = 0;
@@ -225,8 +227,9 @@ export class WarmService implements IpamBackend {
         else ((full = true), (retryAt = r.retryAt));
       }
       if (missed === undefined) {
+        const texts = got.map(([, a]) => formatAddr(a));
         if (fresh) {
-          const addrs = got.map(([, a]) => formatAddr(a));
+          const addrs = texts;
           try {
             this.#db.transaction(() => {
               this.#db.addPod(
@@ -246,7 +249,7 @@ export class WarmService implements IpamBackend {
           if (stickyHit) this.#pods.counters.stickyHits++;
         }
         this.#lowWater();
-        return { ips: got.map(([, a]) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
+        return { ips: texts.map((a) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
       }
       // Both or neither: what this attempt took goes back where it was.
       for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
@@ -397,7 +400,9 @@ export class WarmService implements IpamBackend {
   async #init(): Promise<void> {
     const { node } = this.#o;
     const found = await this.#ds(async (ipam) => {
-      const pools = await ipam.listPools();
+      // The allocator's own cached snapshot of pools (loaded once per agent, refreshed by the
+      // allocator when a refusal needs proof): a node's start costs no pool listing.
+      const pools = (ipam.cache.snapshot ?? (ipam.cache.snapshot = await loadSnapshot(ipam.store))).pools;
       const families = new Set<Family>();
       for (const p of pools) if (!p.disabled && !p.deleting && (!this.#o.pools || this.#o.pools.includes(p.name))) families.add(p.cidr.family);
       const handles = (await ipam.store.list(HANDLE_PREFIX + this.#warmHandlePrefix())).map((e) => e.key.slice(HANDLE_PREFIX.length));
@@ -661,29 +666,42 @@ export class WarmService implements IpamBackend {
 
   // ---- write-behind -------------------------------------------------------------------------------
 
-  /** Writes the queued pod records, WRITE_BATCH per txn, until the queue is empty or a write fails. */
-  async flushWrites(): Promise<void> {
-    if (this.#writing) return;
-    this.#writing = true;
-    try {
-      for (let i = 0; i < 1000; i++) {
-        const batch = this.#db.pendingWrites(WRITE_BATCH);
-        if (batch.length === 0) return;
-        const last = new Map<string, string | undefined>();
-        for (const w of batch) last.set(w.key, w.value);
-        const ops = [...last].map(([key, value]) => (value === undefined ? { type: 'delete' as const, key } : { type: 'put' as const, key, value }));
-        try {
-          await this.#ds((ipam) => ipam.store.txn([], ops));
-        } catch (e) {
-          this.#lastError = (e as Error).message;
-          return;
-        }
-        crashPoint('agent.writebehind.committed');
-        this.counters.writeTxns++;
-        this.#db.writesDone(batch[batch.length - 1]!.seq);
+  /**
+   * Writes the queued pod records, WRITE_BATCH per txn, until the queue is empty or a write
+   * fails. While a flush is in flight (the timer's), a call waits for it and then flushes once
+   * more, so what was queued before the call is written (or failed) when it resolves.
+   */
+  flushWrites(): Promise<void> {
+    if (this.#flushRun) {
+      this.#flushAgain ??= this.#flushRun.then(() => {
+        this.#flushAgain = undefined;
+        return this.flushWrites();
+      });
+      return this.#flushAgain;
+    }
+    const run = this.#flushOnce().finally(() => {
+      this.#flushRun = undefined;
+    });
+    this.#flushRun = run;
+    return run;
+  }
+
+  async #flushOnce(): Promise<void> {
+    for (let i = 0; i < 1000; i++) {
+      const batch = this.#db.pendingWrites(WRITE_BATCH);
+      if (batch.length === 0) return;
+      const last = new Map<string, string | undefined>();
+      for (const w of batch) last.set(w.key, w.value);
+      const ops = [...last].map(([key, value]) => (value === undefined ? { type: 'delete' as const, key } : { type: 'put' as const, key, value }));
+      try {
+        await this.#ds((ipam) => ipam.store.txn([], ops));
+      } catch (e) {
+        this.#lastError = (e as Error).message;
+        return;
       }
-    } finally {
-      this.#writing = false;
+      crashPoint('agent.writebehind.committed');
+      this.counters.writeTxns++;
+      this.#db.writesDone(batch[batch.length - 1]!.seq);
     }
   }
 
@@ -705,10 +723,10 @@ export class WarmService implements IpamBackend {
     return podRecordKey(this.#o.node, key);
   }
 
-  #ipConfig(a: Addr): { address: string; gateway: string } {
-    const m = this.#meta.get(formatAddr(a));
-    if (!m) throw new CniError(CniCode.Internal, `warm pool: no block information for ${formatAddr(a)}`);
-    return { address: `${formatAddr(a)}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
+  #ipConfig(a: string): { address: string; gateway: string } {
+    const m = this.#meta.get(a);
+    if (!m) throw new CniError(CniCode.Internal, `warm pool: no block information for ${a}`);
+    return { address: `${a}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
   }
 }
 

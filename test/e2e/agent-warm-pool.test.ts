@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { makeTempDir } from '../helpers/tmp.js';
 import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
@@ -155,7 +156,9 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       }
       t.diagnostic(`after DEL and cooldown: ${JSON.stringify(s4.warmPool)}`);
       assert.ok(s4.warmPool!.pools.ipv4!.idle <= 32, 'idle back within maxIdle');
-      assert.ok(s4.warmPool!.returnTxns >= 1 && s4.warmPool!.returnTxns <= 4, `${s4.warmPool!.returnTxns} return transactions`);
+      // Batched: a txn returns every address past its cooldown at that tick, both families
+      // together (how many ticks that takes depends on the machine's speed, not asserted).
+      assert.ok(s4.warmPool!.returnTxns >= 1 && s4.warmPool!.returned >= 2 * s4.warmPool!.returnTxns, `${s4.warmPool!.returnTxns} return transactions for ${s4.warmPool!.returned} addresses`);
       const check2 = runCliSync(url, ['ipam', 'check', '--json']);
       assert.deepEqual(JSON.parse(check2.stdout), { leaks: [], problems: [] });
     } finally {
@@ -192,10 +195,12 @@ test('podipam agent refuses bad warm-pool flags with the flag and the value', ()
   }
 });
 
-test('etcd down: pods keep starting and stopping from the warm pool; the write-behind queue drains after etcd returns; check clean', { timeout: 300_000 }, async (t) => {
+const OUTAGE_MS = Number(process.env.PODIPAM_TEST_OUTAGE_MS ?? 30_000);
+
+test(`3-member etcd down (all members) for ${OUTAGE_MS / 1000} s: pods keep starting and stopping from the warm pool; after etcd restarts on its data the write-behind queue drains (status and metric back to 0), the pool refills, check clean`, { timeout: 300_000 }, async (t) => {
   requireShim();
   const dir = makeTempDir('agent-warm-outage');
-  const etcd = await startEtcd({ members: 1 });
+  const etcd = await startEtcd({ members: 3 });
   let agent: RunningAgent | undefined;
   try {
     const url = etcd.url;
@@ -204,11 +209,18 @@ test('etcd down: pods keep starting and stopping from the warm pool; the write-b
       assert.equal(r.code, 0, r.stderr);
     }
     const socket = join(dir.path, 'run', 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'onode', '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '16', '--max-idle', '32', '--capacity', '64', '--cooldown', '1s']);
+    const port = await freePort();
+    agent = await startAgent(socket, ['--node', 'onode', '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '16', '--max-idle', '32', '--capacity', '64', '--cooldown', '1s', '--metrics-listen', `127.0.0.1:${port}`]);
+    const depthMetric = async (): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const m = /^podipam_agent_warm_write_behind_depth (\d+)/m.exec(text);
+      assert.ok(m, `no write-behind depth metric in:\n${text.slice(0, 2000)}`);
+      return Number(m[1]);
+    };
     for (let i = 0; ; i++) {
       const s = await agent.status();
-      if ((s.warmPool?.pools.ipv4?.idle ?? 0) >= 16) break;
-      assert.ok(i < 200, `not preloaded: ${JSON.stringify(s.warmPool)}`);
+      if ((s.warmPool?.pools.ipv4?.idle ?? 0) >= 16 && (s.warmPool?.pools.ipv6?.idle ?? 0) >= 16) break;
+      assert.ok(i < 400, `not preloaded: ${JSON.stringify(s.warmPool)}`);
       await sleep(25);
     }
     const call = (command: string, pod: number): PluginCall => ({
@@ -218,36 +230,72 @@ test('etcd down: pods keep starting and stopping from the warm pool; the write-b
       config: { cniVersion: '1.0.0', name: 'outage-net', ipam: { type: 'podipam', agent: socket } },
       env: { PODIPAM_PLUGIN: '' },
     });
-    await etcd.members[0]!.kill();
-    const got: string[] = [];
-    for (let pod = 0; pod < 10; pod++) {
-      const t0 = performance.now();
+    await Promise.all(etcd.members.map((m) => m.kill()));
+    const before = (await agent.status()).warmPool!;
+    // Churn for the whole outage: ADD a pod, DEL the one started 4 pods ago; every call answers.
+    const held = new Map<number, string[]>();
+    let adds = 0;
+    let dels = 0;
+    const t0 = performance.now();
+    for (let pod = 0; performance.now() - t0 < OUTAGE_MS; pod++) {
       const r = await runPlugin(SHIM_BIN, call('ADD', pod));
       assert.equal(r.code, 0, `ADD ${pod} with etcd down: ${r.stdout}`);
-      assert.ok(performance.now() - t0 < 1500, `ADD ${pod} took ${performance.now() - t0} ms`);
-      got.push(...(JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address));
+      const ips = (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address.split('/')[0]!);
+      assert.equal(ips.length, 2, 'both families');
+      for (const [p, other] of held) assert.ok(!other.some((a) => ips.includes(a)), `pod ${pod} got ${ips} while pod ${p} holds ${other}`);
+      held.set(pod, ips);
+      adds++;
+      if (held.size > 4) {
+        const old = Math.min(...held.keys());
+        assert.equal((await runPlugin(SHIM_BIN, call('DEL', old))).code, 0, `DEL ${old} with etcd down`);
+        held.delete(old);
+        dels++;
+      }
+      await sleep(100);
     }
-    assert.equal(new Set(got).size, 20);
-    for (let pod = 0; pod < 4; pod++) assert.equal((await runPlugin(SHIM_BIN, call('DEL', pod))).code, 0);
-    await sleep(600);
-    const down = await agent.status();
-    t.diagnostic(`etcd down: ${JSON.stringify(down.warmPool)}`);
-    assert.ok(down.warmPool!.writeBehindDepth >= 10, `pod records queued: ${down.warmPool!.writeBehindDepth}`);
-    await etcd.members[0]!.restart();
+    // End the outage with 12 pods running, so the pool is below minIdle when etcd returns
+    // (after a cooldown's wait: every idle address is free again, none is a miss).
+    await sleep(1100);
+    for (let pod = 100_000; held.size < 12; pod++) {
+      const r = await runPlugin(SHIM_BIN, call('ADD', pod));
+      assert.equal(r.code, 0, `ADD ${pod} with etcd down: ${r.stdout}`);
+      held.set(pod, (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address.split('/')[0]!));
+      adds++;
+    }
+    const down = (await agent.status()).warmPool!;
+    t.diagnostic(`etcd down ${((performance.now() - t0) / 1000).toFixed(1)} s: ${adds} ADDs and ${dels} DELs answered from the pool; ${JSON.stringify(down)}`);
+    assert.ok(adds >= 20 && dels >= 10, `pods kept starting and stopping: ${adds} ADDs, ${dels} DELs`);
+    assert.equal(down.writeTxns, before.writeTxns, 'nothing reached the datastore while it was down');
+    assert.ok(down.writeBehindDepth >= adds, `pod records queued: ${down.writeBehindDepth} for ${adds} ADDs and ${dels} DELs`);
+    assert.ok(await depthMetric() >= adds, 'the depth metric shows the queue');
+    assert.ok(down.pools.ipv4!.idle < 16, `below minIdle when etcd returns: ${down.pools.ipv4!.idle}`);
+    await Promise.all(etcd.members.map((m) => m.restart()));
     let up = await agent.status();
-    for (let i = 0; i < 200 && up.warmPool!.writeBehindDepth > 0; i++) {
+    for (let i = 0; i < 600 && (up.warmPool!.writeBehindDepth > 0 || up.warmPool!.pools.ipv4!.idle < 16 || up.warmPool!.pools.ipv6!.idle < 16); i++) {
       await sleep(100);
       up = await agent.status();
     }
     t.diagnostic(`etcd back: ${JSON.stringify(up.warmPool)}`);
     assert.equal(up.warmPool!.writeBehindDepth, 0, 'the write-behind queue drained');
+    assert.equal(await depthMetric(), 0, 'the depth metric is back to 0');
+    assert.ok(up.warmPool!.writeTxns > down.writeTxns, 'the queue drained in transactions');
+    assert.ok(up.warmPool!.writeTxns - down.writeTxns <= Math.ceil(down.writeBehindDepth / 64) + 2, `the queue drained in batches: ${up.warmPool!.writeTxns - down.writeTxns} transactions for ${down.writeBehindDepth} records`);
+    assert.ok(up.warmPool!.pools.ipv4!.idle >= 16 && up.warmPool!.pools.ipv6!.idle >= 16, 'the pool refilled to minIdle');
+    assert.ok(up.warmPool!.refillTxns > down.refillTxns, 'by a refill transaction');
     const store = await openStore(url);
     try {
-      assert.equal((await store.list('agent-pods/onode/')).length, 6, 'the six pods still running are recorded');
+      const recs = (await store.list('agent-pods/onode/')).map((e) => e.key.slice('agent-pods/onode/'.length)).sort();
+      assert.deepEqual(recs, [...held.keys()].map((p) => `outage-net:opod${p}:eth0`).sort(), 'exactly the pods still running are recorded');
     } finally {
       await store.close();
     }
-    for (let pod = 4; pod < 10; pod++) assert.equal((await runPlugin(SHIM_BIN, call('DEL', pod))).code, 0);
+    for (const pod of held.keys()) assert.equal((await runPlugin(SHIM_BIN, call('DEL', pod))).code, 0);
+    let end = await agent.status();
+    for (let i = 0; i < 200 && end.warmPool!.writeBehindDepth > 0; i++) {
+      await sleep(50);
+      end = await agent.status();
+    }
+    assert.equal(end.warmPool!.writeBehindDepth, 0);
     const check = runCliSync(url, ['ipam', 'check', '--json']);
     assert.equal(check.code, 0, check.stderr);
     assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
@@ -257,3 +305,14 @@ test('etcd down: pods keep starting and stopping from the warm pool; the write-b
     dir.remove();
   }
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,212 @@
+/**
+ * The warm pool at scale: NODES nodes' agent back ends (src/agent/warm-service.ts, each with its
+ * own resource DB, its warm handles and its write-behind queue) simulated in one process on a
+ * 3-member etcd, PODS pods each — by default 5,000 x 30 = 150,000 dual-stack pods, the size of
+ * bench/cluster.ts's scale run on the direct cluster path (604 pods/s on etcd x3).
+ *
+ * Nodes run IN_FLIGHT at a time (a node's life here: start → rebuild from its empty resource
+ * DB, reconcile with the datastore, preload to minIdle → its PODS ADDs served from the pool →
+ * write-behind flushed → closed, its resource DB removed), so file handles and timers stay
+ * bounded while every node's pool, warm handles and pod records are real. Wall time, pods/s,
+ * datastore round trips per pod (the shared ClusterServices' count: every read, list and txn,
+ * node start-up included), pool hit rate, and RSS sampled every tenth of the run (flat RSS:
+ * the state of finished nodes lives in etcd, not in the process). At the end the datastore must
+ * hold one record per pod and every refilled address, else the run fails.
+ *
+ * Knobs: PODIPAM_BENCH_WARM_NODES (5000), PODIPAM_BENCH_WARM_PODS (30),
+ * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes). Run alone: `node dist/bench/index.js warm-scale`.
+ * A smaller run prints the projected time for 150,000 pods at the measured rate.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ClusterServices } from '../src/agent/cluster-services.js';
+import { WarmService } from '../src/agent/warm-service.js';
+import { ClusterIpam } from '../src/cluster/index.js';
+import type { NetConf } from '../src/cni/types.js';
+import { openStore } from '../src/store/index.js';
+import { startEtcd } from '../test/helpers/etcd.js';
+
+const NODES = Number(process.env.PODIPAM_BENCH_WARM_NODES ?? 5000);
+const PODS = Number(process.env.PODIPAM_BENCH_WARM_PODS ?? 30);
+const IN_FLIGHT = Number(process.env.PODIPAM_BENCH_WARM_IN_FLIGHT ?? 128);
+const POOL = { minIdle: 32, maxIdle: 64, capacity: 128, cooldownMs: 30_000, stickyForMs: 0 };
+const FULL = 150_000;
+
+const mib = (x: number): string => (x / 2 ** 20).toFixed(1);
+
+interface Result {
+  readonly nodes: number;
+  readonly pods: number;
+  readonly seconds: number;
+  /** CPU of the process simulating the nodes (etcd's is apart). */
+  readonly cpuSeconds: number;
+  readonly roundTrips: number;
+  readonly hits: number;
+  readonly misses: number;
+  readonly refillTxns: number;
+  readonly writeTxns: number;
+  readonly rss: readonly { pods: number; rssMiB: string; heapMiB: string }[];
+  readonly peakRssMiB: string;
+  readonly heapAfterGcMiB: string;
+  /** Addresses of refills that timed out but landed (adopted at the node's next start). */
+  readonly orphaned: number;
+  /** ADDs answered code 11 (a refill timed out) and retried. */
+  readonly retries: number;
+  /** Refill txns that failed (timed out, maybe landed). */
+  readonly refillFailures: number;
+}
+
+async function child(url: string): Promise<void> {
+  const base = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podipam-warm-scale-'));
+  const admin = await openStore(url, { timeoutMs: 10_000 });
+  const cluster = new ClusterServices();
+  try {
+    const c = new ClusterIpam(admin);
+    // Sized for the cluster: 5,000 nodes claim ~10,000 of its 262,144 blocks. (On a /10, 15%
+    // full, new nodes' block guesses collided so often that many listed every affinity; see
+    // BENCHMARKS.md.)
+    await c.createPool({ name: 'ws-v4', cidr: '10.0.0.0/8' });
+    await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
+    const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
+    const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
+    const rss: { pods: number; rssMiB: string; heapMiB: string }[] = [];
+    let peakRss = 0;
+    let done = 0;
+    let next = 0;
+    let nextSample = 0;
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    const node = async (n: number): Promise<void> => {
+      const name = `wnode-${n}`;
+      const dataDir = join(base, name);
+      const log = (_level: string, msg: string): void => void (msg.startsWith('warm pool refill failed') && totals.refillFailures++);
+      const svc = new WarmService({ datastore: url, node: name, dataDir, ...POOL, log }, cluster);
+      await svc.start();
+      for (let p = 0; p < PODS; p++) {
+        // A 64-hex container ID, as containerd makes them.
+        const id = n.toString(16).padStart(32, '0') + p.toString(16).padStart(32, '0');
+        // A miss whose refill timed out on the loaded etcd answers code 11; the runtime retries.
+        let r;
+        for (let attempt = 0; ; attempt++) {
+          try {
+            r = await svc.add({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf });
+            break;
+          } catch (e) {
+            if ((e as { code?: number }).code !== 11 || attempt >= 20) throw e;
+            totals.retries++;
+            await new Promise((res) => setTimeout(res, 200));
+          }
+        }
+        if (r.ips.length !== 2) throw new Error(`${name} pod ${p}: ${JSON.stringify(r)}`);
+      }
+      // A write that timed out on the loaded etcd is retried, as the agent's timer would.
+      for (let i = 0; ; i++) {
+        await svc.flushWrites();
+        const s = svc.report();
+        if (s.writeBehindDepth === 0) break;
+        if (i >= 20) throw new Error(`${name}: ${s.writeBehindDepth} pod records still queued (${s.lastError})`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      await svc.close(); // waits for a refill in flight
+      // Each simulated agent's allocator memory is its own: a node done leaves no hints behind
+      // in the shared process (a real agent holds its own node's view only).
+      await cluster.run(url, name, async (ipam) => ipam.cache.forgetNode(name));
+      rmSync(dataDir, { recursive: true, force: true });
+      const k = svc.counters;
+      totals.hits += k.hits;
+      totals.misses += k.misses;
+      totals.refillTxns += k.refillTxns;
+      totals.writeTxns += k.writeTxns;
+      totals.refilled += k.refilled;
+      totals.returned += k.returned;
+      done++;
+      if (done % 16 === 0) peakRss = Math.max(peakRss, process.memoryUsage.rss());
+      if (done * PODS >= nextSample) {
+        (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
+        const m = process.memoryUsage();
+        rss.push({ pods: done * PODS, rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
+        process.stderr.write(`  warm-scale: ${done * PODS} pods, ${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB\n`);
+        nextSample += Math.max(PODS, Math.floor((NODES * PODS) / 10));
+      }
+    };
+    await Promise.all(
+      Array.from({ length: Math.min(IN_FLIGHT, NODES) }, async () => {
+        while (next < NODES) await node(next++);
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const roundTrips = cluster.roundTrips();
+    // The datastore holds what the nodes did: one record per pod, every refilled address.
+    const pods = NODES * PODS;
+    const records = (await admin.list('agent-pods/')).length;
+    if (records !== pods) throw new Error(`${records} pod records in the datastore, expected ${pods}`);
+    const u = await c.usage();
+    const allocated = u.pools.reduce((a, p) => a + p.allocated, 0);
+    // More allocated than the nodes hold: refills that timed out but landed (held by a warm
+    // handle; a node's next start adopts them). Fewer: addresses lost — a failure.
+    const held = totals.refilled - totals.returned;
+    if (allocated < held) throw new Error(`${allocated} addresses allocated in the datastore, the nodes hold ${held}`);
+    (globalThis as { gc?: () => void }).gc?.();
+    const result: Result = {
+      nodes: NODES,
+      pods,
+      seconds,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      roundTrips,
+      hits: totals.hits,
+      misses: totals.misses,
+      refillTxns: totals.refillTxns,
+      writeTxns: totals.writeTxns,
+      rss,
+      peakRssMiB: mib(peakRss),
+      heapAfterGcMiB: mib(process.memoryUsage().heapUsed),
+      orphaned: allocated - held,
+      retries: totals.retries,
+      refillFailures: totals.refillFailures,
+    };
+    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+  } finally {
+    await cluster.close();
+    await admin.close();
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<string[]> {
+  const etcd = await startEtcd({ members: 3 });
+  try {
+    console.log(`warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`);
+    const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
+      env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: etcd.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
+      timeout: 3_600_000,
+      maxBuffer: 1 << 24,
+    });
+    const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
+    if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
+    const x = JSON.parse(m[1]!) as Result;
+    const rate = x.pods / x.seconds;
+    const lines = [
+      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
+      `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
+      `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
+      ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
+      `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+    ];
+    for (const l of lines) console.log(l);
+    return lines;
+  } finally {
+    await etcd.stop();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const url = process.env.PODIPAM_BENCH_WARM_SCALE_CHILD;
+  if (url) await child(url);
+  else await run();
+}

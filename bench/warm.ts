@@ -1,0 +1,171 @@
+/**
+ * The agent's warm pool in one run beside the two things it replaces, on a 3-member etcd
+ * (dual-stack, through the native shim for both agent subjects):
+ *
+ *   warm        shim → agent with a warm pool (`ipam: {type: podipam, agent: SOCK}`)
+ *   cluster     shim → agent without a pool (`ipam: {type: podipam, datastore: URL}`: the
+ *               cluster back end, one group-committed txn per ADD and per DEL)
+ *   host-local  /usr/lib/cni/host-local (IPv4 only, local files: the floor)
+ *
+ * Sequential ADD+DEL pairs, subjects alternating so they share the machine's load: p50/p99 per
+ * call; then a BURST-pod burst at 32 in flight (ADD wall, DEL wall). Datastore round trips per
+ * pod from each agent's store counter (every read, list and txn — an upper bound on
+ * transactions), in the steady state (the sequential phase, after the preload) and in the
+ * burst; the warm pool's hit rate (ADDs served without waiting for a refill).
+ *
+ * The pool: minIdle 64, maxIdle 256, capacity 1024, cooldown 1 s (so sequential churn reuses
+ * cooled addresses rather than refilling). Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST
+ * (256). Run alone: `node dist/bench/index.js warm`.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { startEtcd } from '../test/helpers/etcd.js';
+import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
+import { makeTempDir } from '../test/helpers/tmp.js';
+
+const PAIRS = Number(process.env.PODIPAM_BENCH_PAIRS ?? 200);
+const BURST = Number(process.env.PODIPAM_BENCH_BURST ?? 256);
+const IN_FLIGHT = 32;
+
+interface Subject {
+  readonly name: string;
+  readonly bin: string;
+  readonly ipam: Record<string, unknown>;
+  readonly env: Record<string, string>;
+  readonly agent?: RunningAgent;
+}
+
+const q = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
+const ms = (x: number): string => `${x.toFixed(2)} ms`;
+const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x`;
+
+function env(s: Subject, command: string, id: string): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/bench', CNI_PATH: '/usr/lib/cni', ...s.env };
+}
+
+function once(s: Subject, command: string, id: string): number {
+  const t0 = performance.now();
+  const r = spawnSync(s.bin, [], { env: env(s, command, id), input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }), encoding: 'utf8' });
+  const t = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
+  return t;
+}
+
+function call(s: Subject, command: string, id: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(s.bin, [], { env: env(s, command, id), stdio: ['pipe', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));
+    child.stdin.end(JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }));
+  });
+}
+
+async function burst(s: Subject, command: string): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < BURST) await call(s, command, `burst${next++}`);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+export async function run(): Promise<string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-warm');
+  const etcd = await startEtcd({ members: 3 });
+  const rows: string[] = [];
+  const line = (label: string, cells: readonly string[]): void => {
+    const text = `${label.padEnd(30)} ${cells.map((c) => c.padStart(13)).join(' ')}`;
+    console.log(`  ${text}`);
+    rows.push(text);
+  };
+  let warmAgent: RunningAgent | undefined;
+  let clusterAgent: RunningAgent | undefined;
+  try {
+    const url = etcd.url;
+    for (const [name, cidr] of [['bw-v4', '10.96.0.0/12'], ['bw-v6', 'fd00:96::/104']] as const) {
+      const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
+      if (r.code !== 0) throw new Error(r.stderr);
+    }
+    warmAgent = await startAgent(join(dir.path, 'warm', 'agent.sock'), ['--node', 'bench-warm', '--datastore', url, '--data-dir', join(dir.path, 'warm-data'), '--min-idle', '64', '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s']);
+    clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url]);
+    for (let i = 0; ; i++) {
+      const w = (await warmAgent.status()).warmPool;
+      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= 64 && (w.pools.ipv6?.idle ?? 0) >= 64) break;
+      if (i > 600) throw new Error(`warm pool not preloaded: ${JSON.stringify(w)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const warm: Subject = { name: 'warm', bin: SHIM_BIN, ipam: { type: 'podipam', agent: warmAgent.socket }, env: { PODIPAM_PLUGIN: '' }, agent: warmAgent };
+    const cluster: Subject = { name: 'cluster', bin: SHIM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-cluster' }, env: { PODIPAM_AGENT_SOCKET: clusterAgent.socket, PODIPAM_PLUGIN: '' }, agent: clusterAgent };
+    const hl: Subject = { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} };
+    const subjects = [warm, cluster, hl];
+    // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
+    for (const s of subjects) (once(s, 'ADD', 'first'), once(s, 'DEL', 'first'));
+    console.log(`warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`);
+    type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
+    const counts = async (a: RunningAgent): Promise<Counts> => {
+      const s = await a.status();
+      const w = s.warmPool;
+      return { trips: s.datastore.roundTrips, hits: w?.hits ?? 0, misses: w?.misses ?? 0, refills: w?.refillTxns ?? 0, returns: w?.returnTxns ?? 0, writes: w?.writeTxns ?? 0 };
+    };
+    const delta = (a: Counts, b: Counts): Counts => ({ trips: b.trips - a.trips, hits: b.hits - a.hits, misses: b.misses - a.misses, refills: b.refills - a.refills, returns: b.returns - a.returns, writes: b.writes - a.writes });
+    /** Counts after the warm agent's write-behind drained (what the phase's pods cost, all of it). */
+    const settled = async (a: RunningAgent): Promise<Counts> => {
+      for (let i = 0; i < 200 && ((await a.status()).warmPool?.writeBehindDepth ?? 0) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      return counts(a);
+    };
+
+    const seq = new Map(subjects.map((s) => [s.name, { add: [] as number[], del: [] as number[] }]));
+    const w0 = await settled(warmAgent);
+    const c0 = await counts(clusterAgent);
+    for (let i = 0; i < PAIRS; i++) {
+      for (const s of i % 2 ? subjects : [...subjects].reverse()) {
+        seq.get(s.name)!.add.push(once(s, 'ADD', `seq${i}`));
+        seq.get(s.name)!.del.push(once(s, 'DEL', `seq${i}`));
+      }
+    }
+    const wSeq = delta(w0, await settled(warmAgent));
+    const cSeq = delta(c0, await counts(clusterAgent));
+    line('', ['warm', 'cluster', 'host-local', 'warm/cluster', 'warm/h-l']);
+    const cells = (f: (x: { add: number[]; del: number[] }) => number): string[] => {
+      const [w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
+      return [ms(w!), ms(c!), ms(h!), ratio(w!, c!), ratio(w!, h!)];
+    };
+    line('ADD p50', cells((x) => q(x.add, 0.5)));
+    line('ADD p99', cells((x) => q(x.add, 0.99)));
+    line('DEL p50', cells((x) => q(x.del, 0.5)));
+    line('DEL p99', cells((x) => q(x.del, 0.99)));
+    line('steady: round trips per pod', [(wSeq.trips / PAIRS).toFixed(3), (cSeq.trips / PAIRS).toFixed(3), '-', ratio(wSeq.trips, cSeq.trips), '']);
+    line('steady: pool hit rate', [`${((100 * wSeq.hits) / Math.max(1, wSeq.hits + wSeq.misses)).toFixed(1)}%`, '-', '-', '', '']);
+    line('steady: warm txns', [`${wSeq.refills}r ${wSeq.returns}x ${wSeq.writes}w`, '', '', '', '']);
+
+    const wall = new Map<string, { add: number; del: number }>();
+    const wb0 = await settled(warmAgent);
+    const cb0 = await counts(clusterAgent);
+    for (const s of subjects) wall.set(s.name, { add: await burst(s, 'ADD'), del: await burst(s, 'DEL') });
+    const wB = delta(wb0, await settled(warmAgent));
+    const cB = delta(cb0, await counts(clusterAgent));
+    const [bw, bc, bh] = subjects.map((s) => wall.get(s.name)!);
+    line(`burst ${BURST} ADD wall`, [ms(bw!.add), ms(bc!.add), ms(bh!.add), ratio(bw!.add, bc!.add), ratio(bw!.add, bh!.add)]);
+    line(`burst ${BURST} DEL wall`, [ms(bw!.del), ms(bc!.del), ms(bh!.del), ratio(bw!.del, bc!.del), ratio(bw!.del, bh!.del)]);
+    line('burst: round trips per pod', [(wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), '-', ratio(wB.trips, cB.trips), '']);
+    line('burst: pool hit rate', [`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', '-', '', '']);
+    line('burst: warm txns', [`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', '', '', '']);
+    rows.push('(warm txns: r refill, x return, w write-behind transactions)');
+    rows.push(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    return rows;
+  } finally {
+    await warmAgent?.stop();
+    await clusterAgent?.stop();
+    await etcd.stop();
+    dir.remove();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) for (const l of await run()) console.log(l);
