@@ -2,10 +2,10 @@
  * `podipam serve` on a 150,000-pod store (Kubernetes' supported maximum: 5,000 nodes × 30
  * pods, dual-stack): how long the dashboard's requests take and how many bytes they move,
  * cold (first pass over the store) and warm (the shared summary cache), plus `check` and a
- * Prometheus scrape. The store is SQLite, as `npm start` uses, written directly in
- * transactions of 128 records with the cluster's own encoders (one /26 and one /122 block
- * per node, 30 pods each, every pod a handle) — filling it through the allocator would
- * measure the allocator, which `bench/cluster` does.
+ * Prometheus scrape. The store is SQLite, as `npm start` uses, written directly by
+ * test/helpers/fill-cluster-store.ts (one /26 and one /122 block per node, 30 pods each,
+ * every pod a handle) — filling it through the allocator would measure the allocator, which
+ * `bench/cluster` does.
  *
  * Knobs: PODIPAM_BENCH_SERVE_NODES (default 5000), PODIPAM_BENCH_SERVE_PODS (default 30).
  * Run alone: `node dist/bench/serve.js`.
@@ -14,54 +14,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { encodeAffinity } from '../src/cluster/affinity-record.js';
-import { encodeBlock } from '../src/cluster/block-record.js';
-import { encodeHandle } from '../src/cluster/handle-record.js';
-import { ClusterIpam } from '../src/cluster/index.js';
-import { affinityKey, blockKey, handleKey } from '../src/cluster/keys.js';
-import { encodeNodeRecord, nodeKey } from '../src/model/node-record.js';
-import { formatPrefix, parsePrefix, subPrefix, type Prefix } from '../src/ip/index.js';
-import { MAX_TXN_OPS, openStore, type Op, type Store } from '../src/store/index.js';
+import { formatPrefix, subPrefix } from '../src/ip/index.js';
+import { openStore } from '../src/store/index.js';
 import { startServer } from '../src/server/start-server.js';
+import { FILL_V4, fillClusterStore } from '../test/helpers/fill-cluster-store.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_SERVE_NODES ?? 5000);
 const PODS = Number(process.env.PODIPAM_BENCH_SERVE_PODS ?? 30);
-const V4 = parsePrefix('10.0.0.0/13');
-const V6 = parsePrefix('fd00:10::/48');
-
-async function fill(store: Store): Promise<void> {
-  const ipam = new ClusterIpam(store);
-  await ipam.createPool({ name: 'v4', cidr: formatPrefix(V4), blockSize: 26 });
-  await ipam.createPool({ name: 'v6', cidr: formatPrefix(V6), blockSize: 122 });
-  let ops: Op[] = [];
-  const flush = async (): Promise<void> => {
-    if (ops.length === 0) return;
-    const r = await store.txn([], ops);
-    if (!r.succeeded) throw new Error('fill txn failed');
-    ops = [];
-  };
-  const put = async (key: string, value: string): Promise<void> => {
-    ops.push({ type: 'put', key, value });
-    if (ops.length === MAX_TXN_OPS) await flush();
-  };
-  const now = new Date().toISOString();
-  for (let n = 0; n < NODES; n++) {
-    const node = `node-${String(n).padStart(4, '0')}`;
-    await put(nodeKey(node), encodeNodeRecord({ name: node, labels: {}, podCIDRs: [], createdAt: now }));
-    const blocks: Prefix[] = [subPrefix(V4, 26, BigInt(n)), subPrefix(V6, 122, BigInt(n))];
-    const allocations = blocks.map(() => new Map<number, string>());
-    for (let p = 0; p < PODS; p++) {
-      const handle = `k8s-pod-network.${n.toString(16).padStart(4, '0')}${p.toString(16).padStart(4, '0')}.eth0`;
-      allocations.forEach((m) => m.set(p, handle));
-      await put(handleKey(handle), encodeHandle({ node, network: 'k8s-pod-network', blocks: new Map(blocks.map((b) => [formatPrefix(b), 1])) }));
-    }
-    for (const [i, cidr] of blocks.entries()) {
-      await put(blockKey(cidr), encodeBlock({ cidr, affinity: node, allocations: allocations[i] as Map<number, string>, next: PODS }));
-      await put(affinityKey(node, cidr), encodeAffinity({ state: 'confirmed', claimedAt: now }));
-    }
-  }
-  await flush();
-}
+const V4 = FILL_V4;
 
 async function timed(url: string): Promise<{ ms: number; bytes: number; status: number }> {
   const t0 = performance.now();
@@ -77,7 +37,7 @@ export async function run(): Promise<string[]> {
   try {
     const store = await openStore(url);
     const t0 = performance.now();
-    await fill(store);
+    await fillClusterStore(store, NODES, PODS);
     await store.close();
     const fillS = (performance.now() - t0) / 1000;
     console.log(`filled ${NODES} nodes × ${PODS} pods (${NODES * PODS} pods, ${2 * NODES} blocks) into SQLite in ${fillS.toFixed(1)} s`);

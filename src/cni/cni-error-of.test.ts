@@ -16,7 +16,7 @@ describe('cniErrorOf', () => {
       [new AddressUnavailableError('10.0.0.1', 'taken', 'held'), CniCode.AddressUnavailable, CniCode.AddressUnavailable],
       [new NoPoolError(6, 'n', undefined, 'no pool exists'), CniCode.InvalidConfig, CniCode.NotAvailable],
       [new StoreUrlError('x', 'bad'), CniCode.InvalidConfig, CniCode.InvalidConfig],
-      [new StoreError('x', 'corrupt'), CniCode.Internal, CniCode.Internal],
+      [new StoreError('x', 'corrupt'), CniCode.IoFailure, CniCode.NotAvailable],
       ['a string', CniCode.Internal, CniCode.Internal],
     ];
     for (const [e, add, status] of cases) {

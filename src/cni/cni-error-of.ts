@@ -4,7 +4,8 @@
  * transient (unreachable datastore, exhausted CAS retries, a busy lock) → 11, try again later —
  * or, for STATUS, 50 not available; no free address → 100 (50 for STATUS); an unavailable
  * specific address → 101; no usable pool → 7 (50 for STATUS); a bad datastore URL → 7; a
- * file-system failure → 5. A CniError is kept; any other errno error is 5, anything else 999.
+ * file-system failure → 5; a datastore answering with something unusable (corrupt or read-only
+ * SQLite file) → 5 (50 for STATUS). A CniError is kept; any other errno error is 5, anything else 999.
  * The message is the error's own (it names the data); never a stack.
  */
 import { CniCode, CniError } from './errors.js';
@@ -28,6 +29,8 @@ export function cniErrorOf(e: unknown, verb?: string): CniError {
       return new CniError(CniCode.InvalidConfig, `ipam.datastore: ${msg}`);
     case 'io':
       return new CniError(CniCode.IoFailure, msg);
+    case 'datastore':
+      return new CniError(status ? CniCode.NotAvailable : CniCode.IoFailure, msg);
     case undefined:
       break;
   }

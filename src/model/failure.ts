@@ -15,6 +15,8 @@ export type Failure =
   | 'no-pool'
   /** A file-system failure; the message names the path. */
   | 'io'
+  /** The datastore answered with something unusable (a corrupt or read-only SQLite file, a refused request). */
+  | 'datastore'
   /** The datastore URL (or a setting that goes with it) is wrong. */
   | 'datastore-url';
 

@@ -23,10 +23,10 @@ describe('DatastoreProbe', () => {
   it('answers "slow" after waitMs while a check hangs, joining it instead of starting another', async () => {
     const c = handCheck();
     const probe = new DatastoreProbe(c.check, 30);
-    const t0 = performance.now();
+    // The check is answered only below: that health() returned at all proves it did not wait for it.
     const first = await probe.health();
     assert.equal(first.state, 'slow');
-    assert.ok(performance.now() - t0 < 500);
+    assert.equal(c.calls, 1);
     const second = await probe.health();
     assert.equal(second.state, 'slow');
     assert.ok(second.state === 'slow' && second.waitingMs >= 50, JSON.stringify(second));

@@ -1,3 +1,4 @@
+import type { Failure } from '../model/failure.js';
 import { redactStoreUrl } from './redact-store-url.js';
 
 /** The engine behind a store could not be reached or answered in time (transient: CNI code 11). */
@@ -16,6 +17,7 @@ export class StoreUnavailableError extends Error {
 /** The engine answered with something podipam cannot use (corrupt data, refused request). */
 export class StoreError extends Error {
   override readonly name: string = 'StoreError';
+  readonly failure: Failure = 'datastore';
   /** The store's URL, password hidden. */
   readonly url: string;
   constructor(url: string, message: string) {

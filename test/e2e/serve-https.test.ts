@@ -65,7 +65,9 @@ test('serve https: dashboard and API over TLS, no plain HTTP, Host/Origin guard 
     const page = await tlsCall(s, 'GET', '/');
     assert.equal(page.status, 200);
     assert.match(page.text, /<html/i);
-    const js = await tlsCall(s, 'GET', '/assets/app.js');
+    const script = /<script src="(\/assets\/app-[A-Za-z0-9]+\.js)">/.exec(page.text);
+    assert.ok(script, 'the page names its bundled script');
+    const js = await tlsCall(s, 'GET', script[1]!);
     assert.equal(js.status, 200);
     const health = await tlsCall(s, 'GET', '/healthz');
     assert.equal(health.status, 200, health.text);

@@ -56,8 +56,10 @@ test('no agent and no standalone plugin: code 11 naming the socket, at once', ()
   assert.equal(r.code, 1);
   const e = errOf(r.stdout);
   assert.equal(e.code, 11);
+  // "At once": the refusal (ENOENT) itself, never the answer timeout; the bound only proves it ends.
   assert.match(e.msg, new RegExp(`${sock}.*No such file`));
-  assert.ok(r.ms < 1000, `${r.ms} ms`);
+  assert.doesNotMatch(e.msg, /did not answer|timed? ?out/i);
+  assert.ok(r.ms < 10_000, `${r.ms} ms`);
 });
 
 test('failures are appended to $PODIPAM_CNI_LOG, one JSON line each (runtimes drop stderr)', async () => {

@@ -53,15 +53,15 @@ describe('EtcdStore over TLS', () => {
   });
 
   it('a member refusing the client (no certificate) is a StoreError about TLS, at once', async () => {
+    // "At once": the refusal itself, not a timeout (a timeout is StoreUnavailableError, "did not answer").
     const s = await openStore(`${etcd.url}${query({ ca: certs.caFile, servername: SERVER_NAME })}`, noEnv);
-    const t0 = performance.now();
     await assert.rejects(s.get('k'), (e: unknown) => {
       assert.ok(e instanceof StoreError, String(e));
       assert.match(e.message, /TLS/);
       assert.match(e.message, /certificate/i);
+      assert.doesNotMatch(e.message, /did not answer|timed? ?out/i);
       return true;
     });
-    assert.ok(performance.now() - t0 < 1500);
     await s.close();
   });
 

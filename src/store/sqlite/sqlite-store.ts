@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch } from '../check-input.js';
@@ -22,6 +22,8 @@ interface Database {
   exec(sql: string): void;
   transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R; deferred(...args: A): R };
   close(): void;
+  /** The file it opened. */
+  readonly name: string;
 }
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
 const Database = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
@@ -114,8 +116,8 @@ export class SqliteStore implements Store {
   static async open(url: string, path: string, options?: StoreOptions): Promise<SqliteStore> {
     const timeoutMs = resolveTimeoutMs(options);
     let db: Database | undefined;
+    const file = resolve(path);
     try {
-      const file = resolve(path);
       mkdirSync(dirname(file), { recursive: true });
       db = new Database(file, { timeout: BUSY_SLICE_MS });
       const opened = db;
@@ -123,7 +125,7 @@ export class SqliteStore implements Store {
       return new SqliteStore(url, db, timeoutMs);
     } catch (e) {
       db?.close();
-      throw translate(url, e, timeoutMs);
+      throw translate(url, e, timeoutMs, file);
     }
   }
 
@@ -265,7 +267,7 @@ export class SqliteStore implements Store {
     try {
       return await retryWhileBusy(fn, this.#timeoutMs, () => this.#checkOpen());
     } catch (e) {
-      throw translate(this.url, e, this.#timeoutMs);
+      throw translate(this.url, e, this.#timeoutMs, this.#db.name);
     }
   }
 
@@ -342,7 +344,7 @@ function prepare(db: Database) {
 }
 
 /** SQLite's and the file system's errors, in the store's terms; anything else unchanged. */
-function translate(url: string, e: unknown, timeoutMs: number): unknown {
+function translate(url: string, e: unknown, timeoutMs: number, file?: string): unknown {
   if (e instanceof StoreError || e instanceof StoreUnavailableError) return e;
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return e;
@@ -350,5 +352,23 @@ function translate(url: string, e: unknown, timeoutMs: number): unknown {
   if (isBusy(e)) {
     return new StoreUnavailableError(url, `the database stayed locked by another connection for over ${timeoutMs} ms (${code}: ${message})`);
   }
-  return new StoreError(url, `${code}: ${message}`);
+  return new StoreError(url, `${code}: ${message}${whyNotWritable(code, file)}`);
+}
+
+/**
+ * For "cannot open" and "read-only" engine errors, what the file system says (SQLite's own
+ * message does not): a read-only file system, or a file or directory we may not write.
+ */
+function whyNotWritable(code: string, file: string | undefined): string {
+  if (file === undefined || !/^SQLITE_(CANTOPEN|READONLY|IOERR)/.test(code)) return '';
+  for (const p of [file, dirname(file)]) {
+    try {
+      accessSync(p, constants.W_OK);
+    } catch (e) {
+      const c = (e as NodeJS.ErrnoException).code;
+      if (c === 'EROFS') return ` (${p} is on a read-only file system)`;
+      if (c === 'EACCES' || c === 'EPERM') return ` (${p} is not writable by this process)`;
+    }
+  }
+  return '';
 }
