@@ -248,11 +248,26 @@ async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string,
       const records = await store.list(`agent-pods/${node}/`);
       if (records.length > 0) violations.push(`warm: ${records.length} pod records left after DEL of every pod`);
     }
-    const end = await sample();
+    let end = await sample();
     if (phase === 'cluster' && end.allocated !== 0) violations.push(`cluster: ${end.allocated} addresses allocated after DEL of every pod`);
     if (phase === 'warm') {
-      const w = (await agent.status()).warmPool!;
-      const held = Object.values(w.pools).reduce((n, p) => n + p.idle + p.inUse + p.returning, 0);
+      // The pool keeps working after the last DEL (returns past their cooldown, refills up to
+      // minIdle): compare the datastore with the agent once nothing is in flight and two
+      // readings agree (bounded), never a moving state.
+      const heldNow = async () => {
+        const w = (await agent.status()).warmPool!;
+        const busy = Object.values(w.pools).some((p) => p.returning > 0 || p.pending > 0);
+        return { w, busy, held: Object.values(w.pools).reduce((n, p) => n + p.idle + p.inUse + p.reserved + p.returning, 0) };
+      };
+      let h = await heldNow();
+      for (let i = 0; i < 200 && (h.busy || end.allocated !== h.held); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const before = await heldNow();
+        end = await sample();
+        h = await heldNow();
+        if (before.held !== h.held) h = { ...h, busy: true };
+      }
+      const { w, held } = h;
       if (end.allocated !== held) {
         // Which ones: the datastore's allocations vs the agent's resource DB.
         const db = new ResourceDb(join(root, phase, 'data'));
