@@ -5,6 +5,7 @@
  * the service, close in `finally`; bad command-line input (TypeError/RangeError from
  * validation) becomes a UsageError (exit 2).
  */
+import { warmIdleTest } from '../agent/warm-usage.js';
 import type { Command } from 'commander';
 import type { ClusterIpam } from '../cluster/index.js';
 import { datastoreUrl } from './datastore-url.js';
@@ -59,11 +60,12 @@ export function registerIpam(program: Command): void {
 
   ipam
     .command('show')
-    .description('allocated addresses per pool (and per block with --blocks)')
+    .description('allocated addresses per pool (and per block with --blocks); IDLE: held idle by node agents\' warm pools')
     .option('--blocks', 'also list every block with its node')
     .option('--json', 'print JSON: {"pools": [...], "blocks": [...]}')
     .action(async (opts: { blocks?: boolean; json?: boolean }, cmd: Command) => {
-      const u = await withClusterIpam(cmd, (c) => c.usage());
+      // Idle = held by a node agent's warm pool for later pods (src/agent/warm-usage.ts).
+      const u = await withClusterIpam(cmd, async (c) => c.usage({ isIdle: await warmIdleTest(c.store) }));
       if (opts.json) return printJson(opts.blocks ? u : { pools: u.pools });
       printTable(u.pools, [
         { header: 'POOL', value: (p) => p.name },
@@ -71,6 +73,7 @@ export function registerIpam(program: Command): void {
         { header: 'CAPACITY', value: (p) => p.capacity },
         { header: 'ALLOCATED', value: (p) => p.allocated },
         { header: 'USED', value: (p) => percent(p.allocated, p.capacity) },
+        { header: 'IDLE', value: (p) => p.idle },
         { header: 'BLOCKS', value: (p) => p.blocks },
         { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.disabled ? 'disabled' : 'enabled') },
       ]);
@@ -82,6 +85,7 @@ export function registerIpam(program: Command): void {
           { header: 'NODE', value: (b) => b.node },
           { header: 'CAPACITY', value: (b) => b.capacity },
           { header: 'ALLOCATED', value: (b) => b.allocated },
+          { header: 'IDLE', value: (b) => b.idle },
         ]);
       }
     });

@@ -140,10 +140,10 @@ export class ClusterIpam {
     return deleteReservation(this.#ctx, name);
   }
 
-  /** `ipam show`'s rows: a projection of utilisation(). */
-  async usage(): Promise<IpamUsage> {
+  /** `ipam show`'s rows: a projection of utilisation() (`isIdle`: which allocations are idle). */
+  async usage(options?: UtilisationOptions): Promise<IpamUsage> {
     const { ipamUsage } = await import('./usage.js');
-    return ipamUsage(this.#ctx);
+    return ipamUsage(this.#ctx, options);
   }
 
   /** See utilisation.ts: the one utilisation computation (pools, blocks, nodes by affinity), exact bigint counts. */

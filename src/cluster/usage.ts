@@ -5,7 +5,7 @@
 import { formatPrefix } from '../ip/index.js';
 import type { IpamContext } from './ipam-context.js';
 import { poolText } from './pool-record.js';
-import { clusterUtilisation } from './utilisation.js';
+import { clusterUtilisation, type UtilisationOptions } from './utilisation.js';
 
 export interface PoolUsage {
   readonly name: string;
@@ -17,6 +17,8 @@ export interface PoolUsage {
   /** Addresses the pool can hand out: blocks × usable addresses per block (can exceed 2^53 for IPv6). */
   readonly capacity: bigint;
   readonly allocated: number;
+  /** Of `allocated`, addresses idle in node agents' warm pools (when the caller says which). */
+  readonly idle: number;
   /** Blocks claimed in the pool. */
   readonly blocks: number;
 }
@@ -31,6 +33,8 @@ export interface BlockUsage {
   readonly capacity: number;
   /** Addresses held (an address at an excluded ordinal, written by an older version, counts too). */
   readonly allocated: number;
+  /** Of `allocated`, addresses idle in the node agent's warm pool (when the caller says which). */
+  readonly idle: number;
 }
 
 export interface IpamUsage {
@@ -42,10 +46,10 @@ export interface IpamUsage {
  * `ipam show`'s rows, projected from clusterUtilisation (the one computation the API and the
  * dashboard show too). Throws what the store throws, CorruptRecordError.
  */
-export async function ipamUsage(ctx: IpamContext): Promise<IpamUsage> {
-  const u = await clusterUtilisation(ctx);
+export async function ipamUsage(ctx: IpamContext, options: UtilisationOptions = {}): Promise<IpamUsage> {
+  const u = await clusterUtilisation(ctx, options);
   return {
-    pools: u.pools.map((p) => ({ ...poolText(p.pool), capacity: p.capacity, allocated: Number(p.allocated), blocks: p.blocks })),
-    blocks: u.blocks.map((b) => ({ cidr: formatPrefix(b.cidr), pool: b.pool ?? '', node: b.node, capacity: Number(b.capacity), allocated: Number(b.allocated) })),
+    pools: u.pools.map((p) => ({ ...poolText(p.pool), capacity: p.capacity, allocated: Number(p.allocated), idle: Number(p.idle), blocks: p.blocks })),
+    blocks: u.blocks.map((b) => ({ cidr: formatPrefix(b.cidr), pool: b.pool ?? '', node: b.node, capacity: Number(b.capacity), allocated: Number(b.allocated), idle: Number(b.idle) })),
   };
 }

@@ -23,6 +23,8 @@ export interface PoolUtilisation {
   readonly capacity: bigint;
   /** Addresses allocated in the pool's blocks. */
   readonly allocated: bigint;
+  /** Of `allocated`, those the caller's `isIdle` calls idle (0 without it). */
+  readonly idle: bigint;
   /** Blocks claimed in the pool. */
   readonly blocks: number;
   /** Blocks the pool can be cut into. */
@@ -90,7 +92,7 @@ export async function clusterUtilisation(ctx: IpamContext, options: UtilisationO
   };
   const [poolEntries, blockEntries] = await Promise.all([listAll(ctx.store, POOL_PREFIX), listAll(ctx.store, BLOCK_PREFIX)]);
   const pools = poolEntries.flatMap((e) => decoded(e.key, () => [decodePool(e)]) ?? []);
-  const perPool = new Map<string, { allocated: bigint; blocks: number }>(pools.map((p) => [p.name, { allocated: 0n, blocks: 0 }]));
+  const perPool = new Map<string, { allocated: bigint; idle: bigint; blocks: number }>(pools.map((p) => [p.name, { allocated: 0n, idle: 0n, blocks: 0 }]));
   const perNode = new Map<string, { blocks: number; allocated: bigint; idle: bigint }>();
   const isIdle = options.isIdle;
   const blocks: BlockUtilisation[] = [];
@@ -102,8 +104,9 @@ export async function clusterUtilisation(ctx: IpamContext, options: UtilisationO
     if (isIdle) for (const [o, handle] of b.allocations) if (isIdle(handle, addrOfOrdinal(b.cidr, o))) idle++;
     const pool = pools.find((p) => p.cidr.family === b.cidr.family && prefixContainsPrefix(p.cidr, b.cidr));
     if (pool) {
-      const c = perPool.get(pool.name) as { allocated: bigint; blocks: number };
+      const c = perPool.get(pool.name) as { allocated: bigint; idle: bigint; blocks: number };
       c.allocated += allocated;
+      c.idle += idle;
       c.blocks += 1;
     }
     if (b.affinity !== null) {
@@ -116,11 +119,12 @@ export async function clusterUtilisation(ctx: IpamContext, options: UtilisationO
     blocks.push({ cidr: b.cidr, pool: pool?.name ?? null, node: b.affinity, capacity: usableCount(b.cidr), allocated, idle });
   }
   const poolRows: PoolUtilisation[] = pools.map((p) => {
-    const c = perPool.get(p.name) as { allocated: bigint; blocks: number };
+    const c = perPool.get(p.name) as { allocated: bigint; idle: bigint; blocks: number };
     return {
       pool: p,
       capacity: poolUsableCount(p.cidr, p.blockSize),
       allocated: c.allocated,
+      idle: c.idle,
       blocks: c.blocks,
       blockSlots: blockCount(p.cidr, p.blockSize),
       blockCapacity: usableCount(blockAt(p.cidr, p.blockSize, 0n)),

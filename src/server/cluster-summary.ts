@@ -11,9 +11,7 @@ import { ClusterIpam } from '../cluster/index.js';
 import { listNodes } from '../controller/list-nodes.js';
 import { type Prefix, formatPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
-import { POD_RECORD_PREFIX } from '../agent/warm-handle.js';
-import { isIdleAllocation, podAddresses } from './warm-usage.js';
-import { listAll } from '../store/list-all.js';
+import { warmIdleTest } from '../agent/warm-usage.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -75,8 +73,7 @@ export interface ClusterSummary {
 
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
-  const podEntries = await listAll(store, POD_RECORD_PREFIX);
-  const isIdle = isIdleAllocation(podAddresses(podEntries));
+  const isIdle = await warmIdleTest(store);
   const [u, records] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle }), listNodes(store)]);
   const blocks: BlockSummary[] = u.blocks.map((b) => ({
     cidr: formatPrefix(b.cidr),

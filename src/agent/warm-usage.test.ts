@@ -2,7 +2,7 @@
  * Idle vs in use per node: the pure counting on hand-made records, then a real warm pool — the
  * agent's WarmService in-process on a real SQLite datastore file, its addresses assigned to the
  * node's warm handles through ClusterIpam and its pod records written behind — read back
- * through GET /api/v1/nodes on a loopback socket, beside a node without a pool.
+ * through GET /api/v1/nodes on a loopback socket and `podipam ipam show`, beside a node without a pool.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,18 +11,19 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterServices } from '../agent/cluster-services.js';
-import { podRecordKey, podRecordNode, warmHandleNode, warmHandlePrefix } from '../agent/warm-handle.js';
-import { WarmService } from '../agent/warm-service.js';
+import { ClusterServices } from './cluster-services.js';
+import { podRecordKey, podRecordNode, warmHandleNode, warmHandlePrefix } from './warm-handle.js';
+import { WarmService } from './warm-service.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { parsePrefix } from '../ip/index.js';
 import { openStore } from '../store/index.js';
-import type { ApiDeps } from './api-deps.js';
-import { SummaryCache } from './cluster-summary.js';
-import { createHttpServer, type HandlerSpec } from './http-server.js';
-import { hostPolicy } from './request-guard.js';
-import { Router } from './router.js';
-import { addReadRoutes } from './routes-read.js';
+import { runCliSync } from '../../test/helpers/plugin.js';
+import type { ApiDeps } from '../server/api-deps.js';
+import { SummaryCache } from '../server/cluster-summary.js';
+import { createHttpServer, type HandlerSpec } from '../server/http-server.js';
+import { hostPolicy } from '../server/request-guard.js';
+import { Router } from '../server/router.js';
+import { addReadRoutes } from '../server/routes-read.js';
 import { idleInBlock, podAddresses } from './warm-usage.js';
 
 describe('warm-usage (pure)', () => {
@@ -143,5 +144,13 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     assert.equal(n2.idle, n1.idle + 2, 'the released pair is idle again (cooling down in the pool)');
     assert.equal(n2.idle, idleOf());
     assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
+
+    // `podipam ipam show` (through the binary) counts the same idle addresses: one computation.
+    const shown = runCliSync(url, ['ipam', 'show', '--json', '--blocks']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const u = JSON.parse(shown.stdout) as { pools: { idle: number }[]; blocks: { node: string | null; idle: number }[] };
+    assert.equal(u.pools.reduce((n, p) => n + p.idle, 0), n2.idle + (await nodes()).get('plain')!.idle);
+    assert.equal(u.blocks.filter((b) => b.node === 'wn').reduce((n, b) => n + b.idle, 0), n2.idle);
+    assert.match(runCliSync(url, ['ipam', 'show']).stdout, /^POOL\s+CIDR\s+CAPACITY\s+ALLOCATED\s+USED\s+IDLE\s+BLOCKS/m);
   });
 });

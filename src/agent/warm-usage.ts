@@ -7,9 +7,10 @@
  * away), so an address just handed out can show as idle for that long.
  */
 import { addrOfOrdinal } from '../alloc/block.js';
-import { podRecordNode, warmHandleNode } from '../agent/warm-handle.js';
+import { POD_RECORD_PREFIX, podRecordNode, warmHandleNode } from './warm-handle.js';
 import { type Addr, formatAddr, type Prefix } from '../ip/index.js';
-import type { Entry } from '../store/index.js';
+import type { Entry, Store } from '../store/index.js';
+import { listAll } from '../store/list-all.js';
 
 /** The addresses named by the agents' pod records, by node. */
 export type PodAddresses = ReadonlyMap<string, ReadonlySet<string>>;
@@ -32,6 +33,11 @@ export function podAddresses(entries: readonly Entry[]): PodAddresses {
     for (const a of addrs) if (typeof a === 'string') set.add(a);
   }
   return out;
+}
+
+/** The idle test of the datastore as it is now: its agents' pod records read once (the summary, `ipam show`). */
+export async function warmIdleTest(store: Store): Promise<(handle: string, addr: Addr) => boolean> {
+  return isIdleAllocation(podAddresses(await listAll(store, POD_RECORD_PREFIX)));
 }
 
 /** The `isIdle` of ClusterIpam.utilisation: a warm handle of node N holds it and no pod record of N names it. */
