@@ -136,13 +136,15 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
   console.log(`corrupted SQLite: seed ${seed} (PODIPAM_FUZZ_SEED=${seed} replays)`);
   const rand = mulberry32(seed);
   const noise = (n: number): Buffer => Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
-  const damages: [string, () => void][] = [
-    ['random bytes over the header', () => overwrite(file, 0, noise(4096))],
-    ['random bytes over the pages after the first', () => overwrite(file, 4096, noise(size - 4096))],
-    ['random 512-byte runs at random offsets', () => { for (let k = 0; k < 8; k++) overwrite(file, 1024 + Math.floor(rand() * (size - 1536)), noise(512)); }],
-    ['the file cut to half its size', () => truncateSync(file, Math.floor(size / 2))],
+  // `noticed`: damage SQLite must detect. Random runs may all land in space no record uses (free
+  // bytes of a page): then a clean answer is right, and only "no crash, no stack" is asserted.
+  const damages: [string, () => void, boolean][] = [
+    ['random bytes over the header', () => overwrite(file, 0, noise(4096)), true],
+    ['random bytes over the pages after the first', () => overwrite(file, 4096, noise(size - 4096)), true],
+    ['random 512-byte runs at random offsets', () => { for (let k = 0; k < 8; k++) overwrite(file, 1024 + Math.floor(rand() * (size - 1536)), noise(512)); }, false],
+    ['the file cut to half its size', () => truncateSync(file, Math.floor(size / 2)), true],
   ];
-  for (const [what, damage] of damages) {
+  for (const [what, damage, noticed] of damages) {
     copyFileSync(good, file);
     rmSync(`${file}-wal`, { force: true });
     rmSync(`${file}-shm`, { force: true });
@@ -160,10 +162,10 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
       }
     }
     const check = runCliSync(db, ['ipam', 'check']);
-    assert.notEqual(check.code, 0, `ipam check after ${what} finds something: ${check.stdout}${check.stderr}`);
+    if (noticed) assert.notEqual(check.code, 0, `ipam check after ${what} finds something: ${check.stdout}${check.stderr}`);
     assert.doesNotMatch(check.stderr, /^\s+at /m, 'no stack trace');
     if (check.stderr !== '') assert.ok(check.stderr.includes(file), `names the file: ${check.stderr}`);
-    assert.ok(failures > 0 || check.code !== 0, `${what} was noticed`);
+    if (noticed) assert.ok(failures > 0 || check.code !== 0, `${what} was noticed`);
   }
   copyFileSync(good, file);
   rmSync(`${file}-wal`, { force: true });
