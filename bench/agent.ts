@@ -21,27 +21,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/he
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
-
-const PAIRS = Number(process.env.PODIPAM_BENCH_PAIRS ?? 200);
-const BURST = Number(process.env.PODIPAM_BENCH_BURST ?? 256);
-const IN_FLIGHT = 32;
-
-interface Subject {
-  readonly name: string;
-  readonly bin: string;
-  /** ipam section for a call (type and data dir differ per subject). */
-  readonly ipam: Record<string, unknown>;
-  readonly env: Record<string, string>;
-  /** The agent serving it (its CPU counts too). */
-  readonly agent?: RunningAgent;
-}
-
-const q = (xs: readonly number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
-};
-const ms = (x: number): string => `${x.toFixed(2)} ms`;
-const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x`;
+import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
 
 /** CPU ms (user + system) of a process from /proc/<pid>/stat, or of our waited-for children ('children'). */
 function cpuMs(pid: number | 'children'): number {
@@ -49,14 +29,10 @@ function cpuMs(pid: number | 'children'): number {
   return pid === 'children' ? (Number(f[13]) + Number(f[14])) * 10 : (Number(f[11]) + Number(f[12])) * 10;
 }
 
-function callEnv(s: Subject, command: string, id: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/bench', CNI_PATH: '/usr/lib/cni', ...s.env };
-}
-
 function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
   const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
   const t0 = performance.now();
-  const r = spawnSync(s.bin, [], { env: callEnv(s, command, id), input, encoding: 'utf8' });
+  const r = spawnSync(s.bin, [], { env: cniEnv(s, command, id), input, encoding: 'utf8' });
   const t = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
   return { ms: t, stderr: r.stderr };
@@ -64,7 +40,7 @@ function once(s: Subject, net: string, command: string, id: string): { ms: numbe
 
 function run1(s: Subject, net: string, command: string, id: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = require_spawn(s.bin, callEnv(s, command, id));
+    const child = require_spawn(s.bin, cniEnv(s, command, id));
     let out = '';
     let err = '';
     child.stdout!.on('data', (d: Buffer) => (out += d));

@@ -25,30 +25,11 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/he
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
-
-const PAIRS = Number(process.env.PODIPAM_BENCH_PAIRS ?? 200);
-const BURST = Number(process.env.PODIPAM_BENCH_BURST ?? 256);
-const IN_FLIGHT = 32;
-
-interface Subject {
-  readonly name: string;
-  readonly bin: string;
-  readonly ipam: Record<string, unknown>;
-  readonly env: Record<string, string>;
-  readonly agent?: RunningAgent;
-}
-
-const q = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
-const ms = (x: number): string => `${x.toFixed(2)} ms`;
-const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x`;
-
-function env(s: Subject, command: string, id: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/bench', CNI_PATH: '/usr/lib/cni', ...s.env };
-}
+import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
 
 function once(s: Subject, command: string, id: string): number {
   const t0 = performance.now();
-  const r = spawnSync(s.bin, [], { env: env(s, command, id), input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }), encoding: 'utf8' });
+  const r = spawnSync(s.bin, [], { env: cniEnv(s, command, id), input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }), encoding: 'utf8' });
   const t = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
   return t;
@@ -56,7 +37,7 @@ function once(s: Subject, command: string, id: string): number {
 
 function call(s: Subject, command: string, id: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(s.bin, [], { env: env(s, command, id), stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(s.bin, [], { env: cniEnv(s, command, id), stdio: ['pipe', 'pipe', 'ignore'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d));
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));

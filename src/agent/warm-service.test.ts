@@ -10,56 +10,33 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { IpamRequest } from '../plugin/ipam-backend.js';
-import type { NetConf } from '../cni/types.js';
 import { selectBackend } from '../plugin/select-backend.js';
 import { CniError } from '../cni/errors.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { openStore } from '../store/index.js';
 import { formatAddr } from '../ip/index.js';
-import { ClusterServices } from './cluster-services.js';
-import { POD_RECORD_PREFIX, WarmService, type WarmOptions } from './warm-service.js';
+import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
+import { POD_RECORD_PREFIX, type WarmOptions } from './warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-backend-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let seq = 0;
 
-interface Rig {
-  readonly url: string;
-  readonly dataDir: string;
-  readonly cluster: ClusterServices;
-  readonly clock: { t: number };
-  readonly warm: WarmService;
-  readonly admin: ClusterIpam;
-}
-
-async function rig(opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> {
-  const n = ++seq;
-  const url = prev?.url ?? `sqlite:${join(root, `ds${n}.db`)}`;
-  const admin = new ClusterIpam(await openStore(url));
-  if (!prev) {
-    await admin.createPool({ name: 'v4', cidr: '10.77.0.0/16' });
-    await admin.createPool({ name: 'v6', cidr: 'fd00:77::/64' });
-  }
-  const clock = prev?.clock ?? { t: 1_000_000 };
-  const cluster = new ClusterServices();
-  const warm = new WarmService(
-    { datastore: url, node: 'n1', dataDir: prev?.dataDir ?? join(root, `agent${n}`), minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, now: () => clock.t, ...opts },
-    cluster,
+type Rig = WarmRig;
+const rig = (opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> =>
+  startWarmRig(
+    {
+      root,
+      n: ++seq,
+      pools: [
+        { name: 'v4', cidr: '10.77.0.0/16' },
+        { name: 'v6', cidr: 'fd00:77::/64' },
+      ],
+      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000 },
+    },
+    opts,
+    prev,
   );
-  await warm.start();
-  return { url, dataDir: prev?.dataDir ?? join(root, `agent${n}`), cluster, clock, warm, admin };
-}
-
-async function stop(r: Rig): Promise<void> {
-  await r.warm.close();
-  await r.cluster.close();
-  await r.admin.store.close();
-}
-
-const conf: NetConf = (() => {
-  const raw = { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } };
-  return { cniVersion: '1.0.0', name: 'wnet', ipam: raw.ipam, raw };
-})();
+const stop = stopWarmRig;
+const conf = warmConf;
 const req = (id: string): IpamRequest => ({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf });
 const addrsOf = (r: { ips: readonly { address: string }[] }): string[] => r.ips.map((i) => i.address.split('/')[0]!);
 

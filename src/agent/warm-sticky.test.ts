@@ -11,54 +11,30 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IpamRequest } from '../plugin/ipam-backend.js';
-import type { NetConf } from '../cni/types.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { openStore } from '../store/index.js';
 import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
-import { ClusterServices } from './cluster-services.js';
+import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { POD_RETENTION_MS } from './pod-store.js';
-import { WarmService, type WarmOptions } from './warm-service.js';
+import type { WarmOptions } from './warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-sticky-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let seq = 0;
 const STICKY_FOR = 60_000;
 
-interface Rig {
-  readonly url: string;
-  readonly dataDir: string;
-  readonly cluster: ClusterServices;
-  readonly clock: { t: number };
-  readonly warm: WarmService;
-  readonly admin: ClusterIpam;
-}
-
-async function rig(opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> {
-  const n = ++seq;
-  const url = prev?.url ?? `sqlite:${join(root, `ds${n}.db`)}`;
-  const admin = new ClusterIpam(await openStore(url));
-  if (!prev) await admin.createPool({ name: 'v4', cidr: '10.78.0.0/16' });
-  const clock = prev?.clock ?? { t: 1_000_000 };
-  const cluster = new ClusterServices();
-  const dataDir = prev?.dataDir ?? join(root, `agent${n}`);
-  const warm = new WarmService(
-    { datastore: url, node: 'n1', dataDir, minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 1_000, stickyForMs: STICKY_FOR, sticky: { namespaces: ['db'] }, tickMs: 3_600_000, writeDelayMs: 3_600_000, gcIntervalMs: 3_600_000, now: () => clock.t, ...opts },
-    cluster,
+type Rig = WarmRig;
+const rig = (opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> =>
+  startWarmRig(
+    {
+      root,
+      n: ++seq,
+      pools: [{ name: 'v4', cidr: '10.78.0.0/16' }],
+      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 1_000, stickyForMs: STICKY_FOR, sticky: { namespaces: ['db'] }, tickMs: 3_600_000, writeDelayMs: 3_600_000, gcIntervalMs: 3_600_000 },
+    },
+    opts,
+    prev,
   );
-  await warm.start();
-  return { url, dataDir, cluster, clock, warm, admin };
-}
-
-async function stop(r: Rig): Promise<void> {
-  await r.warm.close();
-  await r.cluster.close();
-  await r.admin.store.close();
-}
-
-const conf: NetConf = (() => {
-  const raw = { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } };
-  return { cniVersion: '1.0.0', name: 'wnet', ipam: raw.ipam, raw };
-})();
+const stop = stopWarmRig;
+const conf = warmConf;
 const req = (containerId: string, namespace: string, name: string): IpamRequest => ({
   containerId,
   ifname: 'eth0',

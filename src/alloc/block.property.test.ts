@@ -27,6 +27,7 @@ import {
   releaseOrdinals,
   withAffinity,
 } from './block.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- the model -------------------------------------------------------------------------------
 
@@ -251,22 +252,8 @@ function run(s: Start, ops: readonly Op[]): void {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.BLOCK_RUNS ?? 2000);
+const runs = propertyRuns('BLOCK');
 
 test(`block agrees with its model over ${runs} random operation sequences`, (t) => {
-  const seed = process.env.BLOCK_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.BLOCK_SEED);
-  const path = process.env.BLOCK_PATH;
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(fc.property(startArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run), {
-    numRuns: runs,
-    seed,
-    ...(path === undefined ? {} : { path, endOnFailure: true }),
-  });
-  t.diagnostic(`${details.numRuns} sequences in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` + `Replay: BLOCK_SEED=${details.seed} BLOCK_PATH=${details.counterexamplePath} node scripts/test.mjs block.property`,
-    );
-  }
+  runProperty(t, { env: 'BLOCK', file: 'block.property', runs }, fc.property(startArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run));
 });

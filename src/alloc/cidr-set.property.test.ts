@@ -11,50 +11,8 @@ import fc from 'fast-check';
 import { type Family, type Prefix, familyBits, familyMax, formatPrefix, prefixOf } from '../ip/index.js';
 import { CidrOutOfRangeError } from './cidr-out-of-range-error.js';
 import { CidrSet } from './cidr-set.js';
-
-// ---- the model -------------------------------------------------------------------------------
-
-const span = (p: Prefix): [bigint, bigint] => [p.base, p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n];
-
-/** The rules of CidrSet the plainest way: marks per block; an excluded block is used whatever its mark. */
-class Model {
-  readonly size: number;
-  readonly marked: boolean[];
-  /** Blocks some exclusion touches. */
-  readonly excluded = new Set<number>();
-  next = 0;
-  constructor(readonly cluster: Prefix, readonly nodeLen: number) {
-    this.size = 2 ** (nodeLen - cluster.len);
-    this.marked = new Array<boolean>(this.size).fill(false);
-  }
-  block(k: number): Prefix {
-    return { family: this.cluster.family, base: this.cluster.base + (BigInt(k) << BigInt(familyBits(this.cluster.family) - this.nodeLen)), len: this.nodeLen };
-  }
-  /** Blocks sharing an address with `c`; undefined when none does (or `c` is of the other family). */
-  touched(c: Prefix): number[] | undefined {
-    if (c.family !== this.cluster.family) return undefined;
-    const [lo, hi] = span(c);
-    const out: number[] = [];
-    for (let k = 0; k < this.size; k++) {
-      const [a, b] = span(this.block(k));
-      if (a <= hi && lo <= b) out.push(k);
-    }
-    return out.length > 0 ? out : undefined;
-  }
-  used(k: number): boolean {
-    return this.marked[k]! || this.excluded.has(k);
-  }
-  allocateNext(): Prefix | undefined {
-    for (let i = 0; i < this.size; i++) {
-      const k = (this.next + i) % this.size;
-      if (this.used(k)) continue;
-      this.marked[k] = true;
-      this.next = (k + 1) % this.size;
-      return this.block(k);
-    }
-    return undefined;
-  }
-}
+import { MCluster, span } from '../../test/helpers/cidr-set-model.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- clusters and operations -----------------------------------------------------------------
 
@@ -125,7 +83,8 @@ function cidrOf(s: Start, p: Pick): Prefix {
 
 function run(s: Start, ops: readonly Op[]): void {
   const set = new CidrSet(s.cluster, s.nodeLen);
-  const m = new Model(s.cluster, s.nodeLen);
+  /** The model: one boolean per node block, blocks some exclusion touches apart. */
+  const m = new MCluster(s.cluster, s.nodeLen);
   /** Blocks allocateNext handed out and no release has touched since. */
   const held = new Set<number>();
   const check = (): void => {
@@ -160,7 +119,8 @@ function run(s: Start, ops: readonly Op[]): void {
         break;
       default: {
         const c = cidrOf(s, op.c);
-        const touched = m.touched(c);
+        const touching = m.touched(c);
+        const touched = touching.length > 0 ? touching : undefined;
         let got: unknown;
         try {
           got = op.t === 'isUsed' ? set.isUsed(c) : set[op.t](c);
@@ -191,23 +151,8 @@ function run(s: Start, ops: readonly Op[]): void {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.CIDR_SET_RUNS ?? 2000);
+const runs = propertyRuns('CIDR_SET');
 
 test(`CidrSet agrees with its model over ${runs} random operation sequences`, (t) => {
-  const seed = process.env.CIDR_SET_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.CIDR_SET_SEED);
-  const path = process.env.CIDR_SET_PATH;
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(fc.property(startArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run), {
-    numRuns: runs,
-    seed,
-    ...(path === undefined ? {} : { path, endOnFailure: true }),
-  });
-  t.diagnostic(`${details.numRuns} sequences in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: CIDR_SET_SEED=${details.seed} CIDR_SET_PATH=${details.counterexamplePath} node scripts/test.mjs alloc/cidr-set.property`,
-    );
-  }
+  runProperty(t, { env: 'CIDR_SET', file: 'alloc/cidr-set.property', runs }, fc.property(startArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run));
 });

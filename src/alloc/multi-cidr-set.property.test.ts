@@ -10,33 +10,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { type Family, type Prefix, familyBits, familyMax, formatPrefix, prefixOf } from '../ip/index.js';
 import { MultiCidrSet } from './multi-cidr-set.js';
+import { MCluster, allocateFirst, meet } from '../../test/helpers/cidr-set-model.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- the model -------------------------------------------------------------------------------
-
-const span = (p: Prefix): [bigint, bigint] => [p.base, p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n];
-const meet = (x: Prefix, y: Prefix): boolean => x.family === y.family && span(x)[0] <= span(y)[1] && span(y)[0] <= span(x)[1];
-
-class MCluster {
-  readonly size: number;
-  readonly marked: boolean[];
-  readonly excluded = new Set<number>();
-  next = 0;
-  constructor(readonly cluster: Prefix, readonly nodeLen: number) {
-    this.size = 2 ** (nodeLen - cluster.len);
-    this.marked = new Array<boolean>(this.size).fill(false);
-  }
-  block(k: number): Prefix {
-    return { family: this.cluster.family, base: this.cluster.base + (BigInt(k) << BigInt(familyBits(this.cluster.family) - this.nodeLen)), len: this.nodeLen };
-  }
-  touched(c: Prefix): number[] {
-    const out: number[] = [];
-    for (let k = 0; k < this.size; k++) if (meet(this.block(k), c)) out.push(k);
-    return out;
-  }
-  used(k: number): boolean {
-    return this.marked[k]! || this.excluded.has(k);
-  }
-}
 
 class Model {
   readonly sets: MCluster[] = [];
@@ -52,16 +29,7 @@ class Model {
     return 'ok';
   }
   allocateNext(): Prefix | undefined {
-    for (const s of this.sets) {
-      for (let i = 0; i < s.size; i++) {
-        const k = (s.next + i) % s.size;
-        if (s.used(k)) continue;
-        s.marked[k] = true;
-        s.next = (k + 1) % s.size;
-        return s.block(k);
-      }
-    }
-    return undefined;
+    return allocateFirst(this.sets);
   }
   hit(c: Prefix): MCluster[] {
     return this.sets.filter((s) => meet(s.cluster, c));
@@ -207,23 +175,12 @@ function run(s: Start, first: Pick | undefined, ops: readonly Op[]): void {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.MULTI_CIDR_SET_RUNS ?? 2000);
+const runs = propertyRuns('MULTI_CIDR_SET');
 
 test(`MultiCidrSet agrees with its model over ${runs} random operation sequences`, (t) => {
-  const seed = process.env.MULTI_CIDR_SET_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.MULTI_CIDR_SET_SEED);
-  const path = process.env.MULTI_CIDR_SET_PATH;
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(fc.property(startArb, fc.option(clusterPick, { nil: undefined }), fc.array(opArb, { maxLength: 60, size: 'max' }), run), {
-    numRuns: runs,
-    seed,
-    ...(path === undefined ? {} : { path, endOnFailure: true }),
-  });
-  t.diagnostic(`${details.numRuns} sequences in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: MULTI_CIDR_SET_SEED=${details.seed} MULTI_CIDR_SET_PATH=${details.counterexamplePath} node scripts/test.mjs multi-cidr-set.property`,
-    );
-  }
+  runProperty(
+    t,
+    { env: 'MULTI_CIDR_SET', file: 'multi-cidr-set.property', runs },
+    fc.property(startArb, fc.option(clusterPick, { nil: undefined }), fc.array(opArb, { maxLength: 60, size: 'max' }), run),
+  );
 });

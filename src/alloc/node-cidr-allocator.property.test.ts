@@ -11,33 +11,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { type Family, type Prefix, familyBits, formatPrefix, prefixOf } from '../ip/index.js';
 import { type NodeCidrProposal, NodeCidrAllocator } from './node-cidr-allocator.js';
+import { MCluster, allocateFirst, meet } from '../../test/helpers/cidr-set-model.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- the model -------------------------------------------------------------------------------
-
-const span = (p: Prefix): [bigint, bigint] => [p.base, p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n];
-const meet = (x: Prefix, y: Prefix): boolean => x.family === y.family && span(x)[0] <= span(y)[1] && span(y)[0] <= span(x)[1];
-
-class MCluster {
-  readonly size: number;
-  readonly marked: boolean[];
-  readonly excluded = new Set<number>();
-  next = 0;
-  constructor(readonly cluster: Prefix, readonly nodeLen: number) {
-    this.size = 2 ** (nodeLen - cluster.len);
-    this.marked = new Array<boolean>(this.size).fill(false);
-  }
-  block(k: number): Prefix {
-    return { family: this.cluster.family, base: this.cluster.base + (BigInt(k) << BigInt(familyBits(this.cluster.family) - this.nodeLen)), len: this.nodeLen };
-  }
-  touched(c: Prefix): number[] {
-    const out: number[] = [];
-    for (let k = 0; k < this.size; k++) if (meet(this.block(k), c)) out.push(k);
-    return out;
-  }
-  used(k: number): boolean {
-    return this.marked[k]! || this.excluded.has(k);
-  }
-}
 
 class Model {
   readonly families: Family[] = [];
@@ -65,16 +42,7 @@ class Model {
     return this.clusters.filter((x) => meet(x.cluster, c));
   }
   allocate(family: Family): Prefix | undefined {
-    for (const x of this.of(family)) {
-      for (let i = 0; i < x.size; i++) {
-        const k = (x.next + i) % x.size;
-        if (x.used(k)) continue;
-        x.marked[k] = true;
-        x.next = (k + 1) % x.size;
-        return x.block(k);
-      }
-    }
-    return undefined;
+    return allocateFirst(this.of(family));
   }
   mark(c: Prefix, on: boolean): void {
     for (const x of this.hit(c)) for (const k of x.touched(c)) x.marked[k] = on;
@@ -271,23 +239,8 @@ function run(c: Config, ops: readonly Op[]): void {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.NODE_CIDR_RUNS ?? 2000);
+const runs = propertyRuns('NODE_CIDR');
 
 test(`NodeCidrAllocator agrees with its model over ${runs} random node event sequences`, (t) => {
-  const seed = process.env.NODE_CIDR_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.NODE_CIDR_SEED);
-  const path = process.env.NODE_CIDR_PATH;
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(fc.property(configArb, fc.array(opArb, { maxLength: 50, size: 'max' }), run), {
-    numRuns: runs,
-    seed,
-    ...(path === undefined ? {} : { path, endOnFailure: true }),
-  });
-  t.diagnostic(`${details.numRuns} sequences in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: NODE_CIDR_SEED=${details.seed} NODE_CIDR_PATH=${details.counterexamplePath} node scripts/test.mjs node-cidr-allocator.property`,
-    );
-  }
+  runProperty(t, { env: 'NODE_CIDR', file: 'node-cidr-allocator.property', runs }, fc.property(configArb, fc.array(opArb, { maxLength: 50, size: 'max' }), run));
 });

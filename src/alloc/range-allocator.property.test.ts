@@ -21,6 +21,7 @@ import {
   nextFree,
   rangeSetsOverlap,
 } from './range-allocator.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- the model -------------------------------------------------------------------------------
 
@@ -229,33 +230,17 @@ function run(w: World, ops: readonly Op[]): void {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.RANGE_ALLOC_RUNS ?? 2000);
-
-/** Runs `prop` with the seed and path from `<env>_SEED` and `<env>_PATH` when set. */
-function runProperty<Ts extends unknown[]>(t: { diagnostic(m: string): void }, env: string, name: string, prop: fc.IProperty<Ts>, numRuns: number): void {
-  const seed = process.env[`${env}_SEED`] === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env[`${env}_SEED`]);
-  const path = process.env[`${env}_PATH`];
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(prop, { numRuns, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
-  t.diagnostic(`${details.numRuns} ${name} in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs range-allocator.property`,
-    );
-  }
-}
+const runs = propertyRuns('RANGE_ALLOC');
+const file = 'range-allocator.property';
 
 test(`range allocator walks, allocates, exhausts and checks requests as host-local over ${runs} random sequences`, (t) => {
-  runProperty(t, 'RANGE_ALLOC', 'sequences', fc.property(worldArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run), runs);
+  runProperty(t, { env: 'RANGE_ALLOC', file, runs }, fc.property(worldArb, fc.array(opArb, { maxLength: 60, size: 'max' }), run));
 });
 
 test(`range overlap agrees with a shared address over ${runs} random pairs of range sets`, (t) => {
   runProperty(
     t,
-    'RANGE_OVERLAP',
-    'pairs',
+    { env: 'RANGE_OVERLAP', file, what: 'pairs', runs },
     fc.property(worldArb, worldArb, (a, b) => {
       const addrs = (set: AllocRangeSet): Set<string> => new Set(slots(set).map((s) => `${set[0]!.subnet.family}/${s.v}`));
       const shared = (x: Set<string>, y: Set<string>): boolean => [...x].some((k) => y.has(k));
@@ -263,6 +248,5 @@ test(`range overlap agrees with a shared address over ${runs} random pairs of ra
       const [xs, ys] = [a.set.map((r) => addrs([r])), b.set.map((r) => addrs([r]))];
       a.set.forEach((r, i) => b.set.forEach((q, j) => assert.equal(allocRangesOverlap(r, q), shared(xs[i]!, ys[j]!), 'allocRangesOverlap')));
     }),
-    runs,
   );
 });

@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SparseBitmap } from './sparse-bitmap.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 type Op = { t: 'set' | 'clear'; lo: bigint; hi: bigint } | { t: 'reset' };
 type Ask = readonly bigint[];
@@ -149,28 +150,13 @@ const hugeArb = hugeSizeArb.chain((size) => {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.SPARSE_BITMAP_RUNS ?? 2000);
-
-/** Runs `prop` with the seed and path from `<env>_SEED` and `<env>_PATH` when set. */
-function check<Ts extends unknown[]>(t: { diagnostic(m: string): void }, env: string, what: string, prop: fc.IProperty<Ts>, numRuns: number): void {
-  const seed = process.env[`${env}_SEED`] === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env[`${env}_SEED`]);
-  const path = process.env[`${env}_PATH`];
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(prop, { numRuns, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
-  t.diagnostic(`${details.numRuns} ${what} in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs sparse-bitmap.property`,
-    );
-  }
-}
+const runs = propertyRuns('SPARSE_BITMAP');
+const file = 'sparse-bitmap.property';
 
 test(`sparse bitmap agrees with a flat array over ${runs} random sequences on small bitmaps`, (t) => {
-  check(t, 'SPARSE_BITMAP', 'sequences', fc.property(smallArb, ([size, ops]) => runSmall(size, ops)), runs);
+  runProperty(t, { env: 'SPARSE_BITMAP', file, runs }, fc.property(smallArb, ([size, ops]) => runSmall(size, ops)));
 });
 
 test(`sparse bitmap agrees with its range history over ${runs} random sequences on bitmaps of 2^15 to 2^128 slots`, (t) => {
-  check(t, 'SPARSE_BITMAP_HUGE', 'sequences', fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)), runs);
+  runProperty(t, { env: 'SPARSE_BITMAP_HUGE', file, runs }, fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)));
 });

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Addr, Family } from '../ip/index.js';
 import { type AcquireResult, type WarmPoolConfig, type WarmPoolSnapshot, WarmPool } from './warm-pool.js';
+import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 
 // ---- the model -------------------------------------------------------------------------------
 
@@ -460,25 +461,15 @@ class World {
 
 // ---- the runs --------------------------------------------------------------------------------
 
-const runs = Number(process.env.WARM_POOL_RUNS ?? 2000);
+const runs = propertyRuns('WARM_POOL');
 
 test(`warm pool agrees with its model and keeps its rules over ${runs} random operation sequences`, (t) => {
-  const seed = process.env.WARM_POOL_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.WARM_POOL_SEED);
-  const path = process.env.WARM_POOL_PATH;
-  t.diagnostic(`fast-check seed ${seed}`);
-  const started = performance.now();
-  const details = fc.check(
+  runProperty(
+    t,
+    { env: 'WARM_POOL', file: 'warm-pool', runs },
     fc.property(configArb, fc.array(opArb, { maxLength: 60, size: 'max' }), (c, ops) => {
       const w = new World(c);
       for (const op of ops) w.run(op);
     }),
-    { numRuns: runs, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) },
   );
-  t.diagnostic(`${details.numRuns} sequences in ${Math.round(performance.now() - started)} ms`);
-  if (details.failed) {
-    assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: WARM_POOL_SEED=${details.seed} WARM_POOL_PATH=${details.counterexamplePath} node scripts/test.mjs warm-pool`,
-    );
-  }
 });

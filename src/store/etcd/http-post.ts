@@ -55,9 +55,6 @@ export function httpPost(
   timeoutMs: number,
   headers: Readonly<Record<string, string>> = {},
 ): Promise<HttpAnswer> {
-  const colon = endpoint.lastIndexOf(':');
-  const host = endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(endpoint.slice(colon + 1));
   return new Promise((resolve, reject) => {
     let connected = false;
     let settled = false;
@@ -68,15 +65,7 @@ export function httpPost(
       req.destroy();
       reject(new HttpPostError(reason, connected, tls));
     };
-    const req = transport.request({
-      host,
-      port,
-      path,
-      method: 'POST',
-      agent: transport.agent,
-      ...(transport.servername === undefined ? {} : { servername: transport.servername }),
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
+    const req = postRequest(transport, endpoint, path, body, headers, { agent: transport.agent });
     const timer = setTimeout(() => fail(`did not answer within ${timeoutMs} ms`), timeoutMs);
     req.on('socket', (socket) => {
       if (socket.connecting || (transport.secure && !(socket as { encrypted?: boolean; authorized?: boolean }).authorized)) {
@@ -103,5 +92,32 @@ export function httpPost(
       });
     });
     req.end(body);
+  });
+}
+
+/**
+ * The request of a JSON POST of `body` to `http(s)://endpoint/path` (`endpoint` is host:port,
+ * an IPv6 host in brackets), with `headers` added and `options` (the agent, TLS material)
+ * merged in; not yet sent (the caller attaches its handlers, then `req.end(body)`).
+ */
+export function postRequest(
+  transport: HttpTransport,
+  endpoint: string,
+  path: string,
+  body: string,
+  headers: Readonly<Record<string, string>>,
+  options: RequestOptions,
+): ClientRequest {
+  const colon = endpoint.lastIndexOf(':');
+  const host = endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(endpoint.slice(colon + 1));
+  return transport.request({
+    host,
+    port,
+    path,
+    method: 'POST',
+    ...options,
+    ...(transport.servername === undefined ? {} : { servername: transport.servername }),
+    headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
   });
 }

@@ -1,5 +1,5 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { HttpPostError, type HttpTransport } from './http-post.js';
+import { HttpPostError, type HttpTransport, postRequest } from './http-post.js';
 
 /** A streaming answer: the status, and the response to read (already read into `text` unless 200). */
 export interface HttpStream {
@@ -25,9 +25,6 @@ export function httpStream(
   timeoutMs: number,
   headers: Readonly<Record<string, string>> = {},
 ): Promise<HttpStream> {
-  const colon = endpoint.lastIndexOf(':');
-  const host = endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(endpoint.slice(colon + 1));
   return new Promise((resolve, reject) => {
     let settled = false;
     const fail = (reason: string, tls = false) => {
@@ -37,15 +34,9 @@ export function httpStream(
       req.destroy();
       reject(new HttpPostError(reason, false, tls));
     };
-    const req = transport.request({
-      host,
-      port,
-      path,
-      method: 'POST',
+    const req = postRequest(transport, endpoint, path, body, headers, {
       agent: false, // a connection of its own, never returned to the keep-alive pool
       ...(transport.secure ? agentTls(transport) : {}),
-      ...(transport.servername === undefined ? {} : { servername: transport.servername }),
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
     const timer = setTimeout(() => fail(`did not answer within ${timeoutMs} ms`), timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) => fail(e.code ?? e.message, /SSL|TLS|CERT|EPROTO/.test(e.code ?? '')));

@@ -1,0 +1,55 @@
+/**
+ * A WarmService in-process on a real SQLite datastore file and a real resource DB under
+ * `root`, with a clock the test moves by hand (`clock.t`), for the warm-pool back end's tests.
+ * `prev`: restart on the previous rig's datastore, data dir and clock (its pools are kept).
+ */
+import { join } from 'node:path';
+import type { NetConf } from '../../src/cni/types.js';
+import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { openStore } from '../../src/store/index.js';
+import { ClusterServices } from '../../src/agent/cluster-services.js';
+import { WarmService, type WarmOptions } from '../../src/agent/warm-service.js';
+
+export interface WarmRig {
+  readonly url: string;
+  readonly dataDir: string;
+  readonly cluster: ClusterServices;
+  readonly clock: { t: number };
+  readonly warm: WarmService;
+  readonly admin: ClusterIpam;
+}
+
+export interface WarmRigSetup {
+  /** Directory for the datastores (`ds<n>.db`) and data dirs (`agent<n>`). */
+  readonly root: string;
+  /** Distinct per rig in `root`. */
+  readonly n: number;
+  /** Created on a fresh datastore. */
+  readonly pools: readonly { name: string; cidr: string }[];
+  /** The service's options (datastore, dataDir and now come from the rig). */
+  readonly options: Omit<WarmOptions, 'datastore' | 'dataDir' | 'now'>;
+}
+
+export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> = {}, prev?: WarmRig): Promise<WarmRig> {
+  const url = prev?.url ?? `sqlite:${join(s.root, `ds${s.n}.db`)}`;
+  const admin = new ClusterIpam(await openStore(url));
+  if (!prev) for (const p of s.pools) await admin.createPool(p);
+  const clock = prev?.clock ?? { t: 1_000_000 };
+  const cluster = new ClusterServices();
+  const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
+  const warm = new WarmService({ datastore: url, dataDir, ...s.options, now: () => clock.t, ...opts }, cluster);
+  await warm.start();
+  return { url, dataDir, cluster, clock, warm, admin };
+}
+
+export async function stopWarmRig(r: WarmRig): Promise<void> {
+  await r.warm.close();
+  await r.cluster.close();
+  await r.admin.store.close();
+}
+
+/** The network configuration a pod's ADD names: the podipam IPAM through the agent socket. */
+export const warmConf: NetConf = (() => {
+  const raw = { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } };
+  return { cniVersion: '1.0.0', name: 'wnet', ipam: raw.ipam, raw };
+})();
