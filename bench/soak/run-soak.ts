@@ -86,7 +86,9 @@ const NODE = { warm: 'soak-w', cluster: 'soak-c' } as const;
 export async function runSoak(o: SoakOptions): Promise<PhaseReport[]> {
   requireShim();
   const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
-  const etcd = await startEtcd({ members: 1 });
+  // As a production etcd runs: history compacted (else a long soak fills etcd's 2 GiB backend
+  // quota with old revisions — "mvcc: database space exceeded" after ~1.3M transactions here).
+  const etcd = await startEtcd({ members: 1, extraArgs: ['--auto-compaction-mode=revision', '--auto-compaction-retention=10000', '--quota-backend-bytes=8589934592'] });
   const dir = makeTempDir('soak');
   const store = await openStore(etcd.url);
   try {

@@ -107,6 +107,8 @@ export class NotFoundError extends Error {
 /** A datastore record that does not decode (corrupt JSON, bad field); names the key and the problem. */
 export class CorruptRecordError extends Error {
   override readonly name = 'CorruptRecordError';
+  /** The datastore holds something unusable: CNI code 5 (50 for STATUS), never 999. */
+  readonly failure = 'datastore';
   constructor(
     readonly key: string,
     readonly problem: string,

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { CniCode, CniError } from './errors.js';
 import { StoreError, StoreUnavailableError, StoreUrlError } from '../store/errors.js';
 import { cniErrorOf } from './cni-error-of.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../cluster/errors.js';
+import { AddressUnavailableError, ContentionError, CorruptRecordError, NoPoolError, PoolExhaustedError } from '../cluster/errors.js';
 import { FileIoError, LockTimeoutError, UnsafeFileError } from '../local/errors.js';
 import { PodCidrNotAssignedError } from '../local/pod-cidr-source.js';
 
@@ -17,6 +17,7 @@ describe('cniErrorOf', () => {
       [new NoPoolError(6, 'n', undefined, 'no pool exists'), CniCode.InvalidConfig, CniCode.NotAvailable],
       [new StoreUrlError('x', 'bad'), CniCode.InvalidConfig, CniCode.InvalidConfig],
       [new StoreError('x', 'corrupt'), CniCode.IoFailure, CniCode.NotAvailable],
+      [new CorruptRecordError('blocks/10.0.0.0-26', 'not JSON'), CniCode.IoFailure, CniCode.NotAvailable],
       ['a string', CniCode.Internal, CniCode.Internal],
     ];
     for (const [e, add, status] of cases) {

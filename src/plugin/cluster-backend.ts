@@ -35,7 +35,8 @@ import { prevResultAddrs } from '../cni/prev-result.js';
 import { formatAddr } from '../ip/index.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
-import { cniErrorOf } from '../cni/cni-error-of.js';
+import { cniErrorOf as tableOf } from '../cni/cni-error-of.js';
+import { redactStoreUrl } from '../store/redact-store-url.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
@@ -68,7 +69,7 @@ class ClusterBackend implements IpamBackend {
     };
     const host = this.#host;
     const got = host
-      ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOf(e, 'ADD')))
+      ? await host.assign(c.datastore, areq).catch((e: unknown) => Promise.reject(cniErrorOfIn(c.datastore, e, 'ADD')))
       : await this.#run('ADD', (ipam) => ipam.assign(areq));
     return {
       ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) })),
@@ -109,7 +110,7 @@ class ClusterBackend implements IpamBackend {
     const keep = new Set(valid.map((a) => cniHandleId(conf.name, a.containerId, a.ifname)));
     const r = await this.#run('GC', (ipam) => ipam.gcNode(this.#conf.nodeName, conf.name, keep));
     if (r.failed.length > 0) {
-      const first = cniErrorOf(r.failed[0]!.error);
+      const first = cniErrorOfIn(this.#conf.datastore, r.failed[0]!.error);
       throw new CniError(first.code, `GC: ${r.failed.length} handle(s) not released: ${r.failed.map((f) => `${f.handle}: ${f.error.message}`).join('; ')}`);
     }
   }
@@ -132,7 +133,7 @@ class ClusterBackend implements IpamBackend {
       try {
         return await this.#host.run(c.datastore, c.nodeName, fn);
       } catch (e) {
-        throw cniErrorOf(e, verb);
+        throw cniErrorOfIn(c.datastore, e, verb);
       }
     }
     const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
@@ -146,7 +147,7 @@ class ClusterBackend implements IpamBackend {
     try {
       store = await openStore(c.datastore);
     } catch (e) {
-      throw cniErrorOf(e, verb);
+      throw cniErrorOfIn(c.datastore, e, verb);
     }
     const file = c.cacheDir !== null ? new NodeCacheFile(c.cacheDir, c.datastore, c.nodeName) : undefined;
     const lock = file && file.prepare(c.cacheDir!) ? await NodeLock.acquire(file.lockPath, LOCK_WAIT_MS) : undefined;
@@ -158,7 +159,7 @@ class ClusterBackend implements IpamBackend {
       crashPoint('cluster.plugin.saved');
       return result;
     } catch (e) {
-      throw cniErrorOf(e, verb);
+      throw cniErrorOfIn(c.datastore, e, verb);
     } finally {
       lock?.release();
       // For benchmarks: what this invocation cost in datastore round trips.
@@ -179,4 +180,15 @@ function handleOf(req: IpamRequest): string {
     throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
   }
   return h;
+}
+
+/**
+ * The one table's answer (src/cni/cni-error-of.ts), with the datastore named when the error is
+ * about a record in it (a corrupt record names only its key): the operator learns which file or
+ * cluster to look at.
+ */
+function cniErrorOfIn(datastore: string, e: unknown, verb?: string): CniError {
+  const c = tableOf(e, verb);
+  if (e instanceof Error && e.name === 'CorruptRecordError') return new CniError(c.code, `datastore ${redactStoreUrl(datastore)}: ${c.msg}`);
+  return c;
 }
