@@ -47,6 +47,11 @@ export interface StoreFile {
   readonly refused?: LocalFileError;
 }
 
+/** Go's filepath.Walk order (byte order of names), the order scans list files in. */
+export function byName(a: { readonly name: string }, b: { readonly name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
 /** What an address file holds for an attachment: `id\r\nifname` (id whitespace-trimmed). */
 export function fileContent(id: string, ifname: string): string {
   return `${id.trim()}\r\n${ifname}`;
@@ -165,7 +170,7 @@ export class DiskStore {
     const out: StoreFile[] = [];
     const entries = fs.readdirSync(this.dir, { withFileTypes: true })
       .filter((d) => !d.isDirectory())
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      .sort(byName);
     const regular: string[] = [];
     for (const d of entries) {
       const name = d.name;
@@ -181,7 +186,7 @@ export class DiskStore {
       regular.push(name);
     }
     out.push(...this.#readRegular(regular));
-    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    out.sort(byName);
     return out;
   }
 

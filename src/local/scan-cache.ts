@@ -14,7 +14,7 @@
  * missing. Not seen: a file changed through a hard link from outside the directory — no
  * writer of this layout does that, and the directory belongs to root.
  */
-import { type DirIdentity, type StoreFile } from './disk-store.js';
+import { type DirIdentity, type StoreFile, byName } from './disk-store.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 
 interface DirWatchAddon {
@@ -70,7 +70,7 @@ export class ScanCache {
         this.#dirs.set(src.dir, w);
         this.#stats.incremental++;
         if (changed.length) this.#apply(w, src, changed);
-        return (w.sorted ??= [...w.files.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))).slice();
+        return (w.sorted ??= [...w.files.values()].sort(byName)).slice();
       }
       this.#addon!.close(w.fd);
     }
