@@ -33,8 +33,8 @@
  */
 import { crashPoint } from '../util/crash-point.js';
 import { CniCode, CniError } from '../cni/errors.js';
-import { goField } from '../cni/go-decode.js';
 import type { IpamBackend, IpamRequest } from '../plugin/ipam-backend.js';
+import { parseRoutes } from '../plugin/parse-routes.js';
 import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 import { WarmPool, type WarmPoolConfig } from '../alloc/warm-pool.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
@@ -745,10 +745,6 @@ function checkConf(conf: NetConf): IpamResult['routes'] {
     if (!KNOWN.includes(k.toLowerCase())) throw new CniError(CniCode.InvalidConfig, `ipam.${k} ${JSON.stringify(conf.ipam[k])}: unknown key for the agent's warm-pool back end (known: ${KNOWN.join(', ')})`);
   }
   if (conf.name === WARM_NETWORK) throw new CniError(CniCode.InvalidConfig, `name ${JSON.stringify(conf.name)}: reserved for the agent's warm handles`);
-  const routes = goField(conf.ipam, 'routes');
-  if (routes === undefined) return undefined;
-  if (!Array.isArray(routes) || !routes.every((r) => typeof r === 'object' && r !== null && typeof (r as { dst?: unknown }).dst === 'string')) {
-    throw new CniError(CniCode.InvalidConfig, `ipam.routes ${JSON.stringify(routes)}: must be a list of {"dst": CIDR, "gw"?: IP}`);
-  }
-  return routes as IpamResult['routes'];
+  const routes = parseRoutes(conf.ipam); // the one route parser, as the local and cluster back ends
+  return routes.length > 0 ? routes : undefined;
 }

@@ -124,7 +124,7 @@ describe('cluster back end (CNI edge)', () => {
       [{ datastore: 'memory:', pools: 'v4' }, /^ipam\.pools "v4": must be a non-empty array/],
       [{ datastore: 'memory:', pools: ['V4'] }, /^ipam\.pools\[0\] "V4"/],
       [{ datastore: 'memory:', cacheDir: 'rel' }, /^ipam\.cacheDir "rel": must be an absolute/],
-      [{ datastore: 'memory:', routes: [{ dst: 'x' }] }, /^ipam\.routes\[0\]\.dst "x": must be a CIDR/],
+      [{ datastore: 'memory:', routes: [{ dst: 'x' }] }, /^ipam\.routes\[0\]\.dst: invalid CIDR address "x"/],
       [{ datastore: 'memory:', subnets: [] }, /^ipam\.subnets \[\]: unknown key/],
     ];
     for (const [ipam, re] of cases) {

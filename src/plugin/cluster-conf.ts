@@ -3,15 +3,15 @@
  *   {"type": "podipam", "datastore": URL, "nodeName": N, "pools": [names],
  *    "cacheDir": DIR, "routes": [{"dst": CIDR, "gw": IP, "mtu": N, …}]}
  * Keys match case-insensitively (as Go's encoding/json). nodeName defaults to $NODENAME, then
- * the host name in lower case. cacheDir (default /run/podipam/cluster; "" turns it off) holds
+ * $NODE_NAME, then the host name in lower case (src/model/node-name.ts). cacheDir (default /run/podipam/cluster; "" turns it off) holds
  * the node's hint file and lock. Any other key, or a bad value, is CniError 7 naming the field
  * and the value.
  */
 import { CniCode, CniError } from '../cni/errors.js';
 import type { NetConf } from '../cni/types.js';
-import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
-import { goField, isObject } from '../cni/go-decode.js';
-import { type Addr, parseAddr, parseCidr } from '../ip/index.js';
+import type { Route } from '../model/route.js';
+import { parseRoutes } from './parse-routes.js';
+import { goField } from '../cni/go-decode.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
 import { checkNodeName, defaultNodeName } from '../model/node-name.js';
 import { checkResourceName } from '../model/names.js';
@@ -52,7 +52,7 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
   try {
     checkNodeName('node name', nodeName);
   } catch (e) {
-    throw bad(rawNode === undefined ? 'nodeName (from $NODENAME or the host name)' : 'nodeName', nodeName, (e as Error).message);
+    throw bad(rawNode === undefined ? 'nodeName (from $NODENAME, $NODE_NAME or the host name)' : 'nodeName', nodeName, (e as Error).message);
   }
   const pools = goField(ipam, 'pools');
   if (pools !== undefined) {
@@ -74,38 +74,6 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
     nodeName: nodeName as string,
     pools: pools as string[] | undefined,
     cacheDir: cacheDir === undefined ? DEFAULT_CACHE_DIR : cacheDir === '' ? null : cacheDir,
-    routes: parseRoutes(goField(ipam, 'routes')),
+    routes: parseRoutes(ipam),
   };
-}
-
-function parseRoutes(v: unknown): Route[] {
-  if (v === undefined) return [];
-  if (!Array.isArray(v)) throw bad('routes', v, 'must be an array of {"dst": CIDR, "gw": IP, "mtu", "advmss", "priority", "table", "scope": integers}');
-  return v.map((r, i) => {
-    if (!isObject(r)) throw bad(`routes[${i}]`, r, 'must be an object {"dst": CIDR, "gw": IP}');
-    const dst = goField(r, 'dst');
-    let cidr;
-    try {
-      cidr = parseCidr(dst as string);
-    } catch {
-      throw bad(`routes[${i}].dst`, dst, 'must be a CIDR');
-    }
-    const gw = goField(r, 'gw');
-    let gwAddr: Addr | undefined;
-    if (gw !== undefined) {
-      try {
-        gwAddr = parseAddr(gw as string);
-      } catch {
-        throw bad(`routes[${i}].gw`, gw, 'must be an IP address');
-      }
-    }
-    const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
-    for (const k of ROUTE_INT_KEYS) {
-      const n = goField(r, k);
-      if (n === undefined) continue;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw bad(`routes[${i}].${k}`, n, 'must be an integer');
-      ints[k] = n;
-    }
-    return makeRoute(cidr, gwAddr, ints);
-  });
 }

@@ -6,10 +6,11 @@
  */
 import { path } from '../util/builtins.js';
 import type { NetConf } from '../cni/types.js';
-import { type Route, ROUTE_INT_KEYS, makeRoute } from '../model/route.js';
+import type { Route } from '../model/route.js';
+import { parseRoutes } from './parse-routes.js';
 import type { AllocRangeSet } from '../alloc/range-allocator.js';
 import type { Addr } from '../ip/addr.js';
-import { asObject, at, cidrValue, configError, optAddr, optArray, optInt, optString } from './config-decode.js';
+import { configError, optString } from './config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
 import { requestedAddrs } from './requested-addrs.js';
 import { CniCode, CniError } from '../cni/errors.js';
@@ -57,23 +58,10 @@ export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string
     throw configError('ipam.dataDir', `${JSON.stringify(dataDir)} must be an absolute path`);
   }
   const resolvConf = optString(ipam, 'resolvConf', 'ipam') || undefined;
-  const routes = (optArray(ipam, 'routes', 'ipam') ?? []).map((r, i) => route(r, `ipam.routes[${i}]`));
+  const routes = parseRoutes(ipam);
   const requested = requestedAddrs(conf, cniArgs);
   const rangeSets = await resolveRangeSets(conf);
   const dir = path.join(path.normalize(dataDir), conf.name);
   const lockTimeoutMs = lockTimeoutOf(process.env, DEFAULT_LOCK_TIMEOUT_MS);
   return { name: conf.name, cniVersion: conf.cniVersion, dataDir: path.normalize(dataDir), dir, rangeSets, routes, resolvConf, requested, lockTimeoutMs };
 }
-
-function route(v: unknown, path: string): Route {
-  const obj = asObject(v, path);
-  const dstText = optString(obj, 'dst', path);
-  if (dstText === undefined) throw configError(at(path, 'dst'), 'missing');
-  const { addr, len } = cidrValue(dstText, at(path, 'dst'));
-  const gw = optAddr(obj, 'gw', path);
-  const ints: Partial<Record<(typeof ROUTE_INT_KEYS)[number], number>> = {};
-  for (const k of ROUTE_INT_KEYS) ints[k] = optInt(obj, k, path);
-  return makeRoute({ addr, len }, gw, ints);
-}
-
-/** Parses "ip" or "ip/len" (the length is ignored), as the Go `ip.IP` type does. */
