@@ -12,9 +12,10 @@
  * ($PODIPAM_PLUGIN, else the path compiled in as PODIPAM_DEFAULT_PLUGIN, when executable) with
  * the same environment and stdin; otherwise answer CNI code 11 naming the socket.
  * Bounded: connect ($PODIPAM_SHIM_CONNECT_TIMEOUT_MS, default 2000) and the whole answer
- * ($PODIPAM_SHIM_TIMEOUT_MS, default 60000). An agent that dies mid-answer, answers garbage, or
- * runs as a uid other than root or ours gives code 11: never a hang, never a partial answer.
- * VERSION is answered here, without the agent.
+ * ($PODIPAM_SHIM_TIMEOUT_MS, default 60000). An agent that dies mid-answer, answers garbage or
+ * something that is not a CNI answer (valid_answer), or runs as a uid other than root or ours
+ * gives code 11: never a hang, never a partial answer. A socket whose mode refuses us (EACCES)
+ * is code 5 naming it: retrying cannot help. VERSION is answered here, without the agent.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -300,6 +301,36 @@ static const char *socket_path(const char *in, size_t len, struct found *f) {
   return e && *e ? e : DEFAULT_SOCKET;
 }
 
+/*
+ * Is the agent's answer a CNI answer to `cmd`? The rule of src/agent/cni-answer-problem.ts
+ * (bin/podipam applies it too): exit status 0 to ADD is one JSON object with a string
+ * "cniVersion"; status 0 to another verb is empty; any other status is one JSON object with a
+ * numeric "code". Keys case-insensitive; JSON checked by the scanner above (structure, strings).
+ * One pass over a few hundred bytes: nothing measurable on the pod start.
+ */
+struct answer_keys { int version, code; };
+
+static int answer_member(const char *k, size_t kl, struct scan *s, void *ctx) {
+  struct answer_keys *a = ctx;
+  if (s->p < s->end && key_is(k, kl, "cniVersion")) a->version = *s->p == '"';
+  if (s->p < s->end && key_is(k, kl, "code")) a->code = (*s->p >= '0' && *s->p <= '9') || *s->p == '-';
+  return skip_value(s);
+}
+
+static const char *valid_answer(const char *cmd, int status, const char *body, size_t len) {
+  struct scan s = {body, body + len, 0};
+  if (status == 0 && strcmp(cmd, "ADD") != 0) {
+    ws(&s);
+    return s.p == s.end ? NULL : "bytes to a verb that prints nothing: not a CNI result";
+  }
+  struct answer_keys a = {0, 0};
+  int ok = each_member(&s, answer_member, &a);
+  ws(&s);
+  ok = ok && s.p == s.end;
+  if (status == 0) return ok && a.version ? NULL : "bytes that are not a CNI result (a JSON object naming its cniVersion)";
+  return ok && a.code ? NULL : "bytes with a failure status that are not a CNI error (a JSON object with a numeric code)";
+}
+
 /* ---- standalone fallback: the TypeScript plugin, same env, same stdin ----------------------- */
 
 static const char *fallback_plugin(void) {
@@ -326,7 +357,8 @@ static void put32(unsigned char *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16
 static uint32_t get32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 static int forwarded(const char *kv) {
-  return strncmp(kv, "CNI_", 4) == 0 || strncmp(kv, "PODIPAM_", 8) == 0 || strncmp(kv, "NODENAME=", 9) == 0;
+  return strncmp(kv, "CNI_", 4) == 0 || strncmp(kv, "PODIPAM_", 8) == 0 || strncmp(kv, "NODENAME=", 9) == 0 ||
+         strncmp(kv, "NODE_NAME=", 10) == 0;
 }
 
 static unsigned char *build_request(const char *in, size_t len, size_t *out_len) {
@@ -400,6 +432,9 @@ int main(void) {
     if (plugin && (err == ENOENT || err == ECONNREFUSED || err == ENOTSOCK)) {
       run_fallback(plugin, in, len, sock, strerror(err));
     }
+    if (err == EACCES || err == EPERM) /* the socket's mode: permanent, so not 11 (as bin/podipam) */
+      cni_fail(5, "podipam agent at %s: permission denied connecting as uid %u: the socket admits root and the agent's uid "
+               "(run the caller as root, or run the agent as uid %u)", sock, geteuid(), geteuid());
     cni_fail(11, "no podipam agent answering at %s: %s%s", sock, strerror(err),
              plugin ? "" : " (and no standalone plugin: $PODIPAM_PLUGIN is empty)");
   }
@@ -450,8 +485,10 @@ int main(void) {
   /* Anything after the answer is garbage too (an agent speaking another protocol). */
   char extra;
   if (recv(fd, &extra, 1, MSG_DONTWAIT) > 0) cni_fail(11, "podipam agent at %s answered garbage (bytes after the answer)", sock);
-  write_all(1, (const char *)body, blen);
   int status = (int)(get32(head + 8) & 0xff);
+  const char *bad = valid_answer(cmd ? cmd : "", status, (const char *)body, blen);
+  if (bad) cni_fail(11, "podipam agent at %s answered %u %s", sock, blen, bad);
+  write_all(1, (const char *)body, blen);
   if (status != 0) {
     body[blen] = 0;
     const char *c = strstr((const char *)body, "\"code\":");

@@ -9,10 +9,11 @@
  * The socket is created 0600 (in a directory that is not writable by others, created 0700 when
  * absent); every connection's peer uid is checked with SO_PEERCRED: root, the agent's own uid
  * and the uids it was told to serve, no one else. `<socket>.lock` (flock, held for the agent's
- * life) keeps a second agent off the socket; a stale socket file of a killed agent is replaced.
+ * life; opened without following a symbolic link) keeps a second agent off the socket; a stale
+ * socket file of a killed agent is replaced.
  */
 import { ScanCache } from '../local/scan-cache.js';
-import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
+import { closeSync, chmodSync, constants, fstatSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { CniCode, CniError } from '../cni/errors.js';
@@ -20,7 +21,7 @@ import { goField, isObject } from '../cni/go-decode.js';
 import type { BackendHost } from '../plugin/ipam-backend.js';
 import { errorJson, pluginCall } from '../plugin/plugin-call.js';
 import { forwardedEnv } from './agent-client.js';
-import { AgentStats, type AgentStatus } from './agent-stats.js';
+import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { ClusterServices } from './cluster-services.js';
 import type { WarmOptions, WarmService } from './warm-service.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from './frame.js';
@@ -53,7 +54,12 @@ export interface AgentOptions {
 
 /** Refused to start: the message names the path and the reason. */
 export class AgentStartError extends Error {
-  override readonly name = 'AgentStartError';
+  override readonly name: string = 'AgentStartError';
+}
+
+/** The socket could not be listened on (the command exits 2, as for its other listener). */
+export class AgentListenError extends AgentStartError {
+  override readonly name = 'AgentListenError';
 }
 
 export class Agent {
@@ -111,7 +117,7 @@ export class Agent {
       });
     } catch (e) {
       closeSync(lockFd);
-      throw new AgentStartError(`cannot listen on ${opts.socket}: ${(e as Error).message}`);
+      throw new AgentListenError(`cannot listen on ${opts.socket}: ${(e as Error).message}`);
     } finally {
       process.umask(umask);
     }
@@ -230,17 +236,17 @@ export class Agent {
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
     const callEnv = forwardedEnv(env);
-    if (!callEnv.NODENAME) callEnv.NODENAME = this.#opts.node;
+    if (!callEnv.NODENAME && !callEnv.NODE_NAME) callEnv.NODENAME = this.#opts.node; // the caller's own wins (defaultNodeName)
     const text = stdin.toString('utf8');
-    const verb = env.CNI_COMMAND ?? '';
+    const verb = verbLabel(env.CNI_COMMAND);
     try {
       const a = await pluginCall(callEnv, () => text, this.#host);
       const result = a.status === 0 ? 'ok' : `code ${errorCode(a.out)}`;
       const ms = performance.now() - t0;
       const backend = backendOf(text, verb);
-      this.stats.record(verb || 'none', result, ms, backend);
+      this.stats.record(verb, result, ms, backend);
       try {
-        this.#opts.onCall?.({ verb: verb || 'none', result, ms, backend });
+        this.#opts.onCall?.({ verb, result, ms, backend });
       } catch (e) {
         this.#opts.log?.('error', 'metrics hook failed', { error: (e as Error).message }); // never the call's answer
       }
@@ -272,13 +278,13 @@ function prepareSocketPath(socket: string): number {
     throw new AgentStartError(`socket directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}): use a private directory (0700 or 0755)`);
   }
   const lockPath = `${socket}.lock`;
-  const fd = openSync(lockPath, 'a+', 0o600);
+  const fd = openLockFile(lockPath);
   if (!tryLockExclusive(fd)) {
     closeSync(fd);
     throw new AgentStartError(`another podipam agent is serving ${socket} (it holds ${lockPath})`);
   }
   ftruncateSync(fd, 0);
-  writeSync(fd, `${process.pid}\n`);
+  writeSync(fd, `${process.pid}\n`, 0);
   let existing;
   try {
     existing = lstatSync(socket);
@@ -290,6 +296,27 @@ function prepareSocketPath(socket: string): number {
     throw new AgentStartError(`${socket} exists and is not a socket: refusing to replace it`);
   }
   unlinkSync(socket); // a killed agent's socket: nobody holds the lock, so nobody serves it
+  return fd;
+}
+
+/**
+ * Opens (creating, 0600) the lock file without following a symbolic link or blocking on a FIFO
+ * someone planted there: the agent truncates it and writes its pid, so a link would make it
+ * overwrite any file root can write. Anything but a regular file is refused, naming it.
+ */
+function openLockFile(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600); // Node adds O_CLOEXEC itself
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new AgentStartError(`${path} is a symbolic link: refusing to follow it (remove it; the agent creates its own lock file)`);
+    throw new AgentStartError(`cannot open ${path}: ${(e as Error).message}`);
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new AgentStartError(`${path} is not a regular file: refusing it (remove it; the agent creates its own lock file)`);
+  }
   return fd;
 }
 

@@ -25,6 +25,18 @@ export interface AgentStatus {
   readonly warmPool?: import('./warm-service.js').WarmStatus;
 }
 
+/** The CNI verbs, the label values of calls by verb (status and metrics). */
+export const VERBS = ['ADD', 'CHECK', 'DEL', 'GC', 'STATUS', 'VERSION'] as const;
+
+/**
+ * A call's verb as a label: a CNI verb, "none" when unset, "other" for anything else. The
+ * caller chooses CNI_COMMAND, so it is never a label value itself (a series per value).
+ */
+export function verbLabel(command: string | undefined): string {
+  if (command === undefined || command === '') return 'none';
+  return (VERBS as readonly string[]).includes(command) ? command : 'other';
+}
+
 export class AgentStats {
   readonly started = Date.now();
   inFlight = 0;

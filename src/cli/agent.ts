@@ -2,7 +2,7 @@
  * `podipam agent` (the per-node daemon, src/agent) and `podipam agent status` (asks a running
  * agent over its socket; exit 1 when it does not answer, so it serves as a readiness probe).
  */
-import { defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../agent/warm-service.js';
 import { parseDuration, parseListen } from './serve.js';
@@ -40,7 +40,7 @@ export function registerAgent(program: Command): void {
     .command('agent')
     .description('run the node agent: serves the CNI shim (/opt/cni/bin/podipam) over a unix socket, every back end')
     .option('--socket <path>', 'unix socket to serve', process.env.PODIPAM_AGENT_SOCKET || DEFAULT_SOCKET)
-    .option('--node <name>', 'node name for calls whose config and environment name none (default: $NODENAME, else the host name in lower case)')
+    .option('--node <name>', `node name for calls whose config and environment name none (default: ${DEFAULT_NODE_NAME_HINT})`)
     .option('--data-dir <dir>', "the agent's own state directory (default: /var/lib/podipam/agent)")
     .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
     .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
@@ -87,12 +87,14 @@ export function registerAgent(program: Command): void {
     .action(async (own: { socket: string; json?: boolean }, cmd: Command) => {
       // `--socket` after `agent` or after `status`: commander gives it to whichever it meets first.
       const flags = { ...own, ...(cmd.parent?.getOptionValueSource('socket') === 'cli' ? { socket: cmd.parent.opts<{ socket: string }>().socket } : {}) };
-      const { callAgent } = await import('../agent/agent-client.js');
+      const [{ callAgent }, { parseAgentStatus }] = await Promise.all([import('../agent/agent-client.js'), import('../agent/parse-agent-status.js')]);
       let body: string;
+      let status: import('../agent/agent-stats.js').AgentStatus;
       try {
         const a = await callAgent(flags.socket, { kind: 'status' }, { connectTimeoutMs: 2000, answerTimeoutMs: 5000 });
         body = a.body.toString('utf8');
         if (a.status !== 0) throw new Error(body.trim());
+        status = parseAgentStatus(body, flags.socket);
       } catch (e) {
         process.stderr.write(`podipam: agent not answering: ${(e as Error).message}\n`);
         process.exitCode = 1;
@@ -103,7 +105,7 @@ export function registerAgent(program: Command): void {
         return;
       }
       const { formatAgentStatus } = await import('../agent/format-status.js');
-      process.stdout.write(formatAgentStatus(JSON.parse(body)));
+      process.stdout.write(formatAgentStatus(status));
     });
 }
 
@@ -129,12 +131,24 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     }
   }
   const warm = await warmFlags(flags, label);
-  const [{ Agent }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
+  const [{ Agent, AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
   const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
-  agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
-  const http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
+  // Every listener or none: the metrics port first (nothing is served if it is taken), then the
+  // socket; a listener that fails stops the agent with exit 2 (a usage error: choose another).
+  let http: import('node:http').Server | undefined;
+  try {
+    http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  try {
+    agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
+  } catch (e) {
+    http?.close();
+    throw e instanceof AgentListenError ? new UsageError(e.message) : e;
+  }
   log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {

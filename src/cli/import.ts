@@ -11,7 +11,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import { CNI_NAME } from '../model/cni-name.js';
 import { parseFileContent } from '../local/disk-store.js';
 import type { Command } from 'commander';
@@ -105,7 +105,7 @@ export function registerImport(program: Command): void {
     .argument('<dir>', "a host-local data directory: one network's directory (/var/lib/cni/networks/NET) or the dataDir holding them")
     .description('adopt every reservation of a host-local data directory under the handle <network>:<containerId>:<ifname>')
     .option('--network <name>', 'the network name (default: the directory name, or every network under a dataDir)')
-    .option('--node <name>', 'the node whose pods hold these addresses (default: $NODENAME, else the host name in lower case)')
+    .option('--node <name>', `the node whose pods hold these addresses (default: ${DEFAULT_NODE_NAME_HINT})`)
     .option('--dry-run', 'read and report, write nothing')
     .option('--json', 'print the result as JSON')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')

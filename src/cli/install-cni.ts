@@ -2,7 +2,7 @@
  * `podipam install-cni` and `podipam uninstall-cni` (see src/install/): the DaemonSet's init
  * container and the one-host install. Flags are checked here, once; the library does the files.
  */
-import { defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import type { Command } from 'commander';
 import { datastoreUrl } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
@@ -42,7 +42,7 @@ export function registerInstallCni(program: Command): void {
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
     .option('--host-local-dir <dir>', 'local: reservation directory (host-local\'s dataDir; default /var/lib/cni/networks)')
-    .option('--node-name <name>', 'agent/cluster/usePodCidr: this node (default: $NODENAME, $NODE_NAME, else the host name in lower case)')
+    .option('--node-name <name>', `agent/cluster/usePodCidr: this node (default: ${DEFAULT_NODE_NAME_HINT})`)
     .option('--shim <file>', 'the executable to install (default: the shim built with this package)')
     .option('--dry-run', 'print what would be done, change nothing')
     .option('--force', 'take over files in the way that podipam did not write')
@@ -79,7 +79,7 @@ export function registerInstallCni(program: Command): void {
           ipMasq: f.ipMasq,
           agentSocket: f.agentSocket ?? process.env.PODIPAM_AGENT_SOCKET ?? lib.DEFAULT_AGENT_SOCKET,
           datastore: needsStore ? datastore : undefined,
-          nodeName: f.nodeName ?? defaultNodeName({ NODENAME: process.env.NODENAME || process.env.NODE_NAME }),
+          nodeName: f.nodeName ?? defaultNodeName(),
           subnets,
           dataDir: f.hostLocalDir,
         },

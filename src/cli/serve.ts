@@ -4,7 +4,7 @@
  * this node, then runs until SIGINT/SIGTERM.
  */
 import { mkdirSync } from 'node:fs';
-import { defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { Tokens } from '../server/auth.js';
@@ -66,7 +66,7 @@ export function registerServe(program: Command): void {
     .option('--no-default-pools', `do not create ${DEFAULT_POOLS.map((p) => `${p.name} (${p.cidr})`).join(' and ')} when no pool exists`)
     .option('--gc-interval <duration>', 'how often cluster GC looks for leaks and blocks of deleted nodes (0 = never)', '60s')
     .option('--gc-grace <duration>', 'how long a finding must persist before GC releases it', '15m')
-    .option('--node-name <name>', 'node name in the printed CNI config (default: $NODENAME, else the host name in lower case)')
+    .option('--node-name <name>', `node name in the printed CNI config (default: ${DEFAULT_NODE_NAME_HINT})`)
     .action(async (flags: ServeFlags, cmd: Command) => {
       const { host, port } = parseListen(flags.listen);
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);

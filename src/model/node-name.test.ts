@@ -17,8 +17,11 @@ test('one node-name rule: a lower-case DNS subdomain of at most 253 characters',
   assert.throws(() => checkResourceName('pool name', 'a..b'), /invalid pool name "a\.\.b": must be a DNS subdomain/);
 });
 
-test('the default node name: $NODENAME, else the host name in lower case', () => {
+test('the default node name: $NODENAME, else $NODE_NAME, else the host name in lower case', () => {
   assert.equal(defaultNodeName({ NODENAME: 'node-x' }), 'node-x');
+  assert.equal(defaultNodeName({ NODE_NAME: 'node-y' }), 'node-y');
+  assert.equal(defaultNodeName({ NODENAME: 'node-x', NODE_NAME: 'node-y' }), 'node-x');
+  assert.equal(defaultNodeName({ NODENAME: '', NODE_NAME: '' }), hostname().trim().toLowerCase());
   assert.equal(defaultNodeName({ NODENAME: '' }), hostname().trim().toLowerCase());
   assert.equal(defaultNodeName({}), hostname().trim().toLowerCase());
 });

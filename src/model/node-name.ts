@@ -27,10 +27,15 @@ export function validateNodeName(name: string): string {
   return name;
 }
 
+/** Where the default node name comes from, for help texts and messages (the rule of defaultNodeName). */
+export const DEFAULT_NODE_NAME_HINT = '$NODENAME, else $NODE_NAME, else the host name in lower case';
+
 /**
  * This node's name when neither the config nor a flag gives one: $NODENAME (as Calico's CNI
- * plugin reads it), else the host name in lower case (as the kubelet registers it).
+ * plugin reads it), else $NODE_NAME (what Kubernetes manifests usually set from
+ * `spec.nodeName`, and the systemd unit's environment file), else the host name in lower case
+ * (as the kubelet registers it). Every command and the plugin use this one rule.
  */
 export function defaultNodeName(env: NodeJS.ProcessEnv = process.env): string {
-  return env.NODENAME || os.hostname().trim().toLowerCase();
+  return env.NODENAME || env.NODE_NAME || os.hostname().trim().toLowerCase();
 }

@@ -11,6 +11,7 @@ import { type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, type PluginCall, runPlugin, runPluginSync } from '../helpers/plugin.js';
+import { freePort } from '../helpers/free-port.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 const dir = makeTempDir('agent');
@@ -172,14 +173,4 @@ async function waitFor(cond: () => boolean, what: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
