@@ -270,6 +270,19 @@ test('the node name comes from $NODENAME, else $NODE_NAME (as the DaemonSet and 
   const b = await startAgent(join(dir.path, 'node2', 'agent.sock'), [], { NODENAME: 'node-from-nodename', NODE_NAME: 'ignored' });
   try {
     assert.equal((await b.status()).node, 'node-from-nodename', '$NODENAME, Calico\'s name for it, wins when both are set');
+    // The shim forwards the caller's $NODE_NAME too: a cluster-mode config without nodeName is
+    // served for the caller's node (here a name the agent refuses, so the message shows which).
+    requireShim();
+    const r = await runPlugin(SHIM_BIN, {
+      command: 'ADD',
+      containerId: 'n1',
+      ifname: 'eth0',
+      config: { cniVersion: '1.0.0', name: 'nodenet', ipam: { type: 'podipam', datastore: `sqlite:${join(dir.path, 'node.db')}`, cacheDir: '' } },
+      env: { PODIPAM_AGENT_SOCKET: b.socket, PODIPAM_PLUGIN: '', NODE_NAME: 'Caller_Node' },
+    });
+    const e = errOf(r);
+    assert.equal(e.code, 7, r.stdout);
+    assert.match(e.msg, /ipam\.nodeName \(from \$NODENAME, \$NODE_NAME or the host name\) "Caller_Node"/);
   } finally {
     await b.stop();
   }
