@@ -71,7 +71,7 @@ test('install-cni --backend local, used as a runtime would: bridge + the install
     }
     assert.deepEqual(readdirSync(join(root.path, 'networks', name)).sort(), ['last_reserved_ip.0', 'lock']);
 
-    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir], { encoding: 'utf8', timeout: 30_000 });
+    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir, '--bin-dir', binDir], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(un.status, 0, un.stdout + un.stderr);
     assert.deepEqual(readdirSync(root.path).sort(), ['networks']);
   } finally {
