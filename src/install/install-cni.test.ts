@@ -55,6 +55,24 @@ function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
+test('buildConflist: cluster and agent pods get a default route (bridge: isDefaultGateway; ptp: IPAM routes of both families); serve prints the same', async () => {
+  for (const backend of ['cluster', 'agent'] as const) {
+    const bridge = buildConflist({ ...CONF, backend }).plugins as Record<string, unknown>[];
+    assert.equal(bridge[0]!.isDefaultGateway, true, backend);
+    const ptp = buildConflist({ ...CONF, backend, interface: 'ptp' }).plugins as { ipam: { routes?: unknown } }[];
+    assert.deepEqual(ptp[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }, { dst: '::/0' }], backend);
+  }
+  // local lists its routes in the IPAM section (a second default route would fail bridge).
+  const local = buildConflist({ ...CONF, backend: 'local', subnets: ['10.1.0.0/24'] }).plugins as { isDefaultGateway?: boolean; ipam: { routes?: unknown } }[];
+  assert.equal(local[0]!.isDefaultGateway, undefined);
+  assert.deepEqual(local[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }]);
+  const { cniConflist } = await import('../server/cni-config.js');
+  const served = JSON.parse(cniConflist({ datastore: 'sqlite:/x.db', nodeName: 'node-a', pools: ['p1'] })) as { plugins: Record<string, unknown>[] };
+  const built = buildConflist({ ...CONF, backend: 'cluster', datastore: 'sqlite:/x.db', pools: ['p1'] }).plugins as Record<string, unknown>[];
+  assert.deepEqual(served.plugins[0], built[0]);
+  assert.deepEqual(served.plugins[1], { type: 'portmap', capabilities: { portMappings: true } });
+});
+
 test('installCni into an empty root: the binary, the conflist and the install record; the directories created', () => {
   const { root, opts, bin, conf } = setup('fresh');
   try {
