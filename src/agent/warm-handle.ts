@@ -7,13 +7,12 @@
  * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
  */
 import { cniHandleId } from '../model/handle-id.js';
+import { WARM_HANDLE_PREFIX as WARM_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
 
-/** The network name of every warm handle: a CNI network of this name must not use the cluster back end. */
-export const WARM_NETWORK = 'podipam-warm';
+/** The network name of every warm handle, reserved everywhere else (src/model/reserved-network.ts). */
+export { WARM_NETWORK };
 /** Datastore prefix of the pod records written behind. */
 export const POD_RECORD_PREFIX = 'agent-pods/';
-
-const WARM_PREFIX = `${WARM_NETWORK}:`;
 
 /** Every warm handle of `node` starts with this (then the refill id). */
 export function warmHandlePrefix(node: string): string {

@@ -744,7 +744,6 @@ function checkConf(conf: NetConf): IpamResult['routes'] {
   for (const k of Object.keys(conf.ipam)) {
     if (!KNOWN.includes(k.toLowerCase())) throw new CniError(CniCode.InvalidConfig, `ipam.${k} ${JSON.stringify(conf.ipam[k])}: unknown key for the agent's warm-pool back end (known: ${KNOWN.join(', ')})`);
   }
-  if (conf.name === WARM_NETWORK) throw new CniError(CniCode.InvalidConfig, `name ${JSON.stringify(conf.name)}: reserved for the agent's warm handles`);
   const routes = parseRoutes(conf.ipam); // the one route parser, as the local and cluster back ends
   return routes.length > 0 ? routes : undefined;
 }

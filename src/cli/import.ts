@@ -13,6 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import { CNI_NAME } from '../model/cni-name.js';
+import { reservedNetwork } from '../model/reserved-network.js';
 import { parseFileContent } from '../local/disk-store.js';
 import type { Command } from 'commander';
 import { cniHandleId } from '../model/handle-id.js';
@@ -68,6 +69,9 @@ export function readHostLocalDir(dir: string, network?: string): { reservations:
 }
 
 function readNetwork(dir: string, network: string, names: readonly string[], out: HostLocalReservation[], skipped: string[]): void {
+  // Its handles would be taken for the node agent's warm stock: refuse before anything is written.
+  const reserved = reservedNetwork('network', network);
+  if (reserved !== undefined) throw new UsageError(`${dir}: ${reserved}`);
   for (const n of [...names].sort()) {
     if (n === 'lock' || n.startsWith('last_reserved_ip')) continue;
     const file = join(dir, n);

@@ -93,13 +93,16 @@ export function registerInstallCni(program: Command): void {
   program
     .command('uninstall-cni')
     .description('remove exactly what install-cni wrote (files changed since are kept and reported)')
+    .option('--bin-dir <dir>', 'CNI binary directory, as given to install-cni (checked against the install record)', '/opt/cni/bin')
     .option('--conf-dir <dir>', 'CNI network config directory (holds the install record)', '/etc/cni/net.d')
+    .option('--name <name>', 'remove only this network\'s config (the binary goes with the last one); default: everything')
     .option('--dry-run', 'print what would be removed, change nothing')
     .option('--force', 'also remove recorded files that changed since install')
-    .action(async (f: { confDir: string; dryRun?: boolean; force?: boolean }) => {
+    .action(async (f: { binDir: string; confDir: string; name?: string; dryRun?: boolean; force?: boolean }) => {
       const lib = await import('../install/index.js');
       const dryRun = f.dryRun === true;
-      const steps = lib.uninstallCni({ confDir: f.confDir, dryRun, force: f.force === true });
+      if (f.name !== undefined && !NAME.test(f.name)) throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
+      const steps = lib.uninstallCni({ binDir: f.binDir, confDir: f.confDir, ...(f.name !== undefined ? { name: f.name } : {}), dryRun, force: f.force === true });
       for (const s of steps) process.stdout.write(`podipam uninstall-cni: ${lib.stepLine(s, dryRun)}\n`);
       if (steps.length === 0) process.stdout.write(`podipam uninstall-cni: nothing installed in ${f.confDir}\n`);
       if (steps.some((s) => s.action === 'keep')) process.exitCode = 1;

@@ -6,13 +6,16 @@
  * to this node and network; a record whose attachment (network, containerId, ifname) has its
  * id in `keep` is kept whatever id it is stored under (old dotted ids). An address this node
  * borrowed from another node's block and then forgot (its hint lost) is not found here —
- * `podipam ipam check` and `ipam release` cover it.
+ * `podipam ipam check` and `ipam release` cover it. The node agent's warm handles
+ * (src/model/reserved-network.ts) are never candidates, whatever `network` says: their
+ * addresses are the agent's to return, and some are in use by live pods.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { readKeys } from './read-keys.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { cniHandleId } from '../model/handle-id.js';
+import { isWarmHandle } from '../model/reserved-network.js';
 import { handleKey, HANDLE_PREFIX } from './keys.js';
 import { checkNodeName } from '../model/node-name.js';
 import { loadNodeBlocks } from './node-view.js';
@@ -33,6 +36,7 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
   const candidates = new Set<string>(view.handles.keys());
   for (const { block } of view.blocks.values()) for (const h of block.allocations.values()) candidates.add(h);
   for (const h of keep) candidates.delete(h);
+  for (const h of candidates) if (isWarmHandle(h)) candidates.delete(h);
   const released: Released[] = [];
   const failed: { handle: string; error: Error }[] = [];
   const records = await readKeys(ctx.store, [...candidates].map(handleKey));

@@ -1,6 +1,13 @@
 /**
- * The network config `podipam install-cni` writes: one interface plugin (bridge or ptp) whose
- * IPAM is podipam on the chosen back end (see DESIGN.md, "IPAM section of a network config").
+ * The network config `podipam install-cni` writes, and the one `podipam serve` prints (one
+ * builder for both): one interface plugin (bridge or ptp) whose IPAM is podipam on the chosen
+ * back end (see DESIGN.md, "IPAM section of a network config"), then `portmap` when asked.
+ *
+ * Every pod gets a default route per family it has an address of: `local` lists them in the
+ * IPAM routes (the ranges' families are known here); `cluster` and `agent` answer each address
+ * with its block's prefix and gateway, so the bridge routes through that gateway
+ * (`isDefaultGateway`), and ptp gets the IPAM routes 0.0.0.0/0 and ::/0, of which the cluster
+ * back end returns those of the families the pod got (src/plugin/cluster-backend.ts).
  */
 export type Backend = 'local' | 'cluster' | 'agent';
 export type InterfacePlugin = 'bridge' | 'ptp';
@@ -27,6 +34,10 @@ export interface ConflistOptions {
   readonly subnets: readonly string[];
   /** local: host-local's dataDir (default /var/lib/cni/networks). */
   readonly dataDir?: string;
+  /** agent, cluster: only these pools (default: every enabled pool selecting the node). */
+  readonly pools?: readonly string[];
+  /** Chain the `portmap` plugin (hostPort mappings) after the interface plugin. */
+  readonly portmap?: boolean;
 }
 
 /** The conflist as an object (JSON-encode it with {@link conflistText}). */
@@ -34,7 +45,7 @@ export function buildConflist(o: ConflistOptions): Record<string, unknown> {
   return {
     cniVersion: '1.0.0',
     name: o.name,
-    plugins: [{ ...interfacePlugin(o), ipam: ipamSection(o) }],
+    plugins: [{ ...interfacePlugin(o), ipam: ipamSection(o) }, ...(o.portmap ? [{ type: 'portmap', capabilities: { portMappings: true } }] : [])],
   };
 }
 
@@ -46,7 +57,8 @@ export function conflistText(o: ConflistOptions): string {
 function interfacePlugin(o: ConflistOptions): Record<string, unknown> {
   const ipMasq = o.ipMasq ?? true;
   if (o.interface === 'ptp') return { type: 'ptp', ipMasq };
-  return { type: 'bridge', bridge: o.bridge, isGateway: true, ipMasq };
+  // The block gateway as the pod's default route; local gives its routes in the IPAM section.
+  return { type: 'bridge', bridge: o.bridge, isGateway: true, ...(o.backend === 'local' ? {} : { isDefaultGateway: true }), ipMasq };
 }
 
 function ipamSection(o: ConflistOptions): Record<string, unknown> {
@@ -54,9 +66,9 @@ function ipamSection(o: ConflistOptions): Record<string, unknown> {
     // The agent is a transport: it serves the cluster back end named by the other keys (a
     // config with only "agent" is refused until the agent's warm pool exists).
     case 'agent':
-      return { type: 'podipam', agent: o.agentSocket, datastore: o.datastore, nodeName: o.nodeName };
+      return { type: 'podipam', agent: o.agentSocket, datastore: o.datastore, nodeName: o.nodeName, ...clusterExtras(o) };
     case 'cluster':
-      return { type: 'podipam', datastore: o.datastore, nodeName: o.nodeName };
+      return { type: 'podipam', datastore: o.datastore, nodeName: o.nodeName, ...clusterExtras(o) };
     case 'local': {
       const podCidr = o.subnets.includes('usePodCidr');
       return {
@@ -68,6 +80,14 @@ function ipamSection(o: ConflistOptions): Record<string, unknown> {
       };
     }
   }
+}
+
+/** The cluster back end's optional keys: pools, and for ptp the default routes (bridge has isDefaultGateway). */
+function clusterExtras(o: ConflistOptions): Record<string, unknown> {
+  return {
+    ...(o.pools && o.pools.length > 0 ? { pools: [...o.pools] } : {}),
+    ...(o.interface === 'ptp' ? { routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }] } : {}),
+  };
 }
 
 /**

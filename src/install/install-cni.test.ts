@@ -55,6 +55,24 @@ function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
+test('buildConflist: cluster and agent pods get a default route (bridge: isDefaultGateway; ptp: IPAM routes of both families); serve prints the same', async () => {
+  for (const backend of ['cluster', 'agent'] as const) {
+    const bridge = buildConflist({ ...CONF, backend }).plugins as Record<string, unknown>[];
+    assert.equal(bridge[0]!.isDefaultGateway, true, backend);
+    const ptp = buildConflist({ ...CONF, backend, interface: 'ptp' }).plugins as { ipam: { routes?: unknown } }[];
+    assert.deepEqual(ptp[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }, { dst: '::/0' }], backend);
+  }
+  // local lists its routes in the IPAM section (a second default route would fail bridge).
+  const local = buildConflist({ ...CONF, backend: 'local', subnets: ['10.1.0.0/24'] }).plugins as { isDefaultGateway?: boolean; ipam: { routes?: unknown } }[];
+  assert.equal(local[0]!.isDefaultGateway, undefined);
+  assert.deepEqual(local[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }]);
+  const { cniConflist } = await import('../server/cni-config.js');
+  const served = JSON.parse(cniConflist({ datastore: 'sqlite:/x.db', nodeName: 'node-a', pools: ['p1'] })) as { plugins: Record<string, unknown>[] };
+  const built = buildConflist({ ...CONF, backend: 'cluster', datastore: 'sqlite:/x.db', pools: ['p1'] }).plugins as Record<string, unknown>[];
+  assert.deepEqual(served.plugins[0], built[0]);
+  assert.deepEqual(served.plugins[1], { type: 'portmap', capabilities: { portMappings: true } });
+});
+
 test('installCni into an empty root: the binary, the conflist and the install record; the directories created', () => {
   const { root, opts, bin, conf } = setup('fresh');
   try {
@@ -130,7 +148,7 @@ test('installCni --force takes a foreign file over; from then on it is ours (uni
     assert.ok(steps.some((s) => s.action === 'take-over' && s.path === conf && s.detail?.includes('not in the install state')));
     assert.deepEqual(JSON.parse(readFileSync(conf, 'utf8')), buildConflist(CONF));
     assert.deepEqual(installCni(opts).map((s) => s.action), ['unchanged', 'unchanged']);
-    uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false });
     assert.equal(existsSync(conf), false);
   } finally {
     root.remove();
@@ -145,10 +163,10 @@ test('uninstallCni leaves the directories as they were before install, other fil
     copyFileSync('/usr/bin/true', join(opts.binDir, 'loopback'));
     const before = snapshot(root.path);
     installCni(opts);
-    const steps = uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    const steps = uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false });
     assert.deepEqual(snapshot(root.path), before);
     assert.deepEqual(steps.filter((s) => s.action === 'rmdir').map((s) => s.path), [opts.confDir, join(root.path, 'etc/cni'), join(root.path, 'etc')]);
-    assert.deepEqual(uninstallCni({ confDir: opts.confDir, dryRun: false, force: false }), [], 'a second uninstall has nothing to do');
+    assert.deepEqual(uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false }), [], 'a second uninstall has nothing to do');
   } finally {
     root.remove();
   }
@@ -159,11 +177,11 @@ test('uninstallCni keeps a file changed since install (and its record), --force 
   try {
     installCni(opts);
     writeFileSync(conf, '{"edited":true}\n');
-    const steps = uninstallCni({ confDir: opts.confDir, dryRun: false, force: false });
+    const steps = uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false });
     assert.ok(steps.some((s) => s.action === 'keep' && s.path === conf));
     assert.equal(existsSync(bin), false);
     assert.equal(readFileSync(conf, 'utf8'), '{"edited":true}\n');
-    uninstallCni({ confDir: opts.confDir, dryRun: false, force: true });
+    uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: true });
     assert.equal(existsSync(join(root.path, 'etc')), false);
     assert.equal(existsSync(join(root.path, 'opt')), false);
   } finally {
@@ -179,23 +197,71 @@ test('install and uninstall with dryRun change nothing and report the same steps
     assert.deepEqual(snapshot(root.path), before);
     assert.deepEqual(installCni(opts), planned);
     const installed = snapshot(root.path);
-    const plannedRm = uninstallCni({ confDir: opts.confDir, dryRun: true, force: false });
+    const plannedRm = uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: true, force: false });
     assert.deepEqual(snapshot(root.path), installed);
-    assert.deepEqual(uninstallCni({ confDir: opts.confDir, dryRun: false, force: false }), plannedRm);
+    assert.deepEqual(uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false }), plannedRm);
   } finally {
     root.remove();
   }
 });
 
-test('installCni with another --name removes the conflist of the earlier install, keeps the binary', () => {
+test('installCni with another --name keeps the earlier network\'s conflist; another --priority moves the same name\'s', () => {
   const { root, opts, bin, conf } = setup('rename');
   try {
     installCni(opts);
     const steps = installCni({ ...opts, conflist: { ...CONF, name: 'pods' } });
-    assert.ok(steps.some((s) => s.action === 'remove' && s.path === conf));
-    assert.equal(existsSync(conf), false);
+    assert.ok(!steps.some((s) => s.action === 'remove'), JSON.stringify(steps));
+    assert.ok(existsSync(conf));
     assert.ok(existsSync(join(opts.confDir, '10-pods.conflist')));
+    const moved = installCni({ ...opts, priority: '5', conflist: { ...CONF, name: 'pods' } });
+    assert.deepEqual(moved.filter((s) => s.action === 'remove').map((s) => s.path), [join(opts.confDir, '10-pods.conflist')]);
+    assert.ok(existsSync(conf) && existsSync(join(opts.confDir, '5-pods.conflist')) && existsSync(bin));
+    // Uninstalling one name leaves the other and the binary; the last one takes everything.
+    uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, name: 'podipam', dryRun: false, force: false });
+    assert.deepEqual(readdirSync(opts.confDir).sort(), [MANIFEST_NAME, '5-pods.conflist'].sort());
     assert.ok(existsSync(bin));
+    uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, name: 'pods', dryRun: false, force: false });
+    assert.deepEqual(readdirSync(root.path), ['shim-v1']);
+  } finally {
+    root.remove();
+  }
+});
+
+test('a record listing paths install cannot have written is refused by install and uninstall, naming each, with nothing done', () => {
+  const { root, opts, bin } = setup('confine');
+  try {
+    installCni(opts);
+    const state = join(opts.confDir, MANIFEST_NAME);
+    const honest = JSON.parse(readFileSync(state, 'utf8')) as { files: { path: string; sha256: string[] }[]; createdDirs: string[] };
+    const hash = honest.files.find((f) => f.path === bin)!.sha256;
+    const bad = [
+      { files: [{ path: 'opt/cni/bin/podipam', sha256: hash }] }, // relative
+      { files: [{ path: join(opts.binDir, 'other'), sha256: hash }] }, // not the binary's name
+      { files: [{ path: join(opts.confDir, 'x.json'), sha256: hash }] }, // not a conflist
+      { files: [{ path: join(opts.confDir, 'sub', '10-a.conflist'), sha256: hash }] }, // below the conf dir
+      { files: [{ path: `${opts.binDir}/../bin/podipam`, sha256: hash }] }, // not normal
+      { createdDirs: [join(root.path, 'elsewhere')] },
+      { createdDirs: [join(opts.binDir, 'below')] },
+    ];
+    for (const b of bad) {
+      const planted = { ...honest, ...(b.files ? { files: [...honest.files, ...b.files] } : {}), ...(b.createdDirs ? { createdDirs: [...honest.createdDirs, ...b.createdDirs] } : {}) };
+      writeFileSync(state, JSON.stringify(planted));
+      const before = snapshot(root.path);
+      const entry = JSON.stringify(b.files?.[0]?.path ?? b.createdDirs?.[0]);
+      for (const act of [() => installCni({ ...opts, priority: '20' }), () => uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: true })]) {
+        assert.throws(act, (e: Error) => e.name === 'InstallRecordError' && e.message.includes(entry), entry);
+        assert.deepEqual(snapshot(root.path), before, entry);
+      }
+    }
+    // The honest record, with the directories given relative to the working directory, is accepted.
+    writeFileSync(state, JSON.stringify(honest));
+    const cwd = process.cwd();
+    process.chdir(root.path);
+    try {
+      assert.ok(uninstallCni({ binDir: 'opt/cni/bin', confDir: 'etc/cni/net.d', dryRun: true, force: false }).some((s) => s.path === bin));
+    } finally {
+      process.chdir(cwd);
+    }
   } finally {
     root.remove();
   }

@@ -6,17 +6,33 @@
  * records them with their hash; anything else in the way is refused before anything is written
  * (ForeignFileError), unless `force`. Running it again with the same inputs changes nothing.
  * The binary is written before the config (no config names a plugin that is not there yet).
+ * Installs of different network names share the binary and coexist; re-installing a name with
+ * another priority moves that name's config. The directories are made absolute before anything
+ * is recorded, and a record listing a path outside them is refused (InstallRecordError).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fsyncDir, writeFileAtomic } from './atomic-write.js';
 import { conflistText, type ConflistOptions } from './cni-conflist.js';
 import { fileState } from './file-state.js';
 import { ForeignFileError } from './foreign-file-error.js';
-import { EMPTY_MANIFEST, manifestPath, readManifest, sha256, withFile, withoutFile, writeManifest, type InstallManifest } from './install-manifest.js';
+import {
+  BINARY_NAME,
+  confine,
+  conflistNetwork,
+  conflistPath,
+  EMPTY_MANIFEST,
+  manifestPath,
+  readManifest,
+  sha256,
+  withFile,
+  withoutFile,
+  writeManifest,
+  type InstallManifest,
+} from './install-manifest.js';
 import type { InstallStep } from './install-step.js';
 
-export const BINARY_NAME = 'podipam';
+export { BINARY_NAME, conflistPath };
 
 export interface InstallOptions {
   readonly binDir: string;
@@ -36,12 +52,9 @@ interface Desired {
   readonly mode: number;
 }
 
-export function conflistPath(confDir: string, priority: string, name: string): string {
-  return join(confDir, `${priority}-${name}.conflist`);
-}
-
-/** Installs (or, with dryRun, plans); returns the steps. Throws ForeignFileError with nothing written. */
-export function installCni(o: InstallOptions): InstallStep[] {
+/** Installs (or, with dryRun, plans); returns the steps. Throws ForeignFileError or InstallRecordError with nothing written. */
+export function installCni(given: InstallOptions): InstallStep[] {
+  const o = { ...given, binDir: resolve(given.binDir), confDir: resolve(given.confDir) };
   let shim: Buffer;
   try {
     shim = readFileSync(o.shim);
@@ -53,6 +66,7 @@ export function installCni(o: InstallOptions): InstallStep[] {
     { path: conflistPath(o.confDir, o.priority, o.conflist.name), data: Buffer.from(conflistText(o.conflist)), mode: 0o644 },
   ];
   let manifest = loadManifest(o.confDir, o.force);
+  confine(manifest, o.binDir, o.confDir);
   const steps: InstallStep[] = [];
   const refused: string[] = [];
   const writes: { d: Desired; action: InstallStep['action']; old?: string; why?: string }[] = [];
@@ -66,8 +80,8 @@ export function installCni(o: InstallOptions): InstallStep[] {
     else refused.push(`${d.path} (${st.why})`);
   }
   if (refused.length > 0) throw new ForeignFileError(refused);
-  // Files an earlier install wrote that this one does not (another --name or priority).
-  const stale = manifest.files.filter((f) => !desired.some((d) => d.path === f.path));
+  // This network's config under another priority; other networks' configs are theirs.
+  const stale = manifest.files.filter((f) => !desired.some((d) => d.path === f.path) && conflistNetwork(f.path) === o.conflist.name);
   const missingDirs = [...new Set([o.binDir, o.confDir].flatMap(missingAncestors))];
   for (const dir of missingDirs) steps.push({ action: 'mkdir', path: dir });
   for (const w of writes) steps.push({ action: w.action, path: w.d.path, detail: `${w.why ? `${w.why}; now ` : ''}sha256 ${sha256(w.d.data).slice(0, 12)}` });

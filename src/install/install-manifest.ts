@@ -4,11 +4,15 @@
  * only when it is listed here AND its bytes still hash to a recorded value: a file someone else
  * wrote, or edited since, is never overwritten or removed without --force. The name is hidden
  * and ends in neither .conf, .conflist nor .json, so no CNI runtime loads it as a network.
+ * Paths are absolute. The record is trusted only inside the directories of the command that
+ * reads it (`confine`): `<bin-dir>/podipam`, `<conf-dir>/<priority>-<network>.conflist`, and the
+ * directories on the way to those two.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
+import { InstallRecordError } from './install-record-error.js';
 
 export const MANIFEST_NAME = '.podipam-install.state';
 const KIND = 'podipam-install/v1';
@@ -67,4 +71,34 @@ export function withFile(m: InstallManifest, path: string, hashes: readonly stri
 
 export function withoutFile(m: InstallManifest, path: string): InstallManifest {
   return { ...m, files: m.files.filter((f) => f.path !== path) };
+}
+
+/** The binary's file name in the bin dir. */
+export const BINARY_NAME = 'podipam';
+
+const CONFLIST_FILE = /^[0-9]{1,3}-([a-zA-Z0-9][a-zA-Z0-9_.-]*)\.conflist$/;
+
+/** `<confDir>/<priority>-<name>.conflist`. */
+export function conflistPath(confDir: string, priority: string, name: string): string {
+  return join(confDir, `${priority}-${name}.conflist`);
+}
+
+/** The network a recorded conflist belongs to (from its file name), or undefined for the binary. */
+export function conflistNetwork(path: string): string | undefined {
+  return CONFLIST_FILE.exec(basename(path))?.[1];
+}
+
+/**
+ * Throws InstallRecordError (nothing done yet) unless every path the record lists is one install
+ * writes with these absolute directories: `<binDir>/podipam`, a conflist directly in `confDir`,
+ * or a directory that is `binDir`, `confDir` or one of their ancestors.
+ */
+export function confine(m: InstallManifest, binDir: string, confDir: string): void {
+  const normal = (p: string): boolean => isAbsolute(p) && normalize(p) === p && !p.endsWith(sep);
+  const fileOk = (p: string): boolean =>
+    normal(p) && ((dirname(p) === binDir && basename(p) === BINARY_NAME) || (dirname(p) === confDir && conflistNetwork(p) !== undefined));
+  const onTheWay = (d: string, to: string): boolean => to === d || to.startsWith(d === sep ? d : d + sep);
+  const dirOk = (d: string): boolean => normal(d) && (onTheWay(d, binDir) || onTheWay(d, confDir));
+  const bad = [...m.files.map((f) => f.path).filter((p) => !fileOk(p)), ...m.createdDirs.filter((d) => !dirOk(d))];
+  if (bad.length > 0) throw new InstallRecordError(manifestPath(confDir), bad, binDir, confDir);
 }

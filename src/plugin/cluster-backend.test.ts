@@ -65,6 +65,17 @@ describe('cluster back end (CNI edge)', () => {
     assert.notDeepEqual((await b.add(req(c, 'c2'))).ips, r.ips);
   });
 
+  it('ADD returns the configured routes of the families the pod got an address of', async () => {
+    const url = await datastore();
+    const routes = [{ dst: '0.0.0.0/0' }, { dst: '::/0' }];
+    const both = conf({ datastore: url, routes });
+    assert.deepEqual((await (await createClusterBackend(both)).add(req(both, 'd1'))).routes, routes);
+    const v4 = conf({ datastore: url, routes, pools: ['v4'] });
+    assert.deepEqual((await (await createClusterBackend(v4)).add(req(v4, 'd2'))).routes, [{ dst: '0.0.0.0/0' }]);
+    const v6only = conf({ datastore: url, routes: [{ dst: '0.0.0.0/0' }], pools: ['v6'] });
+    assert.equal((await (await createClusterBackend(v6only)).add(req(v6only, 'd3'))).routes, undefined);
+  });
+
   it('honours the pools list, and specific IPs from CNI_ARGS, runtimeConfig.ips and args.cni.ips', async () => {
     const url = await datastore();
     const only4 = conf({ datastore: url, pools: ['v4'] });

@@ -13,6 +13,8 @@
  *   nodes route the block to this node. The block's network, gateway and IPv4 broadcast
  *   addresses are never handed out (src/alloc/block-addressing.ts). (Calico answers /32 and
  *   /128 with a link-local gateway because its data plane routes every pod.)
+ *   The configured `routes` follow, those of the families the pod got an address of (so
+ *   `0.0.0.0/0` and `::/0` suit any pool: a route of another family would fail `ptp`).
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
  * - DEL and CHECK also find a record under the attachment's old dotted id when it belongs to the
@@ -73,7 +75,7 @@ class ClusterBackend implements IpamBackend {
       : await this.#run('ADD', (ipam) => ipam.assign(areq));
     return {
       ips: got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) })),
-      ...(c.routes.length > 0 ? { routes: c.routes } : {}),
+      ...routesFor(c.routes, got),
     };
   }
 
@@ -167,6 +169,14 @@ class ClusterBackend implements IpamBackend {
       await store.close();
     }
   }
+}
+
+/** The configured routes of the families the pod got an address of (a route of another family fails ptp). */
+function routesFor(routes: ClusterConf['routes'], got: readonly { readonly addr: { readonly family: number } }[]): { routes?: ClusterConf['routes'] } {
+  if (routes.length === 0) return {};
+  const families = new Set(got.map((a) => a.addr.family));
+  const kept = routes.filter((r) => families.has(r.dst.includes(':') ? 6 : 4));
+  return kept.length > 0 ? { routes: kept } : {};
 }
 
 function attachmentOf(req: IpamRequest): CniAttachment {

@@ -2,6 +2,7 @@ import { CniCode, CniError } from '../cni/errors.js';
 import type { BackendHost, IpamBackend } from './ipam-backend.js';
 import type { NetConf } from '../cni/types.js';
 import { goField } from '../cni/go-decode.js';
+import { reservedNetwork } from '../model/reserved-network.js';
 
 /**
  * Picks the allocation back end from the `ipam` section, importing only that one:
@@ -12,12 +13,17 @@ import { goField } from '../cni/go-decode.js';
  * - `datastore` set and neither `ranges` nor a top-level `subnet` → the cluster (block) back end;
  * - otherwise → `local`, the host-local compatible back end (which may still read the
  *   datastore for `"subnet": "usePodCidr"`).
+ * The two datastore back ends (cluster, the agent's warm pool) refuse the network name reserved
+ * for the warm pool's handles (code 7, src/model/reserved-network.ts); the local back end writes
+ * no handle and takes every name host-local takes.
  */
 export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost): Promise<IpamBackend> {
   const ipam = conf.ipam;
   const agent = goField(ipam, 'agent');
   const hasRanges = goField(ipam, 'ranges') !== undefined || goField(ipam, 'subnet') !== undefined;
   const hasDatastore = goField(ipam, 'datastore') !== undefined;
+  const reserved = (agent !== undefined || hasDatastore) && !hasRanges ? reservedNetwork('name', conf.name) : undefined;
+  if (reserved !== undefined) throw new CniError(CniCode.InvalidConfig, reserved);
   if (agent !== undefined) {
     if (typeof agent !== 'string' || !agent.startsWith('/')) {
       throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: must be the absolute path of the agent's unix socket`);

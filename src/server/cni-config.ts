@@ -1,9 +1,12 @@
 /**
  * The network config `podipam serve` prints for a node: a bridge conflist whose IPAM is
- * podipam in cluster mode on the server's datastore — ready for /etc/cni/net.d. Each pod's
- * address comes with its block's prefix and gateway; `isDefaultGateway` puts the gateway on
- * the bridge and routes the pod's traffic through it (to other blocks, other nodes).
+ * podipam in cluster mode on the server's datastore, then portmap — ready for /etc/cni/net.d.
+ * Built by the one conflist builder `podipam install-cni` uses (src/install/cni-conflist.ts):
+ * each pod's address comes with its block's prefix and gateway; `isDefaultGateway` puts the
+ * gateway on the bridge and routes the pod's traffic through it (to other blocks, other nodes).
  */
+import { buildConflist, DEFAULT_AGENT_SOCKET } from '../install/cni-conflist.js';
+
 export interface CniConfigInput {
   readonly datastore: string;
   readonly nodeName: string;
@@ -12,25 +15,18 @@ export interface CniConfigInput {
 }
 
 export function cniConflist(i: CniConfigInput): string {
-  const conf = {
-    cniVersion: '1.0.0',
+  const conf = buildConflist({
     name: i.network ?? 'podipam',
-    plugins: [
-      {
-        type: 'bridge',
-        bridge: 'cni0',
-        isGateway: true,
-        isDefaultGateway: true,
-        ipMasq: true,
-        ipam: {
-          type: 'podipam',
-          datastore: i.datastore,
-          nodeName: i.nodeName,
-          ...(i.pools.length > 0 ? { pools: [...i.pools] } : {}),
-        },
-      },
-      { type: 'portmap', capabilities: { portMappings: true } },
-    ],
-  };
+    backend: 'cluster',
+    interface: 'bridge',
+    bridge: 'cni0',
+    ipMasq: true,
+    agentSocket: DEFAULT_AGENT_SOCKET,
+    datastore: i.datastore,
+    nodeName: i.nodeName,
+    subnets: [],
+    pools: i.pools,
+    portmap: true,
+  });
   return JSON.stringify(conf, null, 2);
 }

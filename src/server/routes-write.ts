@@ -7,6 +7,7 @@ import { addNode } from '../controller/add-node.js';
 import { deleteNode } from '../controller/delete-node.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { CNI_NAME } from '../model/cni-name.js';
+import { reservedHandle, reservedNetwork } from '../model/reserved-network.js';
 import { tryParseAddr, formatAddr } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { isEngineError } from '../util/engine-error.js';
@@ -94,11 +95,15 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     let handle: string;
     if (handleGiven !== undefined) {
       for (const f of ['network', 'containerId', 'ifname']) if (b[f] !== undefined) throw badField(f, `give either "handle" or "containerId" (with "network", "ifname"), not both: got "${f}" with "handle"`);
+      const reserved = reservedHandle('field "handle"', handleGiven);
+      if (reserved !== undefined) throw badField('handle', reserved);
       handle = handleGiven;
     } else {
       containerId = optionalString(b, 'containerId', CONTAINER_ID, 'a CNI container id (letters, digits, "_", "." and "-")');
       if (containerId === undefined) throw badField('containerId', 'field "containerId" (or "handle") is required');
       network = optionalString(b, 'network', NETWORK, 'a CNI network name') ?? DEFAULT_NETWORK;
+      const reserved = reservedNetwork('field "network"', network);
+      if (reserved !== undefined) throw badField('network', reserved);
       ifname = optionalString(b, 'ifname', IFNAME, 'an interface name of at most 15 characters without "/", ":" or spaces') ?? 'eth0';
       handle = cniHandleId(network, containerId, ifname);
       if (handle.length > MAX_HANDLE_LENGTH) {

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PODIPAM_BIN, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -71,7 +71,7 @@ test('install-cni --backend local, used as a runtime would: bridge + the install
     }
     assert.deepEqual(readdirSync(join(root.path, 'networks', name)).sort(), ['last_reserved_ip.0', 'lock']);
 
-    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir], { encoding: 'utf8', timeout: 30_000 });
+    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir, '--bin-dir', binDir], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(un.status, 0, un.stdout + un.stderr);
     assert.deepEqual(readdirSync(root.path).sort(), ['networks']);
   } finally {
@@ -126,6 +126,62 @@ test('install-cni --backend agent: bridge → the installed shim → podipam age
     await agent.stop();
     if (created) sh('ip', ['netns', 'del', pod.ns]);
     sh('ip', ['link', 'del', bridge]);
+    root.remove();
+  }
+});
+
+test('install-cni --backend cluster, the documented way: a pod reaches an address beyond its block through its default route', () => {
+  assert.equal(process.getuid?.(), 0, 'needs root (network namespaces)');
+  assert.ok(sh('ip', ['netns', 'list']).ok, 'needs ip netns');
+  requireShim();
+  const tag = `${process.pid.toString(36)}${randomBytes(2).toString('hex')}`.slice(-8);
+  const octet = 16 + (randomBytes(1)[0]! % 200);
+  const root = makeTempDir('install-route-e2e');
+  const binDir = join(root.path, 'opt/cni/bin');
+  const confDir = join(root.path, 'etc/cni/net.d');
+  const datastore = `sqlite:${join(root.path, 'podipam.db')}`;
+  // The "node" is a namespace of this test: the bridge, its gateway and the address beyond the
+  // pod's block (another node's pod, a service, the internet) live there, so no traffic and no
+  // setting touches the host's own namespace.
+  const nodeNs = `podipam-node-${tag}`;
+  const beyond = '198.51.100.7';
+  const pod = { id: `ctrr${tag}`, ns: `podipam-route-${tag}` };
+  const created: string[] = [];
+  try {
+    for (const ns of [nodeNs, pod.ns]) {
+      assert.ok(sh('ip', ['netns', 'add', ns]).ok, `ip netns add ${ns}`);
+      created.push(ns);
+    }
+    assert.ok(sh('ip', ['-n', nodeNs, 'link', 'set', 'lo', 'up']).ok);
+    assert.ok(sh('ip', ['-n', nodeNs, 'addr', 'add', `${beyond}/32`, 'dev', 'lo']).ok);
+    const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `route-${tag}`, '--cidr', `10.216.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(pool.status, 0, pool.stdout + pool.stderr);
+    const inst = spawnSync(PODIPAM_BIN, [
+      'install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'cluster', '--datastore', datastore, '--node-name', `node-${tag}`, '--no-ip-masq',
+    ], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(inst.status, 0, inst.stdout + inst.stderr);
+    const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
+    const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
+    const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
+    // The runtime runs in the node's namespace.
+    const inNode = join(root.path, 'in-node');
+    writeFileSync(inNode, `#!/bin/sh\nexec ip netns exec ${nodeNs} /usr/lib/cni/${String(conf.type)}\n`, { mode: 0o755 });
+    const call = (command: string) =>
+      runPluginSync(inNode, { command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: conf, env: { PODIPAM_CNI_LOG: join(root.path, 'cni.log') } });
+    const add = call('ADD');
+    assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
+    const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address;
+    assert.match(ip, new RegExp(`^10\\.216\\.${octet}\\.\\d+/28$`));
+    const shown = sh('ip', ['-n', pod.ns, 'route', 'show', 'default']);
+    assert.match(shown.out, /^default via 10\.216\./m, `the pod has no default route:\n${shown.out}`);
+    const pinged = ping(pod.ns, beyond);
+    assert.ok(pinged.ok, `${ip} -> ${beyond} (beyond its block): ${pinged.out}`);
+    const del = call('DEL');
+    assert.equal(del.code, 0, `DEL: ${del.stdout} ${del.stderr}`);
+    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir, '--bin-dir', binDir], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(un.status, 0, un.stdout + un.stderr);
+  } finally {
+    for (const ns of created.reverse()) sh('ip', ['netns', 'del', ns]);
     root.remove();
   }
 });
