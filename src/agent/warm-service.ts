@@ -21,8 +21,10 @@
  * per family to a fresh warm handle — both families in one txn; returns are one
  * `releaseAddresses` of every surplus address; both back off (doubling, to BACKOFF_MAX_MS) on
  * failure. On start the pools are rebuilt from the resource DB and reconciled with the
- * datastore's warm handles of this node: addresses the datastore holds that the DB forgot
- * become idle after the cooldown; DB entries the datastore no longer holds are dropped (log).
+ * datastore's warm handles and pod records of this node (plan-reconcile.ts): an address is
+ * idle only on proof (the DB had it idle, or recorded the intent of the refill that took it);
+ * a pod record the DB does not know is in use; any other unknown address is quarantined. The
+ * data directory is held with `<data-dir>/agent.lock` for the service's life (data-dir-lock.ts).
  *
  * Sticky pods (StatefulSets, or the sticky policy's; pod-tracker.ts decides at ADD) take their
  * addresses under a pool key of their namespace/name instead of the attachment key: their DEL
