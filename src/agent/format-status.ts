@@ -10,7 +10,7 @@ export function formatAgentStatus(s: AgentStatus): string {
   const w = s.warmPool;
   if (w) {
     const fam = Object.entries(w.pools).map(([f, c]) => `${f} idle ${c.idle}, in use ${c.inUse}, returning ${c.returning}, pending ${c.pending}`).join('; ');
-    lines.push(`warm pool${w.ready ? '' : ' (not ready)'}: min/max idle ${w.minIdle}/${w.maxIdle}, capacity ${w.capacity}; ${fam || 'no family yet'}`);
+    lines.push(`warm pool${w.ready ? '' : ' (not ready)'}: min/max idle ${w.minIdle}/${w.maxIdle}, capacity ${w.capacity}; ${fam || 'no family yet'}${w.quarantined ? `; ${w.quarantined} quarantined (held, not known to be free)` : ''}`);
     const g = w.pods?.lastGc;
     const gc = !w.pods?.kube ? 'no pod GC (no kubeconfig)' : g === undefined ? 'no pod GC run yet' : `last pod GC ${new Date(g.at).toISOString()}: ${g.ok ? `${g.listed} pods listed, ${g.released} released` : `list failed, nothing released (${g.error})`}`;
     if (w.pods) lines.push(`sticky: ${w.stickyReservations} reservations (for ${w.stickyForMs / 1000} s), ${w.pods.stickyHits} hits, ${w.pods.lookupsFailed}/${w.pods.lookups} pod lookups failed; ${gc}; ${w.pods.gcReleases} GC releases, ${w.pods.gcListFailures} failed lists; pod store ${w.pods.podStore}`);

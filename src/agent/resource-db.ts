@@ -10,7 +10,7 @@
  * agent's crash (SIGKILL); a power loss may lose the last commits, and with them the node's
  * pods, which a reboot restarts anyway.
  */
-import { mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
@@ -26,7 +26,12 @@ export interface Database {
   transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
   close(): void;
 }
-type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
+type DatabaseConstructor = new (path: string, options?: { timeout?: number; fileMustExist?: boolean }) => Database;
+
+/** The resource DB exists but cannot be opened or read: the agent stops (it is never recreated over it). */
+export class ResourceDbError extends Error {
+  override readonly name = 'ResourceDbError';
+}
 
 /** An address a warm handle holds, as the DB keeps it. */
 export interface HeldRow {
@@ -65,6 +70,9 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS pods (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
     ifname TEXT NOT NULL, addrs TEXT NOT NULL, since INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS quarantine (addr TEXT PRIMARY KEY NOT NULL, family INTEGER NOT NULL, handle TEXT NOT NULL,
+    prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, since INTEGER NOT NULL);
 `;
 
 export class ResourceDb {
@@ -75,15 +83,48 @@ export class ResourceDb {
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
   readonly #removePodTx: (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number) => void;
 
-  /** Opens (creating) `<dir>/resources.db`. */
+  /** The file was absent or empty at open: whatever it knew is lost (the datastore's records decide). */
+  readonly fresh: boolean;
+
+  /**
+   * Opens `<dir>/resources.db`, creating it when absent (or empty). One that exists but is not
+   * a readable SQLite database (corrupt, another file, a link) is a ResourceDbError naming it,
+   * and is left as it is.
+   */
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.path = join(dir, 'resources.db');
     const Db = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
-    this.#db = new Db(this.path, { timeout: 5000 });
-    this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('synchronous = NORMAL');
-    this.#db.exec(SCHEMA);
+    const unreadable = (why: string): ResourceDbError =>
+      new ResourceDbError(`resource DB ${this.path} cannot be read (${why}): it is not recreated over it; move it aside to start with an empty one (the datastore's records of this node then decide what is held)`);
+    let size: number | undefined;
+    try {
+      const st = lstatSync(this.path);
+      if (!st.isFile()) throw unreadable('not a regular file');
+      size = st.size;
+    } catch (e) {
+      if (e instanceof ResourceDbError) throw e;
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw unreadable((e as Error).message);
+      // No DB: a journal left beside it belongs to the lost one, not to the DB about to be created.
+      for (const f of [`${this.path}-wal`, `${this.path}-shm`]) rmSync(f, { force: true });
+    }
+    this.fresh = size === undefined || size === 0;
+    let db: Database | undefined;
+    try {
+      db = new Db(this.path, { timeout: 5000, fileMustExist: size !== undefined });
+      if (!this.fresh) {
+        const check = db.pragma('quick_check') as { quick_check: string }[];
+        const bad = check.map((r) => r.quick_check).filter((m) => m !== 'ok');
+        if (bad.length > 0) throw new Error(bad.slice(0, 3).join('; '));
+      }
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.exec(SCHEMA);
+    } catch (e) {
+      db?.close();
+      throw unreadable((e as Error).message);
+    }
+    this.#db = db as Database; // assigned: the catch above always throws
     const p = (sql: string): Statement => this.#db.prepare(sql);
     this.#st = {
       putHeld: p('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -98,6 +139,14 @@ export class ResourceDb {
       allPods: p('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
       pending: p('SELECT seq, key, value, at FROM writes ORDER BY seq LIMIT ?'),
       depth: p('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
+      allWrites: p('SELECT key, value FROM writes ORDER BY seq'),
+      putRefill: p('INSERT OR REPLACE INTO refills (handle, at) VALUES (?, ?)'),
+      delRefill: p('DELETE FROM refills WHERE handle = ?'),
+      allRefills: p('SELECT handle FROM refills'),
+      clearRefills: p('DELETE FROM refills'),
+      putQuarantine: p('INSERT OR REPLACE INTO quarantine (addr, family, handle, prefix_len, gateway, since) VALUES (?, ?, ?, ?, ?, ?)'),
+      delQuarantine: p('DELETE FROM quarantine WHERE addr = ?'),
+      allQuarantine: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, since AS freeAt FROM quarantine ORDER BY addr'),
     };
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
       this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
@@ -110,11 +159,60 @@ export class ResourceDb {
     });
   }
 
-  /** Addresses just assigned to a warm handle. */
-  addHeld(rows: readonly HeldRow[]): void {
+  /** Addresses just assigned to a warm handle; `refill`: the handle whose intent they fulfil (forgotten in the same commit). */
+  addHeld(rows: readonly HeldRow[], refill?: string): void {
     this.#tx(() => {
       for (const r of rows) this.#st.putHeld!.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, r.freeAt);
+      if (refill !== undefined) this.#st.delRefill!.run(refill);
     });
+  }
+
+  /**
+   * A refill is about to assign addresses to warm handle `handle`: committed before the
+   * datastore's txn, so a restart that finds the handle in the datastore but not its addresses
+   * here knows they were never handed out (the agent stopped between the two commits).
+   */
+  refillIntent(handle: string, at: number): void {
+    this.#st.putRefill!.run(handle, at);
+  }
+
+  /** The warm handles of refills whose addresses never reached this DB. */
+  refillIntents(): Set<string> {
+    return new Set((this.#st.allRefills!.all() as { handle: string }[]).map((r) => r.handle));
+  }
+
+  clearRefillIntents(): void {
+    this.#st.clearRefills!.run();
+  }
+
+  /** Addresses the node's warm handles hold that no evidence shows free: out of the idle queue (`freeAt`: since when). */
+  quarantined(): HeldRow[] {
+    return this.#st.allQuarantine!.all() as HeldRow[];
+  }
+
+  quarantine(rows: readonly HeldRow[], since: number): void {
+    this.#tx(() => {
+      for (const r of rows) this.#st.putQuarantine!.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, since);
+    });
+  }
+
+  /** Quarantined addresses that left quarantine (gone from the datastore, or shown held/free). */
+  unquarantine(addrs: readonly string[]): void {
+    this.#tx(() => {
+      for (const a of addrs) this.#st.delQuarantine!.run(a);
+    });
+  }
+
+  /** Pod record keys whose last queued write is a delete (their pods' DEL or GC is recorded here). */
+  queuedDeletes(): Set<string> {
+    const last = new Map<string, boolean>();
+    for (const w of this.#st.allWrites!.all() as { key: string; value: string | null }[]) last.set(w.key, w.value === null);
+    return new Set([...last].filter(([, d]) => d).map(([k]) => k));
+  }
+
+  /** A pod the datastore's record shows in use, taken back into the DB (no write queued: the record is there). */
+  adoptPod(pod: PodRow): void {
+    this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
   }
 
   /** Addresses released in the datastore (or found gone): forgotten. */

@@ -21,8 +21,10 @@
  * per family to a fresh warm handle — both families in one txn; returns are one
  * `releaseAddresses` of every surplus address; both back off (doubling, to BACKOFF_MAX_MS) on
  * failure. On start the pools are rebuilt from the resource DB and reconciled with the
- * datastore's warm handles of this node: addresses the datastore holds that the DB forgot
- * become idle after the cooldown; DB entries the datastore no longer holds are dropped (log).
+ * datastore's warm handles and pod records of this node (plan-reconcile.ts): an address is
+ * idle only on proof (the DB had it idle, or recorded the intent of the refill that took it);
+ * a pod record the DB does not know is in use; any other unknown address is quarantined. The
+ * data directory is held with `<data-dir>/agent.lock` for the service's life (data-dir-lock.ts).
  *
  * Sticky pods (StatefulSets, or the sticky policy's; pod-tracker.ts decides at ADD) take their
  * addresses under a pool key of their namespace/name instead of the attachment key: their DEL
@@ -46,8 +48,10 @@ import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import type { ClusterServices } from './cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
-import { planReconcile } from './plan-reconcile.js';
+import { closeSync } from 'node:fs';
+import { type PodRecord, planReconcile } from './plan-reconcile.js';
 import { type HeldRow, ResourceDb } from './resource-db.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { WARM_NETWORK, podRecordKey, warmHandlePrefix } from './warm-handle.js';
 import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';
 import type { StickyPolicy } from './sticky-policy.js';
@@ -109,6 +113,8 @@ export interface WarmStatus {
   readonly writeTxns: number;
   readonly droppedOnReconcile: number;
   readonly adoptedOnReconcile: number;
+  /** Addresses the node's warm handles hold that no evidence shows free (a lost resource DB): held out of the idle queue. */
+  readonly quarantined: number;
   readonly lastError: string | undefined;
 }
 
@@ -127,6 +133,9 @@ export class WarmService implements IpamBackend {
   readonly #o: WarmOptions;
   readonly #cluster: ClusterServices;
   readonly #db: ResourceDb;
+  /** `<data-dir>/agent.lock`, held for the service's life (data-dir-lock.ts). */
+  readonly #lockFd: number;
+  #quarantined = 0;
   readonly #pods: PodTracker;
   readonly #now: () => number;
   #pools = new Map<Family, WarmPool>();
@@ -155,7 +164,13 @@ export class WarmService implements IpamBackend {
     this.#o = o;
     this.#cluster = cluster;
     this.#now = o.now ?? Date.now;
-    this.#db = new ResourceDb(o.dataDir);
+    this.#lockFd = lockDataDir(o.dataDir);
+    try {
+      this.#db = new ResourceDb(o.dataDir);
+    } catch (e) {
+      closeSync(this.#lockFd);
+      throw e;
+    }
     this.#pods = new PodTracker(this.#db, {
       node: o.node,
       stickyForMs: o.stickyForMs,
@@ -186,6 +201,7 @@ export class WarmService implements IpamBackend {
     await this.#refillRun?.catch(() => undefined);
     await this.flushWrites().catch(() => undefined);
     this.#db.close();
+    closeSync(this.#lockFd);
   }
 
   // ---- CNI verbs -------------------------------------------------------------------------
@@ -234,7 +250,7 @@ export class WarmService implements IpamBackend {
             this.#db.transaction(() => {
               this.#db.addPod(
                 { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
-                { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString() }) },
+                { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString(), namespace: id.namespace, name: id.name, uid: id.uid }) },
               );
               const { namespace, name, uid, ownerKind, sticky } = id;
               this.#pods.store.seen({ key, network: req.conf.name, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
@@ -369,6 +385,7 @@ export class WarmService implements IpamBackend {
       ...this.counters,
       writeBehindDepth: w.depth,
       writeBehindAgeMs: w.oldestAt === undefined ? 0 : Math.max(0, this.#now() - w.oldestAt),
+      quarantined: this.#quarantined,
       lastError: this.#lastError,
     };
   }
@@ -412,26 +429,59 @@ export class WarmService implements IpamBackend {
           held.set(formatAddr(a.addr), { addr: formatAddr(a.addr), family: a.addr.family, handle: h, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: 0 });
         }
       }
-      return { families, held };
+      // The pod records written behind: evidence of which held addresses are in use.
+      const records = (await ipam.store.list(this.#podRecordKey(''))).map((e) => decodePodRecord(e.key.slice(this.#podRecordKey('').length), e.value));
+      return { families, held, records };
     });
     if (found.families.size === 0) throw new Error(this.#o.pools ? `none of the pools [${this.#o.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
     const now = this.#now();
     // Reconcile: the datastore is the truth about what the node holds (plan-reconcile.ts).
-    const plan = planReconcile({ held: this.#db.held(), pods: this.#db.pods() }, found.held, now, this.#o.cooldownMs);
-    if (plan.gone.length > 0) {
-      this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: plan.gone });
-      this.#db.dropHeld(plan.gone);
-      this.#pods.store.unreserveAddrs(plan.gone);
-      this.counters.droppedOnReconcile += plan.gone.length;
+    const deletes = this.#db.queuedDeletes();
+    const released = new Set([...this.#pods.store.all().filter((r) => r.deletedAt !== undefined).map((r) => r.key), ...[...deletes].map((k) => k.slice(this.#podRecordKey('').length))]);
+    const records = found.records.filter((r): r is PodRecord => !(r instanceof Error));
+    for (const e of found.records) if (e instanceof Error) this.#o.log?.('warn', 'warm pool: a pod record in the datastore cannot be read; its addresses are not known to be free', { node, error: e.message });
+    const db = { held: this.#db.held(), pods: this.#db.pods(), quarantined: this.#db.quarantined(), refills: this.#db.refillIntents(), released };
+    const plan = planReconcile(db, { held: found.held, records }, now, this.#o.cooldownMs);
+    if (this.#db.fresh && found.held.size > 0) {
+      this.#o.log?.('warn', 'warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore\'s pod records decide which are in use', { node, resourceDb: this.#db.path, held: found.held.size, podRecords: records.length });
     }
-    if (plan.forgotten.length > 0) {
-      this.#o.log?.('info', 'warm pool: addresses held in the datastore but not in the resource DB join the idle queue after the cooldown', { node, addrs: plan.forgotten.map((r) => r.addr) });
-      this.#db.addHeld(plan.forgotten);
-      this.counters.adoptedOnReconcile += plan.forgotten.length;
-    }
-    for (const { pod, keep } of plan.dropPods) {
-      this.#o.log?.('warn', 'warm pool: a pod lost its address in the datastore; its record is dropped', { node, pod: pod.key, addrs: pod.addrs });
-      this.#db.removePod(pod.key, keep, now + this.#o.cooldownMs, this.#podRecordKey(pod.key), now);
+    this.#db.transaction(() => {
+      if (plan.gone.length > 0) {
+        this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: plan.gone });
+        this.#db.dropHeld(plan.gone);
+        this.#db.unquarantine(plan.gone);
+        this.#pods.store.unreserveAddrs(plan.gone);
+        this.counters.droppedOnReconcile += plan.gone.length;
+      }
+      if (plan.forgotten.length > 0) {
+        this.#o.log?.('info', 'warm pool: addresses a refill put in the datastore before the resource DB recorded them join the idle queue after the cooldown', { node, addrs: plan.forgotten.map((r) => r.addr) });
+        this.#db.addHeld(plan.forgotten);
+        this.counters.adoptedOnReconcile += plan.forgotten.length;
+      }
+      for (const { pod, rows } of plan.adopt) {
+        this.#o.log?.('warn', 'warm pool: a pod the resource DB does not know has a record in the datastore: its addresses stay in use until its DEL or a GC', { node, pod: pod.key, addrs: pod.addrs });
+        this.#db.addHeld(rows);
+        this.#db.unquarantine(rows.map((r) => r.addr));
+        this.#db.adoptPod(pod);
+        const { namespace, name, uid } = pod;
+        this.#pods.store.seen({ key: pod.key, network: pod.network, namespace, name, uid, containerId: pod.containerId, ifname: pod.ifname, ownerKind: undefined, sticky: false, poolKey: pod.key, addrs: pod.addrs, addedAt: pod.since });
+      }
+      if (plan.quarantine.length > 0) this.#db.quarantine(plan.quarantine, now);
+      for (const key of plan.dropRecords) {
+        this.#o.log?.('warn', 'warm pool: a pod record names no address this node still holds; deleted', { node, pod: key });
+        this.#db.removePod(key, [], now, this.#podRecordKey(key), now);
+      }
+      for (const c of plan.conflicts) this.#o.log?.('error', 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released', { node, pod: c.pod, addrs: c.addrs });
+      for (const { pod, keep } of plan.dropPods) {
+        this.#o.log?.('warn', 'warm pool: a pod lost its address in the datastore; its record is dropped', { node, pod: pod.key, addrs: pod.addrs });
+        this.#db.removePod(pod.key, keep, now + this.#o.cooldownMs, this.#podRecordKey(pod.key), now);
+      }
+      this.#db.clearRefillIntents();
+    });
+    const quarantined = this.#db.quarantined();
+    this.#quarantined = quarantined.length;
+    if (quarantined.length > 0) {
+      this.#o.log?.('warn', 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip` once no pod uses them', { node, addrs: quarantined.map((r) => r.addr) });
     }
     const held = this.#db.held();
     const inUse = plan.inUse;
@@ -601,6 +651,8 @@ export class WarmService implements IpamBackend {
       }
       const handle = `${this.#warmHandlePrefix()}${this.#refillId()}`;
       try {
+        // Before the datastore's txn: a restart finding the handle there but not here knows its addresses were never handed out.
+        this.#db.refillIntent(handle, this.#now());
         const got = await this.#ds((ipam) =>
           ipam.assign({ node: this.#o.node, handle, attrs: { network: WARM_NETWORK, containerId: this.#o.node, ifname: 'warm' }, auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 }, ...(this.#o.pools ? { pools: this.#o.pools } : {}) }),
         );
@@ -608,7 +660,7 @@ export class WarmService implements IpamBackend {
         this.counters.refillTxns++;
         this.counters.refilled += got.length;
         const t = this.#now();
-        this.#db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })));
+        this.#db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })), handle);
         crashPoint('agent.refill.recorded');
         for (const a of got) this.#meta.set(formatAddr(a.addr), { handle, prefixLen: a.prefixLen, gateway: a.gateway });
         for (const [f, n] of take) {
@@ -746,4 +798,18 @@ function checkConf(conf: NetConf): IpamResult['routes'] {
   }
   const routes = parseRoutes(conf.ipam); // the one route parser, as the local and cluster back ends
   return routes.length > 0 ? routes : undefined;
+}
+
+/** A pod record's value (`agent-pods/NODE/KEY`, written by add()), or the Error saying why it is not one. */
+function decodePodRecord(key: string, value: string): PodRecord | Error {
+  try {
+    const v = JSON.parse(value) as Record<string, unknown>;
+    const str = (k: string): string | undefined => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
+    const addrs = v.addrs;
+    if (!Array.isArray(addrs) || !addrs.every((a) => typeof a === 'string')) throw new Error('"addrs" is not a list of addresses');
+    const since = Date.parse(str('since') ?? '');
+    return { key, network: str('network') ?? '', containerId: str('containerId') ?? '', ifname: str('ifname') ?? '', addrs: addrs as string[], since: Number.isNaN(since) ? 0 : since, namespace: str('namespace'), name: str('name'), uid: str('uid') };
+  } catch (e) {
+    return new Error(`pod record of ${key}: ${(e as Error).message}`);
+  }
 }

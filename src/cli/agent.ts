@@ -45,7 +45,7 @@ export function registerAgent(program: Command): void {
     .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
     .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option('--pools <a,b>', 'warm pool: allocate from these pools, in order (default: every enabled pool selecting the node)')
-    .option('--min-idle <n>', 'warm pool: keep at least N idle addresses per family (turns the warm pool on; needs --datastore)')
+    .option('--min-idle <n>', 'warm pool: keep at least N idle addresses per family (turns the warm pool on; on --datastore, else $PODIPAM_DATASTORE, else SQLite in the data directory)')
     .option('--max-idle <n>', 'warm pool: return idle addresses above N (default: --min-idle)')
     .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
     .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
@@ -131,6 +131,11 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     }
   }
   const warm = await warmFlags(flags, label);
+  if (warm && flags.datastore === undefined) {
+    // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
+    const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
+    flags = { ...flags, datastore: sqliteUrlFor(defaultDataDir()) };
+  }
   const [{ Agent, AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
@@ -168,10 +173,9 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   const given = flags.minIdle !== undefined || flags.maxIdle !== undefined || flags.capacity !== undefined || flags.pools !== undefined;
   const warmOnly = (['kubeconfig', 'stickyNamespaces', 'stickyNamePattern'] as const).find((k) => flags[k] !== undefined);
   if (!given) {
-    if (warmOnly) throw new UsageError(`${label(warmOnly)} is a warm pool option: give --min-idle N (and --datastore URL) too`);
+    if (warmOnly) throw new UsageError(`${label(warmOnly)} is a warm pool option: give --min-idle N too`);
     return undefined;
   }
-  if (flags.datastore === undefined) throw new UsageError('the warm pool (--min-idle, --max-idle, --capacity, --pools) needs --datastore URL');
   const count = (key: keyof AgentFlags, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
     if (!/^[0-9]{1,6}$/.test(v)) throw new UsageError(`invalid ${label(key)} ${JSON.stringify(v)}: expected a non-negative integer`);

@@ -179,7 +179,6 @@ test('podipam agent refuses bad warm-pool flags with the flag and the value', ()
     };
     const url = `sqlite:${join(dir.path, 'ds.db')}`;
     const cases: [string[], RegExp][] = [
-      [['--min-idle', '8'], /needs --datastore/],
       [['--datastore', url, '--min-idle', '8', '--max-idle', '4'], /--min-idle 8: must not exceed --max-idle \(4\)/],
       [['--datastore', url, '--max-idle', '40', '--capacity', '32'], /--max-idle 40: must not exceed --capacity \(32\)/],
       [['--datastore', url, '--min-idle', 'many'], /--min-idle "many"/],
