@@ -71,8 +71,8 @@ export interface FakeKubeApiServer {
   dropWatches(): void;
   /** The next `n` lists of nodes (not watches, not gets) answer 500, as an overloaded API server may. */
   failNodeLists(n: number): void;
-  /** The next `n` lists of pods answer 500. */
-  failPodLists(n: number): void;
+  /** The next `n` gets of one pod answer 500. */
+  failPodGets(n: number): void;
   /** Node requests served, by kind: `get` (one node), `list`. */
   readonly nodeRequests: { get: number; list: number };
   close(): Promise<void>;
@@ -115,7 +115,7 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
   const podRequests = { get: 0, list: 0, delete: 0 };
   const nodeRequests = { get: 0, list: 0 };
   let failNodeLists = 0;
-  let failPodLists = 0;
+  let failPodGets = 0;
   let rv = 1;
   let uid = 0;
 
@@ -196,10 +196,6 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     if (name === undefined) {
       if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', `${req.method} is not supported`);
       podRequests.list++;
-      if (failPodLists > 0) {
-        failPodLists--;
-        return status(res, 500, 'InternalError', 'fake kube: pod list failed (test fault)');
-      }
       let nodeName: string | undefined;
       for (const term of (url.searchParams.get('fieldSelector') ?? '').split(',').filter((t) => t !== '')) {
         const f = /^([^=!]+)==?(.*)$/.exec(term);
@@ -213,6 +209,10 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     const pod = pods.get(`${namespace}/${name}`);
     if (req.method === 'GET') {
       podRequests.get++;
+      if (failPodGets > 0) {
+        failPodGets--;
+        return status(res, 500, 'InternalError', 'fake kube: pod get failed (test fault)');
+      }
       if (!pod) return status(res, 404, 'NotFound', `pods "${name}" not found`);
       return json(res, pod);
     }
@@ -312,8 +312,8 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     failNodeLists(n) {
       failNodeLists = n;
     },
-    failPodLists(n) {
-      failPodLists = n;
+    failPodGets(n) {
+      failPodGets = n;
     },
     nodes: () => [...nodes.values()],
     dropWatches() {

@@ -1,0 +1,97 @@
+/**
+ * Release paths where the evidence is missing or ambiguous (SECURITY.md, "Release paths: the
+ * evidence each requires"), through the real `podipam agent` (warm pool, SQLite datastore, the
+ * native shim as the CNI client, the Kubernetes API test double):
+ * - the pod GC: a pod missing from this node's pod list is not proof it is gone — a list that
+ *   misses it (the agent's node name is not the Kubernetes node's, a stale or partial answer)
+ *   frees nothing; the pod's own get answering 404, or another uid under its name, does.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+import { runCliSync, runPlugin } from '../helpers/plugin.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import type { AgentStatus } from '../../src/agent/agent-stats.js';
+
+/** The agent's node name … */
+const NODE = 'evnode';
+/** … and the one Kubernetes has for that host (an FQDN: the agent was started without --node matching it). */
+const KUBE_NODE = 'evnode.cluster.example';
+
+function call(socket: string, command: string, containerId: string, namespace: string, name: string, uid: string) {
+  return {
+    command,
+    containerId,
+    ifname: 'eth0',
+    args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=${containerId};K8S_POD_UID=${uid}`,
+    config: { cniVersion: '1.0.0', name: 'ev-net', ipam: { type: 'podipam', agent: socket } },
+    env: { PODIPAM_PLUGIN: '' },
+  };
+}
+
+async function add(fake: FakeKubeApiServer, socket: string, containerId: string, namespace: string, name: string): Promise<string> {
+  const uid = fake.getPod(namespace, name)!.metadata.uid;
+  const r = await runPlugin(SHIM_BIN, call(socket, 'ADD', containerId, namespace, name, uid));
+  assert.equal(r.code, 0, `ADD ${namespace}/${name} ${containerId}: ${r.stdout} ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
+}
+
+/** Polls the agent's status until `ok` holds (bounded: 60 s). */
+async function until(agent: RunningAgent, what: string, ok: (s: AgentStatus) => boolean): Promise<AgentStatus> {
+  for (let i = 0; ; i++) {
+    const s = await agent.status();
+    if (ok(s)) return s;
+    assert.ok(i < 600, `${what}: not reached in 60 s; warm pool ${JSON.stringify(s.warmPool)}\n${agent.log()}`);
+    await sleep(100);
+  }
+}
+
+test('pod GC: a pod missing from the node\'s pod list (node name not the Kubernetes one) is not released while the API server still has it; its 404 or a new uid under its name releases it', { timeout: 240_000 }, async () => {
+  requireShim();
+  const dir = makeTempDir('release-evidence-podgc');
+  const url = `sqlite:${join(dir.path, 'ds.db')}`;
+  assert.equal(runCliSync(url, ['pool', 'create', 'e4', '--cidr', '10.214.0.0/16']).code, 0);
+  const socket = join(dir.path, 'run', 'agent.sock');
+  const kubeconfig = join(dir.path, 'kubeconfig');
+  const fake = await startFakeKubeApiServer();
+  let agent: RunningAgent | undefined;
+  try {
+    fake.writeKubeconfig(kubeconfig);
+    agent = await startAgent(socket, [
+      '--node', NODE, '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '4', '--max-idle', '8', '--capacity', '64',
+      '--cooldown', '1s', '--sticky-for', '0', '--kubeconfig', kubeconfig, '--gc-interval', '300ms',
+    ]);
+    await until(agent, 'warm pool preloaded', (s) => (s.warmPool?.pools.ipv4?.idle ?? 0) >= 4);
+    fake.addPod('web', 'a', { node: KUBE_NODE, ownerKind: 'ReplicaSet' });
+    fake.addPod('web', 'b', { node: KUBE_NODE, ownerKind: 'ReplicaSet' });
+    await add(fake, socket, 'ca', 'web', 'a');
+    await add(fake, socket, 'cb', 'web', 'b');
+    // Several GC runs whose list (spec.nodeName=evnode) is empty: both pods look gone.
+    const added = Date.now();
+    const first = await until(agent, 'a GC run after the ADDs', (s) => s.warmPool!.pods.lastGc?.ok === true && s.warmPool!.pods.lastGc.at > added);
+    const runs = first.warmPool!.pods.gcRuns;
+    const later = await until(agent, 'three more GC runs', (s) => s.warmPool!.pods.gcRuns >= runs + 3 && s.warmPool!.pods.lastGc?.ok === true);
+    assert.equal(later.warmPool!.pods.lastGc!.listed, 0, 'the list misses both pods');
+    assert.equal(later.warmPool!.pods.gcReleases, 0, `live pods released on their absence from a list:\n${agent.log()}`);
+    assert.equal(later.warmPool!.pools.ipv4!.inUse, 2);
+    assert.match(agent.log(), /pod GC: .*kept/);
+
+    // Pod a is deleted from the API server (no CNI DEL): its get answers 404, which is proof.
+    fake.deletePod('web', 'a');
+    await until(agent, 'pod a released', (s) => s.warmPool!.pods.gcReleases === 1 && s.warmPool!.pools.ipv4!.inUse === 1);
+    // Pod b is replaced by a pod of its name with another uid (elsewhere): b's pod is gone.
+    fake.deletePod('web', 'b');
+    fake.addPod('web', 'b', { node: 'other-node', ownerKind: 'ReplicaSet' });
+    const done = await until(agent, 'pod b released', (s) => s.warmPool!.pods.gcReleases === 2 && s.warmPool!.pools.ipv4!.inUse === 0);
+    assert.equal(done.warmPool!.pods.gcReleases, 2);
+    const check = runCliSync(url, ['ipam', 'check', '--json']);
+    assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
+  } finally {
+    await agent?.kill();
+    await fake.close();
+    dir.remove();
+  }
+});
