@@ -14,6 +14,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { api, runCli, startServe } from './serve-harness.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
 
 /** The agent's node name … */
@@ -93,5 +94,27 @@ test('pod GC: a pod missing from the node\'s pod list (node name not the Kuberne
     await agent?.kill();
     await fake.close();
     dir.remove();
+  }
+});
+
+test('simulate --cleanup deletes only the nodes it created: a node record that existed before (its pods running) stays', { timeout: 120_000 }, async () => {
+  const s = await startServe();
+  try {
+    assert.equal((await api(s.url, 'POST', '/api/v1/pools', { name: 'p4', cidr: '10.215.0.0/16' })).status, 201);
+    // A real node whose name the simulation's node names happen to include, with a running pod.
+    assert.equal((await api(s.url, 'POST', '/api/v1/nodes', { name: 'sim-1' })).status, 201);
+    const pod = await api(s.url, 'POST', '/api/v1/allocations', { node: 'sim-1', containerId: 'realpod', network: 'prod' });
+    assert.equal(pod.status, 201, JSON.stringify(pod.body));
+    const sim = await runCli(['simulate', '--server', s.dashboardUrl, '--nodes', '2', '--pods', '4', '--cleanup', '--json']);
+    assert.equal(sim.code, 0, sim.stdout + sim.stderr);
+    // The node list shows nodes with blocks too; `registered` says whether the record exists.
+    const nodes = (await api(s.url, 'GET', '/api/v1/nodes')).body as { items: { name: string; registered: boolean }[] };
+    const registered = (n: string): boolean | undefined => nodes.items.find((x) => x.name === n)?.registered;
+    assert.equal(registered('sim-1'), true, `cleanup deleted the node record it did not create: ${JSON.stringify(nodes)}`);
+    assert.notEqual(registered('sim-2'), true, `the node record it created is deleted: ${JSON.stringify(nodes)}`);
+    const held = await api(s.url, 'GET', '/api/v1/allocations?handle=prod:realpod:eth0');
+    assert.ok(JSON.stringify(held.body).includes(pod.body.ips[0]), JSON.stringify(held.body));
+  } finally {
+    await s.stop();
   }
 });
