@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
-import { runCliSync, runPlugin } from '../helpers/plugin.js';
+import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { api, runCli, startServe } from './serve-harness.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
@@ -116,5 +116,39 @@ test('simulate --cleanup deletes only the nodes it created: a node record that e
     assert.ok(JSON.stringify(held.body).includes(pod.body.ips[0]), JSON.stringify(held.body));
   } finally {
     await s.stop();
+  }
+});
+
+test('CNI GC without the runtime\'s valid-attachments list (or with a malformed one) is refused, code 7, and frees nothing; a cluster GC spares other nodes and networks', () => {
+  const dir = makeTempDir('release-evidence-gc');
+  try {
+    const db = `sqlite:${join(dir.path, 'ds.db')}`;
+    const cache = join(dir.path, 'cache');
+    assert.equal(runCliSync(db, ['pool', 'create', 'g4', '--cidr', '10.216.0.0/24', '--block-size', '28']).code, 0);
+    const local = { cniVersion: '1.1.0', name: 'gcnet', ipam: { type: 'podipam', ranges: [[{ subnet: '10.217.0.0/24' }]], dataDir: join(dir.path, 'local') } };
+    const ok = (r: { code: number | null; stdout: string; stderr: string }, what: string): void => assert.equal(r.code, 0, `${what}: ${r.stdout}${r.stderr}`);
+    ok(runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: 'l1', ifname: 'eth0', config: local }), 'local ADD');
+    ok(runPluginSync(PODIPAM_BIN, clusterCall('gcnet', db, cache, 'ADD', 'c1', 'gc-a')), 'cluster ADD on gc-a');
+    ok(runPluginSync(PODIPAM_BIN, clusterCall('gcnet', db, cache, 'ADD', 'c2', 'gc-b')), 'cluster ADD on gc-b');
+    ok(runPluginSync(PODIPAM_BIN, clusterCall('other', db, cache, 'ADD', 'c3', 'gc-a')), 'cluster ADD of another network on gc-a');
+    const cluster = (extra: Record<string, unknown>) => ({ command: 'GC', config: { cniVersion: '1.1.0', name: 'gcnet', ipam: { type: 'podipam', datastore: db, nodeName: 'gc-a', cacheDir: cache }, ...extra } });
+    for (const [what, extra] of [['no list', {}], ['a list that is not an array', { 'cni.dev/valid-attachments': {} }], ['an entry without ifname', { 'cni.dev/valid-attachments': [{ containerID: 'x' }] }]] as const) {
+      for (const [backend, call] of [['local', { command: 'GC', config: { ...local, ...extra } }], ['cluster', cluster(extra)]] as const) {
+        const r = runPluginSync(PODIPAM_BIN, call);
+        assert.equal(r.code, 1, `${backend} GC with ${what}: ${r.stdout}${r.stderr}`);
+        assert.equal((JSON.parse(r.stdout) as { code: number }).code, 7, `${backend} GC with ${what}: ${r.stdout}`);
+      }
+    }
+    ok(runPluginSync(PODIPAM_BIN, { command: 'CHECK', containerId: 'l1', ifname: 'eth0', config: local }), 'the local pod still holds its address');
+    for (const [id, node, net] of [['c1', 'gc-a', 'gcnet'], ['c2', 'gc-b', 'gcnet'], ['c3', 'gc-a', 'other']] as const) {
+      ok(runPluginSync(PODIPAM_BIN, clusterCall(net, db, cache, 'CHECK', id, node)), `${net}/${id} on ${node} still holds its address`);
+    }
+    // A valid GC of gc-a's gcnet with nothing valid frees c1 only.
+    ok(runPluginSync(PODIPAM_BIN, cluster({ 'cni.dev/valid-attachments': [] })), 'cluster GC, nothing valid');
+    assert.equal((JSON.parse(runPluginSync(PODIPAM_BIN, clusterCall('gcnet', db, cache, 'CHECK', 'c1', 'gc-a')).stdout) as { code: number }).code, 102);
+    ok(runPluginSync(PODIPAM_BIN, clusterCall('gcnet', db, cache, 'CHECK', 'c2', 'gc-b')), 'another node\'s pod of that network is spared');
+    ok(runPluginSync(PODIPAM_BIN, clusterCall('other', db, cache, 'CHECK', 'c3', 'gc-a')), 'this node\'s pod of another network is spared');
+  } finally {
+    dir.remove();
   }
 });
