@@ -8,7 +8,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
@@ -150,5 +152,29 @@ test('CNI GC without the runtime\'s valid-attachments list (or with a malformed 
     ok(runPluginSync(PODIPAM_BIN, clusterCall('other', db, cache, 'CHECK', 'c3', 'gc-a')), 'this node\'s pod of another network is spared');
   } finally {
     dir.remove();
+  }
+});
+
+test('uninstall-cni frees no address: a pod added through the installed config keeps its reservation', () => {
+  const root = makeTempDir('release-evidence-uninstall');
+  try {
+    const binDir = join(root.path, 'bin');
+    const confDir = join(root.path, 'net.d');
+    const networks = join(root.path, 'networks');
+    const inst = spawnSync(PODIPAM_BIN, ['install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'local', '--subnet', '10.218.0.0/24', '--host-local-dir', networks, '--name', 'keepnet', '--no-ip-masq'], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(inst.status, 0, inst.stdout + inst.stderr);
+    const file = readdirSync(confDir).find((f) => f.endsWith('.conflist'))!;
+    const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: { ipam: unknown }[] };
+    const conf = { cniVersion: list.cniVersion, name: list.name, ipam: list.plugins[0]!.ipam };
+    const add = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: 'live1', ifname: 'eth0', config: conf });
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
+    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(un.status, 0, un.stdout + un.stderr);
+    assert.ok(readdirSync(join(networks, 'keepnet')).includes(ip), `the reservation of ${ip} is gone`);
+    const check = runPluginSync(PODIPAM_BIN, { command: 'CHECK', containerId: 'live1', ifname: 'eth0', config: conf });
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+  } finally {
+    root.remove();
   }
 });
