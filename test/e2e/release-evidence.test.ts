@@ -11,46 +11,20 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { type RunningAgent, requireShim, startAgent } from '../helpers/agent.js';
+import { addPod, untilStatus } from '../helpers/agent-pods.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
-import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin, runPluginSync } from '../helpers/plugin.js';
+import { PODIPAM_BIN, clusterCall, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { api, runCli, startServe } from './serve-harness.js';
-import type { AgentStatus } from '../../src/agent/agent-stats.js';
 
 /** The agent's node name … */
 const NODE = 'evnode';
 /** … and the one Kubernetes has for that host (an FQDN: the agent was started without --node matching it). */
 const KUBE_NODE = 'evnode.cluster.example';
 
-function call(socket: string, command: string, containerId: string, namespace: string, name: string, uid: string) {
-  return {
-    command,
-    containerId,
-    ifname: 'eth0',
-    args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=${containerId};K8S_POD_UID=${uid}`,
-    config: { cniVersion: '1.0.0', name: 'ev-net', ipam: { type: 'podipam', agent: socket } },
-    env: { PODIPAM_PLUGIN: '' },
-  };
-}
-
-async function add(fake: FakeKubeApiServer, socket: string, containerId: string, namespace: string, name: string): Promise<string> {
-  const uid = fake.getPod(namespace, name)!.metadata.uid;
-  const r = await runPlugin(SHIM_BIN, call(socket, 'ADD', containerId, namespace, name, uid));
-  assert.equal(r.code, 0, `ADD ${namespace}/${name} ${containerId}: ${r.stdout} ${r.stderr}`);
-  return (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
-}
-
-/** Polls the agent's status until `ok` holds (bounded: 60 s). */
-async function until(agent: RunningAgent, what: string, ok: (s: AgentStatus) => boolean): Promise<AgentStatus> {
-  for (let i = 0; ; i++) {
-    const s = await agent.status();
-    if (ok(s)) return s;
-    assert.ok(i < 600, `${what}: not reached in 60 s; warm pool ${JSON.stringify(s.warmPool)}\n${agent.log()}`);
-    await sleep(100);
-  }
-}
+const add = (fake: FakeKubeApiServer, socket: string, containerId: string, namespace: string, name: string) => addPod(fake, socket, 'ev-net', containerId, namespace, name);
+const until = untilStatus;
 
 test('pod GC: a pod missing from the node\'s pod list (node name not the Kubernetes one) is not released while the API server still has it; its 404 or a new uid under its name releases it', { timeout: 240_000 }, async () => {
   requireShim();
