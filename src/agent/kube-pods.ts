@@ -11,6 +11,8 @@ import type { ListedPod } from './pod-gc.js';
 export interface PodInfo extends ListedPod {
   /** The controller's kind (`metadata.ownerReferences` with `controller: true`, else the first); undefined: no owner. */
   readonly ownerKind: string | undefined;
+  /** `spec.nodeName`; undefined: not scheduled. */
+  readonly node?: string;
 }
 
 /** Where the warm pool learns about pods (KubePods, or a test's own). */
@@ -31,7 +33,7 @@ const LIST_TIMEOUT_MS = 30_000;
 function info(p: V1Pod): PodInfo {
   const owners = p.metadata?.ownerReferences ?? [];
   const owner = owners.find((o) => o.controller === true) ?? owners[0];
-  return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid || undefined, ownerKind: owner?.kind || undefined };
+  return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid || undefined, ownerKind: owner?.kind || undefined, node: p.spec?.nodeName || undefined };
 }
 
 export class KubePods implements PodSource {

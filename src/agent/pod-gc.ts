@@ -6,7 +6,9 @@
  * when it is not sticky, once it has been gone for `stickyForMs` when it is. Never released:
  * an attachment with no pod name (not a Kubernetes pod: nothing can prove it gone), or one
  * added since the list was asked for (the list may predate its pod). The caller only calls this
- * with a list that succeeded: no list, no release.
+ * with a list that succeeded: no list, no release; and it plans again with the pods a get by
+ * name found (pod-tracker.ts), so a pod missing from the list is released only on its 404 or
+ * another uid under its name.
  */
 
 /** A pod as the API server lists it. */

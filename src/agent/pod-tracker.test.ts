@@ -150,4 +150,34 @@ describe('pod tracker', () => {
       await fake.close();
     }
   });
+
+  it('a pod missing from the list is asked for: kept while the API server has it (or cannot say), released on its 404', async () => {
+    const fake = await startFakeKubeApiServer();
+    const kubeconfig = join(root, `kc${++n}`);
+    fake.writeKubeconfig(kubeconfig);
+    const logs: string[] = [];
+    const { t, db } = await tracker({ kubeconfig, stickyForMs: 0, log: (_l, msg) => logs.push(msg) });
+    try {
+      // The list of node n1 misses the pod: the API server has it on "n1.example".
+      const p = fake.addPod('web', 'away', { node: 'n1.example' });
+      t.store.seen({ key: 'a', network: 'net', namespace: 'web', name: 'away', uid: p.metadata.uid, containerId: 'a', ifname: 'eth0', ownerKind: '', sticky: false, poolKey: 'a', addrs: ['10.0.0.1'], addedAt: 1 });
+      const released: string[][] = [];
+      const release = async (keys: readonly string[]): Promise<number> => (released.push([...keys]), keys.length);
+      fake.failPodGets(1);
+      const r1 = await t.runOnce(release);
+      assert.deepEqual([r1?.ok, r1?.listed, released], [true, 0, []], 'a failed get: no evidence, nothing released');
+      assert.equal(t.store.get('a')?.goneAt, undefined, 'not even marked gone');
+      assert.ok(logs.some((l) => l.includes('cannot be looked up')), logs.join('\n'));
+      await t.runOnce(release);
+      assert.deepEqual(released, [], 'the API server has the pod: kept');
+      assert.ok(logs.some((l) => l.includes('still exist in the API server')), logs.join('\n'));
+      fake.deletePod('web', 'away');
+      await t.runOnce(release);
+      assert.deepEqual(released, [['a']], 'its 404 is proof');
+    } finally {
+      await t.stop();
+      db.close();
+      await fake.close();
+    }
+  });
 });

@@ -8,7 +8,10 @@
  *   line, `lookupsFailed`).
  * - the GC loop (with a kubeconfig): every `gcIntervalMs` (jittered ±10%) lists this node's pods
  *   and releases, through the warm service's release, the attachments whose pods are gone
- *   (pod-gc.ts decides); a failed list releases nothing (log line, `gcListFailures`). Every run
+ *   (pod-gc.ts decides); a failed list releases nothing (log line, `gcListFailures`), and a pod
+ *   missing from a list that succeeded is asked for by name first — only its 404, or another
+ *   uid under its name, proves it gone (a list can miss a live pod: the agent's node name is not
+ *   the Kubernetes node's, a stale or partial answer). Every run
  *   (with or without a kubeconfig) purges pod-store rows deleted over POD_RETENTION_MS ago and
  *   reservation rows whose window ended.
  */
@@ -223,7 +226,17 @@ export class PodTracker {
       return this.#lastGc;
     }
     const t = this.#o.now();
-    const plan = planPodGc({ listed, attachments: this.store.live(), listedAt, now: t, stickyForMs: this.#o.stickyForMs });
+    const live = this.store.live();
+    let plan = planPodGc({ listed, attachments: live, listedAt, now: t, stickyForMs: this.#o.stickyForMs });
+    const missing = new Set([...plan.gone, ...plan.release]);
+    if (missing.size > 0) {
+      // Absence from a list is no proof (the agent's node name may not be the Kubernetes node's,
+      // the answer may be stale or partial): each missing pod is asked for; only its 404, or
+      // another uid under its name, says it is gone. A pod that answers is kept; one whose get
+      // fails is left for a later run.
+      const { present, unknown } = await this.#confirm(live.filter((a) => missing.has(a.key)));
+      plan = planPodGc({ listed: [...listed, ...present], attachments: live.filter((a) => !unknown.has(a.key)), listedAt, now: t, stickyForMs: this.#o.stickyForMs });
+    }
     for (const k of plan.gone) this.store.gone(k, listedAt);
     for (const k of plan.back) this.store.back(k);
     let released = 0;
@@ -234,6 +247,34 @@ export class PodTracker {
     }
     this.#lastGc = { at: listedAt, ok: true, listed: listed.length, released: plan.release.length };
     return this.#lastGc;
+  }
+
+  /** Gets each pod of `candidates` (8 at a time): the pods that exist as these attachments' own, and the attachment keys whose get failed. */
+  async #confirm(candidates: readonly PodStoreRow[]): Promise<{ present: PodInfo[]; unknown: Set<string> }> {
+    const byPod = new Map<string, PodStoreRow[]>();
+    for (const a of candidates) if (a.namespace !== undefined && a.name !== undefined) byPod.set(`${a.namespace}/${a.name}`, [...(byPod.get(`${a.namespace}/${a.name}`) ?? []), a]);
+    const present: PodInfo[] = [];
+    const unknown = new Set<string>();
+    const kept: string[] = [];
+    const pods = [...byPod.values()];
+    for (let i = 0; i < pods.length; i += 8) {
+      await Promise.all(pods.slice(i, i + 8).map(async (rows) => {
+        const { namespace, name } = rows[0] as PodStoreRow;
+        try {
+          const pod = await this.#kube!.get(namespace as string, name as string);
+          if (pod === undefined) return;
+          present.push(pod);
+          if (rows.some((a) => a.uid === undefined || pod.uid === undefined || a.uid === pod.uid)) kept.push(`${namespace}/${name}${pod.node === this.#o.node ? '' : ` (on node ${JSON.stringify(pod.node ?? '')})`}`);
+        } catch (e) {
+          for (const a of rows) unknown.add(a.key);
+          this.#o.log?.('warn', 'pod GC: a pod missing from the list cannot be looked up; kept until a later run', { namespace, name, error: (e as Error).message });
+        }
+      }));
+    }
+    if (kept.length > 0) {
+      this.#o.log?.('warn', 'pod GC: pods missing from this node\'s pod list still exist in the API server: kept (is the agent\'s node name the Kubernetes node name?)', { node: this.#o.node, pods: kept });
+    }
+    return { present, unknown };
   }
 
   report(): PodTrackerStatus {

@@ -684,7 +684,13 @@ export class WarmService implements IpamBackend {
         continue;
       }
       try {
-        await this.#ds((ipam) => ipam.releaseAddresses(chunk));
+        // Only while the node's warm handle still holds each address: one freed behind the
+        // agent's back and handed to another pod meanwhile is not the agent's to free.
+        const holders = new Set(chunk.flatMap((a) => this.#meta.get(formatAddr(a))?.handle ?? []));
+        const freed = await this.#ds((ipam) => ipam.releaseAddresses(chunk, holders));
+        if (freed.length < chunk.length) {
+          this.#o.log?.('warn', 'warm pool: some returned addresses were no longer held by this node\'s warm handles (left to their holder)', { returned: chunk.length, freed: freed.length });
+        }
         crashPoint('agent.return.committed');
         this.counters.returnTxns++;
         this.counters.returned += chunk.length;

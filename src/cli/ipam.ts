@@ -103,7 +103,7 @@ export function registerIpam(program: Command): void {
         process.exitCode = 1;
       }
       if (opts.json) return printJson({ leaks: r.leaks, problems: r.problems });
-      for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip})\n`);
+      for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
       const n = r.leaks.length + r.problems.length;
       process.stdout.write(`Check complete; found ${n} problem${n === 1 ? '' : 's'}.\n`);
@@ -111,18 +111,19 @@ export function registerIpam(program: Command): void {
 
   ipam
     .command('release')
-    .description('free addresses by address or by handle')
+    .description('free addresses by address or by handle (both: those addresses only while that handle holds them)')
     .option('--ip <ip>', 'an address to free, whoever holds it (repeatable)', collect, [] as string[])
-    .option('--handle <handle>', 'free everything this handle holds')
+    .option('--handle <handle>', 'free everything this handle holds; with --ip, only the given addresses it still holds')
     .action(async (opts: { ip: string[]; handle?: string }, cmd: Command) => {
-      if ((opts.ip.length > 0) === (opts.handle !== undefined)) throw new UsageError('give either --ip (repeatable) or --handle');
+      if (opts.ip.length === 0 && opts.handle === undefined) throw new UsageError('give --ip (repeatable), --handle, or both');
       const { formatAddr, parseAddr } = await import('../ip/index.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
-      const released = await withClusterIpam(cmd, (c) => (opts.handle !== undefined ? c.releaseHandle(opts.handle) : c.releaseAddresses(addrs)));
+      const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
+      const released = await withClusterIpam(cmd, (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
       for (const r of released) process.stdout.write(`released ${formatAddr(r.addr)} (handle "${r.handle}")\n`);
       const freed = new Set(released.map((r) => formatAddr(r.addr)));
-      for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated\n`);
-      if (opts.handle !== undefined && released.length === 0) process.stdout.write(`handle "${opts.handle}" holds nothing\n`);
+      for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated${opts.handle === undefined ? '' : ` to handle "${opts.handle}"`}\n`);
+      if (opts.handle !== undefined && addrs.length === 0 && released.length === 0) process.stdout.write(`handle "${opts.handle}" holds nothing\n`);
     });
 
   ipam

@@ -101,6 +101,8 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
   const runId = randomBytes(4).toString('hex');
   const nodes = Array.from({ length: o.nodes }, (_, i) => `${o.nodePrefix}-${String(i + 1).padStart(String(o.nodes).length, '0')}`);
   const live = new Map<string, string>(); // handle → node
+  // Cleanup deletes only the node records this run created: one that existed (409) is someone's.
+  const created = new Set<string>();
   const errors: string[] = [];
   let added = 0;
   let deleted = 0;
@@ -150,6 +152,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
     await runAll(
       nodes.map((name) => async () => {
         const r = await api.call('POST', '/nodes', { name });
+        if (r.status === 201) created.add(name);
         if (r.status !== 201 && !(r.status === 409 && r.data?.error?.code === 'node_exists')) fail(`join ${name}: ${errorText(r)}`);
       }),
     );
@@ -174,7 +177,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
       live.clear();
       await runAll(pods.map(([h, node]) => () => delPod(h, node)));
       await runAll(
-        nodes.map((name) => async () => {
+        nodes.filter((name) => created.has(name)).map((name) => async () => {
           const r = await api.call('DELETE', `/nodes/${encodeURIComponent(name)}`);
           if (r.status !== 200 && r.status !== 404) fail(`remove ${name}: ${errorText(r)}`);
         }),
@@ -207,7 +210,7 @@ export function registerSimulate(program: Command): void {
     .option('--node-prefix <p>', 'node names are <p>-1 … <p>-N (numbers zero-padded to the width of N)', 'sim')
     .option('--token <token>', 'admin or install bearer token (default: ?token= of --server, else $PODIPAM_ADMIN_TOKEN)')
     .option('--seed <n>', 'seed for the churn choices')
-    .option('--cleanup', 'delete the pods and nodes this run created at the end')
+    .option('--cleanup', 'delete the pods and nodes this run created at the end (a node that existed before is left alone)')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
     .option('--json', 'print the result as JSON')
     .action(async (opts: Record<string, string | boolean | undefined>) => {

@@ -77,9 +77,9 @@ export class ClusterIpam {
     return releaseByHandle(this.#ctx, handle, node);
   }
 
-  /** See release.ts: free specific addresses, whoever holds them. */
-  releaseAddresses(addrs: readonly Addr[]): Promise<Released[]> {
-    return releaseAddresses(this.#ctx, addrs);
+  /** See release.ts: free specific addresses, whoever holds them (with `heldBy`: only while one of those handles does). */
+  releaseAddresses(addrs: readonly Addr[], heldBy?: ReadonlySet<string>): Promise<Released[]> {
+    return releaseAddresses(this.#ctx, addrs, heldBy);
   }
 
   /** See handle-addresses.ts: what a handle holds (undefined when it does not exist). */

@@ -60,17 +60,19 @@ export async function releaseByHandle(ctx: IpamContext, handle: string, node?: s
 }
 
 /**
- * Frees the given addresses whoever holds them, decrementing (or deleting) their handles, in
- * one transaction. Returns what was freed; addresses that were not allocated are simply not in
- * the result. Same errors as releaseByHandle.
+ * Frees the given addresses whoever holds them — or, with `heldBy`, only while a handle of that
+ * set holds them (the caller's belief about who holds an address is checked in the same
+ * transaction, so an address meanwhile handed to another pod stays its) — decrementing (or
+ * deleting) their handles, in one transaction. Returns what was freed; addresses that were not
+ * allocated (to `heldBy`) are simply not in the result. Same errors as releaseByHandle.
  */
-export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[]): Promise<Released[]> {
+export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[], heldBy?: ReadonlySet<string>): Promise<Released[]> {
   const others = new Map<string, KnownBlock>();
   const handles = new Map<string, HandleState>();
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
-    const plan = planReleaseAddrs(input(ctx, undefined, others), snap, addrs, handles);
+    const plan = planReleaseAddrs(input(ctx, undefined, others), snap, addrs, handles, heldBy);
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
         if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });

@@ -19,30 +19,50 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms
   assert.fail(`timed out waiting for ${what}`);
 }
 
-test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CIDR is freed and reused', async () => {
+/** A controller on a memory store and its Kubernetes adapter on the API test double; `start()` starts both, in the CLI's order. */
+async function rig(clusterCidr: string) {
   const kube = await startFakeKubeApiServer();
   const dir = mkdtempSync(join(tmpdir(), 'podipam-kube-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  kube.writeKubeconfig(kubeconfig);
   const store = new MemoryStore();
   const log: string[] = [];
   let adapter: KubeAdapter | undefined;
   const controller = new NodeCidrController({
     store,
-    config: parseControllerConfig({ clusterCidr: '10.20.0.0/22', nodeMaskSize: '24' }),
+    config: parseControllerConfig({ clusterCidr, nodeMaskSize: '24' }),
     pollIntervalMs: 50,
     log: (l) => log.push(l),
     onChange: (name) => adapter?.notify(name),
   });
+  return {
+    kube, store, log,
+    async start(): Promise<void> {
+      await controller.start();
+      adapter = new KubeAdapter({ store, controller, kubeconfig, log: (l) => log.push(l), relistDelayMs: 100 });
+      await adapter.start();
+    },
+    async close(): Promise<void> {
+      if (process.env.PODIPAM_TEST_LOG) console.error(log.join('\n'));
+      await adapter?.stop();
+      await controller.stop();
+      await kube.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CIDR is freed and reused', async () => {
+  const r = await rig('10.20.0.0/22');
+  const { kube, store, log } = r;
   try {
-    kube.writeKubeconfig(join(dir, 'kubeconfig'));
     kube.addNode('k1', { zone: 'a' });
     kube.addNode('k2');
     // A Node that already has a CIDR (set before podipam) keeps it, and nobody else gets it.
     kube.addNode('old', {}, { podCIDR: '10.20.0.0/24', podCIDRs: ['10.20.0.0/24'] });
     // A record with no Node behind it goes away at the first list.
     await addNode(store, { name: 'stray' });
-    await controller.start();
-    adapter = new KubeAdapter({ store, controller, kubeconfig: join(dir, 'kubeconfig'), log: (l) => log.push(l), relistDelayMs: 100 });
-    await adapter.start();
+    await r.start();
 
     const cidrOf = (n: string): string | undefined => kube.getNode(n)?.spec.podCIDRs?.[0];
     await waitFor('k1 and k2 patched', () => cidrOf('k1') !== undefined && cidrOf('k2') !== undefined);
@@ -79,10 +99,38 @@ test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CI
     console.error(log.join('\n'));
     throw e;
   } finally {
-    if (process.env.PODIPAM_TEST_LOG) console.error(log.join('\n'));
-    await adapter?.stop();
-    await controller.stop();
-    await kube.close();
-    rmSync(dir, { recursive: true, force: true });
+    await r.close();
+  }
+});
+
+test('kube adapter: a Node missing from its cache (the list failed) is asked for before its record goes; only a 404 deletes it', async () => {
+  const r = await rig('10.21.0.0/22');
+  const { kube, store, log } = r;
+  try {
+    kube.addNode('live');
+    // Every node list fails: the adapter's cache stays empty, so it knows of no Node at all.
+    kube.failNodeLists(1_000_000);
+    await r.start();
+    await waitFor('a failed node list', () => log.some((l) => l.includes('node list/watch failed')));
+    // Records appear (another controller's adapter, or an operator): the controller assigns
+    // their CIDRs and tells the adapter, which finds neither Node in its (empty) cache.
+    await addNode(store, { name: 'live' });
+    await addNode(store, { name: 'never' });
+    const cidrOf = (n: string): string | undefined => kube.getNode(n)?.spec.podCIDRs?.[0];
+    const recordOf = async (n: string): Promise<boolean> => (await listNodes(store)).some((x) => x.record.name === n);
+    await waitFor('live patched or its record deleted', async () => cidrOf('live') !== undefined || !(await recordOf('live')));
+    assert.ok(await recordOf('live'), `the record of a Node that exists was deleted:\n${log.join('\n')}`);
+    assert.ok(!log.some((l) => l.startsWith('kube: node live deleted')), log.join('\n'));
+    const rec = (await listNodes(store)).find((x) => x.record.name === 'live');
+    assert.deepEqual([cidrOf('live')], rec?.record.podCIDRs);
+    // The API server says "never" does not exist (404): that is proof, and its record goes.
+    await waitFor('the record of "never" to go', async () => !(await recordOf('never')));
+    assert.ok(log.some((l) => l.startsWith('kube: node never deleted in Kubernetes')), log.join('\n'));
+    assert.ok(kube.nodeRequests.get >= 2, `each absence confirmed by a get: ${JSON.stringify(kube.nodeRequests)}`);
+  } catch (e) {
+    console.error(log.join('\n'));
+    throw e;
+  } finally {
+    await r.close();
   }
 });

@@ -31,7 +31,8 @@ function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<stri
  * Mirrors Kubernetes Node objects into node records and the controller's CIDRs back into
  * `spec.podCIDR`/`spec.podCIDRs`, so one allocator serves both worlds. In Kubernetes mode the
  * API server is the source of truth for which nodes exist: a Node gets a record (with any
- * podCIDRs it already has, claimed), a record without a Node is deleted (freeing its CIDRs),
+ * podCIDRs it already has, claimed), a record whose Node the API server answers 404 for is
+ * deleted (freeing its CIDRs; absence from the informer's cache alone proves nothing),
  * labels follow the Node, and CIDRs the controller records are patched onto the Node with a
  * strategic-merge patch, as kube-controller-manager's PatchNodeCIDRs does. Work is keyed by
  * node name and level-triggered: each turn compares the informer's Node with the record.
@@ -123,9 +124,11 @@ export class KubeAdapter {
 
   /** One node: Node vs record, in whichever direction is behind. Throws to be retried. */
   async #reconcile(name: string): Promise<void> {
-    const node = this.#informer?.get(name);
     const entry = await this.#store.get(nodeKey(name));
     const rec = entry ? decodeNodeRecord(entry.key, entry.value) : undefined;
+    // The informer's cache is no proof of absence (its list may have failed, or lag a watch
+    // event): a record is deleted only when the API server itself answers 404 for its Node.
+    const node = this.#informer?.get(name) ?? (rec ? await this.#getNode(name) : undefined);
     if (!node) {
       if (!rec) return;
       try {
@@ -160,6 +163,16 @@ export class KubeAdapter {
       return;
     }
     if (kubeCidrs.length === 0 && rec.podCIDRs.length > 0) await this.#patch(name, rec.podCIDRs);
+  }
+
+  /** The Node as the API server has it now; undefined only on its 404. Any other failure throws (the queue retries). */
+  async #getNode(name: string): Promise<V1Node | undefined> {
+    try {
+      return await (this.#api as CoreV1Api).readNode({ name });
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 404) return undefined;
+      throw new Error(`node ${name} is not in the informer's cache and the API server cannot say whether it exists: ${(e as Error).message.split('\n')[0]}`);
+    }
   }
 
   /** spec.podCIDRs (or the old single spec.podCIDR), canonical; unparsable entries are logged and dropped. */

@@ -33,8 +33,8 @@ export function clusterOps(store: Store): ClusterOps {
     async releaseHandle(handle: string, node?: string): Promise<string[]> {
       return (await ipam.releaseHandle(handle, node)).map((r) => formatAddr(r.addr));
     },
-    async releaseIp(ip: string): Promise<string | undefined> {
-      return (await ipam.releaseAddresses([parseAddr(ip)]))[0]?.handle;
+    async releaseIp(ip: string, handle?: string): Promise<string | undefined> {
+      return (await ipam.releaseAddresses([parseAddr(ip)], handle === undefined ? undefined : new Set([handle])))[0]?.handle;
     },
     check(): Promise<CheckReport> {
       return ipam.check();

@@ -52,8 +52,8 @@ export interface ClusterOps {
    * `node`: the node releasing, as the CNI plugin's DEL passes it (its empty-block policy).
    */
   releaseHandle(handle: string, node?: string): Promise<string[]>;
-  /** Releases one address; the handle that held it, or undefined when it was free. */
-  releaseIp(ip: string): Promise<string | undefined>;
+  /** Releases one address (with `handle`: only while that handle holds it); the handle that held it, or undefined when nothing was freed. */
+  releaseIp(ip: string, handle?: string): Promise<string | undefined>;
   check(): Promise<CheckReport>;
   /** Frees a leaked address found by check, with a CAS retry loop; false when it is no longer a leak. */
   releaseLeak(leak: Leak): Promise<boolean>;

@@ -140,15 +140,15 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     onlyKeys(b, ['ip', 'handle']);
     // The dashboard releases what check reported and then asks again: that answer must be fresh.
     d.checks.invalidate();
+    // {"handle"}: all it holds; {"ip"}: that address, whoever holds it; {"ip", "handle"}: that
+    // address only while that handle holds it (what check reported may be stale by now).
     const ip = optionalString(b, 'ip');
     const handle = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
-    if ((ip === undefined) === (handle === undefined)) {
-      throw badField(ip === undefined ? 'ip' : 'handle', 'give exactly one of "ip" and "handle"');
-    }
-    if (handle !== undefined) return { handle, released: await d.ops.releaseHandle(handle) };
-    const a = tryParseAddr(ip as string);
+    if (ip === undefined && handle === undefined) throw badField('ip', 'give "ip", "handle", or both (the address only while that handle holds it)');
+    if (ip === undefined) return { handle, released: await d.ops.releaseHandle(handle as string) };
+    const a = tryParseAddr(ip);
     if (!a) throw badField('ip', `field "ip" must be an IP address: got ${JSON.stringify(ip)}`);
-    const heldBy = await d.ops.releaseIp(formatAddr(a));
+    const heldBy = await d.ops.releaseIp(formatAddr(a), handle);
     return { ip: formatAddr(a), released: heldBy === undefined ? [] : [formatAddr(a)], heldBy: heldBy ?? null };
   }));
 }

@@ -18,45 +18,21 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { addPod, podCall, untilStatus } from '../helpers/agent-pods.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { PODIPAM_BIN, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import type { AgentStatus } from '../../src/agent/agent-stats.js';
 
 const NODE = 'stickynode';
 
-function call(socket: string, command: string, containerId: string, namespace: string, name: string, uid: string) {
-  return {
-    command,
-    containerId,
-    ifname: 'eth0',
-    args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=${containerId};K8S_POD_UID=${uid}`,
-    config: { cniVersion: '1.0.0', name: 'sticky-net', ipam: { type: 'podipam', agent: socket } },
-    env: { PODIPAM_PLUGIN: '' },
-  };
-}
-
+const call = (socket: string, command: string, containerId: string, namespace: string, name: string, uid: string) => podCall(socket, 'sticky-net', command, containerId, namespace, name, uid);
 /** CNI ADD through the shim for the pod `fake` has under namespace/name; returns its IPv4 address. */
-async function add(fake: FakeKubeApiServer, socket: string, containerId: string, namespace: string, name: string): Promise<string> {
-  const uid = fake.getPod(namespace, name)?.metadata.uid ?? `no-api-uid-${containerId}`;
-  const r = await runPlugin(SHIM_BIN, call(socket, 'ADD', containerId, namespace, name, uid));
-  assert.equal(r.code, 0, `ADD ${namespace}/${name} ${containerId}: ${r.stdout} ${r.stderr}`);
-  return (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
-}
+const add = (fake: FakeKubeApiServer, socket: string, containerId: string, namespace: string, name: string) => addPod(fake, socket, 'sticky-net', containerId, namespace, name);
+const until = untilStatus;
 
 async function del(socket: string, containerId: string, namespace: string, name: string): Promise<void> {
   const r = await runPlugin(SHIM_BIN, call(socket, 'DEL', containerId, namespace, name, 'any'));
   assert.equal(r.code, 0, `DEL ${namespace}/${name} ${containerId}: ${r.stdout} ${r.stderr}`);
-}
-
-/** Polls the agent's status until `ok` holds (bounded: 60 s). */
-async function until(agent: RunningAgent, what: string, ok: (s: AgentStatus) => boolean): Promise<AgentStatus> {
-  for (let i = 0; ; i++) {
-    const s = await agent.status();
-    if (ok(s)) return s;
-    assert.ok(i < 600, `${what}: not reached in 60 s; warm pool ${JSON.stringify(s.warmPool)}\n${agent.log()}`);
-    await sleep(100);
-  }
 }
 
 async function freePort(): Promise<number> {

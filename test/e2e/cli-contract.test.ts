@@ -107,13 +107,16 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
       await store.close();
     }
     const leaky = expect(cli('ipam', 'check'), 1, 'ipam check, leaks (exit 1: cron and monitoring see them)');
-    for (const ip of ips[0]!) assert.match(leaky.stdout, new RegExp(`^leak: ${ip.replace(/\./g, '\\.')} in block \\S+ is held by handle "${re(H1)}", which does not exist \\(podipam ipam release --ip ${ip.replace(/\./g, '\\.')}\\)$`, 'm'));
+    for (const ip of ips[0]!) assert.match(leaky.stdout, new RegExp(`^leak: ${ip.replace(/\./g, '\\.')} in block \\S+ is held by handle "${re(H1)}", which does not exist \\(podipam ipam release --ip ${ip.replace(/\./g, '\\.')} --handle ${re(H1)}\\)$`, 'm'));
     assert.match(leaky.stdout, /^Check complete; found 2 problems\.$/m);
     const leaks = JSON.parse(expect(cli('ipam', 'check', '--json'), 1, 'ipam check --json, leaks').stdout) as { leaks: { ip: string; handle: string }[]; problems: unknown[] };
     assert.deepEqual(leaks.leaks.map((l) => [l.ip, l.handle]).sort(), ips[0]!.map((ip) => [ip, H1]).sort());
     assert.deepEqual(leaks.problems, []);
     // The release the check suggests frees them; released again, they are "not allocated".
-    const freed = expect(cli('ipam', 'release', ...ips[0]!.flatMap((ip) => ['--ip', ip])), 0, 'ipam release --ip (the leak)');
+    // Named with another handle (H2 is c2's, live): the addresses are not its, nothing is freed.
+    const wrong = expect(cli('ipam', 'release', '--ip', ips[0]![0]!, '--handle', H2), 0, 'ipam release --ip --handle, another holder');
+    assert.match(wrong.stdout, new RegExp(`^${ips[0]![0]!.replace(/\./g, '\\.')} was not allocated to handle "${re(H2)}"$`, 'm'));
+    const freed = expect(cli('ipam', 'release', ...ips[0]!.flatMap((ip) => ['--ip', ip]), '--handle', H1), 0, 'ipam release --ip --handle (the leak, as check suggests)');
     for (const ip of ips[0]!) assert.match(freed.stdout, new RegExp(`^released ${ip.replace(/\./g, '\\.')} \\(handle "${re(H1)}"\\)$`, 'm'));
     assert.match(expect(cli('ipam', 'release', '--ip', ips[0]![0]!), 0, 'ipam release --ip, free').stdout, /was not allocated/);
     assert.deepEqual(JSON.parse(cli('ipam', 'check', '--json').stdout), { leaks: [], problems: [] });
@@ -123,7 +126,7 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
     assert.equal(byHandle.stdout.split('\n').filter((l) => l.startsWith('released ')).length, 2);
     assert.match(expect(cli('ipam', 'release', '--handle', H2), 0, 'ipam release --handle, empty').stdout, new RegExp(`handle "${re(H2)}" holds nothing`));
     expect(cli('ipam', 'release'), 2, 'ipam release, neither --ip nor --handle');
-    expect(cli('ipam', 'release', '--ip', '10.90.0.5', '--handle', 'x'), 2, 'ipam release, both');
+    assert.match(expect(cli('ipam', 'release', '--ip', '10.90.0.5', '--handle', 'x'), 0, 'ipam release, both: only while x holds it').stdout, /^10\.90\.0\.5 was not allocated to handle "x"$/m);
     assert.match(expect(cli('ipam', 'release', '--ip', 'bogus'), 2, 'ipam release, bad IP').stderr, /invalid IP address "bogus"/);
     assert.deepEqual(JSON.parse(cli('ipam', 'show', '--json').stdout).pools.map((p: { allocated: number }) => p.allocated), [0, 0]);
 

@@ -69,6 +69,12 @@ export interface FakeKubeApiServer {
   readonly podRequests: { get: number; list: number; delete: number };
   /** Ends every open watch (clients must re-watch from their resourceVersion). */
   dropWatches(): void;
+  /** The next `n` lists of nodes (not watches, not gets) answer 500, as an overloaded API server may. */
+  failNodeLists(n: number): void;
+  /** The next `n` gets of one pod answer 500. */
+  failPodGets(n: number): void;
+  /** Node requests served, by kind: `get` (one node), `list`. */
+  readonly nodeRequests: { get: number; list: number };
   close(): Promise<void>;
 }
 
@@ -107,6 +113,9 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
   const patches: PatchRecord[] = [];
   const pods = new Map<string, FakePod>();
   const podRequests = { get: 0, list: 0, delete: 0 };
+  const nodeRequests = { get: 0, list: 0 };
+  let failNodeLists = 0;
+  let failPodGets = 0;
   let rv = 1;
   let uid = 0;
 
@@ -135,11 +144,17 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
       return;
     }
     if (req.method === 'GET' && !name) {
+      nodeRequests.list++;
+      if (failNodeLists > 0) {
+        failNodeLists--;
+        return status(res, 500, 'InternalError', 'fake kube: node list failed (test fault)');
+      }
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: String(rv) }, items: [...nodes.values()] }));
       return;
     }
     const node = name ? nodes.get(name) : undefined;
+    if (req.method === 'GET') nodeRequests.get++;
     if (!name || !node) return status(res, 404, 'NotFound', `nodes "${name}" not found`);
     if (req.method === 'GET') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -194,6 +209,10 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     const pod = pods.get(`${namespace}/${name}`);
     if (req.method === 'GET') {
       podRequests.get++;
+      if (failPodGets > 0) {
+        failPodGets--;
+        return status(res, 500, 'InternalError', 'fake kube: pod get failed (test fault)');
+      }
       if (!pod) return status(res, 404, 'NotFound', `pods "${name}" not found`);
       return json(res, pod);
     }
@@ -289,6 +308,13 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     getPod: (namespace, name) => pods.get(`${namespace}/${name}`),
     pods: () => [...pods.values()],
     podRequests,
+    nodeRequests,
+    failNodeLists(n) {
+      failNodeLists = n;
+    },
+    failPodGets(n) {
+      failPodGets = n;
+    },
     nodes: () => [...nodes.values()],
     dropWatches() {
       for (const w of watchers) w.res.end();

@@ -36,6 +36,22 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
       assert.deepEqual((await c.usage()).pools.map((p) => p.allocated), [0, 0]);
     }));
 
+    it('releases addresses only while the named handle holds them (heldBy): an address released and handed to another pod meanwhile stays its', withStore(async (s) => {
+      const c = ipam(s);
+      await twoPools(c);
+      const [a] = await c.assign({ node: 'n', handle: 'warm', auto: { 4: 1 } });
+      // Someone else frees it (an operator, a GC) and a pod gets the same address.
+      await ipam(s).releaseHandle('warm');
+      await ipam(s).assign({ node: 'm', handle: 'pod', ips: [a!.addr] });
+      // The first holder, unaware, returns "its" address: nothing is freed.
+      assert.deepEqual(await c.releaseAddresses([a!.addr], new Set(['warm'])), []);
+      assert.deepEqual((await c.addressesOf('pod'))?.map((x) => formatAddr(x.addr)), [formatAddr(a!.addr)]);
+      assert.deepEqual(await c.check(), { leaks: [], problems: [] });
+      // Held by the named handle: freed.
+      assert.deepEqual((await c.releaseAddresses([a!.addr], new Set(['pod']))).map((r) => r.handle), ['pod']);
+      assert.equal(await c.addressesOf('pod'), undefined);
+    }));
+
     it('releases by handle even when the handle record is corrupt (DEL must not fail forever)', withStore(async (s) => {
       const c = ipam(s);
       await twoPools(c);

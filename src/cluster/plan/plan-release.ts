@@ -68,14 +68,17 @@ export function planReleaseHandle(input: ReleaseInput, handle: string, handleSta
 }
 
 /**
- * Plans releasing specific addresses, whoever holds them. Addresses outside every pool or not
- * allocated are skipped (reported by the caller as not allocated).
+ * Plans releasing specific addresses, whoever holds them — or, with `heldBy`, only those a
+ * handle of that set holds (an address meanwhile released and handed to another is left
+ * alone: the txn compares its block). Addresses outside every pool or not allocated (to
+ * `heldBy`) are skipped (reported by the caller as not allocated).
  */
 export function planReleaseAddrs(
   input: ReleaseInput,
   snap: ClusterSnapshot,
   addrs: readonly Addr[],
   handles: ReadonlyMap<string, HandleState>,
+  heldBy?: ReadonlySet<string>,
 ): ReleasePlan {
   const byBlock = new Map<string, { cidr: ReturnType<typeof prefixOf>; ordinals: number[] }>();
   for (const a of addrs) {
@@ -92,7 +95,9 @@ export function planReleaseAddrs(
   const holders = new Set<string>();
   for (const [key, e] of byBlock) {
     const b = input.state(key)!.block;
-    if (b) for (const o of e.ordinals) if (holderOf(b, o) !== undefined) holders.add(holderOf(b, o)!);
+    if (!b) continue;
+    if (heldBy) e.ordinals = e.ordinals.filter((o) => heldBy.has(holderOf(b, o) ?? ''));
+    for (const o of e.ordinals) if (holderOf(b, o) !== undefined) holders.add(holderOf(b, o)!);
   }
   const unknownHandles = [...holders].filter((h) => !handles.has(h)).map(handleKey);
   if (unknownHandles.length > 0) return { kind: 'read', keys: unknownHandles };

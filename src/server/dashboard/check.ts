@@ -67,7 +67,9 @@ function item(kind: 'leak' | 'problem', x: Finding, admin: boolean): HTMLElement
 }
 
 function release(button: HTMLButtonElement, x: Finding): void {
-  const what = x.ip ? { ip: x.ip } : { handle: x.handle };
+  // A leak is released only while the (missing) handle still holds the address: check's
+  // answer may be stale, and the address meanwhile another pod's.
+  const what = x.ip ? { ip: x.ip, ...(x.handle ? { handle: x.handle } : {}) } : { handle: x.handle };
   if (!confirm(`Release ${x.ip || x.handle || '?'}?`)) return;
   button.disabled = true;
   api('POST', '/release', what)
