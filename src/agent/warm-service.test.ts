@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import type { IpamRequest } from '../plugin/ipam-backend.js';
 import { selectBackend } from '../plugin/select-backend.js';
 import { CniError } from '../cni/errors.js';
-import { formatAddr } from '../ip/index.js';
+import { formatAddr, parseAddr } from '../ip/index.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { POD_RECORD_PREFIX, type WarmOptions } from './warm-service.js';
 
@@ -145,6 +145,25 @@ describe('warm-pool back end', () => {
       assert.equal(e.pools.ipv4!.idle, 2);
       assert.equal(e.pools.ipv6!.idle, 2);
       assert.deepEqual(await r.admin.check(), { leaks: [], problems: [] });
+    } finally {
+      await stop(r);
+    }
+  });
+
+  it('a surplus address freed behind the agent and given to another pod is not freed by the return', async () => {
+    const r = await rig({ minIdle: 0, maxIdle: 0, capacity: 64, cooldownMs: 0 });
+    try {
+      const got = addrsOf(await r.warm.add(req('p0')));
+      await r.warm.del(req('p0'));
+      const v4 = got.find((a) => !a.includes(':'))!;
+      // An operator frees the idle address; a cluster-mode pod of another node gets it.
+      await r.admin.releaseAddresses([parseAddr(v4)]);
+      const other = await r.admin.assign({ node: 'n2', handle: 'net:other:eth0', attrs: { network: 'net', containerId: 'other', ifname: 'eth0' }, ips: [parseAddr(v4)] });
+      assert.equal(formatAddr(other[0]!.addr), v4);
+      await r.warm.maintain();
+      const held = await r.admin.addressesOf('net:other:eth0');
+      assert.deepEqual(held?.map((a) => formatAddr(a.addr)), [v4], 'the other pod still holds its address after the warm pool returned its surplus');
+      assert.ok(r.warm.report().returnTxns >= 1, 'the surplus was returned');
     } finally {
       await stop(r);
     }
