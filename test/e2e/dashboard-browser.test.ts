@@ -34,7 +34,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
   let browser: Browser | undefined;
   try {
     // The dashboard URL serve printed carries the install token that writes need.
-    const sim = await runCli(['simulate', '--server', s.dashboardUrl, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
+    const sim = await runCli(['simulate', '--server', s.url, '--data-dir', s.dataDir, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
     assert.equal(sim.code, 0, sim.stderr);
     assert.match(sim.stdout, /8 nodes joined, 200 pods added, 40 deleted, 0 failed/);
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
