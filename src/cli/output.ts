@@ -7,6 +7,7 @@
  */
 
 import type { Command } from 'commander';
+import { powerText } from '../util/count-text.js';
 import { exactJson } from '../util/exact-json.js';
 import { yamlText } from '../util/yaml-text.js';
 import { UsageError } from './usage-error.js';
@@ -20,26 +21,10 @@ export interface Column<T> {
   readonly align?: 'left' | 'right';
 }
 
-/**
- * Big counts from 2^32 up print as "2^N", or "M*2^N" with a small odd M: an IPv6 pool's 2^72
- * addresses, or the 31*2^67 usable ones of its /122 blocks, not 22 digits.
- */
-const POWER_TEXT_FROM = 32n;
-const MAX_FACTOR = 1n << 16n;
-
+/** Big counts print as powerText says (2^N, M*2^N: the dashboard's rule too). */
 function cellText(v: Cell): string {
   if (v === null || v === undefined) return '-';
-  if (typeof v === 'bigint' && v >= 1n << POWER_TEXT_FROM) {
-    let m = v;
-    let n = 0;
-    while ((m & 1n) === 0n) {
-      m >>= 1n;
-      n++;
-    }
-    if (m === 1n) return `2^${n}`;
-    if (m < MAX_FACTOR && n >= 16) return `${m}*2^${n}`;
-  }
-  return String(v);
+  return (typeof v === 'bigint' ? powerText(v) : undefined) ?? String(v);
 }
 
 /**

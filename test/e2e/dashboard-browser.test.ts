@@ -59,6 +59,10 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     await page.waitForSelector('#block-map .cell:not(.free)');
     await page.waitForSelector('#nodes tr[data-node]');
     await page.waitForSelector('[data-stat="issues"][data-value]');
+    // One rule for big counts on the page and in the CLI: the IPv6 pool's usable 31*2^67, not "2^72".
+    const v6 = (await runCli(['--datastore', s.datastore, 'ipam', 'show'])).stdout.split('\n').find((l) => l.startsWith('default-ipv6')) ?? '';
+    assert.match(v6, /\s31\*2\^67\s/, v6);
+    assert.match((await page.locator('#pools').textContent()) ?? '', /of 31\*2\^67 addresses/);
 
     // Totals and pools, as the API reports them.
     const ov = (await api(s.url, 'GET', '/api/v1/overview')).body;
