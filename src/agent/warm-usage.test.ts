@@ -148,8 +148,8 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     // `podipam ipam show` (through the binary) counts the same idle addresses: one computation.
     const shown = runCliSync(url, ['ipam', 'show', '--json', '--blocks']);
     assert.equal(shown.code, 0, shown.stderr);
-    const u = JSON.parse(shown.stdout) as { pools: { idle: number }[]; blocks: { node: string | null; idle: number }[] };
-    assert.equal(u.pools.reduce((n, p) => n + p.idle, 0), n2.idle + (await nodes()).get('plain')!.idle);
+    const u = JSON.parse(shown.stdout) as { items: { idle: number }[]; blocks: { node: string | null; idle: number }[] };
+    assert.equal(u.items.reduce((n, p) => n + p.idle, 0), n2.idle + (await nodes()).get('plain')!.idle);
     assert.equal(u.blocks.filter((b) => b.node === 'wn').reduce((n, b) => n + b.idle, 0), n2.idle);
     assert.match(runCliSync(url, ['ipam', 'show']).stdout, /^POOL\s+CIDR\s+CAPACITY\s+ALLOCATED\s+USED\s+IDLE\s+BLOCKS/m);
   });

@@ -6,7 +6,8 @@
  * `<network>:<containerId>:<ifname>` (handle-id.ts) — the handle the cluster-mode DEL of that container will
  * compute — in a block affine to the node. Later ADDs never hand the address out again.
  *
- * Re-running is safe: an address already held by the same handle is skipped. An address held
+ * `--dry-run` runs the same assignments on a copy of the store: what it reports "failed"
+ * the import refuses too. Re-running is safe: an address already held by the same handle is skipped. An address held
  * by another handle is reported and the import goes on; the exit code is 1 if anything failed.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -18,7 +19,8 @@ import { parseFileContent } from '../local/disk-store.js';
 import type { Command } from 'commander';
 import { cniHandleId } from '../model/handle-id.js';
 import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
-import { datastoreUrl } from './datastore-url.js';
+import { openCommandStore } from './datastore-url.js';
+import type { Store } from '../store/index.js';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
 
@@ -110,11 +112,11 @@ export function registerImport(program: Command): void {
     .description('adopt every reservation of a host-local data directory under the handle <network>:<containerId>:<ifname>')
     .option('--network <name>', 'the network name (default: the directory name, or every network under a dataDir)')
     .option('--node <name>', `the node whose pods hold these addresses (default: ${DEFAULT_NODE_NAME_HINT})`)
-    .option('--dry-run', 'read and report, write nothing')
+    .option('--dry-run', 'run every check of the import on a copy of the store and report; write nothing')
     .option('--json', 'print the result as JSON')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
     .action(async (dir: string, opts: ImportOptions, cmd: Command) => {
-      const failed = await importHostLocal(dir, opts, datastoreUrl(cmd));
+      const failed = await importHostLocal(dir, opts, cmd);
       // Exit code 1 (runCli maps a thrown error to 1) after the full report is printed.
       if (failed > 0) throw new Error(`${failed} reservation(s) could not be adopted (see the lines marked "failed")`);
     });
@@ -132,62 +134,60 @@ interface ImportOptions {
  * Assigns each handle its addresses (all of one container's addresses in one call, so a
  * dual-stack pod's pair lands together) through the cluster service's specific-address path —
  * the one `CNI_ARGS IP=` takes. Yields one outcome per handle; a failure does not stop the rest.
+ * A dry run is this same loop on a copy of the store (copyToMemory), so it refuses exactly
+ * what the import would.
  */
 async function* adopt(
-  url: string,
+  store: Store,
   node: string,
   reservations: readonly HostLocalReservation[],
 ): AsyncGenerator<{ handle: string; ips: string[]; outcome: 'adopted' | 'already' | 'failed'; error?: string }> {
-  const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/index.js'), import('../cluster/index.js')]);
+  const { ClusterIpam } = await import('../cluster/index.js');
   const byHandle = new Map<string, HostLocalReservation[]>();
   for (const r of reservations) byHandle.set(handleOf(r), [...(byHandle.get(handleOf(r)) ?? []), r]);
-  const store = await openStore(url);
-  try {
-    const ipam = new ClusterIpam(store);
-    for (const [handle, rs] of byHandle) {
-      const ips = rs.map((r) => formatAddr(r.ip));
-      const first = rs[0] as HostLocalReservation;
-      try {
-        const before = await ipam.addressesOf(handle);
-        await ipam.assign({
-          node,
-          handle,
-          attrs: { network: first.network, containerId: first.containerId, ifname: first.ifname },
-          ips: rs.map((r) => r.ip),
-          // host-local's subnet is not the block: a pod may hold what is a block's network, gateway or broadcast address.
-          adopt: true,
-        });
-        const held = new Set((before ?? []).map((a) => formatAddr(a.addr)));
-        yield { handle, ips, outcome: ips.every((ip) => held.has(ip)) ? 'already' : 'adopted' };
-      } catch (e) {
-        // A store that cannot be reached fails every handle the same way: stop at once.
-        if ((e as Error).name === 'StoreUnavailableError') throw e;
-        yield { handle, ips, outcome: 'failed', error: (e as Error).message };
-      }
+  const ipam = new ClusterIpam(store);
+  for (const [handle, rs] of byHandle) {
+    const ips = rs.map((r) => formatAddr(r.ip));
+    const first = rs[0] as HostLocalReservation;
+    try {
+      const before = await ipam.addressesOf(handle);
+      await ipam.assign({
+        node,
+        handle,
+        attrs: { network: first.network, containerId: first.containerId, ifname: first.ifname },
+        ips: rs.map((r) => r.ip),
+        // host-local's subnet is not the block: a pod may hold what is a block's network, gateway or broadcast address.
+        adopt: true,
+      });
+      const held = new Set((before ?? []).map((a) => formatAddr(a.addr)));
+      yield { handle, ips, outcome: ips.every((ip) => held.has(ip)) ? 'already' : 'adopted' };
+    } catch (e) {
+      // A store that cannot be reached fails every handle the same way: stop at once.
+      if ((e as Error).name === 'StoreUnavailableError') throw e;
+      yield { handle, ips, outcome: 'failed', error: (e as Error).message };
     }
-  } finally {
-    await store.close();
   }
 }
 
 /** Imports and prints the report; returns the number of addresses that failed. */
-async function importHostLocal(dir: string, opts: ImportOptions, url: string): Promise<number> {
+async function importHostLocal(dir: string, opts: ImportOptions, cmd: Command): Promise<number> {
   const node = opts.node ?? defaultNodeName();
   const { reservations, skipped } = readHostLocalDir(dir, opts.network);
   for (const s of skipped) process.stderr.write(`podipam: skipping ${s}\n`);
   const results: { ip: string; handle: string; outcome: 'adopted' | 'already' | 'failed' | 'dry-run'; error?: string }[] = [];
-  if (!opts.dryRun) {
-    const progress = createProgress({ total: reservations.length, label: 'import', force: opts.progress });
-    try {
-      for await (const r of adopt(url, node, reservations)) {
-        for (const ip of r.ips) results.push({ ip, handle: r.handle, outcome: r.outcome, ...(r.error ? { error: r.error } : {}) });
-        progress.tick(r.ips.length, r.outcome === 'failed' ? `failed ${r.handle}` : undefined);
-      }
-    } finally {
-      progress.finish();
+  // A dry run reads the store (creating none) and adopts into a copy of it: the same checks, nothing written.
+  const real = await openCommandStore(cmd, opts.dryRun ? 'read' : 'write');
+  const progress = createProgress({ total: reservations.length, label: 'import', force: opts.progress });
+  try {
+    const store = opts.dryRun ? await (await import('../store/copy-to-memory.js')).copyToMemory(real) : real;
+    for await (const r of adopt(store, node, reservations)) {
+      const outcome = opts.dryRun && r.outcome === 'adopted' ? 'dry-run' : r.outcome;
+      for (const ip of r.ips) results.push({ ip, handle: r.handle, outcome, ...(r.error ? { error: r.error } : {}) });
+      progress.tick(r.ips.length, r.outcome === 'failed' ? `failed ${r.handle}` : undefined);
     }
-  } else {
-    for (const r of reservations) results.push({ ip: formatAddr(r.ip), handle: handleOf(r), outcome: 'dry-run' });
+  } finally {
+    progress.finish();
+    await real.close();
   }
   const failed = results.filter((r) => r.outcome === 'failed');
   if (opts.json) {
@@ -199,6 +199,7 @@ async function importHostLocal(dir: string, opts: ImportOptions, url: string): P
     const legacy = reservations.filter((r) => r.legacy).length;
     process.stdout.write(
       `${results.length} reservation(s) on node ${node}: ${results.filter((r) => r.outcome === 'adopted').length} adopted, ` +
+        `${opts.dryRun ? `${results.filter((r) => r.outcome === 'dry-run').length} would be adopted (dry run, nothing written), ` : ''}` +
         `${results.filter((r) => r.outcome === 'already').length} already held, ${failed.length} failed, ${skipped.length} file(s) skipped` +
         `${legacy ? `; ${legacy} legacy file(s) without an ifname taken as eth0` : ''}\n`,
     );

@@ -8,15 +8,19 @@
 import { warmIdleTest } from '../agent/warm-usage.js';
 import type { Command } from 'commander';
 import type { ClusterIpam } from '../cluster/index.js';
-import { datastoreUrl } from './datastore-url.js';
-import { printJson, printTable } from './output.js';
+import { openCommandStore, type StoreAccess } from './datastore-url.js';
+import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
+import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam-config.js';
 import { UsageError } from './usage-error.js';
 import { isEngineError } from '../util/engine-error.js';
 
-/** Opens the store, runs `fn` with a ClusterIpam on it, closes the store whatever happens. */
-export async function withClusterIpam<T>(cmd: Command, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
-  const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/index.js'), import('../cluster/index.js')]);
-  const store = await openStore(datastoreUrl(cmd));
+/**
+ * Opens the store (a `read` creates none: see openCommandStore), runs `fn` with a ClusterIpam
+ * on it, closes the store whatever happens.
+ */
+export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
+  const { ClusterIpam } = await import('../cluster/index.js');
+  const store = await openCommandStore(cmd, access);
   try {
     return await fn(new ClusterIpam(store));
   } catch (e) {
@@ -35,11 +39,13 @@ export function usage<T>(fn: () => T): T {
   }
 }
 
-/** Parses a decimal integer option; UsageError naming the option and value. */
-export function intOption(name: string, text: string | undefined): number | undefined {
+/** Parses a decimal integer option, within [min, max] when given; UsageError naming the option, value and bounds. */
+export function intOption(name: string, text: string | undefined, min?: number, max?: number): number | undefined {
   if (text === undefined) return undefined;
   if (!/^-?[0-9]+$/.test(text)) throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: not an integer`);
-  return Number(text);
+  const n = Number(text);
+  if ((min !== undefined && n < min) || (max !== undefined && n > max)) throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: must be from ${min ?? '-∞'} to ${max ?? '∞'}`);
+  return n;
 }
 
 /** Parses "true"/"false"; UsageError naming the option and value. */
@@ -58,15 +64,17 @@ function collect(value: string, previous: string[]): string[] {
 export function registerIpam(program: Command): void {
   const ipam = program.command('ipam').description('cluster IPAM: utilisation, consistency check, release');
 
-  ipam
-    .command('show')
-    .description('allocated addresses per pool (and per block with --blocks); IDLE: held idle by node agents\' warm pools')
-    .option('--blocks', 'also list every block with its node')
-    .option('--json', 'print JSON: {"pools": [...], "blocks": [...]}')
-    .action(async (opts: { blocks?: boolean; json?: boolean }, cmd: Command) => {
+  withOutputOptions(
+    ipam
+      .command('show')
+      .description('allocated addresses per pool (and per block with --blocks or -o wide); IDLE: held idle by node agents\' warm pools')
+      .option('--blocks', 'also list every block with its node'),
+    '{"items": [pool…]}, with --blocks also "blocks": [block…]',
+  ).action(async (opts: { blocks?: boolean; json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
       // Idle = held by a node agent's warm pool for later pods (src/agent/warm-usage.ts).
-      const u = await withClusterIpam(cmd, async (c) => c.usage({ isIdle: await warmIdleTest(c.store) }));
-      if (opts.json) return printJson(opts.blocks ? u : { pools: u.pools });
+      const u = await withClusterIpam(cmd, 'read', async (c) => c.usage({ isIdle: await warmIdleTest(c.store) }));
+      if (printData(format, opts.blocks ? { items: u.pools, blocks: u.blocks } : { items: u.pools })) return;
       printTable(u.pools, [
         { header: 'POOL', value: (p) => p.name },
         { header: 'CIDR', value: (p) => p.cidr },
@@ -77,7 +85,7 @@ export function registerIpam(program: Command): void {
         { header: 'BLOCKS', value: (p) => p.blocks },
         { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.disabled ? 'disabled' : 'enabled') },
       ]);
-      if (opts.blocks) {
+      if (opts.blocks || format === 'wide') {
         process.stdout.write('\n');
         printTable(u.blocks, [
           { header: 'BLOCK', value: (b) => b.cidr },
@@ -90,19 +98,19 @@ export function registerIpam(program: Command): void {
       }
     });
 
-  ipam
-    .command('check')
-    .description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found')
-    .option('--json', 'print JSON: {"leaks": [...], "problems": [...]}')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const r = await withClusterIpam(cmd, (c) => c.check());
+  withOutputOptions(
+    ipam.command('check').description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found'),
+    '{"leaks": [...], "problems": [...]}',
+  ).action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
+      const r = await withClusterIpam(cmd, 'read', (c) => c.check());
       // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
       if (r.leaks.length + r.problems.length > 0) {
         // The report is on stdout; stderr says why the exit status is 1 (what cron mails).
         process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s) and ${r.problems.length} other problem(s)\n`);
         process.exitCode = 1;
       }
-      if (opts.json) return printJson({ leaks: r.leaks, problems: r.problems });
+      if (printData(format, { leaks: r.leaks, problems: r.problems })) return;
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
       const n = r.leaks.length + r.problems.length;
@@ -119,29 +127,31 @@ export function registerIpam(program: Command): void {
       const { formatAddr, parseAddr } = await import('../ip/index.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
       const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
-      const released = await withClusterIpam(cmd, (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
+      const released = await withClusterIpam(cmd, 'write', (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
       for (const r of released) process.stdout.write(`released ${formatAddr(r.addr)} (handle "${r.handle}")\n`);
       const freed = new Set(released.map((r) => formatAddr(r.addr)));
       for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated${opts.handle === undefined ? '' : ` to handle "${opts.handle}"`}\n`);
       if (opts.handle !== undefined && addrs.length === 0 && released.length === 0) process.stdout.write(`handle "${opts.handle}" holds nothing\n`);
     });
 
-  ipam
-    .command('config')
-    .description('show or change IPAM settings')
-    .option('--strict-affinity <bool>', 'never borrow addresses from another node\'s block (true|false)')
-    .option('--auto-allocate-blocks <bool>', 'claim new blocks when a node\'s blocks are full (true|false)')
-    .option('--max-blocks-per-host <n>', 'blocks a node may own per family (0 = unset, cap 20)')
-    .option('--json', 'print JSON')
-    .action(async (opts: { strictAffinity?: string; autoAllocateBlocks?: string; maxBlocksPerHost?: string; json?: boolean }, cmd: Command) => {
+  withOutputOptions(
+    ipam
+      .command('config')
+      .description('show or change IPAM settings')
+      .option('--strict-affinity <bool>', 'never borrow addresses from another node\'s block (true|false)')
+      .option('--auto-allocate-blocks <bool>', 'claim new blocks when a node\'s blocks are full (true|false)')
+      .option('--max-blocks-per-host <n>', `blocks a node may own per family, 1-${MAX_BLOCKS_PER_HOST}; 0 = unset: at most ${BLOCKS_PER_HOST_SAFETY_CAP}`),
+    '{"strictAffinity": …, "autoAllocateBlocks": …, "maxBlocksPerHost": …}',
+  ).action(async (opts: { strictAffinity?: string; autoAllocateBlocks?: string; maxBlocksPerHost?: string; json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
       const patch = {
         ...(opts.strictAffinity !== undefined ? { strictAffinity: boolOption('--strict-affinity', opts.strictAffinity) } : {}),
         ...(opts.autoAllocateBlocks !== undefined ? { autoAllocateBlocks: boolOption('--auto-allocate-blocks', opts.autoAllocateBlocks) } : {}),
-        ...(opts.maxBlocksPerHost !== undefined ? { maxBlocksPerHost: intOption('--max-blocks-per-host', opts.maxBlocksPerHost) } : {}),
+        ...(opts.maxBlocksPerHost !== undefined ? { maxBlocksPerHost: intOption('--max-blocks-per-host', opts.maxBlocksPerHost, 0, MAX_BLOCKS_PER_HOST) } : {}),
       };
-      const cfg = await withClusterIpam(cmd, (c) => (Object.keys(patch).length > 0 ? c.updateSettings(patch) : c.getSettings()));
+      const cfg = await withClusterIpam(cmd, Object.keys(patch).length > 0 ? 'write' : 'read', (c) => (Object.keys(patch).length > 0 ? c.updateSettings(patch) : c.getSettings()));
       const shown = { strictAffinity: cfg.strictAffinity, autoAllocateBlocks: cfg.autoAllocateBlocks, maxBlocksPerHost: cfg.maxBlocksPerHost };
-      if (opts.json) return printJson(shown);
+      if (printData(format, shown)) return;
       for (const [k, v] of Object.entries(shown)) process.stdout.write(`${k}: ${v}\n`);
     });
 
@@ -151,7 +161,7 @@ export function registerIpam(program: Command): void {
     .argument('<name>', 'reservation name')
     .requiredOption('--cidr <cidr>', 'an address or CIDR to reserve (repeatable)', collect, [] as string[])
     .action(async (name: string, opts: { cidr: string[] }, cmd: Command) => {
-      const r = await withClusterIpam(cmd, (c) => c.putReservation(name, opts.cidr));
+      const r = await withClusterIpam(cmd, 'write', (c) => c.putReservation(name, opts.cidr));
       const { formatPrefix } = await import('../ip/index.js');
       process.stdout.write(`reservation "${r.name}": ${r.cidrs.map(formatPrefix).join(', ')}\n`);
     });
@@ -161,7 +171,7 @@ export function registerIpam(program: Command): void {
     .description('delete a reservation')
     .argument('<name>', 'reservation name')
     .action(async (name: string, _opts: unknown, cmd: Command) => {
-      await withClusterIpam(cmd, (c) => c.deleteReservation(name));
+      await withClusterIpam(cmd, 'write', (c) => c.deleteReservation(name));
       process.stdout.write(`reservation "${name}" deleted\n`);
     });
 }

@@ -1,16 +1,15 @@
 import type { Command } from 'commander';
-import { datastoreUrl } from './datastore-url.js';
-import { printJson, printTable } from './output.js';
+import { openCommandStore, type StoreAccess } from './datastore-url.js';
+import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 import { UsageError } from './usage-error.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** Opens the command's datastore, runs `fn`, closes it whatever happens. */
-async function withStore<T>(cmd: Command, fn: (store: import('../store/index.js').Store) => Promise<T>): Promise<T> {
-  const { openStore } = await import('../store/index.js');
-  const store = await openStore(datastoreUrl(cmd));
+/** Opens the command's datastore (a `read` creates none), runs `fn`, closes it whatever happens. */
+async function withStore<T>(cmd: Command, fn: (store: import('../store/index.js').Store) => Promise<T>, access: StoreAccess = 'write'): Promise<T> {
+  const store = await openCommandStore(cmd, access);
   try {
     return await fn(store);
   } finally {
@@ -64,22 +63,20 @@ export function registerNode(program: Command): void {
       process.stdout.write(`node "${name}" deleted${freed}\n`);
     });
 
-  node
-    .command('list')
-    .description('list nodes with their pod CIDRs')
-    .option('--json', 'print a JSON array of node records')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const { listNodes } = await import('../controller/list-nodes.js');
-      const bad: string[] = [];
-      const nodes = await withStore(cmd, (store) => listNodes(store, (key, e) => bad.push(`${key}: ${e.message}`)));
-      for (const b of bad) process.stderr.write(`podipam: skipping unreadable record ${b}\n`);
-      const records = nodes.map((n) => n.record);
-      if (opts.json) return printJson(records);
-      printTable(records, [
-        { header: 'NAME', value: (r) => r.name + (r.deleting ? ' (deleting)' : '') },
-        { header: 'POD CIDRS', value: (r) => r.podCIDRs.join(',') || '<pending>' },
-        { header: 'LABELS', value: (r) => Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || undefined },
-        { header: 'CREATED', value: (r) => r.createdAt },
-      ]);
-    });
+  withOutputOptions(node.command('list').description('list nodes with their pod CIDRs'), '{"items": [node record…]}').action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    const { listNodes } = await import('../controller/list-nodes.js');
+    const bad: string[] = [];
+    const nodes = await withStore(cmd, (store) => listNodes(store, (key, e) => bad.push(`${key}: ${e.message}`)), 'read');
+    for (const b of bad) process.stderr.write(`podipam: skipping unreadable record ${b}\n`);
+    const items = nodes.map((n) => n.record);
+    if (printData(format, { items })) return;
+    // -o wide: the table already has every field of a node record.
+    printTable(items, [
+      { header: 'NAME', value: (r) => r.name + (r.deleting ? ' (deleting)' : '') },
+      { header: 'POD CIDRS', value: (r) => r.podCIDRs.join(',') || '<pending>' },
+      { header: 'LABELS', value: (r) => Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || undefined },
+      { header: 'CREATED', value: (r) => r.createdAt },
+    ]);
+  });
 }

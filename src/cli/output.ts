@@ -1,11 +1,16 @@
 /**
- * Printing for CLI commands: aligned human tables by default, JSON with `--json`. Generic —
+ * Printing for CLI commands: aligned human tables by default, `-o wide` with every column,
+ * JSON with `--json` / `-o json`, YAML with `-o yaml`. Generic —
  * any command group can use it. JSON turns bigint into a number when it is exactly
  * representable (≤ 2^53 − 1) and into a decimal string beyond (IPv6 pool sizes), so
  * consumers always get exact values.
  */
 
+import type { Command } from 'commander';
+import { powerText } from '../util/count-text.js';
 import { exactJson } from '../util/exact-json.js';
+import { yamlText } from '../util/yaml-text.js';
+import { UsageError } from './usage-error.js';
 
 export type Cell = string | number | bigint | boolean | null | undefined;
 
@@ -16,26 +21,10 @@ export interface Column<T> {
   readonly align?: 'left' | 'right';
 }
 
-/**
- * Big counts from 2^32 up print as "2^N", or "M*2^N" with a small odd M: an IPv6 pool's 2^72
- * addresses, or the 31*2^67 usable ones of its /122 blocks, not 22 digits.
- */
-const POWER_TEXT_FROM = 32n;
-const MAX_FACTOR = 1n << 16n;
-
+/** Big counts print as powerText says (2^N, M*2^N: the dashboard's rule too). */
 function cellText(v: Cell): string {
   if (v === null || v === undefined) return '-';
-  if (typeof v === 'bigint' && v >= 1n << POWER_TEXT_FROM) {
-    let m = v;
-    let n = 0;
-    while ((m & 1n) === 0n) {
-      m >>= 1n;
-      n++;
-    }
-    if (m === 1n) return `2^${n}`;
-    if (m < MAX_FACTOR && n >= 16) return `${m}*2^${n}`;
-  }
-  return String(v);
+  return (typeof v === 'bigint' ? powerText(v) : undefined) ?? String(v);
 }
 
 /**
@@ -73,4 +62,36 @@ export function printJson(value: unknown): void {
 /** Writes `formatTable(rows, columns)` to stdout. */
 export function printTable<T>(rows: readonly T[], columns: readonly Column<T>[]): void {
   process.stdout.write(formatTable(rows, columns));
+}
+
+/** What `-o` / `--json` ask for: a table (`wide`: with every column), JSON or YAML. */
+export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
+
+/** The values `-o, --output` takes (kubectl's names). */
+export const OUTPUT_FORMATS = ['json', 'yaml', 'wide'] as const;
+
+/** Adds `-o, --output json|yaml|wide` and `--json` (the same as `-o json`) to a command. */
+export function withOutputOptions(cmd: Command, jsonShape: string): Command {
+  return cmd.option('-o, --output <format>', `${OUTPUT_FORMATS.join(', ')} (JSON and YAML: ${jsonShape})`).option('--json', 'the same as -o json');
+}
+
+/** The format the flags ask for; UsageError naming -o and its value. */
+export function outputFormat(opts: { readonly output?: string; readonly json?: boolean }): OutputFormat {
+  const o = opts.output;
+  if (o !== undefined && !(OUTPUT_FORMATS as readonly string[]).includes(o)) {
+    throw new UsageError(`invalid -o/--output ${JSON.stringify(o)}: expected ${OUTPUT_FORMATS.join(', ')}`);
+  }
+  if (opts.json && o !== undefined && o !== 'json') throw new UsageError(`--json and -o ${o} ask for different output: give one`);
+  return opts.json ? 'json' : ((o as OutputFormat | undefined) ?? 'table');
+}
+
+/**
+ * Prints `data` as JSON or YAML when the format asks for it (true), else returns false and
+ * the command prints its table. Lists are `{"items": […]}`, as the API answers.
+ */
+export function printData(format: OutputFormat, data: unknown): boolean {
+  if (format === 'json') printJson(data);
+  else if (format === 'yaml') process.stdout.write(yamlText(data));
+  else return false;
+  return true;
 }

@@ -3,7 +3,7 @@
  */
 import type { Command } from 'commander';
 import { intOption, withClusterIpam } from './ipam.js';
-import { printJson, printTable } from './output.js';
+import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 
 /** Registers `podipam pool …`. */
 export function registerPool(program: Command): void {
@@ -19,34 +19,36 @@ export function registerPool(program: Command): void {
     .option('--disabled', 'create it disabled (no new assignments)')
     .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean }, cmd: Command) => {
       const blockSize = intOption('--block-size', opts.blockSize);
-      const p = await withClusterIpam(cmd, (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false }));
+      const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false }));
       const { formatPrefix } = await import('../ip/index.js');
       process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
     });
 
-  pool
-    .command('list')
-    .description('list pools')
-    .option('--json', 'print a JSON array')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const { poolText } = await import('../cluster/pool-record.js');
-      const pools = (await withClusterIpam(cmd, (ipam) => ipam.listPools())).map(poolText);
-      if (opts.json) return printJson(pools);
-      printTable(pools, [
+  withOutputOptions(pool.command('list').description('list pools (-o wide: also the blocks each pool cuts into and its capacity)'), '{"items": [pool…]}').action(
+    async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
+      const [{ poolText }, { blockCount, poolUsableCount }] = await Promise.all([import('../cluster/pool-record.js'), import('../alloc/block-layout.js')]);
+      const pools = await withClusterIpam(cmd, 'read', (ipam) => ipam.listPools());
+      const items = pools.map(poolText);
+      if (printData(format, { items })) return;
+      const rows = pools.map((p, i) => ({ ...(items[i] as (typeof items)[number]), slots: blockCount(p.cidr, p.blockSize), capacity: poolUsableCount(p.cidr, p.blockSize) }));
+      printTable(rows, [
         { header: 'NAME', value: (p) => p.name },
         { header: 'CIDR', value: (p) => p.cidr },
         { header: 'BLOCK', value: (p) => `/${p.blockSize}` },
         { header: 'NODE-SELECTOR', value: (p) => p.nodeSelector },
         { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.disabled ? 'disabled' : 'enabled') },
+        ...(format === 'wide' ? [{ header: 'BLOCKS', value: (p: (typeof rows)[number]) => p.slots }, { header: 'CAPACITY', value: (p: (typeof rows)[number]) => p.capacity }] : []),
       ]);
-    });
+    },
+  );
 
   pool
     .command('delete')
     .description('delete a pool (refused while any of its addresses is allocated)')
     .argument('<name>', 'pool name')
     .action(async (name: string, _opts: unknown, cmd: Command) => {
-      await withClusterIpam(cmd, (ipam) => ipam.deletePool(name));
+      await withClusterIpam(cmd, 'write', (ipam) => ipam.deletePool(name));
       process.stdout.write(`pool "${name}" deleted\n`);
     });
 
@@ -56,7 +58,7 @@ export function registerPool(program: Command): void {
       .description(disabled ? 'stop new assignments from a pool (existing ones stay)' : 'allow new assignments from a pool again')
       .argument('<name>', 'pool name')
       .action(async (name: string, _opts: unknown, cmd: Command) => {
-        await withClusterIpam(cmd, (ipam) => ipam.setPoolDisabled(name, disabled));
+        await withClusterIpam(cmd, 'write', (ipam) => ipam.setPoolDisabled(name, disabled));
         process.stdout.write(`pool "${name}" ${verb}d\n`);
       });
   }

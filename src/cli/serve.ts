@@ -150,7 +150,14 @@ export function registerServe(program: Command): void {
       out.write(`\nCNI network config for node "${nodeName}" (or let "podipam install-cni --backend cluster --datastore URL" write it and the shim):\n`);
       // store.url: an etcd password is never printed (the config shows *** in its place)
       out.write(`${cniConflist({ datastore: server.store.url, nodeName, pools: [] })}\n\n`);
-      out.write(`Try: podipam simulate --server ${server.dashboardUrl} --nodes 20 --pods 600 --churn 0.2\n`);
+      // No token on this command line: simulate reads DIR/serve.token (or $PODIPAM_ADMIN_TOKEN) itself.
+      const podipam = (await import('./cli-command.js')).cliCommand();
+      const simArgs = [
+        ...(server.url === 'http://127.0.0.1:7420' ? [] : ['--server', server.url]),
+        ...(dataDir === defaultDataDir() ? [] : ['--data-dir', dataDir]),
+      ];
+      const tokenNote = tokens.admin ? ' (with $PODIPAM_ADMIN_TOKEN set to the admin token)' : '';
+      out.write(`Try: ${[podipam, 'simulate', ...simArgs].join(' ')} --nodes 20 --pods 600 --churn 0.2${tokenNote}\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
           log(`${sig}, shutting down`);

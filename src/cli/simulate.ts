@@ -10,11 +10,15 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
+import { commandLineTokenWarning, findAdminToken } from './admin-token.js';
+import { defaultDataDir } from './datastore-url.js';
 import { mulberry32 } from '../util/mulberry32.js';
 
 export interface SimulateOptions {
   readonly server: string;
   readonly token?: string;
+  /** Where the token came from (findAdminToken), for messages. */
+  readonly tokenSource?: string;
   readonly nodes: number;
   readonly pods: number;
   /** Fraction of pods deleted and replaced after the initial fill (0 = none, 1 = as many as pods). */
@@ -86,12 +90,12 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
   const api = new ApiClient(o.server.replace(/\/+$/, ''), o.token);
   const started = Date.now();
   const first = await api.call('GET', '/overview');
-  if (first.status === 401 || first.status === 403) throw new Error(`${o.server} refused the token (${errorText(first)}): give --token or set PODIPAM_ADMIN_TOKEN`);
+  if (first.status === 401 || first.status === 403) throw new Error(`${o.server} refused the token from ${o.tokenSource ?? 'nowhere'} (${errorText(first)}): set $PODIPAM_ADMIN_TOKEN, or give --data-dir of that server`);
   if (first.status !== 200) throw new Error(`${o.server} answered GET /api/v1/overview with ${errorText(first)}`);
   if (!first.data.pools?.length) throw new Error(`${o.server} has no pools: create one first (podipam pool create NAME --cidr CIDR)`);
   const who = await api.call('GET', '/whoami');
   if (who.status === 200 && who.data.role !== 'admin') {
-    throw new Error(`${o.server} lets this client only read (role "${who.data.role}"): give the URL podipam serve prints (with ?token=…), --token TOKEN or $PODIPAM_ADMIN_TOKEN`);
+    throw new Error(`${o.server} lets this client only read (role "${who.data.role}", token from ${o.tokenSource ?? 'nowhere'}): set $PODIPAM_ADMIN_TOKEN, or give --data-dir of that server (its serve.token)`);
   }
 
   const churnOps = Math.round(o.churn * o.pods);
@@ -200,7 +204,8 @@ export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('drive a running `podipam serve` through its API: nodes join, pods are added and deleted')
-    .option('--server <url>', 'the server to drive (the URL serve prints, ?token=… included)', 'http://127.0.0.1:7420')
+    .option('--server <url>', 'the server to drive', 'http://127.0.0.1:7420')
+    .option('--data-dir <dir>', 'the server\'s data directory, whose serve.token is sent for writes (default: as serve\'s)')
     .requiredOption('--nodes <n>', 'nodes to join (1-100000)')
     .requiredOption('--pods <m>', 'pods to add, spread round robin over the nodes (0-1000000)')
     .option('--churn <r>', 'then delete and re-add this fraction of the pods (0-10)', '0')
@@ -208,14 +213,14 @@ export function registerSimulate(program: Command): void {
     .option('--rate <n>', 'at most this many API calls per second (0 = unlimited)', '0')
     .option('--network <name>', 'network name in the pods\' handles', 'sim')
     .option('--node-prefix <p>', 'node names are <p>-1 … <p>-N (numbers zero-padded to the width of N)', 'sim')
-    .option('--token <token>', 'admin or install bearer token (default: ?token= of --server, else $PODIPAM_ADMIN_TOKEN)')
+    .option('--token <token>', 'admin or install bearer token (visible in /proc: prefer $PODIPAM_ADMIN_TOKEN or --data-dir)')
     .option('--seed <n>', 'seed for the churn choices')
     .option('--cleanup', 'delete the pods and nodes this run created at the end (a node that existed before is left alone)')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
     .option('--json', 'print the result as JSON')
     .action(async (opts: Record<string, string | boolean | undefined>) => {
       let server: string;
-      // The dashboard URL serve prints carries its install token (?token=…): take it from there.
+      // A URL with ?token= (the dashboard URL serve prints) still works, with a warning (see below).
       let urlToken: string | undefined;
       try {
         const u = new URL(String(opts.server));
@@ -235,9 +240,15 @@ export function registerSimulate(program: Command): void {
       const network = String(opts.network);
       if (!CNI_NAME.test(network)) throw new UsageError(`invalid --network ${JSON.stringify(network)}: not a CNI network name`);
       const nodes = intOption('--nodes', String(opts.nodes), 1, 100_000);
+      // A token on the command line is readable by every local user: warn, and find it ourselves by default.
+      const dataDir = (opts.dataDir as string | undefined) ?? defaultDataDir();
+      if (opts.token !== undefined) process.stderr.write(commandLineTokenWarning('--token', dataDir));
+      else if (urlToken !== undefined) process.stderr.write(commandLineTokenWarning('--server URL?token=', dataDir));
+      const found = findAdminToken((opts.token as string | undefined) ?? urlToken, dataDir);
       const result = await simulate({
         server,
-        token: (opts.token as string | undefined) ?? urlToken ?? process.env.PODIPAM_ADMIN_TOKEN,
+        token: found.token,
+        tokenSource: found.source,
         nodes,
         pods: intOption('--pods', String(opts.pods), 0, 1_000_000),
         churn,

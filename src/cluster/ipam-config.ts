@@ -24,6 +24,9 @@ export const DEFAULT_IPAM_CONFIG: IpamConfig = Object.freeze({ strictAffinity: f
 /** Calico's cap when maxBlocksPerHost is unset. */
 export const BLOCKS_PER_HOST_SAFETY_CAP = 20;
 
+/** The largest maxBlocksPerHost accepted (CLI, API, stored records): the one bound of the setting. */
+export const MAX_BLOCKS_PER_HOST = 1_000_000;
+
 /** The block limit an allocation applies. */
 export function effectiveMaxBlocks(c: IpamConfig): number {
   return c.maxBlocksPerHost > 0 ? c.maxBlocksPerHost : BLOCKS_PER_HOST_SAFETY_CAP;
@@ -39,7 +42,7 @@ export function decodeConfig(entry: Entry | undefined): IpamConfig {
   return {
     strictAffinity: bool(entry.key, o, 'strictAffinity', false),
     autoAllocateBlocks: bool(entry.key, o, 'autoAllocateBlocks', true),
-    maxBlocksPerHost: o.maxBlocksPerHost === undefined ? 0 : int(entry.key, o, 'maxBlocksPerHost', 0, 1_000_000),
+    maxBlocksPerHost: o.maxBlocksPerHost === undefined ? 0 : int(entry.key, o, 'maxBlocksPerHost', 0, MAX_BLOCKS_PER_HOST),
     generation: o.generation === undefined ? 0 : int(entry.key, o, 'generation', 0),
   };
 }

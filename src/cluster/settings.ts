@@ -6,7 +6,7 @@ import { type Prefix, formatPrefix } from '../ip/index.js';
 import { configTxn } from './config-txn.js';
 import { NotFoundError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
-import { type IpamConfig, decodeConfig } from './ipam-config.js';
+import { type IpamConfig, MAX_BLOCKS_PER_HOST, decodeConfig } from './ipam-config.js';
 import { CONFIG_KEY, RESERVATION_PREFIX, reservationKey } from './keys.js';
 import { checkResourceName } from '../model/names.js';
 import { type Reservation, decodeReservation, encodeReservation, parseReservedCidr } from './reservation-record.js';
@@ -24,8 +24,8 @@ export async function updateSettings(ctx: IpamContext, patch: Partial<IpamSettin
     if (patch[f] !== undefined && typeof patch[f] !== 'boolean') throw new TypeError(`invalid ${f} ${JSON.stringify(patch[f])}: not a boolean`);
   }
   const m = patch.maxBlocksPerHost;
-  if (m !== undefined && (!Number.isInteger(m) || m < 0 || m > 1_000_000)) {
-    throw new RangeError(`invalid maxBlocksPerHost ${JSON.stringify(m)}: an integer from 0 (unset) to 1000000`);
+  if (m !== undefined && (!Number.isInteger(m) || m < 0 || m > MAX_BLOCKS_PER_HOST)) {
+    throw new RangeError(`invalid maxBlocksPerHost ${JSON.stringify(m)}: an integer from 0 (unset) to ${MAX_BLOCKS_PER_HOST}`);
   }
   return configTxn(ctx, 'update IPAM settings', async (config) => {
     const next = { ...config, ...patch, generation: config.generation + 1 };

@@ -1,3 +1,4 @@
+import type { LogSink } from '../log/logger.js';
 import type { Store } from '../store/index.js';
 import type { ControllerConfig } from './controller-config.js';
 import type { NodeRecord } from '../model/node-record.js';
@@ -20,7 +21,7 @@ export interface NodeCidrControllerOptions {
   /** Assign nodes found by a listing in shared transactions (default true). */
   readonly batch?: boolean;
   /** One line per event; default: stderr with a timestamp. */
-  readonly log?: (line: string) => void;
+  readonly log?: LogSink;
   /** Called after the controller recorded CIDRs for a node (record) or saw it go (undefined). */
   readonly onChange?: (name: string, record: NodeRecord | undefined) => void;
 }

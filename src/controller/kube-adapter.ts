@@ -1,3 +1,4 @@
+import type { LogSink } from '../log/logger.js';
 import type { CoreV1Api, Informer, ObjectCache, V1Node } from '@kubernetes/client-node';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
@@ -15,7 +16,7 @@ export interface KubeAdapterOptions {
   readonly controller: { enqueue(name: string): void };
   /** Path of a kubeconfig file; undefined: the in-cluster service account. */
   readonly kubeconfig?: string;
-  readonly log?: (line: string) => void;
+  readonly log?: LogSink;
   /** First delay before re-listing after the list or watch fails; doubles up to 30 s (default 1 s). */
   readonly relistDelayMs?: number;
 }
@@ -42,7 +43,7 @@ export class KubeAdapter {
   readonly #store: Store;
   readonly #controller: { enqueue(name: string): void };
   readonly #kubeconfig: string | undefined;
-  readonly #log: (line: string) => void;
+  readonly #log: LogSink;
   readonly #relistDelayMs: number;
   readonly #queue: WorkQueue;
   #informer: NodeInformer | undefined;
@@ -61,7 +62,7 @@ export class KubeAdapter {
     this.#queue = new WorkQueue({
       workers: 4,
       process: (name) => this.#reconcile(name),
-      onGiveUp: (name, e) => this.#log(`kube: giving up on node ${name} until its next change: ${(e as Error).message}`),
+      onGiveUp: (name, e) => this.#log(`kube: giving up on the node until its next change: ${(e as Error).message}`, { node: name }),
     });
   }
 
@@ -133,7 +134,7 @@ export class KubeAdapter {
       if (!rec) return;
       try {
         const gone = await deleteNode(this.#store, name);
-        this.#log(`kube: node ${name} deleted in Kubernetes; record removed${gone.podCIDRs.length ? `, freed ${gone.podCIDRs.join(',')}` : ''}`);
+        this.#log(`kube: node deleted in Kubernetes; record removed${gone.podCIDRs.length ? `, freed ${gone.podCIDRs.join(',')}` : ''}`, { node: name });
       } catch (e) {
         if (!(e instanceof UnknownNodeError)) throw e;
       }
@@ -158,7 +159,7 @@ export class KubeAdapter {
         if (cidr) throw new Error(`node ${name}: spec.podCIDRs ${cidr} is already claimed by node ${owner}`);
         throw new NodeConflictError(name, 1);
       }
-      if (adopt) this.#log(`kube: node ${name} has spec.podCIDRs ${kubeCidrs.join(',')} in Kubernetes; record follows`);
+      if (adopt) this.#log(`kube: node has spec.podCIDRs ${kubeCidrs.join(',')} in Kubernetes; record follows`, { node: name });
       this.#controller.enqueue(name);
       return;
     }
@@ -192,6 +193,6 @@ export class KubeAdapter {
   async #patch(name: string, cidrs: readonly string[]): Promise<void> {
     const body = { spec: { podCIDR: cidrs[0], podCIDRs: cidrs } };
     await (this.#api as CoreV1Api).patchNode({ name, body }, this.#patchOptions as Parameters<CoreV1Api['patchNode']>[1]);
-    this.#log(`kube: patched node ${name} spec.podCIDRs=${cidrs.join(',')}`);
+    this.#log('kube: patched spec.podCIDRs', { node: name, podCIDRs: cidrs.join(',') });
   }
 }

@@ -15,7 +15,7 @@ import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
 
 function controller(store: Store, flags: ControllerFlags, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
   const log: string[] = [];
-  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: (l) => log.push(l), pollIntervalMs: 20, ...extra });
+  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: (l, f) => log.push([l, ...Object.entries(f ?? {}).map(([k, v]) => `${k}=${String(v)}`)].join(' ')), pollIntervalMs: 20, ...extra });
   return { c, log };
 }
 

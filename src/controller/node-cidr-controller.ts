@@ -1,3 +1,4 @@
+import type { LogSink } from '../log/logger.js';
 import { formatPrefix, type Prefix } from '../ip/index.js';
 import { crashPoint } from '../util/crash-point.js';
 import { MAX_TXN_OPS, StoreCompactedError, StoreUnavailableError, type Entry, type Store, type WatchEvent } from '../store/index.js';
@@ -39,7 +40,7 @@ const MAX_CAS_ATTEMPTS = 16;
 export class NodeCidrController {
   readonly #store: Store;
   readonly #occ: NodeOccupancy;
-  readonly #log: (line: string) => void;
+  readonly #log: LogSink;
   readonly #onChange: (name: string, record: NodeRecord | undefined) => void;
   readonly #poller: Poller;
   readonly #resyncMs: number;
@@ -87,7 +88,7 @@ export class NodeCidrController {
       process: (name) => this.#sync(name),
       onGiveUp: (name, error, attempts) => {
         this.#failed.add(name);
-        this.#log(`CIDRAssignmentFailed node=${name} attempts=${attempts}: ${(error as Error)?.message ?? String(error)} (retried at the next resync)`);
+        this.#log(`CIDRAssignmentFailed: ${(error as Error)?.message ?? String(error)} (retried at the next resync)`, { node: name, attempts });
       },
     });
   }
@@ -314,7 +315,7 @@ export class NodeCidrController {
     this.#parked.delete(name);
     this.#notified.delete(name);
     if (freed.length) {
-      this.#log(`released node=${name} podCIDRs=${freed.join(',')}`);
+      this.#log('released', { node: name, podCIDRs: freed.join(',') });
       this.#wake();
     }
     if (had) this.#onChange(name, undefined);
@@ -338,7 +339,7 @@ export class NodeCidrController {
     this.#assigned++;
     this.#failed.delete(name);
     this.#notified.delete(name);
-    this.#log(`assigned node=${name} podCIDRs=${next.podCIDRs.join(',')}`);
+    this.#log('assigned', { node: name, podCIDRs: next.podCIDRs.join(',') });
     this.#onChange(name, next);
   }
 

@@ -1,3 +1,4 @@
+import type { LogSink } from '../log/logger.js';
 import { NodeCidrAllocator, type NodeCidrAllocatorConfig, type NodeCidrProposal } from '../alloc/node-cidr-allocator.js';
 import { formatPrefix, parsePrefix, type Family, type Prefix } from '../ip/index.js';
 import type { NodeRecord } from '../model/node-record.js';
@@ -23,7 +24,7 @@ export interface KnownNode {
  */
 export class NodeOccupancy {
   readonly #alloc: NodeCidrAllocator;
-  readonly #log: (line: string) => void;
+  readonly #log: LogSink;
   readonly #known = new Map<string, KnownNode>();
   /** keyOf(CIDR) → the node whose record lists it. */
   readonly #holders = new Map<string, string>();
@@ -31,7 +32,7 @@ export class NodeOccupancy {
   readonly #inflight = new Map<string, Prefix>();
   readonly #warned = new Set<string>();
 
-  constructor(config: NodeCidrAllocatorConfig, log: (line: string) => void) {
+  constructor(config: NodeCidrAllocatorConfig, log: LogSink) {
     this.#alloc = new NodeCidrAllocator(config);
     this.#log = log;
   }

@@ -34,18 +34,36 @@ test('createLogger drops lines below the level', () => {
   assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ['loud']);
 });
 
-test('lineSink: a "gc: " prefix becomes the component, node=NAME an id, a failure a warning', () => {
+test('lineSink: a "gc: " prefix becomes the component, fields pass through, a failure a warning', () => {
   const { logger, lines } = capture('json');
   const log = lineSink(logger);
   log('gc: run failed: store down');
-  log('assigned node=node-7 podCIDRs=10.0.7.0/24');
+  log('assigned', { node: 'node-7', podCIDRs: '10.0.7.0/24' });
   log('released', { pool: 'v4', handle: 'h1' });
-  log('gc: released leaked address 10.0.0.5 of missing handle "net.c9.eth0" (block 10.0.0.0/26)');
+  log('gc: released leaked address 10.0.0.5 (block 10.0.0.0/26)', { handle: 'net:c9:eth0' });
   const [a, b, c, d] = lines.map((l) => JSON.parse(l));
-  assert.deepEqual([d.component, d.handle], ['gc', 'net.c9.eth0']);
+  assert.deepEqual([d.component, d.handle], ['gc', 'net:c9:eth0']);
   assert.deepEqual([a.component, a.level, a.msg], ['gc', 'warn', 'run failed: store down']);
-  assert.deepEqual([b.component, b.level, b.node], ['serve', 'info', 'node-7']);
+  assert.deepEqual([b.component, b.level, b.node, b.podCIDRs], ['serve', 'info', 'node-7', '10.0.7.0/24']);
   assert.deepEqual([c.pool, c.handle], ['v4', 'h1']);
+});
+
+test('lineSink invents no ids from the words of a message', () => {
+  for (const format of ['json', 'text'] as const) {
+    const { logger, lines } = capture(format);
+    const log = lineSink(logger);
+    // The controller's ready line, which used to come out as node=blocks.
+    log('ready: 3 nodes, 2 claims, node blocks used 10.0.0.0/8 2/256');
+    log('skipping pod CIDR "x" of node b: not a CIDR');
+    log('released leaked address 10.0.0.5 of missing handle "net.c9.eth0"');
+    log('pool v4 deleted');
+    for (const line of lines) {
+      if (format === 'json') {
+        const r = JSON.parse(line);
+        assert.deepEqual([r.node, r.handle, r.pool], [undefined, undefined, undefined], line);
+      } else assert.doesNotMatch(line, /\b(node|handle|pool)=/, line);
+    }
+  }
 });
 
 test('parseLogOptions names the flag and the value', () => {

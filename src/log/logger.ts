@@ -73,22 +73,18 @@ function fmt(v: unknown): string {
   return /^[^\s"=]*$/.test(s) ? s : JSON.stringify(s);
 }
 
-/** How services name ids inside their lines: node=NAME or node NAME, handle "H", pool NAME. */
-const ID_PATTERNS: readonly [string, RegExp][] = [
-  ['node', /\bnode[= ]"?([A-Za-z0-9][A-Za-z0-9.-]*)/],
-  ['handle', /\bhandle[= ]"([^"]+)"/],
-  ['pool', /\bpool[= ]"?([A-Za-z0-9][A-Za-z0-9._-]*)/],
-];
-
 /** Components that older code names as a "component: " prefix of its log lines. */
 const PREFIXES = ['controller', 'gc', 'http', 'kube', 'shutdown', 'agent'];
 
+/** What services log through: a message and the ids it concerns as fields (never parsed out of the message). */
+export type LogSink = (line: string, fields?: LogFields) => void;
+
 /**
- * Adapts the `(line, fields?) => void` callbacks the services take to `logger`: a known
- * "component: " prefix becomes the component, ids given as fields (or written as node=NAME in
- * the line) become fields, and lines reporting a failure are warnings.
+ * Adapts the LogSink callbacks the services take to `logger`: a known "component: " prefix
+ * becomes the component, the fields given are the line's fields — nothing is guessed from the
+ * message's words — and lines reporting a failure are warnings.
  */
-export function lineSink(logger: Logger): (line: string, fields?: LogFields) => void {
+export function lineSink(logger: Logger): LogSink {
   const children = new Map<string, Logger>();
   const child = (c: string): Logger => {
     let l = children.get(c);
@@ -98,13 +94,8 @@ export function lineSink(logger: Logger): (line: string, fields?: LogFields) => 
   return (line, fields) => {
     const m = /^([a-z]+): (.*)$/s.exec(line);
     const [l, msg] = m && PREFIXES.includes(m[1]!) ? [child(m[1]!), m[2]!] : [logger, line];
-    const ids: Record<string, unknown> = { ...fields };
-    for (const [k, re] of ID_PATTERNS) {
-      const found = ids[k] === undefined ? re.exec(msg) : null;
-      if (found) ids[k] = found[1];
-    }
     const warn = /\b(fail|failed|failing|cannot|unavailable|giving up|error|skipping|refus)/i.test(msg);
-    if (warn) l.warn(ids, msg);
-    else l.info(ids, msg);
+    if (warn) l.warn({ ...fields }, msg);
+    else l.info({ ...fields }, msg);
   };
 }

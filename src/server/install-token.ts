@@ -1,11 +1,12 @@
 /**
  * The per-install token of `podipam serve` on loopback without configured tokens: generated at
  * first start into the data directory (mode 0600), printed with the dashboard URL as
- * `http://127.0.0.1:7420/?token=…` (as notebook servers do), and required for every mutating
- * call. A web page the operator has open cannot read the file, so it cannot write to the API.
+ * `http://127.0.0.1:7420/?token=…` for the browser (as notebook servers do), and required for
+ * every mutating call. A web page the operator has open cannot read the file, so it cannot
+ * write to the API; local clients (`podipam simulate`) read the file themselves.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSecretFile } from './secret-file.js';
 
@@ -42,6 +43,22 @@ export function loadInstallToken(dataDir: string): string {
     }
     return token;
   }
+  return readTokenFile(path);
+}
+
+/**
+ * The token in `<dataDir>/serve.token`, or undefined when there is none; creates nothing (what
+ * clients such as `podipam simulate` read, so no token has to be given on a command line,
+ * where every local user sees it in /proc/PID/cmdline). Throws as loadInstallToken does for
+ * a file that is readable by group/other or does not hold one token.
+ */
+export function readInstallToken(dataDir: string): string | undefined {
+  const path = join(dataDir, INSTALL_TOKEN_FILE);
+  if (!existsSync(path)) return undefined;
+  return readTokenFile(path);
+}
+
+function readTokenFile(path: string): string {
   const text = readSecretFile('the install token', path).trim();
   if (!TOKEN.test(text)) throw new Error(`the install token ${path} must hold one token of 16-256 letters, digits, "-" and "_" (its content is not shown); delete it to have a new one generated`);
   return text;

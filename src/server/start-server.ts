@@ -3,6 +3,7 @@
  * none, starts the node-CIDR controller and the cluster GC loops, and serves the HTTP API,
  * /metrics, /healthz and the dashboard. `close()` stops everything in reverse order.
  */
+import type { LogSink } from '../log/logger.js';
 import type { AddressInfo } from 'node:net';
 import type { ControllerConfig } from '../controller/controller-config.js';
 import { NodeCidrController } from '../controller/node-cidr-controller.js';
@@ -42,7 +43,8 @@ export interface ServerConfig {
   readonly summaryTtlMs?: number;
   /** Serve HTTPS with this certificate and key (PEM, see loadServerTls); plain HTTP without. */
   readonly tls?: ServerTls;
-  readonly log: (line: string) => void;
+  /** Where lines go (lineSink: fields pass through). */
+  readonly log: LogSink;
 }
 
 export interface RunningServer {
@@ -97,7 +99,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         store,
         config: cfg.controller,
         pollIntervalMs: 500, // resync checks: node changes arrive by its watch
-        log: (line) => cfg.log(`controller: ${line}`),
+        log: (line, fields) => cfg.log(`controller: ${line}`, fields),
         onChange: () => summary.invalidate(),
       });
       await controller.start();

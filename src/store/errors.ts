@@ -27,6 +27,14 @@ export class StoreError extends Error {
   }
 }
 
+/** A read-only open found no store to read (a SQLite file that does not exist); nothing was created. */
+export class StoreMissingError extends StoreError {
+  override readonly name = 'StoreMissingError';
+  constructor(url: string, readonly file: string) {
+    super(url, `${file} does not exist (a read creates no store: create it with a write such as \`podipam pool create\`, or start \`podipam serve\`)`);
+  }
+}
+
 /**
  * A watch asked for revisions the store no longer keeps (etcd compacted them; the change log
  * of SQLite and memory was trimmed). `oldest` is the first revision a watch may start from;

@@ -10,6 +10,12 @@ export interface StoreOptions {
    * _PASSWORD (what the URL does not give); default process.env.
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * May opening create the store? Default true (a write, `podipam serve`, the plugin). False
+   * for a read-only command: a SQLite file that does not exist is StoreMissingError naming it,
+   * and neither the file nor its directory is created. etcd and memory stores ignore it.
+   */
+  readonly create?: boolean;
 }
 
 /** 2 s: the CNI plugin must answer "try again later" (code 11) quickly rather than hang. */

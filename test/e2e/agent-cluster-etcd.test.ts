@@ -93,8 +93,8 @@ test('256 pods over 4 agents on etcd, 32 in flight, an agent SIGKILLed mid-burst
     const show = runCliSync(url, ['ipam', 'show', '--json']);
     assert.equal(show.code, 0, show.stderr);
     for (let pod = 0; pod < PODS; pod++) await runtime(call('DEL', pod), pod % NODES);
-    const after = JSON.parse(runCliSync(url, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number | string }[] } | { allocated: number | string }[];
-    const pools = Array.isArray(after) ? after : after.pools;
+    const after = JSON.parse(runCliSync(url, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number | string }[] };
+    const pools = after.items;
     assert.ok(pools.every((p) => Number(p.allocated) === 0), `allocated after DEL: ${JSON.stringify(after)}`);
     const check = runCliSync(url, ['ipam', 'check', '--json']);
     assert.equal(check.code, 0, check.stderr);

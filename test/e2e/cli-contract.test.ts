@@ -49,20 +49,20 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
     expect(cli('pool', 'create', 'v4', '--cidr', '10.91.0.0/24'), 1, 'pool create, name taken');
     assert.match(expect(cli('pool', 'list'), 0, 'pool list').stdout, /^v4\s+10\.90\.0\.0\/24\s+\/28\s+all\(\)\s+enabled$/m);
     assert.match(expect(cli('pool', 'disable', 'v6'), 0, 'pool disable').stdout, /pool "v6" disabled/);
-    assert.equal(JSON.parse(expect(cli('pool', 'list', '--json'), 0, 'pool list --json').stdout).find((p: { name: string }) => p.name === 'v6').disabled, true);
+    assert.equal(JSON.parse(expect(cli('pool', 'list', '--json'), 0, 'pool list --json').stdout).items.find((p: { name: string }) => p.name === 'v6').disabled, true);
     assert.match(expect(cli('pool', 'enable', 'v6'), 0, 'pool enable').stdout, /pool "v6" enabled/);
     expect(cli('pool', 'enable', 'nope'), 1, 'pool enable, unknown pool');
 
     // node add / list; a name Kubernetes would refuse is a usage error
     assert.match(expect(cli('node', 'add', 'node-a', '--label', 'zone=a'), 0, 'node add').stdout, /node "node-a" added/);
     assert.match(expect(cli('node', 'add', 'Node_A'), 2, 'node add, bad name').stderr, /invalid node name "Node_A"/);
-    assert.deepEqual(JSON.parse(expect(cli('node', 'list', '--json'), 0, 'node list --json').stdout).map((n: { name: string; labels: unknown; podCIDRs: unknown }) => [n.name, n.labels, n.podCIDRs]), [['node-a', { zone: 'a' }, []]]);
+    assert.deepEqual(JSON.parse(expect(cli('node', 'list', '--json'), 0, 'node list --json').stdout).items.map((n: { name: string; labels: unknown; podCIDRs: unknown }) => [n.name, n.labels, n.podCIDRs]), [['node-a', { zone: 'a' }, []]]);
     assert.match(expect(cli('node', 'list'), 0, 'node list').stdout, /^node-a\s+<pending>\s+zone=a\s/m);
 
     // controller --once gives node-a its CIDRs and says so; bad flags are usage errors
     const once = expect(cli('controller', '--once', '--cluster-cidr', '10.250.0.0/16,fd00:250::/56'), 0, 'controller --once');
     assert.deepEqual(JSON.parse(once.stdout), { nodes: 1, assigned: 1, waiting: [], failed: [] });
-    assert.deepEqual(JSON.parse(cli('node', 'list', '--json').stdout)[0].podCIDRs, ['10.250.0.0/24', 'fd00:250::/64']);
+    assert.deepEqual(JSON.parse(cli('node', 'list', '--json').stdout).items[0].podCIDRs, ['10.250.0.0/24', 'fd00:250::/64']);
     assert.deepEqual(JSON.parse(expect(cli('controller', '--once', '--cluster-cidr', '10.250.0.0/16,fd00:250::/56'), 0, 'controller --once again').stdout), { nodes: 1, assigned: 0, waiting: [], failed: [] });
     assert.match(expect(cli('controller', '--once', '--cluster-cidr', 'bogus'), 2, 'controller, bad CIDR').stderr, /invalid --cluster-cidr "bogus"/);
     expect(cli('controller', '--once', '--cluster-cidr', '10.250.0.0/16', '--kubeconfig', '/nonexistent'), 2, 'controller --once with --kubeconfig');
@@ -87,8 +87,8 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
       assert.equal(r.code, 0, `ADD ${id}: ${r.stdout}${r.stderr}`);
       return (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((i) => i.address.split('/')[0]!);
     });
-    const shown = JSON.parse(expect(cli('ipam', 'show', '--json', '--blocks'), 0, 'ipam show --json --blocks').stdout) as { pools: { name: string; allocated: number }[]; blocks: { node: string }[] };
-    assert.deepEqual(shown.pools.map((p) => [p.name, p.allocated]), [['v4', 2], ['v6', 2]]);
+    const shown = JSON.parse(expect(cli('ipam', 'show', '--json', '--blocks'), 0, 'ipam show --json --blocks').stdout) as { items: { name: string; allocated: number }[]; blocks: { node: string }[] };
+    assert.deepEqual(shown.items.map((p) => [p.name, p.allocated]), [['v4', 2], ['v6', 2]]);
     assert.ok(shown.blocks.length >= 2 && shown.blocks.every((b) => b.node === 'node-a'));
     assert.match(expect(cli('ipam', 'show'), 0, 'ipam show').stdout, /^v4\s+10\.90\.0\.0\/24\s+208\s+2\s/m); // 16 blocks of /28, 13 usable addresses each
     assert.match(expect(cli('ipam', 'check'), 0, 'ipam check, clean').stdout, /^Check complete; found 0 problems\.$/m);
@@ -128,15 +128,15 @@ test('CLI contract: pools, nodes, ipam show/check/release/config/reserve/unreser
     expect(cli('ipam', 'release'), 2, 'ipam release, neither --ip nor --handle');
     assert.match(expect(cli('ipam', 'release', '--ip', '10.90.0.5', '--handle', 'x'), 0, 'ipam release, both: only while x holds it').stdout, /^10\.90\.0\.5 was not allocated to handle "x"$/m);
     assert.match(expect(cli('ipam', 'release', '--ip', 'bogus'), 2, 'ipam release, bad IP').stderr, /invalid IP address "bogus"/);
-    assert.deepEqual(JSON.parse(cli('ipam', 'show', '--json').stdout).pools.map((p: { allocated: number }) => p.allocated), [0, 0]);
+    assert.deepEqual(JSON.parse(cli('ipam', 'show', '--json').stdout).items.map((p: { allocated: number }) => p.allocated), [0, 0]);
 
     // Nothing allocated: the pool goes.
     assert.match(expect(cli('pool', 'delete', 'v4'), 0, 'pool delete').stdout, /v4/);
-    assert.deepEqual(JSON.parse(cli('pool', 'list', '--json').stdout).map((p: { name: string }) => p.name), ['v6']);
+    assert.deepEqual(JSON.parse(cli('pool', 'list', '--json').stdout).items.map((p: { name: string }) => p.name), ['v6']);
 
     // node delete frees the node's CIDRs; an unknown node is refused
     assert.match(expect(cli('node', 'delete', 'node-a'), 0, 'node delete').stdout, /node "node-a" deleted \(freed 10\.250\.0\.0\/24, fd00:250::\/64\)/);
-    assert.deepEqual(JSON.parse(cli('node', 'list', '--json').stdout), []);
+    assert.deepEqual(JSON.parse(cli('node', 'list', '--json').stdout), { items: [] });
     assert.match(expect(cli('node', 'delete', 'node-a'), 1, 'node delete, unknown').stderr, /node "node-a" not found/);
 
     // The program itself: unknown command and missing argument → 2, help → 0.

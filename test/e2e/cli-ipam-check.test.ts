@@ -33,7 +33,7 @@ test('cli pool create: multicast, loopback, unspecified and IPv4-mapped CIDRs ar
       assert.match(r.stderr, message, cidr);
     }
     const list = cli(db, ['pool', 'list', '--json']);
-    assert.deepEqual(JSON.parse(list.stdout), [], 'nothing was created');
+    assert.deepEqual(JSON.parse(list.stdout), { items: [] }, 'nothing was created');
   }));
 
 test('cli ipam show: an IPv6 pool\'s capacity is exact in JSON and M*2^N in the table', () =>
@@ -41,8 +41,8 @@ test('cli ipam show: an IPv6 pool\'s capacity is exact in JSON and M*2^N in the 
     const db = `sqlite:${join(dir, 'ipam.db')}`;
     assert.equal(cli(db, ['pool', 'create', 'v6', '--cidr', 'fd00:10:244::/56']).code, 0);
     assert.equal(cli(db, ['pool', 'create', 'v4', '--cidr', '10.244.0.0/16']).code, 0);
-    const json = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { pools: { name: string; capacity: unknown }[] };
-    assert.deepEqual(json.pools.map((p) => [p.name, p.capacity]).sort(), [['v4', 62464], ['v6', '4574792530279968800768']]);
+    const json = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { items: { name: string; capacity: unknown }[] };
+    assert.deepEqual(json.items.map((p) => [p.name, p.capacity]).sort(), [['v4', 62464], ['v6', '4574792530279968800768']]);
     const table = cli(db, ['ipam', 'show']).stdout;
     assert.match(table, /^v6 +fd00:10:244::\/56 +31\*2\^67 +0 /m); // 2^66 blocks x 62 usable addresses
     assert.match(table, /^v4 +10\.244\.0\.0\/16 +62464 +0 /m);

@@ -160,8 +160,8 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
     );
     armedRuns.forEach((r, i) => expectCrash(r, i % 2 ? 'cluster.plugin.before-save' : 'cluster.assign.committed', `ADD ${armed[i]!.id}`));
     victims.push(...armed);
-    const held = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-    const landed = held.pools[0]!.allocated - total;
+    const held = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+    const landed = held.items[0]!.allocated - total;
     assert.ok(landed >= armed.length, `the ${armed.length} ADDs killed after their commit hold their addresses: ${landed} landed`);
     t.diagnostic(
       `victims: ${outcomes.filter((o) => o === 'killed').length} killed (${inside.holding} proven inside the node lock's section), ` +
@@ -173,11 +173,11 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
     for (let i = 0; i < everyone.length; i += 32) {
       await Promise.all(everyone.slice(i, i + 32).map((c) => untilDone(call(url, cache, 'DEL', c.id, c.node), tally)));
     }
-    const after = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { pools: { name: string; allocated: number }[] };
+    const after = JSON.parse(cli(url, ['ipam', 'show', '--json']).stdout) as { items: { name: string; allocated: number }[] };
     const check = cli(url, ['ipam', 'check', '--json']);
     assert.equal(check.code, 0, check.stderr);
     const kills = started.map((x) => `${x.v.id}${x.v.hunted ? ' (hunted)' : ''}`).join(', ');
-    assert.deepEqual(after.pools.map((p) => [p.name, p.allocated]), [['e2e-v4', 0], ['e2e-v6', 0]], `allocated after DEL of everyone; check: ${check.stdout}; victims: ${kills}`);
+    assert.deepEqual(after.items.map((p) => [p.name, p.allocated]), [['e2e-v4', 0], ['e2e-v6', 0]], `allocated after DEL of everyone; check: ${check.stdout}; victims: ${kills}`);
     assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
   } finally {
     await etcd.stop();

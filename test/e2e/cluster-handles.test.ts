@@ -45,8 +45,8 @@ test('cluster mode: net.a + c1 and net + a.c1 get different addresses; DEL of on
     ok(run(clusterCall('net', db, cache, 'DEL', 'a.c1', NODE)), 'DEL net/a.c1');
     ok(run(clusterCall('net.a', db, cache, 'CHECK', 'c1', NODE)), 'net.a/c1 still holds its address after the other DEL');
     assert.equal(codeOf(run(clusterCall('net', db, cache, 'CHECK', 'a.c1', NODE))), 102);
-    const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-    assert.equal(shown.pools[0]!.allocated, 1);
+    const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+    assert.equal(shown.items[0]!.allocated, 1);
   }));
 
 test('cluster mode: records under old dotted handles are found by DEL, CHECK and GC of their own attachment only', () =>
@@ -93,6 +93,6 @@ test('cluster mode: records under old dotted handles are found by DEL, CHECK and
     // DEL of its own attachment releases an old record.
     ok(run(clusterCall('leg3', db, cache, 'DEL', 'c5', NODE)), 'DEL leg3/c5');
     assert.equal(await exists('leg3.c5.eth0'), false, 'DEL did not release the old record of its attachment');
-    const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-    assert.equal(shown.pools[0]!.allocated, 0);
+    const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+    assert.equal(shown.items[0]!.allocated, 0);
   }));

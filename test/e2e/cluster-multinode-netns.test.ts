@@ -214,8 +214,8 @@ test('cluster mode on two nodes: bridge + podipam per node, dual-stack pods ping
     const r = bridge('DEL', p.node, p.pod);
     assert.equal(r.code, 0, `bridge DEL ${p.pod.id}: ${r.out}`);
   }
-  const after = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-  assert.deepEqual(after.pools.map((p) => p.allocated), [0, 0]);
+  const after = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+  assert.deepEqual(after.items.map((p) => p.allocated), [0, 0]);
   const check = runCliSync(db, ['ipam', 'check', '--json']);
   assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] }, check.stderr);
   const store = await openStore(db);

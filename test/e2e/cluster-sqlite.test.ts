@@ -55,10 +55,10 @@ test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: di
     for (const a of addrs) assert.match(a, /^10\.100\.\d+\.\d+\/26$/);
 
     const shown = JSON.parse(cli(db, ['ipam', 'show', '--json', '--blocks']).stdout) as {
-      pools: { name: string; allocated: number }[];
+      items: { name: string; allocated: number }[];
       blocks: { cidr: string; node: string; allocated: number }[];
     };
-    assert.equal(shown.pools[0]!.allocated, LANES * PER_LANE);
+    assert.equal(shown.items[0]!.allocated, LANES * PER_LANE);
     for (const a of added) {
       const ip = parseCidr(a.address!).addr;
       const block = shown.blocks.find((b) => prefixContains(parsePrefix(b.cidr), ip));
@@ -67,8 +67,8 @@ test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: di
     assert.deepEqual(JSON.parse(cli(db, ['ipam', 'check', '--json']).stdout), { leaks: [], problems: [] });
 
     await Promise.all(Array.from({ length: LANES }, (_, l) => lane(l, 'DEL')));
-    const after = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-    assert.deepEqual(after.pools.map((p) => p.allocated), [0]);
+    const after = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+    assert.deepEqual(after.items.map((p) => p.allocated), [0]);
     const check = cli(db, ['ipam', 'check', '--json']);
     assert.equal(check.code, 0, check.stderr);
     assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });

@@ -44,7 +44,7 @@ test('node add → controller assigns a CIDR → CNI ADD with usePodCidr returns
       for (let i = 0; i < 100 && !cidr; i++) {
         const listed = await cli(datastore, 'node', 'list', '--json');
         assert.equal(listed.code, 0, listed.stderr);
-        const nodes = JSON.parse(listed.stdout) as { name: string; podCIDRs: string[] }[];
+        const nodes = (JSON.parse(listed.stdout) as { items: { name: string; podCIDRs: string[] }[] }).items;
         cidr = nodes.find((n) => n.name === 'node-a')?.podCIDRs[0];
         if (!cidr) await new Promise((r) => setTimeout(r, 100));
       }

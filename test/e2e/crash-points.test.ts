@@ -293,7 +293,7 @@ async function controllerCase(url: string, spec: string): Promise<void> {
   const ctl = ['--datastore', url, 'controller', '--once', '--cluster-cidr', '10.201.0.0/16,fd20:1::/48', '--node-mask-size', '24', '--node-mask-size-v6', '64'];
   expectCrash(await podipam(ctl, crashEnv(spec)), spec, 'controller --once');
   ok(await podipam(ctl), 'controller --once retried');
-  const nodes = JSON.parse(ok(await podipam(['--datastore', url, 'node', 'list', '--json']), 'node list').stdout) as { name: string; podCIDRs: string[] }[];
+  const nodes = JSON.parse(ok(await podipam(['--datastore', url, 'node', 'list', '--json']), 'node list').stdout).items as { name: string; podCIDRs: string[] }[];
   const cidrs = nodes.flatMap((n) => n.podCIDRs);
   assert.equal(nodes.length, 3);
   for (const n of nodes) assert.equal(n.podCIDRs.length, 2, `${n.name} has one CIDR per family: ${n.podCIDRs}`);

@@ -34,7 +34,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
   let browser: Browser | undefined;
   try {
     // The dashboard URL serve printed carries the install token that writes need.
-    const sim = await runCli(['simulate', '--server', s.dashboardUrl, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
+    const sim = await runCli(['simulate', '--server', s.url, '--data-dir', s.dataDir, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
     assert.equal(sim.code, 0, sim.stderr);
     assert.match(sim.stdout, /8 nodes joined, 200 pods added, 40 deleted, 0 failed/);
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
@@ -59,6 +59,10 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     await page.waitForSelector('#block-map .cell:not(.free)');
     await page.waitForSelector('#nodes tr[data-node]');
     await page.waitForSelector('[data-stat="issues"][data-value]');
+    // One rule for big counts on the page and in the CLI: the IPv6 pool's usable 31*2^67, not "2^72".
+    const v6 = (await runCli(['--datastore', s.datastore, 'ipam', 'show'])).stdout.split('\n').find((l) => l.startsWith('default-ipv6')) ?? '';
+    assert.match(v6, /\s31\*2\^67\s/, v6);
+    assert.match((await page.locator('#pools').textContent()) ?? '', /of 31\*2\^67 addresses/);
 
     // Totals and pools, as the API reports them.
     const ov = (await api(s.url, 'GET', '/api/v1/overview')).body;

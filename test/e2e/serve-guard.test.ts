@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { makeTempDir } from '../helpers/tmp.js';
 import { api, runCli, startServe, type ServeProcess } from './serve-harness.js';
 
 let s: ServeProcess;
@@ -85,9 +86,15 @@ test('serve guard: reads stay open without a token; simulate without one stops w
   const who = await api(s.url, 'GET', '/api/v1/whoami', undefined, '');
   assert.equal(who.body.role, 'read');
   assert.equal((await api(s.url, 'GET', '/api/v1/whoami')).body.role, 'admin', 'the install token is admin');
-  const sim = await runCli(['simulate', '--server', s.url, '--nodes', '1', '--pods', '1']);
-  assert.equal(sim.code, 1, sim.stdout + sim.stderr);
-  assert.match(sim.stderr, /only read.*\?token=/);
+  // An empty --data-dir: no serve.token to find, no $PODIPAM_ADMIN_TOKEN (the harness clears it).
+  const empty = makeTempDir('serve-guard-no-token');
+  try {
+    const sim = await runCli(['simulate', '--server', s.url, '--data-dir', empty.path, '--nodes', '1', '--pods', '1']);
+    assert.equal(sim.code, 1, sim.stdout + sim.stderr);
+    assert.match(sim.stderr, /only read.*\$PODIPAM_ADMIN_TOKEN.*--data-dir/);
+  } finally {
+    empty.remove();
+  }
 });
 
 test('serve guard: deeply nested JSON is a 400 naming the limit', async () => {

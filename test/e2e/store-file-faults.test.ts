@@ -112,8 +112,8 @@ test('read-only file system under the SQLite file: code 5 naming the file and "r
   assert.equal(clean.code, 0, clean.stdout + clean.stderr);
   assert.equal(runPluginSync(PODIPAM_BIN, call('ADD', 's2')).code, 0);
   assert.equal(runPluginSync(PODIPAM_BIN, call('DEL', 's1')).code, 0);
-  const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { pools: { allocated: number }[] };
-  assert.equal(shown.pools[0]!.allocated, 1, 's2 only');
+  const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+  assert.equal(shown.items[0]!.allocated, 1, 's2 only');
 });
 
 test('corrupted SQLite file: every verb and ipam check fail with one line naming the file, and work again once it is restored', () => {

@@ -1,12 +1,16 @@
 /** Number and colour formatting for the dashboard (pure). */
+import { powerText } from '../../util/count-text.js';
 import type { Count } from './types.js';
 
-/** Thousands separators; capacities beyond 10^12 (exact decimal strings past 2^53) as 2^N. */
+/**
+ * A count as the CLI prints it (powerText: 2^N, M*2^N from 2^32 up — an IPv6 pool's usable
+ * 31*2^67, not a rounded 2^72), else with thousands separators. Exact: counts past 2^53
+ * arrive as decimal strings and are read as bigint.
+ */
 export function fmt(v: Count): string {
-  const n = typeof v === 'string' && /^[0-9]+$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number') return String(n);
-  if (n >= 1e12) return `2^${Math.round(Math.log2(n))}`;
-  return n.toLocaleString('en-US');
+  if (typeof v === 'string' ? !/^[0-9]+$/.test(v) : !Number.isSafeInteger(v)) return String(v);
+  const big = BigInt(v);
+  return powerText(big) ?? big.toLocaleString('en-US');
 }
 
 /** a / b in percent (0 when b is not positive); b may be an exact decimal string. */

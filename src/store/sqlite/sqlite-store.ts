@@ -1,8 +1,8 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch } from '../check-input.js';
-import { StoreCompactedError, StoreError, StoreUnavailableError } from '../errors.js';
+import { StoreCompactedError, StoreError, StoreMissingError, StoreUnavailableError } from '../errors.js';
 import { compareKeys, prefixEnd } from '../key-order.js';
 import type { Compare, Entry, ListOptions, Op, Store, TxnResult, WatchEvent, WatchOptions } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
@@ -25,7 +25,7 @@ interface Database {
   /** The file it opened. */
   readonly name: string;
 }
-type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
+type DatabaseConstructor = new (path: string, options?: { timeout?: number; fileMustExist?: boolean }) => Database;
 const Database = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
 
 /**
@@ -110,16 +110,20 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Opens (creating it and its directory if missing) the database file at `path`, relative
-   * to the working directory. `url` is kept for messages.
+   * Opens (creating it and its directory if missing, unless `options.create` is false: then
+   * StoreMissingError) the database file at `path`, relative to the working directory. `url`
+   * is kept for messages.
    */
   static async open(url: string, path: string, options?: StoreOptions): Promise<SqliteStore> {
     const timeoutMs = resolveTimeoutMs(options);
     let db: Database | undefined;
     const file = resolve(path);
+    const create = options?.create ?? true;
     try {
-      mkdirSync(dirname(file), { recursive: true });
-      db = new Database(file, { timeout: BUSY_SLICE_MS });
+      if (create) mkdirSync(dirname(file), { recursive: true });
+      else if (!existsSync(file)) throw new StoreMissingError(url, file);
+      // fileMustExist: a file removed since the check is an error, not a new empty store.
+      db = new Database(file, { timeout: BUSY_SLICE_MS, fileMustExist: !create });
       const opened = db;
       await retryWhileBusy(() => initialise(opened, url), timeoutMs);
       return new SqliteStore(url, db, timeoutMs);
