@@ -143,7 +143,7 @@ test('uninstall-cni frees no address: a pod added through the installed config k
     const add = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: 'live1', ifname: 'eth0', config: conf });
     assert.equal(add.code, 0, add.stdout + add.stderr);
     const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
-    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--conf-dir', confDir], { encoding: 'utf8', timeout: 30_000 });
+    const un = spawnSync(PODIPAM_BIN, ['uninstall-cni', '--bin-dir', binDir, '--conf-dir', confDir], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(un.status, 0, un.stdout + un.stderr);
     assert.ok(readdirSync(join(networks, 'keepnet')).includes(ip), `the reservation of ${ip} is gone`);
     const check = runPluginSync(PODIPAM_BIN, { command: 'CHECK', containerId: 'live1', ifname: 'eth0', config: conf });
