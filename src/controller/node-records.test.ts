@@ -25,11 +25,11 @@ test('deleteNode removes the record and its claims in one write; unknown nodes a
   const store = new MemoryStore();
   await addNode(store, { name: 'a', podCIDRs: ['10.0.1.0/24', 'fd00::/64'] });
   await addNode(store, { name: 'b' });
-  const gone = await deleteNode(store, 'a');
+  const gone = await deleteNode(store, 'a', { by: 'cli' });
   assert.deepEqual(gone.podCIDRs, ['10.0.1.0/24', 'fd00::/64']);
   assert.deepEqual(await store.list('nodecidrs/'), []);
   assert.deepEqual((await listNodes(store)).map((n) => n.record.name), ['b']);
-  await assert.rejects(deleteNode(store, 'a'), (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found');
+  await assert.rejects(deleteNode(store, 'a', { by: 'cli' }), (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found');
 });
 
 test('writeNodeRecord is compare-and-swap on the record and on each new claim', async () => {

@@ -47,7 +47,7 @@ test('serve gc: releases the blocks of a deleted node and a leak, only after the
     const checkedAfter = Date.now() - leakedAt;
     assert.ok(checkedAfter < GRACE_MS, `the early check came ${checkedAfter} ms after the leak, past the ${GRACE_MS} ms grace: it proves nothing`);
     assert.equal(early.body.leaks.length, 2);
-    assert.equal(early.body.problems.filter((p: any) => p.kind === 'block-node-missing').length, 2);
+    assert.equal(early.body.problems.filter((p: any) => p.kind === 'block-node-deleted').length, 2);
     assert.match((await api(s.url, 'GET', '/metrics')).body as string, /^podipam_gc_released_total\{kind="block"\} 0$/m);
 
     await waitFor('gc to clean up', GRACE_MS + 30_000, async () => {
