@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { decodeNodeTombstone, nodeTombstoneKey } from '../model/node-tombstone.js';
 import assert from 'node:assert/strict';
 import { parsePrefix } from '../ip/index.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
@@ -187,6 +188,8 @@ test('controller removes a record marked deleting, with its claims', async () =>
   const s = await controller(store, flags).c.runOnce();
   assert.deepEqual(s.waiting, []);
   assert.equal(await store.get(nodeKey('gone')), undefined);
+  const t = await store.get(nodeTombstoneKey('gone'));
+  assert.equal(t && decodeNodeTombstone(t.key, t.value).by, 'controller', 'the deletion wrote the proof cluster GC needs');
   assert.deepEqual((await cidrsByNode(store)).get('next'), ['10.3.0.0/24']);
 });
 
