@@ -10,17 +10,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clusterCall, PODIPAM_BIN, runPlugin, stdoutJson } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { api, runCli, startServe, waitFor } from './serve-harness.js';
+import { api, gcRuns, runCli, startServe, waitFor } from './serve-harness.js';
 
 const GRACE_MS = 3000;
-
-/** podipam_gc_runs_total{result="ok"} from /metrics. */
-async function gcRuns(url: string): Promise<number> {
-  const m = (await api(url, 'GET', '/metrics')).body as string;
-  const v = /^podipam_gc_runs_total\{result="ok"\} (\d+)$/m.exec(m);
-  assert.ok(v, 'no podipam_gc_runs_total{result="ok"} in /metrics');
-  return Number(v[1]);
-}
 
 /**
  * Waits until GC has had a finding present now in its schedule for longer than the grace
