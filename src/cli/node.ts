@@ -54,11 +54,15 @@ export function registerNode(program: Command): void {
 
   node
     .command('delete')
-    .description('delete a node and free its pod CIDRs')
+    .description('delete a node and free its pod CIDRs; cluster GC then frees its pods\' addresses and blocks after its grace period')
     .argument('<name>', 'node name')
-    .action(async (name: string, _opts: unknown, cmd: Command) => {
-      const { deleteNode } = await import('../controller/delete-node.js');
-      const rec = await withStore(cmd, (store) => deleteNode(store, name));
+    .option('--gone', 'the node has no record (it only claimed blocks) and is gone: record that, so cluster GC frees its blocks')
+    .action(async (name: string, opts: { gone?: boolean }, cmd: Command) => {
+      const { validateNodeName } = await import('../model/node-name.js');
+      usage(() => validateNodeName(name));
+      const { deleteNode, recordNodeGone } = await import('../controller/delete-node.js');
+      const rec = await withStore(cmd, (store) => (opts.gone ? recordNodeGone(store, name, { by: 'cli' }) : deleteNode(store, name, { by: 'cli' })));
+      if (!rec) return void process.stdout.write(`node "${name}" had no record; recorded as deleted\n`);
       const freed = rec.podCIDRs.length ? ` (freed ${rec.podCIDRs.join(', ')})` : '';
       process.stdout.write(`node "${name}" deleted${freed}\n`);
     });

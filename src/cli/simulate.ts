@@ -28,7 +28,7 @@ export interface SimulateOptions {
   readonly rate: number;
   readonly network: string;
   readonly nodePrefix: string;
-  /** Delete the pods and nodes this run created at the end. */
+  /** Delete the pods, nodes and blocks this run created at the end. */
   readonly cleanup: boolean;
   readonly progress?: boolean;
   /** Seeded for repeatable churn choices. */
@@ -180,9 +180,11 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
       const pods = [...live];
       live.clear();
       await runAll(pods.map(([h, node]) => () => delPod(h, node)));
+      // Deleting a node writes the proof it is gone; `release=now` then releases its blocks at
+      // once (not after GC's grace period), so nothing of this run is left for `ipam check`.
       await runAll(
         nodes.filter((name) => created.has(name)).map((name) => async () => {
-          const r = await api.call('DELETE', `/nodes/${encodeURIComponent(name)}`);
+          const r = await api.call('DELETE', `/nodes/${encodeURIComponent(name)}?release=now`);
           if (r.status !== 200 && r.status !== 404) fail(`remove ${name}: ${errorText(r)}`);
         }),
       );
@@ -215,7 +217,7 @@ export function registerSimulate(program: Command): void {
     .option('--node-prefix <p>', 'node names are <p>-1 … <p>-N (numbers zero-padded to the width of N)', 'sim')
     .option('--token <token>', 'admin or install bearer token (visible in /proc: prefer $PODIPAM_ADMIN_TOKEN or --data-dir)')
     .option('--seed <n>', 'seed for the churn choices')
-    .option('--cleanup', 'delete the pods and nodes this run created at the end (a node that existed before is left alone)')
+    .option('--cleanup', 'delete the pods, nodes and blocks this run created at the end (a node that existed before is left alone)')
     .option('--progress', 'draw a progress bar even when stderr is not a terminal')
     .option('--json', 'print the result as JSON')
     .action(async (opts: Record<string, string | boolean | undefined>) => {

@@ -2,8 +2,12 @@
  * `podipam ipam check`: consistency of the whole datastore, like `calicoctl ipam check`.
  * Leaks are allocations whose handle record is gone (nobody will ever release them by handle).
  * Problems are everything else that disagrees: handles pointing at missing blocks or with
- * counts that differ from the blocks, empty handles, blocks affine to nodes that do not exist
- * (only when node records exist at all), affinities without their block and blocks without
+ * counts that differ from the blocks, empty handles, blocks affine to a node whose record was
+ * deleted (`block-node-deleted`: the node's tombstone proves it gone, and cluster GC frees
+ * them), blocks affine to a node that has neither a record nor a tombstone
+ * (`block-node-unregistered`, only when node records or tombstones exist at all: a node that
+ * claims a block is registered by that block's affinity, so this proves nothing, and GC never
+ * acts on it), affinities without their block and blocks without
  * their affinity, affinities stuck in a non-confirmed state, allocations outside every pool,
  * and records that do not decode. The lists are read one after the other; every finding is
  * then re-checked with one atomic read of the keys involved, so activity during the check does
@@ -12,7 +16,8 @@
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
 import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../store/index.js';
-import { NODE_PREFIX } from '../model/node-record.js';
+import { NODE_PREFIX, nodeKey } from '../model/node-record.js';
+import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX, nodeTombstoneKey, type NodeTombstone } from '../model/node-tombstone.js';
 import { decodeAffinity } from './affinity-record.js';
 import { decodeBlock } from './block-record.js';
 import { decodeHandle, type HandleRecord } from './handle-record.js';
@@ -32,7 +37,8 @@ export interface Problem {
     | 'handle-block-missing'
     | 'handle-count-mismatch'
     | 'handle-empty'
-    | 'block-node-missing'
+    | 'block-node-deleted'
+    | 'block-node-unregistered'
     | 'affinity-block-missing'
     | 'block-affinity-missing'
     | 'affinity-not-confirmed'
@@ -56,13 +62,17 @@ interface Finding {
 
 /** Runs every check; see the module comment. Throws only what the store throws. */
 export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
-  const [poolEntries, nodeEntries] = await Promise.all([ctx.store.list(POOL_PREFIX), ctx.store.list(NODE_PREFIX)]);
+  const [poolEntries, nodeEntries, tombstoneEntries] = await Promise.all([
+    ctx.store.list(POOL_PREFIX),
+    ctx.store.list(NODE_PREFIX),
+    ctx.store.list(NODE_TOMBSTONE_PREFIX),
+  ]);
   const [blockEntries, handleEntries, affinityEntries] = await Promise.all([
     ctx.store.list(BLOCK_PREFIX),
     ctx.store.list(HANDLE_PREFIX),
     ctx.store.list(AFFINITY_PREFIX),
   ]);
-  const first = scan({ poolEntries, nodeEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
+  const first = scan({ poolEntries, nodeEntries, tombstoneEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
   // Re-check the findings against atomic reads of their keys (up to 128 keys per read).
   const confirmed: Finding[] = [];
   for (let i = 0; i < first.length; ) {
@@ -73,13 +83,25 @@ export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
       batch.push(first[i++]!);
     }
     const only = await readKeys(ctx.store, [...keys]);
-    const again = scan({ poolEntries, nodeEntries, records: [...only.values()].filter((e): e is Entry => e !== undefined), only });
+    const read = [...only.values()].filter((e): e is Entry => e !== undefined);
+    const again = scan({
+      poolEntries,
+      nodeEntries: overlay(nodeEntries, only, read, NODE_PREFIX),
+      tombstoneEntries: overlay(tombstoneEntries, only, read, NODE_TOMBSTONE_PREFIX),
+      records: read,
+      only,
+    });
     for (const f of batch) if (again.some((g) => sameFinding(f, g))) confirmed.push(f);
   }
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
   };
+}
+
+/** The listed entries of `prefix`, with those of the keys read again replaced by what was read. */
+function overlay(listed: readonly Entry[], only: ReadonlyMap<string, Entry | undefined>, read: readonly Entry[], prefix: string): Entry[] {
+  return [...listed.filter((e) => !only.has(e.key)), ...read.filter((e) => e.key.startsWith(prefix))];
 }
 
 function sameFinding(a: Finding, b: Finding): boolean {
@@ -89,6 +111,7 @@ function sameFinding(a: Finding, b: Finding): boolean {
 interface ScanInput {
   readonly poolEntries: readonly Entry[];
   readonly nodeEntries: readonly Entry[];
+  readonly tombstoneEntries: readonly Entry[];
   /** Block, handle and affinity entries. */
   readonly records: readonly Entry[];
   /** When re-checking: the keys that were read (a key absent from this map was not read, so says nothing). */
@@ -96,7 +119,7 @@ interface ScanInput {
 }
 
 /** Finds every inconsistency among the given records (pure). */
-function scan({ poolEntries, nodeEntries, records, only }: ScanInput): Finding[] {
+function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: ScanInput): Finding[] {
   const blockEntries = records.filter((e) => e.key.startsWith(BLOCK_PREFIX));
   const handleEntries = records.filter((e) => e.key.startsWith(HANDLE_PREFIX));
   const affinityEntries = records.filter((e) => e.key.startsWith(AFFINITY_PREFIX));
@@ -112,6 +135,9 @@ function scan({ poolEntries, nodeEntries, records, only }: ScanInput): Finding[]
   for (const e of handleEntries) tryDecode(e, decodeHandle, corrupt, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
   const present = (key: string): boolean => !only || only.has(key);
   const nodeKeys = new Set(nodeEntries.map((e) => e.key));
+  const tombstones = new Map<string, NodeTombstone>();
+  for (const e of tombstoneEntries) tryDecode(e, (t) => decodeNodeTombstone(t.key, t.value), corrupt, (t) => tombstones.set(t.name, t));
+  const nodesInUse = nodeKeys.size > 0 || tombstoneEntries.length > 0;
   const affinityKeys = new Set(affinityEntries.map((e) => e.key));
 
   for (const [key, b] of blocks) {
@@ -133,8 +159,31 @@ function scan({ poolEntries, nodeEntries, records, only }: ScanInput): Finding[]
     }
     if (b.affinity !== null) {
       const ak = affinityKey(b.affinity, b.cidr);
-      if (nodeKeys.size > 0 && !nodeKeys.has(`${NODE_PREFIX}${b.affinity}`)) {
-        out.push({ keys: [key], problem: { kind: 'block-node-missing', key, message: `block ${cidr} is affine to node "${b.affinity}", which does not exist` } });
+      const node = b.affinity;
+      const gone = tombstones.get(node);
+      const keys = [key, nodeKey(node), nodeTombstoneKey(node)];
+      const registered = nodeKeys.has(nodeKey(node));
+      if (!registered && gone) {
+        out.push({
+          keys,
+          problem: {
+            kind: 'block-node-deleted',
+            key,
+            message: `block ${cidr} is affine to node "${node}", whose record was deleted (by ${gone.by} at ${gone.deletedAt}): cluster GC releases its pods' addresses and the block after its grace period`,
+          },
+        });
+      } else if (!registered && nodesInUse) {
+        out.push({
+          keys,
+          problem: {
+            kind: 'block-node-unregistered',
+            key,
+            message:
+              `block ${cidr} is affine to node "${node}", which has no record and no proof of deletion: cluster GC will not free it. ` +
+              `If the node runs, register it (podipam node add ${node}); if it is gone, say so (podipam node delete ${node} --gone) and GC frees its blocks after its grace period, ` +
+              `or free single addresses with podipam ipam release`,
+          },
+        });
       }
       if (present(ak) && !affinityKeys.has(ak)) {
         out.push({ keys: [key, ak], problem: { kind: 'block-affinity-missing', key, message: `block ${cidr} is affine to node "${b.affinity}" but ${ak} is missing` } });

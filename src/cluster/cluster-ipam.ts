@@ -18,7 +18,7 @@ import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
 import type { CheckReport, Leak } from './check.js';
-import type { NodelessBlockRelease } from './gc-findings.js';
+import type { DeletedNodeBlockRelease } from './gc-findings.js';
 import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
 import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
@@ -163,10 +163,16 @@ export class ClusterIpam {
     return releaseLeak(this.#ctx, leak);
   }
 
-  /** See gc-findings.ts: release a `block-node-missing` finding's block (`key` from the report). */
-  async releaseNodelessBlock(key: string): Promise<NodelessBlockRelease> {
-    const { releaseNodelessBlock } = await import('./gc-findings.js');
-    return releaseNodelessBlock(this.#ctx, key);
+  /** See gc-findings.ts: release a `block-node-deleted` finding's block (`key` from the report), on proof. */
+  async releaseDeletedNodeBlock(key: string): Promise<DeletedNodeBlockRelease> {
+    const { releaseDeletedNodeBlock } = await import('./gc-findings.js');
+    return releaseDeletedNodeBlock(this.#ctx, key);
+  }
+
+  /** See gc-findings.ts: release every block of a deleted node now (on the same proof). */
+  async releaseDeletedNode(node: string): Promise<DeletedNodeBlockRelease[]> {
+    const { releaseDeletedNode } = await import('./gc-findings.js');
+    return releaseDeletedNode(this.#ctx, node);
   }
 
   /** See allocations.ts: one page of allocations (InvalidCursorError for a bad `after`). */

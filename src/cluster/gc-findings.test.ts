@@ -5,6 +5,9 @@ import { MemoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/index.js';
 import { ClusterIpam } from './cluster-ipam.js';
 import { blockKey, handleKey } from './keys.js';
+import { addNode } from '../controller/add-node.js';
+import { deleteNode } from '../controller/delete-node.js';
+import { nodeTombstoneKey } from '../model/node-tombstone.js';
 
 /** `inner`, except that before the first txn touching `key` it runs `meddle` (another writer). */
 function meddling(inner: Store, key: string, meddle: () => Promise<void>): Store & { txns: number } {
@@ -74,13 +77,20 @@ test('releaseLeak leaves an address alone once its handle is back (no longer a l
   assert.equal(await new ClusterIpam(store).releaseLeak(finding), false, 'and again: nothing to do');
 });
 
-test('releaseNodelessBlock retries its affinity txn under a concurrent write and keeps what others borrowed', async () => {
+/** A pool, node `gone` registered, one pod on it; then its record is deleted (the proof). */
+async function deletedNodeSetup(deleteIt = true) {
   const store = new MemoryStore();
   const admin = new ClusterIpam(store);
   await admin.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
+  await addNode(store, { name: 'gone' });
   const [a] = await admin.assign({ node: 'gone', handle: 'net.g0.eth0', auto: { 4: 1 } });
   assert.ok(a);
-  const key = blockKey(a.block);
+  if (deleteIt) await deleteNode(store, 'gone', { by: 'cli' });
+  return { store, admin, a, key: blockKey(a.block) };
+}
+
+test('releaseDeletedNodeBlock retries its affinity txn under a concurrent write and keeps what others borrowed', async () => {
+  const { store, admin, a, key } = await deletedNodeSetup();
   // another node borrows an address of that block, right before the affinity txn
   let borrowed = false;
   const s = meddling(store, key, async () => {
@@ -88,16 +98,86 @@ test('releaseNodelessBlock retries its affinity txn under a concurrent write and
     borrowed = true;
     await new ClusterIpam(store).assign({ node: 'other', handle: 'net.o0.eth0', ips: [{ family: 4, value: a.addr.value + 1n }] });
   });
-  const r = await new ClusterIpam(s).releaseNodelessBlock(key);
+  const r = await new ClusterIpam(s).releaseDeletedNodeBlock(key);
   assert.equal(r.node, 'gone');
   assert.equal(r.handles, 1);
   assert.equal(r.released, true);
   assert.equal(r.deleted, false);
   assert.equal(r.borrowed, 1);
+  assert.equal(r.unproven, false);
   assert.ok(s.txns >= 3, `the handle release, a failed affinity CAS, its retry: ${s.txns} txns`);
   assert.equal((await admin.addressesOf('net.o0.eth0'))?.length, 1);
   assert.equal(await admin.addressesOf('net.g0.eth0'), undefined);
   const u = await admin.utilisation();
   assert.deepEqual(u.blocks.map((b) => [b.node, b.allocated]), [[null, 1n]]);
-  await assert.rejects(admin.releaseNodelessBlock('pools/x'), TypeError);
+  await assert.rejects(admin.releaseDeletedNodeBlock('pools/x'), TypeError);
+});
+
+test('releaseDeletedNodeBlock frees nothing of a node that never had a record (no proof), nor of one still registered', async () => {
+  for (const registered of [false, true]) {
+    const store = new MemoryStore();
+    const admin = new ClusterIpam(store);
+    await admin.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
+    if (registered) await addNode(store, { name: 'n' });
+    else await addNode(store, { name: 'someone-else' });
+    const [a] = await admin.assign({ node: 'n', handle: 'net.p.eth0', auto: { 4: 1 } });
+    const r = await admin.releaseDeletedNodeBlock(blockKey(a!.block));
+    assert.deepEqual([r.unproven, r.released, r.handles], [true, false, 0], `registered: ${registered}`);
+    assert.equal((await admin.addressesOf('net.p.eth0'))?.length, 1);
+    const kinds = (await admin.check()).problems.map((p) => p.kind);
+    assert.deepEqual(kinds, registered ? [] : ['block-node-unregistered']);
+  }
+});
+
+test('a node re-added, or claiming a block, after its deletion clears the proof: nothing of it is freed', async () => {
+  // re-added
+  const re = await deletedNodeSetup();
+  await addNode(re.store, { name: 'gone' });
+  assert.equal((await re.store.get(nodeTombstoneKey('gone'))), undefined, 'node add removes the tombstone');
+  assert.equal((await re.admin.releaseDeletedNodeBlock(re.key)).unproven, true);
+  assert.equal((await re.admin.addressesOf('net.g0.eth0'))?.length, 1);
+  assert.deepEqual((await re.admin.check()).problems, []);
+
+  // claims a block (its first is full): the claim txn removes the tombstone
+  const cl = await deletedNodeSetup();
+  await addNode(cl.store, { name: 'other' }); // node records in use: check reports nodes without one
+  assert.deepEqual((await cl.admin.check()).problems.map((p) => p.kind), ['block-node-deleted']);
+  for (let i = 1; i <= 16; i++) await cl.admin.assign({ node: 'gone', handle: `net.g${i}.eth0`, auto: { 4: 1 } });
+  assert.equal((await cl.store.get(nodeTombstoneKey('gone'))), undefined, 'a block claim removes the tombstone');
+  assert.equal((await cl.admin.releaseDeletedNodeBlock(cl.key)).unproven, true);
+  assert.equal((await cl.admin.addressesOf('net.g0.eth0'))?.length, 1);
+  assert.deepEqual((await cl.admin.check()).problems.map((p) => p.kind), ['block-node-unregistered', 'block-node-unregistered']);
+});
+
+test('releaseDeletedNodeBlock stops when the proof goes while it works (node re-added between two handle releases)', async () => {
+  const { store, admin, key } = await deletedNodeSetup(false);
+  await admin.assign({ node: 'gone', handle: 'net.g1.eth0', auto: { 4: 1 } });
+  await deleteNode(store, 'gone', { by: 'kubernetes' });
+  let txnsOnBlock = 0;
+  const s = meddling(store, key, async () => {});
+  const inner = s.txn;
+  s.txn = async (c, o) => {
+    if (c.some((x) => x.key === key) && ++txnsOnBlock === 2) await addNode(store, { name: 'gone' });
+    return inner(c, o);
+  };
+  const r = await new ClusterIpam(s).releaseDeletedNodeBlock(key);
+  assert.deepEqual([r.unproven, r.handles, r.released], [true, 1, false]);
+  const left = [await admin.addressesOf('net.g0.eth0'), await admin.addressesOf('net.g1.eth0')].filter((x) => x !== undefined);
+  assert.equal(left.length, 1, 'the pod released before the node came back is gone, the other kept');
+  assert.equal((await store.get(key)) !== undefined, true);
+});
+
+test('releaseDeletedNode releases every block of a deleted node (v4 and v6) and leaves check clean', async () => {
+  const store = new MemoryStore();
+  const admin = new ClusterIpam(store);
+  await admin.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
+  await admin.createPool({ name: 'v6', cidr: 'fd00::/120', blockSize: 124 });
+  await addNode(store, { name: 'sim-1' });
+  await admin.assign({ node: 'sim-1', handle: 'net.s.eth0', auto: { 4: 1, 6: 1 } });
+  await admin.releaseHandle('net.s.eth0', 'sim-1');
+  assert.equal((await admin.releaseDeletedNode('sim-1')).filter((r) => r.released).length, 0, 'no proof yet: nothing');
+  await deleteNode(store, 'sim-1', { by: 'api' });
+  const r = await admin.releaseDeletedNode('sim-1');
+  assert.deepEqual(r.map((x) => [x.released, x.deleted]), [[true, true], [true, true]]);
+  assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });

@@ -7,15 +7,17 @@
  */
 import { isEmptyBlock, ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
-import type { Entry, Op } from '../store/index.js';
+import type { Compare, Entry, Op } from '../store/index.js';
+import { nodeKey } from '../model/node-record.js';
+import { nodeTombstoneKey } from '../model/node-tombstone.js';
 import { decodeBlock, encodeBlock } from './block-record.js';
 import type { Leak } from './check.js';
 import { ContentionError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { affinityKey, blockKey, HANDLE_PREFIX, handleKey, parseBlockKey } from './keys.js';
+import { affinityKey, affinityPrefix, blockKey, HANDLE_PREFIX, handleKey, parseAffinityKey, parseBlockKey } from './keys.js';
 import { readKeys } from './read-keys.js';
-import { releaseByHandle } from './release.js';
+import { releaseByHandleIf } from './release.js';
 
 /**
  * Frees a leaked address (an allocation whose handle record is gone) if the block still gives
@@ -42,8 +44,8 @@ export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean
   throw new ContentionError(`release leaked address ${leak.ip}`, ctx.maxAttempts, [key]);
 }
 
-/** What releaseNodelessBlock did. */
-export interface NodelessBlockRelease {
+/** What releaseDeletedNodeBlock did. */
+export interface DeletedNodeBlockRelease {
   /** The node the block was affine to (undefined when the block was gone or had none). */
   readonly node?: string;
   readonly cidr?: Prefix;
@@ -55,28 +57,40 @@ export interface NodelessBlockRelease {
   readonly deleted: boolean;
   /** Addresses other nodes' pods still hold in it (it stays, without affinity). */
   readonly borrowed: number;
+  /**
+   * The proof was missing or went away (the node has a record again, or no tombstone: re-added,
+   * or it claimed a block since): what is left of the node's pods and the block was kept.
+   */
+  readonly unproven: boolean;
 }
 
 /**
- * For a block affine to a node whose record is gone (check's `block-node-missing`, `key` its
- * block key): releases what that node's pods hold there (by handle, each its own CAS loop),
+ * For a block affine to a node whose record was deleted (check's `block-node-deleted`, `key`
+ * its block key): releases what that node's pods hold there (by handle, each its own CAS loop),
  * then removes the block's affinity in one transaction with the affinity record — deleting
  * the block when empty, else keeping it orphaned for the pods of other nodes that borrowed
- * from it. A block whose affinity changed meanwhile is left alone.
+ * from it. Acts only on proof the node is gone: its tombstone exists and its record does not,
+ * read afresh here and compared in every transaction (a node re-added or claiming a block
+ * meanwhile removes the tombstone, and the rest is kept). A block whose affinity changed
+ * meanwhile is left alone.
  */
-export async function releaseNodelessBlock(ctx: IpamContext, key: string): Promise<NodelessBlockRelease> {
-  const nothing = { handles: 0, released: false, deleted: false, borrowed: 0 };
+export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Promise<DeletedNodeBlockRelease> {
+  const nothing = { handles: 0, released: false, deleted: false, borrowed: 0, unproven: false };
   const cidr = parseBlockKey(key);
-  if (!cidr) throw new TypeError(`Cannot release a nodeless block as 'key' must be a block key: current value is ${JSON.stringify(key)}`);
+  if (!cidr) throw new TypeError(`Cannot release a block of a deleted node as 'key' must be a block key: current value is ${JSON.stringify(key)}`);
   const first = await ctx.store.get(key);
   if (!first) return nothing;
   const node = decodeBlock(first).affinity;
   if (node === null) return nothing;
+  const proof = await readKeys(ctx.store, [nodeKey(node), nodeTombstoneKey(node)]);
+  const tomb = proof.get(nodeTombstoneKey(node));
+  if (proof.get(nodeKey(node)) !== undefined || tomb === undefined) return { ...nothing, node, cidr, unproven: true };
+  const guard: Compare[] = [{ key: nodeKey(node), rev: 0 }, { key: tomb.key, rev: tomb.rev }];
   let handles = 0;
   const held = [...new Set(decodeBlock(first).allocations.values())];
   for (const [hk, he] of await readKeys(ctx.store, held.map(handleKey))) {
     if (he && decodeHandle(he).node === node) {
-      await releaseByHandle(ctx, hk.slice(HANDLE_PREFIX.length));
+      if ((await releaseByHandleIf(ctx, hk.slice(HANDLE_PREFIX.length), guard)) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
       handles++;
     }
   }
@@ -86,15 +100,30 @@ export async function releaseNodelessBlock(ctx: IpamContext, key: string): Promi
     const e = seen.get(key);
     const ae = seen.get(ak);
     // The releases may have deleted the block already (empty, no affinity needed by anyone).
-    if (!e) return { node, cidr, handles, released: true, deleted: true, borrowed: 0 };
+    if (!e) return { node, cidr, handles, released: true, deleted: true, borrowed: 0, unproven: false };
     const block = decodeBlock(e);
     if (block.affinity !== node) return { ...nothing, node, cidr, handles };
     const empty = isEmptyBlock(block);
     const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
     if (ae) ops.push({ type: 'delete', key: ak });
-    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }], ops);
-    if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size };
+    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], ops);
+    if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size, unproven: false };
+    if (guard.some((g, i) => (r.current?.[2 + i]?.rev ?? 0) !== g.rev)) return { ...nothing, node, cidr, handles, unproven: true };
     seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);
   }
-  throw new ContentionError(`release block ${formatPrefix(cidr)} of gone node "${node}"`, ctx.maxAttempts, [key, ak]);
+  throw new ContentionError(`release block ${formatPrefix(cidr)} of deleted node "${node}"`, ctx.maxAttempts, [key, ak]);
+}
+
+/**
+ * Every block affine to `node`, released as releaseDeletedNodeBlock does (on the same proof):
+ * what an operator asks for when a deleted node's blocks should go now rather than after GC's
+ * grace period (`DELETE /api/v1/nodes/NAME?release=now`, `simulate --cleanup`).
+ */
+export async function releaseDeletedNode(ctx: IpamContext, node: string): Promise<DeletedNodeBlockRelease[]> {
+  const out: DeletedNodeBlockRelease[] = [];
+  for (const a of await ctx.store.list(affinityPrefix(node))) {
+    const parsed = parseAffinityKey(a.key);
+    if (parsed) out.push(await releaseDeletedNodeBlock(ctx, blockKey(parsed.cidr)));
+  }
+  return out;
 }

@@ -10,7 +10,7 @@ export type { Reservation } from './reservation-record.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
-export type { NodelessBlockRelease } from './gc-findings.js';
+export type { DeletedNodeBlockRelease } from './gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './allocations.js';
 export { InvalidCursorError } from './allocations.js';
 export { ViewCache } from './view-cache.js';

@@ -6,7 +6,7 @@
 import { crashPoint } from '../util/crash-point.js';
 import { ordinalsOf } from '../alloc/block.js';
 import { type Addr, formatPrefix } from '../ip/index.js';
-import type { Entry } from '../store/index.js';
+import type { Compare, Entry } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { decodeBlock } from './block-record.js';
@@ -34,6 +34,18 @@ export interface Released {
  * everything may have landed; repeating is safe), CorruptRecordError.
  */
 export async function releaseByHandle(ctx: IpamContext, handle: string, node?: string): Promise<Released[]> {
+  return (await releaseHandleLoop(ctx, handle, node, []))!;
+}
+
+/**
+ * releaseByHandle, but only while every compare of `guard` holds (the proof the release rests
+ * on, compared in the same transaction): undefined, nothing released, once one does not.
+ */
+export async function releaseByHandleIf(ctx: IpamContext, handle: string, guard: readonly Compare[]): Promise<Released[] | undefined> {
+  return releaseHandleLoop(ctx, handle, undefined, guard);
+}
+
+async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string | undefined, guard: readonly Compare[]): Promise<Released[] | undefined> {
   checkHandle('handle', handle);
   if (node !== undefined) checkNodeName('node name', node);
   const view = node === undefined ? undefined : ctx.cache.node(node);
@@ -47,13 +59,15 @@ export async function releaseByHandle(ctx: IpamContext, handle: string, node?: s
       view?.noteHandle(handle, 0, undefined);
       return [];
     }
-    const plan = planReleaseHandle(input(ctx, view, others), handle, { rev: hs.rev, record });
+    const planned = planReleaseHandle(input(ctx, view, others), handle, { rev: hs.rev, record });
+    const plan: ReleasePlan = planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares, ...guard] } : planned;
     const done = await runPlan(ctx, view, others, plan);
     if (done === true) {
       view?.noteHandle(handle, 0, undefined);
       return plan.kind === 'txn' ? [...plan.released] : [];
     }
     conflict = [...done.keys()];
+    if (guard.some((g) => done.has(g.key))) return undefined;
     if (done.has(handleKey(handle))) hs = await handleState(ctx, handle, done.get(handleKey(handle)));
   }
   throw new ContentionError(`release handle "${handle}"`, ctx.maxAttempts, conflict);

@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { decodeNodeTombstone, nodeTombstoneKey } from '../model/node-tombstone.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,6 +88,8 @@ test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CI
     await waitFor('k4 to get k2\'s CIDR', () => cidrOf('k4') !== undefined);
     assert.equal(cidrOf('k4'), freed);
     assert.ok(!(await listNodes(store)).some((n) => n.record.name === 'k2'));
+    const t = await store.get(nodeTombstoneKey('k2'));
+    assert.equal(t && decodeNodeTombstone(t.key, t.value).by, 'kubernetes', 'a deleted Node leaves the proof cluster GC needs');
 
     // A dropped watch is re-established from its resourceVersion.
     kube.dropWatches();

@@ -133,7 +133,7 @@ export class KubeAdapter {
     if (!node) {
       if (!rec) return;
       try {
-        const gone = await deleteNode(this.#store, name);
+        const gone = await deleteNode(this.#store, name, { by: 'kubernetes' });
         this.#log(`kube: node deleted in Kubernetes; record removed${gone.podCIDRs.length ? `, freed ${gone.podCIDRs.join(',')}` : ''}`, { node: name });
       } catch (e) {
         if (!(e instanceof UnknownNodeError)) throw e;

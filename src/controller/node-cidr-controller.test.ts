@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { decodeNodeTombstone, nodeTombstoneKey } from '../model/node-tombstone.js';
 import assert from 'node:assert/strict';
 import { parsePrefix } from '../ip/index.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
@@ -87,7 +88,7 @@ test('controller reports CIDRNotAvailable naming node and cluster CIDRs, then se
   assert.ok(log.includes('CIDRNotAvailable: node "z" cannot get an IPv4 pod CIDR: no remaining node CIDRs in cluster CIDRs 10.0.0.0/23'), log.join('\n'));
   await c.start();
   try {
-    const freed = await deleteNode(store, 'x');
+    const freed = await deleteNode(store, 'x', { by: 'cli' });
     await waitFor('z to get the freed CIDR', async () => (await cidrsByNode(store)).get('z')?.[0] === freed.podCIDRs[0]);
     assert.equal(log.filter((l) => l.startsWith('CIDRNotAvailable')).length, 1, 'logged once while waiting');
   } finally {
@@ -118,7 +119,7 @@ test('a running controller picks up added nodes, and reuses a deleted node\'s CI
   try {
     for (const n of ['a', 'b', 'c']) await addNode(store, { name: n });
     await waitFor('three CIDRs', async () => [...(await cidrsByNode(store)).values()].every((x) => x.length === 1));
-    const b = await deleteNode(store, 'b');
+    const b = await deleteNode(store, 'b', { by: 'cli' });
     assert.deepEqual(b.podCIDRs, ['10.1.1.0/24']);
     await addNode(store, { name: 'd' });
     await waitFor('d', async () => (await cidrsByNode(store)).get('d')?.length === 1);
@@ -187,6 +188,8 @@ test('controller removes a record marked deleting, with its claims', async () =>
   const s = await controller(store, flags).c.runOnce();
   assert.deepEqual(s.waiting, []);
   assert.equal(await store.get(nodeKey('gone')), undefined);
+  const t = await store.get(nodeTombstoneKey('gone'));
+  assert.equal(t && decodeNodeTombstone(t.key, t.value).by, 'controller', 'the deletion wrote the proof cluster GC needs');
   assert.deepEqual((await cidrsByNode(store)).get('next'), ['10.3.0.0/24']);
 });
 
@@ -228,7 +231,7 @@ test('a running controller on SQLite serves a node another connection adds, by i
     await addNode(theirs, { name: 'late' });
     await waitFor('the node to get a CIDR', async () => (await cidrsByNode(theirs)).get('late')?.length === 1, 20_000);
     assert.ok(log.some((l) => l.startsWith('assigned node=late')), log.join('\n'));
-    await deleteNode(theirs, 'late');
+    await deleteNode(theirs, 'late', { by: 'cli' });
     await waitFor('the CIDR to be released', async () => log.some((l) => l.startsWith('released node=late')), 20_000);
   } finally {
     await c.stop();

@@ -415,7 +415,7 @@ export class NodeCidrController {
       const k = this.#occ.known(name);
       if (!k) return;
       if (k.record.deleting) {
-        const out = await writeNodeRecord(this.#store, { name, rev: k.rev, prev: k.record }, undefined);
+        const out = await writeNodeRecord(this.#store, { name, rev: k.rev, prev: k.record }, { deletedBy: 'controller' });
         if (out.ok) return this.#vanish(name);
         this.#conflicts++;
         continue;

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { addNode } from './add-node.js';
-import { deleteNode } from './delete-node.js';
+import { deleteNode, recordNodeGone } from './delete-node.js';
+import { decodeNodeTombstone, nodeTombstoneKey } from '../model/node-tombstone.js';
 import { CidrClaimedError, NodeExistsError, UnknownNodeError } from './errors.js';
 import { listNodes } from './list-nodes.js';
 import { decodeNodeCidrClaim, nodeCidrClaimKey } from './node-cidr-claim.js';
@@ -25,11 +26,37 @@ test('deleteNode removes the record and its claims in one write; unknown nodes a
   const store = new MemoryStore();
   await addNode(store, { name: 'a', podCIDRs: ['10.0.1.0/24', 'fd00::/64'] });
   await addNode(store, { name: 'b' });
-  const gone = await deleteNode(store, 'a');
+  const gone = await deleteNode(store, 'a', { by: 'cli' });
   assert.deepEqual(gone.podCIDRs, ['10.0.1.0/24', 'fd00::/64']);
   assert.deepEqual(await store.list('nodecidrs/'), []);
   assert.deepEqual((await listNodes(store)).map((n) => n.record.name), ['b']);
-  await assert.rejects(deleteNode(store, 'a'), (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found');
+  await assert.rejects(deleteNode(store, 'a', { by: 'cli' }), (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found');
+});
+
+test('a deletion writes the node\'s tombstone in its transaction; adding the node again removes it', async () => {
+  const store = new MemoryStore();
+  await addNode(store, { name: 'a' });
+  const tomb = async () => {
+    const e = await store.get(nodeTombstoneKey('a'));
+    return e ? decodeNodeTombstone(e.key, e.value) : undefined;
+  };
+  assert.equal(await tomb(), undefined);
+  const before = (await store.txn([], [])).rev;
+  await deleteNode(store, 'a', { by: 'api' });
+  const e = await store.get(nodeTombstoneKey('a'));
+  assert.equal(e?.rev, before + 1, 'one transaction: record gone and tombstone written at one revision');
+  assert.equal((await tomb())?.by, 'api');
+  assert.ok(Date.now() - Date.parse((await tomb())!.deletedAt) < 60_000);
+  await addNode(store, { name: 'a' });
+  assert.equal(await tomb(), undefined, 'a re-added node is not gone');
+
+  // recordNodeGone: a node with no record gets a tombstone (the operator's word); with one, a deletion.
+  assert.equal(await recordNodeGone(store, 'never', { by: 'cli' }), undefined);
+  assert.equal((await store.get(nodeTombstoneKey('never'))) !== undefined, true);
+  assert.equal((await recordNodeGone(store, 'a', { by: 'cli' }))?.name, 'a');
+  assert.equal(await store.get(nodeKey('a')), undefined);
+  assert.equal((await tomb())?.by, 'cli');
+  assert.throws(() => decodeNodeTombstone(nodeTombstoneKey('x'), '{"name":"y","deletedAt":"t","by":"cli"}'), /node tombstone nodes-deleted\/x does not hold/);
 });
 
 test('writeNodeRecord is compare-and-swap on the record and on each new claim', async () => {

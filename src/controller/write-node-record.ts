@@ -1,6 +1,13 @@
 import type { Compare, Op, Store } from '../store/index.js';
 import { decodeNodeCidrClaim, encodeNodeCidrClaim, nodeCidrClaimKey } from './node-cidr-claim.js';
 import { encodeNodeRecord, nodeKey, type NodeRecord } from '../model/node-record.js';
+import { encodeNodeTombstone, nodeTombstoneKey, type NodeDeletedBy } from '../model/node-tombstone.js';
+
+/** A deletion of the record: who deletes it, and when (default now). */
+export interface NodeDeletion {
+  readonly deletedBy: NodeDeletedBy;
+  readonly at?: Date;
+}
 
 /** The version of a node record a write is based on: `rev` 0 and no `prev` for "absent". */
 export interface NodeRecordBase {
@@ -23,8 +30,10 @@ export type WriteNodeOutcome =
 
 /**
  * One compare-and-swap write of a node record with its CIDR claims, all in one transaction:
- * puts `next` (or deletes the record when `next` is undefined) only if the record is still at
- * `base.rev`; claims every CIDR in next.podCIDRs that base.prev did not list (compare: claim
+ * puts `next` (or deletes the record when `next` is a NodeDeletion) only if the record is still
+ * at `base.rev`; a deletion writes the node's tombstone (the proof cluster GC needs that the
+ * node is gone, src/model/node-tombstone.ts) and a put deletes it (the node is back) — every
+ * node record write goes through here, so record and tombstone never disagree; claims every CIDR in next.podCIDRs that base.prev did not list (compare: claim
  * absent, or at the rev given in `ownClaims`); deletes the claims, still naming this node, of
  * CIDRs it drops. Nothing is written unless everything holds; then the outcome says what did
  * not. Throws StoreUnavailableError when the store cannot be reached (the write may or may not
@@ -33,10 +42,12 @@ export type WriteNodeOutcome =
 export async function writeNodeRecord(
   store: Store,
   base: NodeRecordBase,
-  next: NodeRecord | undefined,
+  change: NodeRecord | NodeDeletion,
   ownClaims: ReadonlyMap<string, number> = new Map(),
 ): Promise<WriteNodeOutcome> {
   const key = nodeKey(base.name);
+  const deletion = 'deletedBy' in change ? change : undefined;
+  const next = deletion ? undefined : (change as NodeRecord);
   const before = base.prev?.podCIDRs ?? [];
   const after = next?.podCIDRs ?? [];
   const claim = after.filter((c) => !before.includes(c));
@@ -44,7 +55,13 @@ export async function writeNodeRecord(
   const droppedClaims = await Promise.all(dropped.map((c) => store.get(nodeCidrClaimKey(c))));
 
   const compares: Compare[] = [{ key, rev: base.rev }];
-  const ops: Op[] = [next ? { type: 'put', key, value: encodeNodeRecord(next) } : { type: 'delete', key }];
+  const tombstone = nodeTombstoneKey(base.name);
+  const ops: Op[] = deletion
+    ? [
+        { type: 'delete', key },
+        { type: 'put', key: tombstone, value: encodeNodeTombstone({ name: base.name, deletedAt: (deletion.at ?? new Date()).toISOString(), by: deletion.deletedBy }) },
+      ]
+    : [{ type: 'put', key, value: encodeNodeRecord(next!) }, { type: 'delete', key: tombstone }];
   for (const c of claim) {
     compares.push({ key: nodeCidrClaimKey(c), rev: ownClaims.get(c) ?? 0 });
     ops.push({ type: 'put', key: nodeCidrClaimKey(c), value: encodeNodeCidrClaim(base.name) });

@@ -61,7 +61,7 @@ test('gc: blocks of a deleted node are released with its pods; other nodes keep 
   await addNode(store, { name: 'b' });
   for (let i = 0; i < 3; i++) await ipam.assign({ node: 'a', handle: `net.a${i}.eth0`, auto: { 4: 1 } });
   await ipam.assign({ node: 'b', handle: 'net.b0.eth0', auto: { 4: 1 } });
-  await deleteNode(store, 'a');
+  await deleteNode(store, 'a', { by: 'cli' });
   assert.equal((await gc.runOnce()).waiting, 1);
   advance(1000);
   const r = await gc.runOnce();
@@ -70,4 +70,49 @@ test('gc: blocks of a deleted node are released with its pods; other nodes keep 
   const usage = await ipam.usage();
   assert.deepEqual(usage.blocks.map((b) => [b.node, b.allocated]), [['b', 1]]);
   assert.match(lines.join('\n'), /node "a" is gone: released 3 of its pods' handle\(s\) and block 10\.0\.0\.\d+\/28 \(deleted\)/);
+});
+
+test('gc: never acts on the blocks of a node that never had a record, however long they stay', async () => {
+  const { store, ipam, gc, lines, advance } = await setup();
+  await addNode(store, { name: 'registered' });
+  await ipam.assign({ node: 'newcomer', handle: 'net.n0.eth0', auto: { 4: 1 } });
+  const first = await ipam.check();
+  assert.deepEqual(first.problems.map((p) => p.kind), ['block-node-unregistered']);
+  assert.match(first.problems[0]!.message, /node "newcomer", which has no record and no proof of deletion: cluster GC will not free it/);
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, waiting: 0 });
+    advance(10_000);
+  }
+  assert.equal((await ipam.addressesOf('net.n0.eth0'))?.length, 1);
+  assert.deepEqual(lines, []);
+});
+
+test('gc: a deleted node re-added within the grace period keeps its pods', async () => {
+  const { store, ipam, gc, lines, advance } = await setup();
+  await addNode(store, { name: 'a' });
+  await ipam.assign({ node: 'a', handle: 'net.a0.eth0', auto: { 4: 1 } });
+  await deleteNode(store, 'a', { by: 'kubernetes' });
+  assert.match((await ipam.check()).problems[0]!.message, /node "a", whose record was deleted \(by kubernetes at /);
+  assert.equal((await gc.runOnce()).waiting, 1);
+  await addNode(store, { name: 'a' });
+  advance(5000);
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, waiting: 0 });
+  assert.equal((await ipam.addressesOf('net.a0.eth0'))?.length, 1);
+  assert.deepEqual(lines, []);
+});
+
+test('gc: a finding past its grace whose proof went at the last moment is kept, and said so', async () => {
+  const { store, ipam, lines } = await setup();
+  await addNode(store, { name: 'a' });
+  await ipam.assign({ node: 'a', handle: 'net.a0.eth0', auto: { 4: 1 } });
+  await deleteNode(store, 'a', { by: 'api' });
+  const stale = await ipam.check(); // the report GC acts on, taken before the node came back
+  let now = 0;
+  const gc = new ClusterGc({ ops: clusterOps(store), check: async () => stale, graceMs: 1000, log: (l) => lines.push(l), now: () => now });
+  await gc.runOnce();
+  await addNode(store, { name: 'a' });
+  now += 1000;
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, waiting: 0 });
+  assert.equal((await ipam.addressesOf('net.a0.eth0'))?.length, 1);
+  assert.match(lines.join('\n'), /node "a" is back .*kept block 10\.0\.0\./);
 });

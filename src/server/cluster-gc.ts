@@ -6,11 +6,16 @@
  *   - Leaks (an allocation whose handle record is gone): the address is freed, in a
  *     transaction that compares the block and proves the handle still absent — an address
  *     that was meanwhile released and handed to a new pod is left alone.
- *   - Blocks affine to a node whose record is gone (reported only when node records exist at
- *     all): the addresses held there by that node's pods are released by handle, then the
- *     block loses its affinity — deleted with it when empty, otherwise left orphaned for the
- *     pods of other nodes that borrowed from it (it is deleted when they release).
- * Problems of other kinds are reported, never repaired automatically. This file only keeps
+ *   - Blocks affine to a node whose record was deleted (`block-node-deleted`: the node's
+ *     tombstone, written in the transaction that deleted its record, is the proof it is gone):
+ *     the addresses held there by that node's pods are released by handle, then the block
+ *     loses its affinity — deleted with it when empty, otherwise left orphaned for the pods of
+ *     other nodes that borrowed from it (it is deleted when they release). Every one of those
+ *     transactions compares the proof (tombstone present, record absent), so a node re-added
+ *     or claiming a block meanwhile keeps what is left.
+ * A block affine to a node that has no record and never had one deleted
+ * (`block-node-unregistered`) proves nothing — the node claimed it and may well run — and is
+ * only reported, as are problems of every other kind: never repaired automatically. This file only keeps
  * the schedule; each repair is a ClusterIpam method (src/cluster/gc-findings.ts) with the
  * same bounded compare-and-swap retry loop as ADD and DEL.
  */
@@ -52,7 +57,7 @@ export class ClusterGc {
     const now = this.#now();
     const current = new Map<string, Leak | Problem>();
     for (const l of report.leaks) current.set(`leak ${l.block} ${l.ip} ${l.handle}`, l);
-    for (const p of report.problems) if (p.kind === 'block-node-missing') current.set(`orphan ${p.key}`, p);
+    for (const p of report.problems) if (p.kind === 'block-node-deleted') current.set(`deleted-node ${p.key}`, p);
     for (const id of this.#seen.keys()) if (!current.has(id)) this.#seen.delete(id);
     let leaksReleased = 0;
     let handlesReleased = 0;
@@ -71,7 +76,7 @@ export class ClusterGc {
           this.#o.log(`gc: released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
         }
       } else {
-        const r = await this.#o.ops.releaseNodelessBlock(finding.key);
+        const r = await this.#o.ops.releaseDeletedNodeBlock(finding.key);
         handlesReleased += r.handles;
         blocksReleased += r.released ? 1 : 0;
         if (r.released) {
@@ -79,6 +84,8 @@ export class ClusterGc {
             `gc: node "${r.node}" is gone: released ${r.handles} of its pods' handle(s) and block ${r.cidr ? formatPrefix(r.cidr) : finding.key}` +
               (r.deleted ? ' (deleted)' : ` (kept without affinity: ${r.borrowed} borrowed address(es))`),
           );
+        } else if (r.unproven) {
+          this.#o.log(`gc: node "${r.node}" is back (a record or a new block since its deletion): kept block ${r.cidr ? formatPrefix(r.cidr) : finding.key}${r.handles ? ` after releasing ${r.handles} handle(s)` : ''}`);
         }
       }
       this.#seen.delete(id);

@@ -40,7 +40,8 @@ export function clusterOps(store: Store): ClusterOps {
       return ipam.check();
     },
     releaseLeak: (leak) => ipam.releaseLeak(leak),
-    releaseNodelessBlock: (key) => ipam.releaseNodelessBlock(key),
+    releaseDeletedNodeBlock: (key) => ipam.releaseDeletedNodeBlock(key),
+    releaseDeletedNode: (node) => ipam.releaseDeletedNode(node),
     utilisation: () => ipam.utilisation({ skipCorrupt: true }),
     listAllocations: (filter) => ipam.listAllocations(filter),
     blockAllocations: (cidr) => ipam.blockAllocations(cidr),

@@ -3,7 +3,7 @@
  * behind one small interface so the routes do not depend on the service's internals. The
  * implementation (`clusterOps`) calls the same functions the CNI plugin's cluster mode calls.
  */
-import type { AllocationFilter, AllocationPage, BlockAllocations, CheckReport, Leak, NodelessBlockRelease, Utilisation } from '../cluster/index.js';
+import type { AllocationFilter, AllocationPage, BlockAllocations, CheckReport, Leak, DeletedNodeBlockRelease, Utilisation } from '../cluster/index.js';
 import type { Prefix } from '../ip/index.js';
 
 export type { CheckReport, Leak, Problem } from '../cluster/index.js';
@@ -57,8 +57,10 @@ export interface ClusterOps {
   check(): Promise<CheckReport>;
   /** Frees a leaked address found by check, with a CAS retry loop; false when it is no longer a leak. */
   releaseLeak(leak: Leak): Promise<boolean>;
-  /** Releases a block whose node is gone (check's block-node-missing `key`), with its pods' handles. */
-  releaseNodelessBlock(key: string): Promise<NodelessBlockRelease>;
+  /** Releases a block of a deleted node (check's block-node-deleted `key`), with its pods' handles, on proof. */
+  releaseDeletedNodeBlock(key: string): Promise<DeletedNodeBlockRelease>;
+  /** Releases every block of a deleted node now, on the same proof. */
+  releaseDeletedNode(node: string): Promise<DeletedNodeBlockRelease[]>;
   /** The one utilisation computation (records that do not decode left out: check reports them). */
   utilisation(): Promise<Utilisation>;
   /** A page of allocations; InvalidCursorError for a bad cursor. */

@@ -8,7 +8,7 @@
  * between every caller, so many open dashboards and a Prometheus scrape cost one read.
  */
 import { ClusterIpam } from '../cluster/index.js';
-import { listNodes } from '../controller/list-nodes.js';
+import { listNodes, listNodeTombstones } from '../controller/list-nodes.js';
 import { type Prefix, formatPrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
 import { warmIdleTest } from '../agent/warm-usage.js';
@@ -49,8 +49,13 @@ export interface NodeSummary {
   readonly name: string;
   readonly podCIDRs: readonly string[];
   readonly labels: Readonly<Record<string, string>>;
-  /** False for a node known only from block affinities (a CNI node never registered). */
+  /** False for a node known only from block affinities (a CNI node never registered, or one whose record was deleted). */
   readonly registered: boolean;
+  /**
+   * For a node without a record: when its record was deleted (its tombstone), the proof on
+   * which cluster GC frees its blocks. Absent for one that never had a record: GC leaves it be.
+   */
+  readonly deletedAt?: string;
   readonly deleting: boolean;
   readonly createdAt?: string;
   readonly blocks: number;
@@ -74,7 +79,8 @@ export interface ClusterSummary {
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
   const isIdle = await warmIdleTest(store);
-  const [u, records] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle }), listNodes(store)]);
+  const [u, records, tombstones] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle }), listNodes(store), listNodeTombstones(store)]);
+  const deletedAt = new Map(tombstones.map((t) => [t.name, t.deletedAt]));
   const blocks: BlockSummary[] = u.blocks.map((b) => ({
     cidr: formatPrefix(b.cidr),
     prefix: b.cidr,
@@ -86,13 +92,14 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
   }));
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
 
-  const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; blocks: number; allocated: number; idle: number }>();
+  const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; deletedAt?: string; blocks: number; allocated: number; idle: number }>();
   for (const { record: r } of records) {
     nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0, idle: 0 });
   }
   for (const n of u.nodes) {
     const known = nodes.get(n.node);
-    const row = known ?? { podCIDRs: [], labels: {}, registered: false, deleting: false, blocks: 0, allocated: 0, idle: 0 };
+    const gone = deletedAt.get(n.node);
+    const row = known ?? { podCIDRs: [], labels: {}, registered: false, deleting: false, ...(gone ? { deletedAt: gone } : {}), blocks: 0, allocated: 0, idle: 0 };
     row.blocks = n.blocks;
     row.allocated = Number(n.allocated);
     row.idle = Number(n.idle);

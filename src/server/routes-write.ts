@@ -8,7 +8,7 @@ import { deleteNode } from '../controller/delete-node.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { CNI_NAME } from '../model/cni-name.js';
 import { reservedHandle, reservedNetwork } from '../model/reserved-network.js';
-import { tryParseAddr, formatAddr } from '../ip/index.js';
+import { tryParseAddr, formatAddr, formatPrefix } from '../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { isEngineError } from '../util/engine-error.js';
 import { badField, HttpError } from './http-error.js';
@@ -80,9 +80,22 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     return addNode(d.store, { name, labels: optionalStringMap(b, 'labels') ?? {} });
   }));
 
+  // `?release=now`: also release the node's blocks (its pods' addresses included) at once, on
+  // the proof the deletion just wrote, rather than by cluster GC after its grace period.
   r.add('DELETE', '/api/v1/nodes/:name', write(200, async (c) => {
-    const rec = await deleteNode(d.store, c.params.name as string);
-    return { name: rec.name, deleted: true, releasedPodCIDRs: rec.podCIDRs };
+    const release = c.query.get('release');
+    if (release !== null && release !== 'now') throw badField('release', `query parameter "release" must be "now" (or absent): got ${JSON.stringify(release)}`);
+    const rec = await deleteNode(d.store, c.params.name as string, { by: 'api' });
+    if (release === null) return { name: rec.name, deleted: true, releasedPodCIDRs: rec.podCIDRs };
+    const blocks = (await d.ops.releaseDeletedNode(rec.name)).filter((b) => b.released);
+    d.checks.invalidate();
+    return {
+      name: rec.name,
+      deleted: true,
+      releasedPodCIDRs: rec.podCIDRs,
+      releasedBlocks: blocks.map((b) => (b.cidr ? formatPrefix(b.cidr) : '')),
+      releasedHandles: blocks.reduce((n, b) => n + b.handles, 0),
+    };
   }));
 
   r.add('POST', '/api/v1/allocations', write(201, async (_c, b) => {

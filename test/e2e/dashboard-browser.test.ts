@@ -129,6 +129,22 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     const check = (await api(s.url, 'GET', '/api/v1/check?maxAge=0')).body;
     assert.deepEqual(check.leaks, []);
 
+    // Nodes known from their blocks only are explained: a pod on a node that never had a record
+    // (unregistered: GC leaves it alone) and a node whose record was deleted (GC frees it).
+    assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'newcomer', containerId: 'new-0', network: 'sim' })).status, 201);
+    assert.equal((await api(s.url, 'DELETE', '/api/v1/nodes/sim-2')).status, 200);
+    const kinds = (await api(s.url, 'GET', '/api/v1/check?maxAge=0')).body.problems.map((p: { kind: string }) => p.kind);
+    assert.ok(kinds.includes('block-node-unregistered') && kinds.includes('block-node-deleted'), JSON.stringify(kinds));
+    await page.reload();
+    await page.waitForSelector('#nodes tr[data-node="newcomer"] [data-badge="unregistered"]');
+    assert.match((await attr(page, '#nodes tr[data-node="newcomer"] [data-badge="unregistered"]', 'title')) ?? '', /cluster GC leaves its blocks alone.*podipam node add newcomer.*podipam node delete newcomer --gone/);
+    assert.match((await attr(page, '#nodes tr[data-node="sim-2"] [data-badge="deleted"]', 'title')) ?? '', /record deleted .*cluster GC frees its pods' addresses and blocks after its grace period/);
+    await page.waitForSelector('.issue[data-kind="problem"]');
+    const panel = (await page.textContent('#check')) ?? '';
+    assert.match(panel, /block node unregistered.*"newcomer", which has no record and no proof of deletion: cluster GC will not free it/s);
+    assert.match(panel, /block node deleted.*"sim-2", whose record was deleted \(by api at /s);
+    await page.screenshot({ path: join(OUT, 'dashboard-node-proof.png'), fullPage: true });
+
     // The IPv6 pool's map draws only its claimed blocks (2^66 slots).
     await page.locator('.pool[data-pool="default-ipv6"]').click();
     await page.waitForFunction(() => /default-ipv6/.test(document.getElementById('map-pool')?.textContent ?? ''));

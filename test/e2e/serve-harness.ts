@@ -156,3 +156,11 @@ export async function waitFor<T>(what: string, ms: number, probe: () => Promise<
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** podipam_gc_runs_total{result="ok"} from serve's /metrics (cluster GC runs completed). */
+export async function gcRuns(url: string): Promise<number> {
+  const m = (await api(url, 'GET', '/metrics')).body as string;
+  const v = /^podipam_gc_runs_total\{result="ok"\} (\d+)$/m.exec(m);
+  if (!v) throw new Error('no podipam_gc_runs_total{result="ok"} in /metrics');
+  return Number(v[1]);
+}

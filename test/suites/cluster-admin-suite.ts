@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { nodeKey } from '../../src/model/node-record.js';
+import { encodeNodeTombstone, nodeTombstoneKey } from '../../src/model/node-tombstone.js';
 import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/errors.js';
 import { encodeAffinity } from '../../src/cluster/affinity-record.js';
 import { encodeBlock } from '../../src/cluster/block-record.js';
@@ -164,6 +165,7 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
       const [a] = await c.assign({ node: 'n1', handle: 'leaky', auto: { 4: 1 } });
       await c.assign({ node: 'n1', handle: 'counted', auto: { 4: 1 } });
       await c.assign({ node: 'n2', handle: 'fine', auto: { 4: 1 } });
+      await c.assign({ node: 'n3', handle: 'on-deleted', auto: { 4: 1 } });
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
       await s.txn([], [{ type: 'delete', key: handleKey('leaky') }]);
       const counted = (await s.get(handleKey('counted')))!;
@@ -176,11 +178,15 @@ export function clusterAdminSuite(kind: string, open: () => Promise<Store>): voi
         { type: 'delete', key: n2aff.key },
         { type: 'put', key: nodeKey('n1'), value: JSON.stringify({ name: 'n1', labels: {}, podCIDRs: [] }) },
         { type: 'put', key: handleKey('junk'), value: '{not json' },
+        // n3's record was deleted (its tombstone says so); n2 never had one
+        { type: 'put', key: nodeTombstoneKey('n3'), value: encodeNodeTombstone({ name: 'n3', deletedAt: '2026-01-01T00:00:00.000Z', by: 'cli' }) },
       ]);
       const report = await c.check();
       assert.deepEqual(report.leaks, [{ ip: formatAddr(a!.addr), block: formatPrefixOf(a!), handle: 'leaky' }]);
       const kinds = report.problems.map((p) => p.kind).sort();
-      assert.deepEqual(kinds, ['block-affinity-missing', 'block-node-missing', 'corrupt-record', 'handle-block-missing', 'handle-count-mismatch']);
+      assert.deepEqual(kinds, ['block-affinity-missing', 'block-node-deleted', 'block-node-unregistered', 'corrupt-record', 'handle-block-missing', 'handle-count-mismatch']);
+      assert.match(report.problems.find((p) => p.kind === 'block-node-deleted')!.message, /node "n3", whose record was deleted \(by cli at 2026-01-01T00:00:00\.000Z\): cluster GC releases/);
+      assert.match(report.problems.find((p) => p.kind === 'block-node-unregistered')!.message, /node "n2", which has no record and no proof of deletion: cluster GC will not free it.*podipam node add n2.*podipam node delete n2 --gone/);
       const msg = report.problems.find((p) => p.kind === 'handle-count-mismatch')!.message;
       assert.match(msg, /handle "counted" counts 5 address\(es\) in block 10\.10\.\d+\.\d+\/26, the block holds 1/);
       // Repair: releasing the leaked address by address clears the leak.

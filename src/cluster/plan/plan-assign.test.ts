@@ -1,4 +1,5 @@
 import { describe, it } from 'node:test';
+import { nodeTombstoneKey } from '../../model/node-tombstone.js';
 import assert from 'node:assert/strict';
 import { type Block, allocateOrdinals, newBlock } from '../../alloc/block.js';
 import { blockAt, blockProbeOrder } from '../../alloc/block-layout.js';
@@ -58,6 +59,8 @@ describe('planAssign', () => {
       `put ${affinityKey('n1', b4)}`,
       `put ${blockKey(b6)}`,
       `put ${affinityKey('n1', b6)}`,
+      // a claim registers the node: a tombstone of an earlier deletion no longer proves it gone
+      `delete ${nodeTombstoneKey('n1')}`,
       `put ${handleKey('h')}`,
     ]);
     assert.deepEqual(p.claims, [blockKey(b4), blockKey(b6)]);

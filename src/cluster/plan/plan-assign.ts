@@ -24,6 +24,7 @@ import { reservedOrdinals } from '../../alloc/block-layout.js';
 import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
+import { nodeTombstoneKey } from '../../model/node-tombstone.js';
 import { encodeAffinity } from '../affinity-record.js';
 import { encodeBlock } from '../block-record.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
@@ -325,6 +326,9 @@ class Planner {
         ops.push({ type: 'put', key: affinityKey(req.node, w.block.cidr), value: encodeAffinity({ state: 'confirmed', claimedAt: now }) });
       }
     }
+    // A claim registers the node (the affinity is its registration): a tombstone left by an
+    // earlier deletion of its record no longer proves it gone (src/model/node-tombstone.ts).
+    if (claims.length > 0) ops.push({ type: 'delete', key: nodeTombstoneKey(req.node) });
     for (const [key, rev] of this.#verify) if (!this.#work.has(key)) compares.push({ key, rev });
     compares.push({ key: handleKey(req.handle), rev: handle.rev });
     let record = handle.record;

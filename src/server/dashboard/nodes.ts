@@ -43,7 +43,7 @@ function nodeRow(n: NodeRow): HTMLElement {
     [
       el('td', {}, [
         el('b', { text: n.name }),
-        n.registered ? null : el('span', { class: 'badge off', title: 'known from block affinities only (no node record)', text: 'unregistered' }),
+        recordBadge(n),
         n.deleting ? el('span', { class: 'badge off', text: 'deleting' }) : null,
       ]),
       el('td', { class: 'mono', text: n.podCIDRs.length ? n.podCIDRs.join(', ') : '—' }),
@@ -52,6 +52,29 @@ function nodeRow(n: NodeRow): HTMLElement {
       useCell(n),
     ],
   );
+}
+
+/**
+ * A node known from its blocks only: deleted (its record was, which proves it gone: cluster GC
+ * frees its pods' addresses and blocks after its grace period) or unregistered (it never had a
+ * record: it claimed blocks and may well run, so GC leaves them alone).
+ */
+function recordBadge(n: NodeRow): HTMLElement | null {
+  if (n.registered) return null;
+  if (n.deletedAt) {
+    return el('span', {
+      class: 'badge off',
+      'data-badge': 'deleted',
+      title: `record deleted ${new Date(n.deletedAt).toLocaleString()}: cluster GC frees its pods' addresses and blocks after its grace period`,
+      text: 'deleted',
+    });
+  }
+  return el('span', {
+    class: 'badge off',
+    'data-badge': 'unregistered',
+    title: `no node record, and none was deleted: cluster GC leaves its blocks alone. Register it (podipam node add ${n.name}); if it is gone, podipam node delete ${n.name} --gone`,
+    text: 'unregistered',
+  });
 }
 
 /** In use vs idle: a bar split in proportion, then both counts. */

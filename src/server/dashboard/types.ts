@@ -51,6 +51,8 @@ export interface NodeRow {
   readonly podCIDRs: readonly string[];
   readonly registered: boolean;
   readonly deleting: boolean;
+  /** For a node without a record: when its record was deleted (cluster GC frees its blocks); absent if it never had one. */
+  readonly deletedAt?: string;
   readonly blocks: number;
   readonly allocated: number;
   /** Addresses held idle by the node agent's warm pool. */
