@@ -181,3 +181,18 @@ test('releaseDeletedNode releases every block of a deleted node (v4 and v6) and 
   assert.deepEqual(r.map((x) => [x.released, x.deleted]), [[true, true], [true, true]]);
   assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });
+
+test('the proof covers only what the node held at its deletion: a pod started on it afterwards keeps its address', async () => {
+  const { store, admin, key } = await deletedNodeSetup();
+  // The node's kubelet still runs: a pod starts in its block (no claim, so the tombstone stays).
+  const [late] = await admin.assign({ node: 'gone', handle: 'net.late.eth0', auto: { 4: 1 } });
+  assert.ok(late && blockKey(late.block) === key);
+  assert.notEqual(await store.get(nodeTombstoneKey('gone')), undefined);
+  const r = await admin.releaseDeletedNodeBlock(key);
+  assert.equal(r.handles, 1, 'the pod of before the deletion is released');
+  assert.equal(await admin.addressesOf('net.g0.eth0'), undefined);
+  assert.deepEqual((await admin.addressesOf('net.late.eth0'))?.map((x) => formatAddr(x.addr)), [formatAddr(late.addr)], 'the later pod keeps its address');
+  assert.equal(r.borrowed, 1, 'the block stays (without affinity) for the address still held');
+  const [next] = await admin.assign({ node: 'n2', handle: 'net.n2.eth0', auto: { 4: 1 } });
+  assert.notEqual(formatAddr(next!.addr), formatAddr(late.addr));
+});

@@ -71,8 +71,8 @@ export interface DeletedNodeBlockRelease {
  * the block when empty, else keeping it orphaned for the pods of other nodes that borrowed
  * from it. Acts only on proof the node is gone: its tombstone exists and its record does not,
  * read afresh here and compared in every transaction (a node re-added or claiming a block
- * meanwhile removes the tombstone, and the rest is kept). A block whose affinity changed
- * meanwhile is left alone.
+ * meanwhile removes the tombstone, and the rest is kept); only handles last written before the
+ * tombstone. A block whose affinity changed meanwhile is left alone.
  */
 export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Promise<DeletedNodeBlockRelease> {
   const nothing = { handles: 0, released: false, deleted: false, borrowed: 0, unproven: false };
@@ -89,10 +89,13 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
   let handles = 0;
   const held = [...new Set(decodeBlock(first).allocations.values())];
   for (const [hk, he] of await readKeys(ctx.store, held.map(handleKey))) {
-    if (he && decodeHandle(he).node === node) {
-      if ((await releaseByHandleIf(ctx, hk.slice(HANDLE_PREFIX.length), guard)) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
-      handles++;
-    }
+    if (!he || decodeHandle(he).node !== node) continue;
+    // The tombstone proves gone what the node held when its record was deleted, nothing newer:
+    // a handle written since (a pod started on the node after the deletion) is kept. Its
+    // revision is compared in the release, so a rewrite meanwhile stops it too.
+    if (he.rev > tomb.rev) continue;
+    if ((await releaseByHandleIf(ctx, hk.slice(HANDLE_PREFIX.length), [...guard, { key: hk, rev: he.rev }])) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
+    handles++;
   }
   const ak = affinityKey(node, cidr);
   let seen: Map<string, Entry | undefined> = await readKeys(ctx.store, [key, ak]);

@@ -60,7 +60,9 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
       return [];
     }
     const planned = planReleaseHandle(input(ctx, view, others), handle, { rev: hs.rev, record });
-    const plan: ReleasePlan = planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares, ...guard] } : planned;
+    // A guard on a key the plan compares too (the handle itself) replaces the plan's compare.
+    const plan: ReleasePlan =
+      planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] } : planned;
     const done = await runPlan(ctx, view, others, plan);
     if (done === true) {
       view?.noteHandle(handle, 0, undefined);
