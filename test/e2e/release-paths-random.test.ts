@@ -28,6 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin, type PluginCall } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { mulberry32 } from '../../src/util/mulberry32.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { ClusterGc } from '../../src/server/cluster-gc.js';
@@ -43,18 +44,6 @@ const WARM_NODE = 'rn-w';
 const NETWORK = 'rnet';
 const WARM_NETWORK_NAME = 'warm-net';
 
-/** A small seeded PRNG (mulberry32): the schedule is a function of the seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Pod {
   readonly id: string;
   readonly kind: 'cluster' | 'warm';
@@ -67,7 +56,7 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
   const seed = process.env.RELEASE_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0 : Number(process.env.RELEASE_SEED);
   const steps = Number(process.env.RELEASE_STEPS ?? 40);
   t.diagnostic(`seed ${seed} (replay: RELEASE_SEED=${seed} node scripts/test.mjs release-paths-random)`);
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const trace: string[] = [];
 
