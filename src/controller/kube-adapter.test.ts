@@ -40,7 +40,7 @@ async function rig(clusterCidr: string) {
     kube, store, log,
     async start(): Promise<void> {
       await controller.start();
-      adapter = new KubeAdapter({ store, controller, kubeconfig, log: (l) => log.push(l), relistDelayMs: 100 });
+      adapter = new KubeAdapter({ store, controller, kubeconfig, log: (l, f) => log.push(f?.node === undefined ? l : `${l} node=${String(f.node)}`), relistDelayMs: 100 });
       await adapter.start();
     },
     async close(): Promise<void> {
@@ -123,12 +123,12 @@ test('kube adapter: a Node missing from its cache (the list failed) is asked for
     const recordOf = async (n: string): Promise<boolean> => (await listNodes(store)).some((x) => x.record.name === n);
     await waitFor('live patched or its record deleted', async () => cidrOf('live') !== undefined || !(await recordOf('live')));
     assert.ok(await recordOf('live'), `the record of a Node that exists was deleted:\n${log.join('\n')}`);
-    assert.ok(!log.some((l) => l.startsWith('kube: node live deleted')), log.join('\n'));
+    assert.ok(!log.some((l) => l.startsWith('kube: node deleted') && l.endsWith(' node=live')), log.join('\n'));
     const rec = (await listNodes(store)).find((x) => x.record.name === 'live');
     assert.deepEqual([cidrOf('live')], rec?.record.podCIDRs);
     // The API server says "never" does not exist (404): that is proof, and its record goes.
     await waitFor('the record of "never" to go', async () => !(await recordOf('never')));
-    assert.ok(log.some((l) => l.startsWith('kube: node never deleted in Kubernetes')), log.join('\n'));
+    assert.ok(log.some((l) => l.startsWith('kube: node deleted in Kubernetes') && l.endsWith(' node=never')), log.join('\n'));
     assert.ok(kube.nodeRequests.get >= 2, `each absence confirmed by a get: ${JSON.stringify(kube.nodeRequests)}`);
   } catch (e) {
     console.error(log.join('\n'));

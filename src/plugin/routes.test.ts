@@ -32,14 +32,15 @@ async function add(version: string, ipam: Record<string, unknown>, containerId: 
 }
 
 let seq = 0;
-async function clusterIpam(): Promise<Record<string, unknown>> {
+async function clusterIpam(dualStack = true): Promise<Record<string, unknown>> {
   const url = `memory:routes-test-${++seq}`;
   const s = await openStore(url);
   await new ClusterIpam(s).createPool({ name: 'v4', cidr: '10.60.0.0/16' });
+  if (dualStack) await new ClusterIpam(s).createPool({ name: 'v6', cidr: 'fd00:60::/64' });
   return { datastore: url, nodeName: 'node-a', cacheDir: '' };
 }
 
-test('routes with mtu/table/… come out the same from the local and the cluster back end', async () => {
+test('routes with mtu/table/… come out the same from the local and the cluster back end (the cluster\'s of the families the pod got)', async () => {
   const local = { ranges: [[{ subnet: '10.0.0.0/24' }]], dataDir: join(dir, 'local') };
   const cluster = await clusterIpam();
   assert.deepEqual((await add('1.1.0', local, 'l1')).routes, routesOut);
@@ -48,6 +49,9 @@ test('routes with mtu/table/… come out the same from the local and the cluster
   const plain = routesOut.map((r) => ({ dst: r.dst, gw: r.gw }));
   assert.deepEqual((await add('1.0.0', local, 'l2')).routes, plain);
   assert.deepEqual((await add('1.0.0', cluster, 'c2')).routes, plain);
+  // The cluster back end's families come from its pools: a pod with no IPv6 address gets no
+  // IPv6 route (ptp refuses a route of a family the pod has no address of).
+  assert.deepEqual((await add('1.1.0', await clusterIpam(false), 'c3')).routes, routesOut.slice(0, 1));
 });
 
 test('a route integer key that is not an integer is refused (code 7) by both back ends, naming the field', async () => {
