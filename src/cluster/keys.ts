@@ -1,5 +1,5 @@
 /**
- * Datastore keys of the cluster back end (DESIGN.md, "Data model"). A block CIDR appears in
+ * Datastore keys of the cluster back end (the data model the README describes). A block CIDR appears in
  * keys with its "/" written as "-" ("blocks/10.0.0.64-26", "blocks/fd00::40-122"), since "/"
  * separates key segments; "-" never occurs in canonical address text.
  */

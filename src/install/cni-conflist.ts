@@ -1,7 +1,7 @@
 /**
  * The network config `podipam install-cni` writes, and the one `podipam serve` prints (one
  * builder for both): one interface plugin (bridge or ptp) whose IPAM is podipam on the chosen
- * back end (see DESIGN.md, "IPAM section of a network config"), then `portmap` when asked.
+ * back end (its keys: src/plugin/README.md), then `portmap` when asked.
  *
  * Every pod gets a default route per family it has an address of: `local` lists them in the
  * IPAM routes (the ranges' families are known here); `cluster` and `agent` answer each address
