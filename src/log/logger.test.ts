@@ -72,3 +72,15 @@ test('parseLogOptions names the flag and the value', () => {
   assert.throws(() => parseLogOptions('info', 'xml'), /--log-format "xml"/);
   assert.equal(textLine('not json'), 'not json');
 });
+
+test('a pino Logger is a Log; recordingLog keeps lines with child bindings merged; silentLog drops them', async () => {
+  const { recordingLog, silentLog } = await import('./logger.js');
+  const { logger, lines } = capture('json');
+  const asLog: import('./logger.js').Log = logger;
+  asLog.child({ node: 'n1' }).warn({ pool: 'p' }, 'low');
+  assert.equal(JSON.parse(lines[0]!).node, 'n1');
+  const r = recordingLog();
+  r.child({ component: 'warm' }).child({ node: 'a' }).info({ handle: 'h' }, 'took');
+  assert.deepEqual(r.records, [{ level: 'info', msg: 'took', fields: { component: 'warm', node: 'a', handle: 'h' } }]);
+  silentLog.child({}).error({}, 'nothing');
+});

@@ -73,6 +73,53 @@ function fmt(v: unknown): string {
   return /^[^\s"=]*$/.test(s) ? s : JSON.stringify(s);
 }
 
+/**
+ * What every service and daemon logs through: pino's own calling convention (fields first,
+ * then the message), with child loggers for a component or an id that every line of a scope
+ * carries. A pino Logger is one; `recordingLog` (tests) and `silentLog` are others. No level is
+ * guessed and no id is parsed out of a message: the caller names both.
+ */
+export interface Log {
+  debug(fields: LogFields, msg: string): void;
+  info(fields: LogFields, msg: string): void;
+  warn(fields: LogFields, msg: string): void;
+  error(fields: LogFields, msg: string): void;
+  child(bindings: LogFields): Log;
+}
+
+export type LogRecordLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** One line a recordingLog kept: its level, message and fields (the child bindings merged in). */
+export interface LogRecord {
+  readonly level: LogRecordLevel;
+  readonly msg: string;
+  readonly fields: LogFields;
+}
+
+/** A Log that discards every line. */
+export const silentLog: Log = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silentLog,
+};
+
+/** A Log that keeps every line in `records` (shared with its children): for tests. */
+export function recordingLog(records: LogRecord[] = [], bindings: LogFields = {}): Log & { readonly records: LogRecord[] } {
+  const at = (level: LogRecordLevel) => (fields: LogFields, msg: string): void => {
+    records.push({ level, msg, fields: { ...bindings, ...fields } });
+  };
+  return {
+    records,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (b) => recordingLog(records, { ...bindings, ...b }),
+  };
+}
+
 /** Components that older code names as a "component: " prefix of its log lines. */
 const PREFIXES = ['controller', 'gc', 'http', 'kube', 'shutdown', 'agent'];
 
