@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import type { Tokens } from '../server/auth.js';
+import type { Tokens } from '../server/http/auth.js';
 // default-pools.js holds constants and type-only imports: cheap to load with the CLI.
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
@@ -72,10 +72,10 @@ export function registerServe(program: Command): void {
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
       const [{ loadTokens, checkListenTokens }, { parseControllerConfig }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
-        import('../server/auth.js'),
+        import('../server/http/auth.js'),
         import('../controller/controller-config.js'),
-        import('../server/request-guard.js'),
-        import('../server/install-token.js'),
+        import('../server/http/request-guard.js'),
+        import('../server/http/install-token.js'),
       ]);
       let tokens: Tokens;
       try {
@@ -90,7 +90,7 @@ export function registerServe(program: Command): void {
         if (tlsCert === undefined || tlsKey === undefined) {
           throw new UsageError(`HTTPS needs both --tls-cert and --tls-key (or $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY): got only ${tlsCert !== undefined ? `--tls-cert ${tlsCert}` : `--tls-key ${tlsKey}`}`);
         }
-        const { loadServerTls } = await import('../server/server-tls.js');
+        const { loadServerTls } = await import('../server/http/server-tls.js');
         try {
           tls = loadServerTls(tlsCert, tlsKey);
         } catch (e) {

@@ -3,17 +3,18 @@
  * validated here, once, naming field and value; the services then see typed values. Every
  * successful write invalidates the summary cache, so the caller's next read shows it.
  */
-import { addNode } from '../controller/add-node.js';
-import { deleteNode } from '../controller/delete-node.js';
-import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
-import { CNI_NAME } from '../model/cni-name.js';
-import { reservedHandle, reservedNetwork } from '../model/reserved-network.js';
-import { tryParseAddr, formatAddr, formatPrefix } from '../ip/index.js';
+import { addNode } from '../../controller/add-node.js';
+import { deleteNode } from '../../controller/delete-node.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../../model/handle-id.js';
+import { CNI_NAME } from '../../model/cni-name.js';
+import { reservedHandle, reservedNetwork } from '../../model/reserved-network.js';
+import { tryParseAddr, formatAddr, formatPrefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
-import { isEngineError } from '../util/engine-error.js';
-import { badField, HttpError } from './http-error.js';
-import type { Ctx, HandlerSpec } from './http-server.js';
-import type { Router } from './router.js';
+import { allocateAddresses, releaseAddress, releaseHandleAddresses } from './cluster-addresses.js';
+import { isEngineError } from '../../util/engine-error.js';
+import { badField, HttpError } from '../http/http-error.js';
+import type { Ctx, HandlerSpec } from '../http/http-server.js';
+import type { Router } from '../http/router.js';
 import {
   HANDLE,
   HANDLE_HINT,
@@ -27,7 +28,7 @@ import {
   optionalStringMap,
   requireString,
   type Body,
-} from './validate.js';
+} from '../http/validate.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
@@ -57,7 +58,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       nodeSelector: optionalString(b, 'nodeSelector'),
       disabled: optionalBool(b, 'disabled'),
     };
-    await fieldErrors(() => d.ops.createPool(input), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', cidr: 'cidr' });
+    await fieldErrors(() => d.ipam.createPool(input), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', cidr: 'cidr' });
     return { name: input.name, created: true };
   }));
 
@@ -65,12 +66,12 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     onlyKeys(b, ['disabled']);
     const disabled = optionalBool(b, 'disabled');
     if (disabled === undefined) throw badField('disabled', 'field "disabled" is required: a pool\'s cidr, blockSize and nodeSelector are fixed at creation');
-    await d.ops.setPoolDisabled(c.params.name as string, disabled);
+    await d.ipam.setPoolDisabled(c.params.name as string, disabled);
     return { name: c.params.name, disabled };
   }));
 
   r.add('DELETE', '/api/v1/pools/:name', write(200, async (c) => {
-    await d.ops.deletePool(c.params.name as string);
+    await d.ipam.deletePool(c.params.name as string);
     return { name: c.params.name, deleted: true };
   }));
 
@@ -87,7 +88,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     if (release !== null && release !== 'now') throw badField('release', `query parameter "release" must be "now" (or absent): got ${JSON.stringify(release)}`);
     const rec = await deleteNode(d.store, c.params.name as string, { by: 'api' });
     if (release === null) return { name: rec.name, deleted: true, releasedPodCIDRs: rec.podCIDRs };
-    const blocks = (await d.ops.releaseDeletedNode(rec.name)).filter((b) => b.released);
+    const blocks = (await d.ipam.releaseDeletedNode(rec.name)).filter((b) => b.released);
     d.checks.invalidate();
     return {
       name: rec.name,
@@ -130,7 +131,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       return formatAddr(a);
     });
     try {
-      const addresses = await d.ops.allocate({ node, handle, network, containerId, ifname, pools, ips });
+      const addresses = await allocateAddresses(d.ipam, { node, handle, network, containerId, ifname, pools, ips });
       d.metrics.allocations.inc({ op: 'allocate', result: 'ok' });
       return { handle, node, ips: addresses.map((a) => a.ip), addresses };
     } catch (e) {
@@ -144,7 +145,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     if (!HANDLE.test(handle)) throw badField('handle', `handle must be ${HANDLE_HINT}: got ${JSON.stringify(handle)}`);
     const node = c.query.get('node') ?? undefined;
     if (node !== undefined && !NODE.test(node)) throw badField('node', `query parameter "node" must be a node name: got ${JSON.stringify(node)}`);
-    const released = await d.ops.releaseHandle(handle, node);
+    const released = await releaseHandleAddresses(d.ipam, handle, node);
     d.metrics.allocations.inc({ op: 'release', result: 'ok' });
     return { handle, released };
   }));
@@ -158,10 +159,10 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     const ip = optionalString(b, 'ip');
     const handle = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
     if (ip === undefined && handle === undefined) throw badField('ip', 'give "ip", "handle", or both (the address only while that handle holds it)');
-    if (ip === undefined) return { handle, released: await d.ops.releaseHandle(handle as string) };
+    if (ip === undefined) return { handle, released: await releaseHandleAddresses(d.ipam, handle as string) };
     const a = tryParseAddr(ip);
     if (!a) throw badField('ip', `field "ip" must be an IP address: got ${JSON.stringify(ip)}`);
-    const heldBy = await d.ops.releaseIp(formatAddr(a), handle);
+    const heldBy = await releaseAddress(d.ipam, formatAddr(a), handle);
     return { ip: formatAddr(a), released: heldBy === undefined ? [] : [formatAddr(a)], heldBy: heldBy ?? null };
   }));
 }

@@ -8,7 +8,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { CheckWorkerData, CheckWorkerReply } from './check-worker.js';
-import type { CheckReport } from './cluster-ops.js';
+import type { CheckReport } from '../../cluster/index.js';
 
 export class CheckInWorker {
   readonly #url: string;

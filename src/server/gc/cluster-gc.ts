@@ -19,8 +19,9 @@
  * the schedule; each repair is a ClusterIpam method (src/cluster/gc-findings.ts) with the
  * same bounded compare-and-swap retry loop as ADD and DEL.
  */
-import { formatPrefix } from '../ip/index.js';
-import type { CheckReport, ClusterOps, Leak, Problem } from './cluster-ops.js';
+import { formatPrefix } from '../../ip/index.js';
+import type { CheckReport, ClusterIpam, Leak, Problem } from '../../cluster/index.js';
+import type { Log } from '../../log/logger.js';
 
 export interface GcResult {
   readonly leaksReleased: number;
@@ -31,11 +32,13 @@ export interface GcResult {
 }
 
 export interface ClusterGcOptions {
-  readonly ops: ClusterOps;
-  /** Where reports come from (default: ops.check(), a fresh check every run). */
+  /** The repairs (and, without `check`, the reports): ClusterIpam's. */
+  readonly ipam: Pick<ClusterIpam, 'check' | 'releaseLeak' | 'releaseDeletedNodeBlock'>;
+  /** Where reports come from (default: ipam.check(), a fresh check every run). */
   readonly check?: () => Promise<CheckReport>;
   readonly graceMs: number;
-  readonly log: (line: string) => void;
+  /** Where each repair is reported (info, with the node, handle and block as fields). */
+  readonly log: Log;
   readonly now?: () => number;
 }
 
@@ -53,7 +56,7 @@ export class ClusterGc {
 
   /** One pass: check, age the findings, act on those past the grace period. */
   async runOnce(): Promise<GcResult> {
-    const report = this.#o.check ? await this.#o.check() : await this.#o.ops.check();
+    const report = this.#o.check ? await this.#o.check() : await this.#o.ipam.check();
     const now = this.#now();
     const current = new Map<string, Leak | Problem>();
     for (const l of report.leaks) current.set(`leak ${l.block} ${l.ip} ${l.handle}`, l);
@@ -71,21 +74,22 @@ export class ClusterGc {
         continue;
       }
       if ('ip' in finding) {
-        if (await this.#o.ops.releaseLeak(finding)) {
+        if (await this.#o.ipam.releaseLeak(finding)) {
           leaksReleased++;
-          this.#o.log(`gc: released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
+          this.#o.log.info({ handle: finding.handle, ip: finding.ip, block: finding.block }, `released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
         }
       } else {
-        const r = await this.#o.ops.releaseDeletedNodeBlock(finding.key);
+        const r = await this.#o.ipam.releaseDeletedNodeBlock(finding.key);
         handlesReleased += r.handles;
         blocksReleased += r.released ? 1 : 0;
         if (r.released) {
-          this.#o.log(
-            `gc: node "${r.node}" is gone: released ${r.handles} of its pods' handle(s) and block ${r.cidr ? formatPrefix(r.cidr) : finding.key}` +
+          this.#o.log.info(
+            { node: r.node, block: r.cidr ? formatPrefix(r.cidr) : finding.key },
+            `node "${r.node}" is gone: released ${r.handles} of its pods' handle(s) and block ${r.cidr ? formatPrefix(r.cidr) : finding.key}` +
               (r.deleted ? ' (deleted)' : ` (kept without affinity: ${r.borrowed} borrowed address(es))`),
           );
         } else if (r.unproven) {
-          this.#o.log(`gc: node "${r.node}" is back (a record or a new block since its deletion): kept block ${r.cidr ? formatPrefix(r.cidr) : finding.key}${r.handles ? ` after releasing ${r.handles} handle(s)` : ''}`);
+          this.#o.log.info({ node: r.node, block: r.cidr ? formatPrefix(r.cidr) : finding.key }, `node "${r.node}" is back (a record or a new block since its deletion): kept block ${r.cidr ? formatPrefix(r.cidr) : finding.key}${r.handles ? ` after releasing ${r.handles} handle(s)` : ''}`);
         }
       }
       this.#seen.delete(id);

@@ -3,9 +3,9 @@
  * client sees `field "blockSize" must be an integer between 20 and 32: got "x"`.
  */
 import { badField, HttpError } from './http-error.js';
-import { HANDLE_PATTERN } from '../model/handle-id.js';
-import { DNS_SUBDOMAIN } from '../model/node-name.js';
-import { isLabelKey, isLabelValue } from '../model/labels.js';
+import { HANDLE_PATTERN } from '../../model/handle-id.js';
+import { DNS_SUBDOMAIN } from '../../model/node-name.js';
+import { isLabelKey, isLabelValue } from '../../model/labels.js';
 
 export type Body = Readonly<Record<string, unknown>>;
 

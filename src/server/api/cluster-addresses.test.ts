@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatAddr, parseAddr, prefixLast, parsePrefix } from '../ip/index.js';
-import { openStore } from '../store/index.js';
-import { clusterOps } from './cluster-ops-impl.js';
-import { DEFAULT_POOLS } from './default-pools.js';
+import { formatAddr, parseAddr, prefixLast, parsePrefix } from '../../ip/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { openStore } from '../../store/index.js';
+import { allocateAddresses } from './cluster-addresses.js';
+import { DEFAULT_POOLS } from '../default-pools.js';
 
 /** The address is neither the network, the gateway nor (IPv4) the broadcast address of the block it reports. */
 function assertUsable(a: { ip: string; block: string; prefixLen: number; gateway: string }): void {
@@ -19,12 +20,12 @@ function assertUsable(a: { ip: string; block: string; prefixLen: number; gateway
 test('API allocations on the default pools: block prefix and gateway, never a block’s network, gateway or broadcast address', async () => {
   const store = await openStore('memory:');
   try {
-    const ops = clusterOps(store);
-    for (const p of DEFAULT_POOLS) await ops.createPool(p);
+    const ipam = new ClusterIpam(store);
+    for (const p of DEFAULT_POOLS) await ipam.createPool(p);
     // Many nodes claim blocks all over the pools (first and last blocks included, by their probe orders).
     const seen = new Set<string>();
     for (let n = 0; n < 300; n++) {
-      const got = await ops.allocate({ node: `node-${n}`, handle: `net.c${n}.eth0` });
+      const got = await allocateAddresses(ipam, { node: `node-${n}`, handle: `net.c${n}.eth0` });
       assert.deepEqual(got.map((a) => a.prefixLen), [26, 122]);
       for (const a of got) {
         assertUsable(a);
@@ -40,13 +41,13 @@ test('API allocations on the default pools: block prefix and gateway, never a bl
 test('API allocations on a /30 pool with /30 blocks: its one usable address, then exhausted', async () => {
   const store = await openStore('memory:');
   try {
-    const ops = clusterOps(store);
-    await ops.createPool({ name: 'tiny', cidr: '10.91.0.0/30', blockSize: 30 });
-    const [a] = await ops.allocate({ node: 'n', handle: 'h0', pools: ['tiny'] });
+    const ipam = new ClusterIpam(store);
+    await ipam.createPool({ name: 'tiny', cidr: '10.91.0.0/30', blockSize: 30 });
+    const [a] = await allocateAddresses(ipam, { node: 'n', handle: 'h0', pools: ['tiny'] });
     assert.deepEqual(a, { ip: '10.91.0.2', family: 4, block: '10.91.0.0/30', pool: 'tiny', prefixLen: 30, gateway: '10.91.0.1' });
-    await assert.rejects(ops.allocate({ node: 'n', handle: 'h1', pools: ['tiny'] }), { name: 'PoolExhaustedError' });
-    await assert.rejects(ops.allocate({ node: 'n', handle: 'h2', ips: ['10.91.0.3'] }), /10\.91\.0\.3 is not available: it is the broadcast address of block 10\.91\.0\.0\/30/);
-    await assert.rejects(ops.createPool({ name: 'p31', cidr: '10.92.0.0/24', blockSize: 31 }), /'blockSize' 31 .*leaves no usable address/);
+    await assert.rejects(allocateAddresses(ipam, { node: 'n', handle: 'h1', pools: ['tiny'] }), { name: 'PoolExhaustedError' });
+    await assert.rejects(allocateAddresses(ipam, { node: 'n', handle: 'h2', ips: ['10.91.0.3'] }), /10\.91\.0\.3 is not available: it is the broadcast address of block 10\.91\.0\.0\/30/);
+    await assert.rejects(ipam.createPool({ name: 'p31', cidr: '10.92.0.0/24', blockSize: 31 }), /'blockSize' 31 .*leaves no usable address/);
   } finally {
     await store.close();
   }

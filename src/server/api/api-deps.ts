@@ -1,16 +1,17 @@
-import type { Store } from '../store/index.js';
-import type { Tokens } from './auth.js';
-import type { CheckCache } from './check-cache.js';
-import type { ClusterOps } from './cluster-ops.js';
-import type { SummaryCache } from './cluster-summary.js';
-import type { ServerMetrics } from './metrics.js';
+import type { ClusterIpam } from '../../cluster/index.js';
+import type { Store } from '../../store/index.js';
+import type { Tokens } from '../http/auth.js';
+import type { CheckCache } from '../check/check-cache.js';
+import type { SummaryCache } from '../summary/cluster-summary.js';
+import type { ServerMetrics } from '../http/metrics.js';
 
 /** What the route handlers run with: one per server. */
 export interface ApiDeps {
   readonly store: Store;
   readonly datastoreUrl: string;
   readonly summary: SummaryCache;
-  readonly ops: ClusterOps;
+  /** The cluster block-IPAM service, one instance for the life of the server. */
+  readonly ipam: ClusterIpam;
   /** Shared `ipam check` reports (see check-cache.ts). */
   readonly checks: CheckCache;
   readonly metrics: ServerMetrics;

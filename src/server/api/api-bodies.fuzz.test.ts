@@ -10,13 +10,18 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { startServer, type RunningServer } from './start-server.js';
-import { anyBytes, anyText, bounded, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../test/helpers/fuzz.js';
+import type { Log, LogFields } from '../../log/logger.js';
+import { startServer, type RunningServer } from '../start-server.js';
+import { anyBytes, anyText, bounded, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../../test/helpers/fuzz.js';
 
 const FILE = 'api-bodies.fuzz';
 const ADMIN = 'admin-token-for-the-api-fuzz-0123456789';
 let server: RunningServer;
 const failures: string[] = [];
+const logged = (_f: LogFields, line: string): void => {
+  if (/→ 5\d\d/.test(line)) failures.push(line);
+};
+const failureLog: Log = { debug: logged, info: logged, warn: logged, error: logged, child: () => failureLog };
 
 before(async () => {
   server = await startServer({
@@ -25,9 +30,7 @@ before(async () => {
     datastoreUrl: 'memory:api-fuzz',
     tokens: { admin: ADMIN, read: 'read-token-for-the-api-fuzz-0123456789' },
     defaultPools: [{ name: 'default-ipv4', cidr: '10.244.0.0/16' }, { name: 'default-ipv6', cidr: 'fd00:10:244::/56' }] as never,
-    log: (line) => {
-      if (/→ 5\d\d/.test(line)) failures.push(line);
-    },
+    log: failureLog,
   });
 });
 after(() => server?.close());

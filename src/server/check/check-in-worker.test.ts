@@ -9,15 +9,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ClusterIpam } from '../cluster/index.js';
-import { cniHandleId } from '../model/handle-id.js';
-import { handleKey } from '../cluster/keys.js';
-import { openStore } from '../store/index.js';
-import { fillClusterStore } from '../../test/helpers/fill-cluster-store.js';
-import { withTempDir } from '../../test/helpers/tmp.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { cniHandleId } from '../../model/handle-id.js';
+import { handleKey } from '../../cluster/keys.js';
+import { openStore } from '../../store/index.js';
+import { fillClusterStore } from '../../../test/helpers/fill-cluster-store.js';
+import { withTempDir } from '../../../test/helpers/tmp.js';
 import { CheckInWorker } from './check-in-worker.js';
-import { toHttpError } from './http-error.js';
-import { startServer } from './start-server.js';
+import { toHttpError } from '../http/http-error.js';
+import { startServer } from '../start-server.js';
+import { silentLog } from '../../log/logger.js';
 
 test('check in a worker: the report of the in-process check, a planted leak included', () =>
   withTempDir('check-worker', async (dir) => {
@@ -68,7 +69,7 @@ test('serve: /healthz answers within 100 ms every time while a 150,000-pod check
     } finally {
       await store.close();
     }
-    const server = await startServer({ host: '127.0.0.1', port: 0, datastoreUrl: url, tokens: {}, defaultPools: [], log: () => {} });
+    const server = await startServer({ host: '127.0.0.1', port: 0, datastoreUrl: url, tokens: {}, defaultPools: [], log: silentLog });
     try {
       const health = async (): Promise<number> => {
         const t0 = performance.now();

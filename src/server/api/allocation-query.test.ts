@@ -1,11 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterIpam } from '../cluster/index.js';
-import { parsePrefix } from '../ip/index.js';
-import { openStore } from '../store/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { parsePrefix } from '../../ip/index.js';
+import { openStore } from '../../store/index.js';
 import { listAllocations, type AllocationFilter } from './allocation-query.js';
-import { clusterOps } from './cluster-ops-impl.js';
-import { HttpError } from './http-error.js';
+import { HttpError } from '../http/http-error.js';
 
 async function setup() {
   const store = await openStore('memory:');
@@ -13,7 +12,7 @@ async function setup() {
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 29 });
   await ipam.createPool({ name: 'v6', cidr: 'fd00::/120', blockSize: 125 });
   for (let i = 0; i < 20; i++) await ipam.assign({ node: i % 2 ? 'odd' : 'even', handle: `net.c${i}.eth0`, auto: 'each-family' });
-  return clusterOps(store);
+  return ipam;
 }
 
 async function all(store: Awaited<ReturnType<typeof setup>>, f: Omit<AllocationFilter, 'after'>): Promise<string[]> {

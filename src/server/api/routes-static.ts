@@ -8,12 +8,12 @@
  * their names (/assets/app-HASH.js, /assets/style-HASH.css), so they are `immutable`.
  */
 import type { ApiDeps } from './api-deps.js';
-import { authRequired } from './auth.js';
+import { authRequired } from '../http/auth.js';
 import { DatastoreProbe } from './datastore-probe.js';
 import { type Dashboard, type DashboardFile, etagMatches, loadDashboard } from './dashboard-assets.js';
-import { HttpError } from './http-error.js';
-import { type Ctx, RawResponse, type HandlerSpec } from './http-server.js';
-import type { Router } from './router.js';
+import { HttpError } from '../http/http-error.js';
+import { type Ctx, RawResponse, type HandlerSpec } from '../http/http-server.js';
+import type { Router } from '../http/router.js';
 
 /** Every route of the API, for GET /api/v1 and the README. */
 export const API_INDEX: readonly string[] = [
@@ -75,7 +75,7 @@ export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps, dashboard: D
   });
 
   // Bounded: answers within ~50 ms whatever the datastore does (see DatastoreProbe).
-  const probe = new DatastoreProbe(() => d.ops.probe());
+  const probe = new DatastoreProbe(() => d.ipam.probe());
   r.add('GET', '/healthz', {
     access: 'public',
     run: async () => {

@@ -24,7 +24,7 @@ export interface Dashboard {
 }
 
 /** Where the build puts the bundle, beside this module in dist/src/server/. */
-export const DASHBOARD_DIR = fileURLToPath(new URL('./dashboard/', import.meta.url));
+export const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
 
 const TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',

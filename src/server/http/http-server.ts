@@ -12,7 +12,7 @@ import type { Router } from './router.js';
 import { parseJsonObject, type Body } from './validate.js';
 import type { ServerMetrics } from './metrics.js';
 import { checkHost, checkJsonType, checkOrigin, hasBody, type HostPolicy } from './request-guard.js';
-import { exactJson } from '../util/exact-json.js';
+import { exactJson } from '../../util/exact-json.js';
 
 /** What a handler sees. */
 export interface Ctx {

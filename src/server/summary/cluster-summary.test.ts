@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterIpam } from '../cluster/index.js';
-import { addNode } from '../controller/add-node.js';
-import { openStore, type Store } from '../store/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { addNode } from '../../controller/add-node.js';
+import { openStore, type Store } from '../../store/index.js';
 import { SummaryCache, summarize } from './cluster-summary.js';
 
 async function seeded(): Promise<{ store: Store; ipam: ClusterIpam }> {

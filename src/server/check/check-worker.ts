@@ -4,8 +4,8 @@
  * runs), posts the report or the error, closes the store and ends. Nothing else imports it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ClusterIpam } from '../cluster/index.js';
-import { openStore } from '../store/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { openStore } from '../../store/index.js';
 
 export interface CheckWorkerData {
   readonly url: string;
@@ -13,7 +13,7 @@ export interface CheckWorkerData {
 
 /** What the worker posts: the report, or the error's name, message and the fields the HTTP mapping reads. */
 export type CheckWorkerReply =
-  | { readonly ok: true; readonly report: import('./cluster-ops.js').CheckReport }
+  | { readonly ok: true; readonly report: import('../../cluster/index.js').CheckReport }
   | { readonly ok: false; readonly name: string; readonly message: string; readonly code?: unknown; readonly field?: unknown; readonly stack?: string };
 
 const { url } = workerData as CheckWorkerData;

@@ -3,7 +3,7 @@
  * status code. Handlers throw; the server calls `toHttpError` and writes
  * `{"error": {"code", "message", "field"?}}`.
  */
-import { isEngineError } from '../util/engine-error.js';
+import { isEngineError } from '../../util/engine-error.js';
 
 export class HttpError extends Error {
   override readonly name = 'HttpError';

@@ -7,7 +7,7 @@
  * (A fresh request that arrives during a run shares that run, which started before it: the
  * answer reflects the store at most one check-duration earlier.)
  */
-import type { CheckReport } from './cluster-ops.js';
+import type { CheckReport } from '../../cluster/index.js';
 
 export interface CheckedReport extends CheckReport {
   readonly checkedAt: string;

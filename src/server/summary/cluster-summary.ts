@@ -7,11 +7,12 @@
  * 150,000-pod store that is a few thousand block records; `SummaryCache` shares one pass
  * between every caller, so many open dashboards and a Prometheus scrape cost one read.
  */
-import { ClusterIpam } from '../cluster/index.js';
-import { listNodes, listNodeTombstones } from '../controller/list-nodes.js';
-import { type Prefix, formatPrefix } from '../ip/index.js';
-import type { Store } from '../store/index.js';
-import { warmIdleTest } from '../agent/warm-usage.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { listNodes, listNodeTombstones } from '../../controller/list-nodes.js';
+import { type Prefix, formatPrefix } from '../../ip/index.js';
+import type { Store } from '../../store/index.js';
+import { silentLog, type Log } from '../../log/logger.js';
+import { warmIdleTest } from '../../agent/warm-usage.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -210,7 +211,7 @@ export class SummaryCache {
    * until the returned stop is called. A failed watch (compacted history, store down) drops
    * back to the TTL and watches again from the current revision after a pause.
    */
-  follow(log: (line: string) => void = () => {}): () => Promise<void> {
+  follow(log: Log = silentLog): () => Promise<void> {
     const ac = new AbortController();
     const loop = (async () => {
       let lastError = '';
@@ -219,7 +220,7 @@ export class SummaryCache {
           const from = (await this.#store.revision()) + 1;
           this.#changes++; // whatever happened before the watch began counts as a change
           this.#following = true;
-          if (lastError) log('summary watch resumed');
+          if (lastError) log.info({}, 'summary watch resumed');
           lastError = '';
           for await (const batch of this.#store.watch('', from, { signal: ac.signal })) {
             if (batch.length > 0) this.#changes++;
@@ -229,7 +230,7 @@ export class SummaryCache {
           if (ac.signal.aborted) break;
           const message = (e as Error).message;
           // once per distinct failure, not at every retry of an outage
-          if (message !== lastError) log(`summary watch failed, using the TTL meanwhile: ${message}`);
+          if (message !== lastError) log.warn({ err: message }, `summary watch failed, using the TTL meanwhile: ${message}`);
           lastError = message;
         }
         this.#following = false;

@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterIpam } from '../cluster/index.js';
-import { handleKey } from '../cluster/keys.js';
-import { addNode } from '../controller/add-node.js';
-import { deleteNode } from '../controller/delete-node.js';
-import { openStore, type Store } from '../store/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { handleKey } from '../../cluster/keys.js';
+import { addNode } from '../../controller/add-node.js';
+import { deleteNode } from '../../controller/delete-node.js';
+import { openStore, type Store } from '../../store/index.js';
 import { ClusterGc } from './cluster-gc.js';
-import { clusterOps } from './cluster-ops-impl.js';
+import { linesLog } from '../../../test/helpers/lines-log.js';
 
 async function dropHandle(store: Store, handle: string): Promise<void> {
   const e = await store.get(handleKey(handle));
@@ -20,7 +20,7 @@ async function setup() {
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
   let now = 0;
   const lines: string[] = [];
-  const gc = new ClusterGc({ ops: clusterOps(store), graceMs: 1000, log: (l) => lines.push(l), now: () => now });
+  const gc = new ClusterGc({ ipam, graceMs: 1000, log: linesLog(lines), now: () => now });
   return { store, ipam, gc, lines, advance: (ms: number) => (now += ms) };
 }
 
@@ -108,7 +108,7 @@ test('gc: a finding past its grace whose proof went at the last moment is kept, 
   await deleteNode(store, 'a', { by: 'api' });
   const stale = await ipam.check(); // the report GC acts on, taken before the node came back
   let now = 0;
-  const gc = new ClusterGc({ ops: clusterOps(store), check: async () => stale, graceMs: 1000, log: (l) => lines.push(l), now: () => now });
+  const gc = new ClusterGc({ ipam, check: async () => stale, graceMs: 1000, log: linesLog(lines), now: () => now });
   await gc.runOnce();
   await addNode(store, { name: 'a' });
   now += 1000;

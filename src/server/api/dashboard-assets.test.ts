@@ -16,12 +16,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiDeps } from './api-deps.js';
 import { DASHBOARD_DIR, etagMatches, loadDashboard } from './dashboard-assets.js';
-import { createHttpServer, type HandlerSpec } from './http-server.js';
-import { hostPolicy } from './request-guard.js';
-import { Router } from './router.js';
+import { createHttpServer, type HandlerSpec } from '../http/http-server.js';
+import { hostPolicy } from '../http/request-guard.js';
+import { Router } from '../http/router.js';
 import { addStaticRoutes } from './routes-static.js';
 
-const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const SRC = join(REPO, 'src/server/dashboard');
 
 describe('the built dashboard', () => {

@@ -3,15 +3,15 @@
  * nodes, paged allocations and the check report. Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
-import { ClusterIpam } from '../cluster/index.js';
-import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
+import { ClusterIpam } from '../../cluster/index.js';
+import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { listAllocations } from './allocation-query.js';
-import type { BlockSummary, PoolSummary } from './cluster-summary.js';
-import { badField, notFound } from './http-error.js';
-import type { HandlerSpec } from './http-server.js';
-import type { Router } from './router.js';
-import { NAME, NAME_HINT, queryInt } from './validate.js';
+import type { BlockSummary, PoolSummary } from '../summary/cluster-summary.js';
+import { badField, notFound } from '../http/http-error.js';
+import type { HandlerSpec } from '../http/http-server.js';
+import type { Router } from '../http/router.js';
+import { NAME, NAME_HINT, queryInt } from '../http/validate.js';
 
 /** Pools with at most this many block slots get every slot drawn (unclaimed ones too). */
 const MAX_DRAWN_SLOTS = 4096;
@@ -57,7 +57,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   r.add('GET', '/api/v1/blocks/:cidr', {
     run: async (c) => {
       const cidr = parseCidrParam(c.params.cidr as string, 'cidr');
-      const block = await d.ops.blockAllocations(cidr);
+      const block = await d.ipam.blockAllocations(cidr);
       if (!block) throw notFound(`block ${formatPrefix(cidr)} does not exist`);
       const pool = (await d.summary.get()).pools.find((p) => p.family === cidr.family && prefixContainsPrefix(parsePrefix(p.cidr), cidr));
       const allocations = block.allocations;
@@ -98,7 +98,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       const pool = c.query.get('pool') ?? undefined;
       let poolPrefix: Prefix | undefined;
       if (pool !== undefined) poolPrefix = parsePrefix(findPool((await d.summary.get()).pools, poolName(pool, 'pool')).cidr);
-      return listAllocations(d.ops, {
+      return listAllocations(d.ipam, {
         pool: poolPrefix,
         node: c.query.get('node') ?? undefined,
         handle: c.query.get('handle') ?? undefined,
