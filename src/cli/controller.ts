@@ -73,11 +73,10 @@ export function registerController(program: Command): void {
       const { NodeCidrController } = await import('../controller/node-cidr-controller.js');
       const { formatPrefix } = await import('../ip/index.js');
       const logger = await cliLogger(cmd, 'controller');
-      const log = (await import('../log/logger.js')).lineSink(logger);
       const store = await openStore(datastoreUrl(cmd));
       let adapter: import('../controller/kube-adapter.js').KubeAdapter | undefined;
       const controller = new NodeCidrController({
-        store, config, workers, pollIntervalMs, resyncIntervalMs, log,
+        store, config, workers, pollIntervalMs, resyncIntervalMs, log: logger,
         onChange: (name) => adapter?.notify(name),
       });
       try {
@@ -88,15 +87,15 @@ export function registerController(program: Command): void {
           return;
         }
         const masks = config.clusterCidrs.map((c) => `${formatPrefix(c)}→/${config.nodeMaskSize[c.family]}`).join(', ');
-        log(`starting on ${store.url}: ${masks}`);
+        logger.info({}, `starting on ${store.url}: ${masks}`);
         await controller.start();
         if (opts.kubeconfig || opts.inCluster) {
           const { KubeAdapter } = await import('../controller/kube-adapter.js');
-          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig, log });
+          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig, log: logger.child({ component: 'kube' }) });
           await adapter.start();
         }
         const sig = await untilSignal();
-        log(`stopping (${sig})`);
+        logger.info({ signal: sig }, `stopping (${sig})`);
       } finally {
         await adapter?.stop();
         await controller.stop();

@@ -124,7 +124,6 @@ export function registerServe(program: Command): void {
       // Loopback without tokens: reads are open, writes need the per-install token.
       if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };
       const logger = await cliLogger(cmd, 'serve');
-      const log = (await import('../log/logger.js')).lineSink(logger);
       const { startServer } = await import('../server/start-server.js');
       const server = await startServer({
         host,
@@ -136,7 +135,7 @@ export function registerServe(program: Command): void {
         defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
         gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
         ...(tls ? { tls } : {}),
-        log,
+        log: logger,
       });
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? defaultNodeName();
@@ -160,7 +159,7 @@ export function registerServe(program: Command): void {
       out.write(`Try: ${[podipam, 'simulate', ...simArgs].join(' ')} --nodes 20 --pods 600 --churn 0.2${tokenNote}\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
-          log(`${sig}, shutting down`);
+          logger.info({ signal: sig }, `${sig}, shutting down`);
           process.off('SIGINT', onInt);
           process.off('SIGTERM', onTerm);
           resolve();

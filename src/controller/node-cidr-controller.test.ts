@@ -13,10 +13,11 @@ import { deleteNode } from './delete-node.js';
 import { listNodes } from './list-nodes.js';
 import { NodeCidrController, type NodeCidrControllerOptions } from './node-cidr-controller.js';
 import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
+import { linesLog } from '../../test/helpers/lines-log.js';
 
 function controller(store: Store, flags: ControllerFlags, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
   const log: string[] = [];
-  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: (l, f) => log.push([l, ...Object.entries(f ?? {}).map(([k, v]) => `${k}=${String(v)}`)].join(' ')), pollIntervalMs: 20, ...extra });
+  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: linesLog(log, { fields: true }), pollIntervalMs: 20, ...extra });
   return { c, log };
 }
 

@@ -1,17 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Poller } from './poller.js';
+import { Periodic } from './periodic.js';
+import { linesLog } from '../../test/helpers/lines-log.js';
 
-test('poller ticks one at a time, logs a repeated failure once and its recovery, stops cleanly', async () => {
+// What the node-CIDR controller's resync loop (once controller/poller.ts) relies on.
+test('Periodic as a poller: ticks one at a time, logs a repeated failure once and its recovery, stops cleanly', async () => {
   const log: string[] = [];
   let ticks = 0;
   let active = 0;
   let overlap = false;
-  const p = new Poller({
+  const p = new Periodic({
+    name: 'node poll',
     intervalMs: 1,
-    log: (l) => log.push(l),
-    what: 'node poll',
-    tick: async () => {
+    log: linesLog(log),
+    task: async () => {
       overlap ||= active > 0;
       active++;
       ticks++;
@@ -29,5 +31,5 @@ test('poller ticks one at a time, logs a repeated failure once and its recovery,
   assert.ok(ticks >= 6);
   assert.equal(overlap, false);
   assert.deepEqual(log, ['node poll failed (retrying every 1 ms): datastore down', 'node poll recovered']);
-  assert.throws(() => new Poller({ intervalMs: -1, log: () => {}, tick: async () => {} }), /'intervalMs' must be a number ≥ 0: current value is -1/);
+  assert.throws(() => new Periodic({ name: 'node poll', intervalMs: -1, task: async () => {} }), /intervalMs must be a number ≥ 0, got -1/);
 });
