@@ -28,7 +28,7 @@ import { openStore, type Store } from '../src/store/index.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_NODES ?? 5000);
-const CONFIG = parseControllerConfig({ clusterCidr: '10.0.0.0/8,fd00:10::/48', nodeMaskSize: '24', nodeMaskSizeV6: '64' });
+const CONFIG = parseControllerConfig({ clusterCidrs: '10.0.0.0/8,fd00:10::/48', nodeMaskSize: '24', nodeMaskSizeV6: '64' });
 const quiet = silentLog;
 
 interface Row {

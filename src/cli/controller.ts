@@ -56,10 +56,10 @@ export function registerController(program: Command): void {
     .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account')
     .option('--once', 'process pending nodes, print a summary and exit')
     .action(async (opts: ControllerOpts, cmd: Command) => {
-      const { parseControllerConfig } = await import('../controller/controller-config.js');
+      const { controllerConfigFromFlags } = await import('./controller-flags.js');
       let config;
       try {
-        config = parseControllerConfig(opts);
+        config = controllerConfigFromFlags(opts);
       } catch (e) {
         throw e instanceof TypeError ? new UsageError(e.message) : e;
       }

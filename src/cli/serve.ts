@@ -71,9 +71,9 @@ export function registerServe(program: Command): void {
       const { host, port } = parseListen(flags.listen);
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
-      const [{ loadTokens, checkListenTokens }, { parseControllerConfig }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
+      const [{ loadTokens, checkListenTokens }, { controllerConfigFromFlags }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
         import('../server/http/auth.js'),
-        import('../controller/controller-config.js'),
+        import('./controller-flags.js'),
         import('../server/http/request-guard.js'),
         import('../server/http/install-token.js'),
       ]);
@@ -100,7 +100,7 @@ export function registerServe(program: Command): void {
       let controller;
       if (flags.controller) {
         try {
-          controller = parseControllerConfig({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
+          controller = controllerConfigFromFlags({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
         } catch (e) {
           throw new UsageError((e as Error).message);
         }

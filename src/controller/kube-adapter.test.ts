@@ -32,7 +32,7 @@ async function rig(clusterCidr: string) {
   let adapter: KubeAdapter | undefined;
   const controller = new NodeCidrController({
     store,
-    config: parseControllerConfig({ clusterCidr, nodeMaskSize: '24' }),
+    config: parseControllerConfig({ clusterCidrs: clusterCidr, nodeMaskSize: '24' }),
     pollIntervalMs: 50,
     log: linesLog(log),
     onChange: (name) => adapter?.notify(name),
