@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { datastoreUrl } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
 import { cliLogger } from './cli-logger.js';
+import { parseIntFlag } from './parse-flag.js';
 
 interface ControllerOpts {
   clusterCidr?: string;
@@ -14,12 +15,6 @@ interface ControllerOpts {
   kubeconfig?: string;
   inCluster?: boolean;
   once?: boolean;
-}
-
-function intFlag(flag: string, text: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!/^[0-9]+$/.test(text) || n < min || n > max) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: must be an integer from ${min} to ${max}`);
-  return n;
 }
 
 /** Resolves on the first SIGTERM or SIGINT. */
@@ -63,9 +58,9 @@ export function registerController(program: Command): void {
       } catch (e) {
         throw e instanceof TypeError ? new UsageError(e.message) : e;
       }
-      const workers = intFlag('--workers', opts.workers, 1, 256);
-      const pollIntervalMs = intFlag('--poll-interval', opts.pollInterval, 10, 3_600_000);
-      const resyncIntervalMs = intFlag('--resync-interval', opts.resyncInterval, 100, 86_400_000);
+      const workers = parseIntFlag('--workers', opts.workers, { min: 1, max: 256 });
+      const pollIntervalMs = parseIntFlag('--poll-interval', opts.pollInterval, { min: 10, max: 3_600_000 });
+      const resyncIntervalMs = parseIntFlag('--resync-interval', opts.resyncInterval, { min: 100, max: 86_400_000 });
       if (opts.kubeconfig && opts.inCluster) throw new UsageError('give --kubeconfig or --in-cluster, not both');
       if (opts.once && (opts.kubeconfig || opts.inCluster)) throw new UsageError('--once works on the datastore only: drop --kubeconfig/--in-cluster');
 

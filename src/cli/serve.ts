@@ -12,6 +12,7 @@ import type { Tokens } from '../server/http/auth.js';
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
+import { parseDuration, parseListen } from './parse-flag.js';
 import { cliLogger } from './cli-logger.js';
 
 interface ServeFlags {
@@ -30,22 +31,6 @@ interface ServeFlags {
   allowedHost: string[];
   tlsCert?: string;
   tlsKey?: string;
-}
-
-/** "HOST:PORT", "[V6]:PORT" or "PORT" (loopback). */
-export function parseListen(text: string): { host: string; port: number } {
-  const m = /^\[([0-9a-fA-F:.]+)\]:([0-9]{1,5})$/.exec(text) ?? /^([^:[\]]*):([0-9]{1,5})$/.exec(text) ?? /^()([0-9]{1,5})$/.exec(text);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new UsageError(`invalid --listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:7420 or [::1]:7420 or 0.0.0.0:7420`);
-  return { host: m[1] === '' ? '127.0.0.1' : (m[1] as string), port };
-}
-
-/** "90s", "15m", "2h", "500ms" or plain seconds → milliseconds. */
-export function parseDuration(flag: string, text: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: expected a duration such as 500ms, 30s, 15m or 1h`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Math.round(Number(m[1]) * unit);
 }
 
 export function registerServe(program: Command): void {
