@@ -22,13 +22,14 @@ import { CidrSet } from '../src/alloc/cidr-set.js';
 import { addNode } from '../src/controller/add-node.js';
 import { parseControllerConfig } from '../src/controller/controller-config.js';
 import { NodeCidrController } from '../src/controller/node-cidr-controller.js';
+import { silentLog } from '../src/log/logger.js';
 import { parsePrefix } from '../src/ip/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_NODES ?? 5000);
-const CONFIG = parseControllerConfig({ clusterCidr: '10.0.0.0/8,fd00:10::/48', nodeMaskSize: '24', nodeMaskSizeV6: '64' });
-const quiet = (): void => {};
+const CONFIG = parseControllerConfig({ clusterCidrs: '10.0.0.0/8,fd00:10::/48', nodeMaskSize: '24', nodeMaskSizeV6: '64' });
+const quiet = silentLog;
 
 interface Row {
   readonly store: string;

@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { formatPrefix, subPrefix } from '../src/ip/index.js';
 import { openStore } from '../src/store/index.js';
 import { startServer } from '../src/server/start-server.js';
+import { silentLog } from '../src/log/logger.js';
 import { FILL_V4, fillClusterStore } from '../test/helpers/fill-cluster-store.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_SERVE_NODES ?? 5000);
@@ -42,7 +43,7 @@ export async function run(): Promise<string[]> {
     const fillS = (performance.now() - t0) / 1000;
     console.log(`filled ${NODES} nodes × ${PODS} pods (${NODES * PODS} pods, ${2 * NODES} blocks) into SQLite in ${fillS.toFixed(1)} s`);
 
-    const server = await startServer({ host: '127.0.0.1', port: 0, datastoreUrl: url, tokens: {}, defaultPools: [], log: () => {}, summaryTtlMs: 60_000 });
+    const server = await startServer({ host: '127.0.0.1', port: 0, datastoreUrl: url, tokens: {}, defaultPools: [], log: silentLog, summaryTtlMs: 60_000 });
     try {
       const base = server.url;
       const someBlock = encodeURIComponent(formatPrefix(subPrefix(V4, 26, 7n)));

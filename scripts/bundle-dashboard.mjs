@@ -2,7 +2,7 @@
 // into dist/src/server/dashboard/: app-HASH.js and style-HASH.css (esbuild, minified, names
 // carrying a hash of their content, so the server can mark them immutable), index.html with
 // its two references rewritten to those names, and manifest.json listing the files. The server
-// reads them once at start (src/server/dashboard-assets.ts). Type-checking is a separate step
+// reads them once at start (src/server/api/dashboard-assets.ts). Type-checking is a separate step
 // of `npm run build`: tsc -p src/server/dashboard/tsconfig.json (strict, DOM lib, no emit).
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -8,8 +8,8 @@
 import { type Server, createServer } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Agent } from './agent-server.js';
-import { checkHost, hostPolicy } from '../server/request-guard.js';
-import { HttpError } from '../server/http-error.js';
+import { checkHost, hostPolicy } from '../server/http/request-guard.js';
+import { HttpError } from '../server/http/http-error.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();

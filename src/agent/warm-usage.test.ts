@@ -18,12 +18,12 @@ import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { parsePrefix } from '../ip/index.js';
 import { openStore } from '../store/index.js';
 import { runCliSync } from '../../test/helpers/plugin.js';
-import type { ApiDeps } from '../server/api-deps.js';
-import { SummaryCache } from '../server/cluster-summary.js';
-import { createHttpServer, type HandlerSpec } from '../server/http-server.js';
-import { hostPolicy } from '../server/request-guard.js';
-import { Router } from '../server/router.js';
-import { addReadRoutes } from '../server/routes-read.js';
+import type { ApiDeps } from '../server/api/api-deps.js';
+import { SummaryCache } from '../server/summary/cluster-summary.js';
+import { createHttpServer, type HandlerSpec } from '../server/http/http-server.js';
+import { hostPolicy } from '../server/http/request-guard.js';
+import { Router } from '../server/http/router.js';
+import { addReadRoutes } from '../server/api/routes-read.js';
 import { idleInBlock, podAddresses } from './warm-usage.js';
 
 describe('warm-usage (pure)', () => {

@@ -5,7 +5,7 @@
  * by serve's user). A token given on the command line still works, with a warning.
  */
 import { join } from 'node:path';
-import { INSTALL_TOKEN_FILE, readInstallToken } from '../server/install-token.js';
+import { INSTALL_TOKEN_FILE, readInstallToken } from '../server/http/install-token.js';
 
 export interface FoundToken {
   readonly token: string | undefined;

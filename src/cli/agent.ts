@@ -5,7 +5,7 @@
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../agent/warm-service.js';
-import { parseDuration, parseListen } from './serve.js';
+import { parseDuration, parseListen } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
 
 interface AgentFlags {

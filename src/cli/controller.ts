@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { datastoreUrl } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
 import { cliLogger } from './cli-logger.js';
+import { parseIntFlag } from './parse-flag.js';
 
 interface ControllerOpts {
   clusterCidr?: string;
@@ -14,12 +15,6 @@ interface ControllerOpts {
   kubeconfig?: string;
   inCluster?: boolean;
   once?: boolean;
-}
-
-function intFlag(flag: string, text: string, min: number, max: number): number {
-  const n = Number(text);
-  if (!/^[0-9]+$/.test(text) || n < min || n > max) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: must be an integer from ${min} to ${max}`);
-  return n;
 }
 
 /** Resolves on the first SIGTERM or SIGINT. */
@@ -56,16 +51,16 @@ export function registerController(program: Command): void {
     .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account')
     .option('--once', 'process pending nodes, print a summary and exit')
     .action(async (opts: ControllerOpts, cmd: Command) => {
-      const { parseControllerConfig } = await import('../controller/controller-config.js');
+      const { controllerConfigFromFlags } = await import('./controller-flags.js');
       let config;
       try {
-        config = parseControllerConfig(opts);
+        config = controllerConfigFromFlags(opts);
       } catch (e) {
         throw e instanceof TypeError ? new UsageError(e.message) : e;
       }
-      const workers = intFlag('--workers', opts.workers, 1, 256);
-      const pollIntervalMs = intFlag('--poll-interval', opts.pollInterval, 10, 3_600_000);
-      const resyncIntervalMs = intFlag('--resync-interval', opts.resyncInterval, 100, 86_400_000);
+      const workers = parseIntFlag('--workers', opts.workers, { min: 1, max: 256 });
+      const pollIntervalMs = parseIntFlag('--poll-interval', opts.pollInterval, { min: 10, max: 3_600_000 });
+      const resyncIntervalMs = parseIntFlag('--resync-interval', opts.resyncInterval, { min: 100, max: 86_400_000 });
       if (opts.kubeconfig && opts.inCluster) throw new UsageError('give --kubeconfig or --in-cluster, not both');
       if (opts.once && (opts.kubeconfig || opts.inCluster)) throw new UsageError('--once works on the datastore only: drop --kubeconfig/--in-cluster');
 
@@ -73,11 +68,10 @@ export function registerController(program: Command): void {
       const { NodeCidrController } = await import('../controller/node-cidr-controller.js');
       const { formatPrefix } = await import('../ip/index.js');
       const logger = await cliLogger(cmd, 'controller');
-      const log = (await import('../log/logger.js')).lineSink(logger);
       const store = await openStore(datastoreUrl(cmd));
       let adapter: import('../controller/kube-adapter.js').KubeAdapter | undefined;
       const controller = new NodeCidrController({
-        store, config, workers, pollIntervalMs, resyncIntervalMs, log,
+        store, config, workers, pollIntervalMs, resyncIntervalMs, log: logger,
         onChange: (name) => adapter?.notify(name),
       });
       try {
@@ -88,15 +82,15 @@ export function registerController(program: Command): void {
           return;
         }
         const masks = config.clusterCidrs.map((c) => `${formatPrefix(c)}→/${config.nodeMaskSize[c.family]}`).join(', ');
-        log(`starting on ${store.url}: ${masks}`);
+        logger.info({}, `starting on ${store.url}: ${masks}`);
         await controller.start();
         if (opts.kubeconfig || opts.inCluster) {
           const { KubeAdapter } = await import('../controller/kube-adapter.js');
-          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig, log });
+          adapter = new KubeAdapter({ store, controller, kubeconfig: opts.kubeconfig, log: logger.child({ component: 'kube' }) });
           await adapter.start();
         }
         const sig = await untilSignal();
-        log(`stopping (${sig})`);
+        logger.info({ signal: sig }, `stopping (${sig})`);
       } finally {
         await adapter?.stop();
         await controller.stop();

@@ -12,6 +12,7 @@ import { openCommandStore, type StoreAccess } from './datastore-url.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam-config.js';
 import { UsageError } from './usage-error.js';
+import { boolOption, parseIntFlag } from './parse-flag.js';
 import { isEngineError } from '../util/engine-error.js';
 
 /**
@@ -37,23 +38,6 @@ export function usage<T>(fn: () => T): T {
   } catch (e) {
     throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   }
-}
-
-/** Parses a decimal integer option, within [min, max] when given; UsageError naming the option, value and bounds. */
-export function intOption(name: string, text: string | undefined, min?: number, max?: number): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^-?[0-9]+$/.test(text)) throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: not an integer`);
-  const n = Number(text);
-  if ((min !== undefined && n < min) || (max !== undefined && n > max)) throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: must be from ${min ?? '-∞'} to ${max ?? '∞'}`);
-  return n;
-}
-
-/** Parses "true"/"false"; UsageError naming the option and value. */
-export function boolOption(name: string, text: string | undefined): boolean | undefined {
-  if (text === undefined) return undefined;
-  if (text === 'true') return true;
-  if (text === 'false') return false;
-  throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: use true or false`);
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -147,7 +131,7 @@ export function registerIpam(program: Command): void {
       const patch = {
         ...(opts.strictAffinity !== undefined ? { strictAffinity: boolOption('--strict-affinity', opts.strictAffinity) } : {}),
         ...(opts.autoAllocateBlocks !== undefined ? { autoAllocateBlocks: boolOption('--auto-allocate-blocks', opts.autoAllocateBlocks) } : {}),
-        ...(opts.maxBlocksPerHost !== undefined ? { maxBlocksPerHost: intOption('--max-blocks-per-host', opts.maxBlocksPerHost, 0, MAX_BLOCKS_PER_HOST) } : {}),
+        ...(opts.maxBlocksPerHost !== undefined ? { maxBlocksPerHost: parseIntFlag('--max-blocks-per-host', opts.maxBlocksPerHost, { min: 0, max: MAX_BLOCKS_PER_HOST }) } : {}),
       };
       const cfg = await withClusterIpam(cmd, Object.keys(patch).length > 0 ? 'write' : 'read', (c) => (Object.keys(patch).length > 0 ? c.updateSettings(patch) : c.getSettings()));
       const shown = { strictAffinity: cfg.strictAffinity, autoAllocateBlocks: cfg.autoAllocateBlocks, maxBlocksPerHost: cfg.maxBlocksPerHost };

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { UsageError } from './usage-error.js';
 import { printJson, printTable } from './output.js';
-import { intOption } from './ipam.js';
+import { parseIntFlag } from './parse-flag.js';
 import type { CniRuntime, NetworkConfigList, PodNetwork } from '../runtime/index.js';
 
 interface NetOpts {
@@ -36,7 +36,7 @@ function common(c: Command): Command {
 
 async function runtimeOf(o: NetOpts): Promise<CniRuntime> {
   const { CniRuntime, splitPath } = await import('../runtime/index.js');
-  const seconds = intOption('--timeout', o.timeout)!;
+  const seconds = parseIntFlag('--timeout', o.timeout);
   if (seconds <= 0) throw new UsageError(`invalid --timeout ${JSON.stringify(o.timeout)}: must be a positive number of seconds`);
   const binDirs = splitPath(o.binDir);
   if (binDirs.length === 0) throw new UsageError(`invalid --bin-dir ${JSON.stringify(o.binDir)}: no directory`);
@@ -269,11 +269,11 @@ export function registerNet(program: Command): void {
       process.on('SIGTERM', onSignal);
       try {
         const report = await runDemo({
-            pods: intOption('--pods', o.pods)!,
+            pods: parseIntFlag('--pods', o.pods),
             backend: o.backend,
             subnet: o.subnet,
             pluginDirs: splitPath(o.binDir),
-            timeoutMs: intOption('--timeout', o.timeout)! * 1000,
+            timeoutMs: parseIntFlag('--timeout', o.timeout) * 1000,
             out: (l) => process.stdout.write(`${l}\n`),
             signal: ac.signal,
             hold: o.hold

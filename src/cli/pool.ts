@@ -2,7 +2,8 @@
  * `podipam pool create|list|delete|enable|disable`: IP pools of the cluster back end.
  */
 import type { Command } from 'commander';
-import { intOption, withClusterIpam } from './ipam.js';
+import { withClusterIpam } from './ipam.js';
+import { parseOptionalIntFlag } from './parse-flag.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 
 /** Registers `podipam pool …`. */
@@ -18,7 +19,7 @@ export function registerPool(program: Command): void {
     .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]', 'all()')
     .option('--disabled', 'create it disabled (no new assignments)')
     .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean }, cmd: Command) => {
-      const blockSize = intOption('--block-size', opts.blockSize);
+      const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
       const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false }));
       const { formatPrefix } = await import('../ip/index.js');
       process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);

@@ -7,11 +7,12 @@ import { mkdirSync } from 'node:fs';
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import type { Tokens } from '../server/auth.js';
+import type { Tokens } from '../server/http/auth.js';
 // default-pools.js holds constants and type-only imports: cheap to load with the CLI.
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_POOLS } from '../server/default-pools.js';
 import { defaultDataDir, sqliteUrlFor } from './datastore-url.js';
 import { UsageError } from './usage-error.js';
+import { parseDuration, parseListen } from './parse-flag.js';
 import { cliLogger } from './cli-logger.js';
 
 interface ServeFlags {
@@ -30,22 +31,6 @@ interface ServeFlags {
   allowedHost: string[];
   tlsCert?: string;
   tlsKey?: string;
-}
-
-/** "HOST:PORT", "[V6]:PORT" or "PORT" (loopback). */
-export function parseListen(text: string): { host: string; port: number } {
-  const m = /^\[([0-9a-fA-F:.]+)\]:([0-9]{1,5})$/.exec(text) ?? /^([^:[\]]*):([0-9]{1,5})$/.exec(text) ?? /^()([0-9]{1,5})$/.exec(text);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new UsageError(`invalid --listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:7420 or [::1]:7420 or 0.0.0.0:7420`);
-  return { host: m[1] === '' ? '127.0.0.1' : (m[1] as string), port };
-}
-
-/** "90s", "15m", "2h", "500ms" or plain seconds → milliseconds. */
-export function parseDuration(flag: string, text: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: expected a duration such as 500ms, 30s, 15m or 1h`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Math.round(Number(m[1]) * unit);
 }
 
 export function registerServe(program: Command): void {
@@ -71,11 +56,11 @@ export function registerServe(program: Command): void {
       const { host, port } = parseListen(flags.listen);
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
-      const [{ loadTokens, checkListenTokens }, { parseControllerConfig }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
-        import('../server/auth.js'),
-        import('../controller/controller-config.js'),
-        import('../server/request-guard.js'),
-        import('../server/install-token.js'),
+      const [{ loadTokens, checkListenTokens }, { controllerConfigFromFlags }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
+        import('../server/http/auth.js'),
+        import('./controller-flags.js'),
+        import('../server/http/request-guard.js'),
+        import('../server/http/install-token.js'),
       ]);
       let tokens: Tokens;
       try {
@@ -90,7 +75,7 @@ export function registerServe(program: Command): void {
         if (tlsCert === undefined || tlsKey === undefined) {
           throw new UsageError(`HTTPS needs both --tls-cert and --tls-key (or $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY): got only ${tlsCert !== undefined ? `--tls-cert ${tlsCert}` : `--tls-key ${tlsKey}`}`);
         }
-        const { loadServerTls } = await import('../server/server-tls.js');
+        const { loadServerTls } = await import('../server/http/server-tls.js');
         try {
           tls = loadServerTls(tlsCert, tlsKey);
         } catch (e) {
@@ -100,7 +85,7 @@ export function registerServe(program: Command): void {
       let controller;
       if (flags.controller) {
         try {
-          controller = parseControllerConfig({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
+          controller = controllerConfigFromFlags({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
         } catch (e) {
           throw new UsageError((e as Error).message);
         }
@@ -124,7 +109,6 @@ export function registerServe(program: Command): void {
       // Loopback without tokens: reads are open, writes need the per-install token.
       if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };
       const logger = await cliLogger(cmd, 'serve');
-      const log = (await import('../log/logger.js')).lineSink(logger);
       const { startServer } = await import('../server/start-server.js');
       const server = await startServer({
         host,
@@ -136,7 +120,7 @@ export function registerServe(program: Command): void {
         defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
         gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
         ...(tls ? { tls } : {}),
-        log,
+        log: logger,
       });
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? defaultNodeName();
@@ -160,7 +144,7 @@ export function registerServe(program: Command): void {
       out.write(`Try: ${[podipam, 'simulate', ...simArgs].join(' ')} --nodes 20 --pods 600 --churn 0.2${tokenNote}\n`);
       await new Promise<void>((resolve) => {
         const stop = (sig: string): void => {
-          log(`${sig}, shutting down`);
+          logger.info({ signal: sig }, `${sig}, shutting down`);
           process.off('SIGINT', onInt);
           process.off('SIGTERM', onTerm);
           resolve();

@@ -1,4 +1,4 @@
-import type { LogSink } from '../log/logger.js';
+import type { Log } from '../log/logger.js';
 import type { Store } from '../store/index.js';
 import type { ControllerConfig } from './controller-config.js';
 import type { NodeRecord } from '../model/node-record.js';
@@ -20,8 +20,8 @@ export interface NodeCidrControllerOptions {
   readonly maxRetries?: number;
   /** Assign nodes found by a listing in shared transactions (default true). */
   readonly batch?: boolean;
-  /** One line per event; default: stderr with a timestamp. */
-  readonly log?: LogSink;
+  /** One line per event (the node it concerns as a field); default: text lines on stderr, component "controller". */
+  readonly log?: Log;
   /** Called after the controller recorded CIDRs for a node (record) or saw it go (undefined). */
   readonly onChange?: (name: string, record: NodeRecord | undefined) => void;
 }

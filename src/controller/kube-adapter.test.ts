@@ -11,6 +11,7 @@ import { parseControllerConfig } from './controller-config.js';
 import { KubeAdapter } from './kube-adapter.js';
 import { listNodes } from './list-nodes.js';
 import { NodeCidrController } from './node-cidr-controller.js';
+import { linesLog } from '../../test/helpers/lines-log.js';
 
 async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   for (let waited = 0; waited < ms; waited += 20) {
@@ -31,16 +32,16 @@ async function rig(clusterCidr: string) {
   let adapter: KubeAdapter | undefined;
   const controller = new NodeCidrController({
     store,
-    config: parseControllerConfig({ clusterCidr, nodeMaskSize: '24' }),
+    config: parseControllerConfig({ clusterCidrs: clusterCidr, nodeMaskSize: '24' }),
     pollIntervalMs: 50,
-    log: (l) => log.push(l),
+    log: linesLog(log),
     onChange: (name) => adapter?.notify(name),
   });
   return {
     kube, store, log,
     async start(): Promise<void> {
       await controller.start();
-      adapter = new KubeAdapter({ store, controller, kubeconfig, log: (l, f) => log.push(f?.node === undefined ? l : `${l} node=${String(f.node)}`), relistDelayMs: 100 });
+      adapter = new KubeAdapter({ store, controller, kubeconfig, log: linesLog(log, { fields: ['node'], component: true }).child({ component: 'kube' }), relistDelayMs: 100 });
       await adapter.start();
     },
     async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { LogSink } from '../log/logger.js';
+import { createLogger, type Log } from '../log/logger.js';
 import type { CoreV1Api, Informer, ObjectCache, V1Node } from '@kubernetes/client-node';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import type { Store } from '../store/index.js';
@@ -16,7 +16,8 @@ export interface KubeAdapterOptions {
   readonly controller: { enqueue(name: string): void };
   /** Path of a kubeconfig file; undefined: the in-cluster service account. */
   readonly kubeconfig?: string;
-  readonly log?: LogSink;
+  /** Where lines go (the caller names the component, e.g. log.child({ component: "kube" })); default: text lines on stderr, component "kube". */
+  readonly log?: Log;
   /** First delay before re-listing after the list or watch fails; doubles up to 30 s (default 1 s). */
   readonly relistDelayMs?: number;
 }
@@ -43,7 +44,7 @@ export class KubeAdapter {
   readonly #store: Store;
   readonly #controller: { enqueue(name: string): void };
   readonly #kubeconfig: string | undefined;
-  readonly #log: LogSink;
+  readonly #log: Log;
   readonly #relistDelayMs: number;
   readonly #queue: WorkQueue;
   #informer: NodeInformer | undefined;
@@ -57,12 +58,12 @@ export class KubeAdapter {
     this.#store = options.store;
     this.#controller = options.controller;
     this.#kubeconfig = options.kubeconfig;
-    this.#log = options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+    this.#log = options.log ?? createLogger({ level: 'info', format: 'text', component: 'kube' });
     this.#relistDelayMs = options.relistDelayMs ?? 1000;
     this.#queue = new WorkQueue({
       workers: 4,
       process: (name) => this.#reconcile(name),
-      onGiveUp: (name, e) => this.#log(`kube: giving up on the node until its next change: ${(e as Error).message}`, { node: name }),
+      onGiveUp: (name, e) => this.#log.warn({ node: name }, `giving up on the node until its next change: ${(e as Error).message}`),
     });
   }
 
@@ -92,7 +93,7 @@ export class KubeAdapter {
     informer.on('error', (err: unknown) => {
       if (!this.#running) return;
       const delay = Math.min(30_000, this.#relistDelayMs * 2 ** this.#relistFailures++);
-      this.#log(`kube: node list/watch failed, re-listing in ${delay} ms: ${(err as Error)?.message ?? String(err)}`);
+      this.#log.warn({ err: (err as Error)?.message ?? String(err) }, `node list/watch failed, re-listing in ${delay} ms: ${(err as Error)?.message ?? String(err)}`);
       clearTimeout(this.#relistTimer);
       this.#relistTimer = setTimeout(() => void informer.start(), delay);
     });
@@ -119,7 +120,7 @@ export class KubeAdapter {
     try {
       for (const n of await listNodes(this.#store)) if (!names.has(n.record.name)) this.#queue.add(n.record.name);
     } catch (e) {
-      this.#log(`kube: cannot list node records: ${(e as Error).message}`);
+      this.#log.warn({ err: (e as Error).message }, `cannot list node records: ${(e as Error).message}`);
     }
   }
 
@@ -134,7 +135,7 @@ export class KubeAdapter {
       if (!rec) return;
       try {
         const gone = await deleteNode(this.#store, name, { by: 'kubernetes' });
-        this.#log(`kube: node deleted in Kubernetes; record removed${gone.podCIDRs.length ? `, freed ${gone.podCIDRs.join(',')}` : ''}`, { node: name });
+        this.#log.info({ node: name }, `node deleted in Kubernetes; record removed${gone.podCIDRs.length ? `, freed ${gone.podCIDRs.join(',')}` : ''}`);
       } catch (e) {
         if (!(e instanceof UnknownNodeError)) throw e;
       }
@@ -159,7 +160,7 @@ export class KubeAdapter {
         if (cidr) throw new Error(`node ${name}: spec.podCIDRs ${cidr} is already claimed by node ${owner}`);
         throw new NodeConflictError(name, 1);
       }
-      if (adopt) this.#log(`kube: node has spec.podCIDRs ${kubeCidrs.join(',')} in Kubernetes; record follows`, { node: name });
+      if (adopt) this.#log.info({ node: name }, `node has spec.podCIDRs ${kubeCidrs.join(',')} in Kubernetes; record follows`);
       this.#controller.enqueue(name);
       return;
     }
@@ -184,7 +185,7 @@ export class KubeAdapter {
       try {
         out.push(formatPrefix(parsePrefix(c, { strict: false })));
       } catch {
-        this.#log(`kube: node ${node.metadata?.name} has an unreadable spec.podCIDRs entry ${JSON.stringify(c)}; ignored`);
+        this.#log.info({ node: node.metadata?.name }, `node ${node.metadata?.name} has an unreadable spec.podCIDRs entry ${JSON.stringify(c)}; ignored`);
       }
     }
     return out;
@@ -193,6 +194,6 @@ export class KubeAdapter {
   async #patch(name: string, cidrs: readonly string[]): Promise<void> {
     const body = { spec: { podCIDR: cidrs[0], podCIDRs: cidrs } };
     await (this.#api as CoreV1Api).patchNode({ name, body }, this.#patchOptions as Parameters<CoreV1Api['patchNode']>[1]);
-    this.#log('kube: patched spec.podCIDRs', { node: name, podCIDRs: cidrs.join(',') });
+    this.#log.info({ node: name, podCIDRs: cidrs.join(',') }, 'patched spec.podCIDRs');
   }
 }

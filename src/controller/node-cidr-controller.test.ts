@@ -8,15 +8,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { addNode } from './add-node.js';
-import { parseControllerConfig, type ControllerFlags } from './controller-config.js';
+import { parseControllerConfig, type ControllerSettings } from './controller-config.js';
 import { deleteNode } from './delete-node.js';
 import { listNodes } from './list-nodes.js';
 import { NodeCidrController, type NodeCidrControllerOptions } from './node-cidr-controller.js';
 import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
+import { linesLog } from '../../test/helpers/lines-log.js';
 
-function controller(store: Store, flags: ControllerFlags, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
+function controller(store: Store, flags: ControllerSettings, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
   const log: string[] = [];
-  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: (l, f) => log.push([l, ...Object.entries(f ?? {}).map(([k, v]) => `${k}=${String(v)}`)].join(' ')), pollIntervalMs: 20, ...extra });
+  const c = new NodeCidrController({ store, config: parseControllerConfig(flags), log: linesLog(log, { fields: true }), pollIntervalMs: 20, ...extra });
   return { c, log };
 }
 
@@ -41,7 +42,7 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 5000): 
 for (const batch of [true, false]) test(`controller gives every dual-stack node one CIDR per family, in cluster-CIDR order (batch: ${batch})`, async () => {
   const store = new MemoryStore();
   for (let i = 0; i < 20; i++) await addNode(store, { name: `n${i}` });
-  const { c, log } = controller(store, { clusterCidr: '10.244.0.0/16,fd00:10::/56', nodeMaskSize: '24', nodeMaskSizeV6: '64' }, { batch });
+  const { c, log } = controller(store, { clusterCidrs: '10.244.0.0/16,fd00:10::/56', nodeMaskSize: '24', nodeMaskSizeV6: '64' }, { batch });
   const rt = store.roundTrips;
   const s = await c.runOnce();
   assert.deepEqual(s, { nodes: 20, assigned: 20, waiting: [], failed: [] });
@@ -63,7 +64,7 @@ for (const batch of [true, false]) test(`controller gives every dual-stack node 
 
 test('controller restarted on recorded CIDRs never hands one out twice', async () => {
   const store = new MemoryStore();
-  const flags = { clusterCidr: '10.0.0.0/20', nodeMaskSize: '24' };
+  const flags = { clusterCidrs: '10.0.0.0/20', nodeMaskSize: '24' };
   for (let i = 0; i < 5; i++) await addNode(store, { name: `a${i}` });
   await controller(store, flags).c.runOnce();
   // A node registered with a CIDR (as the Kubernetes adapter does for spec.podCIDRs).
@@ -81,7 +82,7 @@ test('controller restarted on recorded CIDRs never hands one out twice', async (
 
 test('controller reports CIDRNotAvailable naming node and cluster CIDRs, then serves the node once a CIDR is freed', async () => {
   const store = new MemoryStore();
-  const { c, log } = controller(store, { clusterCidr: '10.0.0.0/23', nodeMaskSize: '24' });
+  const { c, log } = controller(store, { clusterCidrs: '10.0.0.0/23', nodeMaskSize: '24' });
   for (const n of ['x', 'y', 'z']) await addNode(store, { name: n });
   const s = await c.runOnce();
   assert.deepEqual(s.waiting, ['z']);
@@ -98,7 +99,7 @@ test('controller reports CIDRNotAvailable naming node and cluster CIDRs, then se
 
 test('a running controller grown by a cluster CIDR serves the nodes that were waiting', async () => {
   const store = new MemoryStore();
-  const { c, log } = controller(store, { clusterCidr: '10.6.0.0/24', nodeMaskSize: '24' });
+  const { c, log } = controller(store, { clusterCidrs: '10.6.0.0/24', nodeMaskSize: '24' });
   for (const n of ['g1', 'g2', 'g3']) await addNode(store, { name: n });
   await c.start();
   try {
@@ -114,7 +115,7 @@ test('a running controller grown by a cluster CIDR serves the nodes that were wa
 
 test('a running controller picks up added nodes, and reuses a deleted node\'s CIDR after wrapping', async () => {
   const store = new MemoryStore();
-  const { c } = controller(store, { clusterCidr: '10.1.0.0/22', nodeMaskSize: '24' });
+  const { c } = controller(store, { clusterCidrs: '10.1.0.0/22', nodeMaskSize: '24' });
   await c.start();
   try {
     for (const n of ['a', 'b', 'c']) await addNode(store, { name: n });
@@ -135,7 +136,7 @@ test('a running controller picks up added nodes, and reuses a deleted node\'s CI
 test('two controllers on one store never record a CIDR twice', async () => {
   const store = new MemoryStore('two-controllers');
   const other = new MemoryStore('two-controllers');
-  const flags = { clusterCidr: '10.8.0.0/16,fd00:8::/48', nodeMaskSize: '26', nodeMaskSizeV6: '64' };
+  const flags = { clusterCidrs: '10.8.0.0/16,fd00:8::/48', nodeMaskSize: '26', nodeMaskSizeV6: '64' };
   const one = controller(store, flags, { workers: 4 }).c;
   const two = controller(other, flags, { workers: 4 }).c;
   // Both rebuild from the same records and start their round robin at the same block.
@@ -159,7 +160,7 @@ test('two controllers on one store never record a CIDR twice', async () => {
 
 test('controller sweeps claims left by records removed by hand, and frees their CIDRs', async () => {
   const store = new MemoryStore();
-  const flags = { clusterCidr: '10.2.0.0/22', nodeMaskSize: '24' };
+  const flags = { clusterCidrs: '10.2.0.0/22', nodeMaskSize: '24' };
   for (const n of ['p', 'q', 'o']) await addNode(store, { name: n });
   const first = controller(store, flags);
   await first.c.runOnce();
@@ -178,7 +179,7 @@ test('controller sweeps claims left by records removed by hand, and frees their 
 
 test('controller removes a record marked deleting, with its claims', async () => {
   const store = new MemoryStore();
-  const flags = { clusterCidr: '10.3.0.0/24', nodeMaskSize: '24' };
+  const flags = { clusterCidrs: '10.3.0.0/24', nodeMaskSize: '24' };
   await addNode(store, { name: 'gone' });
   await controller(store, flags).c.runOnce();
   const e = await store.get(nodeKey('gone'));
@@ -212,7 +213,7 @@ test('controller retries with back-off while the store is unavailable, without d
     close: () => inner.close(),
   };
   for (let i = 0; i < 30; i++) await addNode(inner, { name: `f${i}` });
-  const { c } = controller(flaky, { clusterCidr: '10.4.0.0/16', nodeMaskSize: '24' });
+  const { c } = controller(flaky, { clusterCidrs: '10.4.0.0/16', nodeMaskSize: '24' });
   const s = await c.runOnce();
   assert.deepEqual(s.failed, []);
   assert.equal(s.assigned, 30);
@@ -225,7 +226,7 @@ test('a running controller on SQLite serves a node another connection adds, by i
   const url = `sqlite:${join(dir, 'store.db')}`;
   const mine = await openStore(url);
   const theirs = await openStore(url);
-  const { c, log } = controller(mine, { clusterCidr: '10.5.0.0/16', nodeMaskSize: '24' }, { resyncIntervalMs: 3_600_000, pollIntervalMs: 3_600_000 });
+  const { c, log } = controller(mine, { clusterCidrs: '10.5.0.0/16', nodeMaskSize: '24' }, { resyncIntervalMs: 3_600_000, pollIntervalMs: 3_600_000 });
   try {
     await c.start();
     await addNode(theirs, { name: 'late' });

@@ -1,4 +1,4 @@
-import type { LogSink } from '../log/logger.js';
+import { createLogger, type Log } from '../log/logger.js';
 import { formatPrefix, type Prefix } from '../ip/index.js';
 import { crashPoint } from '../util/crash-point.js';
 import { MAX_TXN_OPS, StoreCompactedError, StoreUnavailableError, type Entry, type Store, type WatchEvent } from '../store/index.js';
@@ -8,7 +8,7 @@ import { CidrNotAvailableError, NodeConflictError } from './errors.js';
 import { listAll, listAllWithRevision } from '../store/list-all.js';
 import { NODE_CIDR_CLAIM_PREFIX } from './node-cidr-claim.js';
 import { NodeOccupancy } from './node-occupancy.js';
-import { Poller } from './poller.js';
+import { Periodic } from '../util/periodic.js';
 import { decodeNodeRecord, NODE_PREFIX, nodeKey, type NodeRecord } from '../model/node-record.js';
 import { sweepOrphanClaims } from './sweep-orphan-claims.js';
 import { WorkQueue } from './work-queue.js';
@@ -40,9 +40,9 @@ const MAX_CAS_ATTEMPTS = 16;
 export class NodeCidrController {
   readonly #store: Store;
   readonly #occ: NodeOccupancy;
-  readonly #log: LogSink;
+  readonly #log: Log;
   readonly #onChange: (name: string, record: NodeRecord | undefined) => void;
-  readonly #poller: Poller;
+  readonly #poller: Periodic;
   readonly #resyncMs: number;
   readonly #workers: number;
   readonly #batch: boolean;
@@ -70,14 +70,15 @@ export class NodeCidrController {
 
   constructor(options: NodeCidrControllerOptions) {
     this.#store = options.store;
-    this.#log = options.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+    this.#log = options.log ?? createLogger({ level: 'info', format: 'text', component: 'controller' });
     this.#occ = new NodeOccupancy(options.config, this.#log);
     this.#onChange = options.onChange ?? (() => {});
-    this.#poller = new Poller({
+    // A failure is logged (warn) once per distinct message: "node resync failed (retrying every N ms): …".
+    this.#poller = new Periodic({
+      name: 'node resync',
       intervalMs: options.pollIntervalMs ?? 250,
-      what: 'node resync',
       log: this.#log,
-      tick: () => (Date.now() >= this.#nextResync || !this.#ready ? this.#run(() => this.#resync()) : Promise.resolve()),
+      task: () => (Date.now() >= this.#nextResync || !this.#ready ? this.#run(() => this.#resync()) : Promise.resolve()),
     });
     this.#resyncMs = options.resyncIntervalMs ?? 30_000;
     this.#workers = options.workers ?? 8;
@@ -88,7 +89,7 @@ export class NodeCidrController {
       process: (name) => this.#sync(name),
       onGiveUp: (name, error, attempts) => {
         this.#failed.add(name);
-        this.#log(`CIDRAssignmentFailed: ${(error as Error)?.message ?? String(error)} (retried at the next resync)`, { node: name, attempts });
+        this.#log.warn({ node: name, attempts }, `CIDRAssignmentFailed: ${(error as Error)?.message ?? String(error)} (retried at the next resync)`);
       },
     });
   }
@@ -110,7 +111,7 @@ export class NodeCidrController {
    */
   addClusterCidr(cidr: Prefix): void {
     this.#occ.addClusterCidr(cidr);
-    this.#log(`cluster CIDR added: ${formatPrefix(cidr)}`);
+    this.#log.info({ cidr: formatPrefix(cidr) }, `cluster CIDR added: ${formatPrefix(cidr)}`);
     this.#wake();
   }
 
@@ -134,7 +135,7 @@ export class NodeCidrController {
         this.#running = false;
         throw e;
       }
-      this.#log(`datastore unavailable, retrying: ${e.message}`);
+      this.#log.warn({ err: e.message }, `datastore unavailable, retrying: ${e.message}`);
     }
     this.#poller.start();
     this.#watchAbort = new AbortController();
@@ -180,14 +181,14 @@ export class NodeCidrController {
       } catch (e) {
         if (signal.aborted) return;
         if (!(e instanceof StoreCompactedError)) {
-          this.#log(`node watch failed, relisting: ${(e as Error).message}`);
+          this.#log.warn({ err: (e as Error).message }, `node watch failed, relisting: ${(e as Error).message}`);
           await sleep(Math.min(5000, this.#poller.intervalMs * 2 ** Math.min(failures++, 6)), signal);
         }
         if (signal.aborted) return;
         try {
           await this.#run(() => this.#resync());
         } catch (err) {
-          this.#log(`node relist failed: ${(err as Error).message}`);
+          this.#log.warn({ err: (err as Error).message }, `node relist failed: ${(err as Error).message}`);
         }
       }
     }
@@ -223,7 +224,7 @@ export class NodeCidrController {
       this.#gathered.clear();
       void this.#run(() => this.#serve(names)).catch((e: unknown) => {
         // The nodes stay known as pending: the queue or the next resync serves them.
-        this.#log(`serving watched nodes failed: ${(e as Error).message}`);
+        this.#log.warn({ err: (e as Error).message }, `serving watched nodes failed: ${(e as Error).message}`);
         for (const n of names) this.#queue.add(n);
       });
     }, delay);
@@ -258,7 +259,7 @@ export class NodeCidrController {
     if (!this.#ready) {
       this.#queue.start();
       const use = this.#occ.usage().map((u) => `IPv${u.family} ${u.used}/${u.size}`).join(', ');
-      this.#log(`ready: ${this.#occ.size} nodes, ${claims.length} claims, node blocks used ${use}`);
+      this.#log.info({}, `ready: ${this.#occ.size} nodes, ${claims.length} claims, node blocks used ${use}`);
     }
     this.#ready = true;
     const pending = [...this.#occ.entries()].filter(([name]) => this.#occ.needsWork(name)).map(([name]) => name);
@@ -295,7 +296,7 @@ export class NodeCidrController {
     try {
       return decodeNodeRecord(e.key, e.value);
     } catch (err) {
-      if (!this.#warned.has(`${e.key}@${e.rev}`)) this.#log(`skipping ${(err as Error).message}`);
+      if (!this.#warned.has(`${e.key}@${e.rev}`)) this.#log.warn({ key: e.key }, `skipping ${(err as Error).message}`);
       this.#warned.add(`${e.key}@${e.rev}`);
       return undefined;
     }
@@ -315,7 +316,7 @@ export class NodeCidrController {
     this.#parked.delete(name);
     this.#notified.delete(name);
     if (freed.length) {
-      this.#log('released', { node: name, podCIDRs: freed.join(',') });
+      this.#log.info({ node: name, podCIDRs: freed.join(',') }, 'released');
       this.#wake();
     }
     if (had) this.#onChange(name, undefined);
@@ -328,7 +329,8 @@ export class NodeCidrController {
   }
 
   #park(e: CidrNotAvailableError): void {
-    if (!this.#notified.has(e.node)) this.#log(e.message);
+    // The node is named in the message ("CIDRNotAvailable: node \"z\" cannot get …").
+    if (!this.#notified.has(e.node)) this.#log.warn({}, e.message);
     this.#notified.add(e.node);
     this.#parked.add(e.node);
   }
@@ -339,7 +341,7 @@ export class NodeCidrController {
     this.#assigned++;
     this.#failed.delete(name);
     this.#notified.delete(name);
-    this.#log('assigned', { node: name, podCIDRs: next.podCIDRs.join(',') });
+    this.#log.info({ node: name, podCIDRs: next.podCIDRs.join(',') }, 'assigned');
     this.#onChange(name, next);
   }
 

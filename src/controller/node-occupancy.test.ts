@@ -3,13 +3,15 @@ import assert from 'node:assert/strict';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { NodeOccupancy } from './node-occupancy.js';
 import type { NodeRecord } from '../model/node-record.js';
+import { linesLog } from '../../test/helpers/lines-log.js';
+import { silentLog } from '../log/logger.js';
 
 const config = { clusterCidrs: [parsePrefix('10.0.0.0/22')], nodeMaskSize: { 4: 24 } };
 const rec = (name: string, podCIDRs: string[] = []): NodeRecord => ({ name, labels: {}, podCIDRs, createdAt: 'x' });
 
 test('occupancy follows records: newer revisions only, changed CIDRs freed, vanished nodes freed', () => {
   const log: string[] = [];
-  const o = new NodeOccupancy(config, (l) => log.push(l));
+  const o = new NodeOccupancy(config, linesLog(log));
   assert.equal(o.observe('a', 5, rec('a', ['10.0.1.0/24'])), false);
   assert.equal(o.observe('a', 4, rec('a', [])), false, 'an older read is ignored');
   assert.equal(o.observe('b', 6, rec('b')), true);
@@ -23,7 +25,7 @@ test('occupancy follows records: newer revisions only, changed CIDRs freed, vani
 });
 
 test('occupancy proposals stay used while in flight, through a rebuild, and are settled by outcome', () => {
-  const o = new NodeOccupancy(config, () => {});
+  const o = new NodeOccupancy(config, silentLog);
   o.observe('a', 1, rec('a'));
   o.observe('b', 2, rec('b'));
   const pa = o.propose('a');

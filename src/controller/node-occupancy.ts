@@ -1,4 +1,4 @@
-import type { LogSink } from '../log/logger.js';
+import type { Log } from '../log/logger.js';
 import { NodeCidrAllocator, type NodeCidrAllocatorConfig, type NodeCidrProposal } from '../alloc/node-cidr-allocator.js';
 import { formatPrefix, parsePrefix, type Family, type Prefix } from '../ip/index.js';
 import type { NodeRecord } from '../model/node-record.js';
@@ -24,7 +24,7 @@ export interface KnownNode {
  */
 export class NodeOccupancy {
   readonly #alloc: NodeCidrAllocator;
-  readonly #log: LogSink;
+  readonly #log: Log;
   readonly #known = new Map<string, KnownNode>();
   /** keyOf(CIDR) → the node whose record lists it. */
   readonly #holders = new Map<string, string>();
@@ -32,7 +32,7 @@ export class NodeOccupancy {
   readonly #inflight = new Map<string, Prefix>();
   readonly #warned = new Set<string>();
 
-  constructor(config: NodeCidrAllocatorConfig, log: LogSink) {
+  constructor(config: NodeCidrAllocatorConfig, log: Log) {
     this.#alloc = new NodeCidrAllocator(config);
     this.#log = log;
   }
@@ -173,7 +173,7 @@ export class NodeOccupancy {
       try {
         out.push(parsePrefix(text));
       } catch {
-        this.#warnOnce(`${name} ${text}`, `skipping pod CIDR ${JSON.stringify(text)} of node ${name}: not a CIDR`);
+        this.#warnOnce(`${name} ${text}`, 'warn', `skipping pod CIDR ${JSON.stringify(text)} of node ${name}: not a CIDR`);
       }
     }
     return out;
@@ -182,7 +182,7 @@ export class NodeOccupancy {
   #hold(p: Prefix, name: string): void {
     if (!this.#alloc.occupy(p)) {
       const t = formatPrefix(p);
-      this.#warnOnce(`${name} ${t}`, `node ${name} has pod CIDR ${t} outside the cluster CIDRs ${this.#alloc.clusterCidrs().map(formatPrefix).join(',')}; keeping it`);
+      this.#warnOnce(`${name} ${t}`, 'info', `node ${name} has pod CIDR ${t} outside the cluster CIDRs ${this.#alloc.clusterCidrs().map(formatPrefix).join(',')}; keeping it`);
     }
     this.#holders.set(keyOf(p), name);
   }
@@ -192,9 +192,10 @@ export class NodeOccupancy {
     if (!this.#inflight.has(key)) this.#alloc.release(p);
   }
 
-  #warnOnce(key: string, line: string): void {
+  /** Logs `line` (about node `key`'s first word) once per key. */
+  #warnOnce(key: string, level: 'info' | 'warn', line: string): void {
     if (this.#warned.has(key)) return;
     this.#warned.add(key);
-    this.#log(line);
+    this.#log[level]({ node: key.slice(0, key.indexOf(' ')) }, line);
   }
 }

@@ -1,4 +1,4 @@
-import type { LogSink } from '../log/logger.js';
+import type { Log } from '../log/logger.js';
 import type { Entry, Store } from '../store/index.js';
 import { decodeNodeCidrClaim, NODE_CIDR_CLAIM_PREFIX } from './node-cidr-claim.js';
 
@@ -16,7 +16,7 @@ export async function sweepOrphanClaims(
   store: Store,
   claims: readonly Entry[],
   podCidrsOf: (name: string) => readonly string[] | null | undefined,
-  log: LogSink,
+  log: Log,
 ): Promise<string[]> {
   const swept: string[] = [];
   for (const c of claims) {
@@ -28,7 +28,7 @@ export async function sweepOrphanClaims(
     const res = await store.txn([{ key: c.key, rev: c.rev }], [{ type: 'delete', key: c.key }]);
     if (res.succeeded) {
       swept.push(cidr);
-      log('swept orphan claim', { cidr, node: owner });
+      log.info({ cidr, node: owner }, 'swept orphan claim');
     }
   }
   return swept;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger, lineSink, parseLogOptions, textLine } from './logger.js';
+import { createLogger, parseLogOptions, textLine, type Log } from './logger.js';
 
 function capture(format: 'text' | 'json', level: 'info' | 'warn' = 'info') {
   const lines: string[] = [];
@@ -34,29 +34,30 @@ test('createLogger drops lines below the level', () => {
   assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ['loud']);
 });
 
-test('lineSink: a "gc: " prefix becomes the component, fields pass through, a failure a warning', () => {
+test('Log on pino: a child names the component, the level is the caller\'s, fields pass through', () => {
   const { logger, lines } = capture('json');
-  const log = lineSink(logger);
-  log('gc: run failed: store down');
-  log('assigned', { node: 'node-7', podCIDRs: '10.0.7.0/24' });
-  log('released', { pool: 'v4', handle: 'h1' });
-  log('gc: released leaked address 10.0.0.5 (block 10.0.0.0/26)', { handle: 'net:c9:eth0' });
+  const log: Log = logger;
+  const gc = log.child({ component: 'gc' });
+  gc.warn({}, 'gc run failed (retrying every 60000 ms): store down');
+  log.info({ node: 'node-7', podCIDRs: '10.0.7.0/24' }, 'assigned');
+  log.info({ pool: 'v4', handle: 'h1' }, 'released');
+  gc.info({ handle: 'net:c9:eth0' }, 'released leaked address 10.0.0.5 (block 10.0.0.0/26)');
   const [a, b, c, d] = lines.map((l) => JSON.parse(l));
   assert.deepEqual([d.component, d.handle], ['gc', 'net:c9:eth0']);
-  assert.deepEqual([a.component, a.level, a.msg], ['gc', 'warn', 'run failed: store down']);
+  assert.deepEqual([a.component, a.level, a.msg], ['gc', 'warn', 'gc run failed (retrying every 60000 ms): store down']);
   assert.deepEqual([b.component, b.level, b.node, b.podCIDRs], ['serve', 'info', 'node-7', '10.0.7.0/24']);
   assert.deepEqual([c.pool, c.handle], ['v4', 'h1']);
 });
 
-test('lineSink invents no ids from the words of a message', () => {
+test('Log invents no ids from the words of a message', () => {
   for (const format of ['json', 'text'] as const) {
     const { logger, lines } = capture(format);
-    const log = lineSink(logger);
+    const log: Log = logger;
     // The controller's ready line, which used to come out as node=blocks.
-    log('ready: 3 nodes, 2 claims, node blocks used 10.0.0.0/8 2/256');
-    log('skipping pod CIDR "x" of node b: not a CIDR');
-    log('released leaked address 10.0.0.5 of missing handle "net.c9.eth0"');
-    log('pool v4 deleted');
+    log.info({}, 'ready: 3 nodes, 2 claims, node blocks used 10.0.0.0/8 2/256');
+    log.warn({}, 'skipping pod CIDR "x" of node b: not a CIDR');
+    log.info({}, 'released leaked address 10.0.0.5 of missing handle "net.c9.eth0"');
+    log.info({}, 'pool v4 deleted');
     for (const line of lines) {
       if (format === 'json') {
         const r = JSON.parse(line);

@@ -119,30 +119,3 @@ export function recordingLog(records: LogRecord[] = [], bindings: LogFields = {}
     child: (b) => recordingLog(records, { ...bindings, ...b }),
   };
 }
-
-/** Components that older code names as a "component: " prefix of its log lines. */
-const PREFIXES = ['controller', 'gc', 'http', 'kube', 'shutdown', 'agent'];
-
-/** What services log through: a message and the ids it concerns as fields (never parsed out of the message). */
-export type LogSink = (line: string, fields?: LogFields) => void;
-
-/**
- * Adapts the LogSink callbacks the services take to `logger`: a known "component: " prefix
- * becomes the component, the fields given are the line's fields — nothing is guessed from the
- * message's words — and lines reporting a failure are warnings.
- */
-export function lineSink(logger: Logger): LogSink {
-  const children = new Map<string, Logger>();
-  const child = (c: string): Logger => {
-    let l = children.get(c);
-    if (!l) children.set(c, (l = logger.child({ component: c })));
-    return l;
-  };
-  return (line, fields) => {
-    const m = /^([a-z]+): (.*)$/s.exec(line);
-    const [l, msg] = m && PREFIXES.includes(m[1]!) ? [child(m[1]!), m[2]!] : [logger, line];
-    const warn = /\b(fail|failed|failing|cannot|unavailable|giving up|error|skipping|refus)/i.test(msg);
-    if (warn) l.warn({ ...fields }, msg);
-    else l.info({ ...fields }, msg);
-  };
-}

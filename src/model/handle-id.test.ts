@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openStore } from '../store/index.js';
-import { HANDLE } from '../server/validate.js';
+import { HANDLE } from '../server/http/validate.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { cniHandleId, HANDLE_PATTERN, legacyCniHandleId, MAX_HANDLE_LENGTH } from './handle-id.js';
 import { legacyHandleOf, legacyRecordMatches } from '../cluster/legacy-handle.js';

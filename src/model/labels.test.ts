@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { isLabelKey, isLabelValue } from './labels.js';
 import { parseNodeLabels } from './node-labels.js';
 import { parseNodeSelector } from './node-selector.js';
-import { optionalStringMap } from '../server/validate.js';
+import { optionalStringMap } from '../server/http/validate.js';
 
 const GOOD_KEYS = ['zone', 'Zone_1', 'topology.kubernetes.io/zone', 'a.b/c-d.e_f', 'x'.repeat(63)];
 // Upper case or ".." in the prefix, an empty name, a name over 63: one rule refuses them everywhere.

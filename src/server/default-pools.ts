@@ -3,8 +3,8 @@
  * machine works at once: Kubernetes' conventional pod network (kubeadm's and flannel's
  * 10.244.0.0/16) and its IPv6 counterpart, with Calico's default block sizes.
  */
-import type { ClusterOps } from './cluster-ops.js';
-import type { ClusterSummary } from './cluster-summary.js';
+import type { ClusterIpam } from '../cluster/index.js';
+import type { ClusterSummary } from './summary/cluster-summary.js';
 
 export interface DefaultPool {
   readonly name: string;
@@ -25,12 +25,12 @@ export const DEFAULT_POOLS: readonly DefaultPool[] = [
 export const DEFAULT_CLUSTER_CIDRS = '10.245.0.0/16,fd00:10:245::/56';
 
 /** Creates `pools` when the store has no pool at all; returns the names created. */
-export async function ensureDefaultPools(ops: ClusterOps, summary: () => Promise<ClusterSummary>, pools: readonly DefaultPool[]): Promise<string[]> {
+export async function ensureDefaultPools(ipam: Pick<ClusterIpam, 'createPool'>, summary: () => Promise<ClusterSummary>, pools: readonly DefaultPool[]): Promise<string[]> {
   if ((await summary()).pools.length > 0) return [];
   const created: string[] = [];
   for (const p of pools) {
     try {
-      await ops.createPool({ name: p.name, cidr: p.cidr });
+      await ipam.createPool({ name: p.name, cidr: p.cidr });
       created.push(p.name);
     } catch (e) {
       // Another server creating the same default at the same moment is fine.

@@ -3,28 +3,27 @@
  * none, starts the node-CIDR controller and the cluster GC loops, and serves the HTTP API,
  * /metrics, /healthz and the dashboard. `close()` stops everything in reverse order.
  */
-import type { LogSink } from '../log/logger.js';
 import type { AddressInfo } from 'node:net';
 import type { ControllerConfig } from '../controller/controller-config.js';
 import { NodeCidrController } from '../controller/node-cidr-controller.js';
+import { ClusterIpam, type CheckReport } from '../cluster/index.js';
+import type { Log } from '../log/logger.js';
 import { openStore, parseStoreUrl, type Store } from '../store/index.js';
-import type { ApiDeps } from './api-deps.js';
-import { authRequired, checkListenTokens, type Tokens } from './auth.js';
-import { CheckCache } from './check-cache.js';
-import { CheckInWorker } from './check-in-worker.js';
-import { ClusterGc } from './cluster-gc.js';
-import { Ticker } from './ticker.js';
-import { clusterOps } from './cluster-ops-impl.js';
-import type { CheckReport } from './cluster-ops.js';
-import { SummaryCache } from './cluster-summary.js';
+import { Periodic } from '../util/periodic.js';
+import type { ApiDeps } from './api/api-deps.js';
+import { authRequired, checkListenTokens, type Tokens } from './http/auth.js';
+import { CheckCache } from './check/check-cache.js';
+import { CheckInWorker } from './check/check-in-worker.js';
+import { ClusterGc } from './gc/cluster-gc.js';
+import { SummaryCache } from './summary/cluster-summary.js';
 import { ensureDefaultPools, type DefaultPool } from './default-pools.js';
-import { createHttpServer, type HandlerSpec, type ServerTls } from './http-server.js';
-import { ServerMetrics } from './metrics.js';
-import { hostPolicy as makeHostPolicy } from './request-guard.js';
-import { Router } from './router.js';
-import { addReadRoutes } from './routes-read.js';
-import { addStaticRoutes } from './routes-static.js';
-import { addWriteRoutes } from './routes-write.js';
+import { createHttpServer, type HandlerSpec, type ServerTls } from './http/http-server.js';
+import { ServerMetrics } from './http/metrics.js';
+import { hostPolicy as makeHostPolicy } from './http/request-guard.js';
+import { Router } from './http/router.js';
+import { addReadRoutes } from './api/routes-read.js';
+import { addStaticRoutes } from './api/routes-static.js';
+import { addWriteRoutes } from './api/routes-write.js';
 
 export interface ServerConfig {
   readonly host: string;
@@ -43,8 +42,8 @@ export interface ServerConfig {
   readonly summaryTtlMs?: number;
   /** Serve HTTPS with this certificate and key (PEM, see loadServerTls); plain HTTP without. */
   readonly tls?: ServerTls;
-  /** Where lines go (lineSink: fields pass through). */
-  readonly log: LogSink;
+  /** Where lines go; the controller, GC, HTTP and shutdown lines through child loggers naming their component. */
+  readonly log: Log;
 }
 
 export interface RunningServer {
@@ -70,16 +69,18 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const store = await openStore(cfg.datastoreUrl);
   const stops: (() => Promise<void>)[] = [() => store.close()];
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch((e: unknown) => cfg.log(`shutdown: ${(e as Error).message}`));
+    for (const stop of stops.reverse()) await stop().catch((e: unknown) => cfg.log.child({ component: 'shutdown' }).warn({ err: (e as Error).message }, (e as Error).message));
     stops.length = 0;
   };
   try {
-    const ops = clusterOps(store);
+    // One instance for the life of the server: its hints make a node's next pod through the
+    // API one transaction, as for a long-lived agent.
+    const ipam = new ClusterIpam(store);
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
-    stops.push(summary.follow((line) => cfg.log(line)));
+    stops.push(summary.follow(cfg.log));
     // A check reads every record: off the event loop in a worker with its own connection,
     // except on a memory store (in this process only, and small).
-    let checkRun = (): Promise<CheckReport> => ops.check();
+    let checkRun = (): Promise<CheckReport> => ipam.check();
     if (parseStoreUrl(cfg.datastoreUrl).kind !== 'memory') {
       const worker = new CheckInWorker(cfg.datastoreUrl);
       stops.push(() => worker.close());
@@ -90,7 +91,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       pools: async () => (await summary.get()).pools,
       nodes: async () => (await summary.get()).totals.nodes,
     });
-    const createdPools = await ensureDefaultPools(ops, () => summary.get(), cfg.defaultPools);
+    const createdPools = await ensureDefaultPools(ipam, () => summary.get(), cfg.defaultPools);
     summary.invalidate();
 
     let controller: NodeCidrController | undefined;
@@ -99,7 +100,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         store,
         config: cfg.controller,
         pollIntervalMs: 500, // resync checks: node changes arrive by its watch
-        log: (line, fields) => cfg.log(`controller: ${line}`, fields),
+        log: cfg.log.child({ component: 'controller' }),
         onChange: () => summary.invalidate(),
       });
       await controller.start();
@@ -107,12 +108,13 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       stops.push(() => c.stop());
     }
 
-    let gcTicker: Ticker | undefined;
+    let gcLoop: Periodic | undefined;
     if (cfg.gc) {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
       const intervalMs = cfg.gc.intervalMs;
-      const gc = new ClusterGc({ ops, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: cfg.log });
-      gcTicker = new Ticker('gc', cfg.gc.intervalMs, async () => {
+      const gcLog = cfg.log.child({ component: 'gc' });
+      const gc = new ClusterGc({ ipam, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: gcLog });
+      const runGc = async (): Promise<void> => {
         try {
           const r = await gc.runOnce();
           metrics.gcRuns.inc({ result: 'ok' });
@@ -125,12 +127,13 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           }
         } catch (e) {
           metrics.gcRuns.inc({ result: 'error' });
-          cfg.log(`gc: run failed: ${(e as Error).message}`);
           throw e;
         }
-      });
-      gcTicker.start();
-      const t = gcTicker;
+      };
+      // A failure is logged (warn) once per distinct message: "gc run failed (retrying every N ms): …".
+      gcLoop = new Periodic({ name: 'gc run', intervalMs, firstDelayMs: Math.min(intervalMs, 1000), task: runGc, log: gcLog });
+      gcLoop.start();
+      const t = gcLoop;
       stops.push(() => t.stop());
     }
 
@@ -138,14 +141,14 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       store,
       datastoreUrl: store.url, // password hidden: /healthz, whoami and overview show it
       summary,
-      ops,
+      ipam,
       checks,
       metrics,
       tokens: cfg.tokens,
       startedAt: new Date(),
       loops: () => ({
         controller: controller ? { running: true, ...controller.stats() } : { running: false },
-        gc: gcTicker ? { running: true, ...gcTicker.status() } : { running: false },
+        gc: gcLoop ? { running: true, ...gcLoop.status() } : { running: false },
       }),
     };
     const router = new Router<HandlerSpec>();
@@ -161,7 +164,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       onServerError: (e, method, path) => {
         // The stack of a failure of ours goes to the log (never to the client).
         const stack = e.cause instanceof Error && e.status === 500 ? `\n${e.cause.stack ?? ''}` : '';
-        cfg.log(`http: ${method} ${path} → ${e.status} ${e.code}: ${e.message}${stack}`);
+        cfg.log.child({ component: 'http' }).warn({ method, path, status: e.status, code: e.code }, `${method} ${path} → ${e.status} ${e.code}: ${e.message}${stack}`);
       },
     });
     await new Promise<void>((resolve, reject) => {

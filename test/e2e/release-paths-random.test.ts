@@ -31,8 +31,8 @@ import { makeTempDir } from '../helpers/tmp.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
-import { ClusterGc } from '../../src/server/cluster-gc.js';
-import { clusterOps } from '../../src/server/cluster-ops-impl.js';
+import { ClusterGc } from '../../src/server/gc/cluster-gc.js';
+import { silentLog } from '../../src/log/logger.js';
 import { spawn } from 'node:child_process';
 
 const require = createRequire(import.meta.url);
@@ -203,7 +203,7 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
       return `node delete ${n}`;
     },
     async clusterGc() {
-      const gc = new ClusterGc({ ops: clusterOps(store!), graceMs: 0, log: () => {} });
+      const gc = new ClusterGc({ ipam: new ClusterIpam(store!), graceMs: 0, log: silentLog });
       const r = await gc.runOnce();
       return `cluster GC: ${JSON.stringify(r)}`;
     },

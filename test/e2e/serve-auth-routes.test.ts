@@ -9,12 +9,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ApiDeps } from '../../src/server/api-deps.js';
-import type { HandlerSpec } from '../../src/server/http-server.js';
-import { Router, type Method } from '../../src/server/router.js';
-import { addReadRoutes } from '../../src/server/routes-read.js';
-import { addStaticRoutes } from '../../src/server/routes-static.js';
-import { addWriteRoutes } from '../../src/server/routes-write.js';
+import type { ApiDeps } from '../../src/server/api/api-deps.js';
+import type { HandlerSpec } from '../../src/server/http/http-server.js';
+import { Router, type Method } from '../../src/server/http/router.js';
+import { addReadRoutes } from '../../src/server/api/routes-read.js';
+import { addStaticRoutes } from '../../src/server/api/routes-static.js';
+import { addWriteRoutes } from '../../src/server/api/routes-write.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { startServe } from './serve-harness.js';
 

@@ -1,5 +1,5 @@
 /**
- * The JSON the dashboard reads from the API (src/server/routes-read.ts, routes-static.ts), as the
+ * The JSON the dashboard reads from the API (src/server/api/routes-read.ts, routes-static.ts), as the
  * browser sees it. Counts beyond 2^53 − 1 arrive as decimal strings (exact JSON, util/exact-json.ts).
  */
 

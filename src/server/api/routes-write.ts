@@ -1,0 +1,190 @@
+/**
+ * Mutating API routes (admin token): pools, nodes, allocations and release. Bodies are
+ * validated here, once, naming field and value; the services then see typed values. Every
+ * successful write invalidates the summary cache, so the caller's next read shows it.
+ */
+import { addNode } from '../../controller/add-node.js';
+import { deleteNode } from '../../controller/delete-node.js';
+import { cniHandleId, MAX_HANDLE_LENGTH } from '../../model/handle-id.js';
+import { CNI_NAME } from '../../model/cni-name.js';
+import { reservedHandle, reservedNetwork } from '../../model/reserved-network.js';
+import { tryParseAddr, formatAddr, formatPrefix } from '../../ip/index.js';
+import type { ApiDeps } from './api-deps.js';
+import { allocateAddresses, releaseAddress, releaseHandleAddresses } from './cluster-addresses.js';
+import { isEngineError } from '../../util/engine-error.js';
+import { badField, HttpError } from '../http/http-error.js';
+import type { Ctx, HandlerSpec } from '../http/http-server.js';
+import type { Router } from '../http/router.js';
+import {
+  HANDLE,
+  HANDLE_HINT,
+  NAME,
+  NAME_HINT,
+  onlyKeys,
+  optionalBool,
+  optionalInt,
+  optionalString,
+  optionalStringArray,
+  optionalStringMap,
+  requireString,
+  type Body,
+} from '../http/validate.js';
+
+// What the plugin accepts (src/model): container ids and network names of any length (the
+// handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
+const CONTAINER_ID = CNI_NAME;
+const IFNAME = /^(?!\.{1,2}$)[^\s/:]{1,15}$/;
+const NETWORK = CNI_NAME;
+const NODE = NAME;
+/** The network name in handles built from containerId when the body names none (the conflist `npm start` prints). */
+export const DEFAULT_NETWORK = 'podipam';
+
+export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
+  const write = (status: number, run: (c: Ctx, body: Body) => Promise<unknown>): HandlerSpec => ({
+    status,
+    run: async (c) => {
+      const out = await run(c, await c.body());
+      d.summary.invalidate();
+      return out;
+    },
+  });
+
+  r.add('POST', '/api/v1/pools', write(201, async (_c, b) => {
+    onlyKeys(b, ['name', 'cidr', 'blockSize', 'nodeSelector', 'disabled']);
+    const input = {
+      name: requireString(b, 'name', NAME, NAME_HINT),
+      cidr: requireCidr(b, 'cidr'),
+      blockSize: optionalInt(b, 'blockSize', 0, 128),
+      nodeSelector: optionalString(b, 'nodeSelector'),
+      disabled: optionalBool(b, 'disabled'),
+    };
+    await fieldErrors(() => d.ipam.createPool(input), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', cidr: 'cidr' });
+    return { name: input.name, created: true };
+  }));
+
+  r.add('PATCH', '/api/v1/pools/:name', write(200, async (c, b) => {
+    onlyKeys(b, ['disabled']);
+    const disabled = optionalBool(b, 'disabled');
+    if (disabled === undefined) throw badField('disabled', 'field "disabled" is required: a pool\'s cidr, blockSize and nodeSelector are fixed at creation');
+    await d.ipam.setPoolDisabled(c.params.name as string, disabled);
+    return { name: c.params.name, disabled };
+  }));
+
+  r.add('DELETE', '/api/v1/pools/:name', write(200, async (c) => {
+    await d.ipam.deletePool(c.params.name as string);
+    return { name: c.params.name, deleted: true };
+  }));
+
+  r.add('POST', '/api/v1/nodes', write(201, async (_c, b) => {
+    onlyKeys(b, ['name', 'labels']);
+    const name = requireString(b, 'name', NAME, NAME_HINT);
+    return addNode(d.store, { name, labels: optionalStringMap(b, 'labels') ?? {} });
+  }));
+
+  // `?release=now`: also release the node's blocks (its pods' addresses included) at once, on
+  // the proof the deletion just wrote, rather than by cluster GC after its grace period.
+  r.add('DELETE', '/api/v1/nodes/:name', write(200, async (c) => {
+    const release = c.query.get('release');
+    if (release !== null && release !== 'now') throw badField('release', `query parameter "release" must be "now" (or absent): got ${JSON.stringify(release)}`);
+    const rec = await deleteNode(d.store, c.params.name as string, { by: 'api' });
+    if (release === null) return { name: rec.name, deleted: true, releasedPodCIDRs: rec.podCIDRs };
+    const blocks = (await d.ipam.releaseDeletedNode(rec.name)).filter((b) => b.released);
+    d.checks.invalidate();
+    return {
+      name: rec.name,
+      deleted: true,
+      releasedPodCIDRs: rec.podCIDRs,
+      releasedBlocks: blocks.map((b) => (b.cidr ? formatPrefix(b.cidr) : '')),
+      releasedHandles: blocks.reduce((n, b) => n + b.handles, 0),
+    };
+  }));
+
+  r.add('POST', '/api/v1/allocations', write(201, async (_c, b) => {
+    onlyKeys(b, ['node', 'handle', 'network', 'containerId', 'ifname', 'pools', 'ips']);
+    const node = requireString(b, 'node', NODE, `a node name: ${NAME_HINT}`);
+    const handleGiven = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
+    let network: string | undefined;
+    let containerId: string | undefined;
+    let ifname: string | undefined;
+    let handle: string;
+    if (handleGiven !== undefined) {
+      for (const f of ['network', 'containerId', 'ifname']) if (b[f] !== undefined) throw badField(f, `give either "handle" or "containerId" (with "network", "ifname"), not both: got "${f}" with "handle"`);
+      const reserved = reservedHandle('field "handle"', handleGiven);
+      if (reserved !== undefined) throw badField('handle', reserved);
+      handle = handleGiven;
+    } else {
+      containerId = optionalString(b, 'containerId', CONTAINER_ID, 'a CNI container id (letters, digits, "_", "." and "-")');
+      if (containerId === undefined) throw badField('containerId', 'field "containerId" (or "handle") is required');
+      network = optionalString(b, 'network', NETWORK, 'a CNI network name') ?? DEFAULT_NETWORK;
+      const reserved = reservedNetwork('field "network"', network);
+      if (reserved !== undefined) throw badField('network', reserved);
+      ifname = optionalString(b, 'ifname', IFNAME, 'an interface name of at most 15 characters without "/", ":" or spaces') ?? 'eth0';
+      handle = cniHandleId(network, containerId, ifname);
+      if (handle.length > MAX_HANDLE_LENGTH) {
+        throw badField('containerId', `"network", "containerId" and "ifname" make a handle of ${handle.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+      }
+    }
+    const pools = optionalStringArray(b, 'pools', NAME, NAME_HINT);
+    const ips = optionalStringArray(b, 'ips')?.map((s, i) => {
+      const a = tryParseAddr(s);
+      if (!a) throw badField(`ips[${i}]`, `field "ips[${i}]" must be an IP address: got ${JSON.stringify(s)}`);
+      return formatAddr(a);
+    });
+    try {
+      const addresses = await allocateAddresses(d.ipam, { node, handle, network, containerId, ifname, pools, ips });
+      d.metrics.allocations.inc({ op: 'allocate', result: 'ok' });
+      return { handle, node, ips: addresses.map((a) => a.ip), addresses };
+    } catch (e) {
+      d.metrics.allocations.inc({ op: 'allocate', result: 'error' });
+      throw e;
+    }
+  }));
+
+  r.add('DELETE', '/api/v1/allocations/:handle', write(200, async (c) => {
+    const handle = c.params.handle as string;
+    if (!HANDLE.test(handle)) throw badField('handle', `handle must be ${HANDLE_HINT}: got ${JSON.stringify(handle)}`);
+    const node = c.query.get('node') ?? undefined;
+    if (node !== undefined && !NODE.test(node)) throw badField('node', `query parameter "node" must be a node name: got ${JSON.stringify(node)}`);
+    const released = await releaseHandleAddresses(d.ipam, handle, node);
+    d.metrics.allocations.inc({ op: 'release', result: 'ok' });
+    return { handle, released };
+  }));
+
+  r.add('POST', '/api/v1/release', write(200, async (_c, b) => {
+    onlyKeys(b, ['ip', 'handle']);
+    // The dashboard releases what check reported and then asks again: that answer must be fresh.
+    d.checks.invalidate();
+    // {"handle"}: all it holds; {"ip"}: that address, whoever holds it; {"ip", "handle"}: that
+    // address only while that handle holds it (what check reported may be stale by now).
+    const ip = optionalString(b, 'ip');
+    const handle = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
+    if (ip === undefined && handle === undefined) throw badField('ip', 'give "ip", "handle", or both (the address only while that handle holds it)');
+    if (ip === undefined) return { handle, released: await releaseHandleAddresses(d.ipam, handle as string) };
+    const a = tryParseAddr(ip);
+    if (!a) throw badField('ip', `field "ip" must be an IP address: got ${JSON.stringify(ip)}`);
+    const heldBy = await releaseAddress(d.ipam, formatAddr(a), handle);
+    return { ip: formatAddr(a), released: heldBy === undefined ? [] : [formatAddr(a)], heldBy: heldBy ?? null };
+  }));
+}
+
+function requireCidr(b: Body, field: string): string {
+  const s = requireString(b, field);
+  if (!/^[0-9a-fA-F.:]+\/[0-9]{1,3}$/.test(s)) throw badField(field, `field "${field}" must be a CIDR such as 10.244.0.0/16: got ${JSON.stringify(s)}`);
+  return s;
+}
+
+/**
+ * Runs a service call, attaching a field name to its TypeError/RangeError when the message
+ * names one, so `{"error": {"field": "blockSize"}}` points at the right key.
+ */
+async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<string, string>>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e)) {
+      const hit = Object.keys(words).find((w) => e.message.includes(w));
+      throw new HttpError(400, 'invalid_field', e.message, hit === undefined ? undefined : words[hit]);
+    }
+    throw e;
+  }
+}
