@@ -1,0 +1,101 @@
+/**
+ * Pod starts under the real runtime: Debian's containerd + runc driven over CRI as kubelet does
+ * (test/helpers/containerd.ts), `PODIPAM_BENCH_CRI_PODS` (16) sandboxes started at once, then
+ * stopped and removed, `PODIPAM_BENCH_CRI_ROUNDS` (5) rounds per subject, subjects interleaved
+ * round by round in one containerd (its conflist swapped between rounds) so that machine noise
+ * hits all alike:
+ *   host-local       bridge + Debian's host-local
+ *   agent local      bridge + the shim → `podipam agent`, host-local's layout (ranges)
+ *   agent cluster    bridge + the shim → `podipam agent`, cluster blocks on SQLite
+ * Prints per subject the RunPodSandbox median and p90 (the runtime's whole work: netns,
+ * runc, the CNI chain) and, for podipam, the agent's own ADD p50/p99 from `agent status`;
+ * then the ratios to host-local. Run alone: `node dist/bench/index.js cri`.
+ */
+import { writeFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startContainerd } from '../test/helpers/containerd.js';
+import { criErrorText } from '../test/helpers/cri-client.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
+import { makeTempDir } from '../test/helpers/tmp.js';
+import { ms, q, ratio } from './lib/cni-subject.js';
+
+const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 16);
+const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 5);
+
+interface CriSubject {
+  readonly name: string;
+  readonly ipam: Record<string, unknown>;
+  readonly agent?: RunningAgent;
+  readonly runMs: number[];
+}
+
+export async function run(): Promise<readonly string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-cri');
+  const url = `sqlite:${join(dir.path, 'ds.db')}`;
+  const ctd = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback', 'host-local': HOST_LOCAL_BIN, podipam: SHIM_BIN });
+  const agents: RunningAgent[] = [];
+  try {
+    const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '26']);
+    if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
+    // One agent per podipam subject, so that each one's ADD latencies are its own.
+    const socket = join(dir.path, 'run', 'agent-local.sock');
+    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url]);
+    agents.push(agent);
+    const socket2 = join(dir.path, 'run', 'agent-cluster.sock');
+    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url]);
+    agents.push(agent2);
+    const subjects: CriSubject[] = [
+      { name: 'host-local', ipam: { type: 'host-local', ranges: [[{ subnet: '10.239.0.0/24' }]], dataDir: join(dir.path, 'hl') }, runMs: [] },
+      { name: 'agent local', ipam: { type: 'podipam', agent: socket, ranges: [[{ subnet: '10.239.1.0/24' }]], dataDir: join(dir.path, 'pl') }, agent, runMs: [] },
+      { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
+    ];
+    const agentAdd: Record<string, { p50: number; p99: number }[]> = {};
+    let pod = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [k, s] of subjects.entries()) {
+        for (const f of readdirSync(ctd.cniConfDir)) rmSync(join(ctd.cniConfDir, f));
+        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: true, ipMasq: false, ipam: s.ipam }] };
+        writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
+        await sleep(1500); // containerd reloads its CNI config on a file event
+        const before = s.agent ? (await s.agent.status()).latencyMs.ADD?.n ?? 0 : 0;
+        const ids = await Promise.all(
+          Array.from({ length: PODS }, async () => {
+            const n = pod++;
+            const t0 = performance.now();
+            const id = await ctd.cri.runPodSandbox({ name: `p${n}`, namespace: 'bench', uid: `bench-${n}` }, ctd.logDir).catch((e: unknown) => {
+              throw new Error(`${s.name}: RunPodSandbox p${n}: ${criErrorText(e)}`);
+            });
+            s.runMs.push(performance.now() - t0);
+            return id;
+          }),
+        );
+        if (s.agent) {
+          const st = (await s.agent.status()).latencyMs.ADD;
+          if (st && st.n >= before) (agentAdd[s.name] ??= []).push({ p50: st.p50, p99: st.p99 });
+        }
+        await Promise.all(ids.map(async (id) => {
+          await ctd.cri.stopPodSandbox(id);
+          await ctd.cri.removePodSandbox(id);
+        }));
+      }
+    }
+    const hl = q(subjects[0]!.runMs, 0.5);
+    console.log(`${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}):`);
+    const lines: string[] = [];
+    for (const s of subjects) {
+      const add = agentAdd[s.name];
+      const agentPart = add ? `; agent ADD p50 ${ms(q(add.map((x) => x.p50), 0.5))}, p99 ${ms(q(add.map((x) => x.p99), 0.5))} (median over rounds of the agent's window)` : '';
+      const line = `${s.name.padEnd(14)} RunPodSandbox p50 ${ms(q(s.runMs, 0.5))} p90 ${ms(q(s.runMs, 0.9))} (${ratio(q(s.runMs, 0.5), hl)} host-local)${agentPart}`;
+      console.log(line);
+      lines.push(`cri ${line}`);
+    }
+    return lines;
+  } finally {
+    await ctd.stop();
+    for (const a of agents) await a.stop();
+    dir.remove();
+  }
+}
