@@ -64,7 +64,7 @@ interface Seq {
 
 /** Sequential ADD+DEL pairs, subjects alternating; CPU per call and round trips per call. */
 function sequential(subjects: readonly Subject[], net: string, pairs: number): Map<string, Seq> {
-  const out = new Map(subjects.map((s) => [s.name, { add: [], del: [], cpu: 0, trips: 0 }]));
+  const out = new Map(subjects.map((s): [string, Seq] => [s.name, { add: [], del: [], cpu: 0, trips: 0 }]));
   for (let i = 0; i < pairs; i++) {
     const order = i % 2 ? subjects : [...subjects].reverse();
     for (const s of order) {

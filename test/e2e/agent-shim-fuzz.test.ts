@@ -87,12 +87,13 @@ const envText = (s: string): string => Buffer.from(s, 'utf8').toString('utf8').r
 
 function runShim(env: Record<string, string>, stdin: Buffer): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(SHIM_BIN, [], { env: { PATH: process.env.PATH, ...env }, input: stdin, encoding: 'utf8', timeout: 30_000 });
-  const epipe = (r.error)?.code === 'EPIPE' && r.status !== null;
+  const error: NodeJS.ErrnoException | undefined = r.error;
+  const epipe = error?.code === 'EPIPE' && r.status !== null;
   if (r.error && !epipe) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>  , Buffer], extra: Record<string, string>): Promise<void> {
+async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>, Buffer], extra: Record<string, string>): Promise<void> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(e)) if (k !== 'EXTRA' && typeof v === 'string') env[k] = envText(v);
   const x = e.EXTRA as [string, string] | undefined;

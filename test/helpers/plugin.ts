@@ -70,7 +70,8 @@ export function runPluginSync(bin: string, call: PluginCall): PluginRun {
   const r = spawnSync(bin, [], { env: callEnv(call), input: stdinOf(call), encoding: 'utf8', timeout: 30_000 });
   // A plugin that fails before reading stdin (bad env, bad CNI_ARGS) may close it while we still
   // write: EPIPE then is ours, not the plugin's, and its exit status and output are complete.
-  const epipe = (r.error)?.code === 'EPIPE' && r.status !== null;
+  const error: NodeJS.ErrnoException | undefined = r.error;
+  const epipe = error?.code === 'EPIPE' && r.status !== null;
   if (r.error && !epipe) throw r.error;
   return { stdout: r.stdout, stderr: r.stderr, code: r.status, signal: r.signal, ms: performance.now() - t0 };
 }
