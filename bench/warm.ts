@@ -88,9 +88,9 @@ export async function run(): Promise<string[]> {
     const subjects = [warm, cluster, hl];
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
     for (const s of subjects) {
-    once(s, 'ADD', 'first');
-    once(s, 'DEL', 'first');
-  }
+      once(s, 'ADD', 'first');
+      once(s, 'DEL', 'first');
+    }
     console.log(`warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`);
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {

@@ -384,9 +384,9 @@ async function agentCase(url: string, spec: string): Promise<void> {
     }
     if (spec === 'agent.del.recorded' || spec === 'agent.return.committed') {
       for (const id of pods.slice(0, 4)) {
-    await runtime('DEL', id);
-    got.delete(id);
-  }
+        await runtime('DEL', id);
+        got.delete(id);
+      }
     }
     // Crashes off the call path (refill, return, write-behind) come by themselves.
     await restart();
