@@ -43,10 +43,10 @@ function run1(s: Subject, net: string, command: string, id: string): Promise<str
     const child = require_spawn(s.bin, cniEnv(s, command, id));
     let out = '';
     let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d));
-    child.stderr!.on('data', (d: Buffer) => (err += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('close', (code: number) => (code === 0 ? resolve(err) : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));
-    child.stdin!.end(JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam }));
+    child.stdin.end(JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam }));
   });
 }
 
@@ -64,7 +64,7 @@ interface Seq {
 
 /** Sequential ADD+DEL pairs, subjects alternating; CPU per call and round trips per call. */
 function sequential(subjects: readonly Subject[], net: string, pairs: number): Map<string, Seq> {
-  const out = new Map(subjects.map((s) => [s.name, { add: [], del: [], cpu: 0, trips: 0 } as Seq]));
+  const out = new Map(subjects.map((s): [string, Seq] => [s.name, { add: [], del: [], cpu: 0, trips: 0 }]));
   for (let i = 0; i < pairs; i++) {
     const order = i % 2 ? subjects : [...subjects].reverse();
     for (const s of order) {

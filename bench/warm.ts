@@ -39,7 +39,7 @@ function call(s: Subject, command: string, id: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(s.bin, [], { env: cniEnv(s, command, id), stdio: ['pipe', 'pipe', 'ignore'] });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));
     child.stdin.end(JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }));
   });
@@ -87,7 +87,10 @@ export async function run(): Promise<string[]> {
     const hl: Subject = { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} };
     const subjects = [warm, cluster, hl];
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
-    for (const s of subjects) (once(s, 'ADD', 'first'), once(s, 'DEL', 'first'));
+    for (const s of subjects) {
+      once(s, 'ADD', 'first');
+      once(s, 'DEL', 'first');
+    }
     console.log(`warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`);
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {

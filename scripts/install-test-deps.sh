@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what podipam's test suite needs on a fresh Debian machine (run as root):
 # the reference CNI plugins, etcd, iproute2, ping, openssl (the TLS tests make their
-# certificates with it) and Chromium from Debian, then npm packages.
+# certificates with it), Chromium and, where no kubectl exists, kubectl (the manifest tests render
+# deploy/ with `kubectl kustomize`) from Debian, then npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -14,6 +15,7 @@ command -v cc >/dev/null || need+=(gcc libc6-dev)               # the native CNI
 command -v flock >/dev/null || need+=(util-linux)               # tests hold a directory lock as host-local would
 command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v kubectl >/dev/null || need+=(kubernetes-client)   # kubectl kustomize deploy/
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   apt-get update -qq

@@ -1,8 +1,21 @@
 /**
- * The services know nothing of CNI: no file under src/local, src/cluster, src/controller,
- * src/server (nor the layers below them: src/model, src/store, src/alloc, src/ip, src/util)
- * imports from src/cni (the protocol) or src/plugin (the plugin edge), statically or lazily.
- * Read from the TypeScript sources, so a test file counts too.
+ * The dependency rules of src/, read from the TypeScript sources (static, lazy and type imports).
+ *
+ * 1. The services know nothing of CNI: no file under src/local, src/cluster, src/controller,
+ *    src/server (nor the layers below them: src/model, src/store, src/alloc, src/ip, src/util)
+ *    imports from src/cni (the protocol) or src/plugin (the plugin edge). A test file counts too.
+ * 2. MAY_IMPORT: for every folder under src/ (and src/main.ts), the folders its code (not its
+ *    tests) may import. A folder without an entry fails, named, and so does an entry for a folder
+ *    that is gone: the table is the tree's, kept exact.
+ * 3. No import cycle between folders (beyond CYCLES_TODAY, which the refactor empties) and none
+ *    between files (type-only imports, erased at run time, aside).
+ *
+ * Where issue 19 takes the table (the target layout): model, ip, util, log at the bottom; store and
+ * alloc above; the back ends local, cluster and warm import those and each other as documented
+ * (warm may use cluster); controller and server use cluster and store; cni is the protocol;
+ * plugin imports cni and the back ends (not agent); wire (the agent's frame protocol) imports only
+ * the bottom layer; agent imports wire and the back ends (not plugin); cli and main.ts, on top,
+ * import anything.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,4 +60,140 @@ test('no service imports the CNI protocol (src/cni) or the plugin edge (src/plug
   }
   assert.ok(files > 100, `only ${files} source files under ${SERVICES.join(', ')}: wrong root?`);
   assert.deepEqual(offenders, []);
+});
+
+/** Folder → the folders under src/ its code may import ('*': any). Today's tree; see the header. */
+const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
+  log: [],
+  ip: [],
+  util: ['log'],
+  model: ['ip', 'util'],
+  store: ['model'],
+  alloc: ['ip'],
+  local: ['ip', 'model', 'store', 'util'],
+  cluster: ['alloc', 'ip', 'model', 'store', 'util'],
+  controller: ['alloc', 'ip', 'log', 'model', 'store', 'util'],
+  cni: ['ip', 'model'],
+  install: [],
+  version: ['cni', 'install'],
+  // TODO(issue 19): plugin ↔ agent and agent ↔ server go with the moves (src/wire, src/warm).
+  plugin: ['agent', 'alloc', 'cluster', 'cni', 'ip', 'local', 'model', 'store', 'util'],
+  agent: ['alloc', 'cluster', 'cni', 'ip', 'local', 'model', 'plugin', 'server', 'store', 'util'],
+  server: ['agent', 'cluster', 'controller', 'install', 'ip', 'log', 'model', 'store', 'util'],
+  runtime: ['agent', 'cluster', 'cni', 'ip', 'model', 'store'],
+  cli: '*',
+  'main.ts': '*',
+};
+
+/** Folder cycles (strongly connected groups, sorted) the tree has today; issue 19 removes them. */
+const CYCLES_TODAY: string[][] = [['agent', 'plugin', 'server']];
+
+interface Edge {
+  from: string; // path under src/
+  to: string;
+  spec: string;
+  typeOnly: boolean;
+}
+
+const srcRoot = join(REPO_ROOT, 'src');
+/** The folder (first path segment under src/) of a path under src/; a file at the top is its own. */
+const folderOf = (path: string): string => path.split(sep)[0]!;
+
+/** Every import between files under src/ from code that is not a test (the browser dashboard is server's). */
+function codeImports(): Edge[] {
+  const edges: Edge[] = [];
+  for (const file of walk(srcRoot, [])) {
+    if (file.endsWith('.test.ts')) continue;
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^(.*?)(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/gm)) {
+      const target = resolve(dirname(file), m[2]!);
+      if (!target.startsWith(srcRoot + sep)) continue;
+      const typeOnly = /^\s*(?:import|export)\s+type\b/.test(m[1]!) || /\btypeof\s*$/.test(m[1]!);
+      edges.push({ from: relative(srcRoot, file), to: relative(srcRoot, target).replace(/\.js$/, '.ts'), spec: m[2]!, typeOnly });
+    }
+  }
+  return edges;
+}
+
+/** The strongly connected groups of more than one node of a directed graph (Tarjan), each sorted. */
+export function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const group: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        group.push(w);
+      } while (w !== v);
+      if (group.length > 1 || graph.get(v)?.has(v)) out.push(group.sort());
+    }
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return out.sort((a, b) => a.join().localeCompare(b.join()));
+}
+
+function graphOf(pairs: Iterable<[string, string]>): Map<string, Set<string>> {
+  const g = new Map<string, Set<string>>();
+  for (const [a, b] of pairs) {
+    if (!g.has(a)) g.set(a, new Set());
+    g.get(a)!.add(b);
+  }
+  return g;
+}
+
+test('cyclesOf finds the strongly connected groups', () => {
+  const g = graphOf([['a', 'b'], ['b', 'c'], ['c', 'a'], ['c', 'd'], ['d', 'e'], ['e', 'd'], ['f', 'a']]);
+  assert.deepEqual(cyclesOf(g), [['a', 'b', 'c'], ['d', 'e']]);
+  assert.deepEqual(cyclesOf(graphOf([['a', 'b'], ['b', 'c']])), []);
+});
+
+test('every folder under src/ has an entry in the dependency table, and every entry a folder', () => {
+  const folders = readdirSync(srcRoot).filter((n) => statSync(join(srcRoot, n)).isDirectory() || (n.endsWith('.ts') && !n.endsWith('.test.ts')));
+  const missing = folders.filter((f) => !(f in MAY_IMPORT));
+  assert.deepEqual(missing, [], `src/ folders with no entry in MAY_IMPORT (test/layering.test.ts): ${missing.join(', ')}`);
+  const gone = Object.keys(MAY_IMPORT).filter((f) => !folders.includes(f));
+  assert.deepEqual(gone, [], `MAY_IMPORT entries for folders src/ no longer has: ${gone.join(', ')}`);
+  for (const [f, allowed] of Object.entries(MAY_IMPORT)) {
+    if (allowed === '*') continue;
+    for (const a of allowed) assert.ok(a in MAY_IMPORT && a !== f, `MAY_IMPORT.${f} names ${a}: not another folder of the table`);
+  }
+});
+
+test('every folder imports only the folders the dependency table allows it', () => {
+  const edges = codeImports();
+  assert.ok(edges.length > 300, `only ${edges.length} imports under src/: wrong root?`);
+  const offenders = edges
+    .filter((e) => {
+      const [a, b] = [folderOf(e.from), folderOf(e.to)];
+      const allowed = MAY_IMPORT[a];
+      return a !== b && allowed !== undefined && allowed !== '*' && !allowed.includes(b);
+    })
+    .map((e) => `src/${e.from} imports ${e.spec} (${folderOf(e.from)} may import: ${(MAY_IMPORT[folderOf(e.from)] as string[]).join(', ') || 'nothing'})`);
+  assert.deepEqual(offenders, []);
+});
+
+test('no import cycle between folders beyond those the refactor removes (CYCLES_TODAY)', () => {
+  const g = graphOf(codeImports().map((e): [string, string] => [folderOf(e.from), folderOf(e.to)]).filter(([a, b]) => a !== b));
+  assert.deepEqual(cyclesOf(g), CYCLES_TODAY, 'folder cycles changed: break a new one; if one is gone, drop it from CYCLES_TODAY');
+});
+
+test('no import cycle between files (type-only imports aside)', () => {
+  const g = graphOf(codeImports().filter((e) => !e.typeOnly).map((e): [string, string] => [e.from, e.to]));
+  assert.deepEqual(cyclesOf(g), []);
 });

@@ -33,7 +33,7 @@ import { ResourceDb } from '../../src/agent/resource-db.js';
 import { formatAddr } from '../../src/ip/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../../test/helpers/agent.js';
+import { SHIM_BIN, requireShim, startAgent } from '../../test/helpers/agent.js';
 import { startEtcd } from '../../test/helpers/etcd.js';
 import { PODIPAM_BIN } from '../../test/helpers/plugin.js';
 import { makeTempDir } from '../../test/helpers/tmp.js';

@@ -34,5 +34,5 @@ export function parseAgentStatus(body: string, socket: string): AgentStatus {
     const shown = body.length > 80 ? `${body.slice(0, 77)}...` : body;
     throw new Error(`${socket} answered ${JSON.stringify(shown)}, which is not an agent status (another program on the socket, or another podipam version?)`);
   }
-  return v as unknown as AgentStatus;
+  return v as AgentStatus;
 }

@@ -239,7 +239,7 @@ export class PodTracker {
     }
     for (const k of plan.gone) this.store.gone(k, listedAt);
     for (const k of plan.back) this.store.back(k);
-    let released = 0;
+    let released: number;
     if (plan.release.length > 0) {
       released = await release(plan.release, t);
       this.counters.gcReleases += plan.release.length;

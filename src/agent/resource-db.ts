@@ -124,7 +124,7 @@ export class ResourceDb {
       db?.close();
       throw unreadable((e as Error).message);
     }
-    this.#db = db as Database; // assigned: the catch above always throws
+    this.#db = db; // assigned: the catch above always throws
     const p = (sql: string): Statement => this.#db.prepare(sql);
     this.#st = {
       putHeld: p('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),

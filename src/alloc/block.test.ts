@@ -261,7 +261,7 @@ describe('block property test against a simple model (seeded)', () => {
         } else if (op === 3) {
           const os = [Math.floor(rnd() * cap), Math.floor(rnd() * cap)];
           const expected = new Map<number, string>();
-          for (const o of os) if (m.holders[o] !== undefined) expected.set(o, m.holders[o]!);
+          for (const o of os) if (m.holders[o] !== undefined) expected.set(o, m.holders[o]);
           const r = releaseOrdinals(b, os);
           assert.deepEqual(new Map(r.released), expected, `release step ${i}`);
           for (const o of os) m.holders[o] = undefined;

@@ -56,7 +56,7 @@ export function registerAgent(program: Command): void {
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
-      const globals = cmd.optsWithGlobals() as { datastore?: string };
+      const globals = cmd.optsWithGlobals<{ datastore?: string }>();
       const merged: AgentFlags & { datastore?: string } = { ...flags, ...(globals.datastore !== undefined ? { datastore: globals.datastore } : {}) };
       const fromFile = new Set<string>();
       if (flags.config !== undefined) {
@@ -157,8 +157,8 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
-      log('info', 'stopping: draining calls in flight', { signal: sig, inFlight: agent!.stats.inFlight });
-      void agent!.close().then(() => {
+      log('info', 'stopping: draining calls in flight', { signal: sig, inFlight: agent.stats.inFlight });
+      void agent.close().then(() => {
         http?.close();
         resolve();
       });

@@ -5,7 +5,7 @@ import { UsageError } from './usage-error.js';
 
 export async function cliLogger(cmd: Command, component: string): Promise<Logger> {
   const { createLogger, parseLogOptions } = await import('../log/logger.js');
-  const g = cmd.optsWithGlobals() as { logLevel?: string; logFormat?: string };
+  const g = cmd.optsWithGlobals<{ logLevel?: string; logFormat?: string }>();
   try {
     const o = parseLogOptions(g.logLevel ?? process.env.PODIPAM_LOG_LEVEL ?? 'info', g.logFormat ?? process.env.PODIPAM_LOG_FORMAT ?? 'text');
     return createLogger({ ...o, component });

@@ -17,7 +17,7 @@ export function sqliteUrlFor(dataDir: string): string {
 
 /** The datastore URL for a command: --datastore, else $PODIPAM_DATASTORE, else SQLite in the default data dir. */
 export function datastoreUrl(cmd: Command): string {
-  const opts = cmd.optsWithGlobals() as { datastore?: string };
+  const opts = cmd.optsWithGlobals<{ datastore?: string }>();
   return opts.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(defaultDataDir());
 }
 

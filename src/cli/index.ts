@@ -45,7 +45,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
     if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) argv = ['version'];
-    await program.parseAsync(argv as string[], { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode (e.g. a check that found problems); keep it.
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {

@@ -90,7 +90,7 @@ export function registerServe(program: Command): void {
           throw new UsageError((e as Error).message);
         }
       }
-      const globals = cmd.optsWithGlobals() as { datastore?: string };
+      const globals = cmd.optsWithGlobals<{ datastore?: string }>();
       const dataDir = flags.dataDir ?? defaultDataDir();
       const datastoreUrl = globals.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(dataDir);
       if (datastoreUrl === sqliteUrlFor(dataDir)) {

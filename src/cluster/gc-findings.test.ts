@@ -155,7 +155,7 @@ test('releaseDeletedNodeBlock stops when the proof goes while it works (node re-
   await deleteNode(store, 'gone', { by: 'kubernetes' });
   let txnsOnBlock = 0;
   const s = meddling(store, key, async () => {});
-  const inner = s.txn;
+  const inner = s.txn.bind(s);
   s.txn = async (c, o) => {
     if (c.some((x) => x.key === key) && ++txnsOnBlock === 2) await addNode(store, { name: 'gone' });
     return inner(c, o);

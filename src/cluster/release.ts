@@ -129,7 +129,7 @@ async function handleState(ctx: IpamContext, handle: string, entry: Entry | unde
   }
   const blocks = new Map<string, number>();
   for (const b of await ctx.store.list(BLOCK_PREFIX)) {
-    let n = 0;
+    let n: number;
     try {
       n = ordinalsOf(decodeBlock(b), handle).length;
     } catch {

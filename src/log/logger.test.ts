@@ -24,7 +24,7 @@ test('createLogger json: every line has time, level, component and the ids given
 test('createLogger text: time, LEVEL, component, message, ids first as key=value', () => {
   const { logger, lines } = capture('text');
   logger.warn({ handle: 'net.c1.eth0', node: 'b', extra: 'a b' }, 'leak released');
-  assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT[0-9:.]+Z WARN  serve leak released node=b handle=net\.c1\.eth0 extra="a b"\n$/);
+  assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT[0-9:.]+Z WARN {2}serve leak released node=b handle=net\.c1\.eth0 extra="a b"\n$/);
 });
 
 test('createLogger drops lines below the level', () => {

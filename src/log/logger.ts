@@ -39,7 +39,7 @@ export function parseLogOptions(level: string, format: string): { level: LogLeve
 
 export function createLogger(o: LoggerOptions): Logger {
   const out = o.destination ?? pino.destination({ fd: 2, sync: true });
-  const stream: DestinationStream = o.format === 'json' ? (out as DestinationStream) : { write: (line: string) => void out.write(textLine(line)) };
+  const stream: DestinationStream = o.format === 'json' ? out : { write: (line: string) => void out.write(textLine(line)) };
   return pino(
     {
       level: o.level,

@@ -71,7 +71,7 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
   }
   return {
     datastore,
-    nodeName: nodeName as string,
+    nodeName,
     pools: pools as string[] | undefined,
     cacheDir: cacheDir === undefined ? DEFAULT_CACHE_DIR : cacheDir === '' ? null : cacheDir,
     routes: parseRoutes(ipam),

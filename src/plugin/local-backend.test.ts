@@ -26,7 +26,7 @@ function withNet(fn: (n: Net) => Promise<void>): () => Promise<void> {
       dir: join(root, 'net'),
       conf(ipam, extra = {}) {
         const raw = { cniVersion: '1.0.0', name: 'net', ipam: { type: 'podipam', dataDir: root, ...ipam }, ...extra };
-        return { cniVersion: raw.cniVersion as string, name: 'net', ipam: raw.ipam, raw, prevResult: extra.prevResult };
+        return { cniVersion: raw.cniVersion, name: 'net', ipam: raw.ipam, raw, prevResult: extra.prevResult };
       },
       req: (conf, id, ifname = 'eth0', args = '') => ({ containerId: id, ifname, cniArgs: parseCniArgs(args), conf }),
       files: () => readdirSync(join(root, 'net')).sort(),

@@ -23,6 +23,7 @@ export async function runPlugin(): Promise<number> {
   let text: string | undefined;
   let failure: unknown;
   const stdin = (): string => {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the failure caught below, rethrown as it was
     if (failure !== undefined) throw failure;
     try {
       return (text ??= readStdin(fs, d));

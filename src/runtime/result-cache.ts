@@ -62,7 +62,7 @@ export function decodeCacheFile(text: string): CachedAttachment | undefined {
     return undefined;
   }
   if (!isObject(o) || o.kind !== CACHE_KIND) return undefined;
-  const s = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : '');
+  const s = (k: string) => (typeof o[k] === 'string' ? o[k] : '');
   const args = Array.isArray(o.cniArgs) ? o.cniArgs.filter((p): p is [string, string] => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'string')) : [];
   return {
     containerId: s('containerId'),

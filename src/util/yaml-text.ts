@@ -10,7 +10,7 @@ import { exactJson } from './exact-json.js';
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** Strings YAML reads back as the same string when written bare. */
-const PLAIN = /^[A-Za-z_][A-Za-z0-9_.\/()-]*$/;
+const PLAIN = /^[A-Za-z_][A-Za-z0-9_./()-]*$/;
 /** Words YAML 1.1 or 1.2 reads as booleans or null. */
 const RESERVED = /^(?:true|false|null|yes|no|on|off|y|n|~)$/i;
 

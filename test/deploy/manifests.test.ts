@@ -1,5 +1,5 @@
 /**
- * deploy/: every object rendered from kustomization.yaml (offline: test/helpers/kustomize.ts)
+ * deploy/: every object `kubectl kustomize deploy/` renders (test/helpers/kustomize.ts)
  * validated against the Kubernetes API schemas (kubernetes-models), RBAC exactly as small as
  * documented, and images, paths, ports, sockets and flags consistent across the manifests, the
  * systemd units, the Dockerfile and the CLI that the containers run.

@@ -87,12 +87,13 @@ const envText = (s: string): string => Buffer.from(s, 'utf8').toString('utf8').r
 
 function runShim(env: Record<string, string>, stdin: Buffer): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(SHIM_BIN, [], { env: { PATH: process.env.PATH, ...env }, input: stdin, encoding: 'utf8', timeout: 30_000 });
-  const epipe = (r.error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE' && r.status !== null;
+  const error: NodeJS.ErrnoException | undefined = r.error;
+  const epipe = error?.code === 'EPIPE' && r.status !== null;
   if (r.error && !epipe) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>> & Record<string, unknown>, Buffer], extra: Record<string, string>): Promise<void> {
+async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>, Buffer], extra: Record<string, string>): Promise<void> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(e)) if (k !== 'EXTRA' && typeof v === 'string') env[k] = envText(v);
   const x = e.EXTRA as [string, string] | undefined;
@@ -103,7 +104,7 @@ async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>> & R
   const what = `${JSON.stringify(env)} stdin ${JSON.stringify(stdin.toString('utf8').slice(0, 200))}`;
   assert.ok(r.code === 0 || r.code === 1, `${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
   assert.doesNotMatch(r.stderr, /^\s+at |node:internal|Error: .*\n\s+at /m, `${what}: no stack trace on stderr: ${r.stderr}`);
-  const err = checkCniAnswer({ status: r.code as number, out: r.stdout }, env.CNI_COMMAND);
+  const err = checkCniAnswer({ status: r.code, out: r.stdout }, env.CNI_COMMAND);
   const k = `${env.CNI_COMMAND}:${err?.code ?? 'ok'}`;
   shimOutcomes.set(k, (shimOutcomes.get(k) ?? 0) + 1);
 }

@@ -34,7 +34,7 @@ test('node add → controller assigns a CIDR → CNI ADD with usePodCidr returns
     const ctl = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     live.add(ctl);
     let log = '';
-    ctl.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
+    ctl.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
     const exited = new Promise<void>((r) => ctl.once('exit', () => r()));
     try {
       const added = await cli(datastore, 'node', 'add', 'node-a', '--label', 'zone=a');

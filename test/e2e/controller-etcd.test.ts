@@ -41,7 +41,7 @@ function startController(datastore: string): ControllerProcess {
   live.add(child);
   let stderr = '';
   const watchers: { re: RegExp; resolve: () => void }[] = [];
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
     stderr += d;
     for (const w of watchers.splice(0)) {
       if (w.re.test(stderr)) w.resolve();

@@ -41,7 +41,7 @@ test('controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a 
       const ctl = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
       live.add(ctl);
       let log = '';
-      ctl.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
+      ctl.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
       const exited = new Promise<number | null>((r) => ctl.once('exit', (code) => r(code)));
       try {
         const cidrs = (n: string) => kube.getNode(n)?.spec.podCIDRs;

@@ -383,7 +383,10 @@ async function agentCase(url: string, spec: string): Promise<void> {
       for (const id of pods) got.set(id, ips(await runtime('ADD', id)));
     }
     if (spec === 'agent.del.recorded' || spec === 'agent.return.committed') {
-      for (const id of pods.slice(0, 4)) (await runtime('DEL', id), got.delete(id));
+      for (const id of pods.slice(0, 4)) {
+        await runtime('DEL', id);
+        got.delete(id);
+      }
     }
     // Crashes off the call path (refill, return, write-behind) come by themselves.
     await restart();

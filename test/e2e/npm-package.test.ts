@@ -65,11 +65,11 @@ test('npm pack → npm install -g into a scratch prefix → a working podipam (v
     try {
       let out = '';
       let err = '';
-      serve.stderr!.on('data', (d: Buffer) => (err += d));
+      serve.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const url = await new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`serve did not start in 30 s: ${out} ${err}`)), 30_000);
-        serve.stdout!.on('data', (d: Buffer) => {
-          out += d;
+        serve.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
           const m = /dashboard and API on (http:\/\/[^/\s]+)\//.exec(out);
           if (m) {
             clearTimeout(timer);

@@ -39,21 +39,21 @@ function pipeHuge(dataDir: string, wrapper: readonly string[] = []): Promise<Out
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   let accepted = 0;
   let gone = false;
-  child.stdin!.on('error', () => (gone = true));
+  child.stdin.on('error', () => (gone = true));
   const head = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'big', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.77.0.0/24' }]] } }).slice(0, -1) + ',"pad":"');
   const pump = async () => {
-    const write = (b: Buffer) => new Promise<boolean>((resolve) => child.stdin!.write(b, (err) => resolve(!err)));
+    const write = (b: Buffer) => new Promise<boolean>((resolve) => child.stdin.write(b, (err) => resolve(!err)));
     if (await write(head)) accepted += head.length;
     // Bounded: at most OFFERED bytes, one chunk in flight at a time.
     for (let sent = head.length; sent < OFFERED && !gone; sent += CHUNK.length) {
       if (!(await write(CHUNK))) break;
       accepted += CHUNK.length;
     }
-    if (!gone) child.stdin!.end('"}');
+    if (!gone) child.stdin.end('"}');
   };
   return new Promise((resolve, reject) => {
     child.on('error', reject);

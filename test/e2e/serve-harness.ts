@@ -49,8 +49,8 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [PODIPAM_BIN, ...args], { env: baseEnv(o.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const dashboardUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s\nstdout: ${out}\nstderr: ${err}`)), 20_000);
@@ -62,7 +62,7 @@ export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
         resolve(m[1] as string);
       }
     };
-    child.stdout!.on('data', onData);
+    child.stdout.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`serve exited with ${code} before it was ready\nstdout: ${out}\nstderr: ${err}`));
@@ -105,8 +105,8 @@ export function runCli(args: readonly string[], env: Readonly<Record<string, str
     const child = spawn(process.execPath, [PODIPAM_BIN, ...args], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {

@@ -164,7 +164,7 @@ test('a socket served by another (non-root) uid is refused: it could hand out an
   const child = spawn(process.execPath, ['-e', script], { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await new Promise<void>((resolve, reject) => {
-      child.stdout!.once('data', () => resolve());
+      child.stdout.once('data', () => resolve());
       child.once('exit', (c) => reject(new Error(`fake agent exited ${c}`)));
     });
     const r = runPluginSync(SHIM_BIN, localCall('c8', {}, { PODIPAM_AGENT_SOCKET: sock, PODIPAM_PLUGIN: '' }));
@@ -221,9 +221,9 @@ function runAsync(call: PluginCall): Promise<{ code: number | null; stdout: stri
     for (const [k, v] of Object.entries(call.env ?? {})) if (v !== undefined) env[k] = v;
     const child = spawn(SHIM_BIN, [], { env, stdio: ['pipe', 'pipe', 'inherit'] });
     let stdout = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout }));
-    child.stdin!.end(JSON.stringify(call.config));
+    child.stdin.end(JSON.stringify(call.config));
   });
 }

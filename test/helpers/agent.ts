@@ -42,7 +42,7 @@ export async function startAgent(socket: string, args: readonly string[] = [], e
   });
   live.add(child);
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => (live.delete(child), resolve(code))));
   let gone = false;
   void exited.then(() => (gone = true));

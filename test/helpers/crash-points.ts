@@ -48,7 +48,7 @@ export function startArmedAgent(socket: string, args: readonly string[], spec: s
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const onExit = () => child.kill('SIGKILL');
   process.on('exit', onExit);
   const exited = new Promise<{ signal: NodeJS.Signals | null; code: number | null; stderr: string }>((resolve) =>

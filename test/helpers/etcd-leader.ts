@@ -51,7 +51,7 @@ export async function killLeader(cluster: EtcdCluster, electionMs = 30_000): Pro
   const errors: string[] = [];
   for (let attempt = 0; attempt < 10 && found === undefined; attempt++) {
     if (attempt > 0) await new Promise((r) => setTimeout(r, 200));
-    const answers = await Promise.all(members.map((m) => (m.running ? status(m).catch((e: Error) => e) : undefined)));
+    const answers = await Promise.all(members.map((m) => (m.running ? status(m).catch((e: Error) => e) : Promise.resolve(undefined))));
     for (const [index, own] of answers.entries()) {
       if (own instanceof Error) errors.push(own.message);
       else if (own !== undefined && own.leader === own.memberId) found = { index, term: own.term };

@@ -1,18 +1,14 @@
 /**
- * An offline render of a kustomization.yaml, for the subset deploy/ uses (kubectl and kustomize
- * are not installable here): `resources` (files, multi-document YAML), `namespace` (set on
- * namespaced objects and on ServiceAccount subjects of bindings, as kustomize does), `labels`
- * (pairs added to metadata.labels only) and `images` (newName/newTag on matching container
- * images). Any other key is an error, so deploy/ cannot silently grow past what this renders.
+ * deploy/ rendered as `kubectl apply -k` would: by the real kustomize inside kubectl
+ * (`kubectl kustomize DIR`). No kubectl that runs is an error naming why (install one:
+ * scripts/install-test-deps.sh installs Debian's kubernetes-client where none is found).
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load, loadAll } from 'js-yaml';
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown };
-
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PriorityClass', 'CustomResourceDefinition']);
-const KNOWN_KEYS = new Set(['apiVersion', 'kind', 'namespace', 'resources', 'labels', 'images']);
 
 interface Kustomization {
   namespace?: string;
@@ -21,28 +17,15 @@ interface Kustomization {
   images?: { name: string; newName?: string; newTag?: string }[];
 }
 
-export function loadYamlDocs(path: string): K8sObject[] {
-  return loadAll(readFileSync(path, 'utf8')).filter((d) => d !== null) as K8sObject[];
-}
-
+/** The objects `kubectl kustomize dir` renders, and the kustomization.yaml it read. */
 export function renderKustomization(dir: string): { objects: K8sObject[]; kustomization: Kustomization } {
-  const k = load(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization & Record<string, unknown>;
-  for (const key of Object.keys(k)) if (!KNOWN_KEYS.has(key)) throw new Error(`kustomization.yaml: key "${key}" is not rendered by test/helpers/kustomize.ts`);
-  const objects = k.resources.flatMap((r) => loadYamlDocs(join(dir, r)));
-  for (const o of objects) {
-    if (k.namespace && !CLUSTER_SCOPED.has(o.kind)) o.metadata.namespace = k.namespace;
-    if (k.namespace && (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
-      for (const s of (o.subjects as { kind: string; namespace?: string }[]) ?? []) if (s.kind === 'ServiceAccount') s.namespace = k.namespace;
-    }
-    for (const l of k.labels ?? []) o.metadata.labels = { ...o.metadata.labels, ...l.pairs };
-    for (const c of containersOf(o)) {
-      for (const img of k.images ?? []) {
-        const [name, tag] = splitImage(c.image);
-        if (name === img.name) c.image = `${img.newName ?? name}:${img.newTag ?? tag}`;
-      }
-    }
-  }
-  return { objects, kustomization: k };
+  const kubectl = process.env.KUBECTL ?? 'kubectl';
+  const r = spawnSync(kubectl, ['kustomize', dir], { encoding: 'utf8', maxBuffer: 16 << 20 });
+  if (r.error !== undefined) throw new Error(`cannot run ${kubectl} kustomize (install kubectl: scripts/install-test-deps.sh): ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`${kubectl} kustomize ${dir} failed (status ${r.status ?? r.signal}): ${r.stderr.trim()}`);
+  const objects = loadAll(r.stdout).filter((d) => d !== null) as K8sObject[];
+  const kustomization = load(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;
+  return { objects, kustomization };
 }
 
 export interface Container {
@@ -54,16 +37,12 @@ export interface Container {
 }
 
 /** The pod spec of a workload (Deployment, DaemonSet, StatefulSet), else undefined. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests read manifests of any shape
 export function podSpecOf(o: K8sObject): Record<string, any> | undefined {
-  return (o.spec as any)?.template?.spec;
+  return (o.spec as { template?: { spec?: Record<string, unknown> } } | undefined)?.template?.spec;
 }
 
 export function containersOf(o: K8sObject): Container[] {
   const p = podSpecOf(o);
-  return p ? [...(p.initContainers ?? []), ...(p.containers ?? [])] : [];
-}
-
-function splitImage(image: string): [string, string | undefined] {
-  const i = image.lastIndexOf(':');
-  return i > image.lastIndexOf('/') ? [image.slice(0, i), image.slice(i + 1)] : [image, undefined];
+  return p ? [...((p.initContainers as Container[] | undefined) ?? []), ...((p.containers as Container[] | undefined) ?? [])] : [];
 }

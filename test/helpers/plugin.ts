@@ -70,7 +70,8 @@ export function runPluginSync(bin: string, call: PluginCall): PluginRun {
   const r = spawnSync(bin, [], { env: callEnv(call), input: stdinOf(call), encoding: 'utf8', timeout: 30_000 });
   // A plugin that fails before reading stdin (bad env, bad CNI_ARGS) may close it while we still
   // write: EPIPE then is ours, not the plugin's, and its exit status and output are complete.
-  const epipe = (r.error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE' && r.status !== null;
+  const error: NodeJS.ErrnoException | undefined = r.error;
+  const epipe = error?.code === 'EPIPE' && r.status !== null;
   if (r.error && !epipe) throw r.error;
   return { stdout: r.stdout, stderr: r.stderr, code: r.status, signal: r.signal, ms: performance.now() - t0 };
 }
@@ -88,10 +89,10 @@ export function startPlugin(bin: string, call: PluginCall): StartedPlugin {
   const child = spawn(bin, [], { env: callEnv(call), stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdin!.on('error', () => {}); // a plugin killed early closes its stdin
-  child.stdin!.end(stdinOf(call));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin.on('error', () => {}); // a plugin killed early closes its stdin
+  child.stdin.end(stdinOf(call));
   const done = new Promise<PluginRun>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ stdout, stderr, code, signal, ms: performance.now() - t0 }));

@@ -31,7 +31,7 @@ test('http errors: the JSON body carries code, message and field', () => {
 test('http errors: errors the engine raises are our failures (500 with the cause), not the client\'s', () => {
   const engine: Error[] = [];
   try {
-    (undefined as unknown as { x: number }).x;
+    void (undefined as unknown as { x: number }).x;
   } catch (e) {
     engine.push(e as Error);
   }

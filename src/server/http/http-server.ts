@@ -36,7 +36,7 @@ export class RawResponse {
 }
 
 export interface HandlerSpec {
-  readonly run: (ctx: Ctx) => Promise<unknown> | unknown;
+  readonly run: (ctx: Ctx) => unknown;
   /** Who may call: 'public' (no token), 'read' (read or admin token), 'admin'. Default by method. */
   readonly access?: 'public' | 'read' | 'admin';
   /** Status of a successful JSON answer (default 200). */
@@ -67,7 +67,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     void handle(req, res, options);
   };
   // An https.Server is an http.Server (a tls.Server with the same request API).
-  const server: Server = options.tls ? (createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) as unknown as Server) : createServer(onRequest);
+  const server: Server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
   server.keepAliveTimeout = 5000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;

@@ -74,7 +74,7 @@ export function checkHost(host: string | undefined, policy: HostPolicy): void {
  */
 export function checkOrigin(origin: string | undefined, host: string): void {
   if (origin === undefined) return;
-  let ok = false;
+  let ok: boolean;
   try {
     const o = new URL(origin);
     ok = (o.protocol === 'http:' || o.protocol === 'https:') && o.host === new URL(`${o.protocol}//${host}/`).host;

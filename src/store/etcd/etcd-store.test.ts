@@ -51,7 +51,7 @@ const isUnavailable = (url: string, reason: RegExp) => (e: unknown) => {
   return true;
 };
 
-async function timed<T>(p: Promise<T>): Promise<[T | unknown, number]> {
+async function timed<T>(p: Promise<T>): Promise<[unknown, number]> {
   const t0 = performance.now();
   try {
     return [await p, performance.now() - t0];
@@ -250,7 +250,7 @@ describe('EtcdStore on a 3-member cluster', () => {
     await member.kill('SIGKILL');
     for (let i = 10; i < 20; i++) await write(i); // while it is down
     await waitSeen(20);
-    assert.ok(others.includes(watch.endpoint as string), `reconnected to another member, not ${watch.endpoint}`);
+    assert.ok(others.includes(watch.endpoint), `reconnected to another member, not ${watch.endpoint}`);
     await member.restart();
     for (let i = 20; i < 30; i++) await write(i); // after it is back
     await waitSeen(30);

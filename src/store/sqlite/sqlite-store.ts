@@ -182,7 +182,7 @@ export class SqliteStore implements Store {
     const from = strict ? after : prefix;
     const to = prefixEnd(prefix);
     const limit = options?.limit ?? -1; // SQLite: a negative LIMIT is no limit
-    const sql = this.#sql.list[`${strict ? 'gt' : 'ge'}${to === undefined ? '' : 'Lt'}`];
+    const sql = this.#sql.list[`${strict ? 'gt' : 'ge'}${to === undefined ? '' : 'Lt'}` as const];
     return this.#call(() => (to === undefined ? sql.all(from, limit) : sql.all(from, to, limit)) as Entry[]);
   }
 
@@ -292,7 +292,6 @@ export class SqliteStore implements Store {
     for (const op of ops) {
       if (op.type === 'put') {
         sql.put.run(op.key, op.value, next);
-        changed = true;
         sql.logChange.run(next, op.key, op.value);
         changed = true;
       } else if (sql.delete.run(op.key).changes > 0) {
@@ -343,7 +342,7 @@ function prepare(db: Database) {
       gt: db.prepare(`${select} key > ? ORDER BY key LIMIT ?`),
       geLt: db.prepare(`${select} key >= ? AND key < ? ORDER BY key LIMIT ?`),
       gtLt: db.prepare(`${select} key > ? AND key < ? ORDER BY key LIMIT ?`),
-    } as Record<string, Statement>,
+    } as Record<'ge' | 'gt' | 'geLt' | 'gtLt', Statement>,
   };
 }
 
