@@ -10,94 +10,15 @@
  * the import refuses too. Re-running is safe: an address already held by the same handle is skipped. An address held
  * by another handle is reported and the import goes on; the exit code is 1 if anything failed.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, join } from 'node:path';
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
-import { CNI_NAME } from '../model/cni-name.js';
-import { reservedNetwork } from '../model/reserved-network.js';
-import { parseFileContent } from '../local/disk-store.js';
+import { HostLocalDirError, type HostLocalReservation, readHostLocalDir } from '../local/read-host-local-dir.js';
 import type { Command } from 'commander';
 import { cniHandleId } from '../model/handle-id.js';
-import { formatAddr, tryParseAddr, type Addr } from '../ip/index.js';
+import { formatAddr } from '../ip/index.js';
 import { openCommandStore } from './datastore-url.js';
 import type { Store } from '../store/index.js';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
-
-/** One reservation read from a host-local directory. */
-export interface HostLocalReservation {
-  readonly network: string;
-  readonly ip: Addr;
-  readonly containerId: string;
-  readonly ifname: string;
-  /** True for a pre-2018 file holding only the container id (ifname assumed "eth0"). */
-  readonly legacy: boolean;
-  readonly file: string;
-}
-
-const NETWORK_NAME = CNI_NAME;
-
-/**
- * Reads every reservation under `dir`: either one network's directory (IP-named files, the
- * network named by `network` or the directory's name) or a host-local `dataDir` holding one
- * directory per network (all of them, or only `network`). `lock` and `last_reserved_ip.*`
- * are skipped; `skipped` lists other files that are not reservations, with the reason.
- */
-export function readHostLocalDir(dir: string, network?: string): { reservations: HostLocalReservation[]; skipped: string[] } {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch (e) {
-    throw new UsageError(`cannot read host-local directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  const reservations: HostLocalReservation[] = [];
-  const skipped: string[] = [];
-  const ipFiles = names.filter((n) => tryParseAddr(fileToIp(n)) !== undefined && statSync(join(dir, n)).isFile());
-  if (ipFiles.length > 0 || names.includes('lock') || names.some((n) => n.startsWith('last_reserved_ip'))) {
-    const net = network ?? basename(dir);
-    if (!NETWORK_NAME.test(net)) throw new UsageError(`--network ${JSON.stringify(net)} is not a valid CNI network name`);
-    readNetwork(dir, net, names, reservations, skipped);
-  } else {
-    for (const n of names.sort()) {
-      const sub = join(dir, n);
-      if (!statSync(sub).isDirectory() || (network !== undefined && n !== network)) continue;
-      readNetwork(sub, n, readdirSync(sub), reservations, skipped);
-    }
-    if (network !== undefined && !names.includes(network)) {
-      throw new UsageError(`--network ${network}: no directory ${join(dir, network)} and no reservation files in ${dir}`);
-    }
-  }
-  return { reservations, skipped };
-}
-
-function readNetwork(dir: string, network: string, names: readonly string[], out: HostLocalReservation[], skipped: string[]): void {
-  // Its handles would be taken for the node agent's warm stock: refuse before anything is written.
-  const reserved = reservedNetwork('network', network);
-  if (reserved !== undefined) throw new UsageError(`${dir}: ${reserved}`);
-  for (const n of [...names].sort()) {
-    if (n === 'lock' || n.startsWith('last_reserved_ip')) continue;
-    const file = join(dir, n);
-    const ip = tryParseAddr(fileToIp(n));
-    if (!ip) {
-      skipped.push(`${file}: not named after an IP address`);
-      continue;
-    }
-    if (!statSync(file).isFile()) continue;
-    // host-local writes "id\r\nifname" with no trailing newline; trim as its matcher does.
-    const text = readFileSync(file, 'utf8').trim();
-    const held = parseFileContent(text);
-    if (!held) {
-      skipped.push(`${file}: content ${JSON.stringify(text.slice(0, 60))} is not "containerId\\r\\nifname"`);
-      continue;
-    }
-    out.push({ network, ip, containerId: held.containerId, ifname: held.ifname ?? 'eth0', legacy: held.ifname === undefined, file });
-  }
-}
-
-/** host-local on Windows writes ':' as '_' in file names. */
-function fileToIp(name: string): string {
-  return name.includes('_') && !name.includes('.') ? name.replace(/_/g, ':') : name;
-}
 
 /** The cluster handle of a reservation: what the cluster-mode plugin's DEL computes. */
 export function handleOf(r: Pick<HostLocalReservation, 'network' | 'containerId' | 'ifname'>): string {
@@ -169,10 +90,20 @@ async function* adopt(
   }
 }
 
+/** readHostLocalDir, its refusals as usage errors (exit 2) naming the flag at fault. */
+function readHostLocal(dir: string, network: string | undefined): ReturnType<typeof readHostLocalDir> {
+  try {
+    return readHostLocalDir(dir, network);
+  } catch (e) {
+    if (e instanceof HostLocalDirError) throw new UsageError(e.field ? `--${e.field} ${e.problem}` : e.problem);
+    throw e;
+  }
+}
+
 /** Imports and prints the report; returns the number of addresses that failed. */
 async function importHostLocal(dir: string, opts: ImportOptions, cmd: Command): Promise<number> {
   const node = opts.node ?? defaultNodeName();
-  const { reservations, skipped } = readHostLocalDir(dir, opts.network);
+  const { reservations, skipped } = readHostLocal(dir, opts.network);
   for (const s of skipped) process.stderr.write(`podipam: skipping ${s}\n`);
   const results: { ip: string; handle: string; outcome: 'adopted' | 'already' | 'failed' | 'dry-run'; error?: string }[] = [];
   // A dry run reads the store (creating none) and adopts into a copy of it: the same checks, nothing written.

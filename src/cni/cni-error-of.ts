@@ -3,7 +3,7 @@
  * typed errors whose `failure` (src/model/failure.ts) says what kind they are:
  * transient (unreachable datastore, exhausted CAS retries, a busy lock) → 11, try again later —
  * or, for STATUS, 50 not available; no free address → 100 (50 for STATUS); an unavailable
- * specific address → 101; no usable pool → 7 (50 for STATUS); a bad datastore URL → 7; a
+ * specific address → 101; what a CHECK finds not held → 102; no usable pool → 7 (50 for STATUS); a bad datastore URL → 7; a
  * file-system failure → 5; a datastore answering with something unusable (corrupt or read-only
  * SQLite file) → 5 (50 for STATUS). A CniError is kept; any other errno error is 5, anything else 999.
  * The message is the error's own (it names the data); never a stack.
@@ -23,6 +23,8 @@ export function cniErrorOf(e: unknown, verb?: string): CniError {
       return new CniError(status ? CniCode.NotAvailable : CniCode.Exhausted, msg);
     case 'address-unavailable':
       return new CniError(CniCode.AddressUnavailable, msg);
+    case 'not-found':
+      return new CniError(CniCode.NotFound, msg);
     case 'no-pool':
       return new CniError(status ? CniCode.NotAvailable : CniCode.InvalidConfig, msg);
     case 'datastore-url':

@@ -24,6 +24,7 @@ import { FileIoError, type LocalFileError, UnsafeFileError } from './errors.js';
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
 import { FileLock } from './file-lock.js';
 import type { ScanCache } from './scan-cache.js';
+import type { LocalStore } from './local-store.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 import { crashPoint } from '../util/crash-point.js';
 import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
@@ -108,7 +109,7 @@ function readFilesAddon(): ReadFilesAddon | null {
   return readFiles;
 }
 
-export class DiskStore {
+export class DiskStore implements LocalStore {
   readonly dir: string;
   readonly #lock: FileLock;
 

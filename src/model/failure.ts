@@ -11,6 +11,8 @@ export type Failure =
   | 'exhausted'
   /** The specific address asked for cannot be given out. */
   | 'address-unavailable'
+  /** What the request says it holds is not held (a CHECK finding nothing). */
+  | 'not-found'
   /** No pool may serve the request (the network config and the pools disagree). */
   | 'no-pool'
   /** A file-system failure; the message names the path. */

@@ -4,7 +4,7 @@ import { CniError } from '../cni/errors.js';
 import type { NetConf } from '../cni/types.js';
 import { parseCniArgs } from '../cni/cni-args.js';
 import { formatAddr } from '../ip/index.js';
-import { formatRangeSet } from '../alloc/range-allocator.js';
+import { formatRangeSet } from '../local/range-allocator.js';
 import { loadLocalConfig } from './local-conf.js';
 
 function conf(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}, cniVersion = '1.0.0'): NetConf {

@@ -1,41 +1,18 @@
 /**
- * The `local` back end's configuration: exactly host-local's keys (`ranges`, legacy
+ * The CNI config decoded into the `local` back end's configuration (src/local/local-config.ts): exactly host-local's keys (`ranges`, legacy
  * `subnet`/`rangeStart`/`rangeEnd`/`gateway`, `routes`, `dataDir`, `resolvConf`, plus
  * `runtimeConfig.ipRanges`/`ips`, `args.cni.ips` and CNI_ARGS `IP=`), validated once into typed
  * values. Every failure is a CniError naming the field and the value (code 7; 4 for CNI_ARGS).
  */
 import { path } from '../util/builtins.js';
 import type { NetConf } from '../cni/types.js';
-import type { Route } from '../model/route.js';
 import { parseRoutes } from './parse-routes.js';
-import type { AllocRangeSet } from '../alloc/range-allocator.js';
-import type { Addr } from '../ip/addr.js';
+import { DEFAULT_DATA_DIR, type LocalConfig } from '../local/local-config.js';
 import { configError, optString } from './config-decode.js';
 import { resolveRangeSets } from './range-sets.js';
 import { requestedAddrs } from './requested-addrs.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../local/file-lock.js';
-
-/** host-local's default state directory. */
-export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
-
-export interface LocalConfig {
-  /** The network name: the directory under dataDir (already checked against the name class). */
-  readonly name: string;
-  readonly cniVersion: string;
-  /** Absolute, normalised. */
-  readonly dataDir: string;
-  /** `<dataDir>/<name>`: everything this back end writes is inside it. */
-  readonly dir: string;
-  readonly rangeSets: readonly AllocRangeSet[];
-  /** Routes, normalised as host-local prints them (dst keeps host bits, canonical text). */
-  readonly routes: readonly Route[];
-  readonly resolvConf?: string;
-  /** Requested addresses, CNI_ARGS `IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; no duplicates. */
-  readonly requested: readonly Addr[];
-  /** Longest wait for the directory's lock (PODIPAM_LOCK_TIMEOUT_MS, default 10 s); then code 11. */
-  readonly lockTimeoutMs: number;
-}
 
 /** The environment variable that overrides the lock wait (milliseconds, 0–3600000). */
 export const LOCK_TIMEOUT_ENV = 'PODIPAM_LOCK_TIMEOUT_MS';

@@ -8,10 +8,11 @@ import { CniCode, CniError } from '../cni/errors.js';
 import { cniErrorOf } from '../cni/cni-error-of.js';
 import { defaultNodeName } from '../model/node-name.js';
 import type { NetConf } from '../cni/types.js';
-import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../alloc/range-allocator.js';
+import { type AllocRange, type AllocRangeSet, allocRangesOverlap, rangeSetsOverlap } from '../local/range-allocator.js';
 import { type Addr, familyBits, formatAddr } from '../ip/addr.js';
 import { type Prefix, formatAddrWithLen, formatPrefix, prefixContains, prefixLast, prefixOf } from '../ip/prefix.js';
 import { versionAtLeast } from '../cni/version.js';
+import { DEFAULT_DATA_DIR } from '../local/local-config.js';
 import { asObject, cidrValue, configError, goField, optAddr, optArray, optObject } from './config-decode.js';
 
 /** The `subnet` value that asks for the node's pod CIDR (spec.podCIDR: the first one recorded). */
@@ -76,7 +77,7 @@ async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
     throw new CniError(CniCode.InvalidConfig, 'usePodCidr needs datastore and nodeName');
   }
   const dataDir = goField(conf.ipam, 'dataDir');
-  const cacheDir = typeof dataDir === 'string' && dataDir !== '' ? dataDir : '/var/lib/cni/networks';
+  const cacheDir = typeof dataDir === 'string' && dataDir !== '' ? dataDir : DEFAULT_DATA_DIR;
   const { resolvePodCidrs } = await import('../local/pod-cidr-source.js');
   const { StoreUrlError } = await import('../store/errors.js');
   let cidrs: Prefix[];

@@ -4,11 +4,18 @@
  * word); blank lines and lines starting with `#` or `;` skipped.
  */
 import { fs } from '../util/builtins.js';
-import { CniCode, CniError } from '../cni/errors.js';
-import type { Dns } from '../cni/types.js';
+import { ResolvConfError } from './errors.js';
+
+/** What a resolv.conf says, in the shape of a CNI result's `dns`. */
+export interface ResolvConf {
+  readonly nameservers: readonly string[];
+  readonly domain: string;
+  readonly search: readonly string[];
+  readonly options: readonly string[];
+}
 
 /** Parses resolv.conf text (pure). */
-export function parseResolvConf(text: string): Dns {
+export function parseResolvConf(text: string): ResolvConf {
   const nameservers: string[] = [];
   const search: string[] = [];
   const options: string[] = [];
@@ -37,17 +44,17 @@ export function parseResolvConf(text: string): Dns {
 }
 
 /**
- * Reads and parses the file at `path`. A missing or unreadable file fails the ADD with code 5
- * and Go's wording (`open /etc/x: no such file or directory`).
+ * Reads and parses the file at `path`. A missing or unreadable file is a ResolvConfError (code 5)
+ * with Go's wording (`open /etc/x: no such file or directory`).
  */
-export function readResolvConf(path: string): Dns {
+export function readResolvConf(path: string): ResolvConf {
   let text: string;
   try {
     text = fs.readFileSync(path, 'utf8');
   } catch (e) {
     const m = /^[A-Z]+: ([^,]+),/.exec((e as Error).message);
     const what = (e as NodeJS.ErrnoException).code === 'EISDIR' ? 'read' : 'open';
-    throw new CniError(CniCode.IoFailure, `${what} ${path}: ${m ? m[1] : (e as Error).message}`);
+    throw new ResolvConfError(what, path, m?.[1] ?? (e as Error).message);
   }
   return parseResolvConf(text);
 }

@@ -1,0 +1,160 @@
+/**
+ * The local back end's service: ADD / DEL / CHECK / GC / STATUS on one network directory, as
+ * host-local does them (its main.go): open the store, take the lock, run the verb, close. It
+ * takes a validated LocalConfig and throws typed errors (errors.ts, each with a `failure`);
+ * the plugin edge (src/plugin/local-backend.ts) maps them to CNI codes and shapes the result.
+ */
+import { type Addr, formatAddr } from '../ip/addr.js';
+import { failureOf } from '../model/failure.js';
+import { crashPoint } from '../util/crash-point.js';
+import { type Allocation, allocate } from './allocate.js';
+import { DiskStore, type StoreFile, addrOfName, listNames, matchesAttachment, matchesLegacy } from './disk-store.js';
+import { DirectoryError, FileIoError, NotHeldError, RangeSetExhaustedError } from './errors.js';
+import type { LocalConfig } from './local-config.js';
+import type { Holder } from './local-store.js';
+import { formatRangeSet, isExhausted, rangeIndexOf } from './range-allocator.js';
+import { refuseUnsafe } from './refuse-unsafe.js';
+import type { ResolvConf } from './resolv-conf.js';
+import type { ScanCache } from './scan-cache.js';
+
+/** What an ADD hands out: one address per range set, and the `resolvConf` read, if configured. */
+export interface LocalAddResult {
+  readonly allocations: readonly Allocation[];
+  readonly dns?: ResolvConf;
+}
+
+/** An address a CHECK's prevResult lists: its text as written and the address it names. */
+export interface PrevAddress {
+  readonly text: string;
+  readonly addr: Addr;
+}
+
+export class LocalIpam {
+  readonly #asyncLockWait: boolean;
+  readonly #cache: ScanCache | undefined;
+
+  /**
+   * `asyncLockWait`: wait for a busy directory lock without blocking the event loop; `scanCache`:
+   * remember directories between calls and read only what changed (both: the agent).
+   */
+  constructor(options: { readonly asyncLockWait?: boolean; readonly scanCache?: ScanCache } = {}) {
+    this.#asyncLockWait = options.asyncLockWait ?? false;
+    this.#cache = options.scanCache;
+  }
+
+  async add(cfg: LocalConfig, who: Holder): Promise<LocalAddResult> {
+    const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
+    const allocations = await this.#withStore(cfg, (store) => allocate(store, cfg, who));
+    crashPoint('local.add.before-answer');
+    return { allocations, dns };
+  }
+
+  /** Releases what the attachment holds; then reports the entries it refuses to open. */
+  async del(cfg: LocalConfig, who: Holder): Promise<void> {
+    await this.#withStore(cfg, (store) => {
+      const files = store.scan();
+      const errors: string[] = [];
+      for (const f of releasable(files, who, cfg.rangeSets.length)) {
+        try {
+          store.remove(f.name);
+          crashPoint('local.del.removed');
+        } catch (e) {
+          errors.push((e as Error).message);
+        }
+      }
+      // Released what it could; entries it refuses to open are reported after.
+      for (const f of files) if (f.refused) errors.push(f.refused.message);
+      if (errors.length) throw new DirectoryError(errors, ';');
+    });
+  }
+
+  /**
+   * host-local's CHECK (the attachment holds something), and beyond it: each of `prev` (the
+   * prevResult's addresses) inside this network's range sets must be held by the attachment.
+   */
+  async check(cfg: LocalConfig, who: Holder, prev: readonly PrevAddress[]): Promise<void> {
+    await this.#withStore(cfg, (store) => {
+      const files = refuseUnsafe(store.scan());
+      const mine = files.filter((f) => matchesAttachment(f.content, who.containerId, who.ifname));
+      const held = mine.length ? mine : files.filter((f) => matchesLegacy(f.content, who.containerId));
+      if (held.length === 0) throw new NotHeldError(who.containerId, who.ifname);
+      const names = new Set(held.map((f) => f.name));
+      for (const { text, addr } of prev) {
+        if (!cfg.rangeSets.some((s) => rangeIndexOf(s, addr) >= 0)) continue;
+        if (!names.has(formatAddr(addr))) throw new NotHeldError(who.containerId, who.ifname, text);
+      }
+    });
+  }
+
+  /** Releases every reservation not held by one of `valid`; keeps going, reports at the end. */
+  async gc(cfg: LocalConfig, valid: readonly Holder[]): Promise<void> {
+    const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
+    const keepIds = new Set(valid.map((a) => a.containerId.trim()));
+    await this.#withStore(cfg, (store) => {
+      const errors: string[] = [];
+      for (const f of store.scan()) {
+        if (f.refused) {
+          errors.push(f.refused.message); // never opened, never removed: the operator looks at it
+          continue;
+        }
+        if (!addrOfName(f.name)) continue; // lock, last_reserved_ip.*, anything not an address
+        const c = f.content?.trim();
+        if (c !== undefined && (keep.has(c) || keepIds.has(c))) continue;
+        try {
+          store.remove(f.name);
+          crashPoint('local.gc.removed');
+        } catch (e) {
+          errors.push(`${f.name}: ${(e as Error).message}`);
+        }
+      }
+      if (errors.length) throw new DirectoryError(errors, '; ', 'GC could not release: ');
+    });
+  }
+
+  /** RangeSetExhaustedError for the first range set with no free address. */
+  status(cfg: LocalConfig): void {
+    // Read without creating or locking anything: a status probe must not write.
+    const taken = listNames(cfg.dir).flatMap((n) => {
+      const a = addrOfName(n);
+      return a && formatAddr(a) === n ? [a] : [];
+    });
+    cfg.rangeSets.forEach((set, i) => {
+      if (isExhausted(set, taken)) throw new RangeSetExhaustedError(i, formatRangeSet(set));
+    });
+  }
+
+  /**
+   * Opens the network directory, runs `fn` under the lock (waiting at most cfg.lockTimeoutMs,
+   * then LockTimeoutError), always unlocks and closes. `fn` runs synchronously once the lock is
+   * held; with `asyncLockWait` only the wait for a lock another process holds yields to the
+   * event loop.
+   */
+  async #withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): Promise<T> {
+    let store: DiskStore;
+    try {
+      store = DiskStore.open(cfg.dir, this.#cache);
+    } catch (e) {
+      if (failureOf(e)) throw e;
+      throw new FileIoError('open', cfg.dir, (e as Error).message);
+    }
+    try {
+      if (this.#asyncLockWait) await store.lockAsync(cfg.lockTimeoutMs);
+      else store.lock(cfg.lockTimeoutMs);
+      crashPoint('local.lock.held');
+      return fn(store);
+    } finally {
+      store.close(); // closing drops the lock
+    }
+  }
+}
+
+/**
+ * The files DEL removes, as host-local does it: every file matching (id, ifname); when there is
+ * none, the legacy files matching the bare id. host-local repeats its release once per range set,
+ * so with two or more sets the legacy files go as well.
+ */
+function releasable(files: readonly StoreFile[], who: Holder, rangeSets: number): StoreFile[] {
+  const exact = files.filter((f) => matchesAttachment(f.content, who.containerId, who.ifname));
+  if (exact.length > 0 && rangeSets < 2) return exact;
+  return [...exact, ...files.filter((f) => matchesLegacy(f.content, who.containerId))];
+}
