@@ -87,7 +87,7 @@ export function registerAgent(program: Command): void {
     .action(async (own: { socket: string; json?: boolean }, cmd: Command) => {
       // `--socket` after `agent` or after `status`: commander gives it to whichever it meets first.
       const flags = { ...own, ...(cmd.parent?.getOptionValueSource('socket') === 'cli' ? { socket: cmd.parent.opts<{ socket: string }>().socket } : {}) };
-      const [{ callAgent }, { parseAgentStatus }] = await Promise.all([import('../agent/agent-client.js'), import('../agent/parse-agent-status.js')]);
+      const [{ callAgent }, { parseAgentStatus }] = await Promise.all([import('../wire/agent-client.js'), import('../agent/parse-agent-status.js')]);
       let body: string;
       let status: import('../agent/agent-stats.js').AgentStatus;
       try {
@@ -136,10 +136,9 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
     flags = { ...flags, datastore: sqliteUrlFor(defaultDataDir()) };
   }
-  const [{ Agent, AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
+  const [{ startAgent }, { AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent-main.js'), import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
-  const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
   // Every listener or none: the metrics port first (nothing is served if it is taken), then the
   // socket; a listener that fails stops the agent with exit 2 (a usage error: choose another).
   let http: import('node:http').Server | undefined;
@@ -149,15 +148,15 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
-  log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
+  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
-      log('info', 'stopping: draining calls in flight', { signal: sig, inFlight: agent!.stats.inFlight });
+      logger.info({ signal: sig, inFlight: agent!.stats.inFlight }, 'stopping: draining calls in flight');
       void agent!.close().then(() => {
         http?.close();
         resolve();
