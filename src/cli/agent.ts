@@ -2,7 +2,7 @@
  * `podipam agent` (the per-node daemon, src/agent) and `podipam agent status` (asks a running
  * agent over its socket; exit 1 when it does not answer, so it serves as a readiness probe).
  */
-import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../agent/warm-service.js';
 import { parseDuration, parseListen } from './serve.js';
@@ -110,25 +110,21 @@ export function registerAgent(program: Command): void {
 }
 
 async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger, label: Label): Promise<void> {
-  const allowUids = flags.allowUid.map((u) => {
-    if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid ${label('allowUid')} ${JSON.stringify(u)}: expected a numeric uid`);
-    return Number(u);
-  });
+  const { agentConfig, AgentConfigError } = await import('../agent/agent-config.js');
+  const flagOfField = (f: import('../agent/agent-config.js').AgentField): keyof AgentFlags => (f === 'allowUids' ? 'allowUid' : f);
+  let config: import('../agent/agent-config.js').AgentConfig;
+  try {
+    config = await agentConfig({ allowUids: flags.allowUid, ...(flags.node !== undefined ? { node: flags.node } : {}), ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}) }, (f) => label(flagOfField(f)));
+  } catch (e) {
+    throw e instanceof AgentConfigError ? new UsageError(e.message) : e;
+  }
+  const { node, allowUids } = config;
   let metricsAt: ReturnType<typeof parseListen> | undefined;
   try {
     metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
-  }
-  const node = flags.node ?? defaultNodeName();
-  if (flags.datastore !== undefined) {
-    const { parseStoreUrl } = await import('../store/parse-store-url.js');
-    try {
-      parseStoreUrl(flags.datastore);
-    } catch (e) {
-      throw new UsageError(`invalid ${label('datastore')} ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
-    }
   }
   const warm = await warmFlags(flags, label);
   if (warm && flags.datastore === undefined) {
