@@ -24,7 +24,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { callAgent } from '../../src/agent/agent-client.js';
+import { callAgent } from '../../src/wire/agent-client.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { decodeBlock } from '../../src/cluster/block-record.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';

@@ -3,7 +3,7 @@
  *
  * A pod start should not pay for a Node.js process, so this small static program forwards the
  * call (the CNI_* environment and stdin) to `podipam agent` over a unix socket and prints the
- * agent's answer with its exit status. The protocol is src/agent/frame.ts (version 1): one
+ * agent's answer with its exit status. The protocol is src/wire/frame.ts (version 1): one
  * length-framed request and one answer per connection.
  *
  * Socket: the network config's `ipam.agent` (keys matched case-insensitively, as Go's
@@ -302,7 +302,7 @@ static const char *socket_path(const char *in, size_t len, struct found *f) {
 }
 
 /*
- * Is the agent's answer a CNI answer to `cmd`? The rule of src/agent/cni-answer-problem.ts
+ * Is the agent's answer a CNI answer to `cmd`? The rule of src/wire/cni-answer-problem.ts
  * (bin/podipam applies it too): exit status 0 to ADD is one JSON object with a string
  * "cniVersion"; status 0 to another verb is empty; any other status is one JSON object with a
  * numeric "code". Keys case-insensitive; JSON checked by the scanner above (structure, strings).

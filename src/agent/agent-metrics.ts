@@ -28,9 +28,10 @@ export class AgentMetrics {
       registers,
     });
     new Gauge({ name: 'podipam_agent_in_flight', help: 'CNI calls being served', registers, collect() { this.set(agent()?.stats.inFlight ?? 0); } });
-    new Gauge({ name: 'podipam_agent_datastore_round_trips', help: 'datastore round trips (reads, lists, transactions) since start', registers, collect() { this.set(agent()?.cluster.roundTrips() ?? 0); } });
-    new Gauge({ name: 'podipam_agent_group_commits', help: 'transactions that carried several ADDs (group commit)', registers, collect() { this.set(agent()?.cluster.groups.batches ?? 0); } });
-    const warm = (): import('./warm-service.js').WarmStatus | undefined => agent()?.warm?.report();
+    const hosted = (): ReturnType<Agent['hostedStatus']> | undefined => agent()?.hostedStatus();
+    new Gauge({ name: 'podipam_agent_datastore_round_trips', help: 'datastore round trips (reads, lists, transactions) since start', registers, collect() { this.set(hosted()?.datastore.roundTrips ?? 0); } });
+    new Gauge({ name: 'podipam_agent_group_commits', help: 'transactions that carried several ADDs (group commit)', registers, collect() { this.set(hosted()?.datastore.groupCommits ?? 0); } });
+    const warm = (): import('./warm-service.js').WarmStatus | undefined => hosted()?.warmPool;
     new Gauge({
       name: 'podipam_agent_warm_addresses',
       help: 'warm pool addresses by family and state (idle, in_use, reserved, returning, pending)',
@@ -61,7 +62,7 @@ export class AgentMetrics {
     counter('podipam_agent_gc_releases', 'attachments the pod GC released because their pods were gone from the API server', (w) => w.pods.gcReleases);
     counter('podipam_agent_gc_list_failures', 'pod GC runs whose list failed (nothing released)', (w) => w.pods.gcListFailures);
     counter('podipam_agent_pod_store_pods', 'pods in the pod store (deleted ones kept an hour)', (w) => w.pods.podStore);
-    new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(agent()?.cluster.groups.adds ?? 0); } });
+    new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 
   observe(c: { verb: string; result: string; ms: number }): void {

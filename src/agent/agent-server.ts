@@ -1,10 +1,9 @@
 /**
- * `podipam agent`: the per-node daemon the native shim forwards CNI calls to (frame.ts). It runs
- * the very same plugin entry as the per-pod process (pluginCall), so answers are byte-identical,
- * with long-lived services: the cluster back end's stores and hints stay open and in memory, and
- * a node's ADDs that arrive together share one transaction (cluster-services.ts). Local-mode
- * calls still take host-local's flock on their directory for every call, so host-local, the
- * per-pod plugin and the agent can share a data directory.
+ * `podipam agent`: the per-node daemon the native shim forwards CNI calls to (src/wire/frame.ts).
+ * The host only: it serves each call with the handler it is given (`HostedServices.call`; the
+ * composition root, src/agent-main.ts, gives it the plugin's own entry with the long-lived
+ * services of the back ends, so answers are byte-identical to the per-pod process's), and counts
+ * calls by verb, result and back end from the handler's typed answer.
  *
  * The socket is created 0600 (in a directory that is not writable by others, created 0700 when
  * absent); every connection's peer uid is checked with SO_PEERCRED: root, the agent's own uid
@@ -12,20 +11,18 @@
  * life; opened without following a symbolic link) keeps a second agent off the socket; a stale
  * socket file of a killed agent is replaced.
  */
-import { ScanCache } from '../local/scan-cache.js';
 import { closeSync, chmodSync, constants, fstatSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { CniCode, CniError } from '../cni/errors.js';
-import { goField, isObject } from '../cni/go-decode.js';
-import type { BackendHost } from '../plugin/ipam-backend.js';
-import { errorJson, pluginCall } from '../plugin/plugin-call.js';
-import { forwardedEnv } from './agent-client.js';
+import { goMarshalIndent } from '../cni/go-json.js';
+import { type Log, silentLog } from '../log/logger.js';
+import { forwardedEnv } from '../wire/agent-client.js';
+import type { CallAnswer, CallHandler } from '../wire/call-answer.js';
+import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/frame.js';
+import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
-import { ClusterServices } from './cluster-services.js';
-import type { WarmOptions, WarmService } from './warm-service.js';
-import { type Request, FrameError, encodeAnswer, requestReader } from './frame.js';
-import { peerCredentials, tryLockExclusive } from './native.js';
+import { tryLockExclusive } from './native.js';
 
 export const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** A client must send its whole request within this time. */
@@ -33,23 +30,36 @@ export const REQUEST_READ_TIMEOUT_MS = 10_000;
 /** SIGTERM waits this long for calls in flight. */
 export const DRAIN_TIMEOUT_MS = 30_000;
 
+/**
+ * What the agent hosts, built by the composition root: the call handler and the services behind
+ * it (their part of the status, their start and their close).
+ */
+export interface HostedServices {
+  /** One CNI call (the forwarded environment, the agent's node when it names none; stdin) → its answer. */
+  readonly call: CallHandler;
+  /** The hosted services' part of `podipam agent status` (and of the metrics). */
+  status(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool'>;
+  /** Once the socket listens (calls meanwhile wait for what they need); a failure stops the agent. */
+  start(): Promise<void>;
+  /** After the last call: closes what `start` and the calls opened. */
+  close(): Promise<void>;
+}
+
 export interface AgentOptions {
   readonly socket: string;
   /** Node name for calls whose config and environment give none (default: the host name). */
   readonly node: string;
   /** Uids allowed besides root and the agent's own. */
   readonly allowUids?: readonly number[];
-  /** A datastore to open at start (cluster mode), so the first pod pays nothing for it. */
-  readonly datastore?: string;
   /**
-   * Run the warm-pool back end (configs with only `ipam.agent`) on `datastore` for `node`
-   * (requires `datastore`).
+   * Builds the hosted services once the socket's lock is held and before it listens (a second
+   * agent on the socket builds nothing). An AgentStartError thrown refuses the start as it is.
    */
-  readonly warm?: Omit<WarmOptions, 'datastore' | 'node' | 'log'>;
+  readonly host: () => Promise<HostedServices>;
   /** Called once per finished call (metrics). */
   readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
   /** Diagnostics (a refused peer, a bad request). */
-  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  readonly log?: Log;
 }
 
 /** Refused to start: the message names the path and the reason. */
@@ -64,51 +74,40 @@ export class AgentListenError extends AgentStartError {
 
 export class Agent {
   readonly stats = new AgentStats();
-  readonly cluster = new ClusterServices();
   readonly #opts: AgentOptions;
+  readonly #hosted: HostedServices;
+  readonly #log: Log;
   readonly #server: Server;
   readonly #lockFd: number;
   readonly #allowed: Set<number>;
-  #host: BackendHost;
-  /** Local mode: each network directory's files, kept between calls (src/local/scan-cache.ts). */
-  readonly #scanCache = new ScanCache();
-  warm: WarmService | undefined;
   readonly #conns = new Set<Socket>();
   #idle: (() => void) | undefined;
   #closing = false;
 
-  private constructor(opts: AgentOptions, server: Server, lockFd: number) {
+  private constructor(opts: AgentOptions, hosted: HostedServices, server: Server, lockFd: number) {
     this.#opts = opts;
+    this.#hosted = hosted;
+    this.#log = opts.log ?? silentLog;
     this.#server = server;
     this.#lockFd = lockFd;
     this.#allowed = new Set([0, process.getuid?.() ?? 0, ...(opts.allowUids ?? [])]);
-    this.#host = { cluster: this.cluster, local: { asyncLockWait: true, scanCache: this.#scanCache } };
     server.on('connection', (s) => this.#serve(s));
   }
 
   /** Takes the socket (refusing when another agent holds it) and starts serving. */
   static async start(opts: AgentOptions): Promise<Agent> {
     const lockFd = prepareSocketPath(opts.socket);
-    const server = createServer();
-    const agent = new Agent(opts, server, lockFd);
-    if (opts.warm) {
-      // Attached before the socket listens: a call arriving while the pool starts waits for it
-      // (or gets code 11), never "this agent runs no warm pool" (code 7).
-      if (!opts.datastore) {
-        closeSync(lockFd); // the lock is released for the next try
-        throw new AgentStartError('the warm pool needs --datastore');
-      }
-      const { WarmService } = await import('./warm-service.js');
-      let warm: WarmService;
-      try {
-        warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);
-      } catch (e) {
-        closeSync(lockFd);
-        throw new AgentStartError(`warm pool: ${(e as Error).message}`);
-      }
-      agent.warm = warm;
-      agent.#host = { ...agent.#host, warm };
+    // Built before the socket listens: a call arriving while the services start waits for them
+    // (or gets code 11), never a call served without them.
+    let hosted: HostedServices;
+    try {
+      hosted = await opts.host();
+    } catch (e) {
+      closeSync(lockFd); // the lock is released for the next try
+      throw e;
     }
+    const server = createServer();
+    const agent = new Agent(opts, hosted, server, lockFd);
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
     try {
       await new Promise<void>((resolve, reject) => {
@@ -122,18 +121,11 @@ export class Agent {
       process.umask(umask);
     }
     chmodSync(opts.socket, 0o600);
-    if (opts.datastore) {
-      // Open it now; a datastore that is down is retried by the first call that needs it.
-      await agent.cluster.run(opts.datastore, opts.node, async () => undefined).catch((e: Error) => opts.log?.('warn', 'datastore not reachable yet', { datastore: opts.datastore, error: e.message }));
-    }
-    // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
-    if (agent.warm) {
-      try {
-        await agent.warm.start();
-      } catch (e) {
-        await agent.close();
-        throw e;
-      }
+    try {
+      await hosted.start();
+    } catch (e) {
+      await agent.close();
+      throw e;
     }
     return agent;
   }
@@ -148,15 +140,13 @@ export class Agent {
       requests: this.stats.requests(),
       latencyMs: this.stats.latencyMs(),
       backends: this.stats.backends(),
-      datastore: {
-        roundTrips: this.cluster.roundTrips(),
-        groupCommits: this.cluster.groups.batches,
-        groupedAdds: this.cluster.groups.adds,
-        open: this.cluster.datastores(),
-      },
-      localScans: this.#scanCache.stats,
-      ...(this.warm ? { warmPool: this.warm.report() } : {}),
+      ...this.#hosted.status(),
     };
+  }
+
+  /** The hosted services' part of the status alone (what the metrics read on each scrape). */
+  hostedStatus(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool'> {
+    return this.#hosted.status();
   }
 
   /** Stops accepting, waits (bounded) for calls in flight, closes the stores, removes the socket. */
@@ -169,9 +159,7 @@ export class Agent {
     }
     for (const c of this.#conns) c.destroy();
     await closed;
-    await this.warm?.close();
-    await this.cluster.close();
-    this.#scanCache.close();
+    await this.#hosted.close();
     try {
       unlinkSync(this.#opts.socket);
     } catch {
@@ -191,13 +179,13 @@ export class Agent {
     try {
       uid = peerCredentials((sock as unknown as { _handle: { fd: number } })._handle.fd).uid;
     } catch (e) {
-      this.#opts.log?.('error', 'cannot read the peer credentials of a connection', { error: (e as Error).message });
+      this.#log.error({ error: (e as Error).message }, 'cannot read the peer credentials of a connection');
       sock.destroy();
       return;
     }
     if (!this.#allowed.has(uid)) {
-      this.#opts.log?.('warn', 'refused a caller', { uid });
-      answer(1, errorJson(new CniError(CniCode.InvalidEnv, `podipam agent on ${this.#opts.socket} refuses uid ${uid}: it serves uids ${[...this.#allowed].join(', ')}`)));
+      this.#log.warn({ uid }, 'refused a caller');
+      answer(1, errorAnswer(new CniError(CniCode.InvalidEnv, `podipam agent on ${this.#opts.socket} refuses uid ${uid}: it serves uids ${[...this.#allowed].join(', ')}`)));
       return;
     }
     const reader = requestReader();
@@ -212,8 +200,8 @@ export class Agent {
         got = true;
         clearTimeout(timer);
         const msg = e instanceof FrameError ? e.message : String(e);
-        this.#opts.log?.('warn', 'bad request on the agent socket', { uid, error: msg });
-        answer(1, errorJson(new CniError(CniCode.DecodeFailure, `podipam agent: bad request: ${msg}`)));
+        this.#log.warn({ uid, error: msg }, 'bad request on the agent socket');
+        answer(1, errorAnswer(new CniError(CniCode.DecodeFailure, `podipam agent: bad request: ${msg}`)));
         return;
       }
       if (!req) return;
@@ -224,14 +212,14 @@ export class Agent {
         return;
       }
       void this.#call(req.call.env, req.call.stdin).then(
-        (a) => answer(a.status, a.out),
-        (e: unknown) => answer(1, errorJson(e)),
+        (a) => answer(a.status, a.output),
+        (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e)))), // a handler never throws
       );
     });
     sock.on('end', () => clearTimeout(timer));
   }
 
-  async #call(env: Record<string, string>, stdin: Buffer): Promise<{ status: number; out: string }> {
+  async #call(env: Record<string, string>, stdin: Buffer): Promise<CallAnswer> {
     const t0 = performance.now();
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
@@ -240,15 +228,14 @@ export class Agent {
     const text = stdin.toString('utf8');
     const verb = verbLabel(env.CNI_COMMAND);
     try {
-      const a = await pluginCall(callEnv, () => text, this.#host);
-      const result = a.status === 0 ? 'ok' : `code ${errorCode(a.out)}`;
+      const a = await this.#hosted.call(callEnv, () => text);
+      const result = a.status === 0 ? 'ok' : `code ${a.code ?? '?'}`;
       const ms = performance.now() - t0;
-      const backend = backendOf(text, verb);
-      this.stats.record(verb, result, ms, backend);
+      this.stats.record(verb, result, ms, a.backend);
       try {
-        this.#opts.onCall?.({ verb, result, ms, backend });
+        this.#opts.onCall?.({ verb, result, ms, backend: a.backend });
       } catch (e) {
-        this.#opts.log?.('error', 'metrics hook failed', { error: (e as Error).message }); // never the call's answer
+        this.#log.error({ error: (e as Error).message }, 'metrics hook failed'); // never the call's answer
       }
       return a;
     } finally {
@@ -256,6 +243,11 @@ export class Agent {
       if (this.stats.inFlight === 0 && this.#idle) this.#idle();
     }
   }
+}
+
+/** The agent's own refusals (a caller it does not serve, a request it cannot read) as a CNI error answer. */
+function errorAnswer(e: CniError): string {
+  return goMarshalIndent(e.toJSON() as Record<string, string | number>);
 }
 
 /** Checks the socket's directory, takes `<socket>.lock`, removes a stale socket; returns the lock's fd. */
@@ -318,36 +310,4 @@ function openLockFile(path: string): number {
     throw new AgentStartError(`${path} is not a regular file: refusing it (remove it; the agent creates its own lock file)`);
   }
   return fd;
-}
-
-function errorCode(out: string): string {
-  const m = /"code":\s*(\d+)/.exec(out);
-  return m ? m[1]! : '?';
-}
-
-/** Configs seen recently and their back end: a node sends the same few configs again and again. */
-const backendByConfig = new Map<string, string | undefined>();
-
-/** Which back end a call used, from its config (for status and metrics). */
-function backendOf(text: string, verb: string): string | undefined {
-  if (verb === 'VERSION') return undefined;
-  if (backendByConfig.has(text)) return backendByConfig.get(text);
-  const b = classify(text);
-  if (backendByConfig.size >= 64) backendByConfig.delete(backendByConfig.keys().next().value as string);
-  backendByConfig.set(text, b);
-  return b;
-}
-
-function classify(text: string): string | undefined {
-  try {
-    const conf: unknown = JSON.parse(text);
-    const ipam = isObject(conf) ? goField(conf, 'ipam') : undefined;
-    if (!isObject(ipam)) return undefined;
-    const ranges = goField(ipam, 'ranges') ?? goField(ipam, 'subnet');
-    if (ranges !== undefined) return JSON.stringify(ranges).includes('usePodCidr') ? 'usePodCidr' : 'local';
-    if (goField(ipam, 'datastore') !== undefined) return 'cluster';
-    return goField(ipam, 'agent') !== undefined ? 'warm' : undefined;
-  } catch {
-    return undefined;
-  }
 }

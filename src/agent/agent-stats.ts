@@ -16,7 +16,7 @@ export interface AgentStatus {
   readonly requests: Record<string, Record<string, number>>;
   /** verb → percentiles in milliseconds. */
   readonly latencyMs: Record<string, { p50: number; p90: number; p99: number; max: number; n: number }>;
-  /** back end → calls ("local", "usePodCidr", "cluster"). */
+  /** back end → calls ("local", "usePodCidr", "cluster", "warm"), as the call handler named it. */
   readonly backends: Record<string, number>;
   readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly open: readonly string[] };
   /** Local mode's locked scans: whole directory reads, reads of what changed, names read again by those. */

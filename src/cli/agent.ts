@@ -2,7 +2,7 @@
  * `podipam agent` (the per-node daemon, src/agent) and `podipam agent status` (asks a running
  * agent over its socket; exit 1 when it does not answer, so it serves as a readiness probe).
  */
-import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
+import { DEFAULT_NODE_NAME_HINT } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../agent/warm-service.js';
 import { parseDuration, parseListen } from './parse-flag.js';
@@ -87,7 +87,7 @@ export function registerAgent(program: Command): void {
     .action(async (own: { socket: string; json?: boolean }, cmd: Command) => {
       // `--socket` after `agent` or after `status`: commander gives it to whichever it meets first.
       const flags = { ...own, ...(cmd.parent?.getOptionValueSource('socket') === 'cli' ? { socket: cmd.parent.opts<{ socket: string }>().socket } : {}) };
-      const [{ callAgent }, { parseAgentStatus }] = await Promise.all([import('../agent/agent-client.js'), import('../agent/parse-agent-status.js')]);
+      const [{ callAgent }, { parseAgentStatus }] = await Promise.all([import('../wire/agent-client.js'), import('../agent/parse-agent-status.js')]);
       let body: string;
       let status: import('../agent/agent-stats.js').AgentStatus;
       try {
@@ -110,10 +110,15 @@ export function registerAgent(program: Command): void {
 }
 
 async function runAgent(flags: AgentFlags & { datastore?: string }, logger: import('../log/logger.js').Logger, label: Label): Promise<void> {
-  const allowUids = flags.allowUid.map((u) => {
-    if (!/^[0-9]{1,10}$/.test(u)) throw new UsageError(`invalid ${label('allowUid')} ${JSON.stringify(u)}: expected a numeric uid`);
-    return Number(u);
-  });
+  const { agentConfig, AgentConfigError } = await import('../agent/agent-config.js');
+  const flagOfField = (f: import('../agent/agent-config.js').AgentField): keyof AgentFlags => (f === 'allowUids' ? 'allowUid' : f);
+  let config: import('../agent/agent-config.js').AgentConfig;
+  try {
+    config = await agentConfig({ allowUids: flags.allowUid, ...(flags.node !== undefined ? { node: flags.node } : {}), ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}) }, (f) => label(flagOfField(f)));
+  } catch (e) {
+    throw e instanceof AgentConfigError ? new UsageError(e.message) : e;
+  }
+  const { node, allowUids } = config;
   let metricsAt: ReturnType<typeof parseListen> | undefined;
   try {
     metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
@@ -121,25 +126,15 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     if (!(e instanceof UsageError)) throw e;
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
   }
-  const node = flags.node ?? defaultNodeName();
-  if (flags.datastore !== undefined) {
-    const { parseStoreUrl } = await import('../store/parse-store-url.js');
-    try {
-      parseStoreUrl(flags.datastore);
-    } catch (e) {
-      throw new UsageError(`invalid ${label('datastore')} ${JSON.stringify(flags.datastore)}: ${(e as Error).message}`);
-    }
-  }
   const warm = await warmFlags(flags, label);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
     const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
     flags = { ...flags, datastore: sqliteUrlFor(defaultDataDir()) };
   }
-  const [{ Agent, AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
+  const [{ startAgent }, { AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent-main.js'), import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
-  const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => logger[level](fields, msg);
   // Every listener or none: the metrics port first (nothing is served if it is taken), then the
   // socket; a listener that fails stops the agent with exit 2 (a usage error: choose another).
   let http: import('node:http').Server | undefined;
@@ -149,16 +144,16 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await Agent.start({ socket: flags.socket, node, allowUids, datastore: flags.datastore, ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
-  log('info', 'agent ready', { socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid });
+  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
-      log('info', 'stopping: draining calls in flight', { signal: sig, inFlight: agent.stats.inFlight });
-      void agent.close().then(() => {
+      logger.info({ signal: sig, inFlight: agent!.stats.inFlight }, 'stopping: draining calls in flight');
+      void agent!.close().then(() => {
         http?.close();
         resolve();
       });

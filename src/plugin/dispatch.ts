@@ -6,19 +6,22 @@
 import { CniCode, CniError } from '../cni/errors.js';
 // Re-exported for run-plugin.ts, which then has one module to load instead of two.
 export { CniCode, CniError };
-import type { BackendHost, IpamRequest } from './ipam-backend.js';
+import type { BackendHost, BackendKind, IpamRequest } from './ipam-backend.js';
+import { goField, isObject } from '../cni/go-decode.js';
+import { ipamKeys } from './ipam-keys.js';
 import { readCmdEnv, validateContainerId, validateInterfaceName } from '../cni/skel-env.js';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from '../cni/version.js';
 
 /**
  * Executes one verb; returns what goes to stdout (empty for DEL/CHECK/GC/STATUS). Throws
  * CniError (or anything, converted by `cniErrorOf`, src/cni/cni-error-of.ts). `host`: long-lived services when the
- * node agent runs the call (see BackendHost).
+ * node agent runs the call (see BackendHost). `chosen.backend` is set to the back end the
+ * selection picked, as soon as it is picked (so a call failing in its back end names it too).
  */
 /** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
 let verbModules: Promise<[typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]> | undefined;
 
-export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost): Promise<string> {
+export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost, chosen?: { backend?: BackendKind }): Promise<string> {
   const cmd = readCmdEnv(env);
   if (cmd.command === 'VERSION') return versionAnswer();
   // Everything else needs these; loading them together lets the module loader overlap the reads.
@@ -47,7 +50,7 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     );
   }
   const conf = toNetConf(raw, version);
-  const backend = await selectBackend(conf, env, host);
+  const backend = await selectBackend(conf, env, host, chosen);
   if (verb === 'GC') {
     const { validAttachments } = await import('./gc-attachments.js');
     await backend.gc(conf, validAttachments(raw));
@@ -85,4 +88,24 @@ function requireVersion(version: string, min: string, verb: string): void {
   if (!versionAtLeast(CURRENT_VERSION, version)) {
     throw new CniError(CniCode.IncompatibleVersion, `plugin version does not allow ${verb}`);
   }
+}
+
+/**
+ * The agent a config asks to be served by, read from the parsed config: `ipam.agent`, an
+ * absolute socket path; `standalone` when the config also names a back end this process can
+ * run itself (ranges or a datastore) once no agent listens. Undefined for anything else:
+ * dispatch reports a config that does not parse, and an `agent` that is no socket path (code 7).
+ */
+export function agentOf(stdin: string): { readonly socket: string; readonly standalone: boolean } | undefined {
+  let conf: unknown;
+  try {
+    conf = JSON.parse(stdin);
+  } catch {
+    return undefined;
+  }
+  const ipam = isObject(conf) ? goField(conf, 'ipam') : undefined;
+  if (!isObject(ipam)) return undefined;
+  const { agent, hasRanges, hasDatastore } = ipamKeys(ipam);
+  if (typeof agent !== 'string' || !agent.startsWith('/')) return undefined;
+  return { socket: agent, standalone: hasRanges || hasDatastore };
 }

@@ -32,6 +32,13 @@ export interface IpamBackend {
 }
 
 /**
+ * Which back end serves a call, as `selectBackend` chooses it from the parsed config: the
+ * labels of the agent's status and metrics. `usePodCidr` is the local back end taking its range
+ * from the node's pod CIDR.
+ */
+export type BackendKind = 'local' | 'usePodCidr' | 'cluster' | 'warm';
+
+/**
  * Long-lived services a hosting process (the node agent, src/agent) lends the back ends so a
  * call costs no store opening and no hint-file reading. Absent in the per-pod plugin, where
  * each back end opens what it needs and closes it at the end of the call.

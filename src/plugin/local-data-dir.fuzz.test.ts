@@ -77,7 +77,7 @@ test('fuzz the local data directory: planted files with random content never cra
     for (const id of ['c1', 'c2']) {
       const a = await call('ADD', id);
       if (a.status !== 0) continue;
-      for (const ip of ipsOf(a.out)) {
+      for (const ip of ipsOf(a.output)) {
         const had = before.get(ip);
         assert.ok(had === undefined || had.trim() === `${id}\r\neth0`, `ADD ${id} got ${ip}, whose file held ${JSON.stringify(had)}`);
         assert.equal(readFileSync(join(dir, ip), 'utf8'), `${id}\r\neth0`, `the reservation file of ${ip}`);

@@ -31,8 +31,9 @@ export async function runPlugin(): Promise<number> {
       throw (failure = e);
     }
   };
-  // A config naming an agent is served by that agent, as the native shim does (unless the shim
-  // already found no agent and ran us as its standalone fallback).
+  // A config naming an agent (its parsed `ipam.agent`, dispatch.ts agentOf) is served by that
+  // agent, as the native shim does (unless the shim already found no agent and ran us as its
+  // standalone fallback). The client (src/wire) is loaded only then.
   if (env.PODIPAM_SHIM_FALLBACK !== '1') {
     let input: string | undefined;
     try {
@@ -40,20 +41,27 @@ export async function runPlugin(): Promise<number> {
     } catch {
       // reported by dispatch, in the order the Go skel checks things
     }
-    if (input !== undefined && /agent/i.test(input)) {
-      const { forwardConfiguredCall } = await import('../agent/forward-call.js');
-      const answer = await forwardConfiguredCall(env, input);
+    const agent = input === undefined ? undefined : d.agentOf(input);
+    if (input !== undefined && agent) {
+      const { forwardCall } = await import('../wire/forward-call.js');
+      let answer: { status: number; output: string } | undefined;
+      try {
+        answer = await forwardCall(agent.socket, env, input, agent.standalone);
+      } catch (e) {
+        const { errorJson } = await import('./plugin-call.js');
+        answer = { status: 1, output: errorJson(e) };
+      }
       if (answer) {
-        write(fs, answer.out);
-        if (answer.status !== 0) await logFailure(fs, answer.out);
+        write(fs, answer.output);
+        if (answer.status !== 0) await logFailure(fs, answer.output);
         return answer.status;
       }
     }
   }
   const { pluginCall } = await import('./plugin-call.js');
   const answer = await pluginCall(env, stdin);
-  if (answer.out) write(fs, answer.out);
-  if (answer.status !== 0) await logFailure(fs, answer.out);
+  if (answer.output) write(fs, answer.output);
+  if (answer.status !== 0) await logFailure(fs, answer.output);
   return answer.status;
 }
 

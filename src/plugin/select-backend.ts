@@ -1,14 +1,16 @@
 import { CniCode, CniError } from '../cni/errors.js';
-import type { BackendHost, IpamBackend } from './ipam-backend.js';
+import type { BackendHost, BackendKind, IpamBackend } from './ipam-backend.js';
 import type { NetConf } from '../cni/types.js';
-import { goField } from '../cni/go-decode.js';
+import { goField, isObject } from '../cni/go-decode.js';
+import { ipamKeys } from './ipam-keys.js';
 import { reservedNetwork } from '../model/reserved-network.js';
 
 /**
  * Picks the allocation back end from the `ipam` section, importing only that one:
- * - `agent` set: the node agent serves the call (run-plugin.ts forwards it before dispatch);
+ * - `agent` set: the node agent serves the call (run-plugin.ts forwards it before dispatch,
+ *   deciding with `agentOf`, dispatch.ts);
  *   inside the agent, or when the agent cannot be reached, the other keys pick the back end as
- *   below — a config with only `agent` is the agent's warm pool (src/agent/warm-service.ts):
+ *   below — a config with only `agent` is the agent's warm pool (given in `host.warm`):
  *   code 7 inside an agent started without one, code 11 in a process that is not the agent;
  * - `datastore` set and neither `ranges` nor a top-level `subnet` → the cluster (block) back end;
  * - otherwise → `local`, the host-local compatible back end (which may still read the
@@ -16,12 +18,11 @@ import { reservedNetwork } from '../model/reserved-network.js';
  * The two datastore back ends (cluster, the agent's warm pool) refuse the network name reserved
  * for the warm pool's handles (code 7, src/model/reserved-network.ts); the local back end writes
  * no handle and takes every name host-local takes.
+ * `chosen.backend` is set to the one picked (BackendKind), for the agent's status and metrics.
  */
-export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost): Promise<IpamBackend> {
+export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost, chosen: { backend?: BackendKind } = {}): Promise<IpamBackend> {
   const ipam = conf.ipam;
-  const agent = goField(ipam, 'agent');
-  const hasRanges = goField(ipam, 'ranges') !== undefined || goField(ipam, 'subnet') !== undefined;
-  const hasDatastore = goField(ipam, 'datastore') !== undefined;
+  const { agent, hasRanges, hasDatastore } = ipamKeys(ipam);
   const reserved = (agent !== undefined || hasDatastore) && !hasRanges ? reservedNetwork('name', conf.name) : undefined;
   if (reserved !== undefined) throw new CniError(CniCode.InvalidConfig, reserved);
   if (agent !== undefined) {
@@ -29,6 +30,7 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
       throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: must be the absolute path of the agent's unix socket`);
     }
     if (!hasRanges && !hasDatastore) {
+      chosen.backend = 'warm';
       if (host?.warm) return host.warm;
       if (host) {
         throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: this agent runs no warm pool (start it with --datastore and --min-idle/--max-idle/--capacity), or give "ranges" (local) or "datastore" (cluster) as well`);
@@ -37,9 +39,22 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
     }
   }
   if (hasDatastore && !hasRanges) {
+    chosen.backend = 'cluster';
     const { createClusterBackend } = await import('./cluster-backend.js');
     return createClusterBackend(conf, env, host?.cluster);
   }
+  chosen.backend = usesPodCidr(ipam) ? 'usePodCidr' : 'local';
   const { createLocalBackend } = await import('./local-backend.js');
   return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false, ...(host?.local?.scanCache ? { scanCache: host.local.scanCache } : {}) });
+}
+
+/**
+ * A range (`ranges[i][j].subnet`, or the legacy `subnet`) asks for the node's pod CIDR (the
+ * tokens src/plugin/range-sets.ts resolves); read without loading that module.
+ */
+function usesPodCidr(ipam: Readonly<Record<string, unknown>>): boolean {
+  const token = (v: unknown): boolean => v === 'usePodCidr' || v === 'usePodCidrIPv6';
+  const ranges = goField(ipam, 'ranges');
+  if (ranges === undefined) return token(goField(ipam, 'subnet'));
+  return Array.isArray(ranges) && ranges.some((set) => Array.isArray(set) && set.some((r) => isObject(r) && token(goField(r, 'subnet'))));
 }

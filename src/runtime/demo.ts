@@ -64,7 +64,7 @@ export const DEMO_BACKENDS: Readonly<Record<string, DemoBackend>> = {
 
 /** A `podipam agent` of the demo's own, on a socket in its scratch dir; stop() ends it (SIGTERM, then SIGKILL). */
 async function startDemoAgent(socket: string, dataDir: string): Promise<{ socket: string; stop(): Promise<string> }> {
-  const { callAgent } = await import('../agent/agent-client.js');
+  const { callAgent } = await import('../wire/agent-client.js');
   // Its own process group: a Ctrl-C at the terminal must reach the demo (which then tears down
   // through the agent), not the agent itself.
   const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });

@@ -12,7 +12,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sy
 import { type Server, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeAnswer } from '../../src/agent/frame.js';
+import { encodeAnswer } from '../../src/wire/frame.js';
 import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { freePort } from '../helpers/free-port.js';

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { answerReader, encodeRequest } from '../../src/agent/frame.js';
+import { answerReader, encodeRequest } from '../../src/wire/frame.js';
 import { SHIM_BIN, requireShim, startAgent, type RunningAgent } from '../helpers/agent.js';
 import { anyBytes, anyText, bounded, checkCniAnswer, fc, fuzz, mutateAt, oddValue, pathsOf } from '../helpers/fuzz.js';
 import { makeTempDir, type TempDir } from '../helpers/tmp.js';
@@ -104,7 +104,7 @@ async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>, Bu
   const what = `${JSON.stringify(env)} stdin ${JSON.stringify(stdin.toString('utf8').slice(0, 200))}`;
   assert.ok(r.code === 0 || r.code === 1, `${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
   assert.doesNotMatch(r.stderr, /^\s+at |node:internal|Error: .*\n\s+at /m, `${what}: no stack trace on stderr: ${r.stderr}`);
-  const err = checkCniAnswer({ status: r.code, out: r.stdout }, env.CNI_COMMAND);
+  const err = checkCniAnswer({ status: r.code as number, output: r.stdout }, env.CNI_COMMAND);
   const k = `${env.CNI_COMMAND}:${err?.code ?? 'ok'}`;
   shimOutcomes.set(k, (shimOutcomes.get(k) ?? 0) + 1);
 }

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { callAgent } from '../../src/agent/agent-client.js';
+import { callAgent } from '../../src/wire/agent-client.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
 import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
 

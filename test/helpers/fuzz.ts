@@ -109,22 +109,23 @@ export async function bounded<T>(what: string, ms: number, p: Promise<T>): Promi
 const KNOWN_CODES = new Set([1, 2, 3, 4, 5, 6, 7, 11, 50, 51, 100, 101, 102]);
 
 /** A plugin answer ({status, out}) is well-formed: a result, or the CNI error JSON with a classified code, a message and no stack trace; returns the parsed error when the call failed. */
-export function checkCniAnswer(a: { status: number; out: string }, verb: string | undefined): { code: number; msg: string; details?: string } | undefined {
+export function checkCniAnswer(a: { status: number; code?: number; output: string }, verb: string | undefined): { code: number; msg: string; details?: string } | undefined {
   if (a.status === 0) {
     if (verb === 'ADD') {
       // 0.3.0 and later: "ips"; 0.1.0/0.2.0 (no cniVersion): "ip4"/"ip6".
-      const r = JSON.parse(a.out) as { ips?: unknown; ip4?: unknown; ip6?: unknown };
-      assert.ok(Array.isArray(r.ips) || typeof r.ip4 === 'object' || typeof r.ip6 === 'object', `an ADD result lists its addresses: ${a.out}`);
-    } else if (verb !== 'VERSION') assert.equal(a.out, '', `${verb} prints nothing on success`);
+      const r = JSON.parse(a.output) as { ips?: unknown; ip4?: unknown; ip6?: unknown };
+      assert.ok(Array.isArray(r.ips) || typeof r.ip4 === 'object' || typeof r.ip6 === 'object', `an ADD result lists its addresses: ${a.output}`);
+    } else if (verb !== 'VERSION') assert.equal(a.output, '', `${verb} prints nothing on success`);
     return undefined;
   }
   assert.equal(a.status, 1);
-  const e = JSON.parse(a.out) as { code: unknown; msg: unknown; details?: unknown };
-  assert.equal(typeof e.code, 'number', a.out);
-  assert.ok(KNOWN_CODES.has(e.code as number), `a classified CNI code (not 999): ${a.out}`);
+  const e = JSON.parse(a.output) as { code: unknown; msg: unknown; details?: unknown };
+  assert.equal(typeof e.code, 'number', a.output);
+  if (a.code !== undefined) assert.equal(a.code, e.code, 'the typed answer carries the code of its JSON');
+  assert.ok(KNOWN_CODES.has(e.code as number), `a classified CNI code (not 999): ${a.output}`);
   assert.equal(typeof e.msg, 'string');
   assert.ok((e.msg as string).length > 0, 'a message');
-  assert.doesNotMatch(a.out, /\n\s+at |\\n\s+at /, `no stack trace: ${a.out}`);
+  assert.doesNotMatch(a.output, /\n\s+at |\\n\s+at /, `no stack trace: ${a.output}`);
   return e as { code: number; msg: string; details?: string };
 }
 

@@ -7,7 +7,7 @@
  */
 import { connect } from 'node:net';
 import { type Answer, type Request, answerReader, encodeRequest } from './frame.js';
-import { peerCredentials } from './native.js';
+import { peerCredentials } from './peer-credentials.js';
 
 /**
  * The agent could not be asked: `absent` when nothing listens (no socket, refused); `denied`
