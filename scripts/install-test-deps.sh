@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what podipam's test suite needs on a fresh Debian machine (run as root):
 # the reference CNI plugins, etcd, iproute2, ping, openssl (the TLS tests make their
-# certificates with it), Chromium and, where no kubectl exists, kubectl (the manifest tests render
+# certificates with it), Chromium, containerd + runc + busybox-static (the CRI tests) and, where no kubectl exists, kubectl (the manifest tests render
 # deploy/ with `kubectl kustomize`) from Debian, then npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,9 @@ command -v flock >/dev/null || need+=(util-linux)               # tests hold a d
 command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v kubectl >/dev/null || need+=(kubernetes-client)   # kubectl kustomize deploy/
+command -v containerd >/dev/null || need+=(containerd)         # the CRI tests drive a real runtime
+command -v runc >/dev/null || need+=(runc)
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)   # the pause image: one static busybox
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   apt-get update -qq
