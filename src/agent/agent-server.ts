@@ -23,7 +23,8 @@ import { errorJson, pluginCall } from '../plugin/plugin-call.js';
 import { forwardedEnv } from './agent-client.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { ClusterServices } from './cluster-services.js';
-import type { WarmOptions, WarmService } from './warm-service.js';
+import type { WarmOptions, WarmService } from '../warm/warm-service.js';
+import type { Log, LogFields } from '../log/logger.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from './frame.js';
 import { peerCredentials, tryLockExclusive } from './native.js';
 
@@ -98,16 +99,16 @@ export class Agent {
         closeSync(lockFd); // the lock is released for the next try
         throw new AgentStartError('the warm pool needs --datastore');
       }
-      const { WarmService } = await import('./warm-service.js');
+      const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([import('../warm/warm-service.js'), import('../plugin/warm-backend.js'), import('./kube-pods.js')]);
       let warm: WarmService;
       try {
-        warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, ...(opts.log ? { log: opts.log } : {}) }, agent.cluster);
+        warm = new WarmService({ ...opts.warm, datastore: opts.datastore, node: opts.node, openPodSource: KubePods.open, ...(opts.log ? { log: levelLog(opts.log) } : {}) }, agent.cluster);
       } catch (e) {
         closeSync(lockFd);
         throw new AgentStartError(`warm pool: ${(e as Error).message}`);
       }
       agent.warm = warm;
-      agent.#host = { ...agent.#host, warm };
+      agent.#host = { ...agent.#host, warm: new WarmBackend(warm) };
     }
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
     try {
@@ -350,4 +351,10 @@ function classify(text: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The warm service's Log over the agent's `(level, msg, fields)` callback, until the host passes a Log itself. */
+function levelLog(f: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void, bindings: LogFields = {}): Log {
+  const at = (level: 'info' | 'warn' | 'error') => (fields: LogFields, msg: string): void => f(level, msg, { ...bindings, ...fields });
+  return { debug: () => {}, info: at('info'), warn: at('warn'), error: at('error'), child: (b) => levelLog(f, { ...bindings, ...b }) };
 }

@@ -4,7 +4,7 @@
  */
 import { DEFAULT_NODE_NAME_HINT, defaultNodeName } from '../model/node-name.js';
 import type { Command } from 'commander';
-import type { WarmOptions } from '../agent/warm-service.js';
+import type { WarmOptions } from '../warm/warm-service.js';
 import { parseDuration, parseListen } from './serve.js';
 import { UsageError } from './usage-error.js';
 
@@ -200,7 +200,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   const pools = list('pools', flags.pools, 'pool names');
   const namespaces = list('stickyNamespaces', flags.stickyNamespaces, 'namespaces');
   const sticky = { ...(namespaces ? { namespaces } : {}), ...(flags.stickyNamePattern !== undefined ? { namePattern: flags.stickyNamePattern } : {}) };
-  const { checkStickyPolicy } = await import('../agent/sticky-policy.js');
+  const { checkStickyPolicy } = await import('../warm/sticky-policy.js');
   try {
     checkStickyPolicy(sticky, (k) => label(k === 'namespaces' ? 'stickyNamespaces' : 'stickyNamePattern'));
   } catch (e) {
@@ -210,7 +210,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
     const { existsSync } = await import('node:fs');
     if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
   }
-  const { warmPoolConfig } = await import('../agent/warm-service.js');
+  const { warmPoolConfig } = await import('../warm/warm-service.js');
   try {
     warmPoolConfig({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs }, 4);
   } catch (e) {

@@ -7,7 +7,7 @@
 import { path } from '../util/builtins.js';
 import type { NetConf } from '../cni/types.js';
 import type { Route } from '../model/route.js';
-import { parseRoutes } from './parse-routes.js';
+import { parseRoutes } from './config-decode.js';
 import type { AllocRangeSet } from '../alloc/range-allocator.js';
 import type { Addr } from '../ip/addr.js';
 import { configError, optString } from './config-decode.js';

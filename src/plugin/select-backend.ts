@@ -8,7 +8,7 @@ import { reservedNetwork } from '../model/reserved-network.js';
  * Picks the allocation back end from the `ipam` section, importing only that one:
  * - `agent` set: the node agent serves the call (run-plugin.ts forwards it before dispatch);
  *   inside the agent, or when the agent cannot be reached, the other keys pick the back end as
- *   below — a config with only `agent` is the agent's warm pool (src/agent/warm-service.ts):
+ *   below — a config with only `agent` is the agent's warm pool (src/warm/warm-service.ts):
  *   code 7 inside an agent started without one, code 11 in a process that is not the agent;
  * - `datastore` set and neither `ranges` nor a top-level `subnet` → the cluster (block) back end;
  * - otherwise → `local`, the host-local compatible back end (which may still read the

@@ -34,19 +34,17 @@
  * still hold (pod-gc.ts).
  */
 import { crashPoint } from '../util/crash-point.js';
-import { CniCode, CniError } from '../cni/errors.js';
-import type { IpamBackend, IpamRequest } from '../plugin/ipam-backend.js';
-import { parseRoutes } from '../plugin/parse-routes.js';
-import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
-import { WarmPool, type WarmPoolConfig } from '../alloc/warm-pool.js';
+import { WarmPool, type WarmPoolConfig } from './warm-pool.js';
+import type { Log } from '../log/logger.js';
+import { silentLog } from '../log/logger.js';
+import { WarmError } from './warm-error.js';
+import type { OpenPodSource } from './pod-source.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { cniErrorOf } from '../cni/cni-error-of.js';
-import { prevResultAddrs } from '../cni/prev-result.js';
 import { loadSnapshot } from '../cluster/cluster-snapshot.js';
 import { HANDLE_PREFIX } from '../cluster/keys.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
-import type { ClusterServices } from './cluster-services.js';
+import type { ClusterServices } from '../agent/cluster-services.js';
 import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { closeSync } from 'node:fs';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
@@ -85,7 +83,22 @@ export interface WarmOptions {
   readonly tickMs?: number;
   readonly writeDelayMs?: number;
   readonly now?: () => number;
-  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */
+  readonly openPodSource?: OpenPodSource;
+  readonly log?: Log;
+}
+
+/** One attachment's call: the network's name, the container and interface, CNI_ARGS. */
+export interface WarmRequest {
+  readonly network: string;
+  readonly containerId: string;
+  readonly ifname: string;
+  readonly cniArgs: ReadonlyMap<string, string>;
+}
+
+/** What an ADD gives the attachment: one address per family, with its block's prefix length and gateway. */
+export interface WarmAnswer {
+  readonly ips: readonly { readonly address: string; readonly gateway: string }[];
 }
 
 export interface WarmStatus {
@@ -129,7 +142,7 @@ export function warmPoolConfig(o: Pick<WarmOptions, 'minIdle' | 'maxIdle' | 'cap
   return new WarmPool({ family, minIdle: o.minIdle, maxIdle: o.maxIdle, capacity: o.capacity, cooldownMs: o.cooldownMs, stickyForMs: o.stickyForMs }).config;
 }
 
-export class WarmService implements IpamBackend {
+export class WarmService {
   readonly #o: WarmOptions;
   readonly #cluster: ClusterServices;
   readonly #db: ResourceDb;
@@ -158,10 +171,12 @@ export class WarmService implements IpamBackend {
   readonly counters = { hits: 0, misses: 0, refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0, writeTxns: 0, droppedOnReconcile: 0, adoptedOnReconcile: 0 };
   #lastError: string | undefined;
   #lastFailure: unknown;
+  readonly #log: Log;
 
   constructor(o: WarmOptions, cluster: ClusterServices) {
     warmPoolConfig(o, 4);
     this.#o = o;
+    this.#log = o.log ?? silentLog;
     this.#cluster = cluster;
     this.#now = o.now ?? Date.now;
     this.#lockFd = lockDataDir(o.dataDir);
@@ -178,14 +193,15 @@ export class WarmService implements IpamBackend {
       ...(o.sticky ? { policy: o.sticky } : {}),
       ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
       ...(o.gcIntervalMs !== undefined ? { gcIntervalMs: o.gcIntervalMs } : {}),
-      ...(o.log ? { log: o.log } : {}),
+      ...(o.openPodSource ? { openPodSource: o.openPodSource } : {}),
+      log: this.#log,
     });
   }
 
   /** Rebuilds, reconciles and preloads (errors logged: retried by the timer and the first call), then starts the timers. */
   async start(): Promise<void> {
     await this.#pods.open();
-    await this.#ensureReady().catch((e: Error) => this.#o.log?.('warn', 'warm pool not ready yet', { error: e.message }));
+    await this.#ensureReady().catch((e: Error) => this.#log.warn({ error: e.message }, 'warm pool not ready yet'));
     this.#timer = setInterval(() => void this.#tick(), this.#o.tickMs ?? TICK_MS);
     this.#timer.unref();
     this.#writeTimer = setInterval(() => void this.flushWrites(), this.#o.writeDelayMs ?? WRITE_DELAY_MS);
@@ -206,19 +222,18 @@ export class WarmService implements IpamBackend {
 
   // ---- CNI verbs -------------------------------------------------------------------------
 
-  async add(req: IpamRequest): Promise<IpamResult> {
-    const routes = checkConf(req.conf);
+  async add(req: WarmRequest): Promise<WarmAnswer> {
     await this.#readyOr11();
-    const key = podKey(req);
-    let id = await this.#pods.identify({ network: req.conf.name, ifname: req.ifname, cniArgs: req.cniArgs }, key, this.#db.hasPod(key));
+    const key = podKey(req, this.#o.node);
+    let id = await this.#pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs }, key, this.#db.hasPod(key));
     // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
     const holder = id.poolKey !== key ? this.#pods.store.holder(id.poolKey) : undefined;
     if (holder && holder.key !== key && holder.key !== id.transferFrom) {
-      this.#o.log?.('warn', 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky', { poolKey: id.poolKey, holder: holder.key, attachment: key });
+      this.#log.warn({ poolKey: id.poolKey, holder: holder.key, attachment: key }, 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky');
       id = { ...id, sticky: false, poolKey: key, transferFrom: undefined };
     }
     if (id.transferFrom !== undefined) {
-      this.#o.log?.('info', 'sticky pod: the new incarnation takes over what its dead one holds', { namespace: id.namespace, name: id.name, from: id.transferFrom, to: key });
+      this.#log.info({ namespace: id.namespace, name: id.name, from: id.transferFrom, to: key }, 'sticky pod: the new incarnation takes over what its dead one holds');
       this.#releaseAttachment(id.transferFrom, this.#now(), true);
     }
     const poolKey = id.poolKey;
@@ -249,23 +264,23 @@ export class WarmService implements IpamBackend {
           try {
             this.#db.transaction(() => {
               this.#db.addPod(
-                { key, network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
-                { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.conf.name, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString(), namespace: id.namespace, name: id.name, uid: id.uid }) },
+                { key, network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
+                { key: this.#podRecordKey(key), value: JSON.stringify({ network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => this.#meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString(), namespace: id.namespace, name: id.name, uid: id.uid }) },
               );
               const { namespace, name, uid, ownerKind, sticky } = id;
-              this.#pods.store.seen({ key, network: req.conf.name, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
+              this.#pods.store.seen({ key, network: req.network, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
               if (sticky) this.#pods.store.unreserve(poolKey);
             });
           } catch (e) {
             for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
-            throw new CniError(CniCode.IoFailure, `resource DB ${this.#db.path}: ${(e as Error).message}`);
+            throw new WarmError('io', this.#o.node, `resource DB ${this.#db.path}: ${(e as Error).message}`);
           }
           crashPoint('agent.add.recorded');
           this.counters.hits += attempt === 0 ? 1 : 0;
           if (stickyHit) this.#pods.counters.stickyHits++;
         }
         this.#lowWater();
-        return { ips: texts.map((a) => this.#ipConfig(a)), ...(routes ? { routes } : {}) };
+        return { ips: texts.map((a) => this.#ipConfig(a)) };
       }
       // Both or neither: what this attempt took goes back where it was.
       for (const [f] of got) this.#pools.get(f)!.cancel(poolKey, now);
@@ -273,7 +288,7 @@ export class WarmService implements IpamBackend {
       if (attempt === 0) this.counters.misses++;
       if (full) {
         const wait = retryAt === undefined ? undefined : retryAt - now;
-        throw new CniError(CniCode.TryAgainLater, `warm pool of IPv${missed} on node ${this.#o.node} is at capacity ${this.#o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`);
+        throw new WarmError('transient', this.#o.node, `warm pool of IPv${missed} on node ${this.#o.node} is at capacity ${this.#o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`);
       }
       this.#waiters++;
       try {
@@ -282,16 +297,15 @@ export class WarmService implements IpamBackend {
         this.#waiters--;
       }
       if (this.#lastFailure !== undefined && this.#backoffUntil > this.#now() && this.#pools.get(missed)!.counts().idle === 0) {
-        throw cniErrorOf(this.#lastFailure, 'ADD');
+        throw this.#lastFailure;
       }
     }
-    throw new CniError(CniCode.TryAgainLater, `warm pool on node ${this.#o.node}: no address after repeated refills`);
+    throw new WarmError('transient', this.#o.node, `warm pool on node ${this.#o.node}: no address after repeated refills`);
   }
 
-  async del(req: IpamRequest): Promise<void> {
-    checkConf(req.conf);
+  async del(req: WarmRequest): Promise<void> {
     await this.#readyOr11();
-    this.#releaseAttachment(podKey(req), this.#now());
+    this.#releaseAttachment(podKey(req, this.#o.node), this.#now());
   }
 
   /**
@@ -331,26 +345,26 @@ export class WarmService implements IpamBackend {
     return n;
   }
 
-  async check(req: IpamRequest): Promise<void> {
-    checkConf(req.conf);
+  /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
+  async check(req: WarmRequest, expect: readonly Addr[]): Promise<void> {
     await this.#readyOr11();
-    const key = podKey(req);
+    const key = podKey(req, this.#o.node);
     const { poolKey } = this.#pods.poolKeyOf(key);
     const held = [...this.#pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
-    if (held.length === 0) throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${this.#o.node}`);
-    for (const { addr: want } of prevResultAddrs(req.conf.prevResult)) {
+    if (held.length === 0) throw new WarmError('not-found', this.#o.node, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${this.#o.node}`);
+    for (const want of expect) {
       if (!held.some((a) => a.family === want.family && a.value === want.value)) {
-        throw new CniError(CniCode.NotFound, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`);
+        throw new WarmError('not-found', this.#o.node, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`);
       }
     }
   }
 
-  async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
-    checkConf(conf);
+  /** Releases every attachment of `network` not in `valid`. */
+  async gc(network: string, valid: readonly { readonly containerId: string; readonly ifname: string }[]): Promise<void> {
     await this.#readyOr11();
-    const keep = new Set(valid.map((a) => cniHandleId(conf.name, a.containerId, a.ifname)));
+    const keep = new Set(valid.map((a) => cniHandleId(network, a.containerId, a.ifname)));
     for (const p of this.#db.pods()) {
-      if (p.network === conf.name && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), conf });
+      if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network });
     }
   }
 
@@ -358,7 +372,7 @@ export class WarmService implements IpamBackend {
     try {
       await this.#ensureReady();
     } catch (e) {
-      throw new CniError(CniCode.NotAvailable, `warm pool on node ${this.#o.node} not ready: ${(e as Error).message}`);
+      throw new WarmError('not-ready', this.#o.node, `warm pool on node ${this.#o.node} not ready: ${(e as Error).message}`);
     }
   }
 
@@ -396,7 +410,7 @@ export class WarmService implements IpamBackend {
     try {
       await this.#ensureReady();
     } catch (e) {
-      throw new CniError(CniCode.TryAgainLater, `warm pool on node ${this.#o.node} not ready: ${(e as Error).message}`);
+      throw new WarmError('not-ready', this.#o.node, `warm pool on node ${this.#o.node} not ready: ${(e as Error).message}`);
     }
   }
 
@@ -439,27 +453,27 @@ export class WarmService implements IpamBackend {
     const deletes = this.#db.queuedDeletes();
     const released = new Set([...this.#pods.store.all().filter((r) => r.deletedAt !== undefined).map((r) => r.key), ...[...deletes].map((k) => k.slice(this.#podRecordKey('').length))]);
     const records = found.records.filter((r): r is PodRecord => !(r instanceof Error));
-    for (const e of found.records) if (e instanceof Error) this.#o.log?.('warn', 'warm pool: a pod record in the datastore cannot be read; its addresses are not known to be free', { node, error: e.message });
+    for (const e of found.records) if (e instanceof Error) this.#log.warn({ node, error: e.message }, 'warm pool: a pod record in the datastore cannot be read; its addresses are not known to be free');
     const db = { held: this.#db.held(), pods: this.#db.pods(), quarantined: this.#db.quarantined(), refills: this.#db.refillIntents(), released };
     const plan = planReconcile(db, { held: found.held, records }, now, this.#o.cooldownMs);
     if (this.#db.fresh && found.held.size > 0) {
-      this.#o.log?.('warn', 'warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore\'s pod records decide which are in use', { node, resourceDb: this.#db.path, held: found.held.size, podRecords: records.length });
+      this.#log.warn({ node, resourceDb: this.#db.path, held: found.held.size, podRecords: records.length }, 'warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore\'s pod records decide which are in use');
     }
     this.#db.transaction(() => {
       if (plan.gone.length > 0) {
-        this.#o.log?.('warn', 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB', { node, addrs: plan.gone });
+        this.#log.warn({ node, addrs: plan.gone }, 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB');
         this.#db.dropHeld(plan.gone);
         this.#db.unquarantine(plan.gone);
         this.#pods.store.unreserveAddrs(plan.gone);
         this.counters.droppedOnReconcile += plan.gone.length;
       }
       if (plan.forgotten.length > 0) {
-        this.#o.log?.('info', 'warm pool: addresses a refill put in the datastore before the resource DB recorded them join the idle queue after the cooldown', { node, addrs: plan.forgotten.map((r) => r.addr) });
+        this.#log.info({ node, addrs: plan.forgotten.map((r) => r.addr) }, 'warm pool: addresses a refill put in the datastore before the resource DB recorded them join the idle queue after the cooldown');
         this.#db.addHeld(plan.forgotten);
         this.counters.adoptedOnReconcile += plan.forgotten.length;
       }
       for (const { pod, rows } of plan.adopt) {
-        this.#o.log?.('warn', 'warm pool: a pod the resource DB does not know has a record in the datastore: its addresses stay in use until its DEL or a GC', { node, pod: pod.key, addrs: pod.addrs });
+        this.#log.warn({ node, pod: pod.key, addrs: pod.addrs }, 'warm pool: a pod the resource DB does not know has a record in the datastore: its addresses stay in use until its DEL or a GC');
         this.#db.addHeld(rows);
         this.#db.unquarantine(rows.map((r) => r.addr));
         this.#db.adoptPod(pod);
@@ -468,12 +482,12 @@ export class WarmService implements IpamBackend {
       }
       if (plan.quarantine.length > 0) this.#db.quarantine(plan.quarantine, now);
       for (const key of plan.dropRecords) {
-        this.#o.log?.('warn', 'warm pool: a pod record names no address this node still holds; deleted', { node, pod: key });
+        this.#log.warn({ node, pod: key }, 'warm pool: a pod record names no address this node still holds; deleted');
         this.#db.removePod(key, [], now, this.#podRecordKey(key), now);
       }
-      for (const c of plan.conflicts) this.#o.log?.('error', 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released', { node, pod: c.pod, addrs: c.addrs });
+      for (const c of plan.conflicts) this.#log.error({ node, pod: c.pod, addrs: c.addrs }, 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released');
       for (const { pod, keep } of plan.dropPods) {
-        this.#o.log?.('warn', 'warm pool: a pod lost its address in the datastore; its record is dropped', { node, pod: pod.key, addrs: pod.addrs });
+        this.#log.warn({ node, pod: pod.key, addrs: pod.addrs }, 'warm pool: a pod lost its address in the datastore; its record is dropped');
         this.#db.removePod(pod.key, keep, now + this.#o.cooldownMs, this.#podRecordKey(pod.key), now);
       }
       this.#db.clearRefillIntents();
@@ -481,7 +495,7 @@ export class WarmService implements IpamBackend {
     const quarantined = this.#db.quarantined();
     this.#quarantined = quarantined.length;
     if (quarantined.length > 0) {
-      this.#o.log?.('warn', 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip` once no pod uses them', { node, addrs: quarantined.map((r) => r.addr) });
+      this.#log.warn({ node, addrs: quarantined.map((r) => r.addr) }, 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip` once no pod uses them');
     }
     const held = this.#db.held();
     const inUse = plan.inUse;
@@ -503,7 +517,7 @@ export class WarmService implements IpamBackend {
     }
     for (const r of this.#db.held()) this.#meta.set(r.addr, { handle: r.handle, prefixLen: r.prefixLen, gateway: parseAddr(r.gateway) });
     this.#pools = pools;
-    this.#o.log?.('info', 'warm pool ready', { node, families: [...pools.keys()], ...Object.fromEntries([...pools].map(([f, p]) => [`ipv${f}`, p.counts()])) });
+    this.#log.info({ node, families: [...pools.keys()], ...Object.fromEntries([...pools].map(([f, p]) => [`ipv${f}`, p.counts()])) }, 'warm pool ready');
     this.#isReady = true;
     await this.#refill(false).catch(() => undefined); // failures are logged and backed off
   }
@@ -526,7 +540,7 @@ export class WarmService implements IpamBackend {
         if (familyOf.get(addr) !== f) continue;
         let { poolKey, sticky } = this.#pods.poolKeyOf(attach);
         if (keys.has(poolKey)) {
-          this.#o.log?.('warn', 'warm pool: a pool key is held twice in the resource DB; the attachment is no longer sticky', { poolKey, attachment: attach });
+          this.#log.warn({ poolKey, attachment: attach }, 'warm pool: a pool key is held twice in the resource DB; the attachment is no longer sticky');
           const r = store.get(attach);
           if (r) store.seen({ ...r, poolKey: attach, sticky: false });
           ({ poolKey, sticky } = { poolKey: attach, sticky: false });
@@ -689,7 +703,7 @@ export class WarmService implements IpamBackend {
         const holders = new Set(chunk.flatMap((a) => this.#meta.get(formatAddr(a))?.handle ?? []));
         const freed = await this.#ds((ipam) => ipam.releaseAddresses(chunk, holders));
         if (freed.length < chunk.length) {
-          this.#o.log?.('warn', 'warm pool: some returned addresses were no longer held by this node\'s warm handles (left to their holder)', { returned: chunk.length, freed: freed.length });
+          this.#log.warn({ returned: chunk.length, freed: freed.length }, 'warm pool: some returned addresses were no longer held by this node\'s warm handles (left to their holder)');
         }
         crashPoint('agent.return.committed');
         this.counters.returnTxns++;
@@ -719,7 +733,7 @@ export class WarmService implements IpamBackend {
     this.#backoffUntil = this.#now() + this.#backoffMs;
     this.#lastError = (e as Error).message;
     this.#lastFailure = e;
-    this.#o.log?.('warn', `warm pool ${what} failed; backing off`, { node: this.#o.node, error: this.#lastError, backoffMs: this.#backoffMs });
+    this.#log.warn({ node: this.#o.node, error: this.#lastError, backoffMs: this.#backoffMs }, `warm pool ${what} failed; backing off`);
   }
 
   // ---- write-behind -------------------------------------------------------------------------------
@@ -783,27 +797,16 @@ export class WarmService implements IpamBackend {
 
   #ipConfig(a: string): { address: string; gateway: string } {
     const m = this.#meta.get(a);
-    if (!m) throw new CniError(CniCode.Internal, `warm pool: no block information for ${a}`);
+    if (!m) throw new Error(`warm pool: no block information for ${a}`);
     return { address: `${a}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
   }
 }
 
-/** The attachment's key (its would-be cluster handle); code 7 when too long. */
-function podKey(req: IpamRequest): string {
-  const h = cniHandleId(req.conf.name, req.containerId, req.ifname);
-  if (h.length > MAX_HANDLE_LENGTH) throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a key of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+/** The attachment's key (its would-be cluster handle); an invalid-config failure when too long. */
+function podKey(req: WarmRequest, node: string): string {
+  const h = cniHandleId(req.network, req.containerId, req.ifname);
+  if (h.length > MAX_HANDLE_LENGTH) throw new WarmError('invalid-config', node, `network name, container id and interface name make a key of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
   return h;
-}
-
-const KNOWN = ['type', 'agent', 'routes'];
-
-/** The warm back end's ipam keys (type, agent, routes); returns the routes. Code 7 otherwise. */
-function checkConf(conf: NetConf): IpamResult['routes'] {
-  for (const k of Object.keys(conf.ipam)) {
-    if (!KNOWN.includes(k.toLowerCase())) throw new CniError(CniCode.InvalidConfig, `ipam.${k} ${JSON.stringify(conf.ipam[k])}: unknown key for the agent's warm-pool back end (known: ${KNOWN.join(', ')})`);
-  }
-  const routes = parseRoutes(conf.ipam); // the one route parser, as the local and cluster back ends
-  return routes.length > 0 ? routes : undefined;
 }
 
 /** A pod record's value (`agent-pods/NODE/KEY`, written by add()), or the Error saying why it is not one. */
