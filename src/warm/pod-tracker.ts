@@ -284,6 +284,11 @@ export class PodTracker {
     return { present, unknown };
   }
 
+  /** An ADD got its sticky reservation back (counted here, reported as `stickyHits`). */
+  stickyHit(): void {
+    this.counters.stickyHits++;
+  }
+
   report(): PodTrackerStatus {
     return { kube: this.#kube !== undefined, ...this.counters, podStore: this.store.count(), lastGc: this.#lastGc };
   }
