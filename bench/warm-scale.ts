@@ -1,5 +1,5 @@
 /**
- * The warm pool at scale: NODES nodes' agent back ends (src/agent/warm-service.ts, each with its
+ * The warm pool at scale: NODES nodes' agent back ends (src/warm/warm-service.ts, each with its
  * own resource DB, its warm handles and its write-behind queue) simulated in one process on a
  * 3-member etcd, PODS pods each — by default 5,000 x 30 = 150,000 dual-stack pods, the size of
  * bench/cluster.ts's scale run on the direct cluster path (604 pods/s on etcd x3).
@@ -23,7 +23,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ClusterServices } from '../src/agent/cluster-services.js';
-import { WarmService } from '../src/agent/warm-service.js';
+import { WarmService } from '../src/warm/warm-service.js';
+import { WarmBackend } from '../src/plugin/warm-backend.js';
+import { type Log, silentLog } from '../src/log/logger.js';
 import { ClusterIpam } from '../src/cluster/index.js';
 import type { NetConf } from '../src/cni/types.js';
 import { openStore } from '../src/store/index.js';
@@ -82,8 +84,9 @@ async function child(url: string): Promise<void> {
     const node = async (n: number): Promise<void> => {
       const name = `wnode-${n}`;
       const dataDir = join(base, name);
-      const log = (_level: string, msg: string): void => void (msg.startsWith('warm pool refill failed') && totals.refillFailures++);
+      const log: Log = { ...silentLog, warn: (_f, msg) => void (msg.startsWith('warm pool refill failed') && totals.refillFailures++) };
       const svc = new WarmService({ datastore: url, node: name, dataDir, ...POOL, log }, cluster);
+      const backend = new WarmBackend(svc);
       await svc.start();
       for (let p = 0; p < PODS; p++) {
         // A 64-hex container ID, as containerd makes them.
@@ -92,7 +95,7 @@ async function child(url: string): Promise<void> {
         let r;
         for (let attempt = 0; ; attempt++) {
           try {
-            r = await svc.add({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf });
+            r = await backend.add({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf });
             break;
           } catch (e) {
             if ((e as { code?: number }).code !== 11 || attempt >= 20) throw e;

@@ -9,7 +9,7 @@
  */
 import { Agent, type AgentOptions, AgentStartError, type HostedServices } from './agent/agent-server.js';
 import { ClusterServices } from './agent/cluster-services.js';
-import type { WarmOptions, WarmService } from './agent/warm-service.js';
+import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
@@ -38,15 +38,13 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
   let warm: WarmService | undefined;
   if (o.warm) {
     if (!o.datastore) throw new AgentStartError('the warm pool needs --datastore');
-    const { WarmService } = await import('./agent/warm-service.js');
+    const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([import('./warm/warm-service.js'), import('./plugin/warm-backend.js'), import('./agent/kube-pods.js')]);
     try {
-      // The warm pool still logs through (level, msg, fields); the host and everything else take the Log.
-      const log = (level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void => o.log[level](fields, msg);
-      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, log }, cluster);
+      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: KubePods.open, log: o.log }, cluster);
     } catch (e) {
       throw new AgentStartError(`warm pool: ${(e as Error).message}`);
     }
-    host = { ...host, warm };
+    host = { ...host, warm: new WarmBackend(warm) };
   }
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {

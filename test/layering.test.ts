@@ -23,7 +23,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { REPO_ROOT } from './helpers/plugin.js';
 
-const SERVICES = ['local', 'cluster', 'controller', 'server', 'model', 'store', 'alloc', 'ip', 'util'];
+const SERVICES = ['local', 'cluster', 'controller', 'server', 'warm', 'model', 'store', 'alloc', 'ip', 'util'];
 const EDGES = ['cni', 'plugin'];
 
 function walk(dir: string, out: string[]): string[] {

@@ -29,7 +29,7 @@ import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { decodeBlock } from '../../src/cluster/block-record.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';
 import { addrOfOrdinal, allocatedCount } from '../../src/alloc/block.js';
-import { ResourceDb } from '../../src/agent/resource-db.js';
+import { ResourceDb } from '../../src/warm/resource-db.js';
 import { formatAddr } from '../../src/ip/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';

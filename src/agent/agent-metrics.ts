@@ -31,7 +31,7 @@ export class AgentMetrics {
     const hosted = (): ReturnType<Agent['hostedStatus']> | undefined => agent()?.hostedStatus();
     new Gauge({ name: 'podipam_agent_datastore_round_trips', help: 'datastore round trips (reads, lists, transactions) since start', registers, collect() { this.set(hosted()?.datastore.roundTrips ?? 0); } });
     new Gauge({ name: 'podipam_agent_group_commits', help: 'transactions that carried several ADDs (group commit)', registers, collect() { this.set(hosted()?.datastore.groupCommits ?? 0); } });
-    const warm = (): import('./warm-service.js').WarmStatus | undefined => hosted()?.warmPool;
+    const warm = (): import('../warm/warm-service.js').WarmStatus | undefined => hosted()?.warmPool;
     new Gauge({
       name: 'podipam_agent_warm_addresses',
       help: 'warm pool addresses by family and state (idle, in_use, reserved, returning, pending)',
@@ -44,7 +44,7 @@ export class AgentMetrics {
       },
     });
     new Gauge({ name: 'podipam_agent_warm_capacity', help: 'warm pool capacity per family', registers, collect() { this.set(warm()?.capacity ?? 0); } });
-    const counter = (name: string, help: string, pick: (w: import('./warm-service.js').WarmStatus) => number): void => {
+    const counter = (name: string, help: string, pick: (w: import('../warm/warm-service.js').WarmStatus) => number): void => {
       new Gauge({ name, help, registers, collect() { const w = warm(); this.set(w ? pick(w) : 0); } });
     };
     counter('podipam_agent_warm_hits', 'ADDs served from the warm pool without a datastore round trip', (w) => w.hits);

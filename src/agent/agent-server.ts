@@ -22,7 +22,7 @@ import type { CallAnswer, CallHandler } from '../wire/call-answer.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/frame.js';
 import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
-import { tryLockExclusive } from './native.js';
+import { tryLockExclusive } from '../util/flock.js';
 
 export const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** A client must send its whole request within this time. */

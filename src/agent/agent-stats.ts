@@ -21,8 +21,8 @@ export interface AgentStatus {
   readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly open: readonly string[] };
   /** Local mode's locked scans: whole directory reads, reads of what changed, names read again by those. */
   readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number };
-  /** The warm pool (when the agent runs one): see src/agent/warm-service.ts WarmStatus. */
-  readonly warmPool?: import('./warm-service.js').WarmStatus;
+  /** The warm pool (when the agent runs one): see src/warm/warm-service.ts WarmStatus. */
+  readonly warmPool?: import('../warm/warm-service.js').WarmStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

@@ -5,23 +5,9 @@
  * (it delays a pod's ADD), a list page by LIST_TIMEOUT_MS; errors are thrown to the caller, which degrades (lookup) or skips (GC).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import type { ListedPod } from './pod-gc.js';
+import type { PodInfo, PodSource } from '../warm/pod-source.js';
 
-/** What a lookup learns of a pod. */
-export interface PodInfo extends ListedPod {
-  /** The controller's kind (`metadata.ownerReferences` with `controller: true`, else the first); undefined: no owner. */
-  readonly ownerKind: string | undefined;
-  /** `spec.nodeName`; undefined: not scheduled. */
-  readonly node?: string;
-}
-
-/** Where the warm pool learns about pods (KubePods, or a test's own). */
-export interface PodSource {
-  /** The pod, or undefined when the API server says it does not exist (404). Throws on any other failure. */
-  get(namespace: string, name: string): Promise<PodInfo | undefined>;
-  /** Every pod whose `spec.nodeName` is `node`. Throws when the list fails. */
-  listNode(node: string): Promise<PodInfo[]>;
-}
+export type { PodInfo, PodSource };
 
 /** Pages of this many pods per list request. */
 const PAGE = 500;

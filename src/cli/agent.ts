@@ -4,7 +4,7 @@
  */
 import { DEFAULT_NODE_NAME_HINT } from '../model/node-name.js';
 import type { Command } from 'commander';
-import type { WarmOptions } from '../agent/warm-service.js';
+import type { WarmOptions } from '../warm/warm-service.js';
 import { parseDuration, parseListen } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
 
@@ -179,11 +179,18 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   const minIdle = count('minIdle', flags.minIdle) ?? 0;
   const maxIdle = count('maxIdle', flags.maxIdle) ?? minIdle;
   const capacity = count('capacity', flags.capacity) ?? Math.max(256, maxIdle);
-  if (minIdle > maxIdle) throw new UsageError(`invalid ${label('minIdle')} ${minIdle}: must not exceed ${label('maxIdle')} (${maxIdle})`);
-  if (maxIdle > capacity) throw new UsageError(`invalid ${label('maxIdle')} ${maxIdle}: must not exceed ${label('capacity')} (${capacity})`);
-  if (capacity < 1) throw new UsageError(`invalid ${label('capacity')} 0: the warm pool must hold at least one address`);
   const cooldownMs = parseDuration(label('cooldown'), flags.cooldown ?? '30s');
   const stickyForMs = parseDuration(label('stickyFor'), flags.stickyFor ?? '10m');
+  const { validateWarmSizing, WarmPoolConfigError } = await import('../warm/warm-pool-config.js');
+  try {
+    validateWarmSizing({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs });
+  } catch (e) {
+    if (!(e instanceof WarmPoolConfigError)) throw e;
+    const flag = (f: string): string => label(({ cooldownMs: 'cooldown', stickyForMs: 'stickyFor' } as Record<string, keyof AgentFlags>)[f] ?? (f as keyof AgentFlags));
+    if (e.bound) throw new UsageError(`invalid ${flag(e.field)} ${String(e.value)}: must not exceed ${flag(e.bound.field)} (${e.bound.value})`);
+    if (e.field === 'capacity' && e.value === 0) throw new UsageError(`invalid ${flag('capacity')} 0: the warm pool must hold at least one address`);
+    throw new UsageError(`invalid warm pool options: ${e.message}`);
+  }
   const gcIntervalMs = parseDuration(label('gcInterval'), flags.gcInterval ?? '5m');
   if (gcIntervalMs < 100) throw new UsageError(`invalid ${label('gcInterval')} ${JSON.stringify(flags.gcInterval)}: at least 100ms`);
   const list = (key: keyof AgentFlags, v: string | undefined, what: string): string[] | undefined => {
@@ -195,7 +202,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   const pools = list('pools', flags.pools, 'pool names');
   const namespaces = list('stickyNamespaces', flags.stickyNamespaces, 'namespaces');
   const sticky = { ...(namespaces ? { namespaces } : {}), ...(flags.stickyNamePattern !== undefined ? { namePattern: flags.stickyNamePattern } : {}) };
-  const { checkStickyPolicy } = await import('../agent/sticky-policy.js');
+  const { checkStickyPolicy } = await import('../warm/sticky-policy.js');
   try {
     checkStickyPolicy(sticky, (k) => label(k === 'namespaces' ? 'stickyNamespaces' : 'stickyNamePattern'));
   } catch (e) {
@@ -204,12 +211,6 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   if (flags.kubeconfig !== undefined) {
     const { existsSync } = await import('node:fs');
     if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
-  }
-  const { warmPoolConfig } = await import('../agent/warm-service.js');
-  try {
-    warmPoolConfig({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs }, 4);
-  } catch (e) {
-    throw new UsageError(`invalid warm pool options: ${(e as Error).message}`);
   }
   const dataDir = flags.dataDir ?? '/var/lib/podipam/agent';
   return {

@@ -5,7 +5,7 @@
  * the service, close in `finally`; bad command-line input (TypeError/RangeError from
  * validation) becomes a UsageError (exit 2).
  */
-import { warmIdleTest } from '../agent/warm-usage.js';
+import { warmIdleTest } from '../warm/warm-usage.js';
 import type { Command } from 'commander';
 import type { ClusterIpam } from '../cluster/index.js';
 import { openCommandStore, type StoreAccess } from './datastore-url.js';
@@ -56,7 +56,7 @@ export function registerIpam(program: Command): void {
     '{"items": [pool…]}, with --blocks also "blocks": [block…]',
   ).action(async (opts: { blocks?: boolean; json?: boolean; output?: string }, cmd: Command) => {
       const format = outputFormat(opts);
-      // Idle = held by a node agent's warm pool for later pods (src/agent/warm-usage.ts).
+      // Idle = held by a node agent's warm pool for later pods (src/warm/warm-usage.ts).
       const u = await withClusterIpam(cmd, 'read', async (c) => c.usage({ isIdle: await warmIdleTest(c.store) }));
       if (printData(format, opts.blocks ? { items: u.pools, blocks: u.blocks } : { items: u.pools })) return;
       printTable(u.pools, [

@@ -30,6 +30,7 @@ import type { Reservation } from './reservation-record.js';
 import type { IpamSettings } from './settings.js';
 import type { IpamUsage } from './usage.js';
 import type { Utilisation, UtilisationOptions } from './utilisation.js';
+import { type WarmRecordWrite, cachedPools, listWarmHandles, readWarmRecords, writeWarmRecords } from './warm-handles.js';
 import { ViewCache } from './view-cache.js';
 
 export interface ClusterIpamOptions {
@@ -86,6 +87,26 @@ export class ClusterIpam {
   async addressesOf(handle: string): Promise<Assignment[] | undefined> {
     const { addressesOfHandle } = await import('./handle-addresses.js');
     return addressesOfHandle(this.#ctx, handle);
+  }
+
+  /** See warm-handles.ts: the handles whose name starts with `prefix` (a node's warm handles). */
+  warmHandles(prefix: string): Promise<string[]> {
+    return listWarmHandles(this.#ctx, prefix);
+  }
+
+  /** See warm-handles.ts: the warm pool's records under `prefix` (a node's pod records). */
+  warmRecords(prefix: string): Promise<{ key: string; value: string }[]> {
+    return readWarmRecords(this.#ctx, prefix);
+  }
+
+  /** See warm-handles.ts: puts and deletes warm pool records in one transaction. */
+  writeWarmRecords(writes: readonly WarmRecordWrite[]): Promise<void> {
+    return writeWarmRecords(this.#ctx, writes);
+  }
+
+  /** See warm-handles.ts: the pools, from this instance's cached snapshot. */
+  cachedPools(): Promise<readonly Pool[]> {
+    return cachedPools(this.#ctx);
   }
 
   /** See gc-node.ts: release a node's handles of a network that are not in `keep`. */

@@ -5,7 +5,8 @@
  * or, for STATUS, 50 not available; no free address → 100 (50 for STATUS); an unavailable
  * specific address → 101; what a CHECK finds not held → 102; no usable pool → 7 (50 for STATUS); a bad datastore URL → 7; a
  * file-system failure → 5; a datastore answering with something unusable (corrupt or read-only
- * SQLite file) → 5 (50 for STATUS). A CniError is kept; any other errno error is 5, anything else 999.
+ * SQLite file) → 5 (50 for STATUS); a wrong config value → 7; a service not ready yet → 11 (50 for
+ * STATUS); an attachment not holding what CHECK names → 102. A CniError is kept; any other errno error is 5, anything else 999.
  * The message is the error's own (it names the data); never a stack.
  */
 import { CniCode, CniError } from './errors.js';
@@ -33,6 +34,12 @@ export function cniErrorOf(e: unknown, verb?: string): CniError {
       return new CniError(CniCode.IoFailure, msg);
     case 'datastore':
       return new CniError(status ? CniCode.NotAvailable : CniCode.IoFailure, msg);
+    case 'invalid-config':
+      return new CniError(CniCode.InvalidConfig, msg);
+    case 'not-ready':
+      return new CniError(status ? CniCode.NotAvailable : CniCode.TryAgainLater, msg);
+    case 'not-found':
+      return new CniError(CniCode.NotFound, msg);
     case undefined:
       break;
   }

@@ -20,7 +20,13 @@ export type Failure =
   /** The datastore answered with something unusable (a corrupt or read-only SQLite file, a refused request). */
   | 'datastore'
   /** The datastore URL (or a setting that goes with it) is wrong. */
-  | 'datastore-url';
+  | 'datastore-url'
+  /** A value of the network configuration is wrong; the message names its path (`ipam.routes[0].dst: missing`). */
+  | 'invalid-config'
+  /** The service cannot serve the call yet (the warm pool is still starting, or a refill is backing off). */
+  | 'not-ready'
+  /** The attachment does not hold what the call names (CHECK). */
+  | 'not-found';
 
 /** An error that says what kind of failure it is. */
 export interface ClassifiedError extends Error {

@@ -1,6 +1,6 @@
 /**
  * The one network name podipam keeps for itself. The node agent's warm pool holds its addresses
- * under handles `podipam-warm:<node>:<refill id>` (src/agent/warm-handle.ts) — idle and in-use
+ * under handles `podipam-warm:<node>:<refill id>` (src/warm/warm-handle.ts) — idle and in-use
  * addresses alike — and on restart adopts every handle of its node with that prefix. A handle in
  * that namespace written by anyone else would be taken for warm stock (and handed to a new pod),
  * and a CNI GC of that network would release a whole node's warm addresses, live pods' included.

@@ -10,7 +10,7 @@
 import { CniCode, CniError } from '../cni/errors.js';
 import type { NetConf } from '../cni/types.js';
 import type { Route } from '../model/route.js';
-import { parseRoutes } from './parse-routes.js';
+import { parseRoutes } from './config-decode.js';
 import { goField } from '../cni/go-decode.js';
 import { parseStoreUrl } from '../store/parse-store-url.js';
 import { checkNodeName, defaultNodeName } from '../model/node-name.js';

@@ -7,12 +7,24 @@ import { CniCode, CniError } from '../cni/errors.js';
 import { goField, isObject, jsonTypeName } from '../cni/go-decode.js';
 import { type Addr, tryParseAddr } from '../ip/addr.js';
 import { type AddrWithLen, parseCidr } from '../ip/prefix.js';
+import type { Route } from '../model/route.js';
+import { parseRoutes as parseModelRoutes } from '../model/parse-routes.js';
+import { ConfigValueError } from '../model/config-value-error.js';
 
 export { goField, isObject };
 
 /** A config error (code 7) about the value at `path`. */
 export function configError(path: string, problem: string): CniError {
   return new CniError(CniCode.InvalidConfig, `${path}: ${problem}`);
+}
+
+/** `ipam.routes` read by the one route parser (src/model/parse-routes.ts); a bad value is code 7. */
+export function parseRoutes(ipam: Readonly<Record<string, unknown>>, path = 'ipam'): Route[] {
+  try {
+    return parseModelRoutes(ipam, path);
+  } catch (e) {
+    throw e instanceof ConfigValueError ? configError(e.path, e.problem) : e;
+  }
 }
 
 /** `path.key`, or `key` at the top level. */

@@ -51,6 +51,6 @@ export interface BackendHost {
    * remembers directories between calls (src/local/scan-cache.ts).
    */
   readonly local?: { readonly asyncLockWait: boolean; readonly scanCache?: import('../local/scan-cache.js').ScanCache };
-  /** The agent's warm-pool back end (src/agent/warm-service.ts), when the agent runs one. */
+  /** The warm-pool back end (src/plugin/warm-backend.ts over src/warm/warm-service.ts), when the agent runs one. */
   readonly warm?: IpamBackend;
 }

@@ -6,7 +6,7 @@
  */
 import { path } from '../util/builtins.js';
 import type { NetConf } from '../cni/types.js';
-import { parseRoutes } from './parse-routes.js';
+import { parseRoutes } from './config-decode.js';
 import { DEFAULT_DATA_DIR, type LocalConfig } from '../local/local-config.js';
 import { configError, optString } from './config-decode.js';
 import { resolveRangeSets } from './range-sets.js';

@@ -41,7 +41,7 @@ export const CRASH_POINTS = {
   'cluster.group.committed': 'agent cluster mode: a group-commit txn (several pods of one node) committed; no answer',
   // node CIDR controller (src/controller)
   'controller.cidr.committed': 'controller: node records with their CIDR claims committed (a batch, or one node after a conflict); not yet noted in memory',
-  // agent warm pool (src/agent/warm-service.ts)
+  // agent warm pool (src/warm/warm-service.ts)
   'agent.refill.committed': 'agent: a refill assigned addresses to a warm handle in the datastore; the resource DB does not know them yet',
   'agent.refill.recorded': 'agent: a refill recorded in the resource DB; the pool not yet told',
   'agent.return.committed': 'agent: surplus addresses released in the datastore; still held in the resource DB',

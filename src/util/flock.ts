@@ -20,3 +20,15 @@ export function loadFlock(): FlockAddon {
 export function tryLoadFlock(): FlockAddon | null {
   return tryLoadAddon<FlockAddon>('flock');
 }
+
+/** Takes an exclusive flock on `fd` without waiting; false when another process holds it. */
+export function tryLockExclusive(fd: number): boolean {
+  const a = loadFlock();
+  try {
+    a.flock(fd, a.LOCK_EX | a.LOCK_NB);
+    return true;
+  } catch (e) {
+    if ((e as { code?: string }).code === 'EWOULDBLOCK') return false;
+    throw e;
+  }
+}

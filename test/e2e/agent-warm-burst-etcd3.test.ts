@@ -20,7 +20,7 @@ import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { formatAddr } from '../../src/ip/index.js';
-import { ResourceDb } from '../../src/agent/resource-db.js';
+import { ResourceDb } from '../../src/warm/resource-db.js';
 
 const PODS = 256;
 const IN_FLIGHT = 32;

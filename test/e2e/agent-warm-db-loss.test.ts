@@ -21,7 +21,7 @@ import { startArmedAgent, expectCrash } from '../helpers/crash-points.js';
 import { PODIPAM_BIN, type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
-import { ResourceDb } from '../../src/agent/resource-db.js';
+import { ResourceDb } from '../../src/warm/resource-db.js';
 
 const call = (socket: string, command: string, id: string): PluginCall => ({
   command,

@@ -1,5 +1,5 @@
 /**
- * A WarmService in-process on a real SQLite datastore file and a real resource DB under
+ * A WarmService (as the agent's CNI back end, WarmBackend) in-process on a real SQLite datastore file and a real resource DB under
  * `root`, with a clock the test moves by hand (`clock.t`), for the warm-pool back end's tests.
  * `prev`: restart on the previous rig's datastore, data dir and clock (its pools are kept).
  */
@@ -8,14 +8,19 @@ import type { NetConf } from '../../src/cni/types.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterServices } from '../../src/agent/cluster-services.js';
-import { WarmService, type WarmOptions } from '../../src/agent/warm-service.js';
+import { WarmService, type WarmOptions } from '../../src/warm/warm-service.js';
+import { WarmBackend } from '../../src/plugin/warm-backend.js';
+import { KubePods } from '../../src/agent/kube-pods.js';
+
+/** The warm pool as the agent's CNI back end (WarmBackend), with the service's own controls at hand. */
+export type RigWarm = WarmBackend & Pick<WarmService, 'report' | 'maintain' | 'flushWrites' | 'gcPods' | 'close'>;
 
 export interface WarmRig {
   readonly url: string;
   readonly dataDir: string;
   readonly cluster: ClusterServices;
   readonly clock: { t: number };
-  readonly warm: WarmService;
+  readonly warm: RigWarm;
   readonly admin: ClusterIpam;
 }
 
@@ -37,8 +42,15 @@ export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> =
   const clock = prev?.clock ?? { t: 1_000_000 };
   const cluster = new ClusterServices();
   const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
-  const warm = new WarmService({ datastore: url, dataDir, ...s.options, now: () => clock.t, ...opts }, cluster);
-  await warm.start();
+  const service = new WarmService({ datastore: url, dataDir, openPodSource: KubePods.open, ...s.options, now: () => clock.t, ...opts }, cluster);
+  await service.start();
+  const warm: RigWarm = Object.assign(new WarmBackend(service), {
+    report: () => service.report(),
+    maintain: () => service.maintain(),
+    flushWrites: () => service.flushWrites(),
+    gcPods: () => service.gcPods(),
+    close: () => service.close(),
+  });
   return { url, dataDir, cluster, clock, warm, admin };
 }
 

@@ -12,7 +12,7 @@ import { listNodes, listNodeTombstones } from '../../controller/list-nodes.js';
 import { type Prefix, formatPrefix } from '../../ip/index.js';
 import type { Store } from '../../store/index.js';
 import { silentLog, type Log } from '../../log/logger.js';
-import { warmIdleTest } from '../../agent/warm-usage.js';
+import { warmIdleTest } from '../../warm/warm-usage.js';
 
 export interface PoolSummary {
   readonly name: string;

@@ -9,7 +9,7 @@ import { closeSync, ftruncateSync, mkdirSync, readFileSync, writeSync } from 'no
 import { join } from 'node:path';
 import { fs } from '../util/builtins.js';
 import { openRegular } from '../local/regular-file.js';
-import { tryLockExclusive } from './native.js';
+import { tryLockExclusive } from '../util/flock.js';
 
 export const DATA_DIR_LOCK = 'agent.lock';
 

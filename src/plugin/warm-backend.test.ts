@@ -14,7 +14,8 @@ import { selectBackend } from '../plugin/select-backend.js';
 import { CniError } from '../cni/errors.js';
 import { formatAddr, parseAddr } from '../ip/index.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
-import { POD_RECORD_PREFIX, type WarmOptions } from './warm-service.js';
+import { POD_RECORD_PREFIX, type WarmOptions } from '../warm/warm-service.js';
+import { lineLog } from '../../test/helpers/line-log.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-backend-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -214,7 +215,7 @@ describe('warm-pool back end', () => {
 
   it('restart: the pool is rebuilt from the resource DB and reconciled with the datastore both ways', async () => {
     const logs: string[] = [];
-    const r = await rig({ minIdle: 3, maxIdle: 6, log: (_l, m, f) => logs.push(`${m} ${JSON.stringify(f)}`) });
+    const r = await rig({ minIdle: 3, maxIdle: 6, log: lineLog((l) => logs.push(l)) });
     const pods = await Promise.all(['r0', 'r1'].map((id) => r.warm.add(req(id))));
     await r.warm.maintain();
     const idleBefore = r.warm.report().pools.ipv4!.idle;
@@ -228,7 +229,7 @@ describe('warm-pool back end', () => {
     const victim = heldNow.find((a) => a.family === 4 && !inUse.has(formatAddr(a)))!;
     await r.admin.releaseAddresses([victim]);
     const extra = await r.admin.assign({ node: 'n1', handle: 'podipam-warm:n1:extra', auto: { 4: 1 } });
-    const r2 = await rig({ minIdle: 3, maxIdle: 6, log: (_l, m, f) => logs.push(`${m} ${JSON.stringify(f)}`) }, { ...r, warm: undefined as never, cluster: undefined as never });
+    const r2 = await rig({ minIdle: 3, maxIdle: 6, log: lineLog((l) => logs.push(l)) }, { ...r, warm: undefined as never, cluster: undefined as never });
     try {
       const s = r2.warm.report();
       assert.equal(s.pools.ipv4!.inUse, 2, 'the two pods are still in use');

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
 import { PodTracker, type PodTrackerOptions, stickyKey } from './pod-tracker.js';
 import { ResourceDb } from './resource-db.js';
+import { KubePods } from '../agent/kube-pods.js';
+import { lineLog } from '../../test/helpers/line-log.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-pod-tracker-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -24,7 +26,7 @@ const args = (namespace: string, name: string, uid?: string): Map<string, string
 async function tracker(o: Partial<PodTrackerOptions> = {}): Promise<{ t: PodTracker; db: ResourceDb; clock: { t: number } }> {
   const db = new ResourceDb(join(root, `db${++n}`));
   const clock = { t: 1_000_000 };
-  const t = new PodTracker(db, { node: 'n1', stickyForMs: 60_000, now: () => clock.t, ...o });
+  const t = new PodTracker(db, { node: 'n1', stickyForMs: 60_000, now: () => clock.t, openPodSource: KubePods.open, ...o });
   await t.open();
   return { t, db, clock };
 }
@@ -156,7 +158,7 @@ describe('pod tracker', () => {
     const kubeconfig = join(root, `kc${++n}`);
     fake.writeKubeconfig(kubeconfig);
     const logs: string[] = [];
-    const { t, db } = await tracker({ kubeconfig, stickyForMs: 0, log: (_l, msg) => logs.push(msg) });
+    const { t, db } = await tracker({ kubeconfig, stickyForMs: 0, log: lineLog((msg) => logs.push(msg)) });
     try {
       // The list of node n1 misses the pod: the API server has it on "n1.example".
       const p = fake.addPod('web', 'away', { node: 'n1.example' });

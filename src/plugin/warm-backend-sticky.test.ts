@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import type { IpamRequest } from '../plugin/ipam-backend.js';
 import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
-import { POD_RETENTION_MS } from './pod-store.js';
-import type { WarmOptions } from './warm-service.js';
+import { POD_RETENTION_MS } from '../warm/pod-store.js';
+import type { WarmOptions } from '../warm/warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-sticky-'));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -11,7 +11,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterServices } from './cluster-services.js';
+import { ClusterServices } from '../agent/cluster-services.js';
 import { podRecordKey, podRecordNode, warmHandleNode, warmHandlePrefix } from './warm-handle.js';
 import { WarmService } from './warm-service.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
@@ -111,7 +111,7 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     return new Map(((await res.json()) as { items: NodeJson[] }).items.map((n) => [n.name, n]));
   };
   const conf = { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } } };
-  const req = (id: string) => ({ containerId: id, ifname: 'eth0', cniArgs: new Map<string, string>(), conf });
+  const req = (id: string) => ({ network: conf.name, containerId: id, ifname: 'eth0', cniArgs: new Map<string, string>(), conf });
   const idleOf = (): number => Object.values(warm.report().pools).reduce((n, p) => n + p.idle + p.returning, 0);
 
   it('counts the pool idle and the pods in use on the warm node, everything in use on a plain node; DEL moves an address back to idle', async () => {

@@ -16,8 +16,9 @@
  *   reservation rows whose window ended.
  */
 import { escape } from 'node:querystring';
-import type { IpamRequest } from '../plugin/ipam-backend.js';
-import { type PodInfo, type PodSource, KubePods } from './kube-pods.js';
+import type { Log } from '../log/logger.js';
+import { silentLog } from '../log/logger.js';
+import type { OpenPodSource, PodInfo, PodSource } from './pod-source.js';
 import { planPodGc } from './pod-gc.js';
 import { POD_RETENTION_MS, PodStore, type PodStoreRow } from './pod-store.js';
 import type { ResourceDb } from './resource-db.js';
@@ -41,8 +42,10 @@ export interface PodTrackerOptions {
   readonly gcIntervalMs?: number;
   readonly lookupTimeoutMs?: number;
   readonly podRetentionMs?: number;
+  /** Opens the pod source of `kubeconfig` (the host's Kubernetes client); needed with a kubeconfig. */
+  readonly openPodSource?: OpenPodSource;
   readonly now: () => number;
-  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  readonly log?: Log;
 }
 
 /** Who an ADD is for and under which pool key it takes its addresses. */
@@ -94,9 +97,11 @@ export class PodTracker {
   #running: Promise<unknown> | undefined;
   #stopped = false;
   #lastGc: GcReport | undefined;
+  readonly #log: Log;
 
   constructor(db: ResourceDb, o: PodTrackerOptions) {
     this.#o = o;
+    this.#log = o.log ?? silentLog;
     this.#policy = o.policy ?? {};
     this.#pattern = checkStickyPolicy(this.#policy, (k) => k);
     this.store = new PodStore(db.database);
@@ -104,7 +109,9 @@ export class PodTracker {
 
   /** Loads the kubeconfig (throws when it cannot). */
   async open(): Promise<void> {
-    if (this.#o.kubeconfig !== undefined) this.#kube = await KubePods.open(this.#o.kubeconfig, this.#o.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
+    if (this.#o.kubeconfig === undefined) return;
+    if (!this.#o.openPodSource) throw new Error(`kubeconfig ${this.#o.kubeconfig}: this process has no Kubernetes client to read it with`);
+    this.#kube = await this.#o.openPodSource(this.#o.kubeconfig, this.#o.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
   }
 
   /** The pool key and stickiness of a live attachment (its ADD's), else the attachment key, not sticky. */
@@ -114,7 +121,7 @@ export class PodTracker {
   }
 
   /** See the top of this file. Never throws for the API server's sake. */
-  async identify(req: Pick<IpamRequest, 'cniArgs' | 'ifname'> & { readonly network: string }, attachKey: string, holds: boolean): Promise<PodIdentity> {
+  async identify(req: { readonly cniArgs: ReadonlyMap<string, string>; readonly ifname: string; readonly network: string }, attachKey: string, holds: boolean): Promise<PodIdentity> {
     const namespace = req.cniArgs.get('K8S_POD_NAMESPACE') || undefined;
     const name = req.cniArgs.get('K8S_POD_NAME') || undefined;
     let uid = req.cniArgs.get('K8S_POD_UID') || undefined;
@@ -137,7 +144,7 @@ export class PodTracker {
         const pod = await this.#lookup(namespace, name);
         if (pod === undefined) return plain();
         if (uid !== undefined && pod.uid !== undefined && pod.uid !== uid) {
-          this.#o.log?.('warn', 'pod lookup: the API server has another pod of this name; not sticky', { namespace, name, uid, apiUid: pod.uid });
+          this.#log.warn({ namespace, name, uid, apiUid: pod.uid }, 'pod lookup: the API server has another pod of this name; not sticky');
           this.counters.lookupsFailed++;
           return plain();
         }
@@ -155,7 +162,7 @@ export class PodTracker {
       if (holder.goneAt !== undefined || (uid !== undefined && holder.uid !== undefined && holder.uid !== uid)) {
         return { namespace, name, uid, ownerKind, sticky: true, poolKey, transferFrom: holder.key };
       }
-      this.#o.log?.('warn', 'sticky pod: its pool key is held by another live attachment (not yet deleted); this one is not sticky', { namespace, name, holder: holder.key, attachment: attachKey });
+      this.#log.warn({ namespace, name, holder: holder.key, attachment: attachKey }, 'sticky pod: its pool key is held by another live attachment (not yet deleted); this one is not sticky');
       return plain(ownerKind);
     }
     return { namespace, name, uid, ownerKind, sticky: true, poolKey };
@@ -166,20 +173,20 @@ export class PodTracker {
     this.counters.lookups++;
     if (now < this.#lookupBackoffUntil) {
       this.counters.lookupsFailed++;
-      this.#o.log?.('warn', 'pod lookup skipped (the API server failed a moment ago); not sticky', { namespace, name });
+      this.#log.warn({ namespace, name }, 'pod lookup skipped (the API server failed a moment ago); not sticky');
       return undefined;
     }
     try {
       const pod = await this.#kube!.get(namespace, name);
       if (pod === undefined) {
         this.counters.lookupsFailed++;
-        this.#o.log?.('warn', 'pod lookup: no such pod in the API server; not sticky', { namespace, name });
+        this.#log.warn({ namespace, name }, 'pod lookup: no such pod in the API server; not sticky');
       }
       return pod;
     } catch (e) {
       this.counters.lookupsFailed++;
       this.#lookupBackoffUntil = this.#o.now() + LOOKUP_BACKOFF_MS;
-      this.#o.log?.('warn', 'pod lookup failed; not sticky', { namespace, name, error: (e as Error).message });
+      this.#log.warn({ namespace, name, error: (e as Error).message }, 'pod lookup failed; not sticky');
       return undefined;
     }
   }
@@ -191,7 +198,7 @@ export class PodTracker {
       const base = this.#o.gcIntervalMs ?? GC_INTERVAL_MS;
       this.#timer = setTimeout(() => {
         this.#running = this.runOnce(release)
-          .catch((e: Error) => this.#o.log?.('error', 'pod GC failed', { error: e.message }))
+          .catch((e: Error) => this.#log.error({ error: e.message }, 'pod GC failed'))
           .finally(() => {
             this.#running = undefined;
             schedule();
@@ -222,7 +229,7 @@ export class PodTracker {
     } catch (e) {
       this.counters.gcListFailures++;
       this.#lastGc = { at: listedAt, ok: false, error: (e as Error).message, released: 0 };
-      this.#o.log?.('warn', 'pod GC: cannot list this node\'s pods; nothing released', { node: this.#o.node, error: (e as Error).message });
+      this.#log.warn({ node: this.#o.node, error: (e as Error).message }, 'pod GC: cannot list this node\'s pods; nothing released');
       return this.#lastGc;
     }
     const t = this.#o.now();
@@ -243,7 +250,7 @@ export class PodTracker {
     if (plan.release.length > 0) {
       released = await release(plan.release, t);
       this.counters.gcReleases += plan.release.length;
-      this.#o.log?.('info', 'pod GC: released the attachments of pods gone from the API server', { node: this.#o.node, attachments: plan.release, addresses: released });
+      this.#log.info({ node: this.#o.node, attachments: plan.release, addresses: released }, 'pod GC: released the attachments of pods gone from the API server');
     }
     this.#lastGc = { at: listedAt, ok: true, listed: listed.length, released: plan.release.length };
     return this.#lastGc;
@@ -267,14 +274,19 @@ export class PodTracker {
           if (rows.some((a) => a.uid === undefined || pod.uid === undefined || a.uid === pod.uid)) kept.push(`${namespace}/${name}${pod.node === this.#o.node ? '' : ` (on node ${JSON.stringify(pod.node ?? '')})`}`);
         } catch (e) {
           for (const a of rows) unknown.add(a.key);
-          this.#o.log?.('warn', 'pod GC: a pod missing from the list cannot be looked up; kept until a later run', { namespace, name, error: (e as Error).message });
+          this.#log.warn({ namespace, name, error: (e as Error).message }, 'pod GC: a pod missing from the list cannot be looked up; kept until a later run');
         }
       }));
     }
     if (kept.length > 0) {
-      this.#o.log?.('warn', 'pod GC: pods missing from this node\'s pod list still exist in the API server: kept (is the agent\'s node name the Kubernetes node name?)', { node: this.#o.node, pods: kept });
+      this.#log.warn({ node: this.#o.node, pods: kept }, 'pod GC: pods missing from this node\'s pod list still exist in the API server: kept (is the agent\'s node name the Kubernetes node name?)');
     }
     return { present, unknown };
+  }
+
+  /** An ADD got its sticky reservation back (counted here, reported as `stickyHits`). */
+  stickyHit(): void {
+    this.counters.stickyHits++;
   }
 
   report(): PodTrackerStatus {

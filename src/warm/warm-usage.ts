@@ -1,5 +1,5 @@
 /**
- * Idle vs in use, per node, for nodes whose agent keeps a warm pool (src/agent/warm-handle.ts):
+ * Idle vs in use, per node, for nodes whose agent keeps a warm pool (src/warm/warm-handle.ts):
  * an address is idle when a warm handle of node N holds it and no pod record of N names it;
  * every other allocated address is in use. Pure: fed the entries the summary already lists.
  *

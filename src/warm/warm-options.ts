@@ -1,0 +1,38 @@
+/** What a node's warm pool is started with, and its loops' periods. */
+import type { Log } from '../log/logger.js';
+import type { OpenPodSource } from './pod-source.js';
+import type { StickyPolicy } from './sticky-policy.js';
+
+/** Pool maintenance (plan → refill/return) period. */
+export const TICK_MS = 1000;
+/** Write-behind: the queue is drained this often (a pod's record lands within about this delay; 1 s keeps steady churn at a few hundredths of a txn per pod; a burst's records go WRITE_BATCH per txn). */
+export const WRITE_DELAY_MS = 1000;
+/** Write-behind: most records per transaction (etcd allows 128 ops). */
+export const WRITE_BATCH = 64;
+/** Refill/return back-off: doubling from 500 ms up to this. */
+export const BACKOFF_MAX_MS = 30_000;
+
+export interface WarmOptions {
+  readonly datastore: string;
+  readonly node: string;
+  readonly dataDir: string;
+  readonly pools?: readonly string[];
+  readonly minIdle: number;
+  readonly maxIdle: number;
+  readonly capacity: number;
+  readonly cooldownMs: number;
+  readonly stickyForMs: number;
+  /** Which pods are sticky without a kubeconfig (or which StatefulSet pods with one): sticky-policy.ts. */
+  readonly sticky?: StickyPolicy;
+  /** Pods are looked up, and the GC loop lists them, through this kubeconfig's API server. */
+  readonly kubeconfig?: string;
+  /** The pod GC loop's period (default 5 minutes, jittered). */
+  readonly gcIntervalMs?: number;
+  /** Maintenance period (tests shorten it). */
+  readonly tickMs?: number;
+  readonly writeDelayMs?: number;
+  readonly now?: () => number;
+  /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */
+  readonly openPodSource?: OpenPodSource;
+  readonly log?: Log;
+}

@@ -1,0 +1,238 @@
+/**
+ * The warm pool's refills and returns: refills (WarmPool.plan, a miss) are one `assign` of up
+ * to MAX_ADDRESSES_PER_REQUEST addresses per family to a fresh warm handle — both families in
+ * one txn; returns are one `releaseAddresses` of every surplus address; both back off
+ * (doubling, to BACKOFF_MAX_MS) on failure. A maintenance loop (Periodic, every tickMs) tops
+ * the pools up to minIdle and returns above maxIdle; until the pools are restored it retries
+ * the restore instead.
+ */
+import { crashPoint } from '../util/crash-point.js';
+import { Periodic } from '../util/periodic.js';
+import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
+import { type Addr, type Family, formatAddr } from '../ip/index.js';
+import { BACKOFF_MAX_MS, TICK_MS } from './warm-options.js';
+import { WARM_NETWORK } from './warm-handle.js';
+import type { WarmState } from './warm-state.js';
+
+export class WarmRefiller {
+  readonly #s: WarmState;
+  readonly #ensureReady: () => Promise<void>;
+  #loop: Periodic | undefined;
+  #refillRun: Promise<void> | undefined;
+  #again = false;
+  readonly #demand = new Map<Family, number>();
+  #backoffUntil = 0;
+  #backoffMs = 0;
+  #lastFailure: unknown;
+  #refillSeq = 0;
+  /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
+  #waiters = 0;
+  readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
+
+  /** `ensureReady`: the restore (warm-restore.ts) the loop retries until the pools are ready. */
+  constructor(state: WarmState, ensureReady: () => Promise<void>) {
+    this.#s = state;
+    this.#ensureReady = ensureReady;
+  }
+
+  /** Starts the maintenance loop. */
+  start(): void {
+    this.#loop = new Periodic({ name: 'warm pool maintenance', intervalMs: this.#s.o.tickMs ?? TICK_MS, task: () => this.#tick(), log: this.#s.log });
+    this.#loop.start();
+  }
+
+  /** Stops the loop (its timer at once; a run under way sees `closed` and ends) and waits for a refill in flight. */
+  async stop(): Promise<void> {
+    void this.#loop?.stop();
+    await this.#refillRun?.catch(() => undefined);
+  }
+
+  /** One maintenance run now (what the loop does): refill to minIdle, return above maxIdle. */
+  maintain(): Promise<void> {
+    return this.refill(false);
+  }
+
+  /** A miss of family `f` asks for one more address in the next refill. */
+  demand(f: Family): void {
+    this.#demand.set(f, (this.#demand.get(f) ?? 0) + 1);
+  }
+
+  /**
+   * An ADD that missed in `missed` waits for an urgent refill (nothing idle is returned as
+   * surplus meanwhile); throws the last refill failure when backing off with none idle.
+   */
+  async waitForRefill(missed: Family): Promise<void> {
+    this.#waiters++;
+    try {
+      await this.refill(true);
+    } finally {
+      this.#waiters--;
+    }
+    if (this.#lastFailure !== undefined && this.#backoffUntil > this.#s.now() && this.#s.pools.get(missed)!.counts().idle === 0) {
+      throw this.#lastFailure;
+    }
+  }
+
+  /**
+   * Refills are batched: the loop tops the pools up to minIdle once per tick; only a pool that
+   * fell to half of minIdle is topped up at once (one txn for the whole shortfall), so a burst
+   * is not one refill per pod.
+   */
+  lowWater(): void {
+    const low = Math.ceil(this.#s.o.minIdle / 2);
+    for (const p of this.#s.pools.values()) {
+      const c = p.counts();
+      if (c.idle + c.pending < low) return this.#kickSoon();
+    }
+  }
+
+  #kickSoon(): void {
+    if (!this.#s.isReady || this.#s.closed) return;
+    setImmediate(() => void this.refill(false).catch(() => undefined));
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#s.closed) return;
+    if (!this.#s.isReady) {
+      await this.#ensureReady().catch(() => undefined);
+      return;
+    }
+    await this.refill(false).catch(() => undefined);
+  }
+
+  /**
+   * One maintenance run (or joins the one in flight, then runs again so a demand that came
+   * meanwhile is served): plan each pool, take the addresses misses asked for and the refills
+   * to minIdle in one txn per ≤32 per family, return the surplus in one txn. `urgent`: a miss
+   * is waiting, ignore the back-off.
+   */
+  refill(urgent: boolean): Promise<void> {
+    if (this.#refillRun) {
+      this.#again = true;
+      // The run in flight loops once more for this demand; starting another run when it ends
+      // would plan again before the waiters took their addresses, and return them as surplus.
+      return this.#refillRun.then(() => this.#refillRun);
+    }
+    const run = (async () => {
+      do {
+        this.#again = false;
+        if (this.#s.closed) break;
+        if (!urgent && this.#s.now() < this.#backoffUntil) {
+          // Misses waiting still give their tokens back so the pool's accounting stays true.
+          this.#failDemand();
+          break;
+        }
+        await this.#refillOnce();
+      } while (this.#again);
+    })().finally(() => {
+      this.#refillRun = undefined;
+    });
+    this.#refillRun = run;
+    return run;
+  }
+
+  #failDemand(): void {
+    for (const [f, n] of this.#demand) this.#s.pools.get(f)?.refillFailed(n);
+    this.#demand.clear();
+  }
+
+  async #refillOnce(): Promise<void> {
+    const s = this.#s;
+    const now = s.now();
+    const want = new Map<Family, number>();
+    const returns: Addr[] = [];
+    for (const [f, pool] of s.pools) {
+      const p = pool.plan(now);
+      const n = p.refill + (this.#demand.get(f) ?? 0);
+      if (n > 0) want.set(f, n);
+      // Addresses refilled for waiting ADDs are idle until those take them: not surplus.
+      if (this.#waiters > 0) pool.returnFailed(p.returns);
+      else returns.push(...p.returns);
+    }
+    this.#demand.clear();
+    let failed = false;
+    // Refills: up to 32 per family per txn, both families in one txn.
+    while ([...want.values()].some((n) => n > 0)) {
+      const take = new Map([...want].map(([f, n]) => [f, Math.min(n, MAX_ADDRESSES_PER_REQUEST)] as const).filter(([, n]) => n > 0));
+      for (const [f, n] of take) want.set(f, want.get(f)! - n);
+      if (failed) {
+        for (const [f, n] of take) s.pools.get(f)!.refillFailed(n);
+        continue;
+      }
+      const handle = `${s.warmHandlePrefix()}${this.#refillId()}`;
+      try {
+        // Before the datastore's txn: a restart finding the handle there but not here knows its addresses were never handed out.
+        s.db.refillIntent(handle, s.now());
+        const got = await s.ds((ipam) =>
+          ipam.assign({ node: s.o.node, handle, attrs: { network: WARM_NETWORK, containerId: s.o.node, ifname: 'warm' }, auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 }, ...(s.o.pools ? { pools: s.o.pools } : {}) }),
+        );
+        crashPoint('agent.refill.committed');
+        this.counters.refillTxns++;
+        this.counters.refilled += got.length;
+        const t = s.now();
+        s.db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })), handle);
+        crashPoint('agent.refill.recorded');
+        for (const a of got) s.meta.set(formatAddr(a.addr), { handle, prefixLen: a.prefixLen, gateway: a.gateway });
+        for (const [f, n] of take) {
+          const mine = got.filter((a) => a.addr.family === f).map((a) => a.addr);
+          s.pools.get(f)!.refilled(mine, t);
+          if (mine.length < n) s.pools.get(f)!.refillFailed(n - mine.length);
+        }
+        this.#succeeded();
+      } catch (e) {
+        failed = true;
+        for (const [f, n] of take) s.pools.get(f)!.refillFailed(n);
+        this.#failed('refill', e);
+      }
+    }
+    if (returns.length === 0) return;
+    for (let i = 0; i < returns.length; i += MAX_ADDRESSES_PER_REQUEST) {
+      const chunk = returns.slice(i, i + MAX_ADDRESSES_PER_REQUEST);
+      const byFamily = (f: Family): Addr[] => chunk.filter((a) => a.family === f);
+      if (failed) {
+        for (const [f, pool] of s.pools) pool.returnFailed(byFamily(f));
+        continue;
+      }
+      try {
+        // Only while the node's warm handle still holds each address: one freed behind the
+        // agent's back and handed to another pod meanwhile is not the agent's to free.
+        const holders = new Set(chunk.flatMap((a) => s.meta.get(formatAddr(a))?.handle ?? []));
+        const freed = await s.ds((ipam) => ipam.releaseAddresses(chunk, holders));
+        if (freed.length < chunk.length) {
+          s.log.warn({ returned: chunk.length, freed: freed.length }, 'warm pool: some returned addresses were no longer held by this node\'s warm handles (left to their holder)');
+        }
+        crashPoint('agent.return.committed');
+        this.counters.returnTxns++;
+        this.counters.returned += chunk.length;
+        const texts = chunk.map(formatAddr);
+        s.db.dropHeld(texts);
+        for (const a of texts) s.meta.delete(a);
+        for (const [f, pool] of s.pools) pool.returned(byFamily(f));
+        this.#succeeded();
+      } catch (e) {
+        failed = true;
+        for (const [f, pool] of s.pools) pool.returnFailed(byFamily(f));
+        this.#failed('return', e);
+      }
+    }
+  }
+
+  #succeeded(): void {
+    this.#backoffMs = 0;
+    this.#backoffUntil = 0;
+    this.#s.lastError = undefined;
+    this.#lastFailure = undefined;
+  }
+
+  #failed(what: string, e: unknown): void {
+    this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs === 0 ? 500 : this.#backoffMs * 2);
+    this.#backoffUntil = this.#s.now() + this.#backoffMs;
+    this.#s.lastError = (e as Error).message;
+    this.#lastFailure = e;
+    this.#s.log.warn({ node: this.#s.o.node, error: this.#s.lastError, backoffMs: this.#backoffMs }, `warm pool ${what} failed; backing off`);
+  }
+
+  #refillId(): string {
+    return `${this.#s.now().toString(36)}-${process.pid.toString(36)}-${(++this.#refillSeq).toString(36)}`;
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * `WarmService`, the agent's warm-pool back end (`"ipam": {"type": "podipam", "agent": SOCK}` with neither
+ * `ranges`/`subnet` nor `datastore`): the node keeps idle addresses of the cluster allocator
+ * (src/cluster) in a WarmPool per family (warm-pool.ts), and an ADD is served from
+ * it with no synchronous datastore round trip — the pod's row is committed to the resource DB
+ * (resource-db.ts) before the answer; the datastore learns of the pod later (write-behind).
+ *
+ * Where the addresses live in the datastore: under the node's WARM HANDLES,
+ * `podipam-warm:<node>:<refill id>` (one handle per refill transaction, since an assignment to
+ * an existing handle tops it up to a total instead of adding), for their whole stay on the node,
+ * idle or in use. So no other node can take them, `ipam show` counts them as allocated on
+ * this node and `ipam check` sees them held by a live handle (not leaks). There is no "move
+ * between handles" in the cluster allocator; instead of adding one (a new txn kind rewriting
+ * block attributes and two handle records, contested by every other writer of the block) the
+ * pod's ownership is recorded as `agent-pods/<node>/<pod handle>` → `{addrs, warmHandles, …}`
+ * records, written behind in batches (one txn of up to WRITE_BATCH ops) within ~WRITE_DELAY_MS,
+ * and deleted the same way after DEL. Pods keep starting while the datastore is away; the
+ * queue lives in the resource DB and drains when it returns.
+ *
+ * Refills (WarmPool.plan, a miss) are one `assign` of up to MAX_ADDRESSES_PER_REQUEST addresses
+ * per family to a fresh warm handle — both families in one txn; returns are one
+ * `releaseAddresses` of every surplus address; both back off (doubling, to BACKOFF_MAX_MS) on
+ * failure. On start the pools are rebuilt from the resource DB and reconciled with the
+ * datastore's warm handles and pod records of this node (plan-reconcile.ts): an address is
+ * idle only on proof (the DB had it idle, or recorded the intent of the refill that took it);
+ * a pod record the DB does not know is in use; any other unknown address is quarantined. The
+ * data directory is held with `<data-dir>/agent.lock` for the service's life (data-dir-lock.ts).
+ *
+ * Sticky pods (StatefulSets, or the sticky policy's; pod-tracker.ts decides at ADD) take their
+ * addresses under a pool key of their namespace/name instead of the attachment key: their DEL
+ * leaves a sticky reservation (the pool's, persisted in the resource DB's pod store tables,
+ * pod-store.ts) that the pod's next incarnation (a new container id) gets back within
+ * `stickyForMs`. With a kubeconfig, a GC loop releases what pods gone from the API server
+ * still hold (pod-gc.ts).
+ *
+ * The parts, each its own file, share one WarmState (warm-state.ts): the verbs (warm-verbs.ts),
+ * the restore and reconcile at start (warm-restore.ts), the refiller and its maintenance loop
+ * (warm-refiller.ts), the write-behind (warm-write-behind.ts). The sizing is validated once,
+ * here, by validateWarmSizing (warm-pool-config.ts). The datastore is reached through the
+ * cluster back end only (ClusterHost; the warm records API, src/cluster/warm-handles.ts).
+ */
+import { closeSync } from 'node:fs';
+import type { Addr, Family } from '../ip/index.js';
+import type { ClusterHost } from '../cluster/cluster-host.js';
+import { silentLog } from '../log/logger.js';
+import { lockDataDir } from './data-dir-lock.js';
+import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';
+import { ResourceDb } from './resource-db.js';
+import type { WarmOptions } from './warm-options.js';
+import { validateWarmSizing } from './warm-pool-config.js';
+import { WarmRefiller } from './warm-refiller.js';
+import type { WarmAnswer, WarmRequest } from './warm-request.js';
+import { WarmRestore } from './warm-restore.js';
+import { WarmState } from './warm-state.js';
+import { WarmVerbs } from './warm-verbs.js';
+import { WarmWriteBehind } from './warm-write-behind.js';
+
+export { WARM_NETWORK, POD_RECORD_PREFIX } from './warm-handle.js';
+export { BACKOFF_MAX_MS, TICK_MS, WRITE_BATCH, WRITE_DELAY_MS, type WarmOptions } from './warm-options.js';
+export type { WarmAnswer, WarmRequest } from './warm-request.js';
+
+export interface WarmStatus {
+  readonly families: readonly Family[];
+  readonly ready: boolean;
+  readonly minIdle: number;
+  readonly maxIdle: number;
+  readonly capacity: number;
+  readonly cooldownMs: number;
+  /** Per family: idle, in use, returning, pending refills, tokens. */
+  readonly pools: Record<string, { idle: number; inUse: number; reserved: number; returning: number; pending: number; tokens: number }>;
+  readonly stickyForMs: number;
+  /** Sticky reservations waiting for their pods, all families. */
+  readonly stickyReservations: number;
+  /** Sticky hits, pod lookups, the GC loop, the pod store (pod-tracker.ts). */
+  readonly pods: PodTrackerStatus;
+  readonly hits: number;
+  readonly misses: number;
+  readonly refillTxns: number;
+  readonly refilled: number;
+  readonly returnTxns: number;
+  readonly returned: number;
+  readonly writeBehindDepth: number;
+  readonly writeBehindAgeMs: number;
+  readonly writeTxns: number;
+  readonly droppedOnReconcile: number;
+  readonly adoptedOnReconcile: number;
+  /** Addresses the node's warm handles hold that no evidence shows free (a lost resource DB): held out of the idle queue. */
+  readonly quarantined: number;
+  readonly lastError: string | undefined;
+}
+
+/** The counters of the parts, as `report()` gives them. */
+export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
+
+export class WarmService {
+  readonly #s: WarmState;
+  /** `<data-dir>/agent.lock`, held for the service's life (data-dir-lock.ts). */
+  readonly #lockFd: number;
+  readonly #restore: WarmRestore;
+  readonly #refiller: WarmRefiller;
+  readonly #verbs: WarmVerbs;
+  readonly #writes: WarmWriteBehind;
+
+  /** WarmPoolConfigError (naming the field) when the sizing is out of bounds; DataDirLockedError when another agent holds the data directory. */
+  constructor(o: WarmOptions, cluster: ClusterHost) {
+    const sizing = validateWarmSizing(o);
+    const log = o.log ?? silentLog;
+    const now = o.now ?? Date.now;
+    const lockFd = lockDataDir(o.dataDir);
+    let db: ResourceDb;
+    try {
+      db = new ResourceDb(o.dataDir);
+    } catch (e) {
+      closeSync(lockFd);
+      throw e;
+    }
+    this.#lockFd = lockFd;
+    const pods = new PodTracker(db, {
+      node: o.node,
+      stickyForMs: o.stickyForMs,
+      now,
+      ...(o.sticky ? { policy: o.sticky } : {}),
+      ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
+      ...(o.gcIntervalMs !== undefined ? { gcIntervalMs: o.gcIntervalMs } : {}),
+      ...(o.openPodSource ? { openPodSource: o.openPodSource } : {}),
+      log,
+    });
+    this.#s = new WarmState(o, cluster, db, pods, log, now);
+    this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false));
+    this.#refiller = new WarmRefiller(this.#s, () => this.#restore.ensureReady());
+    this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller);
+    this.#writes = new WarmWriteBehind(this.#s);
+  }
+
+  /** Rebuilds, reconciles and preloads (errors logged: retried by the loop and the first call), then starts the loops. */
+  async start(): Promise<void> {
+    await this.#s.pods.open();
+    await this.#restore.ensureReady().catch((e: Error) => this.#s.log.warn({ error: e.message }, 'warm pool not ready yet'));
+    this.#refiller.start();
+    this.#writes.start();
+    this.#s.pods.start((keys, now) => Promise.resolve(this.#verbs.gcRelease(keys, now)));
+  }
+
+  /** Stops the loops, waits for a refill in flight, flushes the write-behind once more, closes the resource DB and the lock. */
+  async close(): Promise<void> {
+    this.#s.closed = true;
+    const loops = [this.#refiller.stop(), this.#writes.stop()]; // their timers are cleared now
+    await this.#s.pods.stop();
+    await Promise.all(loops);
+    await this.#writes.flush().catch(() => undefined);
+    this.#s.db.close();
+    closeSync(this.#lockFd);
+  }
+
+  // ---- CNI verbs (warm-verbs.ts) ----
+
+  add(req: WarmRequest): Promise<WarmAnswer> {
+    return this.#verbs.add(req);
+  }
+
+  del(req: WarmRequest): Promise<void> {
+    return this.#verbs.del(req);
+  }
+
+  /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
+  check(req: WarmRequest, expect: readonly Addr[]): Promise<void> {
+    return this.#verbs.check(req, expect);
+  }
+
+  /** Releases every attachment of `network` not in `valid`. */
+  gc(network: string, valid: readonly { readonly containerId: string; readonly ifname: string }[]): Promise<void> {
+    return this.#verbs.gc(network, valid);
+  }
+
+  /** Resolves once the pools are restored; a not-ready WarmError otherwise. */
+  status(): Promise<void> {
+    return this.#restore.ready();
+  }
+
+  // ---- runs on demand (tests, benches) ----
+
+  /** One pod GC run now (what its loop does): purge the pod store; with a kubeconfig, list and release. */
+  gcPods(): Promise<unknown> {
+    return this.#s.pods.runOnce((keys, now) => Promise.resolve(this.#verbs.gcRelease(keys, now)));
+  }
+
+  /** One maintenance run now (what the loop does): refill to minIdle, return above maxIdle. */
+  maintain(): Promise<void> {
+    return this.#refiller.maintain();
+  }
+
+  /** Writes the queued pod records now (warm-write-behind.ts). */
+  flushWrites(): Promise<void> {
+    return this.#writes.flush();
+  }
+
+  get counters(): WarmCounters {
+    return { ...this.#verbs.counters, ...this.#refiller.counters, ...this.#writes.counters, ...this.#restore.counters };
+  }
+
+  /** The warm pool's state and counters, for `podipam agent status`. */
+  report(): WarmStatus {
+    const s = this.#s;
+    const pools: WarmStatus['pools'] = {};
+    for (const [f, p] of s.pools) {
+      const c = p.counts();
+      pools[`ipv${f}`] = { idle: c.idle, inUse: c.inUse, reserved: c.reserved, returning: c.returning, pending: c.pending, tokens: c.tokens };
+    }
+    const w = s.db.writeDepth();
+    const { minIdle, maxIdle, capacity, cooldownMs } = s.o;
+    return {
+      families: [...s.pools.keys()],
+      ready: s.isReady,
+      minIdle,
+      maxIdle,
+      capacity,
+      cooldownMs,
+      pools,
+      stickyForMs: s.o.stickyForMs,
+      stickyReservations: Object.values(pools).reduce((n, c) => n + c.reserved, 0),
+      pods: s.pods.report(),
+      ...this.counters,
+      writeBehindDepth: w.depth,
+      writeBehindAgeMs: w.oldestAt === undefined ? 0 : Math.max(0, s.now() - w.oldestAt),
+      quarantined: this.#restore.quarantined,
+      lastError: s.lastError,
+    };
+  }
+}

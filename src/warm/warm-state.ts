@@ -1,0 +1,65 @@
+/**
+ * What the parts of one node's warm pool share (warm-service.ts composes them): the options,
+ * the resource DB, the pod tracker, the pool per family with the block information of each
+ * address it holds, whether the pools are restored, and the last datastore error. Each part
+ * owns its counters; this holds no logic beyond naming things.
+ */
+import { type Addr, type Family, formatAddr } from '../ip/index.js';
+import type { ClusterHost } from '../cluster/cluster-host.js';
+import type { ClusterIpam } from '../cluster/cluster-ipam.js';
+import type { Log } from '../log/logger.js';
+import type { PodTracker } from './pod-tracker.js';
+import type { ResourceDb } from './resource-db.js';
+import type { WarmOptions } from './warm-options.js';
+import type { WarmPool } from './warm-pool.js';
+import { podRecordKey, warmHandlePrefix } from './warm-handle.js';
+
+/** The block information of an address the node holds: its warm handle, prefix length and gateway. */
+export interface WarmMeta {
+  readonly handle: string;
+  readonly prefixLen: number;
+  readonly gateway: Addr;
+}
+
+export class WarmState {
+  pools = new Map<Family, WarmPool>();
+  readonly meta = new Map<string, WarmMeta>();
+  isReady = false;
+  closed = false;
+  lastError: string | undefined;
+
+  constructor(
+    readonly o: WarmOptions,
+    readonly cluster: ClusterHost,
+    readonly db: ResourceDb,
+    readonly pods: PodTracker,
+    readonly log: Log,
+    readonly now: () => number,
+  ) {}
+
+  get node(): string {
+    return this.o.node;
+  }
+
+  /** Runs `fn` on the node's cluster allocator (after the node's earlier calls). */
+  ds<T>(fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
+    return this.cluster.run(this.o.datastore, this.o.node, fn);
+  }
+
+  /** Every warm handle of this node starts with this. */
+  warmHandlePrefix(): string {
+    return warmHandlePrefix(this.o.node);
+  }
+
+  /** The datastore key of the pod record of attachment `key` (`''`: the prefix of them all). */
+  podRecordKey(key: string): string {
+    return podRecordKey(this.o.node, key);
+  }
+
+  /** The CNI address and gateway of an address the pools hold. */
+  ipConfig(a: string): { address: string; gateway: string } {
+    const m = this.meta.get(a);
+    if (!m) throw new Error(`warm pool: no block information for ${a}`);
+    return { address: `${a}/${m.prefixLen}`, gateway: formatAddr(m.gateway) };
+  }
+}

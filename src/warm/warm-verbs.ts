@@ -1,0 +1,171 @@
+/**
+ * The warm pool's verbs on typed requests: ADD takes one address per family from the pools
+ * (a miss waits for an urgent refill) and commits the pod's row — and its pod record, queued
+ * for the write-behind — to the resource DB before the answer; DEL lets them go (a sticky
+ * pod's into a reservation for its next incarnation); CHECK and GC as the CNI spec asks; the
+ * pod GC's release of pods gone from the API server.
+ */
+import { crashPoint } from '../util/crash-point.js';
+import { type Addr, type Family, formatAddr } from '../ip/index.js';
+import { cniHandleId } from '../model/handle-id.js';
+import { WarmError } from './warm-error.js';
+import type { WarmRefiller } from './warm-refiller.js';
+import { type WarmAnswer, type WarmRequest, warmRequestKey } from './warm-request.js';
+import type { WarmState } from './warm-state.js';
+
+export class WarmVerbs {
+  readonly #s: WarmState;
+  readonly #ready: () => Promise<void>;
+  readonly #refiller: WarmRefiller;
+  readonly counters = { hits: 0, misses: 0 };
+
+  /** `ready`: resolves once the pools are restored, else a not-ready WarmError (warm-restore.ts). */
+  constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller) {
+    this.#s = state;
+    this.#ready = ready;
+    this.#refiller = refiller;
+  }
+
+  async add(req: WarmRequest): Promise<WarmAnswer> {
+    await this.#ready();
+    const s = this.#s;
+    const { db, pods } = s;
+    const key = warmRequestKey(req, s.node);
+    let id = await pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs }, key, db.hasPod(key));
+    // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
+    const holder = id.poolKey !== key ? pods.store.holder(id.poolKey) : undefined;
+    if (holder && holder.key !== key && holder.key !== id.transferFrom) {
+      s.log.warn({ poolKey: id.poolKey, holder: holder.key, attachment: key }, 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky');
+      id = { ...id, sticky: false, poolKey: key, transferFrom: undefined };
+    }
+    if (id.transferFrom !== undefined) {
+      s.log.info({ namespace: id.namespace, name: id.name, from: id.transferFrom, to: key }, 'sticky pod: the new incarnation takes over what its dead one holds');
+      this.#releaseAttachment(id.transferFrom, s.now(), true);
+    }
+    const poolKey = id.poolKey;
+    let stickyHit = false;
+    for (let attempt = 0; attempt < 16; attempt++) {
+      const now = s.now();
+      const got: [Family, Addr][] = [];
+      let missed: Family | undefined;
+      let retryAt: number | undefined;
+      let full = false;
+      let fresh = false;
+      for (const [f, pool] of s.pools) {
+        const r = pool.acquire(poolKey, now, { sticky: id.sticky });
+        if (r.kind === 'hit') {
+          got.push([f, r.addr]);
+          if (r.from !== 'again') fresh = true;
+          if (r.from === 'sticky') stickyHit = true;
+          continue;
+        }
+        missed ??= f;
+        if (r.refill) this.#refiller.demand(f);
+        else ((full = true), (retryAt = r.retryAt));
+      }
+      if (missed === undefined) {
+        const texts = got.map(([, a]) => formatAddr(a));
+        if (fresh) {
+          const addrs = texts;
+          try {
+            db.transaction(() => {
+              db.addPod(
+                { key, network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
+                { key: s.podRecordKey(key), value: JSON.stringify({ network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString(), namespace: id.namespace, name: id.name, uid: id.uid }) },
+              );
+              const { namespace, name, uid, ownerKind, sticky } = id;
+              pods.store.seen({ key, network: req.network, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
+              if (sticky) pods.store.unreserve(poolKey);
+            });
+          } catch (e) {
+            for (const [f] of got) s.pools.get(f)!.cancel(poolKey, now);
+            throw new WarmError('io', s.node, `resource DB ${db.path}: ${(e as Error).message}`);
+          }
+          crashPoint('agent.add.recorded');
+          this.counters.hits += attempt === 0 ? 1 : 0;
+          if (stickyHit) pods.stickyHit();
+        }
+        this.#refiller.lowWater();
+        return { ips: texts.map((a) => s.ipConfig(a)) };
+      }
+      // Both or neither: what this attempt took goes back where it was.
+      for (const [f] of got) s.pools.get(f)!.cancel(poolKey, now);
+      stickyHit = false;
+      if (attempt === 0) this.counters.misses++;
+      if (full) {
+        const wait = retryAt === undefined ? undefined : retryAt - now;
+        throw new WarmError('transient', s.node, `warm pool of IPv${missed} on node ${s.node} is at capacity ${s.o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`);
+      }
+      await this.#refiller.waitForRefill(missed);
+    }
+    throw new WarmError('transient', s.node, `warm pool on node ${s.node}: no address after repeated refills`);
+  }
+
+  async del(req: WarmRequest): Promise<void> {
+    await this.#ready();
+    this.#releaseAttachment(warmRequestKey(req, this.#s.node), this.#s.now());
+  }
+
+  /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
+  async check(req: WarmRequest, expect: readonly Addr[]): Promise<void> {
+    await this.#ready();
+    const s = this.#s;
+    const key = warmRequestKey(req, s.node);
+    const { poolKey } = s.pods.poolKeyOf(key);
+    const held = [...s.pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
+    if (held.length === 0) throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${s.node}`);
+    for (const want of expect) {
+      if (!held.some((a) => a.family === want.family && a.value === want.value)) {
+        throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`);
+      }
+    }
+  }
+
+  /** Releases every attachment of `network` not in `valid`. */
+  async gc(network: string, valid: readonly { readonly containerId: string; readonly ifname: string }[]): Promise<void> {
+    await this.#ready();
+    const keep = new Set(valid.map((a) => cniHandleId(network, a.containerId, a.ifname)));
+    for (const p of this.#s.db.pods()) {
+      if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network });
+    }
+  }
+
+  /** The pod GC's release (pod-tracker.ts): gone for good; returns how many attachments held addresses. */
+  gcRelease(keys: readonly string[], now: number): number {
+    if (!this.#s.isReady || this.#s.closed) return 0;
+    let n = 0;
+    for (const k of keys) if (this.#releaseAttachment(k, now, false).length > 0) n++;
+    return n;
+  }
+
+  /**
+   * Lets the attachment's addresses go: a sticky one's (`sticky` undefined: as its ADD decided;
+   * false: gone for good, the GC's) into a reservation for its pool key, else idle after the
+   * cooldown. Returns the addresses released (none when the attachment holds none).
+   */
+  #releaseAttachment(key: string, now: number, sticky?: boolean): string[] {
+    const s = this.#s;
+    const { db, pods } = s;
+    const own = pods.poolKeyOf(key);
+    const addrs: [Family, string][] = [];
+    for (const [f, pool] of s.pools) {
+      const a = pool.release(own.poolKey, now, sticky === undefined ? {} : { sticky });
+      if (a) addrs.push([f, formatAddr(a)]);
+    }
+    const hasPod = db.hasPod(key);
+    if (addrs.length === 0 && !hasPod) {
+      pods.store.deleted(key, now);
+      return [];
+    }
+    const { stickyForMs, cooldownMs } = s.o;
+    const reserve = (sticky ?? own.sticky) && stickyForMs > 0 && own.poolKey !== key;
+    const freeAt = now + (reserve ? Math.max(stickyForMs, cooldownMs) : cooldownMs);
+    db.transaction(() => {
+      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now);
+      if (reserve) pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
+      pods.store.deleted(key, now);
+    });
+    crashPoint('agent.del.recorded');
+    return addrs.map(([, a]) => a);
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The write-behind of the pod records: the resource DB queues each ADD's record put and each
+ * DEL's delete (resource-db.ts); a loop (Periodic, every writeDelayMs) writes them to the
+ * datastore, WRITE_BATCH per txn (a key queued twice: its last write), through the cluster
+ * back end's warm records API (src/cluster/warm-handles.ts). Pods keep starting while the
+ * datastore is away; the queue drains when it returns.
+ */
+import { crashPoint } from '../util/crash-point.js';
+import { Periodic } from '../util/periodic.js';
+import { WRITE_BATCH, WRITE_DELAY_MS } from './warm-options.js';
+import type { WarmState } from './warm-state.js';
+
+export class WarmWriteBehind {
+  readonly #s: WarmState;
+  #loop: Periodic | undefined;
+  #flushRun: Promise<void> | undefined;
+  #flushAgain: Promise<void> | undefined;
+  readonly counters = { writeTxns: 0 };
+
+  constructor(state: WarmState) {
+    this.#s = state;
+  }
+
+  start(): void {
+    this.#loop = new Periodic({ name: 'warm pool write-behind', intervalMs: this.#s.o.writeDelayMs ?? WRITE_DELAY_MS, task: () => this.flush(), log: this.#s.log });
+    this.#loop.start();
+  }
+
+  /** Stops the loop (its timer at once) and waits for the flush under way; the owner flushes once more after its last writes (WarmService.close). */
+  async stop(): Promise<void> {
+    await this.#loop?.stop();
+  }
+
+  /**
+   * Writes the queued pod records, WRITE_BATCH per txn, until the queue is empty or a write
+   * fails. While a flush is in flight (the loop's), a call waits for it and then flushes once
+   * more, so what was queued before the call is written (or failed) when it resolves.
+   */
+  flush(): Promise<void> {
+    if (this.#flushRun) {
+      this.#flushAgain ??= this.#flushRun.then(() => {
+        this.#flushAgain = undefined;
+        return this.flush();
+      });
+      return this.#flushAgain;
+    }
+    const run = this.#flushOnce().finally(() => {
+      this.#flushRun = undefined;
+    });
+    this.#flushRun = run;
+    return run;
+  }
+
+  async #flushOnce(): Promise<void> {
+    const s = this.#s;
+    for (let i = 0; i < 1000; i++) {
+      const batch = s.db.pendingWrites(WRITE_BATCH);
+      if (batch.length === 0) return;
+      try {
+        await s.ds((ipam) => ipam.writeWarmRecords(batch));
+      } catch (e) {
+        s.lastError = (e as Error).message;
+        return;
+      }
+      crashPoint('agent.writebehind.committed');
+      this.counters.writeTxns++;
+      s.db.writesDone(batch[batch.length - 1]!.seq);
+    }
+  }
+}
