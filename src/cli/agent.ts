@@ -152,8 +152,8 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
-      logger.info({ signal: sig, inFlight: agent!.stats.inFlight }, 'stopping: draining calls in flight');
-      void agent!.close().then(() => {
+      logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');
+      void agent.close().then(() => {
         http?.close();
         resolve();
       });

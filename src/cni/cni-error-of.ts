@@ -38,8 +38,6 @@ export function cniErrorOf(e: unknown, verb?: string): CniError {
       return new CniError(CniCode.InvalidConfig, msg);
     case 'not-ready':
       return new CniError(status ? CniCode.NotAvailable : CniCode.TryAgainLater, msg);
-    case 'not-found':
-      return new CniError(CniCode.NotFound, msg);
     case undefined:
       break;
   }

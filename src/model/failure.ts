@@ -24,9 +24,7 @@ export type Failure =
   /** A value of the network configuration is wrong; the message names its path (`ipam.routes[0].dst: missing`). */
   | 'invalid-config'
   /** The service cannot serve the call yet (the warm pool is still starting, or a refill is backing off). */
-  | 'not-ready'
-  /** The attachment does not hold what the call names (CHECK). */
-  | 'not-found';
+  | 'not-ready';
 
 /** An error that says what kind of failure it is. */
 export interface ClassifiedError extends Error {

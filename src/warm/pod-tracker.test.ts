@@ -26,7 +26,7 @@ const args = (namespace: string, name: string, uid?: string): Map<string, string
 async function tracker(o: Partial<PodTrackerOptions> = {}): Promise<{ t: PodTracker; db: ResourceDb; clock: { t: number } }> {
   const db = new ResourceDb(join(root, `db${++n}`));
   const clock = { t: 1_000_000 };
-  const t = new PodTracker(db, { node: 'n1', stickyForMs: 60_000, now: () => clock.t, openPodSource: KubePods.open, ...o });
+  const t = new PodTracker(db, { node: 'n1', stickyForMs: 60_000, now: () => clock.t, openPodSource: (k, t) => KubePods.open(k, t), ...o });
   await t.open();
   return { t, db, clock };
 }

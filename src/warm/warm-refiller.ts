@@ -23,7 +23,7 @@ export class WarmRefiller {
   readonly #demand = new Map<Family, number>();
   #backoffUntil = 0;
   #backoffMs = 0;
-  #lastFailure: unknown;
+  #lastFailure: Error | undefined;
   #refillSeq = 0;
   /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
   #waiters = 0;
@@ -228,7 +228,7 @@ export class WarmRefiller {
     this.#backoffMs = Math.min(BACKOFF_MAX_MS, this.#backoffMs === 0 ? 500 : this.#backoffMs * 2);
     this.#backoffUntil = this.#s.now() + this.#backoffMs;
     this.#s.lastError = (e as Error).message;
-    this.#lastFailure = e;
+    this.#lastFailure = e instanceof Error ? e : new Error(String(e));
     this.#s.log.warn({ node: this.#s.o.node, error: this.#s.lastError, backoffMs: this.#backoffMs }, `warm pool ${what} failed; backing off`);
   }
 

@@ -203,11 +203,11 @@ export class WarmRestore {
 function decodePodRecord(key: string, value: string): PodRecord | Error {
   try {
     const v = JSON.parse(value) as Record<string, unknown>;
-    const str = (k: string): string | undefined => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
+    const str = (k: string): string | undefined => (typeof v[k] === 'string' ? (v[k]) : undefined);
     const addrs = v.addrs;
     if (!Array.isArray(addrs) || !addrs.every((a) => typeof a === 'string')) throw new Error('"addrs" is not a list of addresses');
     const since = Date.parse(str('since') ?? '');
-    return { key, network: str('network') ?? '', containerId: str('containerId') ?? '', ifname: str('ifname') ?? '', addrs: addrs as string[], since: Number.isNaN(since) ? 0 : since, namespace: str('namespace'), name: str('name'), uid: str('uid') };
+    return { key, network: str('network') ?? '', containerId: str('containerId') ?? '', ifname: str('ifname') ?? '', addrs: addrs, since: Number.isNaN(since) ? 0 : since, namespace: str('namespace'), name: str('name'), uid: str('uid') };
   } catch (e) {
     return new Error(`pod record of ${key}: ${(e as Error).message}`);
   }

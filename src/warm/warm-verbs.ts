@@ -61,7 +61,10 @@ export class WarmVerbs {
         }
         missed ??= f;
         if (r.refill) this.#refiller.demand(f);
-        else ((full = true), (retryAt = r.retryAt));
+        else {
+          full = true;
+          retryAt = r.retryAt;
+        }
       }
       if (missed === undefined) {
         const texts = got.map(([, a]) => formatAddr(a));

@@ -104,7 +104,7 @@ async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>, Bu
   const what = `${JSON.stringify(env)} stdin ${JSON.stringify(stdin.toString('utf8').slice(0, 200))}`;
   assert.ok(r.code === 0 || r.code === 1, `${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
   assert.doesNotMatch(r.stderr, /^\s+at |node:internal|Error: .*\n\s+at /m, `${what}: no stack trace on stderr: ${r.stderr}`);
-  const err = checkCniAnswer({ status: r.code as number, output: r.stdout }, env.CNI_COMMAND);
+  const err = checkCniAnswer({ status: r.code, output: r.stdout }, env.CNI_COMMAND);
   const k = `${env.CNI_COMMAND}:${err?.code ?? 'ok'}`;
   shimOutcomes.set(k, (shimOutcomes.get(k) ?? 0) + 1);
 }

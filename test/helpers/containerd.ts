@@ -100,7 +100,7 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
   const child = spawn('/usr/bin/containerd', ['--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
   live.add(child);
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
   let exited = false;
   const done = new Promise<void>((resolve) => child.on('exit', () => ((exited = true), live.delete(child), resolve())));
   const cri = criClient(socket);

@@ -42,7 +42,7 @@ export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> =
   const clock = prev?.clock ?? { t: 1_000_000 };
   const cluster = new ClusterServices();
   const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
-  const service = new WarmService({ datastore: url, dataDir, openPodSource: KubePods.open, ...s.options, now: () => clock.t, ...opts }, cluster);
+  const service = new WarmService({ datastore: url, dataDir, openPodSource: (k, t) => KubePods.open(k, t), ...s.options, now: () => clock.t, ...opts }, cluster);
   await service.start();
   const warm: RigWarm = Object.assign(new WarmBackend(service), {
     report: () => service.report(),
