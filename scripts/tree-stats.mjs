@@ -17,14 +17,15 @@ const files = [];
 })(src);
 const prod = files.filter((f) => !/\.(test|fuzz\.test|property\.test)\.ts$/.test(f) && !f.includes(`${sep}dashboard${sep}`));
 const lines = (f) => readFileSync(f, 'utf8').split('\n').length - 1;
-const folder = (f) => relative(src, f).split(sep).slice(0, -1).join('/') || '.';
+const folder = (f) => relative(src, f).split(sep).slice(0, -1).join('/') || relative(src, f);
 const total = prod.reduce((s, f) => s + lines(f), 0);
 console.log(`source files (no tests, no dashboard): ${prod.length}, lines ${total}; test files under src: ${files.length - prod.length - files.filter((f) => f.includes(`${sep}dashboard${sep}`) && !/\.test\.ts$/.test(f)).length}`);
 const per = new Map();
 for (const f of prod) per.set(folder(f), (per.get(folder(f)) ?? 0) + 1);
 console.log('files per folder: ' + [...per].sort().map(([k, v]) => `${k} ${v}`).join(', '));
 console.log('largest: ' + prod.map((f) => [relative(src, f), lines(f)]).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([f, n]) => `${f} ${n}`).join(', '));
-const spec = (t) => [...t.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1]);
+// Imports that exist at run time: `import type` / `export type` lines are erased by tsc.
+const spec = (t) => [...t.matchAll(/^(.*?)(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/gm)].filter((m) => !/^\s*(?:import|export)\s+type\b/.test(m[1]) && !/\btypeof\s*$/.test(m[1])).map((m) => m[2]);
 const graph = new Map();
 for (const f of prod) {
   const deps = spec(readFileSync(f, 'utf8')).map((s) => resolve(dirname(f), s).replace(/\.js$/, '.ts')).filter((t) => prod.includes(t));

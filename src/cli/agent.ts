@@ -5,7 +5,7 @@
 import { DEFAULT_NODE_NAME_HINT } from '../model/node-name.js';
 import type { Command } from 'commander';
 import type { WarmOptions } from '../warm/warm-service.js';
-import { parseDuration, parseListen } from './parse-flag.js';
+import { parseDuration, parseListen, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
 
 interface AgentFlags {
@@ -172,9 +172,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
     return undefined;
   }
   const count = (key: keyof AgentFlags, v: string | undefined): number | undefined => {
-    if (v === undefined) return undefined;
-    if (!/^[0-9]{1,6}$/.test(v)) throw new UsageError(`invalid ${label(key)} ${JSON.stringify(v)}: expected a non-negative integer`);
-    return Number(v);
+    return parseOptionalIntFlag(label(key), v, { min: 0, max: 999_999 });
   };
   const minIdle = count('minIdle', flags.minIdle) ?? 0;
   const maxIdle = count('maxIdle', flags.maxIdle) ?? minIdle;
