@@ -3,9 +3,8 @@
  * an address is idle when a warm handle of node N holds it and no pod record of N names it;
  * every other allocated address is in use. Pure: fed the entries the summary already lists.
  *
- * A pod record is written behind (within WRITE_DELAY_MS, 1 s, of the ADD: src/warm/warm-options.ts;
- * later while the datastore is
- * away), so an address just handed out can show as idle for that long.
+ * A pod record is written behind (within WRITE_DELAY_MS, 1 s, of the ADD — src/warm/warm-options.ts —
+ * later while the datastore is away), so an address just handed out can show as idle for that long.
  */
 import { addrOfOrdinal } from '../alloc/block.js';
 import { POD_RECORD_PREFIX, podRecordNode, warmHandleNode } from './warm-handle.js';
