@@ -103,8 +103,9 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
   let exited = false;
   const done = new Promise<void>((resolve) => child.on('exit', () => ((exited = true), live.delete(child), resolve())));
-  const cri = criClient(socket);
+  let cri: CriClient | undefined;
   try {
+    cri = criClient(socket);
     for (let i = 0; ; i++) {
       if (exited) throw new Error(`containerd exited before it answered on ${socket}:\n${stderr.slice(-4000)}`);
       try {
@@ -117,30 +118,31 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     }
     importPauseImage(dir, socket);
   } catch (e) {
-    cri.close();
+    cri?.close();
     child.kill('SIGKILL');
     await done;
     cleanUp(tmp, socket);
     throw e;
   }
+  const client = cri;
   return {
     dir,
     socket,
     cniBinDir,
     cniConfDir,
     logDir,
-    cri,
+    cri: client,
     log: () => stderr,
     stop: async () => {
       try {
-        for (const s of await cri.listPodSandboxes()) {
-          await cri.stopPodSandbox(s.id).catch(() => {});
-          await cri.removePodSandbox(s.id).catch(() => {});
+        for (const s of await client.listPodSandboxes()) {
+          await client.stopPodSandbox(s.id).catch(() => {});
+          await client.removePodSandbox(s.id).catch(() => {});
         }
       } catch {
         // containerd is gone already: its shims are killed below
       }
-      cri.close();
+      client.close();
       if (!exited) child.kill('SIGTERM');
       await Promise.race([done, sleep(15_000)]);
       if (!exited) child.kill('SIGKILL');
