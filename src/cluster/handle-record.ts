@@ -15,6 +15,10 @@ export interface HandleAttrs {
   readonly network?: string;
   readonly containerId?: string;
   readonly ifname?: string;
+  /** The pod holding the addresses (CNI_ARGS K8S_POD_NAMESPACE / K8S_POD_NAME / K8S_POD_UID), when the runtime named it. */
+  readonly namespace?: string;
+  readonly pod?: string;
+  readonly podUid?: string;
 }
 
 export interface HandleRecord extends HandleAttrs {
@@ -27,6 +31,9 @@ export function encodeHandle(h: HandleRecord): string {
   if (h.network !== undefined) o.network = h.network;
   if (h.containerId !== undefined) o.containerId = h.containerId;
   if (h.ifname !== undefined) o.ifname = h.ifname;
+  if (h.namespace !== undefined) o.namespace = h.namespace;
+  if (h.pod !== undefined) o.pod = h.pod;
+  if (h.podUid !== undefined) o.podUid = h.podUid;
   o.blocks = Object.fromEntries([...h.blocks].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
   return JSON.stringify(o);
 }
@@ -45,6 +52,7 @@ export function decodeHandle(entry: Entry): HandleRecord {
     network: optStr(entry.key, o, 'network'),
     containerId: optStr(entry.key, o, 'containerId'),
     ifname: optStr(entry.key, o, 'ifname'),
+    ...podFields(entry.key, o),
     blocks,
   };
 }
@@ -58,4 +66,14 @@ export function adjustHandle(h: HandleRecord, delta: ReadonlyMap<string, number>
     else blocks.delete(cidr);
   }
   return { ...h, blocks };
+}
+
+/** The pod fields present in a record (absent ones stay absent, so a re-encoded record is unchanged). */
+function podFields(key: string, o: Record<string, unknown>): Pick<HandleAttrs, 'namespace' | 'pod' | 'podUid'> {
+  const out: { namespace?: string; pod?: string; podUid?: string } = {};
+  for (const f of ['namespace', 'pod', 'podUid'] as const) {
+    const v = optStr(key, o, f);
+    if (v !== undefined) out[f] = v;
+  }
+  return out;
 }

@@ -66,7 +66,7 @@ class ClusterBackend implements IpamBackend {
     const areq = {
       node: c.nodeName,
       handle: handleOf(req),
-      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname },
+      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
       ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
     };
     const host = this.#host;

@@ -9,6 +9,8 @@ export { CniCode, CniError };
 import type { BackendHost, BackendKind, IpamRequest } from './ipam-backend.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import { ipamKeys } from './ipam-keys.js';
+import { podRefOfArgs } from '../model/pod-ref.js';
+import { runtimePodAnnotations } from './runtime-pod-annotations.js';
 import { readCmdEnv, validateContainerId, validateInterfaceName } from '../cni/skel-env.js';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from '../cni/version.js';
 
@@ -60,12 +62,17 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     await backend.status(conf);
     return '';
   }
+  const cniArgs = parseCniArgs(cmd.args);
+  const pod = podRefOfArgs(cniArgs);
+  const podAnnotations = runtimePodAnnotations(conf);
   const req: IpamRequest = {
     containerId: cmd.containerId,
     ifname: cmd.ifname,
     netns: cmd.netns || undefined,
-    cniArgs: parseCniArgs(cmd.args),
+    cniArgs,
     conf,
+    ...(pod ? { pod } : {}),
+    ...(podAnnotations ? { podAnnotations } : {}),
   };
   if (verb === 'ADD') {
     const { formatResult } = await import('../cni/result.js');

@@ -6,12 +6,21 @@
  * (the protocol's own types are in src/cni/types.ts).
  */
 import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
+import type { PodRef } from '../model/pod-ref.js';
+import type { PodDirectory } from '../model/pod-directory.js';
 
 export interface IpamRequest extends Attachment {
   readonly netns?: string;
   /** CNI_ARGS, parsed (`IP`, `IgnoreUnknown`, `K8S_POD_NAME`, …). */
   readonly cniArgs: ReadonlyMap<string, string>;
   readonly conf: NetConf;
+  /** The pod, from CNI_ARGS `K8S_POD_NAMESPACE`/`K8S_POD_NAME`/`K8S_POD_UID` (src/model/pod-ref.ts). */
+  readonly pod?: PodRef;
+  /**
+   * The pod's annotations as the runtime passed them (`runtimeConfig["io.kubernetes.cri.pod-annotations"]`,
+   * when the conflist entry declares that capability); undefined when it passed none.
+   */
+  readonly podAnnotations?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -53,4 +62,6 @@ export interface BackendHost {
   readonly local?: { readonly asyncLockWait: boolean; readonly scanCache?: import('../local/scan-cache.js').ScanCache };
   /** The warm-pool back end (src/plugin/warm-backend.ts over src/warm/warm-service.ts), when the agent runs one. */
   readonly warm?: IpamBackend;
+  /** The agent's watch-fed pod and namespace cache (annotations, owners), when it has an API server. */
+  readonly pods?: PodDirectory;
 }

@@ -11,8 +11,13 @@ export interface AssignRequest {
   readonly auto?: { readonly 4?: number; readonly 6?: number } | 'each-family';
   /** Specific addresses to assign. */
   readonly ips?: readonly Addr[];
-  /** Restrict auto-assignment to these pools, in order of preference. */
+  /** Restrict auto-assignment to these pools (names, or canonical CIDRs equal to a pool's), in order of preference. */
   readonly pools?: readonly string[];
+  /**
+   * Take the address of its family from this ip-set (src/cluster/ip-set-record.ts): a free one of
+   * the set's addresses, which no other request is given; other families as `auto` says.
+   */
+  readonly ipSet?: string;
   /**
    * `ips` are addresses pods already use (`podipam import host-local`): record them even when
    * one is a block's network, gateway or broadcast address, which are otherwise refused.
