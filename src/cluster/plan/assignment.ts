@@ -1,6 +1,7 @@
 /** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
 import type { Addr, Prefix } from '../../ip/index.js';
 import type { HandleAttrs } from '../handle-record.js';
+import type { AnnotationSource } from '../../model/placement.js';
 
 export interface AssignRequest {
   readonly node: string;
@@ -18,6 +19,12 @@ export interface AssignRequest {
    * the set's addresses, which no other request is given; other families as `auto` says.
    */
   readonly ipSet?: string;
+  /**
+   * The annotation that chose `ips`, `pools` or `ipSet` (src/cluster/placement-request.ts):
+   * a named pool or set that does not exist or cannot serve the node is then a PlacementError
+   * (CNI code 7) naming it and the pod, never a fallback to other pools.
+   */
+  readonly placedBy?: { readonly source: AnnotationSource; readonly pod: string };
   /**
    * `ips` are addresses pods already use (`podipam import host-local`): record them even when
    * one is a block's network, gateway or broadcast address, which are otherwise refused.
