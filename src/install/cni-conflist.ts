@@ -56,9 +56,13 @@ export function conflistText(o: ConflistOptions): string {
 
 function interfacePlugin(o: ConflistOptions): Record<string, unknown> {
   const ipMasq = o.ipMasq ?? true;
-  if (o.interface === 'ptp') return { type: 'ptp', ipMasq };
+  // The runtime hands the pod's annotations (podipam.io/pools, /ip, /ip-set, /sticky and
+  // Calico's) only to an entry declaring this capability; bridge and ptp pass their whole
+  // config, runtimeConfig included, on to the IPAM plugin. The local back end ignores them.
+  const caps = o.backend === 'local' ? {} : { capabilities: { 'io.kubernetes.cri.pod-annotations': true } };
+  if (o.interface === 'ptp') return { type: 'ptp', ipMasq, ...caps };
   // The block gateway as the pod's default route; local gives its routes in the IPAM section.
-  return { type: 'bridge', bridge: o.bridge, isGateway: true, ...(o.backend === 'local' ? {} : { isDefaultGateway: true }), ipMasq };
+  return { type: 'bridge', bridge: o.bridge, isGateway: true, ...(o.backend === 'local' ? {} : { isDefaultGateway: true }), ipMasq, ...caps };
 }
 
 function ipamSection(o: ConflistOptions): Record<string, unknown> {
