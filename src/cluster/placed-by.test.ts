@@ -11,7 +11,6 @@ import { AddressUnavailableError, NoPoolError } from './errors.js';
 import { PlacementError, parsePlacement } from '../model/placement.js';
 import { placementRequest } from './placement-request.js';
 import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
-import { cniErrorOf } from '../cni/cni-error-of.js';
 import { formatAddr } from '../ip/index.js';
 import { type Store, openStore } from '../store/index.js';
 
@@ -40,7 +39,7 @@ function req(annotations: Record<string, string>, handle = 'h1', pod = POD) {
 
 const placementError = (re: RegExp) => (e: unknown) => {
   assert.ok(e instanceof PlacementError, `PlacementError, got ${String(e)}`);
-  assert.equal(cniErrorOf(e).code, 7);
+  assert.equal(e.failure, 'invalid-config', 'CNI code 7 (src/cni/cni-error-of.ts)');
   assert.match(e.message, re);
   return true;
 };
@@ -86,11 +85,11 @@ describe('placedBy', () => {
       const other = { namespace: 'web', name: 'front-2' };
       await assert.rejects(ipam.assign(req({ 'podipam.io/ip': '10.2.0.9' }, 'h2', other)), (e: unknown) => {
         assert.ok(e instanceof AddressUnavailableError);
-        assert.equal(cniErrorOf(e).code, 101);
+        assert.equal(e.failure, 'address-unavailable', 'CNI code 101');
         assert.match(e.message, /address 10\.2\.0\.9 is not available: it is held by pod web\/front-1 \(handle "h1"\) \(asked for by annotation podipam\.io\/ip="10\.2\.0\.9" on pod web\/front-2\)/);
         return true;
       });
-      await assert.rejects(ipam.assign(req({ 'podipam.io/ip': '192.168.7.7' }, 'h3')), (e: unknown) => e instanceof AddressUnavailableError && e.reason === 'no-pool' && cniErrorOf(e).code === 101);
+      await assert.rejects(ipam.assign(req({ 'podipam.io/ip': '192.168.7.7' }, 'h3')), (e: unknown) => e instanceof AddressUnavailableError && e.reason === 'no-pool' && e.failure === 'address-unavailable');
     }));
 
   it('a holder without pod fields is still named by its handle', () =>
