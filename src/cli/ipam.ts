@@ -1,6 +1,7 @@
 /**
- * `podipam ipam show|check|release|config|reserve|unreserve`: utilisation, consistency
- * checks and repairs of the cluster back end. Also the plumbing the cluster command groups
+ * `podipam ipam show|check|release|config|reserve|unreserve`: utilisation (or, with
+ * `show --pod NS/NAME`, what one pod holds), consistency checks and repairs of the cluster
+ * back end. Also the plumbing the cluster command groups
  * share (`pool` uses it): open the datastore named by --datastore / $PODIPAM_DATASTORE, run
  * the service, close in `finally`; bad command-line input (TypeError/RangeError from
  * validation) becomes a UsageError (exit 2).
@@ -44,6 +45,28 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** `ipam show --pod NS/NAME`: one row per handle of the pod (src/cluster/handles-of-pod.ts). */
+async function showPod(cmd: Command, format: ReturnType<typeof outputFormat>, podText: string): Promise<void> {
+  const { parsePodRef } = await import('../model/pod-ref.js');
+  const pod = usage(() => parsePodRef('--pod', podText));
+  const items = await withClusterIpam(cmd, 'read', (c) => c.handlesOfPod(pod.namespace, pod.name));
+  if (printData(format, { items })) return;
+  if (items.length === 0) {
+    process.stdout.write(`pod ${pod.namespace}/${pod.name} holds no address (no handle record names it)\n`);
+    return;
+  }
+  printTable(items, [
+    { header: 'POD', value: (h) => h.pod },
+    { header: 'HANDLE', value: (h) => h.handle },
+    { header: 'ADDRESSES', value: (h) => h.addresses.map((a) => a.ip).join(',') || null },
+    { header: 'NETWORK', value: (h) => h.network },
+    { header: 'IFNAME', value: (h) => h.ifname },
+    { header: 'NODE', value: (h) => h.node },
+    { header: 'BLOCKS', value: (h) => [...new Set(h.addresses.map((a) => a.block))].join(',') || null },
+    { header: 'POOLS', value: (h) => [...new Set(h.addresses.map((a) => a.pool))].join(',') || null },
+  ]);
+}
+
 /** Registers `podipam ipam …`. */
 export function registerIpam(program: Command): void {
   const ipam = program.command('ipam').description('cluster IPAM: utilisation, consistency check, release');
@@ -52,10 +75,12 @@ export function registerIpam(program: Command): void {
     ipam
       .command('show')
       .description('allocated addresses per pool (and per block with --blocks or -o wide); IDLE: held idle by node agents\' warm pools')
-      .option('--blocks', 'also list every block with its node'),
-    '{"items": [pool…]}, with --blocks also "blocks": [block…]',
-  ).action(async (opts: { blocks?: boolean; json?: boolean; output?: string }, cmd: Command) => {
+      .option('--blocks', 'also list every block with its node')
+      .option('--pod <namespace/name>', "instead: every handle of this pod with its addresses, network and node"),
+    '{"items": [pool…]}, with --blocks also "blocks": [block…]; with --pod {"items": [handle…]}',
+  ).action(async (opts: { blocks?: boolean; pod?: string; json?: boolean; output?: string }, cmd: Command) => {
       const format = outputFormat(opts);
+      if (opts.pod !== undefined) return showPod(cmd, format, opts.pod);
       // Idle = held by a node agent's warm pool for later pods (src/warm/warm-usage.ts).
       const u = await withClusterIpam(cmd, 'read', async (c) => c.usage({ isIdle: await warmIdleTest(c.store) }));
       if (printData(format, opts.blocks ? { items: u.pools, blocks: u.blocks } : { items: u.pools })) return;

@@ -15,6 +15,8 @@ import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './key
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
 import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 import { readKeys } from './read-keys.js';
+import { takenByPod } from './taken-by-pod.js';
+import { PlacementError } from '../model/placement.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */
 export const MAX_ADDRESSES_PER_REQUEST = 32;
@@ -23,7 +25,9 @@ export const MAX_ADDRESSES_PER_REQUEST = 32;
  * Gives `req.handle` its addresses and returns everything it holds (IPv4 first). Idempotent:
  * repeating a request for a handle that already holds what it asks for returns those
  * addresses. All or nothing: on any error nothing was written by this call. Throws
- * PoolExhaustedError, NoPoolError, AddressUnavailableError, ContentionError (after
+ * PoolExhaustedError, NoPoolError, AddressUnavailableError (a taken address names the pod
+ * holding it, taken-by-pod.ts), PlacementError (`req.placedBy`: a named pool that cannot serve
+ * the node), ContentionError (after
  * ctx.maxAttempts conflicting attempts), StoreUnavailableError (the store is unreachable; the
  * txn in flight may or may not have landed — a retry of the same request is safe because it is
  * idempotent), TypeError/RangeError for a bad request.
@@ -57,7 +61,8 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
         now: ctx.now().toISOString(),
       });
     } catch (e) {
-      if (refreshed || !(e instanceof PoolExhaustedError || e instanceof NoPoolError || e instanceof AddressUnavailableError)) throw e;
+      if (!(e instanceof PoolExhaustedError || e instanceof NoPoolError || e instanceof AddressUnavailableError || e instanceof PlacementError)) throw e;
+      if (refreshed) throw await takenByPod(ctx, req, e);
       refreshed = true;
       ctx.cache.invalidateSnapshot();
       ctx.cache.forgetNode(req.node);

@@ -19,6 +19,7 @@ import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
 import type { CheckReport, Leak } from './check.js';
 import type { DeletedNodeBlockRelease } from './gc-findings.js';
+import type { AddressHolder, PodHandle } from './handles-of-pod.js';
 import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
 import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
@@ -87,6 +88,24 @@ export class ClusterIpam {
   async addressesOf(handle: string): Promise<Assignment[] | undefined> {
     const { addressesOfHandle } = await import('./handle-addresses.js');
     return addressesOfHandle(this.#ctx, handle);
+  }
+
+  /** See handles-of-pod.ts: the handles whose record names pod `namespace/name`, with their addresses. */
+  async handlesOfPod(namespace: string | undefined, name: string): Promise<PodHandle[]> {
+    const { handlesOfPod } = await import('./handles-of-pod.js');
+    return handlesOfPod(this.#ctx, namespace, name);
+  }
+
+  /** See handles-of-pod.ts: who holds `addr` (handle, pod, node, block); undefined when nobody does. */
+  async holderOfAddress(addr: Addr): Promise<AddressHolder | undefined> {
+    const { holderOfAddress } = await import('./handles-of-pod.js');
+    return holderOfAddress(this.#ctx, addr);
+  }
+
+  /** See handles-of-pod.ts: the pod each handle's record names (one batched read). */
+  async podsOfHandles(handles: readonly string[]): Promise<Map<string, string>> {
+    const { podsOfHandles } = await import('./handles-of-pod.js');
+    return podsOfHandles(this.#ctx, handles);
   }
 
   /** See warm-handles.ts: the handles whose name starts with `prefix` (a node's warm handles). */

@@ -65,6 +65,8 @@ export class AddressUnavailableError extends Error {
     readonly address: string,
     readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable',
     readonly detail: string,
+    /** For 'taken': the handle holding it. */
+    readonly holder?: string,
   ) {
     super(`address ${address} is not available: ${detail}`);
   }

@@ -12,6 +12,7 @@ export type { CheckReport, Leak, Problem } from './check.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
 export type { DeletedNodeBlockRelease } from './gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './allocations.js';
+export type { AddressHolder, PodHandle } from './handles-of-pod.js';
 export { InvalidCursorError } from './allocations.js';
 export { ViewCache } from './view-cache.js';
 export {

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
+import { cniErrorOf } from '../cni/cni-error-of.js';
 import type { IpamRequest } from './ipam-backend.js';
 import type { NetConf } from '../cni/types.js';
 import { openStore } from '../store/index.js';
@@ -143,5 +144,57 @@ describe('cluster back end (CNI edge)', () => {
       assert.equal(code, 7, msg);
       assert.match(msg, re);
     }
+  });
+});
+
+describe('cluster back end: placement annotations', () => {
+  const pod = { namespace: 'shop', name: 'web-1', uid: 'u1' };
+  /** The code the edge prints: the back end's CniError, or its typed error through the one table. */
+  const tableCode = async (p: Promise<unknown>): Promise<[number, string]> => {
+    try {
+      await p;
+    } catch (e) {
+      const c = cniErrorOf(e);
+      return [c.code, c.msg];
+    }
+    return [0, ''];
+  };
+  const annotated = (c: NetConf, id: string, podAnnotations?: Record<string, string>, args: Record<string, string> = {}): IpamRequest => ({ ...req(c, id, args), pod, ...(podAnnotations ? { podAnnotations } : {}) });
+
+  it("the runtime's pod annotations choose the pools over the configured ones, and name the pod on the handle", async () => {
+    const url = await datastore();
+    const c = conf({ datastore: url, pools: ['v4'] });
+    const b = await createClusterBackend(c);
+    const r = await b.add(annotated(c, 'a1', { 'podipam.io/pools': 'v6' }));
+    assert.deepEqual(r.ips.map((x) => x.address.includes(':')), [true], 'only the annotated v6 pool');
+    const plain = await b.add(annotated(c, 'a2'));
+    assert.deepEqual(plain.ips.map((x) => x.address.includes(':')), [false], 'without annotations: the configured v4 pool');
+    const s = await openStore(url);
+    try {
+      assert.deepEqual((await new ClusterIpam(s).handlesOfPod('shop', 'web-1')).map((h) => h.handle), ['net:a1:eth0', 'net:a2:eth0']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("in a host, the pod cache's namespace annotations apply when the runtime passed none (select-backend hands the cache over)", async () => {
+    const { selectBackend } = await import('./select-backend.js');
+    const c = conf({ datastore: await datastore() });
+    const pods = { pod: () => undefined, namespaceAnnotations: (ns: string) => (ns === 'shop' ? { 'podipam.io/pools': 'nosuch' } : undefined) };
+    const b = await selectBackend(c, {}, { pods });
+    const [code, msg] = await tableCode(b.add(annotated(c, 'h1')));
+    assert.equal(code, 7);
+    assert.equal(msg, 'annotation podipam.io/pools="nosuch" on namespace shop (pod shop/web-1): pool "nosuch" does not exist');
+  });
+
+  it('an annotation with an explicitly requested address is code 7 naming both; a malformed one is 7 naming annotation, pod and value', async () => {
+    const c = conf({ datastore: await datastore() });
+    const b = await createClusterBackend(c);
+    const [code, msg] = await tableCode(b.add(annotated(c, 'x1', { 'podipam.io/ip': '10.50.0.9' }, { IgnoreUnknown: '1', IP: '10.50.0.10' })));
+    assert.equal(code, 7);
+    assert.match(msg, /^annotation podipam\.io\/ip="10\.50\.0\.9" on pod shop\/web-1: cannot be combined with the requested address\(es\) 10\.50\.0\.10/);
+    const [code2, msg2] = await tableCode(b.add(annotated(c, 'x2', { 'cni.projectcalico.org/ipv4pools': 'blue' })));
+    assert.equal(code2, 7);
+    assert.match(msg2, /^annotation cni\.projectcalico\.org\/ipv4pools="blue" on pod shop\/web-1: not JSON/);
   });
 });

@@ -6,7 +6,13 @@
  * - ADD: one address per family of the configured pools (or of every enabled pool selecting
  *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
  *   `args.cni.ips`), under the handle `<network>:<containerID>:<ifname>` (handle-id.ts); all families in one
- *   transaction. A repeated ADD returns what the handle holds. Each result address carries
+ *   transaction. A repeated ADD returns what the handle holds.
+ *   The pod's placement annotations (src/model/placement.ts; the runtime's
+ *   `runtimeConfig["io.kubernetes.cri.pod-annotations"]`, else the agent's pod cache) choose
+ *   the pools or addresses instead (placement-request.ts): a named pool that is missing,
+ *   disabled or does not select the node is code 7, never a fallback; an annotation together
+ *   with an explicitly requested address is code 7 naming both. Parsing them is pure: a pod
+ *   without annotations costs what it did (one round trip in the steady state). Each result address carries
  *   its BLOCK's prefix and the block's gateway (`10.244.3.7/26`, gateway `10.244.3.1`): the
  *   block is a subnet on the node, whose interface plugin puts the gateway on the node side
  *   (`bridge` with isGateway: on the bridge; `ptp`: on each host-side veth), and the other
@@ -42,32 +48,46 @@ import { redactStoreUrl } from '../store/redact-store-url.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
+import type { AssignRequest } from '../cluster/plan/assignment.js';
+import { placementRequest } from '../cluster/placement-request.js';
+import { PlacementError, hasPlacement } from '../model/placement.js';
+import type { PodDirectory } from '../model/pod-directory.js';
+import { formatPodRef } from '../model/pod-ref.js';
+import { placementOf } from './placement-of.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
 
 /** Validates the config (CniError 7) and returns the back end. */
-export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost): Promise<IpamBackend> {
-  return new ClusterBackend(parseClusterConf(conf, env), host);
+export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost, pods?: PodDirectory): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf, env), host, pods);
 }
 
 class ClusterBackend implements IpamBackend {
   readonly #conf: ClusterConf;
   readonly #host: ClusterHost | undefined;
+  readonly #pods: PodDirectory | undefined;
 
-  constructor(conf: ClusterConf, host?: ClusterHost) {
+  constructor(conf: ClusterConf, host?: ClusterHost, pods?: PodDirectory) {
     this.#conf = conf;
     this.#host = host;
+    this.#pods = pods;
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
     const ips = requestedAddrs(req.conf, req.cniArgs);
     const c = this.#conf;
-    const areq = {
+    const placement = placementOf(req, this.#pods);
+    const pod = req.pod ? formatPodRef(req.pod) : '';
+    if (ips.length > 0 && hasPlacement(placement)) {
+      const source = (placement.ips ?? placement.pools ?? placement.ipSet)!;
+      throw new PlacementError(source, pod, `cannot be combined with the requested address(es) ${ips.map(formatAddr).join(', ')} (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips): give one or the other`);
+    }
+    const areq: AssignRequest = {
       node: c.nodeName,
       handle: handleOf(req),
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
-      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+      ...(ips.length > 0 ? { ips } : placementRequest(placement, pod, c.pools)),
     };
     const host = this.#host;
     const got = host

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { openStore } from '../../src/store/index.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { type PluginCall, REPO_ROOT, runPlugin } from '../helpers/plugin.js';
+import { PODIPAM_BIN, type PluginCall, REPO_ROOT, runPlugin } from '../helpers/plugin.js';
 import { requireExecutable } from '../helpers/prereq.js';
 import { handleKey } from './serve-keys.js';
 import { api, runCli, startServe, waitFor } from './serve-harness.js';
@@ -319,6 +319,55 @@ test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use 
   } finally {
     await browser?.close();
     await agent?.stop();
+    await s.stop();
+    d.remove();
+  }
+});
+
+test('dashboard: the search finds a pod by namespace/name, by name and by address, and shows its holder', { timeout: 90_000 }, async () => {
+  requireExecutable(CHROMIUM);
+  const s = await startServe({ args: ['--no-controller'] });
+  const { makeTempDir } = await import('../helpers/tmp.js');
+  const d = makeTempDir('dash-search');
+  let browser: Browser | undefined;
+  try {
+    // A pod started through the plugin in cluster mode on serve's datastore: its handle names it.
+    const r = await runPlugin(PODIPAM_BIN, {
+      command: 'ADD',
+      containerId: 'search-1',
+      ifname: 'eth0',
+      args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=web-1;K8S_POD_UID=u1',
+      config: { cniVersion: '1.0.0', name: 'net', ipam: { type: 'podipam', datastore: s.datastore, nodeName: 'snode', cacheDir: join(d.path, 'cache') } },
+    });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const [v4, v6] = (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address.split('/')[0]!);
+    const pod = (await api(s.url, 'GET', '/api/v1/pods/shop/web-1')).body;
+    assert.deepEqual(pod.items.map((h: { handle: string; node: string }) => [h.handle, h.node]), [['net:search-1:eth0', 'snode']]);
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(s.dashboardUrl);
+    const find = async (q: string): Promise<string> => {
+      await page.evaluate(() => document.getElementById('search-result')?.replaceChildren());
+      await page.fill('#search-input', q);
+      await page.click('#search-form button');
+      await page.waitForFunction(() => (document.getElementById('search-result')?.childElementCount ?? 0) > 0);
+      return (await page.textContent('#search-result')) ?? '';
+    };
+    for (const q of ['shop/web-1', 'web-1', v4!, v6!]) {
+      const text = await find(q);
+      assert.equal(await attr(page, '#search-result', 'data-found'), '1', `${q}: ${text}`);
+      assert.equal(await attr(page, '#search-result tr[data-handle="net:search-1:eth0"]', 'data-pod'), 'shop/web-1', q);
+      for (const part of ['shop/web-1', 'net:search-1:eth0', v4!, v6!, 'snode']) assert.ok(text.includes(part), `${q}: ${text} shows ${part}`);
+    }
+    await page.screenshot({ path: join(OUT, 'dashboard-search.png'), fullPage: true });
+    assert.match(await find('shop/nobody'), /Nothing found: pod shop\/nobody holds no address/);
+    assert.match(await find('10.255.255.254'), /Nothing found/);
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await browser?.close();
     await s.stop();
     d.remove();
   }

@@ -36,6 +36,7 @@ import { effectiveMaxBlocks } from '../ipam-config.js';
 import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
 import type { KnownBlock } from '../node-view.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
+import { PlacementError } from '../../model/placement.js';
 import { type Pool, poolUsable } from '../pool-record.js';
 
 export interface PlanInput {
@@ -82,6 +83,15 @@ export type AssignPlan =
       /** Keys of blocks this txn creates (a failed compare on one means someone else has it). */
       readonly claims: readonly string[];
     };
+
+/** True when `entry` (a pool name, or a canonical CIDR from Calico's annotations) names `p`. */
+function poolIs(p: Pool, entry: string): boolean {
+  return p.name === entry || (entry.includes('/') && formatPrefix(p.cidr) === entry);
+}
+
+function poolNamed(pools: readonly Pool[], entry: string): Pool | undefined {
+  return pools.find((p) => poolIs(p, entry));
+}
 
 /** Failed claims tolerated before listing every block rather than guessing. */
 export const MAX_CLAIM_MISSES = 3;
@@ -196,7 +206,7 @@ class Planner {
       const o = ordinalOf(t.cidr, t.ip);
       const holder = holderOf(block, o);
       if (holder !== undefined && holder !== req.handle) {
-        throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`);
+        throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`, holder);
       }
       if (holder === req.handle) continue;
       this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
@@ -207,7 +217,9 @@ class Planner {
     const { req, snap } = this.#in;
     if (!req.auto) return;
     for (const n of req.pools ?? []) {
-      if (!snap.pools.some((p) => p.name === n)) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
+      const pool = poolNamed(snap.pools, n);
+      if (req.placedBy) this.#checkPlaced(n, pool);
+      else if (!pool) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
     }
     const wanted: [Family, number][] =
       req.auto === 'each-family'
@@ -222,10 +234,22 @@ class Planner {
     }
   }
 
+  /**
+   * A pool an annotation names (placedBy) must exist, be usable and select the node: else
+   * PlacementError (code 7) naming the annotation and the pod, never a fallback to other pools.
+   */
+  #checkPlaced(entry: string, pool: Pool | undefined): void {
+    const { source, pod } = this.#in.req.placedBy!;
+    const what = entry.includes('/') ? `pool CIDR ${entry}` : `pool "${entry}"`;
+    if (!pool) throw new PlacementError(source, pod, `${what} does not exist`);
+    if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+    if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${this.#in.req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
+  }
+
   /** Usable pools of `family` selecting this node, in preference order. */
   #candidates(family: Family): Pool[] {
     const { req, snap } = this.#in;
-    const pools = req.pools ? req.pools.flatMap((n) => snap.pools.filter((p) => p.name === n)) : snap.pools;
+    const pools = req.pools ? req.pools.flatMap((n) => snap.pools.filter((p) => poolIs(p, n))) : snap.pools;
     return pools.filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
   }
 
@@ -238,7 +262,7 @@ class Planner {
 
   #whyNoPool(family: Family | undefined): string {
     const { req, snap } = this.#in;
-    const pools = (req.pools ? snap.pools.filter((p) => req.pools!.includes(p.name)) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
+    const pools = (req.pools ? snap.pools.filter((p) => req.pools!.some((n) => poolIs(p, n))) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
     if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
     if (!pools.some(poolUsable)) return 'every such pool is disabled';
     return "no pool's nodeSelector matches the node's labels";

@@ -1,12 +1,13 @@
 /**
  * Read-only API routes: aggregates for the dashboard (overview, block map), pools, blocks,
- * nodes, paged allocations and the check report. Lists of blocks and nodes come from the
+ * nodes, paged allocations, the check report, and pods (routes-pods.ts). Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
 import { ClusterIpam } from '../../cluster/index.js';
 import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { listAllocations } from './allocation-query.js';
+import { addPodRoutes } from './routes-pods.js';
 import type { BlockSummary, PoolSummary } from '../summary/cluster-summary.js';
 import { badField, notFound } from '../http/http-error.js';
 import type { HandlerSpec } from '../http/http-server.js';
@@ -61,13 +62,14 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       if (!block) throw notFound(`block ${formatPrefix(cidr)} does not exist`);
       const pool = (await d.summary.get()).pools.find((p) => p.family === cidr.family && prefixContainsPrefix(parsePrefix(p.cidr), cidr));
       const allocations = block.allocations;
+      const pods = await d.ipam.podsOfHandles([...new Set(allocations.map((a) => a.handle))]);
       return {
         cidr: formatPrefix(cidr),
         pool: pool?.name ?? null,
         node: block.node,
         capacity: Number(block.capacity),
         allocated: allocations.length,
-        allocations: allocations.map((a) => ({ ip: a.ip, handle: a.handle })),
+        allocations: allocations.map((a) => ({ ip: a.ip, handle: a.handle, pod: pods.get(a.handle) ?? null })),
       };
     },
   });
@@ -120,6 +122,8 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems };
     },
   });
+
+  addPodRoutes(r, d);
 }
 
 function poolName(name: string | undefined, field = 'name'): string {

@@ -9,6 +9,7 @@ import { initMapEvents, refreshMap } from './block-map.js';
 import { initCheck, refreshCheck } from './check.js';
 import { byId } from './dom.js';
 import { renderOverview } from './overview.js';
+import { initSearch } from './search.js';
 import { refreshNodes } from './nodes.js';
 import { NODE_PAGE, saveToken, state } from './state.js';
 import type { Overview, Whoami } from './types.js';
@@ -77,6 +78,7 @@ function takeUrlToken(): void {
 function start(): void {
   takeUrlToken();
   initMapEvents();
+  initSearch();
   initCheck({ afterRelease: tick, showError });
   byId<HTMLFormElement>('token-form').addEventListener('submit', (ev) => {
     ev.preventDefault();

@@ -43,7 +43,7 @@ export interface BlockDetail {
   readonly node: string | null;
   readonly capacity: number;
   readonly allocated: number;
-  readonly allocations: readonly { readonly ip: string; readonly handle?: string }[];
+  readonly allocations: readonly { readonly ip: string; readonly handle?: string; readonly pod?: string | null }[];
 }
 
 export interface NodeRow {
@@ -89,4 +89,13 @@ export type Role = 'none' | 'read' | 'admin';
 export interface Whoami {
   readonly role: Role;
   readonly authRequired: boolean;
+}
+
+/** A handle of a pod, or an address's holder (GET /api/v1/pods/NS/NAME, /pods?name=, /addresses/IP). */
+export interface PodHandleRow {
+  readonly handle: string;
+  readonly pod: string | null;
+  readonly node: string;
+  readonly network: string | null;
+  readonly addresses: readonly { readonly ip: string; readonly block: string; readonly pool: string }[];
 }
