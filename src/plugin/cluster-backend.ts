@@ -42,22 +42,28 @@ import { redactStoreUrl } from '../store/redact-store-url.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
+import type { PodDirectory } from '../model/pod-directory.js';
+import { formatPodRef } from '../model/pod-ref.js';
+import { placementRequest } from '../cluster/placement-request.js';
+import { placementOf } from './placement-of.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
 
 /** Validates the config (CniError 7) and returns the back end. */
-export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost): Promise<IpamBackend> {
-  return new ClusterBackend(parseClusterConf(conf, env), host);
+export async function createClusterBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: ClusterHost, pods?: PodDirectory): Promise<IpamBackend> {
+  return new ClusterBackend(parseClusterConf(conf, env), host, pods);
 }
 
 class ClusterBackend implements IpamBackend {
   readonly #conf: ClusterConf;
   readonly #host: ClusterHost | undefined;
+  readonly #pods: PodDirectory | undefined;
 
-  constructor(conf: ClusterConf, host?: ClusterHost) {
+  constructor(conf: ClusterConf, host?: ClusterHost, pods?: PodDirectory) {
     this.#conf = conf;
     this.#host = host;
+    this.#pods = pods;
   }
 
   async add(req: IpamRequest): Promise<IpamResult> {
@@ -67,7 +73,8 @@ class ClusterBackend implements IpamBackend {
       node: c.nodeName,
       handle: handleOf(req),
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
-      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+      // The pod's placement annotations (the runtime's, else the agent's pod cache; its namespace's from the cache).
+      ...(ips.length > 0 ? { ips } : placementRequest(placementOf(req, this.#pods), req.pod ? formatPodRef(req.pod) : '', c.pools)),
     };
     const host = this.#host;
     const got = host
