@@ -79,7 +79,7 @@ describe('pod cache', () => {
     } finally {
       await cache.stop();
     }
-    assert.equal(fake.openWatches(), 0, 'stop ends its watches');
+    await until('stop ends its watches', () => fake.openWatches() === 0);
   });
 
   it('a dropped watch resumes from its resourceVersion: no relist, no event missed', async () => {
@@ -123,7 +123,7 @@ describe('pod cache', () => {
       fake.annotateNamespace('gone', { a: '3' });
       fake.expireWatchHistory();
       await fake.up();
-      await until('relisted', () => cache.pod('gone', 'came') !== undefined, 10_000);
+      await until('relisted', () => cache.pod('gone', 'came') !== undefined && cache.namespaceAnnotations('gone')?.a === '3', 10_000);
       assert.equal(cache.pod('gone', 'goes'), undefined, 'a pod deleted during the outage is gone after the relist');
       assert.deepEqual(cache.pod('gone', 'came')?.annotations, { b: '2' });
       assert.deepEqual(cache.namespaceAnnotations('gone'), { a: '3' });
