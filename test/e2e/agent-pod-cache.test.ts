@@ -17,6 +17,7 @@ import { makeTempDir } from '../helpers/tmp.js';
 
 const dir = makeTempDir('agent-pod-cache');
 const NODE = 'pc-node';
+after(() => dir.remove());
 
 describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache', () => {
   let fake: FakeKubeApiServer;
@@ -50,7 +51,6 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
   after(async () => {
     await agent?.stop();
     await fake?.close();
-    dir.remove();
   });
 
   const call = (ns: string, pod: string, id: string): PluginCall => ({
@@ -104,11 +104,34 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     assert.match(e.msg, /team-plain\/bad-ip/);
   });
 
+  it('the API server gone: ADDs go on from what the cache holds', async () => {
+    await fake.down();
+    try {
+      assert.match(await addressOf('team-gold', 'web-1', 'c7'), /^10\.231\./);
+    } finally {
+      await fake.up();
+    }
+  });
+
   it('agent status shows the cache', async () => {
     const { spawnSync } = await import('node:child_process');
     const { PODIPAM_BIN } = await import('../helpers/plugin.js');
     const r = spawnSync(PODIPAM_BIN, ['agent', 'status', '--socket', sock], { encoding: 'utf8', timeout: 20_000 });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /^pod cache: 4 pods, 2 namespaces, \d+ events, \d+ watch resumes, 0 relists, 0 errors$/m);
+    assert.match(r.stdout, /^pod cache: 4 pods, 2 namespaces, \d+ events, \d+ watch resumes, \d+ relists, \d+ errors/m);
+  });
+});
+
+describe('agent --kubeconfig / --in-cluster flags', () => {
+  it('a missing kubeconfig file, or both flags, is a usage error naming them', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { PODIPAM_BIN } = await import('../helpers/plugin.js');
+    const run = (...args: string[]) => spawnSync(PODIPAM_BIN, ['agent', '--socket', join(dir.path, 'flags', 'a.sock'), '--metrics-listen', 'off', ...args], { encoding: 'utf8', timeout: 20_000 });
+    const missing = run('--kubeconfig', '/nonexistent/kubeconfig');
+    assert.equal(missing.status, 2, missing.stderr);
+    assert.match(missing.stderr, /invalid --kubeconfig "\/nonexistent\/kubeconfig": no such file/);
+    const both = run('--kubeconfig', join(dir.path, 'kubeconfig'), '--in-cluster');
+    assert.equal(both.status, 2, both.stderr);
+    assert.match(both.stderr, /give --kubeconfig or --in-cluster, not both/);
   });
 });
