@@ -61,7 +61,7 @@ const PAGE = 500;
 const MAX_PAGES = 1000;
 const HEADERS_TIMEOUT_MS = 10_000;
 
-const meta = (raw: unknown): { resourceVersion?: unknown; continue?: unknown } => ((raw as { metadata?: unknown } | null)?.metadata ?? {}) as { resourceVersion?: unknown; continue?: unknown };
+const meta = (raw: unknown): { resourceVersion?: unknown; continue?: unknown } => ((raw as { metadata?: unknown } | null)?.metadata ?? {});
 
 export class Reflector<T> {
   readonly #o: ReflectorOptions<T>;
