@@ -14,6 +14,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { freePort } from '../helpers/free-port.js';
 
 const dir = makeTempDir('agent-pod-cache');
 const NODE = 'pc-node';
@@ -24,6 +25,7 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
   let agent: RunningAgent;
   const url = `sqlite:${join(dir.path, 'store.db')}`;
   const sock = join(dir.path, 'run', 'agent.sock');
+  let metricsPort = 0;
 
   before(async () => {
     requireShim();
@@ -38,7 +40,8 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     fake.addPod('team-gold', 'web-1', { node: NODE, ownerKind: 'ReplicaSet' });
     fake.addPod('team-gold', 'own-pools', { node: NODE, annotations: { 'podipam.io/pools': 'plain' } });
     fake.addPod('team-plain', 'db-0', { node: NODE, ownerKind: 'StatefulSet' });
-    agent = await startAgent(sock, ['--node', NODE, '--datastore', url, '--kubeconfig', join(dir.path, 'kubeconfig')]);
+    metricsPort = await freePort();
+    agent = await startAgent(sock, ['--node', NODE, '--datastore', url, '--kubeconfig', join(dir.path, 'kubeconfig'), '--metrics-listen', `127.0.0.1:${metricsPort}`]);
     for (let i = 0; !(await agent.status()).podCache?.synced; i++) {
       if (i > 200) throw new Error(`pod cache not synced after 10 s: ${JSON.stringify((await agent.status()).podCache)}\n${agent.log()}`);
       await sleep(50);
@@ -111,6 +114,16 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     } finally {
       await fake.up();
     }
+  });
+
+  it('the metrics show the cache', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.equal(value('podipam_agent_pod_cache_synced'), 1);
+    assert.equal(value('podipam_agent_pod_cache_pods'), 4);
+    assert.equal(value('podipam_agent_pod_cache_namespaces'), 2);
+    assert.ok(value('podipam_agent_pod_cache_events_total') >= 2, text);
+    for (const n of ['podipam_agent_pod_cache_relists_total', 'podipam_agent_pod_cache_watch_resumes_total', 'podipam_agent_pod_cache_errors_total']) assert.ok(Number.isFinite(value(n)), n);
   });
 
   it('agent status shows the cache', async () => {
