@@ -22,12 +22,17 @@ export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
    * (requires `datastore`).
    */
   readonly warm?: Omit<WarmOptions, 'datastore' | 'node' | 'log'>;
+  /**
+   * Talk to the API server (a kubeconfig file; undefined: the in-cluster service account): the
+   * watch-fed pod cache (src/agent/pod-cache.ts) for every back end, the warm pool's pod source.
+   */
+  readonly kube?: { readonly kubeconfig?: string; readonly timing?: import('./agent/pod-cache.js').PodCacheOptions['timing'] };
   readonly log: Log;
 }
 
 /** Takes the socket and serves the plugin's calls with the back ends' long-lived services. */
 export function startAgent(o: AgentMainOptions): Promise<Agent> {
-  const { datastore, warm, ...host } = o;
+  const { datastore, warm, kube, ...host } = o;
   return Agent.start({ ...host, host: () => hostedBackEnds(o) });
 }
 
@@ -36,11 +41,19 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
   const scanCache = new ScanCache();
   let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache } };
   let warm: WarmService | undefined;
+  // One client for everything that talks to the API server.
+  const kube = o.kube ? await openKubeOrFail(o.kube.kubeconfig) : undefined;
+  let pods: import('./agent/pod-cache.js').PodCache | undefined;
+  if (kube) {
+    const [{ PodCache }, { kubeTransport }] = await Promise.all([import('./agent/pod-cache.js'), import('./agent/kube-client.js')]);
+    pods = new PodCache({ transport: kubeTransport(kube), node: o.node, log: o.log.child({ component: 'pod-cache' }), ...(o.kube?.timing ? { timing: o.kube.timing } : {}) });
+    host = { ...host, pods };
+  }
   if (o.warm) {
     if (!o.datastore) throw new AgentStartError('the warm pool needs --datastore');
     const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([import('./warm/warm-service.js'), import('./plugin/warm-backend.js'), import('./agent/kube-pods.js')]);
     try {
-      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: (k, t) => KubePods.open(k, t), log: o.log }, cluster);
+      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: async (k, t) => (kube ? KubePods.of(kube, t) : KubePods.open(k, t)), log: o.log }, cluster);
     } catch (e) {
       throw new AgentStartError(`warm pool: ${(e as Error).message}`);
     }
@@ -53,19 +66,32 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
       datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, open: cluster.datastores() },
       localScans: scanCache.stats,
       ...(warm ? { warmPool: warm.report() } : {}),
+      ...(pods ? { podCache: pods.status() } : {}),
     }),
     async start() {
       if (o.datastore) {
         // Open it now; a datastore that is down is retried by the first call that needs it.
         await cluster.run(o.datastore, o.node, async () => undefined).catch((e: Error) => o.log.warn({ datastore: o.datastore, error: e.message }, 'datastore not reachable yet'));
       }
+      // Lists and watches in the background: a call never waits for the API server.
+      pods?.start();
       // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
       await warm?.start();
     },
     async close() {
       await warm?.close();
+      await pods?.stop();
       await cluster.close();
       scanCache.close();
     },
   };
+}
+
+async function openKubeOrFail(kubeconfig: string | undefined): Promise<import('./agent/kube-client.js').Kube> {
+  const { openKube } = await import('./agent/kube-client.js');
+  try {
+    return await openKube(kubeconfig);
+  } catch (e) {
+    throw new AgentStartError((e as Error).message);
+  }
 }

@@ -62,6 +62,17 @@ export class AgentMetrics {
     counter('podipam_agent_gc_releases', 'attachments the pod GC released because their pods were gone from the API server', (w) => w.pods.gcReleases);
     counter('podipam_agent_gc_list_failures', 'pod GC runs whose list failed (nothing released)', (w) => w.pods.gcListFailures);
     counter('podipam_agent_pod_store_pods', 'pods in the pod store (deleted ones kept an hour)', (w) => w.pods.podStore);
+    const cache = (): import('./pod-cache.js').PodCacheStatus | undefined => hosted()?.podCache;
+    new Gauge({ name: 'podipam_agent_pod_cache_synced', help: 'the pod cache has listed pods and namespaces (1) or not yet (0); absent: no API server', registers, collect() { const c = cache(); if (c) this.set(c.synced ? 1 : 0); } });
+    new Gauge({ name: 'podipam_agent_pod_cache_pods', help: 'pods of this node in the pod cache', registers, collect() { const c = cache(); if (c) this.set(c.pods); } });
+    new Gauge({ name: 'podipam_agent_pod_cache_namespaces', help: 'namespaces in the pod cache', registers, collect() { const c = cache(); if (c) this.set(c.namespaces); } });
+    const cacheCounter = (name: string, help: string, pick: (c: import('./pod-cache.js').PodCacheStatus) => number): void => {
+      new Counter({ name, help, registers, collect() { const c = cache(); if (!c) return; this.reset(); this.inc(pick(c)); } });
+    };
+    cacheCounter('podipam_agent_pod_cache_relists_total', 'pod cache lists after the first (after a 410 Gone or a failed list)', (c) => c.relists);
+    cacheCounter('podipam_agent_pod_cache_watch_resumes_total', 'pod cache watches resumed from the last resourceVersion', (c) => c.resumes);
+    cacheCounter('podipam_agent_pod_cache_events_total', 'pod and namespace watch events applied to the pod cache', (c) => c.events);
+    cacheCounter('podipam_agent_pod_cache_errors_total', 'pod cache lists and watches that failed', (c) => c.errors);
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 

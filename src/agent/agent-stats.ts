@@ -23,6 +23,8 @@ export interface AgentStatus {
   readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number };
   /** The warm pool (when the agent runs one): see src/warm/warm-service.ts WarmStatus. */
   readonly warmPool?: import('../warm/warm-service.js').WarmStatus;
+  /** The watch-fed pod and namespace cache (when the agent has an API server): see pod-cache.ts PodCacheStatus. */
+  readonly podCache?: import('./pod-cache.js').PodCacheStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

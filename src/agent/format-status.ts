@@ -7,6 +7,12 @@ export function formatAgentStatus(s: AgentStatus): string {
     `back ends: ${Object.entries(s.backends).map(([b, n]) => `${b} ${n}`).join(', ') || 'none used yet'}`,
     `datastore: ${s.datastore.open.length} open, ${s.datastore.roundTrips} round trips, ${s.datastore.groupCommits} group commits carrying ${s.datastore.groupedAdds} ADDs`,
   ];
+  const c = s.podCache;
+  if (c) {
+    lines.push(
+      `pod cache${c.synced ? '' : ' (not synced yet: placement reads only the runtime\'s pod annotations)'}: ${c.pods} pods, ${c.namespaces} namespaces, ${c.events} events, ${c.resumes} watch resumes, ${c.relists} relists, ${c.errors} errors${c.lastError ? `; last error ${c.lastError.at}: ${c.lastError.message}` : ''}`,
+    );
+  }
   const w = s.warmPool;
   if (w) {
     const fam = Object.entries(w.pools).map(([f, c]) => `${f} idle ${c.idle}, in use ${c.inUse}, returning ${c.returning}, pending ${c.pending}`).join('; ');

@@ -1,11 +1,14 @@
 /**
- * The warm pool's view of Kubernetes pods through `@kubernetes/client-node` (imported on open
- * only): one pod by namespace/name (its uid and controller kind, for stickiness) and this
- * node's pods (`spec.nodeName` field selector, for the GC). A lookup is bounded by `timeoutMs`
- * (it delays a pod's ADD), a list page by LIST_TIMEOUT_MS; errors are thrown to the caller, which degrades (lookup) or skips (GC).
+ * The warm pool's view of Kubernetes pods through `@kubernetes/client-node` (the agent's one
+ * client, kube-client.ts): one pod by namespace/name (its uid and controller kind, for
+ * stickiness) and this node's pods (`spec.nodeName` field selector, for the GC: always a real
+ * list — fresh proof from the API server, never the pod cache, whose lack of a pod proves
+ * nothing). A lookup is bounded by `timeoutMs` (it delays a pod's ADD), a list page by
+ * LIST_TIMEOUT_MS; errors are thrown to the caller, which degrades (lookup) or skips (GC).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { PodInfo, PodSource } from '../warm/pod-source.js';
+import { type Kube, openKube } from './kube-client.js';
 
 export type { PodInfo, PodSource };
 
@@ -31,19 +34,14 @@ export class KubePods implements PodSource {
     this.#timeoutMs = timeoutMs;
   }
 
+  /** Over the agent's loaded client (kube-client.ts openKube). */
+  static of(kube: Kube, timeoutMs: number): KubePods {
+    return new KubePods(kube.coreApi, timeoutMs);
+  }
+
   /** Loads the kubeconfig file (undefined: the in-cluster service account). Throws when it cannot be loaded. */
   static async open(kubeconfig: string | undefined, timeoutMs: number): Promise<KubePods> {
-    const k8s = await import('@kubernetes/client-node');
-    const kc = new k8s.KubeConfig();
-    const what = `kubeconfig ${kubeconfig ?? '(in-cluster)'}`;
-    try {
-      if (kubeconfig) kc.loadFromFile(kubeconfig);
-      else kc.loadFromCluster();
-    } catch (e) {
-      throw new Error(`${what}: cannot load it: ${(e as Error).message.split('\n')[0]}`);
-    }
-    if (!kc.getCurrentCluster()) throw new Error(`${what}: no current cluster`);
-    return new KubePods(kc.makeApiClient(k8s.CoreV1Api), timeoutMs);
+    return KubePods.of(await openKube(kubeconfig), timeoutMs);
   }
 
   async get(namespace: string, name: string): Promise<PodInfo | undefined> {

@@ -13,7 +13,9 @@ test('verb labels: the CNI verbs, "none" when unset, "other" for anything a call
 test('agent status answers are checked before they are printed', () => {
   const good = { pid: 1, node: 'n', socket: '/s', uptimeSeconds: 0, inFlight: 0, requests: { ADD: { ok: 1 } }, latencyMs: {}, backends: {}, datastore: { roundTrips: 0, groupCommits: 0, groupedAdds: 0, open: [] }, localScans: { full: 0, incremental: 0, reread: 0 } };
   assert.equal(parseAgentStatus(JSON.stringify(good), '/s').node, 'n');
-  for (const bad of ['hello', '[]', '{"pid": 1}', JSON.stringify({ ...good, requests: { ADD: null } }), JSON.stringify({ ...good, warmPool: { pools: null } })]) {
+  const podCache = { synced: true, pods: 3, namespaces: 2, relists: 0, resumes: 1, events: 4, errors: 0 };
+  assert.equal(parseAgentStatus(JSON.stringify({ ...good, podCache }), '/s').podCache?.pods, 3);
+  for (const bad of ['hello', '[]', '{"pid": 1}', JSON.stringify({ ...good, requests: { ADD: null } }), JSON.stringify({ ...good, warmPool: { pools: null } }), JSON.stringify({ ...good, podCache: { ...podCache, synced: 'yes' } })]) {
     assert.throws(() => parseAgentStatus(bad, '/run/x.sock'), /\/run\/x\.sock answered .*not an agent status/, bad);
   }
 });

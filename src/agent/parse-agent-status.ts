@@ -29,6 +29,7 @@ export function parseAgentStatus(body: string, socket: string): AgentStatus {
     recordOf(v.backends, num) &&
     isRecord(v.datastore) &&
     Array.isArray(v.datastore.open) &&
+    (v.podCache === undefined || (isRecord(v.podCache) && typeof v.podCache.synced === 'boolean' && num(v.podCache.pods) && num(v.podCache.namespaces) && num(v.podCache.relists) && num(v.podCache.resumes) && num(v.podCache.events) && num(v.podCache.errors))) &&
     (v.warmPool === undefined || (isRecord(v.warmPool) && recordOf(v.warmPool.pools, isRecord) && (v.warmPool.pods === undefined || isRecord(v.warmPool.pods))));
   if (!ok) {
     const shown = body.length > 80 ? `${body.slice(0, 77)}...` : body;

@@ -22,6 +22,7 @@ interface AgentFlags {
   cooldown?: string;
   stickyFor?: string;
   kubeconfig?: string;
+  inCluster?: boolean;
   stickyNamespaces?: string;
   stickyNamePattern?: string;
   gcInterval?: string;
@@ -50,7 +51,8 @@ export function registerAgent(program: Command): void {
     .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
     .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
     .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
-    .option('--kubeconfig <file>', 'warm pool: look pods up (StatefulSet pods are sticky) and GC the addresses of pods gone from this API server')
+    .option('--kubeconfig <file>', "watch this node's pods and the namespaces on this API server (their annotations place pods, in every mode); warm pool: sticky StatefulSet pods, GC of the addresses of pods gone")
+    .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account (the agent runs in a pod)')
     .option('--sticky-namespaces <a,b>', 'warm pool: pods of these namespaces are sticky (with --kubeconfig: only their StatefulSet pods)')
     .option('--sticky-name-pattern <regex>', 'warm pool: pods whose whole name matches are sticky (with --kubeconfig: only StatefulSet pods)')
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
@@ -126,7 +128,8 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     if (!(e instanceof UsageError)) throw e;
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
   }
-  const warm = await warmFlags(flags, label);
+  const kube = await kubeFlags(flags, label);
+  const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
     const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
@@ -144,7 +147,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
@@ -163,10 +166,20 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   });
 }
 
+/** The API server to talk to (--kubeconfig FILE or --in-cluster; undefined: none); UsageError naming the flag. */
+async function kubeFlags(flags: AgentFlags, label: Label): Promise<{ kubeconfig?: string } | undefined> {
+  if (flags.kubeconfig !== undefined && flags.inCluster) throw new UsageError(`give ${label('kubeconfig')} or --in-cluster, not both`);
+  if (flags.inCluster) return {};
+  if (flags.kubeconfig === undefined) return undefined;
+  const { existsSync } = await import('node:fs');
+  if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
+  return { kubeconfig: flags.kubeconfig };
+}
+
 /** The warm-pool options from the flags (undefined when none is given); UsageError naming the flag. */
-async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Label): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
+async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Label, kube: { kubeconfig?: string } | undefined): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
   const given = flags.minIdle !== undefined || flags.maxIdle !== undefined || flags.capacity !== undefined || flags.pools !== undefined;
-  const warmOnly = (['kubeconfig', 'stickyNamespaces', 'stickyNamePattern'] as const).find((k) => flags[k] !== undefined);
+  const warmOnly = (['stickyNamespaces', 'stickyNamePattern'] as const).find((k) => flags[k] !== undefined);
   if (!given) {
     if (warmOnly) throw new UsageError(`${label(warmOnly)} is a warm pool option: give --min-idle N too`);
     return undefined;
@@ -206,10 +219,6 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  if (flags.kubeconfig !== undefined) {
-    const { existsSync } = await import('node:fs');
-    if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
-  }
   const dataDir = flags.dataDir ?? '/var/lib/podipam/agent';
   return {
     dataDir,
@@ -221,6 +230,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
     gcIntervalMs,
     ...(pools ? { pools } : {}),
     ...(Object.keys(sticky).length > 0 ? { sticky } : {}),
-    ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+    // The warm pool's pod source is the agent's one client (agent-main.ts); this names it.
+    ...(kube ? { kubeconfig: kube.kubeconfig ?? '(in-cluster service account)' } : {}),
   };
 }

@@ -67,12 +67,13 @@ test('every rendered object is valid against the Kubernetes API schema (kubernet
   assert.throws(() => new DaemonSet(ds).validate(), /containerPort/);
 });
 
-test('RBAC: the controller may get/list/watch/patch nodes; the agent get/list/watch pods and get nodes; nothing more', () => {
+test('RBAC: the controller may get/list/watch/patch nodes; the agent get/list/watch pods and namespaces, get/patch nodes; nothing more', () => {
   const rules = (name: string) => find('ClusterRole', name).rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
   assert.deepEqual(rules('podipam-controller'), [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] }]);
   assert.deepEqual(rules('podipam-agent'), [
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
   ]);
   assert.deepEqual(objects.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
     'ClusterRole/podipam-agent', 'ClusterRole/podipam-controller', 'ClusterRoleBinding/podipam-agent', 'ClusterRoleBinding/podipam-controller',
@@ -123,6 +124,8 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(ag.get('--socket'), '/run/podipam/agent.sock');
   assert.equal(inst.get('--backend'), 'agent');
   assert.equal(ag.get('--data-dir'), '/var/lib/podipam/agent');
+  assert.ok(ag.has('--in-cluster'), 'the agent watches its pods and the namespaces with its service account (the RBAC above)');
+  assert.notEqual(spec.automountServiceAccountToken, false, 'the agent needs its service account token');
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);
