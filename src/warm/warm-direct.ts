@@ -18,14 +18,15 @@
  *   holds addresses is completed, a row whose handle holds none is forgotten. The addresses are
  *   never the warm handles' (the restore's reconcile does not see them): neither adopted into
  *   the idle queue nor freed — the handle record is the evidence the pod holds them.
- * - a repeated ADD repeats the assignment, which returns what the handle holds.
+ * - a repeated ADD repeats the assignment, which returns what the handle holds (without its
+ *   annotations: what the handle holds, read).
  * Direct attachments are not sticky: `podipam.io/ip` pins an address already.
  */
 import { placementRequest } from '../cluster/placement-request.js';
 import type { Assignment } from '../cluster/plan/assignment.js';
 import { type Addr, formatAddr } from '../ip/index.js';
 import { failureOf } from '../model/failure.js';
-import type { Placement } from '../model/placement.js';
+import { type Placement, hasPlacement } from '../model/placement.js';
 import { formatPodRef } from '../model/pod-ref.js';
 import type { DirectRow } from './resource-db.js';
 import { WarmError } from './warm-error.js';
@@ -59,6 +60,12 @@ export class WarmDirect {
     const pod = req.pod;
     const now = s.now();
     const prior = db.direct(key);
+    if (prior !== undefined && prior.ips.length > 0 && !hasPlacement(placement)) {
+      // Repeated without its annotations (the runtime passes them on ADD only when it can): what
+      // the handle holds, asking for nothing the first ADD did not.
+      const held = await s.ds((ipam) => ipam.addressesOf(key));
+      if (held && held.length > 0) return { ips: held.map(ipConfig) };
+    }
     const row: DirectRow = { key, network: req.network, containerId: req.containerId, ifname: req.ifname, ips: prior?.ips ?? [], since: prior?.since ?? now };
     const seen = (addrs: readonly string[]): void =>
       s.pods.store.seen({ key, network: req.network, namespace: pod?.namespace, name: pod?.name, uid: pod?.uid, containerId: req.containerId, ifname: req.ifname, ownerKind: undefined, sticky: false, poolKey: key, addrs, addedAt: now });
@@ -82,7 +89,7 @@ export class WarmDirect {
       if (failureOf(e) !== 'transient' && prior === undefined) this.#forget(key, now);
       throw e;
     }
-    const ips = got.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) }));
+    const ips = got.map(ipConfig);
     this.#commit(() => {
       db.putDirect({ ...row, ips });
       seen(got.map((a) => formatAddr(a.addr)));
@@ -136,7 +143,7 @@ export class WarmDirect {
       kept.add(r.key);
       this.#keys.add(r.key);
       if (r.ips.length === 0) {
-        const ips = held.map((a) => ({ address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) }));
+        const ips = held.map(ipConfig);
         s.db.putDirect({ ...r, ips });
         const known = s.pods.store.get(r.key);
         s.pods.store.seen({ key: r.key, network: r.network, namespace: known?.namespace, name: known?.name, uid: known?.uid, containerId: r.containerId, ifname: r.ifname, ownerKind: undefined, sticky: false, poolKey: r.key, addrs: held.map((a) => formatAddr(a.addr)), addedAt: known?.addedAt ?? r.since });
@@ -162,6 +169,10 @@ export class WarmDirect {
       throw new WarmError('io', this.#s.node, `resource DB ${this.#s.db.path}: ${(e as Error).message}`);
     }
   }
+}
+
+function ipConfig(a: Assignment): { address: string; gateway: string } {
+  return { address: `${formatAddr(a.addr)}/${a.prefixLen}`, gateway: formatAddr(a.gateway) };
 }
 
 function placedBy(p: Placement): string | undefined {
