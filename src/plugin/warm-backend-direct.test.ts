@@ -1,5 +1,5 @@
 /**
- * Direct attachments (warm-direct.ts) through the warm pool's CNI back end, in-process on a real
+ * Direct attachments (src/warm/warm-direct.ts) through the warm pool's CNI back end, in-process on a real
  * SQLite datastore file and a real resource DB: a pod annotated with `podipam.io/pools` or
  * `podipam.io/ip` is allocated on the datastore under its own handle (with its pod in the
  * handle's attributes) — never from the idle queue of the pool's configured pools — and its
@@ -15,11 +15,11 @@ import type { NetConf } from '../cni/types.js';
 import { CniError } from '../cni/errors.js';
 import { formatAddr, parseAddr } from '../ip/index.js';
 import { ANNOTATION } from '../model/placement.js';
-import type { IpamRequest } from '../plugin/ipam-backend.js';
+import type { IpamRequest } from './ipam-backend.js';
 import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
-import { ResourceDb } from './resource-db.js';
-import type { WarmOptions } from './warm-service.js';
+import { ResourceDb } from '../warm/resource-db.js';
+import type { WarmOptions } from '../warm/warm-service.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-direct-'));
 after(() => rmSync(root, { recursive: true, force: true }));
