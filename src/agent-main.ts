@@ -53,11 +53,11 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
     if (!o.datastore) throw new AgentStartError('the warm pool needs --datastore');
     const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([import('./warm/warm-service.js'), import('./plugin/warm-backend.js'), import('./agent/kube-pods.js')]);
     try {
-      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: async (k, t) => (kube ? KubePods.of(kube, t) : KubePods.open(k, t)), log: o.log }, cluster);
+      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: async (k, t) => (kube ? KubePods.of(kube, t) : KubePods.open(k, t)), ...(host.pods ? { pods: host.pods } : {}), log: o.log }, cluster);
     } catch (e) {
       throw new AgentStartError(`warm pool: ${(e as Error).message}`);
     }
-    host = { ...host, warm: new WarmBackend(warm) };
+    host = { ...host, warm: new WarmBackend(warm, host.pods) };
   }
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {

@@ -19,8 +19,8 @@ export function formatAgentStatus(s: AgentStatus): string {
     lines.push(`warm pool${w.ready ? '' : ' (not ready)'}: min/max idle ${w.minIdle}/${w.maxIdle}, capacity ${w.capacity}; ${fam || 'no family yet'}${w.quarantined ? `; ${w.quarantined} quarantined (held, not known to be free)` : ''}`);
     const g = w.pods?.lastGc;
     const gc = !w.pods?.kube ? 'no pod GC (no kubeconfig)' : g === undefined ? 'no pod GC run yet' : `last pod GC ${new Date(g.at).toISOString()}: ${g.ok ? `${g.listed} pods listed, ${g.released} released` : `list failed, nothing released (${g.error})`}`;
-    if (w.pods) lines.push(`sticky: ${w.stickyReservations} reservations (for ${w.stickyForMs / 1000} s), ${w.pods.stickyHits} hits, ${w.pods.lookupsFailed}/${w.pods.lookups} pod lookups failed; ${gc}; ${w.pods.gcReleases} GC releases, ${w.pods.gcListFailures} failed lists; pod store ${w.pods.podStore}`);
-    lines.push(`warm pool: ${w.hits} hits, ${w.misses} misses, ${w.refillTxns} refill txns (${w.refilled} addresses), ${w.returnTxns} return txns (${w.returned}), write-behind ${w.writeBehindDepth} queued (oldest ${w.writeBehindAgeMs} ms), ${w.writeTxns} write txns${w.lastError ? `; last error: ${w.lastError}` : ''}`);
+    if (w.pods) lines.push(`sticky: ${w.stickyReservations} reservations (for ${w.stickyForMs / 1000} s), ${w.pods.stickyHits} hits, ${w.pods.lookupsFailed}/${w.pods.lookups} pod lookups failed, ${w.pods.cacheHits} owners from the pod cache; ${gc}; ${w.pods.gcReleases} GC releases, ${w.pods.gcListFailures} failed lists; pod store ${w.pods.podStore}`);
+    lines.push(`warm pool: ${w.hits} hits, ${w.misses} misses, ${w.direct} annotated pods allocated directly (${w.directAdds} made, ${w.directReleases} released), ${w.refillTxns} refill txns (${w.refilled} addresses), ${w.returnTxns} return txns (${w.returned}), write-behind ${w.writeBehindDepth} queued (oldest ${w.writeBehindAgeMs} ms), ${w.writeTxns} write txns${w.lastError ? `; last error: ${w.lastError}` : ''}`);
   }
   for (const [verb, results] of Object.entries(s.requests)) {
     const l = s.latencyMs[verb];

@@ -4,24 +4,39 @@
  * keys it knows: type, agent, routes — code 7 for any other; the routes through the one
  * parser), hands the service typed values, maps its typed failures to CNI codes with the one
  * table (src/cni/cni-error-of.ts) and shapes the answer: the service's addresses, then the
- * config's routes.
+ * config's routes. On ADD it hands the service the pod (CNI_ARGS) and its placement
+ * (placement-of.ts: the runtime's pod annotations, else the host's pod cache's, and the
+ * namespace's): a malformed annotation is code 7 before the pool is asked anything; an
+ * annotated pod is allocated directly on the datastore by the service, never from its idle queue.
  */
 import { cniErrorOf } from '../cni/cni-error-of.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { prevResultAddrs } from '../cni/prev-result.js';
 import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
+import type { PodDirectory } from '../model/pod-directory.js';
 import type { WarmRequest, WarmService } from '../warm/warm-service.js';
 import { parseRoutes } from './config-decode.js';
 import type { IpamBackend, IpamRequest } from './ipam-backend.js';
+import { placementOf } from './placement-of.js';
 
 const KNOWN = ['type', 'agent', 'routes'];
 
 export class WarmBackend implements IpamBackend {
-  constructor(readonly service: WarmService) {}
+  /** `pods`: the host's watch-fed pod cache (BackendHost.pods), when it has one. */
+  constructor(
+    readonly service: WarmService,
+    readonly pods?: PodDirectory,
+  ) {}
 
   async add(req: IpamRequest): Promise<IpamResult> {
     const routes = warmRoutes(req.conf);
-    const r = await this.service.add(warmRequest(req)).catch(fail('ADD'));
+    let w: WarmRequest;
+    try {
+      w = { ...warmRequest(req), pod: req.pod, placement: placementOf(req, this.pods) };
+    } catch (e) {
+      throw cniErrorOf(e, 'ADD');
+    }
+    const r = await this.service.add(w).catch(fail('ADD'));
     return { ips: r.ips, ...(routes ? { routes } : {}) };
   }
 

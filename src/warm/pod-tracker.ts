@@ -1,8 +1,11 @@
 /**
  * What the warm pool knows about the pods behind its attachments (issue 11 items 4 and 5):
  * - `identify` on ADD: the pod from CNI_ARGS (K8S_POD_NAMESPACE / K8S_POD_NAME / K8S_POD_UID);
- *   sticky or not (a StatefulSet's pod through the API server, cached in the pod store, or the
- *   sticky policy without one); the pool key (`sticky/<ns>/<name>/<network>:<ifname>` for a
+ *   sticky or not — the pod's `podipam.io/sticky` annotation ("true": sticky whatever owns it;
+ *   "false": not, even a StatefulSet's) when it has one, else a StatefulSet's pod (its owner kind
+ *   from the host's watch-fed pod cache, PodDirectory, with no API request; else from the pod
+ *   store; else through a GET to the API server), or the sticky policy without an API server;
+ *   the pool key (`sticky/<ns>/<name>/<network>:<ifname>` for a
  *   sticky pod, so the pod's next incarnation — a new container id — asks for the same key,
  *   else the attachment key). A failed lookup never fails the ADD: the pod is not sticky (log
  *   line, `lookupsFailed`).
@@ -17,6 +20,7 @@
  */
 import { escape } from 'node:querystring';
 import type { Log } from '../log/logger.js';
+import type { PodDirectory } from '../model/pod-directory.js';
 import { silentLog } from '../log/logger.js';
 import type { OpenPodSource, PodInfo, PodSource } from './pod-source.js';
 import { planPodGc } from './pod-gc.js';
@@ -44,6 +48,8 @@ export interface PodTrackerOptions {
   readonly podRetentionMs?: number;
   /** Opens the pod source of `kubeconfig` (the host's Kubernetes client); needed with a kubeconfig. */
   readonly openPodSource?: OpenPodSource;
+  /** The host's watch-fed pod cache: a pod it holds is not looked up on the API server. */
+  readonly pods?: PodDirectory;
   readonly now: () => number;
   readonly log?: Log;
 }
@@ -74,6 +80,8 @@ export interface PodTrackerStatus {
   readonly stickyHits: number;
   readonly lookups: number;
   readonly lookupsFailed: number;
+  /** Owner kinds read from the host's pod cache (no API request). */
+  readonly cacheHits: number;
   readonly gcRuns: number;
   readonly gcReleases: number;
   readonly gcListFailures: number;
@@ -87,7 +95,7 @@ export type GcRelease = (keys: readonly string[], now: number) => Promise<number
 
 export class PodTracker {
   readonly store: PodStore;
-  readonly counters = { stickyHits: 0, lookups: 0, lookupsFailed: 0, gcRuns: 0, gcReleases: 0, gcListFailures: 0, purged: 0 };
+  readonly counters = { stickyHits: 0, lookups: 0, lookupsFailed: 0, cacheHits: 0, gcRuns: 0, gcReleases: 0, gcListFailures: 0, purged: 0 };
   readonly #o: PodTrackerOptions;
   readonly #policy: StickyPolicy;
   readonly #pattern: RegExp | undefined;
@@ -120,8 +128,11 @@ export class PodTracker {
     return r && r.deletedAt === undefined ? { poolKey: r.poolKey, sticky: r.sticky } : { poolKey: attachKey, sticky: false };
   }
 
-  /** See the top of this file. Never throws for the API server's sake. */
-  async identify(req: { readonly cniArgs: ReadonlyMap<string, string>; readonly ifname: string; readonly network: string }, attachKey: string, holds: boolean): Promise<PodIdentity> {
+  /**
+   * See the top of this file. `sticky`: the pod's `podipam.io/sticky` annotation (or its
+   * namespace's), overriding the owner and the policy. Never throws for the API server's sake.
+   */
+  async identify(req: { readonly cniArgs: ReadonlyMap<string, string>; readonly ifname: string; readonly network: string; readonly sticky?: boolean }, attachKey: string, holds: boolean): Promise<PodIdentity> {
     const namespace = req.cniArgs.get('K8S_POD_NAMESPACE') || undefined;
     const name = req.cniArgs.get('K8S_POD_NAME') || undefined;
     let uid = req.cniArgs.get('K8S_POD_UID') || undefined;
@@ -134,10 +145,20 @@ export class PodTracker {
       }
       return plain(); // held since before the pod store knew it: under its attachment key
     }
-    if (namespace === undefined || name === undefined || this.#o.stickyForMs === 0) return plain();
-    if (!matchesStickyFilters(this.#policy, this.#pattern, namespace, name)) return plain();
+    if (namespace === undefined || name === undefined || this.#o.stickyForMs === 0 || req.sticky === false) return plain();
+    const forced = req.sticky === true;
+    if (!forced && !matchesStickyFilters(this.#policy, this.#pattern, namespace, name)) return plain();
     let ownerKind: string | undefined;
-    if (this.#kube) {
+    // The host's cache, when it holds this pod (this uid): its owner with no API request.
+    const inCache = this.#o.pods?.pod(namespace, name);
+    if (inCache && (uid === undefined || inCache.uid === undefined || inCache.uid === uid)) {
+      this.counters.cacheHits++;
+      uid ??= inCache.uid;
+      ownerKind = inCache.ownerKind ?? '';
+      if (!forced && ownerKind !== STICKY_OWNER_KIND) return plain(ownerKind);
+    } else if (forced) {
+      // Sticky by its annotation: its owner does not matter, and is not asked for.
+    } else if (this.#kube) {
       const cached = uid !== undefined ? this.store.byPod(namespace, name).find((r) => r.uid === uid && r.ownerKind !== undefined) : undefined;
       if (cached) ownerKind = cached.ownerKind;
       else {

@@ -3,7 +3,9 @@
  * warm pool must not forget across a restart — every address the node's warm handles hold in
  * the datastore (with its block prefix length and gateway, to answer an ADD without asking
  * the datastore, and `free_at`, the end of its cooldown), the pods using some of them, and the
- * write-behind queue of pod records still to be written to the datastore.
+ * write-behind queue of pod records still to be written to the datastore, and the DIRECT
+ * attachments (pods with a placement annotation, allocated on the datastore under their own
+ * handle, never from the idle queue: warm-direct.ts).
  *
  * Every mutation is one SQLite transaction, committed before the caller goes on (an ADD is
  * answered only after its pod row is in). synchronous=NORMAL in WAL mode: a commit survives the
@@ -56,6 +58,21 @@ export interface PodRow {
   readonly since: number;
 }
 
+/**
+ * An attachment allocated directly on the datastore under its own handle (`key`, the would-be
+ * cluster handle): its addresses are the handle's, never the warm handles'. Recorded before the
+ * datastore's txn with no addresses (`addrs` empty: an intent), completed after it.
+ */
+export interface DirectRow {
+  readonly key: string;
+  readonly network: string;
+  readonly containerId: string;
+  readonly ifname: string;
+  /** `addr/prefixLen` and gateway of each address, as the ADD answered; empty while only intended. */
+  readonly ips: readonly { readonly address: string; readonly gateway: string }[];
+  readonly since: number;
+}
+
 /** A pod record to write (`value`) or delete (`value` undefined) in the datastore. */
 export interface PendingWrite {
   readonly seq: number;
@@ -71,6 +88,8 @@ const SCHEMA = `
     ifname TEXT NOT NULL, addrs TEXT NOT NULL, since INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS direct (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
+    ifname TEXT NOT NULL, ips TEXT NOT NULL, since INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS quarantine (addr TEXT PRIMARY KEY NOT NULL, family INTEGER NOT NULL, handle TEXT NOT NULL,
     prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, since INTEGER NOT NULL);
 `;
@@ -146,6 +165,10 @@ export class ResourceDb {
       clearRefills: p('DELETE FROM refills'),
       putQuarantine: p('INSERT OR REPLACE INTO quarantine (addr, family, handle, prefix_len, gateway, since) VALUES (?, ?, ?, ?, ?, ?)'),
       delQuarantine: p('DELETE FROM quarantine WHERE addr = ?'),
+      putDirect: p('INSERT OR REPLACE INTO direct (key, network, container_id, ifname, ips, since) VALUES (?, ?, ?, ?, ?, ?)'),
+      getDirect: p('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct WHERE key = ?'),
+      delDirect: p('DELETE FROM direct WHERE key = ?'),
+      allDirect: p('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct ORDER BY key'),
       allQuarantine: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, since AS freeAt FROM quarantine ORDER BY addr'),
     };
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
@@ -232,6 +255,24 @@ export class ResourceDb {
     this.#removePodTx(key, addrs, freeAt, recordKey, now);
   }
 
+  /** A direct attachment recorded (an intent when `ips` is empty), or completed. */
+  putDirect(r: DirectRow): void {
+    this.#st.putDirect!.run(r.key, r.network, r.containerId, r.ifname, JSON.stringify(r.ips), r.since);
+  }
+
+  /** The direct attachment `key`, or undefined (one indexed read: a DEL's first question). */
+  direct(key: string): DirectRow | undefined {
+    const r = this.#st.getDirect!.all(key)[0] as (Omit<DirectRow, 'ips'> & { ips: string }) | undefined;
+    return r && { ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] };
+  }
+
+  dropDirect(key: string): void {
+    this.#st.delDirect!.run(key);
+  }
+
+  directs(): DirectRow[] {
+    return (this.#st.allDirect!.all() as (Omit<DirectRow, 'ips'> & { ips: string })[]).map((r) => ({ ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] }));
+  }
 
   hasPod(key: string): boolean {
     return this.#st.hasPod!.all(key).length > 0;

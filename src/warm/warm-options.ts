@@ -1,5 +1,6 @@
 /** What a node's warm pool is started with, and its loops' periods. */
 import type { Log } from '../log/logger.js';
+import type { PodDirectory } from '../model/pod-directory.js';
 import type { OpenPodSource } from './pod-source.js';
 import type { StickyPolicy } from './sticky-policy.js';
 
@@ -34,5 +35,7 @@ export interface WarmOptions {
   readonly now?: () => number;
   /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */
   readonly openPodSource?: OpenPodSource;
+  /** The host's watch-fed pod cache: a pod's owner kind from there on ADD, with no API request (pod-tracker.ts). */
+  readonly pods?: PodDirectory;
   readonly log?: Log;
 }

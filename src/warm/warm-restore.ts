@@ -4,11 +4,15 @@
  * idle only on proof (the DB had it idle, or recorded the intent of the refill that took it);
  * a pod record the DB does not know is in use; any other unknown address is quarantined.
  * Sticky reservations and in-use sticky pool keys come back from the pod store. Until it has
- * succeeded once, every verb (and the maintenance loop) tries again.
+ * succeeded once, every verb (and the maintenance loop) tries again. Direct attachments
+ * (warm-direct.ts) are checked against their own handles: their addresses are never the warm
+ * handles', so they are neither adopted into the idle queue nor freed.
  */
 import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
+import type { Assignment } from '../cluster/plan/assignment.js';
 import type { HeldRow } from './resource-db.js';
+import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
 import { WarmPool } from './warm-pool.js';
 import type { WarmSizing } from './warm-pool-config.js';
@@ -18,15 +22,17 @@ export class WarmRestore {
   readonly #s: WarmState;
   readonly #sizing: WarmSizing;
   readonly #afterReady: () => Promise<void>;
+  readonly #direct: WarmDirect;
   #ready: Promise<void> | undefined;
   #quarantined = 0;
   readonly counters = { droppedOnReconcile: 0, adoptedOnReconcile: 0 };
 
   /** `sizing`: validated (warm-pool-config.ts); `afterReady`: the first refill, once the pools are restored. */
-  constructor(state: WarmState, sizing: WarmSizing, afterReady: () => Promise<void>) {
+  constructor(state: WarmState, sizing: WarmSizing, afterReady: () => Promise<void>, direct: WarmDirect) {
     this.#s = state;
     this.#sizing = sizing;
     this.#afterReady = afterReady;
+    this.#direct = direct;
   }
 
   /** Addresses the node's warm handles hold that no evidence shows free, as of the last restore. */
@@ -75,7 +81,10 @@ export class WarmRestore {
       }
       // The pod records written behind: evidence of which held addresses are in use.
       const records = (await ipam.warmRecords(recordPrefix)).map((e) => decodePodRecord(e.key.slice(recordPrefix.length), e.value));
-      return { families, held, records };
+      // What each direct attachment's own handle holds: the evidence that its pod holds them.
+      const direct = new Map<string, readonly Assignment[] | undefined>();
+      for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
+      return { families, held, records, direct };
     });
     if (found.families.size === 0) throw new Error(s.o.pools ? `none of the pools [${s.o.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
     const now = s.now();
@@ -90,7 +99,9 @@ export class WarmRestore {
     if (db.fresh && found.held.size > 0) {
       log.warn({ node, resourceDb: db.path, held: found.held.size, podRecords: records.length }, 'warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore\'s pod records decide which are in use');
     }
+    let directKeys = new Set<string>();
     db.transaction(() => {
+      directKeys = this.#direct.reconcile(found.direct);
       if (plan.gone.length > 0) {
         log.warn({ node, addrs: plan.gone }, 'warm pool: the datastore no longer holds these addresses for this node; dropped from the resource DB');
         db.dropHeld(plan.gone);
@@ -130,7 +141,7 @@ export class WarmRestore {
     }
     const held = db.held();
     const inUse = plan.inUse;
-    const { inUseOf, reservedOf } = this.#restoreSticky(held, inUse, now);
+    const { inUseOf, reservedOf } = this.#restoreSticky(held, inUse, directKeys, now);
     const pools = new Map<Family, WarmPool>();
     s.meta.clear();
     for (const f of [4, 6] as Family[]) {
@@ -159,10 +170,10 @@ export class WarmRestore {
    * has are marked deleted; a pool key claimed twice (never written so) falls back to the
    * attachment key, not sticky; reservations of addresses not held or in use are dropped.
    */
-  #restoreSticky(held: readonly HeldRow[], inUse: ReadonlyMap<string, string>, now: number) {
+  #restoreSticky(held: readonly HeldRow[], inUse: ReadonlyMap<string, string>, direct: ReadonlySet<string>, now: number) {
     const pods = this.#s.pods;
     const store = pods.store;
-    const podKeys = new Set(inUse.values());
+    const podKeys = new Set([...inUse.values(), ...direct]);
     for (const r of store.live()) if (!podKeys.has(r.key)) store.deleted(r.key, now);
     const familyOf = new Map(held.map((r) => [r.addr, r.family] as const));
     const inUseOf = (f: Family): { entries: { key: string; addr: string; sticky: boolean }[]; keys: Set<string> } => {

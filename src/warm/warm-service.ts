@@ -33,6 +33,11 @@
  * `stickyForMs`. With a kubeconfig, a GC loop releases what pods gone from the API server
  * still hold (pod-gc.ts).
  *
+ * Annotated pods (`podipam.io/pools`, `podipam.io/ip`, `podipam.io/ip-set`, Calico's) never take
+ * from the idle queue, whose addresses come from the node's configured pools: they are
+ * allocated directly on the datastore under their own handle, as the cluster back end would,
+ * and recorded as direct attachments in the resource DB (warm-direct.ts).
+ *
  * The parts, each its own file, share one WarmState (warm-state.ts): the verbs (warm-verbs.ts),
  * the restore and reconcile at start (warm-restore.ts), the refiller and its maintenance loop
  * (warm-refiller.ts), the write-behind (warm-write-behind.ts). The sizing is validated once,
@@ -48,6 +53,7 @@ import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';
 import { ResourceDb } from './resource-db.js';
 import type { WarmOptions } from './warm-options.js';
 import { validateWarmSizing } from './warm-pool-config.js';
+import { WarmDirect } from './warm-direct.js';
 import { WarmRefiller } from './warm-refiller.js';
 import type { WarmAnswer, WarmRequest } from './warm-request.js';
 import { WarmRestore } from './warm-restore.js';
@@ -75,6 +81,11 @@ export interface WarmStatus {
   readonly pods: PodTrackerStatus;
   readonly hits: number;
   readonly misses: number;
+  /** Attachments allocated directly on the datastore (annotated pods, warm-direct.ts), now. */
+  readonly direct: number;
+  /** Direct allocations made, and direct handles released (DEL, GC). */
+  readonly directAdds: number;
+  readonly directReleases: number;
   readonly refillTxns: number;
   readonly refilled: number;
   readonly returnTxns: number;
@@ -90,7 +101,7 @@ export interface WarmStatus {
 }
 
 /** The counters of the parts, as `report()` gives them. */
-export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
+export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'directAdds' | 'directReleases' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
 
 export class WarmService {
   readonly #s: WarmState;
@@ -100,6 +111,7 @@ export class WarmService {
   readonly #refiller: WarmRefiller;
   readonly #verbs: WarmVerbs;
   readonly #writes: WarmWriteBehind;
+  readonly #direct: WarmDirect;
 
   /** WarmPoolConfigError (naming the field) when the sizing is out of bounds; DataDirLockedError when another agent holds the data directory. */
   constructor(o: WarmOptions, cluster: ClusterHost) {
@@ -123,12 +135,14 @@ export class WarmService {
       ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
       ...(o.gcIntervalMs !== undefined ? { gcIntervalMs: o.gcIntervalMs } : {}),
       ...(o.openPodSource ? { openPodSource: o.openPodSource } : {}),
+      ...(o.pods ? { pods: o.pods } : {}),
       log,
     });
     this.#s = new WarmState(o, cluster, db, pods, log, now);
-    this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false));
+    this.#direct = new WarmDirect(this.#s);
+    this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false), this.#direct);
     this.#refiller = new WarmRefiller(this.#s, () => this.#restore.ensureReady());
-    this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller);
+    this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller, this.#direct);
     this.#writes = new WarmWriteBehind(this.#s);
   }
 
@@ -138,7 +152,7 @@ export class WarmService {
     await this.#restore.ensureReady().catch((e: Error) => this.#s.log.warn({ error: e.message }, 'warm pool not ready yet'));
     this.#refiller.start();
     this.#writes.start();
-    this.#s.pods.start((keys, now) => Promise.resolve(this.#verbs.gcRelease(keys, now)));
+    this.#s.pods.start((keys, now) => this.#verbs.gcRelease(keys, now));
   }
 
   /** Stops the loops, waits for a refill in flight, flushes the write-behind once more, closes the resource DB and the lock. */
@@ -181,7 +195,7 @@ export class WarmService {
 
   /** One pod GC run now (what its loop does): purge the pod store; with a kubeconfig, list and release. */
   gcPods(): Promise<unknown> {
-    return this.#s.pods.runOnce((keys, now) => Promise.resolve(this.#verbs.gcRelease(keys, now)));
+    return this.#s.pods.runOnce((keys, now) => this.#verbs.gcRelease(keys, now));
   }
 
   /** One maintenance run now (what the loop does): refill to minIdle, return above maxIdle. */
@@ -195,7 +209,7 @@ export class WarmService {
   }
 
   get counters(): WarmCounters {
-    return { ...this.#verbs.counters, ...this.#refiller.counters, ...this.#writes.counters, ...this.#restore.counters };
+    return { ...this.#verbs.counters, ...this.#direct.counters, ...this.#refiller.counters, ...this.#writes.counters, ...this.#restore.counters };
   }
 
   /** The warm pool's state and counters, for `podipam agent status`. */
@@ -220,6 +234,7 @@ export class WarmService {
       stickyReservations: Object.values(pools).reduce((n, c) => n + c.reserved, 0),
       pods: s.pods.report(),
       ...this.counters,
+      direct: this.#direct.size,
       writeBehindDepth: w.depth,
       writeBehindAgeMs: w.oldestAt === undefined ? 0 : Math.max(0, s.now() - w.oldestAt),
       quarantined: this.#restore.quarantined,

@@ -3,11 +3,15 @@
  * (a miss waits for an urgent refill) and commits the pod's row — and its pod record, queued
  * for the write-behind — to the resource DB before the answer; DEL lets them go (a sticky
  * pod's into a reservation for its next incarnation); CHECK and GC as the CNI spec asks; the
- * pod GC's release of pods gone from the API server.
+ * pod GC's release of pods gone from the API server. An attachment whose pod asks for pools,
+ * addresses or an ip-set is allocated directly on the datastore instead (warm-direct.ts), and its
+ * DEL, CHECK and GC go there too.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
+import { hasPlacement } from '../model/placement.js';
+import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
 import type { WarmRefiller } from './warm-refiller.js';
 import { type WarmAnswer, type WarmRequest, warmRequestKey } from './warm-request.js';
@@ -17,13 +21,15 @@ export class WarmVerbs {
   readonly #s: WarmState;
   readonly #ready: () => Promise<void>;
   readonly #refiller: WarmRefiller;
+  readonly #direct: WarmDirect;
   readonly counters = { hits: 0, misses: 0 };
 
   /** `ready`: resolves once the pools are restored, else a not-ready WarmError (warm-restore.ts). */
-  constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller) {
+  constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller, direct: WarmDirect) {
     this.#s = state;
     this.#ready = ready;
     this.#refiller = refiller;
+    this.#direct = direct;
   }
 
   async add(req: WarmRequest): Promise<WarmAnswer> {
@@ -31,7 +37,11 @@ export class WarmVerbs {
     const s = this.#s;
     const { db, pods } = s;
     const key = warmRequestKey(req, s.node);
-    let id = await pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs }, key, db.hasPod(key));
+    const holds = db.hasPod(key);
+    // An annotated pod (or a repeated ADD of one) never takes from the idle queue; an attachment
+    // the pool already serves stays the pool's (a repeated ADD returns what it holds).
+    if (this.#direct.has(key) || (!holds && req.placement !== undefined && hasPlacement(req.placement))) return this.#direct.add(req, key, req.placement ?? {});
+    let id = await pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs, ...(req.placement?.sticky ? { sticky: req.placement.sticky.parsed } : {}) }, key, holds);
     // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
     const holder = id.poolKey !== key ? pods.store.holder(id.poolKey) : undefined;
     if (holder && holder.key !== key && holder.key !== id.transferFrom) {
@@ -106,7 +116,9 @@ export class WarmVerbs {
 
   async del(req: WarmRequest): Promise<void> {
     await this.#ready();
-    this.#releaseAttachment(warmRequestKey(req, this.#s.node), this.#s.now());
+    const key = warmRequestKey(req, this.#s.node);
+    if (this.#direct.has(key)) return this.#direct.release(key);
+    this.#releaseAttachment(key, this.#s.now());
   }
 
   /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
@@ -114,6 +126,7 @@ export class WarmVerbs {
     await this.#ready();
     const s = this.#s;
     const key = warmRequestKey(req, s.node);
+    if (this.#direct.has(key)) return this.#direct.check(key, expect);
     const { poolKey } = s.pods.poolKeyOf(key);
     const held = [...s.pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
     if (held.length === 0) throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${s.node}`);
@@ -128,16 +141,29 @@ export class WarmVerbs {
   async gc(network: string, valid: readonly { readonly containerId: string; readonly ifname: string }[]): Promise<void> {
     await this.#ready();
     const keep = new Set(valid.map((a) => cniHandleId(network, a.containerId, a.ifname)));
-    for (const p of this.#s.db.pods()) {
+    for (const p of [...this.#s.db.pods(), ...this.#direct.rows()]) {
       if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network });
     }
   }
 
-  /** The pod GC's release (pod-tracker.ts): gone for good; returns how many attachments held addresses. */
-  gcRelease(keys: readonly string[], now: number): number {
+  /**
+   * The pod GC's release (pod-tracker.ts): gone for good; returns how many attachments held
+   * addresses. A direct attachment whose handle cannot be released now (datastore away) is left
+   * for a later run.
+   */
+  async gcRelease(keys: readonly string[], now: number): Promise<number> {
     if (!this.#s.isReady || this.#s.closed) return 0;
     let n = 0;
-    for (const k of keys) if (this.#releaseAttachment(k, now, false).length > 0) n++;
+    for (const k of keys) {
+      if (this.#direct.has(k)) {
+        try {
+          await this.#direct.release(k);
+          n++;
+        } catch (e) {
+          this.#s.log.warn({ attachment: k, error: (e as Error).message }, 'pod GC: the handle of a directly allocated attachment cannot be released now; left for a later run');
+        }
+      } else if (this.#releaseAttachment(k, now, false).length > 0) n++;
+    }
     return n;
   }
 

@@ -44,7 +44,8 @@ export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> =
   const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
   const service = new WarmService({ datastore: url, dataDir, openPodSource: (k, t) => KubePods.open(k, t), ...s.options, now: () => clock.t, ...opts }, cluster);
   await service.start();
-  const warm: RigWarm = Object.assign(new WarmBackend(service), {
+  const pods = opts.pods ?? s.options.pods;
+  const warm: RigWarm = Object.assign(new WarmBackend(service, pods), {
     report: () => service.report(),
     maintain: () => service.maintain(),
     flushWrites: () => service.flushWrites(),
