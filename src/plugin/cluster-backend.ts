@@ -42,6 +42,9 @@ import { redactStoreUrl } from '../store/redact-store-url.js';
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
+import { placementRequest } from '../cluster/placement-request.js';
+import { formatPodRef } from '../model/pod-ref.js';
+import { placementOf } from './placement-of.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
@@ -67,7 +70,8 @@ class ClusterBackend implements IpamBackend {
       node: c.nodeName,
       handle: handleOf(req),
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
-      ...(ips.length > 0 ? { ips } : { auto: 'each-family' as const, pools: c.pools }),
+      // Addresses the runtime asked for (CNI_ARGS IP=, runtimeConfig.ips) win over annotations.
+      ...(ips.length > 0 ? { ips } : placementRequest(placementOf(req), req.pod ? formatPodRef(req.pod) : '', c.pools)),
     };
     const host = this.#host;
     const got = host
