@@ -128,7 +128,7 @@ async function lowestFree(ctx: IpamContext, pool: Pool, count: number, ok: (a: A
 
 async function readBlocks(ctx: IpamContext, keys: readonly string[]): Promise<Map<string, { rev: number; block: Block | undefined }>> {
   const got = await ctx.store.getMany(keys);
-  return new Map(keys.map((k, i) => [k, { rev: got[i]?.rev ?? 0, block: got[i] ? decodeBlock(got[i] as Entry) : undefined }]));
+  return new Map(keys.map((k, i) => [k, { rev: got[i]?.rev ?? 0, block: got[i] ? decodeBlock(got[i]) : undefined }]));
 }
 
 /** 'pod NS/NAME (handle "h")' or 'handle "h"'. */
@@ -158,7 +158,7 @@ async function addressesOf(ctx: IpamContext, set: IpSet, blockSize: number | und
   }
   const handles = [...new Set(holders.values())];
   const records = handles.length === 0 ? [] : await ctx.store.getMany(handles.map(handleKey));
-  const byHandle = new Map(handles.map((h, i) => [h, records[i] ? decodeHandle(records[i] as Entry) : undefined]));
+  const byHandle = new Map(handles.map((h, i) => [h, records[i] ? decodeHandle(records[i]) : undefined]));
   const addresses: IpSetAddress[] = [];
   for (const a of set.addrs.addrs()) {
     const handle = holders.get(formatAddr(a));

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Block, allocateOrdinals, assignOrdinal, newBlock } from '../../alloc/block.js';
-import { cniErrorOf } from '../../cni/cni-error-of.js';
 import { IpRangeSet, formatAddr, parseAddr, parsePrefix, rangeOf } from '../../ip/index.js';
+import { failureOf } from '../../model/failure.js';
 import { PlacementError } from '../../model/placement.js';
 import type { Entry } from '../../store/index.js';
 import { snapshotFromEntries } from '../cluster-snapshot.js';
@@ -72,13 +72,12 @@ describe('planAssign with an ip-set', () => {
     );
   });
 
-  it('a full set is code 100 naming the set', () => {
+  it('a full set is an exhausted failure (code 100) naming the set', () => {
     const b = held('10.0.0.20', '10.0.0.21', '10.0.0.22', '10.0.0.23', '10.0.0.24');
-    let caught: unknown;
-    assert.throws(() => planAssign(input({ mine: new Map([known(b, 9)]) })), (err: unknown) => ((caught = err), err instanceof IpSetExhaustedError && err.ipSet === 'web' && err.held === 5));
-    const c = cniErrorOf(caught);
-    assert.equal(c.code, 100);
-    assert.match(c.msg, /no free address in ip-set "web": 5 of its 5 addresses are held/);
+    assert.throws(
+      () => planAssign(input({ mine: new Map([known(b, 9)]) })),
+      (err: unknown) => err instanceof IpSetExhaustedError && err.ipSet === 'web' && err.held === 5 && failureOf(err) === 'exhausted' && /no free address in ip-set "web": 5 of its 5 addresses are held/.test(err.message),
+    );
   });
 
   it('never gives a set address to auto-assignment or to a specific request', () => {
@@ -96,7 +95,7 @@ describe('planAssign with an ip-set', () => {
     if (q.kind === 'txn') assert.ok(!WEB.addrs.contains(q.assignments[0]!.addr), `${formatAddr(q.assignments[0]!.addr)} is not from the set`);
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', ips: [parseAddr('10.0.0.22')] }, mine: new Map([known(own, 3)]) })),
-      (err: unknown) => err instanceof AddressUnavailableError && err.message === 'address 10.0.0.22 is not available: it belongs to ip-set "web"' && cniErrorOf(err).code === 101,
+      (err: unknown) => err instanceof AddressUnavailableError && err.message === 'address 10.0.0.22 is not available: it belongs to ip-set "web"' && failureOf(err) === 'address-unavailable',
     );
   });
 
@@ -110,15 +109,15 @@ describe('planAssign with an ip-set', () => {
     assert.deepEqual(p.ops, []);
   });
 
-  it('an unknown set: PlacementError naming the annotation when placed by one, else NoIpSetError (both code 7)', () => {
+  it('an unknown set: PlacementError naming the annotation when placed by one, else NoIpSetError (both invalid-config: code 7)', () => {
     const source = { annotation: 'podipam.io/ip-set', value: 'nope', on: 'pod default/web-1' };
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', auto: 'each-family', ipSet: 'nope', placedBy: { source, pod: 'default/web-1' } } })),
-      (err: unknown) => err instanceof PlacementError && err.message === 'annotation podipam.io/ip-set="nope" on pod default/web-1: ip-set "nope" does not exist' && cniErrorOf(err).code === 7,
+      (err: unknown) => err instanceof PlacementError && err.message === 'annotation podipam.io/ip-set="nope" on pod default/web-1: ip-set "nope" does not exist' && failureOf(err) === 'invalid-config',
     );
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', ipSet: 'nope' } })),
-      (err: unknown) => err instanceof NoIpSetError && /ip-set "nope" cannot be used: ip-set "nope" does not exist/.test(err.message) && cniErrorOf(err).code === 7,
+      (err: unknown) => err instanceof NoIpSetError && /ip-set "nope" cannot be used: ip-set "nope" does not exist/.test(err.message) && failureOf(err) === 'invalid-config',
     );
   });
 });
