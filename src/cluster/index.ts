@@ -9,7 +9,7 @@ export type { IpamSettings } from './settings.js';
 export type { Reservation } from './reservation-record.js';
 export type { IpSet } from './ip-set-record.js';
 export type { IpSetAddress, IpSetDetail, IpSetInfo, IpSetSpec } from './ip-sets.js';
-export { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, NoIpSetError } from './ip-set-errors.js';
+export { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, NoIpSetError, PoolHasIpSetsError } from './ip-set-errors.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';

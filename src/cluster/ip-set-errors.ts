@@ -49,3 +49,14 @@ export class IpSetInUseError extends Error {
     super(`Cannot delete ip-set "${ipSet}": ${holders.length} of its addresses ${holders.length === 1 ? 'is' : 'are'} held: ${holders.slice(0, 10).join('; ')}${holders.length > 10 ? '; …' : ''}`);
   }
 }
+
+/** A pool cannot be deleted while ip-sets draw from it. Nothing was changed. */
+export class PoolHasIpSetsError extends Error {
+  override readonly name = 'PoolHasIpSetsError';
+  constructor(
+    readonly pool: string,
+    readonly ipSets: readonly string[],
+  ) {
+    super(`Cannot delete pool "${pool}": ip-set${ipSets.length === 1 ? '' : 's'} ${ipSets.map((n) => `"${n}"`).join(', ')} draw${ipSets.length === 1 ? 's' : ''} from it (delete ${ipSets.length === 1 ? 'it' : 'them'} first: podipam ipset delete)`);
+  }
+}

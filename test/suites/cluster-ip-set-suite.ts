@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { formatAddr, parseAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { AddressUnavailableError, NotFoundError, PoolExhaustedError } from '../../src/cluster/errors.js';
-import { IpSetConflictError, IpSetExhaustedError, IpSetInUseError } from '../../src/cluster/ip-set-errors.js';
+import { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, PoolHasIpSetsError } from '../../src/cluster/ip-set-errors.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
 
 const attrs = (i: number) => ({ network: 'net', containerId: `c${i}`, ifname: 'eth0', namespace: 'default', pod: `web-${i}` });
@@ -65,6 +65,7 @@ export function clusterIpSetSuite(kind: string, open: () => Promise<Store>): voi
       assert.deepEqual(await c.listIpSets(), [{ name: 'db', pool: 'p', ranges: ['10.21.0.10-10.21.0.11', '10.21.0.70'], size: 3, held: 1 }]);
       await assert.rejects(c.deleteIpSet('db'), (e: unknown) => e instanceof IpSetInUseError && /10\.21\.0\.10 \(pod default\/web-1, handle "h1"\)/.test(e.message));
       await c.releaseHandle('h1', 'n');
+      await assert.rejects(c.deletePool('p'), (e: unknown) => e instanceof PoolHasIpSetsError && /Cannot delete pool "p": ip-set "db" draws from it/.test(e.message));
       await c.deleteIpSet('db');
       assert.deepEqual(await c.listIpSets(), []);
       await assert.rejects(c.deleteIpSet('db'), NotFoundError);
