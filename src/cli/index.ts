@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerPool } from './pool.js';
+import { registerIpSet } from './ipset.js';
 import { registerIpam } from './ipam.js';
 import { registerNode } from './node.js';
 import { registerController } from './controller.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
     .exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   registerPool(program);
+  registerIpSet(program);
   registerIpam(program);
   registerNode(program);
   registerController(program);

@@ -9,14 +9,17 @@ import { formatPrefix } from '../ip/index.js';
 import { openStore } from '../store/index.js';
 import { clusterAdminSuite } from '../../test/suites/cluster-admin-suite.js';
 import { clusterServiceSuite } from '../../test/suites/cluster-ipam-suite.js';
+import { clusterIpSetSuite } from '../../test/suites/cluster-ip-set-suite.js';
 
 clusterServiceSuite('memory:', () => openStore('memory:'));
 clusterAdminSuite('memory:', () => openStore('memory:'));
+clusterIpSetSuite('memory:', () => openStore('memory:'));
 
 const dir = mkdtempSync(join(tmpdir(), 'podipam-cluster-sqlite-'));
 let n = 0;
 clusterServiceSuite('sqlite:', () => openStore(`sqlite:${join(dir, `t${++n}.db`)}`));
 clusterAdminSuite('sqlite:', () => openStore(`sqlite:${join(dir, `t${++n}.db`)}`));
+clusterIpSetSuite('sqlite:', () => openStore(`sqlite:${join(dir, `t${++n}.db`)}`));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('addresses released by address are seen by the node view of the same instance: the node reuses its block instead of claiming a new one', async () => {

@@ -24,6 +24,8 @@ import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
 import type { NodeGcResult } from './gc-node.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
 import type { IpamConfig } from './ipam-config.js';
+import type { IpSet } from './ip-set-record.js';
+import type { IpSetDetail, IpSetInfo, IpSetSpec } from './ip-sets.js';
 import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 import type { Pool, PoolSpec } from './pool-record.js';
 import { type Released, releaseAddresses, releaseByHandle } from './release.js';
@@ -178,6 +180,29 @@ export class ClusterIpam {
   async deleteReservation(name: string): Promise<void> {
     const { deleteReservation } = await import('./settings.js');
     return deleteReservation(this.#ctx, name);
+  }
+
+  /** See ip-sets.ts: a fixed address set of `pool` (explicit ranges, or its `count` lowest free addresses). */
+  async createIpSet(name: string, pool: string, spec: IpSetSpec): Promise<IpSet> {
+    const { createIpSet } = await import('./ip-sets.js');
+    return createIpSet(this.#ctx, name, pool, spec);
+  }
+
+  async listIpSets(): Promise<IpSetInfo[]> {
+    const { listIpSets } = await import('./ip-sets.js');
+    return listIpSets(this.#ctx);
+  }
+
+  /** NotFoundError when the set does not exist. */
+  async showIpSet(name: string): Promise<IpSetDetail> {
+    const { showIpSet } = await import('./ip-sets.js');
+    return showIpSet(this.#ctx, name);
+  }
+
+  /** Refused with IpSetInUseError while any address of the set is held. */
+  async deleteIpSet(name: string): Promise<void> {
+    const { deleteIpSet } = await import('./ip-sets.js');
+    return deleteIpSet(this.#ctx, name);
   }
 
   /** `ipam show`'s rows: a projection of utilisation() (`isIdle`: which allocations are idle). */

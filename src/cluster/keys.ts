@@ -10,6 +10,8 @@ export const BLOCK_PREFIX = 'blocks/';
 export const AFFINITY_PREFIX = 'affinities/';
 export const HANDLE_PREFIX = 'handles/';
 export const RESERVATION_PREFIX = 'reservations/';
+/** Fixed address sets (ip-set-record.ts). */
+export const IPSET_PREFIX = 'ipsets/';
 /** The IPAM configuration singleton; its `generation` guards every cached view (see ipam-config.ts). */
 export const CONFIG_KEY = 'config';
 
@@ -69,4 +71,8 @@ export function handleKey(handle: string): string {
 
 export function reservationKey(name: string): string {
   return RESERVATION_PREFIX + name;
+}
+
+export function ipSetKey(name: string): string {
+  return IPSET_PREFIX + name;
 }

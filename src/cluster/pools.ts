@@ -9,7 +9,9 @@ import { decodeBlock } from './block-record.js';
 import { configTxn } from './config-txn.js';
 import { ContentionError, NotFoundError, PoolConflictError, PoolInUseError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
-import { BLOCK_PREFIX, POOL_PREFIX, affinityKey, poolKey } from './keys.js';
+import { BLOCK_PREFIX, IPSET_PREFIX, POOL_PREFIX, affinityKey, poolKey } from './keys.js';
+import { PoolHasIpSetsError } from './ip-set-errors.js';
+import { decodeIpSet } from './ip-set-record.js';
 import { checkResourceName } from '../model/names.js';
 import { type Pool, type PoolSpec, decodePool, encodePool, validatePoolSpec } from './pool-record.js';
 
@@ -66,7 +68,13 @@ export async function deletePool(ctx: IpamContext, name: string): Promise<void> 
   const wasDeleting = decodePool(first).deleting;
   const inUse = allocatedIn(decodePool(first), await ctx.store.list(BLOCK_PREFIX));
   if (inUse.allocated > 0) throw new PoolInUseError(name, inUse.allocated);
+  await refuseIpSets(ctx, name);
   const { pool } = await mark(ctx, name, true);
+  // Marked `deleting`, the pool takes no new ip-set (createIpSet compares it): one set made since is the last.
+  await refuseIpSets(ctx, name).catch(async (e: unknown) => {
+    if (!wasDeleting) await mark(ctx, name, false);
+    throw e;
+  });
   for (let attempt = 1; ; attempt++) {
     const blocks = allocatedIn(pool, await ctx.store.list(BLOCK_PREFIX));
     if (blocks.allocated > 0) {
@@ -121,3 +129,9 @@ function allocatedIn(pool: Pool, blocks: readonly Entry[]): { allocated: number;
   return { allocated, entries };
 }
 
+
+/** PoolHasIpSetsError while ip-sets draw from the pool (delete them first). */
+async function refuseIpSets(ctx: IpamContext, pool: string): Promise<void> {
+  const sets = (await ctx.store.list(IPSET_PREFIX)).map(decodeIpSet).filter((x) => x.pool === pool);
+  if (sets.length > 0) throw new PoolHasIpSetsError(pool, sets.map((x) => x.name));
+}

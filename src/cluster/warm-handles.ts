@@ -9,7 +9,7 @@
 import type { Entry, Op } from '../store/index.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from './keys.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, IPSET_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from './keys.js';
 import type { Pool } from './pool-record.js';
 
 /** One record write: `value` undefined deletes the key. */
@@ -18,7 +18,7 @@ export interface WarmRecordWrite {
   readonly value: string | undefined;
 }
 
-const OWN = [POOL_PREFIX, BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX, RESERVATION_PREFIX];
+const OWN = [POOL_PREFIX, BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX, RESERVATION_PREFIX, IPSET_PREFIX];
 
 /** A record key under one of the allocator's own prefixes; carries the key. */
 export class WarmRecordKeyError extends RangeError {

@@ -24,6 +24,7 @@ import { Router } from './http/router.js';
 import { addReadRoutes } from './api/routes-read.js';
 import { addStaticRoutes } from './api/routes-static.js';
 import { addWriteRoutes } from './api/routes-write.js';
+import { addIpSetRoutes } from './api/routes-ipsets.js';
 
 export interface ServerConfig {
   readonly host: string;
@@ -155,6 +156,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     addStaticRoutes(router, deps);
     addReadRoutes(router, deps);
     addWriteRoutes(router, deps);
+    addIpSetRoutes(router, deps);
     const server = createHttpServer({
       router,
       tokens: cfg.tokens,

@@ -10,6 +10,7 @@ import { openStore } from '../../src/store/index.js';
 import { etcdPost, startEtcd, type EtcdCluster } from '../helpers/etcd.js';
 import { clusterAdminSuite } from '../suites/cluster-admin-suite.js';
 import { clusterServiceSuite } from '../suites/cluster-ipam-suite.js';
+import { clusterIpSetSuite } from '../suites/cluster-ip-set-suite.js';
 
 let etcd: EtcdCluster;
 before(async () => {
@@ -26,3 +27,4 @@ async function freshStore() {
 
 clusterServiceSuite('etcd', freshStore);
 clusterAdminSuite('etcd', freshStore);
+clusterIpSetSuite('etcd', freshStore);

@@ -141,8 +141,8 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       const before = s.roundTrips;
       const [got] = await fresh.assign({ node: 'x', handle: 'hx', auto: { 4: 1 } });
       assert.ok(prefixContains(order[5]!, got!.addr), `claimed ${formatAddr(got!.addr)}, the first free block of the probe order`);
-      // snapshot (3) + x's affinities (1) + 3 failed claims + 1 list of affinities + the claim.
-      assert.equal(s.roundTrips - before, 9);
+      // snapshot (config, then pools, reservations and ip-sets: 4) + x's affinities (1) + 3 failed claims + 1 list of affinities + the claim.
+      assert.equal(s.roundTrips - before, 10);
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
     }));
 

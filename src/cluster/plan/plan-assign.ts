@@ -30,13 +30,15 @@ import { encodeBlock } from '../block-record.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
 import type { ClusterSnapshot } from '../cluster-snapshot.js';
 import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../errors.js';
+import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
+import { ipSetBlocks, ipSetOf } from '../ip-set-record.js';
+import { PlacementError } from '../../model/placement.js';
 import type { AssignRequest, Assignment } from './assignment.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
 import { effectiveMaxBlocks } from '../ipam-config.js';
 import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
 import type { KnownBlock } from '../node-view.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
-import { PlacementError } from '../../model/placement.js';
 import { type Pool, poolUsable } from '../pool-record.js';
 
 export interface PlanInput {
@@ -136,6 +138,7 @@ class Planner {
   run(): AssignPlan {
     this.#collectHeld();
     this.#assignSpecific();
+    this.#assignFromSet();
     this.#assignAuto();
     return this.#build();
   }
@@ -188,6 +191,8 @@ class Planner {
       if (!pool) throw new AddressUnavailableError(text, 'no-pool', 'it is not in any pool');
       if (!poolUsable(pool)) throw new AddressUnavailableError(text, 'pool-disabled', `pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
       if (snap.reserved.contains(ip)) throw new AddressUnavailableError(text, 'reserved', 'it is reserved');
+      const set = req.adopt ? undefined : ipSetOf(snap.ipSets, ip);
+      if (set) throw new AddressUnavailableError(text, 'reserved', `it belongs to ip-set "${set.name}"`);
       const cidr = prefixOf(ip, pool.blockSize);
       const role = excludedRole(cidr, ordinalOf(cidr, ip));
       if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
@@ -213,19 +218,66 @@ class Planner {
     }
   }
 
+  /**
+   * `req.ipSet`: the lowest free address of the set (unless the handle holds one already), as a
+   * specific address of its block — read, claimed when absent, borrowed from another node's
+   * block unless strictAffinity. Other families are left to #assignAuto.
+   */
+  #assignFromSet(): void {
+    const { req, snap } = this.#in;
+    if (req.ipSet === undefined) return;
+    const unusable = (problem: string): never => {
+      if (req.placedBy) throw new PlacementError(req.placedBy.source, req.placedBy.pod, problem);
+      throw new NoIpSetError(req.ipSet!, problem);
+    };
+    const set = snap.ipSets.find((s) => s.name === req.ipSet);
+    if (!set) return unusable(`ip-set "${req.ipSet}" does not exist`);
+    if ([...this.#held, ...this.#added].some((a) => set.addrs.contains(a.addr))) return;
+    const pool = snap.pools.find((p) => p.name === set.pool);
+    if (!pool) return unusable(`its pool "${set.pool}" does not exist`);
+    if (!poolUsable(pool)) return unusable(`its pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+    const size = Number(set.addrs.size());
+    const keys = ipSetBlocks(set.addrs, pool.blockSize).map(blockKey);
+    const missing = keys.filter((k) => this.#state(k) === undefined);
+    if (missing.length > 0) throw new NeedRead(missing);
+    let held = 0;
+    let foreign = 0;
+    for (const a of set.addrs.addrs()) {
+      const cidr = prefixOf(a, pool.blockSize);
+      const o = ordinalOf(cidr, a);
+      if (excludedRole(cidr, o) !== undefined || snap.reserved.contains(a)) continue;
+      const key = blockKey(cidr);
+      const st = this.#state(key)!;
+      const block = st.block ?? newBlock(cidr, req.node);
+      if (holderOf(block, o) !== undefined) {
+        held++;
+        continue;
+      }
+      if (block.affinity !== req.node && snap.config.strictAffinity) {
+        foreign++;
+        continue;
+      }
+      this.#put(key, st.rev, assignOrdinal(block, o, req.handle), st.block === null, [o]);
+      return;
+    }
+    throw new IpSetExhaustedError(set.name, size, held, foreign > 0 ? `${foreign} free one${foreign === 1 ? ' is' : 's are'} in blocks of other nodes and strictAffinity is on` : undefined);
+  }
+
   #assignAuto(): void {
     const { req, snap } = this.#in;
     if (!req.auto) return;
     for (const n of req.pools ?? []) {
       const pool = poolNamed(snap.pools, n);
-      if (req.placedBy) this.#checkPlaced(n, pool);
+      // With an ip-set the pools are the network's own (for the other families), not the annotation's.
+      if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n, pool);
       else if (!pool) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
     }
     const wanted: [Family, number][] =
       req.auto === 'each-family'
         ? ([4, 6] as Family[]).filter((f) => this.#candidates(f).length > 0).map((f) => [f, 1])
         : ([[4, req.auto[4] ?? 0], [6, req.auto[6] ?? 0]] as [Family, number][]).filter(([, n]) => n > 0);
-    if (wanted.length === 0 && req.auto === 'each-family') throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
+    // An ip-set's address alone is an answer: no pool of another family is needed.
+    if (wanted.length === 0 && req.auto === 'each-family' && this.#held.length + this.#added.length === 0) throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
     for (const [family, n] of wanted) {
       const cands = this.#candidates(family);
       if (cands.length === 0) throw new NoPoolError(family, req.node, req.pools, this.#whyNoPool(family));
@@ -273,7 +325,7 @@ class Planner {
     const { req, snap } = this.#in;
     let got = 0;
     const take = (key: string, rev: number, block: Block, claimed: boolean): void => {
-      const r = allocateOrdinals(block, need - got, req.handle, reservedOrdinals(block.cidr, snap.reserved));
+      const r = allocateOrdinals(block, need - got, req.handle, reservedOrdinals(block.cidr, snap.autoExcluded));
       if (r.ordinals.length === 0) return;
       this.#put(key, rev, r.block, claimed, r.ordinals);
       got += r.ordinals.length;
@@ -329,7 +381,7 @@ class Planner {
     // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
     // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
     const guess = claimMisses < MAX_CLAIM_MISSES || claimed !== undefined;
-    const c = findClaimableBlock(cands, this.#in.snap.reserved, this.#in.req.node, taken, guess);
+    const c = findClaimableBlock(cands, this.#in.snap.autoExcluded, this.#in.req.node, taken, guess);
     if (c === 'unknown') throw new NeedList('list-claimed');
     return c;
   }

@@ -150,7 +150,7 @@ function releasable(input: ReleaseInput, key: string, block: Block, planned: Rea
   if (!pool) return false;
   for (const [k, kb] of p.mine) {
     if (k === key || planned.get(k) === null || !kb.block || !prefixContainsPrefix(pool.cidr, kb.block.cidr)) continue;
-    if (freeCount(kb.block, reservedOrdinals(kb.block.cidr, p.snap.reserved)) > 0) return true;
+    if (freeCount(kb.block, reservedOrdinals(kb.block.cidr, p.snap.autoExcluded)) > 0) return true;
   }
   return false;
 }

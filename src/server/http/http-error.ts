@@ -49,6 +49,11 @@ const BY_NAME: Readonly<Record<string, readonly [number, string]>> = {
   PoolConflictError: [409, 'pool_conflict'],
   PoolInUseError: [409, 'pool_in_use'],
   NotFoundError: [404, 'not_found'],
+  IpSetExhaustedError: [409, 'ip_set_exhausted'],
+  NoIpSetError: [409, 'no_ip_set'],
+  IpSetConflictError: [409, 'ip_set_conflict'],
+  IpSetInUseError: [409, 'ip_set_in_use'],
+  PoolHasIpSetsError: [409, 'pool_in_use'],
   CorruptRecordError: [500, 'corrupt_record'],
   // src/controller
   NodeExistsError: [409, 'node_exists'],
