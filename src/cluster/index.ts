@@ -9,6 +9,7 @@ export type { IpamSettings } from './settings.js';
 export type { Reservation } from './reservation-record.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
+export type { StickyHold } from './sticky-holds.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
 export type { DeletedNodeBlockRelease } from './gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './allocations.js';

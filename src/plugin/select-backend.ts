@@ -41,7 +41,7 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
   if (hasDatastore && !hasRanges) {
     chosen.backend = 'cluster';
     const { createClusterBackend } = await import('./cluster-backend.js');
-    return createClusterBackend(conf, env, host?.cluster);
+    return createClusterBackend(conf, env, host?.cluster, host?.pods);
   }
   chosen.backend = usesPodCidr(ipam) ? 'usePodCidr' : 'local';
   const { createLocalBackend } = await import('./local-backend.js');
