@@ -89,8 +89,16 @@ async function scenario(db: string, dir: string): Promise<void> {
   for (const pod of [{ ns: 'db', name: 'db-9', uid: 'u9', sticky: 'false' as const }, { ns: 'db', name: 'db-8', uid: 'u8' }]) {
     const a = addressOf(ok(call(db, cacheDir, 'ADD', `c-${pod.name}`, pod), `ADD ${pod.name}`));
     ok(call(db, cacheDir, 'DEL', `c-${pod.name}`, pod), `DEL ${pod.name}`);
-    const next = addressOf(ok(call(db, cacheDir, 'ADD', `n-${pod.name}`, { ns: 'web', name: `n-${pod.name}`, uid: `n${pod.uid}` }), `ADD after ${pod.name}`));
-    assert.equal(next, a, `${pod.name}'s address went back to the block at once`);
+    // Another attachment asking for exactly that address gets it: it is free.
+    const ip = a.split('/')[0]!;
+    const next = runPluginSync(PODIPAM_BIN, {
+      command: 'ADD',
+      containerId: `n-${pod.name}`,
+      ifname: 'eth0',
+      args: `IgnoreUnknown=1;IP=${ip}`,
+      config: { cniVersion: '1.0.0', name: NET, ipam: { type: 'podipam', datastore: db, nodeName: 'node-a', cacheDir } },
+    });
+    assert.equal(addressOf(ok(next, `ADD ${ip} after ${pod.name}`)), a, `${pod.name}'s address went back to the block at once`);
   }
 
   // stickyFor "1s": serve's GC releases the hold once expired; the pod's next ADD after expiry is a fresh one.
