@@ -11,7 +11,10 @@ import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, parseAffinityKey } from './keys.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey } from './keys.js';
+import type { Entry } from '../store/index.js';
+import { decodeHandle } from './handle-record.js';
+import type { HandleState } from './plan/plan-release.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
 import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 import { readKeys } from './read-keys.js';
@@ -43,6 +46,12 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
   let claimMisses = 0;
   let claimed: Set<string> | undefined;
   let conflict: string[] = [];
+  // A sticky pod's hold (req.takeOver): from the hints when this node wrote it, else read once.
+  const holdKey = req.takeOver === undefined ? undefined : handleKey(req.takeOver);
+  let hold: HandleState | undefined = req.takeOver === undefined ? undefined : view.handles.get(req.takeOver);
+  const noteHold = (key: string, entry: Entry | undefined): void => {
+    if (key === holdKey) hold = entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined };
+  };
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
     if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view).then(() => crashPoint('cluster.assign.blocks-loaded'));
@@ -59,6 +68,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
         claimed,
         handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
         now: ctx.now().toISOString(),
+        ...(hold ? { hold } : {}),
       });
     } catch (e) {
       if (!(e instanceof PoolExhaustedError || e instanceof NoPoolError || e instanceof AddressUnavailableError || e instanceof PlacementError)) throw e;
@@ -73,7 +83,10 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     if (plan.kind === 'read') {
-      for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
+      for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
+        absorbEntry(ctx.cache, view, others, key, entry);
+        noteHold(key, entry);
+      }
       continue;
     }
     if (plan.kind === 'list-claimed') {
@@ -102,6 +115,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       }
       const prev = view.handles.get(req.handle);
       if (plan.handle) view.noteHandle(req.handle, plan.writesHandle ? r.rev : (prev?.rev ?? 0), plan.handle);
+      if (plan.tookOver) view.noteHandle(req.takeOver!, 0, undefined);
       return [...plan.assignments];
     }
     conflict = [];
@@ -109,6 +123,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       const entry = r.current?.[i];
       if ((entry?.rev ?? 0) !== c.rev) conflict.push(c.key);
       absorbEntry(ctx.cache, view, others, c.key, entry);
+      noteHold(c.key, entry);
     });
     claimMisses += plan.claims.filter((k) => conflict.includes(k)).length;
   }
@@ -118,6 +133,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
 function checkRequest(req: AssignRequest): void {
   checkNodeName('node name', req.node);
   checkHandle('handle', req.handle);
+  if (req.takeOver !== undefined) checkHandle('takeOver', req.takeOver);
   if (req.auto && req.auto !== 'each-family') {
     for (const f of [4, 6] as const) {
       const n = req.auto[f] ?? 0;

@@ -11,7 +11,8 @@
  * their affinity, affinities stuck in a non-confirmed state, allocations outside every pool,
  * and records that do not decode. The lists are read one after the other; every finding is
  * then re-checked with one atomic read of the keys involved, so activity during the check does
- * not produce false reports. Read-only.
+ * not produce false reports. Read-only. Sticky holds (handles with `stickyUntil`: a sticky pod's
+ * addresses kept for its next incarnation) are listed apart, with their expiry: not problems.
  */
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
 import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
@@ -25,6 +26,7 @@ import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from './keys.js';
 import { type Pool, decodePool } from './pool-record.js';
 import { readKeys } from './read-keys.js';
+import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 
 export interface Leak {
   readonly ip: string;
@@ -52,6 +54,8 @@ export interface Problem {
 export interface CheckReport {
   readonly leaks: readonly Leak[];
   readonly problems: readonly Problem[];
+  /** Sticky holds (sticky-holds.ts), when there are any: informational, not problems — a live hold is a sticky pod's kept address. */
+  readonly stickyHolds?: readonly StickyHold[];
 }
 
 interface Finding {
@@ -93,10 +97,22 @@ export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
     });
     for (const f of batch) if (again.some((g) => sameFinding(f, g))) confirmed.push(f);
   }
+  const holds = holdsOf(handleEntries, blockEntries, ctx.now());
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
+    ...(holds.length > 0 ? { stickyHolds: holds } : {}),
   };
+}
+
+/** The sticky holds of the listed records (those that do not decode are corrupt-record problems already). */
+function holdsOf(handleEntries: readonly Entry[], blockEntries: readonly Entry[], now: Date): StickyHold[] {
+  const handles = new Map<string, { rev: number; record: HandleRecord }>();
+  for (const e of handleEntries) tryDecode(e, decodeHandle, () => {}, (record) => record.stickyUntil !== undefined && handles.set(e.key.slice(HANDLE_PREFIX.length), { rev: e.rev, record }));
+  if (handles.size === 0) return [];
+  const blocks = new Map<string, Block>();
+  for (const e of blockEntries) tryDecode(e, decodeBlock, () => {}, (b) => blocks.set(e.key, b));
+  return stickyHoldsOf(handles, blocks, now);
 }
 
 /** The listed entries of `prefix`, with those of the keys read again replaced by what was read. */

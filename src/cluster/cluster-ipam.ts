@@ -30,6 +30,9 @@ import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 import type { Pool, PoolSpec } from './pool-record.js';
 import { type Released, releaseAddresses, releaseByHandle } from './release.js';
 import type { Reservation } from './reservation-record.js';
+import type { HandleAttrs } from './handle-record.js';
+import type { HoldResult } from './sticky-hold.js';
+import type { StickyHold } from './sticky-holds.js';
 import type { IpamSettings } from './settings.js';
 import type { IpamUsage } from './usage.js';
 import type { Utilisation, UtilisationOptions } from './utilisation.js';
@@ -84,6 +87,12 @@ export class ClusterIpam {
   /** See release.ts: free specific addresses, whoever holds them (with `heldBy`: only while one of those handles does). */
   releaseAddresses(addrs: readonly Addr[], heldBy?: ReadonlySet<string>): Promise<Released[]> {
     return releaseAddresses(this.#ctx, addrs, heldBy);
+  }
+
+  /** See sticky-hold.ts: move a sticky pod's addresses from its attachment's handle to its hold (undefined: the handle has no record). */
+  async holdSticky(handle: string, hold: string, attrs: HandleAttrs & { readonly stickyUntil: string }, node: string): Promise<HoldResult | undefined> {
+    const { holdAttachment } = await import('./sticky-hold.js');
+    return holdAttachment(this.#ctx, handle, hold, attrs, node);
   }
 
   /** See handle-addresses.ts: what a handle holds (undefined when it does not exist). */
@@ -220,6 +229,12 @@ export class ClusterIpam {
   async check(): Promise<CheckReport> {
     const { checkIpam } = await import('./check.js');
     return checkIpam(this.#ctx);
+  }
+
+  /** See sticky-holds.ts: free an expired sticky hold while its record is the one `check` listed (undefined: it changed). */
+  async releaseStickyHold(hold: Pick<StickyHold, 'handle' | 'rev'>): Promise<Released[] | undefined> {
+    const { releaseStickyHold } = await import('./sticky-holds.js');
+    return releaseStickyHold(this.#ctx, hold);
   }
 
   /** See gc-findings.ts: free a leaked address (CAS loop; false when it is no longer a leak). */

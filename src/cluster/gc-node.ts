@@ -8,7 +8,9 @@
  * borrowed from another node's block and then forgot (its hint lost) is not found here —
  * `podipam ipam check` and `ipam release` cover it. The node agent's warm handles
  * (src/model/reserved-network.ts) are never candidates, whatever `network` says: their
- * addresses are the agent's to return, and some are in use by live pods.
+ * addresses are the agent's to return, and some are in use by live pods. Nor are sticky holds
+ * (records with `stickyUntil`, sticky-hold-id.ts): they belong to no attachment, and expire
+ * through `podipam serve`'s GC.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { readKeys } from './read-keys.js';
@@ -46,6 +48,8 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
     try {
       const rec = decodeHandle(entry);
       if (rec.node !== node || rec.network !== network) continue;
+      // A sticky hold belongs to no attachment: it is kept for the pod's next incarnation until its stickyUntil (serve's GC).
+      if (rec.stickyUntil !== undefined) continue;
       // A record under an old dotted id is judged by the attachment it names (legacy-handle.ts).
       if (rec.containerId !== undefined && rec.ifname !== undefined && keep.has(cniHandleId(network, rec.containerId, rec.ifname))) continue;
       released.push(...(await releaseByHandle(ctx, handle, node)));

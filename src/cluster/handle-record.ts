@@ -19,6 +19,11 @@ export interface HandleAttrs {
   readonly namespace?: string;
   readonly pod?: string;
   readonly podUid?: string;
+  /**
+   * Set on a sticky hold only (src/cluster/sticky-hold.ts): the addresses a sticky pod's DEL kept
+   * for its namespace/name, held until this time (ISO), then released by `podipam serve`'s GC.
+   */
+  readonly stickyUntil?: string;
 }
 
 export interface HandleRecord extends HandleAttrs {
@@ -34,6 +39,7 @@ export function encodeHandle(h: HandleRecord): string {
   if (h.namespace !== undefined) o.namespace = h.namespace;
   if (h.pod !== undefined) o.pod = h.pod;
   if (h.podUid !== undefined) o.podUid = h.podUid;
+  if (h.stickyUntil !== undefined) o.stickyUntil = h.stickyUntil;
   o.blocks = Object.fromEntries([...h.blocks].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
   return JSON.stringify(o);
 }
@@ -53,6 +59,7 @@ export function decodeHandle(entry: Entry): HandleRecord {
     containerId: optStr(entry.key, o, 'containerId'),
     ifname: optStr(entry.key, o, 'ifname'),
     ...podFields(entry.key, o),
+    ...stickyField(entry.key, o),
     blocks,
   };
 }
@@ -76,4 +83,12 @@ function podFields(key: string, o: Record<string, unknown>): Pick<HandleAttrs, '
     if (v !== undefined) out[f] = v;
   }
   return out;
+}
+
+/** `stickyUntil` when present: a valid ISO time, else the record is corrupt. */
+function stickyField(key: string, o: Record<string, unknown>): Pick<HandleAttrs, 'stickyUntil'> {
+  const v = optStr(key, o, 'stickyUntil');
+  if (v === undefined) return {};
+  if (Number.isNaN(Date.parse(v))) throw new CorruptRecordError(key, `stickyUntil ${JSON.stringify(v)} is not a time`);
+  return { stickyUntil: v };
 }

@@ -12,6 +12,7 @@ export type { IpSetAddress, IpSetDetail, IpSetInfo, IpSetSpec } from './ip-sets.
 export { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, NoIpSetError, PoolHasIpSetsError } from './ip-set-errors.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { CheckReport, Leak, Problem } from './check.js';
+export type { StickyHold } from './sticky-holds.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
 export type { DeletedNodeBlockRelease } from './gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './allocations.js';

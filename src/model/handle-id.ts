@@ -40,7 +40,8 @@ export function legacyCniHandleId(network: string, containerId: string, ifname: 
 
 const UNSAFE = /[^A-Za-z0-9_.-]/gu;
 
-function escapePart(s: string): string {
+/** One part of a handle id, escaped (see above). */
+export function escapePart(s: string): string {
   return s.replace(UNSAFE, (ch) => {
     let out = '';
     for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;

@@ -21,6 +21,13 @@
  *   /128 with a link-local gateway because its data plane routes every pod.)
  *   The configured `routes` follow, those of the families the pod got an address of (so
  *   `0.0.0.0/0` and `::/0` suit any pool: a route of another family would fail `ptp`).
+ * - Sticky pods (cluster-sticky.ts: `podipam.io/sticky: "true"`, or a StatefulSet's pod in the
+ *   host's pod cache; `stickyFor` > 0): DEL moves the attachment's addresses, in one
+ *   transaction, to the pod's hold `sticky:<network>:<namespace>:<name>:<ifname>` (its record
+ *   names the pod and `stickyUntil`, now + stickyFor) instead of releasing them; the ADD of the
+ *   pod's next incarnation takes the hold over in its assignment transaction (`takeOver`). An
+ *   expired hold is left to `podipam serve`'s GC. A sticky ADD may cost one read of the hold
+ *   (none when this node wrote it); other ADDs cost nothing more.
  * - DEL: releases the handle; idempotent. CHECK: the handle must hold the prevResult's addresses.
  * - GC: releases this node's handles of this network absent from the valid attachments.
  * - DEL and CHECK also find a record under the attachment's old dotted id when it belongs to the
@@ -54,6 +61,7 @@ import { PlacementError, hasPlacement } from '../model/placement.js';
 import type { PodDirectory } from '../model/pod-directory.js';
 import { formatPodRef } from '../model/pod-ref.js';
 import { placementOf } from './placement-of.js';
+import { stickyHoldOf } from './cluster-sticky.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
 export const LOCK_WAIT_MS = 3000;
@@ -83,11 +91,13 @@ class ClusterBackend implements IpamBackend {
       const source = (placement.ips ?? placement.pools ?? placement.ipSet)!;
       throw new PlacementError(source, pod, `cannot be combined with the requested address(es) ${ips.map(formatAddr).join(', ')} (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips): give one or the other`);
     }
+    const hold = stickyHoldOf(req, this.#pods, c.stickyForMs);
     const areq: AssignRequest = {
       node: c.nodeName,
       handle: handleOf(req),
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
       ...(ips.length > 0 ? { ips } : placementRequest(placement, pod, c.pools)),
+      ...(hold !== undefined ? { takeOver: hold } : {}),
     };
     const host = this.#host;
     const got = host
@@ -101,13 +111,45 @@ class ClusterBackend implements IpamBackend {
 
   async del(req: IpamRequest): Promise<void> {
     const handle = handleOf(req);
+    const hold = this.#holdOnDel(req);
     await this.#run('DEL', async (ipam) => {
+      if (hold !== undefined && (await this.#keep(ipam, req, handle, hold))) return;
       // Only an attachment with nothing under its new id can be one from before the change:
       // the steady-state DEL stays one round trip.
       if ((await ipam.releaseHandle(handle, this.#conf.nodeName)).length > 0) return;
       const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
       if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
     });
+  }
+
+  /** The pod's hold when it is sticky; a malformed annotation must not fail a DEL: not sticky then. */
+  #holdOnDel(req: IpamRequest): string | undefined {
+    try {
+      return stickyHoldOf(req, this.#pods, this.#conf.stickyForMs);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Moves the attachment's addresses to the pod's hold; false when there is nothing to keep (or its record is corrupt: released as usual). */
+  async #keep(ipam: ClusterIpam, req: IpamRequest, handle: string, hold: string): Promise<boolean> {
+    const c = this.#conf;
+    const pod = req.pod!;
+    const attrs = {
+      node: c.nodeName,
+      network: req.conf.name,
+      ifname: req.ifname,
+      namespace: pod.namespace,
+      pod: pod.name,
+      ...(pod.uid ? { podUid: pod.uid } : {}),
+      stickyUntil: new Date(Date.now() + c.stickyForMs).toISOString(),
+    };
+    try {
+      return (await ipam.holdSticky(handle, hold, attrs, c.nodeName)) !== undefined;
+    } catch (e) {
+      if (e instanceof Error && e.name === 'CorruptRecordError') return false;
+      throw e;
+    }
   }
 
   async check(req: IpamRequest): Promise<void> {

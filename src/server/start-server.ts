@@ -122,7 +122,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           if (r.leaksReleased) metrics.gcReleased.inc({ kind: 'leak' }, r.leaksReleased);
           if (r.handlesReleased) metrics.gcReleased.inc({ kind: 'handle' }, r.handlesReleased);
           if (r.blocksReleased) metrics.gcReleased.inc({ kind: 'block' }, r.blocksReleased);
-          if (r.leaksReleased + r.handlesReleased + r.blocksReleased > 0) {
+          if (r.holdsReleased) metrics.gcReleased.inc({ kind: 'sticky-hold' }, r.holdsReleased);
+          if (r.leaksReleased + r.handlesReleased + r.blocksReleased + r.holdsReleased > 0) {
             summary.invalidate();
             checks.invalidate();
           }

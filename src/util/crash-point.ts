@@ -32,6 +32,7 @@ export const CRASH_POINTS = {
   'cluster.block.claimed': 'cluster ADD: the txn that claimed a new block (block + affinity + handle) committed; hints not noted, no answer',
   'cluster.assign.committed': 'cluster ADD: the assignment txn committed; hints not noted, no answer',
   'cluster.release.committed': 'cluster DEL: the release txn committed (addresses freed, handle deleted); no answer',
+  'cluster.sticky.held': "cluster DEL of a sticky pod: the txn moving its addresses to the pod's hold committed; no answer",
   'cluster.block.released': 'cluster DEL: a release txn that also deleted an empty block and its affinity committed',
   'cluster.release-addrs.committed': 'cluster: a release-by-address txn committed (agent returns, ipam release); no answer',
   'cluster.gc.listed': 'cluster GC: the node\'s blocks re-read, candidate handles not yet read',

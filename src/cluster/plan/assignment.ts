@@ -26,6 +26,12 @@ export interface AssignRequest {
    */
   readonly placedBy?: { readonly source: AnnotationSource; readonly pod: string };
   /**
+   * A sticky pod's hold handle (src/cluster/sticky-hold-id.ts): when it exists, has not expired
+   * and its addresses suit this request, they are taken over (their holder becomes `handle`,
+   * the hold is deleted) in the same transaction instead of allocating (plan-assign.ts).
+   */
+  readonly takeOver?: string;
+  /**
    * `ips` are addresses pods already use (`podipam import host-local`): record them even when
    * one is a block's network, gateway or broadcast address, which are otherwise refused.
    */

@@ -60,6 +60,8 @@ export interface PlanInput {
   readonly handle: { readonly rev: number; readonly record: HandleRecord | undefined };
   /** ISO time written on claimed affinities. */
   readonly now: string;
+  /** The state of `req.takeOver`'s hold (record undefined = absent); omitted = not read yet. */
+  readonly hold?: { readonly rev: number; readonly record: HandleRecord | undefined };
 }
 
 export type { AssignRequest, Assignment } from './assignment.js';
@@ -84,6 +86,8 @@ export type AssignPlan =
       readonly writesHandle: boolean;
       /** Keys of blocks this txn creates (a failed compare on one means someone else has it). */
       readonly claims: readonly string[];
+      /** True when the txn takes `req.takeOver`'s addresses over (and deletes the hold). */
+      readonly tookOver?: boolean;
     };
 
 /** True when `entry` (a pool name, or a canonical CIDR from Calico's annotations) names `p`. */
@@ -130,6 +134,8 @@ class Planner {
   readonly #held: Assignment[] = [];
   readonly #added: Assignment[] = [];
   #usedLabels = false;
+  /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
+  #hold: { rev: number; taken: boolean } | undefined;
 
   constructor(input: PlanInput) {
     this.#in = input;
@@ -137,6 +143,7 @@ class Planner {
 
   run(): AssignPlan {
     this.#collectHeld();
+    this.#takeOver();
     this.#assignSpecific();
     this.#assignFromSet();
     this.#assignAuto();
@@ -174,6 +181,52 @@ class Planner {
       this.#verify.set(key, st.rev);
       if (st.block) for (const o of ordinalsOf(st.block, this.#in.req.handle)) this.#held.push(this.#assignment(addrOfOrdinal(st.block.cidr, o), st.block.cidr));
     }
+  }
+
+  /**
+   * A sticky pod's next incarnation takes over what its hold keeps (src/cluster/sticky-hold-id.ts):
+   * the hold's ordinals change holder to this handle, the hold record is deleted, all in this
+   * txn, comparing the hold and its blocks. Only for an automatic request of a handle holding
+   * nothing yet, and only all of the hold or none of it: an expired hold (GC's), one whose
+   * addresses this request could not be given (a pool it does not draw from, disabled, not
+   * selecting the node; a block of another node under strictAffinity; more addresses of a
+   * family than asked for) is left alone and the request is served as usual. The hold is
+   * compared even when absent or left alone, so a hold written meanwhile is seen on the retry.
+   */
+  #takeOver(): void {
+    const { req, now } = this.#in;
+    if (req.takeOver === undefined || !req.auto || (req.ips?.length ?? 0) > 0 || this.#held.length > 0) return;
+    const hs = this.#in.hold;
+    if (hs === undefined) throw new NeedRead([handleKey(req.takeOver)]);
+    this.#hold = { rev: hs.rev, taken: false };
+    const rec = hs.record;
+    if (!rec || rec.stickyUntil === undefined || Date.parse(rec.stickyUntil) <= Date.parse(now)) return;
+    const keys = [...rec.blocks.keys()].map((c) => blockKey(parsePrefix(c)));
+    const missing = keys.filter((k) => this.#state(k) === undefined);
+    if (missing.length > 0) throw new NeedRead(missing);
+    const moves: { key: string; rev: number; block: Block; ordinals: number[] }[] = [];
+    const perFamily = new Map<Family, number>();
+    for (const key of keys) {
+      const st = this.#state(key)!;
+      this.#verify.set(key, st.rev);
+      if (!st.block) continue;
+      const ordinals = ordinalsOf(st.block, req.takeOver);
+      if (ordinals.length === 0) continue;
+      const family = st.block.cidr.family;
+      const pool = this.#candidates(family).find((p) => prefixContainsPrefix(p.cidr, st.block!.cidr));
+      if (!pool) return;
+      if (st.block.affinity !== req.node && this.#in.snap.config.strictAffinity) return;
+      perFamily.set(family, (perFamily.get(family) ?? 0) + ordinals.length);
+      moves.push({ key, rev: st.rev, block: st.block, ordinals });
+    }
+    for (const [family, n] of perFamily) if (n > (req.auto === 'each-family' ? 1 : (req.auto[family] ?? 0))) return;
+    if (moves.length === 0) return;
+    for (const m of moves) {
+      const allocations = new Map(m.block.allocations);
+      for (const o of m.ordinals) allocations.set(o, req.handle);
+      this.#put(m.key, m.rev, { ...m.block, allocations }, false, m.ordinals);
+    }
+    this.#hold.taken = true;
   }
 
   #holds(a: Addr): boolean {
@@ -407,6 +460,10 @@ class Planner {
     if (claims.length > 0) ops.push({ type: 'delete', key: nodeTombstoneKey(req.node) });
     for (const [key, rev] of this.#verify) if (!this.#work.has(key)) compares.push({ key, rev });
     compares.push({ key: handleKey(req.handle), rev: handle.rev });
+    if (this.#hold && req.takeOver !== undefined) {
+      compares.push({ key: handleKey(req.takeOver), rev: this.#hold.rev });
+      if (this.#hold.taken) ops.push({ type: 'delete', key: handleKey(req.takeOver) });
+    }
     let record = handle.record;
     const writesHandle = this.#added.length > 0;
     if (writesHandle) {
@@ -414,6 +471,6 @@ class Planner {
       ops.push({ type: 'put', key: handleKey(req.handle), value: encodeHandle(record) });
     }
     const assignments = [...this.#held, ...this.#added].sort((a, b) => a.addr.family - b.addr.family || (a.addr.value < b.addr.value ? -1 : 1));
-    return { kind: 'txn', compares, ops, assignments, blocks, handle: record, writesHandle, claims };
+    return { kind: 'txn', compares, ops, assignments, blocks, handle: record, writesHandle, claims, ...(this.#hold?.taken ? { tookOver: true } : {}) };
   }
 }

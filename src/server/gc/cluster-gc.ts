@@ -13,27 +13,31 @@
  *     other nodes that borrowed from it (it is deleted when they release). Every one of those
  *     transactions compares the proof (tombstone present, record absent), so a node re-added
  *     or claiming a block meanwhile keeps what is left.
+ *   - Sticky holds (a sticky pod's addresses kept for its next incarnation) whose `stickyUntil`
+ *     has passed: released by handle, comparing the hold's record as the report saw it.
  * A block affine to a node that has no record and never had one deleted
  * (`block-node-unregistered`) proves nothing — the node claimed it and may well run — and is
  * only reported, as are problems of every other kind: never repaired automatically. This file only keeps
  * the schedule; each repair is a ClusterIpam method (src/cluster/gc-findings.ts) with the
  * same bounded compare-and-swap retry loop as ADD and DEL.
  */
-import { formatPrefix } from '../../ip/index.js';
-import type { CheckReport, ClusterIpam, Leak, Problem } from '../../cluster/index.js';
+import { formatAddr, formatPrefix } from '../../ip/index.js';
+import type { CheckReport, ClusterIpam, Leak, Problem, StickyHold } from '../../cluster/index.js';
 import type { Log } from '../../log/logger.js';
 
 export interface GcResult {
   readonly leaksReleased: number;
   readonly handlesReleased: number;
   readonly blocksReleased: number;
+  /** Expired sticky holds released (their addresses freed). */
+  readonly holdsReleased: number;
   /** Findings still inside their grace period. */
   readonly waiting: number;
 }
 
 export interface ClusterGcOptions {
   /** The repairs (and, without `check`, the reports): ClusterIpam's. */
-  readonly ipam: Pick<ClusterIpam, 'check' | 'releaseLeak' | 'releaseDeletedNodeBlock'>;
+  readonly ipam: Pick<ClusterIpam, 'check' | 'releaseLeak' | 'releaseDeletedNodeBlock' | 'releaseStickyHold'>;
   /** Where reports come from (default: ipam.check(), a fresh check every run). */
   readonly check?: () => Promise<CheckReport>;
   readonly graceMs: number;
@@ -94,6 +98,26 @@ export class ClusterGc {
       }
       this.#seen.delete(id);
     }
-    return { leaksReleased, handlesReleased, blocksReleased, waiting };
+    const holdsReleased = await this.#expireHolds(report.stickyHolds ?? [], now);
+    return { leaksReleased, handlesReleased, blocksReleased, holdsReleased, waiting };
+  }
+
+  /**
+   * Sticky holds whose stickyUntil has passed (by this GC's clock): released at once — the
+   * expiry is their deadline, no grace period more — while their record is the one the report
+   * saw (a hold renewed by a later DEL, or taken over, stays).
+   */
+  async #expireHolds(holds: readonly StickyHold[], now: number): Promise<number> {
+    let n = 0;
+    for (const h of holds) {
+      if (Date.parse(h.stickyUntil) > now) continue;
+      const released = await this.#o.ipam.releaseStickyHold(h);
+      if (released === undefined || released.length === 0) continue;
+      n++;
+      const pod = h.namespace !== undefined && h.pod !== undefined ? `${h.namespace}/${h.pod}` : '(unnamed)';
+      const ips = released.map((r) => formatAddr(r.addr));
+      this.#o.log.info({ handle: h.handle, pod, ips: ips.join(','), stickyUntil: h.stickyUntil }, `released sticky hold "${h.handle}" of pod ${pod}: ${ips.join(', ')} (kept until ${h.stickyUntil})`);
+    }
+    return n;
   }
 }

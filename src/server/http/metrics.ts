@@ -40,7 +40,7 @@ export class ServerMetrics {
     this.gcRuns = new Counter({ name: 'podipam_gc_runs_total', help: 'cluster garbage collection runs, by result', labelNames: ['result'], registers });
     this.gcReleased = new Counter({
       name: 'podipam_gc_released_total',
-      help: 'what cluster garbage collection released, by kind (block, allocation)',
+      help: 'what cluster garbage collection released, by kind (leak, handle, block, sticky-hold)',
       labelNames: ['kind'],
       registers,
     });
@@ -52,7 +52,7 @@ export class ServerMetrics {
     });
     // Zero series exist from the start, so rate() and alerts see the counters before the first event.
     for (const result of ['ok', 'error']) this.gcRuns.inc({ result }, 0);
-    for (const kind of ['leak', 'handle', 'block']) this.gcReleased.inc({ kind }, 0);
+    for (const kind of ['leak', 'handle', 'block', 'sticky-hold']) this.gcReleased.inc({ kind }, 0);
     // prom-client collects metrics concurrently; each gauge asks the source, which caches.
     new Gauge({
       name: 'podipam_pool_allocated_addresses',
