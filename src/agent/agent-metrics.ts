@@ -62,6 +62,16 @@ export class AgentMetrics {
     counter('podipam_agent_gc_releases', 'attachments the pod GC released because their pods were gone from the API server', (w) => w.pods.gcReleases);
     counter('podipam_agent_gc_list_failures', 'pod GC runs whose list failed (nothing released)', (w) => w.pods.gcListFailures);
     counter('podipam_agent_pod_store_pods', 'pods in the pod store (deleted ones kept an hour)', (w) => w.pods.podStore);
+    new Gauge({
+      name: 'podipam_node_headroom_addresses',
+      help: "addresses the node can still hand out by itself, by family: free in its blocks + idle in the warm pool + in blocks it may still claim (src/cluster/node-headroom.ts)",
+      labelNames: ['family'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [family, h] of Object.entries(hosted()?.headroom?.families ?? {})) this.set({ family }, h.headroom);
+      },
+    });
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 

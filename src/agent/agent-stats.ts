@@ -23,6 +23,8 @@ export interface AgentStatus {
   readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number };
   /** The warm pool (when the agent runs one): see src/warm/warm-service.ts WarmStatus. */
   readonly warmPool?: import('../warm/warm-service.js').WarmStatus;
+  /** The node's headroom per family and its ip-exhausted taint (src/agent/headroom.ts). */
+  readonly headroom?: import('./headroom.js').HeadroomStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

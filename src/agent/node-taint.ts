@@ -16,7 +16,9 @@
  * Only podipam's taint (that key with effect NoSchedule) is ever changed; every other taint is
  * kept as it is, in its place.
  */
-import type { Family } from '../ip/index.js';
+
+/** An address family (as src/ip's). */
+export type Family = 4 | 6;
 
 export const EXHAUSTED_TAINT_KEY = 'podipam.io/ip-exhausted';
 export const EXHAUSTED_TAINT_EFFECT = 'NoSchedule';

@@ -29,7 +29,8 @@ export function parseAgentStatus(body: string, socket: string): AgentStatus {
     recordOf(v.backends, num) &&
     isRecord(v.datastore) &&
     Array.isArray(v.datastore.open) &&
-    (v.warmPool === undefined || (isRecord(v.warmPool) && recordOf(v.warmPool.pools, isRecord) && (v.warmPool.pods === undefined || isRecord(v.warmPool.pods))));
+    (v.warmPool === undefined || (isRecord(v.warmPool) && recordOf(v.warmPool.pools, isRecord) && (v.warmPool.pods === undefined || isRecord(v.warmPool.pods)))) &&
+    (v.headroom === undefined || (isRecord(v.headroom) && recordOf(v.headroom.families, (f) => isRecord(f) && num(f.headroom))));
   if (!ok) {
     const shown = body.length > 80 ? `${body.slice(0, 77)}...` : body;
     throw new Error(`${socket} answered ${JSON.stringify(shown)}, which is not an agent status (another program on the socket, or another podipam version?)`);

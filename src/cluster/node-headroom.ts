@@ -194,3 +194,20 @@ export function nodeHeadroom(s: HeadroomSettings, spaces: ReadonlyMap<string, Po
   }
   return out;
 }
+
+/**
+ * Every listed node's headroom from every block record (one pass, as `podipam serve`'s summary
+ * reads them): the claimed space is every block that exists (orphans included), each node's own
+ * blocks those affine to it.
+ */
+export function headroomByNode(s: HeadroomSettings, blocks: readonly Block[], nodes: readonly { readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly idle?: Partial<Record<Family, number>> }[]): Map<string, FamilyHeadroom[]> {
+  const spaces = poolSpaces(s, blocks.map((b) => b.cidr));
+  const mine = new Map<string, Block[]>();
+  for (const b of blocks) {
+    if (b.affinity === null) continue;
+    const list = mine.get(b.affinity);
+    if (list) list.push(b);
+    else mine.set(b.affinity, [b]);
+  }
+  return new Map(nodes.map((n) => [n.name, nodeHeadroom(s, spaces, { node: n.name, labels: n.labels, blocks: mine.get(n.name) ?? [], ...(n.idle ? { idle: n.idle } : {}) })]));
+}
