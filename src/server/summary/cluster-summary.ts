@@ -13,7 +13,6 @@ import { type Prefix, formatPrefix } from '../../ip/index.js';
 import type { Store } from '../../store/index.js';
 import { silentLog, type Log } from '../../log/logger.js';
 import { warmIdleTest } from '../../warm/warm-usage.js';
-import type { Block } from '../../alloc/block.js';
 import { loadSnapshot } from '../../cluster/cluster-snapshot.js';
 import { type FamilyHeadroom, headroomByNode } from '../../cluster/node-headroom.js';
 
@@ -85,7 +84,7 @@ export interface ClusterSummary {
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
   const isIdle = await warmIdleTest(store);
-  const seen: Block[] = [];
+  const seen: Parameters<typeof headroomByNode>[1][number][] = [];
   const [u, records, tombstones, snap] = await Promise.all([
     new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle, onBlock: (b) => seen.push(b) }),
     listNodes(store),
