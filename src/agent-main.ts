@@ -13,6 +13,7 @@ import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
+import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
 
 export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
   /** A datastore to open at start (cluster mode), so the first pod pays nothing for it. */
@@ -27,16 +28,24 @@ export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
    * watch-fed pod cache (src/agent/pod-cache.ts) for every back end, the warm pool's pod source.
    */
   readonly kube?: { readonly kubeconfig?: string; readonly timing?: import('./agent/pod-cache.js').PodCacheOptions['timing'] };
+  /** Resync the node's headroom (src/agent/headroom.ts): period and clearing threshold (the taint goes through `kube`'s client). */
+  readonly headroom?: Pick<HeadroomOptions, 'intervalMs' | 'clearAt'>;
   readonly log: Log;
 }
 
 /** Takes the socket and serves the plugin's calls with the back ends' long-lived services. */
 export function startAgent(o: AgentMainOptions): Promise<Agent> {
-  const { datastore, warm, kube, ...host } = o;
-  return Agent.start({ ...host, host: () => hostedBackEnds(o) });
+  const { datastore, warm, kube, headroom, ...host } = o;
+  let monitor: HeadroomMonitor | undefined;
+  // An ADD that found the node exhausted (code 100) resyncs the headroom (and the taint) at once.
+  const onCall: AgentOptions['onCall'] = (c) => {
+    o.onCall?.(c);
+    if (c.verb === 'ADD' && c.result === 'code 100') void monitor?.poke();
+  };
+  return Agent.start({ ...host, onCall, host: () => hostedBackEnds(o, (m) => (monitor = m)) });
 }
 
-async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
+async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonitor) => void): Promise<HostedServices> {
   const cluster = new ClusterServices();
   const scanCache = new ScanCache();
   let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache } };
@@ -59,6 +68,22 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
     }
     host = { ...host, warm: new WarmBackend(warm, host.pods) };
   }
+  let headroom: HeadroomMonitor | undefined;
+  if (o.headroom) {
+    const { HeadroomMonitor } = await import('./agent/headroom.js');
+    const w = warm;
+    const pools = o.warm?.pools;
+    headroom = new HeadroomMonitor({
+      ...o.headroom,
+      node: o.node,
+      datastore: () => o.datastore ?? cluster.datastores()[0],
+      openStore: (d) => cluster.storeOf(d),
+      ...(kube ? { taintApi: kube.coreApi } : {}),
+      ...(w ? { warm: () => ({ idle: idleOf(w.report()), ...(pools ? { pools } : {}) }) } : {}),
+      log: o.log,
+    });
+    onMonitor(headroom);
+  }
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
     call: (env, stdin) => pluginCall(env, stdin, host),
@@ -67,6 +92,7 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
       localScans: scanCache.stats,
       ...(warm ? { warmPool: warm.report() } : {}),
       ...(pods ? { podCache: pods.status() } : {}),
+      ...(headroom ? { headroom: headroom.status() } : {}),
     }),
     async start() {
       if (o.datastore) {
@@ -77,8 +103,10 @@ async function hostedBackEnds(o: AgentMainOptions): Promise<HostedServices> {
       pods?.start();
       // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
       await warm?.start();
+      headroom?.start();
     },
     async close() {
+      await headroom?.stop();
       await warm?.close();
       await pods?.stop();
       await cluster.close();
@@ -94,4 +122,9 @@ async function openKubeOrFail(kubeconfig: string | undefined): Promise<import('.
   } catch (e) {
     throw new AgentStartError((e as Error).message);
   }
+}
+
+/** The warm pool's idle addresses per family (what it hands out without a claim). */
+function idleOf(w: ReturnType<WarmService['report']>): Partial<Record<4 | 6, number>> {
+  return { 4: w.pools.ipv4?.idle ?? 0, 6: w.pools.ipv6?.idle ?? 0 };
 }

@@ -26,6 +26,8 @@ export const AGENT_CONFIG_KEYS = {
   kubeconfig: 'string',
   stickyNamespaces: 'names',
   stickyNamePattern: 'string',
+  headroomInterval: 'duration',
+  headroomClear: 'count',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;

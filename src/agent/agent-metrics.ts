@@ -73,6 +73,16 @@ export class AgentMetrics {
     cacheCounter('podipam_agent_pod_cache_watch_resumes_total', 'pod cache watches resumed from the last resourceVersion', (c) => c.resumes);
     cacheCounter('podipam_agent_pod_cache_events_total', 'pod and namespace watch events applied to the pod cache', (c) => c.events);
     cacheCounter('podipam_agent_pod_cache_errors_total', 'pod cache lists and watches that failed', (c) => c.errors);
+    new Gauge({
+      name: 'podipam_node_headroom_addresses',
+      help: "addresses the node can still hand out by itself, by family: free in its blocks + idle in the warm pool + in blocks it may still claim (src/cluster/node-headroom.ts)",
+      labelNames: ['family'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [family, h] of Object.entries(hosted()?.headroom?.families ?? {})) this.set({ family }, h.headroom);
+      },
+    });
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 

@@ -25,6 +25,8 @@ export interface AgentStatus {
   readonly warmPool?: import('../warm/warm-service.js').WarmStatus;
   /** The watch-fed pod and namespace cache (when the agent has an API server): see pod-cache.ts PodCacheStatus. */
   readonly podCache?: import('./pod-cache.js').PodCacheStatus;
+  /** The node's headroom per family and its ip-exhausted taint (src/agent/headroom.ts). */
+  readonly headroom?: import('./headroom.js').HeadroomStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

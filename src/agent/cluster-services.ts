@@ -55,6 +55,11 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     });
   }
 
+  /** The open store of `datastore` (opened now if need be), for reads outside the node queues (the headroom resync). */
+  async storeOf(datastore: string): Promise<Store> {
+    return (await this.#open(datastore)).store;
+  }
+
   roundTrips(): number {
     let n = this.#closedRoundTrips;
     for (const d of this.#opened) n += d.store.roundTrips;

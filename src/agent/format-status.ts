@@ -22,10 +22,21 @@ export function formatAgentStatus(s: AgentStatus): string {
     if (w.pods) lines.push(`sticky: ${w.stickyReservations} reservations (for ${w.stickyForMs / 1000} s), ${w.pods.stickyHits} hits, ${w.pods.lookupsFailed}/${w.pods.lookups} pod lookups failed, ${w.pods.cacheHits} owners from the pod cache; ${gc}; ${w.pods.gcReleases} GC releases, ${w.pods.gcListFailures} failed lists; pod store ${w.pods.podStore}`);
     lines.push(`warm pool: ${w.hits} hits, ${w.misses} misses, ${w.direct} annotated pods allocated directly (${w.directAdds} made, ${w.directReleases} released), ${w.refillTxns} refill txns (${w.refilled} addresses), ${w.returnTxns} return txns (${w.returned}), write-behind ${w.writeBehindDepth} queued (oldest ${w.writeBehindAgeMs} ms), ${w.writeTxns} write txns${w.lastError ? `; last error: ${w.lastError}` : ''}`);
   }
+  if (s.headroom) lines.push(headroomLine(s.headroom));
   for (const [verb, results] of Object.entries(s.requests)) {
     const l = s.latencyMs[verb];
     const counts = Object.entries(results).map(([r, n]) => `${r} ${n}`).join(', ');
     lines.push(`${verb.padEnd(7)} ${counts}${l ? `; p50 ${l.p50} ms, p90 ${l.p90} ms, p99 ${l.p99} ms, max ${l.max} ms (last ${l.n})` : ''}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** One line: each family's headroom and its parts, the taint. */
+function headroomLine(h: NonNullable<AgentStatus['headroom']>): string {
+  const fams = Object.entries(h.families).map(
+    ([f, x]) => `${f} ${x.headroom}${x.exhausted ? ' EXHAUSTED' : ''} (${x.free} free in ${x.blocks}/${x.maxBlocks} blocks, ${x.idle} idle, ${x.claimable} in ${x.claimableBlocks} claimable blocks, bound by ${x.claimLimit}${x.mayBorrow ? '; may borrow' : ''})`,
+  );
+  const taint = h.taint === 'off' ? 'no taint (no kubeconfig)' : h.taintValue ? `tainted podipam.io/ip-exhausted=${h.taintValue}:NoSchedule` : `not tainted (cleared at ${h.clearAt})`;
+  const when = h.at === undefined ? 'not computed yet' : fams.join('; ') || 'no pool for this node';
+  return `headroom: ${when}; ${taint}${h.error ? `; last resync failed: ${h.error}` : ''}`;
 }

@@ -27,6 +27,8 @@ interface AgentFlags {
   stickyNamePattern?: string;
   gcInterval?: string;
   config?: string;
+  headroomInterval?: string;
+  headroomClear?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -51,11 +53,13 @@ export function registerAgent(program: Command): void {
     .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
     .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
     .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
-    .option('--kubeconfig <file>', "watch this node's pods and the namespaces on this API server (their annotations place pods, in every mode); warm pool: sticky StatefulSet pods, GC of the addresses of pods gone")
+    .option('--kubeconfig <file>', "watch this node's pods and the namespaces on this API server (their annotations place pods, in every mode); taint the Node podipam.io/ip-exhausted when out of addresses; warm pool: sticky StatefulSet pods, GC of the addresses of pods gone")
     .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account (the agent runs in a pod)')
     .option('--sticky-namespaces <a,b>', 'warm pool: pods of these namespaces are sticky (with --kubeconfig: only their StatefulSet pods)')
     .option('--sticky-name-pattern <regex>', 'warm pool: pods whose whole name matches are sticky (with --kubeconfig: only StatefulSet pods)')
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
+    .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
+    .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -129,6 +133,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
   }
   const kube = await kubeFlags(flags, label);
+  const headroom = headroomFlags(flags, label);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -147,7 +152,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
@@ -174,6 +179,14 @@ async function kubeFlags(flags: AgentFlags, label: Label): Promise<{ kubeconfig?
   const { existsSync } = await import('node:fs');
   if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
   return { kubeconfig: flags.kubeconfig };
+}
+
+/** The headroom resync's options (src/agent/headroom.ts); UsageError naming the flag. */
+function headroomFlags(flags: AgentFlags, label: Label): { intervalMs: number; clearAt: number } {
+  const intervalMs = parseDuration(label('headroomInterval'), flags.headroomInterval ?? '30s');
+  if (intervalMs < 100) throw new UsageError(`invalid ${label('headroomInterval')} ${JSON.stringify(flags.headroomInterval)}: at least 100ms`);
+  const clearAt = parseOptionalIntFlag(label('headroomClear'), flags.headroomClear ?? '4', { min: 1, max: 1_000_000_000 }) ?? 4;
+  return { intervalMs, clearAt };
 }
 
 /** The warm-pool options from the flags (undefined when none is given); UsageError naming the flag. */

@@ -6,7 +6,7 @@
  * (IPv4) broadcast addresses excluded (src/alloc/block-addressing.ts) — so a full pool shows
  * 100%.
  */
-import { addrOfOrdinal, allocatedCount } from '../alloc/block.js';
+import { type Block, addrOfOrdinal, allocatedCount } from '../alloc/block.js';
 import { usableCount } from '../alloc/block-addressing.js';
 import { blockAt, blockCount, poolUsableCount } from '../alloc/block-layout.js';
 import { compareKeys } from '../store/key-order.js';
@@ -76,6 +76,8 @@ export interface UtilisationOptions {
    * knows its handles); counted in each block's and node's `idle`.
    */
   readonly isIdle?: (handle: string, addr: Addr) => boolean;
+  /** Called with each decoded block (the same pass serves node-headroom.ts headroomByNode). */
+  readonly onBlock?: (b: Block) => void;
 }
 
 /** Reads pools and blocks and adds them up. Throws what the store throws; CorruptRecordError unless skipCorrupt. */
@@ -99,6 +101,7 @@ export async function clusterUtilisation(ctx: IpamContext, options: UtilisationO
   for (const e of blockEntries) {
     const b = decoded(e.key, () => decodeBlock(e));
     if (b === undefined) continue;
+    options.onBlock?.(b);
     const allocated = BigInt(allocatedCount(b));
     let idle = 0n;
     if (isIdle) for (const [o, handle] of b.allocations) if (isIdle(handle, addrOfOrdinal(b.cidr, o))) idle++;

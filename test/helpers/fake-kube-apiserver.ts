@@ -24,7 +24,7 @@ export interface FakeNode {
   apiVersion: 'v1';
   kind: 'Node';
   metadata: { name: string; uid: string; resourceVersion: string; labels: Record<string, string>; creationTimestamp: string };
-  spec: { podCIDR?: string; podCIDRs?: string[] };
+  spec: { podCIDR?: string; podCIDRs?: string[]; taints?: { key: string; value?: string; effect: string; timeAdded?: string }[] };
   status: Record<string, unknown>;
 }
 
@@ -283,6 +283,9 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     } catch {
       return status(res, 400, 'BadRequest', 'invalid JSON');
     }
+    // A patch naming metadata.resourceVersion applies only to that version (optimistic concurrency).
+    const precondition = (body as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+    if (precondition !== undefined && precondition !== node.metadata.resourceVersion) return status(res, 409, 'Conflict', `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`);
     patches.push({ name, contentType, body });
     const next = mergePatch(node, body) as FakeNode;
     const before = node.spec.podCIDRs ?? [];

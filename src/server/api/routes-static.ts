@@ -26,7 +26,7 @@ export const API_INDEX: readonly string[] = [
   'GET    /api/v1/pools/:name/blocks             compact block map of the pool',
   'GET    /api/v1/blocks?pool=&node=&limit=&after=',
   'GET    /api/v1/blocks/:cidr                   one block with its allocations (cidr URL-encoded)',
-  'GET    /api/v1/nodes?q=&limit=&after=         nodes with pod CIDRs, block and address counts (idle in a warm pool, in use)',
+  'GET    /api/v1/nodes?q=&limit=&after=         nodes with pod CIDRs, block and address counts (idle in a warm pool, in use), headroom per family',
   'POST   /api/v1/nodes                          {name, labels?}',
   'GET    /api/v1/nodes/:name',
   'DELETE /api/v1/nodes/:name',

@@ -9,7 +9,7 @@ import { fmt, pct } from './format.js';
 import { state } from './state.js';
 import type { NodeRow, NodesPage } from './types.js';
 
-const COLUMNS = 5;
+const COLUMNS = 6;
 
 export async function refreshNodes(): Promise<void> {
   const q = `?limit=${state.nodeLimit}${state.nodeFilter ? `&q=${encodeURIComponent(state.nodeFilter)}` : ''}`;
@@ -50,6 +50,7 @@ function nodeRow(n: NodeRow): HTMLElement {
       el('td', { class: 'num', text: fmt(n.blocks) }),
       el('td', { class: 'num', text: fmt(n.allocated) }),
       useCell(n),
+      headroomCell(n),
     ],
   );
 }
@@ -87,4 +88,11 @@ function useCell(n: NodeRow): HTMLElement {
     ]),
     el('div', { class: 'nums' }, [el('b', { class: 'in-use', text: fmt(n.inUse) }), ' in use · ', el('b', { class: 'idle', text: fmt(n.idle) }), ' idle']),
   ]);
+}
+
+/** Headroom per family: "v4 12 · v6 300"; a family at 0 marked (its agent taints the node). */
+function headroomCell(n: NodeRow): HTMLElement {
+  const rows = n.headroom ?? [];
+  const title = rows.map((h) => `IPv${h.family}: ${h.free} free in its blocks, ${h.idle} idle, ${h.claimable} in ${h.claimableBlocks} blocks it may still claim`).join('\n');
+  return el('td', { class: 'num', 'data-headroom': rows.map((h) => `${h.family}:${h.headroom}`).join(','), title: title || 'no pool selects this node' }, rows.length === 0 ? ['—'] : rows.flatMap((h, i) => [i > 0 ? ' · ' : '', el(h.headroom === 0 ? 'b' : 'span', { class: h.headroom === 0 ? 'badge off' : '', text: `v${h.family} ${fmt(h.headroom)}` })]));
 }

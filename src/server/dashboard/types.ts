@@ -59,6 +59,8 @@ export interface NodeRow {
   readonly idle: number;
   /** Addresses held for pods: allocated − idle. */
   readonly inUse: number;
+  /** Per family with a pool for the node: what it can still hand out (free + idle + claimable). */
+  readonly headroom?: readonly { readonly family: 4 | 6; readonly headroom: number; readonly free: number; readonly idle: number; readonly claimable: number; readonly claimableBlocks: number }[];
 }
 
 export interface NodesPage {

@@ -13,6 +13,8 @@ import { type Prefix, formatPrefix } from '../../ip/index.js';
 import type { Store } from '../../store/index.js';
 import { silentLog, type Log } from '../../log/logger.js';
 import { warmIdleTest } from '../../warm/warm-usage.js';
+import { loadSnapshot } from '../../cluster/cluster-snapshot.js';
+import { type FamilyHeadroom, headroomByNode } from '../../cluster/node-headroom.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -66,6 +68,8 @@ export interface NodeSummary {
   readonly idle: number;
   /** Of `allocated`, addresses held for pods: allocated − idle. */
   readonly inUse: number;
+  /** Addresses the node can still hand out per family (src/cluster/node-headroom.ts), families with a pool for it. */
+  readonly headroom: readonly FamilyHeadroom[];
 }
 
 export interface ClusterSummary {
@@ -80,7 +84,13 @@ export interface ClusterSummary {
 /** Reads the whole aggregate in one pass. Records that do not decode are skipped (ipam check reports them). */
 export async function summarize(store: Store): Promise<ClusterSummary> {
   const isIdle = await warmIdleTest(store);
-  const [u, records, tombstones] = await Promise.all([new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle }), listNodes(store), listNodeTombstones(store)]);
+  const seen: Parameters<typeof headroomByNode>[1][number][] = [];
+  const [u, records, tombstones, snap] = await Promise.all([
+    new ClusterIpam(store).utilisation({ skipCorrupt: true, isIdle, onBlock: (b) => seen.push(b) }),
+    listNodes(store),
+    listNodeTombstones(store),
+    loadSnapshot(store).catch(() => undefined), // a corrupt pool or config record: no headroom (ipam check reports it)
+  ]);
   const deletedAt = new Map(tombstones.map((t) => [t.name, t.deletedAt]));
   const blocks: BlockSummary[] = u.blocks.map((b) => ({
     cidr: formatPrefix(b.cidr),
@@ -121,7 +131,15 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     blockSlots: p.blockSlots,
     blockCapacity: Number(p.blockCapacity),
   }));
-  const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle }));
+  const idle = new Map<string, Partial<Record<4 | 6, number>>>();
+  for (const b of u.blocks) {
+    if (b.node === null || b.idle === 0n) continue;
+    const row = idle.get(b.node) ?? {};
+    row[b.cidr.family] = (row[b.cidr.family] ?? 0) + Number(b.idle);
+    idle.set(b.node, row);
+  }
+  const headroom = snap ? headroomByNode(snap, seen, [...nodes].map(([name, n]) => ({ name, labels: n.labels, ...(idle.has(name) ? { idle: idle.get(name) } : {}) }))) : new Map<string, FamilyHeadroom[]>();
+  const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle, headroom: headroom.get(name) ?? [] }));
   return {
     generatedAt: new Date().toISOString(),
     pools: poolSummaries,
