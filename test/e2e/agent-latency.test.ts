@@ -3,9 +3,9 @@
  * makes one when it starts many sandboxes at once: 16 ADDs through the shim into an agent that
  * has just started, in local mode and in cluster mode (SQLite). Before the agent warmed its
  * call path up and took the directory lock in one synchronous stretch with the work, that first
- * burst took 75-250 ms per call here (p99; loaded 2-core machine) and 300-800 ms under
- * containerd, against about 1-5 ms once warm; the bound below is generous for a loaded CI
- * machine and far under those. Then: with the directory lock held by another process, a burst
+ * burst took 56-236 ms per call here (p50; loaded 2-core machine) and 300-800 ms under
+ * containerd, against about 1-5 ms once warm; the bounds below are generous for a loaded CI
+ * machine and under those. Then: with the directory lock held by another process, a burst
  * waits for it (one call polls, the rest wait on it) and every call gets its own address once
  * it is released.
  */
@@ -19,8 +19,14 @@ import { makeTempDir } from '../helpers/tmp.js';
 import { loadFlock } from '../../src/util/flock.js';
 
 const BURST = 16;
-/** In-agent ADD p99 bound, ms: the old first burst was 75-800 ms. */
-const P99_BOUND_MS = 50;
+/**
+ * In-agent ADD bounds, ms. Measured here (2 cores shared, load 3-40) before the change: local
+ * p50 66-236, p99 76-300; cluster p50 56-167, p99 80-243. After: p50 1.2-9 (local), 1.4-24
+ * (cluster); p99 5-60 (local), 30-175 (cluster) — at load 40 the agent mostly waits for a CPU
+ * (its run queue; BENCHMARKS.md), one such wait is the p99 of 16 calls. The p50 bound tells old
+ * from new on any load; the p99 bound catches a burst that waits on itself again.
+ */
+const BOUNDS = { local: { p50: 40, p99: 120 }, cluster: { p50: 40, p99: 120 } } as const;
 
 const dir = makeTempDir('agent-latency');
 after(() => dir.remove());
@@ -41,7 +47,8 @@ async function burst(sock: string, ipam: Record<string, unknown>, prefix: string
 }
 
 for (const mode of ['local', 'cluster'] as const) {
-  test(`${mode} mode: a burst of ${BURST} ADDs into a just-started agent, in-agent p99 under ${P99_BOUND_MS} ms`, async (t) => {
+  const bound = BOUNDS[mode];
+  test(`${mode} mode: a burst of ${BURST} ADDs into a just-started agent, in-agent p50 under ${bound.p50} ms and p99 under ${bound.p99} ms`, async (t) => {
     requireShim();
     const url = `sqlite:${join(dir.path, `${mode}.db`)}`;
     const pool = runCliSync(url, ['pool', 'create', 'lat', '--cidr', '10.91.0.0/20', '--block-size', '26']);
@@ -57,7 +64,7 @@ for (const mode of ['local', 'cluster'] as const) {
       assert.equal(add.n, BURST);
       assert.equal(s.backends[mode], BURST);
       t.diagnostic(`in-agent ADD p50 ${add.p50} ms, p99 ${add.p99} ms`);
-      assert.ok(add.p99 < P99_BOUND_MS, `in-agent ADD p99 ${add.p99} ms (p50 ${add.p50} ms) under a burst of ${BURST}: bound ${P99_BOUND_MS} ms`);
+      assert.ok(add.p50 < bound.p50 && add.p99 < bound.p99, `in-agent ADD p50 ${add.p50} ms, p99 ${add.p99} ms under a burst of ${BURST}: bounds ${bound.p50} / ${bound.p99} ms`);
     } finally {
       await agent.stop();
     }
