@@ -25,6 +25,9 @@ const WARM_UP_DATASTORE = 'memory:podipam-agent-warm-up';
 const ROUNDS = 8;
 
 export async function warmUp(call: CallHandler, node: string): Promise<void> {
+  // Crash points (src/util/crash-point.ts) count steps from the process's start: the warm-up's
+  // steps must not fire or shift them — a crash test's agent starts cold, as before.
+  if (process.env.PODIPAM_CRASH_AT) return;
   let dir: string | undefined;
   try {
     dir = mkdtempSync(join(tmpdir(), 'podipam-agent-warm-up-'));
