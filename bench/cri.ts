@@ -23,6 +23,9 @@ import { ms, q, ratio } from './lib/cni-subject.js';
 
 const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 16);
 const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 5);
+/** `PODIPAM_BENCH_CRI_TRACE=PREFIX`: the agents run with PODIPAM_TRACE=1, their trace lines go to PREFIX.local / PREFIX.cluster. */
+const TRACE = process.env.PODIPAM_BENCH_CRI_TRACE;
+const agentEnv = TRACE ? { PODIPAM_TRACE: '1' } : {};
 
 interface CriSubject {
   readonly name: string;
@@ -42,10 +45,10 @@ export async function run(): Promise<readonly string[]> {
     if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     // One agent per podipam subject, so that each one's ADD latencies are its own.
     const socket = join(dir.path, 'run', 'agent-local.sock');
-    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url]);
+    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url], agentEnv);
     agents.push(agent);
     const socket2 = join(dir.path, 'run', 'agent-cluster.sock');
-    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url]);
+    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url], agentEnv);
     agents.push(agent2);
     const subjects: CriSubject[] = [
       { name: 'host-local', ipam: { type: 'host-local', ranges: [[{ subnet: '10.239.0.0/24' }]], dataDir: join(dir.path, 'hl') }, runMs: [] },
@@ -91,6 +94,10 @@ export async function run(): Promise<readonly string[]> {
       const line = `${s.name.padEnd(14)} RunPodSandbox p50 ${ms(q(s.runMs, 0.5))} p90 ${ms(q(s.runMs, 0.9))} (${ratio(q(s.runMs, 0.5), hl)} host-local)${agentPart}`;
       console.log(line);
       lines.push(`cri ${line}`);
+    }
+    if (TRACE) {
+      writeFileSync(`${TRACE}.local`, agent.log());
+      writeFileSync(`${TRACE}.cluster`, agent2.log());
     }
     return lines;
   } finally {

@@ -87,6 +87,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
     call: (env, stdin) => pluginCall(env, stdin, host),
+    warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
     status: () => ({
       datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, open: cluster.datastores() },
       localScans: scanCache.stats,

@@ -23,6 +23,13 @@ import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/f
 import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { tryLockExclusive } from '../util/flock.js';
+import { TRACING, traceCall } from '../util/call-trace.js';
+import { warmUp } from './warm-up.js';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+/** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
+const loopDelay = TRACING ? monitorEventLoopDelay({ resolution: 1 }) : undefined;
+loopDelay?.enable();
 
 export const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** A client must send its whole request within this time. */
@@ -41,6 +48,11 @@ export interface HostedServices {
   status(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool' | 'podCache' | 'headroom'>;
   /** Once the socket listens (calls meanwhile wait for what they need); a failure stops the agent. */
   start(): Promise<void>;
+  /**
+   * The call handler without the long-lived services (no store, cache or counter of the
+   * agent's): the agent runs it through a few calls before listening (warm-up.ts). Absent: no warm-up.
+   */
+  readonly warmUp?: CallHandler;
   /** After the last call: closes what `start` and the calls opened. */
   close(): Promise<void>;
 }
@@ -56,6 +68,8 @@ export interface AgentOptions {
    * agent on the socket builds nothing). An AgentStartError thrown refuses the start as it is.
    */
   readonly host: () => Promise<HostedServices>;
+  /** Run `HostedServices.warmUp` before listening (default true): see warm-up.ts. */
+  readonly warmUp?: boolean;
   /** Called once per finished call (metrics). */
   readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
   /** Diagnostics (a refused peer, a bad request). */
@@ -106,6 +120,8 @@ export class Agent {
       closeSync(lockFd); // the lock is released for the next try
       throw e;
     }
+    // The first pods after a start would otherwise wait for the plugin's code to load and compile.
+    if (hosted.warmUp && opts.warmUp !== false) await warmUp(hosted.warmUp, opts.node);
     const server = createServer();
     const agent = new Agent(opts, hosted, server, lockFd);
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
@@ -189,6 +205,7 @@ export class Agent {
       return;
     }
     const reader = requestReader();
+    const accepted = TRACING ? performance.now() : 0;
     const timer = setTimeout(() => sock.destroy(), REQUEST_READ_TIMEOUT_MS);
     let got = false;
     sock.on('data', (chunk: Buffer) => {
@@ -211,7 +228,8 @@ export class Agent {
         answer(0, `${JSON.stringify(this.status())}\n`);
         return;
       }
-      void this.#call(req.call.env, req.call.stdin).then(
+      const read = TRACING ? performance.now() - accepted : 0;
+      void this.#call(req.call.env, req.call.stdin, read).then(
         (a) => answer(a.status, a.output),
         (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e)))), // a handler never throws
       );
@@ -219,7 +237,7 @@ export class Agent {
     sock.on('end', () => clearTimeout(timer));
   }
 
-  async #call(env: Record<string, string>, stdin: Buffer): Promise<CallAnswer> {
+  async #call(env: Record<string, string>, stdin: Buffer, readMs = 0): Promise<CallAnswer> {
     const t0 = performance.now();
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
@@ -228,9 +246,16 @@ export class Agent {
     const text = stdin.toString('utf8');
     const verb = verbLabel(env.CNI_COMMAND);
     try {
-      const a = await this.#hosted.call(callEnv, () => text);
+      const traced = traceCall(() => this.#hosted.call(callEnv, () => text));
+      const a = await traced.result;
       const result = a.status === 0 ? 'ok' : `code ${a.code ?? '?'}`;
       const ms = performance.now() - t0;
+      if (TRACING) {
+        const r = (x: number): number => Math.round(x * 100) / 100;
+        const phases = Object.fromEntries(Object.entries(traced.phases).map(([k, v]) => [k, r(v)]));
+        const loop = { p99: r(loopDelay!.percentile(99) / 1e6), max: r(loopDelay!.max / 1e6) };
+        process.stderr.write(`podipam-trace ${JSON.stringify({ verb, result, ms: r(ms), readMs: r(readMs), inFlight: this.stats.inFlight, ...phases, loop })}\n`);
+      }
       this.stats.record(verb, result, ms, a.backend);
       try {
         this.#opts.onCall?.({ verb, result, ms, backend: a.backend });

@@ -14,13 +14,34 @@ import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import type { AssignRequest, Assignment } from '../cluster/plan/plan-assign.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';
+import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/call-trace.js';
 
 /** Most ADDs combined into one transaction. */
 export const MAX_GROUP = 32;
 
 type Job =
-  | { readonly kind: 'assign'; readonly req: AssignRequest; readonly resolve: (a: Assignment[]) => void; readonly reject: (e: unknown) => void }
-  | { readonly kind: 'run'; readonly fn: (ipam: ClusterIpam) => Promise<unknown>; readonly resolve: (v: unknown) => void; readonly reject: (e: unknown) => void };
+  | { readonly kind: 'assign'; readonly req: AssignRequest; readonly resolve: (a: Assignment[]) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace }
+  | { readonly kind: 'run'; readonly fn: (ipam: ClusterIpam) => Promise<unknown>; readonly resolve: (v: unknown) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace };
+
+/** PODIPAM_TRACE=1: the job's caller's span and when it was queued. */
+interface Trace {
+  readonly span: Record<string, number> | undefined;
+  readonly queued: number;
+}
+const traceNow = (): Trace | undefined => (TRACING ? { span: currentSpan(), queued: performance.now() } : undefined);
+let sched = { cpu: 0, runq: 0 };
+const traceStart = (jobs: readonly Job[]): number => {
+  const now = TRACING ? performance.now() : 0;
+  for (const j of jobs) if (j.trace) addPhase(j.trace.span, 'queue', now - j.trace.queued);
+  if (TRACING) sched = schedMs();
+  return now;
+};
+const traceEnd = (jobs: readonly Job[], start: number, phase: string): void => {
+  if (!TRACING) return;
+  const ms = performance.now() - start;
+  for (const j of jobs) if (j.trace) addPhase(j.trace.span, phase, ms);
+  for (const j of jobs) if (j.trace) traceSched(j.trace.span, phase, sched, start);
+};
 
 interface Datastore {
   readonly store: Store;
@@ -45,13 +66,13 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
 
   run<T>(datastore: string, node: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#enqueue(datastore, node, { kind: 'run', fn, resolve: resolve as (v: unknown) => void, reject });
+      this.#enqueue(datastore, node, { kind: 'run', fn, resolve: resolve as (v: unknown) => void, reject, trace: traceNow() });
     });
   }
 
   assign(datastore: string, req: AssignRequest): Promise<Assignment[]> {
     return new Promise<Assignment[]>((resolve, reject) => {
-      this.#enqueue(datastore, req.node, { kind: 'assign', req, resolve, reject });
+      this.#enqueue(datastore, req.node, { kind: 'assign', req, resolve, reject, trace: traceNow() });
     });
   }
 
@@ -124,17 +145,21 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         const first = q.jobs[0]!;
         if (first.kind === 'run') {
           q.jobs.shift();
+          const t = traceStart([first]);
           // A callback that throws synchronously settles its own job, never the loop.
           await Promise.resolve()
             .then(() => first.fn(d.ipam))
             .then(first.resolve, first.reject);
+          traceEnd([first], t, 'run');
           continue;
         }
         let n = 0;
         while (n < q.jobs.length && n < MAX_GROUP && q.jobs[n]!.kind === 'assign') n++;
         const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'assign' }>[];
+        const t = traceStart(group);
         if (group.length === 1) {
           await d.ipam.assign(group[0]!.req).then(group[0]!.resolve, group[0]!.reject);
+          traceEnd(group, t, 'store');
           continue;
         }
         this.groups.batches++;
@@ -145,6 +170,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         } catch (e) {
           for (const j of group) j.reject(e);
         }
+        traceEnd(group, t, 'store');
       }
     } finally {
       q.busy = false;

@@ -148,6 +148,11 @@ export class DiskStore implements LocalStore {
     return this.#lock.lockAsync(timeoutMs);
   }
 
+  /** Takes the lock if it is free (true), without waiting. */
+  tryLock(): boolean {
+    return this.#lock.tryLock();
+  }
+
   unlock(): void {
     this.#lock.unlock();
   }

@@ -65,6 +65,11 @@ export class FileLock {
     }
   }
 
+  /** Takes the exclusive lock if it is free (true), without waiting. */
+  tryLock(): boolean {
+    return this.#tryLock();
+  }
+
   #tryLock(): boolean {
     const f = this.#flock;
     try {

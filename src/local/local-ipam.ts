@@ -16,6 +16,7 @@ import { formatRangeSet, isExhausted, rangeIndexOf } from './range-allocator.js'
 import { refuseUnsafe } from './refuse-unsafe.js';
 import type { ResolvConf } from './resolv-conf.js';
 import type { ScanCache } from './scan-cache.js';
+import { TRACING, currentSpan, schedMs, tracePhase, traceSched } from '../util/call-trace.js';
 
 /** What an ADD hands out: one address per range set, and the `resolvConf` read, if configured. */
 export interface LocalAddResult {
@@ -29,10 +30,15 @@ export interface PrevAddress {
   readonly addr: Addr;
 }
 
+/**
+ * asyncLockWait: per directory, the call of this process that waits for another process's lock
+ * (settled when it got it or gave up). Per process, not per LocalIpam: the agent builds one per call.
+ */
+const waits = new Map<string, Promise<void>>();
+
 export class LocalIpam {
   readonly #asyncLockWait: boolean;
   readonly #cache: ScanCache | undefined;
-
   /**
    * `asyncLockWait`: wait for a busy directory lock without blocking the event loop; `scanCache`:
    * remember directories between calls and read only what changed (both: the agent).
@@ -126,24 +132,79 @@ export class LocalIpam {
   /**
    * Opens the network directory, runs `fn` under the lock (waiting at most cfg.lockTimeoutMs,
    * then LockTimeoutError), always unlocks and closes. `fn` runs synchronously once the lock is
-   * held; with `asyncLockWait` only the wait for a lock another process holds yields to the
-   * event loop.
+   * held.
+   *
+   * With `asyncLockWait` (the agent: many calls of one process at once) the lock is taken and
+   * `fn` run and the lock dropped in one synchronous stretch whenever the lock is free, so no
+   * other call of this process can find it held. Only when another process holds it does a call
+   * wait, yielding to the event loop: that one call polls the lock (flock(2) has no timeout),
+   * the process's other calls on the directory wait for it on a promise, in arrival order, and
+   * then take their turn the same way. (Before, each waiting call polled on its own with
+   * back-off timers, and a call that got the lock yielded once before using it, so the agent's
+   * own calls in a burst found each other's lock and backed off: hundreds of ms.)
    */
   async #withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): Promise<T> {
-    let store: DiskStore;
+    if (!this.#asyncLockWait) return this.#withStoreBlocking(cfg, fn);
+    const deadline = Date.now() + cfg.lockTimeoutMs;
+    const tq = TRACING ? performance.now() : 0;
+    for (let turn = waits.get(cfg.dir); turn; turn = waits.get(cfg.dir)) await turn;
+    if (TRACING) tracePhase('queue', performance.now() - tq);
+    const t0 = TRACING ? performance.now() : 0;
+    const store = this.#open(cfg);
     try {
-      store = DiskStore.open(cfg.dir, this.#cache);
+      if (!store.tryLock()) {
+        // Another process holds it: wait for it here; this process's next calls wait for us.
+        let done!: () => void;
+        waits.set(cfg.dir, new Promise<void>((resolve) => (done = resolve)));
+        const tw = TRACING ? performance.now() : 0;
+        try {
+          await store.lockAsync(Math.max(0, deadline - Date.now()));
+        } finally {
+          waits.delete(cfg.dir);
+          done(); // the waiters run after this call's synchronous `fn` below
+          if (TRACING) tracePhase('lockWait', performance.now() - tw);
+        }
+      }
+      crashPoint('local.lock.held');
+      return this.#traced(t0, store, fn);
+    } finally {
+      store.close(); // closing drops the lock
+    }
+  }
+
+  /** The per-pod plugin's way: one call per process, blocking on the lock. */
+  #withStoreBlocking<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
+    const t0 = TRACING ? performance.now() : 0;
+    const store = this.#open(cfg);
+    try {
+      store.lock(cfg.lockTimeoutMs);
+      crashPoint('local.lock.held');
+      return this.#traced(t0, store, fn);
+    } finally {
+      store.close(); // closing drops the lock
+    }
+  }
+
+  #open(cfg: LocalConfig): DiskStore {
+    try {
+      return DiskStore.open(cfg.dir, this.#cache);
     } catch (e) {
       if (failureOf(e)) throw e;
       throw new FileIoError('open', cfg.dir, (e as Error).message);
     }
+  }
+
+  /** Runs `fn`; with PODIPAM_TRACE=1 records its time (and the open and wait before it, from `t0`). */
+  #traced<T>(t0: number, store: DiskStore, fn: (store: DiskStore) => T): T {
+    if (!TRACING) return fn(store);
+    const t1 = performance.now();
+    const sched = schedMs();
+    tracePhase('openAndWait', t1 - t0);
     try {
-      if (this.#asyncLockWait) await store.lockAsync(cfg.lockTimeoutMs);
-      else store.lock(cfg.lockTimeoutMs);
-      crashPoint('local.lock.held');
       return fn(store);
     } finally {
-      store.close(); // closing drops the lock
+      tracePhase('locked', performance.now() - t1);
+      traceSched(currentSpan(), 'locked', sched, t1);
     }
   }
 }
