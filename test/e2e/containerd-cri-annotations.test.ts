@@ -1,8 +1,8 @@
 /**
  * Pod-aware allocation under a real container runtime: Debian's containerd + runc driven over
- * CRI as kubelet drives it, with `podipam install-cni`'s conflist (which declares the
+ * CRI as kubelet drives it, with `podipam install-cni`'s conflist (ptp; it declares the
  * `io.kubernetes.cri.pod-annotations` capability, so containerd hands the pod's annotations to
- * bridge, and bridge to podipam), the native shim and `podipam agent` on a SQLite datastore.
+ * ptp, and ptp to podipam), the native shim and `podipam agent` on a SQLite datastore.
  * Pods carry each placement annotation and get what they ask for; a bad annotation fails
  * RunPodSandbox with the CNI message; an ip-set "Deployment" of 5 keeps its 5 addresses when
  * its pods are recreated, a 6th pod gets code 100 naming the set, and pods without the
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../helpers/containerd.js';
 import { criErrorText, type PodMeta } from '../helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { BRIDGE_BIN, runCliSync } from '../helpers/plugin.js';
+import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
@@ -36,7 +36,9 @@ test('containerd over CRI: each placement annotation is honoured, a bad one fail
   let ctd: Containerd | undefined;
   let agent: RunningAgent | undefined;
   try {
-    const rt = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback' });
+    // ptp, not bridge: pods here draw from three pools, so from several blocks with a gateway each,
+    // and bridge keeps one IPv4 gateway address per bridge (it refuses a second).
+    const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
     ctd = rt;
     const cli = (args: readonly string[]): string => {
       const r = runCliSync(url, args);
@@ -48,7 +50,7 @@ test('containerd over CRI: each placement annotation is honoured, a bad one fail
     // One /28 block: 13 addresses a pod may get (.34-.46), 5 of them the set's.
     cli(['pool', 'create', 'green', '--cidr', '10.239.0.32/28', '--block-size', '28']);
     cli(['ipset', 'create', 'db', '--pool', 'green', '--addresses', '10.239.0.40-10.239.0.44']);
-    cli(['install-cni', '--bin-dir', rt.cniBinDir, '--conf-dir', rt.cniConfDir, '--backend', 'agent', '--agent-socket', socket, '--node-name', NODE, '--bridge', 'podipam-cra0', '--no-ip-masq', '--shim', SHIM_BIN]);
+    cli(['install-cni', '--bin-dir', rt.cniBinDir, '--conf-dir', rt.cniConfDir, '--backend', 'agent', '--agent-socket', socket, '--node-name', NODE, '--interface', 'ptp', '--no-ip-masq', '--shim', SHIM_BIN]);
     const a = await startAgent(socket, ['--node', NODE, '--datastore', url]);
     agent = a;
     const run = async (p: PodMeta): Promise<{ id: string; ip: string }> => {
