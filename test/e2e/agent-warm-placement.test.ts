@@ -6,6 +6,7 @@
  * - `podipam.io/pools=pool-b` → an address of B, allocated directly under the pod's own handle
  *   (never one of A's idle addresses: the idle count and hit counter do not move);
  * - `podipam.io/ip` → exactly that address; the same address for another pod → 101;
+ * - `podipam.io/ip-set` → the set's addresses, a full set → 100 naming it, DEL returns one to the set;
  * - an unannotated pod still gets an idle address of A (hit counter up);
  * - a malformed annotation → code 7 naming it;
  * - SIGKILL and restart: the annotated pod still holds its address (CHECK, repeated ADD), not
@@ -91,6 +92,22 @@ test('warm pool through the shim: annotated pods allocated directly from the poo
     assert.equal(fixed, '10.213.9.9/26');
     const taken = await errorCode('fixed-2', { 'podipam.io/ip': '10.213.9.9' });
     assert.equal(taken.code, 101, taken.msg);
+
+    // podipam.io/ip-set: the set's addresses, directly; a full set → 100 naming it; DEL returns
+    // the address to the set (a new member gets it again).
+    const mk = runCliSync(url, ['ipset', 'create', 'vms', '--pool', 'pool-b', '--addresses', '10.213.20.10-10.213.20.11']);
+    assert.equal(mk.code, 0, mk.stderr);
+    const set1 = await add('vm-1', { 'podipam.io/ip-set': 'vms' });
+    const set2 = await add('vm-2', { 'podipam.io/ip-set': 'vms' });
+    assert.deepEqual([set1, set2].sort(), ['10.213.20.10/26', '10.213.20.11/26']);
+    const full = await errorCode('vm-3', { 'podipam.io/ip-set': 'vms' });
+    assert.equal(full.code, 100, full.msg);
+    assert.match(full.msg, /ip-set "vms"/);
+    await ok('DEL', 'vm-1');
+    assert.equal(await add('vm-4', { 'podipam.io/ip-set': 'vms' }), set1, 'the freed set address went to the next member');
+    await ok('DEL', 'vm-2');
+    await ok('DEL', 'vm-4');
+    assert.equal((await agent.status()).warmPool!.direct, 2, 'the set pods were direct attachments, now released');
 
     // A malformed annotation → 7 naming it.
     const bad = await errorCode('bad', { 'podipam.io/pools': 'Not A Pool!' });
