@@ -1,18 +1,21 @@
 /**
  * Pods as the cluster records them: every handle whose record names a pod (namespace/name,
- * written from CNI_ARGS K8S_POD_*), with what it holds — and who holds one address. Read-only,
- * for `podipam ipam show --pod`, the API and the dashboard's search; one list of the handle
- * records (never on a pod's start path).
+ * written from CNI_ARGS K8S_POD_*), with what it holds — and who holds one address. A warm-pool
+ * pod holds addresses of its node's warm handles; the agent's pod record (`agent-pods/…`,
+ * written behind) names the pod, so such pods are found through those records. Read-only, for
+ * `podipam ipam show --pod`, the API and the dashboard's search; one list of the handle (and
+ * pod) records (never on a pod's start path).
  */
 import { holderOf, ordinalOf } from '../alloc/block.js';
-import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf } from '../ip/index.js';
+import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf, tryParseAddr } from '../ip/index.js';
 import { listAll } from '../store/list-all.js';
 import { decodeBlock } from './block-record.js';
 import { addressesOfHandle } from './handle-addresses.js';
 import { type HandleRecord, decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { HANDLE_PREFIX, POOL_PREFIX, blockKey, handleKey } from './keys.js';
-import { decodePool } from './pool-record.js';
+import { type Pool, decodePool } from './pool-record.js';
+import { POD_RECORD_PREFIX, isWarmHandle } from '../model/reserved-network.js';
 import { readKeys } from './read-keys.js';
 
 /** One handle of a pod and its addresses. */
@@ -39,7 +42,61 @@ export async function handlesOfPod(ctx: IpamContext, namespace: string | undefin
     if (rec.pod !== name || rec.namespace === undefined || (namespace !== undefined && rec.namespace !== namespace)) continue;
     out.push(await podHandle(ctx, e.key.slice(HANDLE_PREFIX.length), rec));
   }
+  const warm = (await warmPodRecords(ctx, '')).filter((r) => r.name === name && (namespace === undefined || r.namespace === namespace));
+  if (warm.length > 0) {
+    const pools = (await listAll(ctx.store, POOL_PREFIX)).map(decodePool);
+    for (const r of warm) out.push(warmPodHandle(r, pools));
+  }
   return out;
+}
+
+/** A warm-pool pod's record, as the agent writes it behind (src/warm/warm-verbs.ts). */
+interface WarmPodRecord {
+  readonly key: string;
+  readonly node: string;
+  readonly network: string | undefined;
+  readonly containerId: string | undefined;
+  readonly ifname: string | undefined;
+  readonly addrs: readonly string[];
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  readonly uid: string | undefined;
+}
+
+/** The warm pool's pod records of `node` ('' = every node); a record that does not parse is skipped (`ipam check` reports the datastore's state, this is a lookup). */
+async function warmPodRecords(ctx: IpamContext, node: string): Promise<WarmPodRecord[]> {
+  const out: WarmPodRecord[] = [];
+  for (const e of await listAll(ctx.store, `${POD_RECORD_PREFIX}${node ? `${node}/` : ''}`)) {
+    let o: Record<string, unknown>;
+    try {
+      o = JSON.parse(e.value) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const str = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k]) : undefined);
+    const rest = e.key.slice(POD_RECORD_PREFIX.length);
+    const addrs = Array.isArray(o.addrs) ? o.addrs.filter((a): a is string => typeof a === 'string') : [];
+    out.push({ key: rest.slice(rest.indexOf('/') + 1), node: rest.slice(0, rest.indexOf('/')), network: str('network'), containerId: str('containerId'), ifname: str('ifname'), addrs, namespace: str('namespace'), name: str('name'), uid: str('uid') });
+  }
+  return out;
+}
+
+function warmPodHandle(r: WarmPodRecord, pools: readonly Pool[]): PodHandle {
+  const addresses = r.addrs.flatMap((ip) => {
+    const a = tryParseAddr(ip);
+    const pool = a && pools.find((p) => prefixContains(p.cidr, a));
+    return a && pool ? [{ ip, block: formatPrefix(prefixOf(a, pool.blockSize)), pool: pool.name }] : [{ ip, block: '', pool: '' }];
+  });
+  return {
+    handle: r.key,
+    pod: r.namespace !== undefined && r.name !== undefined ? `${r.namespace}/${r.name}` : null,
+    podUid: r.uid ?? null,
+    node: r.node,
+    network: r.network ?? null,
+    containerId: r.containerId ?? null,
+    ifname: r.ifname ?? null,
+    addresses,
+  };
 }
 
 /** The holder of `addr`: its handle (with the pod it names) and block; undefined when it is free or in no pool. */
@@ -53,6 +110,11 @@ export async function holderOfAddress(ctx: IpamContext, addr: Addr): Promise<Add
   const handle = block ? holderOf(block, ordinalOf(cidr, addr)) : undefined;
   if (block === undefined || handle === undefined) return undefined;
   const at = { ip: formatAddr(addr), block: formatPrefix(cidr) };
+  if (isWarmHandle(handle) && block.affinity) {
+    // A warm address: held by the node's warm handle, in use by the pod whose record lists it (else idle).
+    const rec = (await warmPodRecords(ctx, block.affinity)).find((r) => r.addrs.includes(at.ip));
+    if (rec) return { ...warmPodHandle(rec, pools), ...at };
+  }
   const he = await ctx.store.get(handleKey(handle));
   // A handle without its record (a leak `ipam check` reports): named by the block alone.
   if (!he) return { ...fields(handle, { node: block.affinity ?? '', blocks: new Map() }), addresses: [{ ...at, pool: pool.name }], ...at };

@@ -18,6 +18,9 @@ export const WARM_NETWORK = 'podipam-warm';
 /** Every warm handle starts with this; no other handle may. */
 export const WARM_HANDLE_PREFIX = `${WARM_NETWORK}:`;
 
+/** Datastore prefix of the warm pool's pod records (`agent-pods/<node>/<attachment>`), written behind: which pod got which warm addresses. */
+export const POD_RECORD_PREFIX = 'agent-pods/';
+
 const WHY = "reserved for the node agent's warm pool";
 
 /** True for a handle id in the warm pool's namespace. */

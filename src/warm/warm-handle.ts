@@ -7,12 +7,12 @@
  * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
  */
 import { cniHandleId } from '../model/handle-id.js';
-import { WARM_HANDLE_PREFIX as WARM_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
+import { POD_RECORD_PREFIX, WARM_HANDLE_PREFIX as WARM_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
 
 /** The network name of every warm handle, reserved everywhere else (src/model/reserved-network.ts). */
 export { WARM_NETWORK };
-/** Datastore prefix of the pod records written behind. */
-export const POD_RECORD_PREFIX = 'agent-pods/';
+/** Datastore prefix of the pod records written behind (defined with the reserved names, for src/cluster's readers). */
+export { POD_RECORD_PREFIX };
 
 /** Every warm handle of `node` starts with this (then the refill id). */
 export function warmHandlePrefix(node: string): string {

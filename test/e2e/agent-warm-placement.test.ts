@@ -22,6 +22,7 @@ import { type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { parseAddr } from '../../src/ip/index.js';
 
 test('warm pool through the shim: annotated pods allocated directly from the pool they name (never from the idle queue), podipam.io/ip exact, restart keeps them, DEL frees their handles, bad annotation → 7', { timeout: 180_000 }, async (t) => {
   requireShim();
@@ -122,6 +123,27 @@ test('warm pool through the shim: annotated pods allocated directly from the poo
     assert.equal(s.warmPool!.hits, hits0 + 1, 'the unannotated pod was a hit');
     assert.equal(s.warmPool!.pools.ipv4!.inUse, 1);
     t.diagnostic(`warm after the ADDs: ${JSON.stringify(s.warmPool)}`);
+    // The warm pod is shown by pod, and its address names it, once its record is written behind.
+    {
+      const ipam = new ClusterIpam(await openStore(url));
+      try {
+        let shown: Awaited<ReturnType<ClusterIpam['handlesOfPod']>> = [];
+        for (let i = 0; i < 100 && shown.length === 0; i++) {
+          shown = await ipam.handlesOfPod('web', 'plain');
+          if (shown.length === 0) await sleep(50);
+        }
+        assert.equal(shown.length, 1, 'ipam show --pod finds the warm pod');
+        assert.deepEqual(shown[0]!.addresses.map((x) => `${x.ip}/26`), [plain]);
+        assert.equal(shown[0]!.pod, 'web/plain');
+        const holder = await ipam.holderOfAddress(parseAddr(plain.split('/')[0]!));
+        assert.equal(holder?.pod, 'web/plain', `the warm address names its pod: ${JSON.stringify(holder)}`);
+        const cli = runCliSync(url, ['ipam', 'show', '--pod', 'web/plain', '-o', 'json']);
+        assert.equal(cli.code, 0, cli.stderr);
+        assert.match(cli.stdout, new RegExp(plain.split('/')[0]!.replace(/\./g, '\\.')));
+      } finally {
+        await ipam.store.close();
+      }
+    }
 
     // SIGKILL and restart: the annotated pods keep their addresses.
     await agent.kill();
