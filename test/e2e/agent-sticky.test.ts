@@ -67,12 +67,15 @@ test('a StatefulSet pod recreated within --sticky-for gets its address back (als
     await until(agent, 'warm pool preloaded', (s) => (s.warmPool?.pools.ipv4?.idle ?? 0) >= 4);
     fake.addPod('db', 'pg-0', { node: NODE, ownerKind: 'StatefulSet' });
     fake.addPod('web', 'web-5d9c-x1', { node: NODE, ownerKind: 'ReplicaSet' });
+    // The agent's pod cache (list + watch) learns the pods' owners: the ADDs ask the API server nothing.
+    await until(agent, 'pod cache holds both pods', (s) => (s.podCache?.pods ?? 0) >= 2);
     const a = await add(fake, socket, 'c1', 'db', 'pg-0');
     const w = await add(fake, socket, 'w1', 'web', 'web-5d9c-x1');
-    assert.equal(fake.podRequests.get, 2, 'each pod looked up once');
+    assert.equal(fake.podRequests.get, 0, 'no pod GET: the owners came from the cache');
+    assert.equal((await agent.status()).warmPool!.pods.cacheHits, 2, 'each pod resolved once, from the cache');
     // A repeated ADD is answered from the pod store, not the API server.
     assert.equal(await add(fake, socket, 'c1', 'db', 'pg-0'), a);
-    assert.equal(fake.podRequests.get, 2);
+    assert.equal(fake.podRequests.get, 0);
 
     await del(socket, 'c1', 'db', 'pg-0');
     await del(socket, 'w1', 'web', 'web-5d9c-x1');
