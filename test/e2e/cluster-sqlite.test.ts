@@ -89,7 +89,7 @@ test('cluster mode refuses a bad ipam key with code 7 naming it, and a taken IP 
     assert.equal(bad.code, 1);
     assert.deepEqual(JSON.parse(bad.stdout), {
       code: 7,
-      msg: 'ipam.poools ["p"]: unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent)',
+      msg: 'ipam.poools ["p"]: unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent, stickyFor)',
     });
     const conf = { cniVersion: '1.0.0', name: 'n', ipam: { type: 'podipam', datastore: db, nodeName: 'n1', cacheDir: join(dir, 'c') } };
     const first = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'a', ifname: 'eth0', args: 'IP=10.101.0.9', config: conf });
