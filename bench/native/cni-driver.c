@@ -2,13 +2,13 @@
  * cni-driver: runs a CNI plugin the way a runtime does — posix_spawn with the CNI environment,
  * the config on stdin, stdout collected, exit status checked — with far less overhead per call
  * than Node's child_process, so that a benchmark measures the plugin rather than the harness.
- * Used by bench/agent.ts (built there with the system's cc); not part of the product.
+ * Used by bench/agent.ts and bench/annotations.ts (built there with the system's cc); not part of the product.
  *
  *   cni-driver seq   PLUGIN CONFIG_FILE COUNT          ADD then DEL of COUNT containers, in turn;
  *                                                      prints "add_us del_us" per pair
  *   cni-driver burst PLUGIN CONFIG_FILE COUNT INFLIGHT COUNT ADDs with INFLIGHT at a time, then
  *                                                      the DELs likewise; prints "add_ms del_ms"
- * Environment for the plugin: this process's environment plus CNI_COMMAND, CNI_CONTAINERID,
+ * Environment for the plugin: this process's environment (of its CNI_ variables, only CNI_ARGS) plus CNI_COMMAND, CNI_CONTAINERID,
  * CNI_IFNAME=eth0, CNI_NETNS=/var/run/netns/bench and CNI_PATH. Any failure exits 1 with the
  * plugin's output on stderr.
  */
@@ -37,7 +37,8 @@ static pid_t start(const char *plugin, const char *cmd, const char *id, int *out
   static char *env[512];
   static char c1[64], c2[128];
   int n = 0;
-  for (char **e = environ; *e && n < 500; e++) if (strncmp(*e, "CNI_", 4) != 0) env[n++] = *e;
+  /* The caller's CNI_ARGS (the pod's identity) pass through; the other CNI_ variables are set below. */
+  for (char **e = environ; *e && n < 500; e++) if (strncmp(*e, "CNI_", 4) != 0 || strncmp(*e, "CNI_ARGS=", 9) == 0) env[n++] = *e;
   snprintf(c1, sizeof c1, "CNI_COMMAND=%s", cmd);
   snprintf(c2, sizeof c2, "CNI_CONTAINERID=%s", id);
   env[n++] = c1; env[n++] = c2;
