@@ -110,6 +110,12 @@ export class PodCache implements PodDirectory {
     return this.#pods.synced && this.#namespaces.synced;
   }
 
+  /** Resolves once synced or after `timeoutMs` (a call waiting for the first list; checked every 20 ms). */
+  async whenSynced(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (!this.synced && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  }
+
   /** Starts listing and watching; returns at once (never waits for the API server). */
   start(): void {
     this.#pods.start();

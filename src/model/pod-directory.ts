@@ -5,6 +5,7 @@
  * API server: a pod start costs no round trip. `undefined` means "not in the cache" — never
  * proof that the pod or namespace does not exist.
  */
+import type { ClassifiedError } from './failure.js';
 
 export interface CachedPod {
   readonly namespace: string;
@@ -18,8 +19,30 @@ export interface CachedPod {
 }
 
 export interface PodDirectory {
+  /**
+   * True once the cache has listed pods and namespaces (it keeps what it holds when the API
+   * server goes away later). Before that, a pod's namespace annotations are unknown.
+   */
+  readonly synced: boolean;
+  /** Resolves once synced, or after `timeoutMs` (whichever comes first); never rejects. */
+  whenSynced?(timeoutMs: number): Promise<void>;
   /** The pod as last seen by the watch; undefined when the cache does not hold it. */
   pod(namespace: string, name: string): CachedPod | undefined;
   /** The namespace's annotations as last seen; undefined when the cache does not hold it. */
   namespaceAnnotations(namespace: string): Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * The host has a pod cache that has not listed namespaces yet, and the runtime's call does not
+ * say enough to place the pod without them: a namespace annotation might choose its pools, so
+ * allocating from the defaults could put it in the wrong pool. Not ready: the runtime retries
+ * (CNI code 11, 50 for STATUS).
+ */
+export class PodCacheNotSyncedError extends Error implements ClassifiedError {
+  override readonly name = 'PodCacheNotSyncedError';
+  readonly failure = 'not-ready';
+
+  constructor(readonly namespace: string) {
+    super(`the agent's pod cache has not listed namespaces from the API server yet: the placement annotations of namespace ${JSON.stringify(namespace)} are unknown, so the pod is not placed by guess; try again`);
+  }
 }

@@ -180,7 +180,7 @@ describe('cluster back end: placement annotations', () => {
   it("in a host, the pod cache's namespace annotations apply when the runtime passed none (select-backend hands the cache over)", async () => {
     const { selectBackend } = await import('./select-backend.js');
     const c = conf({ datastore: await datastore() });
-    const pods = { pod: () => undefined, namespaceAnnotations: (ns: string) => (ns === 'shop' ? { 'podipam.io/pools': 'nosuch' } : undefined) };
+    const pods = { synced: true, pod: () => undefined, namespaceAnnotations: (ns: string) => (ns === 'shop' ? { 'podipam.io/pools': 'nosuch' } : undefined) };
     const b = await selectBackend(c, {}, { pods });
     const [code, msg] = await tableCode(b.add(annotated(c, 'h1')));
     assert.equal(code, 7);

@@ -60,7 +60,7 @@ import { placementRequest } from '../cluster/placement-request.js';
 import { PlacementError, hasPlacement } from '../model/placement.js';
 import type { PodDirectory } from '../model/pod-directory.js';
 import { formatPodRef } from '../model/pod-ref.js';
-import { placementOf } from './placement-of.js';
+import { placementFor } from './placement-of.js';
 import { stickyHoldOf } from './cluster-sticky.js';
 
 /** Longest wait for the node lock before running unlocked (the lock only avoids retries). */
@@ -85,7 +85,7 @@ class ClusterBackend implements IpamBackend {
   async add(req: IpamRequest): Promise<IpamResult> {
     const ips = requestedAddrs(req.conf, req.cniArgs);
     const c = this.#conf;
-    const placement = placementOf(req, this.#pods);
+    const placement = await placementFor(req, this.#pods);
     const pod = req.pod ? formatPodRef(req.pod) : '';
     if (ips.length > 0 && hasPlacement(placement)) {
       const source = (placement.ips ?? placement.pools ?? placement.ipSet)!;

@@ -17,7 +17,7 @@ import type { PodDirectory } from '../model/pod-directory.js';
 import type { WarmRequest, WarmService } from '../warm/warm-service.js';
 import { parseRoutes } from './config-decode.js';
 import type { IpamBackend, IpamRequest } from './ipam-backend.js';
-import { placementOf } from './placement-of.js';
+import { placementFor } from './placement-of.js';
 
 const KNOWN = ['type', 'agent', 'routes'];
 
@@ -32,7 +32,7 @@ export class WarmBackend implements IpamBackend {
     const routes = warmRoutes(req.conf);
     let w: WarmRequest;
     try {
-      w = { ...warmRequest(req), pod: req.pod, placement: placementOf(req, this.pods) };
+      w = { ...warmRequest(req), pod: req.pod, placement: await placementFor(req, this.pods) };
     } catch (e) {
       throw cniErrorOf(e, 'ADD');
     }

@@ -33,6 +33,7 @@ function directory(pods: readonly CachedPod[], namespaces: Record<string, Record
       return byName.get(`${namespace}/${name}`);
     },
     namespaceAnnotations: (ns: string) => namespaces[ns],
+    synced: true,
   };
   return d;
 }

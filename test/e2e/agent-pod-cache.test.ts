@@ -135,6 +135,51 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
   });
 });
 
+describe('agent --kubeconfig whose API server is down at the start', () => {
+  it('a pod is not placed by guess before the cache has listed namespaces: code 11; placed once it has', async () => {
+    requireShim();
+    const url = `sqlite:${join(dir.path, 'down.db')}`;
+    const sock = join(dir.path, 'run', 'agent-down.sock');
+    for (const [name, cidr] of [['plain', '10.232.0.0/16'], ['gold', '10.233.0.0/16']] as const) {
+      const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const fake = await startFakeKubeApiServer();
+    let agent: RunningAgent | undefined;
+    try {
+      fake.writeKubeconfig(join(dir.path, 'kubeconfig-down'));
+      fake.addNamespace('team-gold', { 'podipam.io/pools': 'gold' });
+      await fake.down();
+      agent = await startAgent(sock, ['--node', NODE, '--datastore', url, '--kubeconfig', join(dir.path, 'kubeconfig-down')]);
+      const add = (id: string) =>
+        runPlugin(SHIM_BIN, {
+          command: 'ADD',
+          containerId: id,
+          ifname: 'eth0',
+          args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=team-gold;K8S_POD_NAME=${id};K8S_POD_UID=uid-${id}`,
+          config: { cniVersion: '1.0.0', name: 'downnet', ipam: { type: 'podipam', datastore: url, nodeName: NODE, pools: ['plain'] } },
+          env: { PODIPAM_AGENT_SOCKET: sock, PODIPAM_PLUGIN: '' },
+        });
+      const early = await add('early');
+      assert.notEqual(early.code, 0, `an ADD before the cache listed must not be placed from the defaults: ${early.stdout}`);
+      const e = JSON.parse(early.stdout) as { code: number; msg: string };
+      assert.equal(e.code, 11, early.stdout);
+      assert.match(e.msg, /pod cache has not listed namespaces.*"team-gold"/);
+      await fake.up();
+      for (let i = 0; !(await agent.status()).podCache?.synced; i++) {
+        if (i > 400) throw new Error(`pod cache not synced 20 s after the API server came back: ${JSON.stringify((await agent.status()).podCache)}`);
+        await sleep(50);
+      }
+      const late = await add('late');
+      assert.equal(late.code, 0, late.stdout);
+      assert.match((JSON.parse(late.stdout) as { ips: { address: string }[] }).ips[0]!.address, /^10\.233\./, 'once listed, the namespace annotation places the pod');
+    } finally {
+      await agent?.stop();
+      await fake.close();
+    }
+  });
+});
+
 describe('agent --kubeconfig / --in-cluster flags', () => {
   it('a missing kubeconfig file, or both flags, is a usage error naming them', async () => {
     const { spawnSync } = await import('node:child_process');
