@@ -91,7 +91,7 @@ class ClusterBackend implements IpamBackend {
       const source = (placement.ips ?? placement.pools ?? placement.ipSet)!;
       throw new PlacementError(source, pod, `cannot be combined with the requested address(es) ${ips.map(formatAddr).join(', ')} (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips): give one or the other`);
     }
-    const hold = stickyHoldOf(req, this.#pods, c.stickyForMs);
+    const hold = stickyHoldOf(req, this.#pods, c.stickyForMs, placement);
     const areq: AssignRequest = {
       node: c.nodeName,
       handle: handleOf(req),

@@ -8,6 +8,7 @@
  * in memory.
  */
 import { placementOf } from './placement-of.js';
+import type { Placement } from '../model/placement.js';
 import type { IpamRequest } from './ipam-backend.js';
 import type { PodDirectory } from '../model/pod-directory.js';
 import { stickyHoldHandle } from '../cluster/sticky-hold-id.js';
@@ -18,12 +19,13 @@ export const STICKY_OWNER_KIND = 'StatefulSet';
 /**
  * The pod's hold handle when the pod is sticky, else undefined (also when the handle would be
  * too long: the pod is then simply not sticky). Throws PlacementError for a malformed
- * annotation (ADD reports it; DEL catches it).
+ * annotation (ADD reports it; DEL catches it). `placement`: the call's, when the caller has it
+ * already (ADD), so the annotations are not parsed twice.
  */
-export function stickyHoldOf(req: Pick<IpamRequest, 'pod' | 'podAnnotations' | 'conf' | 'ifname'>, pods: PodDirectory | undefined, stickyForMs: number): string | undefined {
+export function stickyHoldOf(req: Pick<IpamRequest, 'pod' | 'podAnnotations' | 'conf' | 'ifname'>, pods: PodDirectory | undefined, stickyForMs: number, placement?: Placement): string | undefined {
   const pod = req.pod;
   if (stickyForMs <= 0 || !pod) return undefined;
-  const said = placementOf(req, pods).sticky?.parsed;
+  const said = (placement ?? placementOf(req, pods)).sticky?.parsed;
   const sticky = said ?? pods?.pod(pod.namespace, pod.name)?.ownerKind === STICKY_OWNER_KIND;
   return sticky ? stickyHoldHandle(req.conf.name, pod, req.ifname) : undefined;
 }

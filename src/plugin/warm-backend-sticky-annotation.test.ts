@@ -4,6 +4,7 @@
  * the pod or on its namespace (from the cache), decides whether a recreated pod gets its address
  * back; "false" on the pod overrides its namespace and a StatefulSet owner the cache knows.
  */
+import { cachedPod, mapDirectory } from '../../test/helpers/pod-directory.js';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { ANNOTATION } from '../model/placement.js';
-import type { CachedPod, PodDirectory } from '../model/pod-directory.js';
 import type { WarmOptions } from '../warm/warm-service.js';
 import type { IpamRequest } from './ipam-backend.js';
 
@@ -21,21 +21,8 @@ after(() => rmSync(root, { recursive: true, force: true }));
 const args = (namespace: string, name: string, uid?: string): Map<string, string> =>
   new Map([['K8S_POD_NAMESPACE', namespace], ['K8S_POD_NAME', name], ...(uid ? [['K8S_POD_UID', uid] as [string, string]] : [])]);
 
-/** A PodDirectory over a map, counting its lookups. */
-function directory(pods: readonly CachedPod[], namespaces: Record<string, Record<string, string>> = {}): PodDirectory & { lookups: number } {
-  const byName = new Map(pods.map((p) => [`${p.namespace}/${p.name}`, p]));
-  const d = {
-    lookups: 0,
-    pod(namespace: string, name: string): CachedPod | undefined {
-      d.lookups++;
-      return byName.get(`${namespace}/${name}`);
-    },
-    namespaceAnnotations: (ns: string) => namespaces[ns],
-    synced: true,
-  };
-  return d;
-}
-const cached = (namespace: string, name: string, ownerKind: string | undefined, uid = `uid-${name}`): CachedPod => ({ namespace, name, uid, ownerKind, annotations: {}, node: 'n1' });
+const directory = mapDirectory;
+const cached = cachedPod;
 
 describe('warm pool: podipam.io/sticky through the back end', () => {
   const STICKY_FOR = 60_000;

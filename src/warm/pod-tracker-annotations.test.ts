@@ -5,6 +5,7 @@
  * is never looked up on the API server (its owner kind comes from the cache); one it does not
  * hold still is. (Through the warm back end: src/plugin/warm-backend-sticky-annotation.test.ts.)
  */
+import { cachedPod, mapDirectory } from '../../test/helpers/pod-directory.js';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeKubeApiServer } from '../../test/helpers/fake-kube-apiserver.js';
 import { KubePods } from '../agent/kube-pods.js';
-import type { CachedPod, PodDirectory } from '../model/pod-directory.js';
 import { PodTracker, type PodTrackerOptions, stickyKey } from './pod-tracker.js';
 import { ResourceDb } from './resource-db.js';
 
@@ -23,21 +23,8 @@ let n = 0;
 const args = (namespace: string, name: string, uid?: string): Map<string, string> =>
   new Map([['K8S_POD_NAMESPACE', namespace], ['K8S_POD_NAME', name], ...(uid ? [['K8S_POD_UID', uid] as [string, string]] : [])]);
 
-/** A PodDirectory over a map, counting its lookups. */
-function directory(pods: readonly CachedPod[], namespaces: Record<string, Record<string, string>> = {}): PodDirectory & { lookups: number } {
-  const byName = new Map(pods.map((p) => [`${p.namespace}/${p.name}`, p]));
-  const d = {
-    lookups: 0,
-    pod(namespace: string, name: string): CachedPod | undefined {
-      d.lookups++;
-      return byName.get(`${namespace}/${name}`);
-    },
-    namespaceAnnotations: (ns: string) => namespaces[ns],
-    synced: true,
-  };
-  return d;
-}
-const cached = (namespace: string, name: string, ownerKind: string | undefined, uid = `uid-${name}`, annotations: Record<string, string> = {}): CachedPod => ({ namespace, name, uid, ownerKind, annotations, node: 'n1' });
+const directory = mapDirectory;
+const cached = cachedPod;
 
 async function tracker(o: Partial<PodTrackerOptions> = {}): Promise<PodTracker> {
   const db = new ResourceDb(join(root, `db${++n}`));
