@@ -13,6 +13,7 @@
  * means the outcome of the last write is unknown; every operation is safe to repeat.
  */
 import type { Addr, Prefix } from '../ip/index.js';
+import type { ReleaseReason } from '../model/history.js';
 import type { AllocationFilter, AllocationPage, BlockAllocations } from './allocations.js';
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
@@ -46,17 +47,35 @@ export interface ClusterIpamOptions {
   readonly cache?: ViewCache;
   /** Clock (tests). */
   readonly now?: () => Date;
+  /** The history stamp's writer name (history-stamp.ts): the node name on a node, "serve", "cli" (default "podipam"). */
+  readonly writer?: string;
+  /** Why this instance's releases happen, stamped on each (default: DEL). See withReason. */
+  readonly why?: ReleaseReason;
 }
 
 export class ClusterIpam {
   readonly #ctx: IpamContext;
+  readonly #options: ClusterIpamOptions;
 
   constructor(store: Store, options: ClusterIpamOptions = {}) {
     const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
       throw new RangeError(`Cannot create ClusterIpam as 'maxAttempts' must be a positive integer: current value is ${maxAttempts}`);
     }
-    this.#ctx = { store, cache: options.cache ?? new ViewCache(), maxAttempts, now: options.now ?? (() => new Date()) };
+    this.#options = options;
+    this.#ctx = {
+      store,
+      cache: options.cache ?? new ViewCache(),
+      maxAttempts,
+      now: options.now ?? (() => new Date()),
+      writer: options.writer ?? 'podipam',
+      ...(options.why === undefined ? {} : { why: options.why }),
+    };
+  }
+
+  /** The same service (store, hints, writer) whose releases are stamped with `why` in the history. */
+  withReason(why: ReleaseReason): ClusterIpam {
+    return new ClusterIpam(this.#ctx.store, { ...this.#options, cache: this.#ctx.cache, why });
   }
 
   get store(): Store {

@@ -1,4 +1,5 @@
 /** What every cluster IPAM operation runs with. */
+import type { ReleaseReason } from '../model/history.js';
 import type { Store } from '../store/index.js';
 import type { ViewCache } from './view-cache.js';
 
@@ -10,6 +11,10 @@ export interface IpamContext {
   readonly maxAttempts: number;
   /** Clock for claim timestamps (tests pin it). */
   readonly now: () => Date;
+  /** Who writes (the history stamp's key, history-stamp.ts): a node name, "serve", "cli". */
+  readonly writer: string;
+  /** Why this context's releases happen (the stamp's `why`); absent: DEL. See ClusterIpam.withReason. */
+  readonly why?: ReleaseReason;
 }
 
 /** Calico's datastoreRetries. */

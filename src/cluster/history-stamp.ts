@@ -1,0 +1,81 @@
+/**
+ * The history stamp: every transaction of the cluster back end that assigns or releases an
+ * address also puts `stamps/<writer>` → `{"at":…,"why":…}` (one more op in the same transaction,
+ * never one more round trip). The datastore's change stream then tells `podipam serve`'s history
+ * follower (src/history) not only what changed but when the writer did it and why — a release
+ * by DEL, CNI GC, cluster GC, … — even when the follower reads those revisions long after.
+ *
+ * One key per writer (a node name, "serve", "cli"), overwritten by each of its transactions: the
+ * datastore keeps the key's values as long as it keeps revisions (etcd until compaction, SQLite's
+ * bounded change log), which is exactly the window in which the follower can read them.
+ *
+ * `keys` carries per-record times and reasons for a transaction that settles many attachments at
+ * once (the warm pool's write-behind: each pod record's DEL time, and a record whose put was folded
+ * away because its DEL came before the flush, so that hold is not lost from the history).
+ */
+import { type ReleaseReason, isReleaseReason } from '../model/history.js';
+import type { Op } from '../store/index.js';
+import { CorruptRecordError } from './errors.js';
+import type { IpamContext } from './ipam-context.js';
+
+export const STAMP_PREFIX = 'stamps/';
+
+/** What one record of a write-behind batch did: deleted at `at` for `why`; `value`: the put folded away before it was written. */
+export interface StampedKey {
+  readonly at: number;
+  readonly why: ReleaseReason;
+  readonly value?: string;
+}
+
+export interface Stamp {
+  /** When the writer ran the transaction (its clock, ms since the epoch). */
+  readonly at: number;
+  /** Why the addresses this transaction frees were released (absent: it frees none by intent). */
+  readonly why?: ReleaseReason;
+  /** Per record key (write-behind batches): when and why each was deleted. */
+  readonly keys?: Readonly<Record<string, StampedKey>>;
+}
+
+export function stampKey(writer: string): string {
+  return STAMP_PREFIX + writer;
+}
+
+export function encodeStamp(s: Stamp): string {
+  const o: Record<string, unknown> = { at: s.at };
+  if (s.why !== undefined) o.why = s.why;
+  if (s.keys !== undefined && Object.keys(s.keys).length > 0) o.keys = s.keys;
+  return JSON.stringify(o);
+}
+
+/** Decodes a stamp value; CorruptRecordError naming the key and the field. */
+export function decodeStamp(key: string, value: string): Stamp {
+  let o: unknown;
+  try {
+    o = JSON.parse(value);
+  } catch {
+    throw new CorruptRecordError(key, 'not JSON');
+  }
+  if (typeof o !== 'object' || o === null) throw new CorruptRecordError(key, 'not an object');
+  const r = o as Record<string, unknown>;
+  if (typeof r.at !== 'number' || !Number.isFinite(r.at)) throw new CorruptRecordError(key, `field "at" is ${JSON.stringify(r.at)}`);
+  if (r.why !== undefined && !isReleaseReason(r.why)) throw new CorruptRecordError(key, `field "why" is ${JSON.stringify(r.why)}`);
+  let keys: Record<string, StampedKey> | undefined;
+  if (r.keys !== undefined) {
+    if (typeof r.keys !== 'object' || r.keys === null) throw new CorruptRecordError(key, 'field "keys" is not an object');
+    keys = {};
+    for (const [k, v] of Object.entries(r.keys as Record<string, unknown>)) {
+      const e = v as Record<string, unknown> | null;
+      if (typeof e !== 'object' || e === null || typeof e.at !== 'number' || !isReleaseReason(e.why) || (e.value !== undefined && typeof e.value !== 'string')) {
+        throw new CorruptRecordError(key, `keys[${JSON.stringify(k)}] is ${JSON.stringify(v)}`);
+      }
+      keys[k] = e.value === undefined ? { at: e.at, why: e.why } : { at: e.at, why: e.why, value: e.value };
+    }
+  }
+  return { at: r.at, ...(r.why === undefined ? {} : { why: r.why as ReleaseReason }), ...(keys ? { keys } : {}) };
+}
+
+/** The stamp op a transaction of `ctx` appends: now, `why` (default: the context's reason). */
+export function stampOp(ctx: IpamContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
+  const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(keys ? { keys } : {}) };
+  return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
+}
