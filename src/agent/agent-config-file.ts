@@ -1,7 +1,7 @@
 /**
  * `podipam agent --config FILE`: a JSON object with the same options as the flags, keyed by the
  * flag's camelCase name (`--min-idle` → `minIdle`). Counts are JSON integers, durations strings
- * (`"30s"`), lists JSON arrays of strings. Flags given on the command line win over the file;
+ * (`"30s"`), lists JSON arrays of strings, switches (`inCluster`) JSON booleans. Flags given on the command line win over the file;
  * the file wins over the environment and the defaults. This module checks the file's shape
  * (unknown keys, types) and hands back each value in the string form of its flag, so one
  * validation (src/cli/agent.ts) serves both; its errors name the key and the value.
@@ -24,6 +24,7 @@ export const AGENT_CONFIG_KEYS = {
   stickyFor: 'duration',
   gcInterval: 'duration',
   kubeconfig: 'string',
+  inCluster: 'boolean',
   stickyNamespaces: 'names',
   stickyNamePattern: 'string',
   headroomInterval: 'duration',
@@ -32,8 +33,8 @@ export const AGENT_CONFIG_KEYS = {
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;
 
-/** Each value as its flag would give it: a string, or (allowUid) a list of strings. */
-export type AgentFileOptions = { -readonly [K in AgentConfigKey]?: K extends 'allowUid' ? string[] : string };
+/** Each value as its flag would give it: a string, (allowUid) a list of strings, (a switch such as inCluster) a boolean. */
+export type AgentFileOptions = { -readonly [K in AgentConfigKey]?: K extends 'allowUid' ? string[] : K extends 'inCluster' ? boolean : string };
 
 /** A config file the agent refuses; `key` undefined when the file as a whole is at fault. */
 export class AgentConfigFileError extends Error {
@@ -111,6 +112,10 @@ export function parseAgentConfig(text: string, file: string): AgentFileOptions {
         if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '' && !v.includes(','))) bad('must be a list of non-empty strings without commas');
         if ((value as string[]).length === 0) bad('must not be empty (leave the key out instead)');
         (out as Record<string, string>)[k] = (value as string[]).join(',');
+        break;
+      case 'boolean':
+        if (typeof value !== 'boolean') bad('must be true or false');
+        (out as Record<string, boolean>)[k] = value as boolean;
         break;
       case 'uids':
         if (!Array.isArray(value) || !value.every((v) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,10}$/.test(v)))) {

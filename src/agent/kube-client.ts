@@ -34,9 +34,14 @@ export const isGone = (e: unknown): boolean => e instanceof KubeRequestError && 
 
 /** Loads `kubeconfig` (undefined: the in-cluster service account); throws naming it when it cannot. */
 export async function openKube(kubeconfig: string | undefined): Promise<Kube> {
+  const what = kubeconfig !== undefined ? `kubeconfig ${kubeconfig}` : 'in-cluster service account';
+  // Outside a pod the client would build the URL "https://undefined:undefined" and fail every
+  // request with "Invalid URL", forever: say at start what is missing instead.
+  if (kubeconfig === undefined && !(process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT)) {
+    throw new Error(`${what}: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (the agent is not running in a pod): give --kubeconfig FILE instead`);
+  }
   const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
-  const what = kubeconfig !== undefined ? `kubeconfig ${kubeconfig}` : 'in-cluster service account';
   try {
     if (kubeconfig !== undefined) kc.loadFromFile(kubeconfig);
     else kc.loadFromCluster();

@@ -192,4 +192,21 @@ describe('agent --kubeconfig / --in-cluster flags', () => {
     assert.equal(both.status, 2, both.stderr);
     assert.match(both.stderr, /give --kubeconfig or --in-cluster, not both/);
   });
+
+  it('--in-cluster (flag or config file key) outside a pod stops the agent at start, saying what is missing', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const { PODIPAM_BIN } = await import('../helpers/plugin.js');
+    const env = { ...process.env };
+    delete env.KUBERNETES_SERVICE_HOST;
+    delete env.KUBERNETES_SERVICE_PORT;
+    const conf = join(dir.path, 'in-cluster.json');
+    writeFileSync(conf, JSON.stringify({ inCluster: true, datastore: `sqlite:${join(dir.path, 'incl.db')}` }));
+    mkdirSync(join(dir.path, 'incl'), { recursive: true, mode: 0o700 });
+    for (const extra of [['--in-cluster', '--datastore', `sqlite:${join(dir.path, 'incl.db')}`], ['--config', conf]]) {
+      const r = spawnSync(PODIPAM_BIN, ['agent', '--socket', join(dir.path, 'incl', 'a.sock'), '--data-dir', join(dir.path, 'incl', 'dd'), '--node', 'n1', '--metrics-listen', 'off', ...extra], { encoding: 'utf8', timeout: 20_000, env });
+      assert.equal(r.status, 1, `${extra.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /in-cluster service account: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set/);
+    }
+  });
 });
