@@ -11,7 +11,7 @@ interface InstallFlags {
   binDir: string;
   confDir: string;
   backend: string;
-  interface: string;
+  interface?: string;
   name: string;
   priority: string;
   bridge: string;
@@ -34,10 +34,10 @@ export function registerInstallCni(program: Command): void {
     .option('--bin-dir <dir>', 'CNI binary directory', '/opt/cni/bin')
     .option('--conf-dir <dir>', 'CNI network config directory', '/etc/cni/net.d')
     .option('--backend <kind>', 'IPAM in the config: local (host-local compatible), cluster (block IPAM on --datastore) or agent (cluster, served by the node agent)', 'agent')
-    .option('--interface <plugin>', 'interface plugin: bridge or ptp', 'bridge')
+    .option('--interface <plugin>', 'interface plugin: ptp (default for cluster and agent: a veth per pod, routed; bridge cannot hold several blocks) or bridge (default for local)')
     .option('--name <name>', 'network name (also the config file name)', 'podipam')
     .option('--priority <nn>', 'config file name prefix; runtimes take the first config in name order', '10')
-    .option('--bridge <name>', 'bridge: the Linux bridge name', 'cni0')
+    .option('--bridge <name>', 'with --interface bridge: the Linux bridge name', 'cni0')
     .option('--no-ip-masq', 'do not masquerade pod traffic leaving the node')
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
@@ -49,7 +49,10 @@ export function registerInstallCni(program: Command): void {
     .action(async (f: InstallFlags, cmd: Command) => {
       const lib = await import('../install/index.js');
       const backend = oneOf('--backend', f.backend, lib.BACKENDS);
-      const iface = oneOf('--interface', f.interface, lib.INTERFACES);
+      const iface = f.interface === undefined ? lib.defaultInterface(backend) : oneOf('--interface', f.interface, lib.INTERFACES);
+      const refused = lib.interfaceRefusal(backend, iface);
+      if (refused !== undefined) throw new UsageError(refused);
+      if (iface !== 'bridge' && cmd.getOptionValueSource('bridge') === 'cli') throw new UsageError(`--bridge ${JSON.stringify(f.bridge)} applies to --interface bridge only; this config uses ${iface}`);
       if (!NAME.test(f.name)) throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
       if (!/^[0-9]{1,3}$/.test(f.priority)) throw new UsageError(`invalid --priority ${JSON.stringify(f.priority)}: one to three digits, e.g. 10`);
       if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(f.bridge)) throw new UsageError(`invalid --bridge ${JSON.stringify(f.bridge)}: a Linux interface name, at most 15 characters`);

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTempDir } from '../../test/helpers/tmp.js';
-import { buildConflist, type ConflistOptions } from './cni-conflist.js';
+import { buildConflist, conflistText, defaultInterface, interfaceRefusal, type ConflistOptions } from './cni-conflist.js';
 import { ForeignFileError } from './foreign-file-error.js';
 import { installCni, type InstallOptions } from './install-cni.js';
 import { MANIFEST_NAME } from './install-manifest.js';
@@ -13,7 +13,6 @@ import { uninstallCni } from './uninstall-cni.js';
 const CONF: ConflistOptions = {
   name: 'podipam',
   backend: 'agent',
-  interface: 'bridge',
   bridge: 'cni0',
   agentSocket: '/run/podipam/agent.sock',
   datastore: 'etcd://10.0.0.5:2379',
@@ -55,22 +54,87 @@ function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
-test('buildConflist: cluster and agent pods get a default route (bridge: isDefaultGateway; ptp: IPAM routes of both families); serve prints the same', async () => {
+test('buildConflist: cluster and agent default to ptp (a veth per pod, default routes of both families through the block gateway); serve prints the same', async () => {
   for (const backend of ['cluster', 'agent'] as const) {
-    const bridge = buildConflist({ ...CONF, backend }).plugins as Record<string, unknown>[];
-    assert.equal(bridge[0]!.isDefaultGateway, true, backend);
-    const ptp = buildConflist({ ...CONF, backend, interface: 'ptp' }).plugins as { ipam: { routes?: unknown } }[];
-    assert.deepEqual(ptp[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }, { dst: '::/0' }], backend);
+    assert.equal(defaultInterface(backend), 'ptp');
+    for (const o of [{ ...CONF, backend }, { ...CONF, backend, interface: 'ptp' as const }]) {
+      const [plugin] = buildConflist(o).plugins as { type: string; ipam: { routes?: unknown }; isGateway?: unknown; bridge?: unknown }[];
+      assert.equal(plugin!.type, 'ptp', backend);
+      assert.equal(plugin!.bridge, undefined, backend);
+      assert.equal(plugin!.isGateway, undefined, backend);
+      assert.deepEqual(plugin!.ipam.routes, [{ dst: '0.0.0.0/0' }, { dst: '::/0' }], backend);
+    }
   }
-  // local lists its routes in the IPAM section (a second default route would fail bridge).
-  const local = buildConflist({ ...CONF, backend: 'local', subnets: ['10.1.0.0/24'] }).plugins as { isDefaultGateway?: boolean; ipam: { routes?: unknown } }[];
-  assert.equal(local[0]!.isDefaultGateway, undefined);
-  assert.deepEqual(local[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }]);
   const { cniConflist } = await import('../server/cni-config.js');
   const served = JSON.parse(cniConflist({ datastore: 'sqlite:/x.db', nodeName: 'node-a', pools: ['p1'] })) as { plugins: Record<string, unknown>[] };
   const built = buildConflist({ ...CONF, backend: 'cluster', datastore: 'sqlite:/x.db', pools: ['p1'] }).plugins as Record<string, unknown>[];
+  assert.equal(served.plugins[0]!.type, 'ptp');
   assert.deepEqual(served.plugins[0], built[0]);
   assert.deepEqual(served.plugins[1], { type: 'portmap', capabilities: { portMappings: true } });
+});
+
+test('buildConflist refuses bridge with the cluster and agent back ends, naming the one-IPv4-address-per-bridge limit and ptp', () => {
+  for (const backend of ['cluster', 'agent'] as const) {
+    const why = interfaceRefusal(backend, 'bridge');
+    assert.ok(why !== undefined, backend);
+    assert.match(why, new RegExp(`--interface bridge does not work with --backend ${backend}`));
+    assert.match(why, /one IPv4 gateway address per bridge/);
+    assert.match(why, /already has an IP address different from/);
+    assert.match(why, /--interface ptp/);
+    assert.throws(() => buildConflist({ ...CONF, backend, interface: 'bridge' }), (e: unknown) => e instanceof Error && e.message === why);
+    assert.equal(interfaceRefusal(backend, 'ptp'), undefined);
+  }
+  assert.equal(interfaceRefusal('local', 'bridge'), undefined);
+  assert.equal(interfaceRefusal('local', 'ptp'), undefined);
+});
+
+test('buildConflist with local: bridge by default, byte for byte the config it always wrote (routes in the IPAM section)', () => {
+  assert.equal(defaultInterface('local'), 'bridge');
+  const local = { ...CONF, backend: 'local' as const, subnets: ['10.1.0.0/24', 'fd00:1::/64'] };
+  const text = [
+    '{',
+    '  "cniVersion": "1.0.0",',
+    '  "name": "podipam",',
+    '  "plugins": [',
+    '    {',
+    '      "type": "bridge",',
+    '      "bridge": "cni0",',
+    '      "isGateway": true,',
+    '      "ipMasq": true,',
+    '      "ipam": {',
+    '        "type": "podipam",',
+    '        "ranges": [',
+    '          [',
+    '            {',
+    '              "subnet": "10.1.0.0/24"',
+    '            }',
+    '          ],',
+    '          [',
+    '            {',
+    '              "subnet": "fd00:1::/64"',
+    '            }',
+    '          ]',
+    '        ],',
+    '        "routes": [',
+    '          {',
+    '            "dst": "0.0.0.0/0"',
+    '          },',
+    '          {',
+    '            "dst": "::/0"',
+    '          }',
+    '        ]',
+    '      }',
+    '    }',
+    '  ]',
+    '}',
+    '',
+  ].join('\n');
+  assert.equal(conflistText(local), text);
+  assert.equal(conflistText({ ...local, interface: 'bridge' }), text);
+  // usePodCidr counts as IPv4 only (a route of a family the pod gets no address of fails bridge).
+  const podCidr = buildConflist({ ...CONF, backend: 'local' }).plugins as { isDefaultGateway?: boolean; ipam: { routes?: unknown } }[];
+  assert.equal(podCidr[0]!.isDefaultGateway, undefined);
+  assert.deepEqual(podCidr[0]!.ipam.routes, [{ dst: '0.0.0.0/0' }]);
 });
 
 test('installCni into an empty root: the binary, the conflist and the install record; the directories created', () => {

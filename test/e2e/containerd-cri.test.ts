@@ -2,7 +2,7 @@
  * podipam under a real container runtime: Debian's containerd + runc, driven over CRI as
  * kubelet drives it (RunPodSandbox with the pod's metadata, labels and annotations,
  * PodSandboxStatus, StopPodSandbox, RemovePodSandbox), with the conflist `podipam install-cni`
- * writes (bridge + podipam in agent mode), the native shim it installs and `podipam agent`
+ * writes (ptp, its default for the agent back end, + podipam in agent mode), the native shim it installs and `podipam agent`
  * serving the cluster back end on a SQLite datastore. Fails with the reason when containerd
  * cannot run here (test/helpers/containerd.ts); never skips.
  */
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../helpers/containerd.js';
 import { criErrorText } from '../helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { BRIDGE_BIN, runCliSync } from '../helpers/plugin.js';
+import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
@@ -31,7 +31,7 @@ test('containerd over CRI: pods started through install-cni\'s conflist, the shi
   let agent: RunningAgent | undefined;
   let store: Store | undefined;
   try {
-    const rt = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback' });
+    const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
     ctd = rt;
     const cli = (args: readonly string[]): string => {
       const r = runCliSync(url, args);
@@ -39,7 +39,7 @@ test('containerd over CRI: pods started through install-cni\'s conflist, the shi
       return r.stdout;
     };
     cli(['pool', 'create', 'cri', '--cidr', POOL_CIDR, '--block-size', '28']);
-    cli(['install-cni', '--bin-dir', rt.cniBinDir, '--conf-dir', rt.cniConfDir, '--backend', 'agent', '--agent-socket', socket, '--node-name', NODE, '--bridge', 'podipam-cri0', '--no-ip-masq', '--shim', SHIM_BIN]);
+    cli(['install-cni', '--bin-dir', rt.cniBinDir, '--conf-dir', rt.cniConfDir, '--backend', 'agent', '--agent-socket', socket, '--node-name', NODE, '--no-ip-masq', '--shim', SHIM_BIN]);
     const a = await startAgent(socket, ['--node', NODE, '--datastore', url]);
     agent = a;
     store = await openStore(url);

@@ -1,10 +1,14 @@
 /**
- * What `podipam install-cni` writes works end to end: the CLI installs the shim and a bridge
- * conflist into a temp root, and this test then acts as the runtime — it reads the conflist
- * from the conf dir, finds `bridge` and `podipam` on CNI_PATH (the installed bin dir first),
- * and runs ADD/CHECK/DEL for pods in network namespaces it creates. Pods get addresses from the
- * installed config's range and ping each other; DEL frees them; uninstall-cni then restores the
- * root. Namespaces and the bridge carry this run's tag and are removed, pass or fail.
+ * What `podipam install-cni` writes works end to end: the CLI installs the shim and a conflist
+ * into a temp root (bridge for the local back end, ptp for agent and cluster), and this test
+ * then acts as the runtime — it reads the conflist from the conf dir, finds the interface
+ * plugin and `podipam` on CNI_PATH (the installed bin dir first), and runs ADD/CHECK/DEL for
+ * pods in network namespaces it creates. Pods get addresses from the installed config's range
+ * and ping each other; DEL frees them; uninstall-cni then restores the root. Namespaces and the
+ * bridge carry this run's tag and are removed, pass or fail. The agent and cluster tests run
+ * the runtime inside a "node" namespace of their own (ptp routes each pod on the node and turns
+ * forwarding on there), so nothing touches the host's namespace; several blocks on one node:
+ * install-cni-blocks-netns.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -82,36 +86,42 @@ test('install-cni --backend local, used as a runtime would: bridge + the install
   assert.ok(!sh('ip', ['link', 'show', bridge]).ok, `bridge ${bridge} still exists`);
 });
 
-test('install-cni --backend agent: bridge → the installed shim → podipam agent → cluster pool, in netns', async () => {
+test('install-cni --backend agent: ptp → the installed shim → podipam agent → cluster pool, in netns', async () => {
   assert.equal(process.getuid?.(), 0, 'needs root (network namespaces)');
   requireShim();
   const tag = `${process.pid.toString(36)}${randomBytes(2).toString('hex')}`.slice(-8);
-  const bridge = `pda${tag}`;
   const octet = 16 + (randomBytes(1)[0]! % 200);
   const root = makeTempDir('install-agent-e2e');
   const binDir = join(root.path, 'opt/cni/bin');
   const confDir = join(root.path, 'etc/cni/net.d');
   const socket = join(root.path, 'run/podipam/agent.sock');
   const datastore = `sqlite:${join(root.path, 'podipam.db')}`;
+  const nodeNs = `podipam-anode-${tag}`;
   const pod = { id: `ctra${tag}`, ns: `podipam-insta-${tag}` };
-  let created = false;
+  const created: string[] = [];
   const agent = await startAgent(socket, ['--data-dir', join(root.path, 'agent')]);
   try {
     const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `e2e-${tag}`, '--cidr', `10.215.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(pool.status, 0, pool.stdout + pool.stderr);
     const inst = spawnSync(PODIPAM_BIN, [
       'install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'agent', '--agent-socket', socket, '--datastore', datastore,
-      '--node-name', `node-${tag}`, '--bridge', bridge, '--name', `pdagent-${tag}`, '--no-ip-masq',
+      '--node-name', `node-${tag}`, '--name', `pdagent-${tag}`, '--no-ip-masq',
     ], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(inst.status, 0, inst.stdout + inst.stderr);
     const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
     const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
+    assert.equal(conf.type, 'ptp', 'the agent back end defaults to ptp');
+    for (const ns of [nodeNs, pod.ns]) {
+      assert.ok(sh('ip', ['netns', 'add', ns]).ok, `ip netns add ${ns}`);
+      created.push(ns);
+    }
+    // The runtime runs in the node's namespace; the agent's socket is a file, reachable from it.
+    const inNode = join(root.path, 'in-node');
+    writeFileSync(inNode, `#!/bin/sh\nexec ip netns exec ${nodeNs} /usr/lib/cni/${String(conf.type)}\n`, { mode: 0o755 });
     // No Node.js fallback: if the shim did not reach the agent, the call fails.
     const call = (command: string) =>
-      runPluginSync(`/usr/lib/cni/${String(conf.type)}`, { command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: conf, env: { PODIPAM_PLUGIN: '' } });
-    assert.ok(sh('ip', ['netns', 'add', pod.ns]).ok);
-    created = true;
+      runPluginSync(inNode, { command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: conf, env: { PODIPAM_PLUGIN: '' } });
     const add = call('ADD');
     assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
     const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address;
@@ -124,8 +134,7 @@ test('install-cni --backend agent: bridge → the installed shim → podipam age
     assert.equal(st.requests.DEL?.ok, 1, 'the agent served the DEL');
   } finally {
     await agent.stop();
-    if (created) sh('ip', ['netns', 'del', pod.ns]);
-    sh('ip', ['link', 'del', bridge]);
+    for (const ns of created.reverse()) sh('ip', ['netns', 'del', ns]);
     root.remove();
   }
 });
@@ -140,7 +149,7 @@ test('install-cni --backend cluster, the documented way: a pod reaches an addres
   const binDir = join(root.path, 'opt/cni/bin');
   const confDir = join(root.path, 'etc/cni/net.d');
   const datastore = `sqlite:${join(root.path, 'podipam.db')}`;
-  // The "node" is a namespace of this test: the bridge, its gateway and the address beyond the
+  // The "node" is a namespace of this test: the host-side veth, its gateway and the address beyond the
   // pod's block (another node's pod, a service, the internet) live there, so no traffic and no
   // setting touches the host's own namespace.
   const nodeNs = `podipam-node-${tag}`;
@@ -163,6 +172,7 @@ test('install-cni --backend cluster, the documented way: a pod reaches an addres
     const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
     const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
+    assert.equal(conf.type, 'ptp', 'the cluster back end defaults to ptp');
     // The runtime runs in the node's namespace.
     const inNode = join(root.path, 'in-node');
     writeFileSync(inNode, `#!/bin/sh\nexec ip netns exec ${nodeNs} /usr/lib/cni/${String(conf.type)}\n`, { mode: 0o755 });

@@ -19,6 +19,22 @@ test('install-cni: bad flags exit 2 naming the flag and value; the datastore def
   assert.match(bad.err, /invalid --backend "magic": expected one of local, cluster, agent/);
   assert.match(run(['install-cni', '--interface', 'macvlan']).err, /invalid --interface "macvlan"/);
   assert.match(run(['install-cni', '--name', '../x']).err, /invalid --name "\.\.\/x"/);
+  // bridge cannot hold a node's several blocks: refused with the block back ends, naming why and ptp.
+  for (const backend of ['cluster', 'agent']) {
+    const br = run(['install-cni', '--backend', backend, '--interface', 'bridge', '--shim', '/usr/bin/true', '--dry-run']);
+    assert.equal(br.code, 2, br.out + br.err);
+    assert.match(br.err, new RegExp(`--interface bridge does not work with --backend ${backend}: .*one IPv4 gateway address per bridge.*use --interface ptp`));
+    assert.equal(br.out, '', 'nothing planned');
+  }
+  const strayBridge = run(['install-cni', '--bridge', 'br9', '--shim', '/usr/bin/true', '--dry-run']);
+  assert.equal(strayBridge.code, 2);
+  assert.match(strayBridge.err, /--bridge "br9" applies to --interface bridge only; this config uses ptp/);
+  // The defaults: ptp for agent (and cluster), bridge for local.
+  assert.match(run(['install-cni', '--shim', '/usr/bin/true', '--dry-run']).out, /"type": "ptp"/);
+  assert.match(run(['install-cni', '--backend', 'cluster', '--shim', '/usr/bin/true', '--dry-run']).out, /"type": "ptp"/);
+  const local = run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--bridge', 'br9', '--shim', '/usr/bin/true', '--dry-run']);
+  assert.equal(local.code, 0, local.err);
+  assert.match(local.out, /"type": "bridge",\s+"bridge": "br9",\s+"isGateway": true,\s+"ipMasq": true,\s+"ipam"/);
   // No --datastore: $PODIPAM_DATASTORE, else SQLite in the data directory, as every command.
   const byEnv = run(['install-cni', '--backend', 'cluster', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATASTORE: 'etcd://127.0.0.9:2379' });
   assert.equal(byEnv.code, 0, byEnv.err);

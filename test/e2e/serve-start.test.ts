@@ -40,15 +40,15 @@ test('serve start: a fresh data dir gets default pools, a page that answers and 
         ],
       );
 
-      // The printed conflist: bridge + podipam in cluster mode on this datastore, for node-1.
+      // The printed conflist: ptp + podipam in cluster mode on this datastore, for node-1.
       const json = /^(\{[\s\S]*?^\})$/m.exec(s.stdout());
       assert.ok(json, s.stdout());
       const conflist = JSON.parse(json[1] as string);
-      assert.equal(conflist.plugins[0].type, 'bridge');
+      assert.equal(conflist.plugins[0].type, 'ptp');
       const ipam = conflist.plugins[0].ipam;
-      assert.deepEqual(ipam, { type: 'podipam', datastore: `sqlite:${join(dataDir, 'podipam.db')}`, nodeName: 'node-1' });
-      // The real plugin, as bridge would delegate to it, allocates from the server's pools.
-      const netconf = { cniVersion: conflist.cniVersion, name: conflist.name, type: 'bridge', ipam };
+      assert.deepEqual(ipam, { type: 'podipam', datastore: `sqlite:${join(dataDir, 'podipam.db')}`, nodeName: 'node-1', routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }] });
+      // The real plugin, as ptp would delegate to it, allocates from the server's pools.
+      const netconf = { cniVersion: conflist.cniVersion, name: conflist.name, type: 'ptp', ipam };
       const add = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'npmstart1', ifname: 'eth0', config: netconf });
       assert.equal(add.code, 0, add.stdout + add.stderr);
       const result = stdoutJson(add);
