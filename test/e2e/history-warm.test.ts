@@ -85,6 +85,9 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       }
       t.diagnostic(`${behind} of ${pods.length} pod records were not yet in the datastore when their ADD answered`);
       assert.ok(behind >= 1, 'no pod record was written behind: the test would not tell the ADD time from the write time');
+      await untilStatus(agent, 'write-behind drained', (s) => s.warmPool!.writeBehindDepth === 0);
+      const written = await podRecords(url);
+      for (const name of pods) assert.ok(written.some((k) => k.includes(`wp-${name}`)), `the record of wp-${name} was written behind: ${written.join(' ')}`);
       // A pod deleted before its record was written: the write-behind folds its put away.
       await loggedAdd(run, log, { namespace: 'warm', name: 'blink' }, 'wp-blink');
       await loggedDel(run, log, { namespace: 'warm', name: 'blink' }, 'wp-blink');
