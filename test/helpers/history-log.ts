@@ -92,8 +92,8 @@ function instant(v: unknown, what: string): Instant {
     return { at, exact: true };
   }
   assert.ok(typeof v === 'object' && v !== null && 'at' in v, `${what}: ${JSON.stringify(v)} is not a time`);
-  const o = v as { at: unknown; earliest?: unknown };
-  return { at: instant(o.at, what).at, exact: o.earliest === undefined || o.earliest === null };
+  const o = v as { at: unknown; earliest?: unknown; exact?: unknown };
+  return { at: instant(o.at, what).at, exact: o.exact !== false && (o.earliest === undefined || o.earliest === null) };
 }
 
 /** One hold as `ipam history -o json` shows it, times in ms. */
@@ -132,11 +132,19 @@ export function atIn(answer: any): ShownAt {
   return { known, ...(h ? { hold: shownHold(h) } : {}), raw: answer };
 }
 
-/** `podipam ipam history ARGS… -o json` on the history file `db`; the parsed answer. */
+/** Exit codes of `ipam history ADDRESS --at T`: a holder, none, unknown (in a gap). */
+export const AT_EXIT = { holder: 0, none: 3, unknown: 4 } as const;
+
+/** `podipam ipam history ARGS… -o json` on the history file `db`; the parsed answer (and the exit code: with --at, 0, 3 or 4). */
 export async function history(db: string, args: readonly string[]): Promise<any> {
+  return (await historyRun(db, args)).answer;
+}
+
+export async function historyRun(db: string, args: readonly string[]): Promise<{ answer: any; code: number | null }> {
   const r = await runCli(['ipam', 'history', ...args, '--history-db', db, '-o', 'json']);
-  assert.equal(r.code, 0, `ipam history ${args.join(' ')}: exit ${r.code}\n${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout);
+  const ok: readonly (number | null)[] = args.includes('--at') ? Object.values(AT_EXIT) : [0];
+  assert.ok(ok.includes(r.code), `ipam history ${args.join(' ')}: exit ${r.code}\n${r.stdout}${r.stderr}`);
+  return { answer: JSON.parse(r.stdout), code: r.code };
 }
 
 const within = (t: number, [lo, hi]: readonly [number, number]): boolean => t >= lo && t <= hi;
@@ -190,8 +198,10 @@ export async function untilHistoryMatches(db: string, log: CallLog, ms = 20_000)
 
 /** `ipam history ADDRESS --at T`: asserts it knows the holder, and that it is `containerId` (undefined: nobody). */
 export async function assertHolderAt(db: string, address: string, at: number, containerId: string | undefined, what: string): Promise<void> {
-  const a = atIn(await history(db, [address, '--at', new Date(at).toISOString()]));
+  const r = await historyRun(db, [address, '--at', new Date(at).toISOString()]);
+  const a = atIn(r.answer);
   assert.ok(a.known, `${what}: ${address} at ${new Date(at).toISOString()} is unknown: ${JSON.stringify(a.raw)}`);
+  assert.equal(r.code, a.hold ? AT_EXIT.holder : AT_EXIT.none, `${what}: the exit code says what the answer does: ${JSON.stringify(a.raw)}`);
   assert.equal(a.hold?.containerId, containerId, `${what}: ${address} at ${new Date(at).toISOString()}: ${JSON.stringify(a.raw)}`);
 }
 
