@@ -1,5 +1,5 @@
 /**
- * `podipam ipam show|check|release|config|reserve|unreserve`: utilisation (or, with
+ * `podipam ipam show|check|release|config|reserve|unreserve|history` (history: history.ts): utilisation (or, with
  * `show --pod NS/NAME`, what one pod holds), consistency checks and repairs of the cluster
  * back end. Also the plumbing the cluster command groups
  * share (`pool` uses it): open the datastore named by --datastore / $PODIPAM_DATASTORE, run
@@ -15,6 +15,7 @@ import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam
 import { UsageError } from './usage-error.js';
 import { boolOption, parseIntFlag } from './parse-flag.js';
 import { isEngineError } from '../util/engine-error.js';
+import { registerHistory } from './history.js';
 
 /**
  * Opens the store (a `read` creates none: see openCommandStore), runs `fn` with a ClusterIpam
@@ -187,6 +188,8 @@ export function registerIpam(program: Command): void {
       await withClusterIpam(cmd, 'write', (c) => c.deleteReservation(name));
       process.stdout.write(`reservation "${name}" deleted\n`);
     });
+
+  registerHistory(ipam);
 }
 
 function percent(n: number, of: bigint): string {
