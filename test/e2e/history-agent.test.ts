@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { startEtcd } from '../helpers/etcd.js';
-import { CallLog, assertAtInstants, assertPodHistory, untilHistoryMatches } from '../helpers/history-log.js';
+import { CallLog, untilHistoryLive, assertAtInstants, assertPodHistory, untilHistoryMatches } from '../helpers/history-log.js';
 import { type Runner, WEB, forPod, reuseScenario } from '../helpers/history-scenario.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -51,7 +51,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
           ),
         );
       const log = new CallLog();
-      const before = Date.now();
+      const before = await untilHistoryLive(db);
       await sleep(30);
       await reuseScenario(run, log, 'sa');
       const s = await agent.status();

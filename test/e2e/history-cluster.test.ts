@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEtcd } from '../helpers/etcd.js';
-import { CallLog, assertAtInstants, assertPodHistory, history, holdsIn, untilHistoryMatches } from '../helpers/history-log.js';
+import { CallLog, untilHistoryLive, assertAtInstants, assertPodHistory, history, holdsIn, untilHistoryMatches } from '../helpers/history-log.js';
 import { type Runner, WEB, forPod, loggedAdd, reuseScenario } from '../helpers/history-scenario.js';
 import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -53,7 +53,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       const cache = join(dir.path, 'cache');
       const run: Runner = (command, containerId, pod) => runPlugin(PODIPAM_BIN, forPod(clusterCall(NETWORK, url, cache, command, containerId, NODE), pod));
       const log = new CallLog();
-      const before = Date.now();
+      const before = await untilHistoryLive(db);
       await sleep(30);
 
       const { held, reused } = await reuseScenario(run, log, 'pp');

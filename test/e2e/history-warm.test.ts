@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { startEtcd } from '../helpers/etcd.js';
-import { CallLog, assertAtInstants, assertHolderAt, assertPodHistory, history, holdsIn, untilHistoryMatches } from '../helpers/history-log.js';
+import { CallLog, untilHistoryLive, assertAtInstants, assertHolderAt, assertPodHistory, history, holdsIn, untilHistoryMatches } from '../helpers/history-log.js';
 import { type Runner, forPod, loggedAdd, loggedDel, pause } from '../helpers/history-scenario.js';
 import { untilStatus } from '../helpers/agent-pods.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
@@ -73,7 +73,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
           forPod({ command, containerId, ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'hist-warm', ipam: { type: 'podipam', agent: socket } }, env: { PODIPAM_PLUGIN: '' } }, pod),
         );
       const log = new CallLog();
-      const before = Date.now();
+      const before = await untilHistoryLive(db);
       await sleep(30);
 
       // Pods whose records the write-behind writes up to a second after the ADD answered.

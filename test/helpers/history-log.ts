@@ -250,3 +250,21 @@ export async function assertPodHistory(db: string, log: CallLog, pod: PodName): 
   const got = [...shown].sort((x, y) => x.from.at - y.from.at).map((h) => `${h.address} ${h.containerId}`);
   assert.deepEqual(got.sort(), [...want].sort(), `--pod ${pod.namespace}/${pod.name}: ${JSON.stringify(shown.map((h) => h.raw))}`);
 }
+
+/**
+ * Waits (bounded) until the history answers about the present: the file exists and an instant
+ * just now is known (not in a gap, not before history began) — serve's follower is following.
+ * Returns that instant: a "before" for assertAtInstants.
+ */
+export async function untilHistoryLive(db: string, probe = '192.0.2.1', ms = 20_000): Promise<number> {
+  const deadline = Date.now() + ms;
+  let last = '';
+  for (;;) {
+    const now = Date.now();
+    const r = await runCli(['ipam', 'history', probe, '--at', new Date(now).toISOString(), '--history-db', db, '-o', 'json']);
+    if (r.code === AT_EXIT.none) return now;
+    last = `exit ${r.code}: ${r.stdout}${r.stderr}`;
+    if (Date.now() > deadline) assert.fail(`the history at ${db} is not live after ${ms} ms (${last})`);
+    await sleep(200);
+  }
+}
