@@ -258,13 +258,11 @@ export async function assertPodHistory(db: string, log: CallLog, pod: PodName): 
  */
 export async function untilHistoryLive(db: string, probe = '192.0.2.1', ms = 20_000): Promise<number> {
   const deadline = Date.now() + ms;
-  let last = '';
   for (;;) {
     const now = Date.now();
     const r = await runCli(['ipam', 'history', probe, '--at', new Date(now).toISOString(), '--history-db', db, '-o', 'json']);
     if (r.code === AT_EXIT.none) return now;
-    last = `exit ${r.code}: ${r.stdout}${r.stderr}`;
-    if (Date.now() > deadline) assert.fail(`the history at ${db} is not live after ${ms} ms (${last})`);
+    if (Date.now() > deadline) assert.fail(`the history at ${db} is not live after ${ms} ms (exit ${r.code}: ${r.stdout}${r.stderr})`);
     await sleep(200);
   }
 }
