@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { startEtcd } from '../helpers/etcd.js';
-import { CallLog, untilHistoryLive, assertAtInstants, assertPodHistory, untilHistoryMatches } from '../helpers/history-log.js';
+import { CallLog, untilHistoryLive, verifyHistory } from '../helpers/history-log.js';
 import { type Runner, WEB, forPod, reuseScenario } from '../helpers/history-scenario.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -57,11 +57,9 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       const s = await agent.status();
       assert.ok((s.backends.cluster ?? 0) > 0, `the agent served the calls in cluster mode: ${JSON.stringify(s.backends)}`);
 
-      await untilHistoryMatches(db, log);
-      const n = await assertAtInstants(db, log, before);
-      t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside`);
-      assert.ok(n.between >= 2, 'the reused addresses were asked about between their holders');
-      await assertPodHistory(db, log, WEB);
+      const { api: n, cli } = await verifyHistory(db, serve.url, log, before, [WEB]);
+      t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside (API), ${cli.inside + cli.between + cli.outside} through the CLI`);
+      assert.ok(n.between >= 2 && cli.between >= 1, 'the reused addresses were asked about between their holders');
     } finally {
       await agent?.stop();
       await serve?.stop();

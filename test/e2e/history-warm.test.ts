@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { startEtcd } from '../helpers/etcd.js';
-import { CallLog, untilHistoryLive, assertAtInstants, assertHolderAt, assertPodHistory, history, holdsIn, untilHistoryMatches } from '../helpers/history-log.js';
+import { CallLog, assertHolderAt, cliReader, untilHistoryLive, verifyHistory } from '../helpers/history-log.js';
 import { type Runner, forPod, loggedAdd, loggedDel, pause } from '../helpers/history-scenario.js';
 import { untilStatus } from '../helpers/agent-pods.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
@@ -98,23 +98,22 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       await loggedDel(run, log, { namespace: 'warm', name: 'w2' }, 'wp-w2');
       await untilStatus(agent, 'write-behind drained', (s) => s.warmPool!.writeBehindDepth === 0);
 
-      await untilHistoryMatches(db, log);
-      const n = await assertAtInstants(db, log, before);
-      t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside`);
-      await assertPodHistory(db, log, { namespace: 'warm', name: 'w1' });
+      const { api: n, cli } = await verifyHistory(db, serve.url, log, before, [{ namespace: 'warm', name: 'w1' }]);
+      t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside (API), ${cli.inside + cli.between + cli.outside} through the CLI`);
 
       // Idle addresses: held by the node's warm handles, by no pod.
+      const viaCli = cliReader(db);
       const held = await warmHeld(url);
       const idle = [...held].filter((a) => !log.addresses().includes(a));
       assert.ok(idle.length >= 2, `the warm pool holds idle addresses: ${[...held].join(' ')}`);
       for (const address of idle.slice(0, 3)) {
-        assert.deepEqual(holdsIn(await history(db, [address])).map((h) => h.raw), [], `idle warm address ${address} was held by nobody`);
-        await assertHolderAt(db, address, Date.now(), undefined, 'an idle warm address now');
+        assert.deepEqual((await viaCli.holds(address)).map((h) => h.raw), [], `idle warm address ${address} was held by nobody`);
+        await assertHolderAt(viaCli, address, Date.now(), undefined, 'an idle warm address now');
       }
       // A pod's address back in the pool: held by nobody after the DEL.
       const freed = log.attachments.find((a) => a.containerId === 'wp-w2')!.addresses[0]!;
       assert.ok(held.has(freed), `${freed} went back to the warm pool`);
-      await assertHolderAt(db, freed, Date.now(), undefined, 'a released address back in the warm pool');
+      await assertHolderAt(viaCli, freed, Date.now(), undefined, 'a released address back in the warm pool');
     } finally {
       await agent?.stop();
       await serve?.stop();

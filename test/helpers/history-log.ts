@@ -135,16 +135,56 @@ export function atIn(answer: any): ShownAt {
 /** Exit codes of `ipam history ADDRESS --at T`: a holder, none, unknown (in a gap). */
 export const AT_EXIT = { holder: 0, none: 3, unknown: 4 } as const;
 
-/** `podipam ipam history ARGS… -o json` on the history file `db`; the parsed answer (and the exit code: with --at, 0, 3 or 4). */
+/** `podipam ipam history ARGS… -o json` on the history file `db`; the parsed answer. */
 export async function history(db: string, args: readonly string[]): Promise<any> {
   return (await historyRun(db, args)).answer;
 }
 
+/** The same, with the exit code (with --at: 0, 3 or 4; else 0). */
 export async function historyRun(db: string, args: readonly string[]): Promise<{ answer: any; code: number | null }> {
   const r = await runCli(['ipam', 'history', ...args, '--history-db', db, '-o', 'json']);
   const ok: readonly (number | null)[] = args.includes('--at') ? Object.values(AT_EXIT) : [0];
   assert.ok(ok.includes(r.code), `ipam history ${args.join(' ')}: exit ${r.code}\n${r.stdout}${r.stderr}`);
   return { answer: JSON.parse(r.stdout), code: r.code };
+}
+
+/** Where the test reads the history: `podipam ipam history` (the CLI on serve's file) or serve's API. */
+export interface HistoryReader {
+  readonly name: string;
+  holds(address: string): Promise<ShownHold[]>;
+  at(address: string, at: number): Promise<ShownAt>;
+  pod(pod: PodName): Promise<ShownHold[]>;
+}
+
+/** The CLI on the history file `db`; `--at` answers must exit 0 (a holder), 3 (none) or 4 (unknown) as they say. */
+export function cliReader(db: string): HistoryReader {
+  return {
+    name: 'podipam ipam history',
+    holds: async (address) => holdsIn(await history(db, [address])),
+    at: async (address, at) => {
+      const r = await historyRun(db, [address, '--at', new Date(at).toISOString()]);
+      const a = atIn(r.answer);
+      assert.equal(r.code, !a.known ? AT_EXIT.unknown : a.hold ? AT_EXIT.holder : AT_EXIT.none, `the exit code of --at says what its answer does: ${JSON.stringify(a.raw)}`);
+      return a;
+    },
+    pod: async (pod) => holdsIn(await history(db, ['--pod', `${pod.namespace}/${pod.name}`])),
+  };
+}
+
+/** serve's GET /api/v1/history at `base` (with no token: loopback reads). */
+export function apiReader(base: string): HistoryReader {
+  const get = async (query: string): Promise<any> => {
+    const res = await fetch(`${base}/api/v1/history?${query}`, { signal: AbortSignal.timeout(15_000) });
+    const text = await res.text();
+    assert.equal(res.status, 200, `GET /api/v1/history?${query}: ${res.status} ${text}`);
+    return JSON.parse(text);
+  };
+  return {
+    name: 'GET /api/v1/history',
+    holds: async (address) => holdsIn(await get(`address=${encodeURIComponent(address)}`)),
+    at: async (address, at) => atIn(await get(`address=${encodeURIComponent(address)}&at=${encodeURIComponent(new Date(at).toISOString())}`)),
+    pod: async (pod) => holdsIn(await get(`pod=${encodeURIComponent(`${pod.namespace}/${pod.name}`)}`)),
+  };
 }
 
 const within = (t: number, [lo, hi]: readonly [number, number]): boolean => t >= lo && t <= hi;
@@ -176,79 +216,93 @@ export function holdMismatches(address: string, shown: readonly ShownHold[], wan
   return bad;
 }
 
+/** One pass over every address of the log: the holds shown, and what is wrong with them. */
+async function compare(reader: HistoryReader, log: CallLog): Promise<{ shown: Map<string, ShownHold[]>; bad: string[] }> {
+  const shown = new Map<string, ShownHold[]>();
+  const bad: string[] = [];
+  for (const address of log.addresses()) {
+    const holds = await reader.holds(address);
+    shown.set(address, holds);
+    bad.push(...holdMismatches(address, holds, log.holdsOf(address)));
+  }
+  return { shown, bad };
+}
+
+const dump = (shown: Map<string, ShownHold[]>): string => JSON.stringify([...shown].map(([a, h]) => [a, h.map((x) => x.raw)]));
+
 /**
- * Polls `ipam history ADDRESS` for every address of the log until each shows exactly the log's
- * holds (the follower may lag), at most `ms`; fails with what is still wrong.
+ * Polls `reader` for every address of the log until each shows exactly the log's holds (the
+ * follower may lag), at most `ms`; fails with what is still wrong. Returns the holds shown.
  */
-export async function untilHistoryMatches(db: string, log: CallLog, ms = 20_000): Promise<Map<string, ShownHold[]>> {
+export async function untilHistoryMatches(reader: HistoryReader, log: CallLog, ms = 20_000): Promise<Map<string, ShownHold[]>> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const shown = new Map<string, ShownHold[]>();
-    const bad: string[] = [];
-    for (const address of log.addresses()) {
-      const holds = holdsIn(await history(db, [address]));
-      shown.set(address, holds);
-      bad.push(...holdMismatches(address, holds, log.holdsOf(address)));
-    }
+    const { shown, bad } = await compare(reader, log);
     if (bad.length === 0) return shown;
-    if (Date.now() > deadline) assert.fail(`the history does not show what happened after ${ms} ms:\n${bad.join('\n')}\n${JSON.stringify([...shown].map(([a, h]) => [a, h.map((x) => x.raw)]))}`);
+    if (Date.now() > deadline) assert.fail(`${reader.name} does not show what happened after ${ms} ms:\n${bad.join('\n')}\n${dump(shown)}`);
     await sleep(250);
   }
 }
 
-/** `ipam history ADDRESS --at T`: asserts it knows the holder, and that it is `containerId` (undefined: nobody). */
-export async function assertHolderAt(db: string, address: string, at: number, containerId: string | undefined, what: string): Promise<void> {
-  const r = await historyRun(db, [address, '--at', new Date(at).toISOString()]);
-  const a = atIn(r.answer);
-  assert.ok(a.known, `${what}: ${address} at ${new Date(at).toISOString()} is unknown: ${JSON.stringify(a.raw)}`);
-  assert.equal(r.code, a.hold ? AT_EXIT.holder : AT_EXIT.none, `${what}: the exit code says what the answer does: ${JSON.stringify(a.raw)}`);
-  assert.equal(a.hold?.containerId, containerId, `${what}: ${address} at ${new Date(at).toISOString()}: ${JSON.stringify(a.raw)}`);
+/** Once: `reader` shows exactly the log's holds for every address. */
+export async function assertHistoryMatches(reader: HistoryReader, log: CallLog): Promise<Map<string, ShownHold[]>> {
+  const { shown, bad } = await compare(reader, log);
+  assert.deepEqual(bad, [], `${reader.name} does not show what happened:\n${bad.join('\n')}\n${dump(shown)}`);
+  return shown;
+}
+
+/** `--at`: asserts the history knows the holder at `at`, and that it is `containerId` (undefined: nobody). */
+export async function assertHolderAt(reader: HistoryReader, address: string, at: number, containerId: string | undefined, what: string): Promise<void> {
+  const a = await reader.at(address, at);
+  const when = `${address} at ${new Date(at).toISOString()}`;
+  assert.ok(a.known, `${reader.name}, ${what}: ${when} is unknown: ${JSON.stringify(a.raw)}`);
+  assert.equal(a.hold?.containerId, containerId, `${reader.name}, ${what}: ${when}: ${JSON.stringify(a.raw)}`);
 }
 
 /**
- * `--at` checks on every address of the log: inside each hold (between its ADD's end and its
- * release's start), between two holds, before the first (`before`: an instant after history
- * began and before the first ADD) and after the last (now).
+ * `--at` checks on the addresses of the log (`only`: these): inside each hold (between its ADD's
+ * end and its release's start), between two holds, before the first (`before`: an instant after
+ * history began and before the first ADD) and after the last (now).
  */
-export async function assertAtInstants(db: string, log: CallLog, before: number): Promise<{ inside: number; between: number; outside: number }> {
+export async function assertAtInstants(reader: HistoryReader, log: CallLog, before: number, only?: readonly string[]): Promise<{ inside: number; between: number; outside: number }> {
   const n = { inside: 0, between: 0, outside: 0 };
   const now = Date.now();
-  for (const address of log.addresses()) {
+  for (const address of only ?? log.addresses()) {
     const holds = log.holdsOf(address);
     const first = holds[0] as LoggedAttachment;
     assert.ok(before < first.from[0], `the "before" instant ${before} is not before the first ADD of ${address} (${first.from[0]})`);
-    await assertHolderAt(db, address, before, undefined, 'before its first holder');
+    await assertHolderAt(reader, address, before, undefined, 'before its first holder');
     n.outside++;
     for (let i = 0; i < holds.length; i++) {
       const h = holds[i] as LoggedAttachment;
       const inside = h.until ? Math.floor((h.from[1] + h.until[0]) / 2) : Math.max(h.from[1] + 1, now);
       assert.ok(inside > h.from[1] && (!h.until || inside < h.until[0]), `no instant certainly inside ${h.containerId}'s hold of ${address}`);
-      await assertHolderAt(db, address, inside, h.containerId, 'inside a hold');
+      await assertHolderAt(reader, address, inside, h.containerId, 'inside a hold');
       n.inside++;
       const next = holds[i + 1];
       if (next && h.until) {
         const between = Math.floor((h.until[1] + next.from[0]) / 2);
         if (between > h.until[1] && between < next.from[0]) {
-          await assertHolderAt(db, address, between, undefined, `between ${h.containerId} and ${next.containerId}`);
+          await assertHolderAt(reader, address, between, undefined, `between ${h.containerId} and ${next.containerId}`);
           n.between++;
         }
       }
     }
     const last = holds[holds.length - 1] as LoggedAttachment;
     if (last.until) {
-      await assertHolderAt(db, address, Math.max(now, last.until[1] + 1), undefined, 'after its last holder');
+      await assertHolderAt(reader, address, Math.max(now, last.until[1] + 1), undefined, 'after its last holder');
       n.outside++;
     }
   }
   return n;
 }
 
-/** `ipam history --pod NS/NAME`: asserts it lists exactly the pod's attachments' addresses, in order of assignment. */
-export async function assertPodHistory(db: string, log: CallLog, pod: PodName): Promise<void> {
-  const shown = holdsIn(await history(db, ['--pod', `${pod.namespace}/${pod.name}`]));
+/** `--pod NS/NAME`: asserts it lists exactly the pod's attachments' addresses. */
+export async function assertPodHistory(reader: HistoryReader, log: CallLog, pod: PodName): Promise<void> {
+  const shown = await reader.pod(pod);
   const want = log.ofPod(pod).flatMap((a) => a.addresses.map((address) => `${address} ${a.containerId}`));
-  const got = [...shown].sort((x, y) => x.from.at - y.from.at).map((h) => `${h.address} ${h.containerId}`);
-  assert.deepEqual(got.sort(), [...want].sort(), `--pod ${pod.namespace}/${pod.name}: ${JSON.stringify(shown.map((h) => h.raw))}`);
+  const got = shown.map((h) => `${h.address} ${h.containerId}`);
+  assert.deepEqual(got.sort(), [...want].sort(), `${reader.name} --pod ${pod.namespace}/${pod.name}: ${JSON.stringify(shown.map((h) => h.raw))}`);
 }
 
 /**
@@ -265,4 +319,25 @@ export async function untilHistoryLive(db: string, probe = '192.0.2.1', ms = 20_
     if (Date.now() > deadline) assert.fail(`the history at ${db} is not live after ${ms} ms (exit ${r.code}: ${r.stdout}${r.stderr})`);
     await sleep(200);
   }
+}
+
+/**
+ * The whole check of a test's log: the API polled until it shows exactly the log's holds (the
+ * follower may lag), then the CLI the same, once; `--at` inside, between and outside holds on
+ * every address through the API and on the busiest address through the CLI; `--pod` for `pods`
+ * on both. Returns the holds the CLI showed and the `--at` counts.
+ */
+export async function verifyHistory(db: string, serveUrl: string, log: CallLog, before: number, pods: readonly PodName[]): Promise<{ shown: Map<string, ShownHold[]>; api: { inside: number; between: number; outside: number }; cli: { inside: number; between: number; outside: number } }> {
+  const viaApi = apiReader(serveUrl);
+  const viaCli = cliReader(db);
+  await untilHistoryMatches(viaApi, log);
+  const shown = await assertHistoryMatches(viaCli, log);
+  const api = await assertAtInstants(viaApi, log, before);
+  const busiest = [...log.addresses()].sort((a, b) => log.holdsOf(b).length - log.holdsOf(a).length)[0] as string;
+  const cli = await assertAtInstants(viaCli, log, before, [busiest]);
+  for (const pod of pods) {
+    await assertPodHistory(viaApi, log, pod);
+    await assertPodHistory(viaCli, log, pod);
+  }
+  return { shown, api, cli };
 }
