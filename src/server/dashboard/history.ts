@@ -81,7 +81,7 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
   const span = (a: number, b: number): string => `left:${pos(a).toFixed(2)}%;width:${Math.max(0.4, pos(b) - pos(a)).toFixed(2)}%`;
 
   // One time order for holds and gaps: a gap sits where it happened.
-  type Row = { readonly t: number; readonly node: HTMLElement };
+  type Row = { readonly t: number; readonly gap: boolean; readonly node: HTMLElement };
   const rows: Row[] = [];
   for (const x of h.items) {
     const a = ms(x.from.exact ? x.from.at : x.from.earliest);
@@ -91,6 +91,7 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
     const until = x.until ? timeText(x.until) : 'still held';
     rows.push({
       t: a,
+      gap: false,
       node: el('div', { class: 'tl-row hold', 'data-address': x.address, 'data-pod': x.pod ? `${x.pod.namespace}/${x.pod.name}` : '', 'data-why': x.why ?? '', 'data-open': String(x.until === null) }, [
         el('div', { class: 'tl-track' }, [bar]),
         el('div', { class: 'tl-text' }, [
@@ -107,13 +108,15 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
   for (const g of h.gaps) {
     rows.push({
       t: ms(g.from),
+      gap: true,
       node: el('div', { class: 'tl-row gap', 'data-gap-from': g.from, 'data-gap-until': g.until }, [
         el('div', { class: 'tl-track' }, [el('span', { class: 'tl-bar gap', style: span(ms(g.from), ms(g.until)) })]),
         el('div', { class: 'tl-text' }, [el('span', { class: 'mono tl-when', text: `${short(g.from)} → ${short(g.until)}` }), ' ', el('b', { text: 'gap: unknown' }), el('span', { class: 'muted small', text: ` — ${g.cause}` })]),
       ]),
     });
   }
-  rows.sort((p, q) => p.t - q.t);
+  // At one time, the gap first: a hold that began somewhere inside it follows it.
+  rows.sort((p, q) => p.t - q.t || Number(q.gap) - Number(p.gap));
   const axis = el('div', { class: 'tl-axis muted small' }, [el('span', { text: short(new Date(lo).toISOString()) }), el('span', { text: short(new Date(hi).toISOString()) })]);
   box.replaceChildren(title, el('div', { class: 'timeline' }, [...rows.map((r) => r.node), axis]));
 }
