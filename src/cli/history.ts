@@ -19,7 +19,7 @@ import type { HistoryDb, HistoryRecord, TimeRange } from '../history/history-db.
 import type { Hold } from '../model/history.js';
 import { exactJson } from '../util/exact-json.js';
 import { defaultDataDir } from './datastore-url.js';
-import { printData, printTable, type Column, type OutputFormat } from './output.js';
+import { printData, printTable, type Column } from './output.js';
 import { parseIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
 
@@ -140,7 +140,7 @@ async function printAt(db: HistoryDb, address: string, at: number, format: Histo
   else if (!r.hold) process.exitCode = EXIT_NO_HOLDER;
   const json = holderAtJson(address, at, r);
   if (format === 'jsonl') return writeLines([exactJson(json)]);
-  if (printData(format as OutputFormat, json)) return;
+  if (printData(format, json)) return;
   const head = `${address} at ${formatTime(at)}`;
   if (!r.known) process.stdout.write(`${head}: unknown (in ${gapSentence(r.gap)})\n`);
   else if (!r.hold) process.stdout.write(`${head}: none (no pod held it)\n`);
@@ -150,7 +150,7 @@ async function printAt(db: HistoryDb, address: string, at: number, format: Histo
 async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: readonly import('../model/history.js').HistoryGap[], empty: string, byPod: boolean): Promise<void> {
   const { holdJson, gapJson, gapSentence, podText, timeText } = await import('../history/format-history.js');
   if (format === 'jsonl') return writeLines(holds.map((h) => exactJson(holdJson(h))));
-  if (printData(format as OutputFormat, { items: holds.map(holdJson), gaps: gaps.map(gapJson) })) return;
+  if (printData(format, { items: holds.map(holdJson), gaps: gaps.map(gapJson) })) return;
   const wide = format === 'wide';
   if (holds.length === 0) process.stdout.write(`${empty}\n`);
   else {
@@ -186,7 +186,7 @@ async function printExport(db: HistoryDb, format: HistoryFormat, since: number, 
     for (const r of records()) yield exactJson(recordJson(r));
   })());
   const all = [...records()];
-  if (printData(format as OutputFormat, { items: all.map(recordJson) })) return;
+  if (printData(format, { items: all.map(recordJson) })) return;
   const wide = format === 'wide';
   printTable(all, [
     { header: 'TIME', value: (r) => (r.event === 'gap' ? formatTime(r.from) : timeText(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest })) },

@@ -25,7 +25,8 @@ export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: 
   const { ClusterIpam } = await import('../cluster/index.js');
   const store = await openCommandStore(cmd, access);
   try {
-    return await fn(new ClusterIpam(store));
+    // The history stamps this command's transactions as the CLI's (src/cluster/history-stamp.ts).
+    return await fn(new ClusterIpam(store, { writer: 'cli' }));
   } catch (e) {
     throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   } finally {
@@ -141,7 +142,10 @@ export function registerIpam(program: Command): void {
       const { formatAddr, parseAddr } = await import('../ip/index.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
       const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
-      const released = await withClusterIpam(cmd, 'write', (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
+      const released = await withClusterIpam(cmd, 'write', (ipam) => {
+        const c = ipam.withReason('release');
+        return addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy);
+      });
       for (const r of released) process.stdout.write(`released ${formatAddr(r.addr)} (handle "${r.handle}")\n`);
       const freed = new Set(released.map((r) => formatAddr(r.addr)));
       for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated${opts.handle === undefined ? '' : ` to handle "${opts.handle}"`}\n`);

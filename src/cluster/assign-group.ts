@@ -17,7 +17,7 @@ import { crashPoint } from '../util/crash-point.js';
 import type { Block } from '../alloc/block.js';
 import type { Compare, Op } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
-import { plainStampOp } from './history-stamp.js';
+import { stampOp } from './history-stamp.js';
 import { assignAddresses } from './assign.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
@@ -107,7 +107,7 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
   }
   if (joined.length === 0) return;
   const cmp: Compare[] = [...compares].map(([key, rev]) => ({ key, rev }));
-  const r = await ctx.store.txn(cmp, [...ops.values(), plainStampOp(ctx)]);
+  const r = await ctx.store.txn(cmp, [...ops.values(), stampOp(ctx)]);
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each request alone.
     cmp.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));

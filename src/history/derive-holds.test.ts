@@ -157,8 +157,7 @@ test('warm pool: idle addresses are nobody\'s; a pod holds what its record names
     pool: 'v4',
     block: formatPrefix(got[0]!.block),
     from: { at: T0 + 900 },
-    // The record's delete: the stamp's time when the writer stamps it, else when the follower saw it (after the previous revision).
-    until: fold.holds[0]!.until!.earliest === undefined ? { at: T0 + 4000, why: 'del' } : { at: T0 + 4500, earliest: T0 + 2000, why: 'unknown' },
+    until: { at: T0 + 4000, why: 'del' }, // the record's delete, at the stamp's keys[key].at
   });
   assert.deepEqual(brief(fold.holds[1]!), { address: y, handle: 'net:c-2:eth0', from: { at: T0 + 950 }, until: { at: T0 + 6000, why: 'warm-gc' } });
   assert.equal(state.size, 0);
@@ -233,4 +232,26 @@ test('a restarted state (open holds from the history store) ends what its record
   await ipam.releaseHandle('net:c1:eth0');
   const d = restarted.applyRevision(await changes(store, from2), T0 + 9000, T0);
   assert.deepEqual(d.ends.map((e) => [e.handle, e.until, e.why]), [['net:c1:eth0', { at: T0 + 8000 }, 'del']]);
+});
+
+test('the write-behind through ClusterIpam: an ADD and DEL folded into one batch, and a record deleted and put again, keep every hold', async () => {
+  const { store, ipam, clock, from } = await rig();
+  const got = await ipam.assign({ node: 'n1', handle: 'podipam-warm:n1:r1', auto: { 4: 2 } });
+  const [x, y] = got.map((g) => formatAddr(g.addr));
+  const rec = (addr: string, since: number) => JSON.stringify({ addrs: [addr], since: new Date(since).toISOString(), namespace: 'ns', name: 'p' });
+  clock.now = T0 + 1000;
+  await ipam.writeWarmRecords([{ key: 'agent-pods/n1/net:b:eth0', value: rec(y!, T0 + 500) }]);
+  clock.now = T0 + 5000;
+  await ipam.writeWarmRecords([
+    { key: 'agent-pods/n1/net:a:eth0', value: rec(x!, T0 + 2000) },
+    { key: 'agent-pods/n1/net:a:eth0', value: undefined, at: T0 + 3000, why: 'del' },
+    { key: 'agent-pods/n1/net:b:eth0', value: undefined, at: T0 + 3500, why: 'warm-gc' },
+    { key: 'agent-pods/n1/net:b:eth0', value: rec(y!, T0 + 4000) },
+  ]);
+  const { fold } = feed(new HoldState(), await changes(store, from));
+  assert.deepEqual(fold.holds.map(brief), [
+    { address: y, handle: 'net:b:eth0', from: { at: T0 + 500 }, until: { at: T0 + 3500, why: 'warm-gc' } },
+    { address: x, handle: 'net:a:eth0', from: { at: T0 + 2000 }, until: { at: T0 + 3000, why: 'del' } },
+    { address: y, handle: 'net:b:eth0', from: { at: T0 + 4000 } },
+  ]);
 });

@@ -158,6 +158,9 @@ export class HoldState {
       if (e.type !== 'put' || !e.key.startsWith(POD_RECORD_PREFIX)) continue;
       const rec = parsePodRecord(e.key, e.value, problems);
       if (!rec) continue;
+      // A put after a delete in one write-behind batch: the record's earlier value ended at the delete.
+      const k = stamp?.keys?.[e.key];
+      if (k) for (const addr of this.#addressesOf(rec.handle, rec.node)) this.#end(out.ends, addr, { at: k.at }, k.why);
       const named = new Set(rec.addrs);
       for (const addr of this.#addressesOf(rec.handle, rec.node)) if (!named.has(addr)) this.#end(out.ends, addr, time, why);
       const from: HistoryTime = rec.since !== undefined ? { at: rec.since } : time;

@@ -86,7 +86,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     // One instance for the life of the server: its hints make a node's next pod through the
     // API one transaction, as for a long-lived agent.
-    const ipam = new ClusterIpam(store);
+    // Its transactions are stamped "serve" in the history (src/cluster/history-stamp.ts).
+    const ipam = new ClusterIpam(store, { writer: 'serve' });
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
     stops.push(summary.follow(cfg.log));
     // A check reads every record: off the event loop in a worker with its own connection,
@@ -136,7 +137,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
       const intervalMs = cfg.gc.intervalMs;
       const gcLog = cfg.log.child({ component: 'gc' });
-      const gc = new ClusterGc({ ipam, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: gcLog });
+      const gc = new ClusterGc({ ipam: ipam.withReason('cluster-gc'), check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: gcLog });
       const runGc = async (): Promise<void> => {
         try {
           const r = await gc.runOnce();
