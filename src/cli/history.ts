@@ -133,7 +133,7 @@ function rangeText(r: TimeRange): string {
 }
 
 async function printAt(db: HistoryDb, address: string, at: number, format: HistoryFormat): Promise<void> {
-  const { holderAtJson, holdSentence, gapSentence } = await import('../history/format-history.js');
+  const { holderAtJson, holdSentence } = await import('../history/format-history.js');
   const { formatTime } = await import('../history/parse-time.js');
   const r = db.holderAt(address, at);
   if (!r.known) process.exitCode = EXIT_UNKNOWN;
@@ -142,7 +142,7 @@ async function printAt(db: HistoryDb, address: string, at: number, format: Histo
   if (format === 'jsonl') return writeLines([exactJson(json)]);
   if (printData(format, json)) return;
   const head = `${address} at ${formatTime(at)}`;
-  if (!r.known) process.stdout.write(`${head}: unknown (in ${gapSentence(r.gap)})\n`);
+  if (!r.known) process.stdout.write(`${head}: unknown (between ${formatTime(r.gap.from)} and ${formatTime(r.gap.until)}: ${r.gap.cause})\n`);
   else if (!r.hold) process.stdout.write(`${head}: none (no pod held it)\n`);
   else process.stdout.write(`${head}: ${holdSentence(r.hold)}\n`);
 }
@@ -189,12 +189,12 @@ async function printExport(db: HistoryDb, format: HistoryFormat, since: number, 
   if (printData(format, { items: all.map(recordJson) })) return;
   const wide = format === 'wide';
   printTable(all, [
-    { header: 'TIME', value: (r) => (r.event === 'gap' ? formatTime(r.from) : timeText(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest })) },
+    { header: 'TIME', value: (r) => (r.event === 'gap' ? formatTime(r.until) : timeText(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest })) },
     { header: 'EVENT', value: (r) => r.event },
     { header: 'ADDRESS', value: (r) => (r.event === 'gap' ? undefined : r.address) },
     { header: 'POD', value: (r) => (r.event === 'gap' || !r.pod ? undefined : `${r.pod.namespace}/${r.pod.name}`) },
     { header: 'NODE', value: (r) => (r.event === 'gap' ? undefined : r.node) },
-    { header: 'WHY', value: (r) => (r.event === 'released' ? r.why : r.event === 'gap' ? `until ${formatTime(r.until)}: ${r.cause}` : undefined) },
+    { header: 'WHY', value: (r) => (r.event === 'released' ? r.why : r.event === 'gap' ? `from ${formatTime(r.from)}: ${r.cause}` : undefined) },
     ...(wide
       ? [
           { header: 'UID', value: (r: HistoryRecord) => (r.event === 'gap' ? undefined : r.pod?.uid) },

@@ -48,9 +48,9 @@ export function holderAtJson(address: string, at: number, r: HolderAt): Record<s
   return r.known ? { address, at: formatTime(at), known: true, holder: r.hold ? holdJson(r.hold) : null } : { address, at: formatTime(at), known: false, gap: gapJson(r.gap) };
 }
 
-/** The time a record sorts by (a gap: its start). */
+/** The time a record sorts by in the export (a gap: its end, when the follower recorded it). */
 export function recordTime(r: HistoryRecord): number {
-  return r.event === 'gap' ? r.from : r.at;
+  return r.event === 'gap' ? r.until : r.at;
 }
 
 /** One line of the export: `{"event": "assigned"|"released", "time": {…}, …holder, "why"?}` or `{"event": "gap", from, until, cause}`. */

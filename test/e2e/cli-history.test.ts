@@ -99,15 +99,19 @@ test('ipam history ADDRESS --at: inside a hold (0), between and outside holds (3
   assert.equal(beforeAll.code, 3);
   const gap = await history(S.a, '--at', iso(T0 + 3 * H + 30 * M));
   assert.equal(gap.code, 4, gap.stdout + gap.stderr);
-  assert.equal(gap.stdout, `${S.a} at ${iso(T0 + 3 * H + 30 * M)}: unknown (in gap from ${iso(T0 + 3 * H)} to ${iso(T0 + 4 * H)}: etcd compacted revisions 31-39)\n`);
+  // web-2's end lies somewhere in the gap: unknown, with that interval.
+  assert.equal(gap.stdout, `${S.a} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: the hold of ${S.a} by k8s-pod-network:${cid(2)}:eth0 ended at an unknown time in this interval)\n`);
+  const inGap = await history(S.b, '--at', iso(T0 + 3 * H + 30 * M));
+  assert.equal(inGap.code, 4, inGap.stdout + inGap.stderr);
+  assert.equal(inGap.stdout, `${S.b} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: etcd compacted revisions 31-39)\n`);
   const later = await history(S.a, '--at', iso(T0 + 5 * H), '-o', 'json');
   assert.equal(later.code, 0);
   const lj = JSON.parse(later.stdout);
   assert.equal(lj.known, true);
   assert.equal(lj.holder.pod.name, 'web-3');
   assert.deepEqual(lj.holder.from, { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) });
-  const gj = JSON.parse((await history(S.a, '--at', iso(T0 + 3 * H + 30 * M), '--json')).stdout);
-  assert.deepEqual(gj, { address: S.a, at: iso(T0 + 3 * H + 30 * M), known: false, gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' } });
+  const gj = JSON.parse((await history(S.b, '--at', iso(T0 + 3 * H + 30 * M), '--json')).stdout);
+  assert.deepEqual(gj, { address: S.b, at: iso(T0 + 3 * H + 30 * M), known: false, gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' } });
   const nj = JSON.parse((await history(S.a, '--at', iso(T0 + 90 * M), '-o', 'json')).stdout);
   assert.deepEqual(nj, { address: S.a, at: iso(T0 + 90 * M), known: true, holder: null });
 });
@@ -125,7 +129,7 @@ test('ipam history --pod: every address of every incarnation; the export as JSON
   const x = await history('--since', iso(T0), '-o', 'jsonl');
   assert.equal(x.code, 0, x.stderr);
   const recs = x.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
-  const time = (r: any): number => Date.parse(r.event === 'gap' ? r.from : r.time.at);
+  const time = (r: any): number => Date.parse(r.event === 'gap' ? r.until : r.time.at);
   for (let i = 1; i < recs.length; i++) assert.ok(time(recs[i - 1]) <= time(recs[i]), `time order at ${i}: ${JSON.stringify(recs.slice(i - 1, i + 1))}`);
   const kinds = recs.map((r) => `${r.event}:${r.address ?? ''}:${r.pod?.name ?? ''}`);
   for (const k of [`assigned:${S.a}:web-1`, `released:${S.a}:web-1`, `assigned:${S.a}:web-2`, `released:${S.a}:web-2`, `assigned:${S.a}:web-3`, 'gap::', `assigned:${S.b}:web-1`, `released:${S.b}:web-1`, `released:${S.c}:`]) {
