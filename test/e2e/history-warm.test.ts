@@ -90,6 +90,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       for (const name of pods) assert.ok(written.some((k) => k.includes(`wp-${name}`)), `the record of wp-${name} was written behind: ${written.join(' ')}`);
       // A pod deleted before its record was written: the write-behind folds its put away.
       await loggedAdd(run, log, { namespace: 'warm', name: 'blink' }, 'wp-blink');
+      await pause();
       await loggedDel(run, log, { namespace: 'warm', name: 'blink' }, 'wp-blink');
       await pause();
       await loggedDel(run, log, { namespace: 'warm', name: 'w1' }, 'wp-w1');

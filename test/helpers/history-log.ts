@@ -216,15 +216,24 @@ export function holdMismatches(address: string, shown: readonly ShownHold[], wan
   return bad;
 }
 
+/** Runs `fns` at most `n` at a time (CLI processes: a few in parallel, not dozens). */
+async function inParallel<T>(n: number, fns: readonly (() => Promise<T>)[]): Promise<T[]> {
+  const out = new Array<T>(fns.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, fns.length) }, async () => {
+      for (let i = next++; i < fns.length; i = next++) out[i] = await (fns[i] as () => Promise<T>)();
+    }),
+  );
+  return out;
+}
+
 /** One pass over every address of the log: the holds shown, and what is wrong with them. */
 async function compare(reader: HistoryReader, log: CallLog): Promise<{ shown: Map<string, ShownHold[]>; bad: string[] }> {
-  const shown = new Map<string, ShownHold[]>();
-  const bad: string[] = [];
-  for (const address of log.addresses()) {
-    const holds = await reader.holds(address);
-    shown.set(address, holds);
-    bad.push(...holdMismatches(address, holds, log.holdsOf(address)));
-  }
+  const addresses = log.addresses();
+  const all = await inParallel(4, addresses.map((a) => () => reader.holds(a)));
+  const shown = new Map(addresses.map((a, i) => [a, all[i] as ShownHold[]]));
+  const bad = addresses.flatMap((a) => holdMismatches(a, shown.get(a) as ShownHold[], log.holdsOf(a)));
   return { shown, bad };
 }
 
@@ -267,33 +276,31 @@ export async function assertHolderAt(reader: HistoryReader, address: string, at:
 export async function assertAtInstants(reader: HistoryReader, log: CallLog, before: number, only?: readonly string[]): Promise<{ inside: number; between: number; outside: number }> {
   const n = { inside: 0, between: 0, outside: 0 };
   const now = Date.now();
+  const checks: (() => Promise<void>)[] = [];
+  const check = (kind: keyof typeof n, address: string, at: number, containerId: string | undefined, what: string): void => {
+    n[kind]++;
+    checks.push(() => assertHolderAt(reader, address, at, containerId, what));
+  };
   for (const address of only ?? log.addresses()) {
     const holds = log.holdsOf(address);
     const first = holds[0] as LoggedAttachment;
     assert.ok(before < first.from[0], `the "before" instant ${before} is not before the first ADD of ${address} (${first.from[0]})`);
-    await assertHolderAt(reader, address, before, undefined, 'before its first holder');
-    n.outside++;
+    check('outside', address, before, undefined, 'before its first holder');
     for (let i = 0; i < holds.length; i++) {
       const h = holds[i] as LoggedAttachment;
       const inside = h.until ? Math.floor((h.from[1] + h.until[0]) / 2) : Math.max(h.from[1] + 1, now);
-      assert.ok(inside > h.from[1] && (!h.until || inside < h.until[0]), `no instant certainly inside ${h.containerId}'s hold of ${address}`);
-      await assertHolderAt(reader, address, inside, h.containerId, 'inside a hold');
-      n.inside++;
+      assert.ok(inside > h.from[1] && (!h.until || inside < h.until[0]), `no instant certainly inside ${h.containerId}'s hold of ${address} (ADD ${h.from.join('-')}, release ${h.until?.join('-')})`);
+      check('inside', address, inside, h.containerId, 'inside a hold');
       const next = holds[i + 1];
       if (next && h.until) {
         const between = Math.floor((h.until[1] + next.from[0]) / 2);
-        if (between > h.until[1] && between < next.from[0]) {
-          await assertHolderAt(reader, address, between, undefined, `between ${h.containerId} and ${next.containerId}`);
-          n.between++;
-        }
+        if (between > h.until[1] && between < next.from[0]) check('between', address, between, undefined, `between ${h.containerId} and ${next.containerId}`);
       }
     }
     const last = holds[holds.length - 1] as LoggedAttachment;
-    if (last.until) {
-      await assertHolderAt(reader, address, Math.max(now, last.until[1] + 1), undefined, 'after its last holder');
-      n.outside++;
-    }
+    if (last.until) check('outside', address, Math.max(now, last.until[1] + 1), undefined, 'after its last holder');
   }
+  await inParallel(4, checks);
   return n;
 }
 
