@@ -55,6 +55,9 @@ for (const kind of ['sqlite', 'etcd'] as const) {
   test(`history on ${kind}, warm pool: a pod's hold starts when the agent answered (records written behind), ends at its DEL (also when folded before the write); idle addresses held by nobody`, { timeout: 120_000 }, async (t) => {
     requireShim();
     const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
+    const t0 = Date.now();
+    const phases: string[] = [];
+    const phase = (name: string): void => void phases.push(`${name} ${Date.now() - t0}`);
     const dir = makeTempDir('history-warm');
     let serve: ServeProcess | undefined;
     let agent: RunningAgent | undefined;
@@ -64,6 +67,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       assert.equal(created.code, 0, created.stderr);
       const db = join(dir.path, 'history.db');
       serve = await startServe({ env: { PODIPAM_DATASTORE: url }, args: ['--no-default-pools', '--no-controller', '--history-db', db] });
+      phase('serve');
       const socket = join(dir.path, 'run', 'agent.sock');
       agent = await startAgent(socket, ['--node', NODE, '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '6', '--max-idle', '12', '--capacity', '32', '--cooldown', '1s']);
       await untilStatus(agent, 'warm pool preloaded', (s) => s.warmPool?.ready === true && (s.warmPool.pools.ipv4?.idle ?? 0) >= 6);
@@ -72,9 +76,11 @@ for (const kind of ['sqlite', 'etcd'] as const) {
           SHIM_BIN,
           forPod({ command, containerId, ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'hist-warm', ipam: { type: 'podipam', agent: socket } }, env: { PODIPAM_PLUGIN: '' } }, pod),
         );
+      phase('agent');
       const log = new CallLog();
       const before = await untilHistoryLive(db);
       await sleep(30);
+      phase('live');
 
       // Pods whose records the write-behind writes up to a second after the ADD answered.
       let behind = 0;
@@ -99,6 +105,7 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       await loggedDel(run, log, { namespace: 'warm', name: 'w2' }, 'wp-w2');
       await untilStatus(agent, 'write-behind drained', (s) => s.warmPool!.writeBehindDepth === 0);
 
+      phase('calls');
       const { api: n, cli } = await verifyHistory(db, serve.url, log, before, [{ namespace: 'warm', name: 'w1' }]);
       t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside (API), ${cli.inside + cli.between + cli.outside} through the CLI`);
 
@@ -107,14 +114,18 @@ for (const kind of ['sqlite', 'etcd'] as const) {
       const held = await warmHeld(url);
       const idle = [...held].filter((a) => !log.addresses().includes(a));
       assert.ok(idle.length >= 2, `the warm pool holds idle addresses: ${[...held].join(' ')}`);
-      for (const address of idle.slice(0, 3)) {
-        assert.deepEqual((await viaCli.holds(address)).map((h) => h.raw), [], `idle warm address ${address} was held by nobody`);
-        await assertHolderAt(viaCli, address, Date.now(), undefined, 'an idle warm address now');
-      }
+      await Promise.all(
+        idle.slice(0, 2).map(async (address) => {
+          assert.deepEqual((await viaCli.holds(address)).map((h) => h.raw), [], `idle warm address ${address} was held by nobody`);
+          await assertHolderAt(viaCli, address, Date.now(), undefined, 'an idle warm address now');
+        }),
+      );
       // A pod's address back in the pool: held by nobody after the DEL.
       const freed = log.attachments.find((a) => a.containerId === 'wp-w2')!.addresses[0]!;
       assert.ok(held.has(freed), `${freed} went back to the warm pool`);
       await assertHolderAt(viaCli, freed, Date.now(), undefined, 'a released address back in the warm pool');
+      phase('idle');
+      t.diagnostic(`ms since the start: ${phases.join(', ')}`);
     } finally {
       await agent?.stop();
       await serve?.stop();
