@@ -71,7 +71,7 @@ export function decodeStamp(key: string, value: string): Stamp {
       keys[k] = e.value === undefined ? { at: e.at, why: e.why } : { at: e.at, why: e.why, value: e.value };
     }
   }
-  return { at: r.at, ...(r.why === undefined ? {} : { why: r.why as ReleaseReason }), ...(keys ? { keys } : {}) };
+  return { at: r.at, ...(r.why === undefined ? {} : { why: r.why }), ...(keys ? { keys } : {}) };
 }
 
 /** The stamp of a transaction that frees addresses: the context's reason, else `fallback` (the operation's own: DEL, CNI GC, …). */
