@@ -216,6 +216,7 @@ class SqliteHistoryDb implements HistoryDb {
       if (!readonly) {
         db.pragma('journal_mode = WAL');
         db.pragma('synchronous = NORMAL');
+        db.pragma('cache_size = -65536');
         const opened = db;
         const tables = (): number => (opened.prepare(`SELECT count(*) AS n FROM sqlite_master`).get() as { n: number }).n;
         // A new (empty) file gets the schema; an existing one is never written over.
