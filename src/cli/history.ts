@@ -118,7 +118,7 @@ export function registerHistory(ipam: Command): void {
 
       const db = await openHistory(historyFile(opts));
       try {
-        if (address !== undefined && at !== undefined) return printAt(db, address, at, format);
+        if (address !== undefined && at !== undefined) return await printAt(db, address, at, format);
         if (address !== undefined) return await printHolds(format, db.holdsOfAddress(address, range), db.gaps(range), `no holder of ${address} in the history${rangeText(range)}`, false);
         if (pod !== undefined) return await printHolds(format, db.holdsOfPod(pod.namespace, pod.name, range), db.gaps(range), `pod ${pod.namespace}/${pod.name} held no address in the history${rangeText(range)}`, true);
         return await printExport(db, format, since ?? 0, until, limit);
