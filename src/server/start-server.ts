@@ -10,6 +10,9 @@ import { ClusterIpam, type CheckReport } from '../cluster/index.js';
 import type { Log } from '../log/logger.js';
 import { openStore, parseStoreUrl, type Store } from '../store/index.js';
 import { Periodic } from '../util/periodic.js';
+import type { HistoryDb } from '../history/history-db.js';
+import { HistoryFollower } from '../history/history-follower.js';
+import { addHistoryMetrics } from './history-metrics.js';
 import type { ApiDeps } from './api/api-deps.js';
 import { authRequired, checkListenTokens, type Tokens } from './http/auth.js';
 import { CheckCache } from './check/check-cache.js';
@@ -43,6 +46,11 @@ export interface ServerConfig {
   readonly summaryTtlMs?: number;
   /** Serve HTTPS with this certificate and key (PEM, see loadServerTls); plain HTTP without. */
   readonly tls?: ServerTls;
+  /**
+   * The allocation history (src/history): its SQLite file and how long ended holds are kept;
+   * undefined = not kept (`--no-history`). The follower catches up before the server listens.
+   */
+  readonly history?: { readonly path: string; readonly retentionMs: number };
   /** Where lines go; the controller, GC, HTTP and shutdown lines through child loggers naming their component. */
   readonly log: Log;
 }
@@ -54,6 +62,8 @@ export interface RunningServer {
   readonly dashboardUrl: string;
   readonly port: number;
   readonly store: Store;
+  /** The allocation history's store and its follower, when kept. */
+  readonly history?: { readonly db: HistoryDb; readonly follower: HistoryFollower };
   /** Default pools created by this start. */
   readonly createdPools: readonly string[];
   close(): Promise<void>;
@@ -109,6 +119,18 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       stops.push(() => c.stop());
     }
 
+    let history: { db: HistoryDb; follower: HistoryFollower } | undefined;
+    if (cfg.history) {
+      const { openHistoryDb } = await import('../history/sqlite-history-db.js');
+      const db = openHistoryDb(cfg.history.path);
+      stops.push(() => Promise.resolve(db.close()));
+      const follower = new HistoryFollower({ store, db, log: cfg.log.child({ component: 'history' }), retentionMs: cfg.history.retentionMs });
+      await follower.start();
+      stops.push(() => follower.stop());
+      history = { db, follower };
+      addHistoryMetrics(metrics.registry, () => follower.status());
+    }
+
     let gcLoop: Periodic | undefined;
     if (cfg.gc) {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
@@ -151,7 +173,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       loops: () => ({
         controller: controller ? { running: true, ...controller.stats() } : { running: false },
         gc: gcLoop ? { running: true, ...gcLoop.status() } : { running: false },
+        history: history ? { file: history.db.path, ...history.follower.status() } : { running: false },
       }),
+      ...(history ? { history: history.db } : {}),
     };
     const router = new Router<HandlerSpec>();
     addStaticRoutes(router, deps);
@@ -195,7 +219,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     const url = `${cfg.tls ? 'https' : 'http'}://${hostText}:${port}`;
     const install = !authRequired(cfg.tokens) ? cfg.tokens.install : undefined;
     const dashboardUrl = `${url}/${install !== undefined ? `?token=${encodeURIComponent(install)}` : ''}`;
-    return { url, dashboardUrl, port, store, createdPools, close: stopAll };
+    return { url, dashboardUrl, port, store, ...(history ? { history } : {}), createdPools, close: stopAll };
   } catch (e) {
     await stopAll();
     throw e;
