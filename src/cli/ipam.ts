@@ -141,7 +141,8 @@ export function registerIpam(program: Command): void {
       const { formatAddr, parseAddr } = await import('../ip/index.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
       const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
-      const released = await withClusterIpam(cmd, 'write', (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
+      // Stamped "release" in the history (an operator's, not a runtime's DEL).
+      const released = await withClusterIpam(cmd, 'write', (c) => (addrs.length === 0 ? c.withReason('release').releaseHandle(opts.handle as string) : c.withReason('release').releaseAddresses(addrs, heldBy)));
       for (const r of released) process.stdout.write(`released ${formatAddr(r.addr)} (handle "${r.handle}")\n`);
       const freed = new Set(released.map((r) => formatAddr(r.addr)));
       for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated${opts.handle === undefined ? '' : ` to handle "${opts.handle}"`}\n`);
