@@ -131,7 +131,8 @@ test('dashboard: an address\'s history timeline, a pod\'s addresses, a block\'s 
     await page.waitForFunction((ip) => document.querySelector('#history-result h3')?.textContent === `History of ${ip}`, b);
     await page.waitForSelector('#history-result[data-holds="1"]');
     assert.equal(await page.inputValue('#search-input'), b);
-    assert.match((await page.locator('#history-result .tl-row').first().textContent()) ?? '', /2026-03-01 15:00:00Z → 2026-03-01 16:00:00Z shop\/web-1 .*uid u1bcni-gc/);
+    assert.equal(await page.locator('#history-result .tl-row.gap').count(), 1, 'the gap of the history, before this hold');
+    assert.match((await page.locator('#history-result .tl-row.hold').first().textContent()) ?? '', /2026-03-01 15:00:00Z → 2026-03-01 16:00:00Z shop\/web-1 .*uid u1bcni-gc/);
 
     // A server without history says so.
     const off = await serve(store, undefined);

@@ -73,11 +73,14 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
     return;
   }
   const now = Date.now();
-  const starts = [...h.items.map((x) => ms(x.from.exact ? x.from.at : x.from.earliest)), ...h.gaps.map((g) => ms(g.from))];
+  // The axis spans the known instants (a hold's `at`, a gap's end): an interval reaching further
+  // back (the history's first gap starts at 0, "before history began") is cut at the left edge.
+  const known = [...h.items.map((x) => ms(x.from.at)), ...h.gaps.map((g) => ms(g.until))];
   const ends = [...h.items.map((x) => (x.until ? ms(x.until.at) : now)), ...h.gaps.map((g) => ms(g.until))];
-  const lo = Math.min(...starts);
-  const hi = Math.max(...ends, lo + 1);
-  const pos = (t: number): number => (100 * (t - lo)) / (hi - lo);
+  const first = Math.min(...known);
+  const hi = Math.max(...ends, first + 1);
+  const lo = Math.max(0, first - (hi - first) * 0.05);
+  const pos = (t: number): number => (100 * (Math.max(lo, t) - lo)) / (hi - lo);
   const span = (a: number, b: number): string => `left:${pos(a).toFixed(2)}%;width:${Math.max(0.4, pos(b) - pos(a)).toFixed(2)}%`;
 
   // One time order for holds and gaps: a gap sits where it happened.
