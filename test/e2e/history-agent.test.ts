@@ -22,7 +22,7 @@ import { type ServeProcess, startServe } from './serve-harness.js';
 const NODE = 'hist-a1';
 
 for (const kind of ['sqlite', 'etcd'] as const) {
-  test(`history on ${kind}, shim + agent: holders and intervals exactly as called (DEL, reuse, recreation); --at inside, between, outside; --pod`, { timeout: 120_000 }, async (t) => {
+  test(`history on ${kind}, shim + agent: holders and intervals exactly as called (DEL, reuse, recreation); --at inside, between, outside; --pod`, { timeout: 180_000 }, async (t) => {
     requireShim();
     const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
     const dir = makeTempDir('history-agent');

@@ -36,7 +36,7 @@ async function handlesOf(url: string, containerId: string): Promise<string[]> {
 const NETWORK = 'hist';
 
 for (const kind of ['sqlite', 'etcd'] as const) {
-  test(`history on ${kind}, per-pod plugin: holders and intervals exactly as called (DEL, reuse, recreation, CNI GC, serve GC); --at inside, between, outside; --pod`, { timeout: 120_000 }, async (t) => {
+  test(`history on ${kind}, per-pod plugin: holders and intervals exactly as called (DEL, reuse, recreation, CNI GC, serve GC); --at inside, between, outside; --pod`, { timeout: 180_000 }, async (t) => {
     const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
     const dir = makeTempDir('history-cluster');
     let serve: ServeProcess | undefined;

@@ -52,7 +52,7 @@ async function warmHeld(url: string): Promise<Set<string>> {
 }
 
 for (const kind of ['sqlite', 'etcd'] as const) {
-  test(`history on ${kind}, warm pool: a pod's hold starts when the agent answered (records written behind), ends at its DEL (also when folded before the write); idle addresses held by nobody`, { timeout: 120_000 }, async (t) => {
+  test(`history on ${kind}, warm pool: a pod's hold starts when the agent answered (records written behind), ends at its DEL (also when folded before the write); idle addresses held by nobody`, { timeout: 180_000 }, async (t) => {
     requireShim();
     const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
     const t0 = Date.now();
