@@ -40,3 +40,29 @@ test('close refuses new and queued calls with code 11, lets the running call fin
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as that node', async () => {
+  const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+  const cs = new ClusterServices();
+  try {
+    const url = 'memory:cluster-services-stamp';
+    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
+    const store = await cs.storeOf(url);
+    const stampOf = async (node: string) => {
+      const e = await store.get(stampKey(node));
+      assert.ok(e, `stamps/${node}`);
+      return { ...decodeStamp(e.key, e.value), rev: e.rev };
+    };
+    await cs.assign(url, { node: 'n1', handle: 'net:a:eth0', auto: { 4: 1 } });
+    const n1 = await stampOf('n1');
+    await Promise.all(['b', 'c', 'd'].map((id) => cs.assign(url, { node: 'n2', handle: `net:${id}:eth0`, auto: { 4: 1 } })));
+    assert.ok(cs.groups.batches >= 1, 'the three ADDs of n2 went as a group');
+    assert.equal((await stampOf('n1')).rev, n1.rev, 'n2\'s txns do not write n1\'s stamp');
+    assert.equal((await stampOf('n2')).rev, await store.revision());
+    await cs.run(url, 'n1', (ipam) => ipam.withReason('cni-gc').releaseHandle('net:a:eth0', 'n1'));
+    assert.equal((await stampOf('n1')).why, 'cni-gc');
+    assert.equal((await stampOf('n1')).rev, await store.revision());
+  } finally {
+    await cs.close();
+  }
+});

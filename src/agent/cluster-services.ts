@@ -46,6 +46,14 @@ const traceEnd = (jobs: readonly Job[], start: number, phase: string): void => {
 interface Datastore {
   readonly store: Store;
   readonly ipam: ClusterIpam;
+  /** The same service per node served, stamped as that node's in the history (src/cluster/history-stamp.ts). */
+  readonly byNode: Map<string, ClusterIpam>;
+}
+
+function ipamOf(d: Datastore, node: string): ClusterIpam {
+  let ipam = d.byNode.get(node);
+  if (!ipam) d.byNode.set(node, (ipam = d.ipam.withWriter(node)));
+  return ipam;
 }
 
 export interface ClusterServiceStats {
@@ -133,6 +141,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   }
 
   async #drain(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): Promise<void> {
+    const node = key.slice(datastore.length + 1); // the queue's key: `${datastore}\n${node}`
     try {
       while (q.jobs.length > 0) {
         let d: Datastore;
@@ -148,7 +157,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
           const t = traceStart([first]);
           // A callback that throws synchronously settles its own job, never the loop.
           await Promise.resolve()
-            .then(() => first.fn(d.ipam))
+            .then(() => first.fn(ipamOf(d, node)))
             .then(first.resolve, first.reject);
           traceEnd([first], t, 'run');
           continue;
@@ -158,14 +167,14 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'assign' }>[];
         const t = traceStart(group);
         if (group.length === 1) {
-          await d.ipam.assign(group[0]!.req).then(group[0]!.resolve, group[0]!.reject);
+          await ipamOf(d, node).assign(group[0]!.req).then(group[0]!.resolve, group[0]!.reject);
           traceEnd(group, t, 'store');
           continue;
         }
         this.groups.batches++;
         this.groups.adds += group.length;
         try {
-          const outcomes = await d.ipam.assignMany(group[0]!.req.node, group.map((j) => j.req));
+          const outcomes = await ipamOf(d, node).assignMany(group[0]!.req.node, group.map((j) => j.req));
           outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
         } catch (e) {
           for (const j of group) j.reject(e);
@@ -190,7 +199,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       p = (async () => {
         const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/cluster-ipam.js')]);
         const store = await openStore(datastore);
-        const d = { store, ipam: new ClusterIpam(store) };
+        const d = { store, ipam: new ClusterIpam(store), byNode: new Map<string, ClusterIpam>() };
         this.#opened.add(d);
         return d;
       })();

@@ -1,5 +1,5 @@
 /**
- * `podipam ipam show|check|release|config|reserve|unreserve`: utilisation (or, with
+ * `podipam ipam show|check|release|config|reserve|unreserve|history` (history: history.ts): utilisation (or, with
  * `show --pod NS/NAME`, what one pod holds), consistency checks and repairs of the cluster
  * back end. Also the plumbing the cluster command groups
  * share (`pool` uses it): open the datastore named by --datastore / $PODIPAM_DATASTORE, run
@@ -15,6 +15,7 @@ import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam
 import { UsageError } from './usage-error.js';
 import { boolOption, parseIntFlag } from './parse-flag.js';
 import { isEngineError } from '../util/engine-error.js';
+import { registerHistory } from './history.js';
 
 /**
  * Opens the store (a `read` creates none: see openCommandStore), runs `fn` with a ClusterIpam
@@ -24,7 +25,8 @@ export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: 
   const { ClusterIpam } = await import('../cluster/index.js');
   const store = await openCommandStore(cmd, access);
   try {
-    return await fn(new ClusterIpam(store));
+    // The history stamps this command's transactions as the CLI's (src/cluster/history-stamp.ts).
+    return await fn(new ClusterIpam(store, { writer: 'cli' }));
   } catch (e) {
     throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   } finally {
@@ -140,7 +142,10 @@ export function registerIpam(program: Command): void {
       const { formatAddr, parseAddr } = await import('../ip/index.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
       const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
-      const released = await withClusterIpam(cmd, 'write', (c) => (addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy)));
+      const released = await withClusterIpam(cmd, 'write', (ipam) => {
+        const c = ipam.withReason('release');
+        return addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy);
+      });
       for (const r of released) process.stdout.write(`released ${formatAddr(r.addr)} (handle "${r.handle}")\n`);
       const freed = new Set(released.map((r) => formatAddr(r.addr)));
       for (const a of addrs) if (!freed.has(formatAddr(a))) process.stdout.write(`${formatAddr(a)} was not allocated${opts.handle === undefined ? '' : ` to handle "${opts.handle}"`}\n`);
@@ -187,6 +192,8 @@ export function registerIpam(program: Command): void {
       await withClusterIpam(cmd, 'write', (c) => c.deleteReservation(name));
       process.stdout.write(`reservation "${name}" deleted\n`);
     });
+
+  registerHistory(ipam);
 }
 
 function percent(n: number, of: bigint): string {

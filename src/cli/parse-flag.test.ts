@@ -18,7 +18,7 @@ test('parseIntFlag: integers within bounds; errors name the flag, the value and 
 });
 
 test('parseDuration, parseListen, boolOption', () => {
-  assert.deepEqual(['500ms', '30s', '15m', '1h', '2'].map((t) => parseDuration('--d', t)), [500, 30_000, 900_000, 3_600_000, 2000]);
+  assert.deepEqual(['500ms', '30s', '15m', '1h', '2', '90d'].map((t) => parseDuration('--d', t)), [500, 30_000, 900_000, 3_600_000, 2000, 90 * 86_400_000]);
   assert.throws(() => parseDuration('--gc-interval', '5 min'), /invalid --gc-interval "5 min": expected a duration/);
   assert.deepEqual(parseListen('7420'), { host: '127.0.0.1', port: 7420 });
   assert.deepEqual(parseListen('[::1]:80'), { host: '::1', port: 80 });

@@ -40,11 +40,11 @@ export function boolOption(name: string, text: string | undefined): boolean | un
   throw new UsageError(`invalid ${name} ${JSON.stringify(text)}: use true or false`);
 }
 
-/** "90s", "15m", "2h", "500ms" or plain seconds → milliseconds. */
+/** "90s", "15m", "2h", "90d", "500ms" or plain seconds → milliseconds. */
 export function parseDuration(flag: string, text: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: expected a duration such as 500ms, 30s, 15m or 1h`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`invalid ${flag} ${JSON.stringify(text)}: expected a duration such as 500ms, 30s, 15m, 1h or 90d`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h' | 'd'];
   return Math.round(Number(m[1]) * unit);
 }
 

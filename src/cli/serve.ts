@@ -31,6 +31,9 @@ interface ServeFlags {
   allowedHost: string[];
   tlsCert?: string;
   tlsKey?: string;
+  history: boolean;
+  historyDb?: string;
+  historyRetention: string;
 }
 
 export function registerServe(program: Command): void {
@@ -51,11 +54,16 @@ export function registerServe(program: Command): void {
     .option('--no-default-pools', `do not create ${DEFAULT_POOLS.map((p) => `${p.name} (${p.cidr})`).join(' and ')} when no pool exists`)
     .option('--gc-interval <duration>', 'how often cluster GC looks for leaks and blocks of deleted nodes (0 = never)', '60s')
     .option('--gc-grace <duration>', 'how long a finding must persist before GC releases it', '15m')
+    .option('--history-db <file>', 'the allocation history (who held each address, and when): its SQLite file (default: DATA_DIR/history.db)')
+    .option('--history-retention <duration>', 'how long the history keeps holds that ended (e.g. 90d, 12h; 0 = forever)', '90d')
+    .option('--no-history', 'do not keep the allocation history')
     .option('--node-name <name>', `node name in the printed CNI config (default: ${DEFAULT_NODE_NAME_HINT})`)
     .action(async (flags: ServeFlags, cmd: Command) => {
       const { host, port } = parseListen(flags.listen);
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
+      const historyRetentionMs = parseDuration('--history-retention', flags.historyRetention);
+      if (!flags.history && flags.historyDb !== undefined) throw new UsageError(`--history-db ${flags.historyDb} and --no-history contradict each other: give one`);
       const [{ loadTokens, checkListenTokens }, { controllerConfigFromFlags }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
         import('../server/http/auth.js'),
         import('./controller-flags.js'),
@@ -93,7 +101,9 @@ export function registerServe(program: Command): void {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
       const dataDir = flags.dataDir ?? defaultDataDir();
       const datastoreUrl = globals.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(dataDir);
-      if (datastoreUrl === sqliteUrlFor(dataDir)) {
+      // The history lives next to the default datastore (DATA_DIR/history.db), whatever the datastore.
+      const historyPath = flags.history ? (flags.historyDb ?? join(dataDir, 'history.db')) : undefined;
+      if (datastoreUrl === sqliteUrlFor(dataDir) || (historyPath !== undefined && flags.historyDb === undefined)) {
         try {
           mkdirSync(dataDir, { recursive: true });
         } catch (e) {
@@ -119,6 +129,7 @@ export function registerServe(program: Command): void {
         controller,
         defaultPools: flags.defaultPools ? DEFAULT_POOLS : [],
         gc: gcIntervalMs > 0 ? { intervalMs: gcIntervalMs, graceMs: gcGraceMs } : undefined,
+        ...(historyPath !== undefined ? { history: { path: historyPath, retentionMs: historyRetentionMs } } : {}),
         ...(tls ? { tls } : {}),
         log: logger,
       });
@@ -129,6 +140,7 @@ export function registerServe(program: Command): void {
       if (server.createdPools.length > 0) out.write(`podipam serve: created pools ${server.createdPools.join(', ')}\n`);
       out.write(
         `podipam serve: node-CIDR controller ${controller ? `on (${flags.clusterCidr})` : 'off'}; cluster GC ${gcIntervalMs > 0 ? `every ${flags.gcInterval}, grace ${flags.gcGrace}` : 'off'}; ` +
+          `history ${historyPath !== undefined ? `on (${historyPath}, retention ${historyRetentionMs > 0 ? flags.historyRetention : 'forever'})` : 'off'}; ` +
           `auth ${tokens.admin || tokens.read ? 'bearer tokens' : `reads open (loopback), writes need the install token in ${join(dataDir, INSTALL_TOKEN_FILE)}`}\n`,
       );
       out.write(`\nCNI network config for node "${nodeName}" (or let "podipam install-cni --backend cluster --datastore URL" write it and the shim):\n`);

@@ -17,6 +17,7 @@ import { crashPoint } from '../util/crash-point.js';
 import type { Block } from '../alloc/block.js';
 import type { Compare, Op } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
+import { stampOp } from './history-stamp.js';
 import { assignAddresses } from './assign.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
@@ -25,7 +26,7 @@ import { checkNodeName } from '../model/node-name.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
 import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 
-/** Most compares or ops in one batch transaction (etcd refuses more than 128 of either). */
+/** Most compares or ops of the plans in one batch transaction (etcd refuses more than 128 of either; the history stamp adds one op). */
 export const MAX_BATCH_OPS = 100;
 
 export type BatchOutcome = { readonly ok: true; readonly assignments: Assignment[] } | { readonly ok: false; readonly error: unknown };
@@ -106,7 +107,7 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
   }
   if (joined.length === 0) return;
   const cmp: Compare[] = [...compares].map(([key, rev]) => ({ key, rev }));
-  const r = await ctx.store.txn(cmp, [...ops.values()]);
+  const r = await ctx.store.txn(cmp, [...ops.values(), stampOp(ctx)]);
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each request alone.
     cmp.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));

@@ -18,6 +18,7 @@ import type { HandleState } from './plan/plan-release.js';
 import { type KnownBlock, loadNodeBlocks } from './node-view.js';
 import { type AssignRequest, type Assignment, planAssign } from './plan/plan-assign.js';
 import { readKeys } from './read-keys.js';
+import { stampOp } from './history-stamp.js';
 import { takenByPod } from './taken-by-pod.js';
 import { PlacementError } from '../model/placement.js';
 
@@ -106,7 +107,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     crashPoint('cluster.assign.planned');
-    const r = await ctx.store.txn(plan.compares, plan.ops);
+    const r = await ctx.store.txn(plan.compares, [...plan.ops, stampOp(ctx)]);
     if (r.succeeded) {
       crashPoint(plan.claims.length > 0 ? 'cluster.block.claimed' : 'cluster.assign.committed');
       for (const [key, block] of plan.blocks) {

@@ -78,6 +78,16 @@ export class ClusterIpam {
     return new ClusterIpam(this.#ctx.store, { ...this.#options, cache: this.#ctx.cache, why });
   }
 
+  /** The same service (store, hints, reason) whose transactions are stamped as `writer`'s (an agent serving a node: the node's name). */
+  withWriter(writer: string): ClusterIpam {
+    return new ClusterIpam(this.#ctx.store, { ...this.#options, cache: this.#ctx.cache, writer });
+  }
+
+  /** The history stamp's writer name of this service. */
+  get writer(): string {
+    return this.#ctx.writer;
+  }
+
   get store(): Store {
     return this.#ctx.store;
   }
@@ -148,7 +158,7 @@ export class ClusterIpam {
     return readWarmRecords(this.#ctx, prefix);
   }
 
-  /** See warm-handles.ts: puts and deletes warm pool records in one transaction. */
+  /** See warm-handles.ts: puts and deletes warm pool records in one transaction (stamped with each delete's time and reason). */
   writeWarmRecords(writes: readonly WarmRecordWrite[]): Promise<void> {
     return writeWarmRecords(this.#ctx, writes);
   }

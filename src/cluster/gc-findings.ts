@@ -3,7 +3,8 @@
  * a grace period). Each is a compare-and-swap loop like assign and release: read, plan, one
  * transaction comparing what it read, on conflict go on from the entries the failed
  * transaction returned — bounded by ctx.maxAttempts (ContentionError after). A finding that
- * is no longer true when re-read is left alone.
+ * is no longer true when re-read is left alone. Every transaction is stamped 'cluster-gc'
+ * (history-stamp.ts) unless the context names another reason.
  */
 import { isEmptyBlock, ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
@@ -18,6 +19,7 @@ import type { IpamContext } from './ipam-context.js';
 import { affinityKey, affinityPrefix, blockKey, HANDLE_PREFIX, handleKey, parseAffinityKey, parseBlockKey } from './keys.js';
 import { readKeys } from './read-keys.js';
 import { releaseByHandleIf } from './release.js';
+import { releaseStampOp } from './history-stamp.js';
 
 /**
  * Frees a leaked address (an allocation whose handle record is gone) if the block still gives
@@ -37,7 +39,7 @@ export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean
     if (block.allocations.get(ordinal) !== leak.handle) return false;
     const next = releaseOrdinals(block, [ordinal]).block;
     const ops: Op[] = isEmptyBlock(next) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
-    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: hkey, rev: 0 }], ops);
+    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: hkey, rev: 0 }], [...ops, releaseStampOp(ctx, 'cluster-gc')]);
     if (r.succeeded) return true;
     seen = new Map([[key, r.current?.[0]], [hkey, r.current?.[1]]]);
   }
@@ -86,6 +88,7 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
   const tomb = proof.get(nodeTombstoneKey(node));
   if (proof.get(nodeKey(node)) !== undefined || tomb === undefined) return { ...nothing, node, cidr, unproven: true };
   const guard: Compare[] = [{ key: nodeKey(node), rev: 0 }, { key: tomb.key, rev: tomb.rev }];
+  const gc: IpamContext = { ...ctx, why: ctx.why ?? 'cluster-gc' };
   let handles = 0;
   const held = [...new Set(decodeBlock(first).allocations.values())];
   for (const [hk, he] of await readKeys(ctx.store, held.map(handleKey))) {
@@ -94,7 +97,7 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     // a handle written since (a pod started on the node after the deletion) is kept. Its
     // revision is compared in the release, so a rewrite meanwhile stops it too.
     if (he.rev > tomb.rev) continue;
-    if ((await releaseByHandleIf(ctx, hk.slice(HANDLE_PREFIX.length), [...guard, { key: hk, rev: he.rev }])) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
+    if ((await releaseByHandleIf(gc, hk.slice(HANDLE_PREFIX.length), [...guard, { key: hk, rev: he.rev }])) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
     handles++;
   }
   const ak = affinityKey(node, cidr);
@@ -109,7 +112,7 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     const empty = isEmptyBlock(block);
     const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
     if (ae) ops.push({ type: 'delete', key: ak });
-    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], ops);
+    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], [...ops, releaseStampOp(ctx, 'cluster-gc')]);
     if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size, unproven: false };
     if (guard.some((g, i) => (r.current?.[2 + i]?.rev ?? 0) !== g.rev)) return { ...nothing, node, cidr, handles, unproven: true };
     seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);

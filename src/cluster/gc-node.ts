@@ -32,6 +32,8 @@ export interface NodeGcResult {
 /** Releases `node`'s handles of `network` not in `keep` (handle IDs). Keeps going after failures. */
 export async function gcNode(ctx: IpamContext, node: string, network: string, keep: ReadonlySet<string>): Promise<NodeGcResult> {
   checkNodeName('node name', node);
+  // The runtime's CNI GC unless the caller says otherwise (history-stamp.ts).
+  const gc: IpamContext = { ...ctx, why: ctx.why ?? 'cni-gc' };
   const view = ctx.cache.node(node);
   await loadNodeBlocks(ctx.store, view);
   crashPoint('cluster.gc.listed');
@@ -52,7 +54,7 @@ export async function gcNode(ctx: IpamContext, node: string, network: string, ke
       if (rec.stickyUntil !== undefined) continue;
       // A record under an old dotted id is judged by the attachment it names (legacy-handle.ts).
       if (rec.containerId !== undefined && rec.ifname !== undefined && keep.has(cniHandleId(network, rec.containerId, rec.ifname))) continue;
-      released.push(...(await releaseByHandle(ctx, handle, node)));
+      released.push(...(await releaseByHandle(gc, handle, node)));
       crashPoint('cluster.gc.released');
     } catch (e) {
       failed.push({ handle, error: e instanceof Error ? e : new Error(String(e)) });

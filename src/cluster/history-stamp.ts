@@ -74,6 +74,17 @@ export function decodeStamp(key: string, value: string): Stamp {
   return { at: r.at, ...(r.why === undefined ? {} : { why: r.why }), ...(keys ? { keys } : {}) };
 }
 
+/** The stamp of a transaction that frees addresses: the context's reason, else `fallback` (the operation's own: DEL, CNI GC, …). */
+export function releaseStampOp(ctx: IpamContext, fallback: ReleaseReason = 'del', keys?: Readonly<Record<string, StampedKey>>): Op {
+  return stampOp(ctx, ctx.why ?? fallback, keys);
+}
+
+/** The stamp of a transaction that frees nothing by intent (an assignment, a write-behind batch of record puts): time only, plus `keys`. */
+export function plainStampOp(ctx: IpamContext, keys?: Readonly<Record<string, StampedKey>>): Op {
+  const s: Stamp = { at: ctx.now().getTime(), ...(keys ? { keys } : {}) };
+  return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
+}
+
 /** The stamp op a transaction of `ctx` appends: now, `why` (default: the context's reason). */
 export function stampOp(ctx: IpamContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
   const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(keys ? { keys } : {}) };

@@ -19,6 +19,7 @@ import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
 import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan/plan-release.js';
 import { readKeys } from './read-keys.js';
+import { releaseStampOp } from './history-stamp.js';
 
 /** One freed address and the handle that held it. */
 export interface Released {
@@ -96,7 +97,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
       }
       continue;
     }
-    const r = await ctx.store.txn(plan.compares, plan.ops);
+    const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
     if (r.succeeded) {
       crashPoint('cluster.release-addrs.committed');
       // The node views this instance keeps (the agent's warm returns) must see the freed
@@ -161,7 +162,7 @@ async function runPlan(
     for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
     return new Map();
   }
-  const r = await ctx.store.txn(plan.compares, plan.ops);
+  const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
   if (r.succeeded) {
     crashPoint([...plan.blocks.values()].includes(null) ? 'cluster.block.released' : 'cluster.release.committed');
     for (const [key, block] of plan.blocks) {

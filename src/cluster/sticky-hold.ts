@@ -17,6 +17,7 @@ import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock } from './node-view.js';
 import { type HandleState, planHold } from './sticky-hold-plan.js';
 import { readKeys } from './read-keys.js';
+import { releaseStampOp } from './history-stamp.js';
 import type { Addr } from '../ip/index.js';
 
 export interface HoldResult {
@@ -60,7 +61,7 @@ export async function holdAttachment(ctx: IpamContext, handle: string, hold: str
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
       continue;
     }
-    const r = await ctx.store.txn(plan.compares, plan.ops);
+    const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
     if (r.succeeded) {
       crashPoint('cluster.sticky.held');
       for (const [key, block] of plan.blocks) {

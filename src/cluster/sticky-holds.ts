@@ -51,7 +51,7 @@ export function stickyHoldsOf(handles: ReadonlyMap<string, { readonly rev: numbe
   return out.sort((a, b) => (a.handle < b.handle ? -1 : 1));
 }
 
-/** Frees an expired hold's addresses while its record is still at `hold.rev`; undefined when it changed (renewed, taken over). */
+/** Frees an expired hold's addresses while its record is still at `hold.rev` (stamped 'sticky-expired'); undefined when it changed (renewed, taken over). */
 export async function releaseStickyHold(ctx: IpamContext, hold: Pick<StickyHold, 'handle' | 'rev'>): Promise<Released[] | undefined> {
-  return releaseByHandleIf(ctx, hold.handle, [{ key: handleKey(hold.handle), rev: hold.rev }]);
+  return releaseByHandleIf({ ...ctx, why: 'sticky-expired' }, hold.handle, [{ key: handleKey(hold.handle), rev: hold.rev }]);
 }

@@ -6,19 +6,23 @@
  * Record keys never fall under the allocator's own prefixes (pools, blocks, affinities, handles,
  * reservations, config): such a write is refused before anything is written.
  */
+import type { ReleaseReason } from '../model/history.js';
 import type { Entry, Op } from '../store/index.js';
+import { STAMP_PREFIX, type StampedKey, plainStampOp } from './history-stamp.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, IPSET_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from './keys.js';
 import type { Pool } from './pool-record.js';
 
-/** One record write: `value` undefined deletes the key. */
+/** One record write: `value` undefined deletes the key — at `at` (ms; default now) for `why` (default: the service's reason, else DEL). */
 export interface WarmRecordWrite {
   readonly key: string;
   readonly value: string | undefined;
+  readonly at?: number;
+  readonly why?: ReleaseReason;
 }
 
-const OWN = [POOL_PREFIX, BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX, RESERVATION_PREFIX, IPSET_PREFIX];
+const OWN = [POOL_PREFIX, BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX, RESERVATION_PREFIX, IPSET_PREFIX, STAMP_PREFIX];
 
 /** A record key under one of the allocator's own prefixes; carries the key. */
 export class WarmRecordKeyError extends RangeError {
@@ -43,12 +47,29 @@ export async function readWarmRecords(ctx: IpamContext, prefix: string): Promise
   return (await ctx.store.list(checkRecordKey(prefix))).map((e: Entry) => ({ key: e.key, value: e.value }));
 }
 
-/** Puts and deletes the records in one transaction (a key given twice: its last write). */
+/**
+ * Puts and deletes the records in one transaction (a key given twice: its last write), with the
+ * history stamp (history-stamp.ts) naming each deleted key's time and reason in `keys` — the
+ * first delete of a key the batch deletes (a later one deletes nothing more). A put that a later
+ * delete of the same batch folds away (ADD then DEL before the flush) is not written, but its
+ * value goes into the stamp (`keys[key].value`), so the history still sees that hold. A key whose
+ * last write is a put after a delete gets a `keys` entry too: its earlier value ended then.
+ */
 export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRecordWrite[]): Promise<void> {
   const last = new Map<string, string | undefined>();
-  for (const w of writes) last.set(checkRecordKey(w.key), w.value);
+  const keys: Record<string, StampedKey> = {};
+  for (const w of writes) {
+    const key = checkRecordKey(w.key);
+    if (w.value === undefined) {
+      const before = last.get(key);
+      const deletedAlready = last.has(key) && before === undefined;
+      if (!deletedAlready) keys[key] = { at: w.at ?? ctx.now().getTime(), why: w.why ?? ctx.why ?? 'del', ...(before !== undefined ? { value: before } : {}) };
+    }
+    last.set(key, w.value);
+  }
   if (last.size === 0) return;
   const ops: Op[] = [...last].map(([key, value]) => (value === undefined ? { type: 'delete', key } : { type: 'put', key, value }));
+  ops.push(plainStampOp(ctx, keys));
   await ctx.store.txn([], ops);
 }
 

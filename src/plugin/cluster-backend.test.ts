@@ -198,3 +198,27 @@ describe('cluster back end: placement annotations', () => {
     assert.match(msg2, /^annotation cni\.projectcalico\.org\/ipv4pools="blue" on pod shop\/web-1: not JSON/);
   });
 });
+
+describe('cluster back end: the history stamp', () => {
+  it('the per-pod plugin stamps its txns as the node; DEL "del", CNI GC "cni-gc"', async () => {
+    const url = await datastore();
+    const s = await openStore(url);
+    const stamp = async () => {
+      const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+      const e = await s.get(stampKey('n1'));
+      assert.ok(e, 'stamps/n1 written');
+      return { ...decodeStamp(e.key, e.value), rev: e.rev };
+    };
+    const c = conf({ datastore: url, cacheDir: null });
+    const b = await createClusterBackend(c);
+    await b.add(req(c, 'c1'));
+    assert.equal((await stamp()).why, undefined);
+    await b.del(req(c, 'c1'));
+    const d = await stamp();
+    assert.equal(d.why, 'del');
+    assert.equal(d.rev, await s.revision());
+    await b.add(req(c, 'c2'));
+    await b.gc(c, []);
+    assert.equal((await stamp()).why, 'cni-gc');
+  });
+});

@@ -172,7 +172,7 @@ class ClusterBackend implements IpamBackend {
 
   async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
     const keep = new Set(valid.map((a) => cniHandleId(conf.name, a.containerId, a.ifname)));
-    const r = await this.#run('GC', (ipam) => ipam.gcNode(this.#conf.nodeName, conf.name, keep));
+    const r = await this.#run('GC', (ipam) => ipam.withReason('cni-gc').gcNode(this.#conf.nodeName, conf.name, keep));
     if (r.failed.length > 0) {
       const first = cniErrorOfIn(this.#conf.datastore, r.failed[0]!.error);
       throw new CniError(first.code, `GC: ${r.failed.length} handle(s) not released: ${r.failed.map((f) => `${f.handle}: ${f.error.message}`).join('; ')}`);
@@ -217,7 +217,8 @@ class ClusterBackend implements IpamBackend {
     const lock = file && file.prepare(c.cacheDir!) ? await NodeLock.acquire(file.lockPath, LOCK_WAIT_MS) : undefined;
     try {
       const cache = file ? file.load() : new ViewCache();
-      const result = await fn(new ClusterIpam(store, { cache }));
+      // Stamped in the history as this node's transactions (src/cluster/history-stamp.ts); a DEL's reason is the default, 'del'.
+      const result = await fn(new ClusterIpam(store, { cache, writer: c.nodeName }));
       crashPoint('cluster.plugin.before-save');
       file?.save(cache);
       crashPoint('cluster.plugin.saved');

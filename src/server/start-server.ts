@@ -10,6 +10,9 @@ import { ClusterIpam, type CheckReport } from '../cluster/index.js';
 import type { Log } from '../log/logger.js';
 import { openStore, parseStoreUrl, type Store } from '../store/index.js';
 import { Periodic } from '../util/periodic.js';
+import type { HistoryDb } from '../history/history-db.js';
+import { HistoryFollower } from '../history/history-follower.js';
+import { addHistoryMetrics } from './history-metrics.js';
 import type { ApiDeps } from './api/api-deps.js';
 import { authRequired, checkListenTokens, type Tokens } from './http/auth.js';
 import { CheckCache } from './check/check-cache.js';
@@ -43,6 +46,11 @@ export interface ServerConfig {
   readonly summaryTtlMs?: number;
   /** Serve HTTPS with this certificate and key (PEM, see loadServerTls); plain HTTP without. */
   readonly tls?: ServerTls;
+  /**
+   * The allocation history (src/history): its SQLite file and how long ended holds are kept;
+   * undefined = not kept (`--no-history`). The follower catches up before the server listens.
+   */
+  readonly history?: { readonly path: string; readonly retentionMs: number };
   /** Where lines go; the controller, GC, HTTP and shutdown lines through child loggers naming their component. */
   readonly log: Log;
 }
@@ -54,6 +62,8 @@ export interface RunningServer {
   readonly dashboardUrl: string;
   readonly port: number;
   readonly store: Store;
+  /** The allocation history's store and its follower, when kept. */
+  readonly history?: { readonly db: HistoryDb; readonly follower: HistoryFollower };
   /** Default pools created by this start. */
   readonly createdPools: readonly string[];
   close(): Promise<void>;
@@ -76,7 +86,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     // One instance for the life of the server: its hints make a node's next pod through the
     // API one transaction, as for a long-lived agent.
-    const ipam = new ClusterIpam(store);
+    // Its transactions are stamped "serve" in the history (src/cluster/history-stamp.ts).
+    const ipam = new ClusterIpam(store, { writer: 'serve' });
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
     stops.push(summary.follow(cfg.log));
     // A check reads every record: off the event loop in a worker with its own connection,
@@ -109,12 +120,24 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       stops.push(() => c.stop());
     }
 
+    let history: { db: HistoryDb; follower: HistoryFollower } | undefined;
+    if (cfg.history) {
+      const { openHistoryDb } = await import('../history/sqlite-history-db.js');
+      const db = openHistoryDb(cfg.history.path);
+      stops.push(() => Promise.resolve(db.close()));
+      const follower = new HistoryFollower({ store, db, log: cfg.log.child({ component: 'history' }), retentionMs: cfg.history.retentionMs });
+      await follower.start();
+      stops.push(() => follower.stop());
+      history = { db, follower };
+      addHistoryMetrics(metrics.registry, () => follower.status());
+    }
+
     let gcLoop: Periodic | undefined;
     if (cfg.gc) {
       // GC acts on a report at most one interval old; every finding is re-verified before acting.
       const intervalMs = cfg.gc.intervalMs;
       const gcLog = cfg.log.child({ component: 'gc' });
-      const gc = new ClusterGc({ ipam, check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: gcLog });
+      const gc = new ClusterGc({ ipam: ipam.withReason('cluster-gc'), check: () => checks.get(intervalMs), graceMs: cfg.gc.graceMs, log: gcLog });
       const runGc = async (): Promise<void> => {
         try {
           const r = await gc.runOnce();
@@ -151,7 +174,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       loops: () => ({
         controller: controller ? { running: true, ...controller.stats() } : { running: false },
         gc: gcLoop ? { running: true, ...gcLoop.status() } : { running: false },
+        history: history ? { file: history.db.path, ...history.follower.status() } : { running: false },
       }),
+      ...(history ? { history: history.db } : {}),
     };
     const router = new Router<HandlerSpec>();
     addStaticRoutes(router, deps);
@@ -195,7 +220,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     const url = `${cfg.tls ? 'https' : 'http'}://${hostText}:${port}`;
     const install = !authRequired(cfg.tokens) ? cfg.tokens.install : undefined;
     const dashboardUrl = `${url}/${install !== undefined ? `?token=${encodeURIComponent(install)}` : ''}`;
-    return { url, dashboardUrl, port, store, createdPools, close: stopAll };
+    return { url, dashboardUrl, port, store, ...(history ? { history } : {}), createdPools, close: stopAll };
   } catch (e) {
     await stopAll();
     throw e;

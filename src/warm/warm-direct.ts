@@ -26,6 +26,7 @@ import { placementRequest } from '../cluster/placement-request.js';
 import type { Assignment } from '../cluster/plan/assignment.js';
 import { type Addr, formatAddr } from '../ip/index.js';
 import { failureOf } from '../model/failure.js';
+import type { ReleaseReason } from '../model/history.js';
 import { type Placement, hasPlacement } from '../model/placement.js';
 import { formatPodRef } from '../model/pod-ref.js';
 import type { DirectRow } from './resource-db.js';
@@ -99,10 +100,10 @@ export class WarmDirect {
     return { ips };
   }
 
-  /** Releases the handle on the datastore, then forgets the attachment. Idempotent. */
-  async release(key: string): Promise<void> {
+  /** Releases the handle on the datastore (stamped `why`: DEL, CNI GC, the pod GC), then forgets the attachment. Idempotent. */
+  async release(key: string, why: ReleaseReason = 'del'): Promise<void> {
     const s = this.#s;
-    await s.ds((ipam) => ipam.releaseHandle(key, s.o.node));
+    await s.ds((ipam) => ipam.withReason(why).releaseHandle(key, s.o.node));
     this.#forget(key, s.now());
     this.counters.directReleases++;
   }

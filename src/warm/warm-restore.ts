@@ -125,12 +125,12 @@ export class WarmRestore {
       if (plan.quarantine.length > 0) db.quarantine(plan.quarantine, now);
       for (const key of plan.dropRecords) {
         log.warn({ node, pod: key }, 'warm pool: a pod record names no address this node still holds; deleted');
-        db.removePod(key, [], now, s.podRecordKey(key), now);
+        db.removePod(key, [], now, s.podRecordKey(key), now, 'reconcile');
       }
       for (const c of plan.conflicts) log.error({ node, pod: c.pod, addrs: c.addrs }, 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released');
       for (const { pod, keep } of plan.dropPods) {
         log.warn({ node, pod: pod.key, addrs: pod.addrs }, 'warm pool: a pod lost its address in the datastore; its record is dropped');
-        db.removePod(pod.key, keep, now + s.o.cooldownMs, s.podRecordKey(pod.key), now);
+        db.removePod(pod.key, keep, now + s.o.cooldownMs, s.podRecordKey(pod.key), now, 'reconcile');
       }
       db.clearRefillIntents();
     });

@@ -10,6 +10,7 @@
 import { crashPoint } from '../util/crash-point.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
+import type { ReleaseReason } from '../model/history.js';
 import { hasPlacement } from '../model/placement.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
@@ -50,7 +51,8 @@ export class WarmVerbs {
     }
     if (id.transferFrom !== undefined) {
       s.log.info({ namespace: id.namespace, name: id.name, from: id.transferFrom, to: key }, 'sticky pod: the new incarnation takes over what its dead one holds');
-      this.#releaseAttachment(id.transferFrom, s.now(), true);
+      // The dead incarnation's hold ends here (its DEL never came, or came as a sticky one).
+      this.#releaseAttachment(id.transferFrom, s.now(), 'del', true);
     }
     const poolKey = id.poolKey;
     let stickyHit = false;
@@ -114,11 +116,12 @@ export class WarmVerbs {
     throw new WarmError('transient', s.node, `warm pool on node ${s.node}: no address after repeated refills`);
   }
 
-  async del(req: WarmRequest): Promise<void> {
+  /** `why`: the runtime's DEL, or its CNI GC (gc below) — the history's reason. */
+  async del(req: WarmRequest, why: ReleaseReason = 'del'): Promise<void> {
     await this.#ready();
     const key = warmRequestKey(req, this.#s.node);
-    if (this.#direct.has(key)) return this.#direct.release(key);
-    this.#releaseAttachment(key, this.#s.now());
+    if (this.#direct.has(key)) return this.#direct.release(key, why);
+    this.#releaseAttachment(key, this.#s.now(), why);
   }
 
   /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
@@ -142,7 +145,7 @@ export class WarmVerbs {
     await this.#ready();
     const keep = new Set(valid.map((a) => cniHandleId(network, a.containerId, a.ifname)));
     for (const p of [...this.#s.db.pods(), ...this.#direct.rows()]) {
-      if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network });
+      if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network }, 'cni-gc');
     }
   }
 
@@ -157,12 +160,12 @@ export class WarmVerbs {
     for (const k of keys) {
       if (this.#direct.has(k)) {
         try {
-          await this.#direct.release(k);
+          await this.#direct.release(k, 'warm-gc');
           n++;
         } catch (e) {
           this.#s.log.warn({ attachment: k, error: (e as Error).message }, 'pod GC: the handle of a directly allocated attachment cannot be released now; left for a later run');
         }
-      } else if (this.#releaseAttachment(k, now, false).length > 0) n++;
+      } else if (this.#releaseAttachment(k, now, 'warm-gc', false).length > 0) n++;
     }
     return n;
   }
@@ -170,9 +173,10 @@ export class WarmVerbs {
   /**
    * Lets the attachment's addresses go: a sticky one's (`sticky` undefined: as its ADD decided;
    * false: gone for good, the GC's) into a reservation for its pool key, else idle after the
-   * cooldown. Returns the addresses released (none when the attachment holds none).
+   * cooldown. `why` goes with the pod record's queued delete (the history stamp's reason).
+   * Returns the addresses released (none when the attachment holds none).
    */
-  #releaseAttachment(key: string, now: number, sticky?: boolean): string[] {
+  #releaseAttachment(key: string, now: number, why: ReleaseReason, sticky?: boolean): string[] {
     const s = this.#s;
     const { db, pods } = s;
     const own = pods.poolKeyOf(key);
@@ -190,7 +194,7 @@ export class WarmVerbs {
     const reserve = (sticky ?? own.sticky) && stickyForMs > 0 && own.poolKey !== key;
     const freeAt = now + (reserve ? Math.max(stickyForMs, cooldownMs) : cooldownMs);
     db.transaction(() => {
-      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now);
+      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now, why);
       if (reserve) pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
       pods.store.deleted(key, now);
     });

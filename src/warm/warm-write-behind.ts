@@ -3,7 +3,9 @@
  * DEL's delete (resource-db.ts); a loop (Periodic, every writeDelayMs) writes them to the
  * datastore, WRITE_BATCH per txn (a key queued twice: its last write), through the cluster
  * back end's warm records API (src/cluster/warm-handles.ts). Pods keep starting while the
- * datastore is away; the queue drains when it returns.
+ * datastore is away; the queue drains when it returns. Each delete carries the time and reason
+ * of the DEL (CNI GC, warm GC, reconcile) that queued it, into the txn's history stamp; a put
+ * folded away by a later delete of the same batch goes there too (warm-handles.ts).
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
@@ -57,7 +59,9 @@ export class WarmWriteBehind {
       const batch = s.db.pendingWrites(WRITE_BATCH);
       if (batch.length === 0) return;
       try {
-        await s.ds((ipam) => ipam.writeWarmRecords(batch));
+        // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
+        const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const) } : { key: w.key, value: w.value }));
+        await s.ds((ipam) => ipam.writeWarmRecords(writes));
       } catch (e) {
         s.lastError = (e as Error).message;
         return;

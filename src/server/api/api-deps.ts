@@ -4,6 +4,7 @@ import type { Tokens } from '../http/auth.js';
 import type { CheckCache } from '../check/check-cache.js';
 import type { SummaryCache } from '../summary/cluster-summary.js';
 import type { ServerMetrics } from '../http/metrics.js';
+import type { HistoryDb } from '../../history/history-db.js';
 
 /** What the route handlers run with: one per server. */
 export interface ApiDeps {
@@ -19,4 +20,6 @@ export interface ApiDeps {
   readonly startedAt: Date;
   /** Loops running inside the server, for /healthz. */
   readonly loops: () => Record<string, unknown>;
+  /** The allocation history (src/history); undefined when serve runs without it. */
+  readonly history?: HistoryDb;
 }

@@ -52,3 +52,29 @@ test('API allocations on a /30 pool with /30 blocks: its one usable address, the
     await store.close();
   }
 });
+
+test('API releases are stamped "release" as the server\'s', async () => {
+  const { releaseAddress, releaseHandleAddresses } = await import('./cluster-addresses.js');
+  const { decodeStamp, stampKey } = await import('../../cluster/history-stamp.js');
+  const store = await openStore('memory:');
+  try {
+    const ipam = new ClusterIpam(store, { writer: 'serve' });
+    await ipam.createPool({ name: 'p', cidr: '10.9.0.0/24', blockSize: 28 });
+    const why = async (): Promise<string | undefined> => {
+      const e = (await store.get(stampKey('serve')))!;
+      return decodeStamp(e.key, e.value).why;
+    };
+    await allocateAddresses(ipam, { node: 'n1', handle: 'net.a.eth0' });
+    assert.equal(await why(), undefined);
+    assert.equal((await releaseHandleAddresses(ipam, 'net.a.eth0', 'n1')).length, 1);
+    assert.equal(await why(), 'release');
+    const [b] = await allocateAddresses(ipam, { node: 'n1', handle: 'net.b.eth0' });
+    await allocateAddresses(ipam, { node: 'n1', handle: 'net.c.eth0' });
+    await ipam.releaseHandle('net.c.eth0'); // the same service, not through the API: a DEL's reason
+    assert.equal(await why(), 'del');
+    assert.equal(await releaseAddress(ipam, b!.ip), 'net.b.eth0');
+    assert.equal(await why(), 'release');
+  } finally {
+    await store.close();
+  }
+});

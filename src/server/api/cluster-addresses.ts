@@ -44,14 +44,14 @@ export async function allocateAddresses(ipam: Pick<ClusterIpam, 'assign'>, input
 }
 
 /**
- * Releases everything `handle` holds; the addresses released (none when it held nothing).
+ * Releases everything `handle` holds (the history's reason: 'release'); the addresses released (none when it held nothing).
  * `node`: the node releasing, as the CNI plugin's DEL passes it (its empty-block policy).
  */
-export async function releaseHandleAddresses(ipam: Pick<ClusterIpam, 'releaseHandle'>, handle: string, node?: string): Promise<string[]> {
-  return (await ipam.releaseHandle(handle, node)).map((r) => formatAddr(r.addr));
+export async function releaseHandleAddresses(ipam: Pick<ClusterIpam, 'withReason'>, handle: string, node?: string): Promise<string[]> {
+  return (await ipam.withReason('release').releaseHandle(handle, node)).map((r) => formatAddr(r.addr));
 }
 
 /** Releases one address (with `handle`: only while that handle holds it); the handle that held it, or undefined when nothing was freed. */
-export async function releaseAddress(ipam: Pick<ClusterIpam, 'releaseAddresses'>, ip: string, handle?: string): Promise<string | undefined> {
-  return (await ipam.releaseAddresses([parseAddr(ip)], handle === undefined ? undefined : new Set([handle])))[0]?.handle;
+export async function releaseAddress(ipam: Pick<ClusterIpam, 'withReason'>, ip: string, handle?: string): Promise<string | undefined> {
+  return (await ipam.withReason('release').releaseAddresses([parseAddr(ip)], handle === undefined ? undefined : new Set([handle])))[0]?.handle;
 }

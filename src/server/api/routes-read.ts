@@ -1,6 +1,6 @@
 /**
  * Read-only API routes: aggregates for the dashboard (overview, block map), pools, blocks,
- * nodes, paged allocations, the check report, and pods (routes-pods.ts). Lists of blocks and nodes come from the
+ * nodes, paged allocations, the check report, pods (routes-pods.ts) and the allocation history (routes-history.ts). Lists of blocks and nodes come from the
  * summary cache; only block detail and allocation pages read block records.
  */
 import { ClusterIpam } from '../../cluster/index.js';
@@ -8,6 +8,7 @@ import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefi
 import type { ApiDeps } from './api-deps.js';
 import { listAllocations } from './allocation-query.js';
 import { addPodRoutes } from './routes-pods.js';
+import { addHistoryRoutes } from './routes-history.js';
 import type { BlockSummary, PoolSummary } from '../summary/cluster-summary.js';
 import { badField, notFound } from '../http/http-error.js';
 import type { HandlerSpec } from '../http/http-server.js';
@@ -124,6 +125,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   });
 
   addPodRoutes(r, d);
+  addHistoryRoutes(r, d);
 }
 
 function poolName(name: string | undefined, field = 'name'): string {

@@ -3,6 +3,7 @@ import { api, statusOf } from './api.js';
 import { byId, el, mutedNote } from './dom.js';
 import { fillColor, fmt, pct } from './format.js';
 import { state } from './state.js';
+import { findHistory } from './search.js';
 import type { BlockDetail, BlockMap } from './types.js';
 
 export async function refreshMap(): Promise<void> {
@@ -125,6 +126,18 @@ function renderBlock(b: BlockDetail): void {
     box.appendChild(el('p', { class: 'muted', text: 'No addresses allocated.' }));
     return;
   }
-  const rows = b.allocations.map((a) => el('tr', { 'data-ip': a.ip }, [el('td', { class: 'mono', text: a.ip }), el('td', { class: 'small', text: a.pod ?? '' }), el('td', { class: 'mono small', text: a.handle ?? '' })]));
+  // Each address links to its history (the search panel's timeline).
+  const link = (ip: string): HTMLElement =>
+    el('a', {
+      href: '#search-result',
+      class: 'history-link',
+      title: `history of ${ip}`,
+      text: ip,
+      onclick: (ev) => {
+        ev.preventDefault();
+        findHistory(ip);
+      },
+    });
+  const rows = b.allocations.map((a) => el('tr', { 'data-ip': a.ip }, [el('td', { class: 'mono' }, [link(a.ip)]), el('td', { class: 'small', text: a.pod ?? '' }), el('td', { class: 'mono small', text: a.handle ?? '' })]));
   box.appendChild(el('table', { class: 'grid' }, [el('thead', {}, [el('tr', {}, [el('th', { text: 'Address' }), el('th', { text: 'Pod' }), el('th', { text: 'Handle' })])]), el('tbody', {}, rows)]));
 }

@@ -1,10 +1,13 @@
 /**
  * Find a pod or an address: `NS/NAME` (GET /api/v1/pods/NS/NAME), a bare pod name in any
  * namespace (GET /api/v1/pods?name=NAME) or an IPv4/IPv6 address (GET /api/v1/addresses/IP);
- * shows each holder: pod, handle, addresses, node, block.
+ * shows each holder: pod, handle, addresses, node, block. For an address or `NS/NAME`, the
+ * history's timeline of holders follows (history.ts); `findHistory` runs a search from a link
+ * (a block's address list).
  */
 import { api, messageOf, statusOf } from './api.js';
 import { byId, el, mutedNote } from './dom.js';
+import { showHistory } from './history.js';
 import type { PodHandleRow } from './types.js';
 
 const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/;
@@ -16,10 +19,20 @@ export function initSearch(): void {
   });
 }
 
+/** Searches `q` as if typed, and brings the result into view. */
+export function findHistory(q: string): void {
+  byId<HTMLInputElement>('search-input').value = q;
+  byId('search-result').scrollIntoView({ block: 'start' });
+  void search(q);
+}
+
 async function search(q: string): Promise<void> {
   const box = byId('search-result');
+  const past = byId('history-result');
   box.removeAttribute('data-found');
+  past.replaceChildren();
   if (q === '') return mutedNote(box, 'Give a pod (namespace/name or name) or an address.');
+  const history = IP.test(q) ? showHistory(past, { address: q }) : q.includes('/') ? showHistory(past, { pod: q }) : Promise.resolve();
   try {
     let rows: readonly PodHandleRow[];
     if (IP.test(q)) rows = [await api<PodHandleRow & { block: string }>('GET', `/addresses/${encodeURIComponent(q)}`)];
@@ -27,8 +40,9 @@ async function search(q: string): Promise<void> {
     else rows = (await api<{ items: PodHandleRow[] }>('GET', `/pods?name=${encodeURIComponent(q)}`)).items;
     render(box, q, rows);
   } catch (e) {
-    mutedNote(box, statusOf(e) === 404 || statusOf(e) === 400 ? `Nothing found: ${messageOf(e)}` : messageOf(e));
+    mutedNote(box, statusOf(e) === 404 || statusOf(e) === 400 ? `Nothing found now: ${messageOf(e)}` : messageOf(e));
   }
+  await history;
 }
 
 function render(box: HTMLElement, q: string, rows: readonly PodHandleRow[]): void {

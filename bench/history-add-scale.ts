@@ -1,0 +1,103 @@
+/**
+ * The warm-scale run (bench/warm-scale.ts: NODES nodes' warm-pool agents simulated in one process
+ * on a 3-member etcd, PODS dual-stack pods each; 5,000 x 30 = 150,000 by default) twice in one
+ * run: without history (nothing follows etcd) and with `podipam serve` following the same etcd and
+ * keeping the history — the ADD rate with and without, and how far behind the follower was when
+ * the last pod had started (the time it took after that to apply every revision, and the history's
+ * holds and file size then). Each condition gets a fresh etcd; the order alternates over ROUNDS.
+ *
+ * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
+ * off then on; 4: off, on, on, off). Run alone: `node dist/bench/index.js history-add-scale`.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openStore } from '../src/store/index.js';
+import { startEtcd } from '../test/helpers/etcd.js';
+import { makeTempDir } from '../test/helpers/tmp.js';
+import { type ServeProcess, startServe } from '../test/e2e/serve-harness.js';
+
+const ROUNDS = Number(process.env.PODIPAM_BENCH_HISTORY_SCALE_ROUNDS ?? 2);
+const WARM_SCALE = fileURLToPath(new URL('./warm-scale.js', import.meta.url));
+
+interface Outcome {
+  readonly pods: number;
+  readonly seconds: number;
+  readonly rate: number;
+  /** With history: ms from the last pod's start until the follower had applied every revision. */
+  readonly catchUpMs?: number;
+  readonly holds?: number;
+  readonly bytes?: number;
+}
+
+async function once(history: boolean): Promise<Outcome> {
+  const etcd = await startEtcd({ members: 3 });
+  const dir = makeTempDir('bench-history-scale');
+  let serve: ServeProcess | undefined;
+  try {
+    if (history) serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller'] });
+    const r = spawnSync(process.execPath, ['--expose-gc', WARM_SCALE], {
+      env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: etcd.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
+      timeout: 3_600_000,
+      maxBuffer: 1 << 24,
+    });
+    const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
+    if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
+    const x = JSON.parse(m[1]!) as { pods: number; seconds: number };
+    const out: Outcome = { pods: x.pods, seconds: x.seconds, rate: x.pods / x.seconds };
+    if (!serve) return out;
+    // How far behind the follower is: until its position reaches etcd's revision.
+    const t0 = performance.now();
+    const store = await openStore(etcd.url);
+    const { openHistoryDb } = await import('../src/history/sqlite-history-db.js');
+    try {
+      const target = await store.revision();
+      for (;;) {
+        const db = openHistoryDb(join(dir.path, 'history.db'), { readonly: true });
+        try {
+          if ((db.position()?.revision ?? 0) >= target) {
+            const s = db.stats();
+            return { ...out, catchUpMs: performance.now() - t0, holds: s.holds, bytes: s.bytes };
+          }
+        } finally {
+          db.close();
+        }
+        if (performance.now() - t0 > 1_800_000) throw new Error(`the follower did not reach revision ${target} within 30 min`);
+        await new Promise((res) => setTimeout(res, 500));
+      }
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await serve?.stop();
+    await etcd.stop();
+    dir.remove();
+  }
+}
+
+export async function run(): Promise<string[]> {
+  console.log(`history-add-scale: the warm-scale run without and with serve's history follower on the same 3-member etcd, ${ROUNDS} rounds`);
+  const runs: { history: boolean; o: Outcome }[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const history = i % 4 === 1 || i % 4 === 2;
+    const o = await once(history);
+    runs.push({ history, o });
+    console.log(
+      `  ${history ? 'with history   ' : 'without history'}: ${o.pods} pods in ${o.seconds.toFixed(1)} s, ${o.rate.toFixed(0)} pods/s` +
+        (o.catchUpMs === undefined ? '' : `; follower caught up ${(o.catchUpMs / 1000).toFixed(1)} s after the last pod, ${o.holds} holds, ${((o.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB (${((o.bytes ?? 0) / Math.max(1, o.holds ?? 0)).toFixed(0)} bytes per hold)`),
+    );
+  }
+  const rate = (h: boolean): number => {
+    const xs = runs.filter((r) => r.history === h).map((r) => r.o);
+    return xs.reduce((a, o) => a + o.pods, 0) / xs.reduce((a, o) => a + o.seconds, 0);
+  };
+  const lines = [
+    `warm-scale ADD rate: ${rate(false).toFixed(0)} pods/s without history, ${rate(true).toFixed(0)} with (${(rate(true) / rate(false)).toFixed(3)}x)`,
+    `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  ];
+  for (const l of lines) console.log(l);
+  return lines;
+}
