@@ -40,7 +40,7 @@ async function search(q: string): Promise<void> {
     else rows = (await api<{ items: PodHandleRow[] }>('GET', `/pods?name=${encodeURIComponent(q)}`)).items;
     render(box, q, rows);
   } catch (e) {
-    mutedNote(box, statusOf(e) === 404 || statusOf(e) === 400 ? `Nothing found now: ${messageOf(e)}` : messageOf(e));
+    mutedNote(box, statusOf(e) === 404 || statusOf(e) === 400 ? `Nothing found: ${messageOf(e)}` : messageOf(e));
   }
   await history;
 }
