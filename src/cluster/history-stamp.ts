@@ -5,6 +5,10 @@
  * follower (src/history) not only what changed but when the writer did it and why — a release
  * by DEL, CNI GC, cluster GC, … — even when the follower reads those revisions long after.
  *
+ * Reasons: a release stamps the context's reason (ClusterIpam.withReason), else the operation's
+ * own (releaseStampOp: DEL; gc-node.ts CNI GC; gc-findings.ts cluster GC; sticky-holds.ts
+ * sticky-expired); an assignment stamps only a reason the context names (an import).
+ *
  * One key per writer (a node name, "serve", "cli"), overwritten by each of its transactions: the
  * datastore keeps the key's values as long as it keeps revisions (etcd until compaction, SQLite's
  * bounded change log), which is exactly the window in which the follower can read them.
@@ -20,7 +24,12 @@ import type { IpamContext } from './ipam-context.js';
 
 export const STAMP_PREFIX = 'stamps/';
 
-/** What one record of a write-behind batch did: deleted at `at` for `why`; `value`: the put folded away before it was written. */
+/**
+ * What one record of a write-behind batch did (warm-handles.ts): its first delete in the batch, at
+ * `at` for `why`; `value`: a put of the same batch that this delete folded away (never written:
+ * that hold began at its own `since` and ended at `at`). The transaction's own op on the key is
+ * its last write: a delete, or a put written after the delete (then the earlier value ended at `at`).
+ */
 export interface StampedKey {
   readonly at: number;
   readonly why: ReleaseReason;

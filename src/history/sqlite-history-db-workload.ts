@@ -59,8 +59,8 @@ export function generateWorkload(o: WorkloadOptions): Workload {
   const rnd = prng(o.seed ?? 21);
   const hex = (n: number): string => {
     let s = '';
-    for (let i = 0; i < n; i++) s += Math.floor(rnd() * 16).toString(16);
-    return s;
+    while (s.length < n) s += ((rnd() * 2 ** 32) >>> 0).toString(16).padStart(8, '0');
+    return s.slice(0, n);
   };
   const addresses = Array.from({ length: o.pods }, (_, i) => addressOf(i));
   const next = addresses.map(() => WORKLOAD_T0 + Math.floor(rnd() * DAY)); // when each address is next free

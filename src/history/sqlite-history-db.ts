@@ -457,7 +457,7 @@ function prepare(db: Database) {
     purgeHolds: p('DELETE FROM holds WHERE until_at < ?'),
     purgeGaps: p('DELETE FROM gaps WHERE until_at < ?'),
     counts: p(
-      'SELECT (SELECT count(*) FROM holds) AS holds, (SELECT count(*) FROM holds WHERE until_at IS NULL) AS open, (SELECT count(*) FROM gaps) AS gaps',
+      'SELECT (SELECT count(*) FROM holds) AS holds, (SELECT count(*) FROM holds INDEXED BY holds_open WHERE until_at IS NULL) AS open, (SELECT count(*) FROM gaps) AS gaps',
     ),
   };
 }
