@@ -11,7 +11,6 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeStamp, stampKey } from '../cluster/history-stamp.js';
-import type { IpamRequest } from '../plugin/ipam-backend.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { ResourceDb } from './resource-db.js';
 import { podRecordKey } from './warm-handle.js';
@@ -27,7 +26,7 @@ const rig = (): Promise<WarmRig> =>
     pools: [{ name: 'v4', cidr: '10.78.0.0/16' }],
     options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000 },
   });
-const req = (id: string): IpamRequest => ({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf: warmConf });
+const req = (id: string) => ({ containerId: id, ifname: 'eth0', cniArgs: new Map<string, string>(), conf: warmConf });
 const recordKey = (id: string): string => podRecordKey('n1', `wnet:${id}:eth0`);
 
 async function stamp(r: WarmRig) {
