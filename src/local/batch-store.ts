@@ -13,7 +13,7 @@
  * through this view.
  */
 import { type Addr, formatAddr, tryParseAddr } from '../ip/addr.js';
-import { type StoreFile, byName, fileContent } from './disk-store.js';
+import { type StoreFile, TMP_FILE, byName, fileContent } from './disk-store.js';
 import type { LocalStore } from './local-store.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
@@ -23,8 +23,11 @@ export class BatchStore implements LocalStore {
   /** The directory as the first scan read it, updated by this view's writes. */
   #files: Map<string, StoreFile> | undefined;
   #sorted: StoreFile[] | undefined;
-  /** Writes that went to disk through this view (for the trace and the tests). */
-  writes = 0;
+  /**
+   * The state each name this view wrote is in now (a file, or undefined: gone), for the scan
+   * cache (ScanCache.absorb); undefined once a write failed (its state is then not known).
+   */
+  #known: Map<string, StoreFile | undefined> | undefined = new Map();
 
   constructor(disk: LocalStore) {
     this.#disk = disk;
@@ -39,10 +42,18 @@ export class BatchStore implements LocalStore {
     return (this.#sorted ??= [...this.#files.values()].sort(byName)).slice();
   }
 
+  /** What this view's writes left each name it wrote as; undefined when a write failed. */
+  get known(): ReadonlyMap<string, StoreFile | undefined> | undefined {
+    return this.#files ? this.#known : undefined;
+  }
+
   reserve(id: string, ifname: string, addr: Addr, rangeSet: number): boolean {
+    const known = this.#known;
+    this.#known = undefined; // until the write returned
     const ok = this.#disk.reserve(id, ifname, addr, rangeSet);
-    if (!ok) return false; // created behind the lock's back: the caller skips it
-    this.writes++;
+    this.#known = known;
+    known?.set(TMP_FILE, undefined); // written and removed again either way
+    if (!ok) return false; // created behind the lock's back (its content unknown): the caller skips it
     const name = formatAddr(addr);
     this.#set({ name, content: fileContent(id, ifname) });
     this.#set({ name: LAST_IP_PREFIX + rangeSet, content: name });
@@ -57,12 +68,17 @@ export class BatchStore implements LocalStore {
   }
 
   remove(name: string): boolean {
+    const known = this.#known;
+    this.#known = undefined;
     const gone = this.#disk.remove(name);
+    this.#known = known;
+    known?.set(name, undefined);
     if (this.#files?.delete(name)) this.#sorted = undefined;
     return gone;
   }
 
   #set(f: StoreFile): void {
+    this.#known?.set(f.name, f);
     if (!this.#files) return; // nothing scanned yet: the first scan reads it from disk
     this.#files.set(f.name, f);
     this.#sorted = undefined;

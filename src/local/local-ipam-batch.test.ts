@@ -12,6 +12,7 @@ import { type Addr, formatAddr, parseAddr, parsePrefix } from '../ip/index.js';
 import { LocalIpam } from './local-ipam.js';
 import type { LocalConfig } from './local-config.js';
 import { ScanCache } from './scan-cache.js';
+import { DiskStore, type StoreFile } from './disk-store.js';
 import { FileLock } from './file-lock.js';
 import { AllocationError, LockTimeoutError } from './errors.js';
 import type { AllocRangeSet } from './range-allocator.js';
@@ -72,9 +73,23 @@ test('32 concurrent ADDs: 32 distinct addresses in arrival order, one lock and o
     assert.equal(readFileSync(join(cfg.dir, 'last_reserved_ip.1'), 'utf8'), 'fd05::21');
     assert.deepEqual(readdirSync(cfg.dir).filter((n) => n.startsWith('.')), [], 'no temporary file left');
     assert.equal(cache.stats.full + cache.stats.incremental, 1, 'the batch scanned the directory once');
-    // A later lone ADD sees the batch's files (the cache rereads what the batch changed).
+    // The cache took the batch's writes from the batch (nothing read again), and lists what is on disk.
+    assert.equal(cache.stats.absorbed, 64 + 2 + 1, 'every address file, both hints and the temporary file');
+    assert.equal(cache.stats.reread, 0);
+    const flat = (fs: readonly StoreFile[]) => fs.map((f) => ({ name: f.name, content: f.content }));
+    const s = DiskStore.open(cfg.dir, cache);
+    s.lock();
+    assert.deepEqual(flat(s.scan()), flat(s.scanAll()));
+    s.close();
+    // A later lone ADD sees the batch's files.
     const next = await new LocalIpam({ asyncLockWait: true, scanCache: cache }).add(cfg, who(99));
     assert.deepEqual(addrs(next.allocations), ['10.5.0.34', 'fd05::22']);
+    assert.equal(cache.stats.reread, 0);
+    // Another writer between two batches: read again, as before.
+    writeFileSync(join(cfg.dir, '10.5.0.35'), 'other\r\neth0');
+    const after = await new LocalIpam({ asyncLockWait: true, scanCache: cache }).add(cfg, who(100));
+    assert.deepEqual(addrs(after.allocations), ['10.5.0.36', 'fd05::23']);
+    assert.equal(cache.stats.reread, 1);
     cache.close();
   });
 });

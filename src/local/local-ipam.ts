@@ -120,6 +120,9 @@ export class LocalIpam {
             results.push({ err: e });
           }
         }
+        // Still under the lock: the cache takes what the batch wrote from it, not from disk again.
+        const known = view.known;
+        if (known && this.#cache) this.#cache.absorb(store, known);
         if (TRACING) lockedMs = performance.now() - locked;
       });
     } catch (e) {
