@@ -9,11 +9,13 @@
  *   agent cluster    bridge + the shim → `podipam agent`, cluster blocks on SQLite
  * Prints per subject the RunPodSandbox median and p90 (the runtime's whole work: netns,
  * runc, the CNI chain) and, for podipam, the agent's own ADD p50/p99 from `agent status`;
- * then the ratios to host-local. Run alone: `node dist/bench/index.js cri`.
+ * then the ratios to host-local. Run alone: `node dist/bench/index.js cri`. Knobs (below):
+ * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { criErrorText } from '../test/helpers/cri-client.js';
@@ -33,6 +35,12 @@ const agentEnv = TRACE ? { PODIPAM_TRACE: '1' } : {};
  * here where the bench, containerd, its shims and runc share two cores.
  */
 const AGENT_NICE = process.env.PODIPAM_BENCH_CRI_AGENT_NICE;
+/**
+ * `PODIPAM_BENCH_CRI_AGENT_SLICE_US=100`: the agents ask the scheduler (EEVDF, Linux >= 6.12) for
+ * that time slice (bench/native/set-slice.c, sched_setattr's sched_runtime for SCHED_OTHER) — same
+ * nice value and CPU share, an earlier deadline when they wake: no privilege needed.
+ */
+const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
 
 interface CriSubject {
   readonly name: string;
@@ -61,6 +69,16 @@ export async function run(): Promise<readonly string[]> {
       for (const a of agents) {
         const rn = spawnSync('renice', ['-n', AGENT_NICE, '-p', String(a.child.pid)], { encoding: 'utf8' });
         if (rn.status !== 0) throw new Error(`renice ${AGENT_NICE} agent ${a.child.pid}: ${rn.stderr}`);
+      }
+    }
+    if (AGENT_SLICE_US !== undefined) {
+      const tool = join(dir.path, 'set-slice');
+      const src = fileURLToPath(new URL('../../bench/native/set-slice.c', import.meta.url));
+      const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', tool, src], { encoding: 'utf8' });
+      if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
+      for (const a of agents) {
+        const r = spawnSync(tool, [String(a.child.pid), String(Number(AGENT_SLICE_US) * 1000)], { encoding: 'utf8' });
+        if (r.status !== 0) throw new Error(`set-slice ${AGENT_SLICE_US} us agent ${a.child.pid}: ${r.stderr}`);
       }
     }
     const subjects: CriSubject[] = [

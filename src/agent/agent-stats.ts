@@ -20,7 +20,7 @@ export interface AgentStatus {
   readonly backends: Record<string, number>;
   readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly open: readonly string[] };
   /** Local mode's locked scans: whole directory reads, reads of what changed, names read again by those. */
-  readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number };
+  readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number; readonly absorbed?: number };
   /** The warm pool (when the agent runs one): see src/warm/warm-service.ts WarmStatus. */
   readonly warmPool?: import('../warm/warm-service.js').WarmStatus;
   /** The watch-fed pod and namespace cache (when the agent has an API server): see pod-cache.ts PodCacheStatus. */

@@ -32,7 +32,7 @@ import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regula
 const LAST_IP_PREFIX = 'last_reserved_ip.';
 const LOCK_FILE = 'lock';
 /** Written only under the lock, so one name suffices; host-local never reads it as an address. */
-const TMP_FILE = '.podipam-reserve.tmp';
+export const TMP_FILE = '.podipam-reserve.tmp';
 
 /** Which directory a path named when it was opened (a replaced directory has another). */
 export interface DirIdentity {

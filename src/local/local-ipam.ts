@@ -16,7 +16,8 @@ import { formatRangeSet, isExhausted, rangeIndexOf } from './range-allocator.js'
 import { refuseUnsafe } from './refuse-unsafe.js';
 import type { ResolvConf } from './resolv-conf.js';
 import type { ScanCache } from './scan-cache.js';
-import { TRACING, currentSpan, schedMs, tracePhase, traceSched } from '../util/call-trace.js';
+import { TRACING, addPhase, currentSpan, schedMs, tracePhase, traceSched, untraced } from '../util/call-trace.js';
+import { BatchStore } from './batch-store.js';
 
 /** What an ADD hands out: one address per range set, and the `resolvConf` read, if configured. */
 export interface LocalAddResult {
@@ -36,6 +37,24 @@ export interface PrevAddress {
  */
 const waits = new Map<string, Promise<void>>();
 
+/** An ADD of the agent waiting for its directory's next batch (`#addBatched`). */
+interface QueuedAdd {
+  readonly cfg: LocalConfig;
+  readonly who: Holder;
+  readonly resolve: (a: Allocation[]) => void;
+  readonly reject: (e: unknown) => void;
+  /** PODIPAM_TRACE=1: the call's span and when it was queued. */
+  readonly span: Record<string, number> | undefined;
+  readonly queued: number;
+}
+
+/**
+ * Per directory, the agent's ADDs waiting for their batch: the first one schedules the batch
+ * (setImmediate: after the requests the event loop has already read), later ones join it until
+ * it holds the lock. Per process, as `waits`.
+ */
+const addQueues = new Map<string, QueuedAdd[]>();
+
 export class LocalIpam {
   readonly #asyncLockWait: boolean;
   readonly #cache: ScanCache | undefined;
@@ -50,9 +69,90 @@ export class LocalIpam {
 
   async add(cfg: LocalConfig, who: Holder): Promise<LocalAddResult> {
     const dns = cfg.resolvConf ? (await import('./resolv-conf.js')).readResolvConf(cfg.resolvConf) : undefined;
-    const allocations = await this.#withStore(cfg, (store) => allocate(store, cfg, who));
+    const allocations = this.#asyncLockWait ? await this.#addBatched(cfg, who) : await this.#withStore(cfg, (store) => allocate(store, cfg, who));
     crashPoint('local.add.before-answer');
     return { allocations, dns };
+  }
+
+  /**
+   * The agent's ADD: queued for its directory's batch, which serves every ADD that arrived
+   * before it got the lock under that ONE lock acquisition and ONE directory scan (BatchStore
+   * keeps the scan current from the batch's own writes), each ADD with its own config, result
+   * or error, exactly as if they had run one after another. Each reservation is written as an
+   * unbatched ADD writes it; every answer of the batch is sent only after all of its
+   * reservations are on disk and the lock is dropped.
+   */
+  #addBatched(cfg: LocalConfig, who: Holder): Promise<Allocation[]> {
+    return new Promise<Allocation[]>((resolve, reject) => {
+      const item: QueuedAdd = { cfg, who, resolve, reject, span: currentSpan(), queued: TRACING ? performance.now() : 0 };
+      const queue = addQueues.get(cfg.dir);
+      if (queue) {
+        queue.push(item);
+        return;
+      }
+      addQueues.set(cfg.dir, [item]);
+      // Outside the first call's trace span: the batch adds its phases to every call's own.
+      untraced(() => setImmediate(() => void this.#runBatch(cfg.dir)));
+    });
+  }
+
+  async #runBatch(dir: string): Promise<void> {
+    const waiting = [...(addQueues.get(dir) ?? [])]; // a copy: calls join the queue while it waits
+    const first = waiting[0];
+    if (!first) return;
+    let batch: QueuedAdd[] | undefined;
+    const results: ({ ok: Allocation[] } | { err: unknown })[] = [];
+    let locked = 0;
+    let lockedMs = 0;
+    let sched = { cpu: 0, runq: 0 };
+    try {
+      await this.#withStore(first.cfg, (store) => {
+        // The lock is held from here to the end of this stretch: nothing can join any more.
+        batch = addQueues.get(dir) ?? [];
+        addQueues.delete(dir);
+        locked = TRACING ? performance.now() : 0;
+        sched = schedMs();
+        const view = new BatchStore(store);
+        for (const it of batch) {
+          try {
+            results.push({ ok: allocate(view, it.cfg, it.who) });
+          } catch (e) {
+            results.push({ err: e });
+          }
+        }
+        // Still under the lock: the cache takes what the batch wrote from it, not from disk again.
+        const known = view.known;
+        if (known && this.#cache) this.#cache.absorb(store, known);
+        if (TRACING) lockedMs = performance.now() - locked;
+      });
+    } catch (e) {
+      if (batch) {
+        // After the work (closing the directory failed): as an unbatched ADD, each call fails.
+        for (const it of batch) it.reject(e);
+        return;
+      }
+      // Opening the directory or taking the lock failed: the calls that were waiting get that
+      // error; calls that joined while it waited for the lock get a batch of their own.
+      const rest = (addQueues.get(dir) ?? []).slice(waiting.length);
+      if (rest.length) {
+        addQueues.set(dir, rest);
+        setImmediate(() => void this.#runBatch(dir));
+      } else addQueues.delete(dir);
+      for (const it of waiting) it.reject(e);
+      return;
+    }
+    const served = batch ?? [];
+    served.forEach((it, i) => {
+      if (TRACING) {
+        addPhase(it.span, 'batchWait', locked - it.queued);
+        addPhase(it.span, 'locked', lockedMs);
+        addPhase(it.span, 'batch', served.length);
+        traceSched(it.span, 'sinceLocked', sched, locked);
+      }
+      const r = results[i]!;
+      if ('ok' in r) it.resolve(r.ok);
+      else it.reject(r.err);
+    });
   }
 
   /** Releases what the attachment holds; then reports the entries it refuses to open. */

@@ -108,7 +108,7 @@ test('without the addon every scan reads the whole directory; more directories t
     writeFileSync(join(root, '10.0.0.2'), 'a\r\neth0');
     scanBoth(root, none);
     scanBoth(root, none);
-    assert.deepEqual(none.stats, { full: 2, incremental: 0, reread: 0 });
+    assert.deepEqual(none.stats, { full: 2, incremental: 0, reread: 0, absorbed: 0 });
     const cache = new ScanCache();
     const dirs = Array.from({ length: 33 }, (_, i) => join(root, `n${i}`));
     for (const d of dirs) scanBoth(d, cache);

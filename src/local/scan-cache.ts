@@ -47,15 +47,15 @@ export class ScanCache {
   readonly #addon: DirWatchAddon | null;
   /** In least-recently-used order (a Map iterates in insertion order). */
   readonly #dirs = new Map<string, Watched>();
-  #stats = { full: 0, incremental: 0, reread: 0 };
+  #stats = { full: 0, incremental: 0, reread: 0, absorbed: 0 };
   #closed = false;
 
   constructor(addon: DirWatchAddon | null = tryLoadAddon<DirWatchAddon>('dir_watch')) {
     this.#addon = addon;
   }
 
-  /** Full scans, incremental scans, and names read again by those (for tests and metrics). */
-  get stats(): { readonly full: number; readonly incremental: number; readonly reread: number } {
+  /** Full scans, incremental scans, names read again by those, and names known from own writes (absorb; for tests and metrics). */
+  get stats(): { readonly full: number; readonly incremental: number; readonly reread: number; readonly absorbed: number } {
     return { ...this.#stats };
   }
 
@@ -75,6 +75,40 @@ export class ScanCache {
       this.#addon!.close(w.fd);
     }
     return this.#watchAndScan(src);
+  }
+
+  /**
+   * Under the lock, after this process's own writes: `known` holds the state each name it wrote
+   * is in now (a file, or undefined: gone). Drains the watch and takes those names' state from
+   * `known` instead of reading them again on the next scan; a name it does not know is read
+   * again now. Sound for the same reason as `scan`: while the lock is held, every queued event
+   * is this process's own, and the queue was drained by the scan that began the work. A
+   * directory the cache does not hold (or that was replaced) is left to the next scan.
+   */
+  absorb(src: ScanSource, known: ReadonlyMap<string, StoreFile | undefined>): void {
+    if (this.#closed) return;
+    const w = this.#dirs.get(src.dir);
+    if (!w || !sameDir(w.identity, src.identity)) return;
+    const changed = this.#drain(w.fd);
+    if (changed === null) {
+      // Overflowed or failed: forget it, the next scan reads everything.
+      this.#addon!.close(w.fd);
+      this.#dirs.delete(src.dir);
+      return;
+    }
+    const unknown: string[] = [];
+    for (const name of new Set(changed)) {
+      if (!known.has(name)) {
+        unknown.push(name);
+        continue;
+      }
+      const f = known.get(name);
+      if (f) w.files.set(name, f);
+      else w.files.delete(name);
+      this.#stats.absorbed++;
+    }
+    if (unknown.length) this.#apply(w, src, unknown);
+    w.sorted = undefined;
   }
 
   /** Forgets every directory and closes the watches. */

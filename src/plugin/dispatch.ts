@@ -23,6 +23,9 @@ import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer,
 /** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
 let verbModules: Promise<[typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]> | undefined;
 
+/** Loaded by the first ADD, kept (an `await import` of a loaded module still goes through the loader). */
+let resultModule: typeof import('../cni/result.js') | undefined;
+
 export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host?: BackendHost, chosen?: { backend?: BackendKind }): Promise<string> {
   const cmd = readCmdEnv(env);
   if (cmd.command === 'VERSION') return versionAnswer();
@@ -75,7 +78,7 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     ...(podAnnotations ? { podAnnotations } : {}),
   };
   if (verb === 'ADD') {
-    const { formatResult } = await import('../cni/result.js');
+    const { formatResult } = resultModule ?? (resultModule = await import('../cni/result.js'));
     return formatResult(version, await backend.add(req));
   }
   if (verb === 'DEL') await backend.del(req);

@@ -40,13 +40,17 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
   }
   if (hasDatastore && !hasRanges) {
     chosen.backend = 'cluster';
-    const { createClusterBackend } = await import('./cluster-backend.js');
+    const { createClusterBackend } = clusterModule ?? (clusterModule = await import('./cluster-backend.js'));
     return createClusterBackend(conf, env, host?.cluster, host?.pods);
   }
   chosen.backend = usesPodCidr(ipam) ? 'usePodCidr' : 'local';
-  const { createLocalBackend } = await import('./local-backend.js');
+  const { createLocalBackend } = localModule ?? (localModule = await import('./local-backend.js'));
   return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false, ...(host?.local?.scanCache ? { scanCache: host.local.scanCache } : {}) });
 }
+
+/** Loaded once per process: the agent selects a back end for every pod, and an `await import` of a loaded module still costs a trip through the loader. */
+let localModule: typeof import('./local-backend.js') | undefined;
+let clusterModule: typeof import('./cluster-backend.js') | undefined;
 
 /**
  * A range (`ranges[i][j].subnet`, or the legacy `subnet`) asks for the node's pod CIDR (the

@@ -18,6 +18,11 @@ export function traceCall<T>(fn: () => Promise<T>): { result: Promise<T>; phases
   return { result: spans ? spans.run(phases, fn) : fn(), phases };
 }
 
+/** Runs `fn` outside any call's span (work done for several calls adds to each one's span itself). */
+export function untraced<T>(fn: () => T): T {
+  return spans ? spans.exit(fn) : fn();
+}
+
 /** Adds `ms` to phase `name` of the current call's span (nothing when not tracing). */
 export function tracePhase(name: string, ms: number): void {
   if (!spans) return;
