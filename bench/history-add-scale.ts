@@ -9,17 +9,15 @@
  * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
  * off then on; 4: off, on, on, off). Run alone: `node dist/bench/index.js history-add-scale`.
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openStore } from '../src/store/index.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { type ServeProcess, startServe } from '../test/e2e/serve-harness.js';
+import { runWarmScaleChild } from './warm-scale.js';
 
 const ROUNDS = Number(process.env.PODIPAM_BENCH_HISTORY_SCALE_ROUNDS ?? 2);
-const WARM_SCALE = fileURLToPath(new URL('./warm-scale.js', import.meta.url));
 
 interface Outcome {
   readonly pods: number;
@@ -37,16 +35,7 @@ async function once(history: boolean): Promise<Outcome> {
   let serve: ServeProcess | undefined;
   try {
     if (history) serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller'] });
-    const r = spawnSync(process.execPath, ['--expose-gc', WARM_SCALE], {
-      env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: etcd.url },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      encoding: 'utf8',
-      timeout: 3_600_000,
-      maxBuffer: 1 << 24,
-    });
-    const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
-    if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
-    const x = JSON.parse(m[1]!) as { pods: number; seconds: number };
+    const x = runWarmScaleChild(etcd.url);
     const out: Outcome = { pods: x.pods, seconds: x.seconds, rate: x.pods / x.seconds };
     if (!serve) return out;
     // How far behind the follower is: until its position reaches etcd's revision.

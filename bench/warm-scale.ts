@@ -39,7 +39,7 @@ const FULL = 150_000;
 
 const mib = (x: number): string => (x / 2 ** 20).toFixed(1);
 
-interface Result {
+export interface Result {
   readonly nodes: number;
   readonly pods: number;
   readonly seconds: number;
@@ -179,20 +179,25 @@ async function child(url: string): Promise<void> {
   }
 }
 
+/** Runs the warm-scale workload in a child process against the etcd at `url` (a fresh heap, --expose-gc); its result. */
+export function runWarmScaleChild(url: string): Result {
+  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: url },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    timeout: 3_600_000,
+    maxBuffer: 1 << 24,
+  });
+  const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
+  if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
+  return JSON.parse(m[1]!) as Result;
+}
+
 export async function run(): Promise<string[]> {
   const etcd = await startEtcd({ members: 3 });
   try {
     console.log(`warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`);
-    const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
-      env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: etcd.url },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      encoding: 'utf8',
-      timeout: 3_600_000,
-      maxBuffer: 1 << 24,
-    });
-    const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
-    if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
-    const x = JSON.parse(m[1]!) as Result;
+    const x = runWarmScaleChild(etcd.url);
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,

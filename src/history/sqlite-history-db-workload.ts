@@ -8,19 +8,8 @@
  * transaction; then point queries at random addresses and instants, each answer checked against
  * the generated holds.
  */
+import { mulberry32 as prng } from '../util/mulberry32.js';
 import type { HistoryDb, HoldStart } from './history-db.js';
-
-/** A seeded PRNG (mulberry32): the same workload every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
