@@ -41,7 +41,9 @@ export const DEFAULT_NETWORK = 'podipam';
 
 export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   // An operator's release through the API: stamped "release" in the history (not a runtime's DEL).
-  const operator = d.ipam.withReason('release');
+  // Made on first use: registration alone (the route tests) needs no service.
+  let operatorIpam: ReturnType<ApiDeps['ipam']['withReason']> | undefined;
+  const operator = (): ReturnType<ApiDeps['ipam']['withReason']> => (operatorIpam ??= d.ipam.withReason('release'));
   const write = (status: number, run: (c: Ctx, body: Body) => Promise<unknown>): HandlerSpec => ({
     status,
     run: async (c) => {
@@ -147,7 +149,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     if (!HANDLE.test(handle)) throw badField('handle', `handle must be ${HANDLE_HINT}: got ${JSON.stringify(handle)}`);
     const node = c.query.get('node') ?? undefined;
     if (node !== undefined && !NODE.test(node)) throw badField('node', `query parameter "node" must be a node name: got ${JSON.stringify(node)}`);
-    const released = await releaseHandleAddresses(operator, handle, node);
+    const released = await releaseHandleAddresses(operator(), handle, node);
     d.metrics.allocations.inc({ op: 'release', result: 'ok' });
     return { handle, released };
   }));
@@ -161,10 +163,10 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     const ip = optionalString(b, 'ip');
     const handle = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
     if (ip === undefined && handle === undefined) throw badField('ip', 'give "ip", "handle", or both (the address only while that handle holds it)');
-    if (ip === undefined) return { handle, released: await releaseHandleAddresses(operator, handle as string) };
+    if (ip === undefined) return { handle, released: await releaseHandleAddresses(operator(), handle as string) };
     const a = tryParseAddr(ip);
     if (!a) throw badField('ip', `field "ip" must be an IP address: got ${JSON.stringify(ip)}`);
-    const heldBy = await releaseAddress(operator, formatAddr(a), handle);
+    const heldBy = await releaseAddress(operator(), formatAddr(a), handle);
     return { ip: formatAddr(a), released: heldBy === undefined ? [] : [formatAddr(a)], heldBy: heldBy ?? null };
   }));
 }
