@@ -15,6 +15,10 @@
     {
       "target_name": "dir_watch",
       "sources": ["native/dir-watch.c"]
+    },
+    {
+      "target_name": "sched",
+      "sources": ["native/sched.c"]
     }
   ]
 }

@@ -10,7 +10,7 @@
  * Prints per subject the RunPodSandbox median and p90 (the runtime's whole work: netns,
  * runc, the CNI chain) and, for podipam, the agent's own ADD p50/p99 from `agent status`;
  * then the ratios to host-local. Run alone: `node dist/bench/index.js cri`. Knobs (below):
- * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US.
+ * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US, _AGENT_RT.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, readdirSync, rmSync } from 'node:fs';
@@ -41,6 +41,12 @@ const AGENT_NICE = process.env.PODIPAM_BENCH_CRI_AGENT_NICE;
  * nice value and CPU share, an earlier deadline when they wake: no privilege needed.
  */
 const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
+/**
+ * `PODIPAM_BENCH_CRI_AGENT_RT=1`: the agents run with `--realtime-priority 1` (every thread
+ * under SCHED_RR, native/sched.c): a waking agent preempts every ordinary task at once, so its
+ * ADDs stop waiting behind containerd's, runc's and the bench's work for a CPU.
+ */
+const AGENT_RT = process.env.PODIPAM_BENCH_CRI_AGENT_RT;
 
 interface CriSubject {
   readonly name: string;
@@ -60,15 +66,22 @@ export async function run(): Promise<readonly string[]> {
     if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     // One agent per podipam subject, so that each one's ADD latencies are its own.
     const socket = join(dir.path, 'run', 'agent-local.sock');
-    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url], agentEnv);
+    const rt = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
+    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv);
     agents.push(agent);
     const socket2 = join(dir.path, 'run', 'agent-cluster.sock');
-    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url], agentEnv);
+    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv);
     agents.push(agent2);
     if (AGENT_NICE !== undefined) {
       for (const a of agents) {
         const rn = spawnSync('renice', ['-n', AGENT_NICE, '-p', String(a.child.pid)], { encoding: 'utf8' });
         if (rn.status !== 0) throw new Error(`renice ${AGENT_NICE} agent ${a.child.pid}: ${rn.stderr}`);
+      }
+    }
+    if (AGENT_RT !== undefined) {
+      for (const a of agents) {
+        for (let i = 0; i < 100 && !a.log().includes('real-time scheduling on'); i++) await sleep(50);
+        if (!a.log().includes('real-time scheduling on')) throw new Error(`agent ${a.child.pid} did not turn real-time scheduling on:\n${a.log()}`);
       }
     }
     if (AGENT_SLICE_US !== undefined) {

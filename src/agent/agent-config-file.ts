@@ -29,6 +29,7 @@ export const AGENT_CONFIG_KEYS = {
   stickyNamePattern: 'string',
   headroomInterval: 'duration',
   headroomClear: 'count',
+  realtimePriority: 'count',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;

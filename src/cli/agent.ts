@@ -29,6 +29,7 @@ interface AgentFlags {
   config?: string;
   headroomInterval?: string;
   headroomClear?: string;
+  realtimePriority?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -60,6 +61,7 @@ export function registerAgent(program: Command): void {
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
     .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
+    .option('--realtime-priority <n>', 'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -132,6 +134,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     if (!(e instanceof UsageError)) throw e;
     throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
   }
+  const realtime = parseOptionalIntFlag(label('realtimePriority'), flags.realtimePriority, { min: 1, max: 99 });
   const kube = await kubeFlags(flags, label);
   const headroom = headroomFlags(flags, label);
   const warm = await warmFlags(flags, label, kube);
@@ -157,6 +160,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
+  if (realtime !== undefined) await applyRealtime(realtime, logger);
   logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
@@ -179,6 +183,21 @@ async function kubeFlags(flags: AgentFlags, label: Label): Promise<{ kubeconfig?
   const { existsSync } = await import('node:fs');
   if (!existsSync(flags.kubeconfig)) throw new UsageError(`invalid ${label('kubeconfig')} ${JSON.stringify(flags.kubeconfig)}: no such file`);
   return { kubeconfig: flags.kubeconfig };
+}
+
+/**
+ * `--realtime-priority N`, applied once the agent's threads exist (later ones inherit it). A
+ * refusal (no CAP_SYS_NICE, a cgroup without real-time runtime) costs latency, not correctness:
+ * warned about, and the agent serves on.
+ */
+async function applyRealtime(priority: number, logger: import('../log/logger.js').Logger): Promise<void> {
+  const { setRealtimePriority, schedulingPolicy } = await import('../util/realtime.js');
+  try {
+    const threads = setRealtimePriority(priority);
+    logger.info({ threads, scheduling: schedulingPolicy() }, 'real-time scheduling on');
+  } catch (e) {
+    logger.warn({ priority, errno: (e as { errno?: number }).errno }, (e as Error).message);
+  }
 }
 
 /** The headroom resync's options (src/agent/headroom.ts); UsageError naming the flag. */

@@ -126,6 +126,8 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(ag.get('--data-dir'), '/var/lib/podipam/agent');
   assert.ok(ag.has('--in-cluster'), 'the agent watches its pods and the namespaces with its service account (the RBAC above)');
   assert.notEqual(spec.automountServiceAccountToken, false, 'the agent needs its service account token');
+  assert.equal(ag.get('--realtime-priority'), '1', 'the agent runs under SCHED_RR 1 so pod starts do not wait for a CPU');
+  assert.deepEqual((agent.securityContext as any).capabilities, { drop: ['ALL'], add: ['SYS_NICE'] }, 'SYS_NICE, what --realtime-priority needs, and nothing else');
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);

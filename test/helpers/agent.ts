@@ -35,8 +35,10 @@ export function requireShim(): void {
   if (!existsSync(SHIM_BIN)) throw new Error(`${SHIM_BIN} is missing: npm run build compiles native/shim/podipam-cni.c (needs a C compiler)`);
 }
 
-export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningAgent> {
-  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
+/** `launcher`: a command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended. */
+export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, launcher: readonly string[] = []): Promise<RunningAgent> {
+  const [cmd = process.execPath, ...pre] = [...launcher, ...(launcher.length > 0 ? [process.execPath] : [])];
+  const child = spawn(cmd, [...pre, PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
