@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { StoreError } from '../errors.js';
 import type { EtcdGateway } from './etcd-gateway.js';
@@ -14,9 +15,10 @@ interface SnapshotMessage {
  * Streams etcd's Maintenance Snapshot (`/v3/maintenance/snapshot`, one JSON message per chunk
  * with a base64 `blob` and `remaining_bytes`) from the member the gateway prefers into
  * `file`: written to `file.partial-PID`, fsynced, renamed into place only once the last chunk
- * (`remaining_bytes` 0) came, so a broken stream never leaves a file that looks whole. The
- * bytes are those `etcdctl snapshot save` writes (the bbolt database followed by its
- * SHA-256), which `etcdutl snapshot restore` checks. Rejects with StoreError naming the member
+ * and the stream's end, so a broken stream never leaves a file that looks whole. The bytes
+ * are those `etcdctl snapshot save` writes: the bbolt database chunks (the last one with
+ * `remaining_bytes` 0), then one message with its SHA-256, which is checked here as
+ * `etcdutl snapshot restore` will. Rejects with StoreError naming the member
  * and what broke; StoreUnavailableError when it cannot be reached.
  */
 export async function saveEtcdSnapshot(url: string, gateway: EtcdGateway, file: string): Promise<{ bytes: number; endpoint: string }> {
@@ -33,7 +35,9 @@ export async function saveEtcdSnapshot(url: string, gateway: EtcdGateway, file: 
   try {
     await new Promise<void>((resolve, reject) => {
       let pending = '';
-      let done = false;
+      let lastChunk = false; // a chunk with remaining_bytes 0 came: only the SHA-256 follows
+      let held: Buffer | undefined; // the newest blob: the SHA-256 if the stream ends after it
+      const hash = createHash('sha256');
       const fail = (why: string) => {
         clearTimeout(silence);
         stream.request.destroy();
@@ -49,7 +53,7 @@ export async function saveEtcdSnapshot(url: string, gateway: EtcdGateway, file: 
         for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
           const line = pending.slice(0, nl).trim();
           pending = pending.slice(nl + 1);
-          if (line === '' || done) continue;
+          if (line === '') continue;
           let msg: SnapshotMessage;
           try {
             msg = JSON.parse(line) as SnapshotMessage;
@@ -62,20 +66,28 @@ export async function saveEtcdSnapshot(url: string, gateway: EtcdGateway, file: 
             return;
           }
           const blob = Buffer.from(msg.result?.blob ?? '', 'base64');
+          if (held !== undefined) hash.update(held);
+          held = blob;
           writeSync(fd, blob);
           bytes += blob.length;
-          if (msg.result?.remaining_bytes === undefined || msg.result.remaining_bytes === '0') done = true;
+          // proto3 JSON leaves a zero remaining_bytes out
+          if (msg.result?.remaining_bytes === undefined || msg.result.remaining_bytes === '0') lastChunk = true;
         }
       });
       res.on('error', (e: NodeJS.ErrnoException) => fail(e.code ?? e.message));
       res.on('end', () => {
         clearTimeout(silence);
-        if (pending.trim() !== '' && !done) {
+        if (pending.trim() !== '') {
           fail('the stream ended inside a message');
           return;
         }
-        if (!done) {
+        if (!lastChunk || held === undefined) {
           fail(`the stream ended after ${bytes} bytes, before the last chunk`);
+          return;
+        }
+        const sum = hash.digest();
+        if (!sum.equals(held)) {
+          fail(`the database's SHA-256 is ${sum.toString('hex')}, etcd's last message ${held.toString('hex')}: the stream ended early or was garbled`);
           return;
         }
         resolve();
