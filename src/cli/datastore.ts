@@ -39,7 +39,11 @@ export function registerDatastore(program: Command): void {
       const [{ backupText }, { writeFileAtomic }] = await Promise.all([import('../store/backup-store.js'), import('../install/atomic-write.js')]);
       const b = await backupText(store, new Date());
       const bytes = Buffer.from(b.text, 'utf8');
-      writeFileAtomic(file, bytes, 0o600);
+      try {
+        writeFileAtomic(file, bytes, 0o600);
+      } catch (e) {
+        throw new Error(`cannot write backup ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
       if (!printData(format, { file, kind: 'podipam-backup', keys: b.keys, rev: b.rev, bytes: bytes.length })) {
         process.stdout.write(`${b.keys} keys of ${store.url} at revision ${b.rev} written to ${file}\n`);
       }
