@@ -24,7 +24,7 @@ COPY --from=build /opt/podipam/dist ./dist
 COPY --from=build /opt/podipam/build/Release/flock.node /opt/podipam/build/Release/peercred.node ./build/Release/
 COPY --from=build /opt/podipam/node_modules ./node_modules
 RUN ln -s /opt/podipam/bin/podipam /usr/local/bin/podipam && podipam version
-# serve and the controller run as this user (deploy/deployment.yaml); the DaemonSet's
+# serve and the controller run as this user (deploy/base/deployment.yaml); the DaemonSet's
 # install-cni and agent run as root because they write host directories owned by root.
 USER 65532:65532
 ENTRYPOINT ["podipam"]

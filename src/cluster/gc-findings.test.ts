@@ -23,6 +23,7 @@ function meddling(inner: Store, key: string, meddle: () => Promise<void>): Store
     revision: () => inner.revision(),
     watch: (p: string, r: number, o?: { signal?: AbortSignal }) => inner.watch(p, r, o),
     list: (p: string, o?: { limit?: number; after?: string }) => inner.list(p, o),
+    snapshot: (p: string) => inner.snapshot(p),
     txn: async (c: Parameters<Store['txn']>[0], o: Parameters<Store['txn']>[1]) => {
       s.txns++;
       if (armed && c.some((x) => x.key === key)) {

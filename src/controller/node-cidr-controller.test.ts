@@ -206,6 +206,7 @@ test('controller retries with back-off while the store is unavailable, without d
     revision: () => inner.revision(),
     watch: (p, r, o) => inner.watch(p, r, o),
     list: (p, o) => inner.list(p, o),
+    snapshot: (p) => inner.snapshot(p),
     txn: async (c, o) => {
       if (o.length > 0 && failures++ % 3 === 0) throw new StoreUnavailableError(inner.url, 'injected');
       return inner.txn(c, o);

@@ -74,6 +74,12 @@ export interface Store {
   /** Every entry whose key starts with `prefix`, in key order. */
   list(prefix: string, options?: ListOptions): Promise<Entry[]>;
   /**
+   * Every entry under `prefix` and the store revision they were read at, as one snapshot (a
+   * read: SQLite one read transaction, etcd pages read at one revision, memory one tick), for
+   * backups. Unlike listAll, a write during the read is either wholly in it or not at all.
+   */
+  snapshot(prefix: string): Promise<{ readonly rev: number; readonly entries: Entry[] }>;
+  /**
    * Atomically: if every compare holds, apply every op in order. A failed compare applies
    * nothing and is not an error (succeeded: false). Throws StoreUnavailableError when the
    * engine cannot be reached within the store's deadline — the caller cannot know whether the

@@ -9,15 +9,20 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { load } from 'js-yaml';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/index.js';
 import { REPO_ROOT } from '../helpers/plugin.js';
 import { containersOf, podSpecOf, renderKustomization, type Container, type K8sObject } from '../helpers/kustomize.js';
 
 const DEPLOY = join(REPO_ROOT, 'deploy');
+const BASE = join(DEPLOY, 'base');
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const IMAGE = `podipam/podipam:${VERSION}`;
-const { objects, kustomization } = renderKustomization(DEPLOY);
+const { objects } = renderKustomization(DEPLOY);
+// deploy/ applies base/ as it is; base/ holds the manifests, the namespace, labels and images.
+const { kustomization } = renderKustomization(BASE);
+const dev = renderKustomization(join(DEPLOY, 'overlays', 'dev')).objects;
 
 function find(kind: string, name: string): K8sObject {
   const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
@@ -43,8 +48,10 @@ async function modelOf(o: K8sObject): Promise<new (data: unknown) => { validate(
   return Model;
 }
 
-test('kustomization.yaml lists every manifest in deploy/ and renders them all into the namespace', () => {
-  const files = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
+test('base/kustomization.yaml lists every manifest in deploy/base/ and renders them all into the namespace', () => {
+  assert.deepEqual((load(readFileSync(join(DEPLOY, 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources, ['base']);
+  assert.deepEqual(readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml')), ['kustomization.yaml'], 'deploy/ itself holds only the kustomization that applies base/');
+  const files = readdirSync(BASE).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
   assert.deepEqual([...kustomization.resources].sort(), files);
   assert.ok(objects.length >= 12, `rendered ${objects.length} objects`);
   for (const o of objects) {
@@ -55,8 +62,8 @@ test('kustomization.yaml lists every manifest in deploy/ and renders them all in
   assert.equal(new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`)).size, objects.length, 'no duplicate objects');
 });
 
-test('every rendered object is valid against the Kubernetes API schema (kubernetes-models)', async () => {
-  for (const o of objects) {
+test('every rendered object, of deploy/ and of overlays/dev, is valid against the Kubernetes API schema (kubernetes-models)', async () => {
+  for (const o of [...objects, ...dev]) {
     const Model = await modelOf(o);
     assert.doesNotThrow(() => new Model(o).validate(), `${o.kind} ${o.metadata.name}`);
   }
@@ -158,7 +165,7 @@ test('every $(VAR) a container uses is defined, and the etcd Service is the data
     }
   }
   const etcd = find('Service', 'podipam-etcd') as any;
-  assert.equal(cm.data.PODIPAM_DATASTORE, `etcd://podipam-etcd.podipam-system.svc:${etcd.spec.ports[0].port}`);
+  assert.equal(cm.data.PODIPAM_DATASTORE, `etcds://podipam-etcd.podipam-system.svc:${etcd.spec.ports[0].port}`);
   for (const line of String(cm.data.pools).trim().split('\n')) assert.match(line, /^[a-z0-9.-]+ [0-9a-f.:]+\/\d+ \d+$/, `pools line ${JSON.stringify(line)}`);
 });
 
@@ -218,4 +225,91 @@ test('the Dockerfile copies only what the build makes: every COPY source exists 
   // The shim compiles in the path of bin/podipam: both stages must use the same directory.
   assert.deepEqual([...text.matchAll(/^WORKDIR (\S+)$/gm)].map((m) => m[1]), ['/opt/podipam', '/opt/podipam']);
   assert.match(text, /^USER 65532:65532$/m);
+});
+
+/** The etcd container's "--flag=value" arguments. */
+function etcdFlags(all: readonly K8sObject[]): Map<string, string> {
+  const sts = all.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'podipam-etcd');
+  assert.ok(sts, 'no StatefulSet podipam-etcd');
+  const c = containersOf(sts).find((x) => x.name === 'etcd');
+  assert.ok(c?.command, 'no etcd container');
+  return flags(c.command);
+}
+
+test('the datastore: three etcd members, one per node, on volumes, TLS for clients and peers, a PDB, probes on its health', () => {
+  const sts = find('StatefulSet', 'podipam-etcd') as any;
+  assert.equal(sts.spec.replicas, 3);
+  const spec = podSpecOf(sts)!;
+  assert.equal(spec.hostNetwork, true, 'the datastore runs before any pod network');
+  const anti = spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution;
+  assert.deepEqual(anti, [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: sts.spec.selector.matchLabels } }]);
+  assert.deepEqual(sts.spec.volumeClaimTemplates.map((v: any) => [v.metadata.name, v.spec.accessModes]), [['data', ['ReadWriteOnce']]]);
+  const etcd = container(sts, 'etcd') as any;
+  const f = etcdFlags(objects);
+  assert.ok((etcd.volumeMounts as any[]).some((m) => m.name === 'data' && m.mountPath === f.get('--data-dir')), 'the data dir is the volume');
+  // TLS both ways, client certificates required on both.
+  for (const flag of ['--client-cert-auth', '--peer-client-cert-auth']) assert.ok(f.has(flag), flag);
+  for (const flag of ['--cert-file', '--key-file', '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file']) assert.match(f.get(flag) ?? '', /^\/etc\/etcd\/tls\//, flag);
+  for (const flag of ['--listen-client-urls', '--advertise-client-urls', '--listen-peer-urls', '--initial-advertise-peer-urls']) assert.match(f.get(flag) ?? '', /^https:\/\//, flag);
+  const tlsVolume = (spec.volumes as any[]).find((v) => v.name === 'tls');
+  assert.equal(tlsVolume.secret.secretName, 'podipam-etcd-tls');
+  assert.ok((etcd.volumeMounts as any[]).some((m) => m.name === 'tls' && m.mountPath === '/etc/etcd/tls'));
+  // Every member in the initial cluster, by its stable name under the headless Service.
+  const peerSvc = find('Service', 'podipam-etcd-peer') as any;
+  assert.equal(peerSvc.spec.clusterIP, 'None');
+  assert.equal(peerSvc.spec.publishNotReadyAddresses, true, 'members find each other before they are ready');
+  assert.equal(sts.spec.serviceName, 'podipam-etcd-peer');
+  const peerPort = Number(/:(\d+)$/.exec(f.get('--listen-peer-urls')!)![1]);
+  assert.equal(f.get('--initial-cluster'), [0, 1, 2].map((i) => `podipam-etcd-${i}=https://podipam-etcd-${i}.podipam-etcd-peer.podipam-system.svc:${peerPort}`).join(','));
+  assert.equal(f.get('--initial-advertise-peer-urls'), `https://$(POD_NAME).podipam-etcd-peer.podipam-system.svc:${peerPort}`);
+  assert.deepEqual(etcd.env, [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]);
+  // Not the ports a kubeadm control plane's own etcd holds on the same hosts.
+  const clientPort = Number(/:(\d+)$/.exec(f.get('--listen-client-urls')!)![1]);
+  for (const p of [clientPort, peerPort]) assert.ok(![2379, 2380, 2381].includes(p), `port ${p}`);
+  assert.equal((find('Service', 'podipam-etcd') as any).spec.ports[0].targetPort, clientPort);
+  // Probes on etcd's own health endpoint (the plain-HTTP metrics listener, loopback only).
+  const metrics = new URL(f.get('--listen-metrics-urls')!);
+  assert.equal(metrics.hostname, '127.0.0.1');
+  for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+    const g = etcd[probe].httpGet;
+    assert.deepEqual([g.host, g.port, g.path.split('?')[0]], ['127.0.0.1', Number(metrics.port), '/health'], probe);
+  }
+  assert.match(etcd.livenessProbe.httpGet.path, /serializable=true/, 'liveness does not depend on the other members');
+  assert.ok(etcd.resources.requests.cpu && etcd.resources.requests.memory);
+  const pdb = find('PodDisruptionBudget', 'podipam-etcd') as any;
+  assert.equal(pdb.spec.maxUnavailable, 1);
+  assert.deepEqual(pdb.spec.selector, sts.spec.selector);
+});
+
+test('every podipam process reaches the datastore over etcds:// with the client certificate mounted where PODIPAM_ETCD_* say', () => {
+  const cm = find('ConfigMap', 'podipam-config') as any;
+  assert.match(cm.data.PODIPAM_DATASTORE, /^etcds:\/\//);
+  const files = [cm.data.PODIPAM_ETCD_CA, cm.data.PODIPAM_ETCD_CERT, cm.data.PODIPAM_ETCD_KEY] as string[];
+  assert.deepEqual(files, ['/etc/podipam/etcd/ca.crt', '/etc/podipam/etcd/tls.crt', '/etc/podipam/etcd/tls.key']);
+  // Every container that opens the datastore (all podipam ones but the token maker and install-cni, which only writes the URL into the CNI config).
+  const users: string[] = [];
+  for (const o of objects) {
+    const volumes = (podSpecOf(o)?.volumes as any[] | undefined) ?? [];
+    for (const c of containersOf(o)) {
+      if (!c.image.startsWith('podipam/') || c.name === 'tokens' || c.name === 'install-cni') continue;
+      users.push(`${o.metadata.name}/${c.name}`);
+      assert.ok(((c.envFrom as any[]) ?? []).some((e) => e.configMapRef?.name === 'podipam-config'), `${c.name} gets PODIPAM_DATASTORE`);
+      const m = ((c.volumeMounts as any[]) ?? []).find((x) => x.mountPath === '/etc/podipam/etcd');
+      assert.ok(m, `${o.metadata.name}/${c.name} mounts the client certificate`);
+      assert.equal(volumes.find((v) => v.name === m.name)?.secret?.secretName, 'podipam-etcd-client-tls');
+    }
+  }
+  assert.deepEqual(users.sort(), ['podipam-agent/agent', 'podipam-serve/controller', 'podipam-serve/pools', 'podipam-serve/serve']);
+  // serve runs as 65532: the Secret's files are readable by its group.
+  assert.equal(podSpecOf(find('Deployment', 'podipam-serve'))!.securityContext.fsGroup, 65532);
+});
+
+test('overlays/dev: the same install with one etcd member and no PDB', () => {
+  const sts = dev.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'podipam-etcd') as any;
+  assert.equal(sts.spec.replicas, 1);
+  assert.equal(etcdFlags(dev).get('--initial-cluster'), 'podipam-etcd-0=https://podipam-etcd-0.podipam-etcd-peer.podipam-system.svc:2480');
+  assert.ok(etcdFlags(dev).has('--client-cert-auth'));
+  assert.equal(dev.filter((o) => o.kind === 'PodDisruptionBudget').length, 0);
+  const names = (list: readonly K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+  assert.deepEqual(names(dev), names(objects).filter((n) => n !== 'PodDisruptionBudget/podipam-etcd'));
 });

@@ -2,7 +2,7 @@
  * Real etcd clusters for tests: `/usr/bin/etcd` (Debian etcd-server 3.4) on loopback ports,
  * with throw-away data directories (on /dev/shm when present: etcd 3.4 has no
  * --unsafe-no-fsync, and tmpfs makes its fsyncs free). Optionally serving clients over TLS
- * (with client-certificate auth) and with etcd authentication enabled.
+ * (with client-certificate auth), peers too, and with etcd authentication enabled.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
@@ -67,8 +67,8 @@ export interface EtcdOptions {
   /** Where the temp directory goes; default /dev/shm if present (benchmarks may want a disk). */
   readonly baseDir?: string;
   /**
-   * Serve clients over HTTPS with this server certificate (peers stay plain HTTP, on
-   * loopback). `clientCertAuth`: members refuse clients without a certificate signed by
+   * Serve clients over HTTPS with this server certificate (peers plain HTTP on loopback,
+   * unless `peer`). `clientCertAuth`: members refuse clients without a certificate signed by
    * `caFile` (--client-cert-auth); the helper's own requests then use `client`.
    */
   readonly tls?: {
@@ -79,6 +79,11 @@ export interface EtcdOptions {
     readonly serverName: string;
     readonly clientCertAuth?: boolean;
     readonly client?: { readonly certFile: string; readonly keyFile: string };
+    /**
+     * Peers over TLS too (https peer URLs), each member presenting this certificate and
+     * requiring one signed by `caFile` from the others (--peer-client-cert-auth).
+     */
+    readonly peer?: { readonly certFile: string; readonly keyFile: string };
   };
   /**
    * Enable etcd authentication once the members are healthy: user `root` (role root) with
@@ -128,7 +133,8 @@ async function launch(count: number, options: EtcdOptions) {
     dataDir: join(root, `m${i}`),
     logFile: join(root, `m${i}.log`),
   }));
-  const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+  const peerScheme = tls?.peer ? 'https' : 'http';
+  const initialCluster = specs.map((s) => `${s.name}=${peerScheme}://127.0.0.1:${s.peerPort}`).join(',');
   const token = `podipam-test-${randomUUID()}`;
   const procs = new Map<string, ChildProcess>();
 
@@ -140,8 +146,9 @@ async function launch(count: number, options: EtcdOptions) {
     '--listen-metrics-urls', `http://127.0.0.1:${s.metricsPort}`,
     ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--trusted-ca-file', tls.caFile] : []),
     ...(tls?.clientCertAuth ? ['--client-cert-auth'] : []),
-    '--listen-peer-urls', `http://127.0.0.1:${s.peerPort}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${s.peerPort}`,
+    '--listen-peer-urls', `${peerScheme}://127.0.0.1:${s.peerPort}`,
+    '--initial-advertise-peer-urls', `${peerScheme}://127.0.0.1:${s.peerPort}`,
+    ...(tls?.peer ? ['--peer-cert-file', tls.peer.certFile, '--peer-key-file', tls.peer.keyFile, '--peer-trusted-ca-file', tls.caFile, '--peer-client-cert-auth'] : []),
     '--initial-cluster', initialCluster,
     '--initial-cluster-state', 'new',
     '--initial-cluster-token', token,

@@ -60,6 +60,7 @@ export function crashAfter(store: Store, k: number, landed: boolean): Store {
     revision: () => gate(() => store.revision()),
     watch: (prefix, from, o) => store.watch(prefix, from, o),
     list: (prefix, o) => gate(() => store.list(prefix, o)),
+    snapshot: (prefix) => gate(() => store.snapshot(prefix)),
     txn: (c, o) => gate(() => store.txn(c, o)),
     close: async () => undefined,
   };

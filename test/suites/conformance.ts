@@ -187,6 +187,26 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       assert.equal(s.roundTrips, trips);
     }));
 
+    it('snapshot reads a whole prefix at one revision, across pages, while a txn changes its first and last keys', withStore(async (s, p) => {
+      const n = 1030; // more than one etcd page (LIST_PAGE)
+      const key = (i: number) => `${p}${String(i).padStart(4, '0')}`;
+      for (let i = 0; i < n; i += MAX_TXN_OPS) {
+        const ops = Array.from({ length: Math.min(MAX_TXN_OPS, n - i) }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: 'old' }));
+        assert.equal((await s.txn([], ops)).succeeded, true);
+      }
+      const before = await s.revision();
+      const snap = await s.snapshot(p);
+      assert.equal(snap.rev, before);
+      assert.deepEqual(snap.entries, await s.list(p));
+      assert.equal(snap.entries.length, n);
+      // One txn writes the first and the last key: a snapshot shows both or neither.
+      const [racing] = await Promise.all([s.snapshot(p), s.txn([], [{ type: 'put', key: key(0), value: 'new' }, { type: 'put', key: key(n - 1), value: 'new' }, { type: 'put', key: `${p}9999`, value: 'new' }])]);
+      const values = [racing.entries[0]?.value, racing.entries[n - 1]?.value, racing.entries[n]?.value ?? 'old'];
+      assert.ok(values.every((v) => v === values[0]), `a torn snapshot: ${values.join(',')} at rev ${racing.rev}`);
+      assert.ok(racing.entries.every((e) => e.rev <= racing.rev));
+      assert.deepEqual((await s.snapshot(`${p}zz`)).entries, []);
+    }));
+
     it('list returns a prefix in key order, honouring limit and after', withStore(async (s, p) => {
       const keys = ['m', 'a', 'z', 'b/1', 'b', 'aa', 'A', '0'];
       await s.txn([], keys.map((k) => ({ type: 'put' as const, key: p + k, value: k })));

@@ -9,6 +9,8 @@ import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
 import { resolveEtcdAccess, type EtcdAccess } from './etcd-access.js';
 import { EtcdGateway } from './etcd-gateway.js';
+import { saveEtcdSnapshot } from './etcd-snapshot.js';
+import { LIST_PAGE } from '../list-all.js';
 import { EtcdWatch } from './etcd-watch.js';
 import type { HttpTransport } from './http-post.js';
 
@@ -140,6 +142,37 @@ export class EtcdStore implements Store {
     if (options?.limit !== undefined) body['limit'] = String(options.limit);
     const res = (await this.#call('kv/range', body, 'read')) as WireRange;
     return (res.kvs ?? []).map((kv) => decodeKv(this.url, kv));
+  }
+
+  /** Pages of LIST_PAGE, the first at the current revision and every later one at that same revision. */
+  async snapshot(prefix: string): Promise<{ rev: number; entries: Entry[] }> {
+    checkPrefix(prefix);
+    const end = prefixRangeEnd(rootedBytes(prefix)).toString('base64');
+    const entries: Entry[] = [];
+    let from = rootedBytes(prefix);
+    let rev: string | undefined;
+    // Bounded by the number of entries: every page but the last is full and moves `from` on.
+    for (;;) {
+      const body = { key: from.toString('base64'), range_end: end, limit: String(LIST_PAGE), ...(rev === undefined ? {} : { revision: rev }) };
+      const res = (await this.#call('kv/range', body, 'read')) as WireRange & { more?: boolean };
+      rev ??= res.header?.revision;
+      const kvs = res.kvs ?? [];
+      for (const kv of kvs) entries.push(decodeKv(this.url, kv));
+      const last = kvs[kvs.length - 1];
+      if (kvs.length < LIST_PAGE || last === undefined || res.more !== true) break;
+      from = Buffer.concat([Buffer.from(last.key ?? '', 'base64'), Buffer.of(0)]);
+    }
+    return { rev: wireInt(this.url, 'header.revision', rev), entries };
+  }
+
+  /**
+   * etcd's own snapshot of the member calls prefer (Maintenance Snapshot through the JSON
+   * gateway), written to `file` as `etcdctl snapshot save` writes it (the database and its
+   * SHA-256), for `etcdutl snapshot restore`. See saveEtcdSnapshot.
+   */
+  async saveSnapshot(file: string): Promise<{ readonly bytes: number; readonly endpoint: string }> {
+    this.#checkOpen();
+    return saveEtcdSnapshot(this.url, this.#gateway, file);
   }
 
   async txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult> {

@@ -153,6 +153,12 @@ export class MemoryStore implements Store {
     return out;
   }
 
+  async snapshot(prefix: string): Promise<{ rev: number; entries: Entry[] }> {
+    // Both reads run in this tick: no write can come between them.
+    const entries = await this.list(prefix);
+    return { rev: this.#data.rev, entries };
+  }
+
   async txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult> {
     checkTxn(compares, ops);
     this.#enter();

@@ -22,6 +22,8 @@ interface Database {
   exec(sql: string): void;
   transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R; deferred(...args: A): R };
   close(): void;
+  /** SQLite's online backup API, into a new file at `destination`. */
+  backup(destination: string): Promise<unknown>;
   /** The file it opened. */
   readonly name: string;
 }
@@ -184,6 +186,33 @@ export class SqliteStore implements Store {
     const limit = options?.limit ?? -1; // SQLite: a negative LIMIT is no limit
     const sql = this.#sql.list[`${strict ? 'gt' : 'ge'}${to === undefined ? '' : 'Lt'}` as const];
     return this.#call(() => (to === undefined ? sql.all(from, limit) : sql.all(from, to, limit)) as Entry[]);
+  }
+
+  async snapshot(prefix: string): Promise<{ rev: number; entries: Entry[] }> {
+    checkPrefix(prefix);
+    const to = prefixEnd(prefix);
+    const sql = this.#sql;
+    return this.#call(() =>
+      this.#read(() => ({
+        rev: (sql.rev.get() as { value: number }).value,
+        entries: (to === undefined ? sql.list.ge.all(prefix, -1) : sql.list.geLt.all(prefix, to, -1)) as Entry[],
+      })),
+    );
+  }
+
+  /**
+   * SQLite's online backup of the whole database file to `file` (better-sqlite3's
+   * db.backup): a consistent copy while other processes keep writing, restorable by copying
+   * it in place of the datastore file while nothing has it open.
+   */
+  async backupTo(file: string): Promise<void> {
+    this.#checkOpen();
+    try {
+      await this.#db.backup(file);
+    } catch (e) {
+      const t = translate(this.url, e, this.#timeoutMs, file);
+      throw t instanceof StoreError ? t : new StoreError(this.url, `cannot back up to ${file}: ${(e as Error).message}`);
+    }
   }
 
   async txn(compares: readonly Compare[], ops: readonly Op[]): Promise<TxnResult> {
