@@ -57,6 +57,8 @@ interface WbPool {
   readonly name: string;
   readonly namespace: string | undefined;
   readonly range: Prefix;
+  /** spec.range as written (Whereabouts names the pool after it). */
+  readonly rangeText: string;
   /** The IP written in spec.range: offsets count from it. */
   readonly first: Addr;
   readonly allocations: readonly { readonly offset: string; readonly id: string; readonly podref: string; readonly ifname: string; readonly where: string }[];
@@ -140,7 +142,7 @@ function mappingOf(mappings: readonly WhereaboutsPoolMapping[], group: readonly 
 }
 
 function networkOf(p: WbPool): string {
-  const prefix = poolNamePrefix(p.name, formatPrefix(p.range));
+  const prefix = poolNamePrefix(p.name, p.rangeText);
   if (prefix === undefined || prefix === '') {
     throw new WhereaboutsFormatError(
       `IPPool ${p.name} (${formatPrefix(p.range)}) carries no network name${prefix === undefined ? ' (its name is not <network>-<range>)' : ''}: give --network, the CNI network name the pods' DELs carry (the name in their CNI config)`,
@@ -166,7 +168,7 @@ function offsetAddr(first: Addr, offset: string): Addr | undefined {
 function crossCheck(reservations: readonly WbReservation[], addresses: readonly ImportedAddress[], pools: readonly WbPool[], networks: ReadonlySet<string>): ImportConflict[] {
   const out: ImportConflict[] = [];
   const byIp = new Map(addresses.map((a) => [a.ip, a]));
-  const prefixes = [...networks, ...pools.map((p) => poolNamePrefix(p.name, formatPrefix(p.range)) ?? '')];
+  const prefixes = [...networks, ...pools.map((p) => poolNamePrefix(p.name, p.rangeText) ?? '')];
   for (const r of reservations) {
     const ip = reservationIp(r.name, prefixes);
     if (!ip) {
@@ -225,7 +227,7 @@ function readItems(doc: unknown): { pools: WbPool[]; reservations: WbReservation
         return { offset, id: string(a.id, `${w}.id`), podref: string(a.podref, `${w}.podref`), ifname, where: w };
       });
       const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
-      pools.push({ where, name, namespace, range: prefixOf(parsed.addr, parsed.len), first: parsed.addr, allocations });
+      pools.push({ where, name, namespace, range: prefixOf(parsed.addr, parsed.len), rangeText, first: parsed.addr, allocations });
     } else if (it.kind === 'OverlappingRangeIPReservation') {
       const containerId = spec.containerid === undefined ? '' : string(spec.containerid, `${where}.spec.containerid`, true);
       const ifname = spec.ifname === undefined || spec.ifname === '' ? 'eth0' : string(spec.ifname, `${where}.spec.ifname`);
