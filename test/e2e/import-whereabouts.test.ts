@@ -148,7 +148,20 @@ async function scenario(datastore: string, dir: string): Promise<void> {
 test('import whereabouts on SQLite', { timeout: 120_000 }, async () => {
   const tmp = makeTempDir('import-wb');
   try {
-    await scenario(`sqlite:${join(tmp.path, 'podipam.db')}`, tmp.path);
+    const datastore = `sqlite:${join(tmp.path, 'podipam.db')}`;
+    await scenario(datastore, tmp.path);
+    // Usage errors (exit 2) name what is wrong and write nothing.
+    const rev = await revision(datastore);
+    const file = join(tmp.path, 'whereabouts.json');
+    const warm = await runCli(['--datastore', datastore, 'import', 'whereabouts', file, '--network', 'podipam-warm']);
+    assert.equal(warm.code, 2, warm.stderr);
+    assert.match(warm.stderr, /--network "podipam-warm"/);
+    const bad = join(tmp.path, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name: 'x' }, spec: { range: '10.61.0.0/24', allocations: { '4': { podref: 'a/b' } } } }] }));
+    const malformed = await runCli(['--datastore', datastore, 'import', 'whereabouts', bad, '--network', 'n']);
+    assert.equal(malformed.code, 2, malformed.stderr);
+    assert.match(malformed.stderr, /bad\.json: items\[0\] \(IPPool x\)\.spec\.allocations\["4"\]\.id is missing/);
+    assert.equal(await revision(datastore), rev);
   } finally {
     tmp.remove();
   }
