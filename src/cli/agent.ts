@@ -29,6 +29,9 @@ interface AgentFlags {
   config?: string;
   headroomInterval?: string;
   headroomClear?: string;
+  /** undefined: the default (on). */
+  masquerade?: boolean;
+  masqueradeInterval?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -60,6 +63,9 @@ export function registerAgent(program: Command): void {
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
     .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
+    .option('--masquerade', 'keep the node masquerade from the datastore\'s pools: pod traffic to outside every pod pool leaves with the node\'s address, pod-to-pod traffic never (the default)')
+    .option('--no-masquerade', 'leave the nat table alone (the cluster and agent configs do not masquerade: then nothing does)')
+    .option('--masquerade-interval <duration>', 'period of the masquerade resync (pools added or removed take effect within it)', '30s')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -134,6 +140,9 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   }
   const kube = await kubeFlags(flags, label);
   const headroom = headroomFlags(flags, label);
+  const masqueradeIntervalMs = parseDuration(label('masqueradeInterval'), flags.masqueradeInterval ?? '30s');
+  if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
+  const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -152,12 +161,12 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, ...(masquerade ? { masquerade } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
-  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
+  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
       logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');

@@ -15,6 +15,7 @@ import { registerInstallCni } from './install-cni.js';
 import { registerVersion } from './version.js';
 import { registerAgent } from './agent.js';
 import { registerNet } from './net.js';
+import { registerMasquerade } from './masquerade.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerVersion(program);
   registerAgent(program);
   registerNet(program);
+  registerMasquerade(program);
   return program;
 }
 

@@ -36,7 +36,7 @@ export function requireShim(): void {
 }
 
 export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningAgent> {
-  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...args], {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
