@@ -107,7 +107,7 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(spec.priorityClassName, 'system-node-critical');
   assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
   const hostPaths = new Map<string, string>((spec.volumes as any[]).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath.path]));
-  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/podipam', '/var/lib/cni/networks', '/var/lib/podipam']);
+  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/podipam', '/run/xtables.lock', '/var/lib/cni/networks', '/var/lib/podipam']);
   for (const c of containersOf(ds)) {
     for (const m of (c.volumeMounts as { name: string; mountPath: string }[]) ?? []) {
       if (hostPaths.has(m.name)) assert.equal(m.mountPath, hostPaths.get(m.name), `${c.name} mounts ${m.name} at the host's path`);
@@ -129,6 +129,11 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);
+  // The agent keeps the node masquerade (the agent config does not masquerade): the capability it needs for iptables.
+  assert.ok(!ag.has('--no-masquerade'));
+  assert.deepEqual((agent.securityContext as any).capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] });
+  assert.deepEqual((install.securityContext as any).capabilities, { drop: ['ALL'] }, 'install-cni writes files only');
+  assert.match(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'), /apt-get install .*\biptables\b/, 'the image has iptables for the agent');
 });
 
 test('the Deployment: serve and the controller run as non-root; the probe, the port and the Service agree', () => {
