@@ -24,6 +24,7 @@ function nodeNamespace(tag: string): { ns: string; nat: (tool: string) => string
   const ns = `pdmasq-${tag}`;
   const r = sh('ip', ['netns', 'add', ns]);
   assert.ok(r.ok, `ip netns add ${ns}: ${r.out}`);
+  sh('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
   return {
     ns,
     nat: (tool) => {
@@ -63,7 +64,7 @@ test('the agent keeps the node masquerade from the pools: on start, on a pool cr
   try {
     cli(['pool', 'create', `a-${tag}`, '--cidr', `10.231.${octet}.0/24`]);
     cli(['pool', 'create', `six-${tag}`, '--cidr', `fd00:231:${octet.toString(16)}::/64`]);
-    const agent = await startAgent(join(dir.path, 'agent.sock'), ['--masquerade', '--datastore', datastore, '--node', `node-${tag}`, '--masquerade-interval', '200ms'], {}, { netns: node.ns });
+    const agent = await startAgent(join(dir.path, 'agent.sock'), ['--masquerade', '--datastore', datastore, '--node', `node-${tag}`, '--masquerade-interval', '200ms', '--metrics-listen', '127.0.0.1:7421'], {}, { netns: node.ns });
     try {
       const masq = async (): Promise<NonNullable<AgentStatus['masquerade']>> => {
         const m = (await agent.status()).masquerade;
@@ -99,6 +100,11 @@ test('the agent keeps the node masquerade from the pools: on start, on a pool cr
       const text = spawnSync(PODIPAM_BIN, ['agent', 'status', '--socket', agent.socket], { encoding: 'utf8', timeout: 20_000 });
       assert.equal(text.status, 0, text.stderr);
       assert.match(text.stdout, new RegExp(`^masquerade: synced at .*IPv4 synced \\(from 10\\.232\\.${octet}\\.0/24\\)`, 'm'), text.stdout);
+      // The metric, scraped inside the node namespace (where the agent listens).
+      const scrape = spawnSync('ip', ['netns', 'exec', node.ns, process.execPath, '-e', "fetch('http://127.0.0.1:7421/metrics').then(async (r) => process.stdout.write(await r.text()))"], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(scrape.status, 0, scrape.stderr);
+      assert.match(scrape.stdout, /^podipam_agent_masquerade_synced\{family="ipv4"\} 1$/m, scrape.stdout);
+      assert.match(scrape.stdout, /^podipam_agent_masquerade_synced\{family="ipv6"\} 1$/m);
       assert.equal((await agent.stop()), 0, agent.log());
     } finally {
       await agent.kill();
