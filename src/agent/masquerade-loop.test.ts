@@ -52,6 +52,14 @@ test('MasqueradeLoop: every pool of the store (disabled ones too) on each sync; 
     assert.equal(loop.status().state, 'synced');
     assert.equal(loop.status().error, undefined);
     assert.deepEqual(fake.calls.at(-1), ['10.1.0.0/16', 'fd00:1::/64', '10.2.0.0/24']);
+
+    // A corrupt pool record (say, iptables syntax in its cidr): the sync fails, nothing is written.
+    const before = fake.calls.length;
+    await store.txn([], [{ type: 'put', key: 'pools/evil', value: JSON.stringify({ cidr: '10.3.0.0/16 -j ACCEPT', blockSize: 26, nodeSelector: 'all()' }) }]);
+    await loop.runNow();
+    assert.equal(loop.status().state, 'failed');
+    assert.match(loop.status().error ?? '', /^reading the pools: .*pools\/evil/);
+    assert.equal(fake.calls.length, before, 'the chains are left as they were');
   } finally {
     await loop.stop();
     await store.close();
