@@ -17,6 +17,9 @@ RUN npm run build && npm prune --omit=dev \
 
 # Stage 2: Node.js + dist + the shim + runtime node_modules, nothing else.
 FROM node:20-bookworm-slim
+# iptables: the agent's node masquerade (PODIPAM-MASQ). Debian's default is the nft flavour,
+# which shares the host's nat table with kube-proxy and the CNI plugins on nft hosts.
+RUN apt-get update && apt-get install -y --no-install-recommends iptables && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/podipam
 COPY --from=build /opt/podipam/package.json ./
 COPY --from=build /opt/podipam/bin ./bin

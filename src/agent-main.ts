@@ -30,12 +30,17 @@ export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
   readonly kube?: { readonly kubeconfig?: string; readonly timing?: import('./agent/pod-cache.js').PodCacheOptions['timing'] };
   /** Resync the node's headroom (src/agent/headroom.ts): period and clearing threshold (the taint goes through `kube`'s client). */
   readonly headroom?: Pick<HeadroomOptions, 'intervalMs' | 'clearAt'>;
+  /**
+   * Keep the node's masquerade (src/agent/masquerade-loop.ts) from the pools of `datastore` (else
+   * of the first datastore a call opened), resynced every `intervalMs`; undefined: none.
+   */
+  readonly masquerade?: { readonly intervalMs: number };
   readonly log: Log;
 }
 
 /** Takes the socket and serves the plugin's calls with the back ends' long-lived services. */
 export function startAgent(o: AgentMainOptions): Promise<Agent> {
-  const { datastore, warm, kube, headroom, ...host } = o;
+  const { datastore, warm, kube, headroom, masquerade, ...host } = o;
   let monitor: HeadroomMonitor | undefined;
   // An ADD that found the node exhausted (code 100) resyncs the headroom (and the taint) at once.
   const onCall: AgentOptions['onCall'] = (c) => {
@@ -84,6 +89,18 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
     });
     onMonitor(headroom);
   }
+  let masquerade: import('./agent/masquerade-loop.js').MasqueradeLoop | undefined;
+  if (o.masquerade) {
+    const { MasqueradeLoop } = await import('./agent/masquerade-loop.js');
+    masquerade = new MasqueradeLoop({
+      intervalMs: o.masquerade.intervalMs,
+      openStore: async () => {
+        const d = o.datastore ?? cluster.datastores()[0];
+        return d === undefined ? undefined : cluster.storeOf(d);
+      },
+      log: o.log.child({ component: 'masquerade' }),
+    });
+  }
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
     call: (env, stdin) => pluginCall(env, stdin, host),
@@ -94,6 +111,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       ...(warm ? { warmPool: warm.report() } : {}),
       ...(pods ? { podCache: pods.status() } : {}),
       ...(headroom ? { headroom: headroom.status() } : {}),
+      ...(masquerade ? { masquerade: masquerade.status() } : {}),
     }),
     async start() {
       if (o.datastore) {
@@ -105,8 +123,11 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       // Started after listening (calls meanwhile wait for it, or answer code 11 if it fails).
       await warm?.start();
       headroom?.start();
+      // In the background: a pod start never waits for iptables.
+      masquerade?.start();
     },
     async close() {
+      await masquerade?.stop();
       await headroom?.stop();
       await warm?.close();
       await pods?.stop();

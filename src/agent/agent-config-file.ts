@@ -30,12 +30,14 @@ export const AGENT_CONFIG_KEYS = {
   headroomInterval: 'duration',
   headroomClear: 'count',
   realtimePriority: 'count',
+  masquerade: 'boolean',
+  masqueradeInterval: 'duration',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;
 
 /** Each value as its flag would give it: a string, (allowUid) a list of strings, (a switch such as inCluster) a boolean. */
-export type AgentFileOptions = { -readonly [K in AgentConfigKey]?: K extends 'allowUid' ? string[] : K extends 'inCluster' ? boolean : string };
+export type AgentFileOptions = { -readonly [K in AgentConfigKey]?: K extends 'allowUid' ? string[] : K extends 'inCluster' | 'masquerade' ? boolean : string };
 
 /** A config file the agent refuses; `key` undefined when the file as a whole is at fault. */
 export class AgentConfigFileError extends Error {

@@ -83,6 +83,16 @@ export class AgentMetrics {
         for (const [family, h] of Object.entries(hosted()?.headroom?.families ?? {})) this.set({ family }, h.headroom);
       },
     });
+    new Gauge({
+      name: 'podipam_agent_masquerade_synced',
+      help: 'the node masquerade (PODIPAM-MASQ) of a family as the last sync left it: 1 written, 0 failed; absent: --no-masquerade or no sync yet',
+      labelNames: ['family'],
+      registers,
+      collect() {
+        this.reset();
+        for (const f of hosted()?.masquerade?.families ?? []) if (f.state === 'synced' || f.state === 'failed') this.set({ family: `ipv${f.family}` }, f.state === 'synced' ? 1 : 0);
+      },
+    });
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 

@@ -27,6 +27,8 @@ export interface AgentStatus {
   readonly podCache?: import('./pod-cache.js').PodCacheStatus;
   /** The node's headroom per family and its ip-exhausted taint (src/agent/headroom.ts). */
   readonly headroom?: import('./headroom.js').HeadroomStatus;
+  /** The node's masquerade, when the agent keeps it (src/agent/masquerade-loop.ts). */
+  readonly masquerade?: import('./masquerade-loop.js').MasqueradeStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

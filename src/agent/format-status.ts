@@ -23,6 +23,7 @@ export function formatAgentStatus(s: AgentStatus): string {
     lines.push(`warm pool: ${w.hits} hits, ${w.misses} misses, ${w.direct} annotated pods allocated directly (${w.directAdds} made, ${w.directReleases} released), ${w.refillTxns} refill txns (${w.refilled} addresses), ${w.returnTxns} return txns (${w.returned}), write-behind ${w.writeBehindDepth} queued (oldest ${w.writeBehindAgeMs} ms), ${w.writeTxns} write txns${w.lastError ? `; last error: ${w.lastError}` : ''}`);
   }
   if (s.headroom) lines.push(headroomLine(s.headroom));
+  if (s.masquerade) lines.push(masqueradeLine(s.masquerade));
   for (const [verb, results] of Object.entries(s.requests)) {
     const l = s.latencyMs[verb];
     const counts = Object.entries(results).map(([r, n]) => `${r} ${n}`).join(', ');
@@ -39,4 +40,10 @@ function headroomLine(h: NonNullable<AgentStatus['headroom']>): string {
   const taint = h.taint === 'off' ? 'no taint (no kubeconfig)' : h.taintValue ? `tainted podipam.io/ip-exhausted=${h.taintValue}:NoSchedule` : `not tainted (cleared at ${h.clearAt})`;
   const when = h.at === undefined ? 'not computed yet' : fams.join('; ') || 'no pool for this node';
   return `headroom: ${when}; ${taint}${h.error ? `; last resync failed: ${h.error}` : ''}`;
+}
+
+/** One line: the masquerade's state and what each family masquerades. */
+function masqueradeLine(m: NonNullable<AgentStatus['masquerade']>): string {
+  const fam = m.families.map((f) => `IPv${f.family} ${f.state}${f.cidrs.length > 0 ? ` (from ${f.cidrs.join(', ')})` : ''}`).join('; ');
+  return `masquerade: ${m.state}${m.lastSyncAt ? ` at ${m.lastSyncAt}` : ''}, ${m.syncs} syncs, ${m.failures} failed${fam ? `; ${fam}` : ''}${m.error ? `; last error: ${m.error}` : ''}`;
 }

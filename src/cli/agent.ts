@@ -30,6 +30,9 @@ interface AgentFlags {
   headroomInterval?: string;
   headroomClear?: string;
   realtimePriority?: string;
+  /** undefined: the default (on). */
+  masquerade?: boolean;
+  masqueradeInterval?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -62,6 +65,9 @@ export function registerAgent(program: Command): void {
     .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
     .option('--realtime-priority <n>', 'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)')
+    .option('--masquerade', 'keep the node masquerade from the datastore\'s pools: pod traffic to outside every pod pool leaves with the node\'s address, pod-to-pod traffic never (the default)')
+    .option('--no-masquerade', 'leave the nat table alone (the cluster and agent configs do not masquerade: then nothing does)')
+    .option('--masquerade-interval <duration>', 'period of the masquerade resync (pools added or removed take effect within it)', '30s')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -137,6 +143,9 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   const realtime = parseOptionalIntFlag(label('realtimePriority'), flags.realtimePriority, { min: 1, max: 99 });
   const kube = await kubeFlags(flags, label);
   const headroom = headroomFlags(flags, label);
+  const masqueradeIntervalMs = parseDuration(label('masqueradeInterval'), flags.masqueradeInterval ?? '30s');
+  if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
+  const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -155,13 +164,13 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, ...(masquerade ? { masquerade } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
   if (realtime !== undefined) await applyRealtime(realtime, logger);
-  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, pid: process.pid }, 'agent ready');
+  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
       logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');

@@ -16,6 +16,7 @@ import { registerVersion } from './version.js';
 import { registerAgent } from './agent.js';
 import { registerNet } from './net.js';
 import { registerDatastore } from './datastore.js';
+import { registerMasquerade } from './masquerade.js';
 import { UsageError } from './usage-error.js';
 
 export function buildProgram(): Command {
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerAgent(program);
   registerNet(program);
   registerDatastore(program);
+  registerMasquerade(program);
   return program;
 }
 

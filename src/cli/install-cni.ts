@@ -38,7 +38,7 @@ export function registerInstallCni(program: Command): void {
     .option('--name <name>', 'network name (also the config file name)', 'podipam')
     .option('--priority <nn>', 'config file name prefix; runtimes take the first config in name order', '10')
     .option('--bridge <name>', 'with --interface bridge: the Linux bridge name', 'cni0')
-    .option('--no-ip-masq', 'do not masquerade pod traffic leaving the node')
+    .option('--no-ip-masq', 'local: no ipMasq in the config (cluster and agent configs never masquerade: podipam masquerade / the agent do, relative to every pool)')
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
     .option('--host-local-dir <dir>', 'local: reservation directory (host-local\'s dataDir; default /var/lib/cni/networks)')

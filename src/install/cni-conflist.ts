@@ -19,6 +19,13 @@
  *   A single node-wide gateway would need addresses wider than their block, on-link across
  *   nodes: not the block model.
  *
+ * Masquerade: `local` keeps the interface plugin's `ipMasq` (default on, `--no-ip-masq`), as
+ * host-local users run it (one node subnet: ptp/bridge NAT what leaves it). `cluster` and
+ * `agent` always write `ipMasq: false`: ptp masquerades everything outside the pod's IPAM
+ * result network, which is its BLOCK here, so pod-to-pod traffic across blocks (same node or
+ * not) would be source-NATted. Their masquerade is podipam's own, relative to every pod pool
+ * (src/masq/masquerade-rules.ts, kept by the agent or `podipam masquerade sync`).
+ *
  * Every pod gets a default route per family it has an address of: `local` lists them in the
  * IPAM routes (the ranges' families are known here); ptp gets the IPAM routes 0.0.0.0/0 and ::/0,
  * of which the cluster back end returns those of the families the pod got
@@ -38,7 +45,7 @@ export interface ConflistOptions {
   readonly interface?: InterfacePlugin;
   /** bridge only: the Linux bridge name. */
   readonly bridge: string;
-  /** Masquerade pod traffic leaving the node (the interface plugin's ipMasq; default true). */
+  /** local: masquerade pod traffic leaving the node subnet (the interface plugin's ipMasq; default true). Ignored by cluster and agent (always false: see the header). */
   readonly ipMasq?: boolean;
   /** agent: the agent's socket (the agent serves the cluster back end on `datastore`). */
   readonly agentSocket: string;
@@ -93,7 +100,7 @@ function interfaceOf(o: ConflistOptions): InterfacePlugin {
 }
 
 function interfacePlugin(o: ConflistOptions): Record<string, unknown> {
-  const ipMasq = o.ipMasq ?? true;
+  const ipMasq = o.backend === 'local' ? (o.ipMasq ?? true) : false;
   // The runtime hands the pod's annotations (podipam.io/pools, /ip, /ip-set, /sticky and
   // Calico's) only to an entry declaring this capability; bridge and ptp pass their whole
   // config, runtimeConfig included, on to the IPAM plugin. The local back end ignores them.

@@ -66,8 +66,8 @@ export const DEMO_BACKENDS: Readonly<Record<string, DemoBackend>> = {
 async function startDemoAgent(socket: string, dataDir: string): Promise<{ socket: string; stop(): Promise<string> }> {
   const { callAgent } = await import('../wire/agent-client.js');
   // Its own process group: a Ctrl-C at the terminal must reach the demo (which then tears down
-  // through the agent), not the agent itself.
-  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  // through the agent), not the agent itself. --no-masquerade: the demo never touches the host's nat table.
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off', '--no-masquerade'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -22,7 +22,6 @@ export function cniConflist(i: CniConfigInput): string {
     backend: 'cluster',
     interface: defaultInterface('cluster'),
     bridge: 'cni0',
-    ipMasq: true,
     agentSocket: DEFAULT_AGENT_SOCKET,
     datastore: i.datastore,
     nodeName: i.nodeName,

@@ -114,7 +114,7 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(spec.priorityClassName, 'system-node-critical');
   assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
   const hostPaths = new Map<string, string>((spec.volumes as any[]).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath.path]));
-  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/podipam', '/var/lib/cni/networks', '/var/lib/podipam']);
+  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/podipam', '/run/xtables.lock', '/var/lib/cni/networks', '/var/lib/podipam']);
   for (const c of containersOf(ds)) {
     for (const m of (c.volumeMounts as { name: string; mountPath: string }[]) ?? []) {
       if (hostPaths.has(m.name)) assert.equal(m.mountPath, hostPaths.get(m.name), `${c.name} mounts ${m.name} at the host's path`);
@@ -134,10 +134,15 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.ok(ag.has('--in-cluster'), 'the agent watches its pods and the namespaces with its service account (the RBAC above)');
   assert.notEqual(spec.automountServiceAccountToken, false, 'the agent needs its service account token');
   assert.equal(ag.get('--realtime-priority'), '1', 'the agent runs under SCHED_RR 1 so pod starts do not wait for a CPU');
-  assert.deepEqual((agent.securityContext as any).capabilities, { drop: ['ALL'], add: ['SYS_NICE'] }, 'SYS_NICE, what --realtime-priority needs, and nothing else');
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);
+  // The agent keeps the node masquerade (the agent config does not masquerade): the capability it needs for iptables.
+  assert.ok(!ag.has('--no-masquerade'));
+  // NET_ADMIN, NET_RAW for iptables; SYS_NICE for --realtime-priority; nothing else.
+  assert.deepEqual((agent.securityContext as any).capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_NICE'] });
+  assert.deepEqual((install.securityContext as any).capabilities, { drop: ['ALL'] }, 'install-cni writes files only');
+  assert.match(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'), /apt-get install .*\biptables\b/, 'the image has iptables for the agent');
 });
 
 test('the Deployment: serve and the controller run as non-root; the probe, the port and the Service agree', () => {

@@ -57,7 +57,7 @@ test('without CAP_SYS_NICE the agent warns naming the capability and serves on a
     join(dir.path, 'a.sock'),
     ['--node', 'rt-node', '--data-dir', join(dir.path, 'data'), '--realtime-priority', '5'],
     {},
-    ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'],
+    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'] },
   );
   try {
     await waitForLog(a, 'cannot run at real-time priority 5');

@@ -6,7 +6,10 @@
  * its own, dual-stack. The nodes are joined by a veth pair and route each other's blocks
  * (read from the results: each address carries its block's prefix and gateway). Pods on
  * different nodes must ping each other over IPv4 and IPv6; every address must avoid its
- * block's network, broadcast and gateway address; DEL of every pod must leave no allocation
+ * block's network, broadcast and gateway address. With `podipam masquerade sync` run in each
+ * node, a pod reaching a pod of the other node is seen with its own address (no NAT between
+ * pods, IPv4 and IPv6) and a pod reaching the other node's own address (outside every pool) is
+ * seen with its node's address. DEL of every pod must leave no allocation
  * and a clean `ipam check`. Every namespace and temp dir is removed at the end, pass or fail;
  * traffic stays between the namespaces the test made. Missing prerequisites FAIL the test.
  */
@@ -21,6 +24,7 @@ import { HANDLE_PREFIX } from '../../src/cluster/keys.js';
 import { openStore } from '../../src/store/index.js';
 import { BRIDGE_BIN, PODIPAM_BIN, runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { sourceSeenBy } from '../helpers/netns.js';
 
 function sh(cmd: string, args: readonly string[], input?: string, env?: NodeJS.ProcessEnv): { ok: boolean; code: number | null; out: string; stdout: string } {
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 30_000, input, env: env ?? process.env });
@@ -34,7 +38,7 @@ function missing(): string[] {
   if (!existsSync(BRIDGE_BIN)) out.push(`${BRIDGE_BIN} (Debian containernetworking-plugins)`);
   if (!existsSync(PODIPAM_BIN)) out.push(`${PODIPAM_BIN} (build first)`);
   if (!sh('ip', ['netns', 'list']).ok) out.push('`ip netns` (iproute2)');
-  for (const bin of ['ping', 'sysctl']) if (!sh('sh', ['-c', `command -v ${bin}`]).ok) out.push(`${bin} on PATH`);
+  for (const bin of ['ping', 'sysctl', 'iptables-restore', 'ip6tables-restore']) if (!sh('sh', ['-c', `command -v ${bin}`]).ok) out.push(`${bin} on PATH`);
   return out;
 }
 
@@ -206,6 +210,27 @@ test('cluster mode on two nodes: bridge + podipam per node, dual-stack pods ping
         const r = ping(from.pod.ns, ip);
         assert.ok(r.ok, `${from.pod.id} (${from.node.name}) cannot ping ${ip} of ${to.pod.id} (${to.node.name}):\n${r.out}\n` + must('ip', ['-n', from.pod.ns, 'route', 'show', 'table', 'all']));
       }
+    }
+  }
+
+  // The node masquerade: nothing between pods, across nodes; the node's address beyond the pools.
+  for (const n of nodes) {
+    const r = sh('ip', ['netns', 'exec', n.ns, PODIPAM_BIN, '--datastore', db, 'masquerade', 'sync', '--json']);
+    assert.equal(r.code, 0, `masquerade sync on ${n.name}: ${r.out}`);
+    const items = (JSON.parse(r.stdout) as { items: { state: string; cidrs: string[] }[] }).items;
+    assert.deepEqual(items.map((f) => [f.state, f.cidrs]), [['synced', ['10.123.0.0/16']], ['synced', ['fd00:123::/56']]]);
+  }
+  let port = 20_000 + (randomBytes(2).readUInt16BE() % 20_000);
+  for (const from of pods) {
+    const to = pods.find((p) => p.node !== from.node)!;
+    for (const [dst, src] of [[to.v4, from.v4], [to.v6, from.v6]] as const) {
+      const seen = await sourceSeenBy(to.pod.ns, dst, port++, from.pod.ns);
+      assert.equal(seen, src, `${to.pod.id} (${to.node.name}) sees ${from.pod.id} (${from.node.name}, ${src}) as ${seen}: source NAT between pods`);
+    }
+    const peer = nodes.find((n) => n !== from.node)!;
+    for (const [dst, node] of [[peer.link.v4, from.node.link.v4], [peer.link.v6, from.node.link.v6]] as const) {
+      const seen = await sourceSeenBy(peer.ns, dst, port++, from.pod.ns);
+      assert.equal(seen, node, `${peer.name} (${dst}, outside the pools) sees ${from.pod.id} as ${seen}, not as its node ${node}`);
     }
   }
 

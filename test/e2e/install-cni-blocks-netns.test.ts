@@ -1,6 +1,6 @@
 /**
  * Several blocks on one node, through the conflist `podipam install-cni --backend cluster` writes
- * by default (ptp, ipMasq on) and the shim it installs, on a SQLite datastore, in real network
+ * by default (ptp, ipMasq off) and the shim it installs, on a SQLite datastore, in real network
  * namespaces. The pools are small on purpose: IPv4 /30 blocks (one pod each) and IPv6 /126
  * blocks (two pods each), so three dual-stack pods take three IPv4 blocks and two IPv6 blocks;
  * a fourth pod is placed in another pool by its `podipam.io/pools` annotation (the runtime
@@ -8,6 +8,12 @@
  * must get its addresses, reach every other pod (IPv4 and IPv6) and the node; CHECK passes; DEL
  * of every pod leaves the node as it was: no veth, no pod route, no gateway address, no
  * masquerade chain, nothing allocated.
+ *
+ * NAT: `podipam masquerade sync`, run in the node, writes the PODIPAM-MASQ chains from the pools;
+ * a pod reaching a pod of another block or pool is seen by it with its own address (IPv4 and
+ * IPv6: no source NAT between pods, which ptp's own ipMasq did across blocks), a pod reaching a
+ * host outside the pools (a namespace standing for "outside", beside the node) is seen with the
+ * node's address; `podipam masquerade remove` leaves no rule.
  *
  * The second test is the reason ptp is the default there: the reference bridge plugin with the
  * same back end fails the node's second IPv4 block ("already has an IP address different
@@ -27,7 +33,7 @@ import { join } from 'node:path';
 import { formatPrefix, parseCidr, prefixOf } from '../../src/ip/index.js';
 import { PODIPAM_BIN, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { ping, sh, waitDadDone } from '../helpers/netns.js';
+import { ping, sh, sourceSeenBy, waitDadDone } from '../helpers/netns.js';
 import { requireShim } from '../helpers/agent.js';
 
 interface CniResult {
@@ -128,10 +134,32 @@ test('install-cni --backend cluster (default ptp): pods in several blocks and po
     assert.equal(inst.status, 0, inst.stdout + inst.stderr);
     const conf = installedConf(r.confDir);
     assert.equal(conf.type, 'ptp', `the cluster back end's default interface: ${JSON.stringify(conf)}`);
-    assert.equal(conf.ipMasq, true, 'the default masquerades traffic leaving the node');
+    assert.equal(conf.ipMasq, false, 'ptp does not masquerade (relative to a block it would NAT pod-to-pod traffic); podipam masquerade does');
 
     r.nsAdd(r.nodeNs);
     must('ip', ['-n', r.nodeNs, 'addr', 'add', `${nodeAddr}/32`, 'dev', 'lo']);
+    // "Outside": a host beside the node, on a link of its own, with no route to the pods (so an
+    // unmasqueraded packet could not even be answered), IPv4 and IPv6.
+    const outsideNs = `pdblk-${r.tag}-out`;
+    r.nsAdd(outsideNs);
+    must('ip', ['-n', r.nodeNs, 'link', 'add', 'uplink', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', outsideNs]);
+    must('ip', ['netns', 'exec', outsideNs, 'sysctl', '-qw', 'net.ipv6.conf.eth0.accept_dad=0']);
+    must('ip', ['netns', 'exec', r.nodeNs, 'sysctl', '-qw', 'net.ipv6.conf.uplink.accept_dad=0']);
+    for (const [ns, dev, a4, a6] of [[r.nodeNs, 'uplink', '192.0.2.1/24', '2001:db8:9::1/64'], [outsideNs, 'eth0', '192.0.2.2/24', '2001:db8:9::2/64']] as const) {
+      must('ip', ['-n', ns, 'addr', 'add', a4, 'dev', dev]);
+      must('ip', ['-n', ns, '-6', 'addr', 'add', a6, 'dev', dev, 'nodad']);
+      must('ip', ['-n', ns, 'link', 'set', dev, 'up']);
+    }
+    const masq = spawnSync('ip', ['netns', 'exec', r.nodeNs, PODIPAM_BIN, '--datastore', r.datastore, 'masquerade', 'sync', '--json'], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(masq.status, 0, masq.stdout + masq.stderr);
+    const synced = JSON.parse(masq.stdout) as { items: { family: number; state: string; cidrs: string[] }[] };
+    assert.deepEqual(
+      synced.items.map((f) => [f.family, f.state, f.cidrs]),
+      [
+        [4, 'synced', [`10.217.${octet}.0/26`, `10.218.${octet}.0/28`]],
+        [6, 'synced', [`fd00:217:${octet.toString(16)}::/120`]],
+      ],
+    );
     const ptp = inNode(r.root.path, r.nodeNs, 'ptp');
     const call = (command: string, pod: ReturnType<typeof r.pod>, extra: Record<string, unknown> = {}) =>
       runPluginSync(ptp, {
@@ -193,6 +221,27 @@ test('install-cni --backend cluster (default ptp): pods in several blocks and po
         assert.ok(p.ok, `${pod.name} (${results[i]!.ips.map((ip) => ip.address).join(', ')}) cannot reach ${peer}:\n${p.out}\n${must('ip', ['-n', pod.ns, 'route', 'show', 'table', 'all'])}`);
       }
     }
+    // No NAT between pods: across blocks of one pool and across pools, IPv4 and IPv6, the
+    // receiver sees the sender's own address; ptp wrote no masquerade of its own.
+    let port = 20_000 + (randomBytes(2).readUInt16BE() % 20_000);
+    const pairs: [number, number, 'v4' | 'v6'][] = [[0, 1, 'v4'], [1, 2, 'v4'], [0, 3, 'v4'], [3, 2, 'v4'], [0, 1, 'v6'], [2, 0, 'v6']];
+    for (const [from, to, fam] of pairs) {
+      const [src, dst] = fam === 'v4' ? [v4[from]!, v4[to]!] : [v6[from]!, v6[to]!];
+      const seen = await sourceSeenBy(pods[to]!.ns, addrOf(dst.address), port++, pods[from]!.ns);
+      assert.equal(seen, addrOf(src.address), `${pods[to]!.name} (${dst.address}) sees ${pods[from]!.name} (${src.address}) as ${seen}: source NAT between pods`);
+    }
+    for (const ipt of ['iptables', 'ip6tables']) {
+      const nat = must('ip', ['netns', 'exec', r.nodeNs, ipt, '-t', 'nat', '-S']);
+      assert.doesNotMatch(nat, /CNI-/, `${ipt}: ptp added a masquerade chain:\n${nat}`);
+      assert.match(nat, /^-A POSTROUTING .*-j PODIPAM-MASQ$/m, `${ipt}: no jump to PODIPAM-MASQ:\n${nat}`);
+    }
+    // Traffic leaving the pools is masqueraded: the outside host sees the node's address.
+    for (const [i, fam] of [[0, 'v4'], [3, 'v4'], [1, 'v6']] as const) {
+      const [target, node] = fam === 'v4' ? ['192.0.2.2', '192.0.2.1'] : ['2001:db8:9::2', '2001:db8:9::1'];
+      const seen = await sourceSeenBy(outsideNs, target, port++, pods[i]!.ns);
+      assert.equal(seen, node, `the outside host sees ${pods[i]!.name} as ${seen}, not as the node (${node})`);
+    }
+
     const check = call('CHECK', pods[3]!, { ...annotated, prevResult: results[3] });
     assert.equal(check.code, 0, `CHECK: ${check.stdout} ${check.stderr}`);
 
@@ -201,16 +250,20 @@ test('install-cni --backend cluster (default ptp): pods in several blocks and po
       const del = call('DEL', pod, i === 3 ? annotated : {});
       assert.equal(del.code, 0, `DEL ${pod.name}: ${del.stdout} ${del.stderr}`);
     }
-    assert.equal(must('ip', ['-n', r.nodeNs, '-o', 'link', 'show', 'type', 'veth']).trim(), '', 'no veth left on the node');
+    const veths = must('ip', ['-n', r.nodeNs, '-o', 'link', 'show', 'type', 'veth']).split('\n').filter((l) => l.trim() !== '' && !/^\d+: uplink@/.test(l));
+    assert.deepEqual(veths, [], 'no pod veth left on the node (the uplink to the outside host is the test\'s)');
     for (const family of ['-4', '-6']) {
       const routes = must('ip', ['-n', r.nodeNs, family, 'route', 'show', 'table', 'all']);
       assert.doesNotMatch(routes, /10\.21[78]\.|fd00:217:/, `no pod route left on the node:\n${routes}`);
       const addrs = must('ip', ['-n', r.nodeNs, family, 'addr', 'show']);
       assert.doesNotMatch(addrs, /10\.21[78]\.|fd00:217:/, `no gateway address left on the node:\n${addrs}`);
     }
+    const removed = spawnSync('ip', ['netns', 'exec', r.nodeNs, PODIPAM_BIN, 'masquerade', 'remove', '--json'], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(removed.status, 0, removed.stdout + removed.stderr);
+    assert.deepEqual((JSON.parse(removed.stdout) as { items: { state: string }[] }).items.map((f) => f.state), ['removed', 'removed']);
     for (const ipt of ['iptables', 'ip6tables']) {
       const nat = must('ip', ['netns', 'exec', r.nodeNs, ipt, '-t', 'nat', '-S']);
-      assert.doesNotMatch(nat, /CNI-|10\.21[78]\.|fd00:217:/, `${ipt}: no masquerade rule left on the node:\n${nat}`);
+      assert.doesNotMatch(nat, /CNI-|PODIPAM|10\.21[78]\.|fd00:217:/, `${ipt}: no masquerade rule left on the node:\n${nat}`);
     }
     const after = JSON.parse(cli(['ipam', 'show', '--json'])) as { items: { allocated: number }[] };
     assert.deepEqual(after.items.map((p) => p.allocated), [0, 0, 0], 'nothing allocated');

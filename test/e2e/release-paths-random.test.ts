@@ -238,7 +238,7 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     async secondAgent() {
       if (!agent) return undefined;
       // Another agent on the same data directory (own socket): it must be refused.
-      const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', join(dir.path, 'run', 'second.sock'), '--metrics-listen', 'off', ...agentArgs], {
+      const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', join(dir.path, 'run', 'second.sock'), '--metrics-listen', 'off', '--no-masquerade', ...agentArgs], {
         env: { PATH: process.env.PATH },
         stdio: ['ignore', 'ignore', 'pipe'],
       });

@@ -12,6 +12,9 @@ import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
 
 export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 
+/** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
+const IP_BIN = ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'].find((p) => existsSync(p)) ?? 'ip';
+
 export interface RunningAgent {
   readonly socket: string;
   readonly child: ChildProcess;
@@ -35,10 +38,17 @@ export function requireShim(): void {
   if (!existsSync(SHIM_BIN)) throw new Error(`${SHIM_BIN} is missing: npm run build compiles native/shim/podipam-cni.c (needs a C compiler)`);
 }
 
-/** `launcher`: a command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended. */
-export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, launcher: readonly string[] = []): Promise<RunningAgent> {
-  const [cmd = process.execPath, ...pre] = [...launcher, ...(launcher.length > 0 ? [process.execPath] : [])];
-  const child = spawn(cmd, [...pre, PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
+/**
+ * Starts `podipam agent` on `socket`. Its masquerade is off (the host's nat table is not the
+ * tests'); `--masquerade` in `args` turns it on, for an agent run in a namespace of the test
+ * (`o.netns`: started through `ip netns exec`, whatever PATH `env` gives it). `o.launcher`: a
+ * command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended.
+ */
+export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, o: { readonly netns?: string; readonly launcher?: readonly string[] } = {}): Promise<RunningAgent> {
+  const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...args];
+  const node = [...(o.launcher ?? []), process.execPath];
+  const [cmd, cmdArgs] = o.netns === undefined ? [node[0]!, [...node.slice(1), ...argv]] : [IP_BIN, ['netns', 'exec', o.netns, ...node, ...argv]];
+  const child = spawn(cmd, cmdArgs, {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

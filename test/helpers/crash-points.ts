@@ -43,7 +43,7 @@ export interface ArmedAgent {
 
 /** Starts `podipam agent` armed with `spec`, without waiting for it to be ready (it may die starting). */
 export function startArmedAgent(socket: string, args: readonly string[], spec: string): ArmedAgent {
-  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', ...args], {
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...args], {
     env: { PATH: process.env.PATH, ...crashEnv(spec) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
