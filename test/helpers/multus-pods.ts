@@ -120,10 +120,10 @@ export interface MultusRun {
 }
 
 /**
- * Every pod's networks, `command` (ADD: net 0, 1, …; DEL: the reverse), `size.inFlight` pods at a
+ * Every pod's networks, `command` (ADD and VERSION: net 0, 1, …; DEL: the reverse), `size.inFlight` pods at a
  * time; a pod whose call fails stops there (as Multus does), the failure recorded.
  */
-export async function runMultusPods(size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL'): Promise<MultusRun> {
+export async function runMultusPods(size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL' | 'VERSION'): Promise<MultusRun> {
   const answers = Array.from({ length: size.pods }, () => new Array<string>(size.networks));
   const podMs = new Array<number>(size.pods).fill(0);
   const failures: string[] = [];
