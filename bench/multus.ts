@@ -8,7 +8,9 @@
  *
  *   own pools    cluster mode, every network its own pool (`pools: ["pool-net-i"]`)
  *   shared pool  cluster mode, all 16 networks on one pool
- *   warm         the agents' warm pool (`ipam: {type: podipam, agent: SOCK}`), which serves any
+ *   warm         the agents' warm pool (`ipam: {type: podipam, agent: SOCK}`; --min-idle a node's
+ *                share of the attachments, so that the burst is served from the idle queue;
+ *                each round starts once it is refilled), which serves any
  *                network name from the agent's --pools: the shared-pool case; per-network
  *                pools it cannot serve from its idle queue (a pool per network would need an
  *                annotation, which allocates directly on the datastore, i.e. cluster mode)
@@ -19,7 +21,9 @@
  * ratio of ADD wall to the 20 s target, the slowest pod, datastore round trips per attachment.
  *
  * Knobs: PODIPAM_BENCH_MULTUS_PODS (128), _NETWORKS (16), _IN_FLIGHT (32), _NODES (3),
- * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm);
+ * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm),
+ * PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE (a node's share), PODIPAM_BENCH_MULTUS_DRIVER (lean; node:
+ * Node's child_process, as the e2e test);
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr).
  * Run alone: `node dist/bench/multus.js` after a build.
  */
@@ -42,6 +46,8 @@ const TARGET_MS = 20_000;
 const SUBJECTS = (process.env.PODIPAM_BENCH_MULTUS_SUBJECTS ?? 'own,shared,warm').split(',');
 /** `lean` (bench/native/multus-driver.c, posix_spawn) or `node` (child_process, as the e2e test). */
 const DRIVER = process.env.PODIPAM_BENCH_MULTUS_DRIVER ?? 'lean';
+/** The warm agents' --min-idle; default a node's share of the attachments (every ADD a hit). */
+const WARM_MIN_IDLE = process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE ? Number(process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE) : undefined;
 
 interface Subject {
   readonly name: string;
@@ -55,6 +61,7 @@ interface Round {
   readonly del: number;
   readonly slowestPod: number;
   readonly tripsPerAttachment: number;
+  readonly delTripsPerAttachment: number;
 }
 
 const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
@@ -88,7 +95,20 @@ async function floor(url: string, s: Subject, runner: Runner): Promise<number> {
   return r.ms;
 }
 
+/** Every warm node's idle queue back to `min` (refills, and DELs' addresses past their cooldown): bounded, 120 s. */
+async function warmRefilled(s: Subject, min: number): Promise<void> {
+  for (const n of s.nodes) {
+    for (let i = 0; ; i++) {
+      const w = (await n.agent.status()).warmPool;
+      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= min) break;
+      if (i > 1200) throw new Error(`warm pool of ${n.name} not refilled to ${min}: ${JSON.stringify(w)}`);
+      await sleep(100);
+    }
+  }
+}
+
 async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
+  if (s.warm) await warmRefilled(s, WARM_MIN_IDLE ?? Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes));
   const call: Call = (command, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.warm ? 'warm' : s.pools[net]!, command, pod, net);
   const trips0 = await roundTrips(s.nodes);
   const add = await runner(call, 'ADD');
@@ -96,11 +116,12 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
   const { problems, addresses } = checkAttachments(add, s.pools);
   if (problems.length) throw new Error(`${s.name}: ${problems.join('; ')}`);
   if (addresses !== SIZE.pods * SIZE.networks) throw new Error(`${s.name}: ${addresses} distinct addresses for ${SIZE.pods * SIZE.networks} attachments`);
-  const trips = (await roundTrips(s.nodes)) - trips0;
+  const trips1 = await roundTrips(s.nodes);
   const del = await runner(call, 'DEL');
   mustBeClean(`${s.name} DEL`, del);
+  const trips2 = await roundTrips(s.nodes);
   await settledClean(url, s.name);
-  return { add: add.ms, del: del.ms, slowestPod: Math.max(...add.podMs), tripsPerAttachment: trips / (SIZE.pods * SIZE.networks) };
+  return { add: add.ms, del: del.ms, slowestPod: Math.max(...add.podMs), tripsPerAttachment: (trips1 - trips0) / (SIZE.pods * SIZE.networks), delTripsPerAttachment: (trips2 - trips1) / (SIZE.pods * SIZE.networks) };
 }
 
 export async function run(): Promise<readonly string[]> {
@@ -126,16 +147,8 @@ export async function run(): Promise<readonly string[]> {
     if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
     if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
     if (SUBJECTS.includes('warm')) {
-      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', { pools: ['pool-warm'], capacity: Math.max(1024, 2 * perNode) });
+      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', { pools: ['pool-warm'], minIdle: WARM_MIN_IDLE ?? perNode, capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0) });
       nodes.push(...warmNodes);
-      for (const n of warmNodes) {
-        for (let i = 0; ; i++) {
-          const w = (await n.agent.status()).warmPool;
-          if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= 64) break;
-          if (i > 600) throw new Error(`warm pool of ${n.name} not preloaded: ${JSON.stringify(w)}`);
-          await sleep(50);
-        }
-      }
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
     }
     console.log(`multus (${DRIVER} driver): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`);
@@ -147,7 +160,7 @@ export async function run(): Promise<readonly string[]> {
       for (const s of i % 2 ? [...subjects].reverse() : subjects) {
         const x = await round(url, s, runner);
         rounds.get(s.name)!.push(x);
-        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} round trips/attachment`);
+        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment`);
       }
     }
     const head = `  ${''.padEnd(28)} ${subjects.map((s) => s.name.padStart(12)).join(' ')}`;
@@ -163,7 +176,8 @@ export async function run(): Promise<readonly string[]> {
     line(`ADD wall / ${TARGET_MS / 1000} s target`, (x) => x.add / TARGET_MS, (v) => `${v.toFixed(2)}x`);
     line('slowest pod (16 ADDs)', (x) => x.slowestPod, sec);
     line('DEL wall', (x) => x.del, sec);
-    line('round trips per attachment', (x) => x.tripsPerAttachment, (v) => v.toFixed(3));
+    line('ADD round trips/attachment', (x) => x.tripsPerAttachment, (v) => v.toFixed(3));
+    line('DEL round trips/attachment', (x) => x.delTripsPerAttachment, (v) => v.toFixed(3));
     const fl = `harness floor (${DRIVER} driver, shim VERSION × ${SIZE.pods * SIZE.networks}): ${sec(q(floors, 0.5))}`;
     console.log(`  ${fl}`);
     summary.push(fl);

@@ -75,9 +75,9 @@ export interface MultusNode {
 
 /**
  * One agent per simulated node, each with its own socket and directory under `dir`, on the
- * datastore `url`; `warm` adds a warm pool over `warm.pools`. PODIPAM_TRACE passes through.
+ * datastore `url`; `warm` adds a warm pool over `warm.pools` (max idle = capacity). PODIPAM_TRACE passes through.
  */
-export async function startMultusNodes(url: string, dir: string, nodes: number, prefix: string, warm?: { readonly pools: readonly string[]; readonly capacity: number }): Promise<MultusNode[]> {
+export async function startMultusNodes(url: string, dir: string, nodes: number, prefix: string, warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number }): Promise<MultusNode[]> {
   const env = process.env.PODIPAM_TRACE ? { PODIPAM_TRACE: process.env.PODIPAM_TRACE } : {};
   return Promise.all(
     Array.from({ length: nodes }, async (_, i) => {
@@ -86,7 +86,7 @@ export async function startMultusNodes(url: string, dir: string, nodes: number, 
       const args = ['--node', name, '--datastore', url];
       if (warm) {
         const cap = String(warm.capacity);
-        args.push('--data-dir', join(d, 'data'), '--pools', warm.pools.join(','), '--min-idle', '64', '--max-idle', cap, '--capacity', cap, '--cooldown', '1s');
+        args.push('--data-dir', join(d, 'data'), '--pools', warm.pools.join(','), '--min-idle', String(warm.minIdle), '--max-idle', cap, '--capacity', cap, '--cooldown', '1s');
       }
       return { name, dir: d, agent: await startAgent(join(d, 'agent.sock'), args, env) };
     }),
