@@ -38,7 +38,8 @@ export interface PluginRun {
   readonly ms: number;
 }
 
-function callEnv(call: PluginCall): NodeJS.ProcessEnv {
+/** The environment a runtime gives the plugin for `call` (PATH, the CNI_* set, failures not logged). */
+export function callEnv(call: PluginCall): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
   const set = (k: string, v: string | undefined) => {
     if (v !== undefined) env[k] = v;
@@ -58,7 +59,8 @@ function callEnv(call: PluginCall): NodeJS.ProcessEnv {
   return env;
 }
 
-function stdinOf(call: PluginCall): string {
+/** The stdin of `call`: its config, JSON-encoded unless a string. */
+export function stdinOf(call: PluginCall): string {
   if (call.config === undefined) return '';
   return typeof call.config === 'string' ? call.config : JSON.stringify(call.config);
 }

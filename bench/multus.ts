@@ -1,0 +1,195 @@
+/**
+ * Multus-style pods: PODS pods × NETWORKS networks (default 128 × 16 = 2,048 attachments), each
+ * attachment one CNI call through the native shim to the agent of the pod's node (3 nodes, each
+ * its own agent, socket and directory) on a 3-member etcd; each pod's calls one after another
+ * (Multus's delegates: net-0 on eth0, then net1, net2, …; DEL in reverse), 32 pods in flight.
+ * The target is the whole set's ADDs in under 20 s wall (Whereabouts at this size outlasts
+ * kubelet's 4-minute sandbox timeout). Subjects, alternating over RUNS rounds:
+ *
+ *   own pools    cluster mode, every network its own pool (`pools: ["pool-net-i"]`)
+ *   shared pool  cluster mode, all 16 networks on one pool
+ *   warm         the agents' warm pool (`ipam: {type: podipam, agent: SOCK}`; --min-idle a node's
+ *                share of the attachments, so that the burst is served from the idle queue;
+ *                each round starts once it is refilled), which serves any
+ *                network name from the agent's --pools: the shared-pool case; per-network
+ *                pools it cannot serve from its idle queue (a pool per network would need an
+ *                annotation, which allocates directly on the datastore, i.e. cluster mode)
+ *
+ * Every round checks what the e2e test checks (test/e2e/multus-networks.test.ts): every answer
+ * a valid result in its network's pool, distinct per pod and across the run; nothing held after
+ * the DELs and `ipam check` clean. Prints per round and the medians: ADD wall, DEL wall, the
+ * ratio of ADD wall to the 20 s target, the slowest pod, datastore round trips per attachment.
+ *
+ * Knobs: PODIPAM_BENCH_MULTUS_PODS (128), _NETWORKS (16), _IN_FLIGHT (32), _NODES (3),
+ * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm),
+ * PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE (a node's share), PODIPAM_BENCH_MULTUS_DRIVER (lean; node:
+ * Node's child_process, as the e2e test);
+ * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr).
+ * Run alone: `node dist/bench/multus.js` after a build.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SHIM_BIN, requireShim } from '../test/helpers/agent.js';
+import { startEtcd } from '../test/helpers/etcd.js';
+import { type MultusNode, type MultusPool, type MultusRun, checkAttachments, createMultusPools, leftHeld, multusCall, multusSize, runMultusPods, startMultusNodes } from '../test/helpers/multus-pods.js';
+import { type PluginCall, runCliSync } from '../test/helpers/plugin.js';
+import { makeTempDir } from '../test/helpers/tmp.js';
+import { parsePrefix } from '../src/ip/prefix.js';
+import { q } from './lib/cni-subject.js';
+import { buildMultusDriver, runMultusLean } from './lib/multus-driver.js';
+
+const SIZE = multusSize('PODIPAM_BENCH_MULTUS', { pods: 128, networks: 16, inFlight: 32, nodes: 3 });
+const RUNS = Number(process.env.PODIPAM_BENCH_MULTUS_RUNS ?? 3);
+const TARGET_MS = 20_000;
+const SUBJECTS = (process.env.PODIPAM_BENCH_MULTUS_SUBJECTS ?? 'own,shared,warm').split(',');
+/** `lean` (bench/native/multus-driver.c, posix_spawn) or `node` (child_process, as the e2e test). */
+const DRIVER = process.env.PODIPAM_BENCH_MULTUS_DRIVER ?? 'lean';
+/** The warm agents' --min-idle; default a node's share of the attachments (every ADD a hit). */
+const WARM_MIN_IDLE = process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE ? Number(process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE) : undefined;
+
+interface Subject {
+  readonly name: string;
+  readonly nodes: readonly MultusNode[];
+  readonly pools: readonly MultusPool[];
+  readonly warm: boolean;
+}
+
+interface Round {
+  readonly add: number;
+  readonly del: number;
+  readonly slowestPod: number;
+  readonly tripsPerAttachment: number;
+  readonly delTripsPerAttachment: number;
+}
+
+const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+
+async function roundTrips(nodes: readonly MultusNode[]): Promise<number> {
+  return (await Promise.all(nodes.map((n) => n.agent.status()))).reduce((t, s) => t + s.datastore.roundTrips, 0);
+}
+
+function mustBeClean(what: string, run: MultusRun): void {
+  if (run.failures.length) throw new Error(`${what}: ${run.failures.length} calls failed, first: ${run.failures[0]}`);
+}
+
+/** Nothing in use and `ipam check` clean (the warm pool writes its pod records behind: up to 30 s). */
+async function settledClean(url: string, what: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const left = leftHeld(url);
+    const clean = left.allocated === 0 && left.check.startsWith('{') && JSON.stringify(JSON.parse(left.check)) === JSON.stringify({ leaks: [], problems: [] });
+    if (clean) return;
+    if (i >= 300) throw new Error(`${what}: after DEL still held ${left.allocated}, ipam check ${left.check}`);
+    await sleep(100);
+  }
+}
+
+type Call = (command: string, pod: number, net: number) => PluginCall;
+type Runner = (call: Call, command: 'ADD' | 'DEL' | 'VERSION') => Promise<MultusRun>;
+
+/** The same schedule answered by the shim's VERSION (no agent, no datastore): the harness's and exec's own cost. */
+async function floor(url: string, s: Subject, runner: Runner): Promise<number> {
+  const r = await runner((_c, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.pools[net]!, 'VERSION', pod, net), 'VERSION');
+  mustBeClean('VERSION floor', r);
+  return r.ms;
+}
+
+/** Every warm node's idle queue back to `min` (refills, and DELs' addresses past their cooldown): bounded, 120 s. */
+async function warmRefilled(s: Subject, min: number): Promise<void> {
+  for (const n of s.nodes) {
+    for (let i = 0; ; i++) {
+      const w = (await n.agent.status()).warmPool;
+      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= min) break;
+      if (i > 1200) throw new Error(`warm pool of ${n.name} not refilled to ${min}: ${JSON.stringify(w)}`);
+      await sleep(100);
+    }
+  }
+}
+
+async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
+  if (s.warm) await warmRefilled(s, WARM_MIN_IDLE ?? Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes));
+  const call: Call = (command, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.warm ? 'warm' : s.pools[net]!, command, pod, net);
+  const trips0 = await roundTrips(s.nodes);
+  const add = await runner(call, 'ADD');
+  mustBeClean(`${s.name} ADD`, add);
+  const { problems, addresses } = checkAttachments(add, s.pools);
+  if (problems.length) throw new Error(`${s.name}: ${problems.join('; ')}`);
+  if (addresses !== SIZE.pods * SIZE.networks) throw new Error(`${s.name}: ${addresses} distinct addresses for ${SIZE.pods * SIZE.networks} attachments`);
+  const trips1 = await roundTrips(s.nodes);
+  const del = await runner(call, 'DEL');
+  mustBeClean(`${s.name} DEL`, del);
+  const trips2 = await roundTrips(s.nodes);
+  await settledClean(url, s.name);
+  return { add: add.ms, del: del.ms, slowestPod: Math.max(...add.podMs), tripsPerAttachment: (trips1 - trips0) / (SIZE.pods * SIZE.networks), delTripsPerAttachment: (trips2 - trips1) / (SIZE.pods * SIZE.networks) };
+}
+
+export async function run(): Promise<readonly string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-multus');
+  const etcd = await startEtcd({ members: 3 });
+  const nodes: MultusNode[] = [];
+  const summary: string[] = [];
+  try {
+    const url = etcd.url;
+    const driver = DRIVER === 'node' ? undefined : buildMultusDriver(dir.path);
+    const runner: Runner = driver ? async (call, command) => runMultusLean(driver, SHIM_BIN, dir.path, SIZE, call, command) : (call, command) => runMultusPods(SIZE, call, command);
+    const own = createMultusPools(url, SIZE.networks, false);
+    const shared = createMultusPools(url, SIZE.networks, true);
+    const warmCidr = '10.48.0.0/14';
+    const r = runCliSync(url, ['pool', 'create', 'pool-warm', '--cidr', warmCidr]);
+    if (r.code !== 0) throw new Error(`pool create pool-warm: ${r.stderr}`);
+    const warmPool: MultusPool = { name: 'pool-warm', cidr: warmCidr, prefix: parsePrefix(warmCidr) };
+    const perNode = Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes);
+    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node');
+    nodes.push(...clusterNodes);
+    const subjects: Subject[] = [];
+    if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
+    if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
+    if (SUBJECTS.includes('warm')) {
+      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', { pools: ['pool-warm'], minIdle: WARM_MIN_IDLE ?? perNode, capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0) });
+      nodes.push(...warmNodes);
+      subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
+    }
+    console.log(`multus (${DRIVER} driver): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`);
+    const rounds = new Map<string, Round[]>(subjects.map((s) => [s.name, []]));
+    const floors: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      floors.push(await floor(url, subjects[0]!, runner));
+      console.log(`  round ${i + 1} harness floor (shim VERSION, same schedule) ${sec(floors[i]!)}`);
+      for (const s of i % 2 ? [...subjects].reverse() : subjects) {
+        const x = await round(url, s, runner);
+        rounds.get(s.name)!.push(x);
+        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment`);
+      }
+    }
+    const head = `  ${''.padEnd(28)} ${subjects.map((s) => s.name.padStart(12)).join(' ')}`;
+    console.log(`medians of ${RUNS} rounds:`);
+    console.log(head);
+    summary.push(head.trim());
+    const line = (label: string, f: (x: Round) => number, fmt: (v: number) => string): void => {
+      const text = `${label.padEnd(28)} ${subjects.map((s) => fmt(q(rounds.get(s.name)!.map(f), 0.5)).padStart(12)).join(' ')}`;
+      console.log(`  ${text}`);
+      summary.push(text);
+    };
+    line(`ADD wall (${SIZE.pods}×${SIZE.networks})`, (x) => x.add, sec);
+    line(`ADD wall / ${TARGET_MS / 1000} s target`, (x) => x.add / TARGET_MS, (v) => `${v.toFixed(2)}x`);
+    line('slowest pod (16 ADDs)', (x) => x.slowestPod, sec);
+    line('DEL wall', (x) => x.del, sec);
+    line('ADD round trips/attachment', (x) => x.tripsPerAttachment, (v) => v.toFixed(3));
+    line('DEL round trips/attachment', (x) => x.delTripsPerAttachment, (v) => v.toFixed(3));
+    const fl = `harness floor (${DRIVER} driver, shim VERSION × ${SIZE.pods * SIZE.networks}): ${sec(q(floors, 0.5))}`;
+    console.log(`  ${fl}`);
+    summary.push(fl);
+    if (process.env.PODIPAM_TRACE) {
+      for (const n of nodes) writeFileSync(join(process.env.PODIPAM_BENCH_MULTUS_TRACE_DIR ?? '/tmp', `multus-trace-${n.name}.log`), n.agent.log());
+    }
+    return summary;
+  } finally {
+    for (const n of nodes) await n.agent.stop();
+    await etcd.stop();
+    dir.remove();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) for (const l of await run()) console.log(l);
