@@ -93,6 +93,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   agent: ['cluster', 'cni', 'log', 'model', 'server', 'store', 'util', 'warm', 'wire'],
   runtime: ['cluster', 'cni', 'ip', 'model', 'store', 'wire'],
   'agent-main.ts': ['agent', 'local', 'log', 'plugin', 'warm'],
+  import: ['alloc', 'cluster', 'ip', 'model', 'store', 'util'],
   cli: '*',
   'main.ts': '*',
 };
