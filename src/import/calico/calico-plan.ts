@@ -276,7 +276,7 @@ function holderOf(
   const tunnel = TUNNEL_HANDLE.exec(sourceHandle);
   const typeKind = owner.type !== undefined ? TUNNEL_TYPES[owner.type] : undefined;
   if (tunnel || typeKind) {
-    const kind = typeKind ?? (tunnel?.[1] as string);
+    const kind = typeKind ?? (tunnel?.[1]);
     const node = attrNode ?? tunnel?.[2] ?? blockNode ?? undefined;
     if (node === undefined || !DNS_SUBDOMAIN.test(node)) {
       conflict('invalid', ipText, `tunnel address of Calico handle ${sourceHandle}: node ${JSON.stringify(node ?? '')} is not a node name`);
