@@ -274,9 +274,9 @@ function holderOf(
   const owner = attr.owner;
   const attrNode = owner.node !== undefined && owner.node !== '' ? owner.node : undefined;
   const tunnel = TUNNEL_HANDLE.exec(sourceHandle);
-  const typeKind = owner.type !== undefined ? TUNNEL_TYPES[owner.type] : undefined;
-  if (tunnel || typeKind) {
-    const kind = typeKind ?? (tunnel?.[1]);
+  const typeKind = owner.type !== undefined && Object.hasOwn(TUNNEL_TYPES, owner.type) ? TUNNEL_TYPES[owner.type] : undefined;
+  const kind = typeKind ?? tunnel?.[1];
+  if (kind !== undefined) {
     const node = attrNode ?? tunnel?.[2] ?? blockNode ?? undefined;
     if (node === undefined || !DNS_SUBDOMAIN.test(node)) {
       conflict('invalid', ipText, `tunnel address of Calico handle ${sourceHandle}: node ${JSON.stringify(node ?? '')} is not a node name`);
