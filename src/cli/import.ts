@@ -20,6 +20,7 @@ import type { Store } from '../store/index.js';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
 import { registerImportCalico } from './import-calico.js';
+import { registerImportWhereabouts } from './import-whereabouts.js';
 
 /** The cluster handle of a reservation: what the cluster-mode plugin's DEL computes. */
 export function handleOf(r: Pick<HostLocalReservation, 'network' | 'containerId' | 'ifname'>): string {
@@ -43,6 +44,7 @@ export function registerImport(program: Command): void {
       if (failed > 0) throw new Error(`${failed} reservation(s) could not be adopted (see the lines marked "failed")`);
     });
   registerImportCalico(imp);
+  registerImportWhereabouts(imp);
 }
 
 interface ImportOptions {

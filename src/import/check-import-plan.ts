@@ -18,7 +18,9 @@
  *   to none, takes the address all the same (a borrowed address, as podipam allocates): the
  *   block's affinity is never changed by an import. A new block gets the plan's affinity for it
  *   (null when the plan has none: an unaffine block, which no node claims since it exists).
- * - The same address twice in the plan with two handles is 'invalid' (both left out).
+ * - The same address twice in the plan with two handles is 'invalid' (both left out), and so is
+ *   a handle of the node agent's warm pool (`podipam-warm:…`, reserved-network.ts): only the
+ *   agent writes those.
  * - A parser conflict whose subject is an address, a plan pool's name or a block CIDR of the
  *   plan leaves that address, pool or block out (the parser reports what it could not map).
  */
@@ -27,6 +29,7 @@ import { type Block, ordinalOf } from '../alloc/block.js';
 import type { HandleRecord } from '../cluster/handle-record.js';
 import { type Pool, validatePoolSpec } from '../cluster/pool-record.js';
 import { type Prefix, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixOverlaps, tryParseAddr } from '../ip/index.js';
+import { reservedHandle } from '../model/reserved-network.js';
 import type { ImportConflict, ImportPlan, ImportedAddress, ImportedPool } from './import-plan.js';
 
 /** What the store holds that the plan touches. */
@@ -79,6 +82,12 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
     const handles = new Set(group.map((g) => g.holder.handle));
     if (handles.size > 1) {
       conflicts.push({ kind: 'invalid', subject: ip, detail: `the source gives ${ip} to ${handles.size} holders: ${[...handles].map((h) => `"${h}"`).join(', ')}` });
+      skipped++;
+      continue;
+    }
+    const reserved = reservedHandle('handle', a.holder.handle);
+    if (reserved !== undefined) {
+      conflicts.push({ kind: 'invalid', subject: ip, detail: reserved });
       skipped++;
       continue;
     }

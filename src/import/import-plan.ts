@@ -80,7 +80,11 @@ export interface ImportPlan {
   readonly pools: readonly ImportedPool[];
   readonly blocks: readonly ImportedBlock[];
   readonly addresses: readonly ImportedAddress[];
-  /** Problems found while parsing the source (kind 'invalid', 'block-size', 'pool-overlap' among imported pools). The applier adds those against the store. */
+  /**
+   * Problems found while parsing the source (kind 'invalid', 'block-size', 'pool-overlap' among imported pools). The applier adds those against the store.
+   * A conflict whose `subject` is an address of the plan, a plan pool's name or a plan block's CIDR leaves that address, pool or block out of the writes
+   * (with skipConflicts; without it any conflict writes nothing).
+   */
   readonly conflicts: readonly ImportConflict[];
 }
 

@@ -14,6 +14,11 @@
  * vanish before its next block is written (the pod's DEL ran meanwhile), that block's addresses
  * of it are not written again: re-creating the record would hold addresses of a deleted pod.
  *
+ * An import registers no node: unlike a claim it leaves a node's tombstone in place. Cluster GC
+ * of a node proven gone frees only the holds written before its tombstone, so what an import
+ * writes for such a node afterwards stays held (its block then loses its affinity) until its
+ * DEL or `ipam release`: never freed on weaker proof than GC's own.
+ *
  * A block holding many handles is written in chunks of CHUNK_HANDLES handles, each its own
  * transaction of the same shape (within etcd's 128 ops and compares).
  */

@@ -1,6 +1,7 @@
 /**
  * Read-only commands never create a datastore: `ipam show`, `ipam check`, `ipam config`
- * (without a change), `pool list`, `node list` and `import host-local --dry-run` on a SQLite
+ * (without a change), `pool list`, `node list`, `import host-local --dry-run` and
+ * `import whereabouts --dry-run` on a SQLite
  * file that does not exist fail naming it (exit 1) and leave neither the file nor its
  * directory behind — also for the default store in the data directory. Writes still create it.
  */
@@ -11,6 +12,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PODIPAM_BIN, runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { whereaboutsList } from '../helpers/whereabouts-fixture.js';
 
 const READS: readonly (readonly string[])[] = [
   ['ipam', 'show'],
@@ -29,7 +31,9 @@ test('read-only commands on a missing SQLite store fail naming it and create not
     const hl = join(dir.path, 'hl', 'net');
     mkdirSync(hl, { recursive: true });
     writeFileSync(join(hl, '10.90.0.5'), 'c1\r\neth0');
-    for (const args of [...READS, ['import', 'host-local', hl, '--node', 'node-a', '--dry-run']]) {
+    const wb = join(dir.path, 'wb.json');
+    writeFileSync(wb, JSON.stringify(whereaboutsList([{ range: '10.91.0.0/24', networkName: 'wbnet' }], [{ containerId: 'c1', podref: 'a/b', ips: ['10.91.0.4'] }])));
+    for (const args of [...READS, ['import', 'host-local', hl, '--node', 'node-a', '--dry-run'], ['import', 'whereabouts', wb, '--dry-run']]) {
       const r = runCliSync(url, args);
       assert.equal(r.code, 1, `${args.join(' ')}: exit ${r.code}, stdout ${r.stdout}, stderr ${r.stderr}`);
       assert.match(r.stderr, /^podipam: /, `${args.join(' ')}: ${r.stderr}`);
