@@ -14,13 +14,13 @@
  * host:<node>`); its BlockAffinity records are an index and are read only to drop the affinity
  * of a block whose affinity is being deleted (`pendingDeletion` or `deleted`): that block is
  * imported unaffine. When the podipam pool's block size equals the Calico block's (the normal
- * case), the podipam block is the Calico block, with its node — empty affine blocks included,
- * so each node keeps its blocks. With another size the addresses land in the podipam pool's
+ * case), the podipam block is the Calico block, with its node. Empty Calico blocks are not
+ * carried over: a block is written with the addresses it holds, and a node claims new blocks
+ * as it needs them. With another size the addresses land in the podipam pool's
  * blocks: a larger Calico block splits into several podipam blocks, each keeping the node; a
  * podipam block that gathers several smaller Calico blocks keeps the node when they all have the
  * same one, and is unaffine when they name different nodes (never a 'block-size' conflict:
- * refusing would leave live pods' addresses unheld). Empty Calico blocks of another size are
- * not carried over. A block marked `deleted` is skipped when empty (Calico is removing it) and
+ * refusing would leave live pods' addresses unheld). A block marked `deleted` is skipped when empty (Calico is removing it) and
  * is an 'invalid' conflict when it still holds addresses.
  *
  * Addresses. Every allocated ordinal with a `handle_id`:
@@ -162,11 +162,6 @@ export function planCalicoImport(source: 'calico-kdd' | 'calico-etcd', state: Ca
     }
     const target = targets.get(cp) as Target;
     const node = blockNode(cb, dropping, conflict);
-    if (allocated.length === 0) {
-      // An empty block keeps its node only where it is a podipam block as it stands.
-      if (node !== null && cb.cidr.len === target.blockSize) addBlock(cb.cidr, target.name, node);
-      continue;
-    }
     for (const o of allocated) {
       const ip = addrAt(cb.cidr, o);
       const ipText = formatAddr(ip);

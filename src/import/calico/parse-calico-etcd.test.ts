@@ -22,7 +22,7 @@ test('etcd v3 keys: the same plan as the KDD List of the same state, but for the
 test('etcd: another prefix; keys outside it are not read; an empty affinity value is confirmed', () => {
   const s = calicoScenario();
   const pairs = [...calicoEtcdPairs(s, '/cluster2/calico'), ...calicoEtcdPairs({ pools: s.pools, blocks: [{ cidr: '10.244.3.0/26', node: 'x', allocs: [] }] }, '/calico')];
-  const i = pairs.findIndex((p) => p.key === '/cluster2/calico/ipam/v2/host/node-b/ipv4/block/10.244.1.0-26');
+  const i = pairs.findIndex((p) => p.key === '/cluster2/calico/ipam/v2/host/node-a/ipv4/block/10.244.0.0-26');
   pairs[i] = { key: pairs[i]!.key, value: '' };
   const plan = parseCalicoEtcd(pairs, '/cluster2/calico/');
   assert.deepEqual(plan.blocks, CALICO_SCENARIO_EXPECTED.blocks);

@@ -66,12 +66,13 @@ test('KDD List: an allocation pointing outside the attributes, one without a han
   );
 });
 
-test('KDD: a pendingDeletion affinity leaves its block unaffine, a pending one keeps the node, a deleted block with addresses is a conflict', () => {
+test('KDD: a pendingDeletion affinity leaves its block unaffine, a pending one keeps the node, an empty block is not carried, a deleted block with addresses is a conflict', () => {
   const text = calicoKddList({
     pools: [{ name: 'p', cidr: '10.1.0.0/24', blockSize: 26, nodeSelector: '' }],
     blocks: [
       { cidr: '10.1.0.0/26', node: 'n1', affinityState: 'pendingDeletion', allocs: [{ ordinal: 5, handle: 'k8s-pod-network.c1', namespace: 'a', pod: 'b', node: 'n1' }] },
-      { cidr: '10.1.0.64/26', node: 'n2', affinityState: 'pending', allocs: [] },
+      { cidr: '10.1.0.64/26', node: 'n2', affinityState: 'pending', allocs: [{ ordinal: 2, handle: 'k8s-pod-network.c3', namespace: 'a', pod: 'd', node: 'n2' }] },
+      { cidr: '10.1.0.192/26', node: 'n3', allocs: [] },
       { cidr: '10.1.0.128/26', node: null, deleted: true, allocs: [{ ordinal: 1, handle: 'k8s-pod-network.c2', namespace: 'a', pod: 'c', node: 'n1' }] },
     ],
   });
@@ -80,7 +81,10 @@ test('KDD: a pendingDeletion affinity leaves its block unaffine, a pending one k
     { cidr: '10.1.0.0/26', pool: 'p', affinity: null },
     { cidr: '10.1.0.64/26', pool: 'p', affinity: 'n2' },
   ]);
-  assert.deepEqual(plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.node]), [['10.1.0.5', 'k8s-pod-network:c1:eth0', 'n1']]);
+  assert.deepEqual(plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.node]), [
+    ['10.1.0.5', 'k8s-pod-network:c1:eth0', 'n1'],
+    ['10.1.0.66', 'k8s-pod-network:c3:eth0', 'n2'],
+  ]);
   assert.deepEqual(plan.conflicts.map((c) => [c.kind, c.subject]), [['invalid', 'ipamblocks.crd.projectcalico.org 10-1-0-128-26']]);
   assert.match(plan.conflicts[0]!.detail, /marked deleted but still holds 1 address/);
 });
