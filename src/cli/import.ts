@@ -19,6 +19,7 @@ import { openCommandStore } from './datastore-url.js';
 import type { Store } from '../store/index.js';
 import { createProgress } from './progress.js';
 import { UsageError } from './usage-error.js';
+import { registerImportCalico } from './import-calico.js';
 import { registerImportWhereabouts } from './import-whereabouts.js';
 
 /** The cluster handle of a reservation: what the cluster-mode plugin's DEL computes. */
@@ -42,6 +43,7 @@ export function registerImport(program: Command): void {
       // Exit code 1 (runCli maps a thrown error to 1) after the full report is printed.
       if (failed > 0) throw new Error(`${failed} reservation(s) could not be adopted (see the lines marked "failed")`);
     });
+  registerImportCalico(imp);
   registerImportWhereabouts(imp);
 }
 

@@ -224,7 +224,7 @@ export class EtcdStore implements Store {
 }
 
 /** node:http, or node:https (loaded only then) with the TLS material in its agent. */
-async function transportFor(access: EtcdAccess): Promise<HttpTransport> {
+export async function transportFor(access: EtcdAccess): Promise<HttpTransport> {
   const tls = access.tls;
   if (tls === undefined) return { request: httpRequest, agent: new HttpAgent({ keepAlive: true }), secure: false };
   const https = await import('node:https');
