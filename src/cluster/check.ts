@@ -9,13 +9,14 @@
  * claims a block is registered by that block's affinity, so this proves nothing, and GC never
  * acts on it), affinities without their block and blocks without
  * their affinity, affinities stuck in a non-confirmed state, allocations outside every pool,
- * and records that do not decode. The lists are read one after the other; every finding is
+ * two blocks that overlap (`block-overlap`: possible only if a block was written around the
+ * claim proof, src/alloc/overlapping-blocks.ts), and records that do not decode. The lists are read one after the other; every finding is
  * then re-checked with one atomic read of the keys involved, so activity during the check does
  * not produce false reports. Read-only. Sticky holds (handles with `stickyUntil`: a sticky pod's
  * addresses kept for its next incarnation) are listed apart, with their expiry: not problems.
  */
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
-import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
+import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../store/index.js';
 import { NODE_PREFIX, nodeKey } from '../model/node-record.js';
 import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX, nodeTombstoneKey, type NodeTombstone } from '../model/node-tombstone.js';
@@ -24,7 +25,7 @@ import { decodeBlock } from './block-record.js';
 import { decodeHandle, type HandleRecord } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from './keys.js';
-import { type Pool, decodePool } from './pool-record.js';
+import { type Pool, decodePool, poolSpace } from './pool-record.js';
 import { readKeys } from './read-keys.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 
@@ -45,6 +46,7 @@ export interface Problem {
     | 'block-affinity-missing'
     | 'affinity-not-confirmed'
     | 'allocation-outside-pools'
+    | 'block-overlap'
     | 'corrupt-record';
   /** The record the problem is about. */
   readonly key: string;
@@ -170,7 +172,7 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
         out.push(mismatch(h, cidr, rec.blocks.get(cidr) ?? 0, n));
       }
     }
-    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(p.cidr, b.cidr))) {
+    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(poolSpace(p), b.cidr))) {
       out.push({ keys: [key], problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` } });
     }
     if (b.affinity !== null) {
@@ -206,6 +208,7 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
       }
     }
   }
+  out.push(...overlapsOf(blocks));
   for (const [h, rec] of handles) {
     const hk = handleKey(h);
     if (rec.blocks.size === 0) out.push({ keys: [hk], problem: { kind: 'handle-empty', key: hk, message: `handle "${h}" holds no blocks` } });
@@ -237,6 +240,35 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
         problem: { kind: 'affinity-block-missing', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}` },
       });
     }
+  }
+  return out;
+}
+
+/**
+ * Pairs of overlapping blocks. Prefixes overlap only by containment, so in address order
+ * (larger first at one base) a block overlaps exactly when it starts inside the last block
+ * that covers the furthest.
+ */
+function overlapsOf(blocks: ReadonlyMap<string, Block>): Finding[] {
+  const out: Finding[] = [];
+  const end = (p: Prefix): bigint => p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n;
+  const sorted = [...blocks].sort(([, a], [, b]) => a.cidr.family - b.cidr.family || (a.cidr.base < b.cidr.base ? -1 : a.cidr.base > b.cidr.base ? 1 : a.cidr.len - b.cidr.len));
+  let cover: [string, Block] | undefined;
+  for (const kb of sorted) {
+    const [key, b] = kb;
+    if (cover && cover[1].cidr.family === b.cidr.family && b.cidr.base <= end(cover[1].cidr)) {
+      const a = cover[1];
+      out.push({
+        keys: [cover[0], key],
+        problem: {
+          kind: 'block-overlap',
+          key,
+          message: `block ${formatPrefix(b.cidr)} (${b.affinity === null ? 'no node' : `node "${b.affinity}"`}, ${b.allocations.size} allocated) overlaps block ${formatPrefix(a.cidr)} (${a.affinity === null ? 'no node' : `node "${a.affinity}"`}, ${a.allocations.size} allocated)`,
+        },
+      });
+      if (end(b.cidr) <= end(a.cidr)) continue;
+    }
+    cover = kb;
   }
   return out;
 }
