@@ -14,6 +14,9 @@
  * then re-checked with one atomic read of the keys involved, so activity during the check does
  * not produce false reports. Read-only. Sticky holds (handles with `stickyUntil`: a sticky pod's
  * addresses kept for its next incarnation) are listed apart, with their expiry: not problems.
+ * So are borrowed blocks (`borrowed`): blocks of a node proven gone (or left without affinity
+ * by cluster GC) that keep addresses of pods of other nodes — GC frees the gone node's own
+ * pods and empty blocks, and reports these rather than freeing them; each names the pods.
  */
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
 import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
@@ -58,6 +61,16 @@ export interface CheckReport {
   readonly problems: readonly Problem[];
   /** Sticky holds (sticky-holds.ts), when there are any: informational, not problems — a live hold is a sticky pod's kept address. */
   readonly stickyHolds?: readonly StickyHold[];
+  /** Borrowed blocks, when there are any: informational (see the module comment). */
+  readonly borrowed?: readonly BorrowedBlock[];
+}
+
+export interface BorrowedBlock {
+  readonly block: string;
+  /** The node the block is affine to (proven deleted), or null once GC removed its affinity. */
+  readonly node: string | null;
+  /** The other nodes' pods holding addresses in it. */
+  readonly pods: readonly { readonly address: string; readonly handle: string; readonly node: string; readonly pod?: string }[];
 }
 
 interface Finding {
@@ -100,11 +113,37 @@ export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
     for (const f of batch) if (again.some((g) => sameFinding(f, g))) confirmed.push(f);
   }
   const holds = holdsOf(handleEntries, blockEntries, ctx.now());
+  const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
     ...(holds.length > 0 ? { stickyHolds: holds } : {}),
+    ...(borrowed.length > 0 ? { borrowed } : {}),
   };
+}
+
+/** Blocks without affinity, or affine to a node proven deleted, holding addresses of other nodes' pods (from the listing). */
+function borrowedOf(blockEntries: readonly Entry[], handleEntries: readonly Entry[], nodeEntries: readonly Entry[], tombstoneEntries: readonly Entry[]): BorrowedBlock[] {
+  const nodes = new Set(nodeEntries.map((e) => e.key));
+  const gone = new Set<string>();
+  for (const e of tombstoneEntries) tryDecode(e, (t) => decodeNodeTombstone(t.key, t.value), () => {}, (t) => !nodes.has(nodeKey(t.name)) && gone.add(t.name));
+  const handles = new Map<string, HandleRecord>();
+  for (const e of handleEntries) tryDecode(e, decodeHandle, () => {}, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
+  const out: BorrowedBlock[] = [];
+  for (const e of blockEntries) {
+    tryDecode(e, decodeBlock, () => {}, (b) => {
+      if (b.allocations.size === 0 || (b.affinity !== null && !gone.has(b.affinity))) return;
+      const pods: BorrowedBlock['pods'][number][] = [];
+      for (const [o, h] of b.allocations) {
+        const rec = handles.get(h);
+        if (!rec || rec.node === b.affinity) continue;
+        const pod = rec.namespace !== undefined && rec.pod !== undefined ? `${rec.namespace}/${rec.pod}` : undefined;
+        pods.push({ address: formatAddr(addrOfOrdinal(b.cidr, o)), handle: h, node: rec.node, ...(pod !== undefined ? { pod } : {}) });
+      }
+      if (pods.length > 0) out.push({ block: formatPrefix(b.cidr), node: b.affinity, pods });
+    });
+  }
+  return out;
 }
 
 /** The sticky holds of the listed records (those that do not decode are corrupt-record problems already). */

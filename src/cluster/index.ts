@@ -14,7 +14,7 @@ export type { IpSet } from './ip-set-record.js';
 export type { IpSetAddress, IpSetDetail, IpSetInfo, IpSetSpec } from './ip-sets.js';
 export { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, NoIpSetError, PoolHasIpSetsError } from './ip-set-errors.js';
 export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
-export type { CheckReport, Leak, Problem } from './check.js';
+export type { BorrowedBlock, CheckReport, Leak, Problem } from './check.js';
 export type { StickyHold } from './sticky-holds.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
 export type { DeletedNodeBlockRelease } from './gc-findings.js';

@@ -124,7 +124,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         const handle = ClusterIpam.handleOfKey(p.key);
         return handle === undefined ? p : { ...p, handle };
       });
-      return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems, ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}) };
+      return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems, ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}), ...(report.borrowed ? { borrowed: report.borrowed } : {}) };
     },
   });
 
