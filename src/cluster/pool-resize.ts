@@ -57,7 +57,7 @@ export async function resizePool(ctx: IpamContext, name: string, cidrText: strin
   refuseHeld(name, cidr, outside(await ctx.store.list(BLOCK_PREFIX), old, cidr));
   await refuseIpSets(ctx, name, cidr);
   await write(ctx, name, (p, others) => ({ ...checked(p, others, cidrText, 'shrink'), cidr, shrinkingFrom: old }));
-  let removed = 0;
+  let removed: number;
   for (let attempt = 1; ; attempt++) {
     const entries = outside(await ctx.store.list(BLOCK_PREFIX), old, cidr);
     try {
