@@ -111,7 +111,7 @@ export function registerIpam(program: Command): void {
 
   withOutputOptions(
     ipam.command('check').description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found'),
-    '{"leaks": [...], "problems": [...], "stickyHolds": [...] (when any)}',
+    '{"leaks": [...], "problems": [...], "stickyHolds": [...], "borrowed": [...] (each when any)}',
   ).action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
       const format = outputFormat(opts);
       const r = await withClusterIpam(cmd, 'read', (c) => c.check());
@@ -121,12 +121,17 @@ export function registerIpam(program: Command): void {
         process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s) and ${r.problems.length} other problem(s)\n`);
         process.exitCode = 1;
       }
-      if (printData(format, { leaks: r.leaks, problems: r.problems, ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}) })) return;
+      if (printData(format, { leaks: r.leaks, problems: r.problems, ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) })) return;
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
       // Informational: a sticky pod's addresses kept for its next incarnation (not a problem).
       for (const h of r.stickyHolds ?? []) {
         process.stdout.write(`sticky-hold: "${h.handle}" keeps ${h.addresses.join(', ') || 'nothing'} for pod ${h.namespace ?? '?'}/${h.pod ?? '?'} until ${h.stickyUntil}${h.expired ? ' (expired: podipam serve\'s GC releases it)' : ''}\n`);
+      }
+      // Informational: a gone node's block kept for other nodes' pods (GC reports, never frees, these).
+      for (const b of r.borrowed ?? []) {
+        const pods = b.pods.map((p) => `${p.pod ?? p.handle} on node "${p.node}" (${p.address})`).join(', ');
+        process.stdout.write(`borrowed: block ${b.block} (${b.node === null ? 'no node: kept by GC' : `node "${b.node}", deleted`}) keeps addresses of other nodes' pods: ${pods}\n`);
       }
       const n = r.leaks.length + r.problems.length;
       process.stdout.write(`Check complete; found ${n} problem${n === 1 ? '' : 's'}.\n`);

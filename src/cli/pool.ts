@@ -1,9 +1,12 @@
 /**
- * `podipam pool create|list|delete|enable|disable`: IP pools of the cluster back end.
+ * `podipam pool create|list|show|resize|drain|undrain|set|delete|enable|disable`: IP pools of
+ * the cluster back end.
  */
 import type { Command } from 'commander';
+import type { PoolHeld } from '../cluster/index.js';
 import { withClusterIpam } from './ipam.js';
-import { parseOptionalIntFlag } from './parse-flag.js';
+import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js';
+import { UsageError } from './usage-error.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 
 /** Registers `podipam pool …`. */
@@ -12,7 +15,7 @@ export function registerPool(program: Command): void {
 
   pool
     .command('create')
-    .description('create a pool (its CIDR and block size cannot change later)')
+    .description('create a pool (pool resize and pool set change it later)')
     .argument('<name>', 'pool name (lower case, digits, "-", ".")')
     .requiredOption('--cidr <cidr>', 'the pool CIDR, e.g. 10.244.0.0/16 or fd00:244::/64')
     .option('--block-size <n>', 'block prefix length (default 26 for IPv4, 122 for IPv6; 20-32 / 116-128)')
@@ -38,11 +41,95 @@ export function registerPool(program: Command): void {
         { header: 'CIDR', value: (p) => p.cidr },
         { header: 'BLOCK', value: (p) => `/${p.blockSize}` },
         { header: 'NODE-SELECTOR', value: (p) => p.nodeSelector },
-        { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.disabled ? 'disabled' : 'enabled') },
+        { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.draining ? 'draining' : p.disabled ? 'disabled' : 'enabled') },
         ...(format === 'wide' ? [{ header: 'BLOCKS', value: (p: (typeof rows)[number]) => p.slots }, { header: 'CAPACITY', value: (p: (typeof rows)[number]) => p.capacity }] : []),
       ]);
     },
   );
+
+  withOutputOptions(pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'), '{pool…, "allocated": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}]}]}').action(
+    async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
+      const held = await withClusterIpam(cmd, 'read', (ipam) => ipam.poolHeld(name));
+      if (printData(format, await heldData(held))) return;
+      const { poolState } = await import('../cluster/pool-record.js');
+      const { formatPrefix } = await import('../ip/index.js');
+      const p = held.pool;
+      const lines = [
+        `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}`,
+        `state: ${poolState(p)}${p.disabled && (p.draining || p.deleting) ? ' (and disabled)' : ''}${p.shrinkingFrom ? `, shrinking from ${formatPrefix(p.shrinkingFrom)} (unfinished: run the resize again)` : ''}`,
+        `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}`,
+      ];
+      process.stdout.write(lines.join('\n') + '\n');
+    },
+  );
+
+  pool
+    .command('resize')
+    .description('grow a pool in place (a CIDR containing the old one) or shrink it (a CIDR inside: refused while addresses are allocated outside it)')
+    .argument('<name>', 'pool name')
+    .requiredOption('--cidr <cidr>', 'the new pool CIDR')
+    .action(async (name: string, opts: { cidr: string }, cmd: Command) => {
+      const r = await withClusterIpam(cmd, 'write', (ipam) => ipam.resizePool(name, opts.cidr));
+      const { formatPrefix } = await import('../ip/index.js');
+      const what = r.kind === 'grow' ? 'grown' : r.kind === 'shrink' ? 'shrunk' : 'unchanged';
+      process.stdout.write(`pool "${name}" ${what}: ${formatPrefix(r.pool.cidr)}${r.removedBlocks > 0 ? `, ${r.removedBlocks} empty block${r.removedBlocks === 1 ? '' : 's'} outside it removed` : ''}\n`);
+    });
+
+  withOutputOptions(
+    pool
+      .command('drain')
+      .description('stop new addresses and blocks from a pool (existing ones stay until their pods go) and print what it still holds')
+      .argument('<name>', 'pool name')
+      .option('--wait', 'follow until the pool holds nothing')
+      .option('--timeout <duration>', 'with --wait: give up after this long (exit 1; default 10m)'),
+    'the same as pool show',
+  ).action(async (name: string, opts: { wait?: boolean; timeout?: string; json?: boolean; output?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    if (opts.timeout !== undefined && !opts.wait) throw new UsageError('--timeout is only used with --wait');
+    const timeoutMs = opts.timeout === undefined ? 600_000 : parseDuration('--timeout', opts.timeout);
+    await withClusterIpam(cmd, 'write', async (ipam) => {
+      await ipam.setPoolDraining(name, true);
+      const deadline = Date.now() + timeoutMs;
+      let last = -1;
+      for (;;) {
+        const held = await ipam.poolHeld(name);
+        if (held.allocated !== last) {
+          if (!printData(format, await heldData(held))) process.stdout.write(heldText(held));
+          last = held.allocated;
+        }
+        if (!opts.wait || held.allocated === 0) return;
+        if (Date.now() >= deadline) throw new Error(`pool "${name}" still holds ${held.allocated} address${held.allocated === 1 ? '' : 'es'} after ${opts.timeout ?? '10m'} (it stays draining)`);
+        await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, deadline - Date.now()))));
+      }
+    });
+  });
+
+  pool
+    .command('undrain')
+    .description('let a drained pool hand out addresses again')
+    .argument('<name>', 'pool name')
+    .action(async (name: string, _opts: unknown, cmd: Command) => {
+      const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.setPoolDraining(name, false));
+      process.stdout.write(`pool "${name}" no longer draining${p.disabled ? ' (it is still disabled: pool enable)' : ''}\n`);
+    });
+
+  pool
+    .command('set')
+    .description('change a serving pool: block size of future blocks (existing blocks keep theirs), node selector, disabled')
+    .argument('<name>', 'pool name')
+    .option('--block-size <n>', 'prefix length of blocks claimed from now on (within 4 of every size its blocks have)')
+    .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]')
+    .option('--disabled <bool>', 'true or false')
+    .action(async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string }, cmd: Command) => {
+      const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
+      const disabled = boolOption('--disabled', opts.disabled);
+      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined) throw new UsageError('nothing to set: give --block-size, --node-selector or --disabled');
+      const p = await withClusterIpam(cmd, 'write', (ipam) =>
+        ipam.setPoolSettings(name, { ...(blockSize !== undefined ? { blockSize } : {}), ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}), ...(disabled !== undefined ? { disabled } : {}) }),
+      );
+      process.stdout.write(`pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
+    });
 
   pool
     .command('delete')
@@ -63,4 +150,19 @@ export function registerPool(program: Command): void {
         process.stdout.write(`pool "${name}" ${verb}d\n`);
       });
   }
+}
+
+async function heldData(h: PoolHeld): Promise<unknown> {
+  const { poolText } = await import('../cluster/pool-record.js');
+  return { ...poolText(h.pool), allocated: h.allocated, blocks: h.blocks, nodes: h.nodes };
+}
+
+function heldText(h: PoolHeld): string {
+  const head = `pool "${h.pool.name}" ${h.pool.draining ? 'draining' : 'serving'}: ${h.allocated} address${h.allocated === 1 ? '' : 'es'} still held${h.allocated === 0 ? ' (pool delete removes it)' : ''}`;
+  const lines = [head];
+  for (const n of h.nodes) {
+    lines.push(`  node ${n.node}: ${n.pods.length} pod${n.pods.length === 1 ? '' : 's'}`);
+    for (const p of n.pods) lines.push(`    ${p.pod ?? p.handle}  ${p.addresses.join(', ')}`);
+  }
+  return lines.join('\n') + '\n';
 }

@@ -78,6 +78,9 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       ctx.cache.invalidateSnapshot();
       ctx.cache.forgetNode(req.node);
       view = ctx.cache.node(req.node);
+      // A repeated request is answered by what the handle holds, even from a pool that now
+      // serves nothing new (drained, disabled): the refusal is proven with the handle read.
+      absorbEntry(ctx.cache, view, others, handleKey(req.handle), await ctx.store.get(handleKey(req.handle)));
       others.clear();
       allListed = false;
       claimed = undefined;
@@ -126,7 +129,8 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       absorbEntry(ctx.cache, view, others, c.key, entry);
       noteHold(c.key, entry);
     });
-    claimMisses += plan.claims.filter((k) => conflict.includes(k)).length;
+    // A claim whose own key or one of its guards (an overlapping block of another size) existed.
+    claimMisses += plan.claims.filter((k) => conflict.includes(k)).length + (plan.guards.some((k) => conflict.includes(k)) ? 1 : 0);
   }
   throw new ContentionError(`assign addresses to handle "${req.handle}"`, ctx.maxAttempts, conflict);
 }

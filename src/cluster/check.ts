@@ -9,13 +9,17 @@
  * claims a block is registered by that block's affinity, so this proves nothing, and GC never
  * acts on it), affinities without their block and blocks without
  * their affinity, affinities stuck in a non-confirmed state, allocations outside every pool,
- * and records that do not decode. The lists are read one after the other; every finding is
+ * two blocks that overlap (`block-overlap`: possible only if a block was written around the
+ * claim proof, src/alloc/overlapping-blocks.ts), and records that do not decode. The lists are read one after the other; every finding is
  * then re-checked with one atomic read of the keys involved, so activity during the check does
  * not produce false reports. Read-only. Sticky holds (handles with `stickyUntil`: a sticky pod's
  * addresses kept for its next incarnation) are listed apart, with their expiry: not problems.
+ * So are borrowed blocks (`borrowed`): blocks of a node proven gone (or left without affinity
+ * by cluster GC) that keep addresses of pods of other nodes — GC frees the gone node's own
+ * pods and empty blocks, and reports these rather than freeing them; each names the pods.
  */
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
-import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
+import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../store/index.js';
 import { NODE_PREFIX, nodeKey } from '../model/node-record.js';
 import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX, nodeTombstoneKey, type NodeTombstone } from '../model/node-tombstone.js';
@@ -24,7 +28,7 @@ import { decodeBlock } from './block-record.js';
 import { decodeHandle, type HandleRecord } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from './keys.js';
-import { type Pool, decodePool } from './pool-record.js';
+import { type Pool, decodePool, poolSpace } from './pool-record.js';
 import { readKeys } from './read-keys.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 
@@ -45,6 +49,7 @@ export interface Problem {
     | 'block-affinity-missing'
     | 'affinity-not-confirmed'
     | 'allocation-outside-pools'
+    | 'block-overlap'
     | 'corrupt-record';
   /** The record the problem is about. */
   readonly key: string;
@@ -56,6 +61,16 @@ export interface CheckReport {
   readonly problems: readonly Problem[];
   /** Sticky holds (sticky-holds.ts), when there are any: informational, not problems — a live hold is a sticky pod's kept address. */
   readonly stickyHolds?: readonly StickyHold[];
+  /** Borrowed blocks, when there are any: informational (see the module comment). */
+  readonly borrowed?: readonly BorrowedBlock[];
+}
+
+export interface BorrowedBlock {
+  readonly block: string;
+  /** The node the block is affine to (proven deleted), or null once GC removed its affinity. */
+  readonly node: string | null;
+  /** The other nodes' pods holding addresses in it. */
+  readonly pods: readonly { readonly address: string; readonly handle: string; readonly node: string; readonly pod?: string }[];
 }
 
 interface Finding {
@@ -98,11 +113,37 @@ export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
     for (const f of batch) if (again.some((g) => sameFinding(f, g))) confirmed.push(f);
   }
   const holds = holdsOf(handleEntries, blockEntries, ctx.now());
+  const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
     ...(holds.length > 0 ? { stickyHolds: holds } : {}),
+    ...(borrowed.length > 0 ? { borrowed } : {}),
   };
+}
+
+/** Blocks without affinity, or affine to a node proven deleted, holding addresses of other nodes' pods (from the listing). */
+function borrowedOf(blockEntries: readonly Entry[], handleEntries: readonly Entry[], nodeEntries: readonly Entry[], tombstoneEntries: readonly Entry[]): BorrowedBlock[] {
+  const nodes = new Set(nodeEntries.map((e) => e.key));
+  const gone = new Set<string>();
+  for (const e of tombstoneEntries) tryDecode(e, (t) => decodeNodeTombstone(t.key, t.value), () => {}, (t) => !nodes.has(nodeKey(t.name)) && gone.add(t.name));
+  const handles = new Map<string, HandleRecord>();
+  for (const e of handleEntries) tryDecode(e, decodeHandle, () => {}, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
+  const out: BorrowedBlock[] = [];
+  for (const e of blockEntries) {
+    tryDecode(e, decodeBlock, () => {}, (b) => {
+      if (b.allocations.size === 0 || (b.affinity !== null && !gone.has(b.affinity))) return;
+      const pods: BorrowedBlock['pods'][number][] = [];
+      for (const [o, h] of b.allocations) {
+        const rec = handles.get(h);
+        if (!rec || rec.node === b.affinity) continue;
+        const pod = rec.namespace !== undefined && rec.pod !== undefined ? `${rec.namespace}/${rec.pod}` : undefined;
+        pods.push({ address: formatAddr(addrOfOrdinal(b.cidr, o)), handle: h, node: rec.node, ...(pod !== undefined ? { pod } : {}) });
+      }
+      if (pods.length > 0) out.push({ block: formatPrefix(b.cidr), node: b.affinity, pods });
+    });
+  }
+  return out;
 }
 
 /** The sticky holds of the listed records (those that do not decode are corrupt-record problems already). */
@@ -170,7 +211,7 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
         out.push(mismatch(h, cidr, rec.blocks.get(cidr) ?? 0, n));
       }
     }
-    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(p.cidr, b.cidr))) {
+    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(poolSpace(p), b.cidr))) {
       out.push({ keys: [key], problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` } });
     }
     if (b.affinity !== null) {
@@ -206,6 +247,7 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
       }
     }
   }
+  out.push(...overlapsOf(blocks));
   for (const [h, rec] of handles) {
     const hk = handleKey(h);
     if (rec.blocks.size === 0) out.push({ keys: [hk], problem: { kind: 'handle-empty', key: hk, message: `handle "${h}" holds no blocks` } });
@@ -237,6 +279,35 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
         problem: { kind: 'affinity-block-missing', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}` },
       });
     }
+  }
+  return out;
+}
+
+/**
+ * Pairs of overlapping blocks. Prefixes overlap only by containment, so in address order
+ * (larger first at one base) a block overlaps exactly when it starts inside the last block
+ * that covers the furthest.
+ */
+function overlapsOf(blocks: ReadonlyMap<string, Block>): Finding[] {
+  const out: Finding[] = [];
+  const end = (p: Prefix): bigint => p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n;
+  const sorted = [...blocks].sort(([, a], [, b]) => a.cidr.family - b.cidr.family || (a.cidr.base < b.cidr.base ? -1 : a.cidr.base > b.cidr.base ? 1 : a.cidr.len - b.cidr.len));
+  let cover: [string, Block] | undefined;
+  for (const kb of sorted) {
+    const [key, b] = kb;
+    if (cover && cover[1].cidr.family === b.cidr.family && b.cidr.base <= end(cover[1].cidr)) {
+      const a = cover[1];
+      out.push({
+        keys: [cover[0], key],
+        problem: {
+          kind: 'block-overlap',
+          key,
+          message: `block ${formatPrefix(b.cidr)} (${b.affinity === null ? 'no node' : `node "${b.affinity}"`}, ${b.allocations.size} allocated) overlaps block ${formatPrefix(a.cidr)} (${a.affinity === null ? 'no node' : `node "${a.affinity}"`}, ${a.allocations.size} allocated)`,
+        },
+      });
+      if (end(b.cidr) <= end(a.cidr)) continue;
+    }
+    cover = kb;
   }
   return out;
 }

@@ -29,6 +29,9 @@ import type { IpSet } from './ip-set-record.js';
 import type { IpSetDetail, IpSetInfo, IpSetSpec } from './ip-sets.js';
 import type { AssignRequest, Assignment } from './plan/plan-assign.js';
 import type { Pool, PoolSpec } from './pool-record.js';
+import type { PoolHeld } from './pool-drain.js';
+import type { ResizeResult } from './pool-resize.js';
+import type { PoolSettings } from './pool-settings.js';
 import { type Released, releaseAddresses, releaseByHandle } from './release.js';
 import type { Reservation } from './reservation-record.js';
 import type { HandleAttrs } from './handle-record.js';
@@ -187,6 +190,30 @@ export class ClusterIpam {
   async setPoolDisabled(name: string, disabled: boolean): Promise<Pool> {
     const { setPoolDisabled } = await import('./pools.js');
     return setPoolDisabled(this.#ctx, name, disabled);
+  }
+
+  /** See pool-resize.ts: grow or shrink a pool's CIDR in place. */
+  async resizePool(name: string, cidr: string): Promise<ResizeResult> {
+    const { resizePool } = await import('./pool-resize.js');
+    return resizePool(this.#ctx, name, cidr);
+  }
+
+  /** See pool-drain.ts: stop (or resume) new addresses and blocks from a pool; what it holds stays. */
+  async setPoolDraining(name: string, draining: boolean): Promise<Pool> {
+    const { setPoolDraining } = await import('./pool-drain.js');
+    return setPoolDraining(this.#ctx, name, draining);
+  }
+
+  /** See pool-drain.ts: what a pool still holds, by node and pod. */
+  async poolHeld(name: string): Promise<PoolHeld> {
+    const { poolHeld } = await import('./pool-drain.js');
+    return poolHeld(this.#ctx, name);
+  }
+
+  /** See pool-settings.ts: block size, node selector, disabled of a serving pool. */
+  async setPoolSettings(name: string, settings: PoolSettings): Promise<Pool> {
+    const { setPoolSettings } = await import('./pool-settings.js');
+    return setPoolSettings(this.#ctx, name, settings);
   }
 
   /** Refused with PoolInUseError while addresses of the pool are allocated. */

@@ -95,6 +95,23 @@ export class PoolInUseError extends Error {
   }
 }
 
+/**
+ * A change to a pool (resize, block size) that the pool's contents forbid: another pool's
+ * space, addresses still allocated where the change would remove them. Nothing was changed.
+ */
+export class PoolChangeRefusedError extends Error {
+  override readonly name = 'PoolChangeRefusedError';
+  constructor(
+    readonly pool: string,
+    readonly change: string,
+    detail: string,
+    /** The addresses in the way, when that is the reason (all of them). */
+    readonly addresses: readonly string[] = [],
+  ) {
+    super(`Cannot ${change} pool "${pool}": ${detail}`);
+  }
+}
+
 /** A named record (pool, reservation) does not exist. */
 export class NotFoundError extends Error {
   override readonly name = 'NotFoundError';

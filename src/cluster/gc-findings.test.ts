@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatAddr } from '../ip/index.js';
+import { formatAddr, formatPrefix } from '../ip/index.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import type { Store } from '../store/index.js';
 import { ClusterIpam } from './cluster-ipam.js';
@@ -196,4 +196,32 @@ test('the proof covers only what the node held at its deletion: a pod started on
   assert.equal(r.borrowed, 1, 'the block stays (without affinity) for the address still held');
   const [next] = await admin.assign({ node: 'n2', handle: 'net.n2.eth0', auto: { 4: 1 } });
   assert.notEqual(formatAddr(next!.addr), formatAddr(late.addr));
+});
+
+test('a deleted node: its own pods and empty blocks freed; a block holding another node\'s pod is kept without affinity and named by check (borrowed)', async () => {
+  const store = new MemoryStore();
+  const admin = new ClusterIpam(store);
+  await admin.createPool({ name: 'v4', cidr: '10.0.1.0/24', blockSize: 28 });
+  await addNode(store, { name: 'gone' });
+  await addNode(store, { name: 'alive' });
+  const [own] = await admin.assign({ node: 'gone', handle: 'net.own.eth0', auto: { 4: 1 }, attrs: { namespace: 'ns', pod: 'own' } });
+  // A pod of node "alive" borrows an address in gone's block (strictAffinity off).
+  const borrowedAddr = { family: 4 as const, value: own!.addr.value + 1n };
+  await admin.assign({ node: 'alive', handle: 'net.b.eth0', ips: [borrowedAddr], attrs: { namespace: 'ns', pod: 'borrower' } });
+  const [emptyOne] = await admin.assign({ node: 'gone', handle: 'net.e.eth0', ips: [{ family: 4, value: own!.addr.value + 32n }] });
+  await admin.releaseHandle('net.e.eth0');
+  await deleteNode(store, 'gone', { by: 'api' });
+  const before = await admin.check();
+  assert.deepEqual(before.borrowed, [{ block: formatPrefix(own!.block), node: 'gone', pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] }]);
+  const r = await admin.releaseDeletedNode('gone');
+  const byBlock = new Map(r.map((x) => [x.cidr ? formatPrefix(x.cidr) : '', x]));
+  assert.deepEqual([byBlock.get(formatPrefix(own!.block))?.borrowed, byBlock.get(formatPrefix(own!.block))?.deleted], [1, false]);
+  assert.equal(byBlock.get(formatPrefix(emptyOne!.block))?.deleted, true, 'the empty block is freed');
+  assert.equal(await admin.addressesOf('net.own.eth0'), undefined, "the gone node's pod is released");
+  assert.deepEqual((await admin.addressesOf('net.b.eth0'))?.map((x) => formatAddr(x.addr)), [formatAddr(borrowedAddr)], 'the borrower keeps its address');
+  const after = await admin.check();
+  assert.deepEqual(after.problems, []);
+  assert.deepEqual(after.borrowed, [{ block: formatPrefix(own!.block), node: null, pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] }]);
+  await admin.releaseHandle('net.b.eth0');
+  assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });

@@ -69,6 +69,10 @@ export async function createIpSet(ctx: IpamContext, name: string, poolName: stri
     if (!poolE) throw new NotFoundError('pool', poolName);
     const pool = decodePool(poolE);
     if (pool.deleting) throw new IpSetConflictError(name, `pool "${poolName}" is being deleted`);
+    // An ip-set's blocks are of the pool's one size; a pool with blocks of several is refused.
+    if (pool.formerBlockSizes.length > 0) {
+      throw new IpSetConflictError(name, `pool "${poolName}" has blocks of several sizes (/${[pool.blockSize, ...pool.formerBlockSizes].join(', /')}) since its block size changed; an ip-set needs a pool of one block size`);
+    }
     if (setE) throw new IpSetConflictError(name, 'an ip-set with this name exists');
     const others = setEntries.map(decodeIpSet);
     const reservations = resEntries.map(decodeReservation);

@@ -1,6 +1,10 @@
 /**
  * IP pools (`pools/<name>`): a CIDR cut into blocks of `blockSize`, offered to the nodes its
- * nodeSelector matches unless disabled. CIDR and block size are fixed at creation.
+ * nodeSelector matches unless disabled, draining or being deleted. The CIDR can grow or shrink
+ * (`pool resize`, pool-resize.ts) and the block size can change (`pool set`, pool-settings.ts):
+ * new blocks then have the new size while existing blocks keep theirs, so the record lists the
+ * other sizes its blocks may still have (`formerBlockSizes`), which every claim of a new block
+ * proves it does not overlap (see src/alloc/overlapping-blocks.ts).
  */
 import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
@@ -9,7 +13,7 @@ import { CorruptRecordError } from './errors.js';
 import { POOL_PREFIX } from './keys.js';
 import { checkResourceName } from '../model/names.js';
 import { type NodeSelector, parseNodeSelector } from '../model/node-selector.js';
-import { bool, int, orCorrupt, parseRecord, str } from './record-json.js';
+import { bool, int, optStr, orCorrupt, parseRecord, str } from './record-json.js';
 
 export interface Pool {
   readonly name: string;
@@ -18,14 +22,64 @@ export interface Pool {
   readonly nodeSelector: NodeSelector;
   /** No new assignments; existing ones are kept. */
   readonly disabled: boolean;
+  /**
+   * `pool drain`: no new assignments nor blocks, existing ones are kept until their pods go;
+   * behaves as disabled for allocation, kept apart so an operator sees why (and `undrain`
+   * never enables a pool someone disabled).
+   */
+  readonly draining: boolean;
+  /**
+   * Block sizes other than `blockSize` that blocks of this pool may still have (sizes it had
+   * before a `pool set --block-size`), ascending; empty for a pool whose size never changed.
+   */
+  readonly formerBlockSizes: readonly number[];
+  /**
+   * Set by a shrinking `pool resize` between its first step (the CIDR already narrowed, so no
+   * new block outside it) and its last (empty blocks outside deleted): the CIDR it had. Blocks
+   * in it still count as the pool's; running the same resize again finishes it.
+   */
+  readonly shrinkingFrom?: Prefix;
   /** Set by `pool delete` while it removes the pool's empty blocks; behaves as disabled. */
   readonly deleting: boolean;
 }
 
 /** What a caller gives to create a pool (strings as typed on a command line or in JSON). */
 /** A pool as printed (CLI tables, `--json`, `ipam show`): CIDR in text, selector as written. */
-export function poolText(p: Pool): { name: string; cidr: string; blockSize: number; nodeSelector: string; disabled: boolean; deleting: boolean } {
-  return { name: p.name, cidr: formatPrefix(p.cidr), blockSize: p.blockSize, nodeSelector: p.nodeSelector.text, disabled: p.disabled, deleting: p.deleting };
+export function poolText(p: Pool): {
+  name: string;
+  cidr: string;
+  blockSize: number;
+  nodeSelector: string;
+  disabled: boolean;
+  draining: boolean;
+  deleting: boolean;
+  formerBlockSizes: number[];
+} {
+  return {
+    name: p.name,
+    cidr: formatPrefix(p.cidr),
+    blockSize: p.blockSize,
+    nodeSelector: p.nodeSelector.text,
+    disabled: p.disabled,
+    draining: p.draining,
+    deleting: p.deleting,
+    formerBlockSizes: [...p.formerBlockSizes],
+  };
+}
+
+/** Every block size the pool's blocks may have: its own first, then former ones. */
+export function poolBlockSizes(p: Pool): number[] {
+  return [p.blockSize, ...p.formerBlockSizes];
+}
+
+/** The space whose blocks are the pool's: its CIDR, or while it shrinks, the CIDR it had. */
+export function poolSpace(p: Pool): Prefix {
+  return p.shrinkingFrom ?? p.cidr;
+}
+
+/** 'deleting', 'draining', 'disabled' or 'enabled' (as printed). */
+export function poolState(p: Pool): 'deleting' | 'draining' | 'disabled' | 'enabled' {
+  return p.deleting ? 'deleting' : p.draining ? 'draining' : p.disabled ? 'disabled' : 'enabled';
 }
 
 export interface PoolSpec {
@@ -83,12 +137,17 @@ export function validatePoolSpec(spec: PoolSpec): Pool {
   if (spec.disabled !== undefined && typeof spec.disabled !== 'boolean') {
     throw new TypeError(`invalid pool disabled ${JSON.stringify(spec.disabled)}: not a boolean`);
   }
-  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, deleting: false };
+  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, draining: false, deleting: false, formerBlockSizes: [] };
 }
 
 /** True when the pool may hand out new addresses. */
 export function poolUsable(pool: Pool): boolean {
-  return !pool.disabled && !pool.deleting;
+  return !pool.disabled && !pool.deleting && !pool.draining;
+}
+
+/** Why an unusable pool serves nothing ("being deleted", "draining", "disabled"). */
+export function poolUnusableWhy(pool: Pool): string {
+  return pool.deleting ? 'being deleted' : pool.draining ? 'draining' : 'disabled';
 }
 
 export function encodePool(pool: Pool): string {
@@ -99,6 +158,9 @@ export function encodePool(pool: Pool): string {
     disabled: pool.disabled,
   };
   if (pool.deleting) o.deleting = true;
+  if (pool.draining) o.draining = true;
+  if (pool.formerBlockSizes.length > 0) o.formerBlockSizes = [...pool.formerBlockSizes];
+  if (pool.shrinkingFrom) o.shrinkingFrom = formatPrefix(pool.shrinkingFrom);
   return JSON.stringify(o);
 }
 
@@ -110,12 +172,24 @@ export function decodePool(entry: Entry): Pool {
   const blockSize = int(entry.key, o, 'blockSize', 0, 128);
   orCorrupt(entry.key, () => checkStoredBlockSize(cidr, blockSize));
   const nodeSelector = orCorrupt(entry.key, () => parseNodeSelector(str(entry.key, o, 'nodeSelector')));
+  const former = o.formerBlockSizes ?? [];
+  if (!Array.isArray(former)) throw new CorruptRecordError(entry.key, `field "formerBlockSizes" is ${JSON.stringify(former)}`);
+  const formerBlockSizes = former.map((n: unknown) => {
+    if (typeof n !== 'number' || n === blockSize) throw new CorruptRecordError(entry.key, `field "formerBlockSizes" holds ${JSON.stringify(n)}`);
+    orCorrupt(entry.key, () => checkStoredBlockSize(cidr, n));
+    return n;
+  });
+  const shrinkText = optStr(entry.key, o, 'shrinkingFrom');
+  const shrinkingFrom = shrinkText === undefined ? undefined : orCorrupt(entry.key, () => parsePrefix(shrinkText));
   return {
     name: entry.key.slice(POOL_PREFIX.length),
     cidr,
     blockSize,
     nodeSelector,
     disabled: bool(entry.key, o, 'disabled', false),
+    draining: bool(entry.key, o, 'draining', false),
     deleting: bool(entry.key, o, 'deleting', false),
+    formerBlockSizes,
+    ...(shrinkingFrom ? { shrinkingFrom } : {}),
   };
 }

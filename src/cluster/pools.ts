@@ -1,6 +1,7 @@
 /**
  * Pool administration: create (refusing name clashes and overlaps), list, enable/disable,
- * delete (refused while any address of the pool is allocated).
+ * delete (refused while any address of the pool is allocated). Resize is pool-resize.ts,
+ * drain pool-drain.ts, other settings (block size, node selector) pool-settings.ts.
  */
 import { allocatedCount } from '../alloc/block.js';
 import { formatPrefix, prefixContainsPrefix, prefixOverlaps } from '../ip/index.js';
@@ -93,7 +94,7 @@ export async function deletePool(ctx: IpamContext, name: string): Promise<void> 
 }
 
 /** Deletes empty blocks and their affinities in batches; false when one changed meanwhile. */
-async function deleteBlocks(ctx: IpamContext, entries: readonly Entry[]): Promise<boolean> {
+export async function deleteBlocks(ctx: IpamContext, entries: readonly Entry[]): Promise<boolean> {
   for (let i = 0; i < entries.length; i += BLOCKS_PER_TXN) {
     const chunk = entries.slice(i, i + BLOCKS_PER_TXN);
     const ops: Op[] = [];

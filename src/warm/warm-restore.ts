@@ -11,6 +11,7 @@
 import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
 import type { Assignment } from '../cluster/plan/assignment.js';
+import { poolUsable } from '../cluster/pool-record.js';
 import type { HeldRow } from './resource-db.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
@@ -71,7 +72,7 @@ export class WarmRestore {
     const found = await s.ds(async (ipam) => {
       const pools = await ipam.cachedPools();
       const families = new Set<Family>();
-      for (const p of pools) if (!p.disabled && !p.deleting && (!s.o.pools || s.o.pools.includes(p.name))) families.add(p.cidr.family);
+      for (const p of pools) if (poolUsable(p) && (!s.o.pools || s.o.pools.includes(p.name))) families.add(p.cidr.family);
       const handles = await ipam.warmHandles(s.warmHandlePrefix());
       const held = new Map<string, HeldRow>();
       for (const h of handles) {

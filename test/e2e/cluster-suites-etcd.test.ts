@@ -1,5 +1,6 @@
 /**
- * The cluster service suites (test/suites/cluster-ipam-suite.ts and cluster-admin-suite.ts:
+ * The cluster service suites (test/suites/cluster-ipam-suite.ts, cluster-admin-suite.ts,
+ * cluster-pool-live-suite.ts:
  * assignment, limits, failures, a crash at every round trip, random invariants, check) on
  * real etcd, as src/cluster/cluster-ipam.test.ts runs them on memory and SQLite. One etcd
  * member for the file; each test starts from an empty keyspace (every key deleted before its
@@ -11,6 +12,7 @@ import { etcdPost, startEtcd, type EtcdCluster } from '../helpers/etcd.js';
 import { clusterAdminSuite } from '../suites/cluster-admin-suite.js';
 import { clusterServiceSuite } from '../suites/cluster-ipam-suite.js';
 import { clusterIpSetSuite } from '../suites/cluster-ip-set-suite.js';
+import { clusterPoolLiveSuite } from '../suites/cluster-pool-live-suite.js';
 
 let etcd: EtcdCluster;
 before(async () => {
@@ -28,3 +30,4 @@ async function freshStore() {
 clusterServiceSuite('etcd', freshStore);
 clusterAdminSuite('etcd', freshStore);
 clusterIpSetSuite('etcd', freshStore);
+clusterPoolLiveSuite('etcd', freshStore);

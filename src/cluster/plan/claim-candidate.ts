@@ -1,9 +1,12 @@
 /**
  * Choosing the next block a node claims: the first block, in the node's probe order through
  * the candidate pools (see blockProbeOrder), that nobody holds and that is not wholly
- * reserved. Pure; the claim's compare (block revision 0) proves the choice.
+ * reserved, nor overlapped by a known block of another of the pool's sizes. Pure; the claim's
+ * compares (the block's key and each of its `guards`, the keys of other sizes that would
+ * overlap it, at revision 0) prove the choice — see src/alloc/overlapping-blocks.ts.
  */
 import { blockAt, blockCount, blockProbeOrder, isWhollyReserved } from '../../alloc/block-layout.js';
+import { overlappingBlocks } from '../../alloc/overlapping-blocks.js';
 import type { IpRangeSet, Prefix } from '../../ip/index.js';
 import { blockKey } from '../keys.js';
 import type { Pool } from '../pool-record.js';
@@ -14,6 +17,13 @@ const MAX_PROBES = 65_536;
 export interface ClaimCandidate {
   readonly key: string;
   readonly cidr: Prefix;
+  /** Keys of the blocks of the pool's other sizes that would overlap it (each compared at revision 0). */
+  readonly guards: readonly string[];
+}
+
+/** The keys of blocks of the pool's former sizes that would overlap `cidr`. */
+export function claimGuards(pool: Pool, cidr: Prefix): string[] {
+  return pool.formerBlockSizes.length === 0 ? [] : overlappingBlocks(cidr, pool.formerBlockSizes).map(blockKey);
 }
 
 /**
@@ -38,8 +48,11 @@ export function findClaimableBlock(
       const key = blockKey(cidr);
       const t = taken(key);
       if (t === true || isWhollyReserved(cidr, reserved)) continue;
-      if (t === undefined && !guess) return 'unknown';
-      return { key, cidr };
+      const guards = claimGuards(pool, cidr);
+      const g = guards.map(taken);
+      if (g.includes(true)) continue;
+      if ((t === undefined || g.includes(undefined)) && !guess) return 'unknown';
+      return { key, cidr, guards };
     }
   }
   return undefined;

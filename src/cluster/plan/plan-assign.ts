@@ -27,7 +27,7 @@ import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
 import { encodeAffinity } from '../affinity-record.js';
 import { encodeBlock } from '../block-record.js';
-import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
+import { type ClaimCandidate, claimGuards, findClaimableBlock } from './claim-candidate.js';
 import type { ClusterSnapshot } from '../cluster-snapshot.js';
 import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../errors.js';
 import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
@@ -39,7 +39,7 @@ import { effectiveMaxBlocks } from '../ipam-config.js';
 import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
 import type { KnownBlock } from '../node-view.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
-import { type Pool, poolUsable } from '../pool-record.js';
+import { type Pool, poolBlockSizes, poolSpace, poolUnusableWhy, poolUsable } from '../pool-record.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;
@@ -86,6 +86,8 @@ export type AssignPlan =
       readonly writesHandle: boolean;
       /** Keys of blocks this txn creates (a failed compare on one means someone else has it). */
       readonly claims: readonly string[];
+      /** Keys of other-sized blocks the claims compare absent (a failed one: a block overlaps the claim). */
+      readonly guards: readonly string[];
       /** True when the txn takes `req.takeOver`'s addresses over (and deletes the hold). */
       readonly tookOver?: boolean;
     };
@@ -133,6 +135,8 @@ class Planner {
   readonly #delta = new Map<string, number>();
   readonly #held: Assignment[] = [];
   readonly #added: Assignment[] = [];
+  /** Claimed key → the other-sized keys its claim compares absent. */
+  readonly #guards = new Map<string, readonly string[]>();
   #usedLabels = false;
   /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
   #hold: { rev: number; taken: boolean } | undefined;
@@ -165,7 +169,7 @@ class Planner {
   }
 
   #assignment(addr: Addr, block: Prefix): Assignment {
-    const pool = this.#in.snap.pools.find((p) => prefixContainsPrefix(p.cidr, block));
+    const pool = this.#in.snap.pools.find((p) => prefixContainsPrefix(poolSpace(p), block));
     return { addr, pool: pool?.name ?? '', prefixLen: block.len, gateway: blockGateway(block), block };
   }
 
@@ -242,15 +246,28 @@ class Planner {
       const text = formatAddr(ip);
       const pool = snap.pools.find((p) => prefixContains(p.cidr, ip));
       if (!pool) throw new AddressUnavailableError(text, 'no-pool', 'it is not in any pool');
-      if (!poolUsable(pool)) throw new AddressUnavailableError(text, 'pool-disabled', `pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+      if (!poolUsable(pool)) throw new AddressUnavailableError(text, 'pool-disabled', `pool "${pool.name}" is ${poolUnusableWhy(pool)}`);
       if (snap.reserved.contains(ip)) throw new AddressUnavailableError(text, 'reserved', 'it is reserved');
       const set = req.adopt ? undefined : ipSetOf(snap.ipSets, ip);
       if (set) throw new AddressUnavailableError(text, 'reserved', `it belongs to ip-set "${set.name}"`);
-      const cidr = prefixOf(ip, pool.blockSize);
+      // The block holding it: an existing one of any of the pool's sizes, else a new one of its size.
+      const keys = poolBlockSizes(pool).map((s) => blockKey(prefixOf(ip, s)));
+      const unknown = keys.filter((k) => this.#state(k) === undefined);
+      if (unknown.length > 0) {
+        missing.push(...unknown);
+        continue;
+      }
+      const existing = poolBlockSizes(pool).map((s) => prefixOf(ip, s)).find((c) => this.#state(blockKey(c))?.block);
+      const cidr = existing ?? prefixOf(ip, pool.blockSize);
       const role = excludedRole(cidr, ordinalOf(cidr, ip));
       if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
       const key = blockKey(cidr);
-      if (this.#state(key) === undefined) missing.push(key);
+      if (!existing) {
+        const guards = claimGuards(pool, cidr);
+        const over = guards.find((g) => this.#state(g)?.block);
+        if (over) throw new AddressUnavailableError(text, 'unusable', `its /${pool.blockSize} block ${formatPrefix(cidr)} would overlap the existing block ${over.slice('blocks/'.length).replace('-', '/')}`);
+        this.#guards.set(key, guards);
+      }
       targets.push({ ip, cidr, key });
     }
     if (missing.length > 0) throw new NeedRead(missing);
@@ -288,7 +305,7 @@ class Planner {
     if ([...this.#held, ...this.#added].some((a) => set.addrs.contains(a.addr))) return;
     const pool = snap.pools.find((p) => p.name === set.pool);
     if (!pool) return unusable(`its pool "${set.pool}" does not exist`);
-    if (!poolUsable(pool)) return unusable(`its pool "${pool.name}" is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+    if (!poolUsable(pool)) return unusable(`its pool "${pool.name}" is ${poolUnusableWhy(pool)}`);
     const size = Number(set.addrs.size());
     const keys = ipSetBlocks(set.addrs, pool.blockSize).map(blockKey);
     const missing = keys.filter((k) => this.#state(k) === undefined);
@@ -332,10 +349,12 @@ class Planner {
     // An ip-set's address alone is an answer: no pool of another family is needed.
     if (wanted.length === 0 && req.auto === 'each-family' && this.#held.length + this.#added.length === 0) throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
     for (const [family, n] of wanted) {
+      // What the handle holds already answers a repeated request, even from a pool that now serves nothing new (drained, disabled).
+      const have = [...this.#held, ...this.#added].filter((a) => a.addr.family === family).length;
+      if (have >= n) continue;
       const cands = this.#candidates(family);
       if (cands.length === 0) throw new NoPoolError(family, req.node, req.pools, this.#whyNoPool(family));
-      const have = [...this.#held, ...this.#added].filter((a) => a.addr.family === family).length;
-      if (have < n) this.#fill(family, n - have, n, cands);
+      this.#fill(family, n - have, n, cands);
     }
   }
 
@@ -347,7 +366,7 @@ class Planner {
     const { source, pod } = this.#in.req.placedBy!;
     const what = entry.includes('/') ? `pool CIDR ${entry}` : `pool "${entry}"`;
     if (!pool) throw new PlacementError(source, pod, `${what} does not exist`);
-    if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${pool.deleting ? 'being deleted' : 'disabled'}`);
+    if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${poolUnusableWhy(pool)}`);
     if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${this.#in.req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
   }
 
@@ -369,7 +388,7 @@ class Planner {
     const { req, snap } = this.#in;
     const pools = (req.pools ? snap.pools.filter((p) => req.pools!.some((n) => poolIs(p, n))) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
     if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
-    if (!pools.some(poolUsable)) return 'every such pool is disabled';
+    if (!pools.some(poolUsable)) return 'every such pool is disabled or draining';
     return "no pool's nodeSelector matches the node's labels";
   }
 
@@ -396,6 +415,7 @@ class Planner {
         }
         const c = this.#claimable(cands);
         if (!c) break;
+        this.#guards.set(c.key, c.guards);
         take(c.key, 0, newBlock(c.cidr, req.node), true);
         owned++;
       }
@@ -445,6 +465,7 @@ class Planner {
     if (this.#usedLabels) compares.push({ key: nodeKey(req.node), rev: this.#in.labels!.rev });
     const ops: Op[] = [];
     const claims: string[] = [];
+    const guards: string[] = [];
     const blocks = new Map<string, Block>();
     for (const [key, w] of this.#work) {
       compares.push({ key, rev: w.rev });
@@ -452,6 +473,7 @@ class Planner {
       blocks.set(key, w.block);
       if (w.claimed) {
         claims.push(key);
+        for (const g of this.#guards.get(key) ?? []) if (!guards.includes(g)) guards.push(g);
         ops.push({ type: 'put', key: affinityKey(req.node, w.block.cidr), value: encodeAffinity({ state: 'confirmed', claimedAt: now }) });
       }
     }
@@ -459,6 +481,7 @@ class Planner {
     // earlier deletion of its record no longer proves it gone (src/model/node-tombstone.ts).
     if (claims.length > 0) ops.push({ type: 'delete', key: nodeTombstoneKey(req.node) });
     for (const [key, rev] of this.#verify) if (!this.#work.has(key)) compares.push({ key, rev });
+    for (const g of guards) if (!this.#work.has(g) && !this.#verify.has(g)) compares.push({ key: g, rev: 0 });
     compares.push({ key: handleKey(req.handle), rev: handle.rev });
     if (this.#hold && req.takeOver !== undefined) {
       compares.push({ key: handleKey(req.takeOver), rev: this.#hold.rev });
@@ -471,6 +494,6 @@ class Planner {
       ops.push({ type: 'put', key: handleKey(req.handle), value: encodeHandle(record) });
     }
     const assignments = [...this.#held, ...this.#added].sort((a, b) => a.addr.family - b.addr.family || (a.addr.value < b.addr.value ? -1 : 1));
-    return { kind: 'txn', compares, ops, assignments, blocks, handle: record, writesHandle, claims, ...(this.#hold?.taken ? { tookOver: true } : {}) };
+    return { kind: 'txn', compares, ops, assignments, blocks, handle: record, writesHandle, claims, guards, ...(this.#hold?.taken ? { tookOver: true } : {}) };
   }
 }

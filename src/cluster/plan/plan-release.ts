@@ -17,6 +17,7 @@ import type { ClusterSnapshot } from '../cluster-snapshot.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
 import { encodeBlock } from '../block-record.js';
 import { affinityKey, blockKey, handleKey } from '../keys.js';
+import { poolBlockSizes, poolSpace } from '../pool-record.js';
 import type { KnownBlock } from '../node-view.js';
 
 export interface HandleState {
@@ -81,16 +82,24 @@ export function planReleaseAddrs(
   heldBy?: ReadonlySet<string>,
 ): ReleasePlan {
   const byBlock = new Map<string, { cidr: ReturnType<typeof prefixOf>; ordinals: number[] }>();
+  const unknown: string[] = [];
   for (const a of addrs) {
-    const pool = snap.pools.find((p) => prefixContains(p.cidr, a));
-    const cidr = pool ? prefixOf(a, pool.blockSize) : undefined;
-    if (!cidr) continue;
+    const pool = snap.pools.find((p) => prefixContains(poolSpace(p), a));
+    if (!pool) continue;
+    // The block holding it may be of any of the pool's sizes (its size changed): the one that exists.
+    const cidrs = poolBlockSizes(pool).map((s) => prefixOf(a, s));
+    const states = cidrs.map((c) => input.state(blockKey(c)));
+    if (states.some((st) => st === undefined)) {
+      unknown.push(...cidrs.map(blockKey).filter((_k, i) => states[i] === undefined));
+      continue;
+    }
+    const cidr = cidrs.find((_c, i) => states[i]!.block) ?? cidrs[0]!;
     const key = blockKey(cidr);
     const e = byBlock.get(key) ?? { cidr, ordinals: [] };
     e.ordinals.push(ordinalOf(cidr, a));
     byBlock.set(key, e);
   }
-  const missing = [...byBlock.keys()].filter((k) => input.state(k) === undefined);
+  const missing = [...new Set([...unknown, ...[...byBlock.keys()].filter((k) => input.state(k) === undefined)])];
   if (missing.length > 0) return { kind: 'read', keys: missing };
   const holders = new Set<string>();
   for (const [key, e] of byBlock) {

@@ -6,6 +6,7 @@
 import { ClusterIpam } from '../../cluster/index.js';
 import { familyBits, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
+import { heldJson } from './held-json.js';
 import { listAllocations } from './allocation-query.js';
 import { addPodRoutes } from './routes-pods.js';
 import { addHistoryRoutes } from './routes-history.js';
@@ -28,6 +29,9 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
 
   r.add('GET', '/api/v1/pools', { run: async () => ({ items: (await d.summary.get()).pools }) });
   r.add('GET', '/api/v1/pools/:name', { run: async (c) => findPool((await d.summary.get()).pools, poolName(c.params.name)) });
+
+  // What a pool still holds, by node and pod (follow a drain to empty).
+  r.add('GET', '/api/v1/pools/:name/held', { run: async (c) => heldJson(await d.ipam.poolHeld(poolName(c.params.name))) });
 
   r.add('GET', '/api/v1/pools/:name/blocks', {
     run: async (c) => {
@@ -120,7 +124,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         const handle = ClusterIpam.handleOfKey(p.key);
         return handle === undefined ? p : { ...p, handle };
       });
-      return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems, ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}) };
+      return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems, ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}), ...(report.borrowed ? { borrowed: report.borrowed } : {}) };
     },
   });
 
@@ -170,7 +174,8 @@ function blockMap(pool: PoolSummary, blocks: readonly BlockSummary[]): Record<st
     }
     return i;
   };
-  const drawAll = pool.blockSlots <= BigInt(MAX_DRAWN_SLOTS);
+  // Blocks of several sizes (the block size changed) do not fall on one grid of slots: listed only.
+  const drawAll = pool.formerBlockSizes.length === 0 && pool.blockSlots <= BigInt(MAX_DRAWN_SLOTS);
   const slots = Number(pool.blockSlots); // exact when drawAll
   const cells: (number | [string, number, number])[] = [];
   const base = parsePrefix(pool.cidr).base;

@@ -10,6 +10,7 @@ import { CNI_NAME } from '../../model/cni-name.js';
 import { reservedHandle, reservedNetwork } from '../../model/reserved-network.js';
 import { tryParseAddr, formatAddr, formatPrefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
+import { heldJson } from './held-json.js';
 import { allocateAddresses, releaseAddress, releaseHandleAddresses } from './cluster-addresses.js';
 import { isEngineError } from '../../util/engine-error.js';
 import { badField, HttpError } from '../http/http-error.js';
@@ -66,13 +67,37 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     return { name: input.name, created: true };
   }));
 
+  // The settings a serving pool may change (src/cluster/pool-settings.ts); the CIDR changes by /resize.
   r.add('PATCH', '/api/v1/pools/:name', write(200, async (c, b) => {
-    onlyKeys(b, ['disabled']);
+    onlyKeys(b, ['disabled', 'blockSize', 'nodeSelector']);
     const disabled = optionalBool(b, 'disabled');
-    if (disabled === undefined) throw badField('disabled', 'field "disabled" is required: a pool\'s cidr, blockSize and nodeSelector are fixed at creation');
-    await d.ipam.setPoolDisabled(c.params.name as string, disabled);
-    return { name: c.params.name, disabled };
+    const blockSize = optionalInt(b, 'blockSize', 0, 128);
+    const nodeSelector = optionalString(b, 'nodeSelector');
+    if (disabled === undefined && blockSize === undefined && nodeSelector === undefined) {
+      throw badField('disabled', 'give at least one of "disabled", "blockSize", "nodeSelector" (the cidr changes with POST /api/v1/pools/NAME/resize)');
+    }
+    const name = c.params.name as string;
+    const settings = { ...(disabled !== undefined ? { disabled } : {}), ...(blockSize !== undefined ? { blockSize } : {}), ...(nodeSelector !== undefined ? { nodeSelector } : {}) };
+    const p = await fieldErrors(() => d.ipam.setPoolSettings(name, settings), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', disabled: 'disabled' });
+    return { name, disabled: p.disabled, blockSize: p.blockSize, formerBlockSizes: p.formerBlockSizes, nodeSelector: p.nodeSelector.text };
   }));
+
+  r.add('POST', '/api/v1/pools/:name/resize', write(200, async (c, b) => {
+    onlyKeys(b, ['cidr']);
+    const cidr = requireString(b, 'cidr', /^\S+$/, 'a CIDR');
+    const name = c.params.name as string;
+    const r = await fieldErrors(() => d.ipam.resizePool(name, cidr), { 'pool name': 'name', cidr: 'cidr', blockSize: 'cidr' });
+    return { name, cidr: formatPrefix(r.pool.cidr), resized: r.kind, removedBlocks: r.removedBlocks };
+  }));
+
+  for (const [verb, draining] of [['drain', true], ['undrain', false]] as const) {
+    r.add('POST', `/api/v1/pools/:name/${verb}`, write(200, async (c, b) => {
+      onlyKeys(b, []);
+      const name = c.params.name as string;
+      await d.ipam.setPoolDraining(name, draining);
+      return { ...heldJson(await d.ipam.poolHeld(name)), name };
+    }));
+  }
 
   r.add('DELETE', '/api/v1/pools/:name', write(200, async (c) => {
     await d.ipam.deletePool(c.params.name as string);

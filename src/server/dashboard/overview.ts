@@ -1,4 +1,5 @@
 /** The totals and the pool cards (GET /api/v1/overview). */
+import { poolActions } from './pool-actions.js';
 import { refreshMap } from './block-map.js';
 import { byId, el, mutedNote } from './dom.js';
 import { fmt, pct, pctText } from './format.js';
@@ -49,16 +50,18 @@ function poolCard(p: PoolRow): HTMLElement {
           el('span', { class: 'name', text: p.name }),
           el('span', { class: `badge${p.family === 6 ? ' v6' : ''}`, text: `IPv${p.family}` }),
           p.disabled ? el('span', { class: 'badge off', text: 'disabled' }) : null,
+          p.draining ? el('span', { class: 'badge off', text: 'draining' }) : null,
         ]),
         el('div', { class: 'pct', text: pctText(u) }),
       ]),
-      el('div', { class: 'cidr', text: `${p.cidr}  ·  /${p.blockSize} blocks of ${fmt(p.blockCapacity)}` }),
+      el('div', { class: 'cidr', text: `${p.cidr}  ·  /${p.blockSize} blocks of ${fmt(p.blockCapacity)}${(p.formerBlockSizes ?? []).length > 0 ? `  ·  older /${(p.formerBlockSizes ?? []).join(', /')}` : ''}` }),
       bar,
       el('div', { class: 'row nums' }, [el('span', {}, [el('b', { class: 'allocated', text: fmt(p.allocated) }), ` of ${fmt(p.capacity)} addresses`])]),
       el('div', { class: 'row nums' }, [
         el('span', {}, [el('b', { text: fmt(p.blocks) }), ` blocks claimed${p.blockSlots !== null ? ` of ${fmt(p.blockSlots)}` : ''}`]),
         el('span', { text: inBlocks > 0 ? `blocks ${pctText(pct(p.allocated, inBlocks))} full` : '' }),
       ]),
+      poolActions(p),
     ],
   );
 }

@@ -12,6 +12,9 @@ export interface PoolRow {
   readonly family: 4 | 6;
   readonly blockSize: number;
   readonly disabled: boolean;
+  /** Absent from servers older than `pool drain`. */
+  readonly draining?: boolean;
+  readonly formerBlockSizes?: readonly number[];
   readonly capacity: Count;
   readonly allocated: number;
   readonly blocks: number;

@@ -48,6 +48,7 @@ const BY_NAME: Readonly<Record<string, readonly [number, string]>> = {
   AddressUnavailableError: [409, 'address_unavailable'],
   PoolConflictError: [409, 'pool_conflict'],
   PoolInUseError: [409, 'pool_in_use'],
+  PoolChangeRefusedError: [409, 'pool_change_refused'],
   NotFoundError: [404, 'not_found'],
   IpSetExhaustedError: [409, 'ip_set_exhausted'],
   NoIpSetError: [409, 'no_ip_set'],

@@ -23,7 +23,11 @@ export interface PoolSummary {
   readonly blockSize: number;
   readonly nodeSelector: string;
   readonly disabled: boolean;
+  /** `pool drain`: serving nothing new, holding what it holds until its pods go. */
+  readonly draining: boolean;
   readonly deleting: boolean;
+  /** Sizes its older blocks may still have (its block size changed); [] when it never did. */
+  readonly formerBlockSizes: readonly number[];
   /** Addresses the pool can hand out, exact: blocks × usable addresses per block (JSON: a number up to 2^53 − 1, a decimal string beyond). */
   readonly capacity: bigint;
   readonly allocated: number;
@@ -124,7 +128,9 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     blockSize: p.pool.blockSize,
     nodeSelector: p.pool.nodeSelector.text,
     disabled: p.pool.disabled,
+    draining: p.pool.draining,
     deleting: p.pool.deleting,
+    formerBlockSizes: p.pool.formerBlockSizes,
     capacity: p.capacity,
     allocated: Number(p.allocated),
     blocks: p.blocks,

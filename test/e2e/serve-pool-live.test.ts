@@ -1,0 +1,65 @@
+/**
+ * The pool-change routes of a running `bin/podipam serve` (real HTTP, real SQLite): resize
+ * (grow; a shrink refused with 409 naming the addresses), drain / undrain answering what the
+ * pool holds, GET …/held, PATCH blockSize (former sizes reported), and validation: 400 naming
+ * the field, 404 for an unknown pool, 403 for the read token.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeTempDir } from '../helpers/tmp.js';
+import { api, startServe } from './serve-harness.js';
+
+test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409 as the other routes', async () => {
+  const d = makeTempDir('serve-pool-live');
+  const read = 'read-0123456789abcdef';
+  const admin = 'admin-0123456789abcdef';
+  writeFileSync(join(d.path, 'tokens'), `read=${read}\nadmin=${admin}\n`, { mode: 0o600 });
+  const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
+  try {
+    const ok = async (method: string, path: string, body: unknown, status = 200) => {
+      const r = await api(s.url, method, path, body, admin);
+      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const bad = async (method: string, path: string, body: unknown, status: number, code: string, field?: string) => {
+      const r = await api(s.url, method, path, body, admin);
+      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, code, JSON.stringify(r.body));
+      if (field) assert.equal(r.body.error.field, field, JSON.stringify(r.body));
+      return r.body.error.message as string;
+    };
+    await ok('POST', '/api/v1/pools', { name: 'p', cidr: '10.62.0.0/25', blockSize: 26 }, 201);
+    await ok('POST', '/api/v1/allocations', { node: 'n1', handle: 'h-out', ips: ['10.62.0.70'] }, 201);
+    assert.equal((await api(s.url, 'POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }, read)).status, 403);
+
+    assert.deepEqual(await ok('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }), { name: 'p', cidr: '10.62.0.0/24', resized: 'grow', removedBlocks: 0 });
+    assert.match(await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/26' }, 409, 'pool_change_refused'), /1 address is allocated outside cidr 10\.62\.0\.0\/26: 10\.62\.0\.70/);
+    assert.match(await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.1/24' }, 400, 'invalid_field', 'cidr'), /invalid pool cidr "10\.62\.0\.1\/24"/);
+    await bad('POST', '/api/v1/pools/p/resize', {}, 400, 'invalid_field', 'cidr');
+    await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24', x: 1 }, 400, 'invalid_field', 'x');
+    await bad('POST', '/api/v1/pools/none/resize', { cidr: '10.63.0.0/24' }, 404, 'not_found');
+
+    const patched = await ok('PATCH', '/api/v1/pools/p', { blockSize: 27 });
+    assert.deepEqual([patched.blockSize, patched.formerBlockSizes], [27, [26]]);
+    assert.match(await bad('PATCH', '/api/v1/pools/p', { blockSize: 22 }, 400, 'invalid_field', 'blockSize'), /blockSize' 22/);
+    await bad('PATCH', '/api/v1/pools/p', {}, 400, 'invalid_field');
+    const shown = await ok('GET', '/api/v1/pools/p', undefined);
+    assert.deepEqual([shown.blockSize, shown.formerBlockSizes, shown.draining], [27, [26], false]);
+
+    const drained = await ok('POST', '/api/v1/pools/p/drain', undefined);
+    assert.deepEqual([drained.state, drained.allocated, drained.nodes], ['draining', 1, [{ node: 'n1', pods: [{ handle: 'h-out', addresses: ['10.62.0.70'] }] }]]);
+    assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'n1', handle: 'h2', pools: ['p'] }, admin)).status, 409);
+    assert.equal((await api(s.url, 'GET', '/api/v1/pools/p/held', undefined, read)).body.allocated, 1);
+    await bad('GET', '/api/v1/pools/none/held', undefined, 404, 'not_found');
+    await bad('POST', '/api/v1/pools/none/drain', undefined, 404, 'not_found');
+    await ok('POST', '/api/v1/release', { handle: 'h-out' });
+    assert.equal((await ok('GET', '/api/v1/pools/p/held', undefined)).allocated, 0);
+    assert.equal((await ok('POST', '/api/v1/pools/p/undrain', undefined)).state, 'enabled');
+    await ok('POST', '/api/v1/allocations', { node: 'n1', handle: 'h3', pools: ['p'] }, 201);
+  } finally {
+    await s.stop();
+    d.remove();
+  }
+});
