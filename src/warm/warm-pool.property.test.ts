@@ -126,7 +126,7 @@ class Model {
   }
   withdraw(pred: (v: bigint) => boolean, now: number): bigint[] {
     this.expire(now);
-    const out = inOrder(this.idle.filter((e) => pred(e.v)));
+    const out = inOrder(this.idle.filter((e) => e.freeAt <= now && pred(e.v)));
     for (const e of out) this.#take(e);
     this.returning.push(...out);
     return out.map((e) => e.v);
@@ -410,7 +410,8 @@ class World {
         assert.deepEqual(got, this.model.withdraw(pred, this.now), 'withdraw answers as the model');
         this.seen = this.now;
         for (const v of got) assert.equal(this.holder.get(v), undefined, 'withdrew an address in use');
-        assert.ok(this.pool.snapshot().idle.every((e) => !pred(e.addr.value)), 'a matching address left idle');
+        for (const v of got) assert.ok(this.freeAt.get(v)! <= this.now, 'withdrew an address before its cooldown or sticky window ends');
+        assert.ok(this.pool.snapshot().idle.every((e) => !pred(e.addr.value) || e.freeAt > this.now), 'a matching free address left idle');
         if (got.length > 0) this.returns.push(got);
         break;
       }

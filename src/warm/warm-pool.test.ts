@@ -280,16 +280,17 @@ test('a pool restored over capacity gets no tokens and returns idle addresses un
   assert.deepEqual(p.plan(100), { refill: 0, returns: [] });
 });
 
-test('withdraw moves the matching idle addresses (cooling too) to returning; in use and reserved stay; they are never handed out', () => {
+test('withdraw moves the matching idle addresses past cooldown to returning; cooling, in use and reserved stay; none is handed out', () => {
   const inA = (x: Addr): boolean => formatAddr(x).startsWith('10.0.');
-  const p = poolWith(cfg({ capacity: 8, maxIdle: 8 }), ['10.0.0.1', '10.1.0.1', '10.0.0.2', '10.1.0.2']);
+  const p = poolWith(cfg({ capacity: 8, maxIdle: 8 }), ['10.0.0.1', '10.1.0.1', '10.0.0.2', '10.1.0.2', '10.0.0.3']);
   assert.equal(hit(p.acquire('pod-a', 0)), '10.0.0.1');
   assert.equal(hit(p.acquire('pod-s', 0, { sticky: true })), '10.0.0.2');
   p.release('pod-s', 1); // reserved for its key
   p.release('pod-a', 1); // cooling until 30 001
-  assert.deepEqual(fmt(p.withdraw(inA, 2)), ['10.0.0.1']);
-  assert.deepEqual(p.counts(), { idle: 2, inUse: 0, reserved: 1, returning: 1, pending: 0, tokens: 4 });
+  assert.deepEqual(fmt(p.withdraw(inA, 2)), ['10.0.0.3'], 'the free one; the cooling one stays');
+  assert.deepEqual(p.counts(), { idle: 3, inUse: 0, reserved: 1, returning: 1, pending: 0, tokens: 3 });
   assert.deepEqual(p.withdraw(inA, 3), [], 'nothing twice');
+  assert.deepEqual(fmt(p.withdraw(inA, 30_001)), ['10.0.0.1'], 'cooled down');
   // The surplus plan never lists a withdrawn address again, and acquires never see it.
   assert.deepEqual(p.plan(100_000).returns, []);
   assert.equal(hit(p.acquire('x', 100_000)), '10.1.0.1');
@@ -299,10 +300,11 @@ test('withdraw moves the matching idle addresses (cooling too) to returning; in 
   // The sticky key still gets its reservation back.
   assert.equal(hit(p.acquire('pod-s', 100_000, { sticky: true })), '10.0.0.2');
   p.release('pod-s', 100_001, { sticky: false });
-  // A failed return puts it back idle, a second withdraw takes it (and the released one) again.
-  p.returnFailed(addrs('10.0.0.1'));
-  assert.deepEqual(fmt(p.withdraw(inA, 100_002)), ['10.0.0.1', '10.0.0.2']);
-  p.returned(addrs('10.0.0.1', '10.0.0.2'));
+  // A failed return puts them back idle; a later withdraw takes them (and the released one, cooled) again.
+  p.returnFailed(addrs('10.0.0.1', '10.0.0.3'));
+  assert.deepEqual(fmt(p.withdraw(inA, 100_002)), ['10.0.0.3', '10.0.0.1']);
+  assert.deepEqual(fmt(p.withdraw(inA, 130_001)), ['10.0.0.2']);
+  p.returned(addrs('10.0.0.1', '10.0.0.2', '10.0.0.3'));
   assert.deepEqual(p.counts(), { idle: 0, inUse: 2, reserved: 0, returning: 0, pending: 0, tokens: 6 });
 });
 

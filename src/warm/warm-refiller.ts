@@ -62,17 +62,16 @@ export class WarmRefiller {
 
   /**
    * Withdraws the idle addresses of unusable pools (as of the last pool view) from every
-   * family's pool; synchronous, no I/O: the ADD path calls it before acquiring. What it takes
-   * goes back in the next maintenance run's return txn (started soon).
+   * family's pool; synchronous, no I/O: the ADD path calls it before acquiring, with the same
+   * `now`. What it takes goes back in the next maintenance run's return txn (started soon).
    */
-  withdraw(): void {
-    if (this.#take() > 0) this.#kickSoon();
+  withdraw(now: number): void {
+    if (this.#take(now) > 0) this.#kickSoon();
   }
 
-  #take(): number {
+  #take(now: number): number {
     const pred = this.#s.unusable;
     if (pred === undefined) return 0;
-    const now = this.#s.now();
     let n = 0;
     for (const pool of this.#s.pools.values()) {
       const w = pool.withdraw(pred, now);
@@ -196,7 +195,7 @@ export class WarmRefiller {
     }
     this.#demand.clear();
     // Withdrawn addresses go back even while ADDs wait: none of them may have one.
-    this.#take();
+    this.#take(now);
     returns.push(...this.#withdrawn.splice(0));
     let failed = false;
     // Refills: up to 32 per family per txn, both families in one txn.

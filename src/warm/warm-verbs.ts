@@ -57,9 +57,9 @@ export class WarmVerbs {
     const poolKey = id.poolKey;
     let stickyHit = false;
     for (let attempt = 0; attempt < 16; attempt++) {
-      // Idle addresses of a pool that is no longer usable leave the queue before anything is taken.
-      this.#refiller.withdraw();
       const now = s.now();
+      // Idle addresses of a pool that is no longer usable leave the queue before anything is taken.
+      this.#refiller.withdraw(now);
       const got: [Family, Addr][] = [];
       let missed: Family | undefined;
       let retryAt: number | undefined;
