@@ -26,7 +26,7 @@ const B = parsePrefix('10.241.0.0/24');
 const inA = (x: string): boolean => prefixContains(A, parseAddr(x));
 const inB = (x: string): boolean => prefixContains(B, parseAddr(x));
 
-test('warm pool: idle addresses of a drained (or disabled) pool are returned, never handed out; drain --wait ends; undrained, it serves again', { timeout: 240_000 }, async () => {
+test('warm pool: idle addresses of a drained (or disabled) pool are returned, never handed out; drain --wait ends; undrained, it serves again', { timeout: 240_000 }, async (t) => {
   requireShim();
   const dir = makeTempDir('agent-warm-drain');
   let agent: RunningAgent | undefined;
@@ -103,10 +103,12 @@ test('warm pool: idle addresses of a drained (or disabled) pool are returned, ne
     assert.deepEqual((await held()).filter(inA), []);
 
     // Undrained, and b disabled: b's idle addresses go back the same way, a serves again.
+    await idle('topped up from b after the ADDs', 4);
     await cli('pool', 'undrain', 'a');
     const s2 = (await a.status()).warmPool!;
     const idleB = s2.pools.ipv4!.idle + s2.pools.ipv4!.returning;
     assert.ok(idleB >= 4, JSON.stringify(s2.pools));
+    t.diagnostic(`before disabling b: ${JSON.stringify(s2.pools)} returned ${s2.returned} refilled ${s2.refilled}`);
     await cli('pool', 'disable', 'b');
     await untilStatus(a, 'idle addresses of b returned', (s) => s.warmPool!.returned >= s2.returned + idleB && s.warmPool!.pools.ipv4!.returning === 0);
     await idle('refilled from a again', 4);
