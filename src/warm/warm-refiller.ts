@@ -14,7 +14,7 @@ import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
-import { BACKOFF_MAX_MS, TICK_MS } from './warm-options.js';
+import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
@@ -133,6 +133,9 @@ export class WarmRefiller {
     setImmediate(() => void this.refill(false).catch(() => undefined));
   }
 
+  /** When the pool view was last read (ms, s.now()); -Infinity: at the first tick. */
+  #poolViewAt = -Infinity;
+
   async #tick(): Promise<void> {
     if (this.#s.closed) return;
     if (!this.#s.isReady) {
@@ -140,7 +143,11 @@ export class WarmRefiller {
       return;
     }
     // A failed read keeps the last view; the refill's own failure (if any) backs off.
-    await this.refreshPools().catch((e: unknown) => this.#s.log.debug({ node: this.#s.o.node, error: (e as Error).message }, 'warm pool: pool view not refreshed'));
+    const now = this.#s.now();
+    if (now - this.#poolViewAt >= (this.#s.o.poolViewMs ?? POOL_VIEW_MS)) {
+      this.#poolViewAt = now;
+      await this.refreshPools().catch((e: unknown) => this.#s.log.debug({ node: this.#s.o.node, error: (e as Error).message }, 'warm pool: pool view not refreshed'));
+    }
     await this.refill(false).catch(() => undefined);
   }
 
