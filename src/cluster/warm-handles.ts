@@ -81,3 +81,14 @@ export async function cachedPools(ctx: IpamContext): Promise<readonly Pool[]> {
   ctx.cache.snapshot ??= await loadSnapshot(ctx.store);
   return ctx.cache.snapshot.pools;
 }
+
+/**
+ * The pools as of now: one read of the `config` record, and the snapshot reloaded only when its
+ * revision (the config generation every pool write bumps) differs from the cached one. What
+ * the warm pool's maintenance reads each tick to learn a pool became draining, disabled or deleting.
+ */
+export async function currentPools(ctx: IpamContext): Promise<{ readonly pools: readonly Pool[]; readonly configRev: number }> {
+  const config = await ctx.store.get(CONFIG_KEY);
+  if (ctx.cache.snapshot === undefined || ctx.cache.snapshot.configRev !== (config?.rev ?? 0)) ctx.cache.snapshot = await loadSnapshot(ctx.store);
+  return { pools: ctx.cache.snapshot.pools, configRev: ctx.cache.snapshot.configRev };
+}

@@ -6,6 +6,8 @@ import type { StickyPolicy } from './sticky-policy.js';
 
 /** Pool maintenance (plan → refill/return) period. */
 export const TICK_MS = 1000;
+/** Period of the pool view read (WarmOptions.poolViewMs): a drained pool's idle addresses are returned within it. */
+export const POOL_VIEW_MS = 5000;
 /** Write-behind: the queue is drained this often (a pod's record lands within about this delay; 1 s keeps steady churn at a few hundredths of a txn per pod; a burst's records go WRITE_BATCH per txn). */
 export const WRITE_DELAY_MS = 1000;
 /** Write-behind: most records per transaction (etcd allows 128 ops). */
@@ -31,6 +33,12 @@ export interface WarmOptions {
   readonly gcIntervalMs?: number;
   /** Maintenance period (tests shorten it). */
   readonly tickMs?: number;
+  /**
+   * How often the maintenance loop reads the `config` record to learn of pools that became
+   * unusable (draining, disabled, deleting): one small read per node per period, so a large
+   * cluster's agents do not read it every tick (default POOL_VIEW_MS).
+   */
+  readonly poolViewMs?: number;
   readonly writeDelayMs?: number;
   readonly now?: () => number;
   /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */

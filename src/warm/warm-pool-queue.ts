@@ -1,7 +1,7 @@
 /**
  * A binary min-heap under a total order given by `before` (true when `a` comes out first). The
- * warm pool's idle queue (by free time) and its sticky-expiry queue. No removal from the middle:
- * the pool either takes the head or drops stale entries lazily when they reach it.
+ * warm pool's idle queue (by free time) and its sticky-expiry queue. The pool takes the head or
+ * drops stale entries lazily when they reach it; `removeWhere` (a pool withdrawn) rebuilds the heap.
  */
 export class MinQueue<T> {
   readonly #items: T[] = [];
@@ -50,6 +50,19 @@ export class MinQueue<T> {
       [a[i], a[m]] = [a[m]!, a[i]!];
       i = m;
     }
+  }
+
+  /** Removes every item `pred` matches and returns them in queue order; O(n), the heap untouched when none match. */
+  removeWhere(pred: (item: T) => boolean): T[] {
+    if (!this.#items.some(pred)) return [];
+    const all = this.sorted();
+    this.#items.length = 0;
+    const out: T[] = [];
+    for (const x of all) {
+      if (pred(x)) out.push(x);
+      else this.#items.push(x); // a sorted array is a valid heap
+    }
+    return out;
   }
 
   /** Every item in queue order (a sorted copy; the heap is unchanged). */

@@ -124,6 +124,13 @@ class Model {
     this.pending += refill;
     return { refill, returns: out.map((e) => e.v) };
   }
+  withdraw(pred: (v: bigint) => boolean, now: number): bigint[] {
+    this.expire(now);
+    const out = inOrder(this.idle.filter((e) => e.freeAt <= now && pred(e.v)));
+    for (const e of out) this.#take(e);
+    this.returning.push(...out);
+    return out.map((e) => e.v);
+  }
   refilled(vs: bigint[], now: number): void {
     this.expire(now);
     this.pending -= vs.length;
@@ -173,6 +180,7 @@ type Op =
   | { t: 'refill'; which: number; mode: 'all' | 'some' | 'none'; pick: number }
   | { t: 'miss'; which: number; mode: 'adopt' | 'refilled' | 'fail'; pick: number; sticky: boolean }
   | { t: 'return'; which: number; ok: boolean }
+  | { t: 'withdraw'; mod: number; rest: number }
   | { t: 'restart' };
 
 const PODS = 4;
@@ -197,6 +205,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('return' as const), which: fc.nat(7), ok: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('withdraw' as const), mod: fc.integer({ min: 1, max: 4 }), rest: fc.nat(3) }) },
 );
 const configArb: fc.Arbitrary<WarmPoolConfig> = fc
   .integer({ min: 0, max: 12 })
@@ -392,6 +401,18 @@ class World {
           }
           this.free.sort((a, b) => (a < b ? -1 : 1));
         }
+        break;
+      }
+      case 'withdraw': {
+        // An IP pool became unusable: its addresses are those ≡ rest (mod mod).
+        const pred = (v: bigint): boolean => v % BigInt(op.mod) === BigInt(op.rest % op.mod);
+        const got = this.pool.withdraw((a) => pred(a.value), this.now).map((a) => a.value);
+        assert.deepEqual(got, this.model.withdraw(pred, this.now), 'withdraw answers as the model');
+        this.seen = this.now;
+        for (const v of got) assert.equal(this.holder.get(v), undefined, 'withdrew an address in use');
+        for (const v of got) assert.ok(this.freeAt.get(v)! <= this.now, 'withdrew an address before its cooldown or sticky window ends');
+        assert.ok(this.pool.snapshot().idle.every((e) => !pred(e.addr.value) || e.freeAt > this.now), 'a matching free address left idle');
+        if (got.length > 0) this.returns.push(got);
         break;
       }
       case 'restart': {

@@ -279,3 +279,45 @@ test('a pool restored over capacity gets no tokens and returns idle addresses un
   assert.deepEqual(fmt(p.plan(25).returns), ['10.0.0.2', '10.0.0.3'], 'two over capacity, past cooldown only');
   assert.deepEqual(p.plan(100), { refill: 0, returns: [] });
 });
+
+test('withdraw moves the matching idle addresses past cooldown to returning; cooling, in use and reserved stay; none is handed out', () => {
+  const inA = (x: Addr): boolean => formatAddr(x).startsWith('10.0.');
+  const p = poolWith(cfg({ capacity: 8, maxIdle: 8 }), ['10.0.0.1', '10.1.0.1', '10.0.0.2', '10.1.0.2', '10.0.0.3']);
+  assert.equal(hit(p.acquire('pod-a', 0)), '10.0.0.1');
+  assert.equal(hit(p.acquire('pod-s', 0, { sticky: true })), '10.0.0.2');
+  p.release('pod-s', 1); // reserved for its key
+  p.release('pod-a', 1); // cooling until 30 001
+  assert.deepEqual(fmt(p.withdraw(inA, 2)), ['10.0.0.3'], 'the free one; the cooling one stays');
+  assert.deepEqual(p.counts(), { idle: 3, inUse: 0, reserved: 1, returning: 1, pending: 0, tokens: 3 });
+  assert.deepEqual(p.withdraw(inA, 3), [], 'nothing twice');
+  assert.deepEqual(fmt(p.withdraw(inA, 30_001)), ['10.0.0.1'], 'cooled down');
+  // The surplus plan never lists a withdrawn address again, and acquires never see it.
+  assert.deepEqual(p.plan(100_000).returns, []);
+  assert.equal(hit(p.acquire('x', 100_000)), '10.1.0.1');
+  assert.equal(hit(p.acquire('y', 100_000)), '10.1.0.2');
+  assert.deepEqual(p.acquire('z', 100_000), { kind: 'miss', refill: true, retryAt: undefined });
+  p.refillFailed(1);
+  // The sticky key still gets its reservation back.
+  assert.equal(hit(p.acquire('pod-s', 100_000, { sticky: true })), '10.0.0.2');
+  p.release('pod-s', 100_001, { sticky: false });
+  // A failed return puts them back idle; a later withdraw takes them (and the released one, cooled) again.
+  p.returnFailed(addrs('10.0.0.1', '10.0.0.3'));
+  assert.deepEqual(fmt(p.withdraw(inA, 100_002)), ['10.0.0.3', '10.0.0.1']);
+  assert.deepEqual(fmt(p.withdraw(inA, 130_001)), ['10.0.0.2']);
+  p.returned(addrs('10.0.0.1', '10.0.0.2', '10.0.0.3'));
+  assert.deepEqual(p.counts(), { idle: 0, inUse: 2, reserved: 0, returning: 0, pending: 0, tokens: 6 });
+});
+
+test('withdraw takes a reservation whose window ended; snapshot and restore keep a withdrawn address returning, then idle', () => {
+  const all = (): boolean => true;
+  const p = poolWith(cfg({ stickyForMs: 1000, cooldownMs: 0 }), ['10.0.0.1', '10.0.0.2']);
+  assert.equal(hit(p.acquire('s', 0, { sticky: true })), '10.0.0.1');
+  p.release('s', 0);
+  assert.deepEqual(fmt(p.withdraw(all, 10)), ['10.0.0.2'], 'the reservation is not idle yet');
+  assert.deepEqual(fmt(p.withdraw(all, 1000)), ['10.0.0.1'], 'its window ended');
+  const snap = p.snapshot();
+  assert.deepEqual(fmt(snap.returning?.map((e) => e.addr) ?? []), ['10.0.0.2', '10.0.0.1']);
+  const q = WarmPool.restore(cfg({ stickyForMs: 1000, cooldownMs: 0 }), snap);
+  assert.equal(q.counts().idle, 2, 'a restart forgets returns in flight: idle, for the next withdraw');
+  assert.equal(q.withdraw(all, 1001).length, 2);
+});

@@ -31,6 +31,10 @@
  * - `plan(now)` at start (the preload to `minIdle`), after acquires and releases, and on a
  *   timer: allocate `refill` addresses, then `refilled(got, now)` and `refillFailed(missing)`;
  *   release `returns` in the cluster, then `returned` or `returnFailed`.
+ * - `withdraw(pred, now)` when addresses must no longer be handed out (their IP pool drains, is
+ *   disabled or deleted): the matching idle ones past their cooldown become `returning`, for the
+ *   caller to return like a plan's (call it before `acquire` with the same `now`); in-use and reserved ones are untouched (a reservation that ends joins
+ *   the idle queue and is withdrawn by the next call).
  * - `snapshot()` into the resource DB; `WarmPool.restore(config, snapshot)` after a restart.
  *
  * Dual-stack: one pool per family, paired by the caller. It acquires from both; when one cannot
@@ -248,6 +252,21 @@ export class WarmPool {
     const refill = Math.max(0, Math.min(minIdle - this.#idle.size - this.#pending, tokens));
     this.#pending += refill;
     return { refill, returns };
+  }
+
+  /**
+   * Idle addresses `pred` matches that are past their cooldown at `now` leave the idle queue and
+   * become `returning`, oldest first: never handed out again; the caller returns them
+   * (`returned`/`returnFailed`, which puts them back idle — withdraw again to retry). Ones still
+   * cooling stay (`acquire` at `now` cannot take them either) until a later call, so no address
+   * reaches another pod before its cooldown. In-use and reserved addresses are untouched;
+   * reservations that ended by `now` are idle first, so they are withdrawn too.
+   */
+  withdraw(pred: (addr: Addr) => boolean, now: number): Addr[] {
+    this.#expire(now);
+    const out = this.#idle.removeWhere((e) => e.freeAt <= now && pred(e.addr));
+    for (const e of out) this.#returning.set(e.addr.value, e);
+    return out.map((e) => e.addr);
   }
 
   /**

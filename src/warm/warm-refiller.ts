@@ -4,15 +4,21 @@
  * one txn; returns are one `releaseAddresses` of every surplus address; both back off
  * (doubling, to BACKOFF_MAX_MS) on failure. A maintenance loop (Periodic, every tickMs) tops
  * the pools up to minIdle and returns above maxIdle; until the pools are restored it retries
- * the restore instead.
+ * the restore instead. Each tick also reads the config generation (one `get`; the pool list is
+ * reloaded only when it changed): the idle addresses of a pool that became draining, disabled
+ * or deleting are withdrawn (WarmPool.withdraw, here and synchronously before every ADD's
+ * acquire) and go back in the same return txn as the surplus; refills never come from such a
+ * pool (assign skips it).
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
-import { BACKOFF_MAX_MS, TICK_MS } from './warm-options.js';
+import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
+import { unusableAddrs } from './unusable-addrs.js';
+import { poolUsable } from '../cluster/pool-record.js';
 
 export class WarmRefiller {
   readonly #s: WarmState;
@@ -27,6 +33,8 @@ export class WarmRefiller {
   #refillSeq = 0;
   /** ADDs waiting for a refill: while there are any, nothing idle is returned as surplus. */
   #waiters = 0;
+  /** Addresses withdrawn (their pool is not usable) and not yet in a return txn. */
+  #withdrawn: Addr[] = [];
   readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
 
   /** `ensureReady`: the restore (warm-restore.ts) the loop retries until the pools are ready. */
@@ -50,6 +58,40 @@ export class WarmRefiller {
   /** One maintenance run now (what the loop does): refill to minIdle, return above maxIdle. */
   maintain(): Promise<void> {
     return this.refill(false);
+  }
+
+  /**
+   * Withdraws the idle addresses of unusable pools (as of the last pool view) from every
+   * family's pool; synchronous, no I/O: the ADD path calls it before acquiring, with the same
+   * `now`. What it takes goes back in the next maintenance run's return txn (started soon).
+   */
+  withdraw(now: number): void {
+    if (this.#take(now) > 0) this.#kickSoon();
+  }
+
+  #take(now: number): number {
+    const pred = this.#s.unusable;
+    if (pred === undefined) return 0;
+    let n = 0;
+    for (const pool of this.#s.pools.values()) {
+      const w = pool.withdraw(pred, now);
+      n += w.length;
+      this.#withdrawn.push(...w);
+    }
+    return n;
+  }
+
+  /** Reads the config generation; on a change, the pool list, and which addresses are unusable. */
+  async refreshPools(): Promise<void> {
+    const s = this.#s;
+    const { pools, configRev } = await s.ds((ipam) => ipam.currentPools());
+    if (configRev === s.poolsRev) return;
+    const was = s.unusable !== undefined;
+    s.poolsRev = configRev;
+    s.unusable = unusableAddrs(pools);
+    if (s.unusable !== undefined || was) {
+      s.log.info({ node: s.o.node, configRev, unusable: pools.filter((p) => !poolUsable(p)).map((p) => p.name) }, 'warm pool: pool view changed; idle addresses of unusable pools are returned');
+    }
   }
 
   /** A miss of family `f` asks for one more address in the next refill. */
@@ -91,11 +133,20 @@ export class WarmRefiller {
     setImmediate(() => void this.refill(false).catch(() => undefined));
   }
 
+  /** When the pool view was last read (ms, s.now()); -Infinity: at the first tick. */
+  #poolViewAt = -Infinity;
+
   async #tick(): Promise<void> {
     if (this.#s.closed) return;
     if (!this.#s.isReady) {
       await this.#ensureReady().catch(() => undefined);
       return;
+    }
+    // A failed read keeps the last view; the refill's own failure (if any) backs off.
+    const now = this.#s.now();
+    if (now - this.#poolViewAt >= (this.#s.o.poolViewMs ?? POOL_VIEW_MS)) {
+      this.#poolViewAt = now;
+      await this.refreshPools().catch((e: unknown) => this.#s.log.debug({ node: this.#s.o.node, error: (e as Error).message }, 'warm pool: pool view not refreshed'));
     }
     await this.refill(false).catch(() => undefined);
   }
@@ -150,6 +201,9 @@ export class WarmRefiller {
       else returns.push(...p.returns);
     }
     this.#demand.clear();
+    // Withdrawn addresses go back even while ADDs wait: none of them may have one.
+    this.#take(now);
+    returns.push(...this.#withdrawn.splice(0));
     let failed = false;
     // Refills: up to 32 per family per txn, both families in one txn.
     while ([...want.values()].some((n) => n > 0)) {

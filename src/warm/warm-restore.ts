@@ -12,6 +12,7 @@ import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
 import type { Assignment } from '../cluster/plan/assignment.js';
 import { poolUsable } from '../cluster/pool-record.js';
+import { unusableAddrs } from './unusable-addrs.js';
 import type { HeldRow } from './resource-db.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
@@ -85,8 +86,10 @@ export class WarmRestore {
       // What each direct attachment's own handle holds: the evidence that its pod holds them.
       const direct = new Map<string, readonly Assignment[] | undefined>();
       for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
-      return { families, held, records, direct };
+      return { families, held, records, direct, unusable: unusableAddrs(pools) };
     });
+    // Until the first maintenance tick reads the config generation: the view the start read.
+    s.unusable = found.unusable;
     if (found.families.size === 0) throw new Error(s.o.pools ? `none of the pools [${s.o.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
     const now = s.now();
     const { db, pods, log } = s;

@@ -27,6 +27,12 @@ export class WarmState {
   isReady = false;
   closed = false;
   lastError: string | undefined;
+  /**
+   * Addresses of pools that are not usable (unusable-addrs.ts), as of the pool view the
+   * maintenance loop last read (`poolsRev`, the config generation); undefined: every pool usable.
+   */
+  unusable: ((a: Addr) => boolean) | undefined;
+  poolsRev: number | undefined;
 
   constructor(
     readonly o: WarmOptions,

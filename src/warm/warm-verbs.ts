@@ -58,6 +58,8 @@ export class WarmVerbs {
     let stickyHit = false;
     for (let attempt = 0; attempt < 16; attempt++) {
       const now = s.now();
+      // Idle addresses of a pool that is no longer usable leave the queue before anything is taken.
+      this.#refiller.withdraw(now);
       const got: [Family, Addr][] = [];
       let missed: Family | undefined;
       let retryAt: number | undefined;
