@@ -7,8 +7,11 @@
  * holds and file size then). Each condition gets a fresh etcd; the order alternates over ROUNDS.
  *
  * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
- * off then on; 4: off, on, on, off). Run alone: `node dist/bench/index.js history-add-scale`.
+ * off then on; 4: off, on, on, off), PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE (unset: serve at the bench's
+ * priority; e.g. 19: serve takes only CPU the simulated agents and etcd leave, the closest this one
+ * machine gets to serve running on a machine of its own, as in a cluster). Run alone: `node dist/bench/index.js history-add-scale`.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStore } from '../src/store/index.js';
@@ -18,6 +21,7 @@ import { type ServeProcess, startServe } from '../test/e2e/serve-harness.js';
 import { runWarmScaleChild } from './warm-scale.js';
 
 const ROUNDS = Number(process.env.PODIPAM_BENCH_HISTORY_SCALE_ROUNDS ?? 2);
+const SERVE_NICE = process.env.PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE;
 
 interface Outcome {
   readonly pods: number;
@@ -35,6 +39,10 @@ async function once(history: boolean): Promise<Outcome> {
   let serve: ServeProcess | undefined;
   try {
     if (history) serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller'] });
+    if (serve && SERVE_NICE !== undefined) {
+      const r = spawnSync('renice', ['-n', SERVE_NICE, '-p', String(serve.child.pid)], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`renice ${SERVE_NICE} serve ${serve.child.pid}: ${r.stderr}`);
+    }
     const x = runWarmScaleChild(etcd.url);
     const out: Outcome = { pods: x.pods, seconds: x.seconds, rate: x.pods / x.seconds };
     if (!serve) return out;
