@@ -1,5 +1,5 @@
 /**
- * The history store's interface (issue 21): holds of addresses, kept by `podipam serve` in its own
+ * The history store's interface: holds of addresses, kept by `podipam serve` in its own
  * SQLite file (`--history-db`, default DATA_DIR/history.db), fed by the follower (src/history)
  * from the datastore's change stream, read by the CLI (`podipam ipam history`, opening the file
  * read-only), the API and the dashboard.

@@ -1,5 +1,5 @@
 /**
- * Allocation history (issue 21): who held an address, from when until when, and why it was
+ * Allocation history: who held an address, from when until when, and why it was
  * released. The shared vocabulary of the writers (src/cluster stamps every allocating or
  * releasing transaction, src/history/history-stamp.ts documents the stamp), the follower that
  * derives holds from the datastore's change stream (src/history), and the readers (CLI, API,
