@@ -155,6 +155,11 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
       if (r.code === 0) continue; // damage a verb never reads (a free page) is not an error
       failures++;
       const e = cniError(r, `${command} after ${what}`);
+      // SQLite has no checksums: a run landing inside a record's bytes (a key no longer under
+      // "pools/", say) is data it cannot tell from real, and the verb answers as the data says
+      // (seed 936617010: "no pool exists", code 7). Such damage gets a well-formed CNI error,
+      // checked above; damage SQLite must notice gets the datastore's code.
+      if (!noticed && e.code !== 5 && e.code !== 102) continue;
       assert.ok(e.code === 5 || e.code === 102, `${command} after ${what}: code 5 (or 102 for CHECK of a record it cannot find): ${r.stdout}`);
       if (e.code === 5) {
         assert.ok(e.msg.includes(file), `${command} after ${what}: names the file: ${e.msg}`);
