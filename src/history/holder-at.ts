@@ -29,8 +29,12 @@ export function holdUncertainAt(h: Hold, t: number): HistoryGap | undefined {
     return { from: f.earliest, until: f.at, cause: `the hold of ${h.address} by ${h.handle} began at an unknown time in this interval` };
   }
   const u = h.until;
-  if (u?.earliest !== undefined && u.earliest < t && t < u.at) {
-    return { from: u.earliest, until: u.at, cause: `the hold of ${h.address} by ${h.handle} ended at an unknown time in this interval` };
+  // A hold cannot end before it began: before a start known to lie in (earliest, at], an
+  // uncertain end is no uncertainty (the address was not held yet).
+  const endLow = u?.earliest === undefined ? undefined : f.earliest === undefined ? u.earliest : Math.max(u.earliest, f.earliest);
+  const begun = f.earliest === undefined ? f.at <= t : f.earliest < t;
+  if (u !== undefined && endLow !== undefined && begun && endLow < t && t < u.at) {
+    return { from: endLow, until: u.at, cause: `the hold of ${h.address} by ${h.handle} ended at an unknown time in this interval` };
   }
   return undefined;
 }
