@@ -14,6 +14,7 @@ command -v iptables-restore >/dev/null || need+=(iptables)    # the reference po
 command -v cc >/dev/null || need+=(gcc libc6-dev)               # the native CNI shim (static)
 command -v flock >/dev/null || need+=(util-linux)               # tests hold a directory lock as host-local would
 command -v openssl >/dev/null || need+=(openssl)
+command -v nft >/dev/null || need+=(nftables)                  # the partition rig drops frames on its own bridge
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v kubectl >/dev/null || need+=(kubernetes-client)   # kubectl kustomize deploy/
 command -v containerd >/dev/null || need+=(containerd)         # the CRI tests drive a real runtime

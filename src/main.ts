@@ -3,9 +3,11 @@
  * the `type` a network config names); otherwise the CLI. Each side is imported lazily so the
  * plugin pays only for what its verb needs.
  */
-// A crash point armed without the test flag (or naming no known point) is refused loudly
-// (src/util/crash-point.ts); nothing is loaded for it when the variable is unset.
-const refusal = process.env.PODIPAM_CRASH_AT ? (await import('./util/crash-point.js')).crashPointRefusal(process.env) : undefined;
+// A crash point or planted bug armed without the test flag (or naming no known one) is refused
+// loudly (src/util/crash-point.ts, planted-bug.ts); nothing is loaded for them when unset.
+const refusal =
+  (process.env.PODIPAM_CRASH_AT ? (await import('./util/crash-point.js')).crashPointRefusal(process.env) : undefined) ??
+  (process.env.PODIPAM_PLANT_BUG ? (await import('./util/planted-bug.js')).plantedBugRefusal(process.env) : undefined);
 if (refusal !== undefined) {
   if (process.env.CNI_COMMAND !== undefined) process.stdout.write(`${JSON.stringify({ cniVersion: '1.0.0', code: 4, msg: refusal })}\n`);
   process.stderr.write(`podipam: ${refusal}\n`);

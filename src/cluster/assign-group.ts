@@ -14,6 +14,7 @@
  * give it, only sooner.
  */
 import { crashPoint } from '../util/crash-point.js';
+import { assignCompares } from './assign-compares.js';
 import type { Block } from '../alloc/block.js';
 import type { Compare, Op } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -106,7 +107,7 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
     joined.push({ i, plan });
   }
   if (joined.length === 0) return;
-  const cmp: Compare[] = [...compares].map(([key, rev]) => ({ key, rev }));
+  const cmp = assignCompares([...compares].map(([key, rev]): Compare => ({ key, rev })));
   const r = await ctx.store.txn(cmp, [...ops.values(), stampOp(ctx)]);
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each request alone.

@@ -5,6 +5,7 @@
  * round trip.
  */
 import { crashPoint } from '../util/crash-point.js';
+import { assignCompares } from './assign-compares.js';
 import { checkNodeName } from '../model/node-name.js';
 import { checkHandle } from '../model/handle-id.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -110,7 +111,8 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     crashPoint('cluster.assign.planned');
-    const r = await ctx.store.txn(plan.compares, [...plan.ops, stampOp(ctx)]);
+    const compares = assignCompares(plan.compares);
+    const r = await ctx.store.txn(compares, [...plan.ops, stampOp(ctx)]);
     if (r.succeeded) {
       crashPoint(plan.claims.length > 0 ? 'cluster.block.claimed' : 'cluster.assign.committed');
       for (const [key, block] of plan.blocks) {
@@ -123,7 +125,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       return [...plan.assignments];
     }
     conflict = [];
-    plan.compares.forEach((c, i) => {
+    compares.forEach((c, i) => {
       const entry = r.current?.[i];
       if ((entry?.rev ?? 0) !== c.rev) conflict.push(c.key);
       absorbEntry(ctx.cache, view, others, c.key, entry);

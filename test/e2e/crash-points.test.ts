@@ -70,16 +70,21 @@ async function checkClean(url: string, what: string): Promise<void> {
   assert.deepEqual({ leaks: j.leaks, problems: j.problems }, { leaks: [], problems: [] }, `${what}: ipam check`);
 }
 
-test('bin/podipam refuses to run with PODIPAM_CRASH_AT set but no PODIPAM_TEST_HOOKS=1, or naming no known point: CNI code 4, CLI exit 4', async () => {
-  const cases: Record<string, string>[] = [{ PODIPAM_CRASH_AT: 'local.lock.held' }, { PODIPAM_CRASH_AT: 'local.lock.hold', PODIPAM_TEST_HOOKS: '1' }];
-  for (const env of cases) {
+test('bin/podipam refuses to run with PODIPAM_CRASH_AT or PODIPAM_PLANT_BUG set but no PODIPAM_TEST_HOOKS=1, or naming no known point or bug: CNI code 4, CLI exit 4', async () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PODIPAM_CRASH_AT: 'local.lock.held' }, /PODIPAM_CRASH_AT/],
+    [{ PODIPAM_CRASH_AT: 'local.lock.hold', PODIPAM_TEST_HOOKS: '1' }, /PODIPAM_CRASH_AT/],
+    [{ PODIPAM_PLANT_BUG: 'assign-skips-block-cas' }, /PODIPAM_PLANT_BUG/],
+    [{ PODIPAM_PLANT_BUG: 'assign-skips', PODIPAM_TEST_HOOKS: '1' }, /PODIPAM_PLANT_BUG/],
+  ];
+  for (const [env, named] of cases) {
     const r = await runPlugin(PODIPAM_BIN, { command: 'VERSION', env });
     assert.equal(r.code, 4, r.stdout + r.stderr);
     assert.equal((JSON.parse(r.stdout) as { code: number }).code, 4);
-    assert.match(r.stdout, /PODIPAM_CRASH_AT/);
+    assert.match(r.stdout, named);
     const c = await podipam(['version'], env);
     assert.equal(c.code, 4, c.stderr);
-    assert.match(c.stderr, /PODIPAM_CRASH_AT/);
+    assert.match(c.stderr, named);
   }
 });
 

@@ -20,9 +20,9 @@ const STOP_TIMEOUT_MS = 5_000;
 /** One member of a test cluster. */
 export interface EtcdMember {
   readonly name: string;
-  /** `http(s)://127.0.0.1:PORT`, where the member serves clients (and the JSON gateway). */
+  /** `http(s)://127.0.0.1:PORT` (or its `hosts` address), where the member serves clients (and the JSON gateway). */
   readonly clientUrl: string;
-  /** `127.0.0.1:PORT`, as written in a store URL. */
+  /** `127.0.0.1:PORT` (or its `hosts` address), as written in a store URL. */
   readonly endpoint: string;
   readonly dataDir: string;
   /** File collecting the member's stdout and stderr, for debugging a failed test. */
@@ -92,6 +92,12 @@ export interface EtcdOptions {
   readonly rootPassword?: string;
   /** More etcd flags, e.g. `['--auth-token-ttl', '1']`. */
   readonly extraArgs?: readonly string[];
+  /**
+   * Member i runs inside network namespace `hosts[i].netns` (through `ip netns exec`) and
+   * listens on `hosts[i].ip` instead of loopback; the namespaces must be reachable from this
+   * process (the partition rig, test/chaos/, gives them a bridge this process is on too).
+   */
+  readonly hosts?: readonly { readonly netns: string; readonly ip: string }[];
 }
 
 /**
@@ -124,8 +130,11 @@ async function launch(count: number, options: EtcdOptions) {
   const ports = await freePorts(count * 3);
   const tls = options.tls;
   const scheme = tls ? 'https' : 'http';
+  if (options.hosts !== undefined && options.hosts.length !== count) throw new Error(`etcd hosts: ${options.hosts.length} given for ${count} members`);
   const specs = Array.from({ length: count }, (_, i) => ({
     name: `m${i}`,
+    host: options.hosts?.[i]?.ip ?? '127.0.0.1',
+    netns: options.hosts?.[i]?.netns,
     clientPort: ports[3 * i] as number,
     peerPort: ports[3 * i + 1] as number,
     // plain-HTTP /health and /metrics, which need no client certificate
@@ -134,20 +143,20 @@ async function launch(count: number, options: EtcdOptions) {
     logFile: join(root, `m${i}.log`),
   }));
   const peerScheme = tls?.peer ? 'https' : 'http';
-  const initialCluster = specs.map((s) => `${s.name}=${peerScheme}://127.0.0.1:${s.peerPort}`).join(',');
+  const initialCluster = specs.map((s) => `${s.name}=${peerScheme}://${s.host}:${s.peerPort}`).join(',');
   const token = `podipam-test-${randomUUID()}`;
   const procs = new Map<string, ChildProcess>();
 
   const argsOf = (s: (typeof specs)[number]) => [
     '--name', s.name,
     '--data-dir', s.dataDir,
-    '--listen-client-urls', `${scheme}://127.0.0.1:${s.clientPort}`,
-    '--advertise-client-urls', `${scheme}://127.0.0.1:${s.clientPort}`,
-    '--listen-metrics-urls', `http://127.0.0.1:${s.metricsPort}`,
+    '--listen-client-urls', `${scheme}://${s.host}:${s.clientPort}`,
+    '--advertise-client-urls', `${scheme}://${s.host}:${s.clientPort}`,
+    '--listen-metrics-urls', `http://${s.host}:${s.metricsPort}`,
     ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--trusted-ca-file', tls.caFile] : []),
     ...(tls?.clientCertAuth ? ['--client-cert-auth'] : []),
-    '--listen-peer-urls', `${peerScheme}://127.0.0.1:${s.peerPort}`,
-    '--initial-advertise-peer-urls', `${peerScheme}://127.0.0.1:${s.peerPort}`,
+    '--listen-peer-urls', `${peerScheme}://${s.host}:${s.peerPort}`,
+    '--initial-advertise-peer-urls', `${peerScheme}://${s.host}:${s.peerPort}`,
     ...(tls?.peer ? ['--peer-cert-file', tls.peer.certFile, '--peer-key-file', tls.peer.keyFile, '--peer-trusted-ca-file', tls.caFile, '--peer-client-cert-auth'] : []),
     '--initial-cluster', initialCluster,
     '--initial-cluster-state', 'new',
@@ -162,9 +171,11 @@ async function launch(count: number, options: EtcdOptions) {
   const start = (s: (typeof specs)[number]) => {
     const fd = openSync(s.logFile, 'a');
     // setpriv --pdeathsig: the kernel kills etcd if this test process dies without cleaning up.
-    const [cmd, args] = existsSync('/usr/bin/setpriv')
+    const [cmd0, args0] = existsSync('/usr/bin/setpriv')
       ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', ETCD, ...argsOf(s)]]
       : [ETCD, argsOf(s)];
+    // `ip netns exec` execs the command: the child's pid stays the member's (SIGSTOP reaches etcd).
+    const [cmd, args] = s.netns === undefined ? [cmd0, args0] : ['ip', ['netns', 'exec', s.netns, cmd0, ...args0]];
     const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
     closeSync(fd);
     live.add(proc);
@@ -176,11 +187,11 @@ async function launch(count: number, options: EtcdOptions) {
   const members: EtcdMember[] = specs.map((s) => {
     const member: EtcdMember & Internal = {
       name: s.name,
-      clientUrl: `${scheme}://127.0.0.1:${s.clientPort}`,
-      healthUrl: `http://127.0.0.1:${s.metricsPort}/health`,
+      clientUrl: `${scheme}://${s.host}:${s.clientPort}`,
+      healthUrl: `http://${s.host}:${s.metricsPort}/health`,
       tls,
       rootPassword: options.rootPassword,
-      endpoint: `127.0.0.1:${s.clientPort}`,
+      endpoint: `${s.host}:${s.clientPort}`,
       dataDir: s.dataDir,
       logFile: s.logFile,
       get running() {

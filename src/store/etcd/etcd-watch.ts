@@ -109,7 +109,9 @@ export class EtcdWatch {
           stream.request.destroy();
           resolve();
         };
-        let pending = '';
+        // The unfinished line so far, in pieces: a catch-up response can be one line of many
+        // megabytes, and re-searching all of it for a newline at every chunk is quadratic.
+        const partial: string[] = [];
         const res = stream.response;
         let silence: NodeJS.Timeout | undefined;
         const listen = () => {
@@ -124,10 +126,12 @@ export class EtcdWatch {
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
           listen();
-          pending += chunk;
-          for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
-            const line = pending.slice(0, nl).trim();
-            pending = pending.slice(nl + 1);
+          let at = 0;
+          for (let nl = chunk.indexOf('\n'); nl >= 0; nl = chunk.indexOf('\n', at)) {
+            partial.push(chunk.slice(at, nl));
+            at = nl + 1;
+            const line = partial.join('').trim();
+            partial.length = 0;
             if (line === '') continue;
             try {
               if (this.#line(line)) created = true;
@@ -142,6 +146,7 @@ export class EtcdWatch {
               return;
             }
           }
+          if (at < chunk.length) partial.push(chunk.slice(at));
         });
         res.on('end', () => resolve());
         res.on('aborted', () => resolve());

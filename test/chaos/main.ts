@@ -1,0 +1,29 @@
+/**
+ * `npm run chaos -- [--minutes N] [--seed S]`: the partition rig (chaos-rig.ts) on a long
+ * seeded schedule (default 30 minutes, a random seed), then its report: faults injected by
+ * kind, calls checked, violations with their traces. Exit 1 on any violation, with the seed to
+ * replay it (`--seed S`).
+ */
+import { parseArgs } from 'node:util';
+import { runChaos } from './chaos-rig.js';
+
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, seed: { type: 'string' } } });
+const minutes = Number(values.minutes);
+if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 24 * 60) {
+  console.error(`--minutes ${JSON.stringify(values.minutes)}: must be a number of minutes from 0 to 1440`);
+  process.exit(2);
+}
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+if (!Number.isInteger(seed) || seed < 0) {
+  console.error(`--seed ${JSON.stringify(values.seed)}: must be a non-negative integer`);
+  process.exit(2);
+}
+console.log(`chaos: seed ${seed}, ${minutes} min of faults (replay: npm run chaos -- --minutes ${minutes} --seed ${seed})`);
+const r = await runChaos({ seed, scheduleMs: minutes * 60_000, log: (l) => console.log(`${new Date().toISOString()} ${l}`) });
+console.log(JSON.stringify({ seed: r.seed, minutes: +(r.ms / 60_000).toFixed(1), faults: r.faults, calls: r.report.calls, holds: r.report.holds, addresses: r.report.addresses, violations: r.report.violations.length, unexpectedExits: r.unexpectedExits.length, undrained: r.undrained }, null, 2));
+for (const v of r.violations) console.log(v);
+for (const x of r.unexpectedExits) console.log(x);
+if (r.violations.length > 0 || r.unexpectedExits.length > 0) {
+  console.log(`FAILED: seed ${seed} (replay: npm run chaos -- --minutes ${minutes} --seed ${seed})`);
+  process.exit(1);
+}
