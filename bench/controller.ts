@@ -11,7 +11,8 @@
  *   restart    a fresh controller over the 5,000 assigned nodes: occupancy rebuilt, nothing to do
  *
  * Plus the pure allocator: a v6 /32 cut into /64s (2^32 blocks), 200,000 allocations.
- * Knob: PODIPAM_BENCH_NODES (default 5000). Run alone: `node dist/bench/controller.js`.
+ * Knobs: PODIPAM_BENCH_NODES (default 5000), PODIPAM_BENCH_CONTROLLER_ETCD_MEMBERS (1 or 3; 1).
+ * Run alone: `node dist/bench/controller.js`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
@@ -28,6 +29,8 @@ import { openStore, type Store } from '../src/store/index.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_NODES ?? 5000);
+const ETCD_MEMBERS = process.env.PODIPAM_BENCH_CONTROLLER_ETCD_MEMBERS === '3' ? 3 : 1;
+const ETCD_LABEL = `etcd (${ETCD_MEMBERS} member${ETCD_MEMBERS === 1 ? '' : 's'})`;
 const CONFIG = parseControllerConfig({ clusterCidrs: '10.0.0.0/8,fd00:10::/48', nodeMaskSize: '24', nodeMaskSizeV6: '64' });
 const quiet = silentLog;
 
@@ -176,8 +179,8 @@ export async function run(): Promise<readonly string[]> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  await scenarios(rows, 'etcd (1 member)', async () => {
-    const etcd = await startEtcd();
+  await scenarios(rows, ETCD_LABEL, async () => {
+    const etcd = await startEtcd({ members: ETCD_MEMBERS });
     const s = await openStore(etcd.url);
     return [s, async () => (await s.close(), await etcd.stop())];
   });
@@ -196,7 +199,7 @@ export async function run(): Promise<readonly string[]> {
     return base && batched ? (base.ms / batched.ms).toFixed(1) : '?';
   };
   return rows.filter((r) => r.rate).map((r) => `${r.store} ${r.mode}: ${Math.round((NODES * 1000) / r.ms)} nodes/s`)
-    .concat([`batched vs per node: ×${ratio('sqlite')} (sqlite), ×${ratio('etcd (1 member)')} (etcd)`]);
+    .concat([`batched vs per node: ×${ratio('sqlite')} (sqlite), ×${ratio(ETCD_LABEL)} (etcd)`]);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

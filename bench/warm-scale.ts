@@ -28,8 +28,8 @@ import { WarmBackend } from '../src/plugin/warm-backend.js';
 import { type Log, silentLog } from '../src/log/logger.js';
 import { ClusterIpam } from '../src/cluster/index.js';
 import type { NetConf } from '../src/cni/types.js';
-import { openStore } from '../src/store/index.js';
-import { startEtcd } from '../test/helpers/etcd.js';
+import { openStore, type Store } from '../src/store/index.js';
+import { type EtcdCluster, etcdPost, startEtcd } from '../test/helpers/etcd.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_WARM_NODES ?? 5000);
 const PODS = Number(process.env.PODIPAM_BENCH_WARM_PODS ?? 30);
@@ -50,7 +50,8 @@ export interface Result {
   readonly misses: number;
   readonly refillTxns: number;
   readonly writeTxns: number;
-  readonly rss: readonly { pods: number; rssMiB: string; heapMiB: string }[];
+  /** Sampled every tenth of the run: pods done, seconds since the start, RSS and heap after a GC. */
+  readonly rss: readonly { pods: number; s: number; rssMiB: string; heapMiB: string }[];
   readonly peakRssMiB: string;
   readonly heapAfterGcMiB: string;
   /** Addresses of refills that timed out but landed (adopted at the node's next start). */
@@ -74,7 +75,7 @@ async function child(url: string): Promise<void> {
     await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
     const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
-    const rss: { pods: number; rssMiB: string; heapMiB: string }[] = [];
+    const rss: { pods: number; s: number; rssMiB: string; heapMiB: string }[] = [];
     let peakRss = 0;
     let done = 0;
     let next = 0;
@@ -130,7 +131,7 @@ async function child(url: string): Promise<void> {
       if (done * PODS >= nextSample) {
         (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
         const m = process.memoryUsage();
-        rss.push({ pods: done * PODS, rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
+        rss.push({ pods: done * PODS, s: +((performance.now() - t0) / 1000).toFixed(1), rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
         process.stderr.write(`  warm-scale: ${done * PODS} pods, ${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB\n`);
         nextSample += Math.max(PODS, Math.floor((NODES * PODS) / 10));
       }
@@ -145,7 +146,7 @@ async function child(url: string): Promise<void> {
     const roundTrips = cluster.roundTrips();
     // The datastore holds what the nodes did: one record per pod, every refilled address.
     const pods = NODES * PODS;
-    const records = (await admin.list('agent-pods/')).length;
+    const records = await countKeys(admin, 'agent-pods/');
     if (records !== pods) throw new Error(`${records} pod records in the datastore, expected ${pods}`);
     const u = await c.usage();
     const allocated = u.pools.reduce((a, p) => a + p.allocated, 0);
@@ -179,6 +180,29 @@ async function child(url: string): Promise<void> {
   }
 }
 
+/** The rate between consecutive samples (each a tenth of the pods). */
+function tenthRates(x: Result): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < x.rss.length; i++) {
+    const a = x.rss[i - 1]!;
+    const b = x.rss[i]!;
+    if (b.s > a.s) out.push(((b.pods - a.pods) / (b.s - a.s)).toFixed(0));
+  }
+  return out;
+}
+
+/** How many keys start with `prefix`, read a page at a time (a million records never in memory at once). */
+async function countKeys(store: Store, prefix: string): Promise<number> {
+  let n = 0;
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.list(prefix, { limit: 5000, ...(after === undefined ? {} : { after }) });
+    n += page.length;
+    if (page.length < 5000) return n;
+    after = page[page.length - 1]!.key;
+  }
+}
+
 /** Runs the warm-scale workload in a child process against the etcd at `url` (a fresh heap, --expose-gc); its result. */
 export function runWarmScaleChild(url: string): Result {
   const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
@@ -194,7 +218,8 @@ export function runWarmScaleChild(url: string): Result {
 }
 
 export async function run(): Promise<string[]> {
-  const etcd = await startEtcd({ members: 3 });
+  const etcd = await startEtcd({ members: 3, ...BIG_ETCD });
+  const compactor = startCompactor(etcd);
   try {
     console.log(`warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`);
     const x = runWarmScaleChild(etcd.url);
@@ -203,14 +228,49 @@ export async function run(): Promise<string[]> {
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
       `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
+      `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
       ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
       `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
     ];
     for (const l of lines) console.log(l);
     return lines;
   } finally {
+    compactor.stop();
     await etcd.stop();
   }
+}
+
+/**
+ * etcd for a run past the 150,000 pods: etcd keeps every revision until compacted, and its
+ * default 2 GiB quota (and this machine's RAM, the members' data being on /dev/shm) would not
+ * hold the history of a million pods' writes. A real cluster runs with auto-compaction
+ * (Kubernetes' API server compacts every 5 minutes); the bench compacts every 20 s to the
+ * revision of 20 s before, which keeps the live data and a short history, as a cluster would.
+ */
+export const BIG_ETCD = { extraArgs: ['--quota-backend-bytes', String(8 * 2 ** 30)] } as const;
+
+export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void } {
+  let previous: number | undefined;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void (async () => {
+      try {
+        const m = etcd.members[0]!;
+        const head = (await etcdPost(m, 'kv/range', { key: Buffer.from('compaction-probe').toString('base64') })) as { header?: { revision?: string } };
+        const rev = Number(head.header?.revision ?? 0);
+        if (previous !== undefined && previous > 1) await etcdPost(m, 'kv/compaction', { revision: String(previous) });
+        previous = rev;
+      } catch (e) {
+        process.stderr.write(`  warm-scale: compaction skipped: ${(e as Error).message}\n`);
+      } finally {
+        busy = false;
+      }
+    })();
+  }, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -40,7 +40,7 @@ import type { StickyHold } from './sticky-holds.js';
 import type { IpamSettings } from './settings.js';
 import type { IpamUsage } from './usage.js';
 import type { Utilisation, UtilisationOptions } from './utilisation.js';
-import { type WarmRecordWrite, cachedPools, currentPools, listWarmHandles, readWarmRecords, writeWarmRecords } from './warm-handles.js';
+import { type WarmRecordWrite, type WarmWriteResult, type WriteFence, cachedPools, currentPools, listWarmHandles, readWarmRecords, writeWarmRecords } from './warm-handles.js';
 import { ViewCache } from './view-cache.js';
 
 export interface ClusterIpamOptions {
@@ -162,8 +162,8 @@ export class ClusterIpam {
   }
 
   /** See warm-handles.ts: puts and deletes warm pool records in one transaction (stamped with each delete's time and reason). */
-  writeWarmRecords(writes: readonly WarmRecordWrite[]): Promise<void> {
-    return writeWarmRecords(this.#ctx, writes);
+  writeWarmRecords(writes: readonly WarmRecordWrite[], fence?: WriteFence): Promise<WarmWriteResult> {
+    return writeWarmRecords(this.#ctx, writes, fence);
   }
 
   /** See warm-handles.ts: the pools, from this instance's cached snapshot. */

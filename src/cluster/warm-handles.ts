@@ -54,8 +54,14 @@ export async function readWarmRecords(ctx: IpamContext, prefix: string): Promise
  * delete of the same batch folds away (ADD then DEL before the flush) is not written, but its
  * value goes into the stamp (`keys[key].value`), so the history still sees that hold. A key whose
  * last write is a put after a delete gets a `keys` entry too: its earlier value ended then.
+ *
+ * With a `fence` (the agent's write-behind: WRITE_FENCE_PREFIX), the txn holds only if the
+ * fence key is still at the revision the writer last saw, and moves it: of two txns from one
+ * writer, one given up on a timeout and a later one, the earlier can no longer land after the
+ * later and undo it (a put of a record the later one deleted). No extra round trip: the txn's
+ * answer carries the fence's new revision, or on a refusal its current one.
  */
-export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRecordWrite[]): Promise<void> {
+export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRecordWrite[], fence?: WriteFence): Promise<WarmWriteResult> {
   const last = new Map<string, string | undefined>();
   const keys: Record<string, StampedKey> = {};
   for (const w of writes) {
@@ -67,10 +73,33 @@ export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRe
     }
     last.set(key, w.value);
   }
-  if (last.size === 0) return;
+  if (last.size === 0) return { written: true, fenceRev: fence?.rev ?? 0 };
   const ops: Op[] = [...last].map(([key, value]) => (value === undefined ? { type: 'delete', key } : { type: 'put', key, value }));
   ops.push(plainStampOp(ctx, keys));
-  await ctx.store.txn([], ops);
+  if (fence === undefined) {
+    const r = await ctx.store.txn([], ops);
+    return { written: true, fenceRev: r.rev };
+  }
+  const fenceKey = checkRecordKey(fence.key);
+  ops.push({ type: 'put', key: fenceKey, value: JSON.stringify({ at: new Date(ctx.now().getTime()).toISOString() }) });
+  const r = await ctx.store.txn([{ key: fenceKey, rev: fence.rev }], ops);
+  return r.succeeded ? { written: true, fenceRev: r.rev } : { written: false, fenceRev: r.current?.[0]?.rev ?? 0 };
+}
+
+/** The writer's fence: its key and the revision it last saw there (0: absent, or not known yet). */
+export interface WriteFence {
+  readonly key: string;
+  readonly rev: number;
+}
+
+/**
+ * `written` false: the fence had moved (a txn of this writer given up earlier has landed since,
+ * or this writer's first guess was wrong); nothing was written, `fenceRev` is the fence's
+ * revision now, and the caller writes its queue again with it.
+ */
+export interface WarmWriteResult {
+  readonly written: boolean;
+  readonly fenceRev: number;
 }
 
 /**

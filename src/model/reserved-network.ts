@@ -21,6 +21,14 @@ export const WARM_HANDLE_PREFIX = `${WARM_NETWORK}:`;
 /** Datastore prefix of the warm pool's pod records (`agent-pods/<node>/<attachment>`), written behind: which pod got which warm addresses. */
 export const POD_RECORD_PREFIX = 'agent-pods/';
 
+/**
+ * Datastore prefix of each agent's write fence (`agent-writes/<node>`): every write-behind txn
+ * compares its revision and puts it, so a txn that reached a member but was given up (a member
+ * paused or cut off mid-request) can never land after a later one and bring back records that
+ * later txn deleted.
+ */
+export const WRITE_FENCE_PREFIX = 'agent-writes/';
+
 const WHY = "reserved for the node agent's warm pool";
 
 /** True for a handle id in the warm pool's namespace. */

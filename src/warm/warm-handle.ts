@@ -7,7 +7,7 @@
  * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
  */
 import { cniHandleId } from '../model/handle-id.js';
-import { POD_RECORD_PREFIX, WARM_HANDLE_PREFIX as WARM_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
+import { POD_RECORD_PREFIX, WARM_HANDLE_PREFIX as WARM_PREFIX, WARM_NETWORK, WRITE_FENCE_PREFIX } from '../model/reserved-network.js';
 
 /** The network name of every warm handle, reserved everywhere else (src/model/reserved-network.ts). */
 export { WARM_NETWORK };
@@ -34,6 +34,11 @@ export function warmHandleNode(handle: string): string | undefined {
 /** The datastore key of a pod's record on `node`. */
 export function podRecordKey(node: string, podHandle: string): string {
   return `${POD_RECORD_PREFIX}${node}/${podHandle}`;
+}
+
+/** The datastore key of `node`'s write fence (see WRITE_FENCE_PREFIX). */
+export function writeFenceKey(node: string): string {
+  return `${WRITE_FENCE_PREFIX}${node}`;
 }
 
 /** The node of a pod record key, or undefined for another key. Node names hold no "/". */

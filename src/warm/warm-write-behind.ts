@@ -5,11 +5,13 @@
  * back end's warm records API (src/cluster/warm-handles.ts). Pods keep starting while the
  * datastore is away; the queue drains when it returns. Each delete carries the time and reason
  * of the DEL (CNI GC, warm GC, reconcile) that queued it, into the txn's history stamp; a put
- * folded away by a later delete of the same batch goes there too (warm-handles.ts).
+ * folded away by a later delete of the same batch goes there too (warm-handles.ts). Every txn
+ * is fenced (WRITE_FENCE_PREFIX): one given up on a timeout cannot land after a later one.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { WRITE_BATCH, WRITE_DELAY_MS } from './warm-options.js';
+import { writeFenceKey } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 
 export class WarmWriteBehind {
@@ -17,7 +19,10 @@ export class WarmWriteBehind {
   #loop: Periodic | undefined;
   #flushRun: Promise<void> | undefined;
   #flushAgain: Promise<void> | undefined;
-  readonly counters = { writeTxns: 0 };
+  /** The write fence's revision as last seen (0 until the first txn answers: a wrong guess costs one refused txn). */
+  #fenceRev = 0;
+  /** writeTxns: txns written; fenced: txns refused because the fence had moved (then written again). */
+  readonly counters = { writeTxns: 0, fenced: 0 };
 
   constructor(state: WarmState) {
     this.#s = state;
@@ -61,8 +66,17 @@ export class WarmWriteBehind {
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
         const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const) } : { key: w.key, value: w.value }));
-        await s.ds((ipam) => ipam.writeWarmRecords(writes));
+        const fence = { key: writeFenceKey(s.o.node), rev: this.#fenceRev };
+        const r = await s.ds((ipam) => ipam.writeWarmRecords(writes, fence));
+        this.#fenceRev = r.fenceRev;
+        if (!r.written) {
+          // A txn of ours given up earlier landed since (or the first guess was wrong): the
+          // queue is still all here; write it again over the fence as it is now.
+          this.counters.fenced++;
+          continue;
+        }
       } catch (e) {
+        // The txn may still land later; the fence keeps it from landing after a newer one.
         s.lastError = (e as Error).message;
         return;
       }

@@ -82,11 +82,12 @@ interface RigNode extends WorkloadNode {
 
 /** Fails with the reason unless this machine can run the rig. */
 export function requireChaosPrerequisites(): void {
-  requireRoot('the partition rig (network namespaces, tc)');
+  requireRoot('the partition rig (network namespaces, tc, nftables)');
   requireExecutable('/usr/bin/etcd');
   requireShim();
   requireCommand('ip', ['netns', 'list'], 'iproute2');
   requireCommand('tc', ['-V'], 'iproute2');
+  requireCommand('nft', ['--version'], 'nftables');
 }
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
