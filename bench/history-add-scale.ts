@@ -1,10 +1,13 @@
 /**
  * The warm-scale run (bench/warm-scale.ts: NODES nodes' warm-pool agents simulated in one process
  * on a 3-member etcd, PODS dual-stack pods each; 5,000 x 30 = 150,000 by default) twice in one
- * run: without history (nothing follows etcd) and with `podipam serve` following the same etcd and
- * keeping the history — the ADD rate with and without, and how far behind the follower was when
+ * run: `podipam serve` on the same etcd with `--no-history` and with the history kept — the ADD
+ * rate with and without, and how far behind the follower was when
  * the last pod had started (the time it took after that to apply every revision, and the history's
  * holds and file size then). Each condition gets a fresh etcd; the order alternates over ROUNDS.
+ *
+ * Serve runs in both conditions, as it does in a cluster (its dashboard summary follows etcd
+ * too); PODIPAM_BENCH_HISTORY_SCALE_BASELINE=none makes "without" run no serve at all.
  *
  * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
  * off then on; 4: off, on, on, off), PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE (unset: serve at the bench's
@@ -22,6 +25,7 @@ import { runWarmScaleChild } from './warm-scale.js';
 
 const ROUNDS = Number(process.env.PODIPAM_BENCH_HISTORY_SCALE_ROUNDS ?? 2);
 const SERVE_NICE = process.env.PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE;
+const BASELINE = process.env.PODIPAM_BENCH_HISTORY_SCALE_BASELINE === 'none' ? 'none' : 'serve';
 
 interface Outcome {
   readonly pods: number;
@@ -38,14 +42,16 @@ async function once(history: boolean): Promise<Outcome> {
   const dir = makeTempDir('bench-history-scale');
   let serve: ServeProcess | undefined;
   try {
-    if (history) serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller'] });
+    if (history || BASELINE === 'serve') {
+      serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller', ...(history ? [] : ['--no-history'])] });
+    }
     if (serve && SERVE_NICE !== undefined) {
       const r = spawnSync('renice', ['-n', SERVE_NICE, '-p', String(serve.child.pid)], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`renice ${SERVE_NICE} serve ${serve.child.pid}: ${r.stderr}`);
     }
     const x = runWarmScaleChild(etcd.url);
     const out: Outcome = { pods: x.pods, seconds: x.seconds, rate: x.pods / x.seconds };
-    if (!serve) return out;
+    if (!serve || !history) return out;
     // How far behind the follower is: until its position reaches etcd's revision.
     const t0 = performance.now();
     const store = await openStore(etcd.url);
@@ -76,7 +82,7 @@ async function once(history: boolean): Promise<Outcome> {
 }
 
 export async function run(): Promise<string[]> {
-  console.log(`history-add-scale: the warm-scale run without and with serve's history follower on the same 3-member etcd, ${ROUNDS} rounds`);
+  console.log(`history-add-scale: the warm-scale run without and with serve's history follower on the same 3-member etcd (without: ${BASELINE === 'serve' ? 'serve --no-history' : 'no serve'}), ${ROUNDS} rounds`);
   const runs: { history: boolean; o: Outcome }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const history = i % 4 === 1 || i % 4 === 2;

@@ -131,7 +131,7 @@ async function child(url: string): Promise<void> {
       if (done * PODS >= nextSample) {
         (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
         const m = process.memoryUsage();
-        rss.push({ pods: done * PODS, s: +((performance.now() - t0) / 1000).toFixed(1), rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
+        rss.push({ pods: done * PODS, s: +((performance.now() - t0) / 1000).toFixed(3), rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
         process.stderr.write(`  warm-scale: ${done * PODS} pods, ${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB\n`);
         nextSample += Math.max(PODS, Math.floor((NODES * PODS) / 10));
       }

@@ -5,6 +5,10 @@
  * seed gives the same schedule (the hosts' states and timings still vary with the machine).
  */
 
+import { mulberry32 as seededRandom } from '../../src/util/mulberry32.js';
+
+export { seededRandom };
+
 export const FAULT_KINDS = [
   'member-link-down', // an etcd member's link down
   'member-drop', // every packet to and from a member lost
@@ -28,18 +32,6 @@ export interface ScheduledFault {
   readonly target: number;
   readonly faultMs: number;
   readonly settleMs: number;
-}
-
-/** mulberry32: a small seeded PRNG, 0 ≤ x < 1. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface ScheduleSpec {
