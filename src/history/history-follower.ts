@@ -44,6 +44,12 @@ export interface HistoryFollowerOptions {
   readonly retryMs?: number;
   /** Clock, ms (tests). */
   readonly now?: () => number;
+  /**
+   * Called after each change the follower applied (true) and when its watch failed (false):
+   * serve's dashboard summary learns of changes from here instead of a watch of its own, so
+   * serve follows the datastore once (SummaryCache.noteChange).
+   */
+  readonly onChange?: (following: boolean) => void;
 }
 
 export interface HistoryFollowerStatus {
@@ -146,7 +152,10 @@ export class HistoryFollower {
       try {
         const from = (this.#position?.revision ?? 0) + 1;
         for await (const batch of this.#o.store.watch('', from, { signal })) {
-          if (batch.length > 0) this.#applyBatch(batch, this.#now());
+          if (batch.length > 0) {
+            this.#applyBatch(batch, this.#now());
+            this.#o.onChange?.(true);
+          }
           if (this.#lastError !== undefined) this.#o.log.info({}, 'history: following the datastore again');
           this.#lastError = undefined;
         }
@@ -174,6 +183,7 @@ export class HistoryFollower {
   }
 
   #failed(e: unknown): void {
+    this.#o.onChange?.(false);
     const msg = (e as Error).message;
     if (msg !== this.#lastError) this.#o.log.warn({ err: msg }, `history: following the datastore failed (retrying): ${msg}`);
     this.#lastError = msg;
@@ -197,6 +207,7 @@ export class HistoryFollower {
     const position: FollowPosition = { source: this.#source, revision: Math.max(listing.rev, pos?.revision ?? 0), at: gap.until };
     this.#o.db.apply({ ends: d.ends, starts: d.starts, gaps: [gap], position });
     this.#applied(position, d.ends.length, d.starts.length, 1);
+    this.#o.onChange?.(true);
     this.#o.log.warn(
       { from: new Date(gap.from).toISOString(), until: new Date(gap.until).toISOString(), revision: listing.rev, ended: d.ends.length, started: d.starts.length },
       `history: gap recorded (${gap.cause}): ${d.ends.length} releases and ${d.starts.length} assignments in it have times known only to lie in the gap`,

@@ -89,7 +89,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     // Its transactions are stamped "serve" in the history (src/cluster/history-stamp.ts).
     const ipam = new ClusterIpam(store, { writer: 'serve' });
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
-    stops.push(summary.follow(cfg.log));
+    // With the history kept, its follower tells the summary of changes: one watch, not two.
+    if (!cfg.history) stops.push(summary.follow(cfg.log));
     // A check reads every record: off the event loop in a worker with its own connection,
     // except on a memory store (in this process only, and small).
     let checkRun = (): Promise<CheckReport> => ipam.check();
@@ -125,8 +126,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       const { openHistoryDb } = await import('../history/sqlite-history-db.js');
       const db = openHistoryDb(cfg.history.path);
       stops.push(() => Promise.resolve(db.close()));
-      const follower = new HistoryFollower({ store, db, log: cfg.log.child({ component: 'history' }), retentionMs: cfg.history.retentionMs });
+      const follower = new HistoryFollower({ store, db, log: cfg.log.child({ component: 'history' }), retentionMs: cfg.history.retentionMs, onChange: (following) => summary.noteChange(following) });
       await follower.start();
+      summary.noteChange(true); // following from here on (caught up to the datastore as of now)
       stops.push(() => follower.stop());
       history = { db, follower };
       addHistoryMetrics(metrics.registry, () => follower.status());

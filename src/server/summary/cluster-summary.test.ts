@@ -75,3 +75,25 @@ test('summary cache following the store: a quiet store is not read again past th
     await stop();
   }
 });
+
+test("summary cache fed by another follower (serve's history follower): reused while it follows and nothing changed, read again after a change or once it stopped following", async () => {
+  const { store, ipam } = await seeded();
+  const cache = new SummaryCache(store, 1);
+  assert.equal(cache.following, false);
+  cache.noteChange(true);
+  const first = await cache.get();
+  await new Promise((r) => setTimeout(r, 50));
+  const trips = store.roundTrips;
+  assert.equal(await cache.get(), first, 'reused past the TTL: the follower saw no change');
+  assert.equal(store.roundTrips, trips);
+  await ipam.assign({ node: 'node-a', handle: 'net.late.eth0', auto: { 4: 1 } });
+  cache.noteChange(true);
+  assert.equal((await cache.get()).totals.allocated, 44, 'read again after the change it was told of');
+  cache.noteChange(false);
+  assert.equal(cache.following, false);
+  await cache.get();
+  await new Promise((r) => setTimeout(r, 50));
+  const before = store.roundTrips;
+  await cache.get();
+  assert.ok(store.roundTrips > before, 'a follower that failed: the TTL rules again');
+});

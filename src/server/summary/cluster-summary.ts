@@ -219,7 +219,17 @@ export class SummaryCache {
     return p;
   }
 
-  /** True while follow()'s watch is running (a quiet store's summary is then reused). */
+  /**
+   * A change seen by another follower of the store (serve's history follower, which then
+   * stands in for follow()): `following` false when that follower's watch failed (the TTL
+   * rules until it follows again).
+   */
+  noteChange(following: boolean): void {
+    this.#changes++;
+    this.#following = following;
+  }
+
+  /** True while follow()'s watch (or the follower calling noteChange) is running (a quiet store's summary is then reused). */
   get following(): boolean {
     return this.#following;
   }
