@@ -99,7 +99,7 @@ async function child(url: string): Promise<void> {
             r = await backend.add({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf });
             break;
           } catch (e) {
-            if ((e as { code?: number }).code !== 11 || attempt >= 20) throw e;
+            if ((e as { code?: number }).code !== 11 || attempt >= 150) throw e; // 30 s of an etcd that does not answer
             totals.retries++;
             await new Promise((res) => setTimeout(res, 200));
           }
