@@ -232,8 +232,12 @@ export async function run(): Promise<string[]> {
       ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
       `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
     ];
+    lines.push(...etcdEvents(etcd));
     for (const l of lines) console.log(l);
     return lines;
+  } catch (e) {
+    for (const l of etcdEvents(etcd)) console.log(l);
+    throw e;
   } finally {
     compactor.stop();
     await etcd.stop();
@@ -247,7 +251,41 @@ export async function run(): Promise<string[]> {
  * (Kubernetes' API server compacts every 5 minutes); the bench compacts every 20 s to the
  * revision of 20 s before, which keeps the live data and a short history, as a cluster would.
  */
-export const BIG_ETCD = { extraArgs: ['--quota-backend-bytes', String(8 * 2 ** 30)] } as const;
+export const BIG_ETCD = {
+  extraArgs: [
+    '--quota-backend-bytes', String(8 * 2 ** 30),
+    // etcd's own defaults (the tests' 50/500 ms detect faults fast): on two shared cores a member
+    // starved for half a second would otherwise start an election in the middle of the run.
+    '--heartbeat-interval', '100',
+    '--election-timeout', '1000',
+    // info: leader changes, slow applies and snapshots are logged, and etcdEvents() counts them
+    '--log-level', 'info',
+  ],
+} as const;
+
+/** What each member's log says happened during the run: leader changes, slow requests, snapshots. */
+export function etcdEvents(etcd: EtcdCluster): string[] {
+  const kinds: Array<[string, RegExp]> = [
+    ['leader changes', /elected leader|became leader|lost leader/],
+    ['elections started', /is starting a new election/],
+    ['slow requests', /apply request took too long|took too long/],
+    ['heartbeats late', /leader failed to send out heartbeat on time/],
+    ['snapshots', /saved snapshot|triggering snapshot/],
+    ['snapshots sent to a follower', /sending database snapshot|sent database snapshot/],
+    ['compactions', /finished scheduled compaction/],
+  ];
+  return etcd.members.map((m) => {
+    let text: string;
+    try {
+      text = readFileSync(m.logFile, 'utf8');
+    } catch {
+      return `  etcd ${m.name}: no log`;
+    }
+    const lines = text.split('\n');
+    const counts = kinds.map(([name, re]) => `${name} ${lines.filter((l) => re.test(l)).length}`);
+    return `  etcd ${m.name} logged: ${counts.join(', ')}`;
+  });
+}
 
 export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void } {
   let previous: number | undefined;
