@@ -68,6 +68,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
         allListed,
         claimMisses,
         claimed,
+        claimedByOthers: view.claimedByOthers,
         handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
         now: ctx.now().toISOString(),
         ...(hold ? { hold } : {}),

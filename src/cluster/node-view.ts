@@ -21,6 +21,9 @@ export interface KnownBlock {
 /** Most handle hints kept per node; beyond this the oldest are forgotten (they are only hints). */
 export const MAX_HANDLE_HINTS = 2048;
 
+/** Most keys of other nodes' blocks remembered per node (see NodeView.claimedByOthers). */
+export const MAX_CLAIMED_HINTS = 1024;
+
 export class NodeView {
   /** Labels from `nodes/<name>` and that record's revision (0 = no record); undefined = not read yet. */
   labels: { readonly rev: number; readonly labels: Readonly<Record<string, string>> } | undefined;
@@ -30,13 +33,30 @@ export class NodeView {
   blocksLoaded = false;
   /** Handles this node wrote, with their record and revision. */
   readonly handles = new Map<string, { readonly rev: number; readonly record: HandleRecord }>();
+  /**
+   * Keys of blocks this node saw held by another node (a failed claim's compare, a read). Its
+   * next claim skips them instead of failing on them again: without it every claim of a node
+   * re-paid the misses of its earlier ones, until MAX_CLAIM_MISSES sent it to list every
+   * affinity in the cluster (at 20,000 nodes, 51,000 records per list). Only a hint: a block
+   * freed since is merely not chosen, and a refusal (no block to claim) forgets the view and
+   * proves it on fresh data.
+   */
+  readonly claimedByOthers = new Set<string>();
 
   constructor(readonly node: string) {}
 
   /** Records a block entry as seen (keeps it only while it is affine to this node). */
   noteBlock(key: string, rev: number, block: Block | null): void {
-    if (block !== null && block.affinity === this.node) this.blocks.set(key, { rev, block });
-    else this.blocks.delete(key);
+    if (block !== null && block.affinity === this.node) {
+      this.blocks.set(key, { rev, block });
+      this.claimedByOthers.delete(key);
+      return;
+    }
+    this.blocks.delete(key);
+    this.claimedByOthers.delete(key);
+    if (block === null) return;
+    this.claimedByOthers.add(key);
+    if (this.claimedByOthers.size > MAX_CLAIMED_HINTS) this.claimedByOthers.delete(this.claimedByOthers.values().next().value as string);
   }
 
   noteHandle(handle: string, rev: number, record: HandleRecord | undefined): void {

@@ -115,6 +115,18 @@ describe('planAssign', () => {
     assert.equal(planAssign(input({ claimMisses: MAX_CLAIM_MISSES, allListed: true })).kind, 'txn');
   });
 
+  it('skips blocks seen held by other nodes in earlier calls, without a miss or a list', () => {
+    const b4 = firstProbe(V4);
+    const b6 = firstProbe(V6);
+    const p = planAssign(input({ claimedByOthers: new Set([blockKey(b4)]) }));
+    assert.equal(p.kind, 'txn');
+    if (p.kind === 'txn') {
+      assert.ok(!p.claims.includes(blockKey(b4)), 'the block seen held is not claimed again');
+      assert.equal(p.claims.length, 2, 'another IPv4 block is claimed instead, by guess');
+      assert.ok(p.claims.includes(blockKey(b6)));
+    }
+  });
+
   it('skips blocks others hold and wholly reserved blocks when claiming', () => {
     const b4 = firstProbe(V4);
     const theirs = newBlock(b4, 'n2');

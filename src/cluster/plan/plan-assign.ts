@@ -56,6 +56,8 @@ export interface PlanInput {
   readonly claimMisses: number;
   /** Keys of every block claimed by some node (from the affinity list), once listed. */
   readonly claimed: ReadonlySet<string> | undefined;
+  /** Keys of blocks seen held by other nodes in earlier calls (NodeView.claimedByOthers): skipped when claiming. */
+  readonly claimedByOthers?: ReadonlySet<string>;
   /** The handle as believed: rev 0 and no record = absent. */
   readonly handle: { readonly rev: number; readonly record: HandleRecord | undefined };
   /** ISO time written on claimed affinities. */
@@ -449,7 +451,7 @@ class Planner {
       if (this.#work.has(key)) return true;
       const st = this.#state(key);
       if (st !== undefined) return st.block !== null;
-      return claimed?.has(key) ? true : undefined;
+      return claimed?.has(key) || this.#in.claimedByOthers?.has(key) ? true : undefined;
     };
     // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
     // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
