@@ -272,7 +272,6 @@ export function etcdEvents(etcd: EtcdCluster): string[] {
     ['heartbeats late', /leader failed to send out heartbeat on time/],
     ['snapshots', /saved snapshot|triggering snapshot/],
     ['snapshots sent to a follower', /sending database snapshot|sent database snapshot/],
-    ['compactions', /finished scheduled compaction/],
   ];
   return etcd.members.map((m) => {
     let text: string;

@@ -12,6 +12,7 @@ import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/errors.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/keys.js';
 import { ViewCache } from '../../src/cluster/view-cache.js';
+import { MAX_CLAIM_MISSES } from '../../src/cluster/plan/plan-assign.js';
 import { ipam, text, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 
 export function clusterServiceSuite(kind: string, open: () => Promise<Store>): void {
@@ -131,18 +132,25 @@ export function clusterServiceSuite(kind: string, open: () => Promise<Store>): v
       assert.deepEqual(report, { leaks: [], problems: [] });
     }));
 
-    it('after three failed claims lists the claimed CIDRs once and claims a free block', withStore(async (s) => {
+    it('after MAX_CLAIM_MISSES failed claims lists the claimed CIDRs once and claims a free block', withStore(async (s) => {
       const c = ipam(s);
       await c.createPool({ name: 'p', cidr: '10.40.0.0/24', blockSize: 28 });
       const order = [...blockProbeOrder(16n, 'x/p')].map((i) => blockAt(parsePrefix('10.40.0.0/24'), 28, i));
-      // Other nodes hold the first five blocks of x's probe order.
-      for (let i = 0; i < 5; i++) await c.assign({ node: `o${i}`, handle: `o${i}`, ips: [{ family: 4, value: order[i]!.base + 2n }] });
+      // Other nodes hold the first MAX_CLAIM_MISSES + 2 blocks of x's probe order.
+      const held = MAX_CLAIM_MISSES + 2;
+      for (let i = 0; i < held; i++) await c.assign({ node: `o${i}`, handle: `o${i}`, ips: [{ family: 4, value: order[i]!.base + 2n }] });
       const fresh = ipam(s);
       const before = s.roundTrips;
       const [got] = await fresh.assign({ node: 'x', handle: 'hx', auto: { 4: 1 } });
-      assert.ok(prefixContains(order[5]!, got!.addr), `claimed ${formatAddr(got!.addr)}, the first free block of the probe order`);
-      // snapshot (config, then pools, reservations and ip-sets: 4) + x's affinities (1) + 3 failed claims + 1 list of affinities + the claim.
-      assert.equal(s.roundTrips - before, 10);
+      assert.ok(prefixContains(order[held]!, got!.addr), `claimed ${formatAddr(got!.addr)}, the first free block of the probe order`);
+      // snapshot (config, then pools, reservations and ip-sets: 4) + x's affinities (1) + the failed claims + 1 list of affinities + the claim.
+      assert.equal(s.roundTrips - before, 4 + 1 + MAX_CLAIM_MISSES + 1 + 1);
+      // x's next block skips the MAX_CLAIM_MISSES blocks it failed on, without failing on them
+      // again or listing; the two it learned only from the list (not kept) cost a miss each.
+      const next = s.roundTrips;
+      const more = await fresh.assign({ node: 'x', handle: 'hx2', auto: { 4: 16 } });
+      assert.equal(s.roundTrips - next, 2 + 1, 'two misses and the claim, not MAX_CLAIM_MISSES + 2 misses and a list');
+      assert.ok(more.some((a) => prefixContains(order[held + 1]!, a.addr)), 'the next free block of the probe order');
       assert.deepEqual(await c.check(), { leaks: [], problems: [] });
     }));
 
