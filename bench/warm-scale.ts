@@ -268,7 +268,7 @@ export function etcdEvents(etcd: EtcdCluster): string[] {
   const kinds: Array<[string, RegExp]> = [
     ['leader changes', /elected leader|became leader|lost leader/],
     ['elections started', /is starting a new election/],
-    ['slow requests', /apply request took too long|took too long/],
+    ['slow requests', /took too long/],
     ['heartbeats late', /leader failed to send out heartbeat on time/],
     ['snapshots', /saved snapshot|triggering snapshot/],
     ['snapshots sent to a follower', /sending database snapshot|sent database snapshot/],

@@ -47,13 +47,12 @@ export class NodeView {
 
   /** Records a block entry as seen (keeps it only while it is affine to this node). */
   noteBlock(key: string, rev: number, block: Block | null): void {
+    this.claimedByOthers.delete(key);
     if (block !== null && block.affinity === this.node) {
       this.blocks.set(key, { rev, block });
-      this.claimedByOthers.delete(key);
       return;
     }
     this.blocks.delete(key);
-    this.claimedByOthers.delete(key);
     if (block === null) return;
     this.claimedByOthers.add(key);
     if (this.claimedByOthers.size > MAX_CLAIMED_HINTS) this.claimedByOthers.delete(this.claimedByOthers.values().next().value as string);
