@@ -14,7 +14,7 @@
  * give it, only sooner.
  */
 import { crashPoint } from '../util/crash-point.js';
-import { assignCompares } from './assign-compares.js';
+import { commitWrite } from './gate/index.js';
 import type { Block } from '../alloc/block.js';
 import type { Compare, Op } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -107,11 +107,11 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
     joined.push({ i, plan });
   }
   if (joined.length === 0) return;
-  const cmp = assignCompares([...compares].map(([key, rev]): Compare => ({ key, rev })));
-  const r = await ctx.store.txn(cmp, [...ops.values(), stampOp(ctx)]);
+  const cmp = [...compares].map(([key, rev]): Compare => ({ key, rev }));
+  const r = await commitWrite(ctx, { what: `group commit of ${joined.length} request(s) on node "${node}"`, compares: cmp, ops: [...ops.values(), stampOp(ctx)], view: snap, plantable: true });
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each request alone.
-    cmp.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));
+    r.compares.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));
     for (const j of joined) alone.push(j.i);
     alone.sort((a, b) => a - b);
     return;

@@ -5,7 +5,7 @@
  * round trip.
  */
 import { crashPoint } from '../util/crash-point.js';
-import { assignCompares } from './assign-compares.js';
+import { commitWrite } from './gate/index.js';
 import { checkNodeName } from '../model/node-name.js';
 import { checkHandle } from '../model/handle-id.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -112,8 +112,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     crashPoint('cluster.assign.planned');
-    const compares = assignCompares(plan.compares);
-    const r = await ctx.store.txn(compares, [...plan.ops, stampOp(ctx)]);
+    const r = await commitWrite(ctx, { what: `assign addresses to handle "${req.handle}"`, compares: plan.compares, ops: [...plan.ops, stampOp(ctx)], view: snap, plantable: true });
     if (r.succeeded) {
       crashPoint(plan.claims.length > 0 ? 'cluster.block.claimed' : 'cluster.assign.committed');
       for (const [key, block] of plan.blocks) {
@@ -126,14 +125,14 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       return [...plan.assignments];
     }
     conflict = [];
-    compares.forEach((c, i) => {
+    r.compares.forEach((c, i) => {
       const entry = r.current?.[i];
       if ((entry?.rev ?? 0) !== c.rev) conflict.push(c.key);
       absorbEntry(ctx.cache, view, others, c.key, entry);
       noteHold(c.key, entry);
     });
     // A claim whose own key or one of its guards (an overlapping block of another size) existed.
-    claimMisses += plan.claims.filter((k) => conflict.includes(k)).length + (plan.guards.some((k) => conflict.includes(k)) ? 1 : 0);
+    claimMisses += plan.claims.filter((k) => conflict.includes(k)).length + (r.guards.some((k) => conflict.includes(k)) ? 1 : 0);
   }
   throw new ContentionError(`assign addresses to handle "${req.handle}"`, ctx.maxAttempts, conflict);
 }

@@ -4,6 +4,7 @@
  * next generation, compared at the revision read. That rewrite is what invalidates every
  * cached snapshot (see ipam-config.ts), and the compare serialises such writers.
  */
+import { commitWrite } from './gate/index.js';
 import type { Compare, Entry, Op } from '../store/index.js';
 import { ContentionError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
@@ -31,7 +32,7 @@ export async function configTxn<T>(ctx: IpamContext, what: string, build: (confi
     const step = await build(config, entry);
     const compares = [{ key: CONFIG_KEY, rev: entry?.rev ?? 0 }, ...step.compares];
     const ops = [...step.ops, { type: 'put' as const, key: CONFIG_KEY, value: encodeConfig(nextGeneration({ ...(step.config ?? config), generation: config.generation })) }];
-    const r = await ctx.store.txn(compares, ops);
+    const r = await commitWrite(ctx, { what, compares, ops });
     ctx.cache.invalidateSnapshot();
     if (r.succeeded) return step.result;
     conflict = compares.filter((c, i) => (r.current?.[i]?.rev ?? 0) !== c.rev).map((c) => c.key);

@@ -79,8 +79,9 @@ export class PoolConflictError extends Error {
     readonly pool: string,
     readonly conflictsWith: string,
     detail: string,
+    options?: ErrorOptions,
   ) {
-    super(`Cannot create pool "${pool}": ${detail}`);
+    super(`Cannot create pool "${pool}": ${detail}`, options);
   }
 }
 
@@ -107,8 +108,9 @@ export class PoolChangeRefusedError extends Error {
     detail: string,
     /** The addresses in the way, when that is the reason (all of them). */
     readonly addresses: readonly string[] = [],
+    options?: ErrorOptions,
   ) {
-    super(`Cannot ${change} pool "${pool}": ${detail}`);
+    super(`Cannot ${change} pool "${pool}": ${detail}`, options);
   }
 }
 

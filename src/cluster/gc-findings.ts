@@ -6,6 +6,7 @@
  * is no longer true when re-read is left alone. Every transaction is stamped 'cluster-gc'
  * (history-stamp.ts) unless the context names another reason.
  */
+import { commitWrite } from './gate/index.js';
 import { isEmptyBlock, ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
 import type { Compare, Entry, Op } from '../store/index.js';
@@ -39,7 +40,7 @@ export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean
     if (block.allocations.get(ordinal) !== leak.handle) return false;
     const next = releaseOrdinals(block, [ordinal]).block;
     const ops: Op[] = isEmptyBlock(next) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
-    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: hkey, rev: 0 }], [...ops, releaseStampOp(ctx, 'cluster-gc')]);
+    const r = await commitWrite(ctx, { what: `release leaked address ${leak.ip}`, compares: [{ key, rev: e.rev }, { key: hkey, rev: 0 }], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });
     if (r.succeeded) return true;
     seen = new Map([[key, r.current?.[0]], [hkey, r.current?.[1]]]);
   }
@@ -112,7 +113,7 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     const empty = isEmptyBlock(block);
     const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
     if (ae) ops.push({ type: 'delete', key: ak });
-    const r = await ctx.store.txn([{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], [...ops, releaseStampOp(ctx, 'cluster-gc')]);
+    const r = await commitWrite(ctx, { what: `release block ${formatPrefix(cidr)} of deleted node "${node}"`, compares: [{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });
     if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size, unproven: false };
     if (guard.some((g, i) => (r.current?.[2 + i]?.rev ?? 0) !== g.rev)) return { ...nothing, node, cidr, handles, unproven: true };
     seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);

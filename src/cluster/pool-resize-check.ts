@@ -2,17 +2,18 @@
  * What `pool resize` may do, decided from records alone (pure): the new CIDR parsed and
  * validated as a pool CIDR, of the pool's family, containing the old CIDR (grow) or inside it
  * (shrink), holding at least one block of every size the pool's blocks have (so each block is
- * either inside the new CIDR or wholly outside it), and overlapping no other pool. Errors name
- * the field (`cidr`) and the value: RangeError/TypeError for a bad value, PoolChangeRefusedError
- * for a value another pool forbids.
+ * either inside the new CIDR or wholly outside it). Whether it overlaps another pool's space is
+ * the write gate's to prove (src/cluster/gate), in the resize's own transaction. Errors name the
+ * field (`cidr`) and the value: RangeError/TypeError for a bad value, PoolChangeRefusedError for
+ * a resize an unfinished shrink forbids.
  */
-import { formatPrefix, type Prefix, prefixContainsPrefix, prefixOverlaps } from '../ip/index.js';
+import { formatPrefix, type Prefix, prefixContainsPrefix } from '../ip/index.js';
 import { PoolChangeRefusedError } from './errors.js';
 import { type Pool, poolBlockSizes, validatePoolSpec } from './pool-record.js';
 
 export type ResizeKind = 'grow' | 'shrink' | 'same';
 
-export function checkResize(pool: Pool, others: readonly Pool[], cidrText: string): { cidr: Prefix; kind: ResizeKind } {
+export function checkResize(pool: Pool, cidrText: string): { cidr: Prefix; kind: ResizeKind } {
   if (typeof cidrText !== 'string') throw new TypeError(`invalid pool cidr ${JSON.stringify(cidrText)}: not a string`);
   // The same rules as a new pool's CIDR (canonical, unicast, not link-local); the block size checked below.
   const cidr = validatePoolSpec({ name: pool.name, cidr: cidrText, blockSize: undefined }).cidr;
@@ -32,7 +33,5 @@ export function checkResize(pool: Pool, others: readonly Pool[], cidrText: strin
   if (tooSmall !== undefined) {
     throw new RangeError(`invalid pool cidr "${cidrText}": the pool has /${tooSmall} blocks, so its cidr must be /${tooSmall} or larger (it must hold at least one block)`);
   }
-  const other = others.find((p) => p.name !== pool.name && prefixOverlaps(p.cidr, cidr));
-  if (other) throw new PoolChangeRefusedError(pool.name, 'resize', `cidr ${formatPrefix(cidr)} overlaps pool "${other.name}" (${formatPrefix(other.cidr)})`);
   return { cidr, kind };
 }

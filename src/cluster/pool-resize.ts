@@ -17,6 +17,7 @@
  * pool's); running the same resize again finishes it.
  */
 import { allocatedCount, addrOfOrdinal } from '../alloc/block.js';
+import { crashPoint } from '../util/crash-point.js';
 import { formatAddr, formatPrefix, type Prefix, prefixContains, prefixContainsPrefix } from '../ip/index.js';
 import type { Entry } from '../store/index.js';
 import { decodeBlock } from './block-record.js';
@@ -28,7 +29,8 @@ import { BLOCK_PREFIX, IPSET_PREFIX, poolKey } from './keys.js';
 import { checkResourceName } from '../model/names.js';
 import { type Pool, decodePool, encodePool } from './pool-record.js';
 import { type ResizeKind, checkResize } from './pool-resize-check.js';
-import { deleteBlocks, listPools } from './pools.js';
+import { deleteBlocks } from './pools.js';
+import { GateRefusedError } from './gate/index.js';
 
 export interface ResizeResult {
   readonly pool: Pool;
@@ -48,15 +50,16 @@ const SHOWN = 5;
 export async function resizePool(ctx: IpamContext, name: string, cidrText: string): Promise<ResizeResult> {
   checkResourceName('pool name', name);
   const pool0 = await readPool(ctx, name);
-  const { cidr, kind } = checkResize(pool0, await listPools(ctx), cidrText);
+  const { cidr, kind } = checkResize(pool0, cidrText);
   if (kind === 'grow' || (kind === 'same' && !pool0.shrinkingFrom)) {
-    const pool = await write(ctx, name, (p, others) => ({ ...checked(p, others, cidrText, kind), cidr }));
+    const pool = await write(ctx, name, (p) => ({ ...checked(p, cidrText, kind), cidr }));
     return { pool, kind, removedBlocks: 0 };
   }
   const old = pool0.shrinkingFrom ?? pool0.cidr;
   refuseHeld(name, cidr, outside(await ctx.store.list(BLOCK_PREFIX), old, cidr));
   await refuseIpSets(ctx, name, cidr);
-  await write(ctx, name, (p, others) => ({ ...checked(p, others, cidrText, 'shrink'), cidr, shrinkingFrom: old }));
+  await write(ctx, name, (p) => ({ ...checked(p, cidrText, 'shrink'), cidr, shrinkingFrom: old }));
+  crashPoint('cluster.pool.shrink-marked');
   let removed: number;
   for (let attempt = 1; ; attempt++) {
     const entries = outside(await ctx.store.list(BLOCK_PREFIX), old, cidr);
@@ -77,9 +80,9 @@ export async function resizePool(ctx: IpamContext, name: string, cidrText: strin
   return { pool, kind: 'shrink', removedBlocks: removed };
 }
 
-function checked(p: Pool, others: readonly Pool[], cidrText: string, kind: ResizeKind): Pool {
-  // Re-validated on what the txn reads: a pool created or resized meanwhile is seen.
-  const again = checkResize(p, others, cidrText);
+function checked(p: Pool, cidrText: string, kind: ResizeKind): Pool {
+  // Re-validated on what the txn reads: a resize that ran meanwhile is seen.
+  const again = checkResize(p, cidrText);
   if (again.kind !== kind && !(kind === 'shrink' && again.kind === 'same')) throw new PoolChangeRefusedError(p.name, 'resize', `it changed meanwhile (its cidr is now ${formatPrefix(p.cidr)}); try again`);
   return p;
 }
@@ -95,14 +98,23 @@ async function readPool(ctx: IpamContext, name: string): Promise<Pool> {
   return decodePool(e);
 }
 
-/** One config txn rewriting the pool as `change` says (on what it reads, with the other pools). */
-async function write(ctx: IpamContext, name: string, change: (p: Pool, others: readonly Pool[]) => Pool): Promise<Pool> {
-  return configTxn(ctx, `resize pool "${name}"`, async () => {
-    const [e, all] = await Promise.all([ctx.store.get(poolKey(name)), listPools(ctx)]);
-    if (!e) throw new NotFoundError('pool', name);
-    const next = change(decodePool(e), all);
-    return { compares: [{ key: e.key, rev: e.rev }], ops: [{ type: 'put', key: e.key, value: encodePool(next) }], result: next };
-  });
+/**
+ * One config txn rewriting the pool as `change` says (on what it reads), through the write gate:
+ * the new space overlapping another pool's, or leaving a block outside every pool, is refused
+ * (PoolChangeRefusedError, the gate's refusal as its cause) — a rollback as much as a resize.
+ */
+async function write(ctx: IpamContext, name: string, change: (p: Pool) => Pool): Promise<Pool> {
+  try {
+    return await configTxn(ctx, `resize pool "${name}"`, async () => {
+      const e = await ctx.store.get(poolKey(name));
+      if (!e) throw new NotFoundError('pool', name);
+      const next = change(decodePool(e));
+      return { compares: [{ key: e.key, rev: e.rev }], ops: [{ type: 'put', key: e.key, value: encodePool(next) }], result: next };
+    });
+  } catch (e) {
+    if (e instanceof GateRefusedError) throw new PoolChangeRefusedError(name, 'resize', e.detail, [], { cause: e });
+    throw e;
+  }
 }
 
 /** Block entries inside `space` but not inside `keep`. */

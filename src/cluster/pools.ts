@@ -3,8 +3,10 @@
  * delete (refused while any address of the pool is allocated). Resize is pool-resize.ts,
  * drain pool-drain.ts, other settings (block size, node selector) pool-settings.ts.
  */
+import { commitWrite } from './gate/index.js';
 import { allocatedCount } from '../alloc/block.js';
-import { formatPrefix, prefixContainsPrefix, prefixOverlaps } from '../ip/index.js';
+import { prefixContainsPrefix } from '../ip/index.js';
+import { GateRefusedError } from './gate/index.js';
 import type { Entry, Op } from '../store/index.js';
 import { decodeBlock } from './block-record.js';
 import { configTxn } from './config-txn.js';
@@ -18,20 +20,22 @@ import { type Pool, type PoolSpec, decodePool, encodePool, validatePoolSpec } fr
 
 /**
  * Creates a pool. TypeError/RangeError for a bad spec (naming field and value),
- * PoolConflictError when the name exists or the CIDR overlaps another pool (disabled ones
- * included), ContentionError when pool writers keep racing. Atomic: all or nothing.
+ * PoolConflictError when the name exists or the CIDR overlaps another pool's space (disabled
+ * ones included, and what an unfinished shrink still holds) or a block left outside every pool
+ * (the write gate's refusal is its cause), ContentionError when pool writers keep racing.
+ * Atomic: all or nothing.
  */
 export async function createPool(ctx: IpamContext, spec: PoolSpec): Promise<Pool> {
   const pool = validatePoolSpec(spec);
-  return configTxn(ctx, `create pool "${pool.name}"`, async () => {
-    const pools = (await ctx.store.list(POOL_PREFIX)).map(decodePool);
-    if (pools.some((p) => p.name === pool.name)) throw new PoolConflictError(pool.name, pool.name, 'a pool with this name exists');
-    const other = pools.find((p) => prefixOverlaps(p.cidr, pool.cidr));
-    if (other) {
-      throw new PoolConflictError(pool.name, other.name, `its cidr ${formatPrefix(pool.cidr)} overlaps pool "${other.name}" (${formatPrefix(other.cidr)})`);
-    }
-    return { compares: [{ key: poolKey(pool.name), rev: 0 }], ops: [{ type: 'put', key: poolKey(pool.name), value: encodePool(pool) }], result: pool };
-  });
+  try {
+    return await configTxn(ctx, `create pool "${pool.name}"`, async () => {
+      if (await ctx.store.get(poolKey(pool.name))) throw new PoolConflictError(pool.name, pool.name, 'a pool with this name exists');
+      return { compares: [{ key: poolKey(pool.name), rev: 0 }], ops: [{ type: 'put', key: poolKey(pool.name), value: encodePool(pool) }], result: pool };
+    });
+  } catch (e) {
+    if (e instanceof GateRefusedError) throw new PoolConflictError(pool.name, e.other ?? '', `its ${e.detail}`, { cause: e });
+    throw e;
+  }
 }
 
 /** Every pool, by name. */
@@ -103,7 +107,7 @@ export async function deleteBlocks(ctx: IpamContext, entries: readonly Entry[]):
       const b = decodeBlock(e);
       if (b.affinity !== null) ops.push({ type: 'delete', key: affinityKey(b.affinity, b.cidr) });
     }
-    const r = await ctx.store.txn(chunk.map((e) => ({ key: e.key, rev: e.rev })), ops);
+    const r = await commitWrite(ctx, { what: 'delete empty blocks', compares: chunk.map((e) => ({ key: e.key, rev: e.rev })), ops });
     if (!r.succeeded) return false;
   }
   return true;

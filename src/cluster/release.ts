@@ -3,6 +3,7 @@
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
  * release by handle is one round trip; otherwise one get of the handle first.
  */
+import { commitWrite } from './gate/index.js';
 import { crashPoint } from '../util/crash-point.js';
 import { ordinalsOf } from '../alloc/block.js';
 import { type Addr, formatPrefix } from '../ip/index.js';
@@ -97,7 +98,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
       }
       continue;
     }
-    const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
+    const r = await commitWrite(ctx, { what: `release ${addrs.length} address(es)`, compares: plan.compares, ops: [...plan.ops, releaseStampOp(ctx)] });
     if (r.succeeded) {
       crashPoint('cluster.release-addrs.committed');
       // The node views this instance keeps (the agent's warm returns) must see the freed
@@ -162,7 +163,7 @@ async function runPlan(
     for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
     return new Map();
   }
-  const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
+  const r = await commitWrite(ctx, { what: 'release addresses', compares: plan.compares, ops: [...plan.ops, releaseStampOp(ctx)] });
   if (r.succeeded) {
     crashPoint([...plan.blocks.values()].includes(null) ? 'cluster.block.released' : 'cluster.release.committed');
     for (const [key, block] of plan.blocks) {

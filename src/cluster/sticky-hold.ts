@@ -5,6 +5,7 @@
  * hold's); so a sticky DEL costs at most one read more than a plain one. Idempotent: a repeated
  * DEL finds the attachment's handle gone and returns undefined (the hold stays).
  */
+import { commitWrite } from './gate/index.js';
 import { crashPoint } from '../util/crash-point.js';
 import type { Entry } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
@@ -61,7 +62,7 @@ export async function holdAttachment(ctx: IpamContext, handle: string, hold: str
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
       continue;
     }
-    const r = await ctx.store.txn(plan.compares, [...plan.ops, releaseStampOp(ctx)]);
+    const r = await commitWrite(ctx, { what: `keep the addresses of handle "${handle}" under "${hold}"`, compares: plan.compares, ops: [...plan.ops, releaseStampOp(ctx)] });
     if (r.succeeded) {
       crashPoint('cluster.sticky.held');
       for (const [key, block] of plan.blocks) {

@@ -6,6 +6,7 @@
  * Record keys never fall under the allocator's own prefixes (pools, blocks, affinities, handles,
  * reservations, config): such a write is refused before anything is written.
  */
+import { commitWrite } from './gate/index.js';
 import type { ReleaseReason } from '../model/history.js';
 import type { Entry, Op } from '../store/index.js';
 import { STAMP_PREFIX, type StampedKey, plainStampOp } from './history-stamp.js';
@@ -77,12 +78,12 @@ export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRe
   const ops: Op[] = [...last].map(([key, value]) => (value === undefined ? { type: 'delete', key } : { type: 'put', key, value }));
   ops.push(plainStampOp(ctx, keys));
   if (fence === undefined) {
-    const r = await ctx.store.txn([], ops);
+    const r = await commitWrite(ctx, { what: 'write warm records', compares: [], ops });
     return { written: true, fenceRev: r.rev };
   }
   const fenceKey = checkRecordKey(fence.key);
   ops.push({ type: 'put', key: fenceKey, value: JSON.stringify({ at: new Date(ctx.now().getTime()).toISOString() }) });
-  const r = await ctx.store.txn([{ key: fenceKey, rev: fence.rev }], ops);
+  const r = await commitWrite(ctx, { what: 'write warm records', compares: [{ key: fenceKey, rev: fence.rev }], ops });
   return r.succeeded ? { written: true, fenceRev: r.rev } : { written: false, fenceRev: r.current?.[0]?.rev ?? 0 };
 }
 

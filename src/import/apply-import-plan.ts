@@ -21,7 +21,7 @@ import type { Block } from '../alloc/block.js';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { copyToMemory } from '../store/copy-to-memory.js';
 import type { Store } from '../store/index.js';
-import { type CheckedImport, type ImportStoreView, blockOfAddress, checkImportPlan } from './check-import-plan.js';
+import { type CheckedImport, type ImportStoreView, blocksOfAddress, checkImportPlan } from './check-import-plan.js';
 import type { ApplyImportPlan, ImportConflict, ImportOutcome, ImportPlan } from './import-plan.js';
 import { writeImportBlock } from './write-import-block.js';
 
@@ -89,8 +89,7 @@ async function readView(store: Store, plan: ImportPlan): Promise<ImportStoreView
   const cidrs = new Set<string>();
   for (const a of plan.addresses) {
     const pool = planPools.get(a.pool) ?? byName.get(a.pool);
-    const b = pool && blockOfAddress(pool, a.ip);
-    if (b) cidrs.add(b);
+    if (pool) for (const b of blocksOfAddress(pool, a.ip)) cidrs.add(b);
   }
   const blockKeys = [...cidrs].map((c) => blockKey(parsePrefix(c)));
   const blocks = new Map<string, Block>();

@@ -11,8 +11,10 @@
  *   podipam refuses (validatePoolSpec) is 'invalid'. The addresses of a refused pool are
  *   skipped with it (no conflict of their own).
  * - An address names its pool (`address.pool`: a plan pool, or an existing podipam pool, as
- *   Whereabouts' `--pool` does) and must lie in it, else 'invalid'. Its block is the podipam
- *   pool's block containing it (the pool's own block size, which the parser may not know).
+ *   Whereabouts' `--pool` does) and must lie in it, else 'invalid'. Its block is the
+ *   pool's existing block containing it, of any size the pool lists (after a block-size change
+ *   the address may sit in a block of a former size), else a new block of the pool's size — an
+ *   'invalid' conflict when that new block would overlap a block of another size.
  * - An address already held by its own handle is `already` (a re-run); held by another handle,
  *   an 'address-held' conflict naming the holder. An existing block affine to another node, or
  *   to none, takes the address all the same (a borrowed address, as podipam allocates): the
@@ -27,8 +29,9 @@
 import { blockContaining } from '../alloc/block-layout.js';
 import { type Block, ordinalOf } from '../alloc/block.js';
 import type { HandleRecord } from '../cluster/handle-record.js';
-import { type Pool, validatePoolSpec } from '../cluster/pool-record.js';
-import { type Prefix, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixOverlaps, tryParseAddr } from '../ip/index.js';
+import { type Pool, poolBlockSizes, poolSpace, validatePoolSpec } from '../cluster/pool-record.js';
+import { overlappingBlocks } from '../alloc/overlapping-blocks.js';
+import { type Prefix, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixOf, prefixOverlaps, tryParseAddr } from '../ip/index.js';
 import { reservedHandle } from '../model/reserved-network.js';
 import type { ImportConflict, ImportPlan, ImportedAddress, ImportedPool } from './import-plan.js';
 
@@ -107,9 +110,19 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
       skipped++;
       continue;
     }
-    const block = blockContaining(pool.cidr, pool.blockSize, addr);
-    if (!block) {
+    const fresh = blockContaining(pool.cidr, pool.blockSize, addr);
+    if (!fresh) {
       conflicts.push({ kind: 'invalid', subject: ip, detail: `${ip} is outside pool "${pool.name}" (${formatPrefix(pool.cidr)})` });
+      skipped++;
+      continue;
+    }
+    // An existing block of any of the pool's sizes holds it; else a new block of its size, which
+    // must not overlap a block of another size (the write gate refuses that write all the same).
+    const sizes = poolBlockSizes(pool);
+    const block = sizes.map((s) => prefixOf(addr, s)).find((c) => view.blocks.has(formatPrefix(c))) ?? fresh;
+    const over = block === fresh ? overlappingBlocks(fresh, sizes).find((c) => view.blocks.has(formatPrefix(c))) : undefined;
+    if (over) {
+      conflicts.push({ kind: 'invalid', subject: ip, detail: `${ip} would need a new /${fresh.len} block ${formatPrefix(fresh)}, which would overlap the existing block ${formatPrefix(over)} of pool "${pool.name}"` });
       skipped++;
       continue;
     }
@@ -183,9 +196,9 @@ function resolvePools(
       }
       continue;
     }
-    const over = view.pools.find((x) => prefixOverlaps(x.cidr, spec.cidr));
+    const over = view.pools.find((x) => prefixOverlaps(poolSpace(x), spec.cidr));
     if (over) {
-      refuse(p, 'pool-overlap', `${p.source} (${cidr}) overlaps podipam pool "${over.name}" (${formatPrefix(over.cidr)}) without being equal to it`);
+      refuse(p, 'pool-overlap', `${p.source} (${cidr}) overlaps podipam pool "${over.name}" (${formatPrefix(poolSpace(over))}) without being equal to it`);
       continue;
     }
     const named = view.pools.find((x) => x.name === p.name);
@@ -204,10 +217,16 @@ function resolvePools(
   return { resolved, refused, create };
 }
 
-/** The block of `ip` in `pool`, for the view's reads (undefined: outside the pool or not an address). */
-export function blockOfAddress(pool: Pool, ip: string): string | undefined {
+/**
+ * The blocks that decide where `ip` goes in `pool`, for the view's reads: the block of each of
+ * the pool's sizes containing it, and every block of another size that a new block of the
+ * pool's size would overlap (none: outside the pool or not an address).
+ */
+export function blocksOfAddress(pool: Pool, ip: string): string[] {
   const a = tryParseAddr(ip);
-  if (!a || !prefixContains(pool.cidr, a)) return undefined;
-  const b = blockContaining(pool.cidr, pool.blockSize, a);
-  return b && formatPrefix(b);
+  if (!a || !prefixContains(pool.cidr, a)) return [];
+  const fresh = blockContaining(pool.cidr, pool.blockSize, a);
+  if (!fresh) return [];
+  const sizes = poolBlockSizes(pool);
+  return [...sizes.map((s) => prefixOf(a, s)), ...overlappingBlocks(fresh, sizes)].map(formatPrefix);
 }

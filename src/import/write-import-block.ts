@@ -1,5 +1,6 @@
 /**
- * Writes one block's share of an import: a compare-and-swap transaction holding the block
+ * Writes one block's share of an import through the write gate (src/cluster/gate: a new block is
+ * proven to overlap no block of any size its pool lists): a compare-and-swap transaction holding the block
  * record (created with its affinity, or updated), its new allocations, the handle record of
  * every handle getting an address there (created, or its count for this block raised), the
  * affinity key of a new affine block, and the history stamp (writer 'cli', why 'import').
@@ -28,6 +29,7 @@ import { decodeBlock, encodeBlock } from '../cluster/block-record.js';
 import { ContentionError } from '../cluster/errors.js';
 import { type HandleRecord, adjustHandle, decodeHandle, encodeHandle } from '../cluster/handle-record.js';
 import { stampOp } from '../cluster/history-stamp.js';
+import { GateRefusedError, commitWrite } from '../cluster/gate/index.js';
 import type { IpamContext } from '../cluster/ipam-context.js';
 import { affinityKey, blockKey, handleKey, poolKey } from '../cluster/keys.js';
 import { decodePool } from '../cluster/pool-record.js';
@@ -126,12 +128,20 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
     if (!blockEntry && ak && !entries[2]) ops.push({ type: 'put', key: ak, value: encodeAffinity({ state: 'confirmed', claimedAt: ctx.now().toISOString() }) });
     for (const [h, rec] of records) ops.push({ type: 'put', key: handleKey(h), value: encodeHandle(rec) });
     ops.push(stampOp(ctx));
-    const r = await ctx.store.txn(compares, ops);
+    let r: Awaited<ReturnType<typeof commitWrite>>;
+    try {
+      r = await commitWrite(ctx, { what: `import into block ${formatPrefix(work.cidr)}`, compares, ops });
+    } catch (e) {
+      if (!(e instanceof GateRefusedError)) throw e;
+      // The block cannot be written as planned (the gate names why): its addresses are conflicts.
+      for (const [, addrs] of records.length > 0 ? chunk : []) for (const a of addrs) conflicts.push({ kind: 'invalid', subject: a.ip, detail: `${a.ip} cannot be written: ${e.detail}` });
+      return { adopted: 0, already, conflicts, wrote: false };
+    }
     if (r.succeeded) {
       for (const [h] of records) created.add(h);
       return { adopted, already, conflicts, wrote: true };
     }
-    conflict = compares.filter((c, j) => (r.current?.[j]?.rev ?? 0) !== c.rev).map((c) => c.key);
+    conflict = r.compares.filter((c, j) => (r.current?.[j]?.rev ?? 0) !== c.rev).map((c) => c.key);
   }
   throw new ContentionError(`import into block ${formatPrefix(work.cidr)}`, ctx.maxAttempts, conflict);
 }

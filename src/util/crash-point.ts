@@ -39,6 +39,7 @@ export const CRASH_POINTS = {
   'cluster.gc.released': 'cluster GC: one stale handle released, the others not yet',
   'cluster.plugin.before-save': 'cluster plugin: the datastore work done, the node hint file not yet saved (the node lock held)',
   'cluster.plugin.saved': 'cluster plugin: the hint file saved, the node lock still held, no answer',
+  'cluster.pool.shrink-marked': 'pool resize (shrink): the narrowed CIDR written with shrinkingFrom set, no block outside it deleted yet (the pool serves only the new CIDR; its old space still counts as its own)',
   'cluster.group.committed': 'agent cluster mode: a group-commit txn (several pods of one node) committed; no answer',
   // node CIDR controller (src/controller)
   'controller.cidr.committed': 'controller: node records with their CIDR claims committed (a batch, or one node after a conflict); not yet noted in memory',

@@ -17,9 +17,9 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 
 /** Which compares an assignment sends in a fresh process with `env`: the keys, in order. */
 function comparedKeys(env: Record<string, string>): string[] {
-  const script = `const { assignCompares } = await import(${JSON.stringify(join(here, '..', 'cluster', 'assign-compares.js'))});
+  const script = `const { plantedCompares } = await import(${JSON.stringify(join(here, '..', 'cluster', 'gate', 'planted-compares.js'))});
 const cs = [{ key: 'blocks/a', rev: 1 }, { key: 'handles/h', rev: 0 }, { key: 'blocks/b', rev: 2 }];
-process.stdout.write(JSON.stringify(assignCompares(cs).map((c) => c.key)));`;
+process.stdout.write(JSON.stringify(plantedCompares(cs).map((c) => c.key)));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as string[];
