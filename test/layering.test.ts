@@ -22,6 +22,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { REPO_ROOT } from './helpers/plugin.js';
+import { specifiers } from './helpers/specifiers.js';
 
 const SERVICES = ['local', 'cluster', 'controller', 'server', 'warm', 'model', 'store', 'alloc', 'ip', 'util'];
 const EDGES = ['cni', 'plugin'];
@@ -35,10 +36,6 @@ function walk(dir: string, out: string[]): string[] {
   return out;
 }
 
-/** Every relative module specifier of `text`: `from '…'`, `import '…'`, `import('…')`, `typeof import('…')`. */
-export function specifiers(text: string): string[] {
-  return [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1]!);
-}
 
 test('specifiers finds static, dynamic and type imports', () => {
   const src = "import { a } from '../cni/x.js';\nimport type { B } from \"./b.js\";\nconst m = await import('../plugin/y.js');\ntype T = typeof import('../z.js');\nimport '../side.js';";

@@ -66,7 +66,7 @@ export async function resizePool(ctx: IpamContext, name: string, cidrText: strin
     try {
       refuseHeld(name, cidr, entries);
     } catch (e) {
-      await write(ctx, name, (p) => ({ ...withoutShrink(p), cidr: old }));
+      await rollBack(ctx, name, old, cidr, e);
       throw e;
     }
     if (await deleteBlocks(ctx, entries)) {
@@ -78,6 +78,21 @@ export async function resizePool(ctx: IpamContext, name: string, cidrText: strin
   }
   const pool = await write(ctx, name, (p) => withoutShrink(p));
   return { pool, kind: 'shrink', removedBlocks: removed };
+}
+
+/**
+ * Puts the old CIDR back after `why` (a refusal) stopped the shrink. The write gate checks it as
+ * any pool write: should another pool's space now overlap it (a writer that knows no gate), the
+ * pool keeps the narrowed CIDR and its unfinished shrink, and the error says both.
+ */
+async function rollBack(ctx: IpamContext, name: string, old: Prefix, cidr: Prefix, why: unknown): Promise<void> {
+  try {
+    await write(ctx, name, (p) => ({ ...withoutShrink(p), cidr: old }));
+  } catch (e) {
+    if (!(e instanceof PoolChangeRefusedError) || !(why instanceof PoolChangeRefusedError)) throw e;
+    const detail = why.message.slice(`Cannot resize pool "${name}": `.length);
+    throw new PoolChangeRefusedError(name, 'resize', `${detail}; and its old cidr could not be put back: ${e.message.slice(`Cannot resize pool "${name}": `.length)} (it serves ${formatPrefix(cidr)} only, its shrink unfinished)`, why.addresses, { cause: e });
+  }
 }
 
 function checked(p: Pool, cidrText: string, kind: ResizeKind): Pool {

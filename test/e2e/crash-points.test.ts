@@ -35,7 +35,7 @@ import { cniHandleId } from '../../src/model/handle-id.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';
 import { decodeBlock } from '../../src/cluster/block-record.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
-import { formatAddr } from '../../src/ip/index.js';
+import { formatAddr, parseAddr } from '../../src/ip/index.js';
 import { spawn } from 'node:child_process';
 
 /** Runs bin/podipam with arguments (CLI, controller), asynchronously. */
@@ -454,6 +454,33 @@ async function agentCase(url: string, spec: string): Promise<void> {
   }
 }
 
+/**
+ * `pool resize` (shrink) killed once the narrowed CIDR is written: the pool's old space still
+ * counts as its own, so a pool created over it is refused by the write gate; running the same
+ * resize again finishes it, and the space is then free.
+ */
+async function shrinkCase(url: string, spec: string): Promise<void> {
+  const cli = (...args: string[]) => podipam(['--datastore', url, ...args]);
+  ok(await cli('pool', 'create', 'p', '--cidr', '10.33.0.0/24', '--block-size', '26'), 'pool create');
+  const store = await openStore(url);
+  try {
+    const c = new ClusterIpam(store);
+    await c.assign({ node: 'n1', handle: 'low', auto: { 4: 1 } });
+    // An empty block in the upper half: claimed by a pod that left.
+    await c.assign({ node: 'n2', handle: 'gone', ips: [parseAddr('10.33.0.200')] });
+    await c.releaseHandle('gone');
+  } finally {
+    await store.close();
+  }
+  expectCrash(await podipam(['--datastore', url, 'pool', 'resize', 'p', '--cidr', '10.33.0.0/25'], crashEnv(spec)), spec, 'pool resize');
+  const q = await cli('pool', 'create', 'q', '--cidr', '10.33.0.128/25', '--block-size', '27');
+  assert.equal(q.code, 1, `pool create over an unfinished shrink: ${q.stdout}${q.stderr}`);
+  assert.match(q.stderr, /overlaps pool "p" \(10\.33\.0\.0\/25, still holding 10\.33\.0\.0\/24 until its shrink finishes\)/);
+  ok(await cli('pool', 'resize', 'p', '--cidr', '10.33.0.0/25'), 'the resize run again');
+  ok(await cli('pool', 'create', 'q', '--cidr', '10.33.0.128/25', '--block-size', '27'), 'pool create once the shrink finished');
+  await checkClean(url, `pool resize killed at ${spec}`);
+}
+
 // ---- the runs -------------------------------------------------------------------------------------
 
 const sqliteUrl = (dir: string) => `sqlite:${join(dir, 'ds.db')}`;
@@ -477,6 +504,7 @@ const sqliteCases = (t: import('node:test').TestContext) =>
     await Promise.all([
       ...CLUSTER_CASES.map(([spec, op]) => t.test(`sqlite: ${op} killed at ${spec}`, () => onSqlite((url) => clusterCase(url, spec, op)))),
       t.test('sqlite: controller killed at controller.cidr.committed', () => onSqlite((url) => controllerCase(url, 'controller.cidr.committed'))),
+      t.test('sqlite: pool resize killed at cluster.pool.shrink-marked', () => onSqlite((url) => shrinkCase(url, 'cluster.pool.shrink-marked'))),
       ...AGENT_CASES.map((spec) => t.test(`sqlite: agent killed at ${spec}`, () => onSqlite((url) => agentCase(url, spec)))),
     ]);
   });
@@ -498,6 +526,7 @@ const etcdCases = (t: import('node:test').TestContext) =>
       };
       for (const [spec, op] of CLUSTER_CASES) await t.test(`etcd: ${op} killed at ${spec}`, () => fresh(() => clusterCase(url, spec, op)));
       await t.test('etcd: controller killed at controller.cidr.committed', () => fresh(() => controllerCase(url, 'controller.cidr.committed')));
+      await t.test('etcd: pool resize killed at cluster.pool.shrink-marked', () => fresh(() => shrinkCase(url, 'cluster.pool.shrink-marked')));
       for (const spec of AGENT_CASES) await t.test(`etcd: agent killed at ${spec}`, () => fresh(() => agentCase(url, spec)));
     } finally {
       await etcd?.stop();

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContainsPrefix, prefixOverlaps } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { decodeBlock, encodeBlock } from '../../src/cluster/block-record.js';
-import { NoPoolError, PoolChangeRefusedError, PoolExhaustedError } from '../../src/cluster/errors.js';
+import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/errors.js';
+import { encodePool, validatePoolSpec } from '../../src/cluster/pool-record.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/keys.js';
 import type { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
@@ -115,6 +116,48 @@ export function clusterPoolLiveSuite(kind: string, open: () => Promise<Store>): 
       const p = (await admin.listPools())[0]!;
       assert.deepEqual([formatPrefix(p.cidr), p.shrinkingFrom], ['10.22.0.0/24', undefined]);
       assert.equal((await a.addressesOf('late'))?.length, 1, 'the late allocation kept');
+      await clean(admin);
+    }));
+
+    it("a shrink's rollback is checked as any pool write: never the old CIDR over a pool made meanwhile", withStore(async (s) => {
+      const admin = ipam(s);
+      await admin.createPool({ name: 'p', cidr: '10.24.0.0/24', blockSize: 26 });
+      const a = ipam(s);
+      // The first txn the resize sends (its mark) lets an allocation in outside the new CIDR, so
+      // the resize's re-check will roll back; between the mark and that re-check, another writer
+      // tries the space the shrink gives up: through the API (refused: the shrink still holds it),
+      // and as a record written by a writer that knows no gate (planted), which the rollback meets.
+      let txns = 0;
+      let planted = false;
+      const txn: Store['txn'] = async (compares, ops) => {
+        if (++txns === 1) await a.assign({ node: 'na', handle: 'late', ips: [parseAddr('10.24.0.201')] });
+        return s.txn(compares, ops);
+      };
+      const list: Store['list'] = async (prefix, options) => {
+        if (txns === 1 && !planted && prefix === BLOCK_PREFIX) {
+          planted = true;
+          await assert.rejects(ipam(s).createPool({ name: 'q', cidr: '10.24.0.128/25', blockSize: 27 }), (e: unknown) => e instanceof PoolConflictError && /overlaps pool "p" \(10\.24\.0\.0\/25, still holding 10\.24\.0\.0\/24/.test(e.message));
+          const q = { ...validatePoolSpec({ name: 'q', cidr: '10.24.0.128/25', blockSize: 27 }) };
+          assert.equal((await s.txn([{ key: poolKey('q'), rev: 0 }], [{ type: 'put', key: poolKey('q'), value: encodePool(q) }])).succeeded, true);
+        }
+        return s.list(prefix, options);
+      };
+      const racing = new Proxy(s, {
+        get(target, key) {
+          if (key === 'txn') return txn;
+          if (key === 'list') return list;
+          const v: unknown = Reflect.get(target, key, target);
+          return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      await assert.rejects(ipam(racing).resizePool('p', '10.24.0.0/25'), (e: unknown) => e instanceof PoolChangeRefusedError && /overlaps pool "q" \(10\.24\.0\.128\/25\)/.test(e.message));
+      assert.ok(planted);
+      const p = (await admin.listPools()).find((x) => x.name === 'p')!;
+      assert.deepEqual([formatPrefix(p.cidr), p.shrinkingFrom && formatPrefix(p.shrinkingFrom)], ['10.24.0.0/25', '10.24.0.0/24'], 'the rollback wrote the old cidr over pool q');
+      // Remove the planted pool and the late allocation: the same resize then finishes.
+      await s.txn([], [{ type: 'delete', key: poolKey('q') }]);
+      await a.releaseHandle('late');
+      assert.equal((await admin.resizePool('p', '10.24.0.0/25')).kind, 'shrink');
       await clean(admin);
     }));
 
