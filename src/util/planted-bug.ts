@@ -14,6 +14,8 @@ import { TEST_HOOKS_ENV } from './crash-point.js';
 export const PLANTED_BUGS = {
   'assign-skips-block-cas':
     "cluster assignment (one pod's txn, a node's group commit, a warm refill) sends its txn without the compare on the blocks it writes: a writer whose view of a block is stale overwrites it",
+  'gate-skips-space-checks':
+    "the write gate sends every write as planned: no overlap guards on new blocks, no pool write checked against the other pools' spaces and the blocks (what one module guarding every write path protects against)",
 } as const;
 
 export type PlantedBugName = keyof typeof PLANTED_BUGS;

@@ -27,6 +27,7 @@ import { decodePool } from '../pool-record.js';
 import type { Prefix } from '../../ip/index.js';
 import { type PoolsView, guardedCompares, needsBlocks, shapeOf } from './gate-rules.js';
 import { plantedCompares } from './planted-compares.js';
+import { plantedBug } from '../../util/planted-bug.js';
 
 export interface GatedWrite {
   /** What is being written, for errors ("create pool \"q\"", "assign addresses to handle …"). */
@@ -55,7 +56,7 @@ export async function commitWrite(ctx: IpamContext, w: GatedWrite): Promise<Gate
   const shape = shapeOf(w.what, w.compares, w.ops);
   let compares: readonly Compare[] = w.compares;
   let guards: readonly string[] = [];
-  if (shape.newBlocks.length > 0 || shape.pools.size > 0) {
+  if ((shape.newBlocks.length > 0 || shape.pools.size > 0) && !plantedBug('gate-skips-space-checks')) {
     let view: PoolsView;
     if (shape.pools.size > 0) view = await readPools(ctx);
     else view = w.view ?? (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
