@@ -117,7 +117,9 @@ test('fuzz the mutating API routes through the real server: 2xx or a 4xx JSON er
     statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
     const err = checkError(a, what);
     const only = body.ms.length === 1 ? body.ms[0]! : undefined;
-    if (err && err.code === 'invalid_field' && only && only.change.kind === 'set' && typeof only.path[0] === 'string' && route.body && only.path[0] in route.body) {
+    // A path parameter that is no valid name is refused first, naming itself: the body is not read then.
+    const paramOk = !route.path.includes(':p') || ['fz', 'default-ipv4', 'node-fz', 'net.c0ffee.eth0', 'n1'].includes(p);
+    if (err && err.code === 'invalid_field' && paramOk && only && only.change.kind === 'set' && typeof only.path[0] === 'string' && route.body && only.path[0] in route.body) {
       const field = only.path[0];
       assert.ok(err.field === field || err.message.includes(field), `${what}: the error names "${field}": ${a.text}`);
     }
