@@ -56,7 +56,6 @@ export function createLogger(o: LoggerOptions): Logger {
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
- 
 const REST = /[\u007f-\u009f\u2028\u2029]/g;
 
 /** A JSON line with the control characters JSON.stringify leaves raw escaped (they occur only inside strings, where `\uXXXX` means the same). */
