@@ -18,6 +18,8 @@ import { registerNet } from './net.js';
 import { registerDatastore } from './datastore.js';
 import { registerMasquerade } from './masquerade.js';
 import { UsageError } from './usage-error.js';
+import { guardOutput } from './safe-output.js';
+import { escapeOutput } from '../util/quote-text.js';
 
 export function buildProgram(): Command {
   const program = new Command('podipam')
@@ -28,7 +30,7 @@ export function buildProgram(): Command {
     .option('-V, --version', 'print the version (as `podipam version`)')
     .showHelpAfterError()
     .exitOverride();
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  program.configureOutput({ writeErr: (s) => process.stderr.write(escapeOutput(s)) });
   registerPool(program);
   registerIpSet(program);
   registerIpam(program);
@@ -46,8 +48,12 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Runs the CLI; returns the exit code. Errors print one line naming what is wrong, never a stack. */
+/**
+ * Runs the CLI; returns the exit code. Errors print one line naming what is wrong, never a
+ * stack. Nothing it prints carries a raw control character (safe-output.ts).
+ */
 export async function runCli(argv: readonly string[]): Promise<number> {
+  guardOutput(process.stdout);
   const program = buildProgram();
   try {
     if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) argv = ['version'];
@@ -60,11 +66,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       return e.exitCode === 0 ? 0 : 2;
     }
     if (e instanceof UsageError) {
-      process.stderr.write(`podipam: ${e.message}\n`);
+      process.stderr.write(`podipam: ${escapeOutput(e.message)}\n`);
       return 2;
     }
     const msg = e instanceof Error ? e.message : String(e);
-    process.stderr.write(`podipam: error: ${msg}\n`);
+    process.stderr.write(`podipam: error: ${escapeOutput(msg)}\n`);
     if (process.env.PODIPAM_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`);
     return 1;
   }

@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { powerText } from '../util/count-text.js';
 import { exactJson } from '../util/exact-json.js';
 import { yamlText } from '../util/yaml-text.js';
+import { escapeControls } from '../util/quote-text.js';
 import { UsageError } from './usage-error.js';
 
 export type Cell = string | number | bigint | boolean | null | undefined;
@@ -21,10 +22,10 @@ export interface Column<T> {
   readonly align?: 'left' | 'right';
 }
 
-/** Big counts print as powerText says (2^N, M*2^N: the dashboard's rule too). */
+/** Big counts print as powerText says (2^N, M*2^N: the dashboard's rule too); control characters as `\uXXXX`, so a column stays a column. */
 function cellText(v: Cell): string {
   if (v === null || v === undefined) return '-';
-  return (typeof v === 'bigint' ? powerText(v) : undefined) ?? String(v);
+  return (typeof v === 'bigint' ? powerText(v) : undefined) ?? escapeControls(String(v));
 }
 
 /**

@@ -63,7 +63,8 @@ export class AddressUnavailableError extends Error {
   readonly failure = 'address-unavailable';
   constructor(
     readonly address: string,
-    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable',
+    /** 'attachment-holds': a repeated ADD of an attachment asks for an address it does not hold. */
+    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable' | 'attachment-holds',
     readonly detail: string,
     /** For 'taken': the handle holding it. */
     readonly holder?: string,

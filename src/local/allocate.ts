@@ -2,7 +2,10 @@
  * host-local's ADD, under the store's lock: per range set, the requested address that falls in
  * it, or the next free one round robin from the set's last reserved address. On failure
  * releases what this call reserved (host-local releases everything the attachment holds, even
- * addresses of an earlier ADD; we do not).
+ * addresses of an earlier ADD; we do not). An attachment already holding an address of a range
+ * set gets no second one there: "duplicate allocation is not allowed" (code 101) — host-local
+ * says so for an automatic address but reserves a requested one (CNI_ARGS IP=) beside it; we
+ * refuse that too, so a repeated ADD never gives one attachment two addresses.
  */
 import { type Addr, formatAddr } from '../ip/addr.js';
 import { failureOf } from '../model/failure.js';
@@ -44,8 +47,12 @@ export function allocate(store: LocalStore, cfg: Pick<LocalConfig, 'rangeSets' |
     cfg.rangeSets.forEach((set, idx) => {
       const r = requests.findIndex((a) => rangeIndexOf(set, a) >= 0);
       let got: { addr: Addr; range: number } | undefined;
+      const dup = held.find((a) => rangeIndexOf(set, a) >= 0);
       if (r >= 0) {
         const want = requests.splice(r, 1)[0]!;
+        if (dup && formatAddr(dup) !== formatAddr(want)) {
+          throw new AllocationError('address-unavailable', idx, `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`);
+        }
         const check = checkRequested(set, want);
         if (!check.ok) throw new AllocationError('address-unavailable', idx, `requested ip ${formatAddr(want)} is subnet's gateway`);
         if (!store.reserve(who.containerId, who.ifname, want, idx)) {
@@ -53,7 +60,6 @@ export function allocate(store: LocalStore, cfg: Pick<LocalConfig, 'rangeSets' |
         }
         got = { addr: want, range: check.range };
       } else {
-        const dup = held.find((a) => rangeIndexOf(set, a) >= 0);
         if (dup) {
           throw new AllocationError('address-unavailable', idx, `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`);
         }

@@ -85,3 +85,21 @@ test('a pino Logger is a Log; recordingLog keeps lines with child bindings merge
   assert.deepEqual(r.records, [{ level: 'info', msg: 'took', fields: { component: 'warm', node: 'a', handle: 'h' } }]);
   silentLog.child({}).error({}, 'nothing');
 });
+
+test('no log line carries a raw control character, in either format', () => {
+  for (const format of ['json', 'text'] as const) {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', format, component: 'agent', destination: { write: (s: string) => lines.push(s) } });
+    logger.info({ pod: 'web\u001b]0;x\u0007', note: 'a\u009bb', plain: 'ok' }, 'ADD of web\u001b[2J\u0085');
+    const line = lines.join('');
+    // eslint-disable-next-line no-control-regex
+    assert.ok(!/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/.test(line.slice(0, -1)) && !line.slice(0, -1).includes('\n'), `${format}: ${JSON.stringify(line)}`);
+    if (format === 'json') {
+      const r = JSON.parse(line) as Record<string, unknown>;
+      assert.equal(r.note, 'a\u009bb');
+      assert.equal(r.msg, 'ADD of web\u001b[2J\u0085');
+    } else {
+      assert.match(line, /INFO  agent "ADD of web\\u001b\[2J\\u0085" pod="web\\u001b\]0;x\\u0007" note="a\\u009bb" plain=ok\n$/);
+    }
+  }
+});

@@ -4,6 +4,9 @@
  * concerns (node, pool, handle). `json` is pino's own line; `text` is the same record made
  * readable for a terminal or journald ("2026-12-01T07:00:00.000Z INFO  controller assigned
  * node=a podCIDRs=…"). The per-pod plugin does not use this (see src/plugin/failure-log.ts).
+ * No line carries a raw control character, whatever a logged value holds (a pod name, an
+ * annotation): pino's JSON escapes C0; DEL, C1 (U+0080–U+009F) and U+2028/2029 are escaped
+ * as `\uXXXX` here, and the text form quotes any value containing one.
  */
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 
@@ -39,7 +42,7 @@ export function parseLogOptions(level: string, format: string): { level: LogLeve
 
 export function createLogger(o: LoggerOptions): Logger {
   const out = o.destination ?? pino.destination({ fd: 2, sync: true });
-  const stream: DestinationStream = o.format === 'json' ? out : { write: (line: string) => void out.write(textLine(line)) };
+  const stream: DestinationStream = { write: (line: string) => void out.write(o.format === 'json' ? escapeRest(line) : textLine(line)) };
   return pino(
     {
       level: o.level,
@@ -49,6 +52,20 @@ export function createLogger(o: LoggerOptions): Logger {
     },
     stream,
   );
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const REST = /[\u007f-\u009f\u2028\u2029]/g;
+
+/** A JSON line with the control characters JSON.stringify leaves raw escaped (they occur only inside strings, where `\uXXXX` means the same). */
+function escapeRest(json: string): string {
+  return json.replace(REST, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** `s` quoted as JSON (control characters escaped) when it holds one, else `s`. */
+function safe(s: string): string {
+  return CONTROL.test(s) ? escapeRest(JSON.stringify(s)) : s;
 }
 
 const FIRST = ['time', 'level', 'component', 'msg'];
@@ -65,12 +82,12 @@ export function textLine(json: string): string {
   const rest = Object.keys(r).filter((k) => !FIRST.includes(k) && !ids.includes(k));
   const kv = [...ids, ...rest].map((k) => `${k}=${fmt(r[k])}`);
   const head = `${String(r.time)} ${String(r.level).toUpperCase().padEnd(5)} ${String(r.component)}`;
-  return `${[head, r.msg === undefined ? '' : String(r.msg), ...kv].filter((s) => s !== '').join(' ')}\n`;
+  return `${[head, r.msg === undefined ? '' : safe(String(r.msg)), ...kv].filter((s) => s !== '').join(' ')}\n`;
 }
 
 function fmt(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return /^[^\s"=]*$/.test(s) ? s : JSON.stringify(s);
+  return /^[^\s"=]*$/.test(s) && !CONTROL.test(s) ? s : escapeRest(JSON.stringify(s));
 }
 
 /**

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAddr } from '../ip/index.js';
-import { ANNOTATION, PlacementError, parsePlacement } from './placement.js';
-import { parsePodRef, podRefOfArgs } from './pod-ref.js';
+import { ANNOTATION, MAX_PLACEMENT_BYTES, MAX_PLACEMENT_NAMES, PlacementError, parsePlacement } from './placement.js';
+import { parsePodRef, podArgsProblem, podRefOfArgs } from './pod-ref.js';
 
 const pod = { namespace: 'shop', name: 'web-0', uid: 'u1' };
 
@@ -55,4 +55,74 @@ test('pod refs from CNI_ARGS and from text', () => {
   assert.equal(podRefOfArgs(new Map([['K8S_POD_NAME', 'b']])), undefined);
   assert.deepEqual(parsePodRef('--pod', 'kube-system/coredns-1.x'), { namespace: 'kube-system', name: 'coredns-1.x' });
   assert.throws(() => parsePodRef('--pod', 'nope'), /invalid --pod "nope": want NAMESPACE\/NAME/);
+});
+
+test("pod and namespace names from CNI_ARGS follow Kubernetes' rules", () => {
+  const args = (ns: string, name: string) => new Map([['K8S_POD_NAMESPACE', ns], ['K8S_POD_NAME', name]]);
+  assert.equal(podArgsProblem(args('kube-system', 'coredns-5d78c9869d-abcde')), undefined);
+  assert.equal(podArgsProblem(args('a'.repeat(63), `${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(61)}`)), undefined);
+  assert.equal(podArgsProblem(new Map()), undefined);
+  assert.equal(podArgsProblem(args('a'.repeat(64), 'p'))?.field, 'K8S_POD_NAMESPACE');
+  assert.equal(podArgsProblem(args('a.b', 'p'))?.field, 'K8S_POD_NAMESPACE', 'a namespace is a label: no dots');
+  assert.equal(podArgsProblem(args('ns', 'Web'))?.field, 'K8S_POD_NAME');
+  assert.equal(podArgsProblem(args('ns', 'x'.repeat(254)))?.field, 'K8S_POD_NAME');
+  assert.deepEqual(podArgsProblem(args('ns', 'web\u001b]0;pwned\u0007')), { field: 'K8S_POD_NAME', value: 'web\u001b]0;pwned\u0007', rule: podArgsProblem(args('ns', 'A'))!.rule });
+});
+
+test('a list of 37,000 pool names (under the 256 KiB annotation limit) is refused at once, naming the annotation', () => {
+  const names = (n: number) => Array.from({ length: n }, (_, i) => `p${i}`);
+  const addrs = (n: number) => Array.from({ length: n }, (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+  const cases: [string, string][] = [
+    [ANNOTATION.pools, names(37000).join(',')],
+    [ANNOTATION.calicoIpv4Pools, JSON.stringify(names(28000))],
+    [ANNOTATION.calicoIpAddrs, JSON.stringify(addrs(16000))],
+    [ANNOTATION.ip, addrs(20000).join(',')],
+  ];
+  for (const [key, value] of cases) {
+    assert.ok(value.length < 256 * 1024, `${key}: a value Kubernetes can store (${value.length} bytes)`);
+    const t = performance.now();
+    assert.throws(
+      () => parsePlacement(pod, { [key]: value }, undefined),
+      (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && e.message.startsWith(`annotation ${key}=`) && /longer than the 16384 bytes allowed/.test(e.message) && e.message.length < 600,
+      key,
+    );
+    const ms = performance.now() - t;
+    // Quadratic duplicate checks took over a second here; the refusal reads the length only.
+    assert.ok(ms < 250, `${key}: refused in ${ms.toFixed(1)} ms`);
+  }
+});
+
+test('at most MAX_PLACEMENT_NAMES names and MAX_PLACEMENT_BYTES bytes; at the maximum the parse is linear', () => {
+  const names = (n: number, len = 8) => Array.from({ length: n }, (_, i) => `p${String(i).padStart(len - 1, '0')}`);
+  assert.equal(parsePlacement(pod, { [ANNOTATION.pools]: names(MAX_PLACEMENT_NAMES).join(',') }, undefined).pools?.parsed.length, MAX_PLACEMENT_NAMES);
+  assert.throws(() => parsePlacement(pod, { [ANNOTATION.pools]: names(MAX_PLACEMENT_NAMES + 1).join(',') }, undefined), /podipam\.io\/pools=.*names 65 entries; at most 64 are allowed/);
+  assert.throws(() => parsePlacement(pod, { [ANNOTATION.calicoIpv6Pools]: JSON.stringify(names(MAX_PLACEMENT_NAMES + 1)) }, undefined), /ipv6pools=.*names 65 entries/);
+  // Bytes, not characters: 5462 three-byte characters are 16386 bytes.
+  assert.throws(() => parsePlacement(pod, { [ANNOTATION.ipSet]: '€'.repeat(5462) }, undefined), /ip-set=.*value of 16386 bytes is longer than the 16384 bytes allowed/);
+  const exact = 'a'.repeat(MAX_PLACEMENT_BYTES);
+  assert.throws(() => parsePlacement(pod, { [ANNOTATION.pools]: exact }, undefined), /is not a pool name/, 'at the byte limit the value is parsed (and found wanting)');
+  // 64 names of 250 characters (16 KiB) vs 16 of them: a quarter of the work, give or take.
+  const timeOf = (v: string): number => {
+    let best = Infinity;
+    for (let k = 0; k < 5; k++) {
+      const t = performance.now();
+      for (let i = 0; i < 200; i++) parsePlacement(pod, { [ANNOTATION.pools]: v }, undefined);
+      best = Math.min(best, performance.now() - t);
+    }
+    return best;
+  };
+  const big = names(MAX_PLACEMENT_NAMES, 250).join(',');
+  assert.ok(Buffer.byteLength(big) <= MAX_PLACEMENT_BYTES);
+  const small = names(MAX_PLACEMENT_NAMES / 4, 250).join(',');
+  timeOf(big);
+  const ratio = timeOf(big) / timeOf(small);
+  assert.ok(ratio < 8, `4x the names took ${ratio.toFixed(1)}x the time`);
+});
+
+test('values are quoted with control characters escaped and cut', () => {
+  assert.throws(
+    () => parsePlacement(pod, { [ANNOTATION.pools]: 'ok,\u001b[2Jbad\u009b' }, undefined),
+    (e: unknown) => e instanceof Error && e.message.includes('"ok,\\u001b[2Jbad\\u009b"') && e.message.includes('"\\u001b[2Jbad\\u009b" is not a pool name') && !/[\u0000-\u001f\u007f-\u009f]/.test(e.message),
+  );
+  assert.throws(() => parsePlacement(pod, { [ANNOTATION.ipSet]: 'x'.repeat(1000) }, undefined), /ip-set="x{200}"… \(1000 characters\) on pod/);
 });

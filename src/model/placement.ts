@@ -17,13 +17,26 @@
  * `ip-set` exclude each other. `sticky` is the pod's, else the namespace's.
  *
  * A malformed value throws PlacementError (an invalid-config failure: CNI code 7) naming the
- * annotation, where it was found and the value. Whether the named pools and sets exist, and
- * select the node, is the back end's to check (with the same error).
+ * annotation, where it was found and the value (quoted with its control characters escaped, cut
+ * after 200 characters). Whether the named pools and sets exist, and select the node, is the
+ * back end's to check (with the same error).
+ *
+ * Bounded and linear: a placement annotation's value is at most MAX_PLACEMENT_BYTES bytes and a
+ * list names at most MAX_PLACEMENT_NAMES entries — a longer one is refused (code 7) before it
+ * is split or decoded; parsing is linear in the value (repeats found with a set), so one pod's
+ * annotation cannot stall the other pods' ADDs that the node agent serves on the same thread.
  */
 import { type Addr, formatAddr, formatPrefix, parsePrefix, tryParseAddr } from '../ip/index.js';
 import type { ClassifiedError } from './failure.js';
 import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT } from './node-name.js';
 import { type PodRef, formatPodRef } from './pod-ref.js';
+import { escapeControls, quoteText } from '../util/quote-text.js';
+
+/** Most bytes (UTF-8) of one placement annotation's value. */
+export const MAX_PLACEMENT_BYTES = 16384;
+
+/** Most entries (pool names, CIDRs or addresses) one list-valued placement annotation names. */
+export const MAX_PLACEMENT_NAMES = 64;
 
 export const ANNOTATION = {
   pools: 'podipam.io/pools',
@@ -72,7 +85,7 @@ export class PlacementError extends Error implements ClassifiedError {
     readonly pod: string,
     readonly problem: string,
   ) {
-    super(`annotation ${source.annotation}=${JSON.stringify(source.value)} on ${source.on}${source.on.startsWith('pod ') || pod === '' ? '' : ` (pod ${pod})`}: ${problem}`);
+    super(`annotation ${source.annotation}=${quoteText(source.value)} on ${escapeControls(source.on)}${source.on.startsWith('pod ') || pod === '' ? '' : ` (pod ${escapeControls(pod)})`}: ${problem}`);
   }
 }
 
@@ -109,13 +122,14 @@ export function parsePlacement(
 
 function placementOf(ann: Readonly<Record<string, string>>, on: string, pod: string): Placement {
   const src = (annotation: string): AnnotationSource => ({ annotation, value: ann[annotation]!, on });
+  for (const k of PLACEMENT_KEYS) if (ann[k] !== undefined) checkBytes(src(k), pod);
   const own = [ANNOTATION.pools, ANNOTATION.ip, ANNOTATION.ipSet].filter((k) => ann[k] !== undefined);
   if (own.length > 1) throw new PlacementError(src(own[1]!), pod, `cannot be combined with ${own[0]} (give one of ${ANNOTATION.pools}, ${ANNOTATION.ip}, ${ANNOTATION.ipSet})`);
   if (own.length === 1) {
     const key = own[0]!;
     const s = src(key);
-    if (key === ANNOTATION.pools) return { pools: { ...s, parsed: poolList(s, pod, s.value.split(',').map((t) => t.trim()), false) } };
-    if (key === ANNOTATION.ip) return { ips: { ...s, parsed: addrList(s, pod, s.value.split(',').map((t) => t.trim())) } };
+    if (key === ANNOTATION.pools) return { pools: { ...s, parsed: poolList(s, pod, commaList(s, pod), false) } };
+    if (key === ANNOTATION.ip) return { ips: { ...s, parsed: addrList(s, pod, commaList(s, pod)) } };
     if (!DNS_SUBDOMAIN.test(s.value)) throw new PlacementError(s, pod, `not an ip-set name: must be ${DNS_SUBDOMAIN_HINT}`);
     return { ipSet: { ...s, parsed: s.value } };
   }
@@ -133,6 +147,27 @@ function placementOf(ann: Readonly<Record<string, string>>, on: string, pod: str
   return { pools: { annotation: parts.map((p) => p.annotation).join(', '), value: parts.map((p) => p.value).join(', '), on, parsed: names } };
 }
 
+/** Refuses a value longer than MAX_PLACEMENT_BYTES (the message quotes only its start). */
+function checkBytes(s: AnnotationSource, pod: string): void {
+  // Each UTF-16 unit is 1–3 bytes: only a value in between needs counting.
+  if (s.value.length * 3 <= MAX_PLACEMENT_BYTES) return;
+  const bytes = Buffer.byteLength(s.value, 'utf8');
+  if (bytes > MAX_PLACEMENT_BYTES) throw new PlacementError(s, pod, `value of ${bytes} bytes is longer than the ${MAX_PLACEMENT_BYTES} bytes allowed`);
+}
+
+/** Refuses a list of more than MAX_PLACEMENT_NAMES entries. */
+function checkCount(s: AnnotationSource, pod: string, n: number): void {
+  if (n > MAX_PLACEMENT_NAMES) throw new PlacementError(s, pod, `names ${n} entries; at most ${MAX_PLACEMENT_NAMES} are allowed`);
+}
+
+/** The comma-separated entries of `s.value`, trimmed; counted before splitting. */
+function commaList(s: AnnotationSource, pod: string): string[] {
+  let n = 1;
+  for (let i = s.value.indexOf(','); i >= 0; i = s.value.indexOf(',', i + 1)) n++;
+  checkCount(s, pod, n);
+  return s.value.split(',').map((t) => t.trim());
+}
+
 /** A JSON list of strings (Calico's annotation values). */
 function jsonStrings(s: AnnotationSource, pod: string): string[] {
   let v: unknown;
@@ -142,6 +177,7 @@ function jsonStrings(s: AnnotationSource, pod: string): string[] {
     throw new PlacementError(s, pod, 'not JSON: want a JSON list of strings such as ["a","b"]');
   }
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new PlacementError(s, pod, 'want a JSON list of strings such as ["a","b"]');
+  checkCount(s, pod, v.length);
   return v;
 }
 
@@ -149,18 +185,20 @@ function jsonStrings(s: AnnotationSource, pod: string): string[] {
 function poolList(s: AnnotationSource, pod: string, items: readonly string[], cidrs: boolean): string[] {
   if (items.length === 0 || (items.length === 1 && items[0] === '')) throw new PlacementError(s, pod, 'names no pool');
   const out: string[] = [];
+  const seen = new Set<string>();
   for (const item of items) {
     let name = item;
     if (cidrs && item.includes('/')) {
       try {
         name = formatPrefix(parsePrefix(item));
       } catch (e) {
-        throw new PlacementError(s, pod, `${JSON.stringify(item)} is not a CIDR: ${(e as Error).message}`);
+        throw new PlacementError(s, pod, `${quoteText(item)} is not a CIDR: ${(e as Error).message}`);
       }
     } else if (!DNS_SUBDOMAIN.test(item)) {
-      throw new PlacementError(s, pod, `${JSON.stringify(item)} is not a pool name${cidrs ? ' or CIDR' : ''}: must be ${DNS_SUBDOMAIN_HINT}`);
+      throw new PlacementError(s, pod, `${quoteText(item)} is not a pool name${cidrs ? ' or CIDR' : ''}: must be ${DNS_SUBDOMAIN_HINT}`);
     }
-    if (out.includes(name)) throw new PlacementError(s, pod, `names ${JSON.stringify(item)} twice`);
+    if (seen.has(name)) throw new PlacementError(s, pod, `names ${quoteText(item)} twice`);
+    seen.add(name);
     out.push(name);
   }
   return out;
@@ -172,7 +210,7 @@ function addrList(s: AnnotationSource, pod: string, items: readonly string[]): A
   const out: Addr[] = [];
   for (const item of items) {
     const a = tryParseAddr(item);
-    if (!a) throw new PlacementError(s, pod, `${JSON.stringify(item)} is not an IP address`);
+    if (!a) throw new PlacementError(s, pod, `${quoteText(item)} is not an IP address`);
     const same = out.find((o) => o.family === a.family);
     if (same) throw new PlacementError(s, pod, `at most one address per family: ${formatAddr(same)} and ${formatAddr(a)} are both IPv${a.family}`);
     out.push(a);

@@ -6,7 +6,9 @@
  * - ADD: one address per family of the configured pools (or of every enabled pool selecting
  *   the node), or exactly the requested addresses (CNI_ARGS `IP=`, `runtimeConfig.ips`,
  *   `args.cni.ips`), under the handle `<network>:<containerID>:<ifname>` (handle-id.ts); all families in one
- *   transaction. A repeated ADD returns what the handle holds.
+ *   transaction. A repeated ADD returns what the handle holds, whatever its annotations now ask
+ *   (a specific address it does not hold: code 101 naming what it holds) — never a second
+ *   address for one attachment.
  *   The pod's placement annotations (src/model/placement.ts; the runtime's
  *   `runtimeConfig["io.kubernetes.cri.pod-annotations"]`, else the agent's pod cache) choose
  *   the pools or addresses instead (placement-request.ts): a named pool that is missing,
@@ -95,6 +97,7 @@ class ClusterBackend implements IpamBackend {
     const areq: AssignRequest = {
       node: c.nodeName,
       handle: handleOf(req),
+      attachment: true,
       attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
       ...(ips.length > 0 ? { ips } : placementRequest(placement, pod, c.pools)),
       ...(hold !== undefined ? { takeOver: hold } : {}),

@@ -9,7 +9,8 @@ export { CniCode, CniError };
 import type { BackendHost, BackendKind, IpamRequest } from './ipam-backend.js';
 import { goField, isObject } from '../cni/go-decode.js';
 import { ipamKeys } from './ipam-keys.js';
-import { podRefOfArgs } from '../model/pod-ref.js';
+import { podArgsProblem, podRefOfArgs } from '../model/pod-ref.js';
+import { quoteText } from '../util/quote-text.js';
 import { runtimePodAnnotations } from './runtime-pod-annotations.js';
 import { readCmdEnv, validateContainerId, validateInterfaceName } from '../cni/skel-env.js';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer, versionAtLeast } from '../cni/version.js';
@@ -66,7 +67,11 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     return '';
   }
   const cniArgs = parseCniArgs(cmd.args);
-  const pod = podRefOfArgs(cniArgs);
+  // A pod name no Kubernetes object can have fails ADD and CHECK naming it; a DEL still
+  // releases the attachment (its ADD was refused, or it predates the check), as an unnamed one.
+  const bad = podArgsProblem(cniArgs);
+  if (bad && verb !== 'DEL') throw new CniError(CniCode.InvalidConfig, `CNI_ARGS ${bad.field}=${quoteText(bad.value)}: not a Kubernetes ${bad.field === 'K8S_POD_NAME' ? 'pod' : 'namespace'} name: must be ${bad.rule}`);
+  const pod = bad ? undefined : podRefOfArgs(cniArgs);
   const podAnnotations = runtimePodAnnotations(conf);
   const req: IpamRequest = {
     containerId: cmd.containerId,

@@ -4,7 +4,10 @@
  * /var/log/podipam/cni.log). Size-bounded: past MAX_BYTES the file is renamed to `<file>.1`
  * (replacing an older one) and a new one begun, so the two never pass 2 × MAX_BYTES. Plain
  * node:fs on the hot path (no logger library); it never throws: logging must not fail a pod.
+ * No line carries a raw control character (JSON.stringify escapes C0; the rest is escaped too).
  */
+import { escapeControls } from '../util/quote-text.js';
+
 type Fs = typeof import('node:fs');
 
 export const DEFAULT_CNI_LOG = '/var/log/podipam/cni.log';
@@ -23,7 +26,7 @@ export interface FailureEntry {
 /** Appends one line for `entry`; returns the file written, or undefined when it could not. */
 export function appendFailure(fs: Fs, env: NodeJS.ProcessEnv, entry: FailureEntry, maxBytes = MAX_BYTES): string | undefined {
   const file = env.PODIPAM_CNI_LOG || DEFAULT_CNI_LOG;
-  const line = `${JSON.stringify({ time: new Date().toISOString(), level: 'error', component: 'cni', pid: process.pid, ...entry })}\n`;
+  const line = `${escapeControls(JSON.stringify({ time: new Date().toISOString(), level: 'error', component: 'cni', pid: process.pid, ...entry }))}\n`;
   try {
     try {
       if (fs.statSync(file).size + line.length > maxBytes) fs.renameSync(file, `${file}.1`);

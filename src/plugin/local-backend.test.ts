@@ -92,8 +92,9 @@ test('specific IPs: taken, outside, gateway, several sources (reference cases 16
   await fails(backend.add(n.req(g, 'b', 'eth0', 'IP=10.244.1.1')), 101, 'failed to allocate for range 0: requested ip 10.244.1.1 is subnet\'s gateway');
   const viaArgs = n.conf({ ranges: [[{ subnet: '192.168.6.0/24', rangeStart: '192.168.6.10', rangeEnd: '192.168.6.14' }]] }, { args: { cni: { ips: ['192.168.6.12'] } } });
   assert.deepEqual(addrs(await backend.add(n.req(viaArgs, 'c'))), ['192.168.6.12/24']);
-  // A specific request skips the duplicate check, as in host-local.
-  assert.deepEqual(addrs(await backend.add(n.req(c, 'c', 'eth0', 'IP=192.168.6.11'))), ['192.168.6.11/24']);
+  // A specific request does not skip the duplicate check (host-local's does, giving the
+  // attachment a second address): one attachment, one address per range set.
+  await fails(backend.add(n.req(c, 'c', 'eth0', 'IP=192.168.6.11')), 101, 'failed to allocate for range 0: 192.168.6.12 has been allocated to c, duplicate allocation is not allowed');
 }));
 
 test('dual stack, all or nothing: a failing later set undoes only this ADD\'s reservations', withNet(async (n) => {

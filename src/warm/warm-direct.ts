@@ -81,6 +81,7 @@ export class WarmDirect {
       got = await s.cluster.assign(s.o.datastore, {
         node: s.o.node,
         handle: key,
+        attachment: true,
         attrs: { network: req.network, containerId: req.containerId, ifname: req.ifname, ...(pod ? { namespace: pod.namespace, pod: pod.name, ...(pod.uid ? { podUid: pod.uid } : {}) } : {}) },
         ...placementRequest(placement, pod ? formatPodRef(pod) : '', s.o.pools),
       });

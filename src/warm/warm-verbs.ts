@@ -42,6 +42,7 @@ export class WarmVerbs {
     // An annotated pod (or a repeated ADD of one) never takes from the idle queue; an attachment
     // the pool already serves stays the pool's (a repeated ADD returns what it holds).
     if (this.#direct.has(key) || (!holds && req.placement !== undefined && hasPlacement(req.placement))) return this.#direct.add(req, key, req.placement ?? {});
+    if (holds && req.placement?.ips) this.#requireHeld(key, req.placement.ips.parsed);
     let id = await pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs, ...(req.placement?.sticky ? { sticky: req.placement.sticky.parsed } : {}) }, key, holds);
     // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
     const holder = id.poolKey !== key ? pods.store.holder(id.poolKey) : undefined;
@@ -116,6 +117,20 @@ export class WarmVerbs {
       await this.#refiller.waitForRefill(missed);
     }
     throw new WarmError('transient', s.node, `warm pool on node ${s.node}: no address after repeated refills`);
+  }
+
+  /**
+   * A repeated ADD of an attachment the pool serves returns what it holds; one asking for an
+   * address it does not hold (its podipam.io/ip changed meanwhile) is refused naming both —
+   * never a second address for one attachment.
+   */
+  #requireHeld(key: string, want: readonly Addr[]): void {
+    const s = this.#s;
+    const { poolKey } = s.pods.poolKeyOf(key);
+    const held = [...s.pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
+    const missing = want.find((w) => !held.some((a) => a.family === w.family && a.value === w.value));
+    if (missing === undefined) return;
+    throw new WarmError('address-unavailable', s.node, `address ${formatAddr(missing)} is not available: this attachment (${JSON.stringify(key)}) already holds ${held.map(formatAddr).join(', ') || 'its earlier address'} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`);
   }
 
   /** `why`: the runtime's DEL, or its CNI GC (gc below) — the history's reason. */

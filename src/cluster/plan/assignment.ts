@@ -32,6 +32,15 @@ export interface AssignRequest {
    */
   readonly takeOver?: string;
   /**
+   * The handle is one attachment (a CNI ADD's container + interface): once it holds anything, a
+   * repeated request is answered with what it holds and adds nothing — whatever the request's
+   * pools, ip-set or family count now say — and asking for a specific address it does not hold
+   * is an AddressUnavailableError ('attachment-holds') naming what it holds. Never a second
+   * address for one attachment. Without it (imports, the warm pool's refills, the API) a
+   * request adds to what the handle holds.
+   */
+  readonly attachment?: boolean;
+  /**
    * `ips` are addresses pods already use (`podipam import host-local`): record them even when
    * one is a block's network, gateway or broadcast address, which are otherwise refused.
    */

@@ -156,6 +156,7 @@ class Planner {
 
   run(): AssignPlan {
     this.#collectHeld();
+    if (this.#in.req.attachment && this.#held.length > 0) return this.#repeated();
     this.#takeOver();
     this.#assignSpecific();
     this.#assignFromSet();
@@ -194,6 +195,17 @@ class Planner {
       this.#verify.set(key, st.rev);
       if (st.block) for (const o of ordinalsOf(st.block, this.#in.req.handle)) this.#held.push(this.#assignment(addrOfOrdinal(st.block.cidr, o), st.block.cidr));
     }
+  }
+
+  /** A repeated ADD of an attachment that holds addresses: those, unless it asks for one it does not hold. */
+  #repeated(): AssignPlan {
+    const { req } = this.#in;
+    const missing = (req.ips ?? []).find((ip) => !this.#holds(ip));
+    if (missing !== undefined) {
+      const holds = this.#held.map((a) => formatAddr(a.addr)).join(', ');
+      throw new AddressUnavailableError(formatAddr(missing), 'attachment-holds', `this attachment (handle "${req.handle}") already holds ${holds} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`, req.handle);
+    }
+    return this.#build();
   }
 
   /**
