@@ -465,7 +465,7 @@ async function shrinkCase(url: string, spec: string): Promise<void> {
   const store = await openStore(url);
   try {
     const c = new ClusterIpam(store);
-    await c.assign({ node: 'n1', handle: 'low', auto: { 4: 1 } });
+    await c.assign({ node: 'n1', handle: 'low', ips: [parseAddr('10.33.0.5')] });
     // An empty block in the upper half: claimed by a pod that left.
     await c.assign({ node: 'n2', handle: 'gone', ips: [parseAddr('10.33.0.200')] });
     await c.releaseHandle('gone');
