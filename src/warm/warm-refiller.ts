@@ -19,6 +19,7 @@ import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
 import { poolUsable } from '../cluster/pool-record.js';
+import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {
   readonly #s: WarmState;
@@ -36,11 +37,14 @@ export class WarmRefiller {
   /** Addresses withdrawn (their pool is not usable) and not yet in a return txn. */
   #withdrawn: Addr[] = [];
   readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
+  /** Refills and returns whose answer was lost: settled by a re-read at the next run (warm-unknown.ts). */
+  readonly unknown: WarmUnknown;
 
   /** `ensureReady`: the restore (warm-restore.ts) the loop retries until the pools are ready. */
   constructor(state: WarmState, ensureReady: () => Promise<void>) {
     this.#s = state;
     this.#ensureReady = ensureReady;
+    this.unknown = new WarmUnknown(state);
   }
 
   /** Starts the maintenance loop. */
@@ -189,6 +193,8 @@ export class WarmRefiller {
 
   async #refillOnce(): Promise<void> {
     const s = this.#s;
+    // Outcomes in doubt first: a re-read decides which addresses are still the node's.
+    await this.unknown.settle().catch((e: unknown) => s.log.warn({ node: s.o.node, inDoubt: this.unknown.pending, error: (e as Error).message }, 'warm pool: refills or returns whose answer was lost are not settled yet (their addresses stay out of the idle queue)'));
     const now = s.now();
     const want = new Map<Family, number>();
     const returns: Addr[] = [];
@@ -236,6 +242,8 @@ export class WarmRefiller {
       } catch (e) {
         failed = true;
         for (const [f, n] of take) s.pools.get(f)!.refillFailed(n);
+        // The txn may have landed with its answer lost: the handle is re-read before the next plan.
+        this.unknown.takeInDoubt(handle);
         this.#failed('refill', e);
       }
     }
@@ -265,7 +273,9 @@ export class WarmRefiller {
         this.#succeeded();
       } catch (e) {
         failed = true;
-        for (const [f, pool] of s.pools) pool.returnFailed(byFamily(f));
+        // Never "not written": the txn may have landed with its answer lost, and another node may
+        // hold these addresses by now. They stay returning until a re-read settles them.
+        this.unknown.returnInDoubt(chunk);
         this.#failed('return', e);
       }
     }
