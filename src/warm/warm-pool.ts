@@ -146,6 +146,11 @@ export class WarmPool {
     };
   }
 
+  /** True while `addr` is being returned (picked by `plan` or `withdraw`, not yet settled). */
+  isReturning(addr: Addr): boolean {
+    return addr.family === this.config.family && this.#returning.has(addr.value);
+  }
+
   /** The address `key` holds, or undefined. */
   addressOf(key: string): Addr | undefined {
     return this.#inUse.get(key)?.addr;

@@ -4,21 +4,22 @@
  * one txn; returns are one `releaseAddresses` of every surplus address; both back off
  * (doubling, to BACKOFF_MAX_MS) on failure. A maintenance loop (Periodic, every tickMs) tops
  * the pools up to minIdle and returns above maxIdle; until the pools are restored it retries
- * the restore instead. Each tick also reads the config generation (one `get`; the pool list is
- * reloaded only when it changed): the idle addresses of a pool that became draining, disabled
- * or deleting are withdrawn (WarmPool.withdraw, here and synchronously before every ADD's
- * acquire) and go back in the same return txn as the surplus; refills never come from such a
- * pool (assign skips it).
+ * the restore instead. The view (pools, reservations, the node's labels) is read at each config
+ * change by the watch (warm-trust.ts) and every poolViewMs by the loop (the watch may be down):
+ * idle addresses no pod of the node may be given now are withdrawn (WarmPool.withdraw, here and
+ * synchronously before every ADD's acquire) and go back in the same return txn as the surplus;
+ * ones the datastore no longer gives the node are forgotten (WarmPool.forget). Refills never
+ * come from such a pool (assign skips it). A refill or return whose answer was lost is settled
+ * by a re-read before the next plan (warm-unknown.ts).
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
-import { type Addr, type Family, formatAddr } from '../ip/index.js';
+import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
-import { poolUsable } from '../cluster/pool-record.js';
 import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {
@@ -70,7 +71,24 @@ export class WarmRefiller {
    * `now`. What it takes goes back in the next maintenance run's return txn (started soon).
    */
   withdraw(now: number): void {
+    this.#forgetGone(now);
     if (this.#take(now) > 0) this.#kickSoon();
+  }
+
+  /** Idle and reserved addresses the datastore no longer gives to this node leave the pools and the resource DB. */
+  #forgetGone(now: number): void {
+    const s = this.#s;
+    if (s.gone.size === 0) return;
+    const out: string[] = [];
+    for (const pool of s.pools.values()) out.push(...pool.forget((a) => s.gone.has(formatAddr(a)), now).map(formatAddr));
+    if (out.length > 0) {
+      s.db.dropHeld(out);
+      s.pods.store.unreserveAddrs(out);
+      for (const a of out) s.meta.delete(a);
+      s.log.warn({ node: s.node, addrs: out }, 'warm pool: addresses the datastore no longer gives to this node\'s warm handles are dropped from the idle queue');
+    }
+    // Forgotten, or returned meanwhile: nothing left to watch for.
+    for (const a of s.gone) if (!s.meta.has(a)) s.gone.delete(a);
   }
 
   #take(now: number): number {
@@ -85,17 +103,29 @@ export class WarmRefiller {
     return n;
   }
 
-  /** Reads the config generation; on a change, the pool list, and which addresses are unusable. */
+  /**
+   * Reads the view (pools, reservations, the node's labels: one batched read, the pool list
+   * reloaded only when the config generation changed) and which held addresses are now unusable;
+   * withdraws those idle at once.
+   */
   async refreshPools(): Promise<void> {
     const s = this.#s;
-    const { pools, configRev } = await s.ds((ipam) => ipam.currentPools());
-    if (configRev === s.poolsRev) return;
+    const view = await s.ds((ipam) => ipam.warmView(s.o.node));
+    s.poolsRev = view.configRev;
+    s.view = view;
     const was = s.unusable !== undefined;
-    s.poolsRev = configRev;
-    s.unusable = unusableAddrs(pools);
-    if (s.unusable !== undefined || was) {
-      s.log.info({ node: s.o.node, configRev, unusable: pools.filter((p) => !poolUsable(p)).map((p) => p.name) }, 'warm pool: pool view changed; idle addresses of unusable pools are returned');
+    this.recheck();
+    if ((s.unusable !== undefined) !== was) {
+      s.log.info({ node: s.o.node, configRev: view.configRev, unusable: s.unusable !== undefined }, s.unusable ? 'warm pool: the node holds addresses no pod of it may be given now (reserved, in no usable pool selecting this node): idle ones are returned' : 'warm pool: every address the node holds may be handed out again');
     }
+    this.withdraw(s.now());
+  }
+
+  /** Recomputes `unusable` from the last view against what the node holds now. */
+  recheck(): void {
+    const s = this.#s;
+    if (s.view === undefined) return;
+    s.unusable = unusableAddrs(s.view, [...s.meta.keys()].map(parseAddr));
   }
 
   /** A miss of family `f` asks for one more address in the next refill. */
@@ -282,6 +312,7 @@ export class WarmRefiller {
   }
 
   #succeeded(): void {
+    if (this.#s.unusable !== undefined) this.recheck();
     this.#backoffMs = 0;
     this.#backoffUntil = 0;
     this.#s.lastError = undefined;
