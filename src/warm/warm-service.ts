@@ -158,7 +158,7 @@ export class WarmService {
     await this.#s.pods.open();
     await this.#restore.ensureReady().catch((e: Error) => this.#s.log.warn({ error: e.message }, 'warm pool not ready yet'));
     this.#refiller.start();
-    this.#trust.start();
+    if (this.#s.o.watch !== false) this.#trust.start();
     this.#writes.start();
     this.#s.pods.start((keys, now) => this.#verbs.gcRelease(keys, now));
   }
