@@ -63,7 +63,18 @@ export interface ClusterServiceStats {
   readonly groups: { batches: number; adds: number };
 }
 
+export interface ClusterServicesOptions {
+  /** Opens a datastore URL (default: openStore). Tests wrap a real store here, e.g. to lose a txn's answer after it committed. */
+  readonly openStore?: (url: string) => Promise<Store>;
+}
+
 export class ClusterServices implements ClusterHost, ClusterServiceStats {
+  readonly #openStore: ((url: string) => Promise<Store>) | undefined;
+
+  constructor(o: ClusterServicesOptions = {}) {
+    this.#openStore = o.openStore;
+  }
+
   readonly #stores = new Map<string, Promise<Datastore>>();
   readonly #queues = new Map<string, { jobs: Job[]; busy: boolean }>();
   readonly groups = { batches: 0, adds: 0 };
@@ -198,7 +209,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     if (!p) {
       p = (async () => {
         const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/cluster-ipam.js')]);
-        const store = await openStore(datastore);
+        const store = await (this.#openStore ?? openStore)(datastore);
         const d = { store, ipam: new ClusterIpam(store), byNode: new Map<string, ClusterIpam>() };
         this.#opened.add(d);
         return d;

@@ -142,12 +142,31 @@ export function registerIpam(program: Command): void {
     .description('free addresses by address or by handle (both: those addresses only while that handle holds them)')
     .option('--ip <ip>', 'an address to free, whoever holds it (repeatable)', collect, [] as string[])
     .option('--handle <handle>', 'free everything this handle holds; with --ip, only the given addresses it still holds')
-    .action(async (opts: { ip: string[]; handle?: string }, cmd: Command) => {
+    .option('--force', 'also free idle addresses of a node agent\'s warm pool (only for a node whose agent is gone: a running agent may hand one out until its watch sees the release)')
+    .action(async (opts: { ip: string[]; handle?: string; force?: boolean }, cmd: Command) => {
       if (opts.ip.length === 0 && opts.handle === undefined) throw new UsageError('give --ip (repeatable), --handle, or both');
       const { formatAddr, parseAddr } = await import('../ip/index.js');
+      const { isWarmHandle } = await import('../model/reserved-network.js');
+      const { warmHandleNode } = await import('../warm/warm-handle.js');
       const addrs = usage(() => opts.ip.map((t) => parseAddr(t)));
       const heldBy = opts.handle === undefined ? undefined : new Set([opts.handle]);
-      const released = await withClusterIpam(cmd, 'write', (ipam) => {
+      const released = await withClusterIpam(cmd, 'write', async (ipam) => {
+        if (!opts.force) {
+          // An idle warm address is the agent's to give back: freed behind it, it stays in its idle
+          // queue until the agent's watch sees the release, and a pod could get it meanwhile.
+          const warm = opts.handle !== undefined && isWarmHandle(opts.handle) ? [`handle "${opts.handle}"`] : [];
+          for (const a of addrs) {
+            const h = await ipam.holderOfAddress(a);
+            if (h !== undefined && isWarmHandle(h.handle)) warm.push(`${formatAddr(a)} (idle in node ${warmHandleNode(h.handle) ?? h.node}'s warm pool, handle "${h.handle}")`);
+          }
+          if (warm.length > 0) {
+            throw new UsageError(
+              `not released: ${warm.join(', ')}: an idle warm-pool address is given back by its node agent, not freed behind it (a running agent could hand it to a pod until it sees the release). ` +
+                'To take it out of service: podipam ipam reserve NAME --cidr ADDRESS (the agent returns reserved idle addresses within seconds). ' +
+                'Only if that node\'s agent is gone for good: add --force.',
+            );
+          }
+        }
         const c = ipam.withReason('release');
         return addrs.length === 0 ? c.releaseHandle(opts.handle as string) : c.releaseAddresses(addrs, heldBy);
       });

@@ -40,7 +40,7 @@ import type { StickyHold } from './sticky-holds.js';
 import type { IpamSettings } from './settings.js';
 import type { IpamUsage } from './usage.js';
 import type { Utilisation, UtilisationOptions } from './utilisation.js';
-import { type WarmRecordWrite, type WarmWriteResult, type WriteFence, cachedPools, currentPools, listWarmHandles, readWarmRecords, writeWarmRecords } from './warm-handles.js';
+import { type WarmRecordWrite, type WarmView, type WarmWriteResult, type WriteFence, cachedPools, currentPools, listWarmHandles, readWarmRecords, warmView, writeWarmRecords } from './warm-handles.js';
 import { ViewCache } from './view-cache.js';
 
 export interface ClusterIpamOptions {
@@ -174,6 +174,11 @@ export class ClusterIpam {
   /** See warm-handles.ts: the pools and their config generation, the snapshot reloaded when that changed. */
   currentPools(): Promise<{ readonly pools: readonly Pool[]; readonly configRev: number }> {
     return currentPools(this.#ctx);
+  }
+
+  /** See warm-handles.ts: the pools, reservations and `node`'s labels, for its warm pool. */
+  warmView(node: string): Promise<WarmView> {
+    return warmView(this.#ctx, node);
   }
 
   /** See gc-node.ts: release a node's handles of a network that are not in `keep`. */

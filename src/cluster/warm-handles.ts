@@ -14,6 +14,9 @@ import { loadSnapshot } from './cluster-snapshot.js';
 import type { IpamContext } from './ipam-context.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, IPSET_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from './keys.js';
 import type { Pool } from './pool-record.js';
+import type { IpRangeSet } from '../ip/index.js';
+import { nodeKey } from '../model/node-record.js';
+import { labelsOf } from './node-headroom-load.js';
 
 /** One record write: `value` undefined deletes the key — at `at` (ms; default now) for `why` (default: the service's reason, else DEL). */
 export interface WarmRecordWrite {
@@ -121,4 +124,25 @@ export async function currentPools(ctx: IpamContext): Promise<{ readonly pools: 
   const config = await ctx.store.get(CONFIG_KEY);
   if (ctx.cache.snapshot === undefined || ctx.cache.snapshot.configRev !== (config?.rev ?? 0)) ctx.cache.snapshot = await loadSnapshot(ctx.store);
   return { pools: ctx.cache.snapshot.pools, configRev: ctx.cache.snapshot.configRev };
+}
+
+/** What decides whether a node's warm pool may still hand out an idle address (warmView). */
+export interface WarmView {
+  readonly configRev: number;
+  readonly pools: readonly Pool[];
+  /** Every reservation's CIDRs. */
+  readonly reserved: IpRangeSet;
+  /** The node's labels (its `nodes/<name>` record; {} without one), for the pools' node selectors. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/**
+ * currentPools with the reservations and the node's labels: two small reads (`config`, the node
+ * record), the snapshot reloaded only when the config generation changed.
+ */
+export async function warmView(ctx: IpamContext, node: string): Promise<WarmView> {
+  const [config, rec] = await ctx.store.getMany([CONFIG_KEY, nodeKey(node)]);
+  if (ctx.cache.snapshot === undefined || ctx.cache.snapshot.configRev !== (config?.rev ?? 0)) ctx.cache.snapshot = await loadSnapshot(ctx.store);
+  const snap = ctx.cache.snapshot;
+  return { configRev: snap.configRev, pools: snap.pools, reserved: snap.reserved, labels: labelsOf(rec?.value) };
 }

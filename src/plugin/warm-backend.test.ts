@@ -31,7 +31,7 @@ const rig = (opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> =>
         { name: 'v4', cidr: '10.77.0.0/16' },
         { name: 'v6', cidr: 'fd00:77::/64' },
       ],
-      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000 },
+      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, watch: false },
     },
     opts,
     prev,

@@ -1,13 +1,29 @@
 /**
- * Which addresses the warm pool must stop handing out and give back: those in the space of a
- * pool that is not usable (draining, disabled or being deleted; see poolUsable). Undefined when
- * every pool is usable, so the ADD path skips the idle scan entirely in the common case.
+ * Which addresses the warm pool must stop handing out and give back: those a pod of this node
+ * could not be given by the allocator now — reserved, or in the CIDR of no pool that is usable
+ * (not draining, disabled or being deleted) and selects this node (its labels). That covers a
+ * pool deleted outright and the space an unfinished shrink still holds outside the new CIDR.
+ * Undefined when none of `held` (the addresses the node holds) matches, so the ADD path skips
+ * the idle scan entirely in the common case; the caller computes it again whenever the view
+ * changes (warm-trust.ts), and an address refilled later never matches (the allocator never
+ * gives such an address).
  */
-import { type Addr, prefixContains } from '../ip/index.js';
-import { type Pool, poolSpace, poolUsable } from '../cluster/pool-record.js';
+import { type Addr, type IpRangeSet, prefixContains } from '../ip/index.js';
+import { type Pool, poolUsable } from '../cluster/pool-record.js';
+import { selectorMatches } from '../model/node-selector.js';
 
-export function unusableAddrs(pools: readonly Pool[]): ((a: Addr) => boolean) | undefined {
-  const spaces = pools.filter((p) => !poolUsable(p)).map(poolSpace);
-  if (spaces.length === 0) return undefined;
-  return (a) => spaces.some((s) => prefixContains(s, a));
+export interface UnusableView {
+  readonly pools: readonly Pool[];
+  readonly reserved?: IpRangeSet;
+  /** The node's labels; undefined: node selectors are not checked. */
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+export function unusableAddrs(v: UnusableView, held?: Iterable<Addr>): ((a: Addr) => boolean) | undefined {
+  const serving = v.pools.filter((p) => poolUsable(p) && (v.labels === undefined || selectorMatches(p.nodeSelector, v.labels))).map((p) => p.cidr);
+  const reserved = v.reserved !== undefined && v.reserved.ranges.length > 0 ? v.reserved : undefined;
+  const pred = (a: Addr): boolean => (reserved?.contains(a) ?? false) || !serving.some((c) => prefixContains(c, a));
+  if (held === undefined) return v.pools.every((p) => poolUsable(p)) && reserved === undefined ? undefined : pred;
+  for (const a of held) if (pred(a)) return pred;
+  return undefined;
 }

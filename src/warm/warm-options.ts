@@ -40,6 +40,8 @@ export interface WarmOptions {
    */
   readonly poolViewMs?: number;
   readonly writeDelayMs?: number;
+  /** false: no datastore watch (warm-trust.ts); tests that drive every loop by hand, as with a long tickMs. Default true. */
+  readonly watch?: boolean;
   readonly now?: () => number;
   /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */
   readonly openPodSource?: OpenPodSource;

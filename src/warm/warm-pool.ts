@@ -35,6 +35,11 @@
  *   disabled or deleted): the matching idle ones past their cooldown become `returning`, for the
  *   caller to return like a plan's (call it before `acquire` with the same `now`); in-use and reserved ones are untouched (a reservation that ends joins
  *   the idle queue and is withdrawn by the next call).
+ * - `forget(pred)` when the datastore no longer gives matching addresses to the node's warm
+ *   handles (released behind the agent's back, or a return whose lost answer a re-read settled):
+ *   idle and reserved ones leave the pool at once, whatever their cooldown, and are never handed
+ *   out again; in-use ones stay until their release makes them idle (call it again then).
+ * - `recovered(addrs, now)`: addresses a refill whose answer was lost turned out to hold.
  * - `snapshot()` into the resource DB; `WarmPool.restore(config, snapshot)` after a restart.
  *
  * Dual-stack: one pool per family, paired by the caller. It acquires from both; when one cannot
@@ -139,6 +144,11 @@ export class WarmPool {
       pending: this.#pending,
       tokens: Math.max(0, this.config.capacity - this.#heldCount()),
     };
+  }
+
+  /** True while `addr` is being returned (picked by `plan` or `withdraw`, not yet settled). */
+  isReturning(addr: Addr): boolean {
+    return addr.family === this.config.family && this.#returning.has(addr.value);
   }
 
   /** The address `key` holds, or undefined. */
@@ -267,6 +277,35 @@ export class WarmPool {
     const out = this.#idle.removeWhere((e) => e.freeAt <= now && pred(e.addr));
     for (const e of out) this.#returning.set(e.addr.value, e);
     return out.map((e) => e.addr);
+  }
+
+  /**
+   * Idle and reserved addresses `pred` matches leave the pool (not returned: the datastore no
+   * longer gives them to this node), whatever their cooldown; returns them. In-use and returning
+   * ones are untouched.
+   */
+  forget(pred: (addr: Addr) => boolean, now: number): Addr[] {
+    this.#expire(now);
+    const out = this.#idle.removeWhere((e) => pred(e.addr)).map((e) => e.addr);
+    for (const [key, r] of this.#reserved) {
+      if (!pred(r.addr)) continue;
+      this.#reserved.delete(key); // its #expiry entry is dropped when it surfaces
+      out.push(r.addr);
+    }
+    for (const a of out) this.#held.delete(a.value);
+    return out;
+  }
+
+  /**
+   * Addresses a refill whose answer was lost turned out to hold (a re-read of its warm handle):
+   * idle, free from `now`. They take no pending token (the failed refill gave its tokens back),
+   * so the pool may hold more than `capacity` until `plan` returns the surplus. RangeError,
+   * nothing changed, when one is of the other family, already held, or listed twice.
+   */
+  recovered(addrs: readonly Addr[], now: number): void {
+    this.#expire(now);
+    this.#checkArriving(addrs, 'recover');
+    for (const addr of addrs) this.#toIdle({ addr, freeAt: now });
   }
 
   /**

@@ -4,21 +4,23 @@
  * one txn; returns are one `releaseAddresses` of every surplus address; both back off
  * (doubling, to BACKOFF_MAX_MS) on failure. A maintenance loop (Periodic, every tickMs) tops
  * the pools up to minIdle and returns above maxIdle; until the pools are restored it retries
- * the restore instead. Each tick also reads the config generation (one `get`; the pool list is
- * reloaded only when it changed): the idle addresses of a pool that became draining, disabled
- * or deleting are withdrawn (WarmPool.withdraw, here and synchronously before every ADD's
- * acquire) and go back in the same return txn as the surplus; refills never come from such a
- * pool (assign skips it).
+ * the restore instead. The view (pools, reservations, the node's labels) is read at each config
+ * change by the watch (warm-trust.ts) and every poolViewMs by the loop (the watch may be down):
+ * idle addresses no pod of the node may be given now are withdrawn (WarmPool.withdraw, here and
+ * synchronously before every ADD's acquire) and go back in the same return txn as the surplus;
+ * ones the datastore no longer gives the node are forgotten (WarmPool.forget). Refills never
+ * come from such a pool (assign skips it). A refill or return whose answer was lost is settled
+ * by a re-read before the next plan (warm-unknown.ts).
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
-import { type Addr, type Family, formatAddr } from '../ip/index.js';
+import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
-import { poolUsable } from '../cluster/pool-record.js';
+import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {
   readonly #s: WarmState;
@@ -36,11 +38,14 @@ export class WarmRefiller {
   /** Addresses withdrawn (their pool is not usable) and not yet in a return txn. */
   #withdrawn: Addr[] = [];
   readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
+  /** Refills and returns whose answer was lost: settled by a re-read at the next run (warm-unknown.ts). */
+  readonly unknown: WarmUnknown;
 
   /** `ensureReady`: the restore (warm-restore.ts) the loop retries until the pools are ready. */
   constructor(state: WarmState, ensureReady: () => Promise<void>) {
     this.#s = state;
     this.#ensureReady = ensureReady;
+    this.unknown = new WarmUnknown(state);
   }
 
   /** Starts the maintenance loop. */
@@ -66,7 +71,24 @@ export class WarmRefiller {
    * `now`. What it takes goes back in the next maintenance run's return txn (started soon).
    */
   withdraw(now: number): void {
+    this.#forgetGone(now);
     if (this.#take(now) > 0) this.#kickSoon();
+  }
+
+  /** Idle and reserved addresses the datastore no longer gives to this node leave the pools and the resource DB. */
+  #forgetGone(now: number): void {
+    const s = this.#s;
+    if (s.gone.size === 0) return;
+    const out: string[] = [];
+    for (const pool of s.pools.values()) out.push(...pool.forget((a) => s.gone.has(formatAddr(a)), now).map(formatAddr));
+    if (out.length > 0) {
+      s.db.dropHeld(out);
+      s.pods.store.unreserveAddrs(out);
+      for (const a of out) s.meta.delete(a);
+      s.log.warn({ node: s.node, addrs: out }, 'warm pool: addresses the datastore no longer gives to this node\'s warm handles are dropped from the idle queue');
+    }
+    // Forgotten, or returned meanwhile: nothing left to watch for.
+    for (const a of s.gone) if (!s.meta.has(a)) s.gone.delete(a);
   }
 
   #take(now: number): number {
@@ -81,17 +103,29 @@ export class WarmRefiller {
     return n;
   }
 
-  /** Reads the config generation; on a change, the pool list, and which addresses are unusable. */
+  /**
+   * Reads the view (pools, reservations, the node's labels: one batched read, the pool list
+   * reloaded only when the config generation changed) and which held addresses are now unusable;
+   * withdraws those idle at once.
+   */
   async refreshPools(): Promise<void> {
     const s = this.#s;
-    const { pools, configRev } = await s.ds((ipam) => ipam.currentPools());
-    if (configRev === s.poolsRev) return;
+    const view = await s.ds((ipam) => ipam.warmView(s.o.node));
+    s.poolsRev = view.configRev;
+    s.view = view;
     const was = s.unusable !== undefined;
-    s.poolsRev = configRev;
-    s.unusable = unusableAddrs(pools);
-    if (s.unusable !== undefined || was) {
-      s.log.info({ node: s.o.node, configRev, unusable: pools.filter((p) => !poolUsable(p)).map((p) => p.name) }, 'warm pool: pool view changed; idle addresses of unusable pools are returned');
+    this.recheck();
+    if ((s.unusable !== undefined) !== was) {
+      s.log.info({ node: s.o.node, configRev: view.configRev, unusable: s.unusable !== undefined }, s.unusable ? 'warm pool: the node holds addresses no pod of it may be given now (reserved, in no usable pool selecting this node): idle ones are returned' : 'warm pool: every address the node holds may be handed out again');
     }
+    this.withdraw(s.now());
+  }
+
+  /** Recomputes `unusable` from the last view against what the node holds now. */
+  recheck(): void {
+    const s = this.#s;
+    if (s.view === undefined) return;
+    s.unusable = unusableAddrs(s.view, [...s.meta.keys()].map(parseAddr));
   }
 
   /** A miss of family `f` asks for one more address in the next refill. */
@@ -189,6 +223,8 @@ export class WarmRefiller {
 
   async #refillOnce(): Promise<void> {
     const s = this.#s;
+    // Outcomes in doubt first: a re-read decides which addresses are still the node's.
+    await this.unknown.settle().catch((e: unknown) => s.log.warn({ node: s.o.node, inDoubt: this.unknown.pending, error: (e as Error).message }, 'warm pool: refills or returns whose answer was lost are not settled yet (their addresses stay out of the idle queue)'));
     const now = s.now();
     const want = new Map<Family, number>();
     const returns: Addr[] = [];
@@ -236,6 +272,8 @@ export class WarmRefiller {
       } catch (e) {
         failed = true;
         for (const [f, n] of take) s.pools.get(f)!.refillFailed(n);
+        // The txn may have landed with its answer lost: the handle is re-read before the next plan.
+        this.unknown.takeInDoubt(handle);
         this.#failed('refill', e);
       }
     }
@@ -265,13 +303,16 @@ export class WarmRefiller {
         this.#succeeded();
       } catch (e) {
         failed = true;
-        for (const [f, pool] of s.pools) pool.returnFailed(byFamily(f));
+        // Never "not written": the txn may have landed with its answer lost, and another node may
+        // hold these addresses by now. They stay returning until a re-read settles them.
+        this.unknown.returnInDoubt(chunk);
         this.#failed('return', e);
       }
     }
   }
 
   #succeeded(): void {
+    if (this.#s.unusable !== undefined) this.recheck();
     this.#backoffMs = 0;
     this.#backoffUntil = 0;
     this.#s.lastError = undefined;

@@ -86,7 +86,7 @@ export class WarmRestore {
       // What each direct attachment's own handle holds: the evidence that its pod holds them.
       const direct = new Map<string, readonly Assignment[] | undefined>();
       for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
-      return { families, held, records, direct, unusable: unusableAddrs(pools) };
+      return { families, held, records, direct, unusable: unusableAddrs({ pools }) };
     });
     // Until the first maintenance tick reads the config generation: the view the start read.
     s.unusable = found.unusable;
@@ -141,7 +141,7 @@ export class WarmRestore {
     const quarantined = db.quarantined();
     this.#quarantined = quarantined.length;
     if (quarantined.length > 0) {
-      log.warn({ node, addrs: quarantined.map((r) => r.addr) }, 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip` once no pod uses them');
+      log.warn({ node, addrs: quarantined.map((r) => r.addr) }, 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip ADDR --force` once no pod uses them');
     }
     const held = db.held();
     const inUse = plan.inUse;

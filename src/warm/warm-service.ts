@@ -58,6 +58,7 @@ import { WarmRefiller } from './warm-refiller.js';
 import type { WarmAnswer, WarmRequest } from './warm-request.js';
 import { WarmRestore } from './warm-restore.js';
 import { WarmState } from './warm-state.js';
+import { WarmTrust } from './warm-trust.js';
 import { WarmVerbs } from './warm-verbs.js';
 import { WarmWriteBehind } from './warm-write-behind.js';
 
@@ -97,6 +98,10 @@ export interface WarmStatus {
   readonly adoptedOnReconcile: number;
   /** Addresses the node's warm handles hold that no evidence shows free (a lost resource DB): held out of the idle queue. */
   readonly quarantined: number;
+  /** Addresses the node's warm handles lost behind the agent (its watch saw them freed): dropped, never handed out. */
+  readonly droppedByWatch: number;
+  /** Refills and returns whose answer was lost, not yet settled by a re-read (warm-unknown.ts). */
+  readonly inDoubt: number;
   readonly lastError: string | undefined;
 }
 
@@ -109,6 +114,7 @@ export class WarmService {
   readonly #lockFd: number;
   readonly #restore: WarmRestore;
   readonly #refiller: WarmRefiller;
+  readonly #trust: WarmTrust;
   readonly #verbs: WarmVerbs;
   readonly #writes: WarmWriteBehind;
   readonly #direct: WarmDirect;
@@ -142,6 +148,7 @@ export class WarmService {
     this.#direct = new WarmDirect(this.#s);
     this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false), this.#direct);
     this.#refiller = new WarmRefiller(this.#s, () => this.#restore.ensureReady());
+    this.#trust = new WarmTrust(this.#s, this.#refiller);
     this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller, this.#direct);
     this.#writes = new WarmWriteBehind(this.#s);
   }
@@ -151,6 +158,7 @@ export class WarmService {
     await this.#s.pods.open();
     await this.#restore.ensureReady().catch((e: Error) => this.#s.log.warn({ error: e.message }, 'warm pool not ready yet'));
     this.#refiller.start();
+    if (this.#s.o.watch !== false) this.#trust.start();
     this.#writes.start();
     this.#s.pods.start((keys, now) => this.#verbs.gcRelease(keys, now));
   }
@@ -158,7 +166,7 @@ export class WarmService {
   /** Stops the loops, waits for a refill in flight, flushes the write-behind once more, closes the resource DB and the lock. */
   async close(): Promise<void> {
     this.#s.closed = true;
-    const loops = [this.#refiller.stop(), this.#writes.stop()]; // their timers are cleared now
+    const loops = [this.#refiller.stop(), this.#writes.stop(), this.#trust.stop()]; // their timers are cleared now
     await this.#s.pods.stop();
     await Promise.all(loops);
     await this.#writes.flush().catch(() => undefined);
@@ -238,6 +246,8 @@ export class WarmService {
       writeBehindDepth: w.depth,
       writeBehindAgeMs: w.oldestAt === undefined ? 0 : Math.max(0, s.now() - w.oldestAt),
       quarantined: this.#restore.quarantined,
+      droppedByWatch: this.#trust.counters.gone,
+      inDoubt: this.#refiller.unknown.pending,
       lastError: s.lastError,
     };
   }

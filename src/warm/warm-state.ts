@@ -13,6 +13,7 @@ import type { ResourceDb } from './resource-db.js';
 import type { WarmOptions } from './warm-options.js';
 import type { WarmPool } from './warm-pool.js';
 import { podRecordKey, warmHandlePrefix } from './warm-handle.js';
+import type { UnusableView } from './unusable-addrs.js';
 
 /** The block information of an address the node holds: its warm handle, prefix length and gateway. */
 export interface WarmMeta {
@@ -33,6 +34,13 @@ export class WarmState {
    */
   unusable: ((a: Addr) => boolean) | undefined;
   poolsRev: number | undefined;
+  /** The last view read (pools, reservations, the node's labels): `unusable` is computed from it. */
+  view: UnusableView | undefined;
+  /**
+   * Addresses the datastore no longer gives to this node's warm handles (released behind the
+   * agent's back): dropped from the pools as soon as they are idle or reserved, never handed out.
+   */
+  readonly gone = new Set<string>();
 
   constructor(
     readonly o: WarmOptions,

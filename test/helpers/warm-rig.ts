@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { NetConf } from '../../src/cni/types.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterServices } from '../../src/agent/cluster-services.js';
+import { ClusterServices, type ClusterServicesOptions } from '../../src/agent/cluster-services.js';
 import { WarmService, type WarmOptions } from '../../src/warm/warm-service.js';
 import { WarmBackend } from '../../src/plugin/warm-backend.js';
 import { KubePods } from '../../src/agent/kube-pods.js';
@@ -35,12 +35,13 @@ export interface WarmRigSetup {
   readonly options: Omit<WarmOptions, 'datastore' | 'dataDir' | 'now'>;
 }
 
-export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> = {}, prev?: WarmRig): Promise<WarmRig> {
+/** `services`: how the rig's ClusterServices open the datastore (a test wraps the real store). */
+export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> = {}, prev?: WarmRig, services: ClusterServicesOptions = {}): Promise<WarmRig> {
   const url = prev?.url ?? `sqlite:${join(s.root, `ds${s.n}.db`)}`;
   const admin = new ClusterIpam(await openStore(url));
   if (!prev) for (const p of s.pools) await admin.createPool(p);
   const clock = prev?.clock ?? { t: 1_000_000 };
-  const cluster = new ClusterServices();
+  const cluster = new ClusterServices(services);
   const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
   const service = new WarmService({ datastore: url, dataDir, openPodSource: (k, t) => KubePods.open(k, t), ...s.options, now: () => clock.t, ...opts }, cluster);
   await service.start();
