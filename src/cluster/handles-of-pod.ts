@@ -14,7 +14,7 @@ import { addressesOfHandle } from './handle-addresses.js';
 import { type HandleRecord, decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { HANDLE_PREFIX, POOL_PREFIX, blockKey, handleKey } from './keys.js';
-import { type Pool, decodePool } from './pool-record.js';
+import { type Pool, decodePool, poolBlockSizes, poolSpace } from './pool-record.js';
 import { POD_RECORD_PREFIX, isWarmHandle } from '../model/reserved-network.js';
 import { readKeys } from './read-keys.js';
 
@@ -102,11 +102,15 @@ function warmPodHandle(r: WarmPodRecord, pools: readonly Pool[]): PodHandle {
 /** The holder of `addr`: its handle (with the pod it names) and block; undefined when it is free or in no pool. */
 export async function holderOfAddress(ctx: IpamContext, addr: Addr): Promise<AddressHolder | undefined> {
   const pools = (await listAll(ctx.store, POOL_PREFIX)).map(decodePool);
-  const pool = pools.find((p) => prefixContains(p.cidr, addr));
+  const pool = pools.find((p) => prefixContains(poolSpace(p), addr));
   if (!pool) return undefined;
-  const cidr = prefixOf(addr, pool.blockSize);
-  const be = await ctx.store.get(blockKey(cidr));
-  const block = be ? decodeBlock(be) : undefined;
+  // The block holding it may have any size the pool lists (a block-size change keeps old blocks).
+  const cidrs = poolBlockSizes(pool).map((s) => prefixOf(addr, s));
+  const entries = await ctx.store.getMany(cidrs.map(blockKey));
+  const found = entries.findIndex((e) => e !== undefined);
+  if (found < 0) return undefined;
+  const cidr = cidrs[found]!;
+  const block = decodeBlock(entries[found]!);
   const handle = block ? holderOf(block, ordinalOf(cidr, addr)) : undefined;
   if (block === undefined || handle === undefined) return undefined;
   const at = { ip: formatAddr(addr), block: formatPrefix(cidr) };

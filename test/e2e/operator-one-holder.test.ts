@@ -15,7 +15,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeBlock } from '../../src/cluster/block-record.js';
 import { BLOCK_PREFIX } from '../../src/cluster/keys.js';
-import { formatAddr, formatPrefix, prefixOverlaps } from '../../src/ip/index.js';
+import { formatAddr, formatPrefix, parseAddr, prefixOverlaps } from '../../src/ip/index.js';
+import { ClusterIpam } from '../../src/cluster/index.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
 import { openStore } from '../../src/store/index.js';
 import { crashEnv } from '../helpers/crash-points.js';
@@ -83,6 +84,13 @@ test('import into a pool whose block size changed: the live pod in an old-size b
     assert.deepEqual(h.blocks, ['10.61.0.0/26'], 'the import wrote a new-size block over the old one');
     assert.deepEqual(h.byAddr.get('10.61.0.5'), ['live-net:c-live:eth0']);
     assert.deepEqual(h.byAddr.get('10.61.0.6'), ['wb-net:c-new:eth0']);
+    // Who holds it is found in the old-size block too (what `ipam release --ip` and the API ask).
+    const s = await openStore(datastore);
+    try {
+      assert.equal((await new ClusterIpam(s).holderOfAddress(parseAddr('10.61.0.6')))?.handle, 'wb-net:c-new:eth0');
+    } finally {
+      await s.close();
+    }
     const check = await cli('ipam', 'check', '--json');
     assert.equal(check.code, 0, check.stdout + check.stderr);
   } finally {
