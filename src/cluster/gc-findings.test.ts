@@ -21,6 +21,7 @@ function meddling(inner: Store, key: string, meddle: () => Promise<void>): Store
     get: (k: string) => inner.get(k),
     getMany: (k: readonly string[]) => inner.getMany(k),
     revision: () => inner.revision(),
+    identity: () => inner.identity(),
     watch: (p: string, r: number, o?: { signal?: AbortSignal }) => inner.watch(p, r, o),
     list: (p: string, o?: { limit?: number; after?: string }) => inner.list(p, o),
     snapshot: (p: string) => inner.snapshot(p),

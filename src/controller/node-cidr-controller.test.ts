@@ -204,6 +204,7 @@ test('controller retries with back-off while the store is unavailable, without d
     get: (k) => inner.get(k),
     getMany: (k) => inner.getMany(k),
     revision: () => inner.revision(),
+    identity: () => inner.identity(),
     watch: (p, r, o) => inner.watch(p, r, o),
     list: (p, o) => inner.list(p, o),
     snapshot: (p) => inner.snapshot(p),

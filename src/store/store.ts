@@ -71,6 +71,14 @@ export interface Store {
   getMany(keys: readonly string[]): Promise<(Entry | undefined)[]>;
   /** The store's current revision (that of its last write; 0 for a new store), a read. */
   revision(): Promise<number>;
+  /**
+   * What tells this datastore apart from another one at the same URL, a read: etcd's cluster id,
+   * a random id kept in the SQLite file (written the first time it is asked for), a random id per
+   * memory store's data. A datastore replaced by a new one answers another identity; one restored
+   * from its own image (etcd's snapshot, a copy of the SQLite file) may answer the same one, with
+   * a lower revision (the history follower checks both).
+   */
+  identity(): Promise<string>;
   /** Every entry whose key starts with `prefix`, in key order. */
   list(prefix: string, options?: ListOptions): Promise<Entry[]>;
   /**

@@ -58,6 +58,7 @@ export function crashAfter(store: Store, k: number, landed: boolean): Store {
     get: (key) => gate(() => store.get(key)),
     getMany: (keys) => gate(() => store.getMany(keys)),
     revision: () => gate(() => store.revision()),
+    identity: () => gate(() => store.identity()),
     watch: (prefix, from, o) => store.watch(prefix, from, o),
     list: (prefix, o) => gate(() => store.list(prefix, o)),
     snapshot: (prefix) => gate(() => store.snapshot(prefix)),

@@ -338,6 +338,22 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       assert.equal(await s.revision(), rev, 'a read moves no revision');
     }));
 
+    it('identity is one non-empty text for the data, the same through another connection, and moves no revision', withStore(async (s, p) => {
+      await put(s, `${p}i`, 'v');
+      const rev = await s.revision();
+      const id = await s.identity();
+      assert.equal(typeof id, 'string');
+      assert.ok(id.length > 0);
+      assert.equal(await s.identity(), id, 'stable');
+      const other = await peer(s);
+      try {
+        assert.equal(await other.identity(), id, 'the same data answers the same identity');
+      } finally {
+        await other.close();
+      }
+      assert.equal(await s.revision(), rev, 'asking moves no revision');
+    }));
+
     it('revision is the last write\'s and moves only with writes', withStore(async (s, p) => {
       const r = await put(s, `${p}r`, 'v');
       assert.equal(await s.revision(), r);

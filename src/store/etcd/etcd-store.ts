@@ -15,7 +15,7 @@ import { EtcdWatch } from './etcd-watch.js';
 import type { HttpTransport } from './http-post.js';
 
 interface WireHeader {
-  readonly header?: { readonly revision?: string };
+  readonly header?: { readonly revision?: string; readonly cluster_id?: string };
 }
 interface WireRange extends WireHeader {
   readonly kvs?: readonly WireKv[];
@@ -110,6 +110,14 @@ export class EtcdStore implements Store {
     // A count of one key podipam never writes (keys are non-empty): only the header matters.
     const res = (await this.#call('kv/range', { key: rootedBytes('').toString('base64'), count_only: true }, 'read')) as WireRange;
     return wireInt(this.url, 'header.revision', res.header?.revision);
+  }
+
+  /** `etcd cluster CLUSTER_ID`, from the header of a read (any member answers with its cluster's). */
+  async identity(): Promise<string> {
+    const res = (await this.#call('kv/range', { key: rootedBytes('').toString('base64'), count_only: true }, 'read')) as WireRange;
+    const id = res.header?.cluster_id;
+    if (typeof id !== 'string' || !/^\d+$/.test(id)) throw new StoreError(this.url, `etcd answered a read without a cluster id in its header (header.cluster_id: ${JSON.stringify(id)})`);
+    return `etcd cluster ${BigInt(id).toString(16)}`;
   }
 
   /** Through the gateway's /v3/watch stream, starting at the member calls prefer; see EtcdWatch. */

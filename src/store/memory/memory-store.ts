@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch } from '../check-input.js';
 import { StoreCompactedError, StoreError } from '../errors.js';
 import { compareKeys } from '../key-order.js';
@@ -13,6 +14,8 @@ class MemoryData {
   /** Every key, sorted by compareKeys. */
   readonly keys: string[] = [];
   rev = 0;
+  /** Identity: this data's own, never another's. */
+  readonly id = randomUUID();
   /** The last changes, oldest first, whole revisions only; `logFrom` is the first revision kept. */
   readonly log: WatchEvent[] = [];
   logFrom = 1;
@@ -94,6 +97,11 @@ export class MemoryStore implements Store {
   async revision(): Promise<number> {
     this.#enter();
     return this.#data.rev;
+  }
+
+  async identity(): Promise<string> {
+    this.#enter();
+    return `memory ${this.#data.id}`;
   }
 
   /**

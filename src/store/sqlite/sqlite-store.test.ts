@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -345,5 +345,35 @@ describe('SqliteStore', () => {
     db.exec(`UPDATE meta SET value = 99 WHERE name = 'schema'`);
     db.close();
     await assert.rejects(openStore(`sqlite:${other}`), (e: unknown) => e instanceof StoreError && /schema version 99/.test(e.message));
+  });
+});
+
+describe('sqlite identity', () => {
+  it('is kept in the file: reopened and copied it answers the same, a new file at the same path another', async () => {
+    const url = freshUrl();
+    const file = url.slice('sqlite:'.length);
+    let s = await openStore(url);
+    await s.txn([], [{ type: 'put', key: 'k', value: 'v' }]);
+    const id = await s.identity();
+    assert.match(id, /^sqlite file [0-9a-f]+$/);
+    await s.close();
+    s = await openStore(url);
+    assert.equal(await s.identity(), id, 'reopened');
+    await s.close();
+    const copy = join(dir, 'identity-copy.db');
+    copyFileSync(file, copy);
+    const c = await openStore(`sqlite:${copy}`);
+    try {
+      assert.equal(await c.identity(), id, 'a copy of the file (a restored image) carries it');
+    } finally {
+      await c.close();
+    }
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    s = await openStore(url);
+    try {
+      assert.notEqual(await s.identity(), id, 'a new file at the same path is another datastore');
+    } finally {
+      await s.close();
+    }
   });
 });

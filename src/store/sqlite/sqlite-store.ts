@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
@@ -152,6 +153,20 @@ export class SqliteStore implements Store {
 
   async revision(): Promise<number> {
     return this.#call(() => (this.#sql.rev.get() as { value: number }).value);
+  }
+
+  /**
+   * `sqlite file ID`: a random id kept in the file's `meta` table, written (under the write lock,
+   * once) the first time it is asked for. A copy of the file carries it; a new file has another.
+   */
+  async identity(): Promise<string> {
+    const read = (): number | undefined => (this.#sql.id.get() as { value: number } | undefined)?.value;
+    let id = await this.#call(read);
+    if (id === undefined) {
+      const fresh = randomInt(1, 2 ** 47);
+      id = await this.#call(() => this.#db.transaction(() => (this.#sql.setId.run(fresh), read())).immediate());
+    }
+    return `sqlite file ${(id ?? 0).toString(16)}`;
   }
 
   watch(prefix: string, fromRevision: number, options?: WatchOptions): AsyncIterable<WatchEvent[]> {
@@ -358,6 +373,8 @@ function prepare(db: Database) {
     revOf: db.prepare('SELECT rev FROM kv WHERE key = ?'),
     rev: db.prepare(`SELECT value FROM meta WHERE name = 'rev'`),
     setRev: db.prepare(`UPDATE meta SET value = ? WHERE name = 'rev'`),
+    id: db.prepare(`SELECT value FROM meta WHERE name = 'id'`),
+    setId: db.prepare(`INSERT OR IGNORE INTO meta (name, value) VALUES ('id', ?)`),
     put: db.prepare('INSERT INTO kv (key, value, rev) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, rev = excluded.rev'),
     delete: db.prepare('DELETE FROM kv WHERE key = ?'),
     logChange: db.prepare('INSERT INTO changes (rev, key, value) VALUES (?, ?, ?)'),
