@@ -31,6 +31,12 @@ export interface FollowPosition {
   readonly revision: number;
   /** The time of the last change applied (its stamp's, else when the follower saw it). */
   readonly at: number;
+  /**
+   * The datastore's identity (Store.identity) when the follower applied this batch; absent in
+   * files written before it was kept. Another identity, or a revision below `revision`, means
+   * the datastore was restored or replaced.
+   */
+  readonly identity?: string;
 }
 
 export interface HistoryBatch {

@@ -8,8 +8,17 @@
  * gap between the last position's time and the relist. A history store follows one datastore:
  * opening it against another is refused. Retention: holds that ended, and gaps that closed,
  * before now − retention are purged periodically.
+ *
+ * A datastore restored from a backup or replaced by another at the same URL is detected at start
+ * and every `checkIntervalMs` while following: its identity (Store.identity: etcd's cluster id,
+ * the SQLite file's id) differs from the one the position recorded, or its revision is below the
+ * position's. The follower then records a gap from the last instant it knew the datastore's state
+ * (the position's time, or a later check that found the datastore exactly at the position) to the
+ * relist, ends every open hold and starts every hold of the listing at a time known only to lie in
+ * that gap, so that an instant inside it answers "unknown" for every address, and re-baselines
+ * (position = the listing's revision and the new identity).
  */
-import { STAMP_PREFIX } from '../cluster/history-stamp.js';
+import { decodeStamp, STAMP_PREFIX } from '../cluster/history-stamp.js';
 import { POOL_PREFIX } from '../cluster/keys.js';
 import type { Log } from '../log/logger.js';
 import type { Failure } from '../model/failure.js';
@@ -40,6 +49,8 @@ export interface HistoryFollowerOptions {
   readonly retentionMs?: number;
   /** How often the purge runs (default 1 h). */
   readonly purgeIntervalMs?: number;
+  /** How often the datastore's identity and revision are checked while following (default 10 s; 0 = only at start). */
+  readonly checkIntervalMs?: number;
   /** Pause after a failed watch before watching again (default 1 s). */
   readonly retryMs?: number;
   /** Clock, ms (tests). */
@@ -75,6 +86,20 @@ export class HistoryFollower {
   #position: FollowPosition | undefined;
   #loop: Promise<void> | undefined;
   #purge: Periodic | undefined;
+  #check: Periodic | undefined;
+  /** The datastore's identity, as last read. */
+  #identity: string | undefined;
+  /** The last instant a check found the datastore exactly at the position (same identity, same revision). */
+  #verifiedAt = 0;
+  /** Set by a check that found the datastore restored or replaced: the cause; the loop re-baselines. */
+  #replaced: string | undefined;
+  /**
+   * The start of the last restore's gap: a stamp older than this in a later revision was written
+   * back by the restore (a backup holds the stamps of its time), not by a writer: not trusted.
+   */
+  #staleBefore = 0;
+  /** Aborts the current watch only (a check that found the datastore replaced). */
+  #watchAc: AbortController | undefined;
   #lagMs = 0;
   #events = { assigned: 0, released: 0, gap: 0 };
   #lastError: string | undefined;
@@ -95,13 +120,20 @@ export class HistoryFollower {
     if (this.#loop) return;
     const pos = this.#o.db.position();
     if (pos && pos.source !== this.#source) throw new HistorySourceMismatchError(this.#o.db.path, pos.source, this.#source);
+    const replaced = (await this.#replacedCause(pos)).cause;
     if (pos) {
       this.#position = pos;
       this.#state = new HoldState(this.#o.db.openHolds(), await listAll(this.#o.store, POOL_PREFIX));
+      if (replaced !== undefined) await this.#rebaseline(replaced);
     } else {
       await this.#relist(undefined);
     }
     this.#loop = this.#follow();
+    const checkIntervalMs = this.#o.checkIntervalMs ?? 10_000;
+    if (checkIntervalMs > 0) {
+      this.#check = new Periodic({ name: 'history datastore check', intervalMs: checkIntervalMs, log: this.#o.log, task: () => this.#checkDatastore() });
+      this.#check.start();
+    }
     const retentionMs = this.#o.retentionMs ?? DEFAULT_RETENTION_MS;
     if (retentionMs > 0) {
       const log = this.#o.log;
@@ -123,6 +155,7 @@ export class HistoryFollower {
   async stop(): Promise<void> {
     this.#ac.abort();
     await this.#purge?.stop();
+    await this.#check?.stop();
     await this.#loop;
     for (const w of this.#waiters) w.resolve();
     this.#waiters = [];
@@ -150,15 +183,30 @@ export class HistoryFollower {
     const signal = this.#ac.signal;
     while (!signal.aborted) {
       try {
-        const from = (this.#position?.revision ?? 0) + 1;
-        for await (const batch of this.#o.store.watch('', from, { signal })) {
-          if (batch.length > 0) {
-            this.#applyBatch(batch, this.#now());
-            this.#o.onChange?.(true);
-          }
-          if (this.#lastError !== undefined) this.#o.log.info({}, 'history: following the datastore again');
-          this.#lastError = undefined;
+        const cause = this.#replaced;
+        if (cause !== undefined) {
+          await this.#rebaseline(cause);
+          this.#replaced = undefined;
         }
+        const from = (this.#position?.revision ?? 0) + 1;
+        const watchAc = new AbortController();
+        this.#watchAc = watchAc;
+        const stopWatch = (): void => watchAc.abort();
+        signal.addEventListener('abort', stopWatch, { once: true });
+        try {
+          for await (const batch of this.#o.store.watch('', from, { signal: watchAc.signal })) {
+            if (this.#replaced !== undefined) break; // not this datastore's changes
+            if (batch.length > 0) {
+              this.#applyBatch(batch, this.#now());
+              this.#o.onChange?.(true);
+            }
+            if (this.#lastError !== undefined) this.#o.log.info({}, 'history: following the datastore again');
+            this.#lastError = undefined;
+          }
+        } finally {
+          signal.removeEventListener('abort', stopWatch);
+        }
+        if (this.#replaced !== undefined && !signal.aborted) continue; // a check found the datastore replaced
         return; // aborted, or the store closed
       } catch (e) {
         if (signal.aborted) return;
@@ -189,6 +237,70 @@ export class HistoryFollower {
     this.#lastError = msg;
   }
 
+  /**
+   * Why the datastore is not the one the position was written for (restored or replaced), or
+   * undefined when it is. Reads its identity and revision; keeps the identity.
+   */
+  async #replacedCause(pos: FollowPosition | undefined): Promise<{ cause?: string; revision: number }> {
+    const identity = await this.#o.store.identity();
+    const revision = await this.#o.store.revision();
+    if (pos?.identity !== undefined && pos.identity !== identity) {
+      return { cause: `the datastore was replaced or restored: it is ${identity}, the history followed ${pos.identity}`, revision };
+    }
+    if (pos !== undefined && revision < pos.revision) {
+      return { cause: `the datastore was restored or replaced: its revision went back from ${pos.revision} to ${revision}`, revision };
+    }
+    this.#identity = identity;
+    return { revision };
+  }
+
+  /** The periodic check while following: a datastore found replaced makes the loop stop its watch and re-baseline. */
+  async #checkDatastore(): Promise<void> {
+    if (this.#replaced !== undefined) return;
+    const startedAt = this.#now();
+    const pos = this.#position;
+    const { cause, revision } = await this.#replacedCause(pos);
+    if (cause !== undefined) {
+      this.#replaced = cause;
+      this.#watchAc?.abort();
+      return;
+    }
+    // The datastore was exactly where the history is: nothing before this instant is unknown.
+    if (pos !== undefined && revision === pos.revision) this.#verifiedAt = Math.max(this.#verifiedAt, startedAt);
+  }
+
+  /**
+   * The datastore was restored or replaced: a gap from the last instant its state was known to
+   * the relist; every open hold ends, and every hold of the listing starts, at a time known only
+   * to lie in the gap; the position becomes the listing's revision and the identity read now.
+   */
+  async #rebaseline(cause: string): Promise<void> {
+    const identity = await this.#o.store.identity();
+    const listing = await listAllWithRevision(this.#o.store, '');
+    const now = this.#now();
+    const pos = this.#position ?? { source: this.#source, revision: 0, at: 0 };
+    const known = Math.min(Math.max(pos.at, this.#verifiedAt), now);
+    const gap: HistoryGap = { from: known, until: Math.max(now, known), cause: `${cause}; relisted at revision ${listing.rev}` };
+    const time = { at: gap.until, earliest: gap.from };
+    const ends: HoldEnd[] = this.#state.openHolds().map((h) => ({ address: h.address, handle: h.handle, until: time, why: 'unknown' }));
+    const state = new HoldState();
+    const d = state.relist(listing.entries, time);
+    this.#logProblems(d);
+    // A record's own start time (a warm pod's `since`) is the backup's word, not the datastore's history: unknown too.
+    const starts = d.starts.map((s) => ({ ...s, from: time }));
+    this.#identity = identity;
+    this.#staleBefore = gap.from;
+    const position: FollowPosition = { source: this.#source, revision: listing.rev, at: gap.until, identity };
+    this.#o.db.apply({ ends, starts, gaps: [gap], position });
+    this.#state = state;
+    this.#applied(position, ends.length, starts.length, 1);
+    this.#o.onChange?.(true);
+    this.#o.log.warn(
+      { from: new Date(gap.from).toISOString(), until: new Date(gap.until).toISOString(), revision: listing.rev, identity, ended: ends.length, started: starts.length },
+      `history: gap recorded (${gap.cause}): who held any address inside it is unknown`,
+    );
+  }
+
   /** A listing in place of the change stream: the first one of a new store, or after revisions were compacted away. */
   async #relist(compacted: StoreCompactedError | undefined): Promise<void> {
     const listing = await listAllWithRevision(this.#o.store, '');
@@ -204,7 +316,7 @@ export class HistoryFollower {
     }
     const d = this.#state.relist(listing.entries, pos ? { at: gap.until, earliest: pos.at } : { at: now, earliest: 0 });
     this.#logProblems(d);
-    const position: FollowPosition = { source: this.#source, revision: Math.max(listing.rev, pos?.revision ?? 0), at: gap.until };
+    const position: FollowPosition = { source: this.#source, revision: Math.max(listing.rev, pos?.revision ?? 0), at: gap.until, ...this.#identityField() };
     this.#o.db.apply({ ends: d.ends, starts: d.starts, gaps: [gap], position });
     this.#applied(position, d.ends.length, d.starts.length, 1);
     this.#o.onChange?.(true);
@@ -225,7 +337,7 @@ export class HistoryFollower {
     let started = new Set<string>();
     const flush = (): void => {
       if (ends.length === 0 && starts.length === 0 && rev === this.#position?.revision) return;
-      const position: FollowPosition = { source: this.#source, revision: rev, at };
+      const position: FollowPosition = { source: this.#source, revision: rev, at, ...this.#identityField() };
       this.#o.db.apply({ ends, starts, position });
       this.#applied(position, ends.length, starts.length, 0);
       ends = [];
@@ -235,7 +347,7 @@ export class HistoryFollower {
     const key = (address: string, handle: string): string => `${address} ${handle}`;
     for (const [r, events] of revisionsOf(batch)) {
       if (r <= rev) continue; // replayed
-      const d = this.#state.applyRevision(events, seenAt, after);
+      const d = this.#state.applyRevision(this.#withoutStaleStamps(events), seenAt, after);
       this.#logProblems(d);
       if ([...d.ends, ...d.pairs.map((p) => p.end)].some((e) => started.has(key(e.address, e.handle)))) flush();
       if (d.pairs.length > 0) {
@@ -253,6 +365,23 @@ export class HistoryFollower {
       if (events.some((e) => e.key.startsWith(STAMP_PREFIX))) this.#lagMs = Math.max(0, seenAt - d.at);
     }
     flush();
+  }
+
+  /** `events` less the stamps a restore wrote back (older than the restore's gap): such a revision is timed as unstamped. */
+  #withoutStaleStamps(events: WatchEvent[]): WatchEvent[] {
+    if (this.#staleBefore === 0) return events;
+    return events.filter((e) => {
+      if (e.type !== 'put' || !e.key.startsWith(STAMP_PREFIX)) return true;
+      try {
+        return decodeStamp(e.key, e.value).at >= this.#staleBefore;
+      } catch {
+        return true; // derive-holds reports it
+      }
+    });
+  }
+
+  #identityField(): { identity?: string } {
+    return this.#identity === undefined ? {} : { identity: this.#identity };
   }
 
   #applied(position: FollowPosition, released: number, assigned: number, gaps: number): void {

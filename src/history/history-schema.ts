@@ -3,7 +3,7 @@
  *
  * - `meta(name, value)`: `kind` = `podipam-history` (a file without it is not a history file),
  *   `schema` (the version below), and once the follower applied a batch `source`, `revision`,
- *   `at` (its position); `horizon` after a purge (instants before it: unknown).
+ *   `at` (its position) and `identity` (the datastore's, Store.identity); `horizon` after a purge (instants before it: unknown).
  * - `holds`: one row per hold. `address` is the canonical text (formatAddr: dotted quad, RFC 5952),
  *   looked up by equality only. `lo` = the earliest instant the hold may have begun
  *   (`from_earliest`, else `from_at`), kept so one index range finds every hold that may cover an

@@ -167,6 +167,7 @@ function checkBatch(b: HistoryBatch): void {
     throw new TypeError(`history batch: position.revision must be a non-negative integer, got ${JSON.stringify(b.position.revision)}`);
   }
   if (!Number.isFinite(b.position.at)) throw new TypeError(`history batch: position.at must be a finite number, got ${JSON.stringify(b.position.at)}`);
+  if (b.position.identity !== undefined) str('position.identity', b.position.identity);
 }
 
 class SqliteHistoryDb implements HistoryDb {
@@ -250,7 +251,8 @@ class SqliteHistoryDb implements HistoryDb {
     const m = new Map(rows.map((r) => [r.name, r.value]));
     const source = m.get('source');
     if (typeof source !== 'string') return undefined;
-    return { source, revision: Number(m.get('revision')), at: Number(m.get('at')) };
+    const identity = m.get('identity');
+    return { source, revision: Number(m.get('revision')), at: Number(m.get('at')), ...(typeof identity === 'string' ? { identity } : {}) };
   }
 
   apply(batch: HistoryBatch): void {
@@ -272,6 +274,7 @@ class SqliteHistoryDb implements HistoryDb {
     st.putMeta.run('source', b.position.source);
     st.putMeta.run('revision', b.position.revision);
     st.putMeta.run('at', b.position.at);
+    if (b.position.identity !== undefined) st.putMeta.run('identity', b.position.identity);
   }
 
   #end(e: HoldEnd, oldestGap: () => number | null): void {
