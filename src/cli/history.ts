@@ -1,6 +1,8 @@
 /**
  * `podipam ipam history`: who held an address, and when, from the history `podipam serve` keeps
- * (its SQLite file, default DATA_DIR/history.db, opened read-only: this command never writes it).
+ * (its SQLite file, default the datastore's own — DATA_DIR/history.db for the default datastore,
+ * DATA_DIR/history/NAME.db for the one --datastore names, see history-path.ts — opened read-only:
+ * this command never writes it).
  *
  *   podipam ipam history ADDRESS [--since T] [--until T]   every holder, oldest first, and the gaps
  *   podipam ipam history ADDRESS --at T                    the one holder at T, none, or unknown
@@ -9,16 +11,16 @@
  *
  * Times in: RFC 3339 with an offset, or relative (now, -30m, -2h, -7d). Times out: RFC 3339 in
  * UTC; a time known only within bounds prints as "between A and B". Exit codes with --at: 0 a
- * holder, 3 none, 4 unknown (the instant lies in a gap of the history); 1 an error (no history
- * file), 2 bad input.
+ * holder, 3 none, 4 unknown (the instant lies in a gap of the history: serve was away longer than
+ * the datastore kept its changes, or the datastore was restored from a backup or replaced); 1 an
+ * error (no history file), 2 bad input.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { HistoryDb, HistoryRecord, TimeRange } from '../history/history-db.js';
 import type { Hold } from '../model/history.js';
 import { exactJson } from '../util/exact-json.js';
-import { defaultDataDir } from './datastore-url.js';
+import { datastoreUrl, defaultDataDir } from './datastore-url.js';
 import { printData, printTable, type Column } from './output.js';
 import { parseIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
@@ -41,9 +43,11 @@ interface HistoryOpts {
   json?: boolean;
 }
 
-/** The history file: --history-db, else DATA_DIR/history.db. */
-export function historyFile(opts: { historyDb?: string }): string {
-  return opts.historyDb ?? join(defaultDataDir(), 'history.db');
+/** The history file: --history-db, else the datastore's own (history-path.ts: DATA_DIR/history.db for the default datastore). */
+export async function historyFile(opts: { historyDb?: string }, cmd: Command): Promise<string> {
+  if (opts.historyDb !== undefined) return opts.historyDb;
+  const { defaultHistoryPath } = await import('./history-path.js');
+  return usage(() => defaultHistoryPath(defaultDataDir(), datastoreUrl(cmd)));
 }
 
 function historyFormat(opts: HistoryOpts): HistoryFormat {
@@ -90,15 +94,15 @@ export function registerHistory(ipam: Command): void {
     .command('history')
     .description("who held an address, and when (the history podipam serve keeps); with --pod, every address a pod had; without either, the export")
     .argument('[address]', 'an IPv4 or IPv6 address')
-    .option('--at <time>', 'the one holder at this instant (exit 0: a holder, 3: none, 4: unknown, in a gap of the history)')
+    .option('--at <time>', 'the one holder at this instant (exit 0: a holder, 3: none, 4: unknown: in a gap of the history, e.g. while serve was away or the datastore was restored from a backup)')
     .option('--since <time>', 'holds overlapping, or records from, this time on (RFC 3339 or now, -30m, -2h, -7d)')
     .option('--until <time>', 'holds overlapping, or records up to, this time')
     .option('--pod <namespace/name>', 'instead of an address: every address this pod ever had (every incarnation)')
     .option('--limit <n>', 'the export: at most this many records')
-    .option('--history-db <file>', "serve's history file (default: DATA_DIR/history.db; opened read-only)")
+    .option('--history-db <file>', "serve's history file (default: the datastore's own, as serve chose it: DATA_DIR/history.db for the default datastore; opened read-only)")
     .option('-o, --output <format>', `${FORMATS.join(', ')} (JSON: {"items": [hold…], "gaps": […]}; jsonl: one object per line)`)
     .option('--json', 'the same as -o json')
-    .action(async (addressText: string | undefined, opts: HistoryOpts) => {
+    .action(async (addressText: string | undefined, opts: HistoryOpts, cmd: Command) => {
       const format = historyFormat(opts);
       const { parseAddr, formatAddr } = await import('../ip/index.js');
       const { parseOptionalTime } = await import('../history/parse-time.js');
@@ -116,7 +120,7 @@ export function registerHistory(ipam: Command): void {
       const pod = opts.pod === undefined ? undefined : await import('../model/pod-ref.js').then((m) => usage(() => m.parsePodRef('--pod', opts.pod as string)));
       const range: TimeRange = { ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
 
-      const db = await openHistory(historyFile(opts));
+      const db = await openHistory(await historyFile(opts, cmd));
       try {
         if (address !== undefined && at !== undefined) return await printAt(db, address, at, format);
         if (address !== undefined) return await printHolds(format, db.holdsOfAddress(address, range), db.gaps(range), `no holder of ${address} in the history${rangeText(range)}`, false);

@@ -54,7 +54,7 @@ export function registerServe(program: Command): void {
     .option('--no-default-pools', `do not create ${DEFAULT_POOLS.map((p) => `${p.name} (${p.cidr})`).join(' and ')} when no pool exists`)
     .option('--gc-interval <duration>', 'how often cluster GC looks for leaks and blocks of deleted nodes (0 = never)', '60s')
     .option('--gc-grace <duration>', 'how long a finding must persist before GC releases it', '15m')
-    .option('--history-db <file>', 'the allocation history (who held each address, and when): its SQLite file (default: DATA_DIR/history.db)')
+    .option('--history-db <file>', "the allocation history (who held each address, and when): its SQLite file (default: the datastore's own, DATA_DIR/history.db for the default datastore, DATA_DIR/history/NAME.db for any other)")
     .option('--history-retention <duration>', 'how long the history keeps holds that ended (e.g. 90d, 12h; 0 = forever)', '90d')
     .option('--no-history', 'do not keep the allocation history')
     .option('--node-name <name>', `node name in the printed CNI config (default: ${DEFAULT_NODE_NAME_HINT})`)
@@ -101,8 +101,16 @@ export function registerServe(program: Command): void {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
       const dataDir = flags.dataDir ?? defaultDataDir();
       const datastoreUrl = globals.datastore ?? process.env.PODIPAM_DATASTORE ?? sqliteUrlFor(dataDir);
-      // The history lives next to the default datastore (DATA_DIR/history.db), whatever the datastore.
-      const historyPath = flags.history ? (flags.historyDb ?? join(dataDir, 'history.db')) : undefined;
+      // Each datastore has its own history file (history-path.ts): trying another one never breaks the default's.
+      let historyPath: string | undefined;
+      if (flags.history) {
+        const { defaultHistoryPath } = await import('./history-path.js');
+        try {
+          historyPath = flags.historyDb ?? defaultHistoryPath(dataDir, datastoreUrl);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+      }
       if (datastoreUrl === sqliteUrlFor(dataDir) || (historyPath !== undefined && flags.historyDb === undefined)) {
         try {
           mkdirSync(dataDir, { recursive: true });
@@ -110,6 +118,7 @@ export function registerServe(program: Command): void {
           throw new Error(`cannot create --data-dir ${dataDir}: ${(e as Error).message}`);
         }
       }
+      if (historyPath !== undefined && flags.historyDb === undefined) await moveForeignHistory(dataDir, historyPath, datastoreUrl);
       try {
         checkListenTokens(host, tokens);
         hostPolicy(host, flags.allowedHost);
@@ -168,4 +177,32 @@ export function registerServe(program: Command): void {
       });
       await server.close();
     });
+}
+
+/**
+ * DATA_DIR/history.db written, by an older podipam, for another datastore than this default one:
+ * moved to that datastore's own history file (logged on stderr), so this serve starts.
+ */
+async function moveForeignHistory(dataDir: string, historyPath: string, datastoreUrl: string): Promise<void> {
+  const { existsSync } = await import('node:fs');
+  if (historyPath !== join(dataDir, 'history.db') || !existsSync(historyPath)) return;
+  const [{ openHistoryDb }, { redactStoreUrl }, { moveForeignDefaultHistory }] = await Promise.all([
+    import('../history/sqlite-history-db.js'),
+    import('../store/index.js'),
+    import('./history-path.js'),
+  ]);
+  let recorded: string | undefined;
+  try {
+    const db = openHistoryDb(historyPath, { readonly: true });
+    try {
+      recorded = db.position()?.source;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return; // not a history file, unreadable: the follower's own open says why
+  }
+  if (recorded === undefined || recorded === redactStoreUrl(datastoreUrl)) return;
+  const to = moveForeignDefaultHistory(dataDir, recorded);
+  if (to !== undefined) process.stderr.write(`podipam serve: ${historyPath} followed datastore ${recorded}, not this one: moved to ${to} (that datastore's own history file)\n`);
 }

@@ -37,7 +37,7 @@ export class HistorySourceMismatchError extends Error {
   override readonly name = 'HistorySourceMismatchError';
   readonly failure: Failure = 'datastore-url';
   constructor(readonly path: string, readonly recorded: string, readonly source: string) {
-    super(`history store ${path} follows datastore ${recorded}, not ${source}: give this datastore its own --history-db file (or --no-history)`);
+    super(`history store ${path} follows datastore ${recorded}, not ${source}: give this datastore its own --history-db file, or leave --history-db out (serve keeps each datastore's history in its own file), or --no-history`);
   }
 }
 
