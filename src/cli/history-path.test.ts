@@ -35,7 +35,7 @@ it('moveForeignDefaultHistory: DATA_DIR/history.db of another datastore goes to 
   writeFileSync(join(data, 'history.db-wal'), 'w');
   const to = moveForeignDefaultHistory(data, other);
   assert.equal(to, defaultHistoryPath(data, other));
-  assert.ok(existsSync(to!) && existsSync(`${to!}-wal`));
+  assert.ok(existsSync(to) && existsSync(`${to}-wal`));
   assert.ok(!existsSync(join(data, 'history.db')) && !existsSync(join(data, 'history.db-wal')));
   writeFileSync(join(data, 'history.db'), 'h2');
   assert.equal(moveForeignDefaultHistory(data, other), undefined, 'its own file exists: nothing moved');
