@@ -1,0 +1,122 @@
+/**
+ * History after the datastore is restored from a backup, through the built binaries, on a SQLite
+ * file and on a real etcd: `podipam serve` follows while the plugin ADDs and DELs pods, `datastore
+ * backup` is taken, more pods come and go, serve is stopped, the datastore is replaced by a new
+ * one (SQLite: the file removed; etcd: the member wiped) and `datastore restore` writes the backup
+ * into it, serve starts again. The history records a gap; `ipam history ADDRESS --at T` for T
+ * inside it exits 4 ("unknown"), never 3 ("none"), the API answers `known: false`; after it the
+ * restored holder is known; the default history file is found by the CLI as serve chose it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startEtcd, type EtcdCluster } from '../helpers/etcd.js';
+import { clusterCall, PODIPAM_BIN, runCliSync, runPlugin, stdoutJson } from '../helpers/plugin.js';
+import { makeTempDir, type TempDir } from '../helpers/tmp.js';
+import { api, runCli, startServe } from './serve-harness.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const iso = (t: number): string => new Date(t).toISOString();
+
+interface Backend {
+  readonly name: string;
+  open(tmp: TempDir): Promise<{ url: string; replace(): Promise<void>; stop(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'SQLite',
+    async open(tmp) {
+      const file = join(tmp.path, 'ds.db');
+      return {
+        url: `sqlite:${file}`,
+        async replace() {
+          for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+        },
+        stop: () => Promise.resolve(),
+      };
+    },
+  },
+  {
+    name: 'etcd',
+    async open() {
+      const cluster: EtcdCluster = await startEtcd({ members: 1 });
+      return {
+        url: cluster.url,
+        async replace() {
+          const m = cluster.members[0]!;
+          await m.kill();
+          rmSync(m.dataDir, { recursive: true, force: true });
+          await m.restart();
+        },
+        stop: () => cluster.stop(),
+      };
+    },
+  },
+];
+
+for (const b of backends) {
+  test(`history on ${b.name} restored from a backup: a gap, --at inside it exits 4 (unknown), the API says known: false`, { timeout: 180_000 }, async () => {
+    const tmp = makeTempDir('history-restore');
+    const ds = await b.open(tmp);
+    const dataDir = join(tmp.path, 'data');
+    const env = { PODIPAM_DATASTORE: ds.url, PODIPAM_DATA_DIR: dataDir };
+    const cache = join(tmp.path, 'cache');
+    const cli = (args: readonly string[]) => runCliSync(ds.url, args);
+    const history = (...args: string[]) => runCli(['ipam', 'history', ...args], env);
+    const call = async (command: string, id: string): Promise<string | undefined> => {
+      const r = await runPlugin(PODIPAM_BIN, clusterCall('hr-net', ds.url, cache, command, id, 'node-a'));
+      assert.equal(r.code, 0, `${command} ${id}: ${r.stdout}${r.stderr}`);
+      return command === 'ADD' ? (stdoutJson(r).ips as { address: string }[])[0]!.address.split('/')[0] : undefined;
+    };
+    const serveArgs = { dataDir, env, args: ['--no-controller', '--no-default-pools'] };
+    let serve = await startServe(serveArgs);
+    try {
+      assert.equal(cli(['pool', 'create', 'hr-v4', '--cidr', '10.98.0.0/24', '--block-size', '28']).code, 0);
+      const a = (await call('ADD', 'c-1'))!;
+      const file = join(tmp.path, 'ds.backup');
+      const backup = cli(['datastore', 'backup', file]);
+      assert.equal(backup.code, 0, backup.stderr);
+      await call('DEL', 'c-1');
+      const tFree = Date.now();
+      await call('ADD', 'c-2'); // another address: a stays free until the restore
+      await sleep(300);
+      await serve.stop();
+      const before = await history(a, '--at', iso(tFree + 100));
+      assert.equal(before.code, 3, `before the restore: nobody holds ${a}: ${before.stdout}${before.stderr}`);
+
+      await sleep(300);
+      const tAway = Date.now(); // serve is away; the datastore is replaced and restored
+      await sleep(300);
+      await ds.replace();
+      const restore = cli(['datastore', 'restore', file]);
+      assert.equal(restore.code, 0, restore.stderr);
+      await sleep(300);
+      serve = await startServe(serveArgs);
+
+      const inside = await history(a, '--at', iso(tAway));
+      assert.equal(inside.code, 4, `inside the gap: unknown (exit 4), never "none": ${inside.stdout}${inside.stderr}`);
+      assert.match(inside.stdout, /: unknown \(between /);
+      const gaps = await history(a, '-o', 'json');
+      assert.equal(gaps.code, 0, gaps.stderr);
+      const body = JSON.parse(gaps.stdout) as { items: { containerId?: string; stillHeld: boolean }[]; gaps: { from: string; until: string; cause: string }[] };
+      assert.equal(body.gaps.length, 2, JSON.stringify(body.gaps)); // before history began; the restore
+      assert.match(body.gaps[1]!.cause, /the datastore was (restored or replaced|replaced or restored)/);
+      assert.ok(Date.parse(body.gaps[1]!.from) < tAway && tAway < Date.parse(body.gaps[1]!.until), JSON.stringify(body.gaps[1]));
+      const now = await history(a, '--at', 'now');
+      assert.equal(now.code, 0, `after the restore the backup's pod holds ${a} again: ${now.stdout}${now.stderr}`);
+      assert.match(now.stdout, /c-1/);
+      const still = await history(a, '--at', iso(tFree + 100));
+      assert.equal(still.code, 3, 'before the gap: still known, nobody');
+
+      const q = await api(serve.url, 'GET', `/api/v1/history?address=${a}&at=${encodeURIComponent(iso(tAway))}`);
+      assert.equal(q.status, 200, JSON.stringify(q.body));
+      assert.equal(q.body.known, false, JSON.stringify(q.body));
+    } finally {
+      await serve.stop();
+      await ds.stop();
+      tmp.remove();
+    }
+  });
+}
