@@ -4,7 +4,9 @@
  * `force` (then what the store holds is deleted first), in transactions of at most
  * MAX_TXN_OPS keys, each put guarded by "the key is absent", so a writer racing the restore
  * makes it stop with an error instead of being overwritten. The file is parsed and checked
- * whole before the first write (parseBackup).
+ * whole before the first write (parseBackup). Keys `options.last` names (the history's stamps:
+ * the time and reason of the writer's transaction that last wrote them) are written after all
+ * others, in transactions of their own, so that an old stamp times nothing else the restore writes.
  */
 import { MAX_TXN_OPS } from './check-input.js';
 import { StoreError } from './errors.js';
@@ -26,7 +28,7 @@ export interface RestoreResult {
 }
 
 /** Writes `backup` into `store` (see the header): refuses a non-empty store unless `force`. */
-export async function restoreBackup(store: Store, backup: Backup, options: { readonly force?: boolean } = {}): Promise<RestoreResult> {
+export async function restoreBackup(store: Store, backup: Backup, options: { readonly force?: boolean; readonly last?: (key: string) => boolean } = {}): Promise<RestoreResult> {
   const existing = (await store.snapshot('')).entries;
   if (existing.length > 0 && options.force !== true) {
     const first = existing.slice(0, 3).map((e) => JSON.stringify(e.key)).join(', ');
@@ -43,8 +45,10 @@ export async function restoreBackup(store: Store, backup: Backup, options: { rea
     if (!r.succeeded) raced(chunk[r.current?.findIndex((c, j) => c?.rev !== chunk[j]?.rev) ?? 0]?.key ?? '?', 'while deleting what the store held');
     rev = r.rev;
   }
-  for (let i = 0; i < backup.entries.length; i += MAX_TXN_OPS) {
-    const chunk = backup.entries.slice(i, i + MAX_TXN_OPS);
+  const last = options.last;
+  const ordered = last === undefined ? [backup.entries] : [backup.entries.filter((e) => !last(e.key)), backup.entries.filter((e) => last(e.key))];
+  for (const entries of ordered) for (let i = 0; i < entries.length; i += MAX_TXN_OPS) {
+    const chunk = entries.slice(i, i + MAX_TXN_OPS);
     const r = await store.txn(chunk.map((e) => ({ key: e.key, rev: 0 })), chunk.map((e) => ({ type: 'put' as const, key: e.key, value: e.value })));
     if (!r.succeeded) raced(chunk[r.current?.findIndex((c) => c !== undefined) ?? 0]?.key ?? '?', 'written by someone else');
     done += chunk.length;
