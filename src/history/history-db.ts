@@ -1,8 +1,8 @@
 /**
  * The history store's interface: holds of addresses, kept by `podipam serve` in its own
- * SQLite file (`--history-db`, default DATA_DIR/history.db), fed by the follower (src/history)
- * from the datastore's change stream, read by the CLI (`podipam ipam history`, opening the file
- * read-only), the API and the dashboard.
+ * SQLite file (`--history-db`, default the datastore's own: src/cli/history-path.ts), fed by the
+ * follower (src/history) from the datastore's change stream, read by the CLI (`podipam ipam
+ * history`, opening the file read-only), the API and the dashboard.
  *
  * A hold is one address held by one handle from `from` until `until` (absent while held). The
  * follower applies batches: every start, end and gap of one stretch of revisions together with the
