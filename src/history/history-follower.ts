@@ -18,7 +18,7 @@
  * that gap, so that an instant inside it answers "unknown" for every address, and re-baselines
  * (position = the listing's revision and the new identity).
  */
-import { decodeStamp, STAMP_PREFIX } from '../cluster/history-stamp.js';
+import { STAMP_PREFIX } from '../cluster/history-stamp.js';
 import { POOL_PREFIX } from '../cluster/keys.js';
 import type { Log } from '../log/logger.js';
 import type { Failure } from '../model/failure.js';
@@ -29,6 +29,7 @@ import { redactStoreUrl } from '../store/redact-store-url.js';
 import { Periodic } from '../util/periodic.js';
 import { type DerivedChanges, HoldState, revisionsOf } from './derive-holds.js';
 import type { FollowPosition, HistoryDb, HoldEnd, HoldStart } from './history-db.js';
+import { rebaselineChanges, replacedCause, withoutStaleStamps } from './replaced-datastore.js';
 
 export const DEFAULT_RETENTION_MS = 90 * 24 * 3_600_000;
 
@@ -244,15 +245,11 @@ export class HistoryFollower {
   async #replacedCause(pos: FollowPosition | undefined): Promise<{ cause?: string; revision: number }> {
     const identity = await this.#o.store.identity();
     const revision = await this.#o.store.revision();
-    if (pos?.identity !== undefined && pos.identity !== identity) {
-      return { cause: `the datastore was replaced or restored: it is ${identity}, the history followed ${pos.identity}`, revision };
-    }
-    if (pos !== undefined && revision < pos.revision) {
-      return { cause: `the datastore was restored or replaced: its revision went back from ${pos.revision} to ${revision}`, revision };
-    }
-    this.#identity = identity;
-    return { revision };
+    const cause = replacedCause(pos, identity, revision);
+    if (cause === undefined) this.#identity = identity;
+    return cause === undefined ? { revision } : { cause, revision };
   }
+
 
   /** The periodic check while following: a datastore found replaced makes the loop stop its watch and re-baseline. */
   async #checkDatastore(): Promise<void> {
@@ -281,13 +278,8 @@ export class HistoryFollower {
     const pos = this.#position ?? { source: this.#source, revision: 0, at: 0 };
     const known = Math.min(Math.max(pos.at, this.#verifiedAt), now);
     const gap: HistoryGap = { from: known, until: Math.max(now, known), cause: `${cause}; relisted at revision ${listing.rev}` };
-    const time = { at: gap.until, earliest: gap.from };
-    const ends: HoldEnd[] = this.#state.openHolds().map((h) => ({ address: h.address, handle: h.handle, until: time, why: 'unknown' }));
-    const state = new HoldState();
-    const d = state.relist(listing.entries, time);
-    this.#logProblems(d);
-    // A record's own start time (a warm pod's `since`) is the backup's word, not the datastore's history: unknown too.
-    const starts = d.starts.map((s) => ({ ...s, from: time }));
+    const { ends, starts, state, problems } = rebaselineChanges(this.#state.openHolds(), listing.entries, gap);
+    for (const p of problems) this.#o.log.warn({ err: p }, `history: skipped a record: ${p}`);
     this.#identity = identity;
     this.#staleBefore = gap.from;
     const position: FollowPosition = { source: this.#source, revision: listing.rev, at: gap.until, identity };
@@ -347,7 +339,7 @@ export class HistoryFollower {
     const key = (address: string, handle: string): string => `${address} ${handle}`;
     for (const [r, events] of revisionsOf(batch)) {
       if (r <= rev) continue; // replayed
-      const d = this.#state.applyRevision(this.#withoutStaleStamps(events), seenAt, after);
+      const d = this.#state.applyRevision(withoutStaleStamps(events, this.#staleBefore), seenAt, after);
       this.#logProblems(d);
       if ([...d.ends, ...d.pairs.map((p) => p.end)].some((e) => started.has(key(e.address, e.handle)))) flush();
       if (d.pairs.length > 0) {
@@ -365,19 +357,6 @@ export class HistoryFollower {
       if (events.some((e) => e.key.startsWith(STAMP_PREFIX))) this.#lagMs = Math.max(0, seenAt - d.at);
     }
     flush();
-  }
-
-  /** `events` less the stamps a restore wrote back (older than the restore's gap): such a revision is timed as unstamped. */
-  #withoutStaleStamps(events: WatchEvent[]): WatchEvent[] {
-    if (this.#staleBefore === 0) return events;
-    return events.filter((e) => {
-      if (e.type !== 'put' || !e.key.startsWith(STAMP_PREFIX)) return true;
-      try {
-        return decodeStamp(e.key, e.value).at >= this.#staleBefore;
-      } catch {
-        return true; // derive-holds reports it
-      }
-    });
   }
 
   #identityField(): { identity?: string } {
