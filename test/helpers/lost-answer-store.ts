@@ -20,6 +20,7 @@ export function lostAnswerStore(inner: Store): LostAnswerStore {
     get: (k) => inner.get(k),
     getMany: (k) => inner.getMany(k),
     revision: () => inner.revision(),
+    identity: () => inner.identity(),
     list: (p, o) => inner.list(p, o),
     snapshot: (p) => inner.snapshot(p),
     watch: (p, r, o) => inner.watch(p, r, o),
