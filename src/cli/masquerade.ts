@@ -13,7 +13,7 @@ import { outputFormat, printData, printTable, withOutputOptions } from './output
 export function registerMasquerade(program: Command): void {
   const masq = program.command('masquerade').description('the node masquerade of the cluster and agent back ends: pod traffic to outside every pod pool is source-NATted, pod-to-pod never');
 
-  withOutputOptions(masq.command('sync').description("write the PODIPAM-MASQ nat chains (iptables, ip6tables) from the datastore's pools, and the POSTROUTING jump to them (idempotent)"), '{"items": [family…]}').action(
+  withOutputOptions(masq.command('sync').description("write the PODIPAM-MASQ nat chains (iptables, ip6tables) from the datastore's pools, and the jump to them appended to POSTROUTING, after the operator's own rules (idempotent)"), '{"items": [family…]}').action(
     async (opts: { json?: boolean; output?: string }, cmd: Command) => {
       const format = outputFormat(opts);
       const pools = await withClusterIpam(cmd, 'read', (ipam) => ipam.listPools());

@@ -47,7 +47,7 @@ export function registerPool(program: Command): void {
     },
   );
 
-  withOutputOptions(pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'), '{pool…, "allocated": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}]}]}').action(
+  withOutputOptions(pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'), '{pool…, "allocated": N, "inUse": N, "idle": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}], "warm"?: {"handles", "idle"}}]}').action(
     async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
       const format = outputFormat(opts);
       const held = await withClusterIpam(cmd, 'read', (ipam) => ipam.poolHeld(name));
@@ -58,7 +58,7 @@ export function registerPool(program: Command): void {
       const lines = [
         `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}`,
         `state: ${poolState(p)}${p.disabled && (p.draining || p.deleting) ? ' (and disabled)' : ''}${p.shrinkingFrom ? `, shrinking from ${formatPrefix(p.shrinkingFrom)} (unfinished: run the resize again)` : ''}`,
-        `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}`,
+        `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}${held.idle > 0 ? ` (${held.inUse} in use, ${held.idle} idle in warm pools)` : ''}`,
       ];
       process.stdout.write(lines.join('\n') + '\n');
     },
@@ -154,15 +154,22 @@ export function registerPool(program: Command): void {
 
 async function heldData(h: PoolHeld): Promise<unknown> {
   const { poolText } = await import('../cluster/pool-record.js');
-  return { ...poolText(h.pool), allocated: h.allocated, blocks: h.blocks, nodes: h.nodes };
+  return { ...poolText(h.pool), allocated: h.allocated, inUse: h.inUse, idle: h.idle, blocks: h.blocks, nodes: h.nodes };
 }
 
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** Pods and warm pools apart: a warm pool's idle addresses are no pod's, and nothing waits on a pod for them. */
 function heldText(h: PoolHeld): string {
-  const head = `pool "${h.pool.name}" ${h.pool.draining ? 'draining' : 'serving'}: ${h.allocated} address${h.allocated === 1 ? '' : 'es'} still held${h.allocated === 0 ? ' (pool delete removes it)' : ''}`;
+  const pods = h.nodes.reduce((n, x) => n + x.pods.length, 0);
+  const split = h.idle > 0 ? `: ${h.inUse} in use by ${plural(pods, 'pod')}, ${h.idle} idle in warm pools (no pod's: the node agents return them)` : '';
+  const head = `pool "${h.pool.name}" ${h.pool.draining ? 'draining' : 'serving'}: ${plural(h.allocated, 'address', 'addresses')} still held${split}${h.allocated === 0 ? ' (pool delete removes it)' : ''}`;
   const lines = [head];
   for (const n of h.nodes) {
-    lines.push(`  node ${n.node}: ${n.pods.length} pod${n.pods.length === 1 ? '' : 's'}`);
+    const idle = n.warm ? `; ${plural(n.warm.idle.length, 'idle address', 'idle addresses')} held by node ${n.node}'s warm pool` : '';
+    lines.push(`  node ${n.node}: ${plural(n.pods.length, 'pod')}${idle}`);
     for (const p of n.pods) lines.push(`    ${p.pod ?? p.handle}  ${p.addresses.join(', ')}`);
+    if (n.warm) lines.push(`    warm pool, idle (${n.warm.handles.join(', ')})  ${n.warm.idle.join(', ')}`);
   }
   return lines.join('\n') + '\n';
 }

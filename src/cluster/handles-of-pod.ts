@@ -51,7 +51,7 @@ export async function handlesOfPod(ctx: IpamContext, namespace: string | undefin
 }
 
 /** A warm-pool pod's record, as the agent writes it behind (src/warm/warm-verbs.ts). */
-interface WarmPodRecord {
+export interface WarmPodRecord {
   readonly key: string;
   readonly node: string;
   readonly network: string | undefined;
@@ -64,7 +64,7 @@ interface WarmPodRecord {
 }
 
 /** The warm pool's pod records of `node` ('' = every node); a record that does not parse is skipped (`ipam check` reports the datastore's state, this is a lookup). */
-async function warmPodRecords(ctx: IpamContext, node: string): Promise<WarmPodRecord[]> {
+export async function warmPodRecords(ctx: IpamContext, node: string): Promise<WarmPodRecord[]> {
   const out: WarmPodRecord[] = [];
   for (const e of await listAll(ctx.store, `${POD_RECORD_PREFIX}${node ? `${node}/` : ''}`)) {
     let o: Record<string, unknown>;

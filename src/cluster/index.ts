@@ -4,7 +4,7 @@ export type { AssignRequest, Assignment } from './plan/plan-assign.js';
 export type { Released } from './release.js';
 export type { NodeGcResult } from './gc-node.js';
 export type { Pool, PoolSpec } from './pool-record.js';
-export type { HeldPod, PoolHeld } from './pool-drain.js';
+export type { HeldPod, HeldWarm, PoolHeld } from './pool-drain.js';
 export type { ResizeResult } from './pool-resize.js';
 export type { PoolSettings } from './pool-settings.js';
 export type { IpamConfig } from './ipam-config.js';

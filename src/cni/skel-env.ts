@@ -1,4 +1,5 @@
 import { CNI_NAME } from '../model/cni-name.js';
+import { interfaceNameProblem } from '../model/interface-name.js';
 import { CniCode, CniError } from './errors.js';
 
 /** The plugin's environment, after the checks the Go `skel` makes. */
@@ -64,13 +65,16 @@ export function validateNetworkName(name: string): void {
  * bytes, not "." or "..", no "/", ":" or whitespace. Code 4.
  */
 export function validateInterfaceName(ifname: string): void {
-  if (ifname.length === 0) throw new CniError(CniCode.InvalidEnv, 'interface name is empty');
-  if (Buffer.byteLength(ifname) > 15) {
-    throw new CniError(CniCode.InvalidEnv, 'interface name is too long', 'interface name should be less than 16 characters');
-  }
-  if (ifname === '.' || ifname === '..') throw new CniError(CniCode.InvalidEnv, 'interface name is . or ..');
-  // Go's unicode.IsSpace: ASCII \t \n \v \f \r space, U+0085, U+00A0 and the Unicode Zs/line/para separators.
-  if (/[/:\s\u0085]/u.test(ifname)) {
-    throw new CniError(CniCode.InvalidEnv, 'interface name contains / or : or whitespace characters');
+  switch (interfaceNameProblem(ifname)) {
+    case undefined:
+      return;
+    case 'empty':
+      throw new CniError(CniCode.InvalidEnv, 'interface name is empty');
+    case 'too-long':
+      throw new CniError(CniCode.InvalidEnv, 'interface name is too long', 'interface name should be less than 16 characters');
+    case 'dot':
+      throw new CniError(CniCode.InvalidEnv, 'interface name is . or ..');
+    case 'bad-character':
+      throw new CniError(CniCode.InvalidEnv, 'interface name contains / or : or whitespace characters');
   }
 }

@@ -3,7 +3,11 @@
  * `ip6tables` programs on PATH (whichever backend they are, nft or legacy: the rules go where
  * the node's other iptables users — kube-proxy, the CNI plugins — put theirs, as long as the
  * same flavour is installed). Per family: the chain is rewritten whole by `iptables-restore
- * --noflush` (atomic), then the one POSTROUTING jump is added when `-C` does not find it.
+ * --noflush` (atomic), then the one POSTROUTING jump is APPENDED when `-C` does not find it:
+ * it comes after every rule already in POSTROUTING, so an operator's own exemptions there
+ * (`-A POSTROUTING -d X -j RETURN` — traffic to a VPN, a peered network, a node range that
+ * must keep the pods' source addresses) are decided before our MASQUERADE, never pre-empted by
+ * it. A jump already present stays where it is (an operator may have moved it on purpose).
  * Idempotent; `-w` waits for the legacy xtables lock instead of failing.
  *
  * Never throws for iptables trouble: each family answers its state, so a caller (the agent,
@@ -12,7 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Prefix } from '../ip/index.js';
-import { chainRestoreText, JUMP_RULE, MASQ_CHAIN, type MasqueradeFamily, masqueradeFamilies } from './masquerade-rules.js';
+import { chainRestoreText, jumpArgs, MASQ_CHAIN, type MasqueradeFamily, masqueradeFamilies } from './masquerade-rules.js';
 
 export interface FamilyOutcome {
   readonly family: 4 | 6;
@@ -61,12 +65,11 @@ async function syncFamily(f: MasqueradeFamily): Promise<FamilyOutcome> {
   const restore = await run(`${f.tool}-restore`, restoreArgs, chainRestoreText(f));
   if (restore.missing && f.cidrs.length === 0) return { ...base, state: 'skipped' };
   if (restore.code !== 0) return { ...base, state: 'failed', error: describe(`${f.tool}-restore`, restoreArgs, restore) };
-  const check = ['-w', '5', '-t', 'nat', '-C', 'POSTROUTING', ...JUMP_RULE];
-  const found = await run(f.tool, check);
+  const found = await run(f.tool, jumpArgs('-C'));
   if (found.code === 0) return { ...base, state: 'synced' };
-  const insert = ['-w', '5', '-t', 'nat', '-I', 'POSTROUTING', '1', ...JUMP_RULE];
-  const added = await run(f.tool, insert);
-  return added.code === 0 ? { ...base, state: 'synced' } : { ...base, state: 'failed', error: describe(f.tool, insert, added) };
+  const append = jumpArgs('-A');
+  const added = await run(f.tool, append);
+  return added.code === 0 ? { ...base, state: 'synced' } : { ...base, state: 'failed', error: describe(f.tool, append, added) };
 }
 
 /** Removes the POSTROUTING jump(s) and the chain of both families; `absent` when there was none. */
@@ -86,7 +89,7 @@ async function removeFamily(f: MasqueradeFamily): Promise<FamilyOutcome> {
   }
   // Every copy of the jump (two syncs racing may have added two), then the chain.
   for (let i = 0; i < 100; i++) {
-    const del = await run(f.tool, ['-w', '5', '-t', 'nat', '-D', 'POSTROUTING', ...JUMP_RULE]);
+    const del = await run(f.tool, jumpArgs('-D'));
     if (del.code !== 0) break;
   }
   for (const args of [['-w', '5', '-t', 'nat', '-F', MASQ_CHAIN], ['-w', '5', '-t', 'nat', '-X', MASQ_CHAIN]]) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePrefix } from '../ip/index.js';
-import { chainRestoreText, JUMP_RULE, MASQ_CHAIN, masqueradeFamilies } from './masquerade-rules.js';
+import { chainRestoreText, JUMP_RULE, jumpArgs, MASQ_CHAIN, masqueradeFamilies } from './masquerade-rules.js';
 
 const p = (s: string) => parsePrefix(s);
 
@@ -46,4 +46,10 @@ test('chainRestoreText: a family without pools gets its chain declared (so flush
 test('the jump targets the chain, under a comment that names podipam', () => {
   assert.equal(JUMP_RULE.at(-1), MASQ_CHAIN);
   assert.ok(JUMP_RULE.join(' ').includes('--comment podipam:'));
+});
+
+test('jumpArgs: the jump is appended to POSTROUTING (after the operator\'s own rules), never inserted', () => {
+  assert.deepEqual(jumpArgs('-A'), ['-w', '5', '-t', 'nat', '-A', 'POSTROUTING', ...JUMP_RULE]);
+  assert.deepEqual(jumpArgs('-C').slice(0, 6), ['-w', '5', '-t', 'nat', '-C', 'POSTROUTING']);
+  assert.deepEqual(jumpArgs('-D').slice(4), ['-D', 'POSTROUTING', ...JUMP_RULE]);
 });

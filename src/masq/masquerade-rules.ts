@@ -15,8 +15,9 @@
  * natOutgoing: traffic FROM a pod pool TO anything outside EVERY pod pool is masqueraded,
  * pod-to-pod traffic never is, whatever the blocks, pools and nodes.
  *
- * One chain per family in the nat table, {@link MASQ_CHAIN}, jumped to from POSTROUTING by one
- * rule ({@link JUMP_RULE}); the chain is written whole by one `iptables-restore --noflush`
+ * One chain per family in the nat table, {@link MASQ_CHAIN}, jumped to from the END of
+ * POSTROUTING by one rule ({@link JUMP_RULE}, appended, never inserted: the operator's own
+ * POSTROUTING rules, exemptions included, come first); the chain is written whole by one `iptables-restore --noflush`
  * (declaring a chain there flushes it: the swap is atomic, a pool removed loses its rules), so
  * a sync is idempotent and never leaves a half-written chain:
  *
@@ -33,6 +34,15 @@ export const MASQ_CHAIN = 'PODIPAM-MASQ';
 
 /** The POSTROUTING rule that sends every packet through {@link MASQ_CHAIN} (after `-t nat -A|-C|-D|-I POSTROUTING`). */
 export const JUMP_RULE: readonly string[] = ['-m', 'comment', '--comment', 'podipam: masquerade pod traffic leaving the pod pools', '-j', MASQ_CHAIN];
+
+/**
+ * The `iptables` arguments that check for (`-C`), add (`-A`) or delete (`-D`) the jump. Adding
+ * always appends: inserting at the top would pre-empt every rule the operator keeps in
+ * POSTROUTING (a `-d X -j RETURN` exemption would never be reached for pod traffic).
+ */
+export function jumpArgs(op: '-C' | '-A' | '-D'): string[] {
+  return ['-w', '5', '-t', 'nat', op, 'POSTROUTING', ...JUMP_RULE];
+}
 
 export interface MasqueradeFamily {
   readonly family: Family;

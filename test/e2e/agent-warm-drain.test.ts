@@ -77,6 +77,17 @@ test('warm pool: idle addresses of a drained (or disabled) pool are returned, ne
     const before = await held();
     assert.equal(before.filter(inA).length, 6, `two in use and four idle of a: ${before.join(' ')}`);
     const returned0 = (await a.status()).warmPool!.returned;
+    // What the pool holds names pods and the warm pool's idle stock apart (the pod records are
+    // written behind: within a second or so the two pods show by name).
+    type Held = { allocated: number; inUse: number; idle: number; nodes: { node: string; pods: { pod?: string; handle: string; addresses: string[] }[]; warm?: { handles: string[]; idle: string[] } }[] };
+    let shown: Held | undefined;
+    for (let i = 0; i < 50 && shown?.inUse !== 2; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      shown = JSON.parse(await cli('pool', 'show', 'a', '-o', 'json')) as Held;
+    }
+    assert.deepEqual([shown!.allocated, shown!.inUse, shown!.idle], [6, 2, 4], JSON.stringify(shown));
+    assert.deepEqual(shown!.nodes.map((n) => [n.node, n.pods.map((p) => [p.pod, p.addresses]), n.warm?.idle.length]), [['node-a', [['ns/a1', [pods.get('a1')]], ['ns/a2', [pods.get('a2')]]], 4]], JSON.stringify(shown));
+    assert.ok(shown!.nodes[0]!.warm!.handles.every((h) => h.startsWith('podipam-warm:node-a:')), JSON.stringify(shown));
 
     // Drained: the idle four go back in the refiller's return, the pool refills from b.
     await cli('pool', 'drain', 'a');
@@ -89,6 +100,9 @@ test('warm pool: idle addresses of a drained (or disabled) pool are returned, ne
     assert.deepEqual(after.filter(inA).sort(), [...pods.values()].filter(inA).sort(), 'the datastore holds of a only what the pods hold');
     assert.ok(after.filter(inB).length >= 4, `refilled from b: ${after.join(' ')}`);
     const s1 = (await a.status()).warmPool!;
+    // Drained again (idempotent), its text: the pods by name, no warm handle among them, nothing idle left.
+    const again = await cli('pool', 'drain', 'a');
+    assert.match(again, /^pool "a" draining: 2 addresses still held\n {2}node node-a: 2 pods\n {4}ns\/a1 {2}\S+\n {4}ns\/a2 {2}\S+\n$/, again);
     assert.equal(s1.pools.ipv4!.returning, 0);
     for (const p of ['b1', 'b2', 'b3', 'b4', 'b5', 'b6']) assert.ok(inB(await add(p)), `${p} got ${pods.get(p)} from the drained pool`);
 

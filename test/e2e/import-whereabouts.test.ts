@@ -167,6 +167,49 @@ test('import whereabouts on SQLite', { timeout: 120_000 }, async () => {
   }
 });
 
+test('import whereabouts refuses an attachment holding two addresses of one family and an ifname that is no interface name', { timeout: 120_000 }, async () => {
+  const tmp = makeTempDir('import-wb-refuse');
+  try {
+    const datastore = `sqlite:${join(tmp.path, 'podipam.db')}`;
+    const file = join(tmp.path, 'wb.json');
+    const doc = whereaboutsList([{ range: '10.62.0.0/24', networkName: NET }], [
+      { containerId: 'c-ok', podref: 'default/ok', ifname: 'net1', ips: ['10.62.0.2'] },
+      // A leak: one attachment, two IPv4 allocations.
+      { containerId: 'c-leak', podref: 'default/leaky', ifname: 'net1', ips: ['10.62.0.3', '10.62.0.40'] },
+      { containerId: 'c-slash', podref: 'default/slash', ifname: 'net/1', ips: ['10.62.0.5'] },
+    ]);
+    writeFileSync(file, JSON.stringify(doc));
+    const cli = (...args: string[]) => runCli(['--datastore', datastore, ...args]);
+    assert.equal((await cli('pool', 'create', 'elsewhere', '--cidr', '10.63.0.0/24')).code, 0, 'the store exists');
+    const rev0 = await revision(datastore);
+    const refused = await cli('import', 'whereabouts', file);
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, /import refused: 3 conflict/);
+    assert.equal(await revision(datastore), rev0, 'a refused import wrote');
+    for (const ip of ['10.62.0.3', '10.62.0.40']) {
+      assert.match(refused.stdout, new RegExp(`invalid +${ip.replaceAll('.', '\\.')} +container "c-leak" interface "net1" has 2 IPv4 allocations, 10\\.62\\.0\\.3 \\(IPPool ${NET}-10\\.62\\.0\\.0-24\\), 10\\.62\\.0\\.40 `), refused.stdout);
+    }
+    assert.match(refused.stdout, /invalid +10\.62\.0\.5 +items\[0\] \(IPPool wb-net-10\.62\.0\.0-24\)\.spec\.allocations\["5"\]\.ifname "net\/1" contains "\/", ":" or whitespace/, refused.stdout);
+
+    // --skip-conflicts: only the sound attachment is adopted; the leak's two addresses stay free.
+    const skipped = await cli('import', 'whereabouts', file, '--skip-conflicts', '-o', 'json');
+    assert.equal(skipped.code, 0, skipped.stdout + skipped.stderr);
+    const out = JSON.parse(skipped.stdout) as { outcome: { adopted: number; skipped: number } };
+    // skipped counts the plan's addresses left out (the leak's two); the bad ifname never became one.
+    assert.deepEqual([out.outcome.adopted, out.outcome.skipped], [1, 2]);
+    const store = await openStore(datastore, { create: false });
+    try {
+      const ipam = new ClusterIpam(store);
+      assert.equal((await ipam.holderOfAddress(parseAddr('10.62.0.2')))?.pod, 'default/ok');
+      for (const ip of ['10.62.0.3', '10.62.0.40', '10.62.0.5']) assert.equal(await ipam.holderOfAddress(parseAddr(ip)), undefined, ip);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    tmp.remove();
+  }
+});
+
 let etcd: EtcdCluster;
 before(async () => {
   etcd = await startEtcd({ members: 1 });

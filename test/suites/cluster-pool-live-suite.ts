@@ -187,6 +187,27 @@ export function clusterPoolLiveSuite(kind: string, open: () => Promise<Store>): 
       assert.deepEqual(await blocks(s), []);
     }));
 
+    it("drain names what it lists: a node's warm pool's idle addresses apart from pods, a warm-pool pod by its own name", withStore(async (s) => {
+      const admin = ipam(s);
+      await admin.createPool({ name: 'p', cidr: '10.25.0.0/24', blockSize: 28 });
+      const got: string[] = [];
+      await adds(admin, 'na', 'd', 1, got);
+      // Node nb's agent: a warm handle holding four addresses, one of them handed to a pod (its record, written behind).
+      const warmHandle = 'podipam-warm:nb:r1';
+      const warm = (await admin.assign({ node: 'nb', handle: warmHandle, auto: { 4: 4 } })).map((x) => formatAddr(x.addr));
+      assert.equal(warm.length, 4);
+      const record = { network: 'net', containerId: 'c1', ifname: 'eth0', addrs: [warm[2]], since: new Date().toISOString(), namespace: 'shop', name: 'web-0', uid: 'u1' };
+      await s.txn([], [{ type: 'put', key: 'agent-pods/nb/net:c1:eth0', value: JSON.stringify(record) }]);
+      await admin.setPoolDraining('p', true);
+      const held = await admin.poolHeld('p');
+      assert.deepEqual([held.allocated, held.inUse, held.idle], [5, 2, 3]);
+      assert.deepEqual(held.nodes, [
+        { node: 'na', pods: [{ pod: 'ns/d-na-0', handle: 'd-na-0', addresses: [got[0]] }] },
+        { node: 'nb', pods: [{ pod: 'shop/web-0', handle: 'net:c1:eth0', addresses: [warm[2]] }], warm: { handles: [warmHandle], idle: [warm[0], warm[1], warm[3]] } },
+      ]);
+      assert.ok(held.nodes.every((n) => n.pods.every((p) => !p.handle.startsWith('podipam-warm:'))), 'a warm handle is never listed as a pod');
+    }));
+
     it('block size changed: a new block never overlaps an older one of another size — the planner skips them and the guards prove it', withStore(async (s) => {
       const admin = ipam(s);
       await admin.createPool({ name: 'p', cidr: '10.24.0.0/24', blockSize: 26 });

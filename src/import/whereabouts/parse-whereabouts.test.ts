@@ -90,3 +90,49 @@ test('malformed documents and records: errors name the item and field; bad recor
   assert.deepEqual(plan.conflicts.map((c) => [c.kind, c.subject]), [['invalid', '10.0.0.8'], ['invalid', 'x/300'], ['invalid', 'x/07']]);
   assert.deepEqual(plan.addresses, []);
 });
+
+test('one container and interface with two addresses of one family: every one is a conflict naming the container and all of them', () => {
+  const pods = [
+    // A leak: c1's eth0 holds two IPv4 addresses (one in each of two ranges), and one IPv6.
+    { containerId: 'c1', podref: 'default/web-0', ips: ['10.50.0.2', '10.51.0.9', 'fd50::2'] },
+    // The same container on another interface, and a dual-stack pod: no conflict.
+    { containerId: 'c1', podref: 'default/web-0', ifname: 'net1', ips: ['10.50.0.3'] },
+    { containerId: 'c2', podref: 'default/db-0', ips: ['10.50.0.4', 'fd50::4'] },
+  ];
+  const doc = whereaboutsList([{ range: '10.50.0.0/24' }, { range: '10.51.0.0/24' }, { range: 'fd50::/120' }], pods);
+  const plan = parseWhereabouts(doc, { network: 'n' });
+  assert.deepEqual(plan.conflicts.map((c) => [c.kind, c.subject]), [['invalid', '10.50.0.2'], ['invalid', '10.51.0.9']]);
+  for (const c of plan.conflicts) {
+    assert.equal(
+      c.detail,
+      'container "c1" interface "eth0" has 2 IPv4 allocations, 10.50.0.2 (IPPool 10.50.0.0-24), 10.51.0.9 (IPPool 10.51.0.0-24): podipam holds one address per family for an attachment, and which one the pod uses is unknown (the others leaked); free the stale allocation in Whereabouts and export again',
+    );
+  }
+  // Two allocations with one container id inside one range (the usual leak), same verdict.
+  const one = parseWhereabouts(whereaboutsList([{ range: '10.50.0.0/24' }], [{ containerId: 'c7', podref: 'a/b', ifname: 'net2', ips: ['10.50.0.7', '10.50.0.70'] }]), { network: 'n' });
+  assert.deepEqual(one.conflicts.map((c) => c.subject), ['10.50.0.7', '10.50.0.70']);
+  assert.match(one.conflicts[0]!.detail, /^container "c7" interface "net2" has 2 IPv4 allocations, 10\.50\.0\.7 .*, 10\.50\.0\.70 /);
+});
+
+test('an ifname that is no Linux interface name is a conflict on its address naming the field and the value', () => {
+  const allocations: Record<string, unknown> = {
+    '1': { id: 'a', podref: 'a/b', ifname: 'net/1' },
+    '2': { id: 'b', podref: 'a/b', ifname: 'x'.repeat(16) },
+    '3': { id: 'c', podref: 'a/b', ifname: '..' },
+    '4': { id: 'd', podref: 'a/b', ifname: 'eth 0' },
+    '5': { id: 'e', podref: 'a/b', ifname: 'vlan:5' },
+    '6': { id: 'f', podref: 'a/b', ifname: 'eth0.100' },
+  };
+  const plan = parseWhereabouts({ items: [{ apiVersion: API, kind: 'IPPool', metadata: { name: 'x' }, spec: { range: '10.0.0.0/24', allocations } }] }, { network: 'n' });
+  assert.deepEqual(plan.addresses.map((a) => [a.ip, a.holder.ifname]), [['10.0.0.6', 'eth0.100']]);
+  assert.deepEqual(
+    plan.conflicts.map((c) => [c.subject, c.detail]),
+    [
+      ['10.0.0.1', 'items[0] (IPPool x).spec.allocations["1"].ifname "net/1" contains "/", ":" or whitespace: not an interface name (1-15 bytes, no "/", ":" or whitespace, not "." or "..")'],
+      ['10.0.0.2', `items[0] (IPPool x).spec.allocations["2"].ifname "${'x'.repeat(16)}" is longer than 15 bytes: not an interface name (1-15 bytes, no "/", ":" or whitespace, not "." or "..")`],
+      ['10.0.0.3', 'items[0] (IPPool x).spec.allocations["3"].ifname ".." is "." or "..": not an interface name (1-15 bytes, no "/", ":" or whitespace, not "." or "..")'],
+      ['10.0.0.4', 'items[0] (IPPool x).spec.allocations["4"].ifname "eth 0" contains "/", ":" or whitespace: not an interface name (1-15 bytes, no "/", ":" or whitespace, not "." or "..")'],
+      ['10.0.0.5', 'items[0] (IPPool x).spec.allocations["5"].ifname "vlan:5" contains "/", ":" or whitespace: not an interface name (1-15 bytes, no "/", ":" or whitespace, not "." or "..")'],
+    ],
+  );
+});

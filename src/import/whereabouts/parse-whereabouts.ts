@@ -23,12 +23,19 @@
  * no node claims; the pods' DELs free their addresses wherever they run).
  *
  * A malformed document is a WhereaboutsFormatError naming the item and field (nothing is
- * planned); a record that parses but cannot be mapped (offset outside its range, bad podref) is
- * a plan conflict on its IP, so `--skip-conflicts` can import the rest.
+ * planned); a record that parses but cannot be mapped (offset outside its range, bad podref, an
+ * `ifname` that is no Linux interface name — src/model/interface-name.ts — naming the field and
+ * value) is a plan conflict on its IP, so `--skip-conflicts` can import the rest. So is every
+ * address of one attachment (one container id and interface) that holds two or more of one
+ * family: podipam gives an attachment one address per family, and which one the pod really uses
+ * (the other a leak Whereabouts never freed) only the operator can tell — each such address is
+ * an 'invalid' conflict naming the container id, the interface and all its addresses, and none
+ * of them is imported.
  */
 import { DEFAULT_BLOCK_SIZE } from '../../alloc/block-layout.js';
 import { type Addr, type Prefix, formatAddr, formatPrefix, parseCidr, prefixContains, prefixOf } from '../../ip/index.js';
 import { cniHandleId } from '../../model/handle-id.js';
+import { INTERFACE_NAME_HINT, INTERFACE_NAME_PROBLEM_TEXT, interfaceNameProblem } from '../../model/interface-name.js';
 import type { ImportConflict, ImportPlan, ImportedAddress, ImportedBlock, ImportedPool } from '../import-plan.js';
 import { poolNamePrefix, reservationIp } from './whereabouts-names.js';
 
@@ -85,6 +92,8 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
   const blocks = new Map<string, ImportedBlock>();
   const addresses: ImportedAddress[] = [];
   const networks = new Set<string>();
+  /** "<ip> <container id>" → the IPPool that lists it (for messages). */
+  const sources = new Map<string, string>();
   for (const [cidr, group] of byRange) {
     const head = group[0]!;
     const mapped = mappingOf(options.pools ?? [], group, cidr);
@@ -110,8 +119,14 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
           conflicts.push({ kind: 'invalid', subject, detail: `IPPool ${p.name}: allocation ${a.offset} (${subject}) has podref ${JSON.stringify(a.podref)}, not "<namespace>/<name>"` });
           continue;
         }
+        const badIfname = interfaceNameProblem(a.ifname);
+        if (badIfname !== undefined) {
+          conflicts.push({ kind: 'invalid', subject, detail: `${a.where}.ifname ${JSON.stringify(a.ifname)} ${INTERFACE_NAME_PROBLEM_TEXT[badIfname]}: not an interface name (${INTERFACE_NAME_HINT})` });
+          continue;
+        }
         const block = formatPrefix(prefixOf(ip, blockSize));
         if (!blocks.has(block)) blocks.set(block, { cidr: block, pool: poolName, affinity: null });
+        sources.set(`${subject} ${a.id}`, p.name);
         addresses.push({
           ip: subject,
           pool: poolName,
@@ -121,7 +136,8 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
       }
     }
   }
-  conflicts.push(...crossCheck(reservations, addresses, [...byRange.values()].flat(), networks));
+  conflicts.push(...oneAddressPerFamily(addresses, sources));
+  conflicts.push(...crossCheck(reservations, addresses, [...byRange.values()].flat(), networks, new Set(conflicts.map((c) => c.subject))));
   return {
     source: 'whereabouts',
     pools: planPools,
@@ -164,8 +180,31 @@ function offsetAddr(first: Addr, offset: string): Addr | undefined {
   return value > max ? undefined : { family: first.family, value };
 }
 
-/** Reservations against allocations: a different container for the same IP, or a reservation no allocation in its range lists. */
-function crossCheck(reservations: readonly WbReservation[], addresses: readonly ImportedAddress[], pools: readonly WbPool[], networks: ReadonlySet<string>): ImportConflict[] {
+/** An 'invalid' conflict on each address of an attachment (container id + interface) holding several of one family. */
+function oneAddressPerFamily(addresses: readonly ImportedAddress[], sources: ReadonlyMap<string, string>): ImportConflict[] {
+  const byAttachment = new Map<string, Set<string>>();
+  for (const a of addresses) {
+    const key = JSON.stringify([a.holder.containerId, a.holder.ifname, a.ip.includes(':') ? 6 : 4]);
+    byAttachment.set(key, (byAttachment.get(key) ?? new Set()).add(a.ip));
+  }
+  const out: ImportConflict[] = [];
+  for (const [key, ips] of byAttachment) {
+    if (ips.size < 2) continue;
+    const [containerId, ifname, family] = JSON.parse(key) as [string, string, number];
+    const listed = [...ips].sort(cmpText);
+    const named = listed.map((ip) => `${ip} (IPPool ${sources.get(`${ip} ${containerId}`) ?? '?'})`).join(', ');
+    const detail = `container ${JSON.stringify(containerId)} interface ${JSON.stringify(ifname)} has ${ips.size} IPv${family} allocations, ${named}: podipam holds one address per family for an attachment, and which one the pod uses is unknown (the others leaked); free the stale allocation in Whereabouts and export again`;
+    for (const ip of listed) out.push({ kind: 'invalid', subject: ip, detail });
+  }
+  return out;
+}
+
+/**
+ * Reservations against allocations: a different container for the same IP, or a reservation no
+ * allocation in its range lists (an allocation listed but refused — `refused`, the subjects of
+ * the conflicts so far — is already reported under its IP).
+ */
+function crossCheck(reservations: readonly WbReservation[], addresses: readonly ImportedAddress[], pools: readonly WbPool[], networks: ReadonlySet<string>, refused: ReadonlySet<string>): ImportConflict[] {
   const out: ImportConflict[] = [];
   const byIp = new Map(addresses.map((a) => [a.ip, a]));
   const prefixes = [...networks, ...pools.map((p) => poolNamePrefix(p.name, p.rangeText) ?? '')];
@@ -186,7 +225,7 @@ function crossCheck(reservations: readonly WbReservation[], addresses: readonly 
           detail: `OverlappingRangeIPReservation ${r.name} gives ${text} to container ${r.containerId || '(none)'} of pod ${r.podref}, the IPPool to container ${a.holder.containerId ?? '?'} of pod ${a.holder.namespace}/${a.holder.pod}`,
         });
       }
-    } else if (pools.some((p) => prefixContains(p.range, ip))) {
+    } else if (!refused.has(text) && pools.some((p) => prefixContains(p.range, ip))) {
       out.push({
         kind: 'invalid',
         subject: text,

@@ -9,7 +9,7 @@ import type { PoolRow } from './types.js';
 
 interface Held {
   readonly allocated: number;
-  readonly nodes: readonly { readonly node: string; readonly pods: readonly unknown[] }[];
+  readonly nodes: readonly { readonly node: string; readonly pods: readonly unknown[]; readonly warm?: { readonly idle: readonly string[] } }[];
 }
 
 export function poolActions(p: PoolRow): HTMLElement {
@@ -18,7 +18,7 @@ export function poolActions(p: PoolRow): HTMLElement {
     note.textContent = text;
   };
   const heldText = (h: Held): string =>
-    `${h.allocated} address${h.allocated === 1 ? '' : 'es'} still held${h.nodes.length > 0 ? ` on ${h.nodes.map((n) => `${n.node} (${n.pods.length} pod${n.pods.length === 1 ? '' : 's'})`).join(', ')}` : ''}`;
+    `${h.allocated} address${h.allocated === 1 ? '' : 'es'} still held${h.nodes.length > 0 ? ` on ${h.nodes.map((n) => `${n.node} (${n.pods.length} pod${n.pods.length === 1 ? '' : 's'}${n.warm ? `, ${n.warm.idle.length} idle in its warm pool` : ''})`).join(', ')}` : ''}`;
   const run = (ev: MouseEvent, fn: () => Promise<string>): void => {
     ev.stopPropagation();
     const b = ev.currentTarget as HTMLButtonElement;
