@@ -115,7 +115,8 @@ test('warm pool: release --ip, reserve, a node selector and drain take idle addr
     await cli('pool', 'set', 'a', '--node-selector', 'all()');
     await idle('refilled from b', 4);
     const idleB = (await idleNow()).filter(inB);
-    assert.ok(idleB.length >= 4, `idle from b: ${idleB.join(' ')}`);
+    // The queue refills from both pools now; the drain must have some of b's to take out.
+    assert.ok(idleB.length >= 1, `no idle address from b to withdraw: ${(await idleNow()).join(' ')}`);
     const returned3 = (await ag.status()).warmPool!.returned;
     await cli('pool', 'drain', 'b');
     const got3 = await add();
