@@ -48,14 +48,15 @@ export interface WriteShape {
   readonly pools: ReadonlyMap<string, Pool | undefined>;
   /** Block keys the write deletes. */
   readonly deletedBlocks: ReadonlySet<string>;
-  /** Each compared key and the revision compared (the first compare of a key). */
-  readonly compared: ReadonlyMap<string, number>;
+  /** The write's compares, as given. */
+  readonly compared: readonly Compare[];
 }
 
 /** The write's shape; GateRefusedError ('uncompared') for a block, pool or config write without its compare. */
 export function shapeOf(what: string, compares: readonly Compare[], ops: readonly Op[]): WriteShape {
-  const compared = new Map<string, number>();
-  for (const c of compares) if (!compared.has(c.key)) compared.set(c.key, c.rev);
+  // A pod's ADD or DEL writes a block or two and a handle: a scan of the few compares per
+  // guarded op costs less than building a map for every txn.
+  const revOf = (key: string): number | undefined => compares.find((c) => c.key === key)?.rev;
   const newBlocks: { key: string; cidr: Prefix }[] = [];
   const pools = new Map<string, Pool | undefined>();
   const deletedBlocks = new Set<string>();
@@ -63,7 +64,7 @@ export function shapeOf(what: string, compares: readonly Compare[], ops: readonl
     const isBlock = op.key.startsWith(BLOCK_PREFIX);
     const isPool = op.key.startsWith(POOL_PREFIX);
     if (!isBlock && !isPool && op.key !== CONFIG_KEY) continue;
-    const rev = compared.get(op.key);
+    const rev = revOf(op.key);
     if (rev === undefined) throw new GateRefusedError(what, 'uncompared', op.key, `${op.type} of ${op.key} without a compare on it (a writer must prove what it overwrites)`);
     if (isBlock) {
       if (op.type === 'delete') {
@@ -77,7 +78,7 @@ export function shapeOf(what: string, compares: readonly Compare[], ops: readonl
       pools.set(op.key.slice(POOL_PREFIX.length), op.type === 'put' ? decodePool({ key: op.key, value: op.value, rev: 1 }) : undefined);
     }
   }
-  return { newBlocks, pools, deletedBlocks, compared };
+  return { newBlocks, pools, deletedBlocks, compared: compares };
 }
 
 /** True when the write changes a pool's space or block sizes (or creates or deletes one): its check needs every block. */
@@ -108,7 +109,9 @@ export function guardedCompares(what: string, shape: WriteShape, compares: reado
   if (shape.newBlocks.length === 0 && shape.pools.size === 0) return { compares: out, guards };
   const pools = poolsAfter(view.pools, shape);
   if (shape.pools.size > 0) checkPools(what, shape, view.pools, pools, space);
-  if (!shape.compared.has(CONFIG_KEY)) out.push({ key: CONFIG_KEY, rev: view.configRev });
+  if (!shape.compared.some((c) => c.key === CONFIG_KEY)) out.push({ key: CONFIG_KEY, rev: view.configRev });
+  const compared = new Map<string, number>();
+  for (const c of shape.compared) if (!compared.has(c.key)) compared.set(c.key, c.rev);
   const newKeys = new Set(shape.newBlocks.map((b) => b.key));
   for (const nb of shape.newBlocks) {
     const pool = pools.find((p) => prefixContainsPrefix(p.cidr, nb.cidr));
@@ -118,7 +121,7 @@ export function guardedCompares(what: string, shape: WriteShape, compares: reado
     if (!sizes.includes(nb.cidr.len)) throw new GateRefusedError(what, 'block-size', nb.key, `block ${formatPrefix(nb.cidr)} is a /${nb.cidr.len}; pool "${pool.name}" has blocks of ${sizes.map((s) => `/${s}`).join(', ')}`, pool.name);
     for (const cidr of overlappingBlocks(nb.cidr, sizes)) {
       const g = blockKey(cidr);
-      const rev = shape.compared.get(g);
+      const rev = compared.get(g);
       if ((rev !== undefined && rev !== 0) || newKeys.has(g)) {
         throw new GateRefusedError(what, 'block-overlap', nb.key, `block ${formatPrefix(nb.cidr)} would overlap block ${formatPrefix(cidr)}`, g);
       }
@@ -138,7 +141,7 @@ function poolsAfter(before: readonly Pool[], shape: WriteShape): Pool[] {
 }
 
 function checkPools(what: string, shape: WriteShape, before: readonly Pool[], after: readonly Pool[], space: SpaceView | undefined): void {
-  if (!shape.compared.has(CONFIG_KEY)) throw new GateRefusedError(what, 'uncompared', CONFIG_KEY, 'a pool write without a compare on config (every pool write bumps it)');
+  if (!shape.compared.some((c) => c.key === CONFIG_KEY)) throw new GateRefusedError(what, 'uncompared', CONFIG_KEY, 'a pool write without a compare on config (every pool write bumps it)');
   for (const [name, p] of shape.pools) {
     if (!p) continue;
     const other = after.find((o) => o.name !== name && prefixOverlaps(poolSpace(o), poolSpace(p)));
