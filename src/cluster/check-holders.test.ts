@@ -67,7 +67,7 @@ test('checkHolders: an idle address a block gives to a pod handle is held twice'
   });
   assert.deepEqual(brief(r), [['idle-held-elsewhere', 'node-a', '10.0.0.1', 'idle', undefined, undefined, 'k8s:c9:eth0', 'ns/other']]);
   assert.deepEqual(r.findings[0]!.keys, [agentViewKey('node-a'), blockKey(CIDR), handleKey('k8s:c9:eth0')]);
-  assert.match(r.findings[0]!.message, /10\.0\.0\.1 is idle in node "node-a"'s warm pool, and block 10\.0\.0\.0\/26 gives it to handle "k8s:c9:eth0" of node "node-a" pod ns\/other \(container c9\)/);
+  assert.match(r.findings[0]!.message, /10\.0\.0\.1 is idle in node "node-a"'s warm pool, and block 10\.0\.0\.0\/26 gives it to handle "k8s:c9:eth0" of node "node-a" pod "ns\/other" \(container "c9"\)/);
 });
 
 test('checkHolders: cooling and sticky addresses the datastore gives to no one are not held', () => {

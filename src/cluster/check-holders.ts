@@ -254,13 +254,14 @@ function blockClaim(at: Located): Claim {
 }
 
 function describe(c: Claim): string {
-  const pod = c.pod !== undefined ? ` pod ${c.pod}` : '';
-  const ctr = c.containerId !== undefined ? ` (container ${c.containerId})` : '';
+  // Quoted: names read from records may hold anything, control characters included.
+  const pod = c.pod !== undefined ? ` pod ${JSON.stringify(c.pod)}` : '';
+  const ctr = c.containerId !== undefined ? ` (container ${JSON.stringify(c.containerId)})` : '';
   switch (c.as) {
     case 'handle':
       return `handle "${c.holder}"${c.node !== undefined ? ` of node "${c.node}"` : ''}${pod}${ctr}`;
     case 'pod':
-      return `held by node "${c.node}"'s${pod || ` attachment "${c.holder}"`}${ctr} (${c.from.join(', ')})`;
+      return `held by node "${c.node}"'s${pod || ` attachment ${JSON.stringify(c.holder)}`}${ctr} (${c.from.join(', ')})`;
     default:
       return `${c.as} in node "${c.node}"'s warm pool${c.as === 'sticky' && c.pod !== undefined ? ` (kept for${pod})` : ''}`;
   }
