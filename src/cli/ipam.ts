@@ -114,7 +114,7 @@ export function registerIpam(program: Command): void {
       .command('check')
       .description("report leaked allocations, inconsistent records, and addresses two holders claim (blocks, handles, each node agent's idle addresses, cooldown, sticky reservations and pods) (read-only); exit code 1 when anything is found")
       .option('--view-max-age <duration>', "an agent's published holder view older than this is stale (its disagreements are listed as unsettled, not found); default: 3 × the agent's own refresh period + 10s"),
-    '{"leaks": [...], "problems": [...], "holders": [...], "unsettled": [...], "stickyHolds": [...], "borrowed": [...] (the last three when any)}',
+    '{"leaks": [...], "problems": [...], "holders": [...], "unsettled": [...], "stickyHolds": [...], "borrowed": [...] (each of the last four when any)}',
   ).action(async (opts: { json?: boolean; output?: string; viewMaxAge?: string }, cmd: Command) => {
       const format = outputFormat(opts);
       const viewMaxAgeMs = opts.viewMaxAge === undefined ? undefined : parseDuration('--view-max-age', opts.viewMaxAge);
@@ -127,7 +127,7 @@ export function registerIpam(program: Command): void {
         process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s), ${holders.length} address(es) with a wrong holder and ${r.problems.length} other problem(s)\n`);
         process.exitCode = 1;
       }
-      const data = { leaks: r.leaks, problems: r.problems, holders, ...(r.unsettled ? { unsettled: r.unsettled } : {}), ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) };
+      const data = { leaks: r.leaks, problems: r.problems, ...(r.holders ? { holders: r.holders } : {}), ...(r.unsettled ? { unsettled: r.unsettled } : {}), ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) };
       if (printData(format, data)) return;
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);

@@ -120,6 +120,7 @@ test('checkHolders: a disagreement the agent may not have seen yet is stale, nev
   assert.deepEqual(r.findings, []);
   assert.deepEqual(r.stale.map((s) => [s.node, s.address, s.kind]), [['node-a', '10.0.0.1', 'idle-held-elsewhere']]);
   assert.match(r.stale[0]!.reason, /changed after node "node-a"'s holder view \(revision 120 ≥ 100\)/);
+  assert.deepEqual(checkHolders({ ...consistent(), blocks: [block({ 2: WARM, 3: WARM, 4: WARM }, 120)] }), { findings: [], stale: [] }, 'an idle address freed after the view (the agent\'s own return) is not listed');
   const planted = { ...changed, blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 90)] };
   const cases: [string, HolderInput, RegExp][] = [
     ['old view', { ...planted, now: NOW + 60_000 }, /holder view is 62 s old \(more than 40 s\)/],
@@ -130,9 +131,12 @@ test('checkHolders: a disagreement the agent may not have seen yet is stale, nev
     assert.equal(s.findings.filter((f) => f.address === '10.0.0.1').length, 0, what);
     assert.match(s.stale.find((x) => x.address === '10.0.0.1')?.reason ?? '', reason, what);
   }
-  const noView = checkHolders({ ...consistent(), blocks: [block({ 1: WARM, 2: WARM, 3: WARM })], views: [] });
+  const noView = checkHolders({ ...consistent(), blocks: [block({ 1: WARM, 2: WARM, 3: 'k8s:c9:eth0' })], handles: [handle(WARM, { node: 'node-a' }, 2), handle('k8s:c9:eth0', { node: 'node-a' }, 1)], podRecords: [podRecord('node-a', POD, ['10.0.0.3'], 'c1', 'web')], views: [] });
   assert.deepEqual(noView.findings, [], 'a pod record of a node without a view');
-  assert.match(noView.stale.find((x) => x.address === '10.0.0.4')?.reason ?? '', /node "node-a" has published no holder view/);
+  assert.deepEqual(noView.stale.map((x) => [x.address, x.kind]), [['10.0.0.3', 'pod-held-elsewhere']]);
+  assert.match(noView.stale[0]!.reason, /node "node-a" has published no holder view/);
+  const freed = checkHolders({ ...consistent(), blocks: [block({ 1: WARM, 2: WARM, 3: WARM }, 120)] });
+  assert.deepEqual(freed, { findings: [], stale: [] }, 'a pod\'s address freed after the view (the agent\'s own return after its DEL) is not listed');
   assert.equal(checkHolders(planted).findings.length, 1, 'the same block written before the view is a finding');
   assert.equal(checkHolders({ ...planted, now: NOW + 60_000, maxAgeMs: 120_000 }).findings.length, 1, 'maxAgeMs overrides the view\'s own bound');
 });

@@ -23,7 +23,10 @@
  * (block, handle, pod record) was last written before the view (its revision is lower). Any
  * other disagreement is listed in `stale` with the reason, never as a finding: an operator's
  * change that the agent has not answered yet, an agent that is down, a queue that had not
- * drained. Re-running after the agent's next refresh settles it either way.
+ * drained — except a claim on an address that nobody else holds (`idle-not-held`,
+ * `pod-unbacked`): that is what the agent's own return looks like until its next view, and it
+ * is left out. Re-running after the agent's next
+ * refresh settles it either way.
  */
 import { holderOf, ordinalOf, type Block } from '../alloc/block.js';
 import { type Addr, formatAddr, formatPrefix, prefixOf, tryParseAddr } from '../ip/index.js';
@@ -136,7 +139,12 @@ export function checkHolders(input: HolderInput): HolderReport {
     const keys = [...c.keys, ...extra];
     const why = unsettled(nodes, keys);
     const address = formatAddr(c.addr);
-    if (why !== undefined) stale.push({ node: c.claim.node, address, kind, reason: why });
+    // An address no one holds any more after the view is what the agent's own return (of an idle
+    // address, or of a gone pod's) looks like until its next view: not listed; once the view is
+    // newer, it is a finding if the agent still claims it.
+    if (why !== undefined) {
+      if (other !== undefined) stale.push({ node: c.claim.node, address, kind, reason: why });
+    }
     else findings.push({ kind, address, node: c.claim.node, claim: c.claim, ...(other ? { other } : {}), message, keys: [...new Set(keys.map((k) => k.key))] });
   };
 
@@ -206,7 +214,7 @@ function agentClaims(views: ReadonlyMap<string, { view: AgentView; rev: number; 
     const attachment = rest.slice(slash + 1);
     const o = tryDecode(() => JSON.parse(e.value) as Record<string, unknown>);
     if (!o || !Array.isArray(o.addrs)) continue;
-    const s = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+    const s = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k]) : undefined);
     for (const text of o.addrs) {
       const addr = typeof text === 'string' ? tryParseAddr(text) : undefined;
       if (!addr) continue;
