@@ -7,8 +7,9 @@
  * the datastore (check-holders.ts). Its entry's revision is the datastore revision at which the
  * agent vouched for it; `pending` is the agent's write-behind queue depth when it was built.
  *
- * Bounded: at most MAX_VIEW_ADDRESSES addresses in all; beyond that the lists are cut (pods
- * first kept, then sticky, cooling, idle) and `truncated` is set — what was cut is not checked.
+ * Bounded: at most MAX_VIEW_ADDRESSES addresses in all and MAX_VIEW_BYTES; beyond that the
+ * lists are cut (pods first kept, then sticky, cooling, idle) and `truncated` is set — what was
+ * cut is not checked.
  * Addresses are canonical text; the key is no allocator key, so it is written as a warm record.
  */
 import { formatAddr, parseAddr } from '../ip/index.js';
@@ -65,9 +66,19 @@ export function agentViewNode(key: string): string | undefined {
   return node !== '' && !node.includes('/') ? node : undefined;
 }
 
-/** The view as stored: the lists cut to MAX_VIEW_ADDRESSES addresses in all (pods kept first). */
+/** Most bytes of one stored view (pods with long container ids make ~260 bytes each). */
+export const MAX_VIEW_BYTES = 256 * 1024;
+
+/** The view as stored: the lists cut to MAX_VIEW_ADDRESSES addresses in all (pods kept first) and to MAX_VIEW_BYTES. */
 export function encodeAgentView(v: AgentView): string {
-  let room = MAX_VIEW_ADDRESSES;
+  for (let limit = MAX_VIEW_ADDRESSES; ; limit = Math.floor(limit / 2)) {
+    const text = encodeWithin(v, limit);
+    if (text.length <= MAX_VIEW_BYTES || limit === 0) return text;
+  }
+}
+
+function encodeWithin(v: AgentView, limit: number): string {
+  let room = limit;
   let truncated = v.truncated;
   const take = <T>(items: readonly T[], size: (t: T) => number): T[] => {
     const out: T[] = [];

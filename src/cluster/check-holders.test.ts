@@ -5,7 +5,7 @@ import { parsePrefix } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
 import { POD_RECORD_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
 import type { Entry } from '../store/index.js';
-import { type AgentView, agentViewKey, decodeAgentView, encodeAgentView, MAX_VIEW_ADDRESSES } from './agent-view-record.js';
+import { type AgentView, agentViewKey, decodeAgentView, encodeAgentView, MAX_VIEW_ADDRESSES, MAX_VIEW_BYTES } from './agent-view-record.js';
 import { encodeBlock } from './block-record.js';
 import { checkHolders, type HolderInput } from './check-holders.js';
 import { encodeHandle, type HandleRecord } from './handle-record.js';
@@ -121,6 +121,8 @@ test('checkHolders: a disagreement the agent may not have seen yet is stale, nev
   assert.deepEqual(r.stale.map((s) => [s.node, s.address, s.kind]), [['node-a', '10.0.0.1', 'idle-held-elsewhere']]);
   assert.match(r.stale[0]!.reason, /changed after node "node-a"'s holder view \(revision 120 ≥ 100\)/);
   assert.deepEqual(checkHolders({ ...consistent(), blocks: [block({ 2: WARM, 3: WARM, 4: WARM }, 120)] }), { findings: [], stale: [] }, 'an idle address freed after the view (the agent\'s own return) is not listed');
+  const ownAdd = checkHolders({ ...consistent(), podRecords: [...consistent().podRecords, podRecord('node-a', 'k8s:c5:eth0', ['10.0.0.1'], 'c5', 'late', 130)] });
+  assert.deepEqual(ownAdd, { findings: [], stale: [] }, 'an idle address the same agent handed out after its view is not listed');
   const planted = { ...changed, blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 90)] };
   const cases: [string, HolderInput, RegExp][] = [
     ['old view', { ...planted, now: NOW + 60_000 }, /holder view is 62 s old \(more than 40 s\)/],
@@ -148,6 +150,10 @@ test('agent view: bounded on encode, validated on decode', () => {
   assert.equal(back.pods.length, 1);
   assert.equal(back.idle.length, MAX_VIEW_ADDRESSES - 1);
   assert.equal(back.truncated, true);
+  const pods = Array.from({ length: 4000 }, (_, i) => ({ key: `k8s:${'f'.repeat(64)}${i}:eth0`, containerId: 'f'.repeat(64), ifname: 'eth0', namespace: 'default', name: `web-${i}`, addrs: [`10.3.${i >> 8}.${i & 255}`] }));
+  const wide = encodeAgentView({ ...v, idle: [], pods });
+  assert.ok(wide.length <= MAX_VIEW_BYTES, `${wide.length} bytes`);
+  assert.equal(decodeAgentView({ key: agentViewKey('n'), value: wide, rev: 1 }).truncated, true);
   assert.throws(() => decodeAgentView({ key: agentViewKey('m'), value: encodeAgentView(v), rev: 1 }), /agent-views\/m is corrupt: field "node" is "n", not the key's node/);
   assert.throws(() => decodeAgentView({ key: agentViewKey('n'), value: JSON.stringify({ ...JSON.parse(encodeAgentView(v)), idle: ['nope'] }), rev: 1 }), /agent-views\/n is corrupt/);
 });

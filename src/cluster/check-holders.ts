@@ -24,8 +24,9 @@
  * other disagreement is listed in `stale` with the reason, never as a finding: an operator's
  * change that the agent has not answered yet, an agent that is down, a queue that had not
  * drained — except a claim on an address that nobody else holds (`idle-not-held`,
- * `pod-unbacked`): that is what the agent's own return looks like until its next view, and it
- * is left out. Re-running after the agent's next
+ * `pod-unbacked`) or that the same agent claims otherwise (its view and its newer pod record):
+ * that is what the agent's own return, ADD or DEL looks like until its next view, and it is
+ * left out. Re-running after the agent's next
  * refresh settles it either way.
  */
 import { holderOf, ordinalOf, type Block } from '../alloc/block.js';
@@ -143,7 +144,8 @@ export function checkHolders(input: HolderInput): HolderReport {
     // address, or of a gone pod's) looks like until its next view: not listed; once the view is
     // newer, it is a finding if the agent still claims it.
     if (why !== undefined) {
-      if (other !== undefined) stale.push({ node: c.claim.node, address, kind, reason: why });
+      // Likewise two claims of one node's agent (its view, its newer pod record): its own ADD or DEL since.
+      if (other !== undefined && (other.as === 'handle' || other.node !== c.claim.node)) stale.push({ node: c.claim.node, address, kind, reason: why });
     }
     else findings.push({ kind, address, node: c.claim.node, claim: c.claim, ...(other ? { other } : {}), message, keys: [...new Set(keys.map((k) => k.key))] });
   };
