@@ -4,10 +4,11 @@
  * through the shim; the check reports nothing on that consistent state. Then, planted directly
  * in the datastore as a faulty writer would: the block of a served pod's address frees it (and
  * its warm handle counts one less) → exactly one `pod-unbacked` finding naming the node, the
- * pod, its container id and the address, exit 1; put back, clean again; one of the agent's idle
+ * pod, its container id and the address, exit 1; put back, clean again. One of the agent's idle
  * addresses given to another pod's handle (with its handle record, counts kept right, so the
- * block scan sees nothing) → exactly one `idle-held-elsewhere` finding, exit 1. Until the agent
- * has published a view newer than the planted write, the disagreement is only `unsettled`.
+ * block scan sees nothing): the agent withdraws it, and until its view says so the check lists it
+ * only as `unsettled` (idle-held-elsewhere), never as a finding. (That kind as a finding: the
+ * unit tests, src/cluster/check-holders.test.ts.)
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -92,20 +93,13 @@ test('ipam check: an agent\'s pods and idle addresses compared with the datastor
     await withStore(restore);
     await untilCheck('clean again', clean, (c) => c.code === 0 || (c.code === 1 && (c.json.holders ?? []).every((h) => h.address === web)));
 
-    // Planted: an idle address given to another pod's handle in the same block.
+    // Planted: an idle address given to another pod's handle in the same block. The agent's
+    // datastore watch withdraws it from its idle queue within seconds; meanwhile and after, the
+    // check never counts a second holder the agent has not seen yet, and ends clean.
     const idle = view.idle[0]!;
     await withStore((s) => reassign(s, idle, { handle: 'other-net:c-thief:eth0', node: 'node-b', namespace: 'ns', pod: 'thief', containerId: 'c-thief' }));
-    const taken = await untilCheck('idle-held-elsewhere found', (c) => c.code === 1 && (c.json.holders ?? []).length > 0, (c) => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle));
-    assert.deepEqual(taken.leaks, []);
-    assert.deepEqual(taken.problems, []);
-    assert.deepEqual(
-      (taken.holders ?? []).map((h) => [h.kind, h.node, h.address, h.claim.as, h.other?.holder, h.other?.pod]),
-      [['idle-held-elsewhere', 'node-a', idle, 'idle', 'other-net:c-thief:eth0', 'ns/thief']],
-    );
-    const text = await runCli(['--datastore', url, 'ipam', 'check']);
-    assert.equal(text.code, 1);
-    assert.match(text.stdout, new RegExp(`holder \\(idle-held-elsewhere\\): node node-a: ${idle.replace(/\./g, '\\.')} is idle in node "node-a"'s warm pool, and block \\S+ gives it to handle "other-net:c-thief:eth0" of node "node-b" pod "ns/thief"`));
-    assert.match(text.stderr, /found 0 leak\(s\), 1 address\(es\) with a wrong holder/);
+    await untilView(withStore, (v) => !v.idle.includes(idle) && !v.cooling.includes(idle));
+    await untilCheck('withdrawn: clean', clean, (c) => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle && u.kind === 'idle-held-elsewhere'));
   } finally {
     await agent?.stop();
     dir.remove();
