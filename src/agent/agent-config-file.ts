@@ -23,6 +23,7 @@ export const AGENT_CONFIG_KEYS = {
   cooldown: 'duration',
   stickyFor: 'duration',
   gcInterval: 'duration',
+  viewInterval: 'duration',
   kubeconfig: 'string',
   inCluster: 'boolean',
   stickyNamespaces: 'names',

@@ -26,6 +26,7 @@ interface AgentFlags {
   stickyNamespaces?: string;
   stickyNamePattern?: string;
   gcInterval?: string;
+  viewInterval?: string;
   config?: string;
   headroomInterval?: string;
   headroomClear?: string;
@@ -62,6 +63,7 @@ export function registerAgent(program: Command): void {
     .option('--sticky-namespaces <a,b>', 'warm pool: pods of these namespaces are sticky (with --kubeconfig: only their StatefulSet pods)')
     .option('--sticky-name-pattern <regex>', 'warm pool: pods whose whole name matches are sticky (with --kubeconfig: only StatefulSet pods)')
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
+    .option('--view-interval <duration>', "warm pool: publish the pool's holder view (idle, cooling, sticky, pods served; what `podipam ipam check` compares) at most this often when it changes, and every 6 such periods unchanged", '5s')
     .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
     .option('--realtime-priority <n>', 'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)')
@@ -245,6 +247,8 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
   }
   const gcIntervalMs = parseDuration(label('gcInterval'), flags.gcInterval ?? '5m');
   if (gcIntervalMs < 100) throw new UsageError(`invalid ${label('gcInterval')} ${JSON.stringify(flags.gcInterval)}: at least 100ms`);
+  const viewIntervalMs = parseDuration(label('viewInterval'), flags.viewInterval ?? '5s');
+  if (viewIntervalMs < 100) throw new UsageError(`invalid ${label('viewInterval')} ${JSON.stringify(flags.viewInterval)}: at least 100ms`);
   const list = (key: keyof AgentFlags, v: string | undefined, what: string): string[] | undefined => {
     if (v === undefined) return undefined;
     const items = v.split(',').map((p) => p.trim());
@@ -269,6 +273,7 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
     cooldownMs,
     stickyForMs,
     gcIntervalMs,
+    viewIntervalMs,
     ...(pools ? { pools } : {}),
     ...(Object.keys(sticky).length > 0 ? { sticky } : {}),
     // The warm pool's pod source is the agent's one client (agent-main.ts); this names it.

@@ -13,7 +13,7 @@ import { openCommandStore, type StoreAccess } from './datastore-url.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam-config.js';
 import { UsageError } from './usage-error.js';
-import { boolOption, parseIntFlag } from './parse-flag.js';
+import { boolOption, parseDuration, parseIntFlag } from './parse-flag.js';
 import { isEngineError } from '../util/engine-error.js';
 import { registerHistory } from './history.js';
 
@@ -110,20 +110,30 @@ export function registerIpam(program: Command): void {
     });
 
   withOutputOptions(
-    ipam.command('check').description('report leaked allocations and inconsistent records (read-only); exit code 1 when anything is found'),
-    '{"leaks": [...], "problems": [...], "stickyHolds": [...], "borrowed": [...] (each when any)}',
-  ).action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+    ipam
+      .command('check')
+      .description("report leaked allocations, inconsistent records, and addresses two holders claim (blocks, handles, each node agent's idle addresses, cooldown, sticky reservations and pods) (read-only); exit code 1 when anything is found")
+      .option('--view-max-age <duration>', "an agent's published holder view older than this is stale (its disagreements are listed as unsettled, not found); default: 3 × the agent's own refresh period + 10s"),
+    '{"leaks": [...], "problems": [...], "holders": [...], "unsettled": [...], "stickyHolds": [...], "borrowed": [...] (each of the last four when any)}',
+  ).action(async (opts: { json?: boolean; output?: string; viewMaxAge?: string }, cmd: Command) => {
       const format = outputFormat(opts);
-      const r = await withClusterIpam(cmd, 'read', (c) => c.check());
+      const viewMaxAgeMs = opts.viewMaxAge === undefined ? undefined : parseDuration('--view-max-age', opts.viewMaxAge);
+      const r = await withClusterIpam(cmd, 'read', (c) => c.check({ viewMaxAgeMs }));
+      const holders = r.holders ?? [];
+      const n = r.leaks.length + r.problems.length + holders.length;
       // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
-      if (r.leaks.length + r.problems.length > 0) {
+      if (n > 0) {
         // The report is on stdout; stderr says why the exit status is 1 (what cron mails).
-        process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s) and ${r.problems.length} other problem(s)\n`);
+        process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s), ${holders.length} address(es) with a wrong holder and ${r.problems.length} other problem(s)\n`);
         process.exitCode = 1;
       }
-      if (printData(format, { leaks: r.leaks, problems: r.problems, ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) })) return;
+      const data = { leaks: r.leaks, problems: r.problems, ...(r.holders ? { holders: r.holders } : {}), ...(r.unsettled ? { unsettled: r.unsettled } : {}), ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) };
+      if (printData(format, data)) return;
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
+      for (const h of holders) process.stdout.write(`holder (${h.kind}): node ${h.node}: ${h.message}\n`);
+      // Informational: what an agent may not have answered yet (re-run after its next refresh).
+      for (const u of r.unsettled ?? []) process.stdout.write(`unsettled (${u.kind}): node ${u.node}, ${u.address}: ${u.reason}\n`);
       // Informational: a sticky pod's addresses kept for its next incarnation (not a problem).
       for (const h of r.stickyHolds ?? []) {
         process.stdout.write(`sticky-hold: "${h.handle}" keeps ${h.addresses.join(', ') || 'nothing'} for pod ${h.namespace ?? '?'}/${h.pod ?? '?'} until ${h.stickyUntil}${h.expired ? ' (expired: podipam serve\'s GC releases it)' : ''}\n`);
@@ -133,7 +143,6 @@ export function registerIpam(program: Command): void {
         const pods = b.pods.map((p) => `${p.pod ?? p.handle} on node "${p.node}" (${p.address})`).join(', ');
         process.stdout.write(`borrowed: block ${b.block} (${b.node === null ? 'no node: kept by GC' : `node "${b.node}", deleted`}) keeps addresses of other nodes' pods: ${pods}\n`);
       }
-      const n = r.leaks.length + r.problems.length;
       process.stdout.write(`Check complete; found ${n} problem${n === 1 ? '' : 's'}.\n`);
     });
 

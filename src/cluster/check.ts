@@ -17,6 +17,14 @@
  * So are borrowed blocks (`borrowed`): blocks of a node proven gone (or left without affinity
  * by cluster GC) that keep addresses of pods of other nodes — GC frees the gone node's own
  * pods and empty blocks, and reports these rather than freeing them; each names the pods.
+ *
+ * Every holder, not only the blocks (check-holders.ts): each node agent's holder view (its idle,
+ * cooling and sticky addresses and the pods it serves, `agent-views/<node>`) and its pod records
+ * are compared with the blocks and handles; an address two holders claim, an idle address the
+ * datastore gives to someone else or to no one, a pod record without its block's holder are
+ * `holders` findings (node, pod, container id, address), confirmed by one atomic read of the
+ * records involved as above. A disagreement the agent may not have answered yet (its view is
+ * old, or older than a record involved) is listed in `unsettled`, not as a finding.
  */
 import { type Block, addrOfOrdinal, handleCounts } from '../alloc/block.js';
 import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../ip/index.js';
@@ -31,6 +39,10 @@ import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey,
 import { type Pool, decodePool, poolSpace } from './pool-record.js';
 import { readKeys } from './read-keys.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
+import { listAll } from '../store/list-all.js';
+import { POD_RECORD_PREFIX } from '../model/reserved-network.js';
+import { AGENT_VIEW_PREFIX } from './agent-view-record.js';
+import { checkHolders, type HolderFinding, type HolderInput, type StaleHolder } from './check-holders.js';
 
 export interface Leak {
   readonly ip: string;
@@ -63,6 +75,15 @@ export interface CheckReport {
   readonly stickyHolds?: readonly StickyHold[];
   /** Borrowed blocks, when there are any: informational (see the module comment). */
   readonly borrowed?: readonly BorrowedBlock[];
+  /** Holder findings (check-holders.ts), when there are any: problems, as leaks are. */
+  readonly holders?: readonly HolderFinding[];
+  /** Holder disagreements an agent may not have answered yet, when there are any: informational. */
+  readonly unsettled?: readonly StaleHolder[];
+}
+
+/** `viewMaxAgeMs`: an agent's holder view older than this is stale (default: by its own refresh period, check-holders.ts). */
+export interface CheckOptions {
+  readonly viewMaxAgeMs?: number | undefined;
 }
 
 export interface BorrowedBlock {
@@ -80,7 +101,7 @@ interface Finding {
 }
 
 /** Runs every check; see the module comment. Throws only what the store throws. */
-export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
+export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Promise<CheckReport> {
   const [poolEntries, nodeEntries, tombstoneEntries] = await Promise.all([
     ctx.store.list(POOL_PREFIX),
     ctx.store.list(NODE_PREFIX),
@@ -114,12 +135,48 @@ export async function checkIpam(ctx: IpamContext): Promise<CheckReport> {
   }
   const holds = holdsOf(handleEntries, blockEntries, ctx.now());
   const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
+  const [podRecords, views] = await Promise.all([listAll(ctx.store, POD_RECORD_PREFIX), listAll(ctx.store, AGENT_VIEW_PREFIX)]);
+  const holders = await checkEveryHolder(ctx, { blocks: blockEntries, handles: handleEntries, podRecords, views, now: ctx.now().getTime(), maxAgeMs: opts.viewMaxAgeMs });
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
     ...(holds.length > 0 ? { stickyHolds: holds } : {}),
     ...(borrowed.length > 0 ? { borrowed } : {}),
+    ...(holders.findings.length > 0 ? { holders: holders.findings } : {}),
+    ...(holders.stale.length > 0 ? { unsettled: holders.stale } : {}),
   };
+}
+
+/**
+ * The holder comparison of the listings, each finding confirmed by comparing again with its
+ * records read atomically (up to MAX_TXN_OPS keys per read): the listings were read one after
+ * the other, so a pod starting meanwhile must not show as a finding.
+ */
+async function checkEveryHolder(ctx: IpamContext, listed: HolderInput): Promise<ReturnType<typeof checkHolders>> {
+  const first = checkHolders(listed);
+  const confirmed: HolderFinding[] = [];
+  const id = (f: HolderFinding): string => JSON.stringify([f.kind, f.node, f.address, f.claim, f.other]);
+  for (let i = 0; i < first.findings.length; ) {
+    const keys = new Set<string>();
+    const batch: HolderFinding[] = [];
+    while (i < first.findings.length && (batch.length === 0 || keys.size + first.findings[i]!.keys.length <= MAX_TXN_OPS)) {
+      for (const k of first.findings[i]!.keys) keys.add(k);
+      batch.push(first.findings[i++]!);
+    }
+    const only = await readKeys(ctx.store, [...keys]);
+    const read = [...only.values()].filter((e): e is Entry => e !== undefined);
+    const fresh = (list: readonly Entry[], prefix: string): Entry[] => overlay(list, only, read, prefix);
+    const again = checkHolders({
+      ...listed,
+      blocks: fresh(listed.blocks, BLOCK_PREFIX),
+      handles: fresh(listed.handles, HANDLE_PREFIX),
+      podRecords: fresh(listed.podRecords, POD_RECORD_PREFIX),
+      views: fresh(listed.views, AGENT_VIEW_PREFIX),
+    });
+    const still = new Set(again.findings.map(id));
+    for (const f of batch) if (still.has(id(f))) confirmed.push(f);
+  }
+  return { findings: confirmed, stale: first.stale };
 }
 
 /** Blocks without affinity, or affine to a node proven deleted, holding addresses of other nodes' pods (from the listing). */

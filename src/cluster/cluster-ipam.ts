@@ -18,7 +18,7 @@ import type { AllocationFilter, AllocationPage, BlockAllocations } from './alloc
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
-import type { CheckReport, Leak } from './check.js';
+import type { CheckOptions, CheckReport, Leak } from './check.js';
 import type { DeletedNodeBlockRelease } from './gc-findings.js';
 import type { AddressHolder, PodHandle } from './handles-of-pod.js';
 import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
@@ -292,9 +292,9 @@ export class ClusterIpam {
     return clusterUtilisation(this.#ctx, options);
   }
 
-  async check(): Promise<CheckReport> {
+  async check(opts?: CheckOptions): Promise<CheckReport> {
     const { checkIpam } = await import('./check.js');
-    return checkIpam(this.#ctx);
+    return checkIpam(this.#ctx, opts);
   }
 
   /** See sticky-holds.ts: free an expired sticky hold while its record is the one `check` listed (undefined: it changed). */

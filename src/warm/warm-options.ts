@@ -12,6 +12,8 @@ export const POOL_VIEW_MS = 5000;
 export const WRITE_DELAY_MS = 1000;
 /** Write-behind: most records per transaction (etcd allows 128 ops). */
 export const WRITE_BATCH = 64;
+/** The holder view (warm-view-publisher.ts) is published at most this often when it changes, and unchanged every 6 such periods. */
+export const VIEW_INTERVAL_MS = 5000;
 /** Refill/return back-off: doubling from 500 ms up to this. */
 export const BACKOFF_MAX_MS = 30_000;
 
@@ -42,6 +44,8 @@ export interface WarmOptions {
   readonly writeDelayMs?: number;
   /** false: no datastore watch (warm-trust.ts); tests that drive every loop by hand, as with a long tickMs. Default true. */
   readonly watch?: boolean;
+  /** The holder view's publish period (default VIEW_INTERVAL_MS; checked on each write-behind flush). */
+  readonly viewIntervalMs?: number;
   readonly now?: () => number;
   /** Opens the pod source of `kubeconfig` (the host's Kubernetes client, src/agent/kube-pods.ts). */
   readonly openPodSource?: OpenPodSource;

@@ -7,15 +7,19 @@
  * of the DEL (CNI GC, warm GC, reconcile) that queued it, into the txn's history stamp; a put
  * folded away by a later delete of the same batch goes there too (warm-handles.ts). Every txn
  * is fenced (WRITE_FENCE_PREFIX): one given up on a timeout cannot land after a later one.
+ * The agent's holder view rides along when due (warm-view-publisher.ts), in a txn of its own
+ * on this loop when no record is queued.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { WRITE_BATCH, WRITE_DELAY_MS } from './warm-options.js';
 import { writeFenceKey } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
+import { WarmViewPublisher } from './warm-view-publisher.js';
 
 export class WarmWriteBehind {
   readonly #s: WarmState;
+  readonly #view: WarmViewPublisher;
   #loop: Periodic | undefined;
   #flushRun: Promise<void> | undefined;
   #flushAgain: Promise<void> | undefined;
@@ -26,6 +30,7 @@ export class WarmWriteBehind {
 
   constructor(state: WarmState) {
     this.#s = state;
+    this.#view = new WarmViewPublisher(state);
   }
 
   start(): void {
@@ -62,10 +67,12 @@ export class WarmWriteBehind {
     const s = this.#s;
     for (let i = 0; i < 1000; i++) {
       const batch = s.db.pendingWrites(WRITE_BATCH);
-      if (batch.length === 0) return;
+      const view = this.#view.due(batch.length);
+      if (batch.length === 0 && view === undefined) return;
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
         const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const) } : { key: w.key, value: w.value }));
+        if (view) writes.push(view);
         const fence = { key: writeFenceKey(s.o.node), rev: this.#fenceRev };
         const r = await s.ds((ipam) => ipam.writeWarmRecords(writes, fence));
         this.#fenceRev = r.fenceRev;
@@ -80,6 +87,8 @@ export class WarmWriteBehind {
         s.lastError = (e as Error).message;
         return;
       }
+      if (view) this.#view.published();
+      if (batch.length === 0) continue;
       crashPoint('agent.writebehind.committed');
       this.counters.writeTxns++;
       s.db.writesDone(batch[batch.length - 1]!.seq);
