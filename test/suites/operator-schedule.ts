@@ -15,7 +15,8 @@
  *
  * After every step: no two blocks overlap; every block lies in one pool's space with a size the
  * pool lists; no two pools' spaces overlap; every address a live pod was given is still held by
- * that pod's handle; `ipam check` reports nothing. A violation throws with the seed and the steps.
+ * that pod's handle; `ipam check` reports exactly the inconsistencies the schedule planted (a pod's
+ * handle record deleted behind the allocator: its addresses are leaks) until a step releases them. A violation throws with the seed and the steps.
  */
 import assert from 'node:assert/strict';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
@@ -111,7 +112,10 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   const counts: Record<string, number> = {};
   /** Live pods: handle → the addresses their ADD (or import) gave them. */
   let live = new Map<string, Set<string>>();
-  let backup: { text: string; live: Map<string, Set<string>> } | undefined;
+  /** Planted inconsistencies: pods whose handle record was deleted behind the allocator (leaks check must report). */
+  let planted = new Map<string, Set<string>>();
+  let backup: { text: string; live: Map<string, Set<string>>; planted: Map<string, Set<string>> } | undefined;
+  const copy = (m: Map<string, Set<string>>) => new Map([...m].map(([h, as]) => [h, new Set(as)]));
   let n = 0;
 
   const verify = async (after: string): Promise<void> => {
@@ -131,8 +135,11 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       for (const [ord, h] of b.allocations) held.set(formatAddr(addrOfOrdinal(b.cidr, ord)), h);
     }
     for (const [h, addrs] of live) for (const a of addrs) assert.equal(held.get(a), h, `live ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    for (const [h, addrs] of planted) for (const a of addrs) assert.equal(held.get(a), h, `planted leak ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    // `ipam check` reports exactly the planted inconsistencies: those leaks, nothing else.
     const check = await plain.check();
-    assert.deepEqual({ leaks: check.leaks, problems: check.problems }, { leaks: [], problems: [] }, `ipam check: ${where}`);
+    const expected = [...planted].flatMap(([h, as]) => [...as].map((a) => `${a} ${h}`)).sort();
+    assert.deepEqual({ leaks: check.leaks.map((l) => `${l.ip} ${l.handle}`).sort(), problems: check.problems }, { leaks: expected, problems: [] }, `ipam check: ${where}`);
   };
 
   const poolNames = async (): Promise<string[]> => (await plain.listPools()).map((p) => p.name);
@@ -267,14 +274,33 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       live.get(h)!.delete(a);
       return `ipam release --ip ${a} (of ${h})`;
     }],
+    [1, 'plant-leak', async () => {
+      const h = pick([...live.keys()].filter((x) => (live.get(x)?.size ?? 0) > 0));
+      if (!h) return 'plant leak: no pod';
+      const e = await raw.get(`handles/${h}`);
+      if (!e) return `plant leak: ${h} has no record`;
+      // Behind the allocator's back (what a lost or buggy writer leaves): the holder record goes, the block keeps the addresses.
+      assert.ok((await raw.txn([{ key: e.key, rev: e.rev }], [{ type: 'delete', key: e.key }])).succeeded);
+      planted.set(h, live.get(h)!);
+      live.delete(h);
+      return `plant leak: handle record of ${h} deleted (${[...planted.get(h)!].join(',')})`;
+    }],
+    [1, 'release-leaks', async () => {
+      const leaks = (await plain.check()).leaks;
+      for (const l of leaks) await answered('release leak', () => ipam.releaseLeak(l));
+      const n0 = planted.size;
+      planted = new Map();
+      return `release ${leaks.length} leaked address(es) of ${n0} planted pod(s)`;
+    }],
     [1, 'backup', async () => {
-      backup = { text: (await backupText(raw, new Date())).text, live: new Map([...live].map(([h, as]) => [h, new Set(as)])) };
+      backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted) };
       return 'datastore backup';
     }],
     [1, 'restore', async () => {
       if (!backup) return 'datastore restore: no backup yet';
       await restoreBackup(raw, parseBackup('backup', backup.text), { force: true });
-      live = new Map([...backup.live].map(([h, as]) => [h, new Set(as)]));
+      live = copy(backup.live);
+      planted = copy(backup.planted);
       return 'datastore restore';
     }],
   ];
