@@ -40,6 +40,22 @@ export interface ScheduleOptions {
   readonly steps: number;
   /** Probability that a txn's answer is lost after it committed. */
   readonly lose: number;
+  /** Pods started and stopped by real processes (the plugin, an agent) besides the allocator's API. */
+  readonly pods?: PodDriver;
+}
+
+/** A kind of pod the driver starts: 'plugin' (cluster mode, one process per call) or 'agent' (a warm agent through the shim). */
+export type PodKind = 'plugin' | 'agent';
+
+export interface PodDriver {
+  readonly kinds: readonly PodKind[];
+  /** ADD of container `id` (a node of the driver's choosing for `plugin`): its addresses, or the refusal as text. */
+  add(kind: PodKind, id: string): Promise<{ readonly addrs: readonly string[] } | { readonly refused: string }>;
+  del(kind: PodKind, id: string): Promise<void>;
+  /** Whether block holder `handle` is right for pod `id`'s addresses (its own handle, or its node's warm handle). */
+  holds(kind: PodKind, id: string, handle: string): boolean;
+  /** Restarts the agent (its resource DB kept), when there is one. */
+  restartAgent?(): Promise<void>;
 }
 
 export interface ScheduleResult {
@@ -116,6 +132,8 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   let planted = new Map<string, Set<string>>();
   let backup: { text: string; live: Map<string, Set<string>>; planted: Map<string, Set<string>> } | undefined;
   const copy = (m: Map<string, Set<string>>) => new Map([...m].map(([h, as]) => [h, new Set(as)]));
+  /** Pods the driver started: container id → kind and addresses. */
+  const driven = new Map<string, { kind: PodKind; addrs: readonly string[] }>();
   let n = 0;
 
   const verify = async (after: string): Promise<void> => {
@@ -135,11 +153,16 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       for (const [ord, h] of b.allocations) held.set(formatAddr(addrOfOrdinal(b.cidr, ord)), h);
     }
     for (const [h, addrs] of live) for (const a of addrs) assert.equal(held.get(a), h, `live ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    for (const [id, p] of driven) for (const a of p.addrs) assert.ok(o.pods!.holds(p.kind, id, held.get(a) ?? ''), `${p.kind} pod ${id}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
     for (const [h, addrs] of planted) for (const a of addrs) assert.equal(held.get(a), h, `planted leak ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
     // `ipam check` reports exactly the planted inconsistencies: those leaks, nothing else.
     const check = await plain.check();
     const expected = [...planted].flatMap(([h, as]) => [...as].map((a) => `${a} ${h}`)).sort();
-    assert.deepEqual({ leaks: check.leaks.map((l) => `${l.ip} ${l.handle}`).sort(), problems: check.problems }, { leaks: expected, problems: [] }, `ipam check: ${where}`);
+    assert.deepEqual(
+      { leaks: check.leaks.map((l) => `${l.ip} ${l.handle}`).sort(), problems: check.problems, holders: check.holders ?? [] },
+      { leaks: expected, problems: [], holders: [] },
+      `ipam check: ${where}`,
+    );
   };
 
   const poolNames = async (): Promise<string[]> => (await plain.listPools()).map((p) => p.name);
@@ -171,11 +194,29 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       return `add ${h}: ${[...live.get(h)!].join(',')}`;
     }],
     [6, 'del', async () => {
-      const h = pick([...live.keys()]);
+      const h = pick([...live.keys(), ...driven.keys()]);
       if (!h) return 'del: no pod';
+      const d = driven.get(h);
+      if (d) {
+        await o.pods!.del(d.kind, h);
+        driven.delete(h);
+        return `del ${d.kind} pod ${h}`;
+      }
       await answered('del', () => ipam.releaseHandle(h));
       live.delete(h);
       return `del ${h}`;
+    }],
+    [o.pods ? 14 : 0, 'add-driven', async () => {
+      const kind = pick(o.pods!.kinds);
+      const id = `${kind}-${n++}`;
+      const r = await o.pods!.add(kind, id);
+      if ('refused' in r) return `add ${kind} pod ${id}: refused (${r.refused})`;
+      driven.set(id, { kind, addrs: r.addrs });
+      return `add ${kind} pod ${id}: ${r.addrs.join(',')}`;
+    }],
+    [o.pods?.restartAgent ? 1 : 0, 'agent-restart', async () => {
+      await o.pods!.restartAgent!();
+      return 'agent restarted';
     }],
     [3, 'import-host-local', async () => {
       const ip = await someAddr();
@@ -296,7 +337,7 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted) };
       return 'datastore backup';
     }],
-    [1, 'restore', async () => {
+    [o.pods ? 0 : 1, 'restore', async () => {
       if (!backup) return 'datastore restore: no backup yet';
       await restoreBackup(raw, parseBackup('backup', backup.text), { force: true });
       live = copy(backup.live);

@@ -1,0 +1,80 @@
+/**
+ * The operator schedule (test/suites/operator-schedule.ts) with pods started and stopped by the
+ * built binaries beside the allocator's API: cluster-mode pods through `bin/podipam` (one process
+ * per call) on three nodes, and warm-pool pods through the native shim into a `podipam agent`
+ * that is restarted now and then (its resource DB kept), all on one SQLite file, while operator
+ * actions run in process with their answers lost after commit. After every step no address has
+ * two holders, every pod keeps its addresses (a cluster pod under its own handle, an agent's pod
+ * under the node's warm handle), and `ipam check` — which compares the agent's own records too —
+ * reports exactly the planted leaks. No datastore restore here: it would put the datastore behind
+ * the agent's resource DB (the allocator-only run covers restores).
+ *
+ * OPERATOR_SEED=<n> replays it, OPERATOR_AGENT_STEPS=<n> (default 50) lengthens it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { podCall } from '../helpers/agent-pods.js';
+import { PODIPAM_BIN, clusterCall, runPlugin } from '../helpers/plugin.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { openStore } from '../../src/store/index.js';
+import { cniHandleId } from '../../src/model/handle-id.js';
+import { warmHandlePrefix } from '../../src/warm/warm-handle.js';
+import { type PodDriver, type PodKind, runOperatorSchedule } from '../suites/operator-schedule.js';
+
+const seed = process.env.OPERATOR_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0 : Number(process.env.OPERATOR_SEED);
+const steps = Number(process.env.OPERATOR_AGENT_STEPS ?? 50);
+const NET = 'op-net';
+const WARM_NODE = 'on-w';
+
+test('operator actions with pods through the plugin and a warm agent, on SQLite: one address, one holder after every step', { timeout: 600_000 }, async (t) => {
+  requireShim();
+  t.diagnostic(`seed ${seed} (replay: OPERATOR_SEED=${seed} node scripts/test.mjs operator-actions-agents)`);
+  const dir = makeTempDir('operator-agents');
+  const url = `sqlite:${join(dir.path, 'ds.db')}`;
+  const socket = join(dir.path, 'agent.sock');
+  const agentArgs = ['--node', WARM_NODE, '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '2', '--max-idle', '6', '--capacity', '64', '--cooldown', '1s'];
+  let agent: RunningAgent | undefined;
+  const nodeOf = new Map<string, string>();
+  let i = 0;
+  const ips = (stdout: string): string[] => (JSON.parse(stdout) as { ips: { address: string }[] }).ips.map((x) => x.address.split('/')[0]!);
+  const pods: PodDriver = {
+    kinds: ['plugin', 'agent'],
+    async add(kind: PodKind, id: string) {
+      if (kind === 'plugin') {
+        const node = ['on-a', 'on-b', 'on-c'][i++ % 3]!;
+        nodeOf.set(id, node);
+        const r = await runPlugin(PODIPAM_BIN, clusterCall(NET, url, join(dir.path, `cache-${node}`), 'ADD', id, node));
+        return r.code === 0 ? { addrs: ips(r.stdout) } : { refused: `code ${r.code}: ${r.stdout.slice(0, 200)}` };
+      }
+      const r = await runPlugin(SHIM_BIN, podCall(socket, 'warm-net', 'ADD', id, 'ns', id, `uid-${id}`));
+      return r.code === 0 ? { addrs: ips(r.stdout) } : { refused: `code ${r.code}: ${r.stdout.slice(0, 200)}` };
+    },
+    async del(kind: PodKind, id: string) {
+      const r =
+        kind === 'plugin'
+          ? await runPlugin(PODIPAM_BIN, clusterCall(NET, url, join(dir.path, `cache-${nodeOf.get(id)}`), 'DEL', id, nodeOf.get(id)!))
+          : await runPlugin(SHIM_BIN, podCall(socket, 'warm-net', 'DEL', id, 'ns', id, `uid-${id}`));
+      assert.equal(r.code, 0, `DEL ${kind} ${id}: ${r.stdout}${r.stderr}`);
+    },
+    holds: (kind: PodKind, id: string, handle: string) => (kind === 'plugin' ? handle === cniHandleId(NET, id, 'eth0') : handle.startsWith(warmHandlePrefix(WARM_NODE))),
+    async restartAgent() {
+      assert.equal(await agent!.stop(), 0, 'the agent stops cleanly');
+      agent = await startAgent(socket, agentArgs);
+    },
+  };
+  const store = await openStore(url);
+  try {
+    agent = await startAgent(socket, agentArgs);
+    const r = await runOperatorSchedule(store, { seed, steps, lose: 0.1, pods });
+    t.diagnostic(`${r.steps.length} steps, ${r.lost} answers lost; ${JSON.stringify(r.counts)}`);
+    const served = (kind: string) => r.steps.filter((l) => new RegExp(`add ${kind} pod \\S+: \\d`).test(l)).length;
+    t.diagnostic(`pods given addresses through bin/podipam: ${served('plugin')}, through the shim and agent: ${served('agent')}`);
+    assert.ok(served('plugin') + served('agent') > 0, `no pod got an address through the binaries:\n${r.steps.join('\n')}`);
+  } finally {
+    await agent?.kill();
+    await store.close();
+    dir.remove();
+  }
+});
