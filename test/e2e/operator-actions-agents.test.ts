@@ -6,18 +6,19 @@
  * actions run in process with their answers lost after commit. After every step no address has
  * two holders, every pod keeps its addresses (a cluster pod under its own handle, an agent's pod
  * under the node's warm handle), and `ipam check` — which compares the agent's own records too —
- * reports exactly the planted leaks. No datastore restore here: it would put the datastore behind
+ * reports exactly the planted leaks. On SQLite and on a 3-member etcd. No datastore restore here: it would put the datastore behind
  * the agent's resource DB (the allocator-only run covers restores).
  *
  * OPERATOR_SEED=<n> replays it, OPERATOR_AGENT_STEPS=<n> (default 50) lengthens it.
  */
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { podCall } from '../helpers/agent-pods.js';
 import { PODIPAM_BIN, clusterCall, runPlugin } from '../helpers/plugin.js';
-import { makeTempDir } from '../helpers/tmp.js';
+import { type TempDir, makeTempDir } from '../helpers/tmp.js';
+import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
 import { cniHandleId } from '../../src/model/handle-id.js';
 import { warmHandlePrefix } from '../../src/warm/warm-handle.js';
@@ -28,11 +29,8 @@ const steps = Number(process.env.OPERATOR_AGENT_STEPS ?? 50);
 const NET = 'op-net';
 const WARM_NODE = 'on-w';
 
-test('operator actions with pods through the plugin and a warm agent, on SQLite: one address, one holder after every step', { timeout: 600_000 }, async (t) => {
-  requireShim();
+async function scheduleWithPods(t: TestContext, url: string, dir: TempDir, seed: number, steps: number): Promise<void> {
   t.diagnostic(`seed ${seed} (replay: OPERATOR_SEED=${seed} node scripts/test.mjs operator-actions-agents)`);
-  const dir = makeTempDir('operator-agents');
-  const url = `sqlite:${join(dir.path, 'ds.db')}`;
   const socket = join(dir.path, 'agent.sock');
   const agentArgs = ['--node', WARM_NODE, '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '2', '--max-idle', '6', '--capacity', '64', '--cooldown', '1s'];
   let agent: RunningAgent | undefined;
@@ -75,6 +73,27 @@ test('operator actions with pods through the plugin and a warm agent, on SQLite:
   } finally {
     await agent?.kill();
     await store.close();
+  }
+}
+
+test('operator actions with pods through the plugin and a warm agent, on SQLite: one address, one holder after every step', { timeout: 600_000 }, async (t) => {
+  requireShim();
+  const dir = makeTempDir('operator-agents');
+  try {
+    await scheduleWithPods(t, `sqlite:${join(dir.path, 'ds.db')}`, dir, seed, steps);
+  } finally {
+    dir.remove();
+  }
+});
+
+test('the same on a 3-member etcd', { timeout: 600_000 }, async (t) => {
+  requireShim();
+  const dir = makeTempDir('operator-agents-etcd');
+  const etcd = await startEtcd({ members: 3 });
+  try {
+    await scheduleWithPods(t, etcd.url, dir, seed + 1, Math.ceil(steps / 2));
+  } finally {
+    await etcd.stop();
     dir.remove();
   }
 });
