@@ -99,7 +99,7 @@ test('no log line carries a raw control character, in either format', () => {
       assert.equal(r.note, 'a\u009bb');
       assert.equal(r.msg, 'ADD of web\u001b[2J\u0085');
     } else {
-      assert.match(line, /INFO  agent "ADD of web\\u001b\[2J\\u0085" pod="web\\u001b\]0;x\\u0007" note="a\\u009bb" plain=ok\n$/);
+      assert.match(line, /INFO {2}agent "ADD of web\\u001b\[2J\\u0085" pod="web\\u001b\]0;x\\u0007" note="a\\u009bb" plain=ok\n$/);
     }
   }
 });

@@ -159,7 +159,8 @@ async function runCase(c: { env: Record<string, string | undefined>; mutations: 
   count(e.CNI_COMMAND, err?.code);
   // One field replaced and the config refused as such: the message names that field.
   const only = c.mutations.length === 1 ? c.mutations[0]! : undefined;
-  if (err && err.code === 7 && only && only.change.kind === 'set' && only.path.length > 1) {
+  // A pod or namespace name in CNI_ARGS that Kubernetes would refuse is refused first, naming CNI_ARGS.
+  if (err && err.code === 7 && only && only.change.kind === 'set' && only.path.length > 1 && !err.msg.startsWith('CNI_ARGS')) {
     const name = fieldName(only.path);
     if (name !== undefined && /^[A-Za-z]+$/.test(name) && !(PINNED.includes(name.toLowerCase()) && typeof (only.change as { value: unknown }).value === 'string')) {
       const names = `${err.msg} ${err.details ?? ''}`.toLowerCase().includes(name.toLowerCase());

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddr } from '../ip/index.js';
 import { openStore } from '../store/index.js';
-import type { IpamRequest } from '../plugin/ipam-backend.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { type LostAnswerStore, lostAnswerStore } from '../../test/helpers/lost-answer-store.js';
 import { warmHandlePrefix } from './warm-handle.js';
@@ -35,7 +34,9 @@ async function rig(): Promise<{ r: WarmRig; store: () => LostAnswerStore }> {
   );
   return { r, store: () => wrapped! };
 }
-const req = (id: string): IpamRequest => ({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf: warmConf });
+/** The request the rig's warm back end takes (typed through the rig: a service's test imports no plugin edge). */
+type Req = Parameters<WarmRig['warm']['add']>[0];
+const req = (id: string): Req => ({ containerId: id, ifname: 'eth0', cniArgs: new Map(), conf: warmConf });
 const addrOf = (a: { ips: readonly { address: string }[] }): string => a.ips[0]!.address.split('/')[0]!;
 const touchesBlocks = (ops: readonly { key: string }[]): boolean => ops.some((o) => o.key.startsWith('blocks/'));
 

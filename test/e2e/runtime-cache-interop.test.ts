@@ -38,9 +38,9 @@ test('a result cached by podipam net add is the file libcni writes (path, mode, 
     const ns = s.netns(1);
     const id = `k${s.tag}`;
     const o = ['--conf-dir', s.confDir, '--bin-dir', s.binDirs.join(':'), '--cache-dir', s.cacheDir];
-    const add = spawnSync(PODIPAM_BIN, ['net', 'add', name, '--container', id, '--netns', ns.path, '--args', 'K8S_POD_NAME=web<1>;IgnoreUnknown=1', '--cap', 'portMappings=[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]', ...o], { encoding: 'utf8' });
+    const add = spawnSync(PODIPAM_BIN, ['net', 'add', name, '--container', id, '--netns', ns.path, '--args', 'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1', '--cap', 'portMappings=[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]', ...o], { encoding: 'utf8' });
     assert.equal(add.status, 0, add.stderr);
-    assert.equal(readFileSync(join(s.root.path, 'args.ADD'), 'utf8'), 'K8S_POD_NAME=web<1>;IgnoreUnknown=1\n');
+    assert.equal(readFileSync(join(s.root.path, 'args.ADD'), 'utf8'), 'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1\n');
 
     const file = join(s.cacheDir, 'results', `${name}-${id}-eth0`);
     const printed = JSON.parse(readFileSync(join(s.root.path, 'printed.json'), 'utf8'));
@@ -48,7 +48,7 @@ test('a result cached by podipam net add is the file libcni writes (path, mode, 
     if (printed.dns && Object.keys(printed.dns).length === 0) delete printed.dns;
     const expected =
       `{"kind":"cniCacheV1","containerId":"${id}","config":"${Buffer.from(conf).toString('base64')}","ifName":"eth0","networkName":"${name}",` +
-      `"netns":"${ns.path}","cniArgs":[["K8S_POD_NAME","web\\u003c1\\u003e"],["IgnoreUnknown","1"]],` +
+      `"netns":"${ns.path}","cniArgs":[["K8S_POD_NAME","web-1"],["NOTE","web\\u003c1\\u003e"],["IgnoreUnknown","1"]],` +
       `"capabilityArgs":{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]},"result":${sortedJson(printed)}}`;
     assert.equal(readFileSync(file, 'utf8'), expected);
     assert.equal(statSync(file).mode & 0o777, 0o600);
@@ -57,7 +57,7 @@ test('a result cached by podipam net add is the file libcni writes (path, mode, 
     const del = spawnSync(PODIPAM_BIN, ['net', 'del', name, '--container', id, ...o], { encoding: 'utf8' });
     assert.equal(del.status, 0, del.stderr);
     // CNI_ARGS came back from the cache (the del had no --args).
-    assert.equal(readFileSync(join(s.root.path, 'args.DEL'), 'utf8'), 'K8S_POD_NAME=web<1>;IgnoreUnknown=1\n');
+    assert.equal(readFileSync(join(s.root.path, 'args.DEL'), 'utf8'), 'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1\n');
     assert.deepEqual(s.linksIn(ns.name), []);
     assert.deepEqual(s.reservations(name), []);
     assert.deepEqual(s.cachedFiles(), []);
