@@ -3,10 +3,9 @@
  * delete (refused while any address of the pool is allocated). Resize is pool-resize.ts,
  * drain pool-drain.ts, other settings (block size, node selector) pool-settings.ts.
  */
-import { commitWrite } from './gate/index.js';
 import { allocatedCount } from '../alloc/block.js';
 import { prefixContainsPrefix } from '../ip/index.js';
-import { GateRefusedError } from './gate/index.js';
+import { GateRefusedError, commitWrite } from './gate/index.js';
 import type { Entry, Op } from '../store/index.js';
 import { decodeBlock } from './block-record.js';
 import { configTxn } from './config-txn.js';
