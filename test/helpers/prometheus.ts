@@ -52,7 +52,7 @@ process.on('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-async function getJson(url: string): Promise<any> {
+async function getJson(url: string): Promise<unknown> {
   const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   const body = (await res.json()) as { status: string; data: unknown; error?: string };
   if (body.status !== 'success') throw new Error(`${url}: ${res.status} ${body.error ?? JSON.stringify(body)}`);
