@@ -7,6 +7,9 @@
  * it crosses 85 %: PodipamPoolNearlyFull is silent before and firing after, as Prometheus'
  * /api/v1/alerts says. Then every query of the Grafana board (deploy/monitoring/
  * podipam-dashboard.json, variables substituted) runs against that Prometheus and returns data.
+ * At the end of the steady phase, podipam's own forecast from its allocation history
+ * (GET /api/v1/pools/steady/forecast?window=1m) and Prometheus' predict_linear over the same last
+ * minute agree within 10 % on the time until the pool is full.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,7 +23,7 @@ import { type PluginCall, REPO_ROOT, runCliSync, runPlugin } from '../helpers/pl
 import { type RunningPrometheus, type PrometheusAlert, PROMETHEUS_BIN, startPrometheus } from '../helpers/prometheus.js';
 import { requireExecutable } from '../helpers/prereq.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { type ServeProcess, startServe, waitFor } from './serve-harness.js';
+import { type ServeProcess, api, startServe, waitFor } from './serve-harness.js';
 
 const RULES = join(REPO_ROOT, 'deploy', 'monitoring', 'podipam-rules.yaml');
 const DASHBOARD = join(REPO_ROOT, 'deploy', 'monitoring', 'podipam-dashboard.json');
@@ -76,7 +79,7 @@ function steadyCall(socket: string, datastore: string, command: string, id: stri
 const nearlyFull = (alerts: readonly PrometheusAlert[], pool: string): PrometheusAlert | undefined =>
   alerts.find((a) => a.labels.alertname === 'PodipamPoolNearlyFull' && a.labels.pool === pool);
 
-test('a real Prometheus on serve and two agents: PodipamPoolNearlyFull fires when pool "steady" crosses 85 %, not before; every query of the Grafana board returns data', { timeout: 240_000 }, async () => {
+test('a real Prometheus on serve and two agents: PodipamPoolNearlyFull fires when pool "steady" crosses 85 %, not before; every query of the Grafana board returns data; podipam\'s forecast and predict_linear agree within 10 %', { timeout: 240_000 }, async () => {
   requireShim();
   requireExecutable(PROMETHEUS_BIN);
   const dir = makeTempDir('prom-e2e');
@@ -137,6 +140,19 @@ test('a real Prometheus on serve and two agents: PodipamPoolNearlyFull fires whe
       const next = started + pods * PACE_MS;
       await sleep(Math.max(0, next - Date.now()));
     }
+    // Two forecasts of the same minute of filling: podipam's from its history, Prometheus' from its scrapes.
+    const [own, promTtf] = await Promise.all([
+      api(serve.url, 'GET', '/api/v1/pools/steady/forecast?window=1m'),
+      p.query('(podipam_pool_capacity_addresses{pool="steady"} - predict_linear(podipam_pool_allocated_addresses{pool="steady"}[1m], 0)) / deriv(podipam_pool_allocated_addresses{pool="steady"}[1m])'),
+    ]);
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    const trend = (own.body as { trend: { state: string; secondsToFull: number | null; ratePerHour: number } }).trend;
+    assert.equal(trend.state, 'filling', JSON.stringify(own.body));
+    assert.equal(promTtf.length, 1, JSON.stringify(promTtf));
+    const [ownS, promS] = [trend.secondsToFull!, Number(promTtf[0]!.value[1])];
+    const diff = Math.abs(ownS - promS) / promS;
+    console.log(`time to full of pool steady after ${pods} pods: podipam ${ownS.toFixed(1)} s (${trend.ratePerHour.toFixed(0)}/h), Prometheus predict_linear ${promS.toFixed(1)} s: ${(diff * 100).toFixed(1)} % apart`);
+    assert.ok(diff <= 0.1, `podipam's forecast ${ownS} s and Prometheus' ${promS} s differ by ${(diff * 100).toFixed(1)} %`);
     assert.ok(pods / STEADY.capacity < THRESHOLD - 0.1, `${pods} pods of ${STEADY.capacity} after the steady phase: below the threshold`);
     // Below the threshold, after more than a minute of evaluations: silent.
     assert.equal(nearlyFull(await p.alerts(), 'steady'), undefined, 'not firing below 85 %');
