@@ -2,9 +2,10 @@
  * Prometheus metrics of `podipam serve`, on a registry of their own (several servers in one
  * test process must not share one). Pool gauges are filled at scrape time from the same
  * cached aggregate the dashboard reads, so a scrape costs no more than a page refresh. When
- * the datastore does not answer, the scrape still succeeds: `podipam_datastore_up` is 0 and
- * the pool series are absent (no stale figures; podipam_nodes keeps its last value), so alert rules can tell "serve down" from
- * "datastore unreachable".
+ * the datastore does not answer, the scrape still succeeds, with `podipam_datastore_up` 0:
+ * the pool series are the summary's last figures while it holds some (a pool alert neither
+ * resolves nor starts because of the outage), else absent; podipam_nodes keeps its last value.
+ * So alert rules tell "serve down" from "datastore unreachable".
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
