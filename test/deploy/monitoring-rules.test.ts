@@ -5,6 +5,7 @@
  * severity, for, summary, description and a runbook that exists and names real CLI commands;
  * the PrometheusRule of components/monitoring is the script's output from the same source.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- the test reads rendered manifests of any shape */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -75,14 +76,50 @@ test('the PrometheusRule is generated from the plain rules file (node scripts/pr
   assert.match(bad.stderr, /--runbook-base must be an http\(s\) URL ending in "\/": current value is "wiki\/podipam"/);
 });
 
-test('overlays/monitoring: deploy/ plus the PrometheusRule (components/monitoring), nothing else changed', () => {
+test('overlays/monitoring: deploy/ plus the PrometheusRule and the scrape jobs the rules expect; the agents\' metrics on the node address', async () => {
   const base = renderKustomization(join(REPO_ROOT, 'deploy')).objects;
   const withRules = renderKustomization(join(REPO_ROOT, 'deploy', 'overlays', 'monitoring')).objects;
-  const rules = withRules.filter((o) => o.kind === 'PrometheusRule');
-  assert.equal(rules.length, 1);
-  assert.equal(rules[0]!.metadata.namespace, 'podipam-system');
-  assert.deepEqual(withRules.filter((o) => o.kind !== 'PrometheusRule'), base);
-  assert.deepEqual((rules[0] as unknown as { spec: Groups }).spec, source);
+  const added = ['PrometheusRule', 'ServiceMonitor', 'PodMonitor'];
+  const of = (kind: string): any => {
+    const found = withRules.filter((o) => o.kind === kind);
+    assert.equal(found.length, 1, kind);
+    assert.equal(found[0]!.metadata.namespace, 'podipam-system', kind);
+    return found[0];
+  };
+  assert.deepEqual(of('PrometheusRule').spec, source);
+  const ds = withRules.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'podipam-agent') as any;
+  assert.deepEqual(withRules.filter((o) => !added.includes(o.kind) && o !== ds), base.filter((o) => !(o.kind === 'DaemonSet' && o.metadata.name === 'podipam-agent')), 'nothing else changes');
+  // The DaemonSet differs in the agent's metrics address only, and stays valid.
+  const agent = ds.spec.template.spec.containers[0];
+  assert.ok(agent.command.includes('--metrics-listen=$(POD_IP):7421'), agent.command.join(' '));
+  assert.deepEqual(agent.env.find((e: any) => e.name === 'POD_IP'), { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+  const baseDs = structuredClone(base.find((o) => o.kind === 'DaemonSet') as any);
+  const restored = structuredClone(ds);
+  const c = restored.spec.template.spec.containers[0];
+  c.command = c.command.map((a: string) => a.replace('$(POD_IP)', '127.0.0.1'));
+  c.env = c.env.filter((e: any) => e.name !== 'POD_IP');
+  delete c.ports;
+  assert.deepEqual(restored, baseDs);
+  const { DaemonSet } = (await import('kubernetes-models/apps/v1/DaemonSet')) as any;
+  assert.doesNotThrow(() => new DaemonSet(ds).validate());
+  // The PodMonitor selects the agents' pods by a port they name; job podipam-agent, node labelled.
+  const pm = of('PodMonitor');
+  assert.deepEqual(pm.spec.selector.matchLabels, { 'app.kubernetes.io/name': ds.spec.template.metadata.labels['app.kubernetes.io/name'] });
+  const pe = pm.spec.podMetricsEndpoints[0];
+  assert.deepEqual(agent.ports, [{ name: pe.port, containerPort: 7421 }]);
+  assert.ok(pe.relabelings.some((r: any) => r.targetLabel === 'job' && r.replacement === 'podipam-agent'));
+  assert.ok(pe.relabelings.some((r: any) => r.targetLabel === 'node' && r.sourceLabels[0] === '__meta_kubernetes_pod_node_name'));
+  // The ServiceMonitor selects the Service of serve by its labels and port, with the read token; job podipam-serve.
+  const sm = of('ServiceMonitor');
+  const svc = base.find((o) => o.kind === 'Service' && o.metadata.name === 'podipam') as any;
+  for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) assert.equal(svc.metadata.labels[k], v, k);
+  const se = sm.spec.endpoints[0];
+  assert.ok(svc.spec.ports.some((p: any) => p.name === se.port));
+  assert.deepEqual(se.authorization.credentials, { name: 'podipam-tokens', key: 'read' });
+  assert.ok(se.relabelings.some((r: any) => r.targetLabel === 'job' && r.replacement === 'podipam-serve'));
+  // Every job the rules name is one the monitors make.
+  const jobs = new Set(JSON.stringify(source).match(/job=\\"[a-z-]+\\"/g)!.map((m) => m.replace(/^job=\\"|\\"$/g, '')));
+  assert.deepEqual([...jobs].sort(), ['podipam-agent', 'podipam-serve']);
   const comp = load(readFileSync(join(REPO_ROOT, 'deploy', 'components', 'monitoring', 'kustomization.yaml'), 'utf8')) as { kind: string };
   assert.equal(comp.kind, 'Component');
 });
