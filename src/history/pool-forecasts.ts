@@ -13,6 +13,9 @@
 import type { HistoryDb } from './history-db.js';
 import { forecastUsage, type UsageForecast } from './forecast-usage.js';
 import { usageSeries, type UsageSample } from './usage-series.js';
+import { formatSpan } from '../util/format-span.js';
+
+export { formatSpan };
 
 /** The default window: 6 hours. */
 export const DEFAULT_WINDOW_MS = 6 * 3_600_000;
@@ -59,20 +62,6 @@ export function parseWindow(name: string, text: string): number {
   const ms = m ? Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'] : NaN;
   if (!(ms >= MIN_WINDOW_MS && ms <= MAX_WINDOW_MS)) throw new RangeError(`${name} must be a duration from 1m to 30d such as 30m, 6h or 7d: got ${JSON.stringify(text)}`);
   return ms;
-}
-
-/** A span in the largest whole units: "6h", "1h30m", "45s", "2d". */
-export function formatSpan(ms: number): string {
-  let s = Math.round(ms / 1000);
-  const parts: string[] = [];
-  for (const [u, n] of [['d', 86_400], ['h', 3600], ['m', 60]] as const) {
-    if (s >= n) {
-      parts.push(`${Math.floor(s / n)}${u}`);
-      s %= n;
-    }
-  }
-  if (s > 0 || parts.length === 0) parts.push(`${s}s`);
-  return parts.slice(0, 2).join('');
 }
 
 /** The forecast of each pool in `pools`, in their order (a pool the history never saw: a flat series at 0). */

@@ -3,7 +3,8 @@
  * 3339 (UTC), spans as durations ("6h"), the capacity exact (a bigint: a decimal string past
  * 2^53, src/util/exact-json.ts).
  */
-import { formatSpan, type PoolForecast } from '../../history/pool-forecasts.js';
+import type { PoolForecast } from '../../history/pool-forecasts.js';
+import { formatSpan } from '../../util/format-span.js';
 import { formatTime } from '../../history/parse-time.js';
 
 export function forecastJson(f: PoolForecast, capacity: bigint): Record<string, unknown> {
