@@ -23,6 +23,7 @@ import type { Store, WatchEvent } from '../store/index.js';
 import { plantedBug } from '../util/planted-bug.js';
 import type { WarmRefiller } from './warm-refiller.js';
 import type { WarmState } from './warm-state.js';
+import { pause } from '../util/pause.js';
 
 /** Pause before a failed watch starts again. */
 const RETRY_MS = 1000;
@@ -69,10 +70,7 @@ export class WarmTrust {
         if (msg !== lastError && s.isReady) s.log.warn({ node: s.node, prefix, error: msg }, 'warm pool: datastore watch failed; the periodic pool view stands in until it runs again');
         lastError = msg;
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, RETRY_MS);
-        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await pause(RETRY_MS, signal);
     }
   }
 
