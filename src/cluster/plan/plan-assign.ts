@@ -33,6 +33,7 @@ import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../err
 import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
 import { ipSetBlocks, ipSetOf } from '../ip-set-record.js';
 import { PlacementError } from '../../model/placement.js';
+import { isPoolPattern, poolMatcher } from '../../model/pool-pattern.js';
 import type { AssignRequest, Assignment } from './assignment.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
 import { effectiveMaxBlocks } from '../ipam-config.js';
@@ -94,13 +95,12 @@ export type AssignPlan =
       readonly tookOver?: boolean;
     };
 
-/** True when `entry` (a pool name, or a canonical CIDR from Calico's annotations) names `p`. */
-function poolIs(p: Pool, entry: string): boolean {
-  return p.name === entry || (entry.includes('/') && formatPrefix(p.cidr) === entry);
-}
-
-function poolNamed(pools: readonly Pool[], entry: string): Pool | undefined {
-  return pools.find((p) => poolIs(p, entry));
+/** The pools `entry` names: the pool of that name, or of that canonical CIDR (Calico's annotations), or every pool a pattern matches (Spiderpool's), in name order. */
+function poolsNamed(pools: readonly Pool[], entry: string): Pool[] {
+  if (entry.includes('/')) return pools.filter((p) => formatPrefix(p.cidr) === entry);
+  if (!isPoolPattern(entry)) return pools.filter((p) => p.name === entry);
+  const match = poolMatcher(entry);
+  return pools.filter((p) => match(p.name));
 }
 
 /**
@@ -147,6 +147,8 @@ class Planner {
   /** Claimed key → the other-sized keys its claim compares absent. */
   readonly #guards = new Map<string, readonly string[]>();
   #usedLabels = false;
+  /** Entry of req.pools → the pools it names (a pattern is matched against every pool once per plan). */
+  readonly #named = new Map<string, Pool[]>();
   /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
   #hold: { rev: number; taken: boolean } | undefined;
 
@@ -355,13 +357,12 @@ class Planner {
   }
 
   #assignAuto(): void {
-    const { req, snap } = this.#in;
+    const { req } = this.#in;
     if (!req.auto) return;
     for (const n of req.pools ?? []) {
-      const pool = poolNamed(snap.pools, n);
       // With an ip-set the pools are the network's own (for the other families), not the annotation's.
-      if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n, pool);
-      else if (!pool) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
+      if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n);
+      else if (this.#poolsNamed(n).length === 0) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
     }
     const wanted: [Family, number][] =
       req.auto === 'each-family'
@@ -380,22 +381,62 @@ class Planner {
   }
 
   /**
-   * A pool an annotation names (placedBy) must exist, be usable and select the node: else
-   * PlacementError (code 7) naming the annotation and the pod, never a fallback to other pools.
+   * A pool an annotation names (placedBy) must exist, be usable, select the node and — named for
+   * one family (poolsByFamily) — be of that family: else PlacementError (code 7) naming the
+   * annotation and the pod, never a fallback to other pools. A pattern must match such a pool;
+   * the matching pools that cannot serve are passed over (#candidates).
    */
-  #checkPlaced(entry: string, pool: Pool | undefined): void {
-    const { source, pod } = this.#in.req.placedBy!;
+  #checkPlaced(entry: string): void {
+    const { req } = this.#in;
+    const { source, pod } = req.placedBy!;
+    const fams = this.#familiesOf(entry);
+    const famText = fams ? fams.map((f) => `IPv${f}`).join(' or ') : undefined;
+    if (isPoolPattern(entry)) {
+      const matched = this.#poolsNamed(entry);
+      const ofFamily = matched.filter((p) => fams === undefined || fams.includes(p.cidr.family));
+      const what = `pool pattern "${entry}"`;
+      if (matched.length === 0) throw new PlacementError(source, pod, `${what} matches no pool`);
+      if (ofFamily.length === 0) throw new PlacementError(source, pod, `${what} matches no ${famText} pool (it matches ${matched.map((p) => p.name).join(', ')})`);
+      if (!ofFamily.some((p) => poolUsable(p) && this.#selects(p))) {
+        throw new PlacementError(source, pod, `${what} matches no pool that is enabled and selects node "${req.node}" (it matches ${ofFamily.map((p) => `${p.name}: ${poolUsable(p) ? 'not selecting the node' : poolUnusableWhy(p)}`).join('; ')})`);
+      }
+      return;
+    }
+    const pool = this.#poolsNamed(entry)[0];
     const what = entry.includes('/') ? `pool CIDR ${entry}` : `pool "${entry}"`;
     if (!pool) throw new PlacementError(source, pod, `${what} does not exist`);
+    if (fams && !fams.includes(pool.cidr.family)) throw new PlacementError(source, pod, `${what} is an IPv${pool.cidr.family} pool, named for ${famText}`);
     if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${poolUnusableWhy(pool)}`);
-    if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${this.#in.req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
+    if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
+  }
+
+  /** The families whose list names `entry` (undefined: the request names its pools for every family). */
+  #familiesOf(entry: string): Family[] | undefined {
+    const by = this.#in.req.poolsByFamily;
+    if (!by) return undefined;
+    return ([4, 6] as Family[]).filter((f) => by[f]?.includes(entry));
+  }
+
+  #poolsNamed(entry: string): Pool[] {
+    let got = this.#named.get(entry);
+    if (got === undefined) {
+      got = poolsNamed(this.#in.snap.pools, entry);
+      this.#named.set(entry, got);
+    }
+    return got;
+  }
+
+  /** The pools the request names for `family` (all when it names none), in preference order, each once. */
+  #namedPools(family: Family | undefined): readonly Pool[] {
+    const { req, snap } = this.#in;
+    if (!req.pools) return snap.pools;
+    const names = req.poolsByFamily && family !== undefined ? (req.poolsByFamily[family] ?? []) : req.pools;
+    return [...new Set(names.flatMap((n) => this.#poolsNamed(n)))];
   }
 
   /** Usable pools of `family` selecting this node, in preference order. */
   #candidates(family: Family): Pool[] {
-    const { req, snap } = this.#in;
-    const pools = req.pools ? req.pools.flatMap((n) => snap.pools.filter((p) => poolIs(p, n))) : snap.pools;
-    return pools.filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
+    return this.#namedPools(family).filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
   }
 
   #selects(p: Pool): boolean {
@@ -406,8 +447,8 @@ class Planner {
   }
 
   #whyNoPool(family: Family | undefined): string {
-    const { req, snap } = this.#in;
-    const pools = (req.pools ? snap.pools.filter((p) => req.pools!.some((n) => poolIs(p, n))) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
+    const { req } = this.#in;
+    const pools = this.#namedPools(family).filter((p) => family === undefined || p.cidr.family === family);
     if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
     if (!pools.some(poolUsable)) return 'every such pool is disabled or draining';
     return "no pool's nodeSelector matches the node's labels";
