@@ -45,7 +45,7 @@ export function ciliumPools(ann: Readonly<Record<string, string>>, on: string, p
     annotation: used.map((s) => s.annotation).join(', '),
     value: used.map((s) => s.value).join(', '),
     on,
-    parsed: [...new Set(used.map((s) => s.value))],
+    parsed: [...new Set([v4?.value, v6?.value].filter((v) => v !== undefined))],
     byFamily: byFamily as PoolsByFamily,
   };
 }
