@@ -13,7 +13,7 @@
  * naming the annotation (code 7). Whether the pool exists is the back end's to check.
  */
 import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT } from './node-name.js';
-import { type AnnotationSource, PlacementError, type PoolsByFamily, type SourcedPools } from './placement-source.js';
+import { type AnnotationSource, PlacementError, type SourcedPools } from './placement-source.js';
 import { quoteText } from '../util/quote-text.js';
 
 export const CILIUM_ANNOTATION = {
@@ -46,6 +46,6 @@ export function ciliumPools(ann: Readonly<Record<string, string>>, on: string, p
     value: used.map((s) => s.value).join(', '),
     on,
     parsed: [...new Set([v4?.value, v6?.value].filter((v) => v !== undefined))],
-    byFamily: byFamily as PoolsByFamily,
+    byFamily: byFamily,
   };
 }

@@ -57,7 +57,7 @@ export function stringList(s: AnnotationSource, pod: string, v: unknown, problem
   if (!Array.isArray(v)) throw new PlacementError(s, pod, problem);
   checkCount(s, pod, v.length);
   if (!v.every((x) => typeof x === 'string')) throw new PlacementError(s, pod, problem);
-  return v as string[];
+  return v;
 }
 
 /** Pool names (and, when `cidrs`, CIDRs made canonical); at least one, no empty or repeated entry. */

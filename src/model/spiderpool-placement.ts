@@ -111,7 +111,7 @@ function entryOf(s: AnnotationSource, pod: string, v: unknown, at: string): Entr
   if (o.cleangateway !== undefined && typeof o.cleangateway !== 'boolean') throw new PlacementError(s, pod, `${at}"cleangateway" must be true or false`);
   if (o.cleangateway === true) throw new PlacementError(s, pod, `${at}"cleangateway": true is not supported: podipam's routes come from the network configuration, not from a pool`);
   const list = (k: 'ipv4' | 'ipv6'): string[] | undefined => (o[k] === undefined ? undefined : poolNames(s, pod, stringList(s, pod, o[k], `${at}"${k}" must be a JSON list of pool names`), `${at}"${k}": `));
-  const e = { iface: o.interface as string | undefined, ipv4: list('ipv4'), ipv6: list('ipv6') };
+  const e = { iface: o.interface, ipv4: list('ipv4'), ipv6: list('ipv6') };
   if ((e.ipv4?.length ?? 0) + (e.ipv6?.length ?? 0) === 0) throw new PlacementError(s, pod, `${at}names no pool ("ipv4" and "ipv6" are both empty or missing)`);
   return e;
 }
