@@ -55,3 +55,19 @@ test('pool patterns: the worst pattern against the longest name is quick — no 
   const q = `${'?'.repeat(120)}*${'?'.repeat(120)}x`;
   assert.equal(matchPoolPattern(q, name), false);
 });
+
+test('pool patterns: the same answers as a regular expression on 20,000 random short patterns and names', () => {
+  // Short ones only: there the regular expression is quick, and every shape of pattern occurs.
+  let seed = 7;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  const parts = ['a', 'b', '-', '*', '?', '[ab]', '[^a]', '[a-b]'];
+  const reOf = (p: string): RegExp => new RegExp(`^${p.replace(/\*/g, '.*').replace(/\?/g, '.').replace(/-/g, '\\-').replace(/\[\\-\]/g, '[-]').replace(/\[\^/g, '[^').replace(/\[a\\-b\]/g, '[a-b]')}$`);
+  for (let i = 0; i < 20_000; i++) {
+    const pattern = Array.from({ length: 1 + rnd(6) }, () => parts[rnd(parts.length)]!).join('');
+    const name = Array.from({ length: rnd(8) }, () => 'ab-'[rnd(3)]!).join('');
+    assert.equal(matchPoolPattern(pattern, name), reOf(pattern).test(name), `${pattern} vs ${JSON.stringify(name)}`);
+  }
+});

@@ -4,9 +4,10 @@
  * ranges; `[^…]` negates). A name without these characters is a plain pool name.
  *
  * Bounded: a pattern is at most MAX_PATTERN_LENGTH characters, checked once by
- * `poolPatternProblem`; `matchPoolPattern` never backtracks more than to the last `*`, so it
- * takes at most (pattern length) × (name length) steps — about 64,000 for the longest of
- * both — never the exponential time of a backtracking regular expression.
+ * `poolPatternProblem`; matching never backtracks: it follows every way the pattern could
+ * match at once, 32 pattern positions to a machine word, so a name costs (name length) × 8
+ * word steps at most, whatever the pattern — never the exponential time of a backtracking
+ * regular expression, nor the (pattern × name) of a star-backtracking matcher.
  */
 
 import { quoteText } from '../util/quote-text.js';
@@ -49,33 +50,67 @@ export function poolMatcher(pattern: string): (name: string) => boolean {
   } catch {
     return () => false;
   }
-  return (name) => matches(toks, name);
+  return bitMatcher(toks);
 }
 
-function matches(toks: readonly Token[], name: string): boolean {
-  let p = 0;
-  let n = 0;
-  let starP = -1;
-  let starN = 0;
-  while (n < name.length) {
-    const t = toks[p];
-    if (t !== undefined && t.k === 'star') {
-      starP = p++;
-      starN = n;
-    } else if (t !== undefined && one(t, name[n]!)) {
-      p++;
-      n++;
-    } else if (starP >= 0) {
-      // Let the last star take one more character and retry what follows it: earlier stars
-      // never need to take more (the part between two stars matched as early as it could).
-      p = starP + 1;
-      n = ++starN;
-    } else {
-      return false;
+/**
+ * The pattern as a set of positions (tokens matched so far) advanced one name character at a
+ * time, 32 positions to a word: each character costs the same few operations per word,
+ * whatever the pattern — (name length) × ⌈(tokens + 1) / 32⌉ word steps, no backtracking.
+ */
+function bitMatcher(toks: readonly Token[]): (name: string) => boolean {
+  const end = toks.length;
+  const words = (end >> 5) + 1;
+  const star = new Uint32Array(words);
+  toks.forEach((t, i) => {
+    if (t.k === 'star') star[i >> 5]! |= 1 << (i & 31);
+  });
+  // Per character code, the positions whose (non-star) token takes it; filled on first use.
+  const takes = new Map<number, Uint32Array>();
+  const takesOf = (code: number): Uint32Array => {
+    let m = takes.get(code);
+    if (!m) {
+      const c = String.fromCharCode(code);
+      const fresh = new Uint32Array(words);
+      toks.forEach((t, i) => {
+        if (t.k !== 'star' && one(t, c)) fresh[i >> 5]! |= 1 << (i & 31);
+      });
+      takes.set(code, (m = fresh));
     }
-  }
-  while (toks[p]?.k === 'star') p++;
-  return p === toks.length;
+    return m;
+  };
+  // A star may match nothing: a position before one reaches the position after it (stars never follow each other).
+  const close = (s: Uint32Array): void => {
+    let carry = 0;
+    for (let w = 0; w < words; w++) {
+      const x = s[w]! & star[w]!;
+      s[w] = s[w]! | (x << 1) | carry;
+      carry = x >>> 31;
+    }
+  };
+  return (name) => {
+    let cur = new Uint32Array(words);
+    let next = new Uint32Array(words);
+    cur[0] = 1;
+    close(cur);
+    for (let n = 0; n < name.length; n++) {
+      const take = takesOf(name.charCodeAt(n));
+      let carry = 0;
+      let any = 0;
+      for (let w = 0; w < words; w++) {
+        const x = cur[w]! & take[w]!;
+        next[w] = (x << 1) | carry | (cur[w]! & star[w]!);
+        carry = x >>> 31;
+        any |= next[w]!;
+      }
+      if (any === 0) return false;
+      close(next);
+      const was = cur;
+      cur = next;
+      next = was;
+    }
+    return ((cur[end >> 5]! >>> (end & 31)) & 1) === 1;
+  };
 }
 
 function one(t: Token, c: string): boolean {
