@@ -33,7 +33,7 @@ import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../err
 import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
 import { ipSetBlocks, ipSetOf } from '../ip-set-record.js';
 import { PlacementError } from '../../model/placement.js';
-import { isPoolPattern, poolMatcher } from '../../model/pool-pattern.js';
+import { NamedPools } from './named-pools.js';
 import type { AssignRequest, Assignment } from './assignment.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
 import { effectiveMaxBlocks } from '../ipam-config.js';
@@ -95,14 +95,6 @@ export type AssignPlan =
       readonly tookOver?: boolean;
     };
 
-/** The pools `entry` names: the pool of that name, or of that canonical CIDR (Calico's annotations), or every pool a pattern matches (Spiderpool's), in name order. */
-function poolsNamed(pools: readonly Pool[], entry: string): Pool[] {
-  if (entry.includes('/')) return pools.filter((p) => formatPrefix(p.cidr) === entry);
-  if (!isPoolPattern(entry)) return pools.filter((p) => p.name === entry);
-  const match = poolMatcher(entry);
-  return pools.filter((p) => match(p.name));
-}
-
 /**
  * Failed claims tolerated before listing every affinity rather than guessing. A miss costs one
  * txn; the list costs a range over every node's affinities (at 20,000 nodes, 56,000 records,
@@ -147,13 +139,14 @@ class Planner {
   /** Claimed key → the other-sized keys its claim compares absent. */
   readonly #guards = new Map<string, readonly string[]>();
   #usedLabels = false;
-  /** Entry of req.pools → the pools it names (a pattern is matched against every pool once per plan). */
-  readonly #named = new Map<string, Pool[]>();
+  /** The pools the request names, each entry resolved once per plan. */
+  readonly #named: NamedPools;
   /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
   #hold: { rev: number; taken: boolean } | undefined;
 
   constructor(input: PlanInput) {
     this.#in = input;
+    this.#named = new NamedPools(input.snap.pools, input.req);
   }
 
   run(): AssignPlan {
@@ -362,7 +355,7 @@ class Planner {
     for (const n of req.pools ?? []) {
       // With an ip-set the pools are the network's own (for the other families), not the annotation's.
       if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n);
-      else if (this.#poolsNamed(n).length === 0) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
+      else if (this.#named.of(n).length === 0) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
     }
     const wanted: [Family, number][] =
       req.auto === 'each-family'
@@ -382,61 +375,18 @@ class Planner {
 
   /**
    * A pool an annotation names (placedBy) must exist, be usable, select the node and — named for
-   * one family (poolsByFamily) — be of that family: else PlacementError (code 7) naming the
-   * annotation and the pod, never a fallback to other pools. A pattern must match such a pool;
-   * the matching pools that cannot serve are passed over (#candidates).
+   * one family — be of that family; a pattern must match such a pool (named-pools.ts): else
+   * PlacementError (code 7) naming the annotation and the pod, never a fallback to other pools.
    */
   #checkPlaced(entry: string): void {
-    const { req } = this.#in;
-    const { source, pod } = req.placedBy!;
-    const fams = this.#familiesOf(entry);
-    const famText = fams ? fams.map((f) => `IPv${f}`).join(' or ') : undefined;
-    if (isPoolPattern(entry)) {
-      const matched = this.#poolsNamed(entry);
-      const ofFamily = matched.filter((p) => fams === undefined || fams.includes(p.cidr.family));
-      const what = `pool pattern "${entry}"`;
-      if (matched.length === 0) throw new PlacementError(source, pod, `${what} matches no pool`);
-      if (ofFamily.length === 0) throw new PlacementError(source, pod, `${what} matches no ${famText} pool (it matches ${matched.map((p) => p.name).join(', ')})`);
-      if (!ofFamily.some((p) => poolUsable(p) && this.#selects(p))) {
-        throw new PlacementError(source, pod, `${what} matches no pool that is enabled and selects node "${req.node}" (it matches ${ofFamily.map((p) => `${p.name}: ${poolUsable(p) ? 'not selecting the node' : poolUnusableWhy(p)}`).join('; ')})`);
-      }
-      return;
-    }
-    const pool = this.#poolsNamed(entry)[0];
-    const what = entry.includes('/') ? `pool CIDR ${entry}` : `pool "${entry}"`;
-    if (!pool) throw new PlacementError(source, pod, `${what} does not exist`);
-    if (fams && !fams.includes(pool.cidr.family)) throw new PlacementError(source, pod, `${what} is an IPv${pool.cidr.family} pool, named for ${famText}`);
-    if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${poolUnusableWhy(pool)}`);
-    if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
-  }
-
-  /** The families whose list names `entry` (undefined: the request names its pools for every family). */
-  #familiesOf(entry: string): Family[] | undefined {
-    const by = this.#in.req.poolsByFamily;
-    if (!by) return undefined;
-    return ([4, 6] as Family[]).filter((f) => by[f]?.includes(entry));
-  }
-
-  #poolsNamed(entry: string): Pool[] {
-    let got = this.#named.get(entry);
-    if (got === undefined) {
-      got = poolsNamed(this.#in.snap.pools, entry);
-      this.#named.set(entry, got);
-    }
-    return got;
-  }
-
-  /** The pools the request names for `family` (all when it names none), in preference order, each once. */
-  #namedPools(family: Family | undefined): readonly Pool[] {
-    const { req, snap } = this.#in;
-    if (!req.pools) return snap.pools;
-    const names = req.poolsByFamily && family !== undefined ? (req.poolsByFamily[family] ?? []) : req.pools;
-    return [...new Set(names.flatMap((n) => this.#poolsNamed(n)))];
+    const { source, pod } = this.#in.req.placedBy!;
+    const problem = this.#named.placedProblem(entry, this.#in.req.node, (p) => this.#selects(p));
+    if (problem !== undefined) throw new PlacementError(source, pod, problem);
   }
 
   /** Usable pools of `family` selecting this node, in preference order. */
   #candidates(family: Family): Pool[] {
-    return this.#namedPools(family).filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
+    return this.#named.forFamily(family).filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
   }
 
   #selects(p: Pool): boolean {
@@ -448,7 +398,7 @@ class Planner {
 
   #whyNoPool(family: Family | undefined): string {
     const { req } = this.#in;
-    const pools = this.#namedPools(family).filter((p) => family === undefined || p.cidr.family === family);
+    const pools = this.#named.forFamily(family).filter((p) => family === undefined || p.cidr.family === family);
     if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
     if (!pools.some(poolUsable)) return 'every such pool is disabled or draining';
     return "no pool's nodeSelector matches the node's labels";
