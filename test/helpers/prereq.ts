@@ -14,6 +14,10 @@ const PACKAGE_OF: Readonly<Record<string, string>> = {
   '/usr/bin/chromium': 'chromium',
   '/usr/bin/prometheus': 'prometheus',
   '/usr/bin/promtool': 'prometheus',
+  '/usr/bin/mmdebstrap': 'mmdebstrap',
+  '/usr/bin/skopeo': 'skopeo',
+  '/usr/bin/flock': 'util-linux',
+  '/usr/bin/tar': 'tar',
 };
 
 const checked = new Set<string>();
