@@ -24,6 +24,7 @@ import { createHttpServer, type ServerTls } from './http/http-server.js';
 import { apiRouter } from './api/api-router.js';
 import { ROUTE_DOCS } from './api/api-docs.js';
 import { ServerMetrics } from './http/metrics.js';
+import { DatastoreProbe } from './api/datastore-probe.js';
 import { hostPolicy as makeHostPolicy } from './http/request-guard.js';
 
 export interface ServerConfig {
@@ -97,9 +98,12 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       checkRun = () => worker.run();
     }
     const checks = new CheckCache(checkRun);
+    // Its own probe, not /healthz's: a scrape may wait 2 s for the answer, a liveness probe not.
+    const datastoreProbe = new DatastoreProbe(() => ipam.probe(), 2000);
     const metrics = new ServerMetrics({
       pools: async () => (await summary.get()).pools,
       nodes: async () => (await summary.get()).totals.nodes,
+      datastoreUp: async () => (await datastoreProbe.health()).state === 'ok',
     });
     const createdPools = await ensureDefaultPools(ipam, () => summary.get(), cfg.defaultPools);
     summary.invalidate();

@@ -12,6 +12,8 @@ const PACKAGE_OF: Readonly<Record<string, string>> = {
   '/usr/lib/cni/bridge': 'containernetworking-plugins',
   '/usr/bin/etcd': 'etcd-server',
   '/usr/bin/chromium': 'chromium',
+  '/usr/bin/prometheus': 'prometheus',
+  '/usr/bin/promtool': 'prometheus',
 };
 
 const checked = new Set<string>();
