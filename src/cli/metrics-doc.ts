@@ -21,7 +21,7 @@ export function metricsSections(): MetricsSection[] {
   const none = async (): Promise<never> => {
     throw new Error('not collected: the registry is only described');
   };
-  const serve = new ServerMetrics({ pools: none, nodes: none });
+  const serve = new ServerMetrics({ pools: none, nodes: none, datastoreUp: none });
   addHistoryMetrics(serve.registry, () => {
     throw new Error('not collected: the registry is only described');
   });
