@@ -66,10 +66,12 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
 
     // Every documented operation, called for real, in an order that gives each something to show.
     const called = new Set<string>();
+    const samplePath = new Map<string, string>();
     const failures: string[] = [];
     const call = async (method: string, template: string, path: string, body?: unknown, expect?: number): Promise<any> => {
       const r = await api(s.url, method, path, body);
       called.add(`${method} ${template}`);
+      if (!samplePath.has(`${method} ${template}`) && r.status < 300) samplePath.set(`${method} ${template}`, path.split('?')[0] as string);
       assert.ok(r.status !== 405 && !(r.status === 404 && /no such endpoint/.test(r.body?.error?.message ?? '')), `${method} ${path} is served: ${r.status} ${JSON.stringify(r.body)}`);
       if (expect !== undefined) assert.equal(r.status, expect, `${method} ${path}: ${JSON.stringify(r.body)}`);
       if ((r.headers.get('content-type') ?? '').startsWith('application/json')) {
@@ -137,6 +139,23 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
 
     assert.deepEqual([...documented].filter((k) => !called.has(k)), [], 'every documented operation was called');
     assert.deepEqual(failures, []);
+
+    // The documented bounds of integer query parameters are the ones enforced: the maximum
+    // passes, one more is a 400 naming the parameter.
+    let bounds = 0;
+    for (const [p, ops] of Object.entries(doc.paths)) {
+      const get = ops['get'] as { parameters?: { name: string; in: string; schema: { type?: string; maximum?: number } }[] } | undefined;
+      for (const q of (get?.parameters ?? []).filter((x) => x.in === 'query' && x.schema.type === 'integer' && x.schema.maximum !== undefined)) {
+        const path = samplePath.get(`GET ${p}`);
+        assert.ok(path, `GET ${p} was called`);
+        const over = await api(s.url, 'GET', `${path}?${q.name}=${(q.schema.maximum as number) + 1}`);
+        assert.deepEqual([over.status, over.body.error?.field], [400, q.name], `GET ${p}?${q.name} above its documented maximum`);
+        const at = await api(s.url, 'GET', `${path}?${q.name}=${q.schema.maximum as number}`);
+        assert.notEqual(at.body.error?.field, q.name, `GET ${p}?${q.name} at its documented maximum: ${JSON.stringify(at.body)}`);
+        bounds++;
+      }
+    }
+    assert.ok(bounds >= 5, `${bounds} bounded query parameters checked`);
 
     // Every error path answers the one Error shape.
     const errorShape = validator({ ...doc, paths: { '/x': { get: { responses: { default: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } } } } } });
