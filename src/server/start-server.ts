@@ -20,15 +20,12 @@ import { CheckInWorker } from './check/check-in-worker.js';
 import { ClusterGc } from './gc/cluster-gc.js';
 import { SummaryCache } from './summary/cluster-summary.js';
 import { ensureDefaultPools, type DefaultPool } from './default-pools.js';
-import { createHttpServer, type HandlerSpec, type ServerTls } from './http/http-server.js';
+import { createHttpServer, type ServerTls } from './http/http-server.js';
+import { apiRouter } from './api/api-router.js';
+import { ROUTE_DOCS } from './api/api-docs.js';
 import { ServerMetrics } from './http/metrics.js';
 import { DatastoreProbe } from './api/datastore-probe.js';
 import { hostPolicy as makeHostPolicy } from './http/request-guard.js';
-import { Router } from './http/router.js';
-import { addReadRoutes } from './api/routes-read.js';
-import { addStaticRoutes } from './api/routes-static.js';
-import { addWriteRoutes } from './api/routes-write.js';
-import { addIpSetRoutes } from './api/routes-ipsets.js';
 
 export interface ServerConfig {
   readonly host: string;
@@ -184,13 +181,10 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       }),
       ...(history ? { history: history.db } : {}),
     };
-    const router = new Router<HandlerSpec>();
-    addStaticRoutes(router, deps);
-    addReadRoutes(router, deps);
-    addWriteRoutes(router, deps);
-    addIpSetRoutes(router, deps);
+    const router = apiRouter(deps);
     const server = createHttpServer({
       router,
+      docs: ROUTE_DOCS,
       tokens: cfg.tokens,
       metrics,
       hostPolicy,

@@ -10,7 +10,7 @@ import { isEngineError } from '../../util/engine-error.js';
 import { badField, HttpError } from '../http/http-error.js';
 import type { HandlerSpec } from '../http/http-server.js';
 import type { Router } from '../http/router.js';
-import { NAME, NAME_HINT, onlyKeys, optionalInt, optionalStringArray, requireString } from '../http/validate.js';
+import { NAME, NAME_HINT, optionalInt, optionalStringArray, requireString } from '../http/validate.js';
 
 export function addIpSetRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   r.add('GET', '/api/v1/ipsets', { run: async () => ({ items: await d.ipam.listIpSets() }) });
@@ -20,7 +20,6 @@ export function addIpSetRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     status: 201,
     run: async (c) => {
       const b = await c.body();
-      onlyKeys(b, ['name', 'pool', 'addresses', 'count']);
       const name = requireString(b, 'name', NAME, NAME_HINT);
       const pool = requireString(b, 'pool', NAME, NAME_HINT);
       const addresses = optionalStringArray(b, 'addresses');

@@ -1,7 +1,7 @@
 /**
  * Routes that are not the JSON resource API: the dashboard page and its assets (public: they
  * carry no data), /healthz (public), /metrics (read token), /api/v1/whoami (public: tells
- * the dashboard whether to ask for a token) and /api/v1 (an index of the routes).
+ * the dashboard whether to ask for a token). /api/v1 (the index) and /api/v1/openapi.json: api-router.ts.
  *
  * The dashboard is read from the build at start (dashboard-assets.ts). The page is revalidated
  * on every load (`no-cache` + ETag, 304 when unchanged); its assets carry a content hash in
@@ -14,38 +14,6 @@ import { type Dashboard, type DashboardFile, etagMatches, loadDashboard } from '
 import { HttpError } from '../http/http-error.js';
 import { type Ctx, RawResponse, type HandlerSpec } from '../http/http-server.js';
 import type { Router } from '../http/router.js';
-
-/** Every route of the API, for GET /api/v1 and the README. */
-export const API_INDEX: readonly string[] = [
-  'GET    /api/v1/overview                       totals and per-pool figures',
-  'GET    /api/v1/pools                          pools with capacity, allocated, blocks',
-  'POST   /api/v1/pools                          {name, cidr, blockSize?, nodeSelector?, disabled?}',
-  'GET    /api/v1/pools/:name',
-  'PATCH  /api/v1/pools/:name                    {disabled?, blockSize?, nodeSelector?}',
-  'POST   /api/v1/pools/:name/resize             {cidr}: grow, or shrink (refused while addresses lie outside)',
-  'POST   /api/v1/pools/:name/drain              no new addresses; answers what it still holds',
-  'POST   /api/v1/pools/:name/undrain',
-  'GET    /api/v1/pools/:name/held               what the pool still holds, by node and pod',
-  'DELETE /api/v1/pools/:name                    refused while addresses are allocated',
-  'GET    /api/v1/pools/:name/blocks             compact block map of the pool',
-  'GET    /api/v1/blocks?pool=&node=&limit=&after=',
-  'GET    /api/v1/blocks/:cidr                   one block with its allocations (cidr URL-encoded)',
-  'GET    /api/v1/nodes?q=&limit=&after=         nodes with pod CIDRs, block and address counts (idle in a warm pool, in use), headroom per family',
-  'POST   /api/v1/nodes                          {name, labels?}',
-  'GET    /api/v1/nodes/:name',
-  'DELETE /api/v1/nodes/:name',
-  'GET    /api/v1/allocations?node=&pool=&handle=&limit=&after=',
-  'POST   /api/v1/allocations                    {node, containerId, network?, ifname?, pools?, ips?} or {node, handle, …}',
-  'DELETE /api/v1/allocations/:handle            release everything the handle holds',
-  'POST   /api/v1/release                        {ip} or {handle}',
-  'GET    /api/v1/check                          {leaks, problems}',
-  'GET    /api/v1/history?address=&at=|since=&until=   who held an address (at one instant: known, holder | gap)',
-  'GET    /api/v1/history?pod=NS/NAME&since=&until=   every address a pod had',
-  'GET    /api/v1/history?since=&until=&limit=&format=json|jsonl   the export, in time order',
-  'GET    /api/v1/whoami                         {role, authRequired}',
-  'GET    /healthz',
-  'GET    /metrics                               Prometheus text format',
-];
 
 /** The page's security headers: no framing, and nothing runs or loads but this server's own files. */
 const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -109,5 +77,4 @@ export function addStaticRoutes(r: Router<HandlerSpec>, d: ApiDeps, dashboard: D
     access: 'public',
     run: (c) => ({ role: c.role, authRequired: authRequired(d.tokens), datastore: c.role === 'none' ? undefined : d.datastoreUrl }),
   });
-  r.add('GET', '/api/v1', { access: 'public', run: () => ({ routes: API_INDEX }) });
 }

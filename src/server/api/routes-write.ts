@@ -21,7 +21,6 @@ import {
   HANDLE_HINT,
   NAME,
   NAME_HINT,
-  onlyKeys,
   optionalBool,
   optionalInt,
   optionalString,
@@ -34,7 +33,7 @@ import {
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
 const CONTAINER_ID = CNI_NAME;
-const IFNAME = /^(?!\.{1,2}$)[^\s/:]{1,15}$/;
+export const IFNAME = /^(?!\.{1,2}$)[^\s/:]{1,15}$/;
 const NETWORK = CNI_NAME;
 const NODE = NAME;
 /** The network name in handles built from containerId when the body names none (the conflist `npm start` prints). */
@@ -55,7 +54,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   });
 
   r.add('POST', '/api/v1/pools', write(201, async (_c, b) => {
-    onlyKeys(b, ['name', 'cidr', 'blockSize', 'nodeSelector', 'disabled']);
     const input = {
       name: requireString(b, 'name', NAME, NAME_HINT),
       cidr: requireCidr(b, 'cidr'),
@@ -69,7 +67,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
 
   // The settings a serving pool may change (src/cluster/pool-settings.ts); the CIDR changes by /resize.
   r.add('PATCH', '/api/v1/pools/:name', write(200, async (c, b) => {
-    onlyKeys(b, ['disabled', 'blockSize', 'nodeSelector']);
     const disabled = optionalBool(b, 'disabled');
     const blockSize = optionalInt(b, 'blockSize', 0, 128);
     const nodeSelector = optionalString(b, 'nodeSelector');
@@ -83,7 +80,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   }));
 
   r.add('POST', '/api/v1/pools/:name/resize', write(200, async (c, b) => {
-    onlyKeys(b, ['cidr']);
     const cidr = requireString(b, 'cidr', /^\S+$/, 'a CIDR');
     const name = c.params.name as string;
     const r = await fieldErrors(() => d.ipam.resizePool(name, cidr), { 'pool name': 'name', cidr: 'cidr', blockSize: 'cidr' });
@@ -91,8 +87,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   }));
 
   for (const [verb, draining] of [['drain', true], ['undrain', false]] as const) {
-    r.add('POST', `/api/v1/pools/:name/${verb}`, write(200, async (c, b) => {
-      onlyKeys(b, []);
+    r.add('POST', `/api/v1/pools/:name/${verb}`, write(200, async (c) => {
       const name = c.params.name as string;
       await d.ipam.setPoolDraining(name, draining);
       return { ...heldJson(await d.ipam.poolHeld(name)), name };
@@ -105,7 +100,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   }));
 
   r.add('POST', '/api/v1/nodes', write(201, async (_c, b) => {
-    onlyKeys(b, ['name', 'labels']);
     const name = requireString(b, 'name', NAME, NAME_HINT);
     return addNode(d.store, { name, labels: optionalStringMap(b, 'labels') ?? {} });
   }));
@@ -129,7 +123,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   }));
 
   r.add('POST', '/api/v1/allocations', write(201, async (_c, b) => {
-    onlyKeys(b, ['node', 'handle', 'network', 'containerId', 'ifname', 'pools', 'ips']);
     const node = requireString(b, 'node', NODE, `a node name: ${NAME_HINT}`);
     const handleGiven = optionalString(b, 'handle', HANDLE, HANDLE_HINT);
     let network: string | undefined;
@@ -180,7 +173,6 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   }));
 
   r.add('POST', '/api/v1/release', write(200, async (_c, b) => {
-    onlyKeys(b, ['ip', 'handle']);
     // The dashboard releases what check reported and then asks again: that answer must be fresh.
     d.checks.invalidate();
     // {"handle"}: all it holds; {"ip"}: that address, whoever holds it; {"ip", "handle"}: that

@@ -13,6 +13,8 @@ import { parseJsonObject, type Body } from './validate.js';
 import type { ServerMetrics } from './metrics.js';
 import { checkHost, checkJsonType, checkOrigin, hasBody, type HostPolicy } from './request-guard.js';
 import { exactJson } from '../../util/exact-json.js';
+import { checkBody } from './check-body.js';
+import { routeKey, type RouteDoc } from './route-doc.js';
 
 /** What a handler sees. */
 export interface Ctx {
@@ -55,6 +57,8 @@ export interface HttpServerOptions {
   readonly onServerError?: (e: HttpError, method: string, path: string) => void;
   /** HTTPS with this certificate chain and private key (PEM); plain HTTP without. */
   readonly tls?: ServerTls;
+  /** The route table (src/server/api/api-docs.ts): a route's `body` schema is checked before its handler runs. */
+  readonly docs?: Readonly<Record<string, RouteDoc>>;
 }
 
 export interface ServerTls {
@@ -93,6 +97,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, o: HttpServerOp
     const role = roleOf(req.headers.authorization, o.tokens);
     if (access !== 'public') authorize(role, access === 'admin', o.tokens);
     let bodyPromise: Promise<Body> | undefined;
+    const bodySchema = o.docs?.[routeKey(m.method, m.pattern)]?.body;
+    if (bodySchema !== undefined) {
+      bodyPromise = readBody(req).then((b) => checkBody(bodySchema, b));
+      await bodyPromise;
+    }
     const ctx: Ctx = {
       params: m.params,
       query: url.searchParams,

@@ -11,6 +11,15 @@ export interface RouteMatch<H> {
   readonly params: Readonly<Record<string, string>>;
   /** The pattern that matched: the `route` label of the request metrics. */
   readonly pattern: string;
+  /** The route's method (GET for a HEAD request). */
+  readonly method: Method;
+}
+
+/** A registered route, as `routes()` lists it. */
+export interface RouteEntry<H> {
+  readonly method: Method;
+  readonly pattern: string;
+  readonly handler: H;
 }
 
 interface Route<H> {
@@ -28,6 +37,11 @@ export class Router<H> {
     return this;
   }
 
+  /** Every route, in the order added. */
+  routes(): RouteEntry<H>[] {
+    return this.#routes.map((r) => ({ method: r.method, pattern: r.pattern, handler: r.handler }));
+  }
+
   /** The route for a request; throws 404 for an unknown path, 405 for a known path with another method. */
   match(method: string, pathname: string): RouteMatch<H> {
     let parts: string[];
@@ -40,7 +54,7 @@ export class Router<H> {
     for (const r of this.#routes) {
       const params = matchSegments(r.segments, parts);
       if (!params) continue;
-      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: r.handler, params, pattern: r.pattern };
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { handler: r.handler, params, pattern: r.pattern, method: r.method };
       allowed.push(r.method);
     }
     if (allowed.length > 0) {

@@ -57,13 +57,6 @@ export function parseJsonObject(text: string): Body {
   return v as Body;
 }
 
-/** Refuses keys the endpoint does not know, so a typo ("blocksize") is not silently ignored. */
-export function onlyKeys(body: Body, allowed: readonly string[]): void {
-  for (const k of Object.keys(body)) {
-    if (!allowed.includes(k)) throw badField(k, `unknown field "${k}": allowed fields are ${allowed.join(', ')}`);
-  }
-}
-
 export function requireString(body: Body, field: string, pattern?: RegExp, hint?: string): string {
   const v = body[field];
   if (v === undefined || v === null || v === '') throw badField(field, `field "${field}" is required`);
