@@ -23,6 +23,7 @@ import type { DeletedNodeBlockRelease } from './gc-findings.js';
 import type { AddressHolder, PodHandle } from './handles-of-pod.js';
 import { CONFIG_KEY, HANDLE_PREFIX } from './keys.js';
 import type { NodeGcResult } from './gc-node.js';
+import type { NodeAttachment } from './node-allocations.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
 import type { IpamConfig } from './ipam-config.js';
 import type { IpSet } from './ip-set-record.js';
@@ -301,6 +302,18 @@ export class ClusterIpam {
   async releaseStickyHold(hold: Pick<StickyHold, 'handle' | 'rev'>): Promise<Released[] | undefined> {
     const { releaseStickyHold } = await import('./sticky-holds.js');
     return releaseStickyHold(this.#ctx, hold);
+  }
+
+  /** See node-allocations.ts: the attachments `node`'s pods hold (runtime reconciliation's candidates). */
+  async nodeAttachments(node: string): Promise<NodeAttachment[]> {
+    const { nodeAttachments } = await import('./node-allocations.js');
+    return nodeAttachments(this.#ctx, node);
+  }
+
+  /** See node-allocations.ts: free an attachment while its handle record is at `rev` (undefined: it changed, nothing freed). */
+  async releaseAttachmentAsSeen(handle: string, rev: number): Promise<Released[] | undefined> {
+    const { releaseAttachmentAsSeen } = await import('./node-allocations.js');
+    return releaseAttachmentAsSeen(this.#ctx, handle, rev);
   }
 
   /** See gc-findings.ts: free a leaked address (CAS loop; false when it is no longer a leak). */

@@ -24,6 +24,12 @@ export interface HandleAttrs {
    * for its namespace/name, held until this time (ISO), then released by `podipam serve`'s GC.
    */
   readonly stickyUntil?: string;
+  /**
+   * When the record was created (ISO, the writer's clock): the allocation's age, which runtime
+   * reconciliation (src/reconcile) needs before a missing sandbox proves anything. Absent on
+   * records written before it was recorded (then the age is unknown).
+   */
+  readonly since?: string;
 }
 
 export interface HandleRecord extends HandleAttrs {
@@ -40,6 +46,7 @@ export function encodeHandle(h: HandleRecord): string {
   if (h.pod !== undefined) o.pod = h.pod;
   if (h.podUid !== undefined) o.podUid = h.podUid;
   if (h.stickyUntil !== undefined) o.stickyUntil = h.stickyUntil;
+  if (h.since !== undefined) o.since = h.since;
   o.blocks = Object.fromEntries([...h.blocks].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
   return JSON.stringify(o);
 }
@@ -60,6 +67,7 @@ export function decodeHandle(entry: Entry): HandleRecord {
     ifname: optStr(entry.key, o, 'ifname'),
     ...podFields(entry.key, o),
     ...stickyField(entry.key, o),
+    ...sinceField(entry.key, o),
     blocks,
   };
 }
@@ -91,4 +99,12 @@ function stickyField(key: string, o: Record<string, unknown>): Pick<HandleAttrs,
   if (v === undefined) return {};
   if (Number.isNaN(Date.parse(v))) throw new CorruptRecordError(key, `stickyUntil ${JSON.stringify(v)} is not a time`);
   return { stickyUntil: v };
+}
+
+/** `since` when present: a valid ISO time, else the record is corrupt. */
+function sinceField(key: string, o: Record<string, unknown>): Pick<HandleAttrs, 'since'> {
+  const v = optStr(key, o, 'since');
+  if (v === undefined) return {};
+  if (Number.isNaN(Date.parse(v))) throw new CorruptRecordError(key, `since ${JSON.stringify(v)} is not a time`);
+  return { since: v };
 }

@@ -3,6 +3,7 @@ export { ClusterIpam, type ClusterIpamOptions } from './cluster-ipam.js';
 export type { AssignRequest, Assignment } from './plan/plan-assign.js';
 export type { Released } from './release.js';
 export type { NodeGcResult } from './gc-node.js';
+export type { NodeAttachment } from './node-allocations.js';
 export type { Pool, PoolSpec } from './pool-record.js';
 export type { HeldPod, HeldWarm, PoolHeld } from './pool-drain.js';
 export type { ResizeResult } from './pool-resize.js';

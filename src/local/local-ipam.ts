@@ -192,6 +192,24 @@ export class LocalIpam {
     });
   }
 
+  /**
+   * Removes those of `names` (address files of directory `at.dir`) that `who` still holds, under
+   * the directory's lock — a file meanwhile taken by another attachment stays. Returns the names
+   * removed; throws on the first file it cannot remove (those removed before stay removed).
+   */
+  async releaseHeld(at: Pick<LocalConfig, 'dir' | 'lockTimeoutMs'>, who: Holder, names: readonly string[]): Promise<string[]> {
+    const wanted = new Set(names);
+    return this.#withStore(at, (store) => {
+      const removed: string[] = [];
+      for (const f of store.scan()) {
+        if (f.refused || !wanted.has(f.name) || !matchesAttachment(f.content, who.containerId, who.ifname)) continue;
+        store.remove(f.name);
+        removed.push(f.name);
+      }
+      return removed;
+    });
+  }
+
   /** Releases every reservation not held by one of `valid`; keeps going, reports at the end. */
   async gc(cfg: LocalConfig, valid: readonly Holder[]): Promise<void> {
     const keep = new Set(valid.map((a) => `${a.containerId.trim()}\r\n${a.ifname}`));
@@ -243,7 +261,7 @@ export class LocalIpam {
    * back-off timers, and a call that got the lock yielded once before using it, so the agent's
    * own calls in a burst found each other's lock and backed off: hundreds of ms.)
    */
-  async #withStore<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): Promise<T> {
+  async #withStore<T>(cfg: Pick<LocalConfig, 'dir' | 'lockTimeoutMs'>, fn: (store: DiskStore) => T): Promise<T> {
     if (!this.#asyncLockWait) return this.#withStoreBlocking(cfg, fn);
     const deadline = Date.now() + cfg.lockTimeoutMs;
     const tq = TRACING ? performance.now() : 0;
@@ -273,7 +291,7 @@ export class LocalIpam {
   }
 
   /** The per-pod plugin's way: one call per process, blocking on the lock. */
-  #withStoreBlocking<T>(cfg: LocalConfig, fn: (store: DiskStore) => T): T {
+  #withStoreBlocking<T>(cfg: Pick<LocalConfig, 'dir' | 'lockTimeoutMs'>, fn: (store: DiskStore) => T): T {
     const t0 = TRACING ? performance.now() : 0;
     const store = this.#open(cfg);
     try {
@@ -285,7 +303,7 @@ export class LocalIpam {
     }
   }
 
-  #open(cfg: LocalConfig): DiskStore {
+  #open(cfg: Pick<LocalConfig, 'dir'>): DiskStore {
     try {
       return DiskStore.open(cfg.dir, this.#cache);
     } catch (e) {

@@ -30,6 +30,8 @@ export const RELEASE_REASONS = [
   'import',
   /** A reconcile proved the hold stale (agent restart against the datastore). */
   'reconcile',
+  /** The node's container runtime, asked twice over CRI past the creation grace, lists no sandbox of that id (runtime reconciliation). */
+  'runtime-absent',
   /** Not stated by the writer (an older writer, a tool): the follower saw the record go. */
   'unknown',
 ] as const;

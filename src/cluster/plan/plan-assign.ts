@@ -502,7 +502,7 @@ class Planner {
     let record = handle.record;
     const writesHandle = this.#added.length > 0;
     if (writesHandle) {
-      record = adjustHandle(record ?? { node: req.node, ...req.attrs, blocks: new Map() }, this.#delta);
+      record = adjustHandle(record ?? { node: req.node, ...req.attrs, since: this.#in.now, blocks: new Map() }, this.#delta);
       ops.push({ type: 'put', key: handleKey(req.handle), value: encodeHandle(record) });
     }
     const assignments = [...this.#held, ...this.#added].sort((a, b) => a.addr.family - b.addr.family || (a.addr.value < b.addr.value ? -1 : 1));
