@@ -14,6 +14,8 @@ import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
 import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
+import type { RuntimeReconciler } from './reconcile/runtime-reconciler.js';
+import type { AllocationSource } from './reconcile/allocation-source.js';
 
 export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
   /** A datastore to open at start (cluster mode), so the first pod pays nothing for it. */
@@ -35,12 +37,19 @@ export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
    * of the first datastore a call opened), resynced every `intervalMs`; undefined: none.
    */
   readonly masquerade?: { readonly intervalMs: number };
+  /**
+   * Reconcile this node's allocations with the container runtime (src/reconcile): its CRI
+   * `endpoint` is listed every `intervalMs`; an allocation older than `graceMs` that two answers
+   * lack is freed. Judged: the local back end's files under `dataDirs`, and the cluster back
+   * end's records of this node on `datastore` and every datastore a call opened.
+   */
+  readonly runtimeReconcile?: { readonly endpoint: string; readonly intervalMs: number; readonly graceMs: number; readonly dataDirs: readonly string[] };
   readonly log: Log;
 }
 
 /** Takes the socket and serves the plugin's calls with the back ends' long-lived services. */
 export function startAgent(o: AgentMainOptions): Promise<Agent> {
-  const { datastore, warm, kube, headroom, masquerade, ...host } = o;
+  const { datastore, warm, kube, headroom, masquerade, runtimeReconcile, ...host } = o;
   let monitor: HeadroomMonitor | undefined;
   // An ADD that found the node exhausted (code 100) resyncs the headroom (and the taint) at once.
   const onCall: AgentOptions['onCall'] = (c) => {
@@ -101,9 +110,23 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       log: o.log.child({ component: 'masquerade' }),
     });
   }
+  // Container ids with an ADD or DEL being served: runtime reconciliation never frees theirs.
+  const inFlight = new Map<string, number>();
+  const reconciler = o.runtimeReconcile ? await runtimeReconciler(o, o.runtimeReconcile, cluster, () => new Set(inFlight.keys())) : undefined;
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
-    call: (env, stdin) => pluginCall(env, stdin, host),
+    call: async (env, stdin) => {
+      const id = env.CNI_COMMAND === 'ADD' || env.CNI_COMMAND === 'DEL' ? env.CNI_CONTAINERID : undefined;
+      if (id === undefined) return pluginCall(env, stdin, host);
+      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+      try {
+        return await pluginCall(env, stdin, host);
+      } finally {
+        const n = inFlight.get(id)! - 1;
+        if (n === 0) inFlight.delete(id);
+        else inFlight.set(id, n);
+      }
+    },
     warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
     status: () => ({
       datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, open: cluster.datastores() },
@@ -112,6 +135,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       ...(pods ? { podCache: pods.status() } : {}),
       ...(headroom ? { headroom: headroom.status() } : {}),
       ...(masquerade ? { masquerade: masquerade.status() } : {}),
+      ...(reconciler ? { runtimeReconcile: reconciler.status() } : {}),
     }),
     async start() {
       if (o.datastore) {
@@ -125,8 +149,12 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       headroom?.start();
       // In the background: a pod start never waits for iptables.
       masquerade?.start();
+      // In the background: lists the runtime's sandboxes, never in a call's way.
+      reconciler?.start();
     },
     async close() {
+      await reconciler?.stop();
+      reconciler?.close();
       await masquerade?.stop();
       await headroom?.stop();
       await warm?.close();
@@ -135,6 +163,33 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       scanCache.close();
     },
   };
+}
+
+/** The runtime reconciliation loop over the local data directories and the cluster datastores in use. */
+async function runtimeReconciler(
+  o: AgentMainOptions,
+  r: NonNullable<AgentMainOptions['runtimeReconcile']>,
+  cluster: ClusterServices,
+  inFlight: () => ReadonlySet<string>,
+): Promise<RuntimeReconciler & { close(): void }> {
+  const [{ RuntimeReconciler }, { criRuntime, criSocketPath }, { localAllocations }, { clusterAllocations }] = await Promise.all([
+    import('./reconcile/runtime-reconciler.js'),
+    import('./reconcile/cri-runtime.js'),
+    import('./reconcile/local-allocations.js'),
+    import('./reconcile/cluster-allocations.js'),
+  ]);
+  // Each call bounded: at most the period (a hung runtime delays no pass by more), 1 to 10 s.
+  const runtime = criRuntime(criSocketPath('runtime endpoint', r.endpoint), Math.min(10_000, Math.max(1_000, r.intervalMs)));
+  const locals = r.dataDirs.map((d) => localAllocations(d));
+  const clusters = new Map<string, AllocationSource>();
+  const sources = (): AllocationSource[] => {
+    for (const d of new Set([...(o.datastore ? [o.datastore] : []), ...cluster.datastores()])) {
+      if (!clusters.has(d)) clusters.set(d, clusterAllocations(d, o.node, (fn) => cluster.run(d, o.node, fn)));
+    }
+    return [...locals, ...clusters.values()];
+  };
+  const reconciler = new RuntimeReconciler({ endpoint: r.endpoint, runtime, sources, inFlight, graceMs: r.graceMs, intervalMs: r.intervalMs, log: o.log.child({ component: 'runtime-reconcile' }) });
+  return Object.assign(reconciler, { close: () => runtime.close() });
 }
 
 async function openKubeOrFail(kubeconfig: string | undefined): Promise<import('./agent/kube-client.js').Kube> {

@@ -33,6 +33,10 @@ export const AGENT_CONFIG_KEYS = {
   realtimePriority: 'count',
   masquerade: 'boolean',
   masqueradeInterval: 'duration',
+  runtimeEndpoint: 'string',
+  runtimeReconcileInterval: 'duration',
+  runtimeReconcileGrace: 'duration',
+  runtimeReconcileDataDir: 'string',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;

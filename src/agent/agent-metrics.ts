@@ -93,6 +93,22 @@ export class AgentMetrics {
         for (const f of hosted()?.masquerade?.families ?? []) if (f.state === 'synced' || f.state === 'failed') this.set({ family: `ipv${f.family}` }, f.state === 'synced' ? 1 : 0);
       },
     });
+    const rr = (): import('../reconcile/runtime-reconciler.js').RuntimeReconcileStatus | undefined => hosted()?.runtimeReconcile;
+    new Gauge({ name: 'podipam_runtime_reconcile_suspected_leaks', help: "allocations of this node that the runtime's latest sandbox list lacks, not (yet) proven gone (absent: no --runtime-endpoint)", registers, collect() { const r = rr(); if (r) this.set(r.suspectedCount); } });
+    new Counter({
+      name: 'podipam_runtime_reconcile_freed_total',
+      help: 'allocations runtime reconciliation freed, by reason',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        const r = rr();
+        if (!r) return;
+        this.reset();
+        for (const [reason, n] of Object.entries(r.freed)) this.inc({ reason }, n);
+      },
+    });
+    new Counter({ name: 'podipam_runtime_reconcile_errors_total', help: 'runtime reconciliation passes that failed (the runtime unreachable or answering an error, a source that could not list or release)', registers, collect() { const r = rr(); if (!r) return; this.reset(); this.inc(r.errors); } });
+    new Gauge({ name: 'podipam_runtime_reconcile_last_success_timestamp_seconds', help: 'when a runtime reconciliation pass last completed (absent: none yet)', registers, collect() { const r = rr(); if (r?.lastSuccessAt) this.set(Date.parse(r.lastSuccessAt) / 1000); } });
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
   }
 

@@ -45,7 +45,7 @@ export interface HostedServices {
   /** One CNI call (the forwarded environment, the agent's node when it names none; stdin) → its answer. */
   readonly call: CallHandler;
   /** The hosted services' part of `podipam agent status` (and of the metrics). */
-  status(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool' | 'podCache' | 'headroom' | 'masquerade'>;
+  status(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool' | 'podCache' | 'headroom' | 'masquerade' | 'runtimeReconcile'>;
   /** Once the socket listens (calls meanwhile wait for what they need); a failure stops the agent. */
   start(): Promise<void>;
   /**
@@ -161,7 +161,7 @@ export class Agent {
   }
 
   /** The hosted services' part of the status alone (what the metrics read on each scrape). */
-  hostedStatus(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool' | 'podCache' | 'headroom' | 'masquerade'> {
+  hostedStatus(): Pick<AgentStatus, 'datastore' | 'localScans' | 'warmPool' | 'podCache' | 'headroom' | 'masquerade' | 'runtimeReconcile'> {
     return this.#hosted.status();
   }
 

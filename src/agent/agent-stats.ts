@@ -29,6 +29,8 @@ export interface AgentStatus {
   readonly headroom?: import('./headroom.js').HeadroomStatus;
   /** The node's masquerade, when the agent keeps it (src/agent/masquerade-loop.ts). */
   readonly masquerade?: import('./masquerade-loop.js').MasqueradeStatus;
+  /** Runtime reconciliation, when the agent has a runtime endpoint (src/reconcile/runtime-reconciler.ts). */
+  readonly runtimeReconcile?: import('../reconcile/runtime-reconciler.js').RuntimeReconcileStatus;
 }
 
 /** The CNI verbs, the label values of calls by verb (status and metrics). */

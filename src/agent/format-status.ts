@@ -24,6 +24,7 @@ export function formatAgentStatus(s: AgentStatus): string {
   }
   if (s.headroom) lines.push(headroomLine(s.headroom));
   if (s.masquerade) lines.push(masqueradeLine(s.masquerade));
+  if (s.runtimeReconcile) lines.push(...runtimeReconcileLines(s.runtimeReconcile));
   for (const [verb, results] of Object.entries(s.requests)) {
     const l = s.latencyMs[verb];
     const counts = Object.entries(results).map(([r, n]) => `${r} ${n}`).join(', ');
@@ -46,4 +47,13 @@ function headroomLine(h: NonNullable<AgentStatus['headroom']>): string {
 function masqueradeLine(m: NonNullable<AgentStatus['masquerade']>): string {
   const fam = m.families.map((f) => `IPv${f.family} ${f.state}${f.cidrs.length > 0 ? ` (from ${f.cidrs.join(', ')})` : ''}`).join('; ');
   return `masquerade: ${m.state}${m.lastSyncAt ? ` at ${m.lastSyncAt}` : ''}, ${m.syncs} syncs, ${m.failures} failed${fam ? `; ${fam}` : ''}${m.error ? `; last error: ${m.error}` : ''}`;
+}
+
+/** The runtime reconciliation's state, then one line per suspected leak. */
+function runtimeReconcileLines(r: NonNullable<AgentStatus['runtimeReconcile']>): string[] {
+  const head =
+    `runtime reconciliation (${r.endpoint}, every ${r.intervalMs / 1000} s, grace ${r.graceMs / 1000} s): ${r.state}` +
+    `${r.sandboxes !== undefined ? `, ${r.sandboxes} sandboxes` : ''}, ${r.allocations} allocations, ${r.suspectedCount} suspected leaks, ${r.freed['runtime-absent'] ?? 0} freed, ${r.errors} errors` +
+    `${r.lastSuccessAt ? `; last success ${r.lastSuccessAt}` : ''}${r.refused ? `; nothing freed: ${r.refused}` : ''}${r.lastError ? `; last error: ${r.lastError}` : ''}`;
+  return [head, ...r.suspected.map((x) => `  suspected: ${x.network} ${x.containerId}/${x.ifname} (${x.addresses.join(', ')}) in ${x.source}: ${x.reason}`)];
 }

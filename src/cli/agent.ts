@@ -34,6 +34,10 @@ interface AgentFlags {
   /** undefined: the default (on). */
   masquerade?: boolean;
   masqueradeInterval?: string;
+  runtimeEndpoint?: string;
+  runtimeReconcileInterval?: string;
+  runtimeReconcileGrace?: string;
+  runtimeReconcileDataDir?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -70,6 +74,10 @@ export function registerAgent(program: Command): void {
     .option('--masquerade', 'keep the node masquerade from the datastore\'s pools: pod traffic to outside every pod pool leaves with the node\'s address, pod-to-pod traffic never (the default)')
     .option('--no-masquerade', 'leave the nat table alone (the cluster and agent configs do not masquerade: then nothing does)')
     .option('--masquerade-interval <duration>', 'period of the masquerade resync (pools added or removed take effect within it)', '30s')
+    .option('--runtime-endpoint <endpoint>', "reconcile this node's allocations with the container runtime over CRI (e.g. unix:///run/containerd/containerd.sock): an allocation whose sandbox two of its answers lack, past the grace, is freed")
+    .option('--runtime-reconcile-interval <duration>', 'with --runtime-endpoint: period of the sandbox listing (also the least spacing of the two answers)', '1m')
+    .option('--runtime-reconcile-grace <duration>', "with --runtime-endpoint: an allocation younger than this is never freed (at least the longest sandbox creation: 2 × kubelet's --runtime-request-timeout, 2m)", '4m')
+    .option('--runtime-reconcile-data-dir <dirs>', 'with --runtime-endpoint: the local back end\'s data directories to reconcile, comma-separated', '/var/lib/cni/networks')
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -148,6 +156,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   const masqueradeIntervalMs = parseDuration(label('masqueradeInterval'), flags.masqueradeInterval ?? '30s');
   if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
   const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
+  const runtimeReconcile = runtimeReconcileFlags(flags, label);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -172,7 +181,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, ...(masquerade ? { masquerade } : {}), onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, ...(masquerade ? { masquerade } : {}), ...(runtimeReconcile ? { runtimeReconcile } : {}), onCall: (c) => metrics.observe(c), log: logger });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
@@ -214,6 +223,22 @@ async function applyRealtime(priority: number, logger: import('../log/logger.js'
   } catch (e) {
     logger.warn({ priority, errno: (e as { errno?: number }).errno }, (e as Error).message);
   }
+}
+
+/** Runtime reconciliation's options (undefined without --runtime-endpoint); UsageError naming the flag. */
+function runtimeReconcileFlags(flags: AgentFlags, label: Label): { endpoint: string; intervalMs: number; graceMs: number; dataDirs: string[] } | undefined {
+  if (flags.runtimeEndpoint === undefined) return undefined;
+  if (!/^unix:\/\/\/./.test(flags.runtimeEndpoint) || flags.runtimeEndpoint.length > 114) {
+    throw new UsageError(`invalid ${label('runtimeEndpoint')} ${JSON.stringify(flags.runtimeEndpoint)}: expected unix:///absolute/path/to/runtime.sock`);
+  }
+  const intervalMs = parseDuration(label('runtimeReconcileInterval'), flags.runtimeReconcileInterval ?? '1m');
+  if (intervalMs < 100) throw new UsageError(`invalid ${label('runtimeReconcileInterval')} ${JSON.stringify(flags.runtimeReconcileInterval)}: at least 100ms`);
+  const graceMs = parseDuration(label('runtimeReconcileGrace'), flags.runtimeReconcileGrace ?? '4m');
+  const raw = flags.runtimeReconcileDataDir ?? '/var/lib/cni/networks';
+  const dataDirs = raw === '' ? [] : raw.split(',');
+  const bad = dataDirs.find((d) => !d.startsWith('/'));
+  if (bad !== undefined) throw new UsageError(`invalid ${label('runtimeReconcileDataDir')} ${JSON.stringify(raw)}: ${JSON.stringify(bad)} is not an absolute path`);
+  return { endpoint: flags.runtimeEndpoint, intervalMs, graceMs, dataDirs };
 }
 
 /** The headroom resync's options (src/agent/headroom.ts); UsageError naming the flag. */

@@ -17,6 +17,7 @@ import { registerAgent } from './agent.js';
 import { registerNet } from './net.js';
 import { registerDatastore } from './datastore.js';
 import { registerMasquerade } from './masquerade.js';
+import { registerGc } from './gc.js';
 import { UsageError } from './usage-error.js';
 import { guardOutput } from './safe-output.js';
 import { escapeOutput } from '../util/quote-text.js';
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerNet(program);
   registerDatastore(program);
   registerMasquerade(program);
+  registerGc(program);
   return program;
 }
 
