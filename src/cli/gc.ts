@@ -9,12 +9,8 @@
  * frees nothing: exit 1 (refused: exit 3), naming why.
  */
 import type { Command } from 'commander';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
-import { parseDuration } from './parse-flag.js';
-import { UsageError } from './usage-error.js';
-import { usage } from './ipam.js';
 
 interface GcFlags {
   runtimeEndpoint?: string;
@@ -41,53 +37,25 @@ export function registerGc(program: Command): void {
     '{"dryRun": bool, "items": [freed…], "suspected": [...], "refused"?: "…"}',
   ).action(async (flags: GcFlags, cmd: Command) => {
     const format = outputFormat(flags);
-    const listMs = parseDuration('--runtime-list-interval', flags.runtimeListInterval);
-    if (listMs < 100) throw new UsageError(`invalid --runtime-list-interval ${JSON.stringify(flags.runtimeListInterval)}: at least 100ms`);
-    const graceMs = parseDuration('--grace', flags.grace);
-    const dataDirs = flags.dataDir === '' ? [] : flags.dataDir.split(',');
-    const bad = dataDirs.find((d) => !d.startsWith('/'));
-    if (bad !== undefined) throw new UsageError(`invalid --data-dir ${JSON.stringify(flags.dataDir)}: ${JSON.stringify(bad)} is not an absolute path`);
-    const [{ criRuntime, criSocketPath }, { RuntimeReconciler }, { localAllocations }, { clusterAllocations }, { silentLog }] = await Promise.all([
-      import('../reconcile/cri-runtime.js'),
-      import('../reconcile/runtime-reconciler.js'),
-      import('../reconcile/local-allocations.js'),
-      import('../reconcile/cluster-allocations.js'),
-      import('../log/logger.js'),
-    ]);
-    const socket = usage(() => criSocketPath('--runtime-endpoint', flags.runtimeEndpoint!));
+    const { runtimePass, runtimePassOptions } = await import('./runtime-pass.js');
+    const options = runtimePassOptions({ ...flags, runtimeEndpoint: flags.runtimeEndpoint! });
     const datastore = cmd.optsWithGlobals<{ datastore?: string }>().datastore ?? process.env.PODIPAM_DATASTORE;
-    const node = flags.node ?? hostname();
-    const runtime = criRuntime(socket);
-    const store = datastore === undefined ? undefined : await (await import('../store/index.js')).openStore(datastore, { create: false });
-    try {
-      const sources = dataDirs.map((d) => localAllocations(d));
-      if (store) {
-        const { ClusterIpam } = await import('../cluster/index.js');
-        const ipam = new ClusterIpam(store, { writer: 'cli' });
-        sources.push(clusterAllocations(datastore!, node, (fn) => fn(ipam)));
-      }
-      const r = new RuntimeReconciler({ endpoint: flags.runtimeEndpoint!, runtime, sources: () => sources, inFlight: () => new Set(), graceMs, intervalMs: listMs, log: silentLog, ...(flags.dryRun ? { dryRun: true } : {}) });
-      await r.pass();
-      await sleep(listMs);
-      const { plan, freed } = await r.pass();
-      const suspected = plan.suspected.map(({ allocation: a, reason }) => ({ source: a.source, network: a.network, containerId: a.containerId, ifname: a.ifname, addresses: a.addresses, reason }));
-      const items = freed.map((f) => ({ source: f.source, network: f.network, containerId: f.containerId, ifname: f.ifname, addresses: f.addresses, ageSeconds: Math.floor(f.ageMs / 1000), lists: f.lists.map((t) => new Date(t).toISOString()) }));
-      if (plan.refused !== undefined) process.exitCode = 3;
-      if (printData(format, { dryRun: flags.dryRun === true, items, suspected, ...(plan.refused !== undefined ? { refused: plan.refused } : {}) })) return;
-      if (plan.refused !== undefined) process.stderr.write(`podipam: nothing freed: ${plan.refused}\n`);
-      const verb = flags.dryRun ? 'would free' : 'freed';
-      if (items.length === 0) process.stdout.write(`${flags.dryRun ? 'would free' : 'freed'} nothing\n`);
-      else printTable(items, [
-        { header: verb.toUpperCase(), value: (f) => `${f.containerId}/${f.ifname}` },
-        { header: 'NETWORK', value: (f) => f.network },
-        { header: 'ADDRESSES', value: (f) => f.addresses.join(',') },
-        { header: 'AGE', value: (f) => `${f.ageSeconds}s` },
-        { header: 'SOURCE', value: (f) => f.source },
-      ]);
-      for (const s of suspected) process.stdout.write(`suspected: ${s.containerId}/${s.ifname} (${s.network}, ${s.addresses.join(',')}) in ${s.source}: ${s.reason}\n`);
-    } finally {
-      runtime.close();
-      await store?.close();
-    }
+    const { plan, freed } = await runtimePass({ ...options, ...(datastore !== undefined ? { datastore } : {}), node: flags.node ?? hostname(), dryRun: flags.dryRun === true });
+    const suspected = plan.suspected.map(({ allocation: a, reason }) => ({ source: a.source, network: a.network, containerId: a.containerId, ifname: a.ifname, addresses: a.addresses, reason }));
+    const items = freed.map((f) => ({ source: f.source, network: f.network, containerId: f.containerId, ifname: f.ifname, addresses: f.addresses, ageSeconds: Math.floor(f.ageMs / 1000), lists: f.lists.map((t) => new Date(t).toISOString()) }));
+    if (plan.refused !== undefined) process.exitCode = 3;
+    if (printData(format, { dryRun: flags.dryRun === true, items, suspected, ...(plan.refused !== undefined ? { refused: plan.refused } : {}) })) return;
+    if (plan.refused !== undefined) process.stderr.write(`podipam: nothing freed: ${plan.refused}\n`);
+    const verb = flags.dryRun ? 'would free' : 'freed';
+    if (items.length === 0) process.stdout.write(`${verb} nothing\n`);
+    else
+      printTable(items, [
+      { header: verb.toUpperCase(), value: (f) => `${f.containerId}/${f.ifname}` },
+      { header: 'NETWORK', value: (f) => f.network },
+      { header: 'ADDRESSES', value: (f) => f.addresses.join(',') },
+      { header: 'AGE', value: (f) => `${f.ageSeconds}s` },
+      { header: 'SOURCE', value: (f) => f.source },
+    ]);
+    for (const s of suspected) process.stdout.write(`suspected: ${s.containerId}/${s.ifname} (${s.network}, ${s.addresses.join(',')}) in ${s.source}: ${s.reason}\n`);
   });
 }

@@ -69,6 +69,21 @@ async function showPod(cmd: Command, format: ReturnType<typeof outputFormat>, po
   ]);
 }
 
+/** `ipam check --runtime-endpoint`: a dry runtime reconciliation pass on this node (src/cli/runtime-pass.ts). */
+async function runtimeSuspects(cmd: Command, o: { runtimeEndpoint: string; node?: string; runtimeListInterval: string; grace: string; dataDir: string }) {
+  const [{ runtimePass, runtimePassOptions }, { datastoreUrl }, { hostname }] = await Promise.all([import('./runtime-pass.js'), import('./datastore-url.js'), import('node:os')]);
+  const node = o.node ?? hostname();
+  const { plan, freed } = await runtimePass({ ...runtimePassOptions(o), datastore: datastoreUrl(cmd), node, dryRun: true });
+  const row = (a: { network: string; containerId: string; ifname: string; addresses: readonly string[]; source: string }) => ({ network: a.network, containerId: a.containerId, ifname: a.ifname, addresses: a.addresses, source: a.source });
+  return {
+    node,
+    endpoint: o.runtimeEndpoint,
+    provable: freed.map((f) => ({ ...row({ ...f }), ageSeconds: Math.floor(f.ageMs / 1000) })),
+    suspected: plan.suspected.map((s) => ({ ...row(s.allocation), reason: s.reason })),
+    ...(plan.refused !== undefined ? { refused: plan.refused } : {}),
+  };
+}
+
 /** Registers `podipam ipam …`. */
 export function registerIpam(program: Command): void {
   const ipam = program.command('ipam').description('cluster IPAM: utilisation, consistency check, release');
@@ -113,21 +128,27 @@ export function registerIpam(program: Command): void {
     ipam
       .command('check')
       .description("report leaked allocations, inconsistent records, and addresses two holders claim (blocks, handles, each node agent's idle addresses, cooldown, sticky reservations and pods) (read-only); exit code 1 when anything is found")
-      .option('--view-max-age <duration>', "an agent's published holder view older than this is stale (its disagreements are listed as unsettled, not found); default: 3 × the agent's own refresh period + 10s"),
-    '{"leaks": [...], "problems": [...], "holders": [...], "unsettled": [...], "stickyHolds": [...], "borrowed": [...] (each of the last four when any)}',
-  ).action(async (opts: { json?: boolean; output?: string; viewMaxAge?: string }, cmd: Command) => {
+      .option('--view-max-age <duration>', "an agent's published holder view older than this is stale (its disagreements are listed as unsettled, not found); default: 3 × the agent's own refresh period + 10s")
+      .option('--runtime-endpoint <endpoint>', "also ask this node's container runtime over CRI (e.g. unix:///run/containerd/containerd.sock) for its sandboxes: this node's allocations it lacks are suspected leaks (those `podipam gc` would free count as found); frees nothing")
+      .option('--node <name>', 'with --runtime-endpoint: the node whose cluster records are judged (default: the host name)')
+      .option('--runtime-list-interval <duration>', 'with --runtime-endpoint: time between the two sandbox listings', '5s')
+      .option('--grace <duration>', 'with --runtime-endpoint: an allocation younger than this is only suspected', '4m')
+      .option('--data-dir <dirs>', "with --runtime-endpoint: the local back end's data directories, comma-separated (\"\" for none)", '/var/lib/cni/networks'),
+    '{"leaks": [...], "problems": [...], "holders": [...], "unsettled": [...], "stickyHolds": [...], "borrowed": [...] (each of the last four when any), "runtime": {"node", "endpoint", "provable": [...], "suspected": [...]} (with --runtime-endpoint)}',
+  ).action(async (opts: { json?: boolean; output?: string; viewMaxAge?: string; runtimeEndpoint?: string; node?: string; runtimeListInterval: string; grace: string; dataDir: string }, cmd: Command) => {
       const format = outputFormat(opts);
       const viewMaxAgeMs = opts.viewMaxAge === undefined ? undefined : parseDuration('--view-max-age', opts.viewMaxAge);
+      const runtime = opts.runtimeEndpoint === undefined ? undefined : await runtimeSuspects(cmd, { ...opts, runtimeEndpoint: opts.runtimeEndpoint });
       const r = await withClusterIpam(cmd, 'read', (c) => c.check({ viewMaxAgeMs }));
       const holders = r.holders ?? [];
-      const n = r.leaks.length + r.problems.length + holders.length;
+      const n = r.leaks.length + r.problems.length + holders.length + (runtime?.provable.length ?? 0);
       // Non-zero when anything is found, so cron jobs and monitoring see it (0 clean, 1 found, 2 usage).
       if (n > 0) {
         // The report is on stdout; stderr says why the exit status is 1 (what cron mails).
         process.stderr.write(`podipam: ipam check found ${r.leaks.length} leak(s), ${holders.length} address(es) with a wrong holder and ${r.problems.length} other problem(s)\n`);
         process.exitCode = 1;
       }
-      const data = { leaks: r.leaks, problems: r.problems, ...(r.holders ? { holders: r.holders } : {}), ...(r.unsettled ? { unsettled: r.unsettled } : {}), ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) };
+      const data = { leaks: r.leaks, problems: r.problems, ...(r.holders ? { holders: r.holders } : {}), ...(r.unsettled ? { unsettled: r.unsettled } : {}), ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}), ...(runtime ? { runtime } : {}) };
       if (printData(format, data)) return;
       for (const l of r.leaks) process.stdout.write(`leak: ${l.ip} in block ${l.block} is held by handle "${l.handle}", which does not exist (podipam ipam release --ip ${l.ip} --handle ${l.handle})\n`);
       for (const p of r.problems) process.stdout.write(`problem (${p.kind}): ${p.message}\n`);
@@ -143,6 +164,10 @@ export function registerIpam(program: Command): void {
         const pods = b.pods.map((p) => `${p.pod ?? p.handle} on node "${p.node}" (${p.address})`).join(', ');
         process.stdout.write(`borrowed: block ${b.block} (${b.node === null ? 'no node: kept by GC' : `node "${b.node}", deleted`}) keeps addresses of other nodes' pods: ${pods}\n`);
       }
+      for (const p of runtime?.provable ?? []) process.stdout.write(`runtime-leak: node ${runtime!.node}: ${p.containerId}/${p.ifname} (${p.network}: ${p.addresses.join(', ')}) has no sandbox in two answers of ${runtime!.endpoint}, ${p.ageSeconds} s old (podipam gc --runtime-endpoint ${runtime!.endpoint} frees it)\n`);
+      // Informational: not listed by the runtime, not (yet) proven gone.
+      for (const s of runtime?.suspected ?? []) process.stdout.write(`suspected-leak: node ${runtime!.node}: ${s.containerId}/${s.ifname} (${s.network}: ${s.addresses.join(', ')}) not among the runtime's sandboxes: ${s.reason}\n`);
+      if (runtime?.refused) process.stdout.write(`runtime: nothing provable: ${runtime.refused}\n`);
       process.stdout.write(`Check complete; found ${n} problem${n === 1 ? '' : 's'}.\n`);
     });
 

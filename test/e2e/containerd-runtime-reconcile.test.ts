@@ -3,7 +3,8 @@
  * as kubelet drives it): real sandboxes get addresses through install-cni's conflist, the shim
  * and the agent (cluster back end on SQLite); allocations are planted for container ids the
  * runtime never had (cluster mode and local mode, through bin/podipam as the plain plugin).
- * Then: `podipam gc --runtime-endpoint … --dry-run` lists exactly the planted ones; the agent
+ * Then: `podipam gc --runtime-endpoint … --dry-run` and `ipam check --runtime-endpoint` list
+ * exactly the planted ones; the agent
  * with `--runtime-endpoint` frees nothing while containerd hangs (SIGSTOP) or its socket is gone,
  * frees exactly the planted ones once it answers again, and never frees the address of a
  * sandbox whose ADD is slow (a wrapper around the IPAM plugin sleeps after it answered: the
@@ -92,6 +93,14 @@ test('containerd: planted allocations are freed after the grace while every real
     assert.equal(dry.dryRun, true);
     assert.deepEqual(dry.items.map((i) => i.containerId).sort(), planted, `gc --dry-run lists exactly the planted allocations: ${JSON.stringify(dry)}`);
     for (const i of dry.items) assert.ok(i.ageSeconds >= 6 && i.lists.length === 2, JSON.stringify(i));
+    // ipam check on this node: the same ones, as found leaks (exit 1), from a runtime pass of its own.
+    const check = runCliSync(url, ['ipam', 'check', '--json', '--runtime-endpoint', `unix://${rt.socket}`, '--runtime-list-interval', '1s', '--grace', GRACE, '--data-dir', localDir, '--node', NODE]);
+    assert.equal(check.code, 1, check.stderr);
+    const report = JSON.parse(check.stdout) as { leaks: unknown[]; runtime: { node: string; provable: { containerId: string }[]; suspected: unknown[] } };
+    assert.deepEqual(report.leaks, []);
+    assert.equal(report.runtime.node, NODE);
+    assert.deepEqual(report.runtime.provable.map((p) => p.containerId).sort(), planted);
+    assert.deepEqual(report.runtime.suspected, []);
     assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'the dry run freed nothing');
     assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
 
