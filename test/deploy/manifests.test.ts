@@ -114,7 +114,7 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(spec.priorityClassName, 'system-node-critical');
   assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
   const hostPaths = new Map<string, string>((spec.volumes as any[]).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath.path]));
-  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/podipam', '/run/xtables.lock', '/var/lib/cni/networks', '/var/lib/podipam']);
+  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/containerd/containerd.sock', '/run/podipam', '/run/xtables.lock', '/var/lib/cni/networks', '/var/lib/podipam']);
   for (const c of containersOf(ds)) {
     for (const m of (c.volumeMounts as { name: string; mountPath: string }[]) ?? []) {
       if (hostPaths.has(m.name)) assert.equal(m.mountPath, hostPaths.get(m.name), `${c.name} mounts ${m.name} at the host's path`);
@@ -137,6 +137,10 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   const mounted = (c: Container) => new Set(((c.volumeMounts as { mountPath: string }[]) ?? []).map((m) => m.mountPath));
   assert.ok(mounted(install).has(inst.get('--bin-dir')!) && mounted(install).has(inst.get('--conf-dir')!));
   assert.deepEqual((agent.readinessProbe as any).exec.command, ['podipam', 'agent', 'status']);
+  // Runtime reconciliation: the endpoint from the ConfigMap, its socket mounted read-only where the endpoint names it.
+  assert.equal(ag.get('--runtime-endpoint'), '$(PODIPAM_RUNTIME_ENDPOINT)');
+  assert.equal((find('ConfigMap', 'podipam-config') as any).data.PODIPAM_RUNTIME_ENDPOINT, 'unix:///run/containerd/containerd.sock');
+  assert.ok(((agent.volumeMounts as { mountPath: string; readOnly?: boolean }[]) ?? []).some((m) => m.mountPath === '/run/containerd/containerd.sock' && m.readOnly === true));
   // The agent keeps the node masquerade (the agent config does not masquerade): the capability it needs for iptables.
   assert.ok(!ag.has('--no-masquerade'));
   // NET_ADMIN, NET_RAW for iptables; SYS_NICE for --realtime-priority; nothing else.
