@@ -21,6 +21,7 @@ import { criErrorText } from '../helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { freePort } from '../helpers/free-port.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
@@ -106,7 +107,8 @@ test('containerd: planted allocations are freed after the grace while every real
 
     // The agent with the runtime endpoint, through a link the test takes away: first the socket is gone …
     await agent.stop();
-    agent = await startAgent(socket, ['--node', NODE, '--datastore', url, '--runtime-endpoint', `unix://${criLink}`, '--runtime-reconcile-interval', '1s', '--runtime-reconcile-grace', GRACE, '--runtime-reconcile-data-dir', localDir]);
+    const metricsPort = await freePort();
+    agent = await startAgent(socket, ['--metrics-listen', `127.0.0.1:${metricsPort}`, '--node', NODE, '--datastore', url, '--runtime-endpoint', `unix://${criLink}`, '--runtime-reconcile-interval', '1s', '--runtime-reconcile-grace', GRACE, '--runtime-reconcile-data-dir', localDir]);
     const a = agent;
     const until = async (what: string, ok: (r: NonNullable<AgentStatus['runtimeReconcile']>) => boolean, ms = 30_000): Promise<NonNullable<AgentStatus['runtimeReconcile']>> => {
       const end = Date.now() + ms;
@@ -144,6 +146,11 @@ test('containerd: planted allocations are freed after the grace while every real
     assert.deepEqual(localHolders(), [real[0]!], "the real sandbox's second network keeps its file");
     assert.match(a.log(), /runtime reconciliation freed leak-a\/eth0/);
     for (const [i, id] of real.entries()) assert.equal((await rt.cri.status(id)).ips[0], realIps[i]);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    assert.match(metrics, /^podipam_runtime_reconcile_freed_total\{reason="runtime-absent"\} 3$/m);
+    assert.match(metrics, /^podipam_runtime_reconcile_suspected_leaks 0$/m);
+    assert.ok(Number(/^podipam_runtime_reconcile_errors_total (\d+)$/m.exec(metrics)?.[1]) >= 4, metrics);
+    assert.ok(Number(/^podipam_runtime_reconcile_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]) > Date.now() / 1000 - 60, metrics);
 
     // A slow ADD: the agent answered, the sandbox is not listed for SLOW_ADD_S more seconds.
     writeFileSync(slowFlag, '');
