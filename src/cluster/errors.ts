@@ -41,7 +41,7 @@ export class PoolExhaustedError extends Error {
     super(
       `no free IPv${family} address for node "${node}" in pools [${pools.join(', ')}]: requested ${requested}, found ${available}` +
         (blockLimit ? ` (${blockLimit})` : '') +
-        (quarantined ? `; ${quarantined.count} free address${quarantined.count === 1 ? ' is' : 'es are'} quarantined after their release (pool reuseAfter) until ${quarantined.until} at the earliest` : ''),
+        (quarantined ? `; ${quarantined.count} free address${quarantined.count === 1 ? ' is' : 'es are'} quarantined after ${quarantined.count === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${quarantined.until} at the earliest` : ''),
     );
   }
 }

@@ -380,7 +380,7 @@ class Planner {
     }
     const why = [
       ...(foreign > 0 ? [`${foreign} free one${foreign === 1 ? ' is' : 's are'} in blocks of other nodes and strictAffinity is on`] : []),
-      ...(quarantined > 0 ? [`${quarantined} free one${quarantined === 1 ? ' is' : 's are'} quarantined after their release (pool reuseAfter) until ${new Date(firstEnd).toISOString()} at the earliest`] : []),
+      ...(quarantined > 0 ? [`${quarantined} free one${quarantined === 1 ? ' is' : 's are'} quarantined after ${quarantined === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${new Date(firstEnd).toISOString()} at the earliest`] : []),
     ];
     throw new IpSetExhaustedError(set.name, size, held, why.length > 0 ? why.join('; ') : undefined);
   }
