@@ -81,7 +81,7 @@ async function run(steps: readonly Step[], skews: readonly [number, number]): Pr
       const all = [...held].filter(([, h]) => !h.handle.startsWith('sticky:'));
       if (all.length === 0) continue;
       const [addr, h] = all[s.pick % all.length]!;
-      if (s.kind === 'release') freed((await ipams[s.node]!.releaseHandle(h.handle, NODES[s.node]!)).map((r) => formatAddr(r.addr)));
+      if (s.kind === 'release') freed((await ipams[s.node]!.releaseHandle(h.handle, NODES[s.node])).map((r) => formatAddr(r.addr)));
       else if (s.kind === 'release-addr') freed((await ipams[0]!.withReason('release').releaseAddresses([(await ipams[0]!.addressesOf(h.handle))![0]!.addr])).map((r) => formatAddr(r.addr)));
       else {
         const hold = stickyHoldHandle('net', { namespace: 'ns', name: `pod-${n++}` }, 'eth0')!;

@@ -89,7 +89,7 @@ test('3-member etcd: an address released on node A is handed out on neither node
     for (const p of probes) {
       assert.equal(p.ip, undefined, `${p.id} on ${p.node} got ${p.ip} at +${p.end - quarantineFrom} ms, within the quarantine`);
       assert.equal(p.error?.code, 100, JSON.stringify(p));
-      assert.match(p.error!.msg, /1 free address is quarantined after its release \(pool reuseAfter\) until \d{4}-\d\d-\d\dT/);
+      assert.match(p.error.msg, /1 free address is quarantined after its release \(pool reuseAfter\) until \d{4}-\d\d-\d\dT/);
     }
     for (const o of outcomes.filter((o) => o.error)) assert.equal(o.error!.code, 100, JSON.stringify(o));
 
