@@ -40,6 +40,9 @@ test('3-member etcd: an address released on node A is handed out on neither node
     const created = runCliSync(url, ['pool', 'create', 'q', '--cidr', '10.231.0.0/27', '--block-size', '28', '--reuse-after', `${REUSE_AFTER_MS / 1000}s`]);
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, /released addresses quarantined for 30s/);
+    const refused = runCliSync(url, ['pool', 'set', 'q', '--reuse-after', 'soon']);
+    assert.deepEqual([refused.code, refused.stderr.trim()], [2, 'podipam: invalid --reuse-after "soon": expected a duration such as "0", "500ms", "30s" or "5m"']);
+    assert.match(runCliSync(url, ['pool', 'show', 'q']).stdout, /released addresses quarantined for 30s/);
     const run = async (command: 'ADD' | 'DEL', id: string, node: string): Promise<Outcome> => {
       const start = Date.now();
       const r = await runPlugin(PODIPAM_BIN, clusterCall('reuse-q', url, cache, command, id, node));
