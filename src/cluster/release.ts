@@ -2,7 +2,7 @@
  * Release loops: plan (pure) → one compare-and-swap txn → on conflict fold `current` and
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
  * release by handle is one round trip; otherwise one get of the handle first (and, in a process
- * that has not read the pools yet, one read of them: they say whether a freed address is
+ * without a cached snapshot, one list of the pools: they say whether a freed address is
  * quarantined, src/cluster/pool-quarantine.ts).
  */
 import { commitWrite } from './gate/index.js';
@@ -11,12 +11,14 @@ import { ordinalsOf } from '../alloc/block.js';
 import { type Addr, formatPrefix } from '../ip/index.js';
 import type { Compare, Entry } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
-import { type ClusterSnapshot, loadSnapshot } from './cluster-snapshot.js';
+import { loadSnapshot } from './cluster-snapshot.js';
+import { listAll } from '../store/list-all.js';
+import { type Pool, decodePool } from './pool-record.js';
 import { decodeBlock } from './block-record.js';
 import { ContentionError, CorruptRecordError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { BLOCK_PREFIX, HANDLE_PREFIX, handleKey } from './keys.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, handleKey } from './keys.js';
 import { checkHandle } from '../model/handle-id.js';
 import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
@@ -56,6 +58,7 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
   const view = node === undefined ? undefined : ctx.cache.node(node);
   const others = new Map<string, KnownBlock>();
   let hs: HandleState | undefined = view?.handles.get(handle);
+  let pools: readonly Pool[] | undefined;
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
@@ -64,9 +67,9 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
       view?.noteHandle(handle, 0, undefined);
       return [];
     }
-    // The pools say whether the freed addresses are quarantined: loaded once when not known yet.
-    const snap = (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
-    const planned = planReleaseHandle(input(ctx, view, others, snap), handle, { rev: hs.rev, record });
+    // The pools say whether the freed addresses are quarantined: read once when not known yet.
+    pools ??= ctx.cache.snapshot?.pools ?? (await listAll(ctx.store, POOL_PREFIX)).map(decodePool);
+    const planned = planReleaseHandle(input(ctx, view, others, pools), handle, { rev: hs.rev, record });
     // A guard on a key the plan compares too (the handle itself) replaces the plan's compare.
     const plan: ReleasePlan =
       planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] } : planned;
@@ -95,7 +98,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
-    const plan = planReleaseAddrs(input(ctx, undefined, others, snap), snap, addrs, handles, heldBy);
+    const plan = planReleaseAddrs(input(ctx, undefined, others, snap.pools), snap, addrs, handles, heldBy);
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
         if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
@@ -147,12 +150,13 @@ async function handleState(ctx: IpamContext, handle: string, entry: Entry | unde
   return { rev: entry.rev, record: { node: '', blocks } };
 }
 
-function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, snap: ClusterSnapshot): ReleaseInput {
+function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, pools: readonly Pool[]): ReleaseInput {
   const now = ctx.now().getTime();
+  const snap = ctx.cache.snapshot;
   return {
     state: (key) => view?.blocks.get(key) ?? others.get(key),
-    policy: view ? { node: view.node, mine: view.blocks, snap } : undefined,
-    quarantine: (cidr) => quarantineFor(snap.pools, cidr, now),
+    policy: view && snap ? { node: view.node, mine: view.blocks, snap } : undefined,
+    quarantine: (cidr) => quarantineFor(pools, cidr, now),
   };
 }
 
