@@ -197,6 +197,39 @@ describe('cluster back end: placement annotations', () => {
     assert.equal(code2, 7);
     assert.match(msg2, /^annotation cni\.projectcalico\.org\/ipv4pools="blue" on pod shop\/web-1: not JSON/);
   });
+  it("Cilium's and Spiderpool's annotations from the runtime choose pools like podipam's; Spiderpool's ippools by the call's interface", async () => {
+    const c = conf({ datastore: await datastore(), pools: ['v4'] });
+    const b = await createClusterBackend(c);
+    const fam = (r: { ips: readonly { address: string }[] }) => r.ips.map((x) => (x.address.includes(':') ? 6 : 4));
+    assert.deepEqual(fam(await b.add(annotated(c, 'c1', { 'ipam.cilium.io/ip-pool': 'v6' }))), [6], 'ip-pool instead of the configured pools');
+    assert.deepEqual(fam(await b.add(annotated(c, 'c2', { 'ipam.cilium.io/ipv4-pool': 'v4', 'ipam.cilium.io/ipv6-pool': 'v6' }))), [4, 6]);
+    const ippools = JSON.stringify([{ interface: 'net1', ipv4: ['v4'] }, { interface: 'eth0', ipv6: ['v*'] }]);
+    assert.deepEqual(fam(await b.add(annotated(c, 's1', { 'ipam.spidernet.io/ippools': ippools }))), [6], "eth0's entry: v* stands for v6 only");
+    assert.deepEqual(fam(await b.add({ ...annotated(c, 's2', { 'ipam.spidernet.io/ippools': ippools }), ifname: 'net1' })), [4], "net1's entry");
+    const [code, msg] = await tableCode(b.add(annotated(c, 's3', { 'ipam.spidernet.io/ippool': '{"ipv4":["nosuch"]}' })));
+    assert.equal(code, 7);
+    assert.equal(msg, 'annotation ipam.spidernet.io/ippool="{\\"ipv4\\":[\\"nosuch\\"]}" on pod shop/web-1: pool "nosuch" does not exist');
+    const [code2, msg2] = await tableCode(b.add({ ...annotated(c, 's4', { 'ipam.spidernet.io/ippools': ippools }), ifname: 'net9' }));
+    assert.equal(code2, 7);
+    assert.match(msg2, /^annotation ipam\.spidernet\.io\/ippools=.* on pod shop\/web-1: names no entry for interface "net9"/);
+    const [code3, msg3] = await tableCode(b.add(annotated(c, 'c3', { 'ipam.cilium.io/ip-pool': 'v6' }, { IgnoreUnknown: '1', IP: '10.50.0.10' })));
+    assert.equal(code3, 7, 'with an explicitly requested address: code 7 naming both');
+    assert.match(msg3, /^annotation ipam\.cilium\.io\/ip-pool="v6" on pod shop\/web-1: cannot be combined with the requested address/);
+  });
+
+  it("in a host, a namespace's Cilium or Spiderpool annotations from the pod cache apply to a pod without its own", async () => {
+    const { selectBackend } = await import('./select-backend.js');
+    const c = conf({ datastore: await datastore() });
+    const nsAnn: Record<string, Record<string, string>> = { shop: { 'ipam.cilium.io/ip-pool': 'v6' }, spider: { 'ipam.spidernet.io/default-ipv4-ippool': '["v4"]', 'ipam.spidernet.io/default-ipv6-ippool': '["v6"]' } };
+    const pods = { synced: true, pod: () => undefined, namespaceAnnotations: (ns: string) => nsAnn[ns] };
+    const b = await selectBackend(c, {}, { pods });
+    const r = await b.add(annotated(c, 'n1'));
+    assert.deepEqual(r.ips.map((x) => x.address.includes(':')), [true], "the namespace's ip-pool");
+    const r2 = await b.add({ ...annotated(c, 'n2'), pod: { namespace: 'spider', name: 'p-0' } });
+    assert.deepEqual(r2.ips.map((x) => x.address.includes(':')), [false, true], "the namespace's Spiderpool defaults");
+    const r3 = await b.add(annotated(c, 'n3', { 'ipam.spidernet.io/ippool': '{"ipv4":["v4"]}' }));
+    assert.deepEqual(r3.ips.map((x) => x.address.includes(':')), [false], "the pod's own annotation wins over its namespace's");
+  });
 });
 
 describe('cluster back end: the history stamp', () => {

@@ -33,10 +33,11 @@
  * `stickyForMs`. With a kubeconfig, a GC loop releases what pods gone from the API server
  * still hold (pod-gc.ts).
  *
- * Annotated pods (`podipam.io/pools`, `podipam.io/ip`, `podipam.io/ip-set`, Calico's) never take
- * from the idle queue, whose addresses come from the node's configured pools: they are
- * allocated directly on the datastore under their own handle, as the cluster back end would,
- * and recorded as direct attachments in the resource DB (warm-direct.ts).
+ * Annotated pods (`podipam.io/pools`, `podipam.io/ip`, `podipam.io/ip-set`, Calico's, Cilium's,
+ * Spiderpool's: src/model/placement.ts) never take from the idle queue, whose addresses come
+ * from the node's configured pools: they are allocated directly on the datastore under their
+ * own handle, as the cluster back end would, and recorded as direct attachments in the
+ * resource DB (warm-direct.ts).
  *
  * The parts, each its own file, share one WarmState (warm-state.ts): the verbs (warm-verbs.ts),
  * the restore and reconcile at start (warm-restore.ts), the refiller and its maintenance loop

@@ -3,7 +3,8 @@
  * CRI as kubelet drives it, with `podipam install-cni`'s conflist (ptp; it declares the
  * `io.kubernetes.cri.pod-annotations` capability, so containerd hands the pod's annotations to
  * ptp, and ptp to podipam), the native shim and `podipam agent` on a SQLite datastore.
- * Pods carry each placement annotation and get what they ask for; a bad annotation fails
+ * Pods carry each placement annotation — podipam's, Calico's, Cilium multi-pool's and
+ * Spiderpool's (a pattern, the per-interface list) — and get what they ask for; a bad one fails
  * RunPodSandbox with the CNI message; an ip-set "Deployment" of 5 keeps its 5 addresses when
  * its pods are recreated, a 6th pod gets code 100 naming the set, and pods without the
  * annotation never get a set address. Fails with the reason when containerd cannot run here.
@@ -28,7 +29,7 @@ const pod = (name: string, annotations: Record<string, string> = {}): PodMeta =>
   annotations,
 });
 
-test('containerd over CRI: each placement annotation is honoured, a bad one fails RunPodSandbox, an ip-set Deployment keeps its addresses', { timeout: 900_000 }, async () => {
+test('containerd over CRI: each placement annotation (podipam, Calico, Cilium, Spiderpool) is honoured, a bad one fails RunPodSandbox, an ip-set Deployment keeps its addresses', { timeout: 900_000 }, async () => {
   requireShim();
   const dir = makeTempDir('cri-ann');
   const url = `sqlite:${join(dir.path, 'ds.db')}`;
@@ -87,11 +88,22 @@ test('containerd over CRI: each placement annotation is honoured, a bad one fail
     assert.ok(inside('10.238.0.0/26', calicoCidr.ip), `Calico ipv4pools by CIDR: ${calicoCidr.ip}`);
     const calicoAddr = await run(pod('calico-2', { 'cni.projectcalico.org/ipAddrs': '["10.237.0.30"]' }));
     assert.equal(calicoAddr.ip, '10.237.0.30', 'Calico ipAddrs');
+    // As users moving from Cilium multi-pool and Spiderpool write them (containerd's interface is eth0).
+    const cilium = await run(pod('cilium-0', { 'ipam.cilium.io/ip-pool': 'blue' }));
+    assert.ok(inside('10.238.0.0/26', cilium.ip), `Cilium ip-pool: ${cilium.ip}`);
+    const cilium4 = await run(pod('cilium-1', { 'ipam.cilium.io/ipv4-pool': 'blue' }));
+    assert.ok(inside('10.238.0.0/26', cilium4.ip), `Cilium ipv4-pool: ${cilium4.ip}`);
+    const spider = await run(pod('spider-0', { 'ipam.spidernet.io/ippool': '{"ipv4":["b?ue"]}' }));
+    assert.ok(inside('10.238.0.0/26', spider.ip), `Spiderpool ippool with a pattern: ${spider.ip}`);
+    const spiders = await run(pod('spider-1', { 'ipam.spidernet.io/ippools': '[{"interface":"net1","ipv4":["blue"]},{"interface":"eth0","ipv4":["a-*"]}]' }));
+    assert.ok(inside('10.237.0.0/26', spiders.ip), `Spiderpool ippools: the eth0 entry: ${spiders.ip}`);
 
     // Refusals carry the CNI message through containerd.
     assert.match(await refused(pod('taken-0', { 'podipam.io/ip': '10.238.0.20' })), /10\.238\.0\.20.*shop\/fixed-0/, 'a taken address names its holder');
     assert.match(await refused(pod('bad-0', { 'podipam.io/ip': 'not-an-ip' })), /podipam\.io\/ip.*not-an-ip.*shop\/bad-0/, 'a malformed annotation names itself, the value and the pod');
     assert.match(await refused(pod('bad-1', { 'podipam.io/pools': 'no-such-pool' })), /podipam\.io\/pools.*no-such-pool/, 'an unknown pool is refused, never a fallback');
+    assert.match(await refused(pod('bad-2', { 'ipam.cilium.io/ip-pool': 'no-such-pool' })), /ipam\.cilium\.io\/ip-pool.*no-such-pool.*shop\/bad-2.*does not exist/, "Cilium's unknown pool likewise");
+    assert.match(await refused(pod('bad-3', { 'ipam.spidernet.io/ippool': '{"ipv4pools":["blue"]}' })), /ipam\.spidernet\.io\/ippool.*shop\/bad-3.*unknown field .*ipv4pools/, "Spiderpool's old field name is refused, not ignored");
 
     // An ip-set "Deployment" of 5, recreated with new uids: the same 5 addresses.
     const setAddrs = ['10.239.0.40', '10.239.0.41', '10.239.0.42', '10.239.0.43', '10.239.0.44'];

@@ -1,7 +1,7 @@
 /** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
 import type { Addr, Prefix } from '../../ip/index.js';
 import type { HandleAttrs } from '../handle-record.js';
-import type { AnnotationSource } from '../../model/placement.js';
+import type { AnnotationSource, PoolsByFamily } from '../../model/placement.js';
 
 export interface AssignRequest {
   readonly node: string;
@@ -12,8 +12,17 @@ export interface AssignRequest {
   readonly auto?: { readonly 4?: number; readonly 6?: number } | 'each-family';
   /** Specific addresses to assign. */
   readonly ips?: readonly Addr[];
-  /** Restrict auto-assignment to these pools (names, or canonical CIDRs equal to a pool's), in order of preference. */
+  /**
+   * Restrict auto-assignment to these pools (names, canonical CIDRs equal to a pool's, or
+   * patterns with `*`, `?`, `[…]`: src/model/pool-pattern.ts), in order of preference.
+   */
   readonly pools?: readonly string[];
+  /**
+   * With `pools`: the pools per family (each entry is also in `pools`). A family's address then
+   * comes only from its list and a family without a list gets none; with `placedBy`, a named
+   * pool of another family than the list naming it is a PlacementError.
+   */
+  readonly poolsByFamily?: PoolsByFamily;
   /**
    * Take the address of its family from this ip-set (src/cluster/ip-set-record.ts): a free one of
    * the set's addresses, which no other request is given; other families as `auto` says.

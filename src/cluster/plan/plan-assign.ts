@@ -40,6 +40,7 @@ import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../err
 import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
 import { ipSetBlocks, ipSetOf } from '../ip-set-record.js';
 import { PlacementError } from '../../model/placement.js';
+import { NamedPools } from './named-pools.js';
 import type { AssignRequest, Assignment } from './assignment.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
 import { effectiveMaxBlocks } from '../ipam-config.js';
@@ -102,15 +103,6 @@ export type AssignPlan =
       readonly tookOver?: boolean;
     };
 
-/** True when `entry` (a pool name, or a canonical CIDR from Calico's annotations) names `p`. */
-function poolIs(p: Pool, entry: string): boolean {
-  return p.name === entry || (entry.includes('/') && formatPrefix(p.cidr) === entry);
-}
-
-function poolNamed(pools: readonly Pool[], entry: string): Pool | undefined {
-  return pools.find((p) => poolIs(p, entry));
-}
-
 /**
  * Failed claims tolerated before listing every affinity rather than guessing. A miss costs one
  * txn; the list costs a range over every node's affinities (at 20,000 nodes, 56,000 records,
@@ -155,12 +147,15 @@ class Planner {
   /** Claimed key → the other-sized keys its claim compares absent. */
   readonly #guards = new Map<string, readonly string[]>();
   #usedLabels = false;
+  /** The pools the request names, each entry resolved once per plan. */
+  readonly #named: NamedPools;
   /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
   #hold: { rev: number; taken: boolean } | undefined;
   readonly #now: number;
 
   constructor(input: PlanInput) {
     this.#in = input;
+    this.#named = new NamedPools(input.snap.pools, input.req);
     this.#now = Date.parse(input.now);
   }
 
@@ -386,13 +381,12 @@ class Planner {
   }
 
   #assignAuto(): void {
-    const { req, snap } = this.#in;
+    const { req } = this.#in;
     if (!req.auto) return;
     for (const n of req.pools ?? []) {
-      const pool = poolNamed(snap.pools, n);
       // With an ip-set the pools are the network's own (for the other families), not the annotation's.
-      if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n, pool);
-      else if (!pool) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
+      if (req.placedBy && req.ipSet === undefined) this.#checkPlaced(n);
+      else if (this.#named.of(n).length === 0) throw new NoPoolError(undefined, req.node, req.pools, `pool "${n}" does not exist`);
     }
     const wanted: [Family, number][] =
       req.auto === 'each-family'
@@ -411,22 +405,19 @@ class Planner {
   }
 
   /**
-   * A pool an annotation names (placedBy) must exist, be usable and select the node: else
+   * A pool an annotation names (placedBy) must exist, be usable, select the node and — named for
+   * one family — be of that family; a pattern must match such a pool (named-pools.ts): else
    * PlacementError (code 7) naming the annotation and the pod, never a fallback to other pools.
    */
-  #checkPlaced(entry: string, pool: Pool | undefined): void {
+  #checkPlaced(entry: string): void {
     const { source, pod } = this.#in.req.placedBy!;
-    const what = entry.includes('/') ? `pool CIDR ${entry}` : `pool "${entry}"`;
-    if (!pool) throw new PlacementError(source, pod, `${what} does not exist`);
-    if (!poolUsable(pool)) throw new PlacementError(source, pod, `${what} is ${poolUnusableWhy(pool)}`);
-    if (!this.#selects(pool)) throw new PlacementError(source, pod, `${what} does not select node "${this.#in.req.node}" (nodeSelector ${JSON.stringify(pool.nodeSelector.text)})`);
+    const problem = this.#named.placedProblem(entry, this.#in.req.node, (p) => this.#selects(p));
+    if (problem !== undefined) throw new PlacementError(source, pod, problem);
   }
 
   /** Usable pools of `family` selecting this node, in preference order. */
   #candidates(family: Family): Pool[] {
-    const { req, snap } = this.#in;
-    const pools = req.pools ? req.pools.flatMap((n) => snap.pools.filter((p) => poolIs(p, n))) : snap.pools;
-    return pools.filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
+    return this.#named.forFamily(family).filter((p) => p.cidr.family === family && poolUsable(p) && this.#selects(p));
   }
 
   #selects(p: Pool): boolean {
@@ -437,8 +428,8 @@ class Planner {
   }
 
   #whyNoPool(family: Family | undefined): string {
-    const { req, snap } = this.#in;
-    const pools = (req.pools ? snap.pools.filter((p) => req.pools!.some((n) => poolIs(p, n))) : snap.pools).filter((p) => family === undefined || p.cidr.family === family);
+    const { req } = this.#in;
+    const pools = this.#named.forFamily(family).filter((p) => family === undefined || p.cidr.family === family);
     if (pools.length === 0) return req.pools ? 'none of the named pools is of this family' : 'no pool exists';
     if (!pools.some(poolUsable)) return 'every such pool is disabled or draining';
     return "no pool's nodeSelector matches the node's labels";
