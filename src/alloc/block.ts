@@ -15,6 +15,10 @@
  * older version, or adopted from host-local by `podipam import`) is still held, counted and
  * released like any other. While the gateway ordinal is held the block hands out nothing: a
  * new pod would be told to route through an address another pod has.
+ *
+ * Across nodes, the cursor is not enough (another node may borrow the block, or claim it again
+ * once it is deleted): a pool with a reuse quarantine also keeps, in the block, when each free
+ * ordinal was released (`released`, block-quarantine.ts), and planners skip the young ones.
  */
 import { type Addr, type Prefix, familyBits, formatAddr, formatPrefix, prefixContains } from '../ip/index.js';
 import { GATEWAY_ORDINAL, excludedRole, isUsableOrdinal, usableCount } from './block-addressing.js';
@@ -27,6 +31,12 @@ export interface Block {
   readonly allocations: ReadonlyMap<number, string>;
   /** Where the next search for a free ordinal starts, in [0, capacity). */
   readonly next: number;
+  /**
+   * Free ordinals → when they were released (epoch ms, the releasing node's clock), kept while
+   * their pool's reuse quarantine may still apply (block-quarantine.ts); absent or empty: none.
+   * Never lists an allocated ordinal: assigning one drops its entry.
+   */
+  readonly released?: ReadonlyMap<number, number>;
 }
 
 /** Largest block this module handles: /20 for IPv4, /116 for IPv6 (Calico's smallest block size). */
@@ -89,7 +99,7 @@ export function allocateOrdinals(
   const allocations = new Map(block.allocations);
   for (const o of ordinals) allocations.set(o, handle);
   const next = ((ordinals[ordinals.length - 1] as number) + 1) % cap;
-  return { block: { ...block, allocations, next }, ordinals };
+  return { block: withoutReleased({ ...block, allocations, next }, ordinals), ordinals };
 }
 
 /**
@@ -109,7 +119,16 @@ export function assignOrdinal(block: Block, o: number, handle: string, adopt = f
   }
   const allocations = new Map(block.allocations);
   allocations.set(o, handle);
-  return { ...block, allocations };
+  return withoutReleased({ ...block, allocations }, [o]);
+}
+
+/** The block without release entries for `ordinals` (they are held again). */
+function withoutReleased(block: Block, ordinals: readonly number[]): Block {
+  const r = block.released;
+  if (!r || !ordinals.some((o) => r.has(o))) return block;
+  const released = new Map(r);
+  for (const o of ordinals) released.delete(o);
+  return { ...block, released };
 }
 
 /**

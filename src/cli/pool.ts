@@ -4,10 +4,25 @@
  */
 import type { Command } from 'commander';
 import type { PoolHeld } from '../cluster/index.js';
+import { parseReuseAfter, reuseAfterText } from '../cluster/reuse-after.js';
 import { withClusterIpam } from './ipam.js';
 import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
+
+/** `--reuse-after`, checked before anything connects: UsageError naming the flag and value. */
+function reuseAfterFlag(text: string): string {
+  try {
+    parseReuseAfter(text);
+  } catch (e) {
+    throw new UsageError(`invalid --reuse-after ${JSON.stringify(text)}: ${e instanceof Error ? e.message.replace(/^invalid pool reuseAfter "[^"]*": /, '') : String(e)}`);
+  }
+  return text;
+}
+
+function reuseAfterNote(ms: number): string {
+  return ms > 0 ? `, released addresses quarantined for ${reuseAfterText(ms)}` : '';
+}
 
 /** --window: a UsageError naming the flag and value. */
 async function windowFlag(text: string): Promise<number> {
@@ -31,11 +46,13 @@ export function registerPool(program: Command): void {
     .option('--block-size <n>', 'block prefix length (default 26 for IPv4, 122 for IPv6; 20-32 / 116-128)')
     .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]', 'all()')
     .option('--disabled', 'create it disabled (no new assignments)')
-    .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean }, cmd: Command) => {
+    .option('--reuse-after <duration>', 'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; default 0, off)')
+    .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean; reuseAfter?: string }, cmd: Command) => {
       const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
-      const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false }));
+      const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
+      const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false, ...(reuseAfter !== undefined ? { reuseAfter } : {}) }));
       const { formatPrefix } = await import('../ip/index.js');
-      process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
+      process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`);
     });
 
   withOutputOptions(
@@ -86,7 +103,7 @@ export function registerPool(program: Command): void {
       const { formatPrefix } = await import('../ip/index.js');
       const p = held.pool;
       const lines = [
-        `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}`,
+        `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}${reuseAfterNote(p.reuseAfterMs)}`,
         `state: ${poolState(p)}${p.disabled && (p.draining || p.deleting) ? ' (and disabled)' : ''}${p.shrinkingFrom ? `, shrinking from ${formatPrefix(p.shrinkingFrom)} (unfinished: run the resize again)` : ''}`,
         `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}${held.idle > 0 ? ` (${held.inUse} in use, ${held.idle} idle in warm pools)` : ''}`,
       ];
@@ -151,14 +168,21 @@ export function registerPool(program: Command): void {
     .option('--block-size <n>', 'prefix length of blocks claimed from now on (within 4 of every size its blocks have)')
     .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]')
     .option('--disabled <bool>', 'true or false')
-    .action(async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string }, cmd: Command) => {
+    .option('--reuse-after <duration>', 'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)')
+    .action(async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string }, cmd: Command) => {
       const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
       const disabled = boolOption('--disabled', opts.disabled);
-      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined) throw new UsageError('nothing to set: give --block-size, --node-selector or --disabled');
+      const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
+      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined) throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
       const p = await withClusterIpam(cmd, 'write', (ipam) =>
-        ipam.setPoolSettings(name, { ...(blockSize !== undefined ? { blockSize } : {}), ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}), ...(disabled !== undefined ? { disabled } : {}) }),
+        ipam.setPoolSettings(name, {
+          ...(blockSize !== undefined ? { blockSize } : {}),
+          ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}),
+          ...(disabled !== undefined ? { disabled } : {}),
+          ...(reuseAfter !== undefined ? { reuseAfter } : {}),
+        }),
       );
-      process.stdout.write(`pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
+      process.stdout.write(`pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`);
     });
 
   pool

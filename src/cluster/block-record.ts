@@ -2,6 +2,10 @@
  * The stored form of an allocation block (`blocks/<cidr>`), compact JSON:
  * `{"cidr":"10.0.0.64/26","affinity":"node-a","next":3,"allocations":{"0":"net:c1:eth0"}}` —
  * only allocated ordinals are listed, so a block's size follows its use, not its capacity.
+ * A block of a pool with a reuse quarantine also lists when its recently freed ordinals were
+ * released (`"released":{"5":1764835200123}`, epoch ms; src/alloc/block-quarantine.ts); the
+ * field is absent when empty, and a record without it (written before it existed) decodes
+ * with none.
  */
 import { type Block, blockCapacity } from '../alloc/block.js';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
@@ -15,7 +19,13 @@ export function encodeBlock(block: Block): string {
   // the JSON lists ordinals sorted without sorting here.
   const allocations: Record<string, string> = {};
   for (const [o, h] of block.allocations) allocations[o] = h;
-  return JSON.stringify({ cidr: formatPrefix(block.cidr), affinity: block.affinity, next: block.next, allocations });
+  const o: Record<string, unknown> = { cidr: formatPrefix(block.cidr), affinity: block.affinity, next: block.next, allocations };
+  if (block.released && block.released.size > 0) {
+    const released: Record<string, number> = {};
+    for (const [ord, at] of block.released) released[ord] = at;
+    o.released = released;
+  }
+  return JSON.stringify(o);
 }
 
 /** Decodes a block entry, checking that its CIDR matches its key and every ordinal fits. */
@@ -34,5 +44,14 @@ export function decodeBlock(entry: Entry): Block {
     if (typeof h !== 'string' || h === '') throw new CorruptRecordError(entry.key, `allocation ${k} has handle ${JSON.stringify(h)}`);
     allocations.set(ord, h);
   }
-  return { cidr, affinity, allocations, next };
+  if (o.released === undefined) return { cidr, affinity, allocations, next };
+  const released = new Map<number, number>();
+  for (const [k, at] of Object.entries(obj(entry.key, o, 'released'))) {
+    const ord = Number(k);
+    if (!/^(0|[1-9][0-9]*)$/.test(k) || ord >= cap) throw new CorruptRecordError(entry.key, `released ordinal ${JSON.stringify(k)} is outside 0-${cap - 1}`);
+    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) throw new CorruptRecordError(entry.key, `released ordinal ${k} has time ${JSON.stringify(at)}, not epoch milliseconds`);
+    if (allocations.has(ord)) throw new CorruptRecordError(entry.key, `ordinal ${k} is both allocated and released`);
+    released.set(ord, at);
+  }
+  return { cidr, affinity, allocations, next, ...(released.size > 0 ? { released } : {}) };
 }

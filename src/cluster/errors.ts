@@ -32,10 +32,16 @@ export class PoolExhaustedError extends Error {
     readonly available: number,
     /** Why no new block could be claimed, when that is part of the story. */
     readonly blockLimit?: string,
+    /**
+     * Free addresses the pools' reuse quarantine kept back (src/alloc/block-quarantine.ts), and
+     * when the first of them may be handed out again (ISO time); absent when none were.
+     */
+    readonly quarantined?: { readonly count: number; readonly until: string },
   ) {
     super(
       `no free IPv${family} address for node "${node}" in pools [${pools.join(', ')}]: requested ${requested}, found ${available}` +
-        (blockLimit ? ` (${blockLimit})` : ''),
+        (blockLimit ? ` (${blockLimit})` : '') +
+        (quarantined ? `; ${quarantined.count} free address${quarantined.count === 1 ? ' is' : 'es are'} quarantined after ${quarantined.count === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${quarantined.until} at the earliest` : ''),
     );
   }
 }
@@ -63,8 +69,11 @@ export class AddressUnavailableError extends Error {
   readonly failure = 'address-unavailable';
   constructor(
     readonly address: string,
-    /** 'attachment-holds': a repeated ADD of an attachment asks for an address it does not hold. */
-    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable' | 'attachment-holds',
+    /**
+     * 'attachment-holds': a repeated ADD of an attachment asks for an address it does not hold.
+     * 'quarantined': it was released less than its pool's reuseAfter ago (the detail says until when).
+     */
+    readonly reason: 'taken' | 'reserved' | 'no-pool' | 'pool-disabled' | 'foreign-block' | 'unusable' | 'attachment-holds' | 'quarantined',
     readonly detail: string,
     /** For 'taken': the handle holding it. */
     readonly holder?: string,

@@ -226,3 +226,21 @@ test('a deleted node: its own pods and empty blocks freed; a block holding anoth
   await admin.releaseHandle('net.b.eth0');
   assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });
+
+test('releaseDeletedNodeBlock keeps an emptied block that still quarantines an address, and deletes it on a pass after the quarantine', async () => {
+  const store = new MemoryStore();
+  let t = Date.parse('2026-12-04T08:00:00.000Z');
+  const admin = new ClusterIpam(store, { now: () => new Date(t) });
+  await admin.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28, reuseAfter: '30s' });
+  await addNode(store, { name: 'gone' });
+  const [a] = await admin.assign({ node: 'gone', handle: 'net.g0.eth0', auto: { 4: 1 } });
+  await deleteNode(store, 'gone', { by: 'cli' });
+  const key = blockKey(a!.block);
+  const first = await admin.releaseDeletedNodeBlock(key);
+  assert.deepEqual([first.handles, first.released, first.deleted], [1, false, false], 'the pod is freed; its block stays, affine, for the quarantine');
+  assert.ok(await store.get(key), 'a deleted block would let a node claim it and hand the address out at once');
+  t += 31_000;
+  const later = await admin.releaseDeletedNodeBlock(key);
+  assert.deepEqual([later.released, later.deleted], [true, true]);
+  assert.equal(await store.get(key), undefined);
+});

@@ -7,7 +7,10 @@
  * (history-stamp.ts) unless the context names another reason.
  */
 import { commitWrite } from './gate/index.js';
-import { isEmptyBlock, ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
+import { ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
+import { isDisposable, stampReleases } from '../alloc/block-quarantine.js';
+import { loadSnapshot } from './cluster-snapshot.js';
+import { quarantineFor } from './pool-quarantine.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
 import type { Compare, Entry, Op } from '../store/index.js';
 import { nodeKey } from '../model/node-record.js';
@@ -38,8 +41,9 @@ export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean
     if (!e || seen.get(hkey) !== undefined) return false;
     const block = decodeBlock(e);
     if (block.allocations.get(ordinal) !== leak.handle) return false;
-    const next = releaseOrdinals(block, [ordinal]).block;
-    const ops: Op[] = isEmptyBlock(next) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
+    const q = quarantineFor((ctx.cache.snapshot ??= await loadSnapshot(ctx.store)).pools, cidr, ctx.now().getTime());
+    const next = stampReleases(block, releaseOrdinals(block, [ordinal]).block, q);
+    const ops: Op[] = isDisposable(next, q) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
     const r = await commitWrite(ctx, { what: `release leaked address ${leak.ip}`, compares: [{ key, rev: e.rev }, { key: hkey, rev: 0 }], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });
     if (r.succeeded) return true;
     seen = new Map([[key, r.current?.[0]], [hkey, r.current?.[1]]]);
@@ -75,7 +79,8 @@ export interface DeletedNodeBlockRelease {
  * from it. Acts only on proof the node is gone: its tombstone exists and its record does not,
  * read afresh here and compared in every transaction (a node re-added or claiming a block
  * meanwhile removes the tombstone, and the rest is kept); only handles last written before the
- * tombstone. A block whose affinity changed meanwhile is left alone.
+ * tombstone. A block whose affinity changed meanwhile is left alone, and so is an empty one
+ * that still quarantines a freed address (src/alloc/block-quarantine.ts) until a later pass.
  */
 export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Promise<DeletedNodeBlockRelease> {
   const nothing = { handles: 0, released: false, deleted: false, borrowed: 0, unproven: false };
@@ -110,7 +115,13 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     if (!e) return { node, cidr, handles, released: true, deleted: true, borrowed: 0, unproven: false };
     const block = decodeBlock(e);
     if (block.affinity !== node) return { ...nothing, node, cidr, handles };
-    const empty = isEmptyBlock(block);
+    const empty = block.allocations.size === 0;
+    // An empty block that still quarantines a freed address stays as it is until that is over:
+    // deleting it would let a node claim it and hand the address out at once; orphaning it
+    // would leave it to nobody. GC's next pass (the finding stands) deletes it.
+    if (empty && !isDisposable(block, quarantineFor((ctx.cache.snapshot ??= await loadSnapshot(ctx.store)).pools, cidr, ctx.now().getTime()))) {
+      return { ...nothing, node, cidr, handles };
+    }
     const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
     if (ae) ops.push({ type: 'delete', key: ak });
     const r = await commitWrite(ctx, { what: `release block ${formatPrefix(cidr)} of deleted node "${node}"`, compares: [{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });

@@ -8,6 +8,7 @@ export type { Pool, PoolSpec } from './pool-record.js';
 export type { HeldPod, HeldWarm, PoolHeld } from './pool-drain.js';
 export type { ResizeResult } from './pool-resize.js';
 export type { PoolSettings } from './pool-settings.js';
+export { MAX_REUSE_AFTER_MS, parseReuseAfter, reuseAfterText } from './reuse-after.js';
 export type { IpamConfig } from './ipam-config.js';
 export type { IpamSettings } from './settings.js';
 export type { Reservation } from './reservation-record.js';

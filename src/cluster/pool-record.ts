@@ -4,7 +4,8 @@
  * (`pool resize`, pool-resize.ts) and the block size can change (`pool set`, pool-settings.ts):
  * new blocks then have the new size while existing blocks keep theirs, so the record lists the
  * other sizes its blocks may still have (`formerBlockSizes`), which every claim of a new block
- * proves it does not overlap (see src/alloc/overlapping-blocks.ts).
+ * proves it does not overlap (see src/alloc/overlapping-blocks.ts). `reuseAfterMs` (stored only
+ * when set) is the pool's reuse quarantine (reuse-after.ts).
  */
 import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../ip/index.js';
@@ -14,6 +15,7 @@ import { POOL_PREFIX } from './keys.js';
 import { checkResourceName } from '../model/names.js';
 import { type NodeSelector, parseNodeSelector } from '../model/node-selector.js';
 import { bool, int, optStr, orCorrupt, parseRecord, str } from './record-json.js';
+import { MAX_REUSE_AFTER_MS, parseReuseAfter, reuseAfterText } from './reuse-after.js';
 
 export interface Pool {
   readonly name: string;
@@ -41,6 +43,11 @@ export interface Pool {
   readonly shrinkingFrom?: Prefix;
   /** Set by `pool delete` while it removes the pool's empty blocks; behaves as disabled. */
   readonly deleting: boolean;
+  /**
+   * The reuse quarantine (reuse-after.ts, src/alloc/block-quarantine.ts): an address released
+   * anywhere is handed to no holder anywhere for this long (ms); 0: off.
+   */
+  readonly reuseAfterMs: number;
 }
 
 /** What a caller gives to create a pool (strings as typed on a command line or in JSON). */
@@ -54,6 +61,7 @@ export function poolText(p: Pool): {
   draining: boolean;
   deleting: boolean;
   formerBlockSizes: number[];
+  reuseAfter: string;
 } {
   return {
     name: p.name,
@@ -64,6 +72,7 @@ export function poolText(p: Pool): {
     draining: p.draining,
     deleting: p.deleting,
     formerBlockSizes: [...p.formerBlockSizes],
+    reuseAfter: reuseAfterText(p.reuseAfterMs),
   };
 }
 
@@ -88,6 +97,8 @@ export interface PoolSpec {
   readonly blockSize?: number;
   readonly nodeSelector?: string;
   readonly disabled?: boolean;
+  /** A duration ("30s"; reuse-after.ts); absent: off. */
+  readonly reuseAfter?: string;
 }
 
 const LINK_LOCAL = [parsePrefix('169.254.0.0/16'), parsePrefix('fe80::/10')];
@@ -137,7 +148,8 @@ export function validatePoolSpec(spec: PoolSpec): Pool {
   if (spec.disabled !== undefined && typeof spec.disabled !== 'boolean') {
     throw new TypeError(`invalid pool disabled ${JSON.stringify(spec.disabled)}: not a boolean`);
   }
-  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, draining: false, deleting: false, formerBlockSizes: [] };
+  const reuseAfterMs = spec.reuseAfter === undefined ? 0 : parseReuseAfter(spec.reuseAfter);
+  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, draining: false, deleting: false, formerBlockSizes: [], reuseAfterMs };
 }
 
 /** True when the pool may hand out new addresses. */
@@ -161,6 +173,7 @@ export function encodePool(pool: Pool): string {
   if (pool.draining) o.draining = true;
   if (pool.formerBlockSizes.length > 0) o.formerBlockSizes = [...pool.formerBlockSizes];
   if (pool.shrinkingFrom) o.shrinkingFrom = formatPrefix(pool.shrinkingFrom);
+  if (pool.reuseAfterMs > 0) o.reuseAfterMs = pool.reuseAfterMs;
   return JSON.stringify(o);
 }
 
@@ -190,6 +203,7 @@ export function decodePool(entry: Entry): Pool {
     draining: bool(entry.key, o, 'draining', false),
     deleting: bool(entry.key, o, 'deleting', false),
     formerBlockSizes,
+    reuseAfterMs: o.reuseAfterMs === undefined ? 0 : int(entry.key, o, 'reuseAfterMs', 0, MAX_REUSE_AFTER_MS),
     ...(shrinkingFrom ? { shrinkingFrom } : {}),
   };
 }

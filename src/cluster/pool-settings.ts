@@ -1,6 +1,6 @@
 /**
  * `pool set`: the settings of a pool that may change while it serves — block size, node
- * selector, disabled — in one config transaction (so every cached view and every plan in
+ * selector, disabled, reuse quarantine (`reuseAfter`) — in one config transaction (so every cached view and every plan in
  * flight sees the change or fails its config compare and re-plans).
  *
  * Block size: future blocks get the new size; existing blocks keep theirs. The record's
@@ -11,6 +11,11 @@
  * former size (src/alloc/overlapping-blocks.ts, which also bounds the sizes of one pool to
  * MAX_BLOCK_SIZE_SPREAD bits). Refused while an ip-set draws from the pool (an ip-set's
  * blocks are of one size). Errors name the field and the value.
+ *
+ * reuseAfter: applies at once to every hand-out planned on the new `config` (release times are
+ * kept in the blocks, so raising it also covers addresses freed shortly before, as far as their
+ * blocks recorded them); releases record their time once the releasing process has read the
+ * new setting (src/cluster/pool-quarantine.ts).
  */
 import { checkBlockSize } from '../alloc/block-layout.js';
 import { checkBlockSizeSpread } from '../alloc/overlapping-blocks.js';
@@ -24,22 +29,26 @@ import { BLOCK_PREFIX, IPSET_PREFIX, poolKey } from './keys.js';
 import { checkResourceName } from '../model/names.js';
 import { parseNodeSelector } from '../model/node-selector.js';
 import { type Pool, decodePool, encodePool, poolSpace } from './pool-record.js';
+import { parseReuseAfter } from './reuse-after.js';
 
 export interface PoolSettings {
   readonly blockSize?: number;
   readonly nodeSelector?: string;
   readonly disabled?: boolean;
+  /** A duration ("30s", "0" for off; reuse-after.ts). */
+  readonly reuseAfter?: string;
 }
 
 /**
  * Applies `s` to pool `name`. NotFoundError, TypeError/RangeError naming the field (blockSize,
- * nodeSelector, disabled) and value, PoolChangeRefusedError (ip-sets), ContentionError.
+ * nodeSelector, disabled, reuseAfter) and value, PoolChangeRefusedError (ip-sets), ContentionError.
  */
 export async function setPoolSettings(ctx: IpamContext, name: string, s: PoolSettings): Promise<Pool> {
   checkResourceName('pool name', name);
-  if (s.blockSize === undefined && s.nodeSelector === undefined && s.disabled === undefined) {
-    throw new TypeError('nothing to set: give blockSize, nodeSelector or disabled');
+  if (s.blockSize === undefined && s.nodeSelector === undefined && s.disabled === undefined && s.reuseAfter === undefined) {
+    throw new TypeError('nothing to set: give blockSize, nodeSelector, disabled or reuseAfter');
   }
+  const reuseAfterMs = s.reuseAfter === undefined ? undefined : parseReuseAfter(s.reuseAfter);
   if (s.disabled !== undefined && typeof s.disabled !== 'boolean') throw new TypeError(`invalid pool disabled ${JSON.stringify(s.disabled)}: not a boolean`);
   const nodeSelector = s.nodeSelector === undefined ? undefined : parseNodeSelector(s.nodeSelector);
   return configTxn(ctx, `set pool "${name}"`, async () => {
@@ -48,6 +57,7 @@ export async function setPoolSettings(ctx: IpamContext, name: string, s: PoolSet
     let pool = decodePool(e);
     if (nodeSelector) pool = { ...pool, nodeSelector };
     if (s.disabled !== undefined) pool = { ...pool, disabled: s.disabled };
+    if (reuseAfterMs !== undefined) pool = { ...pool, reuseAfterMs };
     if (s.blockSize !== undefined) pool = await withBlockSize(ctx, pool, s.blockSize);
     return { compares: [{ key: e.key, rev: e.rev }], ops: [{ type: 'put', key: e.key, value: encodePool(pool) }], result: pool };
   });

@@ -25,6 +25,22 @@ describe('block records', () => {
     assert.deepEqual(decodeBlock(entry(blockKey(cidr), encodeBlock(orphan))), orphan);
   });
 
+  it('carry release times of a quarantining pool; a record without them (older) decodes with none', () => {
+    const b = { ...allocateOrdinals(newBlock(cidr, 'n1'), 1, 'h').block, released: new Map([[5, 1764835200123], [40, 1764835201000]]) };
+    const text = encodeBlock(b);
+    assert.equal(text, '{"cidr":"10.0.0.64/26","affinity":"n1","next":3,"allocations":{"2":"h"},"released":{"5":1764835200123,"40":1764835201000}}');
+    assert.deepEqual(decodeBlock(entry(blockKey(cidr), text)), b);
+    const old = decodeBlock(entry(blockKey(cidr), '{"cidr":"10.0.0.64/26","affinity":"n1","next":3,"allocations":{"2":"h"}}'));
+    assert.equal(old.released, undefined);
+    const k = blockKey(cidr);
+    const base = '{"cidr":"10.0.0.64/26","affinity":"n","next":0,"allocations":{"2":"h"},"released":';
+    corrupt(() => decodeBlock(entry(k, `${base}[]}`)), /"released" is not an object/);
+    corrupt(() => decodeBlock(entry(k, `${base}{"64":1}}`)), /released ordinal "64" is outside 0-63/);
+    corrupt(() => decodeBlock(entry(k, `${base}{"3":"now"}}`)), /released ordinal 3 has time "now"/);
+    corrupt(() => decodeBlock(entry(k, `${base}{"3":1.5}}`)), /released ordinal 3 has time 1\.5/);
+    corrupt(() => decodeBlock(entry(k, `${base}{"2":1}}`)), /ordinal 2 is both allocated and released/);
+  });
+
   it('refuse corrupt values naming key and problem', () => {
     const k = blockKey(cidr);
     corrupt(() => decodeBlock(entry(k, '{')), /blocks\/10\.0\.0\.64-26 is corrupt: not JSON/);
@@ -67,6 +83,12 @@ describe('pool records', () => {
     assert.deepEqual(decodePool(entry('pools/v6', encodePool(p))), p);
     const deleting = { ...p, deleting: true };
     assert.deepEqual(decodePool(entry('pools/v6', encodePool(deleting))), deleting);
+    assert.equal(p.reuseAfterMs, 0);
+    assert.ok(!encodePool(p).includes('reuseAfter'), 'an unset reuseAfter is not stored');
+    const q = validatePoolSpec({ name: 'q', cidr: '10.0.0.0/16', reuseAfter: '90s' });
+    assert.equal(q.reuseAfterMs, 90_000);
+    assert.deepEqual(decodePool(entry('pools/q', encodePool(q))), q);
+    assert.equal(validatePoolSpec({ name: 'q', cidr: '10.0.0.0/16', reuseAfter: '500ms' }).reuseAfterMs, 500);
   });
 
   it('refuse bad specs naming field and value', () => {
@@ -74,6 +96,10 @@ describe('pool records', () => {
     assert.throws(() => validatePoolSpec({ name: 'p', cidr: 'fe80::/64' }), /link-local fe80::\/10/);
     assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', disabled: 'yes' as unknown as boolean }), /invalid pool disabled "yes"/);
     corrupt(() => decodePool(entry('pools/p', '{"cidr":"10.0.0.0/16","blockSize":19,"nodeSelector":"all()"}')), /'blockSize' 19/);
+    assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: 'soon' }), (e: unknown) => e instanceof TypeError && /invalid pool reuseAfter "soon": expected a duration/.test(e.message));
+    assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: '2h' }), (e: unknown) => e instanceof RangeError && /invalid pool reuseAfter "2h": at most 1h/.test(e.message));
+    assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: 30 as unknown as string }), /invalid pool reuseAfter 30/);
+    corrupt(() => decodePool(entry('pools/p', '{"cidr":"10.0.0.0/16","blockSize":26,"nodeSelector":"all()","reuseAfterMs":-1}')), /"reuseAfterMs" is -1/);
   });
 });
 

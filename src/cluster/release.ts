@@ -1,7 +1,9 @@
 /**
  * Release loops: plan (pure) → one compare-and-swap txn → on conflict fold `current` and
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
- * release by handle is one round trip; otherwise one get of the handle first.
+ * release by handle is one round trip; otherwise one get of the handle first (and, in a process
+ * without a cached snapshot, one list of the pools: they say whether a freed address is
+ * quarantined, src/cluster/pool-quarantine.ts).
  */
 import { commitWrite } from './gate/index.js';
 import { crashPoint } from '../util/crash-point.js';
@@ -10,17 +12,20 @@ import { type Addr, formatPrefix } from '../ip/index.js';
 import type { Compare, Entry } from '../store/index.js';
 import { absorbEntry } from './absorb-entry.js';
 import { loadSnapshot } from './cluster-snapshot.js';
+import { listAll } from '../store/list-all.js';
+import { type Pool, decodePool } from './pool-record.js';
 import { decodeBlock } from './block-record.js';
 import { ContentionError, CorruptRecordError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { BLOCK_PREFIX, HANDLE_PREFIX, handleKey } from './keys.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, handleKey } from './keys.js';
 import { checkHandle } from '../model/handle-id.js';
 import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
 import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from './plan/plan-release.js';
 import { readKeys } from './read-keys.js';
 import { releaseStampOp } from './history-stamp.js';
+import { quarantineFor } from './pool-quarantine.js';
 
 /** One freed address and the handle that held it. */
 export interface Released {
@@ -53,6 +58,7 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
   const view = node === undefined ? undefined : ctx.cache.node(node);
   const others = new Map<string, KnownBlock>();
   let hs: HandleState | undefined = view?.handles.get(handle);
+  let pools: readonly Pool[] | undefined;
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
@@ -61,7 +67,9 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
       view?.noteHandle(handle, 0, undefined);
       return [];
     }
-    const planned = planReleaseHandle(input(ctx, view, others), handle, { rev: hs.rev, record });
+    // The pools say whether the freed addresses are quarantined: read once when not known yet.
+    pools ??= ctx.cache.snapshot?.pools ?? (await listAll(ctx.store, POOL_PREFIX)).map(decodePool);
+    const planned = planReleaseHandle(input(ctx, view, others, pools), handle, { rev: hs.rev, record });
     // A guard on a key the plan compares too (the handle itself) replaces the plan's compare.
     const plan: ReleasePlan =
       planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] } : planned;
@@ -90,7 +98,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
-    const plan = planReleaseAddrs(input(ctx, undefined, others), snap, addrs, handles, heldBy);
+    const plan = planReleaseAddrs(input(ctx, undefined, others, snap.pools), snap, addrs, handles, heldBy);
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
         if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
@@ -142,10 +150,13 @@ async function handleState(ctx: IpamContext, handle: string, entry: Entry | unde
   return { rev: entry.rev, record: { node: '', blocks } };
 }
 
-function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>): ReleaseInput {
+function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, pools: readonly Pool[]): ReleaseInput {
+  const now = ctx.now().getTime();
+  const snap = ctx.cache.snapshot;
   return {
     state: (key) => view?.blocks.get(key) ?? others.get(key),
-    policy: view && ctx.cache.snapshot ? { node: view.node, mine: view.blocks, snap: ctx.cache.snapshot } : undefined,
+    policy: view && snap ? { node: view.node, mine: view.blocks, snap } : undefined,
+    quarantine: (cidr) => quarantineFor(pools, cidr, now),
   };
 }
 

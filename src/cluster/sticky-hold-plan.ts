@@ -5,11 +5,13 @@
  * A hold that already exists (an earlier incarnation's, not taken over) is replaced in the
  * same transaction: its addresses are freed, the latest incarnation's are kept. The compares
  * cover both handle records and every block read, so a concurrent ADD, GC or release makes the
- * transaction fail and be planned again on the current records.
+ * transaction fail and be planned again on the current records. Moving an address to the hold
+ * frees nothing; the replaced hold's freed addresses are recorded for the reuse quarantine.
  */
 import type { Block } from '../alloc/block.js';
 import { addrOfOrdinal } from '../alloc/block.js';
-import { type Addr, formatPrefix, parsePrefix } from '../ip/index.js';
+import { type Quarantine, isDisposable, stampReleases } from '../alloc/block-quarantine.js';
+import { type Addr, type Prefix, formatPrefix, parsePrefix } from '../ip/index.js';
 import type { Compare, Op } from '../store/index.js';
 import { encodeBlock } from './block-record.js';
 import { type HandleAttrs, type HandleRecord, encodeHandle } from './handle-record.js';
@@ -32,6 +34,8 @@ export interface HoldInput {
   readonly holdState: HandleState;
   /** The hold record's fields (`stickyUntil` set). */
   readonly attrs: HandleAttrs & { readonly stickyUntil: string };
+  /** The reuse quarantine of a block (src/cluster/pool-quarantine.ts): the replaced hold's freed addresses are recorded released. */
+  readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 
 export type HoldPlan =
@@ -95,8 +99,9 @@ export function planHold(input: HoldInput): HoldPlan {
       if (h === undefined) allocations.delete(o);
       else allocations.set(o, h);
     }
-    const next: Block = { ...b, allocations };
-    if (allocations.size === 0 && next.affinity === null) {
+    const q = input.quarantine(b.cidr);
+    const next = stampReleases(b, { ...b, allocations }, q);
+    if (isDisposable(next, q) && next.affinity === null) {
       ops.push({ type: 'delete', key });
       blocks.set(key, null);
     } else {

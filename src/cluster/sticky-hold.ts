@@ -19,7 +19,10 @@ import type { KnownBlock } from './node-view.js';
 import { type HandleState, planHold } from './sticky-hold-plan.js';
 import { readKeys } from './read-keys.js';
 import { releaseStampOp } from './history-stamp.js';
-import type { Addr } from '../ip/index.js';
+import type { Addr, Prefix } from '../ip/index.js';
+import type { Quarantine } from '../alloc/block-quarantine.js';
+import { loadSnapshot } from './cluster-snapshot.js';
+import { quarantineFor } from './pool-quarantine.js';
 
 export interface HoldResult {
   /** Addresses the hold now keeps for the pod. */
@@ -57,7 +60,10 @@ export async function holdAttachment(ctx: IpamContext, handle: string, hold: str
       view.noteHandle(handle, 0, undefined);
       return undefined;
     }
-    const plan = planHold({ state: (k) => view.blocks.get(k) ?? others.get(k), handle, handleState: { rev: hs.rev, record }, hold, holdState: states.get(hold)!, attrs });
+    const snap = (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
+    const now = ctx.now().getTime();
+    const quarantine = (cidr: Prefix): Quarantine => quarantineFor(snap.pools, cidr, now);
+    const plan = planHold({ state: (k) => view.blocks.get(k) ?? others.get(k), handle, handleState: { rev: hs.rev, record }, hold, holdState: states.get(hold)!, attrs, quarantine });
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
       continue;

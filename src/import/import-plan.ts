@@ -60,6 +60,8 @@ export interface ImportedBlock {
 export type ImportConflictKind =
   /** The address is already held in podipam by another handle. */
   | 'address-held'
+  /** podipam freed the address less than its pool's reuseAfter ago: recording a holder now would hand it out within its quarantine. */
+  | 'quarantined'
   /** An imported pool's CIDR overlaps a podipam pool (or another imported pool) it does not map onto. */
   | 'pool-overlap'
   /** The source's block size cannot map onto the podipam pool's (e.g. a Calico /26 block into a /27-block pool). */

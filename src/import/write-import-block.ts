@@ -20,10 +20,15 @@
  * writes for such a node afterwards stays held (its block then loses its affinity) until its
  * DEL or `ipam release`: never freed on weaker proof than GC's own.
  *
+ * An address podipam freed less than its pool's `reuseAfter` ago (src/alloc/block-quarantine.ts)
+ * is a conflict ('quarantined'), not adopted: the source may still name the pod that held it,
+ * and recording a holder now would hand it out within its quarantine.
+ *
  * A block holding many handles is written in chunks of CHUNK_HANDLES handles, each its own
  * transaction of the same shape (within etcd's 128 ops and compares).
  */
 import { type Block, assignOrdinal, newBlock, ordinalOf } from '../alloc/block.js';
+import { type Quarantine, quarantinedOrdinals, stampReleases } from '../alloc/block-quarantine.js';
 import { encodeAffinity } from '../cluster/affinity-record.js';
 import { decodeBlock, encodeBlock } from '../cluster/block-record.js';
 import { ContentionError } from '../cluster/errors.js';
@@ -96,6 +101,8 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
     const current = new Map(entries.slice(ak ? 3 : 2).map((e, j) => [[...chunk.keys()][j]!, e]));
     const conflicts: ImportConflict[] = [];
     const records: [string, HandleRecord][] = [];
+    const q: Quarantine = { reuseAfterMs: pool.reuseAfterMs, now: ctx.now().getTime() };
+    const quarantined = quarantinedOrdinals(block, q);
     let adopted = 0;
     let already = 0;
     for (const [handle, addrs] of chunk) {
@@ -112,6 +119,9 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
         else if (holder !== undefined) {
           const rec = await holderRecord(ctx, holder);
           conflicts.push({ kind: 'address-held', subject: a.ip, detail: `${a.ip} was taken by ${describeHolder(holder, rec)} while the import ran` });
+        } else if (quarantined.has(o)) {
+          const until = new Date(quarantined.get(o)!).toISOString();
+          conflicts.push({ kind: 'quarantined', subject: a.ip, detail: `${a.ip} was released in podipam recently and is quarantined until ${until} (pool "${pool.name}" reuseAfter): not given to a new holder before then (run the import again after it)` });
         } else {
           block = assignOrdinal(block, o, handle, true);
           n++;
@@ -124,7 +134,7 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
     }
     if (records.length === 0) return { adopted: 0, already, conflicts, wrote: false };
     const compares: Compare[] = keys.map((key, j) => ({ key, rev: entries[j]?.rev ?? 0 }));
-    const ops: Op[] = [{ type: 'put', key: bk, value: encodeBlock(block) }];
+    const ops: Op[] = [{ type: 'put', key: bk, value: encodeBlock(stampReleases(null, block, q)) }];
     if (!blockEntry && ak && !entries[2]) ops.push({ type: 'put', key: ak, value: encodeAffinity({ state: 'confirmed', claimedAt: ctx.now().toISOString() }) });
     for (const [h, rec] of records) ops.push({ type: 'put', key: handleKey(h), value: encodeHandle(rec) });
     ops.push(stampOp(ctx));

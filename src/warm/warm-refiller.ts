@@ -20,6 +20,7 @@ import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
+import type { Pool } from '../cluster/pool-record.js';
 import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {
@@ -37,6 +38,8 @@ export class WarmRefiller {
   #waiters = 0;
   /** Addresses withdrawn (their pool is not usable) and not yet in a return txn. */
   #withdrawn: Addr[] = [];
+  /** Pool name → the reuseAfter last seen (the short-cooldown warning is said once per value). */
+  readonly #warned = new Map<string, number>();
   readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
   /** Refills and returns whose answer was lost: settled by a re-read at the next run (warm-unknown.ts). */
   readonly unknown: WarmUnknown;
@@ -113,12 +116,31 @@ export class WarmRefiller {
     const view = await s.ds((ipam) => ipam.warmView(s.o.node));
     s.poolsRev = view.configRev;
     s.view = view;
+    this.#warnShortCooldown(view.pools);
     const was = s.unusable !== undefined;
     this.recheck();
     if ((s.unusable !== undefined) !== was) {
       s.log.info({ node: s.o.node, configRev: view.configRev, unusable: s.unusable !== undefined }, s.unusable ? 'warm pool: the node holds addresses no pod of it may be given now (reserved, in no usable pool selecting this node): idle ones are returned' : 'warm pool: every address the node holds may be handed out again');
     }
     this.withdraw(s.now());
+  }
+
+  /**
+   * A pod's DEL returns its address to this node's idle queue, not to the datastore: the
+   * warm pool's cooldown, not the pool's `reuseAfter` (recorded in the blocks), keeps it from
+   * the node's next pod. Said once per pool and value when the cooldown is the shorter.
+   */
+  #warnShortCooldown(pools: readonly Pool[]): void {
+    const s = this.#s;
+    for (const p of pools) {
+      const seen = this.#warned.get(p.name);
+      this.#warned.set(p.name, p.reuseAfterMs);
+      if (p.reuseAfterMs <= s.o.cooldownMs || seen === p.reuseAfterMs) continue;
+      s.log.warn(
+        { node: s.o.node, pool: p.name, reuseAfterMs: p.reuseAfterMs, cooldownMs: s.o.cooldownMs },
+        'warm pool: the pool quarantines released addresses longer than this agent\'s --cooldown; an address a pod returns to the warm pool may go to the node\'s next pod after the cooldown (set --cooldown to at least the pool\'s reuseAfter)',
+      );
+    }
   }
 
   /** Recomputes `unusable` from the last view against what the node holds now. */

@@ -45,8 +45,14 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
     assert.deepEqual([patched.blockSize, patched.formerBlockSizes], [27, [26]]);
     assert.match(await bad('PATCH', '/api/v1/pools/p', { blockSize: 22 }, 400, 'invalid_field', 'blockSize'), /blockSize' 22/);
     await bad('PATCH', '/api/v1/pools/p', {}, 400, 'invalid_field');
+    assert.equal((await ok('PATCH', '/api/v1/pools/p', { reuseAfter: '45s' })).reuseAfter, '45s');
+    assert.match(await bad('PATCH', '/api/v1/pools/p', { reuseAfter: 'soon' }, 400, 'invalid_field', 'reuseAfter'), /invalid pool reuseAfter "soon"/);
+    assert.match(await bad('PATCH', '/api/v1/pools/p', { reuseAfter: '3h' }, 400, 'invalid_field', 'reuseAfter'), /at most 1h/);
+    await bad('PATCH', '/api/v1/pools/p', { reuseAfter: 30 }, 400, 'invalid_field', 'reuseAfter');
+    await bad('POST', '/api/v1/pools', { name: 'r', cidr: '10.64.0.0/24', reuseAfter: '-1s' }, 400, 'invalid_field', 'reuseAfter');
     const shown = await ok('GET', '/api/v1/pools/p', undefined);
-    assert.deepEqual([shown.blockSize, shown.formerBlockSizes, shown.draining], [27, [26], false]);
+    assert.deepEqual([shown.blockSize, shown.formerBlockSizes, shown.draining, shown.reuseAfter], [27, [26], false, '45s']);
+    assert.equal((await ok('PATCH', '/api/v1/pools/p', { reuseAfter: '0' })).reuseAfter, 'off');
 
     const drained = await ok('POST', '/api/v1/pools/p/drain', undefined);
     assert.deepEqual([drained.state, drained.allocated, drained.nodes], ['draining', 1, [{ node: 'n1', pods: [{ handle: 'h-out', addresses: ['10.62.0.70'] }] }]]);

@@ -13,7 +13,10 @@ import { decodeBlock, encodeBlock } from '../../src/cluster/block-record.js';
 import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/errors.js';
 import { encodePool, validatePoolSpec } from '../../src/cluster/pool-record.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/keys.js';
-import type { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { openStore } from '../../src/store/index.js';
+import { backupText, restoreBackup } from '../../src/store/backup-store.js';
+import { parseBackup } from '../../src/store/backup-file.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
 
 async function blocks(s: Store): Promise<ReturnType<typeof decodeBlock>[]> {
@@ -45,6 +48,38 @@ export function clusterPoolLiveSuite(kind: string, open: () => Promise<Store>): 
   const withStore = withStoreOf(open);
 
   describe(`ClusterIpam on ${kind}: pools that change live`, () => {
+    it('reuse quarantine: the release time lives in the block (through backup and restore); no node gets the address before reuseAfter; pool set turns it off', withStore(async (s) => {
+      let t = Date.parse('2026-12-04T08:00:00.000Z');
+      const at = (node: string) => new ClusterIpam(s, { now: () => new Date(t), writer: node });
+      const admin = at('cli');
+      await admin.createPool({ name: 'q', cidr: '10.26.0.0/28', blockSize: 28, reuseAfter: '30s' });
+      const [a, b] = [at('na'), at('nb')];
+      const got: string[] = [];
+      await adds(a, 'na', 'x', 13, got); // the /28's 13 usable addresses
+      const x = got[4]!;
+      const rel = await a.releaseHandle('x-na-4', 'na');
+      assert.deepEqual(rel.map((r) => formatAddr(r.addr)), [x]);
+      const [entry] = await s.list(BLOCK_PREFIX);
+      assert.deepEqual([...(decodeBlock(entry!).released ?? [])], [[Number(parseAddr(x).value - parsePrefix('10.26.0.0/28').base), t]], 'the release time is in the block record');
+      // The whole store through a backup into a fresh one: the record comes back as it was.
+      const copy = await openStore('memory:');
+      await restoreBackup(copy, parseBackup('b', (await backupText(s, new Date(t))).text));
+      assert.equal((await copy.get(entry!.key))?.value, entry!.value);
+      await copy.close();
+      t += 29_000;
+      await assert.rejects(b.assign({ node: 'nb', handle: 'y', auto: { 4: 1 } }), (e: unknown) => e instanceof PoolExhaustedError && e.quarantined?.count === 1 && e.quarantined.until === new Date(t - 29_000 + 31_000).toISOString());
+      await assert.rejects(a.assign({ node: 'na', handle: 'y', auto: { 4: 1 } }), PoolExhaustedError);
+      t += 2_000;
+      assert.deepEqual((await b.assign({ node: 'nb', handle: 'y', auto: { 4: 1 } })).map((g) => formatAddr(g.addr)), [x]);
+      assert.equal(decodeBlock((await s.get(entry!.key))!).released, undefined, 'the spent entry went with that write');
+      // Turned off: a released address is handed out again at once.
+      assert.equal((await admin.setPoolSettings('q', { reuseAfter: '0' })).reuseAfterMs, 0);
+      await b.releaseHandle('y', 'nb');
+      assert.deepEqual((await a.assign({ node: 'na', handle: 'z', auto: { 4: 1 } })).map((g) => formatAddr(g.addr)), [x]);
+      await assert.rejects(admin.setPoolSettings('q', { reuseAfter: '2h' }), /invalid pool reuseAfter "2h": at most 1h/);
+      await clean(admin);
+    }));
+
     it('grows in place: the old blocks stay, new blocks come from the new space, a stale instance re-plans instead of failing', withStore(async (s) => {
       const admin = ipam(s);
       await admin.createPool({ name: 'p', cidr: '10.20.0.0/27', blockSize: 28 });

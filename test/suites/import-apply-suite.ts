@@ -176,6 +176,22 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       assert.deepEqual([report.leaks, report.problems], [[], []]);
     }));
 
+  test(`${name}: an address podipam released within its pool's reuseAfter is not given to an imported holder (a 'quarantined' conflict)`, () =>
+    withStore(async (store, ipam) => {
+      await ipam.createPool({ name: 'v4', cidr: '10.20.0.0/24', blockSize: 26, reuseAfter: '5m' });
+      const before = cniHandleId(NET, 'c-before', 'eth0');
+      await ipam.assign({ node: 'node-b', handle: before, ips: [parseAddr('10.20.0.70')] });
+      await ipam.releaseHandle(before, 'node-b');
+      const o = await applyImportPlan(store, samplePlan(), { skipConflicts: true });
+      const q = o.conflicts.filter((c) => c.kind === 'quarantined');
+      assert.deepEqual(q.map((c) => c.subject), ['10.20.0.70']);
+      assert.match(q[0]!.detail, /released in podipam recently and is quarantined until \d{4}-.*\(pool "v4" reuseAfter\)/);
+      assert.equal(await ipam.holderOfAddress(parseAddr('10.20.0.70')), undefined, 'not held by the import');
+      assert.equal((await ipam.holderOfAddress(parseAddr('10.20.0.5')))?.handle, web.handle, 'the rest is imported');
+      const report = await ipam.check();
+      assert.deepEqual([report.leaks, report.problems], [[], []]);
+    }));
+
   test(`${name}: a block changed between check and write is re-read (compare-and-swap), never overwritten`, () =>
     withStore(async (store) => {
       const ipam = new ClusterIpam(store, { writer: 'test' });

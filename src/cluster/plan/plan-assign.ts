@@ -8,6 +8,12 @@
  * its handle. The compares cover every record the plan was derived from (config/generation,
  * node labels when a selector used them, each block, the handle), so the transaction succeeds
  * only if the plan's view of the world was current.
+ *
+ * Reuse quarantine (src/alloc/block-quarantine.ts): no address of a pool with `reuseAfter` is
+ * handed out — automatically, from an ip-set or as a requested address — while its block says
+ * it was released less than that long ago; the block is compared, so the plan saw its current
+ * release times. A takeover of a sticky hold hands out nothing new (the hold kept the address).
+ * Every block the plan writes drops the release entries whose quarantine is over.
  */
 import {
   type Block,
@@ -20,6 +26,7 @@ import {
   ordinalsOf,
 } from '../../alloc/block.js';
 import { blockGateway, excludedRole } from '../../alloc/block-addressing.js';
+import { quarantineHeld, quarantinedOrdinals, stampReleases } from '../../alloc/block-quarantine.js';
 import { reservedOrdinals } from '../../alloc/block-layout.js';
 import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
@@ -41,6 +48,7 @@ import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
 import type { KnownBlock } from '../node-view.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
 import { type Pool, poolBlockSizes, poolSpace, poolUnusableWhy, poolUsable } from '../pool-record.js';
+import { quarantineFor } from '../pool-quarantine.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;
@@ -143,10 +151,17 @@ class Planner {
   readonly #named: NamedPools;
   /** The hold's revision once consulted (compared), and whether its addresses are taken over. */
   #hold: { rev: number; taken: boolean } | undefined;
+  readonly #now: number;
 
   constructor(input: PlanInput) {
     this.#in = input;
     this.#named = new NamedPools(input.snap.pools, input.req);
+    this.#now = Date.parse(input.now);
+  }
+
+  /** Ordinals of `block` its pool's quarantine keeps back now, with their ends. */
+  #quarantine(block: Block): Map<number, number> {
+    return quarantinedOrdinals(block, quarantineFor(this.#in.snap.pools, block.cidr, this.#now));
   }
 
   run(): AssignPlan {
@@ -300,6 +315,10 @@ class Planner {
         throw new AddressUnavailableError(formatAddr(t.ip), 'taken', `it is held by handle "${holder}"`, holder);
       }
       if (holder === req.handle) continue;
+      const until = this.#quarantine(block).get(o);
+      if (until !== undefined) {
+        throw new AddressUnavailableError(formatAddr(t.ip), 'quarantined', `it was released recently and is quarantined until ${new Date(until).toISOString()} (pool reuseAfter)`);
+      }
       this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
     }
   }
@@ -328,6 +347,8 @@ class Planner {
     if (missing.length > 0) throw new NeedRead(missing);
     let held = 0;
     let foreign = 0;
+    let quarantined = 0;
+    let firstEnd = Infinity;
     for (const a of set.addrs.addrs()) {
       const cidr = prefixOf(a, pool.blockSize);
       const o = ordinalOf(cidr, a);
@@ -339,6 +360,12 @@ class Planner {
         held++;
         continue;
       }
+      const until = this.#quarantine(block).get(o);
+      if (until !== undefined) {
+        quarantined++;
+        firstEnd = Math.min(firstEnd, until);
+        continue;
+      }
       if (block.affinity !== req.node && snap.config.strictAffinity) {
         foreign++;
         continue;
@@ -346,7 +373,11 @@ class Planner {
       this.#put(key, st.rev, assignOrdinal(block, o, req.handle), st.block === null, [o]);
       return;
     }
-    throw new IpSetExhaustedError(set.name, size, held, foreign > 0 ? `${foreign} free one${foreign === 1 ? ' is' : 's are'} in blocks of other nodes and strictAffinity is on` : undefined);
+    const why = [
+      ...(foreign > 0 ? [`${foreign} free one${foreign === 1 ? ' is' : 's are'} in blocks of other nodes and strictAffinity is on`] : []),
+      ...(quarantined > 0 ? [`${quarantined} free one${quarantined === 1 ? ' is' : 's are'} quarantined after ${quarantined === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${new Date(firstEnd).toISOString()} at the earliest`] : []),
+    ];
+    throw new IpSetExhaustedError(set.name, size, held, why.length > 0 ? why.join('; ') : undefined);
   }
 
   #assignAuto(): void {
@@ -408,8 +439,17 @@ class Planner {
   #fill(family: Family, need: number, requested: number, cands: readonly Pool[]): void {
     const { req, snap } = this.#in;
     let got = 0;
+    // Free addresses the quarantine kept back (for the exhaustion error) and the earliest end of one.
+    const kept = { count: 0, until: Infinity };
     const take = (key: string, rev: number, block: Block, claimed: boolean): void => {
-      const r = allocateOrdinals(block, need - got, req.handle, reservedOrdinals(block.cidr, snap.autoExcluded));
+      const reserved = reservedOrdinals(block.cidr, snap.autoExcluded);
+      const q = quarantineFor(snap.pools, block.cidr, this.#now);
+      const held = quarantineHeld(block, q, reserved);
+      const r = allocateOrdinals(block, need - got, req.handle, held.count === 0 ? reserved : new Set([...reserved, ...quarantinedOrdinals(block, q).keys()]));
+      if (r.ordinals.length < need - got && held.until !== undefined) {
+        kept.count += held.count;
+        kept.until = Math.min(kept.until, held.until);
+      }
       if (r.ordinals.length === 0) return;
       this.#put(key, rev, r.block, claimed, r.ordinals);
       got += r.ordinals.length;
@@ -437,7 +477,8 @@ class Planner {
       for (const pool of cands) for (const [key, kb] of this.#blocksIn(pool, false)) if (got < need) take(key, kb.rev, kb.block!, false);
     }
     if (got < need) {
-      throw new PoolExhaustedError(family, req.node, cands.map((p) => p.name), requested, requested - need + got, limit);
+      const quarantined = kept.count > 0 ? { count: kept.count, until: new Date(kept.until).toISOString() } : undefined;
+      throw new PoolExhaustedError(family, req.node, cands.map((p) => p.name), requested, requested - need + got, limit, quarantined);
     }
   }
 
@@ -479,7 +520,9 @@ class Planner {
     const claims: string[] = [];
     const guards: string[] = [];
     const blocks = new Map<string, Block>();
-    for (const [key, w] of this.#work) {
+    for (const [key, w0] of this.#work) {
+      // Release entries whose quarantine is over go with this write (nothing is released here).
+      const w = { ...w0, block: stampReleases(null, w0.block, quarantineFor(snap.pools, w0.block.cidr, this.#now)) };
       compares.push({ key, rev: w.rev });
       ops.push({ type: 'put', key, value: encodeBlock(w.block) });
       blocks.set(key, w.block);

@@ -8,10 +8,16 @@
  * node holds another block of the same pool with a free address (so the next ADD does not
  * have to claim again — this keeps a node at a block boundary from claiming and releasing on
  * every pod). A node's last usable block stays, as in Calico.
+ *
+ * Reuse quarantine (src/alloc/block-quarantine.ts): every freed ordinal of a pool with
+ * `reuseAfter` is recorded in its block as released now, in the same txn; a block that still
+ * quarantines an address is not deleted, empty or not (its deletion would lose the record and
+ * let a node claim the block again and hand the address out at once).
  */
 import { type Block, addrOfOrdinal, freeCount, holderOf, isEmptyBlock, ordinalOf, releaseHandle, releaseOrdinals } from '../../alloc/block.js';
+import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
 import { reservedOrdinals } from '../../alloc/block-layout.js';
-import { type Addr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import { type Addr, type Prefix, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
 import type { ClusterSnapshot } from '../cluster-snapshot.js';
 import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
@@ -42,6 +48,8 @@ export interface ReleaseInput {
   readonly state: (key: string) => KnownBlock | undefined;
   /** For the empty-block policy: the releasing node, its blocks, and the snapshot's pools; omit to keep empty affine blocks. */
   readonly policy?: { readonly node: string; readonly mine: ReadonlyMap<string, KnownBlock>; readonly snap: ClusterSnapshot };
+  /** The reuse quarantine of a block (src/cluster/pool-quarantine.ts): its pool's, at the releaser's clock. */
+  readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 
 /** Plans releasing everything `handle` holds; `handleState.record` must be present. */
@@ -63,7 +71,7 @@ export function planReleaseHandle(input: ReleaseInput, handle: string, handleSta
     const r = releaseHandle(st.block, handle);
     if (r.ordinals.length === 0) continue;
     for (const o of r.ordinals) released.push({ addr: addrOfOrdinal(st.block.cidr, o), handle });
-    writeBlock(input, key, r.block, ops, blocks);
+    writeBlock(input, key, st.block, r.block, ops, blocks);
   }
   return { kind: 'txn', compares, ops, released, blocks };
 }
@@ -128,7 +136,7 @@ export function planReleaseAddrs(
       d.set(formatPrefix(st.block.cidr), (d.get(formatPrefix(st.block.cidr)) ?? 0) - 1);
       deltas.set(h, d);
     }
-    writeBlock(input, key, r.block, ops, blocks);
+    writeBlock(input, key, st.block, r.block, ops, blocks);
   }
   for (const [h, d] of deltas) {
     const hs = handles.get(h)!;
@@ -140,8 +148,10 @@ export function planReleaseAddrs(
   return { kind: 'txn', compares, ops, released, blocks };
 }
 
-function writeBlock(input: ReleaseInput, key: string, block: Block, ops: Op[], blocks: Map<string, Block | null>): void {
-  if (isEmptyBlock(block) && (block.affinity === null || releasable(input, key, block, blocks))) {
+function writeBlock(input: ReleaseInput, key: string, before: Block, after: Block, ops: Op[], blocks: Map<string, Block | null>): void {
+  const q = input.quarantine(after.cidr);
+  const block = stampReleases(before, after, q);
+  if (isEmptyBlock(block) && isDisposable(block, q) && (block.affinity === null || releasable(input, key, block, blocks))) {
     ops.push({ type: 'delete', key });
     if (block.affinity !== null) ops.push({ type: 'delete', key: affinityKey(block.affinity, block.cidr) });
     blocks.set(key, null);

@@ -13,6 +13,7 @@ import { int, list, obj, ref, str, strOrNull, strings, time } from './api-schema
 import { IFNAME } from './routes-write.js';
 
 const name = { type: 'string', pattern: NAME.source, description: NAME_HINT } as const;
+const REUSE_AFTER = { type: 'string', description: 'how long a released address stays unused cluster-wide: a duration such as 30s or 1m30s (at most 1h), or "off"' } as const;
 const body = (props: Readonly<Record<string, JsonSchema>>, required: readonly string[] = []): JsonSchema => ({ type: 'object', properties: props, required, additionalProperties: false });
 const q = (description: string, schema: JsonSchema = str): QueryParamDoc => ({ description, schema });
 const intQ = (description: string, min: number, max: number, dflt: number): QueryParamDoc => ({ description, schema: { type: 'integer', minimum: min, maximum: max, default: dflt } });
@@ -115,7 +116,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   'POST /api/v1/pools': {
     tag: 'pools',
     summary: 'create a pool',
-    body: body({ name, cidr: { type: 'string', pattern: '^[0-9a-fA-F.:]+/[0-9]{1,3}$', description: 'a CIDR such as 10.244.0.0/16' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, disabled: { type: 'boolean' } }, ['name', 'cidr']),
+    body: body({ name, cidr: { type: 'string', pattern: '^[0-9a-fA-F.:]+/[0-9]{1,3}$', description: 'a CIDR such as 10.244.0.0/16' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, disabled: { type: 'boolean' }, reuseAfter: REUSE_AFTER }, ['name', 'cidr']),
     response: ok({ name: str, created: { const: true } }),
     errors: [409],
   },
@@ -123,8 +124,8 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tag: 'pools',
     summary: "change a pool's settings (the CIDR changes with /resize)",
     params: POOL,
-    body: body({ disabled: { type: 'boolean' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str }),
-    response: ok({ name: str, disabled: { type: 'boolean' }, blockSize: int, formerBlockSizes: { type: 'array', items: int }, nodeSelector: str }),
+    body: body({ disabled: { type: 'boolean' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, reuseAfter: REUSE_AFTER }),
+    response: ok({ name: str, disabled: { type: 'boolean' }, blockSize: int, formerBlockSizes: { type: 'array', items: int }, nodeSelector: str, reuseAfter: str }),
     errors: [404, 409],
   },
   'POST /api/v1/pools/:name/resize': {

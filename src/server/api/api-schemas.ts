@@ -40,6 +40,7 @@ export const SCHEMAS = {
     blocks: int,
     blockSlots: { $ref: '#/components/schemas/Count' },
     blockCapacity: int,
+    reuseAfter: str,
   }),
   Node: obj(
     {

@@ -10,6 +10,7 @@ import { CNI_NAME } from '../../model/cni-name.js';
 import { reservedHandle, reservedNetwork } from '../../model/reserved-network.js';
 import { tryParseAddr, formatAddr, formatPrefix } from '../../ip/index.js';
 import type { ApiDeps } from './api-deps.js';
+import { reuseAfterText } from '../../cluster/index.js';
 import { heldJson } from './held-json.js';
 import { allocateAddresses, releaseAddress, releaseHandleAddresses } from './cluster-addresses.js';
 import { isEngineError } from '../../util/engine-error.js';
@@ -60,8 +61,9 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       blockSize: optionalInt(b, 'blockSize', 0, 128),
       nodeSelector: optionalString(b, 'nodeSelector'),
       disabled: optionalBool(b, 'disabled'),
+      reuseAfter: optionalString(b, 'reuseAfter'),
     };
-    await fieldErrors(() => d.ipam.createPool(input), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', cidr: 'cidr' });
+    await fieldErrors(() => d.ipam.createPool(input), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', cidr: 'cidr', 'pool reuseAfter': 'reuseAfter' });
     return { name: input.name, created: true };
   }));
 
@@ -70,13 +72,19 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     const disabled = optionalBool(b, 'disabled');
     const blockSize = optionalInt(b, 'blockSize', 0, 128);
     const nodeSelector = optionalString(b, 'nodeSelector');
-    if (disabled === undefined && blockSize === undefined && nodeSelector === undefined) {
-      throw badField('disabled', 'give at least one of "disabled", "blockSize", "nodeSelector" (the cidr changes with POST /api/v1/pools/NAME/resize)');
+    const reuseAfter = optionalString(b, 'reuseAfter');
+    if (disabled === undefined && blockSize === undefined && nodeSelector === undefined && reuseAfter === undefined) {
+      throw badField('disabled', 'give at least one of "disabled", "blockSize", "nodeSelector", "reuseAfter" (the cidr changes with POST /api/v1/pools/NAME/resize)');
     }
     const name = c.params.name as string;
-    const settings = { ...(disabled !== undefined ? { disabled } : {}), ...(blockSize !== undefined ? { blockSize } : {}), ...(nodeSelector !== undefined ? { nodeSelector } : {}) };
-    const p = await fieldErrors(() => d.ipam.setPoolSettings(name, settings), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', disabled: 'disabled' });
-    return { name, disabled: p.disabled, blockSize: p.blockSize, formerBlockSizes: p.formerBlockSizes, nodeSelector: p.nodeSelector.text };
+    const settings = {
+      ...(disabled !== undefined ? { disabled } : {}),
+      ...(blockSize !== undefined ? { blockSize } : {}),
+      ...(nodeSelector !== undefined ? { nodeSelector } : {}),
+      ...(reuseAfter !== undefined ? { reuseAfter } : {}),
+    };
+    const p = await fieldErrors(() => d.ipam.setPoolSettings(name, settings), { 'pool name': 'name', blockSize: 'blockSize', nodeSelector: 'nodeSelector', disabled: 'disabled', 'pool reuseAfter': 'reuseAfter' });
+    return { name, disabled: p.disabled, blockSize: p.blockSize, formerBlockSizes: p.formerBlockSizes, nodeSelector: p.nodeSelector.text, reuseAfter: reuseAfterText(p.reuseAfterMs) };
   }));
 
   r.add('POST', '/api/v1/pools/:name/resize', write(200, async (c, b) => {

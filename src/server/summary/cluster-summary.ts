@@ -7,7 +7,7 @@
  * 150,000-pod store that is a few thousand block records; `SummaryCache` shares one pass
  * between every caller, so many open dashboards and a Prometheus scrape cost one read.
  */
-import { ClusterIpam } from '../../cluster/index.js';
+import { ClusterIpam, reuseAfterText } from '../../cluster/index.js';
 import { listNodes, listNodeTombstones } from '../../controller/list-nodes.js';
 import { type Prefix, formatPrefix } from '../../ip/index.js';
 import type { Store } from '../../store/index.js';
@@ -29,6 +29,8 @@ export interface PoolSummary {
   readonly deleting: boolean;
   /** Sizes its older blocks may still have (its block size changed); [] when it never did. */
   readonly formerBlockSizes: readonly number[];
+  /** The reuse quarantine as printed ("30s"; "off" when unset). */
+  readonly reuseAfter: string;
   /** Addresses the pool can hand out, exact: blocks × usable addresses per block (JSON: a number up to 2^53 − 1, a decimal string beyond). */
   readonly capacity: bigint;
   readonly allocated: number;
@@ -132,6 +134,7 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     draining: p.pool.draining,
     deleting: p.pool.deleting,
     formerBlockSizes: p.pool.formerBlockSizes,
+    reuseAfter: reuseAfterText(p.pool.reuseAfterMs),
     capacity: p.capacity,
     allocated: Number(p.allocated),
     blocks: p.blocks,

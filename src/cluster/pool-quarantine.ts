@@ -1,0 +1,16 @@
+/**
+ * The reuse quarantine (src/alloc/block-quarantine.ts) a writer applies to a block: its pool's
+ * `reuseAfter` — the pool whose space holds the block — at the writer's clock. A block in no
+ * pool has none. Writers take the pools from their snapshot: a `pool set --reuse-after` reaches
+ * a process's releases when its snapshot next reloads (its next ADD on the changed `config`, a
+ * new plugin process, or a failed `config` compare).
+ */
+import type { Quarantine } from '../alloc/block-quarantine.js';
+import { type Prefix, prefixContainsPrefix } from '../ip/index.js';
+import { type Pool, poolSpace } from './pool-record.js';
+
+/** The quarantine of the block `cidr` among `pools` at `now` (epoch ms). */
+export function quarantineFor(pools: readonly Pool[], cidr: Prefix, now: number): Quarantine {
+  const pool = pools.find((p) => prefixContainsPrefix(poolSpace(p), cidr));
+  return { reuseAfterMs: pool?.reuseAfterMs ?? 0, now };
+}
