@@ -1,0 +1,87 @@
+// The image's base layer: a minimal Debian bookworm made by mmdebstrap (no daemon, no registry),
+// reproducible from SOURCE_DATE_EPOCH and the mirror's content. Variant "essential" (dpkg,
+// coreutils, dash, grep, sed... no apt) plus what podipam truly needs: iptables (the agent's node
+// masquerade; Debian's default nft flavour) and libstdc++6 (the Node.js binary; libgcc-s1 and
+// libc6 come with the essential set). Docs, man pages, locales and apt caches are left out;
+// device nodes too (the runtime makes /dev). The user 65532 (nonroot, home /home/nonroot) is
+// added for the serve/controller pod. The host's resolv.conf and hostname, which mmdebstrap
+// copies in, are removed (the runtime mounts its own).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const SUITE = 'bookworm';
+export const MIRROR = process.env.PODIPAM_DEBIAN_MIRROR || 'http://deb.debian.org/debian';
+export const PACKAGES = ['iptables', 'libstdc++6'];
+export const NONROOT = { uid: 65532, name: 'nonroot', home: '/home/nonroot' };
+
+/** Paths dpkg does not unpack (man pages, docs but their copyright files, locales...). */
+const EXCLUDES = ['/usr/share/man/*', '/usr/share/doc/*', '/usr/share/info/*', '/usr/share/locale/*', '/usr/share/lintian/*', '/usr/share/bash-completion/*'];
+
+/** The mmdebstrap command line for a base tarball `out`, with the package list copied to `dpkgList`. */
+export function mmdebstrapArgs(out, dpkgList) {
+  const { uid, name, home } = NONROOT;
+  const customize = [
+    'rm -f "$1/etc/resolv.conf" "$1/etc/hostname"',
+    `echo '${name}:x:${uid}:${uid}:${name}:${home}:/usr/sbin/nologin' >> "$1/etc/passwd"`,
+    `echo '${name}:x:${uid}:' >> "$1/etc/group"`,
+    `echo '${name}:!*::0:99999:7:::' >> "$1/etc/shadow"`,
+    `mkdir -m 0750 "$1${home}" && chown ${uid}:${uid} "$1${home}"`,
+    // The package list as dpkg knows it, for the SBOM.
+    `dpkg-query --admindir="$1/var/lib/dpkg" -W -f='\${Package}\\t\${Version}\\t\${Architecture}\\n' | LC_ALL=C sort > '${dpkgList}'`,
+  ];
+  return [
+    '--quiet',
+    '--variant=essential',
+    `--include=${PACKAGES.join(',')}`,
+    '--format=tar',
+    '--skip=output/dev',
+    '--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr',
+    '--dpkgopt=force-unsafe-io',
+    ...EXCLUDES.map((p) => `--dpkgopt=path-exclude=${p}`),
+    '--dpkgopt=path-include=/usr/share/doc/*/copyright',
+    ...customize.map((c) => `--customize-hook=${c}`),
+    SUITE,
+    out,
+    MIRROR,
+  ];
+}
+
+/**
+ * Builds the base tarball into `workDir` (base.tar, debian-packages.txt) and returns their paths.
+ * With `cacheDir`, a base made today with the same command (and this file) is reused: keyed by
+ * the UTC date, so Debian's updates arrive at the latest a day late; pass no cache to rebuild.
+ */
+export function buildBase({ workDir, epoch, cacheDir }) {
+  const tar = join(workDir, 'base.tar');
+  const list = join(workDir, 'debian-packages.txt');
+  if (!existsSync('/usr/bin/mmdebstrap')) throw new Error('mmdebstrap is missing: install Debian package mmdebstrap (scripts/install-test-deps.sh)');
+  const key = createHash('sha256')
+    .update(JSON.stringify([mmdebstrapArgs('OUT', 'LIST'), epoch, new Date().toISOString().slice(0, 10)]))
+    .update(readFileSync(new URL(import.meta.url)))
+    .digest('hex')
+    .slice(0, 16);
+  const cached = cacheDir && join(cacheDir, `base-${key}`);
+  if (cached && existsSync(`${cached}.tar`) && existsSync(`${cached}.txt`)) {
+    copyFileSync(`${cached}.tar`, tar);
+    copyFileSync(`${cached}.txt`, list);
+    return { tar, list, cached: true };
+  }
+  execFileSync('mmdebstrap', mmdebstrapArgs(tar, list), {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch), LC_ALL: 'C.UTF-8' },
+  });
+  if (cached) {
+    mkdirSync(cacheDir, { recursive: true });
+    for (const [from, ext] of [[tar, 'tar'], [list, 'txt']]) {
+      copyFileSync(from, `${cached}.${ext}.part`);
+      renameSync(`${cached}.${ext}.part`, `${cached}.${ext}`);
+    }
+    // Older bases are of no use any more.
+    for (const f of execFileSync('ls', [cacheDir], { encoding: 'utf8' }).split('\n')) {
+      if (f.startsWith('base-') && !f.startsWith(`base-${key}`)) rmSync(join(cacheDir, f), { force: true });
+    }
+  }
+  return { tar, list, cached: false };
+}
