@@ -155,10 +155,11 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     ].join('\n'),
   );
   const quote = (x: string): string => `'${x.replace(/'/g, `'\\''`)}'`;
-  // `ip netns exec` gives the command a mount namespace of its own (slave of the machine's): the binds stay there.
+  // A mount namespace of its own (slave of the machine's: its binds stay there). Not `ip netns
+  // exec`: it remounts /sys, and runc then finds no cgroup mount.
   const binds = Object.entries(node?.mounts ?? {}).map(([n, t]) => `mount --bind ${quote(t)} ${quote(n)}`);
   const [cmd, args] = node
-    ? ['ip', ['netns', 'exec', node.netns, 'sh', '-ec', [...binds, `exec /usr/bin/containerd --config ${quote(config)}`].join('\n')]]
+    ? ['nsenter', [`--net=/run/netns/${node.netns}`, '--', 'unshare', '--mount', '--propagation', 'slave', '--', 'sh', '-ec', [...binds, `exec /usr/bin/containerd --config ${quote(config)}`].join('\n')]]
     : ['/usr/bin/containerd', ['--config', config]];
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
   live.add(child);

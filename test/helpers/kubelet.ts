@@ -43,6 +43,8 @@ export interface TestKubeletOptions {
   readonly clusterDns: { readonly server: string; readonly domain: string };
   /** Where pods' volumes are laid out. */
   readonly workDir: string;
+  /** Told each step (container created, exited, probe passed). */
+  readonly trace?: (what: string) => void;
 }
 
 export interface RunningPod {
@@ -160,12 +162,10 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
 
   const waitFor = async (what: string, timeoutMs: number, step: () => Promise<string | undefined>): Promise<void> => {
     const until = Date.now() + timeoutMs;
-    let last = '';
     for (;;) {
       const why = await step();
       if (why === undefined) return;
-      last = why;
-      if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms: ${last}`);
+      if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms: ${why}`);
       await sleep(500);
     }
   };
@@ -219,6 +219,7 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
           const id = await rt.cri.createContainer(sandboxId, c.config, plan.sandbox);
           ids.set(c.name, id);
           await rt.cri.startContainer(id);
+          o.trace?.(`${pod.metadata.name}: init container ${c.name} started`);
           await waitFor(`init container ${c.name} (${c.path})`, timeout, async () => {
             const s = await rt.cri.containerStatus(id);
             if (s.state !== ContainerState.EXITED) return 'still running';
@@ -230,6 +231,7 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
           const id = await rt.cri.createContainer(sandboxId, c.config, plan.sandbox);
           ids.set(c.name, id);
           await rt.cri.startContainer(id);
+          o.trace?.(`${pod.metadata.name}: container ${c.name} started`);
         }
         for (const c of plan.containers) {
           const id = ids.get(c.name)!;
@@ -243,6 +245,7 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
               await alive();
               return runProbe(p, id);
             });
+            o.trace?.(`${pod.metadata.name}: ${c.name} passed its ${kindName} probe`);
           }
           await alive();
           if (c.liveness !== undefined) {
