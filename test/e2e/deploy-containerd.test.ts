@@ -39,6 +39,7 @@ import { PODIPAM_BIN, REPO_ROOT } from '../helpers/plugin.js';
 import { requireExecutable, requireRoot } from '../helpers/prereq.js';
 import { makeServerCertForIp } from '../helpers/test-certs.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { formatPrefix, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
 const NODE = 'node-a';
 
@@ -114,13 +115,16 @@ test('deploy/ on containerd as kubelet runs it: etcd, serve, the agent DaemonSet
   for (const p of ['/usr/lib/cni/ptp', '/usr/lib/cni/loopback']) requireExecutable(p);
   const image = ensureImage();
   const { objects } = renderKustomization(join(REPO_ROOT, 'deploy', 'overlays', 'dev'));
+  const poolsLine = (objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: { pools: string } }).data.pools.trim().split('\n')[0]!;
+  const v4Pool = parsePrefix(poolsLine.split(/\s+/)[1]!);
   const tag = `${process.pid.toString(36)}${randomBytes(2).toString('hex')}`.slice(-6);
   const work = makeTempDir('deploy-ctrd');
   const cleanups: (() => Promise<void> | void)[] = [() => work.remove()];
+  const step = (what: string) => console.error(`deploy-containerd: ${what} at ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   t.after(async () => {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch((e: Error) => console.error(`cleanup: ${e.message}`));
+    step('cleaned up');
   });
-  const step = (what: string) => console.error(`deploy-containerd: ${what} at ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   // The node: its directories, with the CNI plugins a node already has.
   const hostPaths: Record<string, string> = {};
@@ -192,12 +196,17 @@ test('deploy/ on containerd as kubelet runs it: etcd, serve, the agent DaemonSet
   for (const p of conflist.plugins) assert.ok(p.type in installedBin, `the conflist's plugin ${p.type} is in the node's CNI bin dir`);
   const status = await agent.exec('agent', ['podipam', 'agent', 'status']);
   assert.equal(status.exitCode, 0, status.stdout + status.stderr);
+  assert.match(status.stdout, /masquerade: synced .*IPv4 synced .*IPv6 synced/, 'iptables in the image, with the capabilities the DaemonSet adds');
+  assert.match(status.stdout, /pod cache: .* 0 errors/, status.stdout);
+  // Both --in-cluster clients reached the API with the service account kubelet mounts.
+  assert.ok(kube.podRequests.list + kube.podRequests.watch > 0, 'the agent listed/watched pods through the API');
+  assert.match(kube.getNode(NODE)?.spec.podCIDR ?? '', /^10\.244\./, 'the controller gave the node a podCIDR from CLUSTER_CIDR');
 
   const pods = [await workload(rt, 'w1'), await workload(rt, 'w2')];
   step('workloads up');
   for (const p of pods) {
     assert.equal(p.ips.length, 2, `one IPv4 and one IPv6 address: ${p.ips.join(', ')}`);
-    assert.ok(p.ips.some((ip) => ip.startsWith('10.96.')) && p.ips.some((ip) => ip.startsWith('fd10:96:')), p.ips.join(', '));
+    assert.ok(p.ips.some((ip) => prefixContains(v4Pool, parseAddr(ip))) && p.ips.some((ip) => ip.startsWith('fd10:96:')), `${p.ips.join(', ')}: not in ${formatPrefix(v4Pool)} and the v6 pool`);
   }
   const pingAll = async (ps: typeof pods) => {
     for (const a of ps) for (const b of ps) if (a !== b) for (const ip of b.ips) assert.equal(await a.ping(ip), undefined);

@@ -14,7 +14,8 @@
  * of `mounts` (e.g. /opt/cni/bin) is the test directory it maps to — what runs there (the
  * runtime, its CNI plugins, the pods' hostPath volumes) sees the node's paths, the machine's
  * stay untouched but for the empty mount points made where none existed (removed by stop()).
- * The CNI bin and conf dirs are then the node's /opt/cni/bin and /etc/cni/net.d.
+ * The CNI bin and conf dirs are then the node's /opt/cni/bin and /etc/cni/net.d, and the
+ * snapshotter is overlayfs (its mounts are the node's too; big images are not copied per container).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -146,7 +147,8 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
       `  sandbox_image = "${PAUSE_IMAGE}"`,
       '  restrict_oom_score_adj = true',
       '  [plugins."io.containerd.grpc.v1.cri".containerd]',
-      '    snapshotter = "native"',
+      // On a node the overlay mounts stay in its mount namespace and go with it: no copy per container.
+      `    snapshotter = "${node ? 'overlayfs' : 'native'}"`,
       '  [plugins."io.containerd.grpc.v1.cri".cni]',
       `    bin_dir = "${node ? NODE_CNI_BIN : cniBinDir}"`,
       `    conf_dir = "${node ? NODE_CNI_CONF : cniConfDir}"`,
