@@ -1,4 +1,7 @@
-# podipam image: the CNI shim, the Node.js program and its runtime dependencies.
+# podipam image, the Docker way: a convenience for those who build with a Docker daemon.
+# The image that is tested and released is `npm run image` (scripts/image/build-image.mjs:
+# no daemon, reproducible, with an SBOM); this file keeps the same contents and users (Node.js 20
+# at /usr/local/bin/node, /opt/podipam, every addon, iptables, user 65532) on Docker's node base.
 # Build: docker build -t podipam/podipam:0.1.0 .   (deploy/ expects that name; see README)
 #
 # Stage 1 builds everything that needs a compiler: the TypeScript, the native shim, the flock
@@ -24,9 +27,12 @@ WORKDIR /opt/podipam
 COPY --from=build /opt/podipam/package.json ./
 COPY --from=build /opt/podipam/bin ./bin
 COPY --from=build /opt/podipam/dist ./dist
-COPY --from=build /opt/podipam/build/Release/flock.node /opt/podipam/build/Release/peercred.node ./build/Release/
+COPY --from=build /opt/podipam/build/Release/*.node ./build/Release/
 COPY --from=build /opt/podipam/node_modules ./node_modules
-RUN ln -s /opt/podipam/bin/podipam /usr/local/bin/podipam && podipam version
+# The user serve and the controller run as, with a home (as in `npm run image`'s image).
+RUN ln -s /opt/podipam/bin/podipam /usr/local/bin/podipam && podipam version \
+ && echo 'nonroot:x:65532:65532:nonroot:/home/nonroot:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'nonroot:x:65532:' >> /etc/group && mkdir -m 0750 /home/nonroot && chown 65532:65532 /home/nonroot
 # serve and the controller run as this user (deploy/base/deployment.yaml); the DaemonSet's
 # install-cni and agent run as root because they write host directories owned by root.
 USER 65532:65532

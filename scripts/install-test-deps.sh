@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what podipam's test suite needs on a fresh Debian machine (run as root):
 # the reference CNI plugins, etcd, iproute2, ping, openssl (the TLS tests make their
-# certificates with it), Chromium, containerd + runc + busybox-static (the CRI tests) and, where no kubectl exists, kubectl (the manifest tests render
-# deploy/ with `kubectl kustomize`) from Debian, then npm packages.
+# certificates with it), Chromium, containerd + runc + busybox-static (the CRI tests), prometheus + promtool (the alert rules) and, where no kubectl exists, kubectl (the manifest tests render
+# deploy/ with `kubectl kustomize`), mmdebstrap and skopeo (the image: npm run image) from Debian, then npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -19,11 +19,15 @@ command -v nft >/dev/null || need+=(nftables)                  # the partition r
 command -v kubectl >/dev/null || need+=(kubernetes-client)   # kubectl kustomize deploy/
 command -v containerd >/dev/null || need+=(containerd)         # the CRI tests drive a real runtime
 command -v runc >/dev/null || need+=(runc)
+command -v promtool >/dev/null || need+=(prometheus)           # the alert rules' tests and the Prometheus end-to-end test
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)         # npm run image: the image's Debian base, no daemon
+command -v skopeo >/dev/null || need+=(skopeo)                 # the image tests read the OCI archive with a second tool
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)   # the pause image: one static busybox
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# Debian's etcd-server package starts a system etcd on 2379; the tests start their own on free ports.
+# Debian's etcd-server package starts a system etcd on 2379, and its prometheus package (on a
+# machine with systemd) a system Prometheus on 9090; the tests start their own on free ports.
 npm ci --no-audit --no-fund

@@ -8,7 +8,7 @@
 // copies in, are removed (the runtime mounts its own).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const SUITE = 'bookworm';
@@ -32,7 +32,6 @@ export function mmdebstrapArgs(out, dpkgList) {
     `dpkg-query --admindir="$1/var/lib/dpkg" -W -f='\${Package}\\t\${Version}\\t\${Architecture}\\n' | LC_ALL=C sort > '${dpkgList}'`,
   ];
   return [
-    '--quiet',
     '--variant=essential',
     `--include=${PACKAGES.join(',')}`,
     '--format=tar',
@@ -68,10 +67,16 @@ export function buildBase({ workDir, epoch, cacheDir }) {
     copyFileSync(`${cached}.txt`, list);
     return { tar, list, cached: true };
   }
-  execFileSync('mmdebstrap', mmdebstrapArgs(tar, list), {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch), LC_ALL: 'C.UTF-8' },
-  });
+  // Its (long) output goes to a log, shown when it fails.
+  const log = join(workDir, 'mmdebstrap.log');
+  const fd = openSync(log, 'w');
+  try {
+    execFileSync('mmdebstrap', mmdebstrapArgs(tar, list), { stdio: ['ignore', fd, fd], env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch), LC_ALL: 'C.UTF-8' } });
+  } catch (e) {
+    throw new Error(`mmdebstrap failed (${e.status ?? e.signal ?? e.message}); the end of ${log}:\n${readFileSync(log, 'utf8').slice(-4000)}`, { cause: e });
+  } finally {
+    closeSync(fd);
+  }
   if (cached) {
     mkdirSync(cacheDir, { recursive: true });
     for (const [from, ext] of [[tar, 'tar'], [list, 'txt']]) {

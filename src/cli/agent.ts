@@ -160,6 +160,12 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   // Every listener or none: the metrics port first (nothing is served if it is taken), then the
   // socket; a listener that fails stops the agent with exit 2 (a usage error: choose another).
   let http: import('node:http').Server | undefined;
+  // The signals are ours before the socket answers: a SIGTERM that comes while the agent is still
+  // starting (a rolling update right after a start) stops it cleanly once it has started.
+  let signalled: string | undefined;
+  let onSignal = (sig: string): void => void (signalled = sig);
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
   try {
     http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
   } catch (e) {
@@ -174,15 +180,14 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   if (realtime !== undefined) await applyRealtime(realtime, logger);
   logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
-    const stop = (sig: string): void => {
+    onSignal = (sig: string): void => {
       logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');
       void agent.close().then(() => {
         http?.close();
         resolve();
       });
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    if (signalled !== undefined) onSignal(signalled);
   });
 }
 

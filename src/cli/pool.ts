@@ -9,6 +9,16 @@ import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js
 import { UsageError } from './usage-error.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 
+/** --window: a UsageError naming the flag and value. */
+async function windowFlag(text: string): Promise<number> {
+  const { parseWindow } = await import('../history/pool-forecasts.js');
+  try {
+    return parseWindow('--window', text);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
 /** Registers `podipam pool …`. */
 export function registerPool(program: Command): void {
   const pool = program.command('pool').description('IP pools for cluster (block) IPAM');
@@ -28,24 +38,44 @@ export function registerPool(program: Command): void {
       process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}\n`);
     });
 
-  withOutputOptions(pool.command('list').description('list pools (-o wide: also the blocks each pool cuts into and its capacity)'), '{"items": [pool…]}').action(
-    async (opts: { json?: boolean; output?: string }, cmd: Command) => {
-      const format = outputFormat(opts);
-      const [{ poolText }, { blockCount, poolUsableCount }] = await Promise.all([import('../cluster/pool-record.js'), import('../alloc/block-layout.js')]);
-      const pools = await withClusterIpam(cmd, 'read', (ipam) => ipam.listPools());
-      const items = pools.map(poolText);
-      if (printData(format, { items })) return;
-      const rows = pools.map((p, i) => ({ ...(items[i] as (typeof items)[number]), slots: blockCount(p.cidr, p.blockSize), capacity: poolUsableCount(p.cidr, p.blockSize) }));
-      printTable(rows, [
-        { header: 'NAME', value: (p) => p.name },
-        { header: 'CIDR', value: (p) => p.cidr },
-        { header: 'BLOCK', value: (p) => `/${p.blockSize}` },
-        { header: 'NODE-SELECTOR', value: (p) => p.nodeSelector },
-        { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.draining ? 'draining' : p.disabled ? 'disabled' : 'enabled') },
-        ...(format === 'wide' ? [{ header: 'BLOCKS', value: (p: (typeof rows)[number]) => p.slots }, { header: 'CAPACITY', value: (p: (typeof rows)[number]) => p.capacity }] : []),
-      ]);
-    },
-  );
+  withOutputOptions(
+    pool
+      .command('list')
+      .description('list pools (-o wide: also the blocks each pool cuts into, its capacity, the addresses held, and its trend and time to full from the allocation history)')
+      .option('--window <duration>', 'with -o wide: the history the trend is fitted to (1m to 30d)', '6h')
+      .option('--history-db <file>', "with -o wide: serve's history file (default: the datastore's own)"),
+    '{"items": [pool…]}',
+  ).action(async (opts: { json?: boolean; output?: string; window: string; historyDb?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    const [{ poolText }, { blockCount, poolUsableCount }] = await Promise.all([import('../cluster/pool-record.js'), import('../alloc/block-layout.js')]);
+    const wide = format === 'wide';
+    const windowMs = wide ? await windowFlag(opts.window) : 0;
+    const [pools, usage] = await withClusterIpam(cmd, 'read', async (ipam) => [await ipam.listPools(), wide ? await ipam.usage() : undefined] as const);
+    const items = pools.map(poolText);
+    if (printData(format, { items })) return;
+    const used = new Map((usage?.pools ?? []).map((u) => [u.name, u.allocated]));
+    const rows = pools.map((p, i) => ({ ...(items[i] as (typeof items)[number]), slots: blockCount(p.cidr, p.blockSize), capacity: poolUsableCount(p.cidr, p.blockSize), used: used.get(p.name) ?? 0 }));
+    const { poolTrends } = await import('./pool-trends.js');
+    const trends = wide ? await poolTrends(cmd, opts, rows.map((r) => ({ name: r.name, capacity: Number(r.capacity), allocated: r.used })), windowMs) : undefined;
+    type Row = (typeof rows)[number];
+    printTable(rows, [
+      { header: 'NAME', value: (p) => p.name },
+      { header: 'CIDR', value: (p) => p.cidr },
+      { header: 'BLOCK', value: (p) => `/${p.blockSize}` },
+      { header: 'NODE-SELECTOR', value: (p) => p.nodeSelector },
+      { header: 'STATE', value: (p) => (p.deleting ? 'deleting' : p.draining ? 'draining' : p.disabled ? 'disabled' : 'enabled') },
+      ...(trends
+        ? [
+            { header: 'BLOCKS', value: (p: Row) => p.slots },
+            { header: 'CAPACITY', value: (p: Row) => p.capacity },
+            { header: 'USED', value: (p: Row) => p.used },
+            { header: 'TREND', value: (p: Row) => trends.cells.get(p.name)?.trend ?? '-' },
+            { header: 'FULL-IN', value: (p: Row) => trends.cells.get(p.name)?.fullIn ?? '-' },
+          ]
+        : []),
+    ]);
+    if (trends && trends.footnote !== '') process.stdout.write(`\n${trends.footnote}\n`);
+  });
 
   withOutputOptions(pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'), '{pool…, "allocated": N, "inUse": N, "idle": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}], "warm"?: {"handles", "idle"}}]}').action(
     async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {

@@ -13,6 +13,7 @@ import { decodeNodeRecord, NODE_PREFIX, nodeKey, type NodeRecord } from '../mode
 import { sweepOrphanClaims } from './sweep-orphan-claims.js';
 import { WorkQueue } from './work-queue.js';
 import { writeNodeRecord } from './write-node-record.js';
+import { pause } from '../util/pause.js';
 
 export type { ControllerSummary, NodeCidrControllerOptions } from './controller-options.js';
 
@@ -170,7 +171,7 @@ export class NodeCidrController {
     let failures = 0;
     while (!signal.aborted) {
       if (!this.#ready) {
-        await sleep(this.#poller.intervalMs, signal);
+        await pause(this.#poller.intervalMs, signal);
         continue;
       }
       try {
@@ -182,7 +183,7 @@ export class NodeCidrController {
         if (signal.aborted) return;
         if (!(e instanceof StoreCompactedError)) {
           this.#log.warn({ err: (e as Error).message }, `node watch failed, relisting: ${(e as Error).message}`);
-          await sleep(Math.min(5000, this.#poller.intervalMs * 2 ** Math.min(failures++, 6)), signal);
+          await pause(Math.min(5000, this.#poller.intervalMs * 2 ** Math.min(failures++, 6)), signal);
         }
         if (signal.aborted) return;
         try {
@@ -444,18 +445,4 @@ export class NodeCidrController {
     }
     throw new NodeConflictError(name, MAX_CAS_ATTEMPTS);
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

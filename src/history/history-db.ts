@@ -10,6 +10,7 @@
  * position, never half a batch, and the follower resumes from `position().revision + 1`.
  */
 import type { HistoryGap, HistoryTime, Hold, HolderAt, HolderInfo, ReleaseReason } from '../model/history.js';
+import type { UsageCounts } from './usage-series.js';
 
 /** An address became held. */
 export interface HoldStart extends HolderInfo {
@@ -82,6 +83,12 @@ export interface HistoryDb {
   gaps(range?: TimeRange): HistoryGap[];
   /** The export: assignments, releases and gaps at or after `since`, in time order, at most `limit`. */
   records(since: number, limit?: number): Iterable<HistoryRecord>;
+  /**
+   * Per pool: the holds open now, and the holds begun and ended after `since` counted by grid
+   * step of `step` ms (usage-series.ts; a time known only within bounds counts at its `at`).
+   * Holds of no pool are left out. The work is bounded by the open holds and the changes after `since`.
+   */
+  poolUsage(since: number, step: number): Map<string, UsageCounts>;
   /** Retention: drops holds that ended and gaps that closed before `before`; returns the holds dropped. */
   purge(before: number): number;
   /** Counts and the file's size (BENCHMARKS states bytes per event). */

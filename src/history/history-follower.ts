@@ -30,6 +30,7 @@ import { Periodic } from '../util/periodic.js';
 import { type DerivedChanges, HoldState, revisionsOf } from './derive-holds.js';
 import type { FollowPosition, HistoryDb, HoldEnd, HoldStart } from './history-db.js';
 import { rebaselineChanges, replacedCause, withoutStaleStamps } from './replaced-datastore.js';
+import { pause } from '../util/pause.js';
 
 export const DEFAULT_RETENTION_MS = 90 * 24 * 3_600_000;
 
@@ -223,10 +224,7 @@ export class HistoryFollower {
         } catch (e2) {
           this.#failed(e2);
         }
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.#o.retryMs ?? 1000);
-          signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-        });
+        await pause(this.#o.retryMs ?? 1000, signal);
       }
     }
   }

@@ -29,6 +29,7 @@ import type { HistoryGap, HistoryTime, Hold, HolderAt, ReleaseReason } from '../
 import type { FollowPosition, HistoryBatch, HistoryDb, HistoryRecord, HoldEnd, HoldStart, TimeRange } from './history-db.js';
 import { HISTORY_KIND, HISTORY_SCHEMA, HISTORY_SCHEMA_VERSION } from './history-schema.js';
 import { holderAtOf } from './holder-at.js';
+import type { UsageCounts } from './usage-series.js';
 
 interface Statement {
   run(...params: unknown[]): { changes: number };
@@ -362,6 +363,24 @@ class SqliteHistoryDb implements HistoryDb {
     }
   }
 
+  poolUsage(since: number, step: number): Map<string, UsageCounts> {
+    this.#checkOpen();
+    const out = new Map<string, { open: number; starts: Map<number, number>; ends: Map<number, number> }>();
+    const of = (pool: string): { open: number; starts: Map<number, number>; ends: Map<number, number> } => {
+      let c = out.get(pool);
+      if (!c) out.set(pool, (c = { open: 0, starts: new Map(), ends: new Map() }));
+      return c;
+    };
+    if (!Number.isInteger(since) || !Number.isInteger(step) || step < 1) throw new RangeError(`poolUsage: since must be an integer of ms and step a positive one: got ${since}, ${step}`);
+    // One read transaction: the open count and the changes describe one state of the file.
+    return this.#read.deferred(() => {
+      for (const r of this.#st.openByPool.all() as { pool: string; n: number }[]) of(r.pool).open = r.n;
+      for (const r of this.#st.startsByStep.all({ since, step }) as { pool: string; k: number; n: number }[]) of(r.pool).starts.set(r.k, r.n);
+      for (const r of this.#st.endsByStep.all({ since, step }) as { pool: string; k: number; n: number }[]) of(r.pool).ends.set(r.k, r.n);
+      return out;
+    }) as Map<string, UsageCounts>;
+  }
+
   purge(before: number): number {
     this.#checkWritable();
     if (!Number.isFinite(before)) throw new TypeError(`purge: the instant must be a finite number of ms, got ${String(before)}`);
@@ -457,6 +476,10 @@ function prepare(db: Database) {
       SELECT 2 AS k, until_at AS t, id, ${nulls}, from_at, NULL, until_at, NULL, cause FROM gaps
         WHERE until_at >= @t AND NOT (until_at = @t AND (2 < @k OR (2 = @k AND id <= @id)))
       ORDER BY t, k, id LIMIT @n`),
+    // A pool's usage (usage-series.ts): open holds by pool, changes after @since by grid step (t − since) / step rounded up.
+    openByPool: p('SELECT pool, count(*) AS n FROM holds INDEXED BY holds_open WHERE until_at IS NULL AND pool IS NOT NULL GROUP BY pool'),
+    startsByStep: p('SELECT pool, CAST((from_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE from_at > @since AND pool IS NOT NULL GROUP BY pool, k'),
+    endsByStep: p('SELECT pool, CAST((until_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE until_at > @since AND pool IS NOT NULL GROUP BY pool, k'),
     purgeHolds: p('DELETE FROM holds WHERE until_at < ?'),
     purgeGaps: p('DELETE FROM gaps WHERE until_at < ?'),
     counts: p(

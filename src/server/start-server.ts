@@ -22,6 +22,7 @@ import { SummaryCache } from './summary/cluster-summary.js';
 import { ensureDefaultPools, type DefaultPool } from './default-pools.js';
 import { createHttpServer, type HandlerSpec, type ServerTls } from './http/http-server.js';
 import { ServerMetrics } from './http/metrics.js';
+import { DatastoreProbe } from './api/datastore-probe.js';
 import { hostPolicy as makeHostPolicy } from './http/request-guard.js';
 import { Router } from './http/router.js';
 import { addReadRoutes } from './api/routes-read.js';
@@ -100,9 +101,12 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       checkRun = () => worker.run();
     }
     const checks = new CheckCache(checkRun);
+    // Its own probe, not /healthz's: a scrape may wait 2 s for the answer, a liveness probe not.
+    const datastoreProbe = new DatastoreProbe(() => ipam.probe(), 2000);
     const metrics = new ServerMetrics({
       pools: async () => (await summary.get()).pools,
       nodes: async () => (await summary.get()).totals.nodes,
+      datastoreUp: async () => (await datastoreProbe.health()).state === 'ok',
     });
     const createdPools = await ensureDefaultPools(ipam, () => summary.get(), cfg.defaultPools);
     summary.invalidate();

@@ -16,6 +16,8 @@ export const PLANTED_BUGS = {
     "cluster assignment (one pod's txn, a node's group commit, a warm refill) sends its txn without the compare on the blocks it writes: a writer whose view of a block is stale overwrites it",
   'gate-skips-space-checks':
     "the write gate sends every write as planned: no overlap guards on new blocks, no pool write checked against the other pools' spaces and the blocks (what one module guarding every write path protects against)",
+  'warm-trust-blind':
+    "the warm pool's watch of its own handles sees nothing: an idle address released or given to another holder behind the agent stays idle, and is handed out",
 } as const;
 
 export type PlantedBugName = keyof typeof PLANTED_BUGS;

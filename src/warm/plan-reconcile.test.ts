@@ -38,11 +38,12 @@ describe('planReconcile', () => {
     assert.deepEqual([...p.inUse], [['10.0.0.2', 'a']]);
   });
 
-  it('the DB knows newer: a record of a pod whose DEL it recorded is not adopted; a record of a pod it has is its own; a record naming another pod\'s address is a conflict', () => {
+  it('the DB knows newer: a record of a pod whose DEL it recorded is not adopted but deleted; a record of a pod it has is its own; a record naming another pod\'s address is a conflict', () => {
     const held = [row('10.0.0.2'), row('10.0.0.3')];
     const db = dbOf({ held, pods: [pod('a', '10.0.0.2')], released: new Set(['b']) });
     const p = planReconcile(db, dsOf(held, [pod('a', '10.0.0.2'), pod('b', '10.0.0.3'), pod('c', '10.0.0.2')]), 0, 0);
     assert.deepEqual(p.adopt, []);
+    assert.deepEqual(p.dropRecords, ['b'], 'the released pod\'s record (back from a restore) is deleted');
     assert.deepEqual(p.conflicts, [{ pod: 'c', addrs: ['10.0.0.2'] }]);
     assert.deepEqual([...p.inUse], [['10.0.0.2', 'a']]);
   });

@@ -15,7 +15,9 @@
  * - `quarantine`: the same but of a warm handle the DB never knew (a lost or older resource
  *   DB): nobody can say no pod uses one — a pod ADDed but not yet written behind when the DB
  *   was lost has no record — so they stay out of the idle queue, held, and are reported;
- * - `dropRecords`: pod records none of whose addresses the node holds any more: deleted;
+ * - `dropRecords`: pod records none of whose addresses the node holds any more, and records of
+ *   pods whose DEL or GC the DB recorded (a datastore restored from a backup brings them back):
+ *   deleted — such a record would name as in use an address the node may hand out again;
  * - `conflicts`: pod records naming an address another pod holds: kept and reported;
  * - `inUse`: address → the pod key holding it, for the pods kept and adopted.
  */
@@ -74,7 +76,11 @@ export function planReconcile(db: ReconcileDb, datastore: ReconcileDatastore, no
   const dropRecords: string[] = [];
   const conflicts: { pod: string; addrs: string[] }[] = [];
   for (const r of datastore.records) {
-    if (dbPods.has(r.key) || db.released.has(r.key)) continue; // the DB knows newer
+    if (dbPods.has(r.key)) continue; // the DB knows newer
+    if (db.released.has(r.key)) {
+      dropRecords.push(r.key); // released: the DB knows newer, and the record must go
+      continue;
+    }
     const mine = r.addrs.filter((a) => datastore.held.has(a));
     if (mine.length === 0) {
       dropRecords.push(r.key);

@@ -128,7 +128,7 @@ export class WarmRestore {
       }
       if (plan.quarantine.length > 0) db.quarantine(plan.quarantine, now);
       for (const key of plan.dropRecords) {
-        log.warn({ node, pod: key }, 'warm pool: a pod record names no address this node still holds; deleted');
+        log.warn({ node, pod: key }, 'warm pool: a pod record names no address this node still holds, or a pod whose DEL this node recorded; deleted');
         db.removePod(key, [], now, s.podRecordKey(key), now, 'reconcile');
       }
       for (const c of plan.conflicts) log.error({ node, pod: c.pod, addrs: c.addrs }, 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released');

@@ -217,7 +217,7 @@ test('the systemd units: RuntimeDirectory under /run/podipam, hardened, the same
   assert.equal(r.stderr.trim(), '', 'systemd-analyze verify has no complaint');
 });
 
-test('the Dockerfile copies only what the build makes: every COPY source exists after npm run build', () => {
+test('the Dockerfile copies only what the build makes and what npm run image ships: every COPY source exists after npm run build, every addon, user 65532 with a home', () => {
   const text = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
   const copies = [...text.matchAll(/^COPY (--from=build )?(.+) \S+$/gm)];
   assert.ok(copies.length >= 8, `${copies.length} COPY lines`);
@@ -225,12 +225,20 @@ test('the Dockerfile copies only what the build makes: every COPY source exists 
     for (const src of m[2]!.split(' ')) {
       if (src === '.') continue;
       const rel = m[1] ? src.replace(/^\/opt\/podipam\//, '') : src;
-      assert.ok(existsSync(join(REPO_ROOT, rel)), `Dockerfile copies ${src}: ${rel} does not exist in a built tree`);
+      const found = rel.endsWith('/*.node') ? readdirSync(join(REPO_ROOT, rel.slice(0, -'/*.node'.length))).some((f) => f.endsWith('.node')) : existsSync(join(REPO_ROOT, rel));
+      assert.ok(found, `Dockerfile copies ${src}: ${rel} does not exist in a built tree`);
     }
   }
   // The shim compiles in the path of bin/podipam: both stages must use the same directory.
   assert.deepEqual([...text.matchAll(/^WORKDIR (\S+)$/gm)].map((m) => m[1]), ['/opt/podipam', '/opt/podipam']);
   assert.match(text, /^USER 65532:65532$/m);
+  // As npm run image (scripts/image/stage-app.mjs): every addon the program loads
+  // (src/util/native-addon.ts), and the user with a passwd entry.
+  const addons = readdirSync(join(REPO_ROOT, 'build/Release')).filter((f) => f.endsWith('.node'));
+  assert.ok(addons.length >= 5, addons.join(', '));
+  assert.ok(text.includes('build/Release/*.node ') || addons.every((a) => text.includes(`build/Release/${a}`)), `the Dockerfile copies every addon: ${addons.join(', ')}`);
+  assert.match(text, /nonroot:x:65532:65532:nonroot:\/home\/nonroot:\/usr\/sbin\/nologin/);
+  assert.match(text, /^FROM node:20-bookworm-slim$/m, 'Node.js 20 on bookworm, as npm run image');
 });
 
 /** The etcd container's "--flag=value" arguments. */

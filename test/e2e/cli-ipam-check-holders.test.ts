@@ -7,8 +7,10 @@
  * pod, its container id and the address, exit 1; put back, clean again. One of the agent's idle
  * addresses given to another pod's handle (with its handle record, counts kept right, so the
  * block scan sees nothing): the agent withdraws it, and until its view says so the check lists it
- * only as `unsettled` (idle-held-elsewhere), never as a finding. (That kind as a finding: the
- * unit tests, src/cluster/check-holders.test.ts.)
+ * only as `unsettled` (idle-held-elsewhere), never as a finding. The same with the planted bug
+ * `warm-trust-blind` (the agent's watch of its handles sees nothing, so it keeps the address
+ * idle): once the agent's view is newer than the change, the check reports it as an
+ * `idle-held-elsewhere` finding naming the node, the address and the other holder, exit 1.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,7 +36,11 @@ interface CheckJson {
   unsettled?: { kind: string; node: string; address: string; reason: string }[];
 }
 
-test('ipam check: an agent\'s pods and idle addresses compared with the datastore; a planted second holder is reported with node, pod and address', { timeout: 240_000 }, async () => {
+test('ipam check: an agent\'s pods and idle addresses compared with the datastore; a planted second holder is reported with node, pod and address', { timeout: 240_000 }, () => scenario(false));
+
+test('ipam check with the agent\'s handle watch blind (planted bug): an idle address the datastore gives another pod is a finding, exit 1', { timeout: 240_000 }, () => scenario(true));
+
+async function scenario(blind: boolean): Promise<void> {
   requireShim();
   const dir = makeTempDir('check-holders');
   let agent: RunningAgent | undefined;
@@ -65,7 +71,7 @@ test('ipam check: an agent\'s pods and idle addresses compared with the datastor
     const created = await runCli(['--datastore', url, 'pool', 'create', 'a', '--cidr', '10.240.0.0/24', '--block-size', '28']);
     assert.equal(created.code, 0, created.stderr);
     const socket = join(dir.path, 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'node-a', '--datastore', url, '--data-dir', join(dir.path, 'data'), '--min-idle', '4', '--max-idle', '8', '--capacity', '64', '--view-interval', '200ms']);
+    agent = await startAgent(socket, ['--node', 'node-a', '--datastore', url, '--data-dir', join(dir.path, 'data'), '--min-idle', '4', '--max-idle', '8', '--capacity', '64', '--view-interval', '200ms'], blind ? { PODIPAM_PLANT_BUG: 'warm-trust-blind', PODIPAM_TEST_HOOKS: '1' } : {});
     const a = agent;
     const add = async (pod: string): Promise<string> => {
       const r = await runPlugin(SHIM_BIN, podCall(socket, 'check-net', 'ADD', `c-${pod}`, 'ns', pod, `uid-${pod}`));
@@ -98,13 +104,23 @@ test('ipam check: an agent\'s pods and idle addresses compared with the datastor
     // check never counts a second holder the agent has not seen yet, and ends clean.
     const idle = view.idle[0]!;
     await withStore((s) => reassign(s, idle, { handle: 'other-net:c-thief:eth0', node: 'node-b', namespace: 'ns', pod: 'thief', containerId: 'c-thief' }));
-    await untilView(withStore, (v) => !v.idle.includes(idle) && !v.cooling.includes(idle));
-    await untilCheck('withdrawn: clean', clean, (c) => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle && u.kind === 'idle-held-elsewhere'));
+    const unsettledOnly = (c: { code: number | null; json: CheckJson }): boolean => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle && u.kind === 'idle-held-elsewhere');
+    if (!blind) {
+      await untilView(withStore, (v) => !v.idle.includes(idle) && !v.cooling.includes(idle));
+      await untilCheck('withdrawn: clean', clean, unsettledOnly);
+      return;
+    }
+    // Blind: the agent keeps it idle; once its view is newer than the change, that is a finding.
+    const found = await untilCheck('idle-held-elsewhere found', (c) => c.code === 1 && (c.json.holders ?? []).length > 0, unsettledOnly);
+    assert.deepEqual(
+      (found.holders ?? []).map((h) => [h.kind, h.node, h.address, h.claim.as, h.other?.holder, h.other?.pod]),
+      [['idle-held-elsewhere', 'node-a', idle, 'idle', 'other-net:c-thief:eth0', 'ns/thief']],
+    );
   } finally {
     await agent?.stop();
     dir.remove();
   }
-});
+}
 
 /** Polls the agent's published view until `ok`. */
 async function untilView(withStore: <T>(fn: (s: Store) => Promise<T>) => Promise<T>, ok: (v: ReturnType<typeof decodeAgentView>) => boolean): Promise<ReturnType<typeof decodeAgentView>> {

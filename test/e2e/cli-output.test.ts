@@ -46,9 +46,10 @@ test('-o json|yaml|wide and --json: lists are {"items": […]} in pool list, nod
     // --blocks adds the blocks beside the items.
     assert.deepEqual(Object.keys(JSON.parse(ok('ipam', 'show', '--blocks', '--json'))), ['items', 'blocks']);
     // -o wide: more columns (pool list: blocks and capacity; ipam show: the block table).
-    assert.match(ok('pool', 'list', '-o', 'wide'), /^NAME\s+CIDR\s+BLOCK\s+NODE-SELECTOR\s+STATE\s+BLOCKS\s+CAPACITY$/m);
-    assert.match(ok('pool', 'list', '-o', 'wide'), /^v4\s+10\.90\.0\.0\/24\s+\/28\s+all\(\)\s+enabled\s+16\s+208$/m);
-    assert.match(ok('pool', 'list', '-o', 'wide'), /^v6\s+fd00:90::\/64\s+\/122\s+all\(\)\s+enabled\s+2\^58\s+31\*2\^59$/m);
+    assert.match(ok('pool', 'list', '-o', 'wide'), /^NAME\s+CIDR\s+BLOCK\s+NODE-SELECTOR\s+STATE\s+BLOCKS\s+CAPACITY\s+USED\s+TREND\s+FULL-IN$/m);
+    assert.match(ok('pool', 'list', '-o', 'wide'), /^v4\s+10\.90\.0\.0\/24\s+\/28\s+all\(\)\s+enabled\s+16\s+208\s+0\s+-\s+-$/m);
+    assert.match(ok('pool', 'list', '-o', 'wide'), /^TREND, FULL-IN: no history at \S+ \(podipam serve keeps it/m);
+    assert.match(ok('pool', 'list', '-o', 'wide'), /^v6\s+fd00:90::\/64\s+\/122\s+all\(\)\s+enabled\s+2\^58\s+31\*2\^59\s+0\s+-\s+-$/m);
     assert.match(ok('ipam', 'show', '-o', 'wide'), /^BLOCK\s+POOL\s+NODE\s+CAPACITY\s+ALLOCATED\s+IDLE$/m);
     assert.doesNotMatch(ok('ipam', 'show'), /^BLOCK\s/m);
     // --json with another -o is a contradiction, named.

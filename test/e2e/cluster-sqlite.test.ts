@@ -1,7 +1,7 @@
 /**
  * Cluster mode on one SQLite file, through real plugin processes: 16 concurrent lanes, each
- * running 50 ADDs one after the other (800 `bin/podipam` processes, 4 nodes sharing the file),
- * must hand out 800 distinct addresses, each from a block affine to the ADD's node; DEL of
+ * running 12 ADDs one after the other (192 `bin/podipam` processes, 4 nodes sharing the file),
+ * must hand out 192 distinct addresses, each from a block affine to the ADD's node; DEL of
  * every container must leave `ipam show` at 0 allocated and `ipam check` clean.
  */
 import { test } from 'node:test';
@@ -12,7 +12,7 @@ import { withTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
 const LANES = 16;
-const PER_LANE = 50;
+const PER_LANE = 12;
 const NODES = 4;
 
 const cli = runCliSync;
@@ -22,7 +22,7 @@ const pluginCall = (datastore: string, cacheDir: string, command: string, id: st
 
 const addressOf = (r: PluginRun): string => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
 
-test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: distinct addresses, node-affine blocks; DEL all leaves nothing`, { timeout: 900_000 }, () =>
+test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: distinct addresses, node-affine blocks; DEL all leaves nothing`, { timeout: 400_000 }, () =>
   withTempDir('cluster-sqlite', async (dir) => {
     const db = `sqlite:${join(dir, 'ipam.db')}`;
     const cacheDir = join(dir, 'cache');

@@ -113,7 +113,7 @@ test('deploy/ on containerd as kubelet runs it: etcd, serve, the agent DaemonSet
   const t0 = Date.now();
   requireRoot('running deploy/ on containerd');
   for (const p of ['/usr/lib/cni/ptp', '/usr/lib/cni/loopback']) requireExecutable(p);
-  const image = ensureImage();
+  const image = await ensureImage();
   const { objects } = renderKustomization(join(REPO_ROOT, 'deploy', 'overlays', 'dev'));
   const poolsLine = (objects.find((o) => o.kind === 'ConfigMap') as unknown as { data: { pools: string } }).data.pools.trim().split('\n')[0]!;
   const v4Pool = parsePrefix(poolsLine.split(/\s+/)[1]!);

@@ -244,6 +244,7 @@ test('serve api: healthz, whoami and Prometheus metrics', async () => {
   assert.match(m.body, /^podipam_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/pools",status="200"\} \d+$/m);
   assert.match(m.body, /^podipam_gc_runs_total/m);
   assert.match(m.body, /^podipam_nodes \d+$/m);
+  assert.match(m.body, /^podipam_datastore_up 1$/m);
 });
 
 test('serve auth: a non-loopback address without tokens is refused before anything starts', async () => {

@@ -1,26 +1,71 @@
 /**
- * The podipam image for tests: `npm run image`'s builder (scripts/image/build-image.mjs) run
- * with `--if-changed` into .image/ (a rebuild only when its inputs moved), giving the OCI
- * archive `ctr images import` takes, the image reference and its manifest digest. A missing
- * builder prerequisite (mmdebstrap, umoci, a built dist/) fails with the builder's reason.
+ * The product image for tests: `scripts/image/build-image.mjs` (what `npm run image` runs after
+ * the build) into the checkout's .image/, made once and reused while its inputs are unchanged
+ * (the script's --if-changed: dist/, bin/, build/Release, package-lock.json, the shim's source,
+ * the image scripts, the Node.js binary). Test files run two at a time: the build runs under
+ * flock(1) on .image/.lock, so a second caller waits and then finds the image made.
+ * A missing prerequisite (root, mmdebstrap, flock, a built dist/) fails with the reason.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from './plugin.js';
+import { fileURLToPath } from 'node:url';
+import { requireExecutable, requireRoot } from './prereq.js';
 
+/** The repository root (this file is dist/test/helpers/image.js). */
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const IMAGE_SCRIPT = join(REPO_ROOT, 'scripts/image/build-image.mjs');
+
+/** What build-image.mjs writes to <out>/image.json (the fields tests use). */
 export interface BuiltImage {
-  readonly archive: string;
+  /** The full reference, as containerd names it after import: docker.io/podipam/podipam:<version>. */
   readonly ref: string;
+  /** The manifest's digest (sha256:…). */
   readonly digest: string;
+  /** The OCI archive (`ctr -n k8s.io images import <archive>`). */
+  readonly archive: string;
+  /** The OCI layout directory. */
+  readonly layout: string;
+  readonly size: { readonly compressed: number; readonly unpacked: number; readonly archive: number };
+  readonly layers: readonly { readonly digest: string; readonly size: number; readonly unpacked: number; readonly createdBy: string }[];
+  readonly sbom: { readonly dir: string; readonly debianPackages: number; readonly npmPackages: number; readonly node: string };
+  readonly buildSeconds: number;
+  readonly baseCached: boolean;
 }
 
-let built: BuiltImage | undefined;
+/** Fails with the reason unless this machine can build the image. */
+export function requireImageBuild(): void {
+  requireRoot('building the image with mmdebstrap');
+  requireExecutable('/usr/bin/mmdebstrap');
+  requireExecutable('/usr/bin/flock');
+  requireExecutable('/usr/bin/tar');
+}
 
-export function ensureImage(): BuiltImage {
-  if (built) return built;
-  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'image', 'build-image.mjs'), '--if-changed'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 900_000, maxBuffer: 64 << 20 });
-  if (r.status !== 0) throw new Error(`missing test prerequisite: the podipam image could not be built (npm run image): exit ${r.status ?? r.signal}: ${(r.error?.message ?? '') + r.stderr.slice(-3000)}`);
-  const s = JSON.parse(r.stdout) as { archive: string; ref: string; digest: string };
-  built = { archive: s.archive, ref: s.ref, digest: s.digest };
-  return built;
+/**
+ * Runs build-image.mjs with `args` (under flock on `<out>/.lock` when `lock`); resolves with its
+ * image.json. Rejects with the exit status and the tail of its output when it fails.
+ */
+export async function buildImage(out: string, args: readonly string[] = [], lock = false): Promise<BuiltImage> {
+  requireImageBuild();
+  mkdirSync(out, { recursive: true });
+  const argv = [process.execPath, IMAGE_SCRIPT, '--out', out, ...args];
+  const [cmd, ...rest] = lock ? ['/usr/bin/flock', join(out, '.lock'), ...argv] : argv;
+  const child = spawn(cmd as string, rest, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (d: Buffer): void => {
+    output = (output + d.toString('utf8')).slice(-16_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const status = await new Promise<number | string>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  if (status !== 0) throw new Error(`${argv.slice(1).join(' ')} failed (exit ${status}):\n${output.slice(-6000)}`);
+  return JSON.parse(readFileSync(join(out, 'image.json'), 'utf8')) as BuiltImage;
+}
+
+/** The image in the checkout's .image/, built when missing or when its inputs changed. */
+export function ensureImage(): Promise<BuiltImage> {
+  return buildImage(join(REPO_ROOT, '.image'), ['--if-changed'], true);
 }

@@ -12,6 +12,12 @@ const PACKAGE_OF: Readonly<Record<string, string>> = {
   '/usr/lib/cni/bridge': 'containernetworking-plugins',
   '/usr/bin/etcd': 'etcd-server',
   '/usr/bin/chromium': 'chromium',
+  '/usr/bin/prometheus': 'prometheus',
+  '/usr/bin/promtool': 'prometheus',
+  '/usr/bin/mmdebstrap': 'mmdebstrap',
+  '/usr/bin/skopeo': 'skopeo',
+  '/usr/bin/flock': 'util-linux',
+  '/usr/bin/tar': 'tar',
 };
 
 const checked = new Set<string>();

@@ -56,6 +56,10 @@ export interface PodDriver {
   holds(kind: PodKind, id: string, handle: string): boolean;
   /** Restarts the agent (its resource DB kept), when there is one. */
   restartAgent?(): Promise<void>;
+  /** Resolves once every agent has published a holder view made after this call (so `ipam check` compares what it holds now). */
+  settle?(): Promise<void>;
+  /** Runs `f` with every agent stopped (as an operator stops every podipam process for a restore), then starts them again. */
+  stopped?(f: () => Promise<void>): Promise<void>;
 }
 
 export interface ScheduleResult {
@@ -130,7 +134,7 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   let live = new Map<string, Set<string>>();
   /** Planted inconsistencies: pods whose handle record was deleted behind the allocator (leaks check must report). */
   let planted = new Map<string, Set<string>>();
-  let backup: { text: string; live: Map<string, Set<string>>; planted: Map<string, Set<string>> } | undefined;
+  let backup: { text: string; live: Map<string, Set<string>>; planted: Map<string, Set<string>>; driven: Set<string> } | undefined;
   const copy = (m: Map<string, Set<string>>) => new Map([...m].map(([h, as]) => [h, new Set(as)]));
   /** Pods the driver started: container id → kind and addresses. */
   const driven = new Map<string, { kind: PodKind; addrs: readonly string[] }>();
@@ -296,7 +300,8 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
     }],
     [2, 'pool-delete', async () => {
       const names = await poolNames();
-      if (names.length === 0) return 'pool delete: no pool';
+      // The last pool stays: a schedule left without any pool early would start no pod at all.
+      if (names.length < 2) return 'pool delete: not the last pool';
       const name = pick(names);
       const r = await answered('pool delete', () => ipam.deletePool(name));
       return `pool delete ${name}: ${r instanceof Error ? r.name : 'ok'}`;
@@ -334,15 +339,27 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       return `release ${leaks.length} leaked address(es) of ${n0} planted pod(s)`;
     }],
     [1, 'backup', async () => {
-      backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted) };
+      backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted), driven: new Set(driven.keys()) };
       return 'datastore backup';
     }],
-    [o.pods ? 0 : 1, 'restore', async () => {
+    [1, 'restore', async () => {
       if (!backup) return 'datastore restore: no backup yet';
-      await restoreBackup(raw, parseBackup('backup', backup.text), { force: true });
+      const b = backup;
+      const restore = async (): Promise<void> => void (await restoreBackup(raw, parseBackup('backup', b.text), { force: true }));
+      await (o.pods?.stopped ? o.pods.stopped(restore) : restore());
       live = copy(backup.live);
       planted = copy(backup.planted);
-      return 'datastore restore';
+      // What the README tells an operator: every podipam process stopped for the restore; then
+      // pods started since the backup, unknown to the restored datastore, are recreated (their
+      // DEL here; a new ADD is a later step).
+      const since = [...driven].filter(([id]) => !backup!.driven.has(id));
+      for (const [id, d] of since) {
+        await o.pods!.del(d.kind, id);
+        driven.delete(id);
+      }
+      // Until the agent's view is newer than those DELs, it still lists pods the restored datastore never heard of.
+      await o.pods?.settle?.();
+      return `datastore restore${since.length > 0 ? `; pods started since the backup deleted: ${since.map(([id]) => id).join(', ')}` : ''}`;
     }],
   ];
   const total = actions.reduce((s, a) => s + a[0], 0);

@@ -10,6 +10,7 @@ import { heldJson } from './held-json.js';
 import { listAllocations } from './allocation-query.js';
 import { addPodRoutes } from './routes-pods.js';
 import { addHistoryRoutes } from './routes-history.js';
+import { addForecastRoutes } from './routes-forecast.js';
 import type { BlockSummary, PoolSummary } from '../summary/cluster-summary.js';
 import { badField, notFound } from '../http/http-error.js';
 import type { HandlerSpec } from '../http/http-server.js';
@@ -130,6 +131,7 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
 
   addPodRoutes(r, d);
   addHistoryRoutes(r, d);
+  addForecastRoutes(r, d);
 }
 
 function poolName(name: string | undefined, field = 'name'): string {

@@ -11,12 +11,15 @@ import { byId } from './dom.js';
 import { renderOverview } from './overview.js';
 import { initSearch } from './search.js';
 import { refreshNodes } from './nodes.js';
+import { refreshForecasts } from './forecast.js';
 import { NODE_PAGE, saveToken, state } from './state.js';
 import type { Overview, Whoami } from './types.js';
 
 const POLL_MS = 2000;
 /** check reads the whole store: ask less often than for the overview. */
 const CHECK_MS = 15000;
+/** A forecast's samples are minutes apart in a 6 h window: every 10 s is plenty. */
+const FORECAST_MS = 10000;
 
 function setLive(ok: boolean, text: string): void {
   byId('live').className = `live ${ok ? 'ok' : 'bad'}`;
@@ -37,8 +40,13 @@ async function tick(): Promise<void> {
   if (state.busy) return;
   state.busy = true;
   try {
-    const jobs: Promise<void>[] = [api<Overview>('GET', '/overview').then(async (o) => (renderOverview(o), refreshMap())), refreshNodes()];
+    const overview = api<Overview>('GET', '/overview').then(async (o) => (renderOverview(o), refreshMap()));
+    const jobs: Promise<void>[] = [overview, refreshNodes()];
     if (Date.now() - state.lastCheck > CHECK_MS) jobs.push(refreshCheck());
+    if (Date.now() - state.lastForecast > FORECAST_MS) {
+      state.lastForecast = Date.now();
+      jobs.push(overview.then(refreshForecasts));
+    }
     await Promise.all(jobs);
     showError(null);
     setLive(true, `live · ${new Date().toLocaleTimeString()}`);

@@ -16,6 +16,8 @@ export interface State {
   /** The node whose blocks are outlined on the map. */
   highlightNode: string | null;
   lastCheck: number;
+  /** When the forecasts were last asked for. */
+  lastForecast: number;
   busy: boolean;
 }
 
@@ -29,6 +31,7 @@ export const state: State = {
   nodeLimit: NODE_PAGE,
   highlightNode: null,
   lastCheck: 0,
+  lastForecast: 0,
   busy: false,
 };
 

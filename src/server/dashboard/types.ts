@@ -104,3 +104,13 @@ export interface PodHandleRow {
   readonly network: string | null;
   readonly addresses: readonly { readonly ip: string; readonly block: string; readonly pool: string }[];
 }
+
+/** A pool's usage over time and its trend (GET /api/v1/pools/NAME/forecast). */
+export interface PoolForecast {
+  readonly pool: string;
+  readonly capacity: Count;
+  readonly allocated: number;
+  readonly trend: { readonly state: 'filling' | 'not-filling' | 'full' | 'unknown'; readonly ratePerHour: number; readonly secondsToFull: number | null; readonly fullAt: string | null };
+  readonly method: { readonly window: string; readonly since: string; readonly until: string; readonly samples: number; readonly step: string; readonly text: string };
+  readonly series: readonly { readonly at: string; readonly used: number }[];
+}

@@ -1,7 +1,11 @@
 /**
  * Prometheus metrics of `podipam serve`, on a registry of their own (several servers in one
  * test process must not share one). Pool gauges are filled at scrape time from the same
- * cached aggregate the dashboard reads, so a scrape costs no more than a page refresh.
+ * cached aggregate the dashboard reads, so a scrape costs no more than a page refresh. When
+ * the datastore does not answer, the scrape still succeeds, with `podipam_datastore_up` 0:
+ * the pool series are the summary's last figures while it holds some (a pool alert neither
+ * resolves nor starts because of the outage), else absent; podipam_nodes keeps its last value.
+ * So alert rules tell "serve down" from "datastore unreachable".
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -18,6 +22,17 @@ export interface PoolFigures {
 export interface MetricsSource {
   pools(): Promise<readonly PoolFigures[]>;
   nodes(): Promise<number>;
+  /** Whether the datastore answers a cheap read now (bounded in time; never rejects). */
+  datastoreUp(): Promise<boolean>;
+}
+
+/** The source's pools, or none when the datastore does not answer (podipam_datastore_up says so). */
+async function poolsOrNone(source: MetricsSource): Promise<readonly PoolFigures[]> {
+  try {
+    return await source.pools();
+  } catch {
+    return [];
+  }
 }
 
 export class ServerMetrics {
@@ -60,7 +75,7 @@ export class ServerMetrics {
       labelNames: ['pool', 'family'],
       registers,
       async collect() {
-        const pools = await source.pools();
+        const pools = await poolsOrNone(source);
         this.reset();
         for (const p of pools) this.set({ pool: p.name, family: String(p.family) }, p.allocated);
       },
@@ -71,7 +86,7 @@ export class ServerMetrics {
       labelNames: ['pool', 'family'],
       registers,
       async collect() {
-        const pools = await source.pools();
+        const pools = await poolsOrNone(source);
         this.reset();
         for (const p of pools) this.set({ pool: p.name, family: String(p.family) }, Number(p.capacity));
       },
@@ -82,7 +97,7 @@ export class ServerMetrics {
       labelNames: ['pool'],
       registers,
       async collect() {
-        const pools = await source.pools();
+        const pools = await poolsOrNone(source);
         this.reset();
         for (const p of pools) this.set({ pool: p.name }, p.blocks);
       },
@@ -92,7 +107,17 @@ export class ServerMetrics {
       help: 'node records in the datastore',
       registers,
       async collect() {
-        this.set(await source.nodes());
+        // Unanswered: the last figure stays (an unlabelled gauge has no "absent").
+        const n = await source.nodes().catch(() => undefined);
+        if (n !== undefined) this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'podipam_datastore_up',
+      help: 'the datastore answered a read at this scrape (1) or not within 2 s (0)',
+      registers,
+      async collect() {
+        this.set((await source.datastoreUp()) ? 1 : 0);
       },
     });
   }

@@ -15,6 +15,7 @@ import { silentLog, type Log } from '../../log/logger.js';
 import { warmIdleTest } from '../../warm/warm-usage.js';
 import { loadSnapshot } from '../../cluster/cluster-snapshot.js';
 import { type FamilyHeadroom, headroomByNode } from '../../cluster/node-headroom.js';
+import { pause } from '../../util/pause.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -268,13 +269,7 @@ export class SummaryCache {
           lastError = message;
         }
         this.#following = false;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 1000);
-          ac.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
-        });
+        await pause(1000, ac.signal);
       }
       this.#following = false;
     })();
