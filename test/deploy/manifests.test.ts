@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { load } from 'js-yaml';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/index.js';
+import { parsePrefix, prefixOverlaps } from '../../src/ip/index.js';
 import { REPO_ROOT } from '../helpers/plugin.js';
 import { containersOf, podSpecOf, renderKustomization, type Container, type K8sObject } from '../helpers/kustomize.js';
 
@@ -329,4 +330,19 @@ test('overlays/dev: the same install with one etcd member and no PDB', () => {
   assert.equal(dev.filter((o) => o.kind === 'PodDisruptionBudget').length, 0);
   const names = (list: readonly K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(names(dev), names(objects).filter((n) => n !== 'PodDisruptionBudget/podipam-etcd'));
+});
+
+// kubeadm's default --service-cidr (and that of most installers): pod addresses there collide with ClusterIPs.
+const DEFAULT_SERVICE_CIDRS = ['10.96.0.0/12', 'fd00:10:96::/112'];
+
+test('the ConfigMap\'s pools stay clear of the default Service CIDR and of CLUSTER_CIDR', () => {
+  const data = (find('ConfigMap', 'podipam-config') as K8sObject & { data: Record<string, string> }).data;
+  const pools = data.pools!.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f[0] !== '' && f[0] !== undefined);
+  assert.ok(pools.length > 0, 'no pool in the ConfigMap');
+  for (const [name, cidr] of pools) {
+    for (const other of [...DEFAULT_SERVICE_CIDRS, data.CLUSTER_CIDR!]) {
+      const [a, b] = [parsePrefix(cidr!), parsePrefix(other)];
+      assert.ok(a.family !== b.family || !prefixOverlaps(a, b), `pool ${name} ${cidr} overlaps ${other}`);
+    }
+  }
 });

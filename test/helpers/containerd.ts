@@ -8,11 +8,19 @@
  *
  * stop() stops and removes every sandbox (so the runtime runs each pod's CNI DEL), then stops
  * containerd and kills any of its shims that are left, and unmounts what it left in its dirs.
+ *
+ * As a node (`node` option): containerd runs in the network namespace `netns` (so host-network
+ * pods share it, not the machine's), and in a mount namespace of its own where each node path
+ * of `mounts` (e.g. /opt/cni/bin) is the test directory it maps to — what runs there (the
+ * runtime, its CNI plugins, the pods' hostPath volumes) sees the node's paths, the machine's
+ * stay untouched but for the empty mount points made where none existed (removed by stop()).
+ * The CNI bin and conf dirs are then the node's /opt/cni/bin and /etc/cni/net.d, and the
+ * snapshotter is overlayfs (its mounts are the node's too; big images are not copied per container).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, openSync, readFileSync, readSync, closeSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, readdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CriClient, criClient } from './cri-client.js';
 import { requireExecutable, requireRoot } from './prereq.js';
@@ -31,6 +39,10 @@ export interface Containerd {
   /** A directory for pods' logs (RunPodSandbox's log_directory). */
   readonly logDir: string;
   readonly cri: CriClient;
+  /** containerd's process id (its namespaces are the node's). */
+  readonly pid: number;
+  /** Runs `cmd args…` in containerd's mount and network namespaces (the node's), as its CNI plugins run. */
+  onNode(cmd: string, args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string };
   /** containerd's stderr so far. */
   log(): string;
   stop(): Promise<void>;
@@ -66,15 +78,61 @@ process.on('exit', () => {
  * CNI bin dir, and imports the pause image. The caller writes its conflist into cniConfDir
  * (the runtime picks the first in name order, as kubelet's does).
  */
-export async function startContainerd(cniPlugins: Readonly<Record<string, string>>): Promise<Containerd> {
+export interface NodeOptions {
+  /** A network namespace (`ip netns` name) the runtime and host-network pods run in. */
+  readonly netns: string;
+  /** Node path → test path (a directory, or a file for a file mount); must hold /opt/cni/bin and /etc/cni/net.d. */
+  readonly mounts: Readonly<Record<string, string>>;
+}
+
+export const NODE_CNI_BIN = '/opt/cni/bin';
+export const NODE_CNI_CONF = '/etc/cni/net.d';
+
+/** Makes the missing mount points of `paths` on this machine; returns what it made, deepest first. */
+function makeMountPoints(mounts: Readonly<Record<string, string>>): string[] {
+  const made: string[] = [];
+  for (const [nodePath, testPath] of Object.entries(mounts)) {
+    const isFile = statSync(testPath).isFile();
+    const missing: string[] = [];
+    for (let p = isFile ? dirname(nodePath) : nodePath; !existsSync(p); p = dirname(p)) missing.unshift(p);
+    for (const p of missing) {
+      mkdirSync(p);
+      made.unshift(p);
+    }
+    if (isFile && !existsSync(nodePath)) {
+      writeFileSync(nodePath, '');
+      made.unshift(nodePath);
+    }
+  }
+  return made;
+}
+
+function removeMountPoints(made: readonly string[]): void {
+  for (const p of made) {
+    try {
+      if (statSync(p).isFile()) unlinkSync(p);
+      else rmdirSync(p);
+    } catch {
+      // not empty or gone: leave it
+    }
+  }
+}
+
+export async function startContainerd(cniPlugins: Readonly<Record<string, string>>, node?: NodeOptions): Promise<Containerd> {
   requireContainerd();
   const tmp = makeTempDir('containerd');
   const dir = tmp.path;
   const socket = join(dir, 'containerd.sock');
-  const cniBinDir = join(dir, 'cni', 'bin');
-  const cniConfDir = join(dir, 'cni', 'conf');
+  const onNode = (p: string): string => {
+    const t = node?.mounts[p];
+    if (t === undefined) throw new Error(`startContainerd: node mounts must map ${p}`);
+    return t;
+  };
+  const cniBinDir = node ? onNode(NODE_CNI_BIN) : join(dir, 'cni', 'bin');
+  const cniConfDir = node ? onNode(NODE_CNI_CONF) : join(dir, 'cni', 'conf');
   const logDir = join(dir, 'logs');
   for (const d of [cniBinDir, cniConfDir, logDir]) mkdirSync(d, { recursive: true });
+  const madeMountPoints = node ? makeMountPoints(node.mounts) : [];
   for (const [name, path] of Object.entries(cniPlugins)) copyFileSync(path, join(cniBinDir, name));
   const config = join(dir, 'config.toml');
   writeFileSync(
@@ -89,15 +147,23 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
       `  sandbox_image = "${PAUSE_IMAGE}"`,
       '  restrict_oom_score_adj = true',
       '  [plugins."io.containerd.grpc.v1.cri".containerd]',
-      '    snapshotter = "native"',
+      // On a node the overlay mounts stay in its mount namespace and go with it: no copy per container.
+      `    snapshotter = "${node ? 'overlayfs' : 'native'}"`,
       '  [plugins."io.containerd.grpc.v1.cri".cni]',
-      `    bin_dir = "${cniBinDir}"`,
-      `    conf_dir = "${cniConfDir}"`,
+      `    bin_dir = "${node ? NODE_CNI_BIN : cniBinDir}"`,
+      `    conf_dir = "${node ? NODE_CNI_CONF : cniConfDir}"`,
       '    max_conf_num = 1',
       '',
     ].join('\n'),
   );
-  const child = spawn('/usr/bin/containerd', ['--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
+  const quote = (x: string): string => `'${x.replace(/'/g, `'\\''`)}'`;
+  // A mount namespace of its own (slave of the machine's: its binds stay there). Not `ip netns
+  // exec`: it remounts /sys, and runc then finds no cgroup mount.
+  const binds = Object.entries(node?.mounts ?? {}).map(([n, t]) => `mount --bind ${quote(t)} ${quote(n)}`);
+  const [cmd, args] = node
+    ? ['nsenter', [`--net=/run/netns/${node.netns}`, '--', 'unshare', '--mount', '--propagation', 'slave', '--', 'sh', '-ec', [...binds, `exec /usr/bin/containerd --config ${quote(config)}`].join('\n')]]
+    : ['/usr/bin/containerd', ['--config', config]];
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
   live.add(child);
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
@@ -122,6 +188,7 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     child.kill('SIGKILL');
     await done;
     cleanUp(tmp, socket);
+    removeMountPoints(madeMountPoints);
     throw e;
   }
   const client = cri;
@@ -132,6 +199,11 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     cniConfDir,
     logDir,
     cri: client,
+    pid: child.pid!,
+    onNode: (c, a, input) => {
+      const r = spawnSync('nsenter', ['-t', String(child.pid), '-m', '-n', c, ...a], { encoding: 'utf8', timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+      return { status: r.status, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.error ? r.error.message : '') };
+    },
     log: () => stderr,
     stop: async () => {
       try {
@@ -148,6 +220,7 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
       if (!exited) child.kill('SIGKILL');
       await done;
       cleanUp(tmp, socket);
+      removeMountPoints(madeMountPoints);
     },
   };
 }

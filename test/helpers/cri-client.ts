@@ -1,8 +1,11 @@
 /**
  * A CRI client for tests: what kubelet sends a container runtime to start and stop a pod's
- * sandbox (RunPodSandbox with the pod's metadata, labels and annotations; PodSandboxStatus;
- * StopPodSandbox; RemovePodSandbox; ListPodSandbox), over the runtime's unix socket with
- * @grpc/grpc-js. The messages are the subset of runtime.v1 in cri.proto beside this file.
+ * sandbox (RunPodSandbox with the pod's metadata, labels and annotations, or a whole
+ * PodSandboxConfig; PodSandboxStatus; StopPodSandbox; RemovePodSandbox; ListPodSandbox) and
+ * its containers (CreateContainer, StartContainer, StopContainer, RemoveContainer,
+ * ContainerStatus, ListContainers, ExecSync for exec probes), over the runtime's unix socket
+ * with @grpc/grpc-js. The messages are the subset of runtime.v1 in cri.proto beside this file;
+ * the config types below are those messages in proto-loader's camelCase.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -27,10 +30,97 @@ export interface SandboxStatus {
   readonly ips: readonly string[];
 }
 
+/** runtime.v1 NamespaceMode. */
+export const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2, TARGET: 3 } as const;
+/** runtime.v1 ContainerState. */
+export const ContainerState = { CREATED: 0, RUNNING: 1, EXITED: 2, UNKNOWN: 3 } as const;
+
+export interface NamespaceOption {
+  network?: number;
+  pid?: number;
+  ipc?: number;
+}
+export interface SecurityProfile {
+  /** 0 RuntimeDefault, 1 Unconfined, 2 Localhost. */
+  profileType: number;
+  localhostRef?: string;
+}
+export interface PodSandboxConfig {
+  metadata: { name: string; namespace: string; uid: string; attempt: number };
+  hostname: string;
+  logDirectory: string;
+  dnsConfig?: { servers: string[]; searches: string[]; options: string[] };
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  linux: {
+    securityContext?: {
+      namespaceOptions?: NamespaceOption;
+      runAsUser?: { value: number };
+      runAsGroup?: { value: number };
+      readonlyRootfs?: boolean;
+      supplementalGroups?: number[];
+      privileged?: boolean;
+      seccomp?: SecurityProfile;
+    };
+    sysctls?: Record<string, string>;
+  };
+}
+export interface CriMount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+}
+export interface ContainerConfig {
+  metadata: { name: string; attempt: number };
+  image: { image: string; userSpecifiedImage?: string };
+  command: string[];
+  args: string[];
+  workingDir: string;
+  envs: { key: string; value: string }[];
+  mounts: CriMount[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  logPath: string;
+  linux: {
+    securityContext: {
+      capabilities: { addCapabilities: string[]; dropCapabilities: string[] };
+      privileged: boolean;
+      namespaceOptions: NamespaceOption;
+      runAsUser?: { value: number };
+      runAsGroup?: { value: number };
+      readonlyRootfs: boolean;
+      supplementalGroups: number[];
+      noNewPrivs: boolean;
+      seccomp?: SecurityProfile;
+    };
+  };
+}
+export interface ContainerStatus {
+  readonly id: string;
+  readonly name: string;
+  /** ContainerState. */
+  readonly state: number;
+  readonly exitCode: number;
+  readonly reason: string;
+  readonly message: string;
+  readonly logPath: string;
+}
+
 export interface CriClient {
   version(): Promise<{ runtimeName: string; runtimeVersion: string; runtimeApiVersion: string }>;
   /** Resolves with the sandbox id; rejects with the runtime's error (its `details` carry the CNI message). */
   runPodSandbox(pod: PodMeta, logDirectory: string): Promise<string>;
+  /** RunPodSandbox with a whole config (as kubelet sends it); resolves with the sandbox id. */
+  runPodSandboxConfig(config: PodSandboxConfig): Promise<string>;
+  createContainer(sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string>;
+  startContainer(id: string): Promise<void>;
+  /** Stops with SIGTERM, then SIGKILL after `timeoutSeconds`. */
+  stopContainer(id: string, timeoutSeconds: number): Promise<void>;
+  removeContainer(id: string): Promise<void>;
+  containerStatus(id: string): Promise<ContainerStatus>;
+  listContainers(sandboxId?: string): Promise<{ id: string; sandboxId: string; name: string; state: number }[]>;
+  /** Runs `cmd` in the container (an exec probe); `timeoutSeconds` 0 means no limit. */
+  execSync(id: string, cmd: readonly string[], timeoutSeconds: number): Promise<{ stdout: string; stderr: string; exitCode: number }>;
   status(id: string): Promise<SandboxStatus>;
   stopPodSandbox(id: string): Promise<void>;
   removePodSandbox(id: string): Promise<void>;
@@ -73,6 +163,31 @@ export function criClient(socket: string, timeoutMs = 120_000): CriClient {
         },
       });
       return r.podSandboxId;
+    },
+    runPodSandboxConfig: async (config) => (await call<{ podSandboxId: string }>('runPodSandbox', { config })).podSandboxId,
+    createContainer: async (podSandboxId, config, sandboxConfig) =>
+      (await call<{ containerId: string }>('createContainer', { podSandboxId, config, sandboxConfig })).containerId,
+    startContainer: async (containerId) => {
+      await call('startContainer', { containerId });
+    },
+    stopContainer: async (containerId, timeout) => {
+      await call('stopContainer', { containerId, timeout });
+    },
+    removeContainer: async (containerId) => {
+      await call('removeContainer', { containerId });
+    },
+    containerStatus: async (containerId) => {
+      const r = await call<{ status: { id: string; metadata: { name: string } | null; state: number; exitCode: number; reason: string; message: string; logPath: string } }>('containerStatus', { containerId });
+      const s = r.status;
+      return { id: s.id, name: s.metadata?.name ?? '', state: s.state, exitCode: s.exitCode, reason: s.reason, message: s.message, logPath: s.logPath };
+    },
+    listContainers: async (podSandboxId) => {
+      const r = await call<{ containers: { id: string; podSandboxId: string; state: number; metadata: { name: string } | null }[] }>('listContainers', { filter: { podSandboxId: podSandboxId ?? '' } });
+      return r.containers.map((x) => ({ id: x.id, sandboxId: x.podSandboxId, name: x.metadata?.name ?? '', state: x.state }));
+    },
+    execSync: async (containerId, cmd, timeout) => {
+      const r = await call<{ stdout: Buffer; stderr: Buffer; exitCode: number }>('execSync', { containerId, cmd, timeout });
+      return { stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8'), exitCode: r.exitCode };
     },
     status: async (id) => {
       const r = await call<{ status: { id: string; state: number; network: { ip: string; additionalIps: { ip: string }[] } | null } }>('podSandboxStatus', { podSandboxId: id });

@@ -12,13 +12,25 @@
  * compaction does: a later watch from an older resourceVersion gets the API server's answer, an
  * ERROR event with a `410 Expired` Status, and must relist. `down()`/`up()` stop and restart the
  * listener on the same port (the state kept), as an API server restart looks to its clients.
- * Requests must carry the bearer token of the kubeconfig it writes; every request is counted by
- * resource and kind, so tests can count API round trips.
+ * Requests must carry the bearer token of the kubeconfig it writes (FAKE_KUBE_TOKEN, also the
+ * service account token a pod is given); every request is counted by resource and kind, so
+ * tests can count API round trips. Plain HTTP on 127.0.0.1 by default; with `tls` it serves
+ * HTTPS (what a pod's in-cluster config speaks) on `host`.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 
 const TOKEN = 'fake-kube-token';
+/** The bearer token every request must carry. */
+export const FAKE_KUBE_TOKEN = TOKEN;
+
+export interface FakeKubeOptions {
+  /** Serve HTTPS with this certificate and key (PEM). */
+  readonly tls?: { readonly cert: string; readonly key: string };
+  /** The address to listen on (default 127.0.0.1). */
+  readonly host?: string;
+}
 
 export interface FakeNode {
   apiVersion: 'v1';
@@ -85,8 +97,9 @@ export interface RequestCounts {
 }
 
 export interface FakeKubeApiServer {
-  /** `http://127.0.0.1:PORT`. */
+  /** `http://127.0.0.1:PORT` (`https://HOST:PORT` with TLS). */
   readonly url: string;
+  readonly port: number;
   /** Every PATCH received, in order. */
   readonly patches: readonly PatchRecord[];
   /** Writes a kubeconfig naming this server (with its token) to `path`. */
@@ -195,7 +208,7 @@ function nodeSelector(url: URL): { node: string | undefined } | { error: string 
 }
 
 /** Starts the server on a free loopback port. */
-export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
+export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Promise<FakeKubeApiServer> {
   const nodes = new Map<string, FakeNode>();
   const pods = new Map<string, FakePod>();
   const namespaces = new Map<string, FakeNamespace>();
@@ -363,12 +376,14 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
     watchers.clear();
   };
 
-  const server = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((e: Error) => status(res, 500, 'InternalError', e.message));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  };
+  const server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, serve) : createServer(serve);
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as { port: number }).port;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let listening = true;
   const stop = async (): Promise<void> => {
     if (!listening) return;
@@ -381,6 +396,7 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
 
   return {
     url,
+    port,
     patches,
     writeKubeconfig(path) {
       writeFileSync(
@@ -518,7 +534,7 @@ export async function startFakeKubeApiServer(): Promise<FakeKubeApiServer> {
       if (listening) return;
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, '127.0.0.1', () => {
+        server.listen(port, host, () => {
           server.off('error', reject);
           resolve();
         });

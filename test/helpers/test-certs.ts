@@ -71,3 +71,14 @@ export function etcdTlsWith(certs: TestCerts) {
     client: { certFile: certs.clientCert, keyFile: certs.clientKey },
   } as const;
 }
+
+/** A CA and a server certificate for `ip` (an IP SAN, as a pod reaches the API server by its Service address). */
+export function makeServerCertForIp(dir: string, ip: string): { caFile: string; certFile: string; keyFile: string } {
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl(dir, ['req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=podipam test kube CA',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  writeFileSync(join(dir, 'server.ext'), `subjectAltName=IP:${ip},DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`);
+  openssl(dir, ['req', '-new', ...key, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=kube-apiserver']);
+  openssl(dir, ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext']);
+  return { caFile: join(dir, 'ca.crt'), certFile: join(dir, 'server.crt'), keyFile: join(dir, 'server.key') };
+}
