@@ -143,6 +143,8 @@ test('deploy/ on containerd as kubelet runs it: etcd, serve, the agent DaemonSet
   cleanups.push(() => netns.remove());
   const rt = await startContainerd({}, { netns: netns.name, mounts: hostPaths });
   cleanups.push(() => rt.stop());
+  // The runtime's own socket, which the agent lists sandboxes through (runtime reconciliation).
+  hostPaths['/run/containerd/containerd.sock'] = rt.socket;
   importImageArchive(rt.socket, image.archive);
   const etcdRef = String((objects.find((o) => o.kind === 'StatefulSet') as unknown as { spec: { template: { spec: { containers: { image: string }[] } } } }).spec.template.spec.containers[0]!.image);
   importFilesImage(join(work.path, 'etcd-image'), rt.socket, { ...standInEtcdImage(normalizeRef(etcdRef)) });
