@@ -128,6 +128,14 @@ export function registerServe(program: Command): void {
       // Loopback without tokens: reads are open, writes need the per-install token.
       if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };
       const logger = await cliLogger(cmd, 'serve');
+      // The signals are ours before the port answers: a SIGTERM while serve is still starting (a
+      // rolling update right after a start) stops it cleanly once it has started.
+      let signalled: string | undefined;
+      let onSignal = (sig: string): void => void (signalled = sig);
+      const onInt = (): void => onSignal('SIGINT');
+      const onTerm = (): void => onSignal('SIGTERM');
+      process.on('SIGINT', onInt);
+      process.on('SIGTERM', onTerm);
       const { startServer } = await import('../server/start-server.js');
       const server = await startServer({
         host,
@@ -164,16 +172,13 @@ export function registerServe(program: Command): void {
       const tokenNote = tokens.admin ? ' (with $PODIPAM_ADMIN_TOKEN set to the admin token)' : '';
       out.write(`Try: ${[podipam, 'simulate', ...simArgs].join(' ')} --nodes 20 --pods 600 --churn 0.2${tokenNote}\n`);
       await new Promise<void>((resolve) => {
-        const stop = (sig: string): void => {
+        onSignal = (sig: string): void => {
           logger.info({ signal: sig }, `${sig}, shutting down`);
           process.off('SIGINT', onInt);
           process.off('SIGTERM', onTerm);
           resolve();
         };
-        const onInt = (): void => stop('SIGINT');
-        const onTerm = (): void => stop('SIGTERM');
-        process.on('SIGINT', onInt);
-        process.on('SIGTERM', onTerm);
+        if (signalled !== undefined) onSignal(signalled);
       });
       await server.close();
     });
