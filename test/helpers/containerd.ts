@@ -18,11 +18,11 @@
  * snapshotter is overlayfs (its mounts are the node's too; big images are not copied per container).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, readdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CriClient, criClient } from './cri-client.js';
+import { importFilesImage } from './files-image.js';
 import { requireExecutable, requireRoot } from './prereq.js';
 import { makeTempDir, type TempDir } from './tmp.js';
 
@@ -225,59 +225,9 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
   };
 }
 
-/** Builds the pause image (busybox sleeping) as an OCI layout tar and imports it into the k8s.io namespace. */
+/** The pause image (busybox sleeping until signalled, as pause does) built as a files image and imported into k8s.io. */
 function importPauseImage(dir: string, socket: string): void {
-  const layout = join(dir, 'pause-image');
-  const blobs = join(layout, 'blobs', 'sha256');
-  const layerRoot = join(dir, 'pause-layer');
-  mkdirSync(join(layerRoot, 'bin'), { recursive: true });
-  mkdirSync(blobs, { recursive: true });
-  copyFileSync(BUSYBOX, join(layerRoot, 'bin', 'busybox'));
-  const layerTar = join(dir, 'pause-layer.tar');
-  run('tar', ['--owner=0', '--group=0', '--numeric-owner', '-C', layerRoot, '-cf', layerTar, 'bin']);
-  const blob = (bytes: Buffer): { digest: string; size: number } => {
-    const hex = createHash('sha256').update(bytes).digest('hex');
-    writeFileSync(join(blobs, hex), bytes);
-    return { digest: `sha256:${hex}`, size: bytes.length };
-  };
-  const layer = blob(readFileSync(layerTar));
-  const cfg = blob(
-    Buffer.from(
-      JSON.stringify({
-        architecture: process.arch === 'arm64' ? 'arm64' : 'amd64',
-        os: 'linux',
-        // Sleeps until signalled, as pause does: SIGTERM from the runtime ends it.
-        config: { Entrypoint: ['/bin/busybox', 'sleep', '2147483647'] },
-        rootfs: { type: 'layers', diff_ids: [layer.digest] },
-      }),
-    ),
-  );
-  const manifest = blob(
-    Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...cfg },
-        layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
-      }),
-    ),
-  );
-  writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
-  writeFileSync(
-    join(layout, 'index.json'),
-    JSON.stringify({
-      schemaVersion: 2,
-      manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': PAUSE_IMAGE, 'io.containerd.image.name': PAUSE_IMAGE } }],
-    }),
-  );
-  const tar = join(dir, 'pause-image.tar');
-  run('tar', ['-C', layout, '-cf', tar, '.']);
-  run('/usr/bin/ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', tar]);
-}
-
-function run(cmd: string, args: readonly string[]): void {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}: ${r.error?.message ?? ''}${r.stderr}`);
+  importFilesImage(join(dir, 'pause-image'), socket, { ref: PAUSE_IMAGE, files: { [BUSYBOX]: '/bin/busybox' }, entrypoint: ['/bin/busybox', 'sleep', '2147483647'] });
 }
 
 /** Kills shims still serving this containerd, unmounts what is left under its dir, removes the dir. */

@@ -19,6 +19,9 @@ function run(cmd: string, args: readonly string[]): string {
 
 /** The shared libraries (and loader) `ldd` lists for `exe`. */
 function libsOf(exe: string): string[] {
+  // A static executable (the pause image's busybox) needs none: ldd says so and exits 1.
+  const r = spawnSync('ldd', [exe], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0 && `${r.stdout}${r.stderr}`.includes('not a dynamic executable')) return [];
   return run('ldd', [exe])
     .split('\n')
     .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
