@@ -72,6 +72,14 @@ test('docs links: every relative link and anchor in README.md, the top-level pag
   assert.deepEqual(problems, [], `broken links:\n${problems.join('\n')}`);
 });
 
+test('docs index: every page of docs/ has its row in docs/README.md', () => {
+  const docs = join(REPO_ROOT, 'docs');
+  const index = readFileSync(join(docs, 'README.md'), 'utf8');
+  const listed = new Set(linksOf(index).map((l) => l.target.split('#')[0]));
+  const unlisted = readdirSync(docs).filter((f) => f.endsWith('.md') && f !== 'README.md' && !listed.has(f));
+  assert.deepEqual(unlisted, [], 'add a row for each of these pages to the Tasks or Reference table of docs/README.md');
+});
+
 test('docs links: no page refers to a folder outside the repository', () => {
   const outside = pages().filter((f) => /\.\.\/shared\b|\/work\//.test(readFileSync(f, 'utf8'))).map((f) => relative(REPO_ROOT, f));
   assert.deepEqual(outside, []);
