@@ -40,8 +40,9 @@ export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
   /**
    * Reconcile this node's allocations with the container runtime (src/reconcile): its CRI
    * `endpoint` is listed every `intervalMs`; an allocation older than `graceMs` that two answers
-   * lack is freed. Judged: the local back end's files under `dataDirs`, and the cluster back
-   * end's records of this node on `datastore` and every datastore a call opened.
+   * lack is freed. Judged: the local back end's files under `dataDirs`, the cluster back
+   * end's records of this node on `datastore` and every datastore a call opened, and the warm
+   * pool's pod rows (freed as its DEL would).
    */
   readonly runtimeReconcile?: { readonly endpoint: string; readonly intervalMs: number; readonly graceMs: number; readonly dataDirs: readonly string[] };
   readonly log: Log;
@@ -112,7 +113,9 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
   }
   // Container ids with an ADD or DEL being served: runtime reconciliation never frees theirs.
   const inFlight = new Map<string, number>();
-  const reconciler = o.runtimeReconcile ? await runtimeReconciler(o, o.runtimeReconcile, cluster, () => new Set(inFlight.keys())) : undefined;
+  const w = warm;
+  const busy = (): ReadonlySet<string> => (w ? new Set([...inFlight.keys(), ...w.inFlight()]) : new Set(inFlight.keys()));
+  const reconciler = o.runtimeReconcile ? await runtimeReconciler(o, o.runtimeReconcile, cluster, busy, w) : undefined;
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
     call: async (env, stdin) => {
@@ -165,22 +168,24 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
   };
 }
 
-/** The runtime reconciliation loop over the local data directories and the cluster datastores in use. */
+/** The runtime reconciliation loop over the local data directories, the cluster datastores in use and the warm pool. */
 async function runtimeReconciler(
   o: AgentMainOptions,
   r: NonNullable<AgentMainOptions['runtimeReconcile']>,
   cluster: ClusterServices,
   inFlight: () => ReadonlySet<string>,
+  warm: WarmService | undefined,
 ): Promise<RuntimeReconciler & { close(): void }> {
-  const [{ RuntimeReconciler }, { criRuntime, criSocketPath }, { localAllocations }, { clusterAllocations }] = await Promise.all([
+  const [{ RuntimeReconciler }, { criRuntime, criSocketPath }, { localAllocations }, { clusterAllocations }, { warmAllocations }] = await Promise.all([
     import('./reconcile/runtime-reconciler.js'),
     import('./reconcile/cri-runtime.js'),
     import('./reconcile/local-allocations.js'),
     import('./reconcile/cluster-allocations.js'),
+    import('./reconcile/warm-allocations.js'),
   ]);
   // Each call bounded: at most the period (a hung runtime delays no pass by more), 1 to 10 s.
   const runtime = criRuntime(criSocketPath('runtime endpoint', r.endpoint), Math.min(10_000, Math.max(1_000, r.intervalMs)));
-  const locals = r.dataDirs.map((d) => localAllocations(d));
+  const locals = [...r.dataDirs.map((d) => localAllocations(d)), ...(warm && o.datastore ? [warmAllocations(o.datastore, warm)] : [])];
   const clusters = new Map<string, AllocationSource>();
   const sources = (): AllocationSource[] => {
     for (const d of new Set([...(o.datastore ? [o.datastore] : []), ...cluster.datastores()])) {

@@ -152,7 +152,7 @@ async function printAt(db: HistoryDb, address: string, at: number, format: Histo
 }
 
 async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: readonly import('../model/history.js').HistoryGap[], empty: string, byPod: boolean): Promise<void> {
-  const { holdJson, gapJson, gapSentence, podText, timeText } = await import('../history/format-history.js');
+  const { holdJson, gapJson, gapSentence, podText, timeText, evidenceText } = await import('../history/format-history.js');
   if (format === 'jsonl') return writeLines(holds.map((h) => exactJson(holdJson(h))));
   if (printData(format, { items: holds.map(holdJson), gaps: gaps.map(gapJson) })) return;
   const wide = format === 'wide';
@@ -162,7 +162,7 @@ async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: r
       ...(byPod ? [{ header: 'ADDRESS', value: (h: Hold) => h.address }] : []),
       { header: 'FROM', value: (h) => timeText(h.from) },
       { header: 'UNTIL', value: (h) => (h.until ? timeText(h.until) : 'still held') },
-      { header: 'WHY', value: (h) => h.until?.why },
+      { header: 'WHY', value: (h) => (h.until?.evidence ? `${h.until.why} (${evidenceText(h.until.evidence)})` : h.until?.why) },
       { header: 'POD', value: (h) => podText(h) },
       { header: 'UID', value: (h) => h.pod?.uid },
       { header: 'CONTAINER', value: (h) => (wide ? h.containerId : h.containerId?.slice(0, 12)) },
@@ -178,7 +178,7 @@ async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: r
 }
 
 async function printExport(db: HistoryDb, format: HistoryFormat, since: number, until: number | undefined, limit: number | undefined): Promise<void> {
-  const { recordJson, recordTime, timeText } = await import('../history/format-history.js');
+  const { recordJson, recordTime, timeText, evidenceText } = await import('../history/format-history.js');
   const { formatTime } = await import('../history/parse-time.js');
   function* records(): Iterable<HistoryRecord> {
     for (const r of db.records(since, limit)) {
@@ -198,7 +198,7 @@ async function printExport(db: HistoryDb, format: HistoryFormat, since: number, 
     { header: 'ADDRESS', value: (r) => (r.event === 'gap' ? undefined : r.address) },
     { header: 'POD', value: (r) => (r.event === 'gap' || !r.pod ? undefined : `${r.pod.namespace}/${r.pod.name}`) },
     { header: 'NODE', value: (r) => (r.event === 'gap' ? undefined : r.node) },
-    { header: 'WHY', value: (r) => (r.event === 'released' ? r.why : r.event === 'gap' ? `from ${formatTime(r.from)}: ${r.cause}` : undefined) },
+    { header: 'WHY', value: (r) => (r.event === 'released' ? (r.evidence ? `${r.why} (${evidenceText(r.evidence)})` : r.why) : r.event === 'gap' ? `from ${formatTime(r.from)}: ${r.cause}` : undefined) },
     ...(wide
       ? [
           { header: 'UID', value: (r: HistoryRecord) => (r.event === 'gap' ? undefined : r.pod?.uid) },

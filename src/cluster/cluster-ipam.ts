@@ -13,7 +13,7 @@
  * means the outcome of the last write is unknown; every operation is safe to repeat.
  */
 import type { Addr, Prefix } from '../ip/index.js';
-import type { ReleaseReason } from '../model/history.js';
+import type { ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { AllocationFilter, AllocationPage, BlockAllocations } from './allocations.js';
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
@@ -55,6 +55,8 @@ export interface ClusterIpamOptions {
   readonly writer?: string;
   /** Why this instance's releases happen, stamped on each (default: DEL). See withReason. */
   readonly why?: ReleaseReason;
+  /** What those releases rest on (runtime reconciliation's proof), stamped with `why`. */
+  readonly evidence?: ReleaseEvidence;
 }
 
 export class ClusterIpam {
@@ -74,12 +76,14 @@ export class ClusterIpam {
       now: options.now ?? (() => new Date()),
       writer: options.writer ?? 'podipam',
       ...(options.why === undefined ? {} : { why: options.why }),
+      ...(options.evidence === undefined ? {} : { evidence: options.evidence }),
     };
   }
 
-  /** The same service (store, hints, writer) whose releases are stamped with `why` in the history. */
-  withReason(why: ReleaseReason): ClusterIpam {
-    return new ClusterIpam(this.#ctx.store, { ...this.#options, cache: this.#ctx.cache, why });
+  /** The same service (store, hints, writer) whose releases are stamped with `why` (and `evidence`) in the history. */
+  withReason(why: ReleaseReason, evidence?: ReleaseEvidence): ClusterIpam {
+    const { evidence: _, ...options } = this.#options;
+    return new ClusterIpam(this.#ctx.store, { ...options, cache: this.#ctx.cache, why, ...(evidence ? { evidence } : {}) });
   }
 
   /** The same service (store, hints, reason) whose transactions are stamped as `writer`'s (an agent serving a node: the node's name). */

@@ -16,8 +16,12 @@
  * `keys` carries per-record times and reasons for a transaction that settles many attachments at
  * once (the warm pool's write-behind: each pod record's DEL time, and a record whose put was folded
  * away because its DEL came before the flush, so that hold is not lost from the history).
+ *
+ * `evidence` (top level, or per key) is what a `runtime-absent` release rests on — the runtime's
+ * two answers' times, the container id, the age (model/history.ts's ReleaseEvidence and its
+ * codec) — so the history shows the proof with the release.
  */
-import { type ReleaseReason, isReleaseReason } from '../model/history.js';
+import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../model/history.js';
 import type { Op } from '../store/index.js';
 import { CorruptRecordError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
@@ -33,6 +37,7 @@ export const STAMP_PREFIX = 'stamps/';
 export interface StampedKey {
   readonly at: number;
   readonly why: ReleaseReason;
+  readonly evidence?: ReleaseEvidence;
   readonly value?: string;
 }
 
@@ -41,6 +46,8 @@ export interface Stamp {
   readonly at: number;
   /** Why the addresses this transaction frees were released (absent: it frees none by intent). */
   readonly why?: ReleaseReason;
+  /** What a runtime-absent release rests on (the context's, ClusterIpam.withReason). */
+  readonly evidence?: ReleaseEvidence;
   /** Per record key (write-behind batches): when and why each was deleted. */
   readonly keys?: Readonly<Record<string, StampedKey>>;
 }
@@ -52,7 +59,10 @@ export function stampKey(writer: string): string {
 export function encodeStamp(s: Stamp): string {
   const o: Record<string, unknown> = { at: s.at };
   if (s.why !== undefined) o.why = s.why;
-  if (s.keys !== undefined && Object.keys(s.keys).length > 0) o.keys = s.keys;
+  if (s.evidence !== undefined) o.evidence = encodeReleaseEvidence(s.evidence);
+  if (s.keys !== undefined && Object.keys(s.keys).length > 0) {
+    o.keys = Object.fromEntries(Object.entries(s.keys).map(([k, v]) => [k, v.evidence === undefined ? v : { ...v, evidence: encodeReleaseEvidence(v.evidence) }]));
+  }
   return JSON.stringify(o);
 }
 
@@ -68,6 +78,13 @@ export function decodeStamp(key: string, value: string): Stamp {
   const r = o as Record<string, unknown>;
   if (typeof r.at !== 'number' || !Number.isFinite(r.at)) throw new CorruptRecordError(key, `field "at" is ${JSON.stringify(r.at)}`);
   if (r.why !== undefined && !isReleaseReason(r.why)) throw new CorruptRecordError(key, `field "why" is ${JSON.stringify(r.why)}`);
+  const evidenceOf = (field: string, v: unknown): ReleaseEvidence | undefined => {
+    if (v === undefined) return undefined;
+    const e = decodeReleaseEvidence(v);
+    if (typeof e === 'string') throw new CorruptRecordError(key, `field ${field}: ${e}`);
+    return e;
+  };
+  const evidence = evidenceOf('"evidence"', r.evidence);
   let keys: Record<string, StampedKey> | undefined;
   if (r.keys !== undefined) {
     if (typeof r.keys !== 'object' || r.keys === null) throw new CorruptRecordError(key, 'field "keys" is not an object');
@@ -77,10 +94,11 @@ export function decodeStamp(key: string, value: string): Stamp {
       if (typeof e !== 'object' || e === null || typeof e.at !== 'number' || !isReleaseReason(e.why) || (e.value !== undefined && typeof e.value !== 'string')) {
         throw new CorruptRecordError(key, `keys[${JSON.stringify(k)}] is ${JSON.stringify(v)}`);
       }
-      keys[k] = e.value === undefined ? { at: e.at, why: e.why } : { at: e.at, why: e.why, value: e.value };
+      const ev = evidenceOf(`keys[${JSON.stringify(k)}].evidence`, e.evidence);
+      keys[k] = { at: e.at, why: e.why, ...(ev ? { evidence: ev } : {}), ...(e.value === undefined ? {} : { value: e.value }) };
     }
   }
-  return { at: r.at, ...(r.why === undefined ? {} : { why: r.why }), ...(keys ? { keys } : {}) };
+  return { at: r.at, ...(r.why === undefined ? {} : { why: r.why }), ...(evidence ? { evidence } : {}), ...(keys ? { keys } : {}) };
 }
 
 /** The stamp of a transaction that frees addresses: the context's reason, else `fallback` (the operation's own: DEL, CNI GC, …). */
@@ -96,6 +114,7 @@ export function plainStampOp(ctx: IpamContext, keys?: Readonly<Record<string, St
 
 /** The stamp op a transaction of `ctx` appends: now, `why` (default: the context's reason). */
 export function stampOp(ctx: IpamContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
-  const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(keys ? { keys } : {}) };
+  const evidence = why !== undefined && why === ctx.why ? ctx.evidence : undefined;
+  const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(evidence ? { evidence } : {}), ...(keys ? { keys } : {}) };
   return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
 }

@@ -1,5 +1,5 @@
 /** What every cluster IPAM operation runs with. */
-import type { ReleaseReason } from '../model/history.js';
+import type { ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { Store } from '../store/index.js';
 import type { ViewCache } from './view-cache.js';
 
@@ -15,6 +15,8 @@ export interface IpamContext {
   readonly writer: string;
   /** Why this context's releases happen (the stamp's `why`); absent: DEL. See ClusterIpam.withReason. */
   readonly why?: ReleaseReason;
+  /** What this context's releases rest on (runtime reconciliation's proof), stamped with `why`. */
+  readonly evidence?: ReleaseEvidence;
 }
 
 /** Calico's datastoreRetries. */

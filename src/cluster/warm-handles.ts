@@ -7,7 +7,7 @@
  * reservations, config): such a write is refused before anything is written.
  */
 import { commitWrite } from './gate/index.js';
-import type { ReleaseReason } from '../model/history.js';
+import type { ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { Entry, Op } from '../store/index.js';
 import { STAMP_PREFIX, type StampedKey, plainStampOp } from './history-stamp.js';
 import { loadSnapshot } from './cluster-snapshot.js';
@@ -18,12 +18,13 @@ import type { IpRangeSet } from '../ip/index.js';
 import { nodeKey } from '../model/node-record.js';
 import { labelsOf } from './node-headroom-load.js';
 
-/** One record write: `value` undefined deletes the key — at `at` (ms; default now) for `why` (default: the service's reason, else DEL). */
+/** One record write: `value` undefined deletes the key — at `at` (ms; default now) for `why` (default: the service's reason, else DEL), with `evidence` for a runtime-absent one. */
 export interface WarmRecordWrite {
   readonly key: string;
   readonly value: string | undefined;
   readonly at?: number;
   readonly why?: ReleaseReason;
+  readonly evidence?: ReleaseEvidence;
 }
 
 const OWN = [POOL_PREFIX, BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX, RESERVATION_PREFIX, IPSET_PREFIX, STAMP_PREFIX];
@@ -73,7 +74,7 @@ export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRe
     if (w.value === undefined) {
       const before = last.get(key);
       const deletedAlready = last.has(key) && before === undefined;
-      if (!deletedAlready) keys[key] = { at: w.at ?? ctx.now().getTime(), why: w.why ?? ctx.why ?? 'del', ...(before !== undefined ? { value: before } : {}) };
+      if (!deletedAlready) keys[key] = { at: w.at ?? ctx.now().getTime(), why: w.why ?? ctx.why ?? 'del', ...(w.evidence ? { evidence: w.evidence } : {}), ...(before !== undefined ? { value: before } : {}) };
     }
     last.set(key, w.value);
   }

@@ -21,7 +21,7 @@ import { decodeStamp, STAMP_PREFIX, type Stamp } from '../cluster/history-stamp.
 import { BLOCK_PREFIX, HANDLE_PREFIX, parseBlockKey, POOL_PREFIX } from '../cluster/keys.js';
 import { decodePool, type Pool } from '../cluster/pool-record.js';
 import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf, type Prefix, tryParseAddr } from '../ip/index.js';
-import type { HistoryTime, Hold, HolderInfo, ReleaseReason } from '../model/history.js';
+import type { HistoryTime, Hold, HolderInfo, ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { PodRef } from '../model/pod-ref.js';
 import { isWarmHandle, POD_RECORD_PREFIX } from '../model/reserved-network.js';
 import type { Entry, WatchEvent } from '../store/index.js';
@@ -103,6 +103,7 @@ export class HoldState {
     const at = stamp ? stamp.at : Math.max(seenAt, earliest);
     const time: HistoryTime = stamp || !(earliest < at) ? { at } : { at, earliest };
     const why: ReleaseReason = stamp ? (stamp.why ?? 'del') : 'unknown';
+    const evidence = stamp?.evidence;
     Object.assign(out, { at, after: stamp ? at : earliest });
 
     const revAttrs = new Map<string, HandleAttrs>();
@@ -132,7 +133,7 @@ export class HoldState {
       if (!ref) continue;
       const k = stamp?.keys?.[e.key];
       const until: HistoryTime = k ? { at: k.at } : time;
-      for (const addr of this.#addressesOf(ref.handle, ref.node)) this.#end(out.ends, addr, until, k ? k.why : why);
+      for (const addr of this.#addressesOf(ref.handle, ref.node)) this.#end(out.ends, addr, until, k ? k.why : why, k ? k.evidence : evidence);
     }
 
     // Blocks: diff each block's allocations against the open holds of its addresses.
@@ -140,7 +141,7 @@ export class HoldState {
       if (!e.key.startsWith(BLOCK_PREFIX)) continue;
       if (e.type === 'delete') {
         const cidr = parseBlockKey(e.key);
-        if (cidr) this.#diffBlock(cidr, new Map(), null, revAttrs, time, why, out);
+        if (cidr) this.#diffBlock(cidr, new Map(), null, revAttrs, time, why, out, evidence);
         continue;
       }
       let block;
@@ -150,7 +151,7 @@ export class HoldState {
         problems.push((err as Error).message);
         continue;
       }
-      this.#diffBlock(block.cidr, block.allocations, block.affinity, revAttrs, time, why, out);
+      this.#diffBlock(block.cidr, block.allocations, block.affinity, revAttrs, time, why, out, evidence);
     }
 
     // Pod records put: the pod holds what its record names, from `since`.
@@ -160,7 +161,7 @@ export class HoldState {
       if (!rec) continue;
       // A put after a delete in one write-behind batch: the record's earlier value ended at the delete.
       const k = stamp?.keys?.[e.key];
-      if (k) for (const addr of this.#addressesOf(rec.handle, rec.node)) this.#end(out.ends, addr, { at: k.at }, k.why);
+      if (k) for (const addr of this.#addressesOf(rec.handle, rec.node)) this.#end(out.ends, addr, { at: k.at }, k.why, k.evidence);
       const named = new Set(rec.addrs);
       for (const addr of this.#addressesOf(rec.handle, rec.node)) if (!named.has(addr)) this.#end(out.ends, addr, time, why);
       const from: HistoryTime = rec.since !== undefined ? { at: rec.since } : time;
@@ -179,7 +180,7 @@ export class HoldState {
       if (!rec) continue;
       for (const addr of rec.addrs) {
         const start: HoldStart = { ...this.#podHolder(rec, addr), from: rec.since !== undefined ? { at: rec.since } : { at: k.at } };
-        out.pairs.push({ start, end: { address: addr, handle: rec.handle, until: { at: k.at }, why: k.why } });
+        out.pairs.push({ start, end: { address: addr, handle: rec.handle, until: { at: k.at }, why: k.why, ...(k.evidence ? { evidence: k.evidence } : {}) } });
       }
     }
 
@@ -209,7 +210,7 @@ export class HoldState {
     return out;
   }
 
-  #diffBlock(cidr: Prefix, allocations: ReadonlyMap<number, string>, affinity: string | null, revAttrs: ReadonlyMap<string, HandleAttrs>, time: HistoryTime, why: ReleaseReason, out: DerivedChanges): void {
+  #diffBlock(cidr: Prefix, allocations: ReadonlyMap<number, string>, affinity: string | null, revAttrs: ReadonlyMap<string, HandleAttrs>, time: HistoryTime, why: ReleaseReason, out: DerivedChanges, evidence?: ReleaseEvidence): void {
     const blockText = formatPrefix(cidr);
     const seen = new Set<string>();
     for (const [ord, handle] of allocations) {
@@ -219,7 +220,7 @@ export class HoldState {
       // A warm handle's address is held by the pod whose record names it (or by nobody): leave that hold alone.
       if (isWarmHandle(handle)) continue;
       if (cur?.handle === handle) continue;
-      if (cur) this.#end(out.ends, addr, time, why);
+      if (cur) this.#end(out.ends, addr, time, why, evidence);
       const attrs = revAttrs.get(handle) ?? this.#attrs.get(handle);
       if (attrs?.stickyUntil !== undefined || (attrs === undefined && handle.startsWith(STICKY_ID_PREFIX))) continue; // a sticky hold: nobody's
       out.starts.push(this.#start(holderOfHandle(addr, handle, attrs, affinity, blockText, this.#poolOf(addrOf(cidr, ord))), time));
@@ -229,7 +230,7 @@ export class HoldState {
       const a = tryParseAddr(addr);
       return a !== undefined && prefixContains(cidr, a);
     })];
-    for (const addr of inBlock) if (!seen.has(addr)) this.#end(out.ends, addr, time, why);
+    for (const addr of inBlock) if (!seen.has(addr)) this.#end(out.ends, addr, time, why, evidence);
   }
 
   #podHolder(rec: PodRecord, addr: string): HolderInfo {
@@ -263,7 +264,8 @@ export class HoldState {
     inBlock.add(h.address);
   }
 
-  #end(ends: HoldEnd[], address: string, until: HistoryTime, why: ReleaseReason): void {
+  /** `evidence` goes with the end only when it names the hold's container (a stamp's proof is about one attachment). */
+  #end(ends: HoldEnd[], address: string, until: HistoryTime, why: ReleaseReason, evidence?: ReleaseEvidence): void {
     const h = this.#byAddress.get(address);
     if (!h) return;
     this.#byAddress.delete(address);
@@ -273,7 +275,8 @@ export class HoldState {
     const inBlock = this.#byBlock.get(h.block ?? '');
     inBlock?.delete(address);
     if (inBlock?.size === 0) this.#byBlock.delete(h.block ?? '');
-    ends.push({ address, handle: h.handle, until, why });
+    const proof = evidence !== undefined && h.containerId === evidence.containerId ? evidence : undefined;
+    ends.push({ address, handle: h.handle, until, why, ...(proof ? { evidence: proof } : {}) });
   }
 }
 

@@ -4,7 +4,7 @@
  * history did) is shown as that interval — `{"exact": false, "earliest": A, "at": B}` in JSON,
  * "between A and B" in text — never as one instant. Pure.
  */
-import type { HistoryGap, HistoryTime, Hold, HolderAt, HolderInfo } from '../model/history.js';
+import type { HistoryGap, HistoryTime, Hold, HolderAt, HolderInfo, ReleaseEvidence } from '../model/history.js';
 import type { HistoryRecord } from './history-db.js';
 import { formatTime } from './parse-time.js';
 
@@ -28,13 +28,24 @@ function holderJson(h: HolderInfo): Record<string, unknown> {
   return out;
 }
 
-/** One hold: the holder, `from`, `until` (null: still held) and `why` (null while held). */
+/** A release's evidence (runtime-absent): the container id, the two answers' times (RFC 3339), the age at the earlier (ms). */
+export function evidenceJson(e: ReleaseEvidence): { containerId: string; lists: [string, string]; ageMs: number } {
+  return { containerId: e.containerId, lists: [formatTime(e.lists[0]), formatTime(e.lists[1])], ageMs: e.ageMs };
+}
+
+/** The evidence in words. */
+export function evidenceText(e: ReleaseEvidence): string {
+  return `the runtime listed no sandbox ${e.containerId} at ${formatTime(e.lists[0])} nor at ${formatTime(e.lists[1])}; ${Math.round(e.ageMs / 1000)} s old then`;
+}
+
+/** One hold: the holder, `from`, `until` (null: still held), `why` (null while held) and, for a runtime-absent release, its `evidence`. */
 export function holdJson(h: Hold): Record<string, unknown> {
   return {
     ...holderJson(h),
     from: timeJson(h.from),
     until: h.until ? timeJson(h.until) : null,
     why: h.until?.why ?? null,
+    ...(h.until?.evidence ? { evidence: evidenceJson(h.until.evidence) } : {}),
     stillHeld: h.until === undefined,
   };
 }
@@ -57,7 +68,7 @@ export function recordTime(r: HistoryRecord): number {
 export function recordJson(r: HistoryRecord): Record<string, unknown> {
   if (r.event === 'gap') return { event: 'gap', ...gapJson(r) };
   const time = timeJson(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest });
-  return { event: r.event, time, ...holderJson(r), ...(r.event === 'released' ? { why: r.why } : {}) };
+  return { event: r.event, time, ...holderJson(r), ...(r.event === 'released' ? { why: r.why, ...(r.evidence ? { evidence: evidenceJson(r.evidence) } : {}) } : {}) };
 }
 
 /** `ns/name` of a holder, or undefined. */
@@ -74,7 +85,7 @@ export function holdSentence(h: Hold): string {
   if (h.network) parts.push(`network ${h.network}`);
   if (h.node) parts.push(`on node ${h.node}`);
   if (h.pool) parts.push(`pool ${h.pool}`);
-  const span = `from ${timeText(h.from)} ${h.until ? `until ${timeText(h.until)} (released: ${h.until.why})` : '(still held)'}`;
+  const span = `from ${timeText(h.from)} ${h.until ? `until ${timeText(h.until)} (released: ${h.until.why}${h.until.evidence ? `: ${evidenceText(h.until.evidence)}` : ''})` : '(still held)'}`;
   return `${parts.join(', ')}; ${span}`;
 }
 

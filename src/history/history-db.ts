@@ -9,7 +9,7 @@
  * position it reached, in one SQLite transaction — a crash leaves the store at the previous
  * position, never half a batch, and the follower resumes from `position().revision + 1`.
  */
-import type { HistoryGap, HistoryTime, Hold, HolderAt, HolderInfo, ReleaseReason } from '../model/history.js';
+import type { HistoryGap, HistoryTime, Hold, HolderAt, HolderInfo, ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { UsageCounts } from './usage-series.js';
 
 /** An address became held. */
@@ -23,6 +23,8 @@ export interface HoldEnd {
   readonly handle: string;
   readonly until: HistoryTime;
   readonly why: ReleaseReason;
+  /** What a `runtime-absent` release rested on (the writer's stamp). */
+  readonly evidence?: ReleaseEvidence;
 }
 
 /** Where the follower is: the datastore it follows and the last revision applied. */
@@ -57,7 +59,7 @@ export interface TimeRange {
 /** One line of the export (`podipam ipam history --since T -o jsonl`), in time order. */
 export type HistoryRecord =
   | ({ readonly event: 'assigned'; readonly at: number; readonly earliest?: number } & HolderInfo)
-  | ({ readonly event: 'released'; readonly at: number; readonly earliest?: number; readonly why: ReleaseReason } & HolderInfo)
+  | ({ readonly event: 'released'; readonly at: number; readonly earliest?: number; readonly why: ReleaseReason; readonly evidence?: ReleaseEvidence } & HolderInfo)
   | ({ readonly event: 'gap' } & HistoryGap);
 
 export interface HistoryDb {

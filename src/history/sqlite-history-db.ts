@@ -25,7 +25,7 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { formatAddr, tryParseAddr } from '../ip/addr.js';
 import type { Failure } from '../model/failure.js';
-import type { HistoryGap, HistoryTime, Hold, HolderAt, ReleaseReason } from '../model/history.js';
+import { type HistoryGap, type HistoryTime, type Hold, type HolderAt, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence } from '../model/history.js';
 import type { FollowPosition, HistoryBatch, HistoryDb, HistoryRecord, HoldEnd, HoldStart, TimeRange } from './history-db.js';
 import { HISTORY_KIND, HISTORY_SCHEMA, HISTORY_SCHEMA_VERSION } from './history-schema.js';
 import { holderAtOf } from './holder-at.js';
@@ -94,6 +94,7 @@ interface HoldRow {
   until_at: number | null;
   until_earliest: number | null;
   why: string | null;
+  evidence: string | null;
 }
 interface GapRow {
   from_at: number;
@@ -107,8 +108,17 @@ interface RecordRow extends HoldRow {
   id: number;
 }
 
-const HOLD_COLUMNS =
-  'address, handle, pod_ns, pod_name, pod_uid, container_id, ifname, network, node, pool, block, from_at, from_earliest, until_at, until_earliest, why';
+/** The holds' columns read; a file written before `evidence` existed, opened read-only, reads NULL there. */
+function holdColumns(hasEvidence: boolean): string {
+  return `address, handle, pod_ns, pod_name, pod_uid, container_id, ifname, network, node, pool, block, from_at, from_earliest, until_at, until_earliest, why, ${hasEvidence ? 'evidence' : 'NULL AS evidence'}`;
+}
+
+/** Columns added to `holds` since schema version 1 was first written: added in place on a writable open (NULL in older rows). */
+const ADDED_HOLD_COLUMNS = [{ column: 'evidence', type: 'TEXT' }] as const;
+
+function hasColumn(db: Database, column: string): boolean {
+  return (db.pragma('table_info(holds)') as { name: string }[]).some((c) => c.name === column);
+}
 
 /** The canonical text of an address (the form rows are kept and looked up in); other text as given. */
 export function canonicalAddress(text: string): string {
@@ -128,7 +138,10 @@ function holdOfRow(r: HoldRow): Hold {
   if (r.block !== null) h.block = r.block;
   if (r.until_at !== null) {
     const why = (r.why ?? 'unknown') as ReleaseReason;
-    h.until = r.until_earliest === null ? { at: r.until_at, why } : { at: r.until_at, earliest: r.until_earliest, why };
+    // Evidence that does not decode (a hand-edited file) is left out, never guessed.
+    const decoded = r.evidence === null ? undefined : decodeReleaseEvidence(r.evidence);
+    const evidence = decoded === undefined || typeof decoded === 'string' ? {} : { evidence: decoded };
+    h.until = r.until_earliest === null ? { at: r.until_at, why, ...evidence } : { at: r.until_at, earliest: r.until_earliest, why, ...evidence };
   }
   return h;
 }
@@ -184,7 +197,7 @@ class SqliteHistoryDb implements HistoryDb {
     this.path = path;
     this.#db = db;
     this.#readonly = readonly;
-    this.#st = prepare(db);
+    this.#st = prepare(db, hasColumn(db, 'evidence'));
     this.#apply = db.transaction((b: HistoryBatch) => this.#applyIn(b));
     this.#read = db.transaction((fn: () => unknown) => fn());
   }
@@ -233,6 +246,10 @@ class SqliteHistoryDb implements HistoryDb {
         }
       }
       checkKind(db, fail);
+      if (!readonly) {
+        const opened = db;
+        for (const c of ADDED_HOLD_COLUMNS) if (!hasColumn(opened, c.column)) opened.exec(`ALTER TABLE holds ADD COLUMN ${c.column} ${c.type}`);
+      }
       return new SqliteHistoryDb(file, db, readonly);
     } catch (e) {
       db?.close();
@@ -282,12 +299,13 @@ class SqliteHistoryDb implements HistoryDb {
     const st = this.#st;
     const address = canonicalAddress(e.address);
     const earliest = e.until.earliest ?? null;
-    if (st.end.run(e.until.at, earliest, e.why, address, e.handle).changes > 0) return;
+    const evidence = e.evidence === undefined ? null : JSON.stringify(encodeReleaseEvidence(e.evidence));
+    if (st.end.run(e.until.at, earliest, e.why, evidence, address, e.handle).changes > 0) return;
     if (st.closedAt.get(address, e.handle, e.until.at) !== undefined) return; // a replayed end
     const g = oldestGap();
     const lowest = Math.min(e.until.at, earliest ?? e.until.at);
     const fromEarliest = g !== null && g <= lowest ? g : Math.min(0, lowest);
-    st.putHold.run(address, e.handle, null, null, null, null, null, null, null, null, null, fromEarliest, e.until.at, fromEarliest, e.until.at, earliest, e.why);
+    st.putHold.run(address, e.handle, null, null, null, null, null, null, null, null, null, fromEarliest, e.until.at, fromEarliest, e.until.at, earliest, e.why, evidence);
   }
 
   #start(s: HoldStart): void {
@@ -308,6 +326,7 @@ class SqliteHistoryDb implements HistoryDb {
       earliest ?? s.from.at,
       s.from.at,
       earliest,
+      null,
       null,
       null,
       null,
@@ -438,22 +457,26 @@ function recordOfRow(r: RecordRow): HistoryRecord {
   const { from: _from, until, ...info } = holdOfRow(r);
   if (r.k === 1) return r.from_earliest === null ? { event: 'assigned', at: r.from_at, ...info } : { event: 'assigned', at: r.from_at, earliest: r.from_earliest, ...info };
   const u = until!;
-  return u.earliest === undefined ? { event: 'released', at: u.at, why: u.why, ...info } : { event: 'released', at: u.at, earliest: u.earliest, why: u.why, ...info };
+  const evidence = u.evidence ? { evidence: u.evidence } : {};
+  return u.earliest === undefined ? { event: 'released', at: u.at, why: u.why, ...evidence, ...info } : { event: 'released', at: u.at, earliest: u.earliest, why: u.why, ...evidence, ...info };
 }
 
-function prepare(db: Database) {
+function prepare(db: Database, hasEvidence: boolean) {
   const p = (sql: string): Statement => db.prepare(sql);
+  const HOLD_COLUMNS = holdColumns(hasEvidence);
+  // Writes name `evidence`; only a read-only open of an older file lacks it, and never writes.
+  const w = (sql: string): Statement => (hasEvidence ? p(sql) : p('SELECT NULL WHERE 0'));
   const nulls = Array.from({ length: 11 }, () => 'NULL').join(', ');
   return {
     meta: p('SELECT name, value FROM meta'),
     getMeta: p('SELECT value FROM meta WHERE name = ?'),
     putMeta: p('INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)'),
-    end: p('UPDATE holds SET until_at = ?, until_earliest = ?, why = ? WHERE address = ? AND handle = ? AND until_at IS NULL'),
+    end: w('UPDATE holds SET until_at = ?, until_earliest = ?, why = ?, evidence = ? WHERE address = ? AND handle = ? AND until_at IS NULL'),
     closedAt: p('SELECT 1 FROM holds WHERE address = ? AND handle = ? AND until_at = ?'),
     oldestGap: p('SELECT min(from_at) AS t FROM gaps'),
     // A start for an (address, handle) already open meets holds_open and is ignored.
-    putHold: p(`INSERT OR IGNORE INTO holds (address, handle, pod_ns, pod_name, pod_uid, container_id, ifname, network, node, pool, block,
-      lo, from_at, from_earliest, until_at, until_earliest, why) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    putHold: w(`INSERT OR IGNORE INTO holds (address, handle, pod_ns, pod_name, pod_uid, container_id, ifname, network, node, pool, block,
+      lo, from_at, from_earliest, until_at, until_earliest, why, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     putGap: p('INSERT INTO gaps (from_at, until_at, cause) VALUES (?, ?, ?)'),
     open: p(`SELECT ${HOLD_COLUMNS} FROM holds WHERE until_at IS NULL ORDER BY address, from_at`),
     // Overlapping [since, until]: began (at the earliest) at or before `until`, not ended by `since`.
@@ -473,7 +496,7 @@ function prepare(db: Database) {
       SELECT 0 AS k, until_at AS t, id, ${HOLD_COLUMNS} FROM holds
         WHERE until_at >= @t AND NOT (until_at = @t AND (0 < @k OR (0 = @k AND id <= @id)))
       UNION ALL
-      SELECT 2 AS k, until_at AS t, id, ${nulls}, from_at, NULL, until_at, NULL, cause FROM gaps
+      SELECT 2 AS k, until_at AS t, id, ${nulls}, from_at, NULL, until_at, NULL, cause, NULL FROM gaps
         WHERE until_at >= @t AND NOT (until_at = @t AND (2 < @k OR (2 = @k AND id <= @id)))
       ORDER BY t, k, id LIMIT @n`),
     // A pool's usage (usage-series.ts): open holds by pool, changes after @since by grid step (t − since) / step rounded up.

@@ -41,6 +41,43 @@ export function isReleaseReason(v: unknown): v is ReleaseReason {
   return typeof v === 'string' && (RELEASE_REASONS as readonly string[]).includes(v);
 }
 
+/**
+ * What a `runtime-absent` release rests on: the runtime's two answers (the times their requests
+ * were sent, ms) that both lacked the container id, and the allocation's age at the earlier one
+ * (a lower bound, ms). Kept with the release in the history (the stamp, the warm pool's queued
+ * delete, the history file) in one form: encodeReleaseEvidence / decodeReleaseEvidence.
+ */
+export interface ReleaseEvidence {
+  readonly containerId: string;
+  readonly lists: readonly [number, number];
+  readonly ageMs: number;
+}
+
+/** The evidence as the plain object every record keeps (JSON: `{"containerId","lists":[t1,t2],"ageMs"}`). */
+export function encodeReleaseEvidence(e: ReleaseEvidence): { containerId: string; lists: [number, number]; ageMs: number } {
+  return { containerId: e.containerId, lists: [e.lists[0], e.lists[1]], ageMs: e.ageMs };
+}
+
+/** The evidence from a record's field (parsed JSON, or its text); a string naming what is wrong otherwise. */
+export function decodeReleaseEvidence(v: unknown): ReleaseEvidence | string {
+  let o = v;
+  if (typeof v === 'string') {
+    try {
+      o = JSON.parse(v);
+    } catch {
+      return `evidence is not JSON: ${JSON.stringify(v.slice(0, 80))}`;
+    }
+  }
+  const r = o as Record<string, unknown> | null;
+  if (typeof r !== 'object' || r === null) return `evidence is ${JSON.stringify(o)}, not an object`;
+  const lists = r.lists;
+  const time = (t: unknown): t is number => typeof t === 'number' && Number.isFinite(t);
+  if (typeof r.containerId !== 'string' || r.containerId === '') return `evidence.containerId is ${JSON.stringify(r.containerId)}`;
+  if (!Array.isArray(lists) || lists.length !== 2 || !time(lists[0]) || !time(lists[1]) || lists[0] > lists[1]) return `evidence.lists is ${JSON.stringify(lists)}, not two times in order`;
+  if (!time(r.ageMs) || r.ageMs < 0) return `evidence.ageMs is ${JSON.stringify(r.ageMs)}`;
+  return { containerId: r.containerId, lists: [lists[0], lists[1]], ageMs: r.ageMs };
+}
+
 /** An instant, exact (`earliest` absent) or known only to lie in (earliest, at]. */
 export interface HistoryTime {
   readonly at: number;
@@ -65,7 +102,8 @@ export interface HolderInfo {
 /** One holding of one address: from its assignment to its release (absent: still held). */
 export interface Hold extends HolderInfo {
   readonly from: HistoryTime;
-  readonly until?: HistoryTime & { readonly why: ReleaseReason };
+  /** The release: when, why, and for a `runtime-absent` one what it rested on. */
+  readonly until?: HistoryTime & { readonly why: ReleaseReason; readonly evidence?: ReleaseEvidence };
 }
 
 /** An interval the history cannot cover; answers about instants inside it are "unknown". */

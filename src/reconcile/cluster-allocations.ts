@@ -1,8 +1,8 @@
 /**
  * The cluster back end's allocations of one node (ClusterIpam.nodeAttachments: the node's
  * handle records naming an attachment), freed by handle while the record is the one listed
- * (ClusterIpam.releaseAttachmentAsSeen, through the write gate), stamped `runtime-absent` in
- * the history.
+ * (ClusterIpam.releaseAttachmentAsSeen, through the write gate), stamped `runtime-absent` with
+ * its evidence in the history.
  */
 import type { ClusterIpam } from '../cluster/index.js';
 import { formatAddr } from '../ip/addr.js';
@@ -37,10 +37,10 @@ export function clusterAllocations(name: string, node: string, run: <T>(fn: (ipa
           }),
         ),
       ),
-    release: (a) =>
+    release: (a, evidence) =>
       run(async (ipam) => {
         const c = a as ClusterAllocation;
-        const released = await ipam.withReason('runtime-absent').releaseAttachmentAsSeen(c.handle, c.rev);
+        const released = await ipam.withReason('runtime-absent', evidence).releaseAttachmentAsSeen(c.handle, c.rev);
         return (released ?? []).map((r) => formatAddr(r.addr));
       }),
   };

@@ -15,6 +15,7 @@
  * neither, its age is unknown and it is never freed. Everything not listed but not proven
  * gone is "suspected", with the reason. No I/O, no clock: `now` is given.
  */
+import type { ReleaseEvidence } from '../model/history.js';
 
 /** One allocation of this node, as a back end reports it. */
 export interface NodeAllocation {
@@ -49,14 +50,8 @@ export interface RuntimeReconcileInput<A extends NodeAllocation> {
   readonly maxPlainDrop?: number;
 }
 
-/** What a release rests on: logged, counted and kept in the status. */
-export interface AbsenceEvidence {
-  readonly containerId: string;
-  /** The two answers (request times, ms) that both lacked the container id. */
-  readonly lists: readonly [number, number];
-  /** The allocation's age at the earlier answer, as a lower bound (ms). */
-  readonly ageMs: number;
-}
+/** What a release rests on: logged, counted, kept in the status and in the history (model/history.ts). */
+export type AbsenceEvidence = ReleaseEvidence;
 
 export type SuspectReason = 'young' | 'one-answer' | 'in-flight' | 'age-unknown' | 'refused';
 

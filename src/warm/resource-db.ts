@@ -15,7 +15,7 @@
 import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { type ReleaseReason, isReleaseReason } from '../model/history.js';
+import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../model/history.js';
 
 /** The better-sqlite3 surface the agent uses (shared with pod-store.ts). */
 export interface Statement {
@@ -83,6 +83,8 @@ export interface PendingWrite {
   readonly at: number;
   /** A delete's reason (the history stamp's); undefined for puts and for deletes queued before the DB had the column. */
   readonly why?: ReleaseReason;
+  /** A `runtime-absent` delete's evidence (the history's). */
+  readonly evidence?: ReleaseEvidence;
 }
 
 const SCHEMA = `
@@ -90,7 +92,7 @@ const SCHEMA = `
     prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, free_at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS pods (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
     ifname TEXT NOT NULL, addrs TEXT NOT NULL, since INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL, why TEXT);
+  CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL, why TEXT, evidence TEXT);
   CREATE TABLE IF NOT EXISTS refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS direct (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
     ifname TEXT NOT NULL, ips TEXT NOT NULL, since INTEGER NOT NULL);
@@ -106,6 +108,8 @@ const SCHEMA = `
 const ADDED_COLUMNS: readonly { readonly table: string; readonly column: string; readonly type: string }[] = [
   // The reason of a queued pod record delete (DEL, CNI GC, warm GC, reconcile): the history stamp's.
   { table: 'writes', column: 'why', type: 'TEXT' },
+  // A runtime-absent delete's evidence (model/history.ts's codec, JSON): the history stamp's.
+  { table: 'writes', column: 'evidence', type: 'TEXT' },
 ];
 
 function migrate(db: Database): void {
@@ -121,7 +125,7 @@ export class ResourceDb {
   readonly #st: Record<string, Statement>;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
-  readonly #removePodTx: (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason) => void;
+  readonly #removePodTx: (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => void;
 
   /** The file was absent or empty at open: whatever it knew is lost (the datastore's records decide). */
   readonly fresh: boolean;
@@ -173,12 +177,12 @@ export class ResourceDb {
       freeAt: p('UPDATE held SET free_at = ? WHERE addr = ?'),
       putPod: p('INSERT OR REPLACE INTO pods (key, network, container_id, ifname, addrs, since) VALUES (?, ?, ?, ?, ?, ?)'),
       delPod: p('DELETE FROM pods WHERE key = ?'),
-      queue: p('INSERT INTO writes (key, value, at, why) VALUES (?, ?, ?, ?)'),
+      queue: p('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
       unqueue: p('DELETE FROM writes WHERE seq <= ?'),
       hasPod: p('SELECT 1 FROM pods WHERE key = ?'),
       allHeld: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt FROM held ORDER BY addr'),
       allPods: p('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
-      pending: p('SELECT seq, key, value, at, why FROM writes ORDER BY seq LIMIT ?'),
+      pending: p('SELECT seq, key, value, at, why, evidence FROM writes ORDER BY seq LIMIT ?'),
       depth: p('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
       allWrites: p('SELECT key, value FROM writes ORDER BY seq'),
       putRefill: p('INSERT OR REPLACE INTO refills (handle, at) VALUES (?, ?)'),
@@ -195,12 +199,12 @@ export class ResourceDb {
     };
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
       this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
-      this.#st.queue!.run(record.key, record.value, pod.since, null);
+      this.#st.queue!.run(record.key, record.value, pod.since, null, null);
     });
-    this.#removePodTx = this.#db.transaction((key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason) => {
+    this.#removePodTx = this.#db.transaction((key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
       this.#st.delPod!.run(key);
       for (const a of addrs) this.#st.freeAt!.run(freeAt, a);
-      this.#st.queue!.run(recordKey, null, now, why);
+      this.#st.queue!.run(recordKey, null, now, why, evidence);
     });
   }
 
@@ -272,9 +276,9 @@ export class ResourceDb {
     this.#addPodTx(pod, record);
   }
 
-  /** A pod let go of its addresses (idle from `freeAt`); the datastore record's delete queued, with its time `now` and reason `why` (the history's). */
-  removePod(key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason): void {
-    this.#removePodTx(key, addrs, freeAt, recordKey, now, why);
+  /** A pod let go of its addresses (idle from `freeAt`); the datastore record's delete queued, with its time `now`, reason `why` and evidence (the history's). */
+  removePod(key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence?: ReleaseEvidence): void {
+    this.#removePodTx(key, addrs, freeAt, recordKey, now, why, evidence === undefined ? null : JSON.stringify(encodeReleaseEvidence(evidence)));
   }
 
   /** A direct attachment recorded (an intent when `ips` is empty), or completed. */
@@ -310,13 +314,18 @@ export class ResourceDb {
 
   /** The oldest `limit` queued writes. */
   pendingWrites(limit: number): PendingWrite[] {
-    return (this.#st.pending!.all(limit) as { seq: number; key: string; value: string | null; at: number; why: string | null }[]).map((r) => ({
-      seq: r.seq,
-      key: r.key,
-      value: r.value ?? undefined,
-      at: r.at,
-      ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
-    }));
+    return (this.#st.pending!.all(limit) as { seq: number; key: string; value: string | null; at: number; why: string | null; evidence: string | null }[]).map((r) => {
+      const evidence = r.value === null && r.evidence !== null ? decodeReleaseEvidence(r.evidence) : undefined;
+      return {
+        seq: r.seq,
+        key: r.key,
+        value: r.value ?? undefined,
+        at: r.at,
+        ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
+        // Undecodable evidence (a hand-edited DB): the delete still goes, its history without it.
+        ...(evidence !== undefined && typeof evidence !== 'string' ? { evidence } : {}),
+      };
+    });
   }
 
   /** The queued writes up to `seq` are in the datastore. */

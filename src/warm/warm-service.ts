@@ -51,7 +51,8 @@ import type { ClusterHost } from '../cluster/cluster-host.js';
 import { silentLog } from '../log/logger.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';
-import { ResourceDb } from './resource-db.js';
+import { type PodRow, ResourceDb } from './resource-db.js';
+import type { ReleaseEvidence } from '../model/history.js';
 import type { WarmOptions } from './warm-options.js';
 import { validateWarmSizing } from './warm-pool-config.js';
 import { WarmDirect } from './warm-direct.js';
@@ -83,6 +84,8 @@ export interface WarmStatus {
   readonly pods: PodTrackerStatus;
   readonly hits: number;
   readonly misses: number;
+  /** Attachments freed by runtime reconciliation (their sandbox gone from the runtime). */
+  readonly runtimeAbsent: number;
   /** Attachments allocated directly on the datastore (annotated pods, warm-direct.ts), now. */
   readonly direct: number;
   /** Direct allocations made, and direct handles released (DEL, GC). */
@@ -107,7 +110,7 @@ export interface WarmStatus {
 }
 
 /** The counters of the parts, as `report()` gives them. */
-export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'directAdds' | 'directReleases' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
+export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'runtimeAbsent' | 'directAdds' | 'directReleases' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
 
 export class WarmService {
   readonly #s: WarmState;
@@ -198,6 +201,23 @@ export class WarmService {
   /** Resolves once the pools are restored; a not-ready WarmError otherwise. */
   status(): Promise<void> {
     return this.#restore.ready();
+  }
+
+  // ---- runtime reconciliation (src/reconcile/warm-allocations.ts) ----
+
+  /** Container ids with an ADD or DEL running in this service now. */
+  inFlight(): ReadonlySet<string> {
+    return this.#verbs.inFlight();
+  }
+
+  /** The attachments the idle queue served (resource DB pod rows, with `since` and the last ADD/DEL of their container id, `touchedAt`); not-ready WarmError before the restore. */
+  podRows(): Promise<(PodRow & { readonly touchedAt?: number })[]> {
+    return this.#verbs.podRows();
+  }
+
+  /** Frees `row` as a DEL would, only while it is as listed and untouched since the evidence's earlier answer (WarmVerbs.releaseAsListed). */
+  releaseAsListed(row: Pick<PodRow, 'key' | 'containerId' | 'since'> & { readonly touchedAt?: number }, evidence: ReleaseEvidence): string[] {
+    return this.#verbs.releaseAsListed(row, evidence);
   }
 
   // ---- runs on demand (tests, benches) ----

@@ -5,12 +5,16 @@
  * pod's into a reservation for its next incarnation); CHECK and GC as the CNI spec asks; the
  * pod GC's release of pods gone from the API server. An attachment whose pod asks for pools,
  * addresses or an ip-set is allocated directly on the datastore instead (warm-direct.ts), and its
- * DEL, CHECK and GC go there too.
+ * DEL, CHECK and GC go there too. Runtime reconciliation (src/reconcile) lists the pod rows,
+ * each with the last ADD or DEL of its container id this process began (a repeated ADD starts
+ * the creation grace again), and frees one as a DEL would (releaseAsListed) only while the row is
+ * the one it judged and no ADD or DEL of that container id began since.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
-import type { ReleaseReason } from '../model/history.js';
+import type { ReleaseEvidence, ReleaseReason } from '../model/history.js';
+import type { PodRow } from './resource-db.js';
 import { hasPlacement } from '../model/placement.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
@@ -23,7 +27,11 @@ export class WarmVerbs {
   readonly #ready: () => Promise<void>;
   readonly #refiller: WarmRefiller;
   readonly #direct: WarmDirect;
-  readonly counters = { hits: 0, misses: 0 };
+  readonly counters = { hits: 0, misses: 0, runtimeAbsent: 0 };
+  /** Container ids with an ADD or DEL running (how many). */
+  readonly #busy = new Map<string, number>();
+  /** When an ADD or DEL of a container id last began (kept while it has a pod row or runs). */
+  readonly #touched = new Map<string, number>();
 
   /** `ready`: resolves once the pools are restored, else a not-ready WarmError (warm-restore.ts). */
   constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller, direct: WarmDirect) {
@@ -34,6 +42,66 @@ export class WarmVerbs {
   }
 
   async add(req: WarmRequest): Promise<WarmAnswer> {
+    const done = this.#enter(req.containerId);
+    try {
+      return await this.#add(req);
+    } finally {
+      done();
+    }
+  }
+
+  /** Marks an ADD or DEL of `containerId` running; the function returned ends it. */
+  #enter(containerId: string): () => void {
+    this.#busy.set(containerId, (this.#busy.get(containerId) ?? 0) + 1);
+    this.#touched.set(containerId, this.#s.now());
+    return () => {
+      const n = this.#busy.get(containerId)! - 1;
+      if (n === 0) this.#busy.delete(containerId);
+      else this.#busy.set(containerId, n);
+    };
+  }
+
+  /** Container ids with an ADD or DEL running now. */
+  inFlight(): ReadonlySet<string> {
+    return new Set(this.#busy.keys());
+  }
+
+  /**
+   * The pod rows (attachments the idle queue served), for runtime reconciliation, each with
+   * `touchedAt`: when an ADD or DEL of its container id last began, if this process saw one; a
+   * not-ready WarmError before the pools are restored (nothing can be judged then).
+   */
+  async podRows(): Promise<(PodRow & { readonly touchedAt?: number })[]> {
+    await this.#ready();
+    const rows = this.#s.db.pods();
+    const held = new Set(rows.map((r) => r.containerId));
+    for (const id of this.#touched.keys()) if (!held.has(id) && !this.#busy.has(id)) this.#touched.delete(id);
+    return rows.map((r) => {
+      const touchedAt = this.#touched.get(r.containerId);
+      return touchedAt === undefined ? r : { ...r, touchedAt };
+    });
+  }
+
+  /**
+   * Frees `row` as a DEL would (idle after the cooldown, a sticky pod's into its reservation;
+   * the pod record's delete queued with reason `runtime-absent` and `evidence`), only while
+   * the resource DB still has that row (same key, container id and `since`), no ADD or DEL of
+   * the container id runs, and none began since the listing (its `touchedAt`, podRows').
+   * Returns the addresses freed; none when any of that does not hold (nothing changed). No await
+   * between the checks and the release: no verb can run in between.
+   */
+  releaseAsListed(row: Pick<PodRow, 'key' | 'containerId' | 'since'> & { readonly touchedAt?: number }, evidence: ReleaseEvidence): string[] {
+    const s = this.#s;
+    if (!s.isReady || s.closed || this.#busy.has(row.containerId) || this.#direct.has(row.key)) return [];
+    if (this.#touched.get(row.containerId) !== row.touchedAt) return [];
+    const now = s.db.pods().find((p) => p.key === row.key);
+    if (now === undefined || now.containerId !== row.containerId || now.since !== row.since) return [];
+    const freed = this.#releaseAttachment(row.key, s.now(), 'runtime-absent', undefined, evidence);
+    if (freed.length > 0) this.counters.runtimeAbsent++;
+    return freed;
+  }
+
+  async #add(req: WarmRequest): Promise<WarmAnswer> {
     await this.#ready();
     const s = this.#s;
     const { db, pods } = s;
@@ -135,6 +203,15 @@ export class WarmVerbs {
 
   /** `why`: the runtime's DEL, or its CNI GC (gc below) — the history's reason. */
   async del(req: WarmRequest, why: ReleaseReason = 'del'): Promise<void> {
+    const done = this.#enter(req.containerId);
+    try {
+      await this.#del(req, why);
+    } finally {
+      done();
+    }
+  }
+
+  async #del(req: WarmRequest, why: ReleaseReason): Promise<void> {
     await this.#ready();
     const key = warmRequestKey(req, this.#s.node);
     if (this.#direct.has(key)) return this.#direct.release(key, why);
@@ -190,10 +267,10 @@ export class WarmVerbs {
   /**
    * Lets the attachment's addresses go: a sticky one's (`sticky` undefined: as its ADD decided;
    * false: gone for good, the GC's) into a reservation for its pool key, else idle after the
-   * cooldown. `why` goes with the pod record's queued delete (the history stamp's reason).
+   * cooldown. `why` (and `evidence`) go with the pod record's queued delete (the history stamp's).
    * Returns the addresses released (none when the attachment holds none).
    */
-  #releaseAttachment(key: string, now: number, why: ReleaseReason, sticky?: boolean): string[] {
+  #releaseAttachment(key: string, now: number, why: ReleaseReason, sticky?: boolean, evidence?: ReleaseEvidence): string[] {
     const s = this.#s;
     const { db, pods } = s;
     const own = pods.poolKeyOf(key);
@@ -211,7 +288,7 @@ export class WarmVerbs {
     const reserve = (sticky ?? own.sticky) && stickyForMs > 0 && own.poolKey !== key;
     const freeAt = now + (reserve ? Math.max(stickyForMs, cooldownMs) : cooldownMs);
     db.transaction(() => {
-      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now, why);
+      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now, why, evidence);
       if (reserve) pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
       pods.store.deleted(key, now);
     });

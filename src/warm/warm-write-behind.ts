@@ -71,7 +71,7 @@ export class WarmWriteBehind {
       if (batch.length === 0 && view === undefined) return;
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
-        const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const) } : { key: w.key, value: w.value }));
+        const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const), ...(w.evidence ? { evidence: w.evidence } : {}) } : { key: w.key, value: w.value }));
         if (view) writes.push(view);
         const fence = { key: writeFenceKey(s.o.node), rev: this.#fenceRev };
         const r = await s.ds((ipam) => ipam.writeWarmRecords(writes, fence));
