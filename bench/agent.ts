@@ -147,14 +147,23 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
 /**
  * The same comparison driven by bench/native/cni-driver.c (posix_spawn, as a runtime's exec
  * does, ~0.1 ms per call of harness) instead of Node's child_process (~1.5 ms per call, paid
- * by both subjects alike, which pulls every ratio towards 1).
+ * by both subjects alike, which pulls every ratio towards 1), with the physical floor beside
+ * them: bench/native/cni-floor.c, a static binary that reads the config and prints a result.
+ * Prints each subject's overhead above the floor, shim/host-local and floor/host-local, and the
+ * agent's footprint (idle RSS, CPU per 1,000 ADD+DEL pairs).
  */
 function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
-  const driver = join(dir, 'cni-driver');
-  const src = fileURLToPath(new URL('../../bench/native/cni-driver.c', import.meta.url));
-  const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', driver, src], { encoding: 'utf8' });
-  if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
+  const build = (name: string, src: string, extra: readonly string[]): string => {
+    const out = join(dir, name);
+    const path = fileURLToPath(new URL(`../../bench/native/${src}`, import.meta.url));
+    const cc = spawnSync(process.env.CC || 'cc', [...extra, '-O2', '-o', out, path], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`cannot build ${path}: ${cc.stderr}`);
+    return out;
+  };
+  const driver = build('cni-driver', 'cni-driver.c', []);
+  const floorBin = build('cni-floor', 'cni-floor.c', ['-static']);
   const subjects = [
+    { name: 'floor', bin: floorBin, ipam: { type: 'floor' }, env: {} },
     { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', dataDir: join(dir, 'lean-shim'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' } },
     { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir, 'lean-hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} },
   ];
@@ -165,30 +174,57 @@ function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
     if (r.status !== 0) throw new Error(`cni-driver ${args.join(' ')} ${s.name}: ${r.stderr}`);
     return r.stdout;
   };
+  const pid = agent.child.pid!;
+  const rssIdle = rssMiB(pid);
   const seq = new Map<string, { add: number[]; del: number[] }>(subjects.map((s) => [s.name, { add: [], del: [] }]));
+  let agentCpu = 0;
+  let shimAdds = 0;
   for (let round = 0; round < 4; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) {
-      for (const line of runDriver(['seq', String(Math.ceil(PAIRS / 4))], s).trim().split('\n')) {
+      const c0 = cpuMs(pid);
+      const out = runDriver(['seq', String(Math.ceil(PAIRS / 4))], s).trim().split('\n');
+      if (s.name === 'shim+agent') {
+        agentCpu += cpuMs(pid) - c0;
+        shimAdds += out.length;
+      }
+      for (const line of out) {
         const [a, d] = line.split(' ').map(Number);
         seq.get(s.name)!.add.push(a! / 1000);
         seq.get(s.name)!.del.push(d! / 1000);
       }
     }
   }
-  console.log(`local mode, lean driver (posix_spawn): ${PAIRS} sequential pairs, ${BURST}-pod burst at ${IN_FLIGHT} in flight`);
-  const line = table(rows, ['shim+agent', 'host-local', 'ratio']);
+  console.log(`local mode, lean driver (posix_spawn): ${PAIRS} sequential pairs in 4 rounds, ${BURST}-pod burst at ${IN_FLIGHT} in flight`);
+  const line = table(rows, ['floor', 'shim+agent', 'host-local', 'shim-floor', 'h-l-floor', 'shim/h-l', 'floor/h-l']);
+  const f = seq.get('floor')!;
   const a = seq.get('shim+agent')!;
   const h = seq.get('host-local')!;
-  for (const [label, x, y] of [['lean ADD p50', q(a.add, 0.5), q(h.add, 0.5)], ['lean ADD p99', q(a.add, 0.99), q(h.add, 0.99)], ['lean DEL p50', q(a.del, 0.5), q(h.del, 0.5)], ['lean DEL p99', q(a.del, 0.99), q(h.del, 0.99)]] as const) {
-    line(label, [ms(x), ms(y), ratio(x, y)]);
+  for (const [label, z, x, y] of [
+    ['lean ADD p50', q(f.add, 0.5), q(a.add, 0.5), q(h.add, 0.5)],
+    ['lean ADD p99', q(f.add, 0.99), q(a.add, 0.99), q(h.add, 0.99)],
+    ['lean DEL p50', q(f.del, 0.5), q(a.del, 0.5), q(h.del, 0.5)],
+    ['lean DEL p99', q(f.del, 0.99), q(a.del, 0.99), q(h.del, 0.99)],
+  ] as const) {
+    line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
   }
   const bursts = new Map<string, number[][]>(subjects.map((s) => [s.name, []]));
   for (let round = 0; round < 3; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) bursts.get(s.name)!.push(runDriver(['burst', String(BURST), String(IN_FLIGHT)], s).trim().split(' ').map(Number));
   }
   const med = (name: string, i: number): number => q(bursts.get(name)!.map((b) => b[i]!), 0.5);
-  line(`lean burst ${BURST} ADD wall`, [ms(med('shim+agent', 0)), ms(med('host-local', 0)), ratio(med('shim+agent', 0), med('host-local', 0))]);
-  line(`lean burst ${BURST} DEL wall`, [ms(med('shim+agent', 1)), ms(med('host-local', 1)), ratio(med('shim+agent', 1), med('host-local', 1))]);
+  for (const [label, i] of [[`lean burst ${BURST} ADD wall`, 0], [`lean burst ${BURST} DEL wall`, 1]] as const) {
+    const [z, x, y] = [med('floor', i), med('shim+agent', i), med('host-local', i)];
+    line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
+  }
+  const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${(agentCpu * 1000 / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
+  console.log(`  ${footprint}`);
+  rows.push(footprint);
+}
+
+/** Resident set of a process in MiB, from /proc/<pid>/status. */
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[]): Promise<void> {
@@ -233,6 +269,21 @@ async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[])
   }
 }
 
+/** Only the lean-driver comparison (floor, shim + agent, host-local): `node dist/bench/agent.js lean`. */
+export async function runLean(): Promise<string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-agent-lean');
+  const agent = await startAgent(join(dir.path, 'lean', 'agent.sock'));
+  const rows: string[] = [];
+  try {
+    leanDriver(dir.path, agent, rows);
+    return rows;
+  } finally {
+    await agent.stop();
+    dir.remove();
+  }
+}
+
 export async function run(): Promise<string[]> {
   requireShim();
   const dir = makeTempDir('bench-agent');
@@ -249,4 +300,4 @@ export async function run(): Promise<string[]> {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await run();
+if (process.argv[1] === fileURLToPath(import.meta.url)) await (process.argv[2] === 'lean' ? runLean() : run());
