@@ -66,7 +66,8 @@ export async function run(): Promise<readonly string[]> {
   const ctd = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback', 'host-local': HOST_LOCAL_BIN, podipam: SHIM_BIN });
   const agents: RunningAgent[] = [];
   try {
-    const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '26']);
+    // One block holds a round's sandboxes: the bridge plugin gives its bridge one gateway (the first block's).
+    const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '24']);
     if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     // One agent per podipam subject, so that each one's ADD latencies are its own.
     const socket = join(dir.path, 'run', 'agent-local.sock');
