@@ -66,7 +66,7 @@ export async function run(): Promise<readonly string[]> {
   const ctd = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback', 'host-local': HOST_LOCAL_BIN, podipam: SHIM_BIN });
   const agents: RunningAgent[] = [];
   try {
-    // One block holds a round's sandboxes: the bridge plugin gives its bridge one gateway (the first block's).
+    // The bridges get no gateway address (isGateway false): a round's sandboxes may span blocks (gateways).
     const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '24']);
     if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     // One agent per podipam subject, so that each one's ADD latencies are its own.
@@ -108,7 +108,7 @@ export async function run(): Promise<readonly string[]> {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, s] of subjects.entries()) {
         for (const f of readdirSync(ctd.cniConfDir)) rmSync(join(ctd.cniConfDir, f));
-        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: true, ipMasq: false, ipam: s.ipam }] };
+        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: false, ipMasq: false, ipam: s.ipam }] };
         writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
         await sleep(1500); // containerd reloads its CNI config on a file event
         const ids = await Promise.all(
