@@ -1,15 +1,17 @@
 /**
  * Pod starts under the real runtime: Debian's containerd + runc driven over CRI as kubelet does
- * (test/helpers/containerd.ts), `PODIPAM_BENCH_CRI_PODS` (16) sandboxes started at once, then
- * stopped and removed, `PODIPAM_BENCH_CRI_ROUNDS` (5) rounds per subject, subjects interleaved
+ * (test/helpers/containerd.ts), `PODIPAM_BENCH_CRI_PODS` (64) sandboxes started at once, then
+ * stopped and removed, `PODIPAM_BENCH_CRI_ROUNDS` (3) rounds per subject, subjects interleaved
  * round by round in one containerd (its conflist swapped between rounds) so that machine noise
  * hits all alike:
  *   host-local       bridge + Debian's host-local
  *   agent local      bridge + the shim → `podipam agent`, host-local's layout (ranges)
  *   agent cluster    bridge + the shim → `podipam agent`, cluster blocks on SQLite
- * Prints per subject the RunPodSandbox median and p90 (the runtime's whole work: netns,
- * runc, the CNI chain) and, for podipam, the agent's own ADD p50/p99 from `agent status`;
- * then the ratios to host-local. Run alone: `node dist/bench/index.js cri`. Knobs (below):
+ * Prints per subject the RunPodSandbox p50, p90 and p99 over every round's sandboxes (the
+ * runtime's whole work: netns, runc, the CNI chain) with p50 and p99 over host-local's, and, for
+ * podipam, the agent's own ADD p50/p99 over the run (`agent status`, its last 2,048 calls: every
+ * ADD of the run up to 32 rounds of 64) — measured while runc and containerd compete for the CPU.
+ * The aim: podipam's p50 and p99 at most host-local's, the agent's ADD p99 under 5 ms. Run alone: `node dist/bench/index.js cri`. Knobs (below):
  * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US, _AGENT_RT.
  */
 import { spawnSync } from 'node:child_process';
@@ -24,8 +26,10 @@ import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.j
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { ms, q, ratio } from './lib/cni-subject.js';
 
-const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 16);
-const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 5);
+const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 64);
+const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 3);
+/** The agents' ADD p99 the bench aims under, while the runtime competes for the CPU. */
+const AGENT_ADD_P99_AIM_MS = 5;
 /** `PODIPAM_BENCH_CRI_TRACE=PREFIX`: the agents run with PODIPAM_TRACE=1, their trace lines go to PREFIX.local / PREFIX.cluster. */
 const TRACE = process.env.PODIPAM_BENCH_CRI_TRACE;
 const agentEnv = TRACE ? { PODIPAM_TRACE: '1' } : {};
@@ -62,7 +66,8 @@ export async function run(): Promise<readonly string[]> {
   const ctd = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback', 'host-local': HOST_LOCAL_BIN, podipam: SHIM_BIN });
   const agents: RunningAgent[] = [];
   try {
-    const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '26']);
+    // The bridges get no gateway address (isGateway false): a round's sandboxes may span blocks (gateways).
+    const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '24']);
     if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     // One agent per podipam subject, so that each one's ADD latencies are its own.
     const socket = join(dir.path, 'run', 'agent-local.sock');
@@ -99,15 +104,13 @@ export async function run(): Promise<readonly string[]> {
       { name: 'agent local', ipam: { type: 'podipam', agent: socket, ranges: [[{ subnet: '10.239.1.0/24' }]], dataDir: join(dir.path, 'pl') }, agent, runMs: [] },
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
     ];
-    const agentAdd: Record<string, { p50: number; p99: number }[]> = {};
     let pod = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, s] of subjects.entries()) {
         for (const f of readdirSync(ctd.cniConfDir)) rmSync(join(ctd.cniConfDir, f));
-        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: true, ipMasq: false, ipam: s.ipam }] };
+        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: false, ipMasq: false, ipam: s.ipam }] };
         writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
         await sleep(1500); // containerd reloads its CNI config on a file event
-        const before = s.agent ? (await s.agent.status()).latencyMs.ADD?.n ?? 0 : 0;
         const ids = await Promise.all(
           Array.from({ length: PODS }, async () => {
             const n = pod++;
@@ -119,23 +122,20 @@ export async function run(): Promise<readonly string[]> {
             return id;
           }),
         );
-        if (s.agent) {
-          const st = (await s.agent.status()).latencyMs.ADD;
-          if (st && st.n >= before) (agentAdd[s.name] ??= []).push({ p50: st.p50, p99: st.p99 });
-        }
         await Promise.all(ids.map(async (id) => {
           await ctd.cri.stopPodSandbox(id);
           await ctd.cri.removePodSandbox(id);
         }));
       }
     }
-    const hl = q(subjects[0]!.runMs, 0.5);
-    console.log(`${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}):`);
+    const hl = subjects[0]!.runMs;
+    console.log(`${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`);
     const lines: string[] = [];
     for (const s of subjects) {
-      const add = agentAdd[s.name];
-      const agentPart = add ? `; agent ADD p50 ${ms(q(add.map((x) => x.p50), 0.5))}, p99 ${ms(q(add.map((x) => x.p99), 0.5))} (median over rounds of the agent's window)` : '';
-      const line = `${s.name.padEnd(14)} RunPodSandbox p50 ${ms(q(s.runMs, 0.5))} p90 ${ms(q(s.runMs, 0.9))} (${ratio(q(s.runMs, 0.5), hl)} host-local)${agentPart}`;
+      const add = s.agent ? (await s.agent.status()).latencyMs.ADD : undefined;
+      const agentPart = add ? `; agent ADD p50 ${ms(add.p50)} p99 ${ms(add.p99)} (n ${add.n})` : '';
+      const vs = s === subjects[0] ? '' : ` (${ratio(q(s.runMs, 0.5), q(hl, 0.5))} / ${ratio(q(s.runMs, 0.99), q(hl, 0.99))} host-local)`;
+      const line = `${s.name.padEnd(14)} RunPodSandbox p50 ${ms(q(s.runMs, 0.5))} p90 ${ms(q(s.runMs, 0.9))} p99 ${ms(q(s.runMs, 0.99))}${vs}${agentPart}`;
       console.log(line);
       lines.push(`cri ${line}`);
     }

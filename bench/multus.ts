@@ -8,6 +8,9 @@
  *
  *   own pools    cluster mode, every network its own pool (`pools: ["pool-net-i"]`)
  *   shared pool  cluster mode, all 16 networks on one pool
+ *   host-local   the reference host-local plugin on the same schedule (each node its own data
+ *                directory and, per network, its own range of the network's /16): the figure
+ *                podipam's ADD and DEL walls are compared with, in the same run
  *   warm         the agents' warm pool (`ipam: {type: podipam, agent: SOCK}`; --min-idle a node's
  *                share of the attachments, so that the burst is served from the idle queue;
  *                each round starts once it is refilled), which serves any
@@ -17,24 +20,26 @@
  *
  * Every round checks what the e2e test checks (test/e2e/multus-networks.test.ts): every answer
  * a valid result in its network's pool, distinct per pod and across the run; nothing held after
- * the DELs and `ipam check` clean. Prints per round and the medians: ADD wall, DEL wall, the
- * ratio of ADD wall to the 20 s target, the slowest pod, datastore round trips per attachment.
+ * the DELs and `ipam check` clean (host-local: no address file left). Prints per round and the
+ * medians: ADD wall, DEL wall, the ratio of ADD wall to the 20 s target, the slowest pod,
+ * datastore round trips per attachment, the agents' group commits and group releases, and each
+ * subject's ADD and DEL walls over host-local's.
  *
  * Knobs: PODIPAM_BENCH_MULTUS_PODS (128), _NETWORKS (16), _IN_FLIGHT (32), _NODES (3),
- * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm),
+ * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm,host-local),
  * PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE (a node's share), PODIPAM_BENCH_MULTUS_DRIVER (lean; node:
  * Node's child_process, as the e2e test);
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr).
  * Run alone: `node dist/bench/multus.js` after a build.
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SHIM_BIN, requireShim } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { type MultusNode, type MultusPool, type MultusRun, checkAttachments, createMultusPools, leftHeld, multusCall, multusSize, runMultusPods, startMultusNodes } from '../test/helpers/multus-pods.js';
-import { type PluginCall, runCliSync } from '../test/helpers/plugin.js';
+import { HOST_LOCAL_BIN, type PluginCall, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { parsePrefix } from '../src/ip/prefix.js';
 import { q } from './lib/cni-subject.js';
@@ -43,7 +48,7 @@ import { buildMultusDriver, runMultusLean } from './lib/multus-driver.js';
 const SIZE = multusSize('PODIPAM_BENCH_MULTUS', { pods: 128, networks: 16, inFlight: 32, nodes: 3 });
 const RUNS = Number(process.env.PODIPAM_BENCH_MULTUS_RUNS ?? 3);
 const TARGET_MS = 20_000;
-const SUBJECTS = (process.env.PODIPAM_BENCH_MULTUS_SUBJECTS ?? 'own,shared,warm').split(',');
+const SUBJECTS = (process.env.PODIPAM_BENCH_MULTUS_SUBJECTS ?? 'own,shared,warm,host-local').split(',');
 /** `lean` (bench/native/multus-driver.c, posix_spawn) or `node` (child_process, as the e2e test). */
 const DRIVER = process.env.PODIPAM_BENCH_MULTUS_DRIVER ?? 'lean';
 /** The warm agents' --min-idle; default a node's share of the attachments (every ADD a hit). */
@@ -54,6 +59,8 @@ interface Subject {
   readonly nodes: readonly MultusNode[];
   readonly pools: readonly MultusPool[];
   readonly warm: boolean;
+  /** The reference plugin instead of podipam's shim. */
+  readonly hostLocal?: boolean;
 }
 
 interface Round {
@@ -62,12 +69,52 @@ interface Round {
   readonly slowestPod: number;
   readonly tripsPerAttachment: number;
   readonly delTripsPerAttachment: number;
+  /** Transactions that carried several ADDs / DELs, and the calls they carried. */
+  readonly groups: { readonly adds: string; readonly dels: string };
 }
 
 const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
-async function roundTrips(nodes: readonly MultusNode[]): Promise<number> {
-  return (await Promise.all(nodes.map((n) => n.agent.status()))).reduce((t, s) => t + s.datastore.roundTrips, 0);
+interface Counters {
+  readonly trips: number;
+  readonly groupCommits: number;
+  readonly groupedAdds: number;
+  readonly groupReleases: number;
+  readonly groupedDels: number;
+}
+
+async function counters(nodes: readonly MultusNode[]): Promise<Counters> {
+  const all = await Promise.all(nodes.map((n) => n.agent.status()));
+  const sum = (f: (d: (typeof all)[number]['datastore']) => number | undefined): number => all.reduce((t, s) => t + (f(s.datastore) ?? 0), 0);
+  return { trips: sum((d) => d.roundTrips), groupCommits: sum((d) => d.groupCommits), groupedAdds: sum((d) => d.groupedAdds), groupReleases: sum((d) => d.groupReleases), groupedDels: sum((d) => d.groupedDels) };
+}
+
+/**
+ * Network `net` of pod `pod` through host-local: the network's /16 split among the nodes (node
+ * n gets 10.(64+net).(16n).2 – 10.(64+net).(16n+15).254, up to 16 nodes), the node's own data
+ * directory; the rest of the call (ids, netns, CNI_ARGS) as podipam's.
+ */
+function hostLocalCall(url: string, node: MultusNode, nodeIndex: number, pool: MultusPool, command: string, pod: number, net: number): PluginCall {
+  const c = multusCall(url, node, pool, command, pod, net);
+  const [a, b] = pool.cidr.split('.');
+  const range = { subnet: pool.cidr, rangeStart: `${a}.${b}.${16 * nodeIndex}.2`, rangeEnd: `${a}.${b}.${16 * nodeIndex + 15}.254` };
+  return { ...c, config: { cniVersion: '1.0.0', name: `net-${net}`, ipam: { type: 'host-local', ranges: [[range]], dataDir: join(node.dir, 'host-local') } }, env: {} };
+}
+
+/** Address files host-local still keeps under the nodes' data directories (its `lock` and `last_reserved_ip.*` aside). */
+function hostLocalLeft(nodes: readonly MultusNode[]): string[] {
+  const left: string[] = [];
+  for (const n of nodes) {
+    const dir = join(n.dir, 'host-local');
+    let nets: string[];
+    try {
+      nets = readdirSync(dir);
+    } catch {
+      continue;
+    }
+    for (const net of nets) for (const f of readdirSync(join(dir, net))) if (f !== 'lock' && !f.startsWith('last_reserved_ip')) left.push(`${n.name}/${net}/${f}`);
+  }
+  return left;
 }
 
 function mustBeClean(what: string, run: MultusRun): void {
@@ -86,7 +133,7 @@ async function settledClean(url: string, what: string): Promise<void> {
 }
 
 type Call = (command: string, pod: number, net: number) => PluginCall;
-type Runner = (call: Call, command: 'ADD' | 'DEL' | 'VERSION') => Promise<MultusRun>;
+type Runner = (call: Call, command: 'ADD' | 'DEL' | 'VERSION', plugin?: string) => Promise<MultusRun>;
 
 /** The same schedule answered by the shim's VERSION (no agent, no datastore): the harness's and exec's own cost. */
 async function floor(url: string, s: Subject, runner: Runner): Promise<number> {
@@ -109,19 +156,33 @@ async function warmRefilled(s: Subject, min: number): Promise<void> {
 
 async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
   if (s.warm) await warmRefilled(s, WARM_MIN_IDLE ?? Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes));
-  const call: Call = (command, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.warm ? 'warm' : s.pools[net]!, command, pod, net);
-  const trips0 = await roundTrips(s.nodes);
-  const add = await runner(call, 'ADD');
+  const call: Call = s.hostLocal
+    ? (command, pod, net) => hostLocalCall(url, s.nodes[pod % s.nodes.length]!, pod % s.nodes.length, s.pools[net]!, command, pod, net)
+    : (command, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.warm ? 'warm' : s.pools[net]!, command, pod, net);
+  const plugin = s.hostLocal ? HOST_LOCAL_BIN : SHIM_BIN;
+  const c0 = await counters(s.nodes);
+  const add = await runner(call, 'ADD', plugin);
   mustBeClean(`${s.name} ADD`, add);
   const { problems, addresses } = checkAttachments(add, s.pools);
   if (problems.length) throw new Error(`${s.name}: ${problems.join('; ')}`);
   if (addresses !== SIZE.pods * SIZE.networks) throw new Error(`${s.name}: ${addresses} distinct addresses for ${SIZE.pods * SIZE.networks} attachments`);
-  const trips1 = await roundTrips(s.nodes);
-  const del = await runner(call, 'DEL');
+  const c1 = await counters(s.nodes);
+  const del = await runner(call, 'DEL', plugin);
   mustBeClean(`${s.name} DEL`, del);
-  const trips2 = await roundTrips(s.nodes);
-  await settledClean(url, s.name);
-  return { add: add.ms, del: del.ms, slowestPod: Math.max(...add.podMs), tripsPerAttachment: (trips1 - trips0) / (SIZE.pods * SIZE.networks), delTripsPerAttachment: (trips2 - trips1) / (SIZE.pods * SIZE.networks) };
+  const c2 = await counters(s.nodes);
+  if (s.hostLocal) {
+    const left = hostLocalLeft(s.nodes);
+    if (left.length) throw new Error(`host-local: after DEL still held ${left.length}, first ${left[0]}`);
+  } else await settledClean(url, s.name);
+  const n = SIZE.pods * SIZE.networks;
+  return {
+    add: add.ms,
+    del: del.ms,
+    slowestPod: Math.max(...add.podMs),
+    tripsPerAttachment: s.hostLocal ? 0 : (c1.trips - c0.trips) / n,
+    delTripsPerAttachment: s.hostLocal ? 0 : (c2.trips - c1.trips) / n,
+    groups: s.hostLocal ? { adds: '-', dels: '-' } : { adds: `${c1.groupCommits - c0.groupCommits}/${c1.groupedAdds - c0.groupedAdds}`, dels: `${c2.groupReleases - c1.groupReleases}/${c2.groupedDels - c1.groupedDels}` },
+  };
 }
 
 export async function run(): Promise<readonly string[]> {
@@ -133,7 +194,7 @@ export async function run(): Promise<readonly string[]> {
   try {
     const url = etcd.url;
     const driver = DRIVER === 'node' ? undefined : buildMultusDriver(dir.path);
-    const runner: Runner = driver ? async (call, command) => runMultusLean(driver, SHIM_BIN, dir.path, SIZE, call, command) : (call, command) => runMultusPods(SIZE, call, command);
+    const runner: Runner = driver ? async (call, command, plugin) => runMultusLean(driver, plugin ?? SHIM_BIN, dir.path, SIZE, call, command) : (call, command, plugin) => runMultusPods(SIZE, call, command, plugin);
     const own = createMultusPools(url, SIZE.networks, false);
     const shared = createMultusPools(url, SIZE.networks, true);
     const warmCidr = '10.48.0.0/14';
@@ -146,6 +207,7 @@ export async function run(): Promise<readonly string[]> {
     const subjects: Subject[] = [];
     if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
     if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
+    if (SUBJECTS.includes('host-local')) subjects.push({ name: 'host-local', nodes: clusterNodes, pools: own, warm: false, hostLocal: true });
     if (SUBJECTS.includes('warm')) {
       const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', { pools: ['pool-warm'], minIdle: WARM_MIN_IDLE ?? perNode, capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0) });
       nodes.push(...warmNodes);
@@ -160,7 +222,7 @@ export async function run(): Promise<readonly string[]> {
       for (const s of i % 2 ? [...subjects].reverse() : subjects) {
         const x = await round(url, s, runner);
         rounds.get(s.name)!.push(x);
-        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment`);
+        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment  groups (txns/calls) ADD ${x.groups.adds} DEL ${x.groups.dels}`);
       }
     }
     const head = `  ${''.padEnd(28)} ${subjects.map((s) => s.name.padStart(12)).join(' ')}`;
@@ -178,6 +240,17 @@ export async function run(): Promise<readonly string[]> {
     line('DEL wall', (x) => x.del, sec);
     line('ADD round trips/attachment', (x) => x.tripsPerAttachment, (v) => v.toFixed(3));
     line('DEL round trips/attachment', (x) => x.delTripsPerAttachment, (v) => v.toFixed(3));
+    const hl = rounds.get('host-local');
+    if (hl) {
+      // Per round, each subject over host-local in the same round (then the median of those ratios).
+      const ratio = (label: string, f: (x: Round) => number): void => {
+        const text = `${label.padEnd(28)} ${subjects.map((s) => `${q(rounds.get(s.name)!.map((x, i) => f(x) / f(hl[i]!)), 0.5).toFixed(2)}x`.padStart(12)).join(' ')}`;
+        console.log(`  ${text}`);
+        summary.push(text);
+      };
+      ratio('ADD wall / host-local', (x) => x.add);
+      ratio('DEL wall / host-local', (x) => x.del);
+    }
     const fl = `harness floor (${DRIVER} driver, shim VERSION × ${SIZE.pods * SIZE.networks}): ${sec(q(floors, 0.5))}`;
     console.log(`  ${fl}`);
     summary.push(fl);

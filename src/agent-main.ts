@@ -132,7 +132,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
     },
     warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
     status: () => ({
-      datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, open: cluster.datastores() },
+      datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, groupReleases: cluster.releaseGroups.batches, groupedDels: cluster.releaseGroups.dels, open: cluster.datastores() },
       localScans: scanCache.stats,
       ...(warm ? { warmPool: warm.report() } : {}),
       ...(pods ? { podCache: pods.status() } : {}),

@@ -110,6 +110,8 @@ export class AgentMetrics {
     new Counter({ name: 'podipam_runtime_reconcile_errors_total', help: 'runtime reconciliation passes that failed (the runtime unreachable or answering an error, a source that could not list or release)', registers, collect() { const r = rr(); if (!r) return; this.reset(); this.inc(r.errors); } });
     new Gauge({ name: 'podipam_runtime_reconcile_last_success_timestamp_seconds', help: 'when a runtime reconciliation pass last completed (absent: none yet)', registers, collect() { const r = rr(); if (r?.lastSuccessAt) this.set(Date.parse(r.lastSuccessAt) / 1000); } });
     new Gauge({ name: 'podipam_agent_grouped_adds', help: 'ADDs written by group commits', registers, collect() { this.set(hosted()?.datastore.groupedAdds ?? 0); } });
+    new Gauge({ name: 'podipam_agent_group_releases', help: 'transactions that carried several DELs (group release)', registers, collect() { this.set(hosted()?.datastore.groupReleases ?? 0); } });
+    new Gauge({ name: 'podipam_agent_grouped_dels', help: 'DELs written by group releases', registers, collect() { this.set(hosted()?.datastore.groupedDels ?? 0); } });
   }
 
   observe(c: { verb: string; result: string; ms: number }): void {

@@ -66,3 +66,32 @@ test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as tha
     await cs.close();
   }
 });
+
+test('the DELs queued together on a node are one group release (one round trip), in queue order with the ADDs around them', async () => {
+  const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+  const cs = new ClusterServices();
+  try {
+    const url = 'memory:cluster-services-release';
+    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const got = await Promise.all(ids.map((id) => cs.assign(url, { node: 'n1', handle: `net:${id}:eth0`, auto: { 4: 1 } })));
+    const store = await cs.storeOf(url);
+    const before = store.roundTrips;
+    // Queued in one turn: six DELs, then an ADD that re-creates the first handle.
+    const dels = ids.map((id) => cs.release(url, 'n1', `net:${id}:eth0`));
+    const again = cs.assign(url, { node: 'n1', handle: 'net:a:eth0', auto: { 4: 1 } });
+    const freed = await Promise.all(dels);
+    assert.deepEqual(cs.releaseGroups, { batches: 1, dels: 6 }, 'the six DELs went as one group');
+    freed.forEach((f, i) => assert.deepEqual(f.map((r) => r.addr), got[i]!.map((a) => a.addr), `DEL ${ids[i]} freed its own address`));
+    assert.equal((await again).length, 1, 'the ADD queued after the DELs ran after them');
+    assert.equal(store.roundTrips - before, 2, 'one txn for the six DELs, one for the ADD after them');
+    const stamp = await store.get(stampKey('n1'));
+    assert.ok(stamp);
+    assert.equal(decodeStamp(stamp.key, stamp.value).why, undefined, 'the last txn is the ADD');
+    const ipam = (await import('../cluster/cluster-ipam.js')).ClusterIpam;
+    const held = await new ipam(store).addressesOf('net:b:eth0');
+    assert.equal(held, undefined, 'b released');
+  } finally {
+    await cs.close();
+  }
+});

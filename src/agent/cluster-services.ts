@@ -3,7 +3,8 @@
  * datastore URL for the agent's life (the hints stay in memory), and per node a queue that runs
  * one call at a time — as the node lock does between plugin processes — except that the ADDs
  * waiting in it when it becomes free are taken together and written as one transaction
- * (group commit: no added latency when idle, fewer transactions under a burst).
+ * (group commit: no added latency when idle, fewer transactions under a burst), and so are the
+ * DELs (releases by handle, src/cluster/release-group.ts).
  *
  * `close` (the agent shutting down) refuses new calls and the ones still queued with code 11 (the
  * runtime retries them on the next agent), waits for the calls already running to end, and only
@@ -12,15 +13,17 @@
 import type { ClusterHost } from '../cluster/cluster-host.js';
 import type { ClusterIpam } from '../cluster/cluster-ipam.js';
 import type { AssignRequest, Assignment } from '../cluster/plan/plan-assign.js';
+import type { Released } from '../cluster/release.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/call-trace.js';
 
-/** Most ADDs combined into one transaction. */
+/** Most ADDs (or DELs) combined into one transaction. */
 export const MAX_GROUP = 32;
 
 type Job =
   | { readonly kind: 'assign'; readonly req: AssignRequest; readonly resolve: (a: Assignment[]) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace }
+  | { readonly kind: 'release'; readonly handle: string; readonly resolve: (r: Released[]) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace }
   | { readonly kind: 'run'; readonly fn: (ipam: ClusterIpam) => Promise<unknown>; readonly resolve: (v: unknown) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace };
 
 /** PODIPAM_TRACE=1: the job's caller's span and when it was queued. */
@@ -61,6 +64,8 @@ export interface ClusterServiceStats {
   roundTrips(): number;
   /** Group commits: batches written and ADDs they carried. */
   readonly groups: { batches: number; adds: number };
+  /** Group releases: batches written and DELs they carried. */
+  readonly releaseGroups: { batches: number; dels: number };
 }
 
 export interface ClusterServicesOptions {
@@ -78,6 +83,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   readonly #stores = new Map<string, Promise<Datastore>>();
   readonly #queues = new Map<string, { jobs: Job[]; busy: boolean }>();
   readonly groups = { batches: 0, adds: 0 };
+  readonly releaseGroups = { batches: 0, dels: 0 };
   #closedRoundTrips = 0;
   #closed = false;
   /** Queues being drained right now (their running call ends before the stores close). */
@@ -92,6 +98,12 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   assign(datastore: string, req: AssignRequest): Promise<Assignment[]> {
     return new Promise<Assignment[]>((resolve, reject) => {
       this.#enqueue(datastore, req.node, { kind: 'assign', req, resolve, reject, trace: traceNow() });
+    });
+  }
+
+  release(datastore: string, node: string, handle: string): Promise<Released[]> {
+    return new Promise<Released[]>((resolve, reject) => {
+      this.#enqueue(datastore, node, { kind: 'release', handle, resolve, reject, trace: traceNow() });
     });
   }
 
@@ -162,7 +174,8 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
           for (const j of q.jobs.splice(0)) j.reject(e);
           break;
         }
-        const first = q.jobs[0]!;
+        const first = q.jobs[0];
+        if (first === undefined) break; // close() refused them while the store was opening
         if (first.kind === 'run') {
           q.jobs.shift();
           const t = traceStart([first]);
@@ -171,6 +184,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
             .then(() => first.fn(ipamOf(d, node)))
             .then(first.resolve, first.reject);
           traceEnd([first], t, 'run');
+          continue;
+        }
+        if (first.kind === 'release') {
+          await this.#releases(ipamOf(d, node), node, q);
           continue;
         }
         let n = 0;
@@ -201,6 +218,27 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         this.#schedule(datastore, key, q);
       }
     }
+  }
+
+  /** The releases at the head of `q` (up to MAX_GROUP): alone, or as one group release. */
+  async #releases(ipam: ClusterIpam, node: string, q: { jobs: Job[] }): Promise<void> {
+    let n = 0;
+    while (n < q.jobs.length && n < MAX_GROUP && q.jobs[n]!.kind === 'release') n++;
+    const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'release' }>[];
+    const t = traceStart(group);
+    if (group.length === 1) {
+      await ipam.releaseHandle(group[0]!.handle, node).then(group[0]!.resolve, group[0]!.reject);
+    } else {
+      this.releaseGroups.batches++;
+      this.releaseGroups.dels += group.length;
+      try {
+        const outcomes = await ipam.releaseMany(node, group.map((j) => j.handle));
+        outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.released) : group[i]!.reject(o.error)));
+      } catch (e) {
+        for (const j of group) j.reject(e);
+      }
+    }
+    traceEnd(group, t, 'store');
   }
 
   #open(datastore: string): Promise<Datastore> {

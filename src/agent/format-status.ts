@@ -5,7 +5,7 @@ export function formatAgentStatus(s: AgentStatus): string {
   const lines = [
     `agent pid ${s.pid} on ${s.socket}, node ${s.node}, up ${s.uptimeSeconds}s, ${s.inFlight} in flight`,
     `back ends: ${Object.entries(s.backends).map(([b, n]) => `${b} ${n}`).join(', ') || 'none used yet'}`,
-    `datastore: ${s.datastore.open.length} open, ${s.datastore.roundTrips} round trips, ${s.datastore.groupCommits} group commits carrying ${s.datastore.groupedAdds} ADDs`,
+    `datastore: ${s.datastore.open.length} open, ${s.datastore.roundTrips} round trips, ${s.datastore.groupCommits} group commits carrying ${s.datastore.groupedAdds} ADDs, ${s.datastore.groupReleases ?? 0} group releases carrying ${s.datastore.groupedDels ?? 0} DELs`,
   ];
   const c = s.podCache;
   if (c) {

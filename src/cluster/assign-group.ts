@@ -129,7 +129,7 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
 }
 
 /** True when the plan's compares agree with the batch's and the union stays within the op limit. */
-function fits(pc: readonly Compare[], po: readonly Op[], compares: ReadonlyMap<string, number>, ops: ReadonlyMap<string, Op>): boolean {
+export function fits(pc: readonly Compare[], po: readonly Op[], compares: ReadonlyMap<string, number>, ops: ReadonlyMap<string, Op>): boolean {
   for (const c of pc) {
     const have = compares.get(c.key);
     if (have !== undefined && have !== c.rev) return false;

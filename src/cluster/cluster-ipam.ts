@@ -18,6 +18,7 @@ import type { AllocationFilter, AllocationPage, BlockAllocations } from './alloc
 import type { Store } from '../store/index.js';
 import { assignAddresses } from './assign.js';
 import type { BatchOutcome } from './assign-group.js';
+import type { ReleaseOutcome } from './release-group.js';
 import type { CheckOptions, CheckReport, Leak } from './check.js';
 import type { DeletedNodeBlockRelease } from './gc-findings.js';
 import type { AddressHolder, PodHandle } from './handles-of-pod.js';
@@ -119,6 +120,12 @@ export class ClusterIpam {
   /** See release.ts: free everything a handle holds; idempotent. `node`: the node releasing (hints, empty-block policy). */
   releaseHandle(handle: string, node?: string): Promise<Released[]> {
     return releaseByHandle(this.#ctx, handle, node);
+  }
+
+  /** See release-group.ts: several releases by handle of one node in one transaction; outcomes in order. */
+  async releaseMany(node: string, handles: readonly string[]): Promise<ReleaseOutcome[]> {
+    const { releaseGroup } = await import('./release-group.js');
+    return releaseGroup(this.#ctx, node, handles);
   }
 
   /** See release.ts: free specific addresses, whoever holds them (with `heldBy`: only while one of those handles does). */

@@ -2,14 +2,19 @@
  * Writes that change what allocations may do (pools, reservations, settings) go through
  * here: they read `config`, and commit their own ops together with `config` rewritten at the
  * next generation, compared at the revision read. That rewrite is what invalidates every
- * cached snapshot (see ipam-config.ts), and the compare serialises such writers.
+ * cached snapshot (see ipam-config.ts), and the compare serialises such writers. The rewrite
+ * also carries the quarantines of the pools as the txn leaves them (config-quarantines.ts): the
+ * pools are listed after `config` is read, so its compare proves that list current too.
  */
 import { commitWrite } from './gate/index.js';
 import type { Compare, Entry, Op } from '../store/index.js';
 import { ContentionError } from './errors.js';
 import type { IpamContext } from './ipam-context.js';
 import { type IpamConfig, decodeConfig, encodeConfig, nextGeneration } from './ipam-config.js';
-import { CONFIG_KEY } from './keys.js';
+import { CONFIG_KEY, POOL_PREFIX } from './keys.js';
+import { listAll } from '../store/list-all.js';
+import { type Pool, decodePool } from './pool-record.js';
+import { quarantinesOfPools, withQuarantines } from './config-quarantines.js';
 
 export interface ConfigTxnStep<T> {
   readonly compares: readonly Compare[];
@@ -29,9 +34,16 @@ export async function configTxn<T>(ctx: IpamContext, what: string, build: (confi
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const entry = await ctx.store.get(CONFIG_KEY);
     const config = decodeConfig(entry);
+    const pools = new Map((await listAll(ctx.store, POOL_PREFIX)).map((e): [string, Pool] => [e.key, decodePool(e)]));
     const step = await build(config, entry);
+    for (const op of step.ops) {
+      if (!op.key.startsWith(POOL_PREFIX)) continue;
+      if (op.type === 'delete') pools.delete(op.key);
+      else pools.set(op.key, decodePool({ key: op.key, value: op.value, rev: 0 }));
+    }
+    const value = withQuarantines(encodeConfig(nextGeneration({ ...(step.config ?? config), generation: config.generation })), quarantinesOfPools([...pools.values()]));
     const compares = [{ key: CONFIG_KEY, rev: entry?.rev ?? 0 }, ...step.compares];
-    const ops = [...step.ops, { type: 'put' as const, key: CONFIG_KEY, value: encodeConfig(nextGeneration({ ...(step.config ?? config), generation: config.generation })) }];
+    const ops = [...step.ops, { type: 'put' as const, key: CONFIG_KEY, value }];
     const r = await commitWrite(ctx, { what, compares, ops });
     ctx.cache.invalidateSnapshot();
     if (r.succeeded) return step.result;

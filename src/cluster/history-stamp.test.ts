@@ -216,11 +216,11 @@ test('round trips: a steady-state cluster ADD and DEL stay one txn each (the sta
   await q.assign({ node: 'n9', handle: 'net:c1:eth0', auto: { 4: 1 } });
   assert.equal(fresh.roundTrips - before, BEFORE.firstAdd);
   // A DEL by an instance that did not write the handle (a fresh plugin process without hints):
-  // the stamp adds nothing; reading the pools once (is a freed address quarantined? their
-  // reuseAfter, src/cluster/pool-quarantine.ts) adds one round trip to this cold path only.
+  // the stamp adds nothing, and whether a freed address is quarantined comes from `config`,
+  // read with the handle in the same round trip (config-quarantines.ts).
   before = fresh.roundTrips;
   await new ClusterIpam(fresh, { writer: 'n9' }).releaseHandle('net:c1:eth0', 'n9');
-  assert.equal(fresh.roundTrips - before, BEFORE.coldDel + 1);
+  assert.equal(fresh.roundTrips - before, BEFORE.coldDel);
 });
 
 /** Round trips measured on the same sequence before the stamp existed (main at 50e4016, MemoryStore). */

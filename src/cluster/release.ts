@@ -1,9 +1,10 @@
 /**
  * Release loops: plan (pure) → one compare-and-swap txn → on conflict fold `current` and
  * plan again. With a node view that remembers the handle (the ADD on this node wrote it),
- * release by handle is one round trip; otherwise one get of the handle first (and, in a process
- * without a cached snapshot, one list of the pools: they say whether a freed address is
- * quarantined, src/cluster/pool-quarantine.ts).
+ * release by handle is one round trip; otherwise one read of the handle first — together with
+ * `config`, in the same round trip, in a process without a cached snapshot: its list of the
+ * pools' quarantines says whether a freed address is quarantined (config-quarantines.ts; one list
+ * of the pools instead when the record does not carry it).
  */
 import { commitWrite } from './gate/index.js';
 import { crashPoint } from '../util/crash-point.js';
@@ -18,7 +19,10 @@ import { decodeBlock } from './block-record.js';
 import { ContentionError, CorruptRecordError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, handleKey } from './keys.js';
+import { BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, POOL_PREFIX, handleKey } from './keys.js';
+import type { Quarantine } from '../alloc/block-quarantine.js';
+import type { Prefix } from '../ip/index.js';
+import { quarantineIn, quarantinesOfConfig } from './config-quarantines.js';
 import { checkHandle } from '../model/handle-id.js';
 import { checkNodeName } from '../model/node-name.js';
 import type { KnownBlock, NodeView } from './node-view.js';
@@ -58,18 +62,25 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
   const view = node === undefined ? undefined : ctx.cache.node(node);
   const others = new Map<string, KnownBlock>();
   let hs: HandleState | undefined = view?.handles.get(handle);
-  let pools: readonly Pool[] | undefined;
+  // Whether a freed address is quarantined: the snapshot's pools, else config's list (read with
+  // the handle), else the pools listed — once.
+  let quarantine: ((cidr: Prefix, now: number) => Quarantine) | undefined = ctx.cache.snapshot && poolsQuarantine(ctx.cache.snapshot.pools);
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    if (hs === undefined && quarantine === undefined) {
+      const read = await readKeys(ctx.store, [handleKey(handle), CONFIG_KEY]);
+      const q = quarantinesOfConfig(read.get(CONFIG_KEY));
+      if (q) quarantine = (cidr, now) => quarantineIn(q, cidr, now);
+      hs = await handleState(ctx, handle, read.get(handleKey(handle)));
+    }
     if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
     const record = hs.record;
     if (!record) {
       view?.noteHandle(handle, 0, undefined);
       return [];
     }
-    // The pools say whether the freed addresses are quarantined: read once when not known yet.
-    pools ??= ctx.cache.snapshot?.pools ?? (await listAll(ctx.store, POOL_PREFIX)).map(decodePool);
-    const planned = planReleaseHandle(input(ctx, view, others, pools), handle, { rev: hs.rev, record });
+    quarantine ??= poolsQuarantine((await listAll(ctx.store, POOL_PREFIX)).map(decodePool));
+    const planned = planReleaseHandle(input(ctx, view, others, quarantine), handle, { rev: hs.rev, record });
     // A guard on a key the plan compares too (the handle itself) replaces the plan's compare.
     const plan: ReleasePlan =
       planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] } : planned;
@@ -98,7 +109,7 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
-    const plan = planReleaseAddrs(input(ctx, undefined, others, snap.pools), snap, addrs, handles, heldBy);
+    const plan = planReleaseAddrs(input(ctx, undefined, others, poolsQuarantine(snap.pools)), snap, addrs, handles, heldBy);
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
         if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
@@ -150,13 +161,17 @@ async function handleState(ctx: IpamContext, handle: string, entry: Entry | unde
   return { rev: entry.rev, record: { node: '', blocks } };
 }
 
-function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, pools: readonly Pool[]): ReleaseInput {
+function poolsQuarantine(pools: readonly Pool[]): (cidr: Prefix, now: number) => Quarantine {
+  return (cidr, now) => quarantineFor(pools, cidr, now);
+}
+
+function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, quarantine: (cidr: Prefix, now: number) => Quarantine): ReleaseInput {
   const now = ctx.now().getTime();
   const snap = ctx.cache.snapshot;
   return {
     state: (key) => view?.blocks.get(key) ?? others.get(key),
     policy: view && snap ? { node: view.node, mine: view.blocks, snap } : undefined,
-    quarantine: (cidr) => quarantineFor(pools, cidr, now),
+    quarantine: (cidr) => quarantine(cidr, now),
   };
 }
 

@@ -115,14 +115,27 @@ class ClusterBackend implements IpamBackend {
   async del(req: IpamRequest): Promise<void> {
     const handle = handleOf(req);
     const hold = this.#holdOnDel(req);
+    const c = this.#conf;
+    // Through the agent, the DELs of a node that wait together are released as one group.
+    if (this.#host && hold === undefined) {
+      const freed = await this.#host.release(c.datastore, c.nodeName, handle).catch((e: unknown) => Promise.reject(cniErrorOfIn(c.datastore, e, 'DEL')));
+      if (freed.length > 0) return;
+      await this.#run('DEL', (ipam) => this.#releaseLegacy(ipam, req));
+      return;
+    }
     await this.#run('DEL', async (ipam) => {
       if (hold !== undefined && (await this.#keep(ipam, req, handle, hold))) return;
       // Only an attachment with nothing under its new id can be one from before the change:
       // the steady-state DEL stays one round trip.
       if ((await ipam.releaseHandle(handle, this.#conf.nodeName)).length > 0) return;
-      const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
-      if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
+      await this.#releaseLegacy(ipam, req);
     });
+  }
+
+  /** Releases the attachment's handle of the naming from before the change, if there is one. */
+  async #releaseLegacy(ipam: ClusterIpam, req: IpamRequest): Promise<void> {
+    const legacy = await legacyHandleOf(ipam.store, attachmentOf(req));
+    if (legacy !== undefined) await ipam.releaseHandle(legacy, this.#conf.nodeName);
   }
 
   /** The pod's hold when it is sticky; a malformed annotation must not fail a DEL: not sticky then. */

@@ -41,6 +41,7 @@ export const CRASH_POINTS = {
   'cluster.plugin.saved': 'cluster plugin: the hint file saved, the node lock still held, no answer',
   'cluster.pool.shrink-marked': 'pool resize (shrink): the narrowed CIDR written with shrinkingFrom set, no block outside it deleted yet (the pool serves only the new CIDR; its old space still counts as its own)',
   'cluster.group.committed': 'agent cluster mode: a group-commit txn (several pods of one node) committed; no answer',
+  'cluster.release-group.committed': 'agent cluster mode: a group-release txn (several DELs of one node) committed; hints not noted, no answer',
   // node CIDR controller (src/controller)
   'controller.cidr.committed': 'controller: node records with their CIDR claims committed (a batch, or one node after a conflict); not yet noted in memory',
   // agent warm pool (src/warm/warm-service.ts)

@@ -121,9 +121,10 @@ export interface MultusRun {
 
 /**
  * Every pod's networks, `command` (ADD and VERSION: net 0, 1, …; DEL: the reverse), `size.inFlight` pods at a
- * time; a pod whose call fails stops there (as Multus does), the failure recorded.
+ * time, each through `plugin` (default the native shim); a pod whose call fails stops there (as
+ * Multus does), the failure recorded.
  */
-export async function runMultusPods(size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL' | 'VERSION'): Promise<MultusRun> {
+export async function runMultusPods(size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL' | 'VERSION', plugin: string = SHIM_BIN): Promise<MultusRun> {
   const answers = Array.from({ length: size.pods }, () => new Array<string>(size.networks));
   const podMs = new Array<number>(size.pods).fill(0);
   const failures: string[] = [];
@@ -135,7 +136,7 @@ export async function runMultusPods(size: MultusSize, call: (command: string, po
       for (let k = 0; k < size.networks; k++) {
         const net = command === 'ADD' ? k : size.networks - 1 - k;
         const c = call(command, pod, net);
-        const r = await runPlugin(SHIM_BIN, c);
+        const r = await runPlugin(plugin, c);
         if (r.code !== 0) {
           failures.push(`${command} pod ${pod} net-${net} (${c.ifname}): exit ${r.code}: ${r.stdout}${r.stderr}`);
           break;

@@ -1,0 +1,26 @@
+/**
+ * bench/multus.ts at a size for CI: 6 pods × 3 networks on 3 nodes (an agent each) on a 3-member
+ * etcd, cluster mode with a pool per network beside host-local, one round. The bench's own checks
+ * run (every answer valid and distinct, nothing held after DEL, `ipam check` clean, no host-local
+ * address file left); the summary must carry the ratios to host-local. The full run is
+ * `node dist/bench/multus.js`.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+test('multus bench, short: 6 pods × 3 networks, own pools beside host-local, one round, clean after DEL', { timeout: 240_000 }, async (t) => {
+  Object.assign(process.env, {
+    PODIPAM_BENCH_MULTUS_PODS: '6',
+    PODIPAM_BENCH_MULTUS_NETWORKS: '3',
+    PODIPAM_BENCH_MULTUS_IN_FLIGHT: '6',
+    PODIPAM_BENCH_MULTUS_RUNS: '1',
+    PODIPAM_BENCH_MULTUS_SUBJECTS: 'own,host-local',
+  });
+  const { run } = await import('../../bench/multus.js');
+  const lines = await run();
+  for (const l of lines) t.diagnostic(l);
+  const del = lines.find((l) => l.startsWith('DEL wall / host-local'));
+  assert.ok(del, `a DEL ratio line: ${lines.join(' | ')}`);
+  assert.match(del, /^DEL wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/);
+  assert.ok(lines.some((l) => /^ADD wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/.test(l)), 'an ADD ratio line');
+});
