@@ -53,7 +53,7 @@ test('Log invents no ids from the words of a message', () => {
   for (const format of ['json', 'text'] as const) {
     const { logger, lines } = capture(format);
     const log: Log = logger;
-    // The controller's ready line, which used to come out as node=blocks.
+    // The controller's ready line: "node blocks used" in its text is words, not a node=blocks field.
     log.info({}, 'ready: 3 nodes, 2 claims, node blocks used 10.0.0.0/8 2/256');
     log.warn({}, 'skipping pod CIDR "x" of node b: not a CIDR');
     log.info({}, 'released leaked address 10.0.0.5 of missing handle "net.c9.eth0"');
