@@ -4,7 +4,7 @@
  * handles and of the addresses' current holders) → the conflicts, the pools to create, and per
  * block the addresses still to write. No I/O; apply-import-plan.ts reads the view and writes.
  *
- * Rules (README "Moving from Whereabouts" / Calico):
+ * Rules (docs/migrating.md, Whereabouts and Calico):
  * - A plan pool whose CIDR equals a podipam pool's is that pool (whatever its name); a
  *   different block size is a 'block-size' conflict. One that overlaps a pool it does not
  *   equal, or whose name a pool of another CIDR has, is a 'pool-overlap' conflict. A spec
