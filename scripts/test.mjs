@@ -1,5 +1,10 @@
 // Runs every compiled test file (dist/**/*.test.js) with Node's built-in test runner.
-// Usage: node scripts/test.mjs [substring…]  — only files whose path contains one of them.
+// Usage: node scripts/test.mjs [--unit] [substring…]  — only files whose path contains one of them.
+// --unit (npm run test:unit) runs the unit tests: the tests beside the code (dist/src/**), except
+// those named *.integration.test.js (they start a program: etcd, a CNI plugin, the CLI, …) or
+// *.scale.test.js (slow on purpose). Each runs with scripts/unit-guard.mjs, which makes any
+// child_process call throw, so a unit test that starts a program fails instead of slowing the
+// run; the closing line then also gives the run's wall time.
 // Prints node:test's spec output, then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
@@ -7,6 +12,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -22,8 +28,13 @@ if (!existsSync('dist')) {
   console.error('no dist/ (did the build run? npm run build)');
   process.exit(1);
 }
-const filters = process.argv.slice(2);
-const files = walk('dist', []).sort().filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+const args = process.argv.slice(2);
+const unit = args.includes('--unit');
+const filters = args.filter((a) => a !== '--unit');
+const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integration|scale)\.test\.js$/.test(f);
+const files = walk('dist', [])
+  .sort()
+  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);
@@ -37,9 +48,11 @@ if (stale.length > 0) {
 const outDir = mkdtempSync(join(tmpdir(), 'podipam-test-'));
 const countFile = join(outDir, 'counts.jsonl');
 const reporter = fileURLToPath(new URL('./count-reporter.mjs', import.meta.url));
+const guard = new URL('./unit-guard.mjs', import.meta.url).href;
+const started = performance.now();
 const r = spawnSync(
   process.execPath,
-  ['--test', '--test-concurrency=2', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${reporter}`, `--test-reporter-destination=${countFile}`, ...files],
+  [...(unit ? ['--import', guard] : []), '--test', '--test-concurrency=2', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${reporter}`, `--test-reporter-destination=${countFile}`, ...files],
   { stdio: 'inherit' },
 );
 const results = existsSync(countFile)
@@ -51,7 +64,8 @@ const count = (o) => results.filter((x) => x.outcome === o);
 const [passed, failed, skipped] = [count('pass'), count('fail'), count('skip')];
 const allowSkip = process.env.PODIPAM_ALLOW_SKIP === '1';
 for (const s of skipped) console.log(`skipped: ${s.name} (${s.file ?? '?'}): ${s.reason}`);
-console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);
+const took = unit ? ` in ${((performance.now() - started) / 1000).toFixed(1)} s (${files.length} unit test files)` : '';
+console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped${took}`);
 if (skipped.length > 0 && !allowSkip) console.log('skipped tests fail the run (set PODIPAM_ALLOW_SKIP=1 to allow them)');
 const ok = r.status === 0 && failed.length === 0 && results.length > 0 && (skipped.length === 0 || allowSkip);
 process.exit(ok ? 0 : 1);

@@ -10,7 +10,7 @@
  * 3. No import cycle between folders (CYCLES_TODAY lists the allowed ones: none) and none
  *    between files (type-only imports, erased at run time, aside).
  *
- * Where issue 19 takes the table (the target layout): model, ip, util, log at the bottom; store and
+ * The layers the table describes: model, ip, util, log at the bottom; store and
  * alloc above; the back ends local, cluster and warm import those and each other as documented
  * (warm may use cluster); controller and server use cluster and store; cni is the protocol;
  * plugin imports cni and the back ends (not agent); wire (the agent's frame protocol) imports only

@@ -13,21 +13,21 @@ import { withTempDir } from './helpers/tmp.js';
 
 const RUNNER = join(REPO_ROOT, 'scripts', 'test.mjs');
 
-function run(cwd: string, env: Record<string, string> = {}): { code: number | null; out: string } {
+function run(cwd: string, env: Record<string, string> = {}, args: readonly string[] = []): { code: number | null; out: string } {
   const e: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!('PODIPAM_ALLOW_SKIP' in env)) delete e.PODIPAM_ALLOW_SKIP;
   // The child runner must not inherit this process's test-runner context.
   delete e.NODE_TEST_CONTEXT;
-  const r = spawnSync(process.execPath, [RUNNER], { cwd, env: e, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [RUNNER, ...args], { cwd, env: e, encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
-/** A tree with dist/t/NAME.test.js (the body) and its source t/NAME.test.ts. */
-function put(dir: string, name: string, body: string): void {
-  mkdirSync(join(dir, 'dist', 't'), { recursive: true });
-  mkdirSync(join(dir, 't'), { recursive: true });
-  writeFileSync(join(dir, 'dist', 't', `${name}.test.js`), `import { test } from 'node:test';\n${body}\n`);
-  writeFileSync(join(dir, 't', `${name}.test.ts`), '');
+/** A tree with dist/<folder>/NAME.test.js (the body) and its source <folder>/NAME.test.ts. */
+function put(dir: string, name: string, body: string, folder = 't'): void {
+  mkdirSync(join(dir, 'dist', folder), { recursive: true });
+  mkdirSync(join(dir, folder), { recursive: true });
+  writeFileSync(join(dir, 'dist', folder, `${name}.test.js`), `import { test } from 'node:test';\n${body}\n`);
+  writeFileSync(join(dir, folder, `${name}.test.ts`), '');
 }
 
 test('test runner: closing counts; a skip fails the run unless PODIPAM_ALLOW_SKIP=1; a failure fails it; a stale build is refused', () =>
@@ -55,4 +55,25 @@ test('test runner: closing counts; a skip fails the run unless PODIPAM_ALLOW_SKI
     r = run(dir, { PODIPAM_ALLOW_SKIP: '1' });
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /stale build: no source for dist\/t\/fails\.test\.js/);
+  }));
+
+test('test runner --unit: only src/ tests not named integration or scale, and a unit test that starts a program fails', () =>
+  withTempDir('runner-unit', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    put(dir, 'ok', "test('unit passes', () => {});", 'src/a');
+    put(dir, 'etcd.integration', "test('integration', () => { throw new Error('an integration test ran'); });", 'src/a');
+    put(dir, 'big.scale', "test('scale', () => { throw new Error('a scale test ran'); });", 'src/a');
+    put(dir, 'e2e', "test('e2e', () => { throw new Error('a test/ file ran'); });", 'test');
+    let r = run(dir, {}, ['--unit']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^1 passed, 0 failed, 0 skipped in [\d.]+ s \(1 unit test files\)$/m);
+
+    put(dir, 'spawns', "import { spawnSync } from 'node:child_process';\ntest('starts true', () => { spawnSync('true'); });", 'src/b');
+    r = run(dir, {}, ['--unit']);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /a unit test must not start a program: child_process\.spawnSync\("true"\)/);
+    assert.match(r.out, /^1 passed, 1 failed, 0 skipped/m);
+
+    r = run(dir, {}, ['spawns']);
+    assert.equal(r.code, 0, `without --unit a test may start a program:\n${r.out}`);
   }));

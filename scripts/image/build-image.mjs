@@ -8,10 +8,11 @@
 //      and the SBOM in /usr/share/podipam/sbom (sbom.mjs)
 // Output in --out (default .image/): podipam-<version>.oci/ (OCI layout), podipam-<version>.oci.tar
 // (its archive: `ctr -n k8s.io images import`, `skopeo copy oci-archive:…`), sbom/, image.json.
-// SOURCE_DATE_EPOCH defaults to the commit's time. Run `npm run build` first (npm run image does).
+// SOURCE_DATE_EPOCH (the time of layers 2 and 3 and of the image) defaults to the commit's time;
+// the base's is the Debian release's date (debian-base.mjs). Run `npm run build` first (npm run image does).
 //
-// Options: --out DIR; --fresh-base (rebuild the Debian base even if one made today with the same
-// command is cached in DIR/cache); --if-changed (do nothing when DIR/image.json was built from the
+// Options: --out DIR; --fresh-base (rebuild the Debian base even if one made from the mirror's
+// current release with the same command is cached in DIR/cache); --if-changed (do nothing when DIR/image.json was built from the
 // same inputs: dist/, bin/, the addons, the lockfile, the shim's source, these scripts, Node.js).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -89,8 +90,8 @@ const blobs = join(layout, 'blobs', 'sha256');
 mkdirSync(blobs, { recursive: true });
 
 step('Debian base (mmdebstrap)');
-const base = buildBase({ workDir: work, epoch, cacheDir: opts['fresh-base'] ? undefined : join(out, 'cache') });
-step(base.cached ? 'Debian base: reused from today\'s cache' : 'Debian base built');
+const base = await buildBase({ workDir: work, cacheDir: opts['fresh-base'] ? undefined : join(out, 'cache') });
+step(`Debian base ${base.cached ? 'reused from the cache' : 'built'} (release of ${new Date(base.release.epoch * 1000).toISOString()})`);
 
 const nodeStage = join(work, 'node');
 mkdirSync(join(nodeStage, 'usr/local/bin'), { recursive: true });
@@ -173,6 +174,7 @@ const summary = {
   sbom: { ...sbom, dir: join(out, 'sbom'), inImage: '/usr/share/podipam/sbom' },
   addons: app.addons,
   baseCached: base.cached,
+  baseRelease: { url: base.release.url, sha256: base.release.sha256, date: new Date(base.release.epoch * 1000).toISOString() },
   buildSeconds: Math.round((Date.now() - started) / 100) / 10,
   inputs,
 };

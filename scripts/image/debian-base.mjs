@@ -1,5 +1,7 @@
 // The image's base layer: a minimal Debian bookworm made by mmdebstrap (no daemon, no registry),
-// reproducible from SOURCE_DATE_EPOCH and the mirror's content. Variant "essential" (dpkg,
+// reproducible from the mirror's content alone: its SOURCE_DATE_EPOCH (the clamp of every file's
+// mtime) is the Date of the suite's InRelease, not the commit's time, so every commit made while
+// the mirror serves the same release shares one base (and one cached tarball). Variant "essential" (dpkg,
 // coreutils, dash, grep, sed... no apt) plus what podipam truly needs: iptables (the agent's node
 // masquerade; Debian's default nft flavour) and libstdc++6 (the Node.js binary; libgcc-s1 and
 // libc6 come with the essential set). Docs, man pages, locales and apt caches are left out;
@@ -48,16 +50,44 @@ export function mmdebstrapArgs(out, dpkgList) {
 }
 
 /**
- * Builds the base tarball into `workDir` (base.tar, debian-packages.txt) and returns their paths.
- * With `cacheDir`, a base made today with the same command (and this file) is reused: keyed by
- * the UTC date, so Debian's updates arrive at the latest a day late; pass no cache to rebuild.
+ * The suite's release as the mirror serves it: its InRelease file's sha256 (what names every
+ * package index, hence every package the base gets) and its Date in seconds (the base's
+ * SOURCE_DATE_EPOCH). Rejects naming the URL when the mirror does not answer or the file has no Date.
  */
-export function buildBase({ workDir, epoch, cacheDir }) {
+export async function mirrorRelease(mirror = MIRROR, suite = SUITE) {
+  const url = `${mirror}/dists/${suite}/InRelease`;
+  let text;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error('no answer in 60 s')), 60_000);
+  try {
+    const r = await fetch(url, { signal: abort.signal });
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    text = await r.text();
+  } catch (e) {
+    throw new Error(`Debian mirror: cannot read ${url} (${e.message}); set PODIPAM_DEBIAN_MIRROR to a reachable mirror`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+  }
+  const date = /^Date: (.+)$/m.exec(text)?.[1];
+  const ms = date === undefined ? NaN : Date.parse(date);
+  if (!Number.isFinite(ms)) throw new Error(`Debian mirror: ${url} has no valid Date field: current value is ${JSON.stringify(date)}`);
+  return { url, sha256: createHash('sha256').update(text).digest('hex'), epoch: Math.floor(ms / 1000) };
+}
+
+/**
+ * Builds the base tarball into `workDir` (base.tar, debian-packages.txt) and returns their paths
+ * and the release it was made from. With `cacheDir`, a base made from the same release with the
+ * same command (and this file) is reused, whatever the commit; a new release on the mirror makes
+ * a new base (and removes the older ones). Pass no cache to rebuild.
+ */
+export async function buildBase({ workDir, cacheDir }) {
   const tar = join(workDir, 'base.tar');
   const list = join(workDir, 'debian-packages.txt');
   if (!existsSync('/usr/bin/mmdebstrap')) throw new Error('mmdebstrap is missing: install Debian package mmdebstrap (scripts/install-test-deps.sh)');
+  const release = await mirrorRelease();
+  const epoch = release.epoch;
   const key = createHash('sha256')
-    .update(JSON.stringify([mmdebstrapArgs('OUT', 'LIST'), epoch, new Date().toISOString().slice(0, 10)]))
+    .update(JSON.stringify([mmdebstrapArgs('OUT', 'LIST'), release.sha256]))
     .update(readFileSync(new URL(import.meta.url)))
     .digest('hex')
     .slice(0, 16);
@@ -65,7 +95,7 @@ export function buildBase({ workDir, epoch, cacheDir }) {
   if (cached && existsSync(`${cached}.tar`) && existsSync(`${cached}.txt`)) {
     copyFileSync(`${cached}.tar`, tar);
     copyFileSync(`${cached}.txt`, list);
-    return { tar, list, cached: true };
+    return { tar, list, release, cached: true };
   }
   // Its (long) output goes to a log, shown when it fails.
   const log = join(workDir, 'mmdebstrap.log');
@@ -88,5 +118,5 @@ export function buildBase({ workDir, epoch, cacheDir }) {
       if (f.startsWith('base-') && !f.startsWith(`base-${key}`)) rmSync(join(cacheDir, f), { force: true });
     }
   }
-  return { tar, list, cached: false };
+  return { tar, list, release, cached: false };
 }

@@ -73,8 +73,8 @@ test('cidr set never hands out a block the service CIDR touches, even after a co
 });
 
 test('cidr set keeps an excluded block used after releasing another small CIDR in the same block', () => {
-  // Found by cidr-set.property.test.ts: the exclusion and the released CIDR share no address,
-  // but both lie in node block 10.0.1.0/24, which the release used to free for allocateNext.
+  // The exclusion and the released CIDR share no address, but both lie in node block
+  // 10.0.1.0/24: the release must leave that block used, so allocateNext never hands it out.
   const set = new CidrSet(p('10.0.0.0/23'), 24);
   set.exclude(p('10.0.1.0/28'));
   set.release(p('10.0.1.128/25'));

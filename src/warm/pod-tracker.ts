@@ -1,5 +1,5 @@
 /**
- * What the warm pool knows about the pods behind its attachments (issue 11 items 4 and 5):
+ * What the warm pool knows about the pods behind its attachments (stickiness and pod GC):
  * - `identify` on ADD: the pod from CNI_ARGS (K8S_POD_NAMESPACE / K8S_POD_NAME / K8S_POD_UID);
  *   sticky or not — the pod's `podipam.io/sticky` annotation ("true": sticky whatever owns it;
  *   "false": not, even a StatefulSet's) when it has one, else a StatefulSet's pod (its owner kind

@@ -1,8 +1,8 @@
 /**
- * Cluster-mode handles through the real binary on a SQLite file (issue 8, item 4): network
- * `net.a` + container `c1` and network `net` + container `a.c1` made the same dotted handle, got
- * the same address, and a DEL of one stripped the other. Now they are apart; and records written
- * under the old dotted ids are still found by DEL, CHECK and GC — for their own attachment only.
+ * Cluster-mode handles through the real binary on a SQLite file: network `net.a` + container
+ * `c1` and network `net` + container `a.c1`, which a plain dotted handle would confuse, get
+ * handles, addresses and DELs of their own; records written under the dotted ids of older
+ * versions are still found by DEL, CHECK and GC — for their own attachment only.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -3,7 +3,8 @@
  * filled at a steady rate through the API; then the API's forecast, `pool list -o wide`'s TREND
  * and FULL-IN, and the dashboard in headless Chromium drawing the pool's usage over time with
  * the forecast line rising towards the capacity, and the node headroom bars equal to the API's.
- * The screenshot of that view is the README's (docs/img/dashboard-forecast.png).
+ * The screenshot of that view goes to test-output/dashboard-forecast.png (gitignored), so a run
+ * leaves the tree clean; `npm run docs:screenshots` copies it over docs/img/dashboard-forecast.png.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { requireExecutable } from '../helpers/prereq.js';
 import { api, runCli, startServe, waitFor } from './serve-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+const OUT = join(REPO_ROOT, 'test-output');
 const PODS = 48;
 const EVERY_MS = 125;
 
@@ -97,8 +99,8 @@ test('forecast: a pool filled at a steady rate is forecast full in the API, pool
     assert.ok(n1 && n1.headroom.length > 0);
     await page.waitForSelector('.hbar[data-node="n1"]');
     for (const h of n1.headroom) assert.equal(await page.locator(`.hbar[data-node="n1"][data-family="${h.family}"]`).getAttribute('data-headroom'), String(h.headroom));
-    mkdirSync(join(REPO_ROOT, 'docs', 'img'), { recursive: true });
-    await page.locator('#forecasts').locator('xpath=ancestor::div[contains(@class, "two")]').screenshot({ path: join(REPO_ROOT, 'docs', 'img', 'dashboard-forecast.png') });
+    mkdirSync(OUT, { recursive: true });
+    await page.locator('#forecasts').locator('xpath=ancestor::div[contains(@class, "two")]').screenshot({ path: join(OUT, 'dashboard-forecast.png') });
     assert.deepEqual(pageErrors, []);
   } finally {
     await browser?.close();

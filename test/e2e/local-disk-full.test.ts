@@ -1,5 +1,5 @@
 /**
- * A full disk (issue 8, item 10), on a small tmpfs this test mounts (root): ADD fails with
+ * A full disk, on a small tmpfs this test mounts (root): ADD fails with
  * code 5 naming the file it could not write, and leaves neither the temporary file nor an
  * address file behind; once there is room again the same ADD succeeds.
  */

@@ -1,5 +1,5 @@
 /**
- * Files planted in the local back end's network directory (issue 8, item 12), through the real
+ * Files planted in the local back end's network directory, through the real
  * binary. host-local follows a `last_reserved_ip.0` symlink and overwrites its target, reads an
  * address-named link to /dev/zero until it aborts, hangs on a FIFO and waits forever for a
  * held lock; podipam refuses every non-regular entry with code 5 naming it, and gives up on the

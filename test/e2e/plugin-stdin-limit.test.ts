@@ -1,5 +1,5 @@
 /**
- * The plugin reads at most 1 MiB of stdin (issue 8, item 7): a larger input is answered with
+ * The plugin reads at most 1 MiB of stdin: a larger input is answered with
  * code 7 naming the limit as soon as the limit is passed — without reading the rest, so time
  * and memory stay small whatever the runtime pipes in.
  */

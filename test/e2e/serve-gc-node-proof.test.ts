@@ -1,10 +1,10 @@
 /**
- * Cluster GC frees a node's pods only on proof the node is gone (issue 18, item 1). A node
+ * Cluster GC frees a node's pods only on proof the node is gone. A node
  * that never had a record — the newcomer's: the conflist `serve` prints names one, and
  * install-cni and the agent register nothing — is not gone: its pod keeps its address however
  * long GC runs, CHECK keeps answering 0 and `ipam check` says why GC leaves the block alone.
  * Giving proof (`podipam node add` then `podipam node delete`: a record that existed and was
- * deleted) makes GC free its pods after the grace period, as before.
+ * deleted) makes GC free its pods after the grace period.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

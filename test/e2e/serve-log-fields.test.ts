@@ -1,6 +1,6 @@
 /**
  * Log fields are passed, not guessed from the words of a message: `podipam serve`'s
- * controller "ready: … node blocks used …" line used to carry node=blocks. In JSON lines the
+ * controller "ready: … node blocks used …" line carries no node field. In JSON lines the
  * ids a line concerns are fields the code gave (the controller's "assigned" names its node).
  */
 import { test } from 'node:test';

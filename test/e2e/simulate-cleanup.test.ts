@@ -1,7 +1,7 @@
 /**
  * `podipam simulate --cleanup` removes what it created — its pods' handles, its node records
  * (with the proof they are gone) and their blocks — and nothing else: `ipam check` is clean at
- * once, not after GC's grace period (issue 18, item 8).
+ * once, not after GC's grace period.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -29,8 +29,11 @@ export interface BuiltImage {
   readonly size: { readonly compressed: number; readonly unpacked: number; readonly archive: number };
   readonly layers: readonly { readonly digest: string; readonly size: number; readonly unpacked: number; readonly createdBy: string }[];
   readonly sbom: { readonly dir: string; readonly debianPackages: number; readonly npmPackages: number; readonly node: string };
+  readonly sourceDateEpoch: number;
   readonly buildSeconds: number;
   readonly baseCached: boolean;
+  /** The Debian release the base was made from (its InRelease file; its Date is the base's mtime clamp). */
+  readonly baseRelease: { readonly url: string; readonly sha256: string; readonly date: string };
 }
 
 /** Fails with the reason unless this machine can build the image. */
@@ -42,15 +45,16 @@ export function requireImageBuild(): void {
 }
 
 /**
- * Runs build-image.mjs with `args` (under flock on `<out>/.lock` when `lock`); resolves with its
- * image.json. Rejects with the exit status and the tail of its output when it fails.
+ * Runs build-image.mjs with `args` (under flock on `<out>/.lock` when `lock`; `env` added to this
+ * process's environment); resolves with its image.json. Rejects with the exit status and the
+ * tail of its output when it fails.
  */
-export async function buildImage(out: string, args: readonly string[] = [], lock = false): Promise<BuiltImage> {
+export async function buildImage(out: string, args: readonly string[] = [], lock = false, env: Readonly<Record<string, string>> = {}): Promise<BuiltImage> {
   requireImageBuild();
   mkdirSync(out, { recursive: true });
   const argv = [process.execPath, IMAGE_SCRIPT, '--out', out, ...args];
   const [cmd, ...rest] = lock ? ['/usr/bin/flock', join(out, '.lock'), ...argv] : argv;
-  const child = spawn(cmd as string, rest, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd as string, rest, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer): void => {
     output = (output + d.toString('utf8')).slice(-16_000);
