@@ -49,7 +49,7 @@ async function once(history: boolean): Promise<Outcome> {
       const r = spawnSync('renice', ['-n', SERVE_NICE, '-p', String(serve.child.pid)], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`renice ${SERVE_NICE} serve ${serve.child.pid}: ${r.stderr}`);
     }
-    const x = runWarmScaleChild(etcd.url);
+    const x = await runWarmScaleChild(etcd.url);
     const out: Outcome = { pods: x.pods, seconds: x.seconds, rate: x.pods / x.seconds };
     if (!serve || !history) return out;
     // How far behind the follower is: until its position reaches etcd's revision.

@@ -17,8 +17,9 @@
  * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes). Run alone: `node dist/bench/index.js warm-scale`.
  * A smaller run prints the projected time for 150,000 pods at the measured rate.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -39,6 +40,57 @@ const FULL = 150_000;
 
 const mib = (x: number): string => (x / 2 ** 20).toFixed(1);
 
+/** One point of the run's curve (see Result.rss). */
+export interface Sample {
+  readonly pods: number;
+  readonly s: number;
+  readonly rssMiB: string;
+  readonly heapMiB: string;
+  readonly cpuS: number;
+  readonly etcdCpuS: number;
+  readonly etcdDbMiB: string;
+}
+
+/**
+ * The members' CPU seconds together (from /proc/PID/stat: utime + stime at 100 ticks/s) and the
+ * largest member's db file, for members given as `pid:dataDir`. NaN when a member is gone.
+ */
+function etcdGauges(members: readonly string[]): { cpuS: number; dbBytes: number } {
+  let cpuS = 0;
+  let dbBytes = 0;
+  for (const m of members) {
+    const [pid, dir] = [m.slice(0, m.indexOf(':')), m.slice(m.indexOf(':') + 1)];
+    try {
+      // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      cpuS += (Number(f[11]) + Number(f[12])) / 100;
+      dbBytes = Math.max(dbBytes, statSync(join(dir, 'member', 'snap', 'db')).size);
+    } catch {
+      cpuS = NaN;
+    }
+  }
+  return { cpuS, dbBytes };
+}
+
+/** `pid:dataDir` of each running member (found by its data directory in /proc/PID/cmdline). */
+function memberPids(etcd: EtcdCluster): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const args = cmd.split('\0');
+    if (!/(^|\/)etcd$/.test(args[0] ?? '')) continue;
+    const m = etcd.members.find((x) => args.includes(x.dataDir));
+    if (m) out.push(`${pid}:${m.dataDir}`);
+  }
+  return out;
+}
+
 export interface Result {
   readonly nodes: number;
   readonly pods: number;
@@ -50,8 +102,11 @@ export interface Result {
   readonly misses: number;
   readonly refillTxns: number;
   readonly writeTxns: number;
-  /** Sampled every tenth of the run: pods done, seconds since the start, RSS and heap after a GC. */
-  readonly rss: readonly { pods: number; s: number; rssMiB: string; heapMiB: string }[];
+  /**
+   * Sampled every tenth of the run: pods done, seconds since the start, RSS and heap after a GC,
+   * CPU seconds of this process and of the etcd members together so far, the largest member's db.
+   */
+  readonly rss: readonly Sample[];
   readonly peakRssMiB: string;
   readonly heapAfterGcMiB: string;
   /** Addresses of refills that timed out but landed (adopted at the node's next start). */
@@ -75,7 +130,9 @@ async function child(url: string): Promise<void> {
     await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
     const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
-    const rss: { pods: number; s: number; rssMiB: string; heapMiB: string }[] = [];
+    const rss: Sample[] = [];
+    const members = (process.env.PODIPAM_BENCH_WARM_ETCD_MEMBERS ?? '').split(',').filter(Boolean);
+    const etcd0 = etcdGauges(members);
     let peakRss = 0;
     let done = 0;
     let next = 0;
@@ -129,11 +186,15 @@ async function child(url: string): Promise<void> {
       done++;
       if (done % 16 === 0) peakRss = Math.max(peakRss, process.memoryUsage.rss());
       if (done * PODS >= nextSample) {
-        (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
-        const m = process.memoryUsage();
-        rss.push({ pods: done * PODS, s: +((performance.now() - t0) / 1000).toFixed(3), rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed) });
-        process.stderr.write(`  warm-scale: ${done * PODS} pods, ${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB\n`);
         nextSample += Math.max(PODS, Math.floor((NODES * PODS) / 10));
+        (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
+        const pods = done * PODS;
+        const s = +((performance.now() - t0) / 1000).toFixed(3);
+        const m = process.memoryUsage();
+        const c = process.cpuUsage(cpu0);
+        const e = etcdGauges(members);
+        rss.push({ pods, s, rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed), cpuS: (c.user + c.system) / 1e6, etcdCpuS: e.cpuS - etcd0.cpuS, etcdDbMiB: mib(e.dbBytes) });
+        process.stderr.write(`  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`);
       }
     };
     await Promise.all(
@@ -191,6 +252,28 @@ function tenthRates(x: Result): string[] {
   return out;
 }
 
+/**
+ * The run's curve, a row per tenth: the rate, the CPU per pod of this process and of the etcd
+ * members (what grows when the rate decays), RSS after a GC and the largest member's db; then
+ * the last tenth's rate against the first's.
+ */
+export function curveTable(x: Pick<Result, 'rss'>): string[] {
+  const samples = [...x.rss].sort((a, b) => a.pods - b.pods);
+  const rows = ['  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB |', '  |---|---|---|---|---|---|---|'];
+  const rates: number[] = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1]!;
+    const b = samples[i]!;
+    const n = b.pods - a.pods;
+    if (n <= 0 || b.s <= a.s) continue;
+    rates.push(n / (b.s - a.s));
+    const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
+    rows.push(`  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} |`);
+  }
+  if (rates.length >= 2) rows.push(`  last tenth / first tenth: ${(rates[rates.length - 1]! / rates[0]!).toFixed(3)} (${rates[0]!.toFixed(0)} → ${rates[rates.length - 1]!.toFixed(0)} pods/s)`);
+  return rows;
+}
+
 /** How many keys start with `prefix`, read a page at a time (a million records never in memory at once). */
 async function countKeys(store: Store, prefix: string): Promise<number> {
   let n = 0;
@@ -203,33 +286,47 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
   }
 }
 
-/** Runs the warm-scale workload in a child process against the etcd at `url` (a fresh heap, --expose-gc); its result. */
-export function runWarmScaleChild(url: string): Result {
-  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
-    env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: url },
+/**
+ * Runs the warm-scale workload in a child process against the etcd at `url` (a fresh heap,
+ * --expose-gc); its result. Asynchronous on purpose: this process's timers (the compactor,
+ * startCompactor) must keep running while the child works — a spawnSync here blocked them for
+ * the whole run, so etcd was never compacted.
+ */
+export async function runWarmScaleChild(url: string, members: readonly string[] = []): Promise<Result> {
+  // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of the simulating process (1 ms samples) in DIR.
+  const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
+  const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
+  const child = spawn(process.execPath, ['--expose-gc', ...profArgs, fileURLToPath(import.meta.url)], {
+    env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: url, PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(',') },
     stdio: ['ignore', 'pipe', 'inherit'],
-    encoding: 'utf8',
-    timeout: 3_600_000,
-    maxBuffer: 1 << 24,
   });
-  const m = /^RESULT (.*)$/m.exec(r.stdout ?? '');
-  if (r.status !== 0 || !m) throw new Error(`warm-scale child failed (${r.status ?? r.signal}): ${(r.stdout ?? '').slice(-500)}`);
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => void (stdout = (stdout + d).slice(-(1 << 24))));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3_600_000);
+  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  const m = /^RESULT (.*)$/m.exec(stdout);
+  if (code !== 0 || !m) throw new Error(`warm-scale child failed (${code ?? signal}): ${stdout.slice(-500)}`);
   return JSON.parse(m[1]!) as Result;
 }
 
 export async function run(): Promise<string[]> {
   const etcd = await startEtcd({ members: 3, ...BIG_ETCD });
-  const compactor = startCompactor(etcd);
+  // PODIPAM_BENCH_WARM_COMPACT_MS: the compaction period (20,000 ms); 0 never compacts (etcd keeps every revision).
+  const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? 20_000);
+  const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
   try {
     console.log(`warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`);
-    const x = runWarmScaleChild(etcd.url);
+    const x = await runWarmScaleChild(etcd.url, memberPids(etcd));
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
       `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
+      ...curveTable(x),
       ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
+      `  etcd compactions during the run: ${compactor.count()} (every ${compactMs ? `${compactMs / 1000} s` : '- (PODIPAM_BENCH_WARM_COMPACT_MS=0)'})`,
       `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
     ];
     lines.push(...etcdEvents(etcd));
@@ -286,8 +383,9 @@ export function etcdEvents(etcd: EtcdCluster): string[] {
   });
 }
 
-export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void } {
+export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void; count(): number } {
   let previous: number | undefined;
+  let compactions = 0;
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
@@ -297,7 +395,10 @@ export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): v
         const m = etcd.members[0]!;
         const head = (await etcdPost(m, 'kv/range', { key: Buffer.from('compaction-probe').toString('base64') })) as { header?: { revision?: string } };
         const rev = Number(head.header?.revision ?? 0);
-        if (previous !== undefined && previous > 1) await etcdPost(m, 'kv/compaction', { revision: String(previous) });
+        if (previous !== undefined && previous > 1) {
+          await etcdPost(m, 'kv/compaction', { revision: String(previous) });
+          compactions++;
+        }
         previous = rev;
       } catch (e) {
         process.stderr.write(`  warm-scale: compaction skipped: ${(e as Error).message}\n`);
@@ -307,7 +408,7 @@ export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): v
     })();
   }, everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return { stop: () => clearInterval(timer), count: () => compactions };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

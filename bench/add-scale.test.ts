@@ -1,0 +1,26 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Row, cases, measureCase, tables } from './add-scale.js';
+
+test('add-scale smoke: every dimension measures a small row and prints its table', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podipam-add-scale-test-'));
+  try {
+    const small = cases(1000).filter((c) => c.dimension === 'pool size' || c.label === '20 blocks' || c.label === '1000 blocks' || c.label === '10 nodes');
+    assert.deepEqual([...new Set(small.map((c) => c.dimension))], ['pool size', 'blocks', 'nodes']);
+    const rows: Row[] = [];
+    for (const c of small) rows.push(await measureCase(c, dir, 4));
+    // the fillers really hold the blocks the row names
+    const held = (label: string): number => rows.find((r) => r.case.label === label)?.blocks ?? 0;
+    assert.ok(held('1000 blocks') >= 10 * held('20 blocks') && held('20 blocks') > 0, `blocks held: ${held('20 blocks')}, ${held('1000 blocks')}`);
+    assert.equal(rows.find((r) => r.case.label === 'IPv6 /64')?.blocks, 3);
+    for (const r of rows) assert.ok(r.firstMs > 0 && r.p50Ms > 0 && r.roundTripsPerAdd > 0, JSON.stringify(r));
+    const out = tables(rows);
+    assert.equal(out.filter((l) => l.startsWith('ADD by ')).length, 3);
+    assert.ok(out.some((l) => l.startsWith('| IPv4 /24 | 3 |')), out.join('\n'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
