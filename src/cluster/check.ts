@@ -17,6 +17,8 @@
  * So are borrowed blocks (`borrowed`): blocks of a node proven gone (or left without affinity
  * by cluster GC) that keep addresses of pods of other nodes — GC frees the gone node's own
  * pods and empty blocks, and reports these rather than freeing them; each names the pods.
+ * Empty orphan blocks (`emptyOrphans`: no affinity, no address, kept while they quarantined a
+ * freed address, empty-orphans.ts) are listed with the end of their quarantine: GC deletes them.
  *
  * Every holder, not only the blocks (check-holders.ts): each node agent's holder view (its idle,
  * cooling and sticky addresses and the pods it serves, `agent-views/<node>`) and its pod records
@@ -43,6 +45,7 @@ import { listAll } from '../store/list-all.js';
 import { POD_RECORD_PREFIX } from '../model/reserved-network.js';
 import { AGENT_VIEW_PREFIX } from './agent-view-record.js';
 import { checkHolders, type HolderFinding, type HolderInput, type StaleHolder } from './check-holders.js';
+import { type EmptyOrphanBlock, emptyOrphansOf } from './empty-orphans.js';
 
 export interface Leak {
   readonly ip: string;
@@ -79,6 +82,8 @@ export interface CheckReport {
   readonly holders?: readonly HolderFinding[];
   /** Holder disagreements an agent may not have answered yet, when there are any: informational. */
   readonly unsettled?: readonly StaleHolder[];
+  /** Empty orphan blocks (empty-orphans.ts), when there are any: informational; cluster GC deletes those past their quarantine. */
+  readonly emptyOrphans?: readonly EmptyOrphanBlock[];
 }
 
 /** `viewMaxAgeMs`: an agent's holder view older than this is stale (default: by its own refresh period, check-holders.ts). */
@@ -135,6 +140,7 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
   }
   const holds = holdsOf(handleEntries, blockEntries, ctx.now());
   const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
+  const emptyOrphans = emptyOrphansOfListing(blockEntries, poolEntries, ctx.now().getTime());
   const [podRecords, views] = await Promise.all([listAll(ctx.store, POD_RECORD_PREFIX), listAll(ctx.store, AGENT_VIEW_PREFIX)]);
   const holders = await checkEveryHolder(ctx, { blocks: blockEntries, handles: handleEntries, podRecords, views, now: ctx.now().getTime(), maxAgeMs: opts.viewMaxAgeMs });
   return {
@@ -144,7 +150,17 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
     ...(borrowed.length > 0 ? { borrowed } : {}),
     ...(holders.findings.length > 0 ? { holders: holders.findings } : {}),
     ...(holders.stale.length > 0 ? { unsettled: holders.stale } : {}),
+    ...(emptyOrphans.length > 0 ? { emptyOrphans } : {}),
   };
+}
+
+/** The listing's empty orphan blocks (records that do not decode are corrupt-record problems already). */
+function emptyOrphansOfListing(blockEntries: readonly Entry[], poolEntries: readonly Entry[], now: number): EmptyOrphanBlock[] {
+  const pools: Pool[] = [];
+  for (const e of poolEntries) tryDecode(e, decodePool, () => {}, (p) => pools.push(p));
+  const blocks: [string, Block][] = [];
+  for (const e of blockEntries) tryDecode(e, decodeBlock, () => {}, (b) => blocks.push([e.key, b]));
+  return emptyOrphansOf(blocks, pools, now);
 }
 
 /**

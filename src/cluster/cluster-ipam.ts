@@ -339,6 +339,12 @@ export class ClusterIpam {
     return releaseDeletedNodeBlock(this.#ctx, key);
   }
 
+  /** See gc-findings.ts: delete an empty orphan block (check's `emptyOrphans`) that quarantines nothing; false when it is no longer one. */
+  async releaseEmptyOrphanBlock(key: string): Promise<boolean> {
+    const { releaseEmptyOrphanBlock } = await import('./gc-findings.js');
+    return releaseEmptyOrphanBlock(this.#ctx, key);
+  }
+
   /** See gc-findings.ts: release every block of a deleted node now (on the same proof). */
   async releaseDeletedNode(node: string): Promise<DeletedNodeBlockRelease[]> {
     const { releaseDeletedNode } = await import('./gc-findings.js');

@@ -9,6 +9,7 @@
 import { commitWrite } from './gate/index.js';
 import { ordinalOf, releaseOrdinals, withAffinity } from '../alloc/block.js';
 import { isDisposable, stampReleases } from '../alloc/block-quarantine.js';
+import { isSweepableOrphan } from './empty-orphans.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { quarantineFor } from './pool-quarantine.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../ip/index.js';
@@ -20,7 +21,7 @@ import type { Leak } from './check.js';
 import { ContentionError } from './errors.js';
 import { decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
-import { affinityKey, affinityPrefix, blockKey, HANDLE_PREFIX, handleKey, parseAffinityKey, parseBlockKey } from './keys.js';
+import { affinityKey, affinityPrefix, blockKey, CONFIG_KEY, HANDLE_PREFIX, handleKey, parseAffinityKey, parseBlockKey } from './keys.js';
 import { readKeys } from './read-keys.js';
 import { releaseByHandleIf } from './release.js';
 import { releaseStampOp } from './history-stamp.js';
@@ -130,6 +131,33 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);
   }
   throw new ContentionError(`release block ${formatPrefix(cidr)} of deleted node "${node}"`, ctx.maxAttempts, [key, ak]);
+}
+
+/**
+ * Deletes an orphan block (no affinity: left by cluster GC for the pods of other nodes, or by a
+ * release that emptied it while it still quarantined a freed address) once it holds nothing and
+ * quarantines nothing any more (check's `emptyOrphans`, `key` its block key): nothing else ever
+ * writes such a block again. Re-read here and compared in the delete (a borrowing ADD meanwhile,
+ * or a release that stamped a new quarantine, keeps it); the quarantine is judged with the pools
+ * of the context's snapshot, reloaded when the `config` compare fails. True when this call
+ * deleted it.
+ */
+export async function releaseEmptyOrphanBlock(ctx: IpamContext, key: string): Promise<boolean> {
+  const cidr = parseBlockKey(key);
+  if (!cidr) throw new TypeError(`Cannot delete an empty orphan block as 'key' must be a block key: current value is ${JSON.stringify(key)}`);
+  let e = await ctx.store.get(key);
+  for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
+    if (!e) return false;
+    const snap = (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
+    if (!isSweepableOrphan(decodeBlock(e), snap.pools, ctx.now().getTime())) return false;
+    // The pools' revision is compared too: a reuseAfter raised meanwhile may quarantine again.
+    const compares: Compare[] = [{ key, rev: e.rev }, { key: CONFIG_KEY, rev: snap.configRev }];
+    const r = await commitWrite(ctx, { what: `delete empty orphan block ${formatPrefix(cidr)}`, compares, ops: [{ type: 'delete', key }, releaseStampOp(ctx, 'cluster-gc')] });
+    if (r.succeeded) return true;
+    if ((r.current?.[1]?.rev ?? 0) !== snap.configRev) ctx.cache.snapshot = undefined;
+    e = r.current?.[0];
+  }
+  throw new ContentionError(`delete empty orphan block ${formatPrefix(cidr)}`, ctx.maxAttempts, [key]);
 }
 
 /**

@@ -19,6 +19,7 @@ export type { IpamUsage, PoolUsage, BlockUsage } from './usage.js';
 export type { BorrowedBlock, CheckOptions, CheckReport, Leak, Problem } from './check.js';
 export type { Claim, HolderFinding, HolderFindingKind, StaleHolder } from './check-holders.js';
 export type { StickyHold } from './sticky-holds.js';
+export type { EmptyOrphanBlock } from './empty-orphans.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './utilisation.js';
 export type { DeletedNodeBlockRelease } from './gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './allocations.js';

@@ -111,5 +111,5 @@ async function readView(store: Store, plan: ImportPlan): Promise<ImportStoreView
       // A corrupt holder record: the conflict names the handle alone; `ipam check` reports the record.
     }
   });
-  return { pools, blocks, handles };
+  return { pools, blocks, handles, now: Date.now() };
 }

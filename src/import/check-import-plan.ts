@@ -20,6 +20,9 @@
  *   to none, takes the address all the same (a borrowed address, as podipam allocates): the
  *   block's affinity is never changed by an import. A new block gets the plan's affinity for it
  *   (null when the plan has none: an unaffine block, which no node claims since it exists).
+ * - An address podipam freed less than its pool's `reuseAfter` ago (as of `view.now`) is a
+ *   'quarantined' conflict (quarantined-conflict.ts): found here, so a dry run, and a real run
+ *   without `skipConflicts`, report it before anything is written.
  * - The same address twice in the plan with two handles is 'invalid' (both left out), and so is
  *   a handle of the node agent's warm pool (`podipam-warm:…`, reserved-network.ts): only the
  *   agent writes those.
@@ -34,6 +37,7 @@ import { overlappingBlocks } from '../alloc/overlapping-blocks.js';
 import { type Prefix, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixOf, prefixOverlaps, tryParseAddr } from '../ip/index.js';
 import { reservedHandle } from '../model/reserved-network.js';
 import type { ImportConflict, ImportPlan, ImportedAddress, ImportedPool } from './import-plan.js';
+import { quarantineEndOf, quarantinedConflict } from './quarantined-conflict.js';
 
 /** What the store holds that the plan touches. */
 export interface ImportStoreView {
@@ -42,6 +46,8 @@ export interface ImportStoreView {
   readonly blocks: ReadonlyMap<string, Block>;
   /** Handle → record, for the handles that exist (the plan's and the holders'). */
   readonly handles: ReadonlyMap<string, HandleRecord>;
+  /** The clock (epoch ms) the pools' reuse quarantine is judged at; absent: no address is found quarantined. */
+  readonly now?: number;
 }
 
 /** One block's share of the import: the addresses to write there (none already held). */
@@ -135,6 +141,12 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
     }
     if (holder !== undefined) {
       conflicts.push({ kind: 'address-held', subject: ip, detail: `${ip} is already held in podipam by ${describeHolder(holder, view.handles.get(holder))}; the source gives it to ${describeImported(a)}` });
+      skipped++;
+      continue;
+    }
+    const end = existing && view.now !== undefined ? quarantineEndOf(existing, ordinalOf(block, addr), pool.reuseAfterMs, view.now) : undefined;
+    if (end !== undefined) {
+      conflicts.push(quarantinedConflict(ip, pool.name, end));
       skipped++;
       continue;
     }

@@ -29,6 +29,7 @@
  */
 import { type Block, assignOrdinal, newBlock, ordinalOf } from '../alloc/block.js';
 import { type Quarantine, quarantinedOrdinals, stampReleases } from '../alloc/block-quarantine.js';
+import { quarantinedConflict } from './quarantined-conflict.js';
 import { encodeAffinity } from '../cluster/affinity-record.js';
 import { decodeBlock, encodeBlock } from '../cluster/block-record.js';
 import { ContentionError } from '../cluster/errors.js';
@@ -120,8 +121,7 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
           const rec = await holderRecord(ctx, holder);
           conflicts.push({ kind: 'address-held', subject: a.ip, detail: `${a.ip} was taken by ${describeHolder(holder, rec)} while the import ran` });
         } else if (quarantined.has(o)) {
-          const until = new Date(quarantined.get(o)!).toISOString();
-          conflicts.push({ kind: 'quarantined', subject: a.ip, detail: `${a.ip} was released in podipam recently and is quarantined until ${until} (pool "${pool.name}" reuseAfter): not given to a new holder before then (run the import again after it)` });
+          conflicts.push(quarantinedConflict(a.ip, pool.name, quarantined.get(o)!));
         } else {
           block = assignOrdinal(block, o, handle, true);
           n++;

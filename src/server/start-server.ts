@@ -147,9 +147,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           metrics.gcRuns.inc({ result: 'ok' });
           if (r.leaksReleased) metrics.gcReleased.inc({ kind: 'leak' }, r.leaksReleased);
           if (r.handlesReleased) metrics.gcReleased.inc({ kind: 'handle' }, r.handlesReleased);
-          if (r.blocksReleased) metrics.gcReleased.inc({ kind: 'block' }, r.blocksReleased);
+          if (r.blocksReleased + r.orphansDeleted) metrics.gcReleased.inc({ kind: 'block' }, r.blocksReleased + r.orphansDeleted);
           if (r.holdsReleased) metrics.gcReleased.inc({ kind: 'sticky-hold' }, r.holdsReleased);
-          if (r.leaksReleased + r.handlesReleased + r.blocksReleased + r.holdsReleased > 0) {
+          if (r.leaksReleased + r.handlesReleased + r.blocksReleased + r.orphansDeleted + r.holdsReleased > 0) {
             summary.invalidate();
             checks.invalidate();
           }

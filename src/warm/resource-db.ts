@@ -2,7 +2,7 @@
  * The agent's resource DB: one SQLite file (`<data-dir>/resources.db`, WAL) holding what the
  * warm pool must not forget across a restart — every address the node's warm handles hold in
  * the datastore (with its block prefix length and gateway, to answer an ADD without asking
- * the datastore, and `free_at`, the end of its cooldown), the pods using some of them, and the
+ * the datastore, `free_at`, the end of its cooldown, and `released_at`, when a pod let it go), the pods using some of them, and the
  * write-behind queue of pod records still to be written to the datastore, and the DIRECT
  * attachments (pods with a placement annotation, allocated on the datastore under their own
  * handle, never from the idle queue: warm-direct.ts).
@@ -46,6 +46,8 @@ export interface HeldRow {
   readonly gateway: string;
   /** Idle from this time (ms since the epoch); meaningless while a pod holds it. */
   readonly freeAt: number;
+  /** When a pod of this node last let it go (its pool's reuse quarantine counts from it); absent or null: refilled, not released since. */
+  readonly releasedAt?: number | null;
 }
 
 /** A pod (CNI attachment) holding warm addresses. */
@@ -110,6 +112,8 @@ const ADDED_COLUMNS: readonly { readonly table: string; readonly column: string;
   { table: 'writes', column: 'why', type: 'TEXT' },
   // A runtime-absent delete's evidence (model/history.ts's codec, JSON): the history stamp's.
   { table: 'writes', column: 'evidence', type: 'TEXT' },
+  // When a pod of this node let the address go: its pool's reuseAfter counts from it (warm-pool.ts).
+  { table: 'held', column: 'released_at', type: 'INTEGER' },
 ];
 
 function migrate(db: Database): void {
@@ -174,13 +178,13 @@ export class ResourceDb {
     this.#st = {
       putHeld: p('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),
       delHeld: p('DELETE FROM held WHERE addr = ?'),
-      freeAt: p('UPDATE held SET free_at = ? WHERE addr = ?'),
+      freeAt: p('UPDATE held SET free_at = ?, released_at = ? WHERE addr = ?'),
       putPod: p('INSERT OR REPLACE INTO pods (key, network, container_id, ifname, addrs, since) VALUES (?, ?, ?, ?, ?, ?)'),
       delPod: p('DELETE FROM pods WHERE key = ?'),
       queue: p('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
       unqueue: p('DELETE FROM writes WHERE seq <= ?'),
       hasPod: p('SELECT 1 FROM pods WHERE key = ?'),
-      allHeld: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt FROM held ORDER BY addr'),
+      allHeld: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt, released_at AS releasedAt FROM held ORDER BY addr'),
       allPods: p('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
       pending: p('SELECT seq, key, value, at, why, evidence FROM writes ORDER BY seq LIMIT ?'),
       depth: p('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
@@ -203,7 +207,7 @@ export class ResourceDb {
     });
     this.#removePodTx = this.#db.transaction((key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
       this.#st.delPod!.run(key);
-      for (const a of addrs) this.#st.freeAt!.run(freeAt, a);
+      for (const a of addrs) this.#st.freeAt!.run(freeAt, now, a);
       this.#st.queue!.run(recordKey, null, now, why, evidence);
     });
   }
@@ -276,7 +280,7 @@ export class ResourceDb {
     this.#addPodTx(pod, record);
   }
 
-  /** A pod let go of its addresses (idle from `freeAt`); the datastore record's delete queued, with its time `now`, reason `why` and evidence (the history's). */
+  /** A pod let go of its addresses at `now` (idle from `freeAt`); the datastore record's delete queued, with its time `now`, reason `why` and evidence (the history's). */
   removePod(key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence?: ReleaseEvidence): void {
     this.#removePodTx(key, addrs, freeAt, recordKey, now, why, evidence === undefined ? null : JSON.stringify(encodeReleaseEvidence(evidence)));
   }

@@ -1,9 +1,14 @@
 import { type Addr, type Family, formatAddr } from '../ip/addr.js';
 
-/** An idle address and the time from which any pod may have it. */
+/**
+ * An idle address and the time from which any pod may have it (its cooldown's end); `releasedAt`:
+ * when a pod of this node let it go (absent for an address refilled from the cluster), from
+ * which its pool's reuse quarantine also counts (see WarmPool.setReuseAfter).
+ */
 export interface IdleEntry {
   readonly addr: Addr;
   readonly freeAt: number;
+  readonly releasedAt?: number;
 }
 
 /** An address held by one attachment key; `sticky`: its release reserves it for the key. */
@@ -13,12 +18,13 @@ export interface InUseEntry {
   readonly sticky: boolean;
 }
 
-/** An address a sticky key released: the key's until `expiresAt`, then idle from `freeAt`. */
+/** An address a sticky key released (at `releasedAt`, when known): the key's until `expiresAt`, then idle from `freeAt`. */
 export interface ReservedEntry {
   readonly key: string;
   readonly addr: Addr;
   readonly expiresAt: number;
   readonly freeAt: number;
+  readonly releasedAt?: number;
 }
 
 /**
@@ -67,6 +73,7 @@ export function checkWarmPoolSnapshot(s: WarmPoolSnapshot, family: Family): void
     list.forEach((e, i) => {
       addr(`${name}[${i}].addr`, e.addr);
       time(`${name}[${i}].freeAt`, e.freeAt);
+      if (e.releasedAt !== undefined) time(`${name}[${i}].releasedAt`, e.releasedAt);
     });
   }
   s.inUse.forEach((e, i) => {
@@ -79,5 +86,6 @@ export function checkWarmPoolSnapshot(s: WarmPoolSnapshot, family: Family): void
     key(`reserved[${i}].key`, e.key);
     time(`reserved[${i}].expiresAt`, e.expiresAt);
     time(`reserved[${i}].freeAt`, e.freeAt);
+    if (e.releasedAt !== undefined) time(`reserved[${i}].releasedAt`, e.releasedAt);
   });
 }

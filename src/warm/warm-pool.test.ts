@@ -224,10 +224,10 @@ test('cancel puts an address back where it was, so a dual-stack pair is both or 
   v4.release('ns/s-0', 20); // until 600_020
   v4.acquire('ns/s-0', 30);
   v4.cancel('ns/s-0', 40);
-  assert.deepEqual(v4.snapshot().reserved, [{ key: 'ns/s-0', addr: a('10.0.0.1'), expiresAt: 600_020, freeAt: 600_020 }]);
+  assert.deepEqual(v4.snapshot().reserved, [{ key: 'ns/s-0', addr: a('10.0.0.1'), expiresAt: 600_020, freeAt: 600_020, releasedAt: 20 }]);
   // Adopted: no place to go back to, so released (with the cooldown).
   v6.cancel('holder', 50);
-  assert.deepEqual(v6.snapshot().idle, [{ addr: a('fd00::1'), freeAt: 30_050 }]);
+  assert.deepEqual(v6.snapshot().idle, [{ addr: a('fd00::1'), freeAt: 30_050, releasedAt: 50 }]);
 });
 
 test('snapshot and restore rebuild the same pool; returns in flight become idle, pending refills are dropped', () => {
@@ -246,7 +246,7 @@ test('snapshot and restore rebuild the same pool; returns in flight become idle,
       { key: 'ns/b', addr: a('10.0.0.2'), sticky: false },
       { key: 'ns/c', addr: a('10.0.0.4'), sticky: false },
     ],
-    reserved: [{ key: 'ns/a', addr: a('10.0.0.1'), expiresAt: 105, freeAt: 105 }],
+    reserved: [{ key: 'ns/a', addr: a('10.0.0.1'), expiresAt: 105, freeAt: 105, releasedAt: 5 }],
     returning: [{ addr: a('10.0.0.3'), freeAt: 0 }],
     pending: 1,
   });

@@ -42,6 +42,12 @@
  * - `recovered(addrs, now)`: addresses a refill whose answer was lost turned out to hold.
  * - `snapshot()` into the resource DB; `WarmPool.restore(config, snapshot)` after a restart.
  *
+ * Reuse quarantine: an address a pod released stays out of every other pod's hands until
+ * `max(cooldownMs, reuseAfter)` after its release, where `reuseAfter` is its IP pool's setting as
+ * the caller last saw it (`setReuseAfter`, called again whenever the setting may have changed:
+ * the new value applies at once to every address released earlier, as the cluster's blocks
+ * apply it). A sticky key's own reservation is not another pod: it gets its address back at once.
+ *
  * Dual-stack: one pool per family, paired by the caller. It acquires from both; when one cannot
  * serve, `cancel` puts the other's address back exactly where it was — both or neither.
  */
@@ -89,22 +95,31 @@ interface InUse {
   readonly origin: IdleEntry | ReservedEntry | undefined;
 }
 
-const byFreeAt = (a: IdleEntry, b: IdleEntry): boolean => a.freeAt < b.freeAt || (a.freeAt === b.freeAt && a.addr.value < b.addr.value);
+/** An idle entry in the queue: `at`, when any pod may have it — its cooldown's end, or its quarantine's when later. */
+interface Idle extends IdleEntry {
+  readonly at: number;
+}
+
+/** A pool's reuseAfter (ms) for one address; 0: none. */
+export type ReuseAfterOf = (addr: Addr) => number;
+
+const byAt = (a: Idle, b: Idle): boolean => a.at < b.at || (a.at === b.at && a.addr.value < b.addr.value);
 const byExpiry = (a: ReservedEntry, b: ReservedEntry): boolean =>
   a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.addr.value < b.addr.value);
 
 /** One node's warm pool of one family (see the top of this file). Synchronous, no I/O. */
 export class WarmPool {
   readonly config: WarmPoolConfig;
-  readonly #idle = new MinQueue<IdleEntry>(byFreeAt);
+  readonly #idle = new MinQueue<Idle>(byAt);
   readonly #inUse = new Map<string, InUse>();
   readonly #reserved = new Map<string, ReservedEntry>();
   /** Reservations by expiry; entries no longer in #reserved are dropped when they surface. */
   readonly #expiry = new MinQueue<ReservedEntry>(byExpiry);
-  readonly #returning = new Map<bigint, IdleEntry>();
+  readonly #returning = new Map<bigint, Idle>();
   /** Every address held, to refuse one arriving twice. */
   readonly #held = new Set<bigint>();
   #pending = 0;
+  #reuseAfterOf: ReuseAfterOf | undefined;
 
   /** An empty pool; WarmPoolConfigError when the config fails `validateWarmPoolConfig`. */
   constructor(config: WarmPoolConfig) {
@@ -121,13 +136,26 @@ export class WarmPool {
   static restore(config: WarmPoolConfig, snapshot: WarmPoolSnapshot): WarmPool {
     const pool = new WarmPool(config);
     checkWarmPoolSnapshot(snapshot, pool.config.family);
-    for (const e of [...snapshot.idle, ...(snapshot.returning ?? [])]) pool.#toIdle({ addr: e.addr, freeAt: e.freeAt });
+    for (const e of [...snapshot.idle, ...(snapshot.returning ?? [])]) pool.#toIdle(e);
     for (const e of snapshot.inUse) {
       pool.#inUse.set(e.key, { addr: e.addr, sticky: e.sticky, origin: undefined });
       pool.#held.add(e.addr.value);
     }
-    for (const e of snapshot.reserved) pool.#reserve({ key: e.key, addr: e.addr, expiresAt: e.expiresAt, freeAt: e.freeAt });
+    for (const e of snapshot.reserved) pool.#reserve({ ...e });
     return pool;
+  }
+
+  /**
+   * The pools' reuse quarantine as the caller sees it now (`of`: an address's pool's reuseAfter
+   * in ms; undefined: none). Applies at once to every idle address a pod released, whenever it
+   * was released: an address becomes free for any pod at `max(its cooldown's end, releasedAt +
+   * of(addr))`. Addresses refilled from the cluster carry no release time (the cluster's blocks
+   * quarantined them already). O(idle · log idle).
+   */
+  setReuseAfter(of: ReuseAfterOf | undefined): void {
+    this.#reuseAfterOf = of;
+    for (const e of this.#idle.removeWhere(() => true)) this.#idle.push(this.#entry(e));
+    for (const [k, e] of this.#returning) this.#returning.set(k, this.#entry(e));
   }
 
   get family(): Family {
@@ -174,20 +202,21 @@ export class WarmPool {
       return { kind: 'hit', addr: r.addr, from: 'sticky' };
     }
     const head = this.#idle.peek();
-    if (head && head.freeAt <= now) {
+    if (head && head.at <= now) {
       this.#idle.pop();
       this.#inUse.set(key, { addr: head.addr, sticky, origin: head });
       return { kind: 'hit', addr: head.addr, from: 'idle' };
     }
     const refill = this.#heldCount() < this.config.capacity;
     if (refill) this.#pending++;
-    return { kind: 'miss', refill, retryAt: head?.freeAt };
+    return { kind: 'miss', refill, retryAt: head?.at };
   }
 
   /**
    * Frees `key`'s address and returns it; undefined (nothing changes) when `key` holds none, so
    * a repeated DEL is harmless. Sticky (`opts.sticky`, else the flag given at acquire) and
-   * `stickyForMs > 0`: reserved for `key`; otherwise idle from `now + cooldownMs`. A caller that
+   * `stickyForMs > 0`: reserved for `key`; otherwise idle from `now + cooldownMs` (or the end of
+   * its pool's reuse quarantine, when later: setReuseAfter). A caller that
    * knows the pod is gone for good (GC) passes `sticky: false`.
    */
   release(key: string, now: number, opts: AcquireOptions = {}): Addr | undefined {
@@ -198,9 +227,9 @@ export class WarmPool {
     this.#held.delete(u.addr.value);
     const { cooldownMs, stickyForMs } = this.config;
     if ((opts.sticky ?? u.sticky) && stickyForMs > 0) {
-      this.#reserve({ key, addr: u.addr, expiresAt: now + stickyForMs, freeAt: now + Math.max(stickyForMs, cooldownMs) });
+      this.#reserve({ key, addr: u.addr, expiresAt: now + stickyForMs, freeAt: now + Math.max(stickyForMs, cooldownMs), releasedAt: now });
     } else {
-      this.#toIdle({ addr: u.addr, freeAt: now + cooldownMs });
+      this.#toIdle({ addr: u.addr, freeAt: now + cooldownMs, releasedAt: now });
     }
     return u.addr;
   }
@@ -253,7 +282,7 @@ export class WarmPool {
     const { minIdle, maxIdle, capacity } = this.config;
     let surplus = Math.max(this.#idle.size - maxIdle, this.#heldCount() - this.#returning.size - capacity);
     const returns: Addr[] = [];
-    for (let head = this.#idle.peek(); surplus > 0 && head && head.freeAt <= now; head = this.#idle.peek(), surplus--) {
+    for (let head = this.#idle.peek(); surplus > 0 && head && head.at <= now; head = this.#idle.peek(), surplus--) {
       this.#idle.pop();
       this.#returning.set(head.addr.value, head);
       returns.push(head.addr);
@@ -274,7 +303,7 @@ export class WarmPool {
    */
   withdraw(pred: (addr: Addr) => boolean, now: number): Addr[] {
     this.#expire(now);
-    const out = this.#idle.removeWhere((e) => e.freeAt <= now && pred(e.addr));
+    const out = this.#idle.removeWhere((e) => e.at <= now && pred(e.addr));
     for (const e of out) this.#returning.set(e.addr.value, e);
     return out.map((e) => e.addr);
   }
@@ -338,17 +367,21 @@ export class WarmPool {
 
   /** Returning addresses the cluster did not take: idle again, in their old place in the queue. */
   returnFailed(addrs: readonly Addr[]): void {
-    for (const e of this.#takeReturning(addrs)) this.#idle.push(e);
+    for (const e of this.#takeReturning(addrs)) this.#idle.push(this.#entry(e));
   }
 
-  /** The whole state (see WarmPoolSnapshot), as of the last call that passed `now`. */
+  /**
+   * The whole state (see WarmPoolSnapshot), as of the last call that passed `now`; an idle or
+   * returning entry's `freeAt` is when any pod may have it under the reuse quarantine as last
+   * set (so a pool restored from it never hands an address out earlier).
+   */
   snapshot(): WarmPoolSnapshot {
     const byKey = <T extends { key: string }>(a: T, b: T): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
     return {
-      idle: this.#idle.sorted().map((e) => ({ addr: e.addr, freeAt: e.freeAt })),
+      idle: this.#idle.sorted().map(entryOf),
       inUse: [...this.#inUse].map(([key, u]) => ({ key, addr: u.addr, sticky: u.sticky })).sort(byKey),
       reserved: [...this.#reserved.values()].map((r) => ({ ...r })).sort(byKey),
-      returning: [...this.#returning.values()].sort((a, b) => (byFreeAt(a, b) ? -1 : 1)).map((e) => ({ ...e })),
+      returning: [...this.#returning.values()].sort((a, b) => (byAt(a, b) ? -1 : 1)).map(entryOf),
       pending: this.#pending,
     };
   }
@@ -358,8 +391,16 @@ export class WarmPool {
   }
 
   #toIdle(e: IdleEntry): void {
-    this.#idle.push(e);
+    this.#idle.push(this.#entry(e));
     this.#held.add(e.addr.value);
+  }
+
+  /** `e` as queued: free for any pod at the later of its cooldown's end and its quarantine's. */
+  #entry(e: IdleEntry): Idle {
+    const { addr, freeAt, releasedAt } = e;
+    const q = releasedAt === undefined ? 0 : (this.#reuseAfterOf?.(addr) ?? 0);
+    const at = q > 0 ? Math.max(freeAt, releasedAt! + q) : freeAt;
+    return releasedAt === undefined ? { addr, freeAt, at } : { addr, freeAt, releasedAt, at };
   }
 
   #reserve(r: ReservedEntry): void {
@@ -375,7 +416,7 @@ export class WarmPool {
       this.#expiry.pop();
       if (this.#reserved.get(r.key) !== r) continue; // taken back by its key since
       this.#reserved.delete(r.key);
-      this.#idle.push({ addr: r.addr, freeAt: r.freeAt });
+      this.#idle.push(this.#entry(r.releasedAt === undefined ? { addr: r.addr, freeAt: r.freeAt } : { addr: r.addr, freeAt: r.freeAt, releasedAt: r.releasedAt }));
     }
   }
 
@@ -388,7 +429,7 @@ export class WarmPool {
     }
   }
 
-  #takeReturning(addrs: readonly Addr[]): IdleEntry[] {
+  #takeReturning(addrs: readonly Addr[]): Idle[] {
     const seen = new Set<bigint>();
     for (const a of addrs) {
       if (a.family !== this.config.family || !this.#returning.has(a.value) || seen.has(a.value)) {
@@ -402,4 +443,9 @@ export class WarmPool {
       return e;
     });
   }
+}
+
+/** A queued entry as a snapshot shows it: `freeAt` is when any pod may have it (see snapshot). */
+function entryOf(e: Idle): IdleEntry {
+  return e.releasedAt === undefined ? { addr: e.addr, freeAt: e.at } : { addr: e.addr, freeAt: e.at, releasedAt: e.releasedAt };
 }

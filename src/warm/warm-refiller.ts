@@ -10,17 +10,20 @@
  * synchronously before every ADD's acquire) and go back in the same return txn as the surplus;
  * ones the datastore no longer gives the node are forgotten (WarmPool.forget). Refills never
  * come from such a pool (assign skips it). A refill or return whose answer was lost is settled
- * by a re-read before the next plan (warm-unknown.ts).
+ * by a re-read before the next plan (warm-unknown.ts). Each view also carries the pools'
+ * reuseAfter, which the pools apply at once to addresses the node's pods released
+ * (WarmPool.setReuseAfter): no read on the ADD path.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
 import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
-import { type Addr, type Family, formatAddr, parseAddr } from '../ip/index.js';
+import { type Addr, type Family, formatAddr, formatPrefix, parseAddr } from '../ip/index.js';
 import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
-import type { Pool } from '../cluster/pool-record.js';
+import { type Pool, poolSpace } from '../cluster/pool-record.js';
+import { reuseAfterOfAddr } from '../cluster/pool-quarantine.js';
 import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {
@@ -38,8 +41,8 @@ export class WarmRefiller {
   #waiters = 0;
   /** Addresses withdrawn (their pool is not usable) and not yet in a return txn. */
   #withdrawn: Addr[] = [];
-  /** Pool name → the reuseAfter last seen (the short-cooldown warning is said once per value). */
-  readonly #warned = new Map<string, number>();
+  /** The pools' reuseAfter last applied to the pools (setReuseAfter), as `space=ms` pairs. */
+  #reuseAfterKey: string | undefined;
   readonly counters = { refillTxns: 0, refilled: 0, returnTxns: 0, returned: 0 };
   /** Refills and returns whose answer was lost: settled by a re-read at the next run (warm-unknown.ts). */
   readonly unknown: WarmUnknown;
@@ -116,7 +119,7 @@ export class WarmRefiller {
     const view = await s.ds((ipam) => ipam.warmView(s.o.node));
     s.poolsRev = view.configRev;
     s.view = view;
-    this.#warnShortCooldown(view.pools);
+    this.#applyReuseAfter(view.pools);
     const was = s.unusable !== undefined;
     this.recheck();
     if ((s.unusable !== undefined) !== was) {
@@ -126,21 +129,16 @@ export class WarmRefiller {
   }
 
   /**
-   * A pod's DEL returns its address to this node's idle queue, not to the datastore: the
-   * warm pool's cooldown, not the pool's `reuseAfter` (recorded in the blocks), keeps it from
-   * the node's next pod. Said once per pool and value when the cooldown is the shorter.
+   * A pod's DEL gives its address back to this node's idle queue, not to the datastore (whose
+   * blocks record the cluster's quarantine): the pools apply the pools' reuseAfter themselves,
+   * from this view (a change applies at once, to addresses released before it too).
    */
-  #warnShortCooldown(pools: readonly Pool[]): void {
-    const s = this.#s;
-    for (const p of pools) {
-      const seen = this.#warned.get(p.name);
-      this.#warned.set(p.name, p.reuseAfterMs);
-      if (p.reuseAfterMs <= s.o.cooldownMs || seen === p.reuseAfterMs) continue;
-      s.log.warn(
-        { node: s.o.node, pool: p.name, reuseAfterMs: p.reuseAfterMs, cooldownMs: s.o.cooldownMs },
-        'warm pool: the pool quarantines released addresses longer than this agent\'s --cooldown; an address a pod returns to the warm pool may go to the node\'s next pod after the cooldown (set --cooldown to at least the pool\'s reuseAfter)',
-      );
-    }
+  #applyReuseAfter(pools: readonly Pool[]): void {
+    const key = pools.filter((p) => p.reuseAfterMs > 0).map((p) => `${formatPrefix(poolSpace(p))}=${p.reuseAfterMs}`).join(',');
+    if (key === this.#reuseAfterKey) return;
+    this.#reuseAfterKey = key;
+    const of = reuseAfterOfAddr(pools);
+    for (const pool of this.#s.pools.values()) pool.setReuseAfter(of);
   }
 
   /** Recomputes `unusable` from the last view against what the node holds now. */

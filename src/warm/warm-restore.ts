@@ -12,6 +12,7 @@ import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
 import type { Assignment } from '../cluster/plan/assignment.js';
 import { poolUsable } from '../cluster/pool-record.js';
+import { reuseAfterOfAddr } from '../cluster/pool-quarantine.js';
 import { unusableAddrs } from './unusable-addrs.js';
 import type { HeldRow } from './resource-db.js';
 import type { WarmDirect } from './warm-direct.js';
@@ -86,7 +87,7 @@ export class WarmRestore {
       // What each direct attachment's own handle holds: the evidence that its pod holds them.
       const direct = new Map<string, readonly Assignment[] | undefined>();
       for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
-      return { families, held, records, direct, unusable: unusableAddrs({ pools }) };
+      return { families, held, records, direct, unusable: unusableAddrs({ pools }), reuseAfter: reuseAfterOfAddr(pools) };
     });
     // Until the first maintenance tick reads the config generation: the view the start read.
     s.unusable = found.unusable;
@@ -144,6 +145,8 @@ export class WarmRestore {
       log.warn({ node, addrs: quarantined.map((r) => r.addr) }, 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip ADDR --force` once no pod uses them');
     }
     const held = db.held();
+    const releasedAt = new Map(held.flatMap((r) => (typeof r.releasedAt === 'number' ? [[r.addr, r.releasedAt] as const] : [])));
+    const releasedOf = (addr: string): { releasedAt?: number } => (releasedAt.has(addr) ? { releasedAt: releasedAt.get(addr)! } : {});
     const inUse = plan.inUse;
     const { inUseOf, reservedOf } = this.#restoreSticky(held, inUse, directKeys, now);
     const pools = new Map<Family, WarmPool>();
@@ -155,10 +158,12 @@ export class WarmRestore {
       const reserved = reservedOf(f, keys);
       const taken = new Set([...inUseRows.map((e) => e.addr), ...reserved.map((e) => e.addr)]);
       const pool = WarmPool.restore({ family: f, ...this.#sizing }, {
-        idle: rows.filter((r) => !taken.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt })),
+        idle: rows.filter((r) => !taken.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt, ...releasedOf(r.addr) })),
         inUse: inUseRows.map((e) => ({ key: e.key, addr: parseAddr(e.addr), sticky: e.sticky })),
-        reserved: reserved.map((e) => ({ key: e.key, addr: parseAddr(e.addr), expiresAt: e.expiresAt, freeAt: e.freeAt })),
+        reserved: reserved.map((e) => ({ key: e.key, addr: parseAddr(e.addr), expiresAt: e.expiresAt, freeAt: e.freeAt, ...releasedOf(e.addr) })),
       });
+      // The pools' reuse quarantine as the start read them (the maintenance loop's view keeps it current).
+      pool.setReuseAfter(found.reuseAfter);
       pools.set(f, pool);
     }
     for (const r of db.held()) s.meta.set(r.addr, { handle: r.handle, prefixLen: r.prefixLen, gateway: parseAddr(r.gateway) });

@@ -18,6 +18,10 @@ import { openStore } from '../../src/store/index.js';
 import { backupText, restoreBackup } from '../../src/store/backup-store.js';
 import { parseBackup } from '../../src/store/backup-file.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
+import { addNode } from '../../src/controller/add-node.js';
+import { deleteNode } from '../../src/controller/delete-node.js';
+import { ClusterGc } from '../../src/server/gc/cluster-gc.js';
+import { silentLog } from '../../src/log/logger.js';
 
 async function blocks(s: Store): Promise<ReturnType<typeof decodeBlock>[]> {
   return (await s.list(BLOCK_PREFIX)).map(decodeBlock);
@@ -78,6 +82,57 @@ export function clusterPoolLiveSuite(kind: string, open: () => Promise<Store>): 
       assert.deepEqual((await a.assign({ node: 'na', handle: 'z', auto: { 4: 1 } })).map((g) => formatAddr(g.addr)), [x]);
       await assert.rejects(admin.setPoolSettings('q', { reuseAfter: '2h' }), /invalid pool reuseAfter "2h": at most 1h/);
       await clean(admin);
+    }));
+
+    it('reuse quarantine: an orphan block emptied while it quarantines stays, then GC deletes it once the quarantine is over (through the gate, comparing the block)', withStore(async (s) => {
+      let t = Date.parse('2026-12-04T08:00:00.000Z');
+      const at = (node: string) => new ClusterIpam(s, { now: () => new Date(t), writer: node });
+      const admin = at('cli');
+      await admin.createPool({ name: 'o', cidr: '10.27.0.0/28', blockSize: 28, reuseAfter: '30s' });
+      await addNode(s, { name: 'gone' });
+      await addNode(s, { name: 'nb' });
+      const [g] = await at('gone').assign({ node: 'gone', handle: 'g0', auto: { 4: 1 } });
+      const key = blockKey(g!.block);
+      const [x] = await at('nb').assign({ node: 'nb', handle: 'b0', auto: { 4: 1 } }); // borrowed: the pool's only block is gone's
+      assert.equal(blockKey(x!.block), key);
+      await deleteNode(s, 'gone', { by: 'cli' });
+      const r = await admin.releaseDeletedNodeBlock(key);
+      assert.deepEqual([r.handles, r.released, r.deleted, r.borrowed], [1, true, false, 1], 'kept without affinity for the borrowed address');
+      await at('nb').releaseHandle('b0', 'nb');
+      const kept = decodeBlock((await s.get(key))!);
+      assert.deepEqual([kept.affinity, kept.allocations.size, kept.released?.size], [null, 0, 2], 'an empty orphan that still quarantines both freed addresses');
+      const gc = new ClusterGc({ ipam: admin, graceMs: 0, log: silentLog, now: () => t });
+      assert.deepEqual((await admin.check()).emptyOrphans, [{ key, block: formatPrefix(g!.block), quarantinedUntil: new Date(t + 31_000).toISOString() }]);
+      assert.equal((await gc.runOnce()).orphansDeleted, 0);
+      assert.equal(await admin.releaseEmptyOrphanBlock(key), false, 'refused while it quarantines');
+      assert.ok(await s.get(key));
+      t += 31_000;
+      assert.deepEqual((await admin.check()).emptyOrphans, [{ key, block: formatPrefix(g!.block) }]);
+      assert.equal((await gc.runOnce()).orphansDeleted, 1);
+      assert.equal(await s.get(key), undefined, 'GC deleted the orphan once its quarantine was over');
+      assert.equal((await admin.check()).emptyOrphans, undefined);
+      // The space serves again: a node claims a fresh block there.
+      const [y] = await at('nb').assign({ node: 'nb', handle: 'b1', auto: { 4: 1 } });
+      assert.equal(decodeBlock((await s.get(blockKey(y!.block)))!).affinity, 'nb');
+      await clean(admin);
+    }));
+
+    it('reuse quarantine: an orphan block past its quarantine that an ADD borrowed from is not deleted', withStore(async (s) => {
+      let t = Date.parse('2026-12-04T08:00:00.000Z');
+      const admin = new ClusterIpam(s, { now: () => new Date(t), writer: 'cli' });
+      await admin.createPool({ name: 'o2', cidr: '10.27.1.0/28', blockSize: 28, reuseAfter: '5s' });
+      // An orphan block written as a release leaves it: no affinity, one quarantined ordinal.
+      const cidr = parsePrefix('10.27.1.0/28');
+      const key = blockKey(cidr);
+      const orphan = { cidr, affinity: null, allocations: new Map<number, string>(), next: 3, released: new Map([[2, t]]) };
+      await s.txn([{ key, rev: 0 }], [{ type: 'put', key, value: encodeBlock(orphan) }]);
+      t += 6_001;
+      assert.deepEqual((await admin.check()).emptyOrphans, [{ key, block: '10.27.1.0/28' }]);
+      // A borrower takes the (now free) address before GC acts on that report.
+      const [a] = await admin.assign({ node: 'nc', handle: 'c0', auto: { 4: 1 } });
+      assert.equal(blockKey(a!.block), key, 'borrowed from the orphan');
+      assert.equal(await admin.releaseEmptyOrphanBlock(key), false, 'not empty any more: kept');
+      assert.equal(decodeBlock((await s.get(key))!).allocations.size, 1);
     }));
 
     it('grows in place: the old blocks stay, new blocks come from the new space, a stale instance re-plans instead of failing', withStore(async (s) => {

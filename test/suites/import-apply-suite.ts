@@ -192,6 +192,26 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       assert.deepEqual([report.leaks, report.problems], [[], []]);
     }));
 
+  test(`${name}: a dry run reports a quarantined address with the real run's message; the real run without --skip-conflicts then refuses and writes nothing`, () =>
+    withStore(async (store, ipam) => {
+      await ipam.createPool({ name: 'v4', cidr: '10.20.0.0/24', blockSize: 26, reuseAfter: '5m' });
+      const before = cniHandleId(NET, 'c-before', 'eth0');
+      await ipam.assign({ node: 'node-b', handle: before, ips: [parseAddr('10.20.0.70')] });
+      await ipam.releaseHandle(before, 'node-b');
+      const rev = await store.revision();
+      const dry = await applyImportPlan(store, samplePlan(), { dryRun: true });
+      const real = await applyImportPlan(store, samplePlan());
+      for (const o of [dry, real]) {
+        assert.deepEqual(o.conflicts.filter((c) => c.kind === 'quarantined').map((c) => c.subject), ['10.20.0.70']);
+        assert.equal(o.wroteNothing, true);
+        assert.deepEqual(o.blocksWritten, []);
+      }
+      assert.equal(dry.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'), real.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'));
+      assert.match(dry.conflicts.find((c) => c.kind === 'quarantined')!.detail, /released in podipam recently and is quarantined until \d{4}-.*\(pool "v4" reuseAfter\)/);
+      assert.equal(await store.revision(), rev, 'nothing written');
+      assert.equal(await ipam.holderOfAddress(parseAddr('10.20.0.5')), undefined, 'the refused run imported nothing');
+    }));
+
   test(`${name}: a block changed between check and write is re-read (compare-and-swap), never overwritten`, () =>
     withStore(async (store) => {
       const ipam = new ClusterIpam(store, { writer: 'test' });

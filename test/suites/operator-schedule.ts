@@ -7,7 +7,9 @@
  * imports in the three formats (host-local: adopted through the allocator as `import host-local`
  * does; Whereabouts: its `kubectl get -o json` document through the parser; Calico: a plan as the
  * Calico parsers produce it), pool create, resize (grow, shrink), block-size change, node
- * selector, drain and undrain, delete, reservations, `ipam release --ip`, and a datastore
+ * selector, reuse quarantine (`reuseAfter`: set at create on some pools and changed live, so
+ * releases stamp blocks and hand-outs, imports and GC-kept blocks skip quarantined addresses
+ * while the rest goes on), drain and undrain, delete, reservations, `ipam release --ip`, and a datastore
  * restore from a backup taken earlier. Every txn's answer is lost after the commit with
  * probability `lose` (StoreUnavailableError: the caller cannot know it landed): the step is then
  * run again, as an operator or a runtime would, which re-reads — an unfinished shrink left by a
@@ -263,8 +265,17 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
     [3, 'pool-create', async () => {
       const cidr = pick(CIDRS);
       const name = `p${n++}`;
-      const r = await answered('pool create', () => ipam.createPool({ name, cidr, blockSize: pick([26, 27, 28]) }));
-      return `pool create ${name} ${cidr}: ${r instanceof Error ? r.name : 'ok'}`;
+      const reuseAfter = pick(['0', '0', '1s', '30s']);
+      const r = await answered('pool create', () => ipam.createPool({ name, cidr, blockSize: pick([26, 27, 28]), reuseAfter }));
+      return `pool create ${name} ${cidr} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
+    }],
+    [1, 'pool-reuse-after', async () => {
+      const names = await poolNames();
+      if (names.length === 0) return 'pool reuse-after: no pool';
+      const name = pick(names);
+      const reuseAfter = pick(['0', '500ms', '30s']);
+      const r = await answered('pool set', () => ipam.setPoolSettings(name, { reuseAfter }));
+      return `pool set ${name} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
     }],
     [3, 'pool-resize', async () => {
       const names = await poolNames();
@@ -364,7 +375,7 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   ];
   const total = actions.reduce((s, a) => s + a[0], 0);
 
-  await plain.createPool({ name: 'base', cidr: '10.80.0.0/24', blockSize: 27 });
+  await plain.createPool({ name: 'base', cidr: '10.80.0.0/24', blockSize: 27, reuseAfter: '2s' });
   await verify('start');
   for (let i = 0; i < o.steps; i++) {
     let x = rand() * total;

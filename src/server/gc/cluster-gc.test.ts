@@ -30,7 +30,7 @@ test('gc: a leak is freed only after it persisted for the grace period', async (
   await ipam.assign({ node: 'n1', handle: 'net.keep.eth0', auto: { 4: 1 } });
   await ipam.assign({ node: 'n1', handle: 'net.leak.eth0', auto: { 4: 1 } });
   await dropHandle(store, 'net.leak.eth0');
-  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, holdsReleased: 0, waiting: 1 });
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 0, waiting: 1 });
   advance(999);
   assert.equal((await gc.runOnce()).leaksReleased, 0);
   advance(1);
@@ -66,7 +66,7 @@ test('gc: blocks of a deleted node are released with its pods; other nodes keep 
   assert.equal((await gc.runOnce()).waiting, 1);
   advance(1000);
   const r = await gc.runOnce();
-  assert.deepEqual(r, { leaksReleased: 0, handlesReleased: 3, blocksReleased: 1, holdsReleased: 0, waiting: 0 });
+  assert.deepEqual(r, { leaksReleased: 0, handlesReleased: 3, blocksReleased: 1, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
   assert.deepEqual(await ipam.check(), { leaks: [], problems: [] });
   const usage = await ipam.usage();
   assert.deepEqual(usage.blocks.map((b) => [b.node, b.allocated]), [['b', 1]]);
@@ -81,7 +81,7 @@ test('gc: never acts on the blocks of a node that never had a record, however lo
   assert.deepEqual(first.problems.map((p) => p.kind), ['block-node-unregistered']);
   assert.match(first.problems[0]!.message, /node "newcomer", which has no record and no proof of deletion: cluster GC will not free it/);
   for (let i = 0; i < 5; i++) {
-    assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, holdsReleased: 0, waiting: 0 });
+    assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
     advance(10_000);
   }
   assert.equal((await ipam.addressesOf('net.n0.eth0'))?.length, 1);
@@ -97,7 +97,7 @@ test('gc: a deleted node re-added within the grace period keeps its pods', async
   assert.equal((await gc.runOnce()).waiting, 1);
   await addNode(store, { name: 'a' });
   advance(5000);
-  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, holdsReleased: 0, waiting: 0 });
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
   assert.equal((await ipam.addressesOf('net.a0.eth0'))?.length, 1);
   assert.deepEqual(lines, []);
 });
@@ -113,7 +113,7 @@ test('gc: a finding past its grace whose proof went at the last moment is kept, 
   await gc.runOnce();
   await addNode(store, { name: 'a' });
   now += 1000;
-  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, holdsReleased: 0, waiting: 0 });
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
   assert.equal((await ipam.addressesOf('net.a0.eth0'))?.length, 1);
   assert.match(lines.join('\n'), /node "a" is back .*kept block 10\.0\.0\./);
 });
@@ -132,7 +132,7 @@ test('gc: a sticky hold is released once its stickyUntil passed (no grace period
   await ipam.holdSticky('net:c2:eth0', 'sticky:net:db:db-1:eth0', { ...attrs, pod: 'db-1', stickyUntil: '2026-01-01T01:00:00.000Z' }, 'n1');
   assert.equal((await gc.runOnce()).holdsReleased, 0, 'not expired yet');
   now += 1000;
-  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, holdsReleased: 1, waiting: 0 });
+  assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 1, waiting: 0 });
   assert.ok(lines.join('\n').includes(`released sticky hold "sticky:net:db:db-0:eth0" of pod db/db-0: ${formatAddr(a!.addr)}`), lines.join('\n'));
   assert.deepEqual((await ipam.check()).stickyHolds?.map((h) => h.pod), ['db-1']);
   assert.equal((await gc.runOnce()).holdsReleased, 0);

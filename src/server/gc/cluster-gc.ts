@@ -13,6 +13,10 @@
  *     other nodes that borrowed from it (it is deleted when they release). Every one of those
  *     transactions compares the proof (tombstone present, record absent), so a node re-added
  *     or claiming a block meanwhile keeps what is left.
+ *   - Empty orphan blocks (no affinity, no address: kept by a release while they quarantined a
+ *     freed address, src/cluster/empty-orphans.ts) once their quarantine is over: deleted, in a
+ *     transaction that compares the block and the pools' `config` (a borrowing ADD, a new
+ *     release or a longer reuseAfter meanwhile keeps it). Their grace starts when the quarantine ends.
  *   - Sticky holds (a sticky pod's addresses kept for its next incarnation) whose `stickyUntil`
  *     has passed: released by handle, comparing the hold's record as the report saw it.
  * A block affine to a node that has no record and never had one deleted
@@ -22,13 +26,15 @@
  * same bounded compare-and-swap retry loop as ADD and DEL.
  */
 import { formatAddr, formatPrefix } from '../../ip/index.js';
-import type { CheckReport, ClusterIpam, Leak, Problem, StickyHold } from '../../cluster/index.js';
+import type { CheckReport, ClusterIpam, EmptyOrphanBlock, Leak, Problem, StickyHold } from '../../cluster/index.js';
 import type { Log } from '../../log/logger.js';
 
 export interface GcResult {
   readonly leaksReleased: number;
   readonly handlesReleased: number;
   readonly blocksReleased: number;
+  /** Empty orphan blocks deleted once their quarantine was over. */
+  readonly orphansDeleted: number;
   /** Expired sticky holds released (their addresses freed). */
   readonly holdsReleased: number;
   /** Findings still inside their grace period. */
@@ -37,7 +43,7 @@ export interface GcResult {
 
 export interface ClusterGcOptions {
   /** The repairs (and, without `check`, the reports): ClusterIpam's. */
-  readonly ipam: Pick<ClusterIpam, 'check' | 'releaseLeak' | 'releaseDeletedNodeBlock' | 'releaseStickyHold'>;
+  readonly ipam: Pick<ClusterIpam, 'check' | 'releaseLeak' | 'releaseDeletedNodeBlock' | 'releaseEmptyOrphanBlock' | 'releaseStickyHold'>;
   /** Where reports come from (default: ipam.check(), a fresh check every run). */
   readonly check?: () => Promise<CheckReport>;
   readonly graceMs: number;
@@ -62,13 +68,15 @@ export class ClusterGc {
   async runOnce(): Promise<GcResult> {
     const report = this.#o.check ? await this.#o.check() : await this.#o.ipam.check();
     const now = this.#now();
-    const current = new Map<string, Leak | Problem>();
+    const current = new Map<string, Leak | Problem | EmptyOrphanBlock>();
     for (const l of report.leaks) current.set(`leak ${l.block} ${l.ip} ${l.handle}`, l);
     for (const p of report.problems) if (p.kind === 'block-node-deleted') current.set(`deleted-node ${p.key}`, p);
+    for (const o of report.emptyOrphans ?? []) if (o.quarantinedUntil === undefined) current.set(`empty-orphan ${o.key}`, o);
     for (const id of this.#seen.keys()) if (!current.has(id)) this.#seen.delete(id);
     let leaksReleased = 0;
     let handlesReleased = 0;
     let blocksReleased = 0;
+    let orphansDeleted = 0;
     let waiting = 0;
     for (const [id, finding] of current) {
       const first = this.#seen.get(id) ?? now;
@@ -77,7 +85,12 @@ export class ClusterGc {
         waiting++;
         continue;
       }
-      if ('ip' in finding) {
+      if ('block' in finding && !('ip' in finding)) {
+        if (await this.#o.ipam.releaseEmptyOrphanBlock(finding.key)) {
+          orphansDeleted++;
+          this.#o.log.info({ block: finding.block }, `deleted empty orphan block ${finding.block} (no node, no address, its reuse quarantine over)`);
+        }
+      } else if ('ip' in finding) {
         if (await this.#o.ipam.releaseLeak(finding)) {
           leaksReleased++;
           this.#o.log.info({ handle: finding.handle, ip: finding.ip, block: finding.block }, `released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
@@ -99,7 +112,7 @@ export class ClusterGc {
       this.#seen.delete(id);
     }
     const holdsReleased = await this.#expireHolds(report.stickyHolds ?? [], now);
-    return { leaksReleased, handlesReleased, blocksReleased, holdsReleased, waiting };
+    return { leaksReleased, handlesReleased, blocksReleased, orphansDeleted, holdsReleased, waiting };
   }
 
   /**
