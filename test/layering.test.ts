@@ -209,3 +209,12 @@ test('no import cycle between files (type-only imports aside)', () => {
   const g = graphOf(codeImports().filter((e) => !e.typeOnly).map((e): [string, string] => [e.from, e.to]));
   assert.deepEqual(cyclesOf(g), []);
 });
+
+test('metrics registration is independent of the HTTP server: agent/agent-metrics.ts reaches no file under server/', () => {
+  const edges = codeImports().filter((e) => !e.typeOnly);
+  const seen = new Set(['agent/agent-metrics.ts']);
+  const todo = [...seen];
+  for (let f = todo.pop(); f !== undefined; f = todo.pop()) for (const e of edges) if (e.from === f && !seen.has(e.to)) (seen.add(e.to), todo.push(e.to));
+  assert.ok(seen.size > 1, 'agent-metrics.ts imports nothing: wrong path?');
+  assert.deepEqual([...seen].filter((f) => f.startsWith(`server${sep}`)), []);
+});

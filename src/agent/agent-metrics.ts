@@ -1,15 +1,10 @@
 /**
- * The agent's Prometheus metrics and the small HTTP listener that serves them
- * (`--metrics-listen`, default 127.0.0.1:7421): /metrics, and /healthz for probes. The listener
- * applies serve's Host check (src/server/request-guard.ts): a page whose host name is rebound
- * to 127.0.0.1 gets 421, not the node's counters. Label values are bounded: the verb is one of
+ * The agent's Prometheus metrics: their registration in one registry, apart from any HTTP
+ * server (metrics-listener.ts serves them; `podipam docs:metrics` only reads them). Label values are bounded: the verb is one of
  * the CNI verbs or "other" (agent-stats.ts verbLabel), the result "ok" or "code N".
  */
-import { type Server, createServer } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Agent } from './agent-server.js';
-import { checkHost, hostPolicy } from '../server/http/request-guard.js';
-import { HttpError } from '../server/http/http-error.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -117,43 +112,5 @@ export class AgentMetrics {
   observe(c: { verb: string; result: string; ms: number }): void {
     this.requests.inc({ verb: c.verb, result: c.result });
     this.duration.observe({ verb: c.verb }, c.ms / 1000);
-  }
-
-  /** Serves /metrics and /healthz on host:port; resolves once listening, rejects naming the address when it cannot. */
-  async listen(host: string, port: number): Promise<Server> {
-    const policy = hostPolicy(host);
-    const server = createServer((req, res) => {
-      try {
-        checkHost(req.headers.host, policy);
-      } catch (e) {
-        if (!(e instanceof HttpError)) throw e;
-        res.writeHead(e.status, { 'content-type': 'text/plain' }).end(`${e.message}\n`);
-        return;
-      }
-      if (req.method !== 'GET') {
-        res.writeHead(405).end();
-        return;
-      }
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-        return;
-      }
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      this.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-        (e: Error) => res.writeHead(500).end(e.message),
-      );
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) => {
-        const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-        reject(new Error(`cannot listen on --metrics-listen ${at}: ${e.code === 'EADDRINUSE' ? 'the address is in use (another agent? choose one with --metrics-listen HOST:PORT, or "off")' : e.message}`));
-      });
-      server.listen(port, host, () => resolve());
-    });
-    return server;
   }
 }

@@ -46,7 +46,7 @@ export async function openKube(kubeconfig: string | undefined): Promise<Kube> {
     if (kubeconfig !== undefined) kc.loadFromFile(kubeconfig);
     else kc.loadFromCluster();
   } catch (e) {
-    throw new Error(`${what}: cannot load it: ${(e as Error).message.split('\n')[0]}`);
+    throw new Error(`${what}: cannot load it: ${(e as Error).message.split('\n')[0]}`, { cause: e });
   }
   if (!kc.getCurrentCluster()) throw new Error(`${what}: no current cluster`);
   return { kc, coreApi: kc.makeApiClient(k8s.CoreV1Api), what };

@@ -163,7 +163,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
     flags = { ...flags, datastore: sqliteUrlFor(defaultDataDir()) };
   }
-  const [{ startAgent }, { AgentListenError }, { AgentMetrics }] = await Promise.all([import('../agent-main.js'), import('../agent/agent-server.js'), import('../agent/agent-metrics.js')]);
+  const [{ startAgent }, { AgentListenError }, { AgentMetrics }, { listenMetrics }] = await Promise.all([import('../agent-main.js'), import('../agent/agent-server.js'), import('../agent/agent-metrics.js'), import('../agent/metrics-listener.js')]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
   // Every listener or none: the metrics port first (nothing is served if it is taken), then the
@@ -176,7 +176,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   try {
-    http = metricsAt ? await metrics.listen(metricsAt.host, metricsAt.port) : undefined;
+    http = metricsAt ? await listenMetrics(metrics.registry, metricsAt.host, metricsAt.port) : undefined;
   } catch (e) {
     throw new UsageError((e as Error).message);
   }

@@ -42,7 +42,7 @@ export function registerDatastore(program: Command): void {
       try {
         writeFileAtomic(file, bytes, 0o600);
       } catch (e) {
-        throw new Error(`cannot write backup ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        throw new Error(`cannot write backup ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
       }
       if (!printData(format, { file, kind: 'podipam-backup', keys: b.keys, rev: b.rev, bytes: bytes.length })) {
         process.stdout.write(`${b.keys} keys of ${store.url} at revision ${b.rev} written to ${file}\n`);

@@ -115,7 +115,7 @@ export function registerServe(program: Command): void {
         try {
           mkdirSync(dataDir, { recursive: true });
         } catch (e) {
-          throw new Error(`cannot create --data-dir ${dataDir}: ${(e as Error).message}`);
+          throw new Error(`cannot create --data-dir ${dataDir}: ${(e as Error).message}`, { cause: e });
         }
       }
       if (historyPath !== undefined && flags.historyDb === undefined) await moveForeignHistory(dataDir, historyPath, datastoreUrl);

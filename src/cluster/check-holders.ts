@@ -32,7 +32,8 @@
 import { holderOf, ordinalOf, type Block } from '../alloc/block.js';
 import { type Addr, formatAddr, formatPrefix, prefixOf, tryParseAddr } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
-import { POD_RECORD_PREFIX, WARM_NETWORK } from '../model/reserved-network.js';
+import { WARM_NETWORK } from '../model/reserved-network.js';
+import { tryDecodeWarmPodRecord } from '../model/warm-pod-record.js';
 import type { Entry } from '../store/index.js';
 import { AGENT_VIEW_PREFIX, type AgentView, agentViewNode, decodeAgentView } from './agent-view-record.js';
 import { decodeBlock } from './block-record.js';
@@ -209,19 +210,13 @@ function agentClaims(views: ReadonlyMap<string, { view: AgentView; rev: number; 
     }
   }
   for (const e of podRecords) {
-    const rest = e.key.slice(POD_RECORD_PREFIX.length);
-    const slash = rest.indexOf('/');
-    if (!e.key.startsWith(POD_RECORD_PREFIX) || slash <= 0) continue;
-    const node = rest.slice(0, slash);
-    const attachment = rest.slice(slash + 1);
-    const o = tryDecode(() => JSON.parse(e.value) as Record<string, unknown>);
-    if (!o || !Array.isArray(o.addrs)) continue;
-    const s = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k]) : undefined);
-    for (const text of o.addrs) {
-      const addr = typeof text === 'string' ? tryParseAddr(text) : undefined;
+    const r = tryDecodeWarmPodRecord(e.key, e.value);
+    if (r instanceof Error) continue;
+    for (const text of r.addrs) {
+      const addr = tryParseAddr(text);
       if (!addr) continue;
-      const claim: Claim & { node: string } = { node, as: 'pod', pod: podName(s('namespace'), s('name')), containerId: s('containerId'), holder: attachment, from: ['pod-record'] };
-      add(`${node}\0${attachment}\0${formatAddr(addr)}`, { claim, addr, keys: [{ key: e.key, rev: e.rev }] });
+      const claim: Claim & { node: string } = { node: r.node, as: 'pod', pod: podName(r.namespace, r.name), containerId: r.containerId, holder: r.attachment, from: ['pod-record'] };
+      add(`${r.node}\0${r.attachment}\0${formatAddr(addr)}`, { claim, addr, keys: [{ key: e.key, rev: e.rev }] });
     }
   }
   return [...out.values()];

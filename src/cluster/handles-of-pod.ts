@@ -15,7 +15,8 @@ import { type HandleRecord, decodeHandle } from './handle-record.js';
 import type { IpamContext } from './ipam-context.js';
 import { HANDLE_PREFIX, POOL_PREFIX, blockKey, handleKey } from './keys.js';
 import { type Pool, decodePool, poolBlockSizes, poolSpace } from './pool-record.js';
-import { POD_RECORD_PREFIX, isWarmHandle } from '../model/reserved-network.js';
+import { isWarmHandle } from '../model/reserved-network.js';
+import { type WarmPodRecord, tryDecodeWarmPodRecord, warmPodRecordPrefix } from '../model/warm-pod-record.js';
 import { readKeys } from './read-keys.js';
 
 /** One handle of a pod and its addresses. */
@@ -50,33 +51,12 @@ export async function handlesOfPod(ctx: IpamContext, namespace: string | undefin
   return out;
 }
 
-/** A warm-pool pod's record, as the agent writes it behind (src/warm/warm-verbs.ts). */
-export interface WarmPodRecord {
-  readonly key: string;
-  readonly node: string;
-  readonly network: string | undefined;
-  readonly containerId: string | undefined;
-  readonly ifname: string | undefined;
-  readonly addrs: readonly string[];
-  readonly namespace: string | undefined;
-  readonly name: string | undefined;
-  readonly uid: string | undefined;
-}
-
-/** The warm pool's pod records of `node` ('' = every node); a record that does not parse is skipped (`ipam check` reports the datastore's state, this is a lookup). */
+/** The warm pool's pod records of `node` ('' = every node); a record that does not decode is skipped (`ipam check` reports the datastore's state, this is a lookup). */
 export async function warmPodRecords(ctx: IpamContext, node: string): Promise<WarmPodRecord[]> {
   const out: WarmPodRecord[] = [];
-  for (const e of await listAll(ctx.store, `${POD_RECORD_PREFIX}${node ? `${node}/` : ''}`)) {
-    let o: Record<string, unknown>;
-    try {
-      o = JSON.parse(e.value) as Record<string, unknown>;
-    } catch {
-      continue;
-    }
-    const str = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k]) : undefined);
-    const rest = e.key.slice(POD_RECORD_PREFIX.length);
-    const addrs = Array.isArray(o.addrs) ? o.addrs.filter((a): a is string => typeof a === 'string') : [];
-    out.push({ key: rest.slice(rest.indexOf('/') + 1), node: rest.slice(0, rest.indexOf('/')), network: str('network'), containerId: str('containerId'), ifname: str('ifname'), addrs, namespace: str('namespace'), name: str('name'), uid: str('uid') });
+  for (const e of await listAll(ctx.store, warmPodRecordPrefix(node))) {
+    const r = tryDecodeWarmPodRecord(e.key, e.value);
+    if (!(r instanceof Error)) out.push(r);
   }
   return out;
 }
@@ -88,7 +68,7 @@ function warmPodHandle(r: WarmPodRecord, pools: readonly Pool[]): PodHandle {
     return a && pool ? [{ ip, block: formatPrefix(prefixOf(a, pool.blockSize)), pool: pool.name }] : [{ ip, block: '', pool: '' }];
   });
   return {
-    handle: r.key,
+    handle: r.attachment,
     pod: r.namespace !== undefined && r.name !== undefined ? `${r.namespace}/${r.name}` : null,
     podUid: r.uid ?? null,
     node: r.node,

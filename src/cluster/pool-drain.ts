@@ -129,7 +129,7 @@ export async function poolHeld(ctx: IpamContext, name: string): Promise<PoolHeld
         if (mine.length === 0) continue;
         for (const a of mine) left.delete(a);
         const pod = r.namespace !== undefined && r.name !== undefined ? `${r.namespace}/${r.name}` : undefined;
-        list.push({ ...(pod !== undefined ? { pod } : {}), handle: r.key, addresses: mine });
+        list.push({ ...(pod !== undefined ? { pod } : {}), handle: r.attachment, addresses: mine });
       }
       nodes.set(node, list);
       const idleHere = w.addresses.sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0)).map(formatAddr).filter((a) => left.has(a));

@@ -173,7 +173,7 @@ export class KubeAdapter {
       return await (this.#api as CoreV1Api).readNode({ name });
     } catch (e) {
       if ((e as { code?: unknown }).code === 404) return undefined;
-      throw new Error(`node ${name} is not in the informer's cache and the API server cannot say whether it exists: ${(e as Error).message.split('\n')[0]}`);
+      throw new Error(`node ${name} is not in the informer's cache and the API server cannot say whether it exists: ${(e as Error).message.split('\n')[0]}`, { cause: e });
     }
   }
 

@@ -23,7 +23,8 @@ import { decodePool, type Pool } from '../cluster/pool-record.js';
 import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf, type Prefix, tryParseAddr } from '../ip/index.js';
 import type { HistoryTime, Hold, HolderInfo, ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { PodRef } from '../model/pod-ref.js';
-import { isWarmHandle, POD_RECORD_PREFIX } from '../model/reserved-network.js';
+import { isWarmHandle } from '../model/reserved-network.js';
+import { parseWarmPodRecordKey, POD_RECORD_PREFIX, tryDecodeWarmPodRecord } from '../model/warm-pod-record.js';
 import type { Entry, WatchEvent } from '../store/index.js';
 import type { HoldEnd, HoldStart } from './history-db.js';
 
@@ -129,11 +130,11 @@ export class HoldState {
     // Pod records deleted: their holds end (at the stamp's per-key time when it has one).
     for (const e of events) {
       if (e.type !== 'delete' || !e.key.startsWith(POD_RECORD_PREFIX)) continue;
-      const ref = podKey(e.key);
+      const ref = parseWarmPodRecordKey(e.key);
       if (!ref) continue;
       const k = stamp?.keys?.[e.key];
       const until: HistoryTime = k ? { at: k.at } : time;
-      for (const addr of this.#addressesOf(ref.handle, ref.node)) this.#end(out.ends, addr, until, k ? k.why : why, k ? k.evidence : evidence);
+      for (const addr of this.#addressesOf(ref.attachment, ref.node)) this.#end(out.ends, addr, until, k ? k.why : why, k ? k.evidence : evidence);
     }
 
     // Blocks: diff each block's allocations against the open holds of its addresses.
@@ -392,52 +393,30 @@ function decodePools(entries: readonly Entry[], problems: string[]): Pool[] {
   return out;
 }
 
-/** `agent-pods/<node>/<attachment>` → node and attachment handle. */
-function podKey(key: string): { node: string; handle: string } | undefined {
-  const rest = key.slice(POD_RECORD_PREFIX.length);
-  const i = rest.indexOf('/');
-  if (i <= 0 || i === rest.length - 1) return undefined;
-  return { node: rest.slice(0, i), handle: rest.slice(i + 1) };
-}
-
+/** A pod record (src/model/warm-pod-record.ts) as the history reads it: its addresses canonical, the holder's fields; a record that does not decode is a problem. */
 function parsePodRecord(key: string, value: string, problems: string[]): PodRecord | undefined {
-  const ref = podKey(key);
-  if (!ref) return undefined;
-  let o: Record<string, unknown>;
-  try {
-    o = JSON.parse(value) as Record<string, unknown>;
-  } catch {
-    problems.push(`pod record ${key}: not JSON`);
+  if (!parseWarmPodRecordKey(key)) return undefined;
+  const r = tryDecodeWarmPodRecord(key, value);
+  if (r instanceof Error) {
+    problems.push(r.message);
     return undefined;
   }
-  if (typeof o !== 'object' || o === null || !Array.isArray(o.addrs)) {
-    problems.push(`pod record ${key}: field "addrs" is not a list`);
-    return undefined;
-  }
-  const str = (k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? (o[k]) : undefined);
-  const addrs = o.addrs.flatMap((t) => {
-    const a = typeof t === 'string' ? tryParseAddr(t) : undefined;
+  const addrs = r.addrs.flatMap((t) => {
+    const a = tryParseAddr(t);
     return a ? [formatAddr(a)] : [];
   });
-  const sinceText = str('since');
-  const since = sinceText !== undefined ? Date.parse(sinceText) : NaN;
-  const namespace = str('namespace');
-  const name = str('name');
-  const uid = str('uid');
-  const containerId = str('containerId');
-  const ifname = str('ifname');
-  const network = str('network');
+  const { namespace, name, uid, containerId, ifname, network } = r;
   return {
-    node: ref.node,
-    handle: ref.handle,
+    node: r.node,
+    handle: r.attachment,
     addrs,
-    since: Number.isFinite(since) ? since : undefined,
+    since: r.since,
     info: {
       ...(namespace !== undefined && name !== undefined ? { pod: { namespace, name, ...(uid !== undefined ? { uid } : {}) } } : {}),
       ...(containerId !== undefined ? { containerId } : {}),
       ...(ifname !== undefined ? { ifname } : {}),
       ...(network !== undefined ? { network } : {}),
-      node: ref.node,
+      node: r.node,
     },
   };
 }

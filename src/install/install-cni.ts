@@ -59,7 +59,7 @@ export function installCni(given: InstallOptions): InstallStep[] {
   try {
     shim = readFileSync(o.shim);
   } catch (e) {
-    throw new Error(`cannot read the CNI binary to install, --shim ${o.shim}: ${(e as Error).message}`);
+    throw new Error(`cannot read the CNI binary to install, --shim ${o.shim}: ${(e as Error).message}`, { cause: e });
   }
   const desired: Desired[] = [
     { path: join(o.binDir, BINARY_NAME), data: shim, mode: 0o755 },

@@ -48,7 +48,7 @@ export function readManifest(confDir: string): InstallManifest {
   try {
     v = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
-    throw new Error(`cannot read install state ${path}: ${(e as Error).message}`);
+    throw new Error(`cannot read install state ${path}: ${(e as Error).message}`, { cause: e });
   }
   const m = v as Partial<InstallManifest> | null;
   const okFile = (f: unknown): f is ManifestFile =>

@@ -66,7 +66,7 @@ function validateRuntime(network: string, rt: RuntimeConf): void {
   try {
     validateInterfaceName(rt.ifname);
   } catch (e) {
-    throw new TypeError(`interface name ${JSON.stringify(rt.ifname)}: ${e instanceof CniError ? e.msg : (e as Error).message}`);
+    throw new TypeError(`interface name ${JSON.stringify(rt.ifname)}: ${e instanceof CniError ? e.msg : (e as Error).message}`, { cause: e });
   }
 }
 

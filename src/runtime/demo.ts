@@ -158,7 +158,7 @@ function validate(o: DemoOptions): void {
   try {
     p = parsePrefix(o.subnet);
   } catch (e) {
-    throw new RangeError(`--subnet ${JSON.stringify(o.subnet)}: ${(e as Error).message}`);
+    throw new RangeError(`--subnet ${JSON.stringify(o.subnet)}: ${(e as Error).message}`, { cause: e });
   }
   if (p.family !== 4 || p.len < 16 || p.len > 28) throw new RangeError(`--subnet ${JSON.stringify(o.subnet)}: must be an IPv4 prefix from /16 to /28`);
   if (2 ** (32 - p.len) - 3 < o.pods) throw new RangeError(`--subnet ${o.subnet} has no room for ${o.pods} pods`);

@@ -24,7 +24,7 @@ export function checkStickyPolicy(p: StickyPolicy, field: (key: keyof StickyPoli
   try {
     return new RegExp(`^(?:${p.namePattern})$`, 'u');
   } catch (e) {
-    throw new Error(`invalid ${field('namePattern')} ${JSON.stringify(p.namePattern)}: ${(e as Error).message}`);
+    throw new Error(`invalid ${field('namePattern')} ${JSON.stringify(p.namePattern)}: ${(e as Error).message}`, { cause: e });
   }
 }
 

@@ -3,7 +3,7 @@
  * writes these records (warm-service.ts) and the server that counts them (server/warm-usage.ts):
  * - warm handles `podipam-warm:<node>:<refill id>` (the node escaped as in every CNI handle id,
  *   handle-id.ts) hold the node's addresses for their whole stay on it, idle or in use;
- * - pod records `agent-pods/<node>/<pod handle>` → `{"addrs": […], …}` name those in use.
+ * - pod records `agent-pods/<node>/<pod handle>` (src/model/warm-pod-record.ts) name those in use.
  * So an address is idle on node N when a warm handle of N holds it and no pod record of N names it.
  */
 import { cniHandleId } from '../model/handle-id.js';
@@ -31,19 +31,7 @@ export function warmHandleNode(handle: string): string | undefined {
   }
 }
 
-/** The datastore key of a pod's record on `node`. */
-export function podRecordKey(node: string, podHandle: string): string {
-  return `${POD_RECORD_PREFIX}${node}/${podHandle}`;
-}
-
 /** The datastore key of `node`'s write fence (see WRITE_FENCE_PREFIX). */
 export function writeFenceKey(node: string): string {
   return `${WRITE_FENCE_PREFIX}${node}`;
-}
-
-/** The node of a pod record key, or undefined for another key. Node names hold no "/". */
-export function podRecordNode(key: string): string | undefined {
-  if (!key.startsWith(POD_RECORD_PREFIX)) return undefined;
-  const end = key.indexOf('/', POD_RECORD_PREFIX.length);
-  return end > POD_RECORD_PREFIX.length ? key.slice(POD_RECORD_PREFIX.length, end) : undefined;
 }

@@ -20,6 +20,7 @@ import { WarmError } from './warm-error.js';
 import { WarmPool } from './warm-pool.js';
 import type { WarmSizing } from './warm-pool-config.js';
 import type { WarmState } from './warm-state.js';
+import { tryDecodeWarmPodRecord } from '../model/warm-pod-record.js';
 
 export class WarmRestore {
   readonly #s: WarmState;
@@ -83,7 +84,7 @@ export class WarmRestore {
         }
       }
       // The pod records written behind: evidence of which held addresses are in use.
-      const records = (await ipam.warmRecords(recordPrefix)).map((e) => decodePodRecord(e.key.slice(recordPrefix.length), e.value));
+      const records = (await ipam.warmRecords(recordPrefix)).map((e) => decodePodRecord(e.key, e.value));
       // What each direct attachment's own handle holds: the evidence that its pod holds them.
       const direct = new Map<string, readonly Assignment[] | undefined>();
       for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
@@ -219,16 +220,9 @@ export class WarmRestore {
   }
 }
 
-/** A pod record's value (`agent-pods/NODE/KEY`, written by an ADD), or the Error saying why it is not one. */
+/** A pod record of this node (src/model/warm-pod-record.ts) as the reconcile plan reads it, or the Error saying why it is not one. */
 function decodePodRecord(key: string, value: string): PodRecord | Error {
-  try {
-    const v = JSON.parse(value) as Record<string, unknown>;
-    const str = (k: string): string | undefined => (typeof v[k] === 'string' ? (v[k]) : undefined);
-    const addrs = v.addrs;
-    if (!Array.isArray(addrs) || !addrs.every((a) => typeof a === 'string')) throw new Error('"addrs" is not a list of addresses');
-    const since = Date.parse(str('since') ?? '');
-    return { key, network: str('network') ?? '', containerId: str('containerId') ?? '', ifname: str('ifname') ?? '', addrs: addrs, since: Number.isNaN(since) ? 0 : since, namespace: str('namespace'), name: str('name'), uid: str('uid') };
-  } catch (e) {
-    return new Error(`pod record of ${key}: ${(e as Error).message}`);
-  }
+  const r = tryDecodeWarmPodRecord(key, value);
+  if (r instanceof Error) return r;
+  return { key: r.attachment, network: r.network ?? '', containerId: r.containerId ?? '', ifname: r.ifname ?? '', addrs: [...r.addrs], since: r.since ?? 0, namespace: r.namespace, name: r.name, uid: r.uid };
 }

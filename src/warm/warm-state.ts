@@ -12,7 +12,8 @@ import type { PodTracker } from './pod-tracker.js';
 import type { ResourceDb } from './resource-db.js';
 import type { WarmOptions } from './warm-options.js';
 import type { WarmPool } from './warm-pool.js';
-import { podRecordKey, warmHandlePrefix } from './warm-handle.js';
+import { warmHandlePrefix } from './warm-handle.js';
+import { warmPodRecordKey } from '../model/warm-pod-record.js';
 import type { UnusableView } from './unusable-addrs.js';
 
 /** The block information of an address the node holds: its warm handle, prefix length and gateway. */
@@ -67,7 +68,7 @@ export class WarmState {
 
   /** The datastore key of the pod record of attachment `key` (`''`: the prefix of them all). */
   podRecordKey(key: string): string {
-    return podRecordKey(this.o.node, key);
+    return warmPodRecordKey(this.o.node, key);
   }
 
   /** The CNI address and gateway of an address the pools hold. */

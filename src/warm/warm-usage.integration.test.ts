@@ -12,7 +12,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterServices } from '../agent/cluster-services.js';
-import { podRecordKey, podRecordNode, warmHandleNode, warmHandlePrefix } from './warm-handle.js';
+import { warmHandleNode, warmHandlePrefix } from './warm-handle.js';
+import { parseWarmPodRecordKey, warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
+
+const podRecordNode = (key: string): string | undefined => parseWarmPodRecordKey(key)?.node;
 import { WarmService } from './warm-service.js';
 import { ClusterIpam } from '../cluster/cluster-ipam.js';
 import { parsePrefix } from '../ip/index.js';

@@ -7,7 +7,8 @@
  * later while the datastore is away), so an address just handed out can show as idle for that long.
  */
 import { addrOfOrdinal } from '../alloc/block.js';
-import { POD_RECORD_PREFIX, podRecordNode, warmHandleNode } from './warm-handle.js';
+import { warmHandleNode } from './warm-handle.js';
+import { POD_RECORD_PREFIX, tryDecodeWarmPodRecord } from '../model/warm-pod-record.js';
 import { type Addr, formatAddr, type Prefix } from '../ip/index.js';
 import type { Entry, Store } from '../store/index.js';
 import { listAll } from '../store/list-all.js';
@@ -19,18 +20,11 @@ export type PodAddresses = ReadonlyMap<string, ReadonlySet<string>>;
 export function podAddresses(entries: readonly Entry[]): PodAddresses {
   const out = new Map<string, Set<string>>();
   for (const e of entries) {
-    const node = podRecordNode(e.key);
-    if (node === undefined) continue;
-    let addrs: unknown;
-    try {
-      addrs = (JSON.parse(e.value) as { addrs?: unknown }).addrs;
-    } catch {
-      continue;
-    }
-    if (!Array.isArray(addrs)) continue;
-    let set = out.get(node);
-    if (!set) out.set(node, (set = new Set()));
-    for (const a of addrs) if (typeof a === 'string') set.add(a);
+    const rec = tryDecodeWarmPodRecord(e.key, e.value);
+    if (rec instanceof Error) continue;
+    let set = out.get(rec.node);
+    if (!set) out.set(rec.node, (set = new Set()));
+    for (const a of rec.addrs) set.add(a);
   }
   return out;
 }

@@ -21,6 +21,7 @@ import { WarmError } from './warm-error.js';
 import type { WarmRefiller } from './warm-refiller.js';
 import { type WarmAnswer, type WarmRequest, warmRequestKey } from './warm-request.js';
 import type { WarmState } from './warm-state.js';
+import { encodeWarmPodRecord } from '../model/warm-pod-record.js';
 
 export class WarmVerbs {
   readonly #s: WarmState;
@@ -157,7 +158,7 @@ export class WarmVerbs {
             db.transaction(() => {
               db.addPod(
                 { key, network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
-                { key: s.podRecordKey(key), value: JSON.stringify({ network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle), since: new Date(now).toISOString(), namespace: id.namespace, name: id.name, uid: id.uid }) },
+                { key: s.podRecordKey(key), value: encodeWarmPodRecord({ network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle), since: now, namespace: id.namespace, name: id.name, uid: id.uid }) },
               );
               const { namespace, name, uid, ownerKind, sticky } = id;
               pods.store.seen({ key, network: req.network, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentViewKey, decodeAgentView } from '../cluster/agent-view-record.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
-import { podRecordKey } from './warm-handle.js';
+import { warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
 import { VIEW_REFRESH_FACTOR } from './warm-view-publisher.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-view-'));

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { decodeStamp, stampKey } from '../cluster/history-stamp.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { ResourceDb } from './resource-db.js';
-import { podRecordKey } from './warm-handle.js';
+import { warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-wb-'));
 after(() => rmSync(root, { recursive: true, force: true }));

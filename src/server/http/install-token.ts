@@ -25,7 +25,7 @@ export function loadInstallToken(dataDir: string): string {
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {
-    throw new Error(`cannot create the data directory ${dataDir} for ${INSTALL_TOKEN_FILE}: ${(e as Error).message}`);
+    throw new Error(`cannot create the data directory ${dataDir} for ${INSTALL_TOKEN_FILE}: ${(e as Error).message}`, { cause: e });
   }
   const token = randomBytes(32).toString('base64url');
   let fd: number | undefined;
@@ -33,7 +33,7 @@ export function loadInstallToken(dataDir: string): string {
     // 'wx': never overwrite (or follow a planted symlink to) an existing file.
     fd = openSync(path, 'wx', 0o600);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the install token ${path}: ${(e as Error).message}`);
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the install token ${path}: ${(e as Error).message}`, { cause: e });
   }
   if (fd !== undefined) {
     try {

@@ -16,7 +16,7 @@ export function readSecretFile(what: string, path: string): string {
     if (!st.isFile()) throw new Error('not a regular file');
     mode = st.mode & 0o777;
   } catch (e) {
-    throw new Error(`cannot read ${what} ${path}: ${(e as Error).message}`);
+    throw new Error(`cannot read ${what} ${path}: ${(e as Error).message}`, { cause: e });
   }
   if ((mode & 0o077) !== 0) {
     throw new Error(
@@ -27,6 +27,6 @@ export function readSecretFile(what: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read ${what} ${path}: ${(e as Error).message}`);
+    throw new Error(`cannot read ${what} ${path}: ${(e as Error).message}`, { cause: e });
   }
 }

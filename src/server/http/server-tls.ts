@@ -16,26 +16,26 @@ export function loadServerTls(certFile: string, keyFile: string): ServerTls {
   try {
     cert = readFileSync(certFile, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read --tls-cert ${certFile}: ${(e as Error).message}`);
+    throw new Error(`cannot read --tls-cert ${certFile}: ${(e as Error).message}`, { cause: e });
   }
   let x509: X509Certificate;
   try {
     x509 = new X509Certificate(cert);
   } catch (e) {
-    throw new Error(`--tls-cert ${certFile} is not a PEM X.509 certificate: ${(e as Error).message}`);
+    throw new Error(`--tls-cert ${certFile} is not a PEM X.509 certificate: ${(e as Error).message}`, { cause: e });
   }
   const key = readSecretFile('--tls-key', keyFile);
   let matches: boolean;
   try {
     matches = x509.checkPrivateKey(createPrivateKey(key));
   } catch (e) {
-    throw new Error(`--tls-key ${keyFile} is not a PEM private key: ${(e as Error).message}`);
+    throw new Error(`--tls-key ${keyFile} is not a PEM private key: ${(e as Error).message}`, { cause: e });
   }
   if (!matches) throw new Error(`--tls-key ${keyFile} is not the key of --tls-cert ${certFile} (subject ${x509.subject.replace(/\n/g, ', ')})`);
   try {
     createSecureContext({ cert, key });
   } catch (e) {
-    throw new Error(`--tls-cert ${certFile} and --tls-key ${keyFile} cannot be used for TLS: ${(e as Error).message}`);
+    throw new Error(`--tls-cert ${certFile} and --tls-key ${keyFile} cannot be used for TLS: ${(e as Error).message}`, { cause: e });
   }
   return { cert, key };
 }

@@ -1,0 +1,134 @@
+/**
+ * The warm pool's pod record: `agent-pods/<node>/<attachment>` → JSON naming the warm addresses
+ * one pod attachment was given. The agent writes it behind each ADD (src/warm/warm-verbs.ts) and
+ * deletes it at DEL; the history follower, the cluster's handles-of-pod lookup and `ipam check`,
+ * the warm-usage summary and the agent's restore read it. This file is the one place its key and
+ * value are written and read.
+ *
+ * Contract of the value: a JSON object with `addrs` (a list of address texts, required) and the
+ * optional strings `network`, `containerId`, `ifname`, `namespace`, `name`, `uid`, `since` (an ISO
+ * time) and `warmHandles` (the warm handle of each address, for a reader that wants it). An empty
+ * string reads as absent. Anything else is a PodRecordError naming the key and the field; each
+ * reader decides whether to skip or report it.
+ */
+import { POD_RECORD_PREFIX } from './reserved-network.js';
+
+export { POD_RECORD_PREFIX };
+
+/** The fields an ADD writes. */
+export interface WarmPodRecordFields {
+  readonly addrs: readonly string[];
+  readonly network?: string | undefined;
+  readonly containerId?: string | undefined;
+  readonly ifname?: string | undefined;
+  readonly namespace?: string | undefined;
+  readonly name?: string | undefined;
+  readonly uid?: string | undefined;
+  /** When the ADD was answered (ms since the epoch). */
+  readonly since?: number | undefined;
+  readonly warmHandles?: readonly (string | undefined)[] | undefined;
+}
+
+/** A decoded record: the fields and where the key puts it. */
+export interface WarmPodRecord extends WarmPodRecordFields {
+  readonly node: string;
+  /** The pod attachment's key (the CNI handle of the pod) on that node. */
+  readonly attachment: string;
+}
+
+/** A pod record that does not decode: the key and what is wrong. */
+export class PodRecordError extends Error {
+  constructor(
+    readonly key: string,
+    readonly problem: string,
+    options?: ErrorOptions,
+  ) {
+    super(`pod record ${key}: ${problem}`, options);
+    this.name = 'PodRecordError';
+  }
+}
+
+/** The datastore key of `attachment`'s record on `node` (`node` '' and `attachment` '' give the prefixes). */
+export function warmPodRecordKey(node: string, attachment: string): string {
+  return `${POD_RECORD_PREFIX}${node}/${attachment}`;
+}
+
+/** The records of `node` ('' = every node) start with this. */
+export function warmPodRecordPrefix(node: string): string {
+  return node === '' ? POD_RECORD_PREFIX : `${POD_RECORD_PREFIX}${node}/`;
+}
+
+/** Node and attachment of a pod record key, or undefined for another key. Node names hold no "/". */
+export function parseWarmPodRecordKey(key: string): { node: string; attachment: string } | undefined {
+  if (!key.startsWith(POD_RECORD_PREFIX)) return undefined;
+  const rest = key.slice(POD_RECORD_PREFIX.length);
+  const i = rest.indexOf('/');
+  if (i <= 0 || i === rest.length - 1) return undefined;
+  return { node: rest.slice(0, i), attachment: rest.slice(i + 1) };
+}
+
+/** The record's value (JSON text) for `fields`. */
+export function encodeWarmPodRecord(fields: WarmPodRecordFields): string {
+  const { since, ...rest } = fields;
+  return JSON.stringify({
+    network: rest.network,
+    containerId: rest.containerId,
+    ifname: rest.ifname,
+    addrs: rest.addrs,
+    warmHandles: rest.warmHandles,
+    since: since === undefined ? undefined : new Date(since).toISOString(),
+    namespace: rest.namespace,
+    name: rest.name,
+    uid: rest.uid,
+  });
+}
+
+/** Decodes the entry `key` → `value`; throws PodRecordError naming the key and the field. */
+export function decodeWarmPodRecord(key: string, value: string): WarmPodRecord {
+  const at = parseWarmPodRecordKey(key);
+  if (!at) throw new PodRecordError(key, `the key is not ${POD_RECORD_PREFIX}<node>/<attachment>`);
+  let o: unknown;
+  try {
+    o = JSON.parse(value);
+  } catch (e) {
+    throw new PodRecordError(key, 'the value is not JSON', { cause: e });
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new PodRecordError(key, 'the value is not a JSON object');
+  const v = o as Record<string, unknown>;
+  const addrs = v.addrs;
+  if (!Array.isArray(addrs) || !addrs.every((a): a is string => typeof a === 'string')) throw new PodRecordError(key, 'field "addrs" is not a list of address texts');
+  const str = (k: string): string | undefined => {
+    const x = v[k];
+    if (x === undefined || x === null || x === '') return undefined;
+    if (typeof x !== 'string') throw new PodRecordError(key, `field "${k}" is not a string: ${JSON.stringify(x)}`);
+    return x;
+  };
+  const sinceText = str('since');
+  const since = sinceText === undefined ? undefined : Date.parse(sinceText);
+  if (since !== undefined && Number.isNaN(since)) throw new PodRecordError(key, `field "since" is not a time: ${JSON.stringify(sinceText)}`);
+  const handles = v.warmHandles;
+  const warmHandles = Array.isArray(handles) ? handles.map((h) => (typeof h === 'string' ? h : undefined)) : undefined;
+  return {
+    node: at.node,
+    attachment: at.attachment,
+    addrs,
+    network: str('network'),
+    containerId: str('containerId'),
+    ifname: str('ifname'),
+    namespace: str('namespace'),
+    name: str('name'),
+    uid: str('uid'),
+    since,
+    ...(warmHandles ? { warmHandles } : {}),
+  };
+}
+
+/** decodeWarmPodRecord, or the PodRecordError (for readers that skip or report a bad record and go on). */
+export function tryDecodeWarmPodRecord(key: string, value: string): WarmPodRecord | PodRecordError {
+  try {
+    return decodeWarmPodRecord(key, value);
+  } catch (e) {
+    if (e instanceof PodRecordError) return e;
+    throw e;
+  }
+}
