@@ -214,7 +214,13 @@ test('metrics registration is independent of the HTTP server: agent/agent-metric
   const edges = codeImports().filter((e) => !e.typeOnly);
   const seen = new Set(['agent/agent-metrics.ts']);
   const todo = [...seen];
-  for (let f = todo.pop(); f !== undefined; f = todo.pop()) for (const e of edges) if (e.from === f && !seen.has(e.to)) (seen.add(e.to), todo.push(e.to));
+  for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+    for (const e of edges) {
+      if (e.from !== f || seen.has(e.to)) continue;
+      seen.add(e.to);
+      todo.push(e.to);
+    }
+  }
   assert.ok(seen.size > 1, 'agent-metrics.ts imports nothing: wrong path?');
   assert.deepEqual([...seen].filter((f) => f.startsWith(`server${sep}`)), []);
 });
