@@ -18,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ClusterIpam } from '../src/cluster/index.js';
-import { PoolExhaustedError } from '../src/cluster/errors.js';
-import type { PoolSpec } from '../src/cluster/pool-record.js';
+import { PoolExhaustedError } from '../src/cluster/service/errors.js';
+import type { PoolSpec } from '../src/cluster/records/pool-record.js';
 import { openStore } from '../src/store/index.js';
 import { q } from './lib/cni-subject.js';
 

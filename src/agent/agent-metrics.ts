@@ -70,7 +70,7 @@ export class AgentMetrics {
     cacheCounter('podipam_agent_pod_cache_errors_total', 'pod cache lists and watches that failed', (c) => c.errors);
     new Gauge({
       name: 'podipam_node_headroom_addresses',
-      help: "addresses the node can still hand out by itself, by family: free in its blocks + idle in the warm pool + in blocks it may still claim (src/cluster/node-headroom.ts)",
+      help: "addresses the node can still hand out by itself, by family: free in its blocks + idle in the warm pool + in blocks it may still claim (src/cluster/views/node-headroom.ts)",
       labelNames: ['family'],
       registers,
       collect() {

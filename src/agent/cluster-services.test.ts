@@ -42,7 +42,7 @@ test('close refuses new and queued calls with code 11, lets the running call fin
 });
 
 test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as that node', async () => {
-  const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+  const { decodeStamp, stampKey } = await import('../cluster/records/history-stamp.js');
   const cs = new ClusterServices();
   try {
     const url = 'memory:cluster-services-stamp';
@@ -68,7 +68,7 @@ test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as tha
 });
 
 test('the DELs queued together on a node are one group release (one round trip), in queue order with the ADDs around them', async () => {
-  const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+  const { decodeStamp, stampKey } = await import('../cluster/records/history-stamp.js');
   const cs = new ClusterServices();
   try {
     const url = 'memory:cluster-services-release';
@@ -88,7 +88,7 @@ test('the DELs queued together on a node are one group release (one round trip),
     const stamp = await store.get(stampKey('n1'));
     assert.ok(stamp);
     assert.equal(decodeStamp(stamp.key, stamp.value).why, undefined, 'the last txn is the ADD');
-    const ipam = (await import('../cluster/cluster-ipam.js')).ClusterIpam;
+    const ipam = (await import('../cluster/service/cluster-ipam.js')).ClusterIpam;
     const held = await new ipam(store).addressesOf('net:b:eth0');
     assert.equal(held, undefined, 'b released');
   } finally {

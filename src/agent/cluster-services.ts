@@ -1,19 +1,19 @@
 /**
- * The agent's ClusterHost (src/cluster/cluster-host.ts): one open store and one ClusterIpam per
+ * The agent's ClusterHost (src/cluster/service/cluster-host.ts): one open store and one ClusterIpam per
  * datastore URL for the agent's life (the hints stay in memory), and per node a queue that runs
  * one call at a time — as the node lock does between plugin processes — except that the ADDs
  * waiting in it when it becomes free are taken together and written as one transaction
  * (group commit: no added latency when idle, fewer transactions under a burst), and so are the
- * DELs (releases by handle, src/cluster/release-group.ts).
+ * DELs (releases by handle, src/cluster/txn/release-group.ts).
  *
  * `close` (the agent shutting down) refuses new calls and the ones still queued with code 11 (the
  * runtime retries them on the next agent), waits for the calls already running to end, and only
  * then closes the stores: no call ever runs on a closed store, and no store is opened after.
  */
-import type { ClusterHost } from '../cluster/cluster-host.js';
-import type { ClusterIpam } from '../cluster/cluster-ipam.js';
-import type { AssignRequest, Assignment } from '../cluster/plan/plan-assign.js';
-import type { Released } from '../cluster/release.js';
+import type { ClusterHost } from '../cluster/service/index.js';
+import type { ClusterIpam } from '../cluster/service/index.js';
+import type { AssignRequest, Assignment } from '../cluster/plan/index.js';
+import type { Released } from '../cluster/txn/index.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';
 import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/call-trace.js';
@@ -49,7 +49,7 @@ const traceEnd = (jobs: readonly Job[], start: number, phase: string): void => {
 interface Datastore {
   readonly store: Store;
   readonly ipam: ClusterIpam;
-  /** The same service per node served, stamped as that node's in the history (src/cluster/history-stamp.ts). */
+  /** The same service per node served, stamped as that node's in the history (src/cluster/records/history-stamp.ts). */
   readonly byNode: Map<string, ClusterIpam>;
 }
 
@@ -246,7 +246,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     let p = this.#stores.get(datastore);
     if (!p) {
       p = (async () => {
-        const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/cluster-ipam.js')]);
+        const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
         const store = await (this.#openStore ?? openStore)(datastore);
         const d = { store, ipam: new ClusterIpam(store), byNode: new Map<string, ClusterIpam>() };
         this.#opened.add(d);

@@ -1,5 +1,5 @@
 /**
- * The agent's view of its node's headroom (src/cluster/node-headroom.ts): a Periodic resync
+ * The agent's view of its node's headroom (src/cluster/views/node-headroom.ts): a Periodic resync
  * (every `--headroom-interval`, and right after an ADD answered code 100) reads the datastore
  * (a few round trips, never on a pod's start path), adds the warm pool's idle addresses, keeps
  * the result for `agent status` and the metric, and — given an API server — sets or clears the
@@ -8,7 +8,7 @@
  * A resync whose datastore read fails changes nothing (the last figures stay, marked by `error`).
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
-import type { FamilyHeadroom } from '../cluster/node-headroom.js';
+import type { FamilyHeadroom } from '../cluster/views/index.js';
 import type { Log } from '../log/logger.js';
 import type { Store } from '../store/index.js';
 import { Periodic } from '../util/periodic.js';
@@ -103,7 +103,7 @@ export class HeadroomMonitor {
     const datastore = this.#o.datastore();
     if (datastore === undefined) return;
     const warm = this.#o.warm?.();
-    const { loadNodeHeadroom } = await import('../cluster/node-headroom-load.js');
+    const { loadNodeHeadroom } = await import('../cluster/views/index.js');
     const store = await this.#o.openStore(datastore);
     const rows = await loadNodeHeadroom(store, this.#o.node, { ...(warm?.pools ? { onlyPools: warm.pools } : {}), ...(warm ? { idle: warm.idle } : {}) });
     this.#datastore = datastore;

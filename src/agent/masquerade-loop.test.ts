@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 import { formatPrefix } from '../ip/index.js';
 import { recordingLog } from '../log/logger.js';
 import type { FamilyOutcome } from '../masq/masquerade-iptables.js';

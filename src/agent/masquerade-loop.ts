@@ -7,8 +7,8 @@
  * down only make it report (a warning per distinct failure, its recovery once, the status
  * `masquerade` section) and try again next period.
  */
-import { decodePool } from '../cluster/pool-record.js';
-import { POOL_PREFIX } from '../cluster/keys.js';
+import { decodePool } from '../cluster/records/index.js';
+import { POOL_PREFIX } from '../cluster/records/index.js';
 import type { Log } from '../log/logger.js';
 import type { FamilyOutcome } from '../masq/masquerade-iptables.js';
 import type { Store } from '../store/index.js';

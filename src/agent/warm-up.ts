@@ -43,7 +43,7 @@ export async function warmUp(call: CallHandler, node: string): Promise<void> {
     const conf = (ipam: Record<string, unknown>): string => JSON.stringify({ cniVersion: '1.0.0', name: 'podipam-agent-warm-up', ipam: { type: 'podipam', ...ipam } });
     const local = conf({ dataDir: dir, ranges: [[{ subnet: '192.0.2.0/28' }]] }); // TEST-NET-1: routed nowhere
     const cluster = conf({ datastore: WARM_UP_DATASTORE, nodeName: node, cacheDir: '' });
-    const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/cluster-ipam.js')]);
+    const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
     const store = await openStore(WARM_UP_DATASTORE);
     try {
       await new ClusterIpam(store).createPool({ name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 });

@@ -72,7 +72,7 @@ export function registerDatastore(program: Command): void {
     const store = await openCommandStore(cmd, 'write');
     try {
       // A restored stamp would time the restore's writes as the backup's old transaction: stamps go last, alone.
-      const { STAMP_PREFIX } = await import('../cluster/history-stamp.js');
+      const { STAMP_PREFIX } = await import('../cluster/records/index.js');
       const r = await restoreBackup(store, backup, { force: opts.force === true, last: (key) => key.startsWith(STAMP_PREFIX) });
       if (!printData(format, { file, restored: r.restored, deleted: r.deleted, rev: r.rev, source: backup.header.source, sourceRev: backup.header.rev, at: backup.header.at })) {
         process.stdout.write(`${r.restored} keys restored into ${store.url} from ${file} (${backup.header.source} at revision ${backup.header.rev}, ${backup.header.at})${r.deleted > 0 ? `; ${r.deleted} keys it held deleted first` : ''}\n`);

@@ -70,7 +70,7 @@ async function* adopt(
   const { ClusterIpam } = await import('../cluster/index.js');
   const byHandle = new Map<string, HostLocalReservation[]>();
   for (const r of reservations) byHandle.set(handleOf(r), [...(byHandle.get(handleOf(r)) ?? []), r]);
-  // Stamped in the history as the CLI's, for an import (src/cluster/history-stamp.ts).
+  // Stamped in the history as the CLI's, for an import (src/cluster/records/history-stamp.ts).
   const ipam = new ClusterIpam(store, { writer: 'cli', why: 'import' });
   for (const [handle, rs] of byHandle) {
     const ips = rs.map((r) => formatAddr(r.ip));

@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import type { ClusterIpam } from '../cluster/index.js';
 import { openCommandStore, type StoreAccess } from './datastore-url.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
-import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/ipam-config.js';
+import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/records/index.js';
 import { UsageError } from './usage-error.js';
 import { boolOption, parseDuration, parseIntFlag } from './parse-flag.js';
 import { isEngineError } from '../util/engine-error.js';
@@ -25,7 +25,7 @@ export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: 
   const { ClusterIpam } = await import('../cluster/index.js');
   const store = await openCommandStore(cmd, access);
   try {
-    // The history stamps this command's transactions as the CLI's (src/cluster/history-stamp.ts).
+    // The history stamps this command's transactions as the CLI's (src/cluster/records/history-stamp.ts).
     return await fn(new ClusterIpam(store, { writer: 'cli' }));
   } catch (e) {
     throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
@@ -47,7 +47,7 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** `ipam show --pod NS/NAME`: one row per handle of the pod (src/cluster/handles-of-pod.ts). */
+/** `ipam show --pod NS/NAME`: one row per handle of the pod (src/cluster/views/handles-of-pod.ts). */
 async function showPod(cmd: Command, format: ReturnType<typeof outputFormat>, podText: string): Promise<void> {
   const { parsePodRef } = await import('../model/pod-ref.js');
   const pod = usage(() => parsePodRef('--pod', podText));

@@ -25,7 +25,7 @@ export function registerIpSet(program: Command): void {
       const spec = opts.addresses !== undefined ? { ranges: opts.addresses.split(',').map((s) => s.trim()).filter((s) => s !== '') } : { count: count as number };
       if (spec.ranges?.length === 0) throw new UsageError('invalid --addresses "": give at least one address, range or CIDR');
       const set = await withClusterIpam(cmd, 'write', (ipam) => ipam.createIpSet(name, opts.pool, spec));
-      const { formatIpSetRange } = await import('../cluster/ip-set-record.js');
+      const { formatIpSetRange } = await import('../cluster/records/index.js');
       process.stdout.write(`ip-set "${set.name}" created in pool "${set.pool}": ${set.addrs.size()} address${set.addrs.size() === 1n ? '' : 'es'} ${set.addrs.ranges.map(formatIpSetRange).join(', ')}\n`);
     });
 

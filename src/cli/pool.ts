@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { PoolHeld } from '../cluster/index.js';
-import { parseReuseAfter, reuseAfterText } from '../cluster/reuse-after.js';
+import { parseReuseAfter, reuseAfterText } from '../cluster/records/index.js';
 import { withClusterIpam } from './ipam.js';
 import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
@@ -64,7 +64,7 @@ export function registerPool(program: Command): void {
     '{"items": [pool…]}',
   ).action(async (opts: { json?: boolean; output?: string; window: string; historyDb?: string }, cmd: Command) => {
     const format = outputFormat(opts);
-    const [{ poolText }, { blockCount, poolUsableCount }] = await Promise.all([import('../cluster/pool-record.js'), import('../alloc/block-layout.js')]);
+    const [{ poolText }, { blockCount, poolUsableCount }] = await Promise.all([import('../cluster/records/index.js'), import('../alloc/block-layout.js')]);
     const wide = format === 'wide';
     const windowMs = wide ? await windowFlag(opts.window) : 0;
     const [pools, usage] = await withClusterIpam(cmd, 'read', async (ipam) => [await ipam.listPools(), wide ? await ipam.usage() : undefined] as const);
@@ -99,7 +99,7 @@ export function registerPool(program: Command): void {
       const format = outputFormat(opts);
       const held = await withClusterIpam(cmd, 'read', (ipam) => ipam.poolHeld(name));
       if (printData(format, await heldData(held))) return;
-      const { poolState } = await import('../cluster/pool-record.js');
+      const { poolState } = await import('../cluster/records/index.js');
       const { formatPrefix } = await import('../ip/index.js');
       const p = held.pool;
       const lines = [
@@ -207,7 +207,7 @@ export function registerPool(program: Command): void {
 }
 
 async function heldData(h: PoolHeld): Promise<unknown> {
-  const { poolText } = await import('../cluster/pool-record.js');
+  const { poolText } = await import('../cluster/records/index.js');
   return { ...poolText(h.pool), allocated: h.allocated, inUse: h.inUse, idle: h.idle, blocks: h.blocks, nodes: h.nodes };
 }
 

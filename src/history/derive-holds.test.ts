@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
-import { encodeStamp, stampKey } from '../cluster/history-stamp.js';
-import { stickyHoldHandle } from '../cluster/sticky-hold-id.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
+import { encodeStamp, stampKey } from '../cluster/records/history-stamp.js';
+import { stickyHoldHandle } from '../cluster/records/sticky-hold-id.js';
 import { formatAddr, formatPrefix, parseAddr } from '../ip/index.js';
 import type { Hold } from '../model/history.js';
 import { openStore, type Store, type WatchEvent } from '../store/index.js';

@@ -2,7 +2,7 @@
  * From the datastore's change stream to holds (pure: no I/O). `HoldState` is what the follower
  * knows between revisions — the open holds (address → holder), the handle records' attributes
  * and the pools — and turns each revision's WatchEvents into the hold ends and starts they mean,
- * timed by the revision's stamp (`stamps/<writer>`, src/cluster/history-stamp.ts). The rules are
+ * timed by the revision's stamp (`stamps/<writer>`, src/cluster/records/history-stamp.ts). The rules are
  * stated in src/history/README.md ("How changes become holds").
  *
  * - Block records say which handle holds each ordinal: an ordinal that appears starts a hold, one
@@ -15,11 +15,11 @@
  *   hold ends that hold.
  * - A relist (the change stream was lost) compares a full listing with the open holds.
  */
-import { decodeBlock } from '../cluster/block-record.js';
-import { decodeHandle, type HandleAttrs } from '../cluster/handle-record.js';
-import { decodeStamp, STAMP_PREFIX, type Stamp } from '../cluster/history-stamp.js';
-import { BLOCK_PREFIX, HANDLE_PREFIX, parseBlockKey, POOL_PREFIX } from '../cluster/keys.js';
-import { decodePool, type Pool } from '../cluster/pool-record.js';
+import { decodeBlock } from '../cluster/records/index.js';
+import { decodeHandle, type HandleAttrs } from '../cluster/records/index.js';
+import { decodeStamp, STAMP_PREFIX, type Stamp } from '../cluster/records/index.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX, parseBlockKey, POOL_PREFIX } from '../cluster/records/index.js';
+import { decodePool, type Pool } from '../cluster/records/index.js';
 import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf, type Prefix, tryParseAddr } from '../ip/index.js';
 import type { HistoryTime, Hold, HolderInfo, ReleaseEvidence, ReleaseReason } from '../model/history.js';
 import type { PodRef } from '../model/pod-ref.js';
@@ -45,7 +45,7 @@ export interface DerivedChanges {
   readonly problems: string[];
 }
 
-/** Sticky holds' handle ids start so (src/cluster/sticky-hold-id.ts); the record's stickyUntil is the real test. */
+/** Sticky holds' handle ids start so (src/cluster/records/sticky-hold-id.ts); the record's stickyUntil is the real test. */
 const STICKY_ID_PREFIX = 'sticky:';
 
 interface PodRecord {

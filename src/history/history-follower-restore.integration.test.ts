@@ -13,7 +13,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEtcd, type EtcdCluster } from '../../test/helpers/etcd.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 import { formatAddr, parseAddr } from '../ip/index.js';
 import { recordingLog } from '../log/logger.js';
 import { parseBackup } from '../store/backup-file.js';

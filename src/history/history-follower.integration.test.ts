@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { etcdPost, startEtcd, type EtcdCluster, type EtcdMember } from '../../test/helpers/etcd.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 import { formatAddr } from '../ip/index.js';
 import { recordingLog } from '../log/logger.js';
 import { SQLITE_LOG_REVISIONS } from '../store/sqlite/sqlite-store.js';

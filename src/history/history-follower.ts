@@ -18,8 +18,8 @@
  * that gap, so that an instant inside it answers "unknown" for every address, and re-baselines
  * (position = the listing's revision and the new identity).
  */
-import { STAMP_PREFIX } from '../cluster/history-stamp.js';
-import { POOL_PREFIX } from '../cluster/keys.js';
+import { STAMP_PREFIX } from '../cluster/records/index.js';
+import { POOL_PREFIX } from '../cluster/records/index.js';
 import type { Log } from '../log/logger.js';
 import type { Failure } from '../model/failure.js';
 import type { HistoryGap } from '../model/history.js';

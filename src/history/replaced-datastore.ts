@@ -12,7 +12,7 @@
  * - withoutStaleStamps: a stamp older than the gap's start, seen after it, was written back by the
  *   restore (a backup holds the stamps of its time): not a writer's time, so it times nothing.
  */
-import { decodeStamp, STAMP_PREFIX } from '../cluster/history-stamp.js';
+import { decodeStamp, STAMP_PREFIX } from '../cluster/records/index.js';
 import type { HistoryGap, Hold } from '../model/history.js';
 import type { Entry, WatchEvent } from '../store/index.js';
 import { HoldState } from './derive-holds.js';

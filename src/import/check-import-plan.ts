@@ -31,8 +31,8 @@
  */
 import { blockContaining } from '../alloc/block-layout.js';
 import { type Block, ordinalOf } from '../alloc/block.js';
-import type { HandleRecord } from '../cluster/handle-record.js';
-import { type Pool, poolBlockSizes, poolSpace, validatePoolSpec } from '../cluster/pool-record.js';
+import type { HandleRecord } from '../cluster/records/index.js';
+import { type Pool, poolBlockSizes, poolSpace, validatePoolSpec } from '../cluster/records/index.js';
 import { overlappingBlocks } from '../alloc/overlapping-blocks.js';
 import { type Prefix, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixOf, prefixOverlaps, tryParseAddr } from '../ip/index.js';
 import { reservedHandle } from '../model/reserved-network.js';

@@ -9,7 +9,7 @@ import type { IpamRequest } from './ipam-backend.js';
 import type { NetConf } from '../cni/types.js';
 import { openStore } from '../store/index.js';
 import { createClusterBackend } from './cluster-backend.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 import { formatAddr, parseCidr, prefixLast, prefixOf } from '../ip/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podipam-cluster-backend-'));
@@ -237,7 +237,7 @@ describe('cluster back end: the history stamp', () => {
     const url = await datastore();
     const s = await openStore(url);
     const stamp = async () => {
-      const { decodeStamp, stampKey } = await import('../cluster/history-stamp.js');
+      const { decodeStamp, stampKey } = await import('../cluster/records/history-stamp.js');
       const e = await s.get(stampKey('n1'));
       assert.ok(e, 'stamps/n1 written');
       return { ...decodeStamp(e.key, e.value), rev: e.rev };

@@ -50,15 +50,15 @@ import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 import { requestedAddrs } from './requested-addrs.js';
 import { prevResultAddrs } from '../cni/prev-result.js';
 import { formatAddr } from '../ip/index.js';
-import type { ClusterIpam } from '../cluster/cluster-ipam.js';
+import type { ClusterIpam } from '../cluster/service/index.js';
 import { type ClusterConf, parseClusterConf } from './cluster-conf.js';
 import { cniErrorOf as tableOf } from '../cni/cni-error-of.js';
 import { redactStoreUrl } from '../store/redact-store-url.js';
-import type { ClusterHost } from '../cluster/cluster-host.js';
+import type { ClusterHost } from '../cluster/service/index.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
-import { type CniAttachment, legacyHandleOf } from '../cluster/legacy-handle.js';
-import type { AssignRequest } from '../cluster/plan/assignment.js';
-import { placementRequest } from '../cluster/placement-request.js';
+import { type CniAttachment, legacyHandleOf } from '../cluster/records/index.js';
+import type { AssignRequest } from '../cluster/plan/index.js';
+import { placementRequest } from '../cluster/plan/index.js';
 import { PlacementError, hasPlacement } from '../model/placement.js';
 import type { PodDirectory } from '../model/pod-directory.js';
 import { formatPodRef } from '../model/pod-ref.js';
@@ -218,10 +218,10 @@ class ClusterBackend implements IpamBackend {
     }
     const [{ openStore }, { ClusterIpam }, { NodeCacheFile }, { NodeLock }, { ViewCache }] = await Promise.all([
       import('../store/open-store.js'),
-      import('../cluster/cluster-ipam.js'),
-      import('../cluster/node-cache-file.js'),
-      import('../cluster/node-lock.js'),
-      import('../cluster/view-cache.js'),
+      import('../cluster/service/index.js'),
+      import('../cluster/views/index.js'),
+      import('../cluster/txn/index.js'),
+      import('../cluster/views/index.js'),
     ]);
     let store;
     try {
@@ -233,7 +233,7 @@ class ClusterBackend implements IpamBackend {
     const lock = file && file.prepare(c.cacheDir!) ? await NodeLock.acquire(file.lockPath, LOCK_WAIT_MS) : undefined;
     try {
       const cache = file ? file.load() : new ViewCache();
-      // Stamped in the history as this node's transactions (src/cluster/history-stamp.ts); a DEL's reason is the default, 'del'.
+      // Stamped in the history as this node's transactions (src/cluster/records/history-stamp.ts); a DEL's reason is the default, 'del'.
       const result = await fn(new ClusterIpam(store, { cache, writer: c.nodeName }));
       crashPoint('cluster.plugin.before-save');
       file?.save(cache);

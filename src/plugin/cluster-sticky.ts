@@ -1,6 +1,6 @@
 /**
  * Whether a call is for a sticky pod in cluster mode, and so which hold handle keeps its
- * addresses across its recreation (src/cluster/sticky-hold-id.ts): a pod is sticky when its
+ * addresses across its recreation (src/cluster/records/sticky-hold-id.ts): a pod is sticky when its
  * `podipam.io/sticky` annotation (the pod's, else its namespace's) says "true", or — with no
  * such annotation — when the host's pod cache knows it as a StatefulSet's pod. A pod the runtime
  * did not name (no K8S_POD_NAMESPACE/K8S_POD_NAME) is never sticky, nor is any pod when
@@ -11,7 +11,7 @@ import { placementOf } from './placement-of.js';
 import type { Placement } from '../model/placement.js';
 import type { IpamRequest } from './ipam-backend.js';
 import type { PodDirectory } from '../model/pod-directory.js';
-import { stickyHoldHandle } from '../cluster/sticky-hold-id.js';
+import { stickyHoldHandle } from '../cluster/records/index.js';
 
 /** The owner kind whose pods are sticky without an annotation. */
 export const STICKY_OWNER_KIND = 'StatefulSet';

@@ -53,8 +53,8 @@ export type BackendKind = 'local' | 'usePodCidr' | 'cluster' | 'warm';
  * each back end opens what it needs and closes it at the end of the call.
  */
 export interface BackendHost {
-  /** The cluster back end's services (see src/cluster/cluster-host.ts). */
-  readonly cluster?: import('../cluster/cluster-host.js').ClusterHost;
+  /** The cluster back end's services (see src/cluster/service/cluster-host.ts). */
+  readonly cluster?: import('../cluster/service/index.js').ClusterHost;
   /**
    * The local back end waits for a busy directory lock without blocking the event loop, and
    * remembers directories between calls (src/local/scan-cache.ts).

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { dispatch } from './dispatch.js';
 import { CniError } from '../cni/errors.js';
 import { openStore } from '../store/index.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podipam-routes-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

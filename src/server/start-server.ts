@@ -84,7 +84,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   try {
     // One instance for the life of the server: its hints make a node's next pod through the
     // API one transaction, as for a long-lived agent.
-    // Its transactions are stamped "serve" in the history (src/cluster/history-stamp.ts).
+    // Its transactions are stamped "serve" in the history (src/cluster/records/history-stamp.ts).
     const ipam = new ClusterIpam(store, { writer: 'serve' });
     const summary = new SummaryCache(store, cfg.summaryTtlMs ?? 1000);
     // With the history kept, its follower tells the summary of changes: one watch, not two.

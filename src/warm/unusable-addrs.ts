@@ -9,7 +9,7 @@
  * gives such an address).
  */
 import { type Addr, type IpRangeSet, prefixContains } from '../ip/index.js';
-import { type Pool, poolUsable } from '../cluster/pool-record.js';
+import { type Pool, poolUsable } from '../cluster/records/index.js';
 import { selectorMatches } from '../model/node-selector.js';
 
 export interface UnusableView {

@@ -4,7 +4,7 @@
  * addresses come from the node's configured pools): it is allocated on the datastore, as the
  * cluster back end would, under its own handle — the attachment key, `<network>:<containerID>:<ifname>`,
  * with the pod's namespace/name/uid in the handle's attributes — with the fields of
- * `placementRequest` (src/cluster/placement-request.ts). Its failures are the cluster's (a
+ * `placementRequest` (src/cluster/plan/placement-request.ts). Its failures are the cluster's (a
  * PlacementError, taken, exhausted), mapped by the one table at the edge.
  *
  * The resource DB's `direct` table records the attachment: first as an intent (no addresses)
@@ -22,8 +22,8 @@
  *   annotations: what the handle holds, read).
  * Direct attachments are not sticky: `podipam.io/ip` pins an address already.
  */
-import { placementRequest } from '../cluster/placement-request.js';
-import type { Assignment } from '../cluster/plan/assignment.js';
+import { placementRequest } from '../cluster/plan/index.js';
+import type { Assignment } from '../cluster/plan/index.js';
 import { type Addr, formatAddr } from '../ip/index.js';
 import { failureOf } from '../model/failure.js';
 import type { ReleaseReason } from '../model/history.js';

@@ -16,14 +16,14 @@
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
-import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/assign.js';
+import { MAX_ADDRESSES_PER_REQUEST } from '../cluster/txn/index.js';
 import { type Addr, type Family, formatAddr, formatPrefix, parseAddr } from '../ip/index.js';
 import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
-import { type Pool, poolSpace } from '../cluster/pool-record.js';
-import { reuseAfterOfAddr } from '../cluster/pool-quarantine.js';
+import { type Pool, poolSpace } from '../cluster/records/index.js';
+import { reuseAfterOfAddr } from '../cluster/txn/index.js';
 import { WarmUnknown } from './warm-unknown.js';
 
 export class WarmRefiller {

@@ -10,9 +10,9 @@
  */
 import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
-import type { Assignment } from '../cluster/plan/assignment.js';
-import { poolUsable } from '../cluster/pool-record.js';
-import { reuseAfterOfAddr } from '../cluster/pool-quarantine.js';
+import type { Assignment } from '../cluster/plan/index.js';
+import { poolUsable } from '../cluster/records/index.js';
+import { reuseAfterOfAddr } from '../cluster/txn/index.js';
 import { unusableAddrs } from './unusable-addrs.js';
 import type { HeldRow } from './resource-db.js';
 import type { WarmDirect } from './warm-direct.js';

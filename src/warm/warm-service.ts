@@ -43,11 +43,11 @@
  * the restore and reconcile at start (warm-restore.ts), the refiller and its maintenance loop
  * (warm-refiller.ts), the write-behind (warm-write-behind.ts). The sizing is validated once,
  * here, by validateWarmSizing (warm-pool-config.ts). The datastore is reached through the
- * cluster back end only (ClusterHost; the warm records API, src/cluster/warm-handles.ts).
+ * cluster back end only (ClusterHost; the warm records API, src/cluster/txn/warm-handles.ts).
  */
 import { closeSync } from 'node:fs';
 import type { Addr, Family } from '../ip/index.js';
-import type { ClusterHost } from '../cluster/cluster-host.js';
+import type { ClusterHost } from '../cluster/service/index.js';
 import { silentLog } from '../log/logger.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { PodTracker, type PodTrackerStatus } from './pod-tracker.js';

@@ -5,8 +5,8 @@
  * owns its counters; this holds no logic beyond naming things.
  */
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
-import type { ClusterHost } from '../cluster/cluster-host.js';
-import type { ClusterIpam } from '../cluster/cluster-ipam.js';
+import type { ClusterHost } from '../cluster/service/index.js';
+import type { ClusterIpam } from '../cluster/service/index.js';
 import type { Log } from '../log/logger.js';
 import type { PodTracker } from './pod-tracker.js';
 import type { ResourceDb } from './resource-db.js';

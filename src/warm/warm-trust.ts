@@ -16,8 +16,8 @@
  * arrives an ADD serves from the view it has: the window is the watch's delay (SQLite polls its
  * change log every 20 ms; etcd pushes).
  */
-import { decodeHandle } from '../cluster/handle-record.js';
-import { CONFIG_KEY, HANDLE_PREFIX } from '../cluster/keys.js';
+import { decodeHandle } from '../cluster/records/index.js';
+import { CONFIG_KEY, HANDLE_PREFIX } from '../cluster/records/index.js';
 import { formatAddr, parseAddr } from '../ip/index.js';
 import type { Store, WatchEvent } from '../store/index.js';
 import { plantedBug } from '../util/planted-bug.js';

@@ -17,7 +17,7 @@ import { parseWarmPodRecordKey, warmPodRecordKey as podRecordKey } from '../mode
 
 const podRecordNode = (key: string): string | undefined => parseWarmPodRecordKey(key)?.node;
 import { WarmService } from './warm-service.js';
-import { ClusterIpam } from '../cluster/cluster-ipam.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
 import { parsePrefix } from '../ip/index.js';
 import { openStore } from '../store/index.js';
 import { runCliSync } from '../../test/helpers/plugin.js';

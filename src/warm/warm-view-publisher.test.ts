@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentViewKey, decodeAgentView } from '../cluster/agent-view-record.js';
+import { agentViewKey, decodeAgentView } from '../cluster/records/agent-view-record.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
 import { VIEW_REFRESH_FACTOR } from './warm-view-publisher.js';

@@ -1,8 +1,8 @@
 /**
- * The agent's holder view (src/cluster/agent-view-record.ts): what this node's warm pool holds
+ * The agent's holder view (src/cluster/records/agent-view-record.ts): what this node's warm pool holds
  * — idle addresses, cooling ones, sticky reservations, the pods it serves with their addresses —
  * put in the datastore for `ipam check` on any machine to compare with the blocks
- * (src/cluster/check-holders.ts). Never a round trip of its own on a pod's path: the
+ * (src/cluster/reports/check-holders.ts). Never a round trip of its own on a pod's path: the
  * write-behind (warm-write-behind.ts) asks `due` on each flush and puts the view in the same
  * fenced txn as the pod records it writes, or, with none queued, in a txn of its own on that
  * loop. A view goes out when it changed, at most every `viewIntervalMs`, and at least every
@@ -11,7 +11,7 @@
  * Addresses being returned and refills not yet arrived are left out: the pool hands out neither.
  */
 import { formatAddr } from '../ip/index.js';
-import { type AgentView, agentViewKey, encodeAgentView } from '../cluster/agent-view-record.js';
+import { type AgentView, agentViewKey, encodeAgentView } from '../cluster/records/index.js';
 import { VIEW_INTERVAL_MS } from './warm-options.js';
 import type { WarmState } from './warm-state.js';
 

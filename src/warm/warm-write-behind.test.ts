@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeStamp, stampKey } from '../cluster/history-stamp.js';
+import { decodeStamp, stampKey } from '../cluster/records/history-stamp.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { ResourceDb } from './resource-db.js';
 import { warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';

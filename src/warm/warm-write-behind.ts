@@ -2,7 +2,7 @@
  * The write-behind of the pod records: the resource DB queues each ADD's record put and each
  * DEL's delete (resource-db.ts); a loop (Periodic, every writeDelayMs) writes them to the
  * datastore, WRITE_BATCH per txn (a key queued twice: its last write), through the cluster
- * back end's warm records API (src/cluster/warm-handles.ts). Pods keep starting while the
+ * back end's warm records API (src/cluster/txn/warm-handles.ts). Pods keep starting while the
  * datastore is away; the queue drains when it returns. Each delete carries the time and reason
  * of the DEL (CNI GC, warm GC, reconcile) that queued it, into the txn's history stamp; a put
  * folded away by a later delete of the same batch goes there too (warm-handles.ts). Every txn

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { ClusterIpam } from '../../src/cluster/index.js';
-import { HANDLE_PREFIX } from '../../src/cluster/keys.js';
+import { HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
 import { formatAddr, parseAddr } from '../../src/ip/addr.js';
 import { parsePrefix, prefixContains } from '../../src/ip/prefix.js';
 import { POD_RECORD_PREFIX } from '../../src/model/reserved-network.js';

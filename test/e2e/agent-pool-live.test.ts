@@ -17,8 +17,8 @@ import { PODIPAM_BIN, type PluginCall, type PluginRun, clusterCall, runPlugin } 
 import { makeTempDir } from '../helpers/tmp.js';
 import { runCli } from './serve-harness.js';
 import { openStore } from '../../src/store/index.js';
-import { BLOCK_PREFIX } from '../../src/cluster/keys.js';
-import { decodeBlock } from '../../src/cluster/block-record.js';
+import { BLOCK_PREFIX } from '../../src/cluster/records/keys.js';
+import { decodeBlock } from '../../src/cluster/records/block-record.js';
 import { formatPrefix, parseAddr, parsePrefix, prefixContains, prefixOverlaps } from '../../src/ip/index.js';
 
 const IN_FLIGHT = 12;

@@ -18,7 +18,7 @@ import { type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { formatAddr } from '../../src/ip/index.js';
 import { ResourceDb } from '../../src/warm/resource-db.js';
 

@@ -16,8 +16,8 @@ import { runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { runCli } from './serve-harness.js';
 import { openStore } from '../../src/store/index.js';
-import { BLOCK_PREFIX } from '../../src/cluster/keys.js';
-import { decodeBlock } from '../../src/cluster/block-record.js';
+import { BLOCK_PREFIX } from '../../src/cluster/records/keys.js';
+import { decodeBlock } from '../../src/cluster/records/block-record.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
 import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 

@@ -21,7 +21,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers
 import { type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { parseAddr } from '../../src/ip/index.js';
 
 test('warm pool through the shim: annotated pods allocated directly from the pool they name (never from the idle queue), podipam.io/ip exact, restart keeps them, DEL frees their handles, bad annotation → 7', { timeout: 180_000 }, async (t) => {

@@ -18,7 +18,7 @@ import { createServer } from 'node:net';
 import { makeTempDir } from '../helpers/tmp.js';
 import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { formatAddr } from '../../src/ip/index.js';
 
 const PODS = 64;

@@ -16,7 +16,7 @@ import { runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { runCli } from './serve-harness.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { warmHandlePrefix } from '../../src/warm/warm-handle.js';
 import { formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 

@@ -22,10 +22,10 @@ import { makeTempDir } from '../helpers/tmp.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runCli } from './serve-harness.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { BLOCK_PREFIX, handleKey } from '../../src/cluster/keys.js';
-import { decodeBlock, encodeBlock } from '../../src/cluster/block-record.js';
-import { decodeHandle, encodeHandle } from '../../src/cluster/handle-record.js';
-import { agentViewKey, decodeAgentView } from '../../src/cluster/agent-view-record.js';
+import { BLOCK_PREFIX, handleKey } from '../../src/cluster/records/keys.js';
+import { decodeBlock, encodeBlock } from '../../src/cluster/records/block-record.js';
+import { decodeHandle, encodeHandle } from '../../src/cluster/records/handle-record.js';
+import { agentViewKey, decodeAgentView } from '../../src/cluster/records/agent-view-record.js';
 import { ordinalOf, type Block } from '../../src/alloc/block.js';
 import { formatPrefix, parseAddr, prefixContains } from '../../src/ip/index.js';
 

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-/** The bound of maxBlocksPerHost (MAX_BLOCKS_PER_HOST in src/cluster/ipam-config.ts). */
+/** The bound of maxBlocksPerHost (MAX_BLOCKS_PER_HOST in src/cluster/records/ipam-config.ts). */
 const MAX_BLOCKS_PER_HOST = 1_000_000;
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';

@@ -11,7 +11,7 @@ import { PODIPAM_BIN, type PluginCall, type PluginRun, clusterCall, runCliSync, 
 import { withTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/index.js';
-import { handleKey } from '../../src/cluster/keys.js';
+import { handleKey } from '../../src/cluster/records/keys.js';
 import { formatAddr } from '../../src/ip/index.js';
 
 const NODE = 'node-h';

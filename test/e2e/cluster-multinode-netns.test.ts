@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Prefix, formatAddr, formatPrefix, parseCidr, prefixLast, prefixOf } from '../../src/ip/index.js';
-import { HANDLE_PREFIX } from '../../src/cluster/keys.js';
+import { HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
 import { openStore } from '../../src/store/index.js';
 import { BRIDGE_BIN, PODIPAM_BIN, runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';

@@ -2,7 +2,7 @@
  * The cluster service suites (test/suites/cluster-ipam-suite.ts, cluster-admin-suite.ts,
  * cluster-pool-live-suite.ts:
  * assignment, limits, failures, a crash at every round trip, random invariants, check) on
- * real etcd, as src/cluster/cluster-ipam.test.ts runs them on memory and SQLite. One etcd
+ * real etcd, as src/cluster/service/cluster-ipam.test.ts runs them on memory and SQLite. One etcd
  * member for the file; each test starts from an empty keyspace (every key deleted before its
  * store is opened; the tests of a file run one after another).
  */

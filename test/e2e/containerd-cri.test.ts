@@ -16,7 +16,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
 const NODE = 'cri-node';

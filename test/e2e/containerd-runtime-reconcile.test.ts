@@ -24,7 +24,7 @@ import { makeTempDir } from '../helpers/tmp.js';
 import { freePort } from '../helpers/free-port.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 
 const NODE = 'rr-node';
 const GRACE = '6s';

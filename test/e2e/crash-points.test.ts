@@ -32,8 +32,8 @@ import { CRASH_POINT_NAMES, type CrashPointName } from '../../src/util/crash-poi
 import { openStore } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/index.js';
 import { cniHandleId } from '../../src/model/handle-id.js';
-import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/keys.js';
-import { decodeBlock } from '../../src/cluster/block-record.js';
+import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
+import { decodeBlock } from '../../src/cluster/records/block-record.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
 import { formatAddr, parseAddr } from '../../src/ip/index.js';
 import { spawn } from 'node:child_process';
@@ -257,7 +257,7 @@ async function clusterCase(url: string, spec: string, op: ClusterOp): Promise<vo
         after = () => got.delete('pod-1');
         break;
       case 'DEL-sticky': {
-        // A sticky pod's DEL moves its addresses to the pod's hold (src/cluster/sticky-hold.ts).
+        // A sticky pod's DEL moves its addresses to the pod's hold (src/cluster/txn/sticky-hold.ts).
         const sticky = { runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'podipam.io/sticky': 'true' } } };
         run = (env) => runPlugin(PODIPAM_BIN, { ...clusterCall(url, cache, 'DEL', 'pod-1', node, sticky, env), args: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=pod-1;K8S_POD_UID=u1' });
         after = () => (holds.set(`sticky:${NET}:ns:pod-1:eth0`, got.get('pod-1')!), got.delete('pod-1'));

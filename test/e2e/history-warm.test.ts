@@ -20,7 +20,7 @@ import { untilStatus } from '../helpers/agent-pods.js';
 import { runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { formatAddr } from '../../src/ip/index.js';
 import { type ServeProcess, startServe } from './serve-harness.js';
 

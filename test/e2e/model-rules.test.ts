@@ -12,7 +12,7 @@ import type { NetConf } from '../../src/cni/types.js';
 import { createClusterBackend } from '../../src/plugin/cluster-backend.js';
 import { loadLocalConfig } from '../../src/plugin/local-conf.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { cniHandleId, legacyCniHandleId, MAX_HANDLE_LENGTH } from '../../src/model/handle-id.js';
 import { api, startServe, type ServeProcess } from './serve-harness.js';
 

@@ -22,7 +22,7 @@ import { PODIPAM_BIN, clusterCall, runPlugin } from '../helpers/plugin.js';
 import { type TempDir, makeTempDir } from '../helpers/tmp.js';
 import { startEtcd } from '../helpers/etcd.js';
 import { openStore } from '../../src/store/index.js';
-import { agentViewKey, decodeAgentView } from '../../src/cluster/agent-view-record.js';
+import { agentViewKey, decodeAgentView } from '../../src/cluster/records/agent-view-record.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cniHandleId } from '../../src/model/handle-id.js';
 import { warmHandlePrefix } from '../../src/warm/warm-handle.js';

@@ -30,7 +30,7 @@ import { PODIPAM_BIN, clusterCall, runCliSync, runPlugin, type PluginCall } from
 import { makeTempDir } from '../helpers/tmp.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { ClusterGc } from '../../src/server/gc/cluster-gc.js';
 import { silentLog } from '../../src/log/logger.js';
 import { spawn } from 'node:child_process';

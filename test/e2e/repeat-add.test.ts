@@ -14,7 +14,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers
 import { PODIPAM_BIN, type PluginCall, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { openStore } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { formatAddr } from '../../src/ip/index.js';
 
 interface Answer {

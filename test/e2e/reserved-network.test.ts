@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClusterIpam } from '../../src/cluster/index.js';
-import { HANDLE_PREFIX } from '../../src/cluster/keys.js';
+import { HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
 import { openStore } from '../../src/store/index.js';
 import { PODIPAM_BIN, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';

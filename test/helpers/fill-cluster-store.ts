@@ -5,11 +5,11 @@
  * MAX_TXN_OPS records with the cluster's own encoders (going through the allocator would cost
  * a round trip per pod). `ipam check` finds such a store clean.
  */
-import { encodeAffinity } from '../../src/cluster/affinity-record.js';
-import { encodeBlock } from '../../src/cluster/block-record.js';
-import { encodeHandle } from '../../src/cluster/handle-record.js';
+import { encodeAffinity } from '../../src/cluster/records/affinity-record.js';
+import { encodeBlock } from '../../src/cluster/records/block-record.js';
+import { encodeHandle } from '../../src/cluster/records/handle-record.js';
 import { ClusterIpam } from '../../src/cluster/index.js';
-import { affinityKey, blockKey, handleKey } from '../../src/cluster/keys.js';
+import { affinityKey, blockKey, handleKey } from '../../src/cluster/records/keys.js';
 import { encodeNodeRecord, nodeKey } from '../../src/model/node-record.js';
 import { formatPrefix, parsePrefix, subPrefix, type Prefix } from '../../src/ip/index.js';
 import { MAX_TXN_OPS, type Op, type Store } from '../../src/store/index.js';

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { NetConf } from '../../src/cni/types.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { openStore } from '../../src/store/index.js';
 import { ClusterServices, type ClusterServicesOptions } from '../../src/agent/cluster-services.js';
 import { WarmService, type WarmOptions } from '../../src/warm/warm-service.js';

@@ -8,11 +8,11 @@ import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '.
 import type { Store } from '../../src/store/index.js';
 import { nodeKey } from '../../src/model/node-record.js';
 import { encodeNodeTombstone, nodeTombstoneKey } from '../../src/model/node-tombstone.js';
-import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/errors.js';
-import { encodeAffinity } from '../../src/cluster/affinity-record.js';
-import { encodeBlock } from '../../src/cluster/block-record.js';
-import { encodeHandle } from '../../src/cluster/handle-record.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, affinityKey, blockKey, handleKey } from '../../src/cluster/keys.js';
+import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/service/errors.js';
+import { encodeAffinity } from '../../src/cluster/records/affinity-record.js';
+import { encodeBlock } from '../../src/cluster/records/block-record.js';
+import { encodeHandle } from '../../src/cluster/records/handle-record.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, affinityKey, blockKey, handleKey } from '../../src/cluster/records/keys.js';
 import { T0, crashAfter, formatPrefixOf, ipam, prng, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 
 export function clusterAdminSuite(kind: string, open: () => Promise<Store>): void {

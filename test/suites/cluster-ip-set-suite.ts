@@ -1,13 +1,13 @@
 /**
- * The cluster service's ip-sets (src/cluster/ip-sets.ts and the planner's ipSet), run against
- * every store back end by src/cluster/cluster-ipam.test.ts and test/e2e/cluster-suites-etcd.test.ts.
+ * The cluster service's ip-sets (src/cluster/admin/ip-sets.ts and the planner's ipSet), run against
+ * every store back end by src/cluster/service/cluster-ipam.test.ts and test/e2e/cluster-suites-etcd.test.ts.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAddr, parseAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { AddressUnavailableError, NotFoundError, PoolExhaustedError } from '../../src/cluster/errors.js';
-import { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, PoolHasIpSetsError } from '../../src/cluster/ip-set-errors.js';
+import { AddressUnavailableError, NotFoundError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, PoolHasIpSetsError } from '../../src/cluster/records/ip-set-errors.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
 
 const attrs = (i: number) => ({ network: 'net', containerId: `c${i}`, ifname: 'eth0', namespace: 'default', pod: `web-${i}` });

@@ -8,10 +8,10 @@ import { blockAt, blockProbeOrder } from '../../src/alloc/block-layout.js';
 import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { nodeKey } from '../../src/model/node-record.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/errors.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/keys.js';
-import { ViewCache } from '../../src/cluster/view-cache.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/records/keys.js';
+import { ViewCache } from '../../src/cluster/views/view-cache.js';
 import { MAX_CLAIM_MISSES } from '../../src/cluster/plan/plan-assign.js';
 import { ipam, text, twoPools, withStoreOf } from './cluster-suite-helpers.js';
 

@@ -1,5 +1,5 @@
 /**
- * Pools changed while they serve (src/cluster/pool-resize.ts, pool-drain.ts, pool-settings.ts,
+ * Pools changed while they serve (src/cluster/admin/pool-resize.ts, pool-drain.ts, pool-settings.ts,
  * the claim proof of src/alloc/overlapping-blocks.ts), run on every store back end: grow and
  * shrink, drain, block-size changes with instances whose views are stale racing fresh ones,
  * `ipam check`'s block-overlap. Invariants after every race: no two blocks overlap, no address
@@ -9,11 +9,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContainsPrefix, prefixOverlaps } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { decodeBlock, encodeBlock } from '../../src/cluster/block-record.js';
-import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/errors.js';
-import { encodePool, validatePoolSpec } from '../../src/cluster/pool-record.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/keys.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { decodeBlock, encodeBlock } from '../../src/cluster/records/block-record.js';
+import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { encodePool, validatePoolSpec } from '../../src/cluster/records/pool-record.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/records/keys.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { openStore } from '../../src/store/index.js';
 import { backupText, restoreBackup } from '../../src/store/backup-store.js';
 import { parseBackup } from '../../src/store/backup-file.js';

@@ -1,7 +1,7 @@
 /** Shared pieces of the cluster service suites (cluster-ipam-suite.ts, cluster-admin-suite.ts). */
 import { formatAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import type { Assignment } from '../../src/cluster/plan/plan-assign.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
 

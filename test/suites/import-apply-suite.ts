@@ -12,7 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterIpam } from '../../src/cluster/index.js';
-import { blockKey } from '../../src/cluster/keys.js';
+import { blockKey } from '../../src/cluster/records/keys.js';
 import { applyImportPlan } from '../../src/import/apply-import-plan.js';
 import type { ImportPlan, ImportedAddress, ImportedHolder } from '../../src/import/import-plan.js';
 import { formatAddr, parseAddr, parsePrefix } from '../../src/ip/index.js';

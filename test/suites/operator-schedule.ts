@@ -22,10 +22,10 @@
  */
 import assert from 'node:assert/strict';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
-import { decodeBlock } from '../../src/cluster/block-record.js';
-import { ClusterIpam } from '../../src/cluster/cluster-ipam.js';
-import { BLOCK_PREFIX } from '../../src/cluster/keys.js';
-import { type Pool, poolBlockSizes, poolSpace } from '../../src/cluster/pool-record.js';
+import { decodeBlock } from '../../src/cluster/records/block-record.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
+import { BLOCK_PREFIX } from '../../src/cluster/records/keys.js';
+import { type Pool, poolBlockSizes, poolSpace } from '../../src/cluster/records/pool-record.js';
 import type { ImportPlan } from '../../src/import/import-plan.js';
 import { applyImportPlan } from '../../src/import/apply-import-plan.js';
 import { parseWhereabouts } from '../../src/import/whereabouts/parse-whereabouts.js';

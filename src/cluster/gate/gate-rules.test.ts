@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
-import { CONFIG_KEY, blockKey, poolKey } from '../keys.js';
-import { type Pool, encodePool, validatePoolSpec } from '../pool-record.js';
+import { CONFIG_KEY, blockKey, poolKey } from '../records/keys.js';
+import { type Pool, encodePool, validatePoolSpec } from '../records/pool-record.js';
 import { GateRefusedError } from './gate-refused-error.js';
 import { type SpaceView, guardedCompares, needsBlocks, shapeOf } from './gate-rules.js';
 

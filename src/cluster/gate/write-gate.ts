@@ -20,10 +20,10 @@
  */
 import { listAll } from '../../store/list-all.js';
 import type { Compare, Op, TxnResult } from '../../store/index.js';
-import { loadSnapshot } from '../cluster-snapshot.js';
-import type { IpamContext } from '../ipam-context.js';
-import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, parseBlockKey } from '../keys.js';
-import { decodePool } from '../pool-record.js';
+import { loadSnapshot } from '../views/cluster-snapshot.js';
+import type { IpamContext } from '../service/ipam-context.js';
+import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, parseBlockKey } from '../records/keys.js';
+import { decodePool } from '../records/pool-record.js';
 import type { Prefix } from '../../ip/index.js';
 import { type PoolsView, guardedCompares, needsBlocks, shapeOf } from './gate-rules.js';
 import { plantedCompares } from './planted-compares.js';

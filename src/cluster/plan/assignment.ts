@@ -1,6 +1,6 @@
 /** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
 import type { Addr, Prefix } from '../../ip/index.js';
-import type { HandleAttrs } from '../handle-record.js';
+import type { HandleAttrs } from '../records/handle-record.js';
 import type { AnnotationSource, PoolsByFamily } from '../../model/placement.js';
 
 export interface AssignRequest {
@@ -24,18 +24,18 @@ export interface AssignRequest {
    */
   readonly poolsByFamily?: PoolsByFamily;
   /**
-   * Take the address of its family from this ip-set (src/cluster/ip-set-record.ts): a free one of
+   * Take the address of its family from this ip-set (src/cluster/records/ip-set-record.ts): a free one of
    * the set's addresses, which no other request is given; other families as `auto` says.
    */
   readonly ipSet?: string;
   /**
-   * The annotation that chose `ips`, `pools` or `ipSet` (src/cluster/placement-request.ts):
+   * The annotation that chose `ips`, `pools` or `ipSet` (src/cluster/plan/placement-request.ts):
    * a named pool or set that does not exist or cannot serve the node is then a PlacementError
    * (CNI code 7) naming it and the pod, never a fallback to other pools.
    */
   readonly placedBy?: { readonly source: AnnotationSource; readonly pod: string };
   /**
-   * A sticky pod's hold handle (src/cluster/sticky-hold-id.ts): when it exists, has not expired
+   * A sticky pod's hold handle (src/cluster/records/sticky-hold-id.ts): when it exists, has not expired
    * and its addresses suit this request, they are taken over (their holder becomes `handle`,
    * the hold is deleted) in the same transaction instead of allocating (plan-assign.ts).
    */

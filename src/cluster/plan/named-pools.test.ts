@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validatePoolSpec } from '../pool-record.js';
+import { validatePoolSpec } from '../records/pool-record.js';
 import { NamedPools } from './named-pools.js';
 
 // Sorted by name, as ClusterSnapshot.pools is.

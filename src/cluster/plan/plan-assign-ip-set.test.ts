@@ -5,14 +5,14 @@ import { IpRangeSet, formatAddr, parseAddr, parsePrefix, rangeOf } from '../../i
 import { failureOf } from '../../model/failure.js';
 import { PlacementError } from '../../model/placement.js';
 import type { Entry } from '../../store/index.js';
-import { snapshotFromEntries } from '../cluster-snapshot.js';
-import { AddressUnavailableError } from '../errors.js';
-import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
-import { encodeIpSet } from '../ip-set-record.js';
-import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../ipam-config.js';
-import { blockKey } from '../keys.js';
-import type { KnownBlock } from '../node-view.js';
-import { encodePool, validatePoolSpec } from '../pool-record.js';
+import { snapshotFromEntries } from '../views/cluster-snapshot.js';
+import { AddressUnavailableError } from '../service/errors.js';
+import { IpSetExhaustedError, NoIpSetError } from '../records/ip-set-errors.js';
+import { encodeIpSet } from '../records/ip-set-record.js';
+import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
+import { blockKey } from '../records/keys.js';
+import type { KnownBlock } from '../views/node-view.js';
+import { encodePool, validatePoolSpec } from '../records/pool-record.js';
 import { type PlanInput, planAssign } from './plan-assign.js';
 
 const V4 = validatePoolSpec({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });

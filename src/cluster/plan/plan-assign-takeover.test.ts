@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { type Block, allocateOrdinals, holderOf, newBlock, ordinalOf } from '../../alloc/block.js';
 import { formatAddr, parseAddr, parsePrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { snapshotFromEntries } from '../cluster-snapshot.js';
-import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../ipam-config.js';
-import { blockKey, handleKey } from '../keys.js';
-import type { KnownBlock } from '../node-view.js';
-import { encodePool, validatePoolSpec } from '../pool-record.js';
-import type { HandleRecord } from '../handle-record.js';
+import { snapshotFromEntries } from '../views/cluster-snapshot.js';
+import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
+import { blockKey, handleKey } from '../records/keys.js';
+import type { KnownBlock } from '../views/node-view.js';
+import { encodePool, validatePoolSpec } from '../records/pool-record.js';
+import type { HandleRecord } from '../records/handle-record.js';
 import { type PlanInput, planAssign } from './plan-assign.js';
 
 const V4 = validatePoolSpec({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });

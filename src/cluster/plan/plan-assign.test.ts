@@ -5,14 +5,14 @@ import { type Block, allocateOrdinals, newBlock } from '../../alloc/block.js';
 import { blockAt, blockProbeOrder } from '../../alloc/block-layout.js';
 import { formatAddr, formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { snapshotFromEntries } from '../cluster-snapshot.js';
-import { PoolExhaustedError } from '../errors.js';
-import { encodeConfig, DEFAULT_IPAM_CONFIG } from '../ipam-config.js';
-import { affinityKey, blockKey, handleKey } from '../keys.js';
-import type { KnownBlock } from '../node-view.js';
+import { snapshotFromEntries } from '../views/cluster-snapshot.js';
+import { PoolExhaustedError } from '../service/errors.js';
+import { encodeConfig, DEFAULT_IPAM_CONFIG } from '../records/ipam-config.js';
+import { affinityKey, blockKey, handleKey } from '../records/keys.js';
+import type { KnownBlock } from '../views/node-view.js';
 import { type PlanInput, MAX_CLAIM_MISSES, planAssign } from './plan-assign.js';
-import { encodePool, validatePoolSpec } from '../pool-record.js';
-import { encodeReservation } from '../reservation-record.js';
+import { encodePool, validatePoolSpec } from '../records/pool-record.js';
+import { encodeReservation } from '../records/reservation-record.js';
 
 const V4 = validatePoolSpec({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 }); // 16 blocks of 16
 const V6 = validatePoolSpec({ name: 'v6', cidr: 'fd00::/120', blockSize: 124 });

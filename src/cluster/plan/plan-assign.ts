@@ -32,23 +32,23 @@ import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPref
 import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
-import { encodeAffinity } from '../affinity-record.js';
-import { encodeBlock } from '../block-record.js';
+import { encodeAffinity } from '../records/affinity-record.js';
+import { encodeBlock } from '../records/block-record.js';
 import { type ClaimCandidate, claimGuards, findClaimableBlock } from './claim-candidate.js';
-import type { ClusterSnapshot } from '../cluster-snapshot.js';
-import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../errors.js';
-import { IpSetExhaustedError, NoIpSetError } from '../ip-set-errors.js';
-import { ipSetBlocks, ipSetOf } from '../ip-set-record.js';
+import type { ClusterSnapshot } from '../views/cluster-snapshot.js';
+import { AddressUnavailableError, NoPoolError, PoolExhaustedError } from '../service/errors.js';
+import { IpSetExhaustedError, NoIpSetError } from '../records/ip-set-errors.js';
+import { ipSetBlocks, ipSetOf } from '../records/ip-set-record.js';
 import { PlacementError } from '../../model/placement.js';
 import { NamedPools } from './named-pools.js';
 import type { AssignRequest, Assignment } from './assignment.js';
-import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
-import { effectiveMaxBlocks } from '../ipam-config.js';
-import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../keys.js';
-import type { KnownBlock } from '../node-view.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../records/handle-record.js';
+import { effectiveMaxBlocks } from '../records/ipam-config.js';
+import { CONFIG_KEY, affinityKey, blockKey, handleKey } from '../records/keys.js';
+import type { KnownBlock } from '../views/node-view.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
-import { type Pool, poolBlockSizes, poolSpace, poolUnusableWhy, poolUsable } from '../pool-record.js';
-import { quarantineFor } from '../pool-quarantine.js';
+import { type Pool, poolBlockSizes, poolSpace, poolUnusableWhy, poolUsable } from '../records/pool-record.js';
+import { quarantineFor } from '../txn/pool-quarantine.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;
@@ -219,7 +219,7 @@ class Planner {
   }
 
   /**
-   * A sticky pod's next incarnation takes over what its hold keeps (src/cluster/sticky-hold-id.ts):
+   * A sticky pod's next incarnation takes over what its hold keeps (src/cluster/records/sticky-hold-id.ts):
    * the hold's ordinals change holder to this handle, the hold record is deleted, all in this
    * txn, comparing the hold and its blocks. Only for an automatic request of a handle holding
    * nothing yet, and only all of the hold or none of it: an expired hold (GC's), one whose

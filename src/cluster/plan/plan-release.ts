@@ -19,12 +19,12 @@ import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-
 import { reservedOrdinals } from '../../alloc/block-layout.js';
 import { type Addr, type Prefix, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
-import type { ClusterSnapshot } from '../cluster-snapshot.js';
-import { type HandleRecord, adjustHandle, encodeHandle } from '../handle-record.js';
-import { encodeBlock } from '../block-record.js';
-import { affinityKey, blockKey, handleKey } from '../keys.js';
-import { poolBlockSizes, poolSpace } from '../pool-record.js';
-import type { KnownBlock } from '../node-view.js';
+import type { ClusterSnapshot } from '../views/cluster-snapshot.js';
+import { type HandleRecord, adjustHandle, encodeHandle } from '../records/handle-record.js';
+import { encodeBlock } from '../records/block-record.js';
+import { affinityKey, blockKey, handleKey } from '../records/keys.js';
+import { poolBlockSizes, poolSpace } from '../records/pool-record.js';
+import type { KnownBlock } from '../views/node-view.js';
 
 export interface HandleState {
   readonly rev: number;
@@ -48,7 +48,7 @@ export interface ReleaseInput {
   readonly state: (key: string) => KnownBlock | undefined;
   /** For the empty-block policy: the releasing node, its blocks, and the snapshot's pools; omit to keep empty affine blocks. */
   readonly policy?: { readonly node: string; readonly mine: ReadonlyMap<string, KnownBlock>; readonly snap: ClusterSnapshot };
-  /** The reuse quarantine of a block (src/cluster/pool-quarantine.ts): its pool's, at the releaser's clock. */
+  /** The reuse quarantine of a block (src/cluster/txn/pool-quarantine.ts): its pool's, at the releaser's clock. */
   readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 

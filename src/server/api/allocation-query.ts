@@ -1,5 +1,5 @@
 /**
- * The API's allocation listings: ClusterIpam's paged queries (src/cluster/allocations.ts),
+ * The API's allocation listings: ClusterIpam's paged queries (src/cluster/views/allocations.ts),
  * their cursor errors as HTTP 400 naming "after".
  */
 import { InvalidCursorError, type AllocationFilter, type AllocationPage, type ClusterIpam } from '../../cluster/index.js';

@@ -5,7 +5,7 @@
  * generated from it (openapi-document.ts), and `documentRoutes` refuses a router whose routes
  * and this table differ — so a route cannot be served undocumented nor documented unserved.
  */
-import { MAX_IP_SET_SIZE } from '../../cluster/ip-set-record.js';
+import { MAX_IP_SET_SIZE } from '../../cluster/records/index.js';
 import { CNI_NAME } from '../../model/cni-name.js';
 import type { JsonSchema, QueryParamDoc, RouteDoc } from '../http/route-doc.js';
 import { HANDLE, HANDLE_HINT, NAME, NAME_HINT } from '../http/validate.js';

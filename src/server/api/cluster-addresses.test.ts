@@ -55,7 +55,7 @@ test('API allocations on a /30 pool with /30 blocks: its one usable address, the
 
 test('API releases are stamped "release" as the server\'s', async () => {
   const { releaseAddress, releaseHandleAddresses } = await import('./cluster-addresses.js');
-  const { decodeStamp, stampKey } = await import('../../cluster/history-stamp.js');
+  const { decodeStamp, stampKey } = await import('../../cluster/records/history-stamp.js');
   const store = await openStore('memory:');
   try {
     const ipam = new ClusterIpam(store, { writer: 'serve' });

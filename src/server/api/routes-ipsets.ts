@@ -4,7 +4,7 @@
  * (admin: `{"name", "pool", "addresses": ["10.0.0.5-10.0.0.9", …]}` or `{"name", "pool",
  * "count": N}`) and `DELETE /api/v1/ipsets/:name` (admin; 409 while an address is held).
  */
-import { MAX_IP_SET_SIZE } from '../../cluster/ip-set-record.js';
+import { MAX_IP_SET_SIZE } from '../../cluster/records/index.js';
 import type { ApiDeps } from './api-deps.js';
 import { isEngineError } from '../../util/engine-error.js';
 import { badField, HttpError } from '../http/http-error.js';

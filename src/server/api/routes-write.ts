@@ -67,7 +67,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     return { name: input.name, created: true };
   }));
 
-  // The settings a serving pool may change (src/cluster/pool-settings.ts); the CIDR changes by /resize.
+  // The settings a serving pool may change (src/cluster/admin/pool-settings.ts); the CIDR changes by /resize.
   r.add('PATCH', '/api/v1/pools/:name', write(200, async (c, b) => {
     const disabled = optionalBool(b, 'disabled');
     const blockSize = optionalInt(b, 'blockSize', 0, 128);

@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClusterIpam } from '../../cluster/index.js';
 import { cniHandleId } from '../../model/handle-id.js';
-import { handleKey } from '../../cluster/keys.js';
+import { handleKey } from '../../cluster/records/keys.js';
 import { openStore } from '../../store/index.js';
 import { fillClusterStore } from '../../../test/helpers/fill-cluster-store.js';
 import { withTempDir } from '../../../test/helpers/tmp.js';

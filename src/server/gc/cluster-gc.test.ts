@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterIpam } from '../../cluster/index.js';
-import { handleKey } from '../../cluster/keys.js';
+import { handleKey } from '../../cluster/records/keys.js';
 import { addNode } from '../../controller/add-node.js';
 import { deleteNode } from '../../controller/delete-node.js';
 import { openStore, type Store } from '../../store/index.js';

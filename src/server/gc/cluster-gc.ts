@@ -14,7 +14,7 @@
  *     transactions compares the proof (tombstone present, record absent), so a node re-added
  *     or claiming a block meanwhile keeps what is left.
  *   - Empty orphan blocks (no affinity, no address: kept by a release while they quarantined a
- *     freed address, src/cluster/empty-orphans.ts) once their quarantine is over: deleted, in a
+ *     freed address, src/cluster/admin/empty-orphans.ts) once their quarantine is over: deleted, in a
  *     transaction that compares the block and the pools' `config` (a borrowing ADD, a new
  *     release or a longer reuseAfter meanwhile keeps it). Their grace starts when the quarantine ends.
  *   - Sticky holds (a sticky pod's addresses kept for its next incarnation) whose `stickyUntil`
@@ -22,7 +22,7 @@
  * A block affine to a node that has no record and never had one deleted
  * (`block-node-unregistered`) proves nothing — the node claimed it and may well run — and is
  * only reported, as are problems of every other kind: never repaired automatically. This file only keeps
- * the schedule; each repair is a ClusterIpam method (src/cluster/gc-findings.ts) with the
+ * the schedule; each repair is a ClusterIpam method (src/cluster/admin/gc-findings.ts) with the
  * same bounded compare-and-swap retry loop as ADD and DEL.
  */
 import { formatAddr, formatPrefix } from '../../ip/index.js';

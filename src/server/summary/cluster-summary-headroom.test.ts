@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterIpam } from '../../cluster/index.js';
-import { loadNodeHeadroom } from '../../cluster/node-headroom-load.js';
+import { loadNodeHeadroom } from '../../cluster/views/node-headroom-load.js';
 import { addNode } from '../../controller/add-node.js';
 import { openStore } from '../../store/index.js';
 import { summarize } from './cluster-summary.js';

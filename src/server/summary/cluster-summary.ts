@@ -13,8 +13,8 @@ import { type Prefix, formatPrefix } from '../../ip/index.js';
 import type { Store } from '../../store/index.js';
 import { silentLog, type Log } from '../../log/logger.js';
 import { warmIdleTest } from '../../warm/warm-usage.js';
-import { loadSnapshot } from '../../cluster/cluster-snapshot.js';
-import { type FamilyHeadroom, headroomByNode } from '../../cluster/node-headroom.js';
+import { loadSnapshot } from '../../cluster/views/index.js';
+import { type FamilyHeadroom, headroomByNode } from '../../cluster/views/index.js';
 import { pause } from '../../util/pause.js';
 
 export interface PoolSummary {
@@ -75,7 +75,7 @@ export interface NodeSummary {
   readonly idle: number;
   /** Of `allocated`, addresses held for pods: allocated − idle. */
   readonly inUse: number;
-  /** Addresses the node can still hand out per family (src/cluster/node-headroom.ts), families with a pool for it. */
+  /** Addresses the node can still hand out per family (src/cluster/views/node-headroom.ts), families with a pool for it. */
   readonly headroom: readonly FamilyHeadroom[];
 }
 

@@ -1,0 +1,23 @@
+/** What every cluster IPAM operation runs with. */
+import type { ReleaseEvidence, ReleaseReason } from '../../model/history.js';
+import type { Store } from '../../store/index.js';
+import type { ViewCache } from '../views/view-cache.js';
+
+export interface IpamContext {
+  readonly store: Store;
+  /** Hints (snapshot, node views) shared by the operations of one ClusterIpam. */
+  readonly cache: ViewCache;
+  /** Attempts per compare-and-swap loop before ContentionError (Calico: 100). */
+  readonly maxAttempts: number;
+  /** Clock for claim timestamps (tests pin it). */
+  readonly now: () => Date;
+  /** Who writes (the history stamp's key, history-stamp.ts): a node name, "serve", "cli". */
+  readonly writer: string;
+  /** Why this context's releases happen (the stamp's `why`); absent: DEL. See ClusterIpam.withReason. */
+  readonly why?: ReleaseReason;
+  /** What this context's releases rest on (runtime reconciliation's proof), stamped with `why`. */
+  readonly evidence?: ReleaseEvidence;
+}
+
+/** Calico's datastoreRetries. */
+export const DEFAULT_MAX_ATTEMPTS = 100;

@@ -1,0 +1,5 @@
+/** src/cluster/txn: the public entry other folders import (no reaching into its files). */
+export * from './assign.js';
+export * from './node-lock.js';
+export * from './pool-quarantine.js';
+export * from './release.js';

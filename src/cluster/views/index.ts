@@ -1,0 +1,6 @@
+/** src/cluster/views: the public entry other folders import (no reaching into its files). */
+export * from './cluster-snapshot.js';
+export * from './node-cache-file.js';
+export * from './node-headroom.js';
+export * from './node-headroom-load.js';
+export * from './view-cache.js';
