@@ -224,3 +224,23 @@ test('metrics registration is independent of the HTTP server: agent/agent-metric
   assert.ok(seen.size > 1, 'agent-metrics.ts imports nothing: wrong path?');
   assert.deepEqual([...seen].filter((f) => f.startsWith(`server${sep}`)), []);
 });
+
+/** Folders whose subfolders each have one public entry, index.ts: code outside the folder imports only those (or the folder's own index.ts). */
+const PUBLIC_ENTRY_FOLDERS = ['cluster'];
+
+test('no reaching into inner paths: code outside cluster/ imports only cluster/index.ts or cluster/<concept>/index.ts', () => {
+  const offenders: string[] = [];
+  for (const e of codeImports()) {
+    const top = folderOf(e.to);
+    if (!PUBLIC_ENTRY_FOLDERS.includes(top) || folderOf(e.from) === top) continue;
+    const parts = e.to.split(sep);
+    const entry = parts.at(-1) === 'index.ts' && parts.length <= 3;
+    if (!entry) offenders.push(`src/${e.from} imports ${e.spec}`);
+  }
+  for (const top of PUBLIC_ENTRY_FOLDERS) {
+    for (const sub of readdirSync(join(srcRoot, top))) {
+      if (statSync(join(srcRoot, top, sub)).isDirectory()) assert.ok(readdirSync(join(srcRoot, top, sub)).includes('index.ts'), `src/${top}/${sub} has no index.ts (its public entry)`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
