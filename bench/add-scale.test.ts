@@ -19,7 +19,10 @@ test('add-scale smoke: every dimension measures a small row and prints its table
     for (const r of rows) assert.ok(r.firstMs > 0 && r.p50Ms > 0 && r.roundTripsPerAdd > 0, JSON.stringify(r));
     const out = tables(rows);
     assert.equal(out.filter((l) => l.startsWith('ADD by ')).length, 3);
-    assert.ok(out.some((l) => l.startsWith('| IPv4 /24 | 3 |')), out.join('\n'));
+    assert.ok(
+      out.some((l) => l.startsWith('| IPv4 /24 | 3 |')),
+      out.join('\n'),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -75,7 +75,11 @@ export async function measureCase(c: Case, dir: string, probe = PROBE): Promise<
       // addresses, a group of GROUP of them per transaction.
       const want = c.blocksEach > 1 ? c.blocksEach * blockAddrs(c.pool, c.family) : 1;
       for (let n = 0; n < c.nodes; n++) {
-        const reqs = Array.from({ length: Math.ceil(want / PER_REQUEST) }, (_, k) => ({ node: `other-${n}`, handle: `fill-${n}-${k}`, auto: { [c.family]: Math.min(PER_REQUEST, want - k * PER_REQUEST) } }));
+        const reqs = Array.from({ length: Math.ceil(want / PER_REQUEST) }, (_, k) => ({
+          node: `other-${n}`,
+          handle: `fill-${n}-${k}`,
+          auto: { [c.family]: Math.min(PER_REQUEST, want - k * PER_REQUEST) },
+        }));
         fill: for (let g = 0; g < reqs.length; g += GROUP) {
           for (const o of await admin.assignMany(`other-${n}`, reqs.slice(g, g + GROUP))) {
             if (o.ok) continue;
@@ -124,9 +128,23 @@ export function cases(max = MAX): Case[] {
     { dimension: 'pool size', label: 'IPv4 /8', pool: v4('10.0.0.0/8'), family: 4, nodes: 3, blocksEach: 1 },
     { dimension: 'pool size', label: 'IPv6 /64', pool: { name: 'p', cidr: 'fd00:5c::/64' }, family: 6, nodes: 3, blocksEach: 1 },
     // Blocks: ever more small blocks (/30: 4 addresses) of a /8, 20 per other node (Calico's per-host cap).
-    ...upTo([20, 1000, 5000, 20_000]).map((b): Case => ({ dimension: 'blocks', label: `${b} blocks`, pool: v4('10.0.0.0/8', 30), family: 4, nodes: b / 20, blocksEach: 20 })),
+    ...upTo([20, 1000, 5000, 20_000]).map((b): Case => ({
+      dimension: 'blocks',
+      label: `${b} blocks`,
+      pool: v4('10.0.0.0/8', 30),
+      family: 4,
+      nodes: b / 20,
+      blocksEach: 20,
+    })),
     // Nodes: ever more other nodes, each holding one /26 block of a /8.
-    ...upTo([10, 1000, 5000, 20_000]).map((n): Case => ({ dimension: 'nodes', label: `${n} nodes`, pool: v4('10.0.0.0/8'), family: 4, nodes: n, blocksEach: 1 })),
+    ...upTo([10, 1000, 5000, 20_000]).map((n): Case => ({
+      dimension: 'nodes',
+      label: `${n} nodes`,
+      pool: v4('10.0.0.0/8'),
+      family: 4,
+      nodes: n,
+      blocksEach: 1,
+    })),
   ];
 }
 
@@ -135,9 +153,14 @@ export function tables(rows: readonly Row[]): string[] {
   const out: string[] = [];
   for (const dim of [...new Set(rows.map((r) => r.case.dimension))]) {
     out.push(`ADD by ${dim} (a new agent's ${rows[0] ? PROBE : 0} ADDs on a node of its own, SQLite on /dev/shm):`);
-    out.push('| case | blocks held by others | first ADD ms | ADD p50 ms | ADD p99 ms | round trips/ADD | heap retained KiB |', '|---|---|---|---|---|---|---|');
+    out.push(
+      '| case | blocks held by others | first ADD ms | ADD p50 ms | ADD p99 ms | round trips/ADD | heap retained KiB |',
+      '|---|---|---|---|---|---|---|',
+    );
     for (const r of rows.filter((x) => x.case.dimension === dim)) {
-      out.push(`| ${r.case.label} | ${r.blocks} | ${r.firstMs.toFixed(2)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.roundTripsPerAdd.toFixed(2)} | ${Number.isFinite(r.heapKiB) ? r.heapKiB.toFixed(0) : '-'} |`);
+      out.push(
+        `| ${r.case.label} | ${r.blocks} | ${r.firstMs.toFixed(2)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.roundTripsPerAdd.toFixed(2)} | ${Number.isFinite(r.heapKiB) ? r.heapKiB.toFixed(0) : '-'} |`,
+      );
     }
   }
   return out;
@@ -160,7 +183,10 @@ async function child(): Promise<void> {
 
 export async function run(): Promise<string[]> {
   // A child with --expose-gc: the retained heap is measured after a full GC.
-  const p = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], { env: { ...process.env, PODIPAM_BENCH_ADD_SCALE_CHILD: '1' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, PODIPAM_BENCH_ADD_SCALE_CHILD: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stdout = '';
   p.stdout.setEncoding('utf8').on('data', (d: string) => void (stdout += d));
   const [code] = (await once(p, 'close')) as [number | null];

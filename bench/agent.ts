@@ -25,7 +25,9 @@ import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './l
 
 /** CPU ms (user + system) of a process from /proc/<pid>/stat, or of our waited-for children ('children'). */
 function cpuMs(pid: number | 'children'): number {
-  const f = readFileSync(pid === 'children' ? '/proc/self/stat' : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const f = readFileSync(pid === 'children' ? '/proc/self/stat' : `/proc/${pid}/stat`, 'utf8')
+    .split(') ')[1]!
+    .split(' ');
   return pid === 'children' ? (Number(f[13]) + Number(f[14])) * 10 : (Number(f[11]) + Number(f[12])) * 10;
 }
 
@@ -117,7 +119,13 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
   const agent = await startAgent(join(dir, 'local', 'agent.sock'));
   try {
     const data = (n: string) => ({ dataDir: join(dir, n), ranges: [[{ subnet: '10.128.0.0/16' }]] });
-    const shim: Subject = { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', ...data('shim') }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' }, agent };
+    const shim: Subject = {
+      name: 'shim+agent',
+      bin: SHIM_BIN,
+      ipam: { type: 'podipam', ...data('shim') },
+      env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' },
+      agent,
+    };
     const hl: Subject = { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', ...data('hl') }, env: {} };
     const node: Subject = { name: 'per-pod node', bin: PODIPAM_BIN, ipam: { type: 'podipam', ...data('node') }, env: {} };
     const jsShim: Subject = { name: 'node forwarding', bin: PODIPAM_BIN, ipam: { type: 'podipam', agent: agent.socket, ...data('fwd') }, env: {}, agent };
@@ -126,11 +134,26 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
     const seq = sequential(subjects, 'bench-local', PAIRS);
     const line = table(rows, [...subjects.map((s) => s.name), 'shim/h-l']);
     const cell = (f: (x: Seq) => number) => [...subjects.map((s) => ms(f(seq.get(s.name)!))), ratio(f(seq.get(shim.name)!), f(seq.get(hl.name)!))];
-    line('local ADD p50', cell((x) => q(x.add, 0.5)));
-    line('local ADD p99', cell((x) => q(x.add, 0.99)));
-    line('local DEL p50', cell((x) => q(x.del, 0.5)));
-    line('local DEL p99', cell((x) => q(x.del, 0.99)));
-    line('local CPU per call', cell((x) => x.cpu));
+    line(
+      'local ADD p50',
+      cell((x) => q(x.add, 0.5)),
+    );
+    line(
+      'local ADD p99',
+      cell((x) => q(x.add, 0.99)),
+    );
+    line(
+      'local DEL p50',
+      cell((x) => q(x.del, 0.5)),
+    );
+    line(
+      'local DEL p99',
+      cell((x) => q(x.del, 0.99)),
+    );
+    line(
+      'local CPU per call',
+      cell((x) => x.cpu),
+    );
     const wall: number[] = [];
     for (const s of [shim, hl, node]) {
       const a = await burst(s, 'bench-local-burst', 'ADD');
@@ -164,7 +187,12 @@ function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
   const floorBin = build('cni-floor', 'cni-floor.c', ['-static']);
   const subjects = [
     { name: 'floor', bin: floorBin, ipam: { type: 'floor' }, env: {} },
-    { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', dataDir: join(dir, 'lean-shim'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' } },
+    {
+      name: 'shim+agent',
+      bin: SHIM_BIN,
+      ipam: { type: 'podipam', dataDir: join(dir, 'lean-shim'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
+      env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' },
+    },
     { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir, 'lean-hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} },
   ];
   const runDriver = (args: string[], s: (typeof subjects)[number]): string => {
@@ -182,7 +210,9 @@ function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
   for (let round = 0; round < 4; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) {
       const c0 = cpuMs(pid);
-      const out = runDriver(['seq', String(Math.ceil(PAIRS / 4))], s).trim().split('\n');
+      const out = runDriver(['seq', String(Math.ceil(PAIRS / 4))], s)
+        .trim()
+        .split('\n');
       if (s.name === 'shim+agent') {
         agentCpu += cpuMs(pid) - c0;
         shimAdds += out.length;
@@ -209,14 +239,27 @@ function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
   }
   const bursts = new Map<string, number[][]>(subjects.map((s) => [s.name, []]));
   for (let round = 0; round < 3; round++) {
-    for (const s of round % 2 ? subjects : [...subjects].reverse()) bursts.get(s.name)!.push(runDriver(['burst', String(BURST), String(IN_FLIGHT)], s).trim().split(' ').map(Number));
+    for (const s of round % 2 ? subjects : [...subjects].reverse())
+      bursts.get(s.name)!.push(
+        runDriver(['burst', String(BURST), String(IN_FLIGHT)], s)
+          .trim()
+          .split(' ')
+          .map(Number),
+      );
   }
-  const med = (name: string, i: number): number => q(bursts.get(name)!.map((b) => b[i]!), 0.5);
-  for (const [label, i] of [[`lean burst ${BURST} ADD wall`, 0], [`lean burst ${BURST} DEL wall`, 1]] as const) {
+  const med = (name: string, i: number): number =>
+    q(
+      bursts.get(name)!.map((b) => b[i]!),
+      0.5,
+    );
+  for (const [label, i] of [
+    [`lean burst ${BURST} ADD wall`, 0],
+    [`lean burst ${BURST} DEL wall`, 1],
+  ] as const) {
     const [z, x, y] = [med('floor', i), med('shim+agent', i), med('host-local', i)];
     line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
   }
-  const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${(agentCpu * 1000 / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
+  const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
   console.log(`  ${footprint}`);
   rows.push(footprint);
 }
@@ -232,13 +275,27 @@ async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[])
   const url = etcd ? etcd.url : `sqlite:${join(dir, `cluster-${Date.now()}.db`)}`;
   let agent: RunningAgent | undefined;
   try {
-    for (const [name, cidr] of [['b-v4', '10.96.0.0/12'], ['b-v6', 'fd00:96::/104']] as const) {
+    for (const [name, cidr] of [
+      ['b-v4', '10.96.0.0/12'],
+      ['b-v6', 'fd00:96::/104'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
     agent = await startAgent(join(dir, `cl-${kind}`, 'agent.sock'), ['--node', 'bench-a', '--datastore', url]);
-    const shim: Subject = { name: 'shim+agent', bin: SHIM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-a' }, env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' }, agent };
-    const node: Subject = { name: 'per-pod node', bin: PODIPAM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-b', cacheDir: join(dir, `cache-${kind}`) }, env: { PODIPAM_STATS: '1' } };
+    const shim: Subject = {
+      name: 'shim+agent',
+      bin: SHIM_BIN,
+      ipam: { type: 'podipam', datastore: url, nodeName: 'bench-a' },
+      env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '' },
+      agent,
+    };
+    const node: Subject = {
+      name: 'per-pod node',
+      bin: PODIPAM_BIN,
+      ipam: { type: 'podipam', datastore: url, nodeName: 'bench-b', cacheDir: join(dir, `cache-${kind}`) },
+      env: { PODIPAM_STATS: '1' },
+    };
     const pairs = Math.max(20, Math.floor(PAIRS / 4));
     console.log(`cluster mode on ${kind}: ${pairs} sequential ADD+DEL pairs, ${BURST}-pod burst at ${IN_FLIGHT} in flight (dual-stack)`);
     const trips0 = (await agent.status()).datastore.roundTrips;

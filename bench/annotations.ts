@@ -85,7 +85,11 @@ function lean(dir: string, subjects: readonly Subject[], rows: string[]): void {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) {
       const conf = join(dir, `lean-${s.name.replace(/\W+/g, '-')}.json`);
       writeFileSync(conf, JSON.stringify({ ...s.conf, name: `lean-${String(s.conf.name)}` }));
-      const env = { PATH: process.env.PATH, ...s.env, ...(s.namespace ? { CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${s.namespace};K8S_POD_NAME=lean;K8S_POD_UID=uid-lean` } : {}) };
+      const env = {
+        PATH: process.env.PATH,
+        ...s.env,
+        ...(s.namespace ? { CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${s.namespace};K8S_POD_NAME=lean;K8S_POD_UID=uid-lean` } : {}),
+      };
       const r = spawnSync(driver, ['seq', s.bin, conf, String(Math.ceil(PAIRS / 4))], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
       if (r.status !== 0) throw new Error(`cni-driver seq ${s.name}: ${r.stderr}`);
       for (const line of r.stdout.trim().split('\n')) {
@@ -114,7 +118,10 @@ export async function run(): Promise<readonly string[]> {
   let agent: RunningAgent | undefined;
   try {
     const url = `sqlite:${join(dir.path, 'ds.db')}`;
-    for (const [name, cidr] of [['a-main', '10.200.0.0/16'], ['blue', '10.201.0.0/16']] as const) {
+    for (const [name, cidr] of [
+      ['a-main', '10.200.0.0/16'],
+      ['blue', '10.201.0.0/16'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr, '--block-size', '26']);
       if (r.code !== 0) throw new Error(`pool create ${name}: ${r.stderr}`);
     }
@@ -129,9 +136,20 @@ export async function run(): Promise<readonly string[]> {
     const ipam = { type: 'podipam', agent: a.socket, datastore: url, nodeName: NODE };
     const shimEnv = { PODIPAM_AGENT_SOCKET: a.socket, PODIPAM_PLUGIN: '' };
     const subjects: Subject[] = [
-      { name: 'host-local', bin: HOST_LOCAL_BIN, conf: { cniVersion: '1.0.0', name: 'bench-hl', ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.202.0.0/16' }]] } }, env: {} },
+      {
+        name: 'host-local',
+        bin: HOST_LOCAL_BIN,
+        conf: { cniVersion: '1.0.0', name: 'bench-hl', ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.202.0.0/16' }]] } },
+        env: {},
+      },
       { name: 'plain', bin: SHIM_BIN, conf: { cniVersion: '1.0.0', name: 'bench-plain', ipam }, env: shimEnv, namespace: 'plain' },
-      { name: 'runtime annotation', bin: SHIM_BIN, conf: { cniVersion: '1.0.0', name: 'bench-rt', ipam, runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'podipam.io/pools': 'blue' } } }, env: shimEnv, namespace: 'plain' },
+      {
+        name: 'runtime annotation',
+        bin: SHIM_BIN,
+        conf: { cniVersion: '1.0.0', name: 'bench-rt', ipam, runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'podipam.io/pools': 'blue' } } },
+        env: shimEnv,
+        namespace: 'plain',
+      },
       { name: 'namespace (cache)', bin: SHIM_BIN, conf: { cniVersion: '1.0.0', name: 'bench-ns', ipam }, env: shimEnv, namespace: 'placed' },
     ];
     const out = new Map(subjects.map((s): [string, Figures] => [s.name, { add: [], del: [], trips: 0, api: 0 }]));
@@ -155,7 +173,9 @@ export async function run(): Promise<readonly string[]> {
     const hl = out.get('host-local')!;
     const rows: string[] = [];
     const head = `${'subject'.padEnd(20)} ${['ADD p50', 'ADD p99', 'DEL p50', 'ADD p50/h-l', 'trips/pair', 'API reqs'].map((c) => c.padStart(12)).join(' ')}`;
-    console.log(`annotations: ${PAIRS} sequential ADD+DEL pairs per subject (alternating), cluster mode through shim + agent on SQLite, pod cache on an API server double`);
+    console.log(
+      `annotations: ${PAIRS} sequential ADD+DEL pairs per subject (alternating), cluster mode through shim + agent on SQLite, pod cache on an API server double`,
+    );
     console.log(`  ${head}`);
     rows.push(head);
     for (const s of subjects) {

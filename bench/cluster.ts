@@ -144,7 +144,17 @@ async function plugin(kind: string): Promise<string[]> {
         }),
       );
       const burstS = (performance.now() - t0) / 1000;
-      const row = [b.name, String(coldRt), f1(q(addMs, 0.5)), f1(q(addMs, 0.99)), f2(mean(addRt)), f1(q(delMs, 0.5)), f2(mean(delRt)), f1(BURST / burstS), f2(mean(burstRt))];
+      const row = [
+        b.name,
+        String(coldRt),
+        f1(q(addMs, 0.5)),
+        f1(q(addMs, 0.99)),
+        f2(mean(addRt)),
+        f1(q(delMs, 0.5)),
+        f2(mean(delRt)),
+        f1(BURST / burstS),
+        f2(mean(burstRt)),
+      ];
       return row;
     } finally {
       cache.remove();
@@ -201,7 +211,13 @@ async function service(kind: string): Promise<string[][]> {
         await measure('Calico pattern ADD', (node, i) => calicoPattern(store, node, `c${i}`)),
       ];
       const [ours, , calico] = rows;
-      rows.push([`${b.name} ratio Calico/podipam`, `${f1(Number(calico![1]) / Number(ours![1]))}x`, `${f1(Number(calico![2]) / Number(ours![2]))}x`, `${f1(Number(ours![3]) / Number(calico![3]))}x`, `${f1(Number(calico![4]) / Number(ours![4]))}x`]);
+      rows.push([
+        `${b.name} ratio Calico/podipam`,
+        `${f1(Number(calico![1]) / Number(ours![1]))}x`,
+        `${f1(Number(calico![2]) / Number(ours![2]))}x`,
+        `${f1(Number(ours![3]) / Number(calico![3]))}x`,
+        `${f1(Number(calico![4]) / Number(ours![4]))}x`,
+      ]);
       return rows;
     } finally {
       await store.close();
@@ -216,7 +232,10 @@ async function service(kind: string): Promise<string[][]> {
 async function scale(kind: string): Promise<string[]> {
   return withBackend(kind, async (b) => {
     const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url)], {
-      env: { ...process.env, PODIPAM_BENCH_SCALE_CHILD: JSON.stringify({ name: b.name, url: kind === 'memory' ? 'memory:' : b.url, etcd: kind.startsWith('etcd') }) },
+      env: {
+        ...process.env,
+        PODIPAM_BENCH_SCALE_CHILD: JSON.stringify({ name: b.name, url: kind === 'memory' ? 'memory:' : b.url, etcd: kind.startsWith('etcd') }),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
       encoding: 'utf8',
       timeout: 3_600_000,
@@ -269,7 +288,17 @@ async function scaleChild(spec: { name: string; url: string; etcd: boolean }): P
     const allocated = u.pools.reduce((n, p) => n + p.allocated, 0);
     if (allocated !== 2 * pods) throw new Error(`scale ${spec.name}: ${allocated} addresses allocated, expected ${2 * pods}`);
     const mib = (x: number): string => f1(x / 2 ** 20);
-    const row = [spec.name, `${SCALE_NODES}x${SCALE_PODS}`, f1(secs), f1(pods / secs), f2(rts / pods), String(u.blocks.length), mib(peakRss), mib(peakHeap), mib(retained)];
+    const row = [
+      spec.name,
+      `${SCALE_NODES}x${SCALE_PODS}`,
+      f1(secs),
+      f1(pods / secs),
+      f2(rts / pods),
+      String(u.blocks.length),
+      mib(peakRss),
+      mib(peakHeap),
+      mib(retained),
+    ];
     process.stdout.write(`ROW ${JSON.stringify(row)}\n`);
   } finally {
     await store.close();
@@ -290,7 +319,8 @@ export async function run(): Promise<string[]> {
   const sr: string[][] = [['store / client', 'p50 ms', 'p99 ms', 'per s', 'RT/pod']];
   for (const k of ['sqlite', 'etcd1', 'etcd3']) sr.push(...(await service(k)));
   table(sr);
-  for (const r of sr.slice(1).filter((x) => x[0]!.includes('ratio') || x[0]!.endsWith('podipam ADD'))) summary.push(`service ${r[0]}: p50 ${r[1]}, ${r[3]}/s, RT ${r[4]}`);
+  for (const r of sr.slice(1).filter((x) => x[0]!.includes('ratio') || x[0]!.endsWith('podipam ADD')))
+    summary.push(`service ${r[0]}: p50 ${r[1]}, ${r[3]}/s, RT ${r[4]}`);
 
   console.log(`\nscale: ${SCALE_NODES} nodes x ${SCALE_PODS} dual-stack pods, in-process (memory: 1 client; sqlite: 1; etcd: 32 nodes in flight)`);
   const cr: string[][] = [['store', 'size', 'seconds', 'pods/s', 'RT/pod', 'blocks', 'peak RSS MiB', 'peak heap MiB', 'heap after GC MiB']];

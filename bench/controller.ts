@@ -46,18 +46,20 @@ interface Row {
 
 async function register(store: Store, inFlight = 32, registered?: Map<string, number>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < NODES) {
-      const name = `node-${next++}`;
-      await addNode(store, { name });
-      if (registered) {
-        registered.set(name, performance.now());
-        // Nodes register from elsewhere: let the controller's timers run between them (SQLite
-        // calls are synchronous and would otherwise hold the event loop for the whole burst).
-        await new Promise((r) => setImmediate(r));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < NODES) {
+        const name = `node-${next++}`;
+        await addNode(store, { name });
+        if (registered) {
+          registered.set(name, performance.now());
+          // Nodes register from elsewhere: let the controller's timers run between them (SQLite
+          // calls are synchronous and would otherwise hold the event loop for the whole burst).
+          await new Promise((r) => setImmediate(r));
+        }
       }
-    }
-  }));
+    }),
+  );
 }
 
 function percentile(sorted: readonly number[], q: number): number {
@@ -85,7 +87,10 @@ async function live(store: Store): Promise<number> {
     const t0 = performance.now();
     await register(store, 32, registered);
     // Bounded: a controller that stalls shows as this timeout, not as a hang.
-    await Promise.race([all, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`live: ${assigned} of ${NODES} assigned after 300 s`)), 300_000)))]);
+    await Promise.race([
+      all,
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`live: ${assigned} of ${NODES} assigned after 300 s`)), 300_000))),
+    ]);
     const ms = performance.now() - t0;
     latencies.sort((a, b) => a - b);
     lastLatency = `${percentile(latencies, 0.5).toFixed(0)} / ${percentile(latencies, 0.99).toFixed(0)} ms`;
@@ -111,7 +116,14 @@ interface Counter {
 }
 
 /** Runs `fn` on a fresh store and records its time and counted round trips. */
-async function scenario(rows: Row[], label: string, mode: string, open: () => Promise<[Store, () => Promise<void>]>, fn: (s: Store, c: Counter) => Promise<number>, rate = true): Promise<void> {
+async function scenario(
+  rows: Row[],
+  label: string,
+  mode: string,
+  open: () => Promise<[Store, () => Promise<void>]>,
+  fn: (s: Store, c: Counter) => Promise<number>,
+  rate = true,
+): Promise<void> {
   const [store, close] = await open();
   try {
     let from = store.roundTrips;
@@ -189,7 +201,10 @@ export async function run(): Promise<readonly string[]> {
     '',
     '| store | mode | wall | nodes/s | round trips per node (timed part; live includes registration) | registration → CIDR p50 / p99 |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.store} | ${r.mode} | ${(r.ms / 1000).toFixed(2)} s | ${r.rate ? Math.round((NODES * 1000) / r.ms).toLocaleString('en') : '—'} | ${r.rate ? (r.roundTrips / NODES).toFixed(2) : '—'} | ${r.latency ?? '—'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.store} | ${r.mode} | ${(r.ms / 1000).toFixed(2)} s | ${r.rate ? Math.round((NODES * 1000) / r.ms).toLocaleString('en') : '—'} | ${r.rate ? (r.roundTrips / NODES).toFixed(2) : '—'} | ${r.latency ?? '—'} |`,
+    ),
     allocatorFigures(),
   ];
   console.log(`\n${lines.join('\n')}\n`);
@@ -198,7 +213,9 @@ export async function run(): Promise<readonly string[]> {
     const batched = rows.find((r) => r.store === store && r.mode.startsWith('backlog'));
     return base && batched ? (base.ms / batched.ms).toFixed(1) : '?';
   };
-  return rows.filter((r) => r.rate).map((r) => `${r.store} ${r.mode}: ${Math.round((NODES * 1000) / r.ms)} nodes/s`)
+  return rows
+    .filter((r) => r.rate)
+    .map((r) => `${r.store} ${r.mode}: ${Math.round((NODES * 1000) / r.ms)} nodes/s`)
     .concat([`batched vs per node: ×${ratio('sqlite')} (sqlite), ×${ratio(ETCD_LABEL)} (etcd)`]);
 }
 

@@ -101,14 +101,23 @@ export async function run(): Promise<readonly string[]> {
     }
     const subjects: CriSubject[] = [
       { name: 'host-local', ipam: { type: 'host-local', ranges: [[{ subnet: '10.239.0.0/24' }]], dataDir: join(dir.path, 'hl') }, runMs: [] },
-      { name: 'agent local', ipam: { type: 'podipam', agent: socket, ranges: [[{ subnet: '10.239.1.0/24' }]], dataDir: join(dir.path, 'pl') }, agent, runMs: [] },
+      {
+        name: 'agent local',
+        ipam: { type: 'podipam', agent: socket, ranges: [[{ subnet: '10.239.1.0/24' }]], dataDir: join(dir.path, 'pl') },
+        agent,
+        runMs: [],
+      },
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
     ];
     let pod = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, s] of subjects.entries()) {
         for (const f of readdirSync(ctd.cniConfDir)) rmSync(join(ctd.cniConfDir, f));
-        const conf = { cniVersion: '1.0.0', name: `bench-${pod}`, plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: false, ipMasq: false, ipam: s.ipam }] };
+        const conf = {
+          cniVersion: '1.0.0',
+          name: `bench-${pod}`,
+          plugins: [{ type: 'bridge', bridge: `bench-cri${k}`, isGateway: false, ipMasq: false, ipam: s.ipam }],
+        };
         writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
         await sleep(1500); // containerd reloads its CNI config on a file event
         const ids = await Promise.all(
@@ -122,14 +131,18 @@ export async function run(): Promise<readonly string[]> {
             return id;
           }),
         );
-        await Promise.all(ids.map(async (id) => {
-          await ctd.cri.stopPodSandbox(id);
-          await ctd.cri.removePodSandbox(id);
-        }));
+        await Promise.all(
+          ids.map(async (id) => {
+            await ctd.cri.stopPodSandbox(id);
+            await ctd.cri.removePodSandbox(id);
+          }),
+        );
       }
     }
     const hl = subjects[0]!.runMs;
-    console.log(`${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`);
+    console.log(
+      `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
+    );
     const lines: string[] = [];
     for (const s of subjects) {
       const add = s.agent ? (await s.agent.status()).latencyMs.ADD : undefined;

@@ -43,7 +43,11 @@ async function once(history: boolean): Promise<Outcome> {
   let serve: ServeProcess | undefined;
   try {
     if (history || BASELINE === 'serve') {
-      serve = await startServe({ env: { PODIPAM_DATASTORE: etcd.url }, dataDir: dir.path, args: ['--no-default-pools', '--no-controller', ...(history ? [] : ['--no-history'])] });
+      serve = await startServe({
+        env: { PODIPAM_DATASTORE: etcd.url },
+        dataDir: dir.path,
+        args: ['--no-default-pools', '--no-controller', ...(history ? [] : ['--no-history'])],
+      });
     }
     if (serve && SERVE_NICE !== undefined) {
       const r = spawnSync('renice', ['-n', SERVE_NICE, '-p', String(serve.child.pid)], { encoding: 'utf8' });
@@ -82,7 +86,9 @@ async function once(history: boolean): Promise<Outcome> {
 }
 
 export async function run(): Promise<string[]> {
-  console.log(`history-add-scale: the warm-scale run without and with serve's history follower on the same 3-member etcd (without: ${BASELINE === 'serve' ? 'serve --no-history' : 'no serve'}), ${ROUNDS} rounds`);
+  console.log(
+    `history-add-scale: the warm-scale run without and with serve's history follower on the same 3-member etcd (without: ${BASELINE === 'serve' ? 'serve --no-history' : 'no serve'}), ${ROUNDS} rounds`,
+  );
   const runs: { history: boolean; o: Outcome }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const history = i % 4 === 1 || i % 4 === 2;
@@ -90,7 +96,9 @@ export async function run(): Promise<string[]> {
     runs.push({ history, o });
     console.log(
       `  ${history ? 'with history   ' : 'without history'}: ${o.pods} pods in ${o.seconds.toFixed(1)} s, ${o.rate.toFixed(0)} pods/s` +
-        (o.catchUpMs === undefined ? '' : `; follower caught up ${(o.catchUpMs / 1000).toFixed(1)} s after the last pod, ${o.holds} holds, ${((o.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB (${((o.bytes ?? 0) / Math.max(1, o.holds ?? 0)).toFixed(0)} bytes per hold)`),
+        (o.catchUpMs === undefined
+          ? ''
+          : `; follower caught up ${(o.catchUpMs / 1000).toFixed(1)} s after the last pod, ${o.holds} holds, ${((o.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB (${((o.bytes ?? 0) / Math.max(1, o.holds ?? 0)).toFixed(0)} bytes per hold)`),
     );
   }
   const rate = (h: boolean): number => {

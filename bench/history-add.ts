@@ -58,7 +58,10 @@ async function store(kind: string): Promise<string[]> {
   let serve: ServeProcess | undefined;
   try {
     const url = etcd ? etcd.url : `sqlite:${join(SHM ?? dir.path, `podipam-bench-history-${process.pid}-${Date.now()}.db`)}`;
-    for (const [name, cidr] of [['bh-v4', '10.0.0.0/12'], ['bh-v6', 'fd00:b4::/104']] as const) {
+    for (const [name, cidr] of [
+      ['bh-v4', '10.0.0.0/12'],
+      ['bh-v6', 'fd00:b4::/104'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     }
@@ -66,13 +69,15 @@ async function store(kind: string): Promise<string[]> {
     agent = await startAgent(socket, ['--node', 'bh-shim', '--datastore', url, '--data-dir', join(dir.path, 'agent')]);
     const cache = join(dir.path, 'cache');
     const perPod = (id: string) => (command: string) => clusterCall('bench-history', url, cache, command, id, 'bh-pod');
-    const shim = (id: string) => (command: string): PluginCall => ({
-      command,
-      containerId: id,
-      ifname: 'eth0',
-      config: { cniVersion: '1.0.0', name: 'bench-history', ipam: { type: 'podipam', datastore: url, nodeName: 'bh-shim' } },
-      env: { PODIPAM_AGENT_SOCKET: socket, PODIPAM_PLUGIN: '' },
-    });
+    const shim =
+      (id: string) =>
+      (command: string): PluginCall => ({
+        command,
+        containerId: id,
+        ifname: 'eth0',
+        config: { cniVersion: '1.0.0', name: 'bench-history', ipam: { type: 'podipam', datastore: url, nodeName: 'bh-shim' } },
+        env: { PODIPAM_AGENT_SOCKET: socket, PODIPAM_PLUGIN: '' },
+      });
     // The first ADDs claim the nodes' blocks: not measured.
     await pair(perPod('warm-up'), PODIPAM_BIN);
     await pair(shim('warm-up'), SHIM_BIN);
@@ -81,7 +86,11 @@ async function store(kind: string): Promise<string[]> {
       // off, on, on, off, …: each condition as often early as late.
       const cond = (['off', 'on', 'on', 'off'] as const)[round % 4] as Condition;
       const dataDir = join(dir.path, `serve-${round}`);
-      serve = await startServe({ env: { PODIPAM_DATASTORE: url }, dataDir, args: ['--no-default-pools', '--no-controller', ...(cond === 'off' ? ['--no-history'] : [])] });
+      serve = await startServe({
+        env: { PODIPAM_DATASTORE: url },
+        dataDir,
+        args: ['--no-default-pools', '--no-controller', ...(cond === 'off' ? ['--no-history'] : [])],
+      });
       for (let i = 0; i < PER_POD; i++) ms['per-pod'][cond].push(await pair(perPod(`r${round}-p${i}`), PODIPAM_BIN));
       for (let i = 0; i < SHIM; i++) ms.shim[cond].push(await pair(shim(`r${round}-s${i}`), SHIM_BIN));
       await serve.stop();
@@ -97,8 +106,18 @@ async function store(kind: string): Promise<string[]> {
       const off = ms[mode].off;
       const on = ms[mode].on;
       const r = q(on, 0.5) / q(off, 0.5);
-      rows.push([`${name} ${mode}`, `${f2(q(off, 0.5))} ms`, `${f2(q(on, 0.5))} ms`, `${r.toFixed(3)}x`, `${f2(q(off, 0.99))} ms`, `${f2(q(on, 0.99))} ms`, String(off.length)]);
-      lines.push(`${name} ${mode}: ADD p50 ${f2(q(off, 0.5))} ms without history, ${f2(q(on, 0.5))} ms with (${r.toFixed(3)}x); p99 ${f2(q(off, 0.99))} / ${f2(q(on, 0.99))} ms`);
+      rows.push([
+        `${name} ${mode}`,
+        `${f2(q(off, 0.5))} ms`,
+        `${f2(q(on, 0.5))} ms`,
+        `${r.toFixed(3)}x`,
+        `${f2(q(off, 0.99))} ms`,
+        `${f2(q(on, 0.99))} ms`,
+        String(off.length),
+      ]);
+      lines.push(
+        `${name} ${mode}: ADD p50 ${f2(q(off, 0.5))} ms without history, ${f2(q(on, 0.5))} ms with (${r.toFixed(3)}x); p99 ${f2(q(off, 0.99))} / ${f2(q(on, 0.99))} ms`,
+      );
     }
     table(rows);
     return lines;
@@ -112,7 +131,9 @@ async function store(kind: string): Promise<string[]> {
 
 export async function run(): Promise<string[]> {
   requireShim();
-  console.log(`history-add: ADD with serve following the datastore (history on) vs serve --no-history, ${ROUNDS} alternating rounds x (${PER_POD} per-pod + ${SHIM} shim ADD+DEL pairs), dual-stack`);
+  console.log(
+    `history-add: ADD with serve following the datastore (history on) vs serve --no-history, ${ROUNDS} alternating rounds x (${PER_POD} per-pod + ${SHIM} shim ADD+DEL pairs), dual-stack`,
+  );
   const lines: string[] = [];
   for (const kind of STORES) lines.push(...(await store(kind)));
   lines.push(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);

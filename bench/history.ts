@@ -29,7 +29,9 @@ export async function run(): Promise<string[]> {
     const path = join(dir.path, 'history.db');
     let t0 = performance.now();
     const w = generateWorkload({ events: EVENTS, pods: PODS });
-    console.log(`generated ${w.events} events (${w.holds.length} holds of ${PODS} addresses, ${w.podNames.length} pod names) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `generated ${w.events} events (${w.holds.length} holds of ${PODS} addresses, ${w.podNames.length} pod names) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const db = openHistoryDb(path);
     const fill = fillHistory(db, w, BATCH);
     const stats = db.stats();

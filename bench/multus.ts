@@ -38,7 +38,18 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SHIM_BIN, requireShim } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
-import { type MultusNode, type MultusPool, type MultusRun, checkAttachments, createMultusPools, leftHeld, multusCall, multusSize, runMultusPods, startMultusNodes } from '../test/helpers/multus-pods.js';
+import {
+  type MultusNode,
+  type MultusPool,
+  type MultusRun,
+  checkAttachments,
+  createMultusPools,
+  leftHeld,
+  multusCall,
+  multusSize,
+  runMultusPods,
+  startMultusNodes,
+} from '../test/helpers/multus-pods.js';
 import { HOST_LOCAL_BIN, type PluginCall, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { parsePrefix } from '../src/ip/prefix.js';
@@ -86,7 +97,13 @@ interface Counters {
 async function counters(nodes: readonly MultusNode[]): Promise<Counters> {
   const all = await Promise.all(nodes.map((n) => n.agent.status()));
   const sum = (f: (d: (typeof all)[number]['datastore']) => number | undefined): number => all.reduce((t, s) => t + (f(s.datastore) ?? 0), 0);
-  return { trips: sum((d) => d.roundTrips), groupCommits: sum((d) => d.groupCommits), groupedAdds: sum((d) => d.groupedAdds), groupReleases: sum((d) => d.groupReleases), groupedDels: sum((d) => d.groupedDels) };
+  return {
+    trips: sum((d) => d.roundTrips),
+    groupCommits: sum((d) => d.groupCommits),
+    groupedAdds: sum((d) => d.groupedAdds),
+    groupReleases: sum((d) => d.groupReleases),
+    groupedDels: sum((d) => d.groupedDels),
+  };
 }
 
 /**
@@ -98,7 +115,11 @@ function hostLocalCall(url: string, node: MultusNode, nodeIndex: number, pool: M
   const c = multusCall(url, node, pool, command, pod, net);
   const [a, b] = pool.cidr.split('.');
   const range = { subnet: pool.cidr, rangeStart: `${a}.${b}.${16 * nodeIndex}.2`, rangeEnd: `${a}.${b}.${16 * nodeIndex + 15}.254` };
-  return { ...c, config: { cniVersion: '1.0.0', name: `net-${net}`, ipam: { type: 'host-local', ranges: [[range]], dataDir: join(node.dir, 'host-local') } }, env: {} };
+  return {
+    ...c,
+    config: { cniVersion: '1.0.0', name: `net-${net}`, ipam: { type: 'host-local', ranges: [[range]], dataDir: join(node.dir, 'host-local') } },
+    env: {},
+  };
 }
 
 /** Address files host-local still keeps under the nodes' data directories (its `lock` and `last_reserved_ip.*` aside). */
@@ -112,7 +133,8 @@ function hostLocalLeft(nodes: readonly MultusNode[]): string[] {
     } catch {
       continue;
     }
-    for (const net of nets) for (const f of readdirSync(join(dir, net))) if (f !== 'lock' && !f.startsWith('last_reserved_ip')) left.push(`${n.name}/${net}/${f}`);
+    for (const net of nets)
+      for (const f of readdirSync(join(dir, net))) if (f !== 'lock' && !f.startsWith('last_reserved_ip')) left.push(`${n.name}/${net}/${f}`);
   }
   return left;
 }
@@ -181,7 +203,12 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
     slowestPod: Math.max(...add.podMs),
     tripsPerAttachment: s.hostLocal ? 0 : (c1.trips - c0.trips) / n,
     delTripsPerAttachment: s.hostLocal ? 0 : (c2.trips - c1.trips) / n,
-    groups: s.hostLocal ? { adds: '-', dels: '-' } : { adds: `${c1.groupCommits - c0.groupCommits}/${c1.groupedAdds - c0.groupedAdds}`, dels: `${c2.groupReleases - c1.groupReleases}/${c2.groupedDels - c1.groupedDels}` },
+    groups: s.hostLocal
+      ? { adds: '-', dels: '-' }
+      : {
+          adds: `${c1.groupCommits - c0.groupCommits}/${c1.groupedAdds - c0.groupedAdds}`,
+          dels: `${c2.groupReleases - c1.groupReleases}/${c2.groupedDels - c1.groupedDels}`,
+        },
   };
 }
 
@@ -194,7 +221,9 @@ export async function run(): Promise<readonly string[]> {
   try {
     const url = etcd.url;
     const driver = DRIVER === 'node' ? undefined : buildMultusDriver(dir.path);
-    const runner: Runner = driver ? async (call, command, plugin) => runMultusLean(driver, plugin ?? SHIM_BIN, dir.path, SIZE, call, command) : (call, command, plugin) => runMultusPods(SIZE, call, command, plugin);
+    const runner: Runner = driver
+      ? async (call, command, plugin) => runMultusLean(driver, plugin ?? SHIM_BIN, dir.path, SIZE, call, command)
+      : (call, command, plugin) => runMultusPods(SIZE, call, command, plugin);
     const own = createMultusPools(url, SIZE.networks, false);
     const shared = createMultusPools(url, SIZE.networks, true);
     const warmCidr = '10.48.0.0/14';
@@ -209,11 +238,17 @@ export async function run(): Promise<readonly string[]> {
     if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
     if (SUBJECTS.includes('host-local')) subjects.push({ name: 'host-local', nodes: clusterNodes, pools: own, warm: false, hostLocal: true });
     if (SUBJECTS.includes('warm')) {
-      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', { pools: ['pool-warm'], minIdle: WARM_MIN_IDLE ?? perNode, capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0) });
+      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', {
+        pools: ['pool-warm'],
+        minIdle: WARM_MIN_IDLE ?? perNode,
+        capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0),
+      });
       nodes.push(...warmNodes);
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
     }
-    console.log(`multus (${DRIVER} driver): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`);
+    console.log(
+      `multus (${DRIVER} driver): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`,
+    );
     const rounds = new Map<string, Round[]>(subjects.map((s) => [s.name, []]));
     const floors: number[] = [];
     for (let i = 0; i < RUNS; i++) {
@@ -222,7 +257,9 @@ export async function run(): Promise<readonly string[]> {
       for (const s of i % 2 ? [...subjects].reverse() : subjects) {
         const x = await round(url, s, runner);
         rounds.get(s.name)!.push(x);
-        console.log(`  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment  groups (txns/calls) ADD ${x.groups.adds} DEL ${x.groups.dels}`);
+        console.log(
+          `  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment  groups (txns/calls) ADD ${x.groups.adds} DEL ${x.groups.dels}`,
+        );
       }
     }
     const head = `  ${''.padEnd(28)} ${subjects.map((s) => s.name.padStart(12)).join(' ')}`;
@@ -235,16 +272,35 @@ export async function run(): Promise<readonly string[]> {
       summary.push(text);
     };
     line(`ADD wall (${SIZE.pods}×${SIZE.networks})`, (x) => x.add, sec);
-    line(`ADD wall / ${TARGET_MS / 1000} s target`, (x) => x.add / TARGET_MS, (v) => `${v.toFixed(2)}x`);
+    line(
+      `ADD wall / ${TARGET_MS / 1000} s target`,
+      (x) => x.add / TARGET_MS,
+      (v) => `${v.toFixed(2)}x`,
+    );
     line('slowest pod (16 ADDs)', (x) => x.slowestPod, sec);
     line('DEL wall', (x) => x.del, sec);
-    line('ADD round trips/attachment', (x) => x.tripsPerAttachment, (v) => v.toFixed(3));
-    line('DEL round trips/attachment', (x) => x.delTripsPerAttachment, (v) => v.toFixed(3));
+    line(
+      'ADD round trips/attachment',
+      (x) => x.tripsPerAttachment,
+      (v) => v.toFixed(3),
+    );
+    line(
+      'DEL round trips/attachment',
+      (x) => x.delTripsPerAttachment,
+      (v) => v.toFixed(3),
+    );
     const hl = rounds.get('host-local');
     if (hl) {
       // Per round, each subject over host-local in the same round (then the median of those ratios).
       const ratio = (label: string, f: (x: Round) => number): void => {
-        const text = `${label.padEnd(28)} ${subjects.map((s) => `${q(rounds.get(s.name)!.map((x, i) => f(x) / f(hl[i]!)), 0.5).toFixed(2)}x`.padStart(12)).join(' ')}`;
+        const text = `${label.padEnd(28)} ${subjects
+          .map((s) =>
+            `${q(
+              rounds.get(s.name)!.map((x, i) => f(x) / f(hl[i]!)),
+              0.5,
+            ).toFixed(2)}x`.padStart(12),
+          )
+          .join(' ')}`;
         console.log(`  ${text}`);
         summary.push(text);
       };

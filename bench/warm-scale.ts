@@ -193,8 +193,18 @@ async function child(url: string): Promise<void> {
         const m = process.memoryUsage();
         const c = process.cpuUsage(cpu0);
         const e = etcdGauges(members);
-        rss.push({ pods, s, rssMiB: mib(m.rss), heapMiB: mib(m.heapUsed), cpuS: (c.user + c.system) / 1e6, etcdCpuS: e.cpuS - etcd0.cpuS, etcdDbMiB: mib(e.dbBytes) });
-        process.stderr.write(`  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`);
+        rss.push({
+          pods,
+          s,
+          rssMiB: mib(m.rss),
+          heapMiB: mib(m.heapUsed),
+          cpuS: (c.user + c.system) / 1e6,
+          etcdCpuS: e.cpuS - etcd0.cpuS,
+          etcdDbMiB: mib(e.dbBytes),
+        });
+        process.stderr.write(
+          `  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`,
+        );
       }
     };
     await Promise.all(
@@ -268,9 +278,14 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
     if (n <= 0 || b.s <= a.s) continue;
     rates.push(n / (b.s - a.s));
     const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
-    rows.push(`  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} |`);
+    rows.push(
+      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} |`,
+    );
   }
-  if (rates.length >= 2) rows.push(`  last tenth / first tenth: ${(rates[rates.length - 1]! / rates[0]!).toFixed(3)} (${rates[0]!.toFixed(0)} → ${rates[rates.length - 1]!.toFixed(0)} pods/s)`);
+  if (rates.length >= 2)
+    rows.push(
+      `  last tenth / first tenth: ${(rates[rates.length - 1]! / rates[0]!).toFixed(3)} (${rates[0]!.toFixed(0)} → ${rates[rates.length - 1]!.toFixed(0)} pods/s)`,
+    );
   return rows;
 }
 
@@ -316,7 +331,9 @@ export async function run(): Promise<string[]> {
   const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? 20_000);
   const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
   try {
-    console.log(`warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`);
+    console.log(
+      `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`,
+    );
     const x = await runWarmScaleChild(etcd.url, memberPids(etcd));
     const rate = x.pods / x.seconds;
     const lines = [
@@ -325,7 +342,9 @@ export async function run(): Promise<string[]> {
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
       ...curveTable(x),
-      ...(x.pods < FULL ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`] : []),
+      ...(x.pods < FULL
+        ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`]
+        : []),
       `  etcd compactions during the run: ${compactor.count()} (every ${compactMs ? `${compactMs / 1000} s` : '- (PODIPAM_BENCH_WARM_COMPACT_MS=0)'})`,
       `  load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
     ];
@@ -350,13 +369,17 @@ export async function run(): Promise<string[]> {
  */
 export const BIG_ETCD = {
   extraArgs: [
-    '--quota-backend-bytes', String(8 * 2 ** 30),
+    '--quota-backend-bytes',
+    String(8 * 2 ** 30),
     // etcd's own defaults (the tests' 50/500 ms detect faults fast): on two shared cores a member
     // starved for half a second would otherwise start an election in the middle of the run.
-    '--heartbeat-interval', '100',
-    '--election-timeout', '1000',
+    '--heartbeat-interval',
+    '100',
+    '--election-timeout',
+    '1000',
     // info: leader changes, slow applies and snapshots are logged, and etcdEvents() counts them
-    '--log-level', 'info',
+    '--log-level',
+    'info',
   ],
 } as const;
 

@@ -29,7 +29,11 @@ import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './l
 
 function once(s: Subject, command: string, id: string): number {
   const t0 = performance.now();
-  const r = spawnSync(s.bin, [], { env: cniEnv(s, command, id), input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }), encoding: 'utf8' });
+  const r = spawnSync(s.bin, [], {
+    env: cniEnv(s, command, id),
+    input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }),
+    encoding: 'utf8',
+  });
   const t = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
   return t;
@@ -70,11 +74,29 @@ export async function run(): Promise<string[]> {
   let clusterAgent: RunningAgent | undefined;
   try {
     const url = etcd.url;
-    for (const [name, cidr] of [['bw-v4', '10.96.0.0/12'], ['bw-v6', 'fd00:96::/104']] as const) {
+    for (const [name, cidr] of [
+      ['bw-v4', '10.96.0.0/12'],
+      ['bw-v6', 'fd00:96::/104'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
-    warmAgent = await startAgent(join(dir.path, 'warm', 'agent.sock'), ['--node', 'bench-warm', '--datastore', url, '--data-dir', join(dir.path, 'warm-data'), '--min-idle', '64', '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s']);
+    warmAgent = await startAgent(join(dir.path, 'warm', 'agent.sock'), [
+      '--node',
+      'bench-warm',
+      '--datastore',
+      url,
+      '--data-dir',
+      join(dir.path, 'warm-data'),
+      '--min-idle',
+      '64',
+      '--max-idle',
+      '256',
+      '--capacity',
+      '1024',
+      '--cooldown',
+      '1s',
+    ]);
     clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url]);
     for (let i = 0; ; i++) {
       const w = (await warmAgent.status()).warmPool;
@@ -83,22 +105,49 @@ export async function run(): Promise<string[]> {
       await new Promise((r) => setTimeout(r, 50));
     }
     const warm: Subject = { name: 'warm', bin: SHIM_BIN, ipam: { type: 'podipam', agent: warmAgent.socket }, env: { PODIPAM_PLUGIN: '' }, agent: warmAgent };
-    const cluster: Subject = { name: 'cluster', bin: SHIM_BIN, ipam: { type: 'podipam', datastore: url, nodeName: 'bench-cluster' }, env: { PODIPAM_AGENT_SOCKET: clusterAgent.socket, PODIPAM_PLUGIN: '' }, agent: clusterAgent };
-    const hl: Subject = { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} };
+    const cluster: Subject = {
+      name: 'cluster',
+      bin: SHIM_BIN,
+      ipam: { type: 'podipam', datastore: url, nodeName: 'bench-cluster' },
+      env: { PODIPAM_AGENT_SOCKET: clusterAgent.socket, PODIPAM_PLUGIN: '' },
+      agent: clusterAgent,
+    };
+    const hl: Subject = {
+      name: 'host-local',
+      bin: HOST_LOCAL_BIN,
+      ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
+      env: {},
+    };
     const subjects = [warm, cluster, hl];
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
     for (const s of subjects) {
       once(s, 'ADD', 'first');
       once(s, 'DEL', 'first');
     }
-    console.log(`warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`);
+    console.log(
+      `warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`,
+    );
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {
       const s = await a.status();
       const w = s.warmPool;
-      return { trips: s.datastore.roundTrips, hits: w?.hits ?? 0, misses: w?.misses ?? 0, refills: w?.refillTxns ?? 0, returns: w?.returnTxns ?? 0, writes: w?.writeTxns ?? 0 };
+      return {
+        trips: s.datastore.roundTrips,
+        hits: w?.hits ?? 0,
+        misses: w?.misses ?? 0,
+        refills: w?.refillTxns ?? 0,
+        returns: w?.returnTxns ?? 0,
+        writes: w?.writeTxns ?? 0,
+      };
     };
-    const delta = (a: Counts, b: Counts): Counts => ({ trips: b.trips - a.trips, hits: b.hits - a.hits, misses: b.misses - a.misses, refills: b.refills - a.refills, returns: b.returns - a.returns, writes: b.writes - a.writes });
+    const delta = (a: Counts, b: Counts): Counts => ({
+      trips: b.trips - a.trips,
+      hits: b.hits - a.hits,
+      misses: b.misses - a.misses,
+      refills: b.refills - a.refills,
+      returns: b.returns - a.returns,
+      writes: b.writes - a.writes,
+    });
     /** Counts after the warm agent's write-behind drained (what the phase's pods cost, all of it). */
     const settled = async (a: RunningAgent): Promise<Counts> => {
       for (let i = 0; i < 200 && ((await a.status()).warmPool?.writeBehindDepth ?? 0) > 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -121,10 +170,22 @@ export async function run(): Promise<string[]> {
       const [w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
       return [ms(w!), ms(c!), ms(h!), ratio(w!, c!), ratio(w!, h!)];
     };
-    line('ADD p50', cells((x) => q(x.add, 0.5)));
-    line('ADD p99', cells((x) => q(x.add, 0.99)));
-    line('DEL p50', cells((x) => q(x.del, 0.5)));
-    line('DEL p99', cells((x) => q(x.del, 0.99)));
+    line(
+      'ADD p50',
+      cells((x) => q(x.add, 0.5)),
+    );
+    line(
+      'ADD p99',
+      cells((x) => q(x.add, 0.99)),
+    );
+    line(
+      'DEL p50',
+      cells((x) => q(x.del, 0.5)),
+    );
+    line(
+      'DEL p99',
+      cells((x) => q(x.del, 0.99)),
+    );
     line('steady: round trips per pod', [(wSeq.trips / PAIRS).toFixed(3), (cSeq.trips / PAIRS).toFixed(3), '-', ratio(wSeq.trips, cSeq.trips), '']);
     line('steady: pool hit rate', [`${((100 * wSeq.hits) / Math.max(1, wSeq.hits + wSeq.misses)).toFixed(1)}%`, '-', '-', '', '']);
     line('steady: warm txns', [`${wSeq.refills}r ${wSeq.returns}x ${wSeq.writes}w`, '', '', '', '']);

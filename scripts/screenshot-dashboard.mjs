@@ -14,7 +14,8 @@ try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   await page.goto(url);
   // Drawn: the totals, the pools, the block map and the nodes table have their data.
-  for (const sel of ['[data-stat="allocated"][data-value]', '#block-map .cell', '[data-stat="issues"][data-value]']) await page.waitForSelector(sel, { timeout: 30_000 });
+  for (const sel of ['[data-stat="allocated"][data-value]', '#block-map .cell', '[data-stat="issues"][data-value]'])
+    await page.waitForSelector(sel, { timeout: 30_000 });
   await page.screenshot({ path: out, fullPage: true });
   process.stdout.write(`saved ${out}\n`);
 } finally {

@@ -52,11 +52,23 @@ const guard = new URL('./unit-guard.mjs', import.meta.url).href;
 const started = performance.now();
 const r = spawnSync(
   process.execPath,
-  [...(unit ? ['--import', guard] : []), '--test', '--test-concurrency=2', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${reporter}`, `--test-reporter-destination=${countFile}`, ...files],
+  [
+    ...(unit ? ['--import', guard] : []),
+    '--test',
+    '--test-concurrency=2',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${reporter}`,
+    `--test-reporter-destination=${countFile}`,
+    ...files,
+  ],
   { stdio: 'inherit' },
 );
 const results = existsSync(countFile)
-  ? readFileSync(countFile, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+  ? readFileSync(countFile, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l))
   : [];
 rmSync(outDir, { recursive: true, force: true });
 

@@ -70,14 +70,33 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
   let pods: import('./agent/pod-cache.js').PodCache | undefined;
   if (kube) {
     const [{ PodCache }, { kubeTransport }] = await Promise.all([import('./agent/pod-cache.js'), import('./agent/kube-client.js')]);
-    pods = new PodCache({ transport: kubeTransport(kube), node: o.node, log: o.log.child({ component: 'pod-cache' }), ...(o.kube?.timing ? { timing: o.kube.timing } : {}) });
+    pods = new PodCache({
+      transport: kubeTransport(kube),
+      node: o.node,
+      log: o.log.child({ component: 'pod-cache' }),
+      ...(o.kube?.timing ? { timing: o.kube.timing } : {}),
+    });
     host = { ...host, pods };
   }
   if (o.warm) {
     if (!o.datastore) throw new AgentStartError('the warm pool needs --datastore');
-    const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([import('./warm/warm-service.js'), import('./plugin/warm-backend.js'), import('./agent/kube-pods.js')]);
+    const [{ WarmService }, { WarmBackend }, { KubePods }] = await Promise.all([
+      import('./warm/warm-service.js'),
+      import('./plugin/warm-backend.js'),
+      import('./agent/kube-pods.js'),
+    ]);
     try {
-      warm = new WarmService({ ...o.warm, datastore: o.datastore, node: o.node, openPodSource: async (k, t) => (kube ? KubePods.of(kube, t) : KubePods.open(k, t)), ...(host.pods ? { pods: host.pods } : {}), log: o.log }, cluster);
+      warm = new WarmService(
+        {
+          ...o.warm,
+          datastore: o.datastore,
+          node: o.node,
+          openPodSource: async (k, t) => (kube ? KubePods.of(kube, t) : KubePods.open(k, t)),
+          ...(host.pods ? { pods: host.pods } : {}),
+          log: o.log,
+        },
+        cluster,
+      );
     } catch (e) {
       throw new AgentStartError(`warm pool: ${(e as Error).message}`);
     }
@@ -132,7 +151,14 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
     },
     warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
     status: () => ({
-      datastore: { roundTrips: cluster.roundTrips(), groupCommits: cluster.groups.batches, groupedAdds: cluster.groups.adds, groupReleases: cluster.releaseGroups.batches, groupedDels: cluster.releaseGroups.dels, open: cluster.datastores() },
+      datastore: {
+        roundTrips: cluster.roundTrips(),
+        groupCommits: cluster.groups.batches,
+        groupedAdds: cluster.groups.adds,
+        groupReleases: cluster.releaseGroups.batches,
+        groupedDels: cluster.releaseGroups.dels,
+        open: cluster.datastores(),
+      },
       localScans: scanCache.stats,
       ...(warm ? { warmPool: warm.report() } : {}),
       ...(pods ? { podCache: pods.status() } : {}),
@@ -143,7 +169,9 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
     async start() {
       if (o.datastore) {
         // Open it now; a datastore that is down is retried by the first call that needs it.
-        await cluster.run(o.datastore, o.node, async () => undefined).catch((e: Error) => o.log.warn({ datastore: o.datastore, error: e.message }, 'datastore not reachable yet'));
+        await cluster
+          .run(o.datastore, o.node, async () => undefined)
+          .catch((e: Error) => o.log.warn({ datastore: o.datastore, error: e.message }, 'datastore not reachable yet'));
       }
       // Lists and watches in the background: a call never waits for the API server.
       pods?.start();
@@ -189,11 +217,23 @@ async function runtimeReconciler(
   const clusters = new Map<string, AllocationSource>();
   const sources = (): AllocationSource[] => {
     for (const d of new Set([...(o.datastore ? [o.datastore] : []), ...cluster.datastores()])) {
-      if (!clusters.has(d)) clusters.set(d, clusterAllocations(d, o.node, (fn) => cluster.run(d, o.node, fn)));
+      if (!clusters.has(d))
+        clusters.set(
+          d,
+          clusterAllocations(d, o.node, (fn) => cluster.run(d, o.node, fn)),
+        );
     }
     return [...locals, ...clusters.values()];
   };
-  const reconciler = new RuntimeReconciler({ endpoint: r.endpoint, runtime, sources, inFlight, graceMs: r.graceMs, intervalMs: r.intervalMs, log: o.log.child({ component: 'runtime-reconcile' }) });
+  const reconciler = new RuntimeReconciler({
+    endpoint: r.endpoint,
+    runtime,
+    sources,
+    inFlight,
+    graceMs: r.graceMs,
+    intervalMs: r.intervalMs,
+    log: o.log.child({ component: 'runtime-reconcile' }),
+  });
   return Object.assign(reconciler, { close: () => runtime.close() });
 }
 

@@ -24,5 +24,8 @@ test('no module under dist/src but a *.test.js imports node:test or node:assert'
   const offenders = files
     .filter((f) => !f.endsWith('.test.js'))
     .filter((f) => /(?:from\s*|import\s*\(\s*)['"]node:(?:test|assert)(?:\/strict)?['"]/.test(readFileSync(f, 'utf8')));
-  assert.deepEqual(offenders.map((f) => f.slice(REPO_ROOT.length)), []);
+  assert.deepEqual(
+    offenders.map((f) => f.slice(REPO_ROOT.length)),
+    [],
+  );
 });

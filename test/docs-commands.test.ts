@@ -28,6 +28,8 @@ test('the task pages name every CLI command (podipam <command> [<subcommand>])',
   const readme = [join(REPO_ROOT, 'README.md'), ...pages.map((f) => join(docs, f))].map((f) => readFileSync(f, 'utf8')).join('\n');
   const all = leaves(buildProgram());
   assert.ok(all.length > 20, `only ${all.length} commands found: is buildProgram() the whole CLI?`);
-  const missing = all.map((p) => `podipam ${p.join(' ')}`).filter((cmd) => !new RegExp(`${cmd.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(readme));
+  const missing = all
+    .map((p) => `podipam ${p.join(' ')}`)
+    .filter((cmd) => !new RegExp(`${cmd.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(readme));
   assert.deepEqual(missing, [], `commands no task page names (README.md, docs/*.md): ${missing.join(', ')}`);
 });

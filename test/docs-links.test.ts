@@ -55,7 +55,10 @@ test('docs links: a broken file, a broken anchor and a good link are told apart'
   const dir = mkdtempSync(join(REPO_ROOT, '.docs-links-'));
   try {
     const page = join(dir, 'a.md');
-    writeFileSync(page, '# A page\n\n## Two words\n\n[ok](#two-words) [bad](#three) [gone](missing.md) `[code](missing.md)`\n\n```\n[fenced](missing.md)\n```\n');
+    writeFileSync(
+      page,
+      '# A page\n\n## Two words\n\n[ok](#two-words) [bad](#three) [gone](missing.md) `[code](missing.md)`\n\n```\n[fenced](missing.md)\n```\n',
+    );
     const found = brokenLinks(page);
     assert.equal(found.length, 2, found.join('\n'));
     assert.match(found[0] ?? '', /#three \(no heading/);
@@ -81,12 +84,18 @@ test('docs index: every page of docs/ has its row in docs/README.md', () => {
 });
 
 test('docs links: no page refers to a folder outside the repository', () => {
-  const outside = pages().filter((f) => /\.\.\/shared\b|\/work\//.test(readFileSync(f, 'utf8'))).map((f) => relative(REPO_ROOT, f));
+  const outside = pages()
+    .filter((f) => /\.\.\/shared\b|\/work\//.test(readFileSync(f, 'utf8')))
+    .map((f) => relative(REPO_ROOT, f));
   assert.deepEqual(outside, []);
 });
 
 test('docs commands: every fenced block marked `sh runnable` runs and exits 0', { timeout: 180_000 }, async () => {
-  const blocks = pages().flatMap((f) => splitFences(readFileSync(f, 'utf8')).fences.filter((b) => /^(sh|bash|console)\s+runnable\b/.test(b.info)).map((b) => ({ ...b, file: relative(REPO_ROOT, f) })));
+  const blocks = pages().flatMap((f) =>
+    splitFences(readFileSync(f, 'utf8'))
+      .fences.filter((b) => /^(sh|bash|console)\s+runnable\b/.test(b.info))
+      .map((b) => ({ ...b, file: relative(REPO_ROOT, f) })),
+  );
   assert.ok(blocks.length > 0, 'no runnable block: README.md shows one');
   const failures: string[] = [];
   for (const b of blocks) {
@@ -94,8 +103,18 @@ test('docs commands: every fenced block marked `sh runnable` runs and exits 0', 
     try {
       mkdirSync(join(scratch, 'bin'));
       symlinkSync(PODIPAM_BIN, join(scratch, 'bin', 'podipam'));
-      const env: NodeJS.ProcessEnv = { PATH: `${join(scratch, 'bin')}:${process.env['PATH'] ?? '/usr/bin:/bin'}`, HOME: scratch, TMPDIR: scratch, LANG: 'C.UTF-8' };
-      await promisify(execFile)('bash', ['--norc', '--noprofile', '-euo', 'pipefail', '-c', b.body], { cwd: scratch, env, timeout: 60_000, maxBuffer: 16 << 20 }).catch((e: Error & { stderr?: string; code?: unknown }) => {
+      const env: NodeJS.ProcessEnv = {
+        PATH: `${join(scratch, 'bin')}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+        HOME: scratch,
+        TMPDIR: scratch,
+        LANG: 'C.UTF-8',
+      };
+      await promisify(execFile)('bash', ['--norc', '--noprofile', '-euo', 'pipefail', '-c', b.body], {
+        cwd: scratch,
+        env,
+        timeout: 60_000,
+        maxBuffer: 16 << 20,
+      }).catch((e: Error & { stderr?: string; code?: unknown }) => {
         failures.push(`${b.file}:${b.line}: exit ${String(e.code)}: ${(e.stderr ?? e.message).trim().split('\n').slice(-5).join(' | ')}`);
       });
     } finally {

@@ -25,7 +25,9 @@ test('docs/http-api.md is generated from docs/openapi.json (npm run docs:cli)', 
   const doc = JSON.parse(readFileSync(join(REPO_ROOT, 'docs', 'openapi.json'), 'utf8')) as Record<string, unknown>;
   const page = openApiMarkdown(doc);
   assert.equal(readFileSync(join(REPO_ROOT, 'docs', 'http-api.md'), 'utf8'), page, 'docs/http-api.md is stale: run npm run docs:cli');
-  const routes = Object.entries(doc['paths'] as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `### ${m.toUpperCase()} ${p}`));
+  const routes = Object.entries(doc['paths'] as Record<string, Record<string, unknown>>).flatMap(([p, ops]) =>
+    Object.keys(ops).map((m) => `### ${m.toUpperCase()} ${p}`),
+  );
   assert.ok(routes.length > 30);
   const missing = routes.filter((r) => !page.includes(`\n${r}\n`));
   assert.deepEqual(missing, []);

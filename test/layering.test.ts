@@ -36,9 +36,9 @@ function walk(dir: string, out: string[]): string[] {
   return out;
 }
 
-
 test('specifiers finds static, dynamic and type imports', () => {
-  const src = "import { a } from '../cni/x.js';\nimport type { B } from \"./b.js\";\nconst m = await import('../plugin/y.js');\ntype T = typeof import('../z.js');\nimport '../side.js';";
+  const src =
+    "import { a } from '../cni/x.js';\nimport type { B } from \"./b.js\";\nconst m = await import('../plugin/y.js');\ntype T = typeof import('../z.js');\nimport '../side.js';";
   assert.deepEqual(specifiers(src), ['../cni/x.js', './b.js', '../plugin/y.js', '../z.js', '../side.js']);
 });
 
@@ -170,9 +170,28 @@ function graphOf(pairs: Iterable<[string, string]>): Map<string, Set<string>> {
 }
 
 test('cyclesOf finds the strongly connected groups', () => {
-  const g = graphOf([['a', 'b'], ['b', 'c'], ['c', 'a'], ['c', 'd'], ['d', 'e'], ['e', 'd'], ['f', 'a']]);
-  assert.deepEqual(cyclesOf(g), [['a', 'b', 'c'], ['d', 'e']]);
-  assert.deepEqual(cyclesOf(graphOf([['a', 'b'], ['b', 'c']])), []);
+  const g = graphOf([
+    ['a', 'b'],
+    ['b', 'c'],
+    ['c', 'a'],
+    ['c', 'd'],
+    ['d', 'e'],
+    ['e', 'd'],
+    ['f', 'a'],
+  ]);
+  assert.deepEqual(cyclesOf(g), [
+    ['a', 'b', 'c'],
+    ['d', 'e'],
+  ]);
+  assert.deepEqual(
+    cyclesOf(
+      graphOf([
+        ['a', 'b'],
+        ['b', 'c'],
+      ]),
+    ),
+    [],
+  );
 });
 
 test('every folder under src/ has an entry in the dependency table, and every entry a folder', () => {
@@ -201,12 +220,20 @@ test('every folder imports only the folders the dependency table allows it', () 
 });
 
 test('no import cycle between folders (CYCLES_TODAY: none allowed)', () => {
-  const g = graphOf(codeImports().map((e): [string, string] => [folderOf(e.from), folderOf(e.to)]).filter(([a, b]) => a !== b));
+  const g = graphOf(
+    codeImports()
+      .map((e): [string, string] => [folderOf(e.from), folderOf(e.to)])
+      .filter(([a, b]) => a !== b),
+  );
   assert.deepEqual(cyclesOf(g), CYCLES_TODAY, 'folder cycles changed: break a new one; if one is gone, drop it from CYCLES_TODAY');
 });
 
 test('no import cycle between files (type-only imports aside)', () => {
-  const g = graphOf(codeImports().filter((e) => !e.typeOnly).map((e): [string, string] => [e.from, e.to]));
+  const g = graphOf(
+    codeImports()
+      .filter((e) => !e.typeOnly)
+      .map((e): [string, string] => [e.from, e.to]),
+  );
   assert.deepEqual(cyclesOf(g), []);
 });
 
@@ -222,7 +249,10 @@ test('metrics registration is independent of the HTTP server: agent/agent-metric
     }
   }
   assert.ok(seen.size > 1, 'agent-metrics.ts imports nothing: wrong path?');
-  assert.deepEqual([...seen].filter((f) => f.startsWith(`server${sep}`)), []);
+  assert.deepEqual(
+    [...seen].filter((f) => f.startsWith(`server${sep}`)),
+    [],
+  );
 });
 
 /** Folders whose subfolders each have one public entry, index.ts: code outside the folder imports only those (or the folder's own index.ts). */
@@ -239,7 +269,8 @@ test('no reaching into inner paths: code outside cluster/ imports only cluster/i
   }
   for (const top of PUBLIC_ENTRY_FOLDERS) {
     for (const sub of readdirSync(join(srcRoot, top))) {
-      if (statSync(join(srcRoot, top, sub)).isDirectory()) assert.ok(readdirSync(join(srcRoot, top, sub)).includes('index.ts'), `src/${top}/${sub} has no index.ts (its public entry)`);
+      if (statSync(join(srcRoot, top, sub)).isDirectory())
+        assert.ok(readdirSync(join(srcRoot, top, sub)).includes('index.ts'), `src/${top}/${sub} has no index.ts (its public entry)`);
     }
   }
   assert.deepEqual(offenders, []);

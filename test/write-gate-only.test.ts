@@ -38,7 +38,10 @@ export function txnUses(text: string): number[] {
 }
 
 test('txnUses finds calls and references, not words in comments', () => {
-  assert.deepEqual(txnUses('const r = await ctx.store.txn(a, b);\n// store.txn( in a comment\n * txn in a doc\nconst f = store.txn;\nconst g = s["txn"];'), [1, 4, 5]);
+  assert.deepEqual(
+    txnUses('const r = await ctx.store.txn(a, b);\n// store.txn( in a comment\n * txn in a doc\nconst f = store.txn;\nconst g = s["txn"];'),
+    [1, 4, 5],
+  );
 });
 
 test('only the write gate writes the keys of blocks, pools and holders', () => {
@@ -59,7 +62,9 @@ test('only the write gate writes the keys of blocks, pools and holders', () => {
     const cluster = specifiers(text).filter((s) => /(^|\/)cluster\//.test(s) || (rel.startsWith('src/cluster/') && s.startsWith('./')));
     const named = [...GUARDED, `'${CONFIG_KEY}'`].filter((p) => text.includes(`'${p}`) || text.includes(p === `'${CONFIG_KEY}'` ? p : `"${p}`));
     if (rel.startsWith('src/cluster/') || rel.startsWith('src/import/') || cluster.length > 0 || named.length > 0) {
-      offenders.push(`${rel}:${uses.join(',')} writes the store outside the gate${cluster.length ? ` (imports ${cluster.join(', ')})` : ''}${named.length ? ` (names ${named.join(', ')})` : ''}`);
+      offenders.push(
+        `${rel}:${uses.join(',')} writes the store outside the gate${cluster.length ? ` (imports ${cluster.join(', ')})` : ''}${named.length ? ` (names ${named.join(', ')})` : ''}`,
+      );
     }
   }
   assert.deepEqual(offenders, []);

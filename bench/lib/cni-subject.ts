@@ -26,5 +26,13 @@ export const ratio = (a: number, b: number): string => `${(a / b).toFixed(2)}x`;
 
 /** The CNI environment of one call of `s`. */
 export function cniEnv(s: Subject, command: string, id: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/bench', CNI_PATH: '/usr/lib/cni', ...s.env };
+  return {
+    PATH: process.env.PATH,
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: id,
+    CNI_IFNAME: 'eth0',
+    CNI_NETNS: '/var/run/netns/bench',
+    CNI_PATH: '/usr/lib/cni',
+    ...s.env,
+  };
 }

@@ -21,7 +21,14 @@ export function buildMultusDriver(dir: string): string {
 }
 
 /** Runs `command` for every pod's networks through `plugin` with the driver at `driver`; plan and answers files in `dir`. */
-export function runMultusLean(driver: string, plugin: string, dir: string, size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL' | 'VERSION'): MultusRun {
+export function runMultusLean(
+  driver: string,
+  plugin: string,
+  dir: string,
+  size: MultusSize,
+  call: (command: string, pod: number, net: number) => PluginCall,
+  command: 'ADD' | 'DEL' | 'VERSION',
+): MultusRun {
   const parts: Buffer[] = [Buffer.from(`${size.pods} ${size.networks}\n`)];
   for (let pod = 0; pod < size.pods; pod++) {
     for (let net = 0; net < size.networks; net++) {
@@ -49,7 +56,7 @@ export function runMultusLean(driver: string, plugin: string, dir: string, size:
   const answers = Array.from({ length: size.pods }, () => new Array<string>(size.networks));
   const failures: string[] = [];
   const buf = readFileSync(answersFile);
-  for (let at = 0; at < buf.length; ) {
+  for (let at = 0; at < buf.length;) {
     const nl = buf.indexOf(10, at);
     const [pod, net, status, len] = buf.subarray(at, nl).toString().split(' ').map(Number) as [number, number, number, number];
     const out = buf.subarray(nl + 1, nl + 1 + len).toString('utf8');

@@ -25,5 +25,11 @@ const reports = await runSoak({
   samples: num('PODIPAM_SOAK_SAMPLES', 40),
   phases,
 });
-console.log(JSON.stringify(reports.map(({ samples, ...r }) => ({ ...r, first: samples[0], last: samples[samples.length - 1] })), null, 2));
+console.log(
+  JSON.stringify(
+    reports.map(({ samples, ...r }) => ({ ...r, first: samples[0], last: samples[samples.length - 1] })),
+    null,
+    2,
+  ),
+);
 process.exitCode = reports.some((r) => r.violations.length > 0) ? 1 : 0;

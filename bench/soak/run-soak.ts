@@ -88,7 +88,10 @@ export async function runSoak(o: SoakOptions): Promise<PhaseReport[]> {
   const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
   // As a production etcd runs: history compacted (else a long soak fills etcd's 2 GiB backend
   // quota with old revisions — "mvcc: database space exceeded" after ~1.3M transactions here).
-  const etcd = await startEtcd({ members: 1, extraArgs: ['--auto-compaction-mode=revision', '--auto-compaction-retention=10000', '--quota-backend-bytes=8589934592'] });
+  const etcd = await startEtcd({
+    members: 1,
+    extraArgs: ['--auto-compaction-mode=revision', '--auto-compaction-retention=10000', '--quota-backend-bytes=8589934592'],
+  });
   const dir = makeTempDir('soak');
   const store = await openStore(etcd.url);
   try {
@@ -116,7 +119,15 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string, store: Store, ipam: ClusterIpam, log: (l: string) => void): Promise<PhaseReport> {
+async function runPhase(
+  phase: Phase,
+  o: SoakOptions,
+  url: string,
+  root: string,
+  store: Store,
+  ipam: ClusterIpam,
+  log: (l: string) => void,
+): Promise<PhaseReport> {
   const lanes = o.lanes ?? 16;
   const target = o.target ?? 256;
   const shimEvery = o.shimEvery ?? 100;
@@ -179,7 +190,9 @@ async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string,
       live: liveCount(),
     };
     samples.push(s);
-    log(`  ${phase} ${String(s.ops).padStart(8)} ops ${s.seconds.toFixed(1).padStart(7)} s  rss ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} MB  fds ${s.fds}  blocks ${s.blocks}  allocated ${s.allocated}  live ${s.live}`);
+    log(
+      `  ${phase} ${String(s.ops).padStart(8)} ops ${s.seconds.toFixed(1).padStart(7)} s  rss ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} MB  fds ${s.fds}  blocks ${s.blocks}  allocated ${s.allocated}  live ${s.live}`,
+    );
     return s;
   };
 
@@ -228,8 +241,12 @@ async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string,
       // Memory: the bound or a quarter, whichever is larger. Blocks: one more per block's worth
       // (61 usable addresses in a /26) of extra addresses held (the warm pool holds what cools).
       const moreHeld = Math.max(0, max(late, 'allocated') - max(early, 'allocated'));
-      const bound = k === 'rssMb' || k === 'heapMb' ? Math.max(BOUNDS[k], 0.25 * max(early, k)) : k === 'blocks' ? BOUNDS.blocks + Math.ceil(moreHeld / 61) : BOUNDS[k];
-      if (grew > bound) violations.push(`${phase}: ${k} grew by ${grew.toFixed(1)} after warm-up (bound ${bound.toFixed(1)}): ${max(early, k).toFixed(1)} → ${max(late, k).toFixed(1)}`);
+      const bound =
+        k === 'rssMb' || k === 'heapMb' ? Math.max(BOUNDS[k], 0.25 * max(early, k)) : k === 'blocks' ? BOUNDS.blocks + Math.ceil(moreHeld / 61) : BOUNDS[k];
+      if (grew > bound)
+        violations.push(
+          `${phase}: ${k} grew by ${grew.toFixed(1)} after warm-up (bound ${bound.toFixed(1)}): ${max(early, k).toFixed(1)} → ${max(late, k).toFixed(1)}`,
+        );
     }
     const liveMax = Math.max(...run.map((s) => s.live));
     // Live pods as the lanes count them, plus one ADD in flight per lane, two families each.
@@ -280,7 +297,9 @@ async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string,
           const b = decodeBlock(e);
           for (const [o, h] of b.allocations) if (!rows.has(formatAddr(addrOfOrdinal(b.cidr, o)))) extra.push(`${formatAddr(addrOfOrdinal(b.cidr, o))} (${h})`);
         }
-        violations.push(`warm: the datastore allocates ${end.allocated}, the agent holds ${held} (${JSON.stringify(w.pools)}); not in the resource DB (${rows.size} rows): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? ` … ${extra.length}` : ''}`);
+        violations.push(
+          `warm: the datastore allocates ${end.allocated}, the agent holds ${held} (${JSON.stringify(w.pools)}); not in the resource DB (${rows.size} rows): ${extra.slice(0, 8).join(', ')}${extra.length > 8 ? ` … ${extra.length}` : ''}`,
+        );
       }
     }
     const check = await cli(url, ['ipam', 'check', '--json']);
@@ -295,7 +314,9 @@ async function runPhase(phase: Phase, o: SoakOptions, url: string, root: string,
     const check2 = await cli(url, ['ipam', 'check', '--json']);
     if (!checkClean(check2)) violations.push(`${phase}: final ipam check: ${check2.stdout}${check2.stderr}`);
     const rate = measured / seconds;
-    log(`${phase}: ${measured} ops in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} ops/s (${viaShim} through the shim, ${retries} code-11 retries); ${violations.length ? violations.join('; ') : 'no growth, no leak'}`);
+    log(
+      `${phase}: ${measured} ops in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} ops/s (${viaShim} through the shim, ${retries} code-11 retries); ${violations.length ? violations.join('; ') : 'no growth, no leak'}`,
+    );
     return { phase, ops: measured, seconds, opsPerSecond: rate, viaShim, retries, samples, violations };
   } finally {
     await agent.kill();
@@ -325,7 +346,10 @@ async function scrape(port: number): Promise<string> {
 
 function runShim(env: Record<string, string>, input: string, socket: string | undefined): Promise<{ status: number; answer: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(SHIM_BIN, [], { env: { PATH: process.env.PATH, ...env, PODIPAM_PLUGIN: '', ...(socket ? { PODIPAM_AGENT_SOCKET: socket } : {}) }, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(SHIM_BIN, [], {
+      env: { PATH: process.env.PATH, ...env, PODIPAM_PLUGIN: '', ...(socket ? { PODIPAM_AGENT_SOCKET: socket } : {}) },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.on('error', reject);

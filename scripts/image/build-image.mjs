@@ -63,8 +63,22 @@ function inputsHash(epoch, node) {
     }
   };
   h.update(JSON.stringify({ epoch, node: node.sha256, mmdebstrap: mmdebstrapArgs('OUT', 'LIST') }));
-  for (const p of ['package.json', 'package-lock.json', 'bin', 'dist/src', 'dist/bundle', 'dist/build-info.json', 'native/shim', 'scripts/build-shim.mjs', 'scripts/image']) add(join(root, p));
-  for (const a of readdirSync(join(root, 'build/Release')).filter((f) => f.endsWith('.node')).sort()) add(join(root, 'build/Release', a));
+  for (const p of [
+    'package.json',
+    'package-lock.json',
+    'bin',
+    'dist/src',
+    'dist/bundle',
+    'dist/build-info.json',
+    'native/shim',
+    'scripts/build-shim.mjs',
+    'scripts/image',
+  ])
+    add(join(root, p));
+  for (const a of readdirSync(join(root, 'build/Release'))
+    .filter((f) => f.endsWith('.node'))
+    .sort())
+    add(join(root, 'build/Release', a));
   return h.digest('hex');
 }
 
@@ -106,9 +120,17 @@ step('podipam tree staged');
 
 const layers = [];
 const tars = [
-  { tar: base.tar, createdBy: `mmdebstrap ${mmdebstrapArgs('base.tar', 'debian-packages.txt').filter((a) => !a.startsWith('--customize-hook')).join(' ')} (+ user ${NONROOT.uid})` },
+  {
+    tar: base.tar,
+    createdBy: `mmdebstrap ${mmdebstrapArgs('base.tar', 'debian-packages.txt')
+      .filter((a) => !a.startsWith('--customize-hook'))
+      .join(' ')} (+ user ${NONROOT.uid})`,
+  },
   { tree: nodeStage, createdBy: `Node.js ${node.version} (sha256 ${node.sha256}) at /usr/local/bin/node` },
-  { tree: appStage, createdBy: `podipam ${tag} (commit ${JSON.parse(readFileSync(join(root, 'dist/build-info.json'), 'utf8')).commit}) at ${PREFIX}, SBOM at /usr/share/podipam/sbom` },
+  {
+    tree: appStage,
+    createdBy: `podipam ${tag} (commit ${JSON.parse(readFileSync(join(root, 'dist/build-info.json'), 'utf8')).commit}) at ${PREFIX}, SBOM at /usr/share/podipam/sbom`,
+  },
 ];
 for (const [i, t] of tars.entries()) {
   const tar = t.tar ?? join(work, `layer-${i}.tar`);

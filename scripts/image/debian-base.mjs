@@ -101,7 +101,10 @@ export async function buildBase({ workDir, cacheDir }) {
   const log = join(workDir, 'mmdebstrap.log');
   const fd = openSync(log, 'w');
   try {
-    execFileSync('mmdebstrap', mmdebstrapArgs(tar, list), { stdio: ['ignore', fd, fd], env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch), LC_ALL: 'C.UTF-8' } });
+    execFileSync('mmdebstrap', mmdebstrapArgs(tar, list), {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch), LC_ALL: 'C.UTF-8' },
+    });
   } catch (e) {
     throw new Error(`mmdebstrap failed (${e.status ?? e.signal ?? e.message}); the end of ${log}:\n${readFileSync(log, 'utf8').slice(-4000)}`, { cause: e });
   } finally {
@@ -109,7 +112,10 @@ export async function buildBase({ workDir, cacheDir }) {
   }
   if (cached) {
     mkdirSync(cacheDir, { recursive: true });
-    for (const [from, ext] of [[tar, 'tar'], [list, 'txt']]) {
+    for (const [from, ext] of [
+      [tar, 'tar'],
+      [list, 'txt'],
+    ]) {
       copyFileSync(from, `${cached}.${ext}.part`);
       renameSync(`${cached}.${ext}.part`, `${cached}.${ext}`);
     }

@@ -13,7 +13,23 @@ export function tarTree(dir, out, epoch) {
   const top = readdirSync(dir).sort();
   execFileSync(
     'tar',
-    ['--create', '--format=gnu', '--sort=name', '--numeric-owner', '--owner=0', '--group=0', `--mtime=@${epoch}`, '--mode=u+rwX,go+rX,go-w', '--hard-dereference', '-C', dir, '-f', out, '--', ...top],
+    [
+      '--create',
+      '--format=gnu',
+      '--sort=name',
+      '--numeric-owner',
+      '--owner=0',
+      '--group=0',
+      `--mtime=@${epoch}`,
+      '--mode=u+rwX,go+rX,go-w',
+      '--hard-dereference',
+      '-C',
+      dir,
+      '-f',
+      out,
+      '--',
+      ...top,
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, LC_ALL: 'C' } },
   );
 }

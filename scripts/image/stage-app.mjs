@@ -37,14 +37,19 @@ export function stageApp({ root, stage, epoch }) {
     filter: (src) => !DIST_SKIP.some((re) => re.test(relative(root, src))),
   });
   const info = JSON.parse(readFileSync(join(root, 'dist/build-info.json'), 'utf8'));
-  writeFileSync(join(opt, 'dist/build-info.json'), `${JSON.stringify({ commit: info.commit, dirty: info.dirty, builtAt: new Date(epoch * 1000).toISOString() })}\n`);
+  writeFileSync(
+    join(opt, 'dist/build-info.json'),
+    `${JSON.stringify({ commit: info.commit, dirty: info.dirty, builtAt: new Date(epoch * 1000).toISOString() })}\n`,
+  );
   // The shim names its fallback (bin/podipam) by absolute path: compiled for the image's prefix.
   rmSync(join(opt, 'dist/bin/podipam-cni'), { force: true });
   execFileSync(process.execPath, [join(root, 'scripts/build-shim.mjs')], {
     stdio: ['ignore', 'inherit', 'inherit'],
     env: { ...process.env, PODIPAM_SHIM_PREFIX: PREFIX, PODIPAM_SHIM_OUT: join(opt, 'dist/bin/podipam-cni') },
   });
-  const addons = readdirSync(join(root, 'build/Release')).filter((f) => f.endsWith('.node')).sort();
+  const addons = readdirSync(join(root, 'build/Release'))
+    .filter((f) => f.endsWith('.node'))
+    .sort();
   if (addons.length === 0) throw new Error(`no native addons in ${join(root, 'build/Release')}: run npm install (node-gyp) first`);
   mkdirSync(join(opt, 'build/Release'), { recursive: true });
   for (const a of addons) cpSync(join(root, 'build/Release', a), join(opt, 'build/Release', a));

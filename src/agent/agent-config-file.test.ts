@@ -8,10 +8,42 @@ import { AgentConfigFileError, parseAgentConfig, readAgentConfigFile } from './a
 describe('agent config file', () => {
   it('gives every value in its flag string form', () => {
     const o = parseAgentConfig(
-      JSON.stringify({ minIdle: 4, maxIdle: 8, capacity: 64, cooldown: '2s', stickyFor: '10m', gcInterval: '1m', pools: ['a', 'b'], stickyNamespaces: ['db'], stickyNamePattern: 'pg-[0-9]+', kubeconfig: '/k', inCluster: false, masquerade: false, masqueradeInterval: '1m', allowUid: [1000, '1001'], datastore: 'sqlite:/x' }),
+      JSON.stringify({
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldown: '2s',
+        stickyFor: '10m',
+        gcInterval: '1m',
+        pools: ['a', 'b'],
+        stickyNamespaces: ['db'],
+        stickyNamePattern: 'pg-[0-9]+',
+        kubeconfig: '/k',
+        inCluster: false,
+        masquerade: false,
+        masqueradeInterval: '1m',
+        allowUid: [1000, '1001'],
+        datastore: 'sqlite:/x',
+      }),
       'f.json',
     );
-    assert.deepEqual(o, { minIdle: '4', maxIdle: '8', capacity: '64', cooldown: '2s', stickyFor: '10m', gcInterval: '1m', pools: 'a,b', stickyNamespaces: 'db', stickyNamePattern: 'pg-[0-9]+', kubeconfig: '/k', inCluster: false, masquerade: false, masqueradeInterval: '1m', allowUid: ['1000', '1001'], datastore: 'sqlite:/x' });
+    assert.deepEqual(o, {
+      minIdle: '4',
+      maxIdle: '8',
+      capacity: '64',
+      cooldown: '2s',
+      stickyFor: '10m',
+      gcInterval: '1m',
+      pools: 'a,b',
+      stickyNamespaces: 'db',
+      stickyNamePattern: 'pg-[0-9]+',
+      kubeconfig: '/k',
+      inCluster: false,
+      masquerade: false,
+      masqueradeInterval: '1m',
+      allowUid: ['1000', '1001'],
+      datastore: 'sqlite:/x',
+    });
   });
 
   const refused: [unknown, string, RegExp][] = [

@@ -47,7 +47,12 @@ export type AgentFileOptions = { -readonly [K in AgentConfigKey]?: K extends 'al
 /** A config file the agent refuses; `key` undefined when the file as a whole is at fault. */
 export class AgentConfigFileError extends Error {
   override readonly name = 'AgentConfigFileError';
-  constructor(readonly file: string, readonly key: string | undefined, readonly value: unknown, requirement: string) {
+  constructor(
+    readonly file: string,
+    readonly key: string | undefined,
+    readonly value: unknown,
+    requirement: string,
+  ) {
     super(key === undefined ? `config file ${file}: ${requirement}` : `config file ${file}: key ${JSON.stringify(key)} ${shown(value)}: ${requirement}`);
   }
 }
@@ -94,7 +99,8 @@ export function parseAgentConfig(text: string, file: string): AgentFileOptions {
   } catch (e) {
     throw new AgentConfigFileError(file, undefined, undefined, `not JSON: ${(e as Error).message}`);
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new AgentConfigFileError(file, undefined, undefined, 'must be a JSON object of options');
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new AgentConfigFileError(file, undefined, undefined, 'must be a JSON object of options');
   const out: AgentFileOptions = {};
   const known = Object.keys(AGENT_CONFIG_KEYS);
   for (const [key, value] of Object.entries(doc)) {
@@ -117,7 +123,8 @@ export function parseAgentConfig(text: string, file: string): AgentFileOptions {
         (out as Record<string, string>)[k] = String(value);
         break;
       case 'names':
-        if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '' && !v.includes(','))) bad('must be a list of non-empty strings without commas');
+        if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '' && !v.includes(',')))
+          bad('must be a list of non-empty strings without commas');
         if ((value as string[]).length === 0) bad('must not be empty (leave the key out instead)');
         (out as Record<string, string>)[k] = (value as string[]).join(',');
         break;
@@ -126,7 +133,10 @@ export function parseAgentConfig(text: string, file: string): AgentFileOptions {
         (out as Record<string, boolean>)[k] = value as boolean;
         break;
       case 'uids':
-        if (!Array.isArray(value) || !value.every((v) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,10}$/.test(v)))) {
+        if (
+          !Array.isArray(value) ||
+          !value.every((v) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) || (typeof v === 'string' && /^[0-9]{1,10}$/.test(v)))
+        ) {
           bad('must be a list of numeric uids');
         }
         out.allowUid = (value as (number | string)[]).map(String);

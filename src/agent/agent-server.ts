@@ -201,7 +201,12 @@ export class Agent {
     }
     if (!this.#allowed.has(uid)) {
       this.#log.warn({ uid }, 'refused a caller');
-      answer(1, errorAnswer(new CniError(CniCode.InvalidEnv, `podipam agent on ${this.#opts.socket} refuses uid ${uid}: it serves uids ${[...this.#allowed].join(', ')}`)));
+      answer(
+        1,
+        errorAnswer(
+          new CniError(CniCode.InvalidEnv, `podipam agent on ${this.#opts.socket} refuses uid ${uid}: it serves uids ${[...this.#allowed].join(', ')}`),
+        ),
+      );
       return;
     }
     const reader = requestReader();
@@ -254,7 +259,9 @@ export class Agent {
         const r = (x: number): number => Math.round(x * 100) / 100;
         const phases = Object.fromEntries(Object.entries(traced.phases).map(([k, v]) => [k, r(v)]));
         const loop = { p99: r(loopDelay!.percentile(99) / 1e6), max: r(loopDelay!.max / 1e6) };
-        process.stderr.write(`podipam-trace ${JSON.stringify({ verb, result, ms: r(ms), readMs: r(readMs), inFlight: this.stats.inFlight, ...phases, loop })}\n`);
+        process.stderr.write(
+          `podipam-trace ${JSON.stringify({ verb, result, ms: r(ms), readMs: r(readMs), inFlight: this.stats.inFlight, ...phases, loop })}\n`,
+        );
       }
       this.stats.record(verb, result, ms, a.backend);
       try {
@@ -292,7 +299,9 @@ function prepareSocketPath(socket: string): number {
     throw new AgentStartError(`socket directory ${dir} belongs to uid ${st.uid}, not root or uid ${me}: its owner could replace the socket`);
   }
   if ((st.mode & 0o022) !== 0) {
-    throw new AgentStartError(`socket directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}): use a private directory (0700 or 0755)`);
+    throw new AgentStartError(
+      `socket directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}): use a private directory (0700 or 0755)`,
+    );
   }
   const lockPath = `${socket}.lock`;
   const fd = openLockFile(lockPath);

@@ -18,7 +18,14 @@ export interface AgentStatus {
   readonly latencyMs: Record<string, { p50: number; p90: number; p99: number; max: number; n: number }>;
   /** back end → calls ("local", "usePodCidr", "cluster", "warm"), as the call handler named it. */
   readonly backends: Record<string, number>;
-  readonly datastore: { readonly roundTrips: number; readonly groupCommits: number; readonly groupedAdds: number; readonly groupReleases: number; readonly groupedDels: number; readonly open: readonly string[] };
+  readonly datastore: {
+    readonly roundTrips: number;
+    readonly groupCommits: number;
+    readonly groupedAdds: number;
+    readonly groupReleases: number;
+    readonly groupedDels: number;
+    readonly open: readonly string[];
+  };
   /** Local mode's locked scans: whole directory reads, reads of what changed, names read again by those. */
   readonly localScans: { readonly full: number; readonly incremental: number; readonly reread: number; readonly absorbed?: number };
   /** The warm pool (when the agent runs one): see src/warm/warm-service.ts WarmStatus. */

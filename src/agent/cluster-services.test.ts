@@ -29,7 +29,11 @@ test('close refuses new and queued calls with code 11, lets the running call fin
     void closing.then(() => (closed = true));
     const code = (e: unknown) => (e instanceof CniError ? e.code : e);
     await assert.rejects(queued, (e) => code(e) === 11, 'a queued call is refused with code 11');
-    await assert.rejects(cs.run(url, 'n2', (ipam) => ipam.listPools()), (e) => code(e) === 11, 'a new call is refused');
+    await assert.rejects(
+      cs.run(url, 'n2', (ipam) => ipam.listPools()),
+      (e) => code(e) === 11,
+      'a new call is refused',
+    );
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(closed, false, 'close waits for the running call');
     release();
@@ -41,7 +45,7 @@ test('close refuses new and queued calls with code 11, lets the running call fin
   }
 });
 
-test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as that node', async () => {
+test("each node's calls (run, a single ADD, a group of ADDs) are stamped as that node", async () => {
   const { decodeStamp, stampKey } = await import('../cluster/records/history-stamp.js');
   const cs = new ClusterServices();
   try {
@@ -57,7 +61,7 @@ test('each node\'s calls (run, a single ADD, a group of ADDs) are stamped as tha
     const n1 = await stampOf('n1');
     await Promise.all(['b', 'c', 'd'].map((id) => cs.assign(url, { node: 'n2', handle: `net:${id}:eth0`, auto: { 4: 1 } })));
     assert.ok(cs.groups.batches >= 1, 'the three ADDs of n2 went as a group');
-    assert.equal((await stampOf('n1')).rev, n1.rev, 'n2\'s txns do not write n1\'s stamp');
+    assert.equal((await stampOf('n1')).rev, n1.rev, "n2's txns do not write n1's stamp");
     assert.equal((await stampOf('n2')).rev, await store.revision());
     await cs.run(url, 'n1', (ipam) => ipam.withReason('cni-gc').releaseHandle('net:a:eth0', 'n1'));
     assert.equal((await stampOf('n1')).why, 'cni-gc');
@@ -82,7 +86,13 @@ test('the DELs queued together on a node are one group release (one round trip),
     const again = cs.assign(url, { node: 'n1', handle: 'net:a:eth0', auto: { 4: 1 } });
     const freed = await Promise.all(dels);
     assert.deepEqual(cs.releaseGroups, { batches: 1, dels: 6 }, 'the six DELs went as one group');
-    freed.forEach((f, i) => assert.deepEqual(f.map((r) => r.addr), got[i]!.map((a) => a.addr), `DEL ${ids[i]} freed its own address`));
+    freed.forEach((f, i) =>
+      assert.deepEqual(
+        f.map((r) => r.addr),
+        got[i]!.map((a) => a.addr),
+        `DEL ${ids[i]} freed its own address`,
+      ),
+    );
     assert.equal((await again).length, 1, 'the ADD queued after the DELs ran after them');
     assert.equal(store.roundTrips - before, 2, 'one txn for the six DELs, one for the ADD after them');
     const stamp = await store.get(stampKey('n1'));

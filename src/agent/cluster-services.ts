@@ -22,9 +22,27 @@ import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/cal
 export const MAX_GROUP = 32;
 
 type Job =
-  | { readonly kind: 'assign'; readonly req: AssignRequest; readonly resolve: (a: Assignment[]) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace }
-  | { readonly kind: 'release'; readonly handle: string; readonly resolve: (r: Released[]) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace }
-  | { readonly kind: 'run'; readonly fn: (ipam: ClusterIpam) => Promise<unknown>; readonly resolve: (v: unknown) => void; readonly reject: (e: unknown) => void; readonly trace?: Trace };
+  | {
+      readonly kind: 'assign';
+      readonly req: AssignRequest;
+      readonly resolve: (a: Assignment[]) => void;
+      readonly reject: (e: unknown) => void;
+      readonly trace?: Trace;
+    }
+  | {
+      readonly kind: 'release';
+      readonly handle: string;
+      readonly resolve: (r: Released[]) => void;
+      readonly reject: (e: unknown) => void;
+      readonly trace?: Trace;
+    }
+  | {
+      readonly kind: 'run';
+      readonly fn: (ipam: ClusterIpam) => Promise<unknown>;
+      readonly resolve: (v: unknown) => void;
+      readonly reject: (e: unknown) => void;
+      readonly trace?: Trace;
+    };
 
 /** PODIPAM_TRACE=1: the job's caller's span and when it was queued. */
 interface Trace {
@@ -202,7 +220,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         this.groups.batches++;
         this.groups.adds += group.length;
         try {
-          const outcomes = await ipamOf(d, node).assignMany(group[0]!.req.node, group.map((j) => j.req));
+          const outcomes = await ipamOf(d, node).assignMany(
+            group[0]!.req.node,
+            group.map((j) => j.req),
+          );
           outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
         } catch (e) {
           for (const j of group) j.reject(e);
@@ -232,7 +253,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       this.releaseGroups.batches++;
       this.releaseGroups.dels += group.length;
       try {
-        const outcomes = await ipam.releaseMany(node, group.map((j) => j.handle));
+        const outcomes = await ipam.releaseMany(
+          node,
+          group.map((j) => j.handle),
+        );
         outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.released) : group[i]!.reject(o.error)));
       } catch (e) {
         for (const j of group) j.reject(e);

@@ -124,7 +124,13 @@ export class HeadroomMonitor {
       return d.taints;
     });
     const value = exhaustedValue(exhausted);
-    if (r.wrote !== undefined) this.#o.log.info({ node: this.#o.node, taint: value || '(none)', headroom: headroomText(rows) }, value ? `node out of addresses: tainted podipam.io/ip-exhausted=${value}:NoSchedule` : 'node has addresses again: podipam.io/ip-exhausted taint removed');
+    if (r.wrote !== undefined)
+      this.#o.log.info(
+        { node: this.#o.node, taint: value || '(none)', headroom: headroomText(rows) },
+        value
+          ? `node out of addresses: tainted podipam.io/ip-exhausted=${value}:NoSchedule`
+          : 'node has addresses again: podipam.io/ip-exhausted taint removed',
+      );
     this.#publish(rows, exhausted);
   }
 
@@ -133,7 +139,6 @@ export class HeadroomMonitor {
     this.#taintValue = exhaustedValue(exhausted);
     this.#families = Object.fromEntries(rows.map((h) => [`ipv${h.family}`, { ...h, exhausted: exhausted.has(h.family) }]));
   }
-
 }
 
 function headroomText(rows: readonly FamilyHeadroom[]): string {

@@ -38,7 +38,9 @@ export async function openKube(kubeconfig: string | undefined): Promise<Kube> {
   // Outside a pod the client would build the URL "https://undefined:undefined" and fail every
   // request with "Invalid URL", forever: say at start what is missing instead.
   if (kubeconfig === undefined && !(process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT)) {
-    throw new Error(`${what}: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (the agent is not running in a pod): give --kubeconfig FILE instead`);
+    throw new Error(
+      `${what}: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (the agent is not running in a pod): give --kubeconfig FILE instead`,
+    );
   }
   const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
@@ -107,7 +109,10 @@ export function kubeTransport(kube: Kube): KubeTransport {
       const what = `GET ${path.split('?')[0]}`;
       const req = await open(path, signal);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => req.destroy(new KubeRequestError(`${what}: no answer from the API server within ${timeoutMs} ms`, undefined)), timeoutMs);
+        const timer = setTimeout(
+          () => req.destroy(new KubeRequestError(`${what}: no answer from the API server within ${timeoutMs} ms`, undefined)),
+          timeoutMs,
+        );
         timer.unref();
         req.on('error', (e) => {
           clearTimeout(timer);
@@ -147,7 +152,10 @@ export function kubeTransport(kube: Kube): KubeTransport {
           if (e) reject(e);
           else resolve();
         };
-        const headersTimer = setTimeout(() => finish(new KubeRequestError(`${what}: no answer from the API server within ${o.headersTimeoutMs} ms`, undefined)), o.headersTimeoutMs);
+        const headersTimer = setTimeout(
+          () => finish(new KubeRequestError(`${what}: no answer from the API server within ${o.headersTimeoutMs} ms`, undefined)),
+          o.headersTimeoutMs,
+        );
         headersTimer.unref();
         const maxTimer = setTimeout(() => finish(), o.maxMs);
         maxTimer.unref();

@@ -22,7 +22,13 @@ const LIST_TIMEOUT_MS = 30_000;
 function info(p: V1Pod): PodInfo {
   const owners = p.metadata?.ownerReferences ?? [];
   const owner = owners.find((o) => o.controller === true) ?? owners[0];
-  return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid || undefined, ownerKind: owner?.kind || undefined, node: p.spec?.nodeName || undefined };
+  return {
+    namespace: p.metadata?.namespace ?? '',
+    name: p.metadata?.name ?? '',
+    uid: p.metadata?.uid || undefined,
+    ownerKind: owner?.kind || undefined,
+    node: p.spec?.nodeName || undefined,
+  };
 }
 
 export class KubePods implements PodSource {
@@ -57,7 +63,11 @@ export class KubePods implements PodSource {
     const out: PodInfo[] = [];
     let next: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const list = await this.#bounded(`list pods of node ${node}`, this.#api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}`, limit: PAGE, ...(next ? { _continue: next } : {}) }), Math.max(LIST_TIMEOUT_MS, this.#timeoutMs));
+      const list = await this.#bounded(
+        `list pods of node ${node}`,
+        this.#api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}`, limit: PAGE, ...(next ? { _continue: next } : {}) }),
+        Math.max(LIST_TIMEOUT_MS, this.#timeoutMs),
+      );
       out.push(...list.items.map(info));
       next = list.metadata?._continue || undefined;
       if (!next) return out;

@@ -15,7 +15,10 @@ function fakeSync(fail: { v4?: string }) {
   const sync = (pools: Pools): Promise<FamilyOutcome[]> => {
     calls.push(pools.map(formatPrefix));
     const of = (family: 4 | 6) => pools.filter((p) => p.family === family).map(formatPrefix);
-    const v4: FamilyOutcome = fail.v4 !== undefined ? { family: 4, tool: 'iptables', state: 'failed', cidrs: of(4), error: fail.v4 } : { family: 4, tool: 'iptables', state: 'synced', cidrs: of(4) };
+    const v4: FamilyOutcome =
+      fail.v4 !== undefined
+        ? { family: 4, tool: 'iptables', state: 'failed', cidrs: of(4), error: fail.v4 }
+        : { family: 4, tool: 'iptables', state: 'synced', cidrs: of(4) };
     return Promise.resolve([v4, { family: 6, tool: 'ip6tables', state: 'synced', cidrs: of(6) }]);
   };
   return { calls, sync };
@@ -35,7 +38,13 @@ test('MasqueradeLoop: every pool of the store (disabled ones too) on each sync; 
     await loop.runNow();
     assert.deepEqual(fake.calls, [['10.1.0.0/16', 'fd00:1::/64']]);
     assert.equal(loop.status().state, 'synced');
-    assert.deepEqual(loop.status().families.map((f) => [f.family, f.cidrs]), [[4, ['10.1.0.0/16']], [6, ['fd00:1::/64']]]);
+    assert.deepEqual(
+      loop.status().families.map((f) => [f.family, f.cidrs]),
+      [
+        [4, ['10.1.0.0/16']],
+        [6, ['fd00:1::/64']],
+      ],
+    );
 
     fail.v4 = 'iptables-restore not found on PATH';
     await loop.runNow();

@@ -91,7 +91,8 @@ export class MasqueradeLoop {
     this.#lastSyncAt = new Date().toISOString();
     const failed = this.#families.filter((f) => f.state === 'failed');
     if (failed.length > 0) this.#fail(failed.map((f) => `IPv${f.family}: ${f.error}`).join('; '));
-    if (this.#state !== 'synced') this.#o.log.info({ families: this.#families.map((f) => ({ family: f.family, state: f.state, pools: f.cidrs })) }, 'masquerade synced');
+    if (this.#state !== 'synced')
+      this.#o.log.info({ families: this.#families.map((f) => ({ family: f.family, state: f.state, pools: f.cidrs })) }, 'masquerade synced');
     this.#state = 'synced';
     this.#error = undefined;
   }

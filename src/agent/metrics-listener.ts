@@ -40,7 +40,11 @@ export async function listenMetrics(registry: Registry, host: string, port: numb
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
       const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-      reject(new Error(`cannot listen on --metrics-listen ${at}: ${e.code === 'EADDRINUSE' ? 'the address is in use (another agent? choose one with --metrics-listen HOST:PORT, or "off")' : e.message}`));
+      reject(
+        new Error(
+          `cannot listen on --metrics-listen ${at}: ${e.code === 'EADDRINUSE' ? 'the address is in use (another agent? choose one with --metrics-listen HOST:PORT, or "off")' : e.message}`,
+        ),
+      );
     });
     server.listen(port, host, () => resolve());
   });

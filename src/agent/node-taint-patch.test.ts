@@ -24,7 +24,13 @@ test('a taint another writer adds between our read and our write is kept: 409, r
       return decideTaints(current, [{ family: 4, headroom: 0 }], 4, new Date()).taints;
     });
     assert.equal(r.attempts, 2);
-    assert.deepEqual(fake.getNode('n1')?.spec.taints?.map((t) => [t.key, t.value, t.effect]), [['other', 'x', 'NoExecute'], ['podipam.io/ip-exhausted', 'ipv4', 'NoSchedule']]);
+    assert.deepEqual(
+      fake.getNode('n1')?.spec.taints?.map((t) => [t.key, t.value, t.effect]),
+      [
+        ['other', 'x', 'NoExecute'],
+        ['podipam.io/ip-exhausted', 'ipv4', 'NoSchedule'],
+      ],
+    );
     // already as wanted: no write
     const before = fake.patches.length;
     assert.equal((await applyNodeTaints(api, 'n1', (c) => decideTaints(c, [{ family: 4, headroom: 2 }], 4, new Date()).taints)).wrote, undefined);
@@ -38,7 +44,10 @@ test('a taint another writer adds between our read and our write is kept: 409, r
       }),
       new RegExp(`node n1: its taints changed under every one of ${MAX_ATTEMPTS} attempts`),
     );
-    await assert.rejects(applyNodeTaints(api, 'nope', () => []), /node nope: no such Node in the API server/);
+    await assert.rejects(
+      applyNodeTaints(api, 'nope', () => []),
+      /node nope: no such Node in the API server/,
+    );
   } finally {
     await fake.close();
     dir.remove();

@@ -24,7 +24,12 @@ export interface TaintApplyResult {
  * write). Throws naming the Node when it does not exist, on another error, or after
  * MAX_ATTEMPTS conflicts.
  */
-export async function applyNodeTaints(api: CoreV1Api, name: string, decide: (current: readonly Taint[]) => Taint[] | undefined, timeoutMs = 10_000): Promise<TaintApplyResult> {
+export async function applyNodeTaints(
+  api: CoreV1Api,
+  name: string,
+  decide: (current: readonly Taint[]) => Taint[] | undefined,
+  timeoutMs = 10_000,
+): Promise<TaintApplyResult> {
   const k8s = await import('@kubernetes/client-node');
   const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch) as Parameters<CoreV1Api['patchNode']>[1];
   for (let attempt = 1; ; attempt++) {
@@ -44,7 +49,8 @@ export async function applyNodeTaints(api: CoreV1Api, name: string, decide: (cur
       return { wrote: wanted, attempts: attempt };
     } catch (e) {
       if ((e as { code?: unknown }).code !== 409) throw e;
-      if (attempt >= MAX_ATTEMPTS) throw new Error(`node ${name}: its taints changed under every one of ${MAX_ATTEMPTS} attempts (409 Conflict); trying again at the next resync`);
+      if (attempt >= MAX_ATTEMPTS)
+        throw new Error(`node ${name}: its taints changed under every one of ${MAX_ATTEMPTS} attempts (409 Conflict); trying again at the next resync`);
     }
   }
 }

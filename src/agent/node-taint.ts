@@ -46,11 +46,18 @@ export function exhaustedInTaints(taints: readonly Taint[]): Set<Family> {
 
 /** The taint value for a set of exhausted families ("ipv4", "ipv6", "ipv4-ipv6"). */
 export function exhaustedValue(families: ReadonlySet<Family>): string {
-  return ([4, 6] as const).filter((f) => families.has(f)).map((f) => `ipv${f}`).join('-');
+  return ([4, 6] as const)
+    .filter((f) => families.has(f))
+    .map((f) => `ipv${f}`)
+    .join('-');
 }
 
 /** The exhausted families after a resync: 0 sets, ≥ clearAt clears, in between keeps `before`. */
-export function nextExhausted(before: ReadonlySet<Family>, headroom: readonly { readonly family: Family; readonly headroom: number }[], clearAt: number): Set<Family> {
+export function nextExhausted(
+  before: ReadonlySet<Family>,
+  headroom: readonly { readonly family: Family; readonly headroom: number }[],
+  clearAt: number,
+): Set<Family> {
   const out = new Set<Family>();
   for (const h of headroom) {
     if (h.headroom <= 0 || (h.headroom < clearAt && before.has(h.family))) out.add(h.family);
@@ -82,7 +89,12 @@ export function desiredTaints(current: readonly Taint[], exhausted: ReadonlySet<
 }
 
 /** One resync's decision: the exhausted families now and the taints to write (undefined: none to write). */
-export function decideTaints(current: readonly Taint[], headroom: readonly { readonly family: Family; readonly headroom: number }[], clearAt: number, now: Date): { exhausted: Set<Family>; taints: Taint[] | undefined } {
+export function decideTaints(
+  current: readonly Taint[],
+  headroom: readonly { readonly family: Family; readonly headroom: number }[],
+  clearAt: number,
+  now: Date,
+): { exhausted: Set<Family>; taints: Taint[] | undefined } {
   const exhausted = nextExhausted(exhaustedInTaints(current), headroom, clearAt);
   return { exhausted, taints: desiredTaints(current, exhausted, now) };
 }

@@ -29,11 +29,24 @@ export function parseAgentStatus(body: string, socket: string): AgentStatus {
     recordOf(v.backends, num) &&
     isRecord(v.datastore) &&
     Array.isArray(v.datastore.open) &&
-    (v.podCache === undefined || (isRecord(v.podCache) && typeof v.podCache.synced === 'boolean' && num(v.podCache.pods) && num(v.podCache.namespaces) && num(v.podCache.relists) && num(v.podCache.resumes) && num(v.podCache.events) && num(v.podCache.errors))) &&
-    (v.warmPool === undefined || (isRecord(v.warmPool) && recordOf(v.warmPool.pools, isRecord) && (v.warmPool.pods === undefined || isRecord(v.warmPool.pods)))) &&
+    (v.podCache === undefined ||
+      (isRecord(v.podCache) &&
+        typeof v.podCache.synced === 'boolean' &&
+        num(v.podCache.pods) &&
+        num(v.podCache.namespaces) &&
+        num(v.podCache.relists) &&
+        num(v.podCache.resumes) &&
+        num(v.podCache.events) &&
+        num(v.podCache.errors))) &&
+    (v.warmPool === undefined ||
+      (isRecord(v.warmPool) && recordOf(v.warmPool.pools, isRecord) && (v.warmPool.pods === undefined || isRecord(v.warmPool.pods)))) &&
     (v.headroom === undefined || (isRecord(v.headroom) && recordOf(v.headroom.families, (f) => isRecord(f) && num(f.headroom)))) &&
     (v.masquerade === undefined || (isRecord(v.masquerade) && typeof v.masquerade.state === 'string' && Array.isArray(v.masquerade.families))) &&
-    (v.runtimeReconcile === undefined || (isRecord(v.runtimeReconcile) && typeof v.runtimeReconcile.state === 'string' && Array.isArray(v.runtimeReconcile.suspected) && isRecord(v.runtimeReconcile.freed)));
+    (v.runtimeReconcile === undefined ||
+      (isRecord(v.runtimeReconcile) &&
+        typeof v.runtimeReconcile.state === 'string' &&
+        Array.isArray(v.runtimeReconcile.suspected) &&
+        isRecord(v.runtimeReconcile.freed)));
   if (!ok) {
     const shown = body.length > 80 ? `${body.slice(0, 77)}...` : body;
     throw new Error(`${socket} answered ${JSON.stringify(shown)}, which is not an agent status (another program on the socket, or another podipam version?)`);

@@ -61,7 +61,7 @@ const PAGE = 500;
 const MAX_PAGES = 1000;
 const HEADERS_TIMEOUT_MS = 10_000;
 
-const meta = (raw: unknown): { resourceVersion?: unknown; continue?: unknown } => ((raw as { metadata?: unknown } | null)?.metadata ?? {});
+const meta = (raw: unknown): { resourceVersion?: unknown; continue?: unknown } => (raw as { metadata?: unknown } | null)?.metadata ?? {};
 
 export class Reflector<T> {
   readonly #o: ReflectorOptions<T>;
@@ -182,16 +182,29 @@ export class Reflector<T> {
 
   async #watch(signal: AbortSignal): Promise<void> {
     const t = this.#o.timing;
-    const q = new URLSearchParams({ ...this.#o.query, watch: 'true', resourceVersion: this.#rv ?? '', allowWatchBookmarks: 'true', timeoutSeconds: String(t.watchSeconds) });
+    const q = new URLSearchParams({
+      ...this.#o.query,
+      watch: 'true',
+      resourceVersion: this.#rv ?? '',
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(t.watchSeconds),
+    });
     this.#watches++;
-    await this.#o.transport.watch(`${this.#o.path}?${q}`, (e) => this.#apply(e), { headersTimeoutMs: HEADERS_TIMEOUT_MS, maxMs: (t.watchSeconds + 30) * 1000, signal });
+    await this.#o.transport.watch(`${this.#o.path}?${q}`, (e) => this.#apply(e), {
+      headersTimeoutMs: HEADERS_TIMEOUT_MS,
+      maxMs: (t.watchSeconds + 30) * 1000,
+      signal,
+    });
   }
 
   #apply(e: WatchEvent): void {
     if (e.type === 'ERROR') {
       const s = (e.object ?? {}) as { code?: unknown; message?: unknown; reason?: unknown };
       const code = typeof s.code === 'number' ? s.code : undefined;
-      throw new KubeRequestError(`watch ${this.#o.what}: ${code ?? '?'}${typeof s.reason === 'string' ? ` ${s.reason}` : ''}: ${typeof s.message === 'string' ? s.message : 'error event'}`, code);
+      throw new KubeRequestError(
+        `watch ${this.#o.what}: ${code ?? '?'}${typeof s.reason === 'string' ? ` ${s.reason}` : ''}: ${typeof s.message === 'string' ? s.message : 'error event'}`,
+        code,
+      );
     }
     const rv = meta(e.object).resourceVersion;
     if (e.type === 'ADDED' || e.type === 'MODIFIED' || e.type === 'DELETED') {

@@ -41,10 +41,14 @@ describe('pod cache', () => {
   });
   const open = (node: string): PodCache => new PodCache({ transport: kubeTransport(kube), node, log: recordingLog(), timing: TIMING });
 
-  it('lists the node\'s pods and the namespaces, then follows their events; owners: the controller, else the first', async () => {
+  it("lists the node's pods and the namespaces, then follows their events; owners: the controller, else the first", async () => {
     fake.addNamespace('team-a', { 'podipam.io/pools': 'gold' });
     fake.addNamespace('team-b');
-    fake.addPod('team-a', 'web-1', { node: 'n1', ownerKind: 'ReplicaSet', annotations: { 'podipam.io/ip': '10.1.0.5', 'kubectl.kubernetes.io/last-applied-configuration': '{"big":1}' } });
+    fake.addPod('team-a', 'web-1', {
+      node: 'n1',
+      ownerKind: 'ReplicaSet',
+      annotations: { 'podipam.io/ip': '10.1.0.5', 'kubectl.kubernetes.io/last-applied-configuration': '{"big":1}' },
+    });
     fake.addPod('team-a', 'other-node', { node: 'n2' });
     fake.addPod('team-b', 'db-0', { node: 'n1', owners: [{ kind: 'Foo' }, { kind: 'StatefulSet', controller: true }] });
     fake.addPod('team-b', 'first', { node: 'n1', owners: [{ kind: 'Bar' }, { kind: 'Baz' }] });
@@ -55,8 +59,18 @@ describe('pod cache', () => {
     try {
       await until('synced', () => cache.synced);
       const web = cache.pod('team-a', 'web-1');
-      assert.deepEqual({ ...web }, { namespace: 'team-a', name: 'web-1', uid: fake.getPod('team-a', 'web-1')!.metadata.uid, annotations: { 'podipam.io/ip': '10.1.0.5' }, ownerKind: 'ReplicaSet', node: 'n1' });
-      assert.equal(cache.pod('team-a', 'other-node'), undefined, 'another node\'s pod is not held');
+      assert.deepEqual(
+        { ...web },
+        {
+          namespace: 'team-a',
+          name: 'web-1',
+          uid: fake.getPod('team-a', 'web-1')!.metadata.uid,
+          annotations: { 'podipam.io/ip': '10.1.0.5' },
+          ownerKind: 'ReplicaSet',
+          node: 'n1',
+        },
+      );
+      assert.equal(cache.pod('team-a', 'other-node'), undefined, "another node's pod is not held");
       assert.equal(cache.pod('team-b', 'db-0')?.ownerKind, 'StatefulSet');
       assert.equal(cache.pod('team-b', 'first')?.ownerKind, 'Bar');
       assert.deepEqual(cache.namespaceAnnotations('team-a'), { 'podipam.io/pools': 'gold' });
@@ -73,9 +87,18 @@ describe('pod cache', () => {
       assert.deepEqual(cache.pod('team-a', 'web-1')?.annotations, { 'podipam.io/pools': 'silver' });
       assert.deepEqual(cache.namespaceAnnotations('team-b'), { 'podipam.io/ip-set': 'fixed' });
       const s = cache.status();
-      assert.deepEqual({ synced: s.synced, pods: s.pods, namespaces: s.namespaces, relists: s.relists, errors: s.errors }, { synced: true, pods: 3, namespaces: 3, relists: 0, errors: 0 });
+      assert.deepEqual(
+        { synced: s.synced, pods: s.pods, namespaces: s.namespaces, relists: s.relists, errors: s.errors },
+        { synced: true, pods: 3, namespaces: 3, relists: 0, errors: 0 },
+      );
       assert.ok(s.events >= 5, `events ${s.events}`);
-      assert.deepEqual(cache.pods().map((p) => `${p.namespace}/${p.name}`).sort(), ['team-a/web-1', 'team-b/db-0', 'team-b/new']);
+      assert.deepEqual(
+        cache
+          .pods()
+          .map((p) => `${p.namespace}/${p.name}`)
+          .sort(),
+        ['team-a/web-1', 'team-b/db-0', 'team-b/new'],
+      );
     } finally {
       await cache.stop();
     }
@@ -98,7 +121,10 @@ describe('pod cache', () => {
         if (i > 0) fake.deletePod('resume', `p${i - 1}`);
       }
       await until('all events', () => cache.pod('resume', 'p4') !== undefined && cache.pod('resume', 'p3') === undefined);
-      assert.deepEqual(cache.pods().map((p) => p.name), ['p4']);
+      assert.deepEqual(
+        cache.pods().map((p) => p.name),
+        ['p4'],
+      );
       assert.deepEqual({ pods: fake.podRequests.list, ns: fake.namespaceRequests.list }, lists, 'no list after a dropped watch');
       assert.ok(fake.podRequests.watch >= watches + 5, 'each drop re-watched');
       assert.equal(cache.status().relists, 0);
@@ -183,14 +209,26 @@ describe('pod cache', () => {
 describe('pod cache pieces', () => {
   it('backoff doubles from the base up to the bound, jittered ±20%', () => {
     const t = { backoffBaseMs: 100, backoffMaxMs: 1000 };
-    assert.deepEqual([1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, t, () => 0.5)), [100, 200, 400, 800, 1000, 1000]);
-    assert.equal(backoffDelay(1, t, () => 0), 80);
-    assert.equal(backoffDelay(30, t, () => 1), 1200);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, t, () => 0.5)),
+      [100, 200, 400, 800, 1000, 1000],
+    );
+    assert.equal(
+      backoffDelay(1, t, () => 0),
+      80,
+    );
+    assert.equal(
+      backoffDelay(30, t, () => 1),
+      1200,
+    );
   });
 
   it('a pod object without namespace or name is not kept; annotations other than strings are dropped', () => {
     assert.equal(cachedPodOf({ metadata: { name: 'x' } }), undefined);
     assert.equal(cachedPodOf(null), undefined);
-    assert.deepEqual({ ...cachedPodOf({ metadata: { namespace: 'n', name: 'x', annotations: { a: 'b', c: 1 } } }) }, { namespace: 'n', name: 'x', uid: undefined, annotations: { a: 'b' }, ownerKind: undefined, node: undefined });
+    assert.deepEqual(
+      { ...cachedPodOf({ metadata: { namespace: 'n', name: 'x', annotations: { a: 'b', c: 1 } } }) },
+      { namespace: 'n', name: 'x', uid: undefined, annotations: { a: 'b' }, ownerKind: undefined, node: undefined },
+    );
   });
 });

@@ -40,7 +40,8 @@ export async function warmUp(call: CallHandler, node: string): Promise<void> {
   let dir: string | undefined;
   try {
     dir = mkdtempSync(join(tmpdir(), 'podipam-agent-warm-up-'));
-    const conf = (ipam: Record<string, unknown>): string => JSON.stringify({ cniVersion: '1.0.0', name: 'podipam-agent-warm-up', ipam: { type: 'podipam', ...ipam } });
+    const conf = (ipam: Record<string, unknown>): string =>
+      JSON.stringify({ cniVersion: '1.0.0', name: 'podipam-agent-warm-up', ipam: { type: 'podipam', ...ipam } });
     const local = conf({ dataDir: dir, ranges: [[{ subnet: '192.0.2.0/28' }]] }); // TEST-NET-1: routed nowhere
     const cluster = conf({ datastore: WARM_UP_DATASTORE, nodeName: node, cacheDir: '' });
     const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);

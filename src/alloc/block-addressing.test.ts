@@ -1,6 +1,18 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Family, type Prefix, addrAdd, addrEquals, formatAddr, parseAddr, parsePrefix, prefixContains, prefixFirst, prefixLast, subPrefix } from '../ip/index.js';
+import {
+  type Family,
+  type Prefix,
+  addrAdd,
+  addrEquals,
+  formatAddr,
+  parseAddr,
+  parsePrefix,
+  prefixContains,
+  prefixFirst,
+  prefixLast,
+  subPrefix,
+} from '../ip/index.js';
 import { mulberry32 } from '../util/mulberry32.js';
 import { type Block, addrOfOrdinal, allocateOrdinals, blockCapacity, freeCount, newBlock } from './block.js';
 import { blockGateway, excludedRole, isUsableOrdinal, usableCount, usableSpan } from './block-addressing.js';
@@ -12,21 +24,25 @@ describe('block addressing', () => {
   it('a /30 block hands out exactly its .2, behind gateway .1', () => {
     const cidr = parsePrefix('10.91.0.0/30');
     const r = allocateOrdinals(newBlock(cidr, 'n'), 4, 'h');
-    assert.deepEqual(r.ordinals.map((o) => formatAddr(addrOfOrdinal(cidr, o))), ['10.91.0.2']);
+    assert.deepEqual(
+      r.ordinals.map((o) => formatAddr(addrOfOrdinal(cidr, o))),
+      ['10.91.0.2'],
+    );
     assert.equal(formatAddr(blockGateway(cidr)), '10.91.0.1');
     assert.equal(usableCount(cidr), 1n);
-    assert.deepEqual([0, 1, 2, 3].map((o) => excludedRole(cidr, o)), [
-      'the network address of block 10.91.0.0/30',
-      'the gateway of block 10.91.0.0/30',
-      undefined,
-      'the broadcast address of block 10.91.0.0/30',
-    ]);
+    assert.deepEqual(
+      [0, 1, 2, 3].map((o) => excludedRole(cidr, o)),
+      ['the network address of block 10.91.0.0/30', 'the gateway of block 10.91.0.0/30', undefined, 'the broadcast address of block 10.91.0.0/30'],
+    );
   });
 
   it('a /126 block hands out its ::2 and ::3 (IPv6 has no broadcast), behind gateway ::1', () => {
     const cidr = parsePrefix('fd00:91::/126');
     const r = allocateOrdinals(newBlock(cidr, 'n'), 4, 'h');
-    assert.deepEqual(r.ordinals.map((o) => formatAddr(addrOfOrdinal(cidr, o))), ['fd00:91::2', 'fd00:91::3']);
+    assert.deepEqual(
+      r.ordinals.map((o) => formatAddr(addrOfOrdinal(cidr, o))),
+      ['fd00:91::2', 'fd00:91::3'],
+    );
     assert.equal(formatAddr(blockGateway(cidr)), 'fd00:91::1');
     assert.equal(excludedRole(cidr, 0), 'the subnet-router anycast address of block fd00:91::/126');
   });
@@ -43,7 +59,10 @@ describe('block addressing', () => {
 
   it('ordinals outside the block are not usable', () => {
     const cidr = parsePrefix('10.0.0.0/29');
-    assert.deepEqual([-1, 0, 1, 2, 6, 7, 8, 2.5].map((o) => isUsableOrdinal(cidr, o)), [false, false, false, true, true, false, false, false]);
+    assert.deepEqual(
+      [-1, 0, 1, 2, 6, 7, 8, 2.5].map((o) => isUsableOrdinal(cidr, o)),
+      [false, false, false, true, true, false, false, false],
+    );
   });
 
   // Property: over every allowed block size of both families, blocks anywhere in the pool, any

@@ -24,7 +24,10 @@ describe('checkBlockSize', () => {
   });
 
   it('refuses sizes outside the range, non-integers, and pools smaller than one block', () => {
-    assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 19), /'blockSize' 19 for 10\.0\.0\.0\/16: an IPv4 block size must be an integer from 20 to 30/);
+    assert.throws(
+      () => checkBlockSize(parsePrefix('10.0.0.0/16'), 19),
+      /'blockSize' 19 for 10\.0\.0\.0\/16: an IPv4 block size must be an integer from 20 to 30/,
+    );
     assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 33), RangeError);
     assert.throws(() => checkBlockSize(parsePrefix('10.0.0.0/16'), 26.5), RangeError);
     assert.throws(() => checkBlockSize(parsePrefix('fd00::/64'), 115), /IPv6 block size must be an integer from 116 to 126/);
@@ -35,10 +38,16 @@ describe('checkBlockSize', () => {
     for (const s of [31, 32]) {
       assert.throws(
         () => checkBlockSize(parsePrefix('10.0.0.0/24'), s),
-        new RegExp(`^RangeError: Cannot use 'blockSize' ${s} for 10\\.0\\.0\\.0/24: a /${s} block leaves no usable address \\(its network, gateway and broadcast addresses are never handed out\\); an IPv4 block size must be an integer from 20 to 30$`),
+        new RegExp(
+          `^RangeError: Cannot use 'blockSize' ${s} for 10\\.0\\.0\\.0/24: a /${s} block leaves no usable address \\(its network, gateway and broadcast addresses are never handed out\\); an IPv4 block size must be an integer from 20 to 30$`,
+        ),
       );
     }
-    for (const s of [127, 128]) assert.throws(() => checkBlockSize(parsePrefix('fd00::/64'), s), /'blockSize' 12[78] .*subnet-router anycast address and gateway are never handed out.*from 116 to 126/);
+    for (const s of [127, 128])
+      assert.throws(
+        () => checkBlockSize(parsePrefix('fd00::/64'), s),
+        /'blockSize' 12[78] .*subnet-router anycast address and gateway are never handed out.*from 116 to 126/,
+      );
   });
 
   it('still reads pool records with block sizes refused today (older versions wrote them)', () => {
@@ -53,7 +62,10 @@ describe('blocks of a pool', () => {
   it('counts and enumerates blocks from the pool start', () => {
     const pool = parsePrefix('10.1.0.0/24');
     assert.equal(blockCount(pool, 26), 4n);
-    assert.deepEqual([0n, 1n, 2n, 3n].map((i) => formatPrefix(blockAt(pool, 26, i))), ['10.1.0.0/26', '10.1.0.64/26', '10.1.0.128/26', '10.1.0.192/26']);
+    assert.deepEqual(
+      [0n, 1n, 2n, 3n].map((i) => formatPrefix(blockAt(pool, 26, i))),
+      ['10.1.0.0/26', '10.1.0.64/26', '10.1.0.128/26', '10.1.0.192/26'],
+    );
     assert.throws(() => blockAt(pool, 26, 4n), RangeError);
     assert.equal(blockCount(parsePrefix('fd00::/64'), 122), 1n << 58n);
   });
@@ -121,13 +133,20 @@ describe('reservations within a block', () => {
       rangeOf(parseAddr('10.0.0.127'), parseAddr('10.0.1.5')),
       rangeOf(parseAddr('fd00::'), parseAddr('fd00::ff')),
     ]);
-    assert.deepEqual([...reservedOrdinals(block, set)].sort((a, b) => a - b), [0, 1, 36, 63]);
+    assert.deepEqual(
+      [...reservedOrdinals(block, set)].sort((a, b) => a - b),
+      [0, 1, 36, 63],
+    );
     assert.equal(isWhollyReserved(block, set), false);
   });
 
   it('detects a wholly reserved block: every usable address reserved', () => {
     assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.0'), parseAddr('10.0.0.255'))])), true);
-    assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.66'), parseAddr('10.0.0.126'))])), true, '.64, .65 and .127 are never handed out anyway');
+    assert.equal(
+      isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.66'), parseAddr('10.0.0.126'))])),
+      true,
+      '.64, .65 and .127 are never handed out anyway',
+    );
     assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.67'), parseAddr('10.0.0.255'))])), false, '.66 is free');
     assert.equal(isWhollyReserved(block, new IpRangeSet([rangeOf(parseAddr('10.0.0.64'), parseAddr('10.0.0.125'))])), false, '.126 is free');
     assert.equal(isWhollyReserved(parsePrefix('10.0.0.0/31'), new IpRangeSet()), true, 'a block with no usable address');

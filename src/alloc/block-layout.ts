@@ -14,7 +14,10 @@ export const DEFAULT_BLOCK_SIZE: Readonly<Record<Family, number>> = Object.freez
  * less the sizes that leave no usable address once a block's network, gateway and (IPv4)
  * broadcast addresses are excluded (block-addressing.ts): at most /30 and /126.
  */
-export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, MAX_USABLE_BLOCK_SIZE[4]], 6: [116, MAX_USABLE_BLOCK_SIZE[6]] });
+export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({
+  4: [20, MAX_USABLE_BLOCK_SIZE[4]],
+  6: [116, MAX_USABLE_BLOCK_SIZE[6]],
+});
 
 /** Block prefix lengths a stored pool record may carry: also /31, /32, /127, /128, written before they were refused. */
 const STORED_BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = Object.freeze({ 4: [20, 32], 6: [116, 128] });
@@ -48,7 +51,9 @@ export function checkStoredBlockSize(pool: Prefix, blockSize: number): void {
 
 function checkRange(pool: Prefix, blockSize: number, min: number, max: number): void {
   if (!Number.isInteger(blockSize) || blockSize < min || blockSize > max) {
-    throw new RangeError(`Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: an IPv${pool.family} block size must be an integer from ${min} to ${max}`);
+    throw new RangeError(
+      `Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: an IPv${pool.family} block size must be an integer from ${min} to ${max}`,
+    );
   }
   if (blockSize < pool.len) {
     throw new RangeError(`Cannot use 'blockSize' ${blockSize} for ${formatPrefix(pool)}: the pool must hold at least one block (block size ≥ ${pool.len})`);

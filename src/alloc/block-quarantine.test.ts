@@ -11,7 +11,13 @@ test('stampReleases records every ordinal the write frees, at the writer’s clo
   const held = allocateOrdinals(newBlock(cidr, 'a'), 3, 'h').block; // ordinals 2, 3, 4 (0 network, 1 gateway)
   const freed = releaseOrdinals(held, [2, 4]).block;
   const on = stampReleases(held, freed, { reuseAfterMs: 30_000, now: T });
-  assert.deepEqual([...(on.released ?? [])], [[2, T], [4, T]]);
+  assert.deepEqual(
+    [...(on.released ?? [])],
+    [
+      [2, T],
+      [4, T],
+    ],
+  );
   const off = stampReleases(held, freed, { reuseAfterMs: 0, now: T });
   assert.equal(off.released, undefined);
   // A new block (nothing before it) records nothing.

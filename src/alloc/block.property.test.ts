@@ -43,7 +43,11 @@ class Model {
   alloc = new Map<number, string>();
   affinity: string | null;
   readonly size: number;
-  constructor(readonly cidr: Prefix, affinity: string | null, public next: number) {
+  constructor(
+    readonly cidr: Prefix,
+    affinity: string | null,
+    public next: number,
+  ) {
     this.affinity = affinity;
     this.size = 2 ** (familyBits(cidr.family) - cidr.len);
   }
@@ -81,7 +85,10 @@ class Model {
     return out;
   }
   of(handle: string): number[] {
-    return [...this.alloc].filter(([, h]) => h === handle).map(([o]) => o).sort((x, y) => x - y);
+    return [...this.alloc]
+      .filter(([, h]) => h === handle)
+      .map(([o]) => o)
+      .sort((x, y) => x - y);
   }
 }
 

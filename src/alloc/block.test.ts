@@ -112,7 +112,16 @@ describe('allocateOrdinals', () => {
   });
 
   it('keeps, counts and releases an allocation at an excluded ordinal (written by an older version)', () => {
-    const legacy: Block = { cidr: V4, affinity: 'n', allocations: new Map([[0, 'old'], [7, 'old'], [3, 'new']]), next: 0 };
+    const legacy: Block = {
+      cidr: V4,
+      affinity: 'n',
+      allocations: new Map([
+        [0, 'old'],
+        [7, 'old'],
+        [3, 'new'],
+      ]),
+      next: 0,
+    };
     assert.equal(allocatedCount(legacy), 3);
     assert.equal(freeCount(legacy), 4, 'only usable ordinals count as free or taken');
     assert.deepEqual(allocateOrdinals(legacy, 9, 'x').ordinals, [2, 4, 5, 6]);
@@ -171,7 +180,13 @@ describe('release', () => {
     let b = allocateOrdinals(newBlock(V4, 'n'), 2, 'h1').block;
     b = allocateOrdinals(b, 1, 'h2').block;
     const r = releaseOrdinals(b, [3, 4, 6]);
-    assert.deepEqual([...r.released], [[3, 'h1'], [4, 'h2']]);
+    assert.deepEqual(
+      [...r.released],
+      [
+        [3, 'h1'],
+        [4, 'h2'],
+      ],
+    );
     assert.deepEqual([...r.block.allocations], [[2, 'h1']]);
     const again = releaseOrdinals(r.block, [3, 4]);
     assert.equal(again.released.size, 0);
@@ -184,7 +199,10 @@ describe('release', () => {
     b = allocateOrdinals(b, 1, 'h2').block;
     b = assignOrdinal(b, 6, 'h1');
     assert.deepEqual(ordinalsOf(b, 'h1'), [2, 3, 6]);
-    assert.deepEqual([...handleCounts(b)].sort(), [['h1', 3], ['h2', 1]]);
+    assert.deepEqual([...handleCounts(b)].sort(), [
+      ['h1', 3],
+      ['h2', 1],
+    ]);
     const r = releaseHandle(b, 'h1');
     assert.deepEqual(r.ordinals, [2, 3, 6]);
     assert.deepEqual([...r.block.allocations], [[4, 'h2']]);
@@ -201,7 +219,6 @@ describe('release', () => {
     assert.equal(b.affinity, 'n');
   });
 });
-
 
 /**
  * The reference model: an array of holders and a cursor, written as plainly as possible.

@@ -87,7 +87,8 @@ export function allocateOrdinals(
   reserved: ReadonlySet<number> = EMPTY,
 ): { readonly block: Block; readonly ordinals: readonly number[] } {
   checkHandle(handle);
-  if (!Number.isInteger(count) || count < 0) throw new RangeError(`Cannot allocate from a block as 'count' must be a non-negative integer: current value is ${count}`);
+  if (!Number.isInteger(count) || count < 0)
+    throw new RangeError(`Cannot allocate from a block as 'count' must be a non-negative integer: current value is ${count}`);
   const cap = blockCapacity(block.cidr);
   const ordinals: number[] = [];
   if (block.allocations.has(GATEWAY_ORDINAL)) return { block, ordinals };
@@ -135,10 +136,7 @@ function withoutReleased(block: Block, ordinals: readonly number[]): Block {
  * Frees the given ordinals. Ordinals already free are ignored (release is idempotent);
  * `released` maps each freed ordinal to the handle that held it.
  */
-export function releaseOrdinals(
-  block: Block,
-  ordinals: Iterable<number>,
-): { readonly block: Block; readonly released: ReadonlyMap<number, string> } {
+export function releaseOrdinals(block: Block, ordinals: Iterable<number>): { readonly block: Block; readonly released: ReadonlyMap<number, string> } {
   const released = new Map<number, string>();
   for (const o of ordinals) {
     checkOrdinal(block.cidr, o);

@@ -6,7 +6,10 @@ import { formatPrefix, type Prefix } from '../ip/index.js';
  */
 export class CidrOutOfRangeError extends RangeError {
   override readonly name = 'CidrOutOfRangeError';
-  constructor(readonly cidr: Prefix, readonly cluster: Prefix) {
+  constructor(
+    readonly cidr: Prefix,
+    readonly cluster: Prefix,
+  ) {
     super(`cidr ${formatPrefix(cidr)} is out the range of cluster cidr ${formatPrefix(cluster)}`);
   }
 }

@@ -39,10 +39,7 @@ const startArb: fc.Arbitrary<Start> = fc
     return { cluster: { family, base, len: bits - hostBits }, nodeLen };
   });
 
-type Op =
-  | { t: 'allocate' }
-  | { t: 'occupy' | 'release' | 'exclude' | 'isUsed'; c: Pick }
-  | { t: 'reset' };
+type Op = { t: 'allocate' } | { t: 'occupy' | 'release' | 'exclude' | 'isUsed'; c: Pick } | { t: 'reset' };
 /** A CIDR for the op, read relative to the cluster: prefix length offset, address offset, other family. */
 interface Pick {
   readonly dLen: number;
@@ -133,7 +130,12 @@ function run(s: Start, ops: readonly Op[]): void {
           break;
         }
         assert.notEqual(got, 'out of range', `${op.t} ${formatPrefix(c)} refused inside ${formatPrefix(s.cluster)}`);
-        if (op.t === 'isUsed') assert.equal(got, touched.every((k) => m.used(k)), `isUsed ${formatPrefix(c)}`);
+        if (op.t === 'isUsed')
+          assert.equal(
+            got,
+            touched.every((k) => m.used(k)),
+            `isUsed ${formatPrefix(c)}`,
+          );
         if (op.t === 'occupy') for (const k of touched) m.marked[k] = true;
         if (op.t === 'release') {
           for (const k of touched) {

@@ -10,7 +10,10 @@ const text = (x: Prefix | undefined): string | undefined => (x ? formatPrefix(x)
 test('cidr set hands out node blocks round robin, wrapping, and reports exhaustion', () => {
   const set = new CidrSet(p('10.0.0.0/22'), 24);
   assert.equal(set.size, 4n);
-  assert.deepEqual([1, 2, 3].map(() => text(set.allocateNext())), ['10.0.0.0/24', '10.0.1.0/24', '10.0.2.0/24']);
+  assert.deepEqual(
+    [1, 2, 3].map(() => text(set.allocateNext())),
+    ['10.0.0.0/24', '10.0.1.0/24', '10.0.2.0/24'],
+  );
   // Released blocks are reused last: the search goes on from the last one handed out.
   set.release(p('10.0.0.0/24'));
   assert.equal(text(set.allocateNext()), '10.0.3.0/24');
@@ -45,11 +48,14 @@ test('cidr set occupy and release are idempotent and cover what the CIDR touches
 
 test('cidr set rejects CIDRs outside the cluster CIDR, naming both', () => {
   const set = new CidrSet(p('10.0.0.0/16'), 24);
-  assert.throws(() => set.occupy(p('10.1.0.0/24')), (e: unknown) => {
-    assert.ok(e instanceof CidrOutOfRangeError);
-    assert.equal(e.message, 'cidr 10.1.0.0/24 is out the range of cluster cidr 10.0.0.0/16');
-    return true;
-  });
+  assert.throws(
+    () => set.occupy(p('10.1.0.0/24')),
+    (e: unknown) => {
+      assert.ok(e instanceof CidrOutOfRangeError);
+      assert.equal(e.message, 'cidr 10.1.0.0/24 is out the range of cluster cidr 10.0.0.0/16');
+      return true;
+    },
+  );
   assert.throws(() => set.release(p('fd00::/64')), CidrOutOfRangeError);
   assert.equal(set.used, 0n);
 });
@@ -105,7 +111,7 @@ test('cidr set runs a v6 /32 cluster with /64 node blocks (2^32 blocks)', () => 
   set.occupy(p('2001:db8:f800::/38'));
   for (let len = 39; len <= 64; len++) {
     // Cover the remaining top half of the last /(len-1) except its last block.
-    const base = (0x20010db8n << 96n) | ((((1n << BigInt(len - 32)) - 2n)) << BigInt(128 - len));
+    const base = (0x20010db8n << 96n) | (((1n << BigInt(len - 32)) - 2n) << BigInt(128 - len));
     set.occupy({ family: 6, base, len });
   }
   assert.equal(set.free, 1n);

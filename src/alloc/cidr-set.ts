@@ -1,12 +1,4 @@
-import {
-  familyBits,
-  formatPrefix,
-  prefixLast,
-  prefixOverlaps,
-  subPrefix,
-  subPrefixIndex,
-  type Prefix,
-} from '../ip/index.js';
+import { familyBits, formatPrefix, prefixLast, prefixOverlaps, subPrefix, subPrefixIndex, type Prefix } from '../ip/index.js';
 import { CidrOutOfRangeError } from './cidr-out-of-range-error.js';
 import { SparseBitmap } from './sparse-bitmap.js';
 

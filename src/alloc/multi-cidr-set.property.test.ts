@@ -18,7 +18,10 @@ import { propertyRuns, runProperty } from '../../test/helpers/property.js';
 class Model {
   readonly sets: MCluster[] = [];
   readonly excluded: Prefix[] = [];
-  constructor(readonly family: Family, readonly nodeLen: number) {}
+  constructor(
+    readonly family: Family,
+    readonly nodeLen: number,
+  ) {}
   add(c: Prefix): 'family' | 'overlap' | 'mask' | 'ok' {
     if (c.family !== this.family) return 'family';
     if (this.sets.some((s) => meet(s.cluster, c))) return 'overlap';
@@ -70,15 +73,15 @@ function cidrOf(s: Start, p: Pick): Prefix {
   return prefixOf({ family: s.family, value: v }, len);
 }
 const pick = (dLen: fc.Arbitrary<number>): fc.Arbitrary<Pick> =>
-  fc.record({ dLen, at: fc.integer({ min: -8, max: 64 * 4 + 8 }), other: fc.oneof({ weight: 20, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }) });
+  fc.record({
+    dLen,
+    at: fc.integer({ min: -8, max: 64 * 4 + 8 }),
+    other: fc.oneof({ weight: 20, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  });
 const clusterPick = pick(fc.oneof({ weight: 10, arbitrary: fc.integer({ min: -4, max: 0 }) }, { weight: 1, arbitrary: fc.constant(1) }));
 const cidrPick = pick(fc.oneof(fc.integer({ min: -7, max: 3 }), fc.constant(200)));
 
-type Op =
-  | { t: 'add'; c: Pick }
-  | { t: 'allocate' }
-  | { t: 'occupy' | 'release' | 'exclude' | 'isUsed' | 'overlaps'; c: Pick }
-  | { t: 'reset' };
+type Op = { t: 'add'; c: Pick } | { t: 'allocate' } | { t: 'occupy' | 'release' | 'exclude' | 'isUsed' | 'overlaps'; c: Pick } | { t: 'reset' };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('add' as const), c: clusterPick }) },
   { weight: 6, arbitrary: fc.constant({ t: 'allocate' as const }) },
@@ -103,7 +106,11 @@ function run(s: Start, first: Pick | undefined, ops: readonly Op[]): void {
   /** Blocks allocateNext handed out that no release or reset has touched since, by base. */
   const held = new Set<bigint>();
   const check = (): void => {
-    assert.deepEqual(set.clusters, m.sets.map((x) => x.cluster), 'clusters, in order');
+    assert.deepEqual(
+      set.clusters,
+      m.sets.map((x) => x.cluster),
+      'clusters, in order',
+    );
     assert.equal(set.size, BigInt(m.sets.reduce((n, x) => n + x.size, 0)), 'size');
     let used = 0;
     for (const x of m.sets) {

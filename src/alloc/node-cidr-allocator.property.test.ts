@@ -20,7 +20,10 @@ class Model {
   readonly families: Family[] = [];
   readonly clusters: MCluster[] = [];
   readonly excluded: Prefix[];
-  constructor(readonly masks: Partial<Record<Family, number>>, excluded: readonly Prefix[]) {
+  constructor(
+    readonly masks: Partial<Record<Family, number>>,
+    excluded: readonly Prefix[],
+  ) {
     this.excluded = [...excluded];
   }
   /** `later`: by addClusterCidr, which grows a family the constructor set up but adds none. */
@@ -128,7 +131,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ t: fc.constant('delete' as const), node: fc.nat(NODES - 1) }) },
   { weight: 1, arbitrary: fc.constant({ t: 'resync' as const }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('add' as const), c: pickArb([4, 6], fc.integer({ min: -2, max: 0 })) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constantFrom('occupy' as const, 'release' as const, 'isUsed' as const), c: pickArb([4, 6], fc.integer({ min: -2, max: 3 })) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constantFrom('occupy' as const, 'release' as const, 'isUsed' as const), c: pickArb([4, 6], fc.integer({ min: -2, max: 3 })) }),
+  },
 );
 
 function outcome(f: () => void): string {
@@ -150,14 +156,22 @@ function run(c: Config, ops: readonly Op[]): void {
   const m = new Model(masks, excluded);
   const built = clusters.map((p) => m.add(p)).find((r) => r !== 'ok') ?? 'ok';
   let a: NodeCidrAllocator | undefined;
-  assert.equal(outcome(() => (a = new NodeCidrAllocator({ clusterCidrs: clusters, nodeMaskSize: masks, excluded }))), built, 'constructor');
+  assert.equal(
+    outcome(() => (a = new NodeCidrAllocator({ clusterCidrs: clusters, nodeMaskSize: masks, excluded }))),
+    built,
+    'constructor',
+  );
   if (!a) return;
   const alloc = a;
   const nodes = new Map<number, Prefix[]>();
 
   const check = (): void => {
     assert.deepEqual(alloc.families, m.families, 'families');
-    assert.deepEqual(alloc.clusterCidrs(), m.families.flatMap((f) => m.of(f).map((x) => x.cluster)), 'cluster CIDRs');
+    assert.deepEqual(
+      alloc.clusterCidrs(),
+      m.families.flatMap((f) => m.of(f).map((x) => x.cluster)),
+      'cluster CIDRs',
+    );
     const usage = m.families.map((family) => {
       const xs = m.of(family);
       let used = 0;
@@ -184,10 +198,11 @@ function run(c: Config, ops: readonly Op[]): void {
         // What the node carries already: the first `keep` of its CIDRs, maybe one of no configured family.
         const had = (nodes.get(op.node) ?? []).slice(0, op.keep);
         const existing = op.junk ? [...had, prefixOf({ family: 6, value: 0x2001n << 112n }, 64)] : had;
-        for (const p of nodes.get(op.node) ?? []) if (!had.includes(p)) {
-          alloc.release(p);
-          m.mark(p, false);
-        }
+        for (const p of nodes.get(op.node) ?? [])
+          if (!had.includes(p)) {
+            alloc.release(p);
+            m.mark(p, false);
+          }
         const got = alloc.proposeMissing(existing);
         assert.deepEqual(got, m.propose(existing), `propose for node ${op.node} holding ${existing.map(formatPrefix).join(',')}`);
         nodes.set(op.node, got.ok ? [...got.podCIDRs] : had);
@@ -213,7 +228,11 @@ function run(c: Config, ops: readonly Op[]): void {
       case 'add': {
         const p = cidrOf(c.fams, op.c);
         const want = m.add(p, true);
-        assert.equal(outcome(() => alloc.addClusterCidr(p)), want, `addClusterCidr ${formatPrefix(p)}`);
+        assert.equal(
+          outcome(() => alloc.addClusterCidr(p)),
+          want,
+          `addClusterCidr ${formatPrefix(p)}`,
+        );
         break;
       }
       default: {
@@ -242,5 +261,9 @@ function run(c: Config, ops: readonly Op[]): void {
 const runs = propertyRuns('NODE_CIDR');
 
 test(`NodeCidrAllocator agrees with its model over ${runs} random node event sequences`, (t) => {
-  runProperty(t, { env: 'NODE_CIDR', file: 'node-cidr-allocator.property', runs }, fc.property(configArb, fc.array(opArb, { maxLength: 50, size: 'max' }), run));
+  runProperty(
+    t,
+    { env: 'NODE_CIDR', file: 'node-cidr-allocator.property', runs },
+    fc.property(configArb, fc.array(opArb, { maxLength: 50, size: 'max' }), run),
+  );
 });

@@ -15,7 +15,12 @@ test('overlappingBlocks: the containing block of each larger size, every contain
 test('overlappingBlocks equals, by brute force, every block of the other sizes in a /20 that overlaps the block', () => {
   const space = parsePrefix('10.8.0.0/20');
   for (const len of [24, 26, 28]) {
-    for (const sizes of [[len - 2, len - 1], [len + 1, len + 3], [len - 4, len + 4], [len - 1, len + 2, len + 4]]) {
+    for (const sizes of [
+      [len - 2, len - 1],
+      [len + 1, len + 3],
+      [len - 4, len + 4],
+      [len - 1, len + 2, len + 4],
+    ]) {
       for (const idx of [0n, 1n, 5n, (1n << BigInt(len - 20)) - 1n]) {
         const block = subPrefix(space, len, idx);
         const want: string[] = [];

@@ -59,7 +59,12 @@ const smallArb = smallSizeArb.chain((size) => {
   const op: fc.Arbitrary<Op> = fc.oneof(
     { weight: 10, arbitrary: fc.record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, hi: at }) },
     // short runs, the common case (node blocks one by one)
-    { weight: 10, arbitrary: fc.record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, n: fc.integer({ min: 0, max: 40 }) }).map(({ t, lo, n }) => ({ t, lo, hi: lo + BigInt(n) })) },
+    {
+      weight: 10,
+      arbitrary: fc
+        .record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, n: fc.integer({ min: 0, max: 40 }) })
+        .map(({ t, lo, n }) => ({ t, lo, hi: lo + BigInt(n) })),
+    },
     { weight: 1, arbitrary: fc.constant({ t: 'reset' as const }) },
   );
   return fc.tuple(fc.constant(size), fc.array(fc.record({ op, ask: fc.array(at, { maxLength: 4 }) }), { maxLength: 40, size: 'max' }));
@@ -135,14 +140,21 @@ const hugeArb = hugeSizeArb.chain((size) => {
   const depth = Math.max(1, Math.ceil((size - 1n).toString(2).length / 5));
   // A run boundary (a multiple of 32^k), an end of the bitmap, or anywhere; then a few slots either way.
   const anchor = fc.oneof(
-    fc.record({ k: fc.integer({ min: 1, max: depth }), x: fc.bigInt({ min: 0n, max: size - 1n }) }).map(({ k, x }) => (x / 32n ** BigInt(k)) * 32n ** BigInt(k)),
+    fc
+      .record({ k: fc.integer({ min: 1, max: depth }), x: fc.bigInt({ min: 0n, max: size - 1n }) })
+      .map(({ k, x }) => (x / 32n ** BigInt(k)) * 32n ** BigInt(k)),
     fc.constantFrom(0n, size - 1n, size),
     fc.bigInt({ min: 0n, max: size - 1n }),
   );
   const at = fc.tuple(anchor, fc.integer({ min: -40, max: 40 })).map(([p, d]) => p + BigInt(d));
   const op: fc.Arbitrary<Op> = fc.oneof(
     { weight: 6, arbitrary: fc.record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, hi: at }) },
-    { weight: 6, arbitrary: fc.record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, n: fc.integer({ min: 0, max: 70 }) }).map(({ t, lo, n }) => ({ t, lo, hi: lo + BigInt(n) })) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .record({ t: fc.constantFrom('set' as const, 'clear' as const), lo: at, n: fc.integer({ min: 0, max: 70 }) })
+        .map(({ t, lo, n }) => ({ t, lo, hi: lo + BigInt(n) })),
+    },
     { weight: 1, arbitrary: fc.constant({ t: 'reset' as const }) },
   );
   return fc.tuple(fc.constant(size), fc.array(fc.record({ op, ask: fc.array(at, { maxLength: 4 }) }), { maxLength: 30, size: 'max' }));
@@ -154,9 +166,17 @@ const runs = propertyRuns('SPARSE_BITMAP');
 const file = 'sparse-bitmap.property';
 
 test(`sparse bitmap agrees with a flat array over ${runs} random sequences on small bitmaps`, (t) => {
-  runProperty(t, { env: 'SPARSE_BITMAP', file, runs }, fc.property(smallArb, ([size, ops]) => runSmall(size, ops)));
+  runProperty(
+    t,
+    { env: 'SPARSE_BITMAP', file, runs },
+    fc.property(smallArb, ([size, ops]) => runSmall(size, ops)),
+  );
 });
 
 test(`sparse bitmap agrees with its range history over ${runs} random sequences on bitmaps of 2^15 to 2^128 slots`, (t) => {
-  runProperty(t, { env: 'SPARSE_BITMAP_HUGE', file, runs }, fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)));
+  runProperty(
+    t,
+    { env: 'SPARSE_BITMAP_HUGE', file, runs },
+    fc.property(hugeArb, ([size, ops]) => runHuge(size, ops)),
+  );
 });

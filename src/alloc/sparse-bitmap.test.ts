@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { SparseBitmap } from './sparse-bitmap.js';
 import { mulberry32 } from '../util/mulberry32.js';
 
-
 function referenceNextClear(ref: boolean[], from: number): number | undefined {
   for (let i = Math.max(0, from); i < ref.length; i++) if (!ref[i]) return i;
   return undefined;
@@ -20,7 +19,11 @@ test('sparse bitmap matches a flat array under random range sets and clears', ()
       const b = Math.min(size - 1, a + len);
       const set = rnd() < 0.6;
       let expected = 0;
-      for (let i = a; i <= b; i++) if (ref[i] !== set) { ref[i] = set; expected++; }
+      for (let i = a; i <= b; i++)
+        if (ref[i] !== set) {
+          ref[i] = set;
+          expected++;
+        }
       const changed = set ? bm.setRange(BigInt(a), BigInt(b)) : bm.clearRange(BigInt(a), BigInt(b));
       assert.equal(changed, BigInt(expected), `size ${size} step ${step}`);
       const probe = Math.floor(rnd() * size);

@@ -55,29 +55,69 @@ export function registerAgent(program: Command): void {
     .option('--node <name>', `node name for calls whose config and environment name none (default: ${DEFAULT_NODE_NAME_HINT})`)
     .option('--data-dir <dir>', "the agent's own state directory (default: /var/lib/podipam/agent)")
     .option('--metrics-listen <host:port>', 'Prometheus /metrics and /healthz ("off" for none)', '127.0.0.1:7421')
-    .option('--allow-uid <uid>', 'also serve callers with this uid (repeatable; root and the agent\'s uid always)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option(
+      '--allow-uid <uid>',
+      "also serve callers with this uid (repeatable; root and the agent's uid always)",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option('--pools <a,b>', 'warm pool: allocate from these pools, in order (default: every enabled pool selecting the node)')
-    .option('--min-idle <n>', 'warm pool: keep at least N idle addresses per family (turns the warm pool on; on --datastore, else $PODIPAM_DATASTORE, else SQLite in the data directory)')
+    .option(
+      '--min-idle <n>',
+      'warm pool: keep at least N idle addresses per family (turns the warm pool on; on --datastore, else $PODIPAM_DATASTORE, else SQLite in the data directory)',
+    )
     .option('--max-idle <n>', 'warm pool: return idle addresses above N (default: --min-idle)')
     .option('--capacity <n>', 'warm pool: hold at most N addresses per family, idle and in use (default: 256, at least --max-idle)')
     .option('--cooldown <duration>', 'warm pool: a released address is handed out again only after this', '30s')
-    .option('--sticky-for <duration>', 'warm pool: a sticky pod\'s released address waits this long for it', '10m')
-    .option('--kubeconfig <file>', "watch this node's pods and the namespaces on this API server (their annotations place pods, in every mode); taint the Node podipam.io/ip-exhausted when out of addresses; warm pool: sticky StatefulSet pods, GC of the addresses of pods gone")
+    .option('--sticky-for <duration>', "warm pool: a sticky pod's released address waits this long for it", '10m')
+    .option(
+      '--kubeconfig <file>',
+      "watch this node's pods and the namespaces on this API server (their annotations place pods, in every mode); taint the Node podipam.io/ip-exhausted when out of addresses; warm pool: sticky StatefulSet pods, GC of the addresses of pods gone",
+    )
     .option('--in-cluster', 'as --kubeconfig, with the in-cluster service account (the agent runs in a pod)')
     .option('--sticky-namespaces <a,b>', 'warm pool: pods of these namespaces are sticky (with --kubeconfig: only their StatefulSet pods)')
     .option('--sticky-name-pattern <regex>', 'warm pool: pods whose whole name matches are sticky (with --kubeconfig: only StatefulSet pods)')
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
-    .option('--view-interval <duration>', "warm pool: publish the pool's holder view (idle, cooling, sticky, pods served; what `podipam ipam check` compares) at most this often when it changes, and every 6 such periods unchanged", '5s')
-    .option('--headroom-interval <duration>', "period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)", '30s')
+    .option(
+      '--view-interval <duration>',
+      "warm pool: publish the pool's holder view (idle, cooling, sticky, pods served; what `podipam ipam check` compares) at most this often when it changes, and every 6 such periods unchanged",
+      '5s',
+    )
+    .option(
+      '--headroom-interval <duration>',
+      'period of the node headroom resync (free + claimable addresses per family; the ip-exhausted taint with --kubeconfig)',
+      '30s',
+    )
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
-    .option('--realtime-priority <n>', 'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)')
-    .option('--masquerade', 'keep the node masquerade from the datastore\'s pools: pod traffic to outside every pod pool leaves with the node\'s address, pod-to-pod traffic never (the default)')
+    .option(
+      '--realtime-priority <n>',
+      'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)',
+    )
+    .option(
+      '--masquerade',
+      "keep the node masquerade from the datastore's pools: pod traffic to outside every pod pool leaves with the node's address, pod-to-pod traffic never (the default)",
+    )
     .option('--no-masquerade', 'leave the nat table alone (the cluster and agent configs do not masquerade: then nothing does)')
     .option('--masquerade-interval <duration>', 'period of the masquerade resync (pools added or removed take effect within it)', '30s')
-    .option('--runtime-endpoint <endpoint>', "reconcile this node's allocations with the container runtime over CRI (e.g. unix:///run/containerd/containerd.sock): an allocation whose sandbox two of its answers lack, past the grace, is freed")
-    .option('--runtime-reconcile-interval <duration>', 'with --runtime-endpoint: period of the sandbox listing (also the least spacing of the two answers)', '1m')
-    .option('--runtime-reconcile-grace <duration>', "with --runtime-endpoint: an allocation younger than this is never freed (at least the longest sandbox creation: 2 × kubelet's --runtime-request-timeout, 2m)", '4m')
-    .option('--runtime-reconcile-data-dir <dirs>', 'with --runtime-endpoint: the local back end\'s data directories to reconcile, comma-separated', '/var/lib/cni/networks')
+    .option(
+      '--runtime-endpoint <endpoint>',
+      "reconcile this node's allocations with the container runtime over CRI (e.g. unix:///run/containerd/containerd.sock): an allocation whose sandbox two of its answers lack, past the grace, is freed",
+    )
+    .option(
+      '--runtime-reconcile-interval <duration>',
+      'with --runtime-endpoint: period of the sandbox listing (also the least spacing of the two answers)',
+      '1m',
+    )
+    .option(
+      '--runtime-reconcile-grace <duration>',
+      "with --runtime-endpoint: an allocation younger than this is never freed (at least the longest sandbox creation: 2 × kubelet's --runtime-request-timeout, 2m)",
+      '4m',
+    )
+    .option(
+      '--runtime-reconcile-data-dir <dirs>',
+      "with --runtime-endpoint: the local back end's data directories to reconcile, comma-separated",
+      '/var/lib/cni/networks',
+    )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -138,7 +178,14 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   const flagOfField = (f: import('../agent/agent-config.js').AgentField): keyof AgentFlags => (f === 'allowUids' ? 'allowUid' : f);
   let config: import('../agent/agent-config.js').AgentConfig;
   try {
-    config = await agentConfig({ allowUids: flags.allowUid, ...(flags.node !== undefined ? { node: flags.node } : {}), ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}) }, (f) => label(flagOfField(f)));
+    config = await agentConfig(
+      {
+        allowUids: flags.allowUid,
+        ...(flags.node !== undefined ? { node: flags.node } : {}),
+        ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}),
+      },
+      (f) => label(flagOfField(f)),
+    );
   } catch (e) {
     throw e instanceof AgentConfigError ? new UsageError(e.message) : e;
   }
@@ -163,7 +210,12 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     const { defaultDataDir, sqliteUrlFor } = await import('./datastore-url.js');
     flags = { ...flags, datastore: sqliteUrlFor(defaultDataDir()) };
   }
-  const [{ startAgent }, { AgentListenError }, { AgentMetrics }, { listenMetrics }] = await Promise.all([import('../agent-main.js'), import('../agent/agent-server.js'), import('../agent/agent-metrics.js'), import('../agent/metrics-listener.js')]);
+  const [{ startAgent }, { AgentListenError }, { AgentMetrics }, { listenMetrics }] = await Promise.all([
+    import('../agent-main.js'),
+    import('../agent/agent-server.js'),
+    import('../agent/agent-metrics.js'),
+    import('../agent/metrics-listener.js'),
+  ]);
   let agent: import('../agent/agent-server.js').Agent | undefined;
   const metrics = new AgentMetrics(() => agent);
   // Every listener or none: the metrics port first (nothing is served if it is taken), then the
@@ -181,7 +233,19 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     throw new UsageError((e as Error).message);
   }
   try {
-    agent = await startAgent({ socket: flags.socket, node, allowUids, ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}), ...(warm ? { warm } : {}), ...(kube ? { kube } : {}), headroom, ...(masquerade ? { masquerade } : {}), ...(runtimeReconcile ? { runtimeReconcile } : {}), onCall: (c) => metrics.observe(c), log: logger });
+    agent = await startAgent({
+      socket: flags.socket,
+      node,
+      allowUids,
+      ...(flags.datastore !== undefined ? { datastore: flags.datastore } : {}),
+      ...(warm ? { warm } : {}),
+      ...(kube ? { kube } : {}),
+      headroom,
+      ...(masquerade ? { masquerade } : {}),
+      ...(runtimeReconcile ? { runtimeReconcile } : {}),
+      onCall: (c) => metrics.observe(c),
+      log: logger,
+    });
   } catch (e) {
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
@@ -237,7 +301,8 @@ function runtimeReconcileFlags(flags: AgentFlags, label: Label): { endpoint: str
   const raw = flags.runtimeReconcileDataDir ?? '/var/lib/cni/networks';
   const dataDirs = raw === '' ? [] : raw.split(',');
   const bad = dataDirs.find((d) => !d.startsWith('/'));
-  if (bad !== undefined) throw new UsageError(`invalid ${label('runtimeReconcileDataDir')} ${JSON.stringify(raw)}: ${JSON.stringify(bad)} is not an absolute path`);
+  if (bad !== undefined)
+    throw new UsageError(`invalid ${label('runtimeReconcileDataDir')} ${JSON.stringify(raw)}: ${JSON.stringify(bad)} is not an absolute path`);
   return { endpoint: flags.runtimeEndpoint, intervalMs, graceMs, dataDirs };
 }
 
@@ -250,7 +315,11 @@ function headroomFlags(flags: AgentFlags, label: Label): { intervalMs: number; c
 }
 
 /** The warm-pool options from the flags (undefined when none is given); UsageError naming the flag. */
-async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Label, kube: { kubeconfig?: string } | undefined): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
+async function warmFlags(
+  flags: AgentFlags & { datastore?: string },
+  label: Label,
+  kube: { kubeconfig?: string } | undefined,
+): Promise<Omit<WarmOptions, 'datastore' | 'node' | 'log'> | undefined> {
   const given = flags.minIdle !== undefined || flags.maxIdle !== undefined || flags.capacity !== undefined || flags.pools !== undefined;
   const warmOnly = (['stickyNamespaces', 'stickyNamePattern'] as const).find((k) => flags[k] !== undefined);
   if (!given) {
@@ -270,7 +339,8 @@ async function warmFlags(flags: AgentFlags & { datastore?: string }, label: Labe
     validateWarmSizing({ minIdle, maxIdle, capacity, cooldownMs, stickyForMs });
   } catch (e) {
     if (!(e instanceof WarmPoolConfigError)) throw e;
-    const flag = (f: string): string => label(({ cooldownMs: 'cooldown', stickyForMs: 'stickyFor' } as Record<string, keyof AgentFlags>)[f] ?? (f as keyof AgentFlags));
+    const flag = (f: string): string =>
+      label(({ cooldownMs: 'cooldown', stickyForMs: 'stickyFor' } as Record<string, keyof AgentFlags>)[f] ?? (f as keyof AgentFlags));
     if (e.bound) throw new UsageError(`invalid ${flag(e.field)} ${String(e.value)}: must not exceed ${flag(e.bound.field)} (${e.bound.value})`);
     if (e.field === 'capacity' && e.value === 0) throw new UsageError(`invalid ${flag('capacity')} 0: the warm pool must hold at least one address`);
     throw new UsageError(`invalid warm pool options: ${e.message}`);

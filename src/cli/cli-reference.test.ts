@@ -6,7 +6,12 @@ import { anchorOf, cliReference } from './cli-reference.js';
 function tree(): Command {
   const root = new Command('podipam').description('root').option('--datastore <url>', 'the store');
   const pool = root.command('pool').description('pools');
-  pool.command('create').description('create a pool').argument('<name>', 'pool name').option('--cidr <cidr>', 'the CIDR | with a bar').option('--node-selector <sel>', 'nodes', 'all()');
+  pool
+    .command('create')
+    .description('create a pool')
+    .argument('<name>', 'pool name')
+    .option('--cidr <cidr>', 'the CIDR | with a bar')
+    .option('--node-selector <sel>', 'nodes', 'all()');
   root.command('secret', { hidden: true }).description('not shown');
   return root;
 }

@@ -3,12 +3,7 @@
  * its errors worded with the flags: the service names its fields (`clusterCidrs`), the user
  * reads the flag (`--cluster-cidr`).
  */
-import {
-  ControllerConfigError,
-  parseControllerConfig,
-  type ControllerConfig,
-  type ControllerSettingsField,
-} from '../controller/controller-config.js';
+import { ControllerConfigError, parseControllerConfig, type ControllerConfig, type ControllerSettingsField } from '../controller/controller-config.js';
 
 /** The flags as commander gives them (strings, unvalidated). */
 export interface ControllerFlags {

@@ -39,7 +39,7 @@ function untilSignal(): Promise<NodeJS.Signals> {
 export function registerController(program: Command): void {
   program
     .command('controller')
-    .description('give every node a pod CIDR per family out of the cluster CIDRs (kube-controller-manager\'s node IPAM)')
+    .description("give every node a pod CIDR per family out of the cluster CIDRs (kube-controller-manager's node IPAM)")
     .option('--cluster-cidr <cidrs>', 'cluster CIDR(s), comma-separated; one or more per family, used in order')
     .option('--node-mask-size <n>', 'node CIDR prefix length for IPv4 (default 24), or for IPv6 in an IPv6-only cluster')
     .option('--node-mask-size-v6 <n>', 'node CIDR prefix length for IPv6 (default 64)')
@@ -71,7 +71,12 @@ export function registerController(program: Command): void {
       const store = await openStore(datastoreUrl(cmd));
       let adapter: import('../controller/kube-adapter.js').KubeAdapter | undefined;
       const controller = new NodeCidrController({
-        store, config, workers, pollIntervalMs, resyncIntervalMs, log: logger,
+        store,
+        config,
+        workers,
+        pollIntervalMs,
+        resyncIntervalMs,
+        log: logger,
         onChange: (name) => adapter?.notify(name),
       });
       try {

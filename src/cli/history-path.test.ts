@@ -28,7 +28,7 @@ it('defaultHistoryPath: every other datastore its own file under DATA_DIR/histor
   assert.equal(defaultHistoryPath(data, `sqlite:${relative(process.cwd(), join(dir.path, 'x.db'))}`), x, 'a relative path: the same file');
 });
 
-it('moveForeignDefaultHistory: DATA_DIR/history.db of another datastore goes to that datastore\'s own file, never over one', () => {
+it("moveForeignDefaultHistory: DATA_DIR/history.db of another datastore goes to that datastore's own file, never over one", () => {
   mkdirSync(data, { recursive: true });
   const other = `sqlite:${join(dir.path, 'x.db')}`;
   writeFileSync(join(data, 'history.db'), 'h');

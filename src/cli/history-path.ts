@@ -26,7 +26,11 @@ export function defaultHistoryPath(dataDir: string, datastoreUrl: string): strin
   const kind = parseStoreUrl(datastoreUrl).kind;
   const key = historyKey(datastoreUrl);
   if (key === historyKey(sqliteUrlFor(dataDir))) return join(dataDir, 'history.db');
-  const slug = key.replace(/^[a-z]+:\/*/i, '').replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '').slice(-48);
+  const slug = key
+    .replace(/^[a-z]+:\/*/i, '')
+    .replace(/[^A-Za-z0-9.]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(-48);
   const hash = createHash('sha256').update(key).digest('hex').slice(0, 12);
   return join(dataDir, 'history', `${kind}-${slug}-${hash}.db`);
 }

@@ -52,7 +52,8 @@ export async function historyFile(opts: { historyDb?: string }, cmd: Command): P
 
 function historyFormat(opts: HistoryOpts): HistoryFormat {
   const o = opts.output;
-  if (o !== undefined && !(FORMATS as readonly string[]).includes(o)) throw new UsageError(`invalid -o/--output ${JSON.stringify(o)}: expected ${FORMATS.join(', ')}`);
+  if (o !== undefined && !(FORMATS as readonly string[]).includes(o))
+    throw new UsageError(`invalid -o/--output ${JSON.stringify(o)}: expected ${FORMATS.join(', ')}`);
   if (opts.json && o !== undefined && o !== 'json') throw new UsageError(`--json and -o ${o} ask for different output: give one`);
   return opts.json ? 'json' : ((o as HistoryFormat | undefined) ?? 'table');
 }
@@ -92,14 +93,20 @@ async function writeLines(lines: Iterable<string>): Promise<void> {
 export function registerHistory(ipam: Command): void {
   ipam
     .command('history')
-    .description("who held an address, and when (the history podipam serve keeps); with --pod, every address a pod had; without either, the export")
+    .description('who held an address, and when (the history podipam serve keeps); with --pod, every address a pod had; without either, the export')
     .argument('[address]', 'an IPv4 or IPv6 address')
-    .option('--at <time>', 'the one holder at this instant (exit 0: a holder, 3: none, 4: unknown: in a gap of the history, e.g. while serve was away or the datastore was restored from a backup)')
+    .option(
+      '--at <time>',
+      'the one holder at this instant (exit 0: a holder, 3: none, 4: unknown: in a gap of the history, e.g. while serve was away or the datastore was restored from a backup)',
+    )
     .option('--since <time>', 'holds overlapping, or records from, this time on (RFC 3339 or now, -30m, -2h, -7d)')
     .option('--until <time>', 'holds overlapping, or records up to, this time')
     .option('--pod <namespace/name>', 'instead of an address: every address this pod ever had (every incarnation)')
     .option('--limit <n>', 'the export: at most this many records')
-    .option('--history-db <file>', "serve's history file (default: the datastore's own, as serve chose it: DATA_DIR/history.db for the default datastore; opened read-only)")
+    .option(
+      '--history-db <file>',
+      "serve's history file (default: the datastore's own, as serve chose it: DATA_DIR/history.db for the default datastore; opened read-only)",
+    )
     .option('-o, --output <format>', `${FORMATS.join(', ')} (JSON: {"items": [hold…], "gaps": […]}; jsonl: one object per line)`)
     .option('--json', 'the same as -o json')
     .action(async (addressText: string | undefined, opts: HistoryOpts, cmd: Command) => {
@@ -110,11 +117,14 @@ export function registerHistory(ipam: Command): void {
       const at = usage(() => parseOptionalTime('--at', opts.at, now));
       const since = usage(() => parseOptionalTime('--since', opts.since, now));
       const until = usage(() => parseOptionalTime('--until', opts.until, now));
-      if (since !== undefined && until !== undefined && since > until) throw new UsageError(`--since ${JSON.stringify(opts.since)} is after --until ${JSON.stringify(opts.until)}`);
+      if (since !== undefined && until !== undefined && since > until)
+        throw new UsageError(`--since ${JSON.stringify(opts.since)} is after --until ${JSON.stringify(opts.until)}`);
       if (addressText !== undefined && opts.pod !== undefined) throw new UsageError('give an ADDRESS or --pod, not both');
-      if (at !== undefined && (since !== undefined || until !== undefined)) throw new UsageError('--at asks about one instant: give it without --since/--until');
+      if (at !== undefined && (since !== undefined || until !== undefined))
+        throw new UsageError('--at asks about one instant: give it without --since/--until');
       if (at !== undefined && addressText === undefined) throw new UsageError('--at needs an ADDRESS (podipam ipam history ADDRESS --at TIME)');
-      if (opts.limit !== undefined && (addressText !== undefined || opts.pod !== undefined)) throw new UsageError('--limit bounds the export (no ADDRESS, no --pod)');
+      if (opts.limit !== undefined && (addressText !== undefined || opts.pod !== undefined))
+        throw new UsageError('--limit bounds the export (no ADDRESS, no --pod)');
       const limit = opts.limit === undefined ? undefined : parseIntFlag('--limit', opts.limit, { min: 1 });
       const address = addressText === undefined ? undefined : usage(() => formatAddr(parseAddr(addressText)));
       const pod = opts.pod === undefined ? undefined : await import('../model/pod-ref.js').then((m) => usage(() => m.parsePodRef('--pod', opts.pod as string)));
@@ -123,8 +133,22 @@ export function registerHistory(ipam: Command): void {
       const db = await openHistory(await historyFile(opts, cmd));
       try {
         if (address !== undefined && at !== undefined) return await printAt(db, address, at, format);
-        if (address !== undefined) return await printHolds(format, db.holdsOfAddress(address, range), db.gaps(range), `no holder of ${address} in the history${rangeText(range)}`, false);
-        if (pod !== undefined) return await printHolds(format, db.holdsOfPod(pod.namespace, pod.name, range), db.gaps(range), `pod ${pod.namespace}/${pod.name} held no address in the history${rangeText(range)}`, true);
+        if (address !== undefined)
+          return await printHolds(
+            format,
+            db.holdsOfAddress(address, range),
+            db.gaps(range),
+            `no holder of ${address} in the history${rangeText(range)}`,
+            false,
+          );
+        if (pod !== undefined)
+          return await printHolds(
+            format,
+            db.holdsOfPod(pod.namespace, pod.name, range),
+            db.gaps(range),
+            `pod ${pod.namespace}/${pod.name} held no address in the history${rangeText(range)}`,
+            true,
+          );
         return await printExport(db, format, since ?? 0, until, limit);
       } finally {
         db.close();
@@ -151,7 +175,13 @@ async function printAt(db: HistoryDb, address: string, at: number, format: Histo
   else process.stdout.write(`${head}: ${holdSentence(r.hold)}\n`);
 }
 
-async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: readonly import('../model/history.js').HistoryGap[], empty: string, byPod: boolean): Promise<void> {
+async function printHolds(
+  format: HistoryFormat,
+  holds: readonly Hold[],
+  gaps: readonly import('../model/history.js').HistoryGap[],
+  empty: string,
+  byPod: boolean,
+): Promise<void> {
   const { holdJson, gapJson, gapSentence, podText, timeText, evidenceText } = await import('../history/format-history.js');
   if (format === 'jsonl') return writeLines(holds.map((h) => exactJson(holdJson(h))));
   if (printData(format, { items: holds.map(holdJson), gaps: gaps.map(gapJson) })) return;
@@ -170,7 +200,12 @@ async function printHolds(format: HistoryFormat, holds: readonly Hold[], gaps: r
       { header: 'NETWORK', value: (h) => h.network },
       { header: 'NODE', value: (h) => h.node },
       { header: 'POOL', value: (h) => h.pool },
-      ...(wide ? [{ header: 'BLOCK', value: (h: Hold) => h.block }, { header: 'HANDLE', value: (h: Hold) => h.handle }] : []),
+      ...(wide
+        ? [
+            { header: 'BLOCK', value: (h: Hold) => h.block },
+            { header: 'HANDLE', value: (h: Hold) => h.handle },
+          ]
+        : []),
     ];
     printTable(holds, cols);
   }
@@ -186,19 +221,35 @@ async function printExport(db: HistoryDb, format: HistoryFormat, since: number, 
       yield r;
     }
   }
-  if (format === 'jsonl') return writeLines((function* () {
-    for (const r of records()) yield exactJson(recordJson(r));
-  })());
+  if (format === 'jsonl')
+    return writeLines(
+      (function* () {
+        for (const r of records()) yield exactJson(recordJson(r));
+      })(),
+    );
   const all = [...records()];
   if (printData(format, { items: all.map(recordJson) })) return;
   const wide = format === 'wide';
   printTable(all, [
-    { header: 'TIME', value: (r) => (r.event === 'gap' ? formatTime(r.until) : timeText(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest })) },
+    {
+      header: 'TIME',
+      value: (r) => (r.event === 'gap' ? formatTime(r.until) : timeText(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest })),
+    },
     { header: 'EVENT', value: (r) => r.event },
     { header: 'ADDRESS', value: (r) => (r.event === 'gap' ? undefined : r.address) },
     { header: 'POD', value: (r) => (r.event === 'gap' || !r.pod ? undefined : `${r.pod.namespace}/${r.pod.name}`) },
     { header: 'NODE', value: (r) => (r.event === 'gap' ? undefined : r.node) },
-    { header: 'WHY', value: (r) => (r.event === 'released' ? (r.evidence ? `${r.why} (${evidenceText(r.evidence)})` : r.why) : r.event === 'gap' ? `from ${formatTime(r.from)}: ${r.cause}` : undefined) },
+    {
+      header: 'WHY',
+      value: (r) =>
+        r.event === 'released'
+          ? r.evidence
+            ? `${r.why} (${evidenceText(r.evidence)})`
+            : r.why
+          : r.event === 'gap'
+            ? `from ${formatTime(r.from)}: ${r.cause}`
+            : undefined,
+    },
     ...(wide
       ? [
           { header: 'UID', value: (r: HistoryRecord) => (r.event === 'gap' ? undefined : r.pod?.uid) },

@@ -34,13 +34,23 @@ export function registerImportCalico(imp: Command): void {
   withImportRunOptions(
     imp
       .command('calico')
-      .argument('[file]', "the JSON of kubectl get ippools.crd.projectcalico.org,ipamblocks.crd.projectcalico.org,blockaffinities.crd.projectcalico.org,ipamhandles.crd.projectcalico.org -o json ('-': stdin)")
-      .description("adopt Calico IPAM's pools, blocks, pod addresses and tunnel addresses from its Kubernetes datastore (FILE) or its etcd datastore (--from-etcd)")
+      .argument(
+        '[file]',
+        "the JSON of kubectl get ippools.crd.projectcalico.org,ipamblocks.crd.projectcalico.org,blockaffinities.crd.projectcalico.org,ipamhandles.crd.projectcalico.org -o json ('-': stdin)",
+      )
+      .description(
+        "adopt Calico IPAM's pools, blocks, pod addresses and tunnel addresses from its Kubernetes datastore (FILE) or its etcd datastore (--from-etcd)",
+      )
       .option('--from-etcd <urls>', "read Calico's etcd v3 datastore instead: etcd://HOST:PORT[,…], etcds://…?ca=…, or Calico's http(s)://HOST:PORT[,…]")
       .option('--etcd-prefix <prefix>', "Calico's etcd key prefix", '/calico')
       .option('--network <names>', "the CNI network name(s) of Calico's handles <network>.<containerID>, comma-separated", 'k8s-pod-network')
       .option('--ifname <name>', 'the interface name of every imported attachment (Calico handles have none)', 'eth0')
-      .option('--pool-map <calico=podipam>', 'put the Calico pool\'s addresses into this podipam pool (existing, or created under that name); repeatable', (v: string, acc: string[]) => [...acc, v], []),
+      .option(
+        '--pool-map <calico=podipam>',
+        "put the Calico pool's addresses into this podipam pool (existing, or created under that name); repeatable",
+        (v: string, acc: string[]) => [...acc, v],
+        [],
+      ),
   ).action(async (file: string | undefined, flags: CalicoFlags, cmd: Command) => {
     await importCalico(file, flags, cmd);
   });
@@ -49,7 +59,7 @@ export function registerImportCalico(imp: Command): void {
 async function importCalico(file: string | undefined, flags: CalicoFlags, cmd: Command): Promise<void> {
   importOutputFormat(flags.output);
   if ((file === undefined) === (flags.fromEtcd === undefined)) {
-    throw new UsageError('give exactly one source: FILE (or - for stdin), the kubectl List of Calico\'s CRDs, or --from-etcd URL[,URL…]');
+    throw new UsageError("give exactly one source: FILE (or - for stdin), the kubectl List of Calico's CRDs, or --from-etcd URL[,URL…]");
   }
   const networks = parseNetworks(flags.network);
   const ifname = parseIfname(flags.ifname);
@@ -73,7 +83,8 @@ async function importCalico(file: string | undefined, flags: CalicoFlags, cmd: C
     }
   } else {
     const prefix = flags.etcdPrefix;
-    if (!/^\/[^\s]*$/.test(prefix)) throw new UsageError(`invalid --etcd-prefix ${JSON.stringify(prefix)}: an etcd key prefix starting with "/" (Calico's default: /calico)`);
+    if (!/^\/[^\s]*$/.test(prefix))
+      throw new UsageError(`invalid --etcd-prefix ${JSON.stringify(prefix)}: an etcd key prefix starting with "/" (Calico's default: /calico)`);
     const url = calicoEtcdUrl(flags.fromEtcd as string);
     const { readCalicoEtcdPairs } = await import('../import/calico/read-calico-etcd.js');
     const { parseCalicoEtcd } = await import('../import/calico/parse-calico-etcd.js');
@@ -92,7 +103,9 @@ export function calicoEtcdUrl(text: string): string {
   const parts = text.split(',').map((p) => p.trim());
   const schemes = new Set(parts.map((p) => /^(https?):\/\//i.exec(p)?.[1]?.toLowerCase()));
   if (schemes.has(undefined) || schemes.size !== 1) {
-    throw new UsageError(`invalid --from-etcd ${JSON.stringify(text)}: expected etcd://HOST:PORT[,…], etcds://HOST:PORT[,…][?ca=FILE&cert=FILE&key=FILE], or http(s)://HOST:PORT[,…] (all http or all https)`);
+    throw new UsageError(
+      `invalid --from-etcd ${JSON.stringify(text)}: expected etcd://HOST:PORT[,…], etcds://HOST:PORT[,…][?ca=FILE&cert=FILE&key=FILE], or http(s)://HOST:PORT[,…] (all http or all https)`,
+    );
   }
   const hosts = parts.map((p) => p.replace(/^https?:\/\//i, '').replace(/\/+$/, ''));
   return `${schemes.has('https') ? 'etcds' : 'etcd'}://${hosts.join(',')}`;
@@ -101,7 +114,8 @@ export function calicoEtcdUrl(text: string): string {
 function parseNetworks(text: string): string[] {
   const names = text.split(',').map((n) => n.trim());
   for (const n of names) {
-    if (!CNI_NAME.test(n)) throw new UsageError(`invalid --network ${JSON.stringify(n)}: a CNI network name (letters, digits, "_", "." and "-", starting with a letter or digit)`);
+    if (!CNI_NAME.test(n))
+      throw new UsageError(`invalid --network ${JSON.stringify(n)}: a CNI network name (letters, digits, "_", "." and "-", starting with a letter or digit)`);
     const reserved = reservedNetwork('--network', n);
     if (reserved) throw new UsageError(reserved);
   }

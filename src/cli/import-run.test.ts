@@ -8,7 +8,12 @@ const plan: ImportPlan = {
   pools: [{ name: 'p4', cidr: '10.0.0.0/24', blockSize: 26, nodeSelector: 'all()', disabled: false, source: 'ippools x' }],
   blocks: [{ cidr: '10.0.0.0/26', pool: 'p4', affinity: null }],
   addresses: [
-    { ip: '10.0.0.5', pool: 'p4', block: '10.0.0.0/26', holder: { kind: 'pod', handle: 'n:c1:eth0', namespace: 'ns', pod: 'web', containerId: 'c1', sourceHandle: 'c1' } },
+    {
+      ip: '10.0.0.5',
+      pool: 'p4',
+      block: '10.0.0.0/26',
+      holder: { kind: 'pod', handle: 'n:c1:eth0', namespace: 'ns', pod: 'web', containerId: 'c1', sourceHandle: 'c1' },
+    },
     { ip: '10.0.0.1', pool: 'p4', block: '10.0.0.0/26', holder: { kind: 'node', handle: 'tunnel-a', node: 'node-a', sourceHandle: 'tunnel-a' } },
   ],
   conflicts: [],
@@ -27,7 +32,15 @@ test('the dry run report is the real one but for the verbs', () => {
 });
 
 test('a refused import lists its conflicts and says nothing was written', () => {
-  const refused: ImportOutcome = { conflicts: [{ kind: 'address-held', subject: '10.0.0.5', detail: 'held by pod a/b' }], poolsCreated: [], blocksWritten: [], adopted: 0, already: 0, skipped: 2, wroteNothing: true };
+  const refused: ImportOutcome = {
+    conflicts: [{ kind: 'address-held', subject: '10.0.0.5', detail: 'held by pod a/b' }],
+    poolsCreated: [],
+    blocksWritten: [],
+    adopted: 0,
+    already: 0,
+    skipped: 2,
+    wroteNothing: true,
+  };
   const real = formatImportReport(plan, refused, { dryRun: false, refused: true });
   assert.match(real, /Conflicts \(1\)\nKIND +SUBJECT +DETAIL\naddress-held +10\.0\.0\.5 +held by pod a\/b\n/);
   assert.match(real, /^refused: 1 conflict\(s\); nothing written \(0 already held, 2 not written\)$/m);

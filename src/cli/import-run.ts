@@ -55,7 +55,9 @@ export async function runImport(cmd: Command, plan: ImportPlan, flags: ImportRun
   const refused = importRefused(outcome, flags.skipConflicts === true);
   process.stdout.write(format === 'json' ? formatJson({ dryRun, refused, plan, outcome }) : formatImportReport(plan, outcome, { dryRun, refused }));
   if (refused) {
-    process.stderr.write(`podipam: import ${dryRun ? 'would be ' : ''}refused: ${outcome.conflicts.length} conflict(s), nothing ${dryRun ? 'would be ' : ''}written (see above; --skip-conflicts writes the rest)\n`);
+    process.stderr.write(
+      `podipam: import ${dryRun ? 'would be ' : ''}refused: ${outcome.conflicts.length} conflict(s), nothing ${dryRun ? 'would be ' : ''}written (see above; --skip-conflicts writes the rest)\n`,
+    );
     process.exitCode = 1;
   }
   return outcome;
@@ -128,7 +130,9 @@ export function formatImportReport(plan: ImportPlan, o: ImportOutcome, { dryRun,
   if (o.poolsCreated.length > 0) parts.push(`${v('create', 'created')} pool(s): ${o.poolsCreated.join(', ')}\n`);
   if (o.blocksWritten.length > 0) parts.push(`${v('write', 'wrote')} block(s): ${o.blocksWritten.join(', ')}\n`);
   if (refused) {
-    parts.push(`${v('refuse', 'refused')}: ${o.conflicts.length} conflict(s); nothing ${dryRun ? 'would be written' : 'written'} (${o.already} already held, ${o.skipped} not written)\n`);
+    parts.push(
+      `${v('refuse', 'refused')}: ${o.conflicts.length} conflict(s); nothing ${dryRun ? 'would be written' : 'written'} (${o.already} already held, ${o.skipped} not written)\n`,
+    );
   } else {
     parts.push(`${v('adopt', 'adopted')} ${o.adopted} address(es); ${o.already} already held; ${o.skipped} skipped for conflicts\n`);
   }

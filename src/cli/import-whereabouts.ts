@@ -36,8 +36,18 @@ export function registerImportWhereabouts(imp: Command): void {
           'the blocks it fills have no affinity (no node claims them; the pods keep their addresses until their DEL)',
       )
       .option('--network <name>', "the CNI network name the pods' DELs carry (default: each IPPool name's network-name prefix; required when a pool has none)")
-      .option('--pool <[from=]name>', 'put a range into the existing podipam pool NAME instead of creating one; FROM (an IPPool name or range CIDR) picks the range, none: every range (repeatable)', collect, [] as string[])
-      .option('--block-size <n>', 'block size of the pools created: 20-30 for IPv4, 116-126 for IPv6 (repeatable, one per family; default /26 and /122)', collect, [] as string[]),
+      .option(
+        '--pool <[from=]name>',
+        'put a range into the existing podipam pool NAME instead of creating one; FROM (an IPPool name or range CIDR) picks the range, none: every range (repeatable)',
+        collect,
+        [] as string[],
+      )
+      .option(
+        '--block-size <n>',
+        'block size of the pools created: 20-30 for IPv4, 116-126 for IPv6 (repeatable, one per family; default /26 and /122)',
+        collect,
+        [] as string[],
+      ),
   ).action(async (file: string, opts: WhereaboutsFlags, cmd: Command) => {
     importOutputFormat(opts.output);
     const { parseWhereabouts, WhereaboutsFormatError } = await import('../import/whereabouts/parse-whereabouts.js');
@@ -48,7 +58,11 @@ export function registerImportWhereabouts(imp: Command): void {
     const doc = readDocument(file);
     let plan;
     try {
-      plan = parseWhereabouts(doc, { ...(opts.network === undefined ? {} : { network: opts.network }), pools: poolMappings(opts.pool), blockSize: blockSizes(opts.blockSize) });
+      plan = parseWhereabouts(doc, {
+        ...(opts.network === undefined ? {} : { network: opts.network }),
+        pools: poolMappings(opts.pool),
+        blockSize: blockSizes(opts.blockSize),
+      });
     } catch (e) {
       if (e instanceof WhereaboutsFormatError) throw new UsageError(`${file === '-' ? 'stdin' : file}: ${e.message}`);
       throw e;

@@ -127,7 +127,9 @@ async function importHostLocal(dir: string, opts: ImportOptions, cmd: Command): 
   }
   const failed = results.filter((r) => r.outcome === 'failed');
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify({ node, adopted: results.filter((r) => r.outcome === 'adopted').length, already: results.filter((r) => r.outcome === 'already').length, failed: failed.length, skipped, results }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ node, adopted: results.filter((r) => r.outcome === 'adopted').length, already: results.filter((r) => r.outcome === 'already').length, failed: failed.length, skipped, results }, null, 2)}\n`,
+    );
   } else {
     for (const r of results) {
       process.stdout.write(`${r.ip.padEnd(16)} ${r.handle}  ${r.outcome}${r.error ? `: ${r.error}` : ''}\n`);

@@ -25,7 +25,10 @@ import { escapeOutput } from '../util/quote-text.js';
 export function buildProgram(): Command {
   const program = new Command('podipam')
     .description('pod IP address management for Kubernetes')
-    .option('--datastore <url>', 'datastore URL: sqlite:PATH, etcd://host:port[,host:port…], etcds://…?ca=…&cert=…&key=… (default: $PODIPAM_DATASTORE, else sqlite in the data directory)')
+    .option(
+      '--datastore <url>',
+      'datastore URL: sqlite:PATH, etcd://host:port[,host:port…], etcds://…?ca=…&cert=…&key=… (default: $PODIPAM_DATASTORE, else sqlite in the data directory)',
+    )
     .option('--log-level <level>', 'serve/controller/agent: trace, debug, info, warn, error, fatal or silent (default: $PODIPAM_LOG_LEVEL, else info)')
     .option('--log-format <format>', 'serve/controller/agent: text or json lines on stderr (default: $PODIPAM_LOG_FORMAT, else text)')
     .option('-V, --version', 'print the version (as `podipam version`)')

@@ -33,15 +33,25 @@ export function registerInstallCni(program: Command): void {
     .description('install the CNI binary as <bin-dir>/podipam and a network config in <conf-dir> (atomic, idempotent, never over files it did not write)')
     .option('--bin-dir <dir>', 'CNI binary directory', '/opt/cni/bin')
     .option('--conf-dir <dir>', 'CNI network config directory', '/etc/cni/net.d')
-    .option('--backend <kind>', 'IPAM in the config: local (host-local compatible), cluster (block IPAM on --datastore) or agent (cluster, served by the node agent)', 'agent')
-    .option('--interface <plugin>', 'interface plugin: ptp (default for cluster and agent: a veth per pod, routed; bridge cannot hold several blocks) or bridge (default for local)')
+    .option(
+      '--backend <kind>',
+      'IPAM in the config: local (host-local compatible), cluster (block IPAM on --datastore) or agent (cluster, served by the node agent)',
+      'agent',
+    )
+    .option(
+      '--interface <plugin>',
+      'interface plugin: ptp (default for cluster and agent: a veth per pod, routed; bridge cannot hold several blocks) or bridge (default for local)',
+    )
     .option('--name <name>', 'network name (also the config file name)', 'podipam')
     .option('--priority <nn>', 'config file name prefix; runtimes take the first config in name order', '10')
     .option('--bridge <name>', 'with --interface bridge: the Linux bridge name', 'cni0')
-    .option('--no-ip-masq', 'local: no ipMasq in the config (cluster and agent configs never masquerade: podipam masquerade / the agent do, relative to every pool)')
+    .option(
+      '--no-ip-masq',
+      'local: no ipMasq in the config (cluster and agent configs never masquerade: podipam masquerade / the agent do, relative to every pool)',
+    )
     .option('--agent-socket <path>', 'agent: the agent socket (default: $PODIPAM_AGENT_SOCKET, else /run/podipam/agent.sock)')
     .option('--subnet <cidrs>', 'local: subnets, comma separated, or usePodCidr (the node CIDR from the datastore)', 'usePodCidr')
-    .option('--host-local-dir <dir>', 'local: reservation directory (host-local\'s dataDir; default /var/lib/cni/networks)')
+    .option('--host-local-dir <dir>', "local: reservation directory (host-local's dataDir; default /var/lib/cni/networks)")
     .option('--node-name <name>', `agent/cluster/usePodCidr: this node (default: ${DEFAULT_NODE_NAME_HINT})`)
     .option('--shim <file>', 'the executable to install (default: the shim built with this package)')
     .option('--dry-run', 'print what would be done, change nothing')
@@ -52,11 +62,17 @@ export function registerInstallCni(program: Command): void {
       const iface = f.interface === undefined ? lib.defaultInterface(backend) : oneOf('--interface', f.interface, lib.INTERFACES);
       const refused = lib.interfaceRefusal(backend, iface);
       if (refused !== undefined) throw new UsageError(refused);
-      if (iface !== 'bridge' && cmd.getOptionValueSource('bridge') === 'cli') throw new UsageError(`--bridge ${JSON.stringify(f.bridge)} applies to --interface bridge only; this config uses ${iface}`);
-      if (!NAME.test(f.name)) throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
+      if (iface !== 'bridge' && cmd.getOptionValueSource('bridge') === 'cli')
+        throw new UsageError(`--bridge ${JSON.stringify(f.bridge)} applies to --interface bridge only; this config uses ${iface}`);
+      if (!NAME.test(f.name))
+        throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
       if (!/^[0-9]{1,3}$/.test(f.priority)) throw new UsageError(`invalid --priority ${JSON.stringify(f.priority)}: one to three digits, e.g. 10`);
-      if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(f.bridge)) throw new UsageError(`invalid --bridge ${JSON.stringify(f.bridge)}: a Linux interface name, at most 15 characters`);
-      const subnets = f.subnet.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(f.bridge))
+        throw new UsageError(`invalid --bridge ${JSON.stringify(f.bridge)}: a Linux interface name, at most 15 characters`);
+      const subnets = f.subnet
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
       if (subnets.length === 0) throw new UsageError('invalid --subnet "": give CIDRs or usePodCidr');
       const needsStore = backend !== 'local' || subnets.includes('usePodCidr');
       // As every command: --datastore, else $PODIPAM_DATASTORE, else SQLite in the data directory
@@ -90,7 +106,8 @@ export function registerInstallCni(program: Command): void {
       const steps = lib.installCni(options);
       for (const s of steps) process.stdout.write(`podipam install-cni: ${lib.stepLine(s, dryRun)}\n`);
       if (dryRun) process.stdout.write(`podipam install-cni: dry run, nothing changed; the config would be:\n${lib.conflistText(options.conflist)}`);
-      else if (steps.every((s) => s.action === 'unchanged' || s.action === 'warn')) process.stdout.write('podipam install-cni: already installed, nothing changed\n');
+      else if (steps.every((s) => s.action === 'unchanged' || s.action === 'warn'))
+        process.stdout.write('podipam install-cni: already installed, nothing changed\n');
     });
 
   program
@@ -98,14 +115,21 @@ export function registerInstallCni(program: Command): void {
     .description('remove exactly what install-cni wrote (files changed since are kept and reported)')
     .option('--bin-dir <dir>', 'CNI binary directory, as given to install-cni (checked against the install record)', '/opt/cni/bin')
     .option('--conf-dir <dir>', 'CNI network config directory (holds the install record)', '/etc/cni/net.d')
-    .option('--name <name>', 'remove only this network\'s config (the binary goes with the last one); default: everything')
+    .option('--name <name>', "remove only this network's config (the binary goes with the last one); default: everything")
     .option('--dry-run', 'print what would be removed, change nothing')
     .option('--force', 'also remove recorded files that changed since install')
     .action(async (f: { binDir: string; confDir: string; name?: string; dryRun?: boolean; force?: boolean }) => {
       const lib = await import('../install/index.js');
       const dryRun = f.dryRun === true;
-      if (f.name !== undefined && !NAME.test(f.name)) throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
-      const steps = lib.uninstallCni({ binDir: f.binDir, confDir: f.confDir, ...(f.name !== undefined ? { name: f.name } : {}), dryRun, force: f.force === true });
+      if (f.name !== undefined && !NAME.test(f.name))
+        throw new UsageError(`invalid --name ${JSON.stringify(f.name)}: letters, digits, '_', '.', '-', starting with a letter or digit, at most 63`);
+      const steps = lib.uninstallCni({
+        binDir: f.binDir,
+        confDir: f.confDir,
+        ...(f.name !== undefined ? { name: f.name } : {}),
+        dryRun,
+        force: f.force === true,
+      });
       for (const s of steps) process.stdout.write(`podipam uninstall-cni: ${lib.stepLine(s, dryRun)}\n`);
       if (steps.length === 0) process.stdout.write(`podipam uninstall-cni: nothing installed in ${f.confDir}\n`);
       if (steps.some((s) => s.action === 'keep')) process.exitCode = 1;

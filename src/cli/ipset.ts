@@ -22,11 +22,21 @@ export function registerIpSet(program: Command): void {
     .action(async (name: string, opts: { pool: string; addresses?: string; count?: string }, cmd: Command) => {
       if ((opts.addresses === undefined) === (opts.count === undefined)) throw new UsageError('give either --addresses or --count');
       const count = parseOptionalIntFlag('--count', opts.count);
-      const spec = opts.addresses !== undefined ? { ranges: opts.addresses.split(',').map((s) => s.trim()).filter((s) => s !== '') } : { count: count as number };
+      const spec =
+        opts.addresses !== undefined
+          ? {
+              ranges: opts.addresses
+                .split(',')
+                .map((s) => s.trim())
+                .filter((s) => s !== ''),
+            }
+          : { count: count as number };
       if (spec.ranges?.length === 0) throw new UsageError('invalid --addresses "": give at least one address, range or CIDR');
       const set = await withClusterIpam(cmd, 'write', (ipam) => ipam.createIpSet(name, opts.pool, spec));
       const { formatIpSetRange } = await import('../cluster/records/index.js');
-      process.stdout.write(`ip-set "${set.name}" created in pool "${set.pool}": ${set.addrs.size()} address${set.addrs.size() === 1n ? '' : 'es'} ${set.addrs.ranges.map(formatIpSetRange).join(', ')}\n`);
+      process.stdout.write(
+        `ip-set "${set.name}" created in pool "${set.pool}": ${set.addrs.size()} address${set.addrs.size() === 1n ? '' : 'es'} ${set.addrs.ranges.map(formatIpSetRange).join(', ')}\n`,
+      );
     });
 
   withOutputOptions(ipset.command('list').description('list ip-sets with how many of their addresses are held'), '{"items": [ip-set…]}').action(
@@ -44,21 +54,22 @@ export function registerIpSet(program: Command): void {
     },
   );
 
-  withOutputOptions(ipset.command('show').description('each address of an ip-set: free, or held by which pod').argument('<name>', 'set name'), 'the ip-set with "addresses"').action(
-    async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
-      const format = outputFormat(opts);
-      const set = await withClusterIpam(cmd, 'read', (ipam) => ipam.showIpSet(name));
-      if (printData(format, set)) return;
-      process.stdout.write(`ip-set "${set.name}" in pool "${set.pool}": ${set.held} of ${set.size} held\n`);
-      printTable(set.addresses, [
-        { header: 'ADDRESS', value: (a) => a.address },
-        { header: 'STATE', value: (a) => (a.handle === undefined ? 'free' : 'held') },
-        { header: 'POD', value: (a) => (a.pod ? `${a.namespace ?? ''}/${a.pod}` : '') },
-        { header: 'NODE', value: (a) => a.node ?? '' },
-        { header: 'HANDLE', value: (a) => a.handle ?? '' },
-      ]);
-    },
-  );
+  withOutputOptions(
+    ipset.command('show').description('each address of an ip-set: free, or held by which pod').argument('<name>', 'set name'),
+    'the ip-set with "addresses"',
+  ).action(async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    const set = await withClusterIpam(cmd, 'read', (ipam) => ipam.showIpSet(name));
+    if (printData(format, set)) return;
+    process.stdout.write(`ip-set "${set.name}" in pool "${set.pool}": ${set.held} of ${set.size} held\n`);
+    printTable(set.addresses, [
+      { header: 'ADDRESS', value: (a) => a.address },
+      { header: 'STATE', value: (a) => (a.handle === undefined ? 'free' : 'held') },
+      { header: 'POD', value: (a) => (a.pod ? `${a.namespace ?? ''}/${a.pod}` : '') },
+      { header: 'NODE', value: (a) => a.node ?? '' },
+      { header: 'HANDLE', value: (a) => a.handle ?? '' },
+    ]);
+  });
 
   ipset
     .command('delete')

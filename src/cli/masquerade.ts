@@ -11,24 +11,32 @@ import { withClusterIpam } from './ipam.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 
 export function registerMasquerade(program: Command): void {
-  const masq = program.command('masquerade').description('the node masquerade of the cluster and agent back ends: pod traffic to outside every pod pool is source-NATted, pod-to-pod never');
+  const masq = program
+    .command('masquerade')
+    .description('the node masquerade of the cluster and agent back ends: pod traffic to outside every pod pool is source-NATted, pod-to-pod never');
 
-  withOutputOptions(masq.command('sync').description("write the PODIPAM-MASQ nat chains (iptables, ip6tables) from the datastore's pools, and the jump to them appended to POSTROUTING, after the operator's own rules (idempotent)"), '{"items": [family…]}').action(
-    async (opts: { json?: boolean; output?: string }, cmd: Command) => {
-      const format = outputFormat(opts);
-      const pools = await withClusterIpam(cmd, 'read', (ipam) => ipam.listPools());
-      const { syncMasquerade } = await import('../masq/masquerade-iptables.js');
-      report(format, await syncMasquerade(pools.map((p) => p.cidr)));
-    },
-  );
+  withOutputOptions(
+    masq
+      .command('sync')
+      .description(
+        "write the PODIPAM-MASQ nat chains (iptables, ip6tables) from the datastore's pools, and the jump to them appended to POSTROUTING, after the operator's own rules (idempotent)",
+      ),
+    '{"items": [family…]}',
+  ).action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    const pools = await withClusterIpam(cmd, 'read', (ipam) => ipam.listPools());
+    const { syncMasquerade } = await import('../masq/masquerade-iptables.js');
+    report(format, await syncMasquerade(pools.map((p) => p.cidr)));
+  });
 
-  withOutputOptions(masq.command('remove').description('remove the PODIPAM-MASQ chains and their POSTROUTING jumps (after uninstall-cni, or to turn the masquerade off)'), '{"items": [family…]}').action(
-    async (opts: { json?: boolean; output?: string }) => {
-      const format = outputFormat(opts);
-      const { removeMasquerade } = await import('../masq/masquerade-iptables.js');
-      report(format, await removeMasquerade());
-    },
-  );
+  withOutputOptions(
+    masq.command('remove').description('remove the PODIPAM-MASQ chains and their POSTROUTING jumps (after uninstall-cni, or to turn the masquerade off)'),
+    '{"items": [family…]}',
+  ).action(async (opts: { json?: boolean; output?: string }) => {
+    const format = outputFormat(opts);
+    const { removeMasquerade } = await import('../masq/masquerade-iptables.js');
+    report(format, await removeMasquerade());
+  });
 
   masq
     .command('rules')

@@ -27,8 +27,19 @@ export function metricsSections(): MetricsSection[] {
   });
   const agent = new AgentMetrics(() => undefined);
   return [
-    { title: 'podipam serve', where: '`GET /metrics` on serve\'s listen address (read token). The `podipam_history_*` metrics exist while the history is on (the default; not with `--no-history`).', processPrefixes: ['podipam_process_', 'podipam_nodejs_'], metrics: described(serve.registry) },
-    { title: 'podipam agent', where: '`GET /metrics` on the agent\'s `--metrics-listen` address (default 127.0.0.1:7421).', processPrefixes: ['podipam_agent_process_'], metrics: described(agent.registry) },
+    {
+      title: 'podipam serve',
+      where:
+        "`GET /metrics` on serve's listen address (read token). The `podipam_history_*` metrics exist while the history is on (the default; not with `--no-history`).",
+      processPrefixes: ['podipam_process_', 'podipam_nodejs_'],
+      metrics: described(serve.registry),
+    },
+    {
+      title: 'podipam agent',
+      where: "`GET /metrics` on the agent's `--metrics-listen` address (default 127.0.0.1:7421).",
+      processPrefixes: ['podipam_agent_process_'],
+      metrics: described(agent.registry),
+    },
   ];
 }
 

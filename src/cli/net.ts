@@ -81,7 +81,8 @@ function parseCaps(list: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const c of list) {
     const i = c.indexOf('=');
-    if (i <= 0) throw new UsageError(`invalid --cap ${JSON.stringify(c)}: use NAME=JSON, e.g. portMappings='[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]'`);
+    if (i <= 0)
+      throw new UsageError(`invalid --cap ${JSON.stringify(c)}: use NAME=JSON, e.g. portMappings='[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]'`);
     try {
       out[c.slice(0, i)] = JSON.parse(c.slice(i + 1));
     } catch (e) {
@@ -142,7 +143,11 @@ export function registerNet(program: Command): void {
       const created = o.netns === 'new' ? `${NEW_NETNS_PREFIX}${o.container}` : undefined;
       const netns = created ? createNetns(created) : o.netns.includes('/') ? o.netns : netnsPath(o.netns);
       try {
-        const results = await attachNetworks(rt, { containerId: o.container, netns, args, capabilityArgs: caps }, lists.map((list, i) => ({ list, ifname: ifs[i]! })));
+        const results = await attachNetworks(
+          rt,
+          { containerId: o.container, netns, args, capabilityArgs: caps },
+          lists.map((list, i) => ({ list, ifname: ifs[i]! })),
+        );
         if (o.json) return printJson(results.map((r, i) => ({ network: lists[i]!.name, ifname: ifs[i], result: r })));
         const { resultAddresses } = await import('../runtime/index.js');
         process.stdout.write(`container ${o.container} in ${netns}\n`);
@@ -160,13 +165,17 @@ export function registerNet(program: Command): void {
       const lists = await loadForDel(rt, o, names);
       const { detachNetworks, deleteNetns } = await import('../runtime/index.js');
       const { nets, netns } = resolveAttachments(rt, lists, o);
-      await detachNetworks(rt, { containerId: o.container, netns, args: o.args ? parseArgs(o.args) : undefined, capabilityArgs: o.cap.length ? parseCaps(o.cap) : undefined }, nets);
+      await detachNetworks(
+        rt,
+        { containerId: o.container, netns, args: o.args ? parseArgs(o.args) : undefined, capabilityArgs: o.cap.length ? parseCaps(o.cap) : undefined },
+        nets,
+      );
       const ours = `/var/run/netns/${NEW_NETNS_PREFIX}${o.container}`;
       if (netns === ours && rt.cache.list(o.container).length === 0) deleteNetns(`${NEW_NETNS_PREFIX}${o.container}`);
       for (const n of nets) process.stdout.write(`deleted ${o.container} from ${n.list.name} (${n.ifname})\n`);
     });
 
-  attachCommand(net, 'check', 'CHECK the container\'s attachment(s) against the cached results')
+  attachCommand(net, 'check', "CHECK the container's attachment(s) against the cached results")
     .option('--netns <path>', 'the network namespace (default: as cached)')
     .action(async (names: string[], o: AttachOpts) => {
       const [rt, lists] = [await runtimeOf(o), await loadAll(o, names)];
@@ -213,7 +222,13 @@ export function registerNet(program: Command): void {
         if (!containerId || !ifname || rest.length) throw new UsageError(`invalid --keep ${JSON.stringify(k)}: use CONTAINER/IFNAME`);
         return { containerId, ifname };
       });
-      const valid = [...keep, ...rt.cache.list().filter((a) => a.netns !== '' && existsSync(a.netns)).map((a) => ({ containerId: a.containerId, ifname: a.ifname }))];
+      const valid = [
+        ...keep,
+        ...rt.cache
+          .list()
+          .filter((a) => a.netns !== '' && existsSync(a.netns))
+          .map((a) => ({ containerId: a.containerId, ifname: a.ifname })),
+      ];
       for (const l of lists) {
         try {
           for (const a of await rt.gc(l, valid)) process.stdout.write(`deleted stale ${a.network} ${a.containerId} ${a.ifname} (netns ${a.netns || 'none'})\n`);
@@ -269,28 +284,28 @@ export function registerNet(program: Command): void {
       process.on('SIGTERM', onSignal);
       try {
         const report = await runDemo({
-            pods: parseIntFlag('--pods', o.pods),
-            backend: o.backend,
-            subnet: o.subnet,
-            pluginDirs: splitPath(o.binDir),
-            timeoutMs: parseIntFlag('--timeout', o.timeout) * 1000,
-            out: (l) => process.stdout.write(`${l}\n`),
-            signal: ac.signal,
-            hold: o.hold
-              ? (signal) => {
-                  process.stdout.write('pods are up; press Ctrl-C to tear down\n');
-                  return new Promise((resolve) => {
-                    // Signal handlers do not keep Node's event loop alive; this timer does.
-                    const keepAlive = setInterval(() => {}, 1 << 30);
-                    const done = () => {
-                      clearInterval(keepAlive);
-                      resolve();
-                    };
-                    if (!signal || signal.aborted) done();
-                    else signal.addEventListener('abort', done, { once: true });
-                  });
-                }
-              : undefined,
+          pods: parseIntFlag('--pods', o.pods),
+          backend: o.backend,
+          subnet: o.subnet,
+          pluginDirs: splitPath(o.binDir),
+          timeoutMs: parseIntFlag('--timeout', o.timeout) * 1000,
+          out: (l) => process.stdout.write(`${l}\n`),
+          signal: ac.signal,
+          hold: o.hold
+            ? (signal) => {
+                process.stdout.write('pods are up; press Ctrl-C to tear down\n');
+                return new Promise((resolve) => {
+                  // Signal handlers do not keep Node's event loop alive; this timer does.
+                  const keepAlive = setInterval(() => {}, 1 << 30);
+                  const done = () => {
+                    clearInterval(keepAlive);
+                    resolve();
+                  };
+                  if (!signal || signal.aborted) done();
+                  else signal.addEventListener('abort', done, { once: true });
+                });
+              }
+            : undefined,
         }).catch((e: unknown) => {
           if (e instanceof RangeError) throw new UsageError(e.message);
           if (e instanceof DemoInterruptedError) return undefined;

@@ -54,7 +54,7 @@ export function registerNode(program: Command): void {
 
   node
     .command('delete')
-    .description('delete a node and free its pod CIDRs; cluster GC then frees its pods\' addresses and blocks after its grace period')
+    .description("delete a node and free its pod CIDRs; cluster GC then frees its pods' addresses and blocks after its grace period")
     .argument('<name>', 'node name')
     .option('--gone', 'the node has no record (it only claimed blocks) and is gone: record that, so cluster GC frees its blocks')
     .action(async (name: string, opts: { gone?: boolean }, cmd: Command) => {
@@ -67,20 +67,28 @@ export function registerNode(program: Command): void {
       process.stdout.write(`node "${name}" deleted${freed}\n`);
     });
 
-  withOutputOptions(node.command('list').description('list nodes with their pod CIDRs'), '{"items": [node record…]}').action(async (opts: { json?: boolean; output?: string }, cmd: Command) => {
-    const format = outputFormat(opts);
-    const { listNodes } = await import('../controller/list-nodes.js');
-    const bad: string[] = [];
-    const nodes = await withStore(cmd, (store) => listNodes(store, (key, e) => bad.push(`${key}: ${e.message}`)), 'read');
-    for (const b of bad) process.stderr.write(`podipam: skipping unreadable record ${b}\n`);
-    const items = nodes.map((n) => n.record);
-    if (printData(format, { items })) return;
-    // -o wide: the table already has every field of a node record.
-    printTable(items, [
-      { header: 'NAME', value: (r) => r.name + (r.deleting ? ' (deleting)' : '') },
-      { header: 'POD CIDRS', value: (r) => r.podCIDRs.join(',') || '<pending>' },
-      { header: 'LABELS', value: (r) => Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || undefined },
-      { header: 'CREATED', value: (r) => r.createdAt },
-    ]);
-  });
+  withOutputOptions(node.command('list').description('list nodes with their pod CIDRs'), '{"items": [node record…]}').action(
+    async (opts: { json?: boolean; output?: string }, cmd: Command) => {
+      const format = outputFormat(opts);
+      const { listNodes } = await import('../controller/list-nodes.js');
+      const bad: string[] = [];
+      const nodes = await withStore(cmd, (store) => listNodes(store, (key, e) => bad.push(`${key}: ${e.message}`)), 'read');
+      for (const b of bad) process.stderr.write(`podipam: skipping unreadable record ${b}\n`);
+      const items = nodes.map((n) => n.record);
+      if (printData(format, { items })) return;
+      // -o wide: the table already has every field of a node record.
+      printTable(items, [
+        { header: 'NAME', value: (r) => r.name + (r.deleting ? ' (deleting)' : '') },
+        { header: 'POD CIDRS', value: (r) => r.podCIDRs.join(',') || '<pending>' },
+        {
+          header: 'LABELS',
+          value: (r) =>
+            Object.entries(r.labels)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(',') || undefined,
+        },
+        { header: 'CREATED', value: (r) => r.createdAt },
+      ]);
+    },
+  );
 }

@@ -17,8 +17,26 @@ describe('formatTable', () => {
   });
 
   it('prints only the header for no rows, and honours explicit alignment', () => {
-    assert.equal(formatTable([], [{ header: 'A', value: () => 1 }, { header: 'B', value: () => 2 }]), 'A  B\n');
-    assert.equal(formatTable([{ x: 'ab' }, { x: 'c' }], [{ header: 'X', value: (r) => r.x, align: 'right' }, { header: 'Y', value: () => '' }]), ' X  Y\nab\n c\n');
+    assert.equal(
+      formatTable(
+        [],
+        [
+          { header: 'A', value: () => 1 },
+          { header: 'B', value: () => 2 },
+        ],
+      ),
+      'A  B\n',
+    );
+    assert.equal(
+      formatTable(
+        [{ x: 'ab' }, { x: 'c' }],
+        [
+          { header: 'X', value: (r) => r.x, align: 'right' },
+          { header: 'Y', value: () => '' },
+        ],
+      ),
+      ' X  Y\nab\n c\n',
+    );
   });
 });
 
@@ -36,6 +54,9 @@ describe('formatTable with large counts', () => {
 
   it('prints powers of two from 2^32 as 2^N and smaller or other values in full', () => {
     const rows = [{ c: 1n << 72n }, { c: 1n << 32n }, { c: 65536n }, { c: (1n << 64n) + 1n }];
-    assert.equal(formatTable(rows, [{ header: 'CAPACITY', value: (r) => r.c }]), ['            CAPACITY', '                2^72', '                2^32', '               65536', '18446744073709551617', ''].join('\n'));
+    assert.equal(
+      formatTable(rows, [{ header: 'CAPACITY', value: (r) => r.c }]),
+      ['            CAPACITY', '                2^72', '                2^32', '               65536', '18446744073709551617', ''].join('\n'),
+    );
   });
 });

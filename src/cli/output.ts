@@ -36,7 +36,9 @@ function cellText(v: Cell): string {
 export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const cells = rows.map((r) => columns.map((c) => c.value(r)));
   const texts = [columns.map((c) => c.header), ...cells.map((r) => r.map(cellText))];
-  const right = columns.map((c, i) => c.align === 'right' || (c.align === undefined && cells.length > 0 && cells.every((r) => typeof r[i] === 'number' || typeof r[i] === 'bigint')));
+  const right = columns.map(
+    (c, i) => c.align === 'right' || (c.align === undefined && cells.length > 0 && cells.every((r) => typeof r[i] === 'number' || typeof r[i] === 'bigint')),
+  );
   const widths = columns.map((_, i) => Math.max(...texts.map((t) => t[i]!.length)));
   return (
     texts

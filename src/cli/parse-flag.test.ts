@@ -14,11 +14,19 @@ test('parseIntFlag: integers within bounds; errors name the flag, the value and 
     ['-1', { min: 0 }, /^invalid --f "-1": must be from 0 to ∞$/],
     ['99999999999999999999', {}, /not an integer/],
   ];
-  for (const [text, bounds, re] of bad) assert.throws(() => parseIntFlag('--f', text, bounds), (e: unknown) => e instanceof UsageError && re.test(e.message), text);
+  for (const [text, bounds, re] of bad)
+    assert.throws(
+      () => parseIntFlag('--f', text, bounds),
+      (e: unknown) => e instanceof UsageError && re.test(e.message),
+      text,
+    );
 });
 
 test('parseDuration, parseListen, boolOption', () => {
-  assert.deepEqual(['500ms', '30s', '15m', '1h', '2', '90d'].map((t) => parseDuration('--d', t)), [500, 30_000, 900_000, 3_600_000, 2000, 90 * 86_400_000]);
+  assert.deepEqual(
+    ['500ms', '30s', '15m', '1h', '2', '90d'].map((t) => parseDuration('--d', t)),
+    [500, 30_000, 900_000, 3_600_000, 2000, 90 * 86_400_000],
+  );
   assert.throws(() => parseDuration('--gc-interval', '5 min'), /invalid --gc-interval "5 min": expected a duration/);
   assert.deepEqual(parseListen('7420'), { host: '127.0.0.1', port: 7420 });
   assert.deepEqual(parseListen('[::1]:80'), { host: '::1', port: 80 });

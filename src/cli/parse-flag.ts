@@ -52,6 +52,7 @@ export function parseDuration(flag: string, text: string): number {
 export function parseListen(text: string): { host: string; port: number } {
   const m = /^\[([0-9a-fA-F:.]+)\]:([0-9]{1,5})$/.exec(text) ?? /^([^:[\]]*):([0-9]{1,5})$/.exec(text) ?? /^()([0-9]{1,5})$/.exec(text);
   const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new UsageError(`invalid --listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:7420 or [::1]:7420 or 0.0.0.0:7420`);
+  if (!m || port > 65535)
+    throw new UsageError(`invalid --listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:7420 or [::1]:7420 or 0.0.0.0:7420`);
   return { host: m[1] === '' ? '127.0.0.1' : (m[1] as string), port };
 }

@@ -9,5 +9,11 @@ test('pool list -o wide: TREND and FULL-IN cells for each forecast state', () =>
   assert.equal(trendText({ state: 'not-filling', ratePerHour: 0.01, secondsToFull: null, fullAt: null }), '0/h');
   assert.equal(fullInText({ state: 'not-filling', ratePerHour: 0, secondsToFull: null, fullAt: null }), 'not filling');
   assert.equal(fullInText({ state: 'full', ratePerHour: 0, secondsToFull: 0, fullAt: 1 }), 'full');
-  assert.deepEqual([trendText({ state: 'unknown', ratePerHour: 0, secondsToFull: null, fullAt: null }), fullInText({ state: 'unknown', ratePerHour: 0, secondsToFull: null, fullAt: null })], ['?', 'unknown']);
+  assert.deepEqual(
+    [
+      trendText({ state: 'unknown', ratePerHour: 0, secondsToFull: null, fullAt: null }),
+      fullInText({ state: 'unknown', ratePerHour: 0, secondsToFull: null, fullAt: null }),
+    ],
+    ['?', 'unknown'],
+  );
 });

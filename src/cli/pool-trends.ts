@@ -33,7 +33,8 @@ export function fullInText(f: UsageForecast): string {
 
 export async function poolTrends(cmd: Command, opts: { historyDb?: string }, pools: readonly PoolLevel[], windowMs: number): Promise<PoolTrends> {
   const file = await historyFile(opts, cmd);
-  if (!existsSync(file)) return { cells: new Map(), footnote: `TREND, FULL-IN: no history at ${file} (podipam serve keeps it; give its file with --history-db FILE)` };
+  if (!existsSync(file))
+    return { cells: new Map(), footnote: `TREND, FULL-IN: no history at ${file} (podipam serve keeps it; give its file with --history-db FILE)` };
   const { openHistoryDb } = await import('../history/sqlite-history-db.js');
   const db = openHistoryDb(file, { readonly: true });
   try {

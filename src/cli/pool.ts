@@ -15,7 +15,9 @@ function reuseAfterFlag(text: string): string {
   try {
     parseReuseAfter(text);
   } catch (e) {
-    throw new UsageError(`invalid --reuse-after ${JSON.stringify(text)}: ${e instanceof Error ? e.message.replace(/^invalid pool reuseAfter "[^"]*": /, '') : String(e)}`);
+    throw new UsageError(
+      `invalid --reuse-after ${JSON.stringify(text)}: ${e instanceof Error ? e.message.replace(/^invalid pool reuseAfter "[^"]*": /, '') : String(e)}`,
+    );
   }
   return text;
 }
@@ -46,19 +48,35 @@ export function registerPool(program: Command): void {
     .option('--block-size <n>', 'block prefix length (default 26 for IPv4, 122 for IPv6; 20-32 / 116-128)')
     .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]', 'all()')
     .option('--disabled', 'create it disabled (no new assignments)')
-    .option('--reuse-after <duration>', 'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; default 0, off)')
+    .option(
+      '--reuse-after <duration>',
+      'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; default 0, off)',
+    )
     .action(async (name: string, opts: { cidr: string; blockSize?: string; nodeSelector: string; disabled?: boolean; reuseAfter?: string }, cmd: Command) => {
       const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
       const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
-      const p = await withClusterIpam(cmd, 'write', (ipam) => ipam.createPool({ name, cidr: opts.cidr, blockSize, nodeSelector: opts.nodeSelector, disabled: opts.disabled ?? false, ...(reuseAfter !== undefined ? { reuseAfter } : {}) }));
+      const p = await withClusterIpam(cmd, 'write', (ipam) =>
+        ipam.createPool({
+          name,
+          cidr: opts.cidr,
+          blockSize,
+          nodeSelector: opts.nodeSelector,
+          disabled: opts.disabled ?? false,
+          ...(reuseAfter !== undefined ? { reuseAfter } : {}),
+        }),
+      );
       const { formatPrefix } = await import('../ip/index.js');
-      process.stdout.write(`pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`);
+      process.stdout.write(
+        `pool "${p.name}" created: ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
+      );
     });
 
   withOutputOptions(
     pool
       .command('list')
-      .description('list pools (-o wide: also the blocks each pool cuts into, its capacity, the addresses held, and its trend and time to full from the allocation history)')
+      .description(
+        'list pools (-o wide: also the blocks each pool cuts into, its capacity, the addresses held, and its trend and time to full from the allocation history)',
+      )
       .option('--window <duration>', 'with -o wide: the history the trend is fitted to (1m to 30d)', '6h')
       .option('--history-db <file>', "with -o wide: serve's history file (default: the datastore's own)"),
     '{"items": [pool…]}',
@@ -71,9 +89,21 @@ export function registerPool(program: Command): void {
     const items = pools.map(poolText);
     if (printData(format, { items })) return;
     const used = new Map((usage?.pools ?? []).map((u) => [u.name, u.allocated]));
-    const rows = pools.map((p, i) => ({ ...(items[i] as (typeof items)[number]), slots: blockCount(p.cidr, p.blockSize), capacity: poolUsableCount(p.cidr, p.blockSize), used: used.get(p.name) ?? 0 }));
+    const rows = pools.map((p, i) => ({
+      ...(items[i] as (typeof items)[number]),
+      slots: blockCount(p.cidr, p.blockSize),
+      capacity: poolUsableCount(p.cidr, p.blockSize),
+      used: used.get(p.name) ?? 0,
+    }));
     const { poolTrends } = await import('./pool-trends.js');
-    const trends = wide ? await poolTrends(cmd, opts, rows.map((r) => ({ name: r.name, capacity: Number(r.capacity), allocated: r.used })), windowMs) : undefined;
+    const trends = wide
+      ? await poolTrends(
+          cmd,
+          opts,
+          rows.map((r) => ({ name: r.name, capacity: Number(r.capacity), allocated: r.used })),
+          windowMs,
+        )
+      : undefined;
     type Row = (typeof rows)[number];
     printTable(rows, [
       { header: 'NAME', value: (p) => p.name },
@@ -94,22 +124,23 @@ export function registerPool(program: Command): void {
     if (trends && trends.footnote !== '') process.stdout.write(`\n${trends.footnote}\n`);
   });
 
-  withOutputOptions(pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'), '{pool…, "allocated": N, "inUse": N, "idle": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}], "warm"?: {"handles", "idle"}}]}').action(
-    async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
-      const format = outputFormat(opts);
-      const held = await withClusterIpam(cmd, 'read', (ipam) => ipam.poolHeld(name));
-      if (printData(format, await heldData(held))) return;
-      const { poolState } = await import('../cluster/records/index.js');
-      const { formatPrefix } = await import('../ip/index.js');
-      const p = held.pool;
-      const lines = [
-        `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}${reuseAfterNote(p.reuseAfterMs)}`,
-        `state: ${poolState(p)}${p.disabled && (p.draining || p.deleting) ? ' (and disabled)' : ''}${p.shrinkingFrom ? `, shrinking from ${formatPrefix(p.shrinkingFrom)} (unfinished: run the resize again)` : ''}`,
-        `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}${held.idle > 0 ? ` (${held.inUse} in use, ${held.idle} idle in warm pools)` : ''}`,
-      ];
-      process.stdout.write(lines.join('\n') + '\n');
-    },
-  );
+  withOutputOptions(
+    pool.command('show').description('one pool: its settings, state and what it still holds').argument('<name>', 'pool name'),
+    '{pool…, "allocated": N, "inUse": N, "idle": N, "blocks": N, "nodes": [{"node", "pods": [{"pod"?, "handle", "addresses"}], "warm"?: {"handles", "idle"}}]}',
+  ).action(async (name: string, opts: { json?: boolean; output?: string }, cmd: Command) => {
+    const format = outputFormat(opts);
+    const held = await withClusterIpam(cmd, 'read', (ipam) => ipam.poolHeld(name));
+    if (printData(format, await heldData(held))) return;
+    const { poolState } = await import('../cluster/records/index.js');
+    const { formatPrefix } = await import('../ip/index.js');
+    const p = held.pool;
+    const lines = [
+      `pool "${p.name}": ${formatPrefix(p.cidr)}, blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` (older blocks of /${p.formerBlockSizes.join(', /')})` : ''}, nodes ${p.nodeSelector.text}${reuseAfterNote(p.reuseAfterMs)}`,
+      `state: ${poolState(p)}${p.disabled && (p.draining || p.deleting) ? ' (and disabled)' : ''}${p.shrinkingFrom ? `, shrinking from ${formatPrefix(p.shrinkingFrom)} (unfinished: run the resize again)` : ''}`,
+      `held: ${held.allocated} address${held.allocated === 1 ? '' : 'es'} in ${held.blocks} block${held.blocks === 1 ? '' : 's'}${held.idle > 0 ? ` (${held.inUse} in use, ${held.idle} idle in warm pools)` : ''}`,
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+  });
 
   pool
     .command('resize')
@@ -120,7 +151,9 @@ export function registerPool(program: Command): void {
       const r = await withClusterIpam(cmd, 'write', (ipam) => ipam.resizePool(name, opts.cidr));
       const { formatPrefix } = await import('../ip/index.js');
       const what = r.kind === 'grow' ? 'grown' : r.kind === 'shrink' ? 'shrunk' : 'unchanged';
-      process.stdout.write(`pool "${name}" ${what}: ${formatPrefix(r.pool.cidr)}${r.removedBlocks > 0 ? `, ${r.removedBlocks} empty block${r.removedBlocks === 1 ? '' : 's'} outside it removed` : ''}\n`);
+      process.stdout.write(
+        `pool "${name}" ${what}: ${formatPrefix(r.pool.cidr)}${r.removedBlocks > 0 ? `, ${r.removedBlocks} empty block${r.removedBlocks === 1 ? '' : 's'} outside it removed` : ''}\n`,
+      );
     });
 
   withOutputOptions(
@@ -146,7 +179,10 @@ export function registerPool(program: Command): void {
           last = held.allocated;
         }
         if (!opts.wait || held.allocated === 0) return;
-        if (Date.now() >= deadline) throw new Error(`pool "${name}" still holds ${held.allocated} address${held.allocated === 1 ? '' : 'es'} after ${opts.timeout ?? '10m'} (it stays draining)`);
+        if (Date.now() >= deadline)
+          throw new Error(
+            `pool "${name}" still holds ${held.allocated} address${held.allocated === 1 ? '' : 'es'} after ${opts.timeout ?? '10m'} (it stays draining)`,
+          );
         await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, deadline - Date.now()))));
       }
     });
@@ -168,12 +204,16 @@ export function registerPool(program: Command): void {
     .option('--block-size <n>', 'prefix length of blocks claimed from now on (within 4 of every size its blocks have)')
     .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]')
     .option('--disabled <bool>', 'true or false')
-    .option('--reuse-after <duration>', 'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)')
+    .option(
+      '--reuse-after <duration>',
+      'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)',
+    )
     .action(async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string }, cmd: Command) => {
       const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
       const disabled = boolOption('--disabled', opts.disabled);
       const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
-      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined) throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
+      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined)
+        throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
       const p = await withClusterIpam(cmd, 'write', (ipam) =>
         ipam.setPoolSettings(name, {
           ...(blockSize !== undefined ? { blockSize } : {}),
@@ -182,7 +222,9 @@ export function registerPool(program: Command): void {
           ...(reuseAfter !== undefined ? { reuseAfter } : {}),
         }),
       );
-      process.stdout.write(`pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`);
+      process.stdout.write(
+        `pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
+      );
     });
 
   pool
@@ -194,7 +236,10 @@ export function registerPool(program: Command): void {
       process.stdout.write(`pool "${name}" deleted\n`);
     });
 
-  for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
+  for (const [verb, disabled] of [
+    ['disable', true],
+    ['enable', false],
+  ] as const) {
     pool
       .command(verb)
       .description(disabled ? 'stop new assignments from a pool (existing ones stay)' : 'allow new assignments from a pool again')

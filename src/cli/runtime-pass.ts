@@ -29,7 +29,9 @@ export function runtimePassOptions(f: RuntimePassFlags): { endpoint: string; lis
 }
 
 /** Runs the pass (see the module comment); rejects naming why when the runtime or a source fails. */
-export async function runtimePass(o: ReturnType<typeof runtimePassOptions> & { readonly datastore?: string; readonly node: string; readonly dryRun: boolean }): Promise<PassOutcome> {
+export async function runtimePass(
+  o: ReturnType<typeof runtimePassOptions> & { readonly datastore?: string; readonly node: string; readonly dryRun: boolean },
+): Promise<PassOutcome> {
   const [{ criRuntime, criSocketPath }, { RuntimeReconciler }, { localAllocations }, { clusterAllocations }, { silentLog }] = await Promise.all([
     import('../reconcile/cri-runtime.js'),
     import('../reconcile/runtime-reconciler.js'),
@@ -52,7 +54,16 @@ export async function runtimePass(o: ReturnType<typeof runtimePassOptions> & { r
       const ipam = new ClusterIpam(store, { writer: 'cli' });
       sources.push(clusterAllocations(o.datastore!, o.node, (fn) => fn(ipam)));
     }
-    const r = new RuntimeReconciler({ endpoint: o.endpoint, runtime, sources: () => sources, inFlight: () => new Set(), graceMs: o.graceMs, intervalMs: o.listMs, log: silentLog, ...(o.dryRun ? { dryRun: true } : {}) });
+    const r = new RuntimeReconciler({
+      endpoint: o.endpoint,
+      runtime,
+      sources: () => sources,
+      inFlight: () => new Set(),
+      graceMs: o.graceMs,
+      intervalMs: o.listMs,
+      log: silentLog,
+      ...(o.dryRun ? { dryRun: true } : {}),
+    });
     await r.pass();
     await sleep(o.listMs);
     return await r.pass();

@@ -20,6 +20,12 @@ test('a guarded stream never carries a raw control character but newline and tab
 });
 
 test('table cells escape control characters, so columns stay aligned', () => {
-  const out = formatTable([{ pod: 'web\u001b[2J' }, { pod: 'db' }], [{ header: 'POD', value: (r) => r.pod }, { header: 'N', value: () => 1 }]);
+  const out = formatTable(
+    [{ pod: 'web\u001b[2J' }, { pod: 'db' }],
+    [
+      { header: 'POD', value: (r) => r.pod },
+      { header: 'N', value: () => 1 },
+    ],
+  );
   assert.equal(out, ['POD           N', 'web\\u001b[2J  1', 'db            1', ''].join('\n'));
 });

@@ -16,6 +16,6 @@ export function guardOutput(stream: NodeJS.WritableStream): void {
   const s = stream as NodeJS.WritableStream & { [GUARDED]?: true };
   if (s[GUARDED]) return;
   const write = s.write.bind(s) as (chunk: unknown, ...rest: unknown[]) => boolean;
-  s.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? escapeOutput(chunk) : chunk, ...rest));
+  s.write = (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? escapeOutput(chunk) : chunk, ...rest);
   s[GUARDED] = true;
 }

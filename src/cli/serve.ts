@@ -42,8 +42,16 @@ export function registerServe(program: Command): void {
     .description('run the HTTP API, Prometheus metrics, the dashboard, the node-CIDR controller and cluster GC')
     .option('--listen <host:port>', 'address to listen on (non-loopback addresses require tokens)', '127.0.0.1:7420')
     .option('--data-dir <dir>', 'directory of the default SQLite datastore (default: $PODIPAM_DATA_DIR, /var/lib/podipam as root, else ~/.local/share/podipam)')
-    .option('--token-file <file>', 'bearer tokens, lines "read=TOKEN" and "admin=TOKEN", mode 0600 (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN); without them, writes need the install token in DIR/serve.token')
-    .option('--allowed-host <name>', 'also answer requests whose Host header is NAME (repeatable; localhost, 127.0.0.1, [::1] and the listen address always are)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option(
+      '--token-file <file>',
+      'bearer tokens, lines "read=TOKEN" and "admin=TOKEN", mode 0600 (or $PODIPAM_READ_TOKEN / $PODIPAM_ADMIN_TOKEN); without them, writes need the install token in DIR/serve.token',
+    )
+    .option(
+      '--allowed-host <name>',
+      'also answer requests whose Host header is NAME (repeatable; localhost, 127.0.0.1, [::1] and the listen address always are)',
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain) (or $PODIPAM_TLS_CERT); needs --tls-key')
     .option('--tls-key <file>', 'the PEM private key of --tls-cert, mode 0600 (or $PODIPAM_TLS_KEY)')
     .option('--cluster-cidr <cidrs>', 'node-CIDR controller: cluster CIDR(s), comma separated', DEFAULT_CLUSTER_CIDRS)
@@ -54,7 +62,10 @@ export function registerServe(program: Command): void {
     .option('--no-default-pools', `do not create ${DEFAULT_POOLS.map((p) => `${p.name} (${p.cidr})`).join(' and ')} when no pool exists`)
     .option('--gc-interval <duration>', 'how often cluster GC looks for leaks and blocks of deleted nodes (0 = never)', '60s')
     .option('--gc-grace <duration>', 'how long a finding must persist before GC releases it', '15m')
-    .option('--history-db <file>', "the allocation history (who held each address, and when): its SQLite file (default: the datastore's own, DATA_DIR/history.db for the default datastore, DATA_DIR/history/NAME.db for any other)")
+    .option(
+      '--history-db <file>',
+      "the allocation history (who held each address, and when): its SQLite file (default: the datastore's own, DATA_DIR/history.db for the default datastore, DATA_DIR/history/NAME.db for any other)",
+    )
     .option('--history-retention <duration>', 'how long the history keeps holds that ended (e.g. 90d, 12h; 0 = forever)', '90d')
     .option('--no-history', 'do not keep the allocation history')
     .option('--node-name <name>', `node name in the printed CNI config (default: ${DEFAULT_NODE_NAME_HINT})`)
@@ -63,7 +74,8 @@ export function registerServe(program: Command): void {
       const gcIntervalMs = parseDuration('--gc-interval', flags.gcInterval);
       const gcGraceMs = parseDuration('--gc-grace', flags.gcGrace);
       const historyRetentionMs = parseDuration('--history-retention', flags.historyRetention);
-      if (!flags.history && flags.historyDb !== undefined) throw new UsageError(`--history-db ${flags.historyDb} and --no-history contradict each other: give one`);
+      if (!flags.history && flags.historyDb !== undefined)
+        throw new UsageError(`--history-db ${flags.historyDb} and --no-history contradict each other: give one`);
       const [{ loadTokens, checkListenTokens }, { controllerConfigFromFlags }, { hostPolicy }, { loadInstallToken, INSTALL_TOKEN_FILE }] = await Promise.all([
         import('../server/http/auth.js'),
         import('./controller-flags.js'),
@@ -81,7 +93,9 @@ export function registerServe(program: Command): void {
       let tls;
       if (tlsCert !== undefined || tlsKey !== undefined) {
         if (tlsCert === undefined || tlsKey === undefined) {
-          throw new UsageError(`HTTPS needs both --tls-cert and --tls-key (or $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY): got only ${tlsCert !== undefined ? `--tls-cert ${tlsCert}` : `--tls-key ${tlsKey}`}`);
+          throw new UsageError(
+            `HTTPS needs both --tls-cert and --tls-key (or $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY): got only ${tlsCert !== undefined ? `--tls-cert ${tlsCert}` : `--tls-key ${tlsKey}`}`,
+          );
         }
         const { loadServerTls } = await import('../server/http/server-tls.js');
         try {
@@ -93,7 +107,12 @@ export function registerServe(program: Command): void {
       let controller;
       if (flags.controller) {
         try {
-          controller = controllerConfigFromFlags({ clusterCidr: flags.clusterCidr, nodeMaskSize: flags.nodeMaskSize, nodeMaskSizeV6: flags.nodeMaskSizeV6, serviceCidr: flags.serviceCidr });
+          controller = controllerConfigFromFlags({
+            clusterCidr: flags.clusterCidr,
+            nodeMaskSize: flags.nodeMaskSize,
+            nodeMaskSizeV6: flags.nodeMaskSizeV6,
+            serviceCidr: flags.serviceCidr,
+          });
         } catch (e) {
           throw new UsageError((e as Error).message);
         }
@@ -209,5 +228,6 @@ async function moveForeignHistory(dataDir: string, historyPath: string, datastor
   }
   if (recorded === undefined || recorded === redactStoreUrl(datastoreUrl)) return;
   const to = moveForeignDefaultHistory(dataDir, recorded);
-  if (to !== undefined) process.stderr.write(`podipam serve: ${historyPath} followed datastore ${recorded}, not this one: moved to ${to} (that datastore's own history file)\n`);
+  if (to !== undefined)
+    process.stderr.write(`podipam serve: ${historyPath} followed datastore ${recorded}, not this one: moved to ${to} (that datastore's own history file)\n`);
 }

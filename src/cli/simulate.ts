@@ -22,13 +22,13 @@ export function registerSimulate(program: Command): void {
     .command('simulate')
     .description('drive a running `podipam serve` through its API: nodes join, pods are added and deleted')
     .option('--server <url>', 'the server to drive', 'http://127.0.0.1:7420')
-    .option('--data-dir <dir>', 'the server\'s data directory, whose serve.token is sent for writes (default: as serve\'s)')
+    .option('--data-dir <dir>', "the server's data directory, whose serve.token is sent for writes (default: as serve's)")
     .requiredOption('--nodes <n>', 'nodes to join (1-100000)')
     .requiredOption('--pods <m>', 'pods to add, spread round robin over the nodes (0-1000000)')
     .option('--churn <r>', 'then delete and re-add this fraction of the pods (0-10)', '0')
     .option('--concurrency <c>', 'API calls in flight (1-256)', '8')
     .option('--rate <n>', 'at most this many API calls per second (0 = unlimited)', '0')
-    .option('--network <name>', 'network name in the pods\' handles', 'sim')
+    .option('--network <name>', "network name in the pods' handles", 'sim')
     .option('--node-prefix <p>', 'node names are <p>-1 … <p>-N (numbers zero-padded to the width of N)', 'sim')
     .option('--token <token>', 'admin or install bearer token (visible in /proc: prefer $PODIPAM_ADMIN_TOKEN or --data-dir)')
     .option('--seed <n>', 'seed for the churn choices')
@@ -53,7 +53,8 @@ export function registerSimulate(program: Command): void {
         throw new UsageError(`invalid --churn ${JSON.stringify(opts.churn)}: must be a number from 0 to 10 (a fraction of --pods)`);
       }
       const prefix = String(opts.nodePrefix);
-      if (!/^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$/.test(prefix)) throw new UsageError(`invalid --node-prefix ${JSON.stringify(prefix)}: use lower-case letters, digits and "-"`);
+      if (!/^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$/.test(prefix))
+        throw new UsageError(`invalid --node-prefix ${JSON.stringify(prefix)}: use lower-case letters, digits and "-"`);
       const network = String(opts.network);
       if (!CNI_NAME.test(network)) throw new UsageError(`invalid --network ${JSON.stringify(network)}: not a CNI network name`);
       const nodes = parseIntFlag('--nodes', String(opts.nodes), { min: 1, max: 100_000 });

@@ -7,11 +7,14 @@ const err = (msg: string) => (e: unknown) => e instanceof CniError && e.code ===
 
 test('parseCniArgs splits K=V pairs on ; and =', () => {
   assert.deepEqual([...parseCniArgs('')], []);
-  assert.deepEqual([...parseCniArgs('IgnoreUnknown=1;K8S_POD_NAME=web;IP=10.0.0.5/24')], [
-    ['IgnoreUnknown', '1'],
-    ['K8S_POD_NAME', 'web'],
-    ['IP', '10.0.0.5/24'],
-  ]);
+  assert.deepEqual(
+    [...parseCniArgs('IgnoreUnknown=1;K8S_POD_NAME=web;IP=10.0.0.5/24')],
+    [
+      ['IgnoreUnknown', '1'],
+      ['K8S_POD_NAME', 'web'],
+      ['IP', '10.0.0.5/24'],
+    ],
+  );
   assert.deepEqual([...parseCniArgs('IP=')], [['IP', '']]);
 });
 

@@ -22,10 +22,7 @@ export function parseArgBool(key: string, value: string): boolean {
   const s = value.toLowerCase();
   if (s === '1' || s === 'true') return true;
   if (s === '0' || s === 'false') return false;
-  throw new CniError(
-    CniCode.InvalidEnv,
-    `ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: boolean unmarshal error: invalid input ${s}`,
-  );
+  throw new CniError(CniCode.InvalidEnv, `ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: boolean unmarshal error: invalid input ${s}`);
 }
 
 /**

@@ -33,10 +33,13 @@ describe('cniErrorOf', () => {
 
   it('carries the data callers branch on', () => {
     const e = new PoolExhaustedError(6, 'node-a', ['v6'], 2, 1, 'the node owns 20 IPv6 blocks, the per-host limit is 20');
-    assert.equal(e.message, 'no free IPv6 address for node "node-a" in pools [v6]: requested 2, found 1 (the node owns 20 IPv6 blocks, the per-host limit is 20)');
+    assert.equal(
+      e.message,
+      'no free IPv6 address for node "node-a" in pools [v6]: requested 2, found 1 (the node owns 20 IPv6 blocks, the per-host limit is 20)',
+    );
     assert.deepEqual([e.family, e.node, e.pools, e.requested, e.available], [6, 'node-a', ['v6'], 2, 1]);
   });
-  it('is the one table: the local store\'s errors, usePodCidr\'s and errno errors map here too', () => {
+  it("is the one table: the local store's errors, usePodCidr's and errno errors map here too", () => {
     const cases: [Error, number, number][] = [
       [new UnsafeFileError('/d/net/10.0.0.2', 'a symbolic link'), CniCode.IoFailure, CniCode.IoFailure],
       [new FileIoError('write', '/d/net/.podipam-reserve.tmp', 'ENOSPC: no space left'), CniCode.IoFailure, CniCode.IoFailure],

@@ -8,14 +8,7 @@
  * Values: plain objects (key order kept; `undefined` members skipped, as `omitempty` would),
  * arrays, strings, finite numbers, booleans, null.
  */
-export type GoJsonValue =
-  | string
-  | number
-  | boolean
-  | null
-  | undefined
-  | readonly GoJsonValue[]
-  | { readonly [key: string]: GoJsonValue };
+export type GoJsonValue = string | number | boolean | null | undefined | readonly GoJsonValue[] | { readonly [key: string]: GoJsonValue };
 
 const HEX = '0123456789abcdef';
 
@@ -38,7 +31,10 @@ export function goString(s: string): string {
     } else if (c >= 0xd800 && c <= 0xdfff) {
       // A lone surrogate is invalid UTF-8 once encoded; Go writes U+FFFD for invalid bytes.
       const pair = c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
-      if (pair) { i++; continue; }
+      if (pair) {
+        i++;
+        continue;
+      }
       esc = '\\ufffd';
     }
     if (esc !== undefined) {

@@ -12,7 +12,7 @@ const is = (code: number, msg: string | RegExp) => (e: unknown) => {
   return true;
 };
 
-test('decodeConfig: bad JSON is code 6 with Go\'s prefix', () => {
+test("decodeConfig: bad JSON is code 6 with Go's prefix", () => {
   assert.throws(() => decodeConfig(''), is(6, 'error unmarshall network config: unexpected end of JSON input'));
   assert.throws(() => decodeConfig('{'), is(6, /^error unmarshall network config: /));
   assert.throws(() => decodeConfig('[]'), is(6, 'error unmarshall network config: expected a JSON object, got array'));

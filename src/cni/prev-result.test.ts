@@ -16,6 +16,15 @@ test('prevResultOf reads every version into the 1.x shape', () => {
 
 test('prevResultAddrs keeps the text and skips what does not parse', () => {
   const got = prevResultAddrs({ ips: [{ address: '10.1.0.2/24' }, { address: 'nonsense' }, { address: 7 }, null, { address: 'FD00::2/64' }] });
-  assert.deepEqual(got.map((a) => [a.text, formatAddr(a.addr)]), [['10.1.0.2/24', '10.1.0.2'], ['FD00::2/64', 'fd00::2']]);
-  assert.deepEqual(prevResultAddrs({ ip4: { ip: '192.0.2.9/24' } }).map((a) => formatAddr(a.addr)), ['192.0.2.9']);
+  assert.deepEqual(
+    got.map((a) => [a.text, formatAddr(a.addr)]),
+    [
+      ['10.1.0.2/24', '10.1.0.2'],
+      ['FD00::2/64', 'fd00::2'],
+    ],
+  );
+  assert.deepEqual(
+    prevResultAddrs({ ip4: { ip: '192.0.2.9/24' } }).map((a) => formatAddr(a.addr)),
+    ['192.0.2.9'],
+  );
 });

@@ -30,7 +30,10 @@ test('1.1.0 results keep route mtu/table; 0.3.x/0.4.0 add version per ip', () =>
   for (const v of ['0.3.0', '0.3.1', '0.4.0']) {
     const r = JSON.parse(formatResult(v, dual));
     assert.equal(r.cniVersion, v);
-    assert.deepEqual(r.ips.map((i: { version: string }) => i.version), ['4', '6', '4']);
+    assert.deepEqual(
+      r.ips.map((i: { version: string }) => i.version),
+      ['4', '6', '4'],
+    );
     assert.equal(Object.keys(r.ips[0]).join(), 'version,address,gateway');
   }
 });
@@ -48,7 +51,11 @@ test('0.2.0/0.1.0 results: first address per family, routes by family of dst', (
 });
 
 test('empty routes are omitted, DNS members only when set', () => {
-  const text = formatResult('1.0.0', { ips: [{ address: '10.0.0.2/24', gateway: '10.0.0.1' }], routes: [], dns: { nameservers: ['1.1.1.1'], domain: '', search: [], options: ['ndots:5'] } });
+  const text = formatResult('1.0.0', {
+    ips: [{ address: '10.0.0.2/24', gateway: '10.0.0.1' }],
+    routes: [],
+    dns: { nameservers: ['1.1.1.1'], domain: '', search: [], options: ['ndots:5'] },
+  });
   assert.equal(
     text,
     '{\n    "cniVersion": "1.0.0",\n    "ips": [\n        {\n            "address": "10.0.0.2/24",\n            "gateway": "10.0.0.1"\n' +

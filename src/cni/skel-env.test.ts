@@ -14,8 +14,14 @@ function cniErr(code: number, msg: string, details?: string) {
 }
 
 test('readCmdEnv names every missing variable in skel order', () => {
-  assert.throws(() => readCmdEnv({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_PATH: '/p' }), cniErr(4, 'required env variables [CNI_NETNS,CNI_IFNAME] missing'));
-  assert.throws(() => readCmdEnv({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: '', CNI_NETNS: '/n', CNI_IFNAME: 'e', CNI_PATH: '/p' }), cniErr(4, 'required env variables [CNI_CONTAINERID] missing'));
+  assert.throws(
+    () => readCmdEnv({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_PATH: '/p' }),
+    cniErr(4, 'required env variables [CNI_NETNS,CNI_IFNAME] missing'),
+  );
+  assert.throws(
+    () => readCmdEnv({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: '', CNI_NETNS: '/n', CNI_IFNAME: 'e', CNI_PATH: '/p' }),
+    cniErr(4, 'required env variables [CNI_CONTAINERID] missing'),
+  );
   assert.throws(() => readCmdEnv({}), cniErr(4, 'required env variables [CNI_COMMAND] missing'));
   assert.throws(() => readCmdEnv({ CNI_COMMAND: 'DEL' }), cniErr(4, 'required env variables [CNI_CONTAINERID,CNI_IFNAME,CNI_PATH] missing'));
   assert.throws(() => readCmdEnv({ CNI_COMMAND: 'STATUS' }), cniErr(4, 'required env variables [CNI_PATH] missing'));

@@ -6,7 +6,11 @@ import { assignBatch, type BatchItem } from './assign-batch.js';
 import { listNodes } from './list-nodes.js';
 
 async function items(store: MemoryStore, cidrs: Record<string, string>): Promise<BatchItem[]> {
-  return (await listNodes(store)).map(({ record, rev }) => ({ rev, next: { ...record, podCIDRs: [cidrs[record.name] as string] }, claims: [cidrs[record.name] as string] }));
+  return (await listNodes(store)).map(({ record, rev }) => ({
+    rev,
+    next: { ...record, podCIDRs: [cidrs[record.name] as string] },
+    claims: [cidrs[record.name] as string],
+  }));
 }
 
 test('assignBatch records every node in one transaction, or none, naming claims held by others', async () => {
@@ -21,7 +25,20 @@ test('assignBatch records every node in one transaction, or none, naming claims 
   for (const n of ['d', 'e']) await addNode(store, { name: n });
   const pending = (await items(store, { a: 'x', b: 'x', c: 'x', d: '10.0.1.0/24', e: '10.0.3.0/24' })).slice(3);
   const lost = await assignBatch(store, pending);
-  assert.deepEqual(lost, [{ ok: false, claimedBy: new Map([['10.0.1.0/24', 'b']]) }, { ok: false, claimedBy: new Map() }]);
-  assert.deepEqual((await listNodes(store)).filter((n) => n.record.podCIDRs.length).map((n) => n.record.name), ['a', 'b', 'c'], 'e was not written either');
-  await assert.rejects(assignBatch(store, Array.from({ length: 65 }, () => pending[1] as BatchItem)), /at most 128/);
+  assert.deepEqual(lost, [
+    { ok: false, claimedBy: new Map([['10.0.1.0/24', 'b']]) },
+    { ok: false, claimedBy: new Map() },
+  ]);
+  assert.deepEqual(
+    (await listNodes(store)).filter((n) => n.record.podCIDRs.length).map((n) => n.record.name),
+    ['a', 'b', 'c'],
+    'e was not written either',
+  );
+  await assert.rejects(
+    assignBatch(
+      store,
+      Array.from({ length: 65 }, () => pending[1] as BatchItem),
+    ),
+    /at most 128/,
+  );
 });

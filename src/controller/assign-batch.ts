@@ -10,9 +10,7 @@ export interface BatchItem {
   readonly claims: readonly string[];
 }
 
-export type BatchOutcome =
-  | { readonly ok: true; readonly rev: number }
-  | { readonly ok: false; readonly claimedBy: ReadonlyMap<string, string> };
+export type BatchOutcome = { readonly ok: true; readonly rev: number } | { readonly ok: false; readonly claimedBy: ReadonlyMap<string, string> };
 
 /** Compares (or ops) one item adds to a transaction. */
 export function batchItemSize(item: BatchItem): number {

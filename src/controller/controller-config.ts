@@ -50,7 +50,8 @@ function cidrList(field: 'clusterCidrs' | 'serviceCidrs', text: string): Prefix[
 }
 
 function mask(field: 'nodeMaskSize' | 'nodeMaskSizeV6', text: string): number {
-  if (!/^[0-9]{1,3}$/.test(text)) throw new ControllerConfigError(field, (n) => `invalid ${n(field)} ${JSON.stringify(text)}: must be a prefix length (an integer)`);
+  if (!/^[0-9]{1,3}$/.test(text))
+    throw new ControllerConfigError(field, (n) => `invalid ${n(field)} ${JSON.stringify(text)}: must be a prefix length (an integer)`);
   return Number(text);
 }
 
@@ -68,13 +69,18 @@ export function parseControllerConfig(settings: ControllerSettings): ControllerC
   const clusterCidrs = cidrList('clusterCidrs', text);
   clusterCidrs.forEach((a, i) => {
     const b = clusterCidrs.slice(0, i).find((x) => prefixOverlaps(x, a));
-    if (b) throw new ControllerConfigError('clusterCidrs', (n) => `invalid ${n('clusterCidrs')} ${JSON.stringify(text)}: ${formatPrefix(a)} overlaps ${formatPrefix(b)}`);
+    if (b)
+      throw new ControllerConfigError(
+        'clusterCidrs',
+        (n) => `invalid ${n('clusterCidrs')} ${JSON.stringify(text)}: ${formatPrefix(a)} overlaps ${formatPrefix(b)}`,
+      );
   });
   const has = (f: Family): boolean => clusterCidrs.some((c) => c.family === f);
   const nodeMaskSize: Partial<Record<Family, number>> = {};
   const v4 = settings.nodeMaskSize === undefined ? undefined : mask('nodeMaskSize', settings.nodeMaskSize);
   const v6 = settings.nodeMaskSizeV6 === undefined ? undefined : mask('nodeMaskSizeV6', settings.nodeMaskSizeV6);
-  if (v6 !== undefined && !has(6)) throw new ControllerConfigError('nodeMaskSizeV6', (n) => `invalid ${n('nodeMaskSizeV6')} ${v6}: ${n('clusterCidrs')} has no IPv6 CIDR`);
+  if (v6 !== undefined && !has(6))
+    throw new ControllerConfigError('nodeMaskSizeV6', (n) => `invalid ${n('nodeMaskSizeV6')} ${v6}: ${n('clusterCidrs')} has no IPv6 CIDR`);
   if (has(4)) nodeMaskSize[4] = v4 ?? DEFAULT_NODE_MASK[4];
   if (has(6)) {
     if (!has(4) && v4 !== undefined && v6 !== undefined) {

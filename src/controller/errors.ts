@@ -22,7 +22,11 @@ export class UnknownNodeError extends Error {
  */
 export class CidrNotAvailableError extends Error {
   override readonly name = 'CidrNotAvailableError';
-  constructor(readonly node: string, readonly family: Family, readonly clusterCidrs: readonly Prefix[]) {
+  constructor(
+    readonly node: string,
+    readonly family: Family,
+    readonly clusterCidrs: readonly Prefix[],
+  ) {
     super(
       `CIDRNotAvailable: node "${node}" cannot get an IPv${family} pod CIDR: no remaining node CIDRs in cluster CIDRs ${clusterCidrs.map(formatPrefix).join(',')}`,
     );
@@ -32,7 +36,10 @@ export class CidrNotAvailableError extends Error {
 /** A compare-and-swap write on a node kept losing to other writers; the bounded retries ran out. */
 export class NodeConflictError extends Error {
   override readonly name = 'NodeConflictError';
-  constructor(readonly node: string, readonly attempts: number) {
+  constructor(
+    readonly node: string,
+    readonly attempts: number,
+  ) {
     super(`node "${node}": gave up after ${attempts} conflicting datastore writes`);
   }
 }
@@ -40,7 +47,11 @@ export class NodeConflictError extends Error {
 /** A CIDR someone wants recorded for `node` is already claimed by another node. */
 export class CidrClaimedError extends Error {
   override readonly name = 'CidrClaimedError';
-  constructor(readonly node: string, readonly cidr: string, readonly owner: string) {
+  constructor(
+    readonly node: string,
+    readonly cidr: string,
+    readonly owner: string,
+  ) {
     super(`node "${node}": pod CIDR ${cidr} is already claimed by node "${owner}"`);
   }
 }

@@ -38,10 +38,18 @@ async function rig(clusterCidr: string) {
     onChange: (name) => adapter?.notify(name),
   });
   return {
-    kube, store, log,
+    kube,
+    store,
+    log,
     async start(): Promise<void> {
       await controller.start();
-      adapter = new KubeAdapter({ store, controller, kubeconfig, log: linesLog(log, { fields: ['node'], component: true }).child({ component: 'kube' }), relistDelayMs: 100 });
+      adapter = new KubeAdapter({
+        store,
+        controller,
+        kubeconfig,
+        log: linesLog(log, { fields: ['node'], component: true }).child({ component: 'kube' }),
+        relistDelayMs: 100,
+      });
       await adapter.start();
     },
     async close(): Promise<void> {
@@ -54,7 +62,7 @@ async function rig(clusterCidr: string) {
   };
 }
 
-test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CIDR is freed and reused', async () => {
+test("kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node's CIDR is freed and reused", async () => {
   const r = await rig('10.20.0.0/22');
   const { kube, store, log } = r;
   try {
@@ -86,7 +94,7 @@ test('kube adapter: Nodes get distinct podCIDRs patched in; a deleted Node\'s CI
     assert.equal(cidrOf('k4'), undefined);
     const freed = cidrOf('k2');
     kube.deleteNode('k2');
-    await waitFor('k4 to get k2\'s CIDR', () => cidrOf('k4') !== undefined);
+    await waitFor("k4 to get k2's CIDR", () => cidrOf('k4') !== undefined);
     assert.equal(cidrOf('k4'), freed);
     assert.ok(!(await listNodes(store)).some((n) => n.record.name === 'k2'));
     const t = await store.get(nodeTombstoneKey('k2'));
@@ -129,7 +137,10 @@ test('kube adapter: a Node missing from its cache (the list failed) is asked for
     assert.deepEqual([cidrOf('live')], rec?.record.podCIDRs);
     // The API server says "never" does not exist (404): that is proof, and its record goes.
     await waitFor('the record of "never" to go', async () => !(await recordOf('never')));
-    assert.ok(log.some((l) => l.startsWith('kube: node deleted in Kubernetes') && l.endsWith(' node=never')), log.join('\n'));
+    assert.ok(
+      log.some((l) => l.startsWith('kube: node deleted in Kubernetes') && l.endsWith(' node=never')),
+      log.join('\n'),
+    );
     assert.ok(kube.nodeRequests.get >= 2, `each absence confirmed by a get: ${JSON.stringify(kube.nodeRequests)}`);
   } catch (e) {
     console.error(log.join('\n'));

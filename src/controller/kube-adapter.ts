@@ -93,7 +93,10 @@ export class KubeAdapter {
     informer.on('error', (err: unknown) => {
       if (!this.#running) return;
       const delay = Math.min(30_000, this.#relistDelayMs * 2 ** this.#relistFailures++);
-      this.#log.warn({ err: (err as Error)?.message ?? String(err) }, `node list/watch failed, re-listing in ${delay} ms: ${(err as Error)?.message ?? String(err)}`);
+      this.#log.warn(
+        { err: (err as Error)?.message ?? String(err) },
+        `node list/watch failed, re-listing in ${delay} ms: ${(err as Error)?.message ?? String(err)}`,
+      );
       clearTimeout(this.#relistTimer);
       this.#relistTimer = setTimeout(() => void informer.start(), delay);
     });
@@ -173,7 +176,9 @@ export class KubeAdapter {
       return await (this.#api as CoreV1Api).readNode({ name });
     } catch (e) {
       if ((e as { code?: unknown }).code === 404) return undefined;
-      throw new Error(`node ${name} is not in the informer's cache and the API server cannot say whether it exists: ${(e as Error).message.split('\n')[0]}`, { cause: e });
+      throw new Error(`node ${name} is not in the informer's cache and the API server cannot say whether it exists: ${(e as Error).message.split('\n')[0]}`, {
+        cause: e,
+      });
     }
   }
 

@@ -39,28 +39,29 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 5000): 
   assert.fail(`timed out waiting for ${what}`);
 }
 
-for (const batch of [true, false]) test(`controller gives every dual-stack node one CIDR per family, in cluster-CIDR order (batch: ${batch})`, async () => {
-  const store = new MemoryStore();
-  for (let i = 0; i < 20; i++) await addNode(store, { name: `n${i}` });
-  const { c, log } = controller(store, { clusterCidrs: '10.244.0.0/16,fd00:10::/56', nodeMaskSize: '24', nodeMaskSizeV6: '64' }, { batch });
-  const rt = store.roundTrips;
-  const s = await c.runOnce();
-  assert.deepEqual(s, { nodes: 20, assigned: 20, waiting: [], failed: [] });
-  // Batched: one transaction for all 20 (plus listings); per node: a transaction each.
-  assert.ok(batch ? store.roundTrips - rt < 10 : store.roundTrips - rt >= 20, `${store.roundTrips - rt} round trips`);
-  const all = await cidrsByNode(store);
-  assert.deepEqual(all.get('n0'), ['10.244.0.0/24', 'fd00:10::/64']);
-  for (const cidrs of all.values()) {
-    assert.equal(cidrs.length, 2);
-    assert.match(cidrs[0] as string, /^10\.244\.\d+\.0\/24$/);
-    assert.match(cidrs[1] as string, /^fd00:10:0:[0-9a-f]+::\/64$|^fd00:10::\/64$/);
-  }
-  assertDistinct(all);
-  assert.equal(log.filter((l) => l.startsWith('assigned ')).length, 20);
-  // Claims match the records exactly.
-  const claims = await store.list('nodecidrs/');
-  assert.equal(claims.length, 40);
-});
+for (const batch of [true, false])
+  test(`controller gives every dual-stack node one CIDR per family, in cluster-CIDR order (batch: ${batch})`, async () => {
+    const store = new MemoryStore();
+    for (let i = 0; i < 20; i++) await addNode(store, { name: `n${i}` });
+    const { c, log } = controller(store, { clusterCidrs: '10.244.0.0/16,fd00:10::/56', nodeMaskSize: '24', nodeMaskSizeV6: '64' }, { batch });
+    const rt = store.roundTrips;
+    const s = await c.runOnce();
+    assert.deepEqual(s, { nodes: 20, assigned: 20, waiting: [], failed: [] });
+    // Batched: one transaction for all 20 (plus listings); per node: a transaction each.
+    assert.ok(batch ? store.roundTrips - rt < 10 : store.roundTrips - rt >= 20, `${store.roundTrips - rt} round trips`);
+    const all = await cidrsByNode(store);
+    assert.deepEqual(all.get('n0'), ['10.244.0.0/24', 'fd00:10::/64']);
+    for (const cidrs of all.values()) {
+      assert.equal(cidrs.length, 2);
+      assert.match(cidrs[0] as string, /^10\.244\.\d+\.0\/24$/);
+      assert.match(cidrs[1] as string, /^fd00:10:0:[0-9a-f]+::\/64$|^fd00:10::\/64$/);
+    }
+    assertDistinct(all);
+    assert.equal(log.filter((l) => l.startsWith('assigned ')).length, 20);
+    // Claims match the records exactly.
+    const claims = await store.list('nodecidrs/');
+    assert.equal(claims.length, 40);
+  });
 
 test('controller restarted on recorded CIDRs never hands one out twice', async () => {
   const store = new MemoryStore();
@@ -113,7 +114,7 @@ test('a running controller grown by a cluster CIDR serves the nodes that were wa
   }
 });
 
-test('a running controller picks up added nodes, and reuses a deleted node\'s CIDR after wrapping', async () => {
+test("a running controller picks up added nodes, and reuses a deleted node's CIDR after wrapping", async () => {
   const store = new MemoryStore();
   const { c } = controller(store, { clusterCidrs: '10.1.0.0/22', nodeMaskSize: '24' });
   await c.start();
@@ -165,7 +166,13 @@ test('controller sweeps claims left by records removed by hand, and frees their 
   const first = controller(store, flags);
   await first.c.runOnce();
   const gone = [...(await cidrsByNode(store)).entries()].filter(([n]) => n !== 'q');
-  await store.txn([], [{ type: 'delete', key: nodeKey('p') }, { type: 'delete', key: nodeKey('o') }]);
+  await store.txn(
+    [],
+    [
+      { type: 'delete', key: nodeKey('p') },
+      { type: 'delete', key: nodeKey('o') },
+    ],
+  );
   for (const n of ['r', 's', 't']) await addNode(store, { name: n });
   // The same controller, at its next resync: both orphans swept, both CIDRs free again.
   const s = await first.c.runOnce();
@@ -200,7 +207,9 @@ test('controller retries with back-off while the store is unavailable, without d
   // Every third write fails as an unreachable engine would.
   const flaky: Store = {
     url: inner.url,
-    get roundTrips() { return inner.roundTrips; },
+    get roundTrips() {
+      return inner.roundTrips;
+    },
     get: (k) => inner.get(k),
     getMany: (k) => inner.getMany(k),
     revision: () => inner.revision(),
@@ -233,7 +242,10 @@ test('a running controller on SQLite serves a node another connection adds, by i
     await c.start();
     await addNode(theirs, { name: 'late' });
     await waitFor('the node to get a CIDR', async () => (await cidrsByNode(theirs)).get('late')?.length === 1, 20_000);
-    assert.ok(log.some((l) => l.startsWith('assigned node=late')), log.join('\n'));
+    assert.ok(
+      log.some((l) => l.startsWith('assigned node=late')),
+      log.join('\n'),
+    );
     await deleteNode(theirs, 'late', { by: 'cli' });
     await waitFor('the CIDR to be released', async () => log.some((l) => l.startsWith('released node=late')), 20_000);
   } finally {

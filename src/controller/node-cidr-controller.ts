@@ -259,7 +259,10 @@ export class NodeCidrController {
     this.#failed.clear();
     if (!this.#ready) {
       this.#queue.start();
-      const use = this.#occ.usage().map((u) => `IPv${u.family} ${u.used}/${u.size}`).join(', ');
+      const use = this.#occ
+        .usage()
+        .map((u) => `IPv${u.family} ${u.used}/${u.size}`)
+        .join(', ');
       this.#log.info({}, `ready: ${this.#occ.size} nodes, ${claims.length} claims, node blocks used ${use}`);
     }
     this.#ready = true;
@@ -377,29 +380,34 @@ export class NodeCidrController {
     }
     // Up to `workers` transactions in flight; the loop is bounded by the number of groups.
     let next = 0;
-    await Promise.all(Array.from({ length: this.#workers }, async () => {
-      while (next < groups.length) {
-        const g = groups[next++] as Member[];
-        if (g.length === 0) continue;
-        let outcomes;
-        try {
-          outcomes = await assignBatch(this.#store, g.map((x) => x.item));
-        } catch (e) {
-          for (const x of g) this.#occ.settle(x.added);
-          for (const x of g) this.#queue.add(x.name);
-          if (!(e instanceof StoreUnavailableError)) throw e;
-          continue;
+    await Promise.all(
+      Array.from({ length: this.#workers }, async () => {
+        while (next < groups.length) {
+          const g = groups[next++] as Member[];
+          if (g.length === 0) continue;
+          let outcomes;
+          try {
+            outcomes = await assignBatch(
+              this.#store,
+              g.map((x) => x.item),
+            );
+          } catch (e) {
+            for (const x of g) this.#occ.settle(x.added);
+            for (const x of g) this.#queue.add(x.name);
+            if (!(e instanceof StoreUnavailableError)) throw e;
+            continue;
+          }
+          if (outcomes[0]?.ok) crashPoint('controller.cidr.committed');
+          g.forEach((x, i) => {
+            const o = outcomes[i] as (typeof outcomes)[number];
+            if (o.ok) return this.#committed(x.name, o.rev, x.item.next, x.cidrs, x.added);
+            this.#occ.settle(x.added, o.claimedBy);
+            this.#queue.add(x.name);
+          });
+          if (!outcomes[0]?.ok) this.#conflicts++;
         }
-        if (outcomes[0]?.ok) crashPoint('controller.cidr.committed');
-        g.forEach((x, i) => {
-          const o = outcomes[i] as (typeof outcomes)[number];
-          if (o.ok) return this.#committed(x.name, o.rev, x.item.next, x.cidrs, x.added);
-          this.#occ.settle(x.added, o.claimedBy);
-          this.#queue.add(x.name);
-        });
-        if (!outcomes[0]?.ok) this.#conflicts++;
-      }
-    }));
+      }),
+    );
   }
 
   /** One node: delete it (deleting) or assign its missing CIDRs by compare-and-swap, re-reading on conflict. */

@@ -34,7 +34,7 @@ test('occupancy proposals stay used while in flight, through a rebuild, and are 
   o.rebuild([]);
   const pb = o.propose('b');
   assert.ok(pb?.ok);
-  assert.deepEqual(pb.added.map(formatPrefix), ['10.0.1.0/24'], 'a\'s proposal survived the rebuild');
+  assert.deepEqual(pb.added.map(formatPrefix), ['10.0.1.0/24'], "a's proposal survived the rebuild");
   // a lost its CIDR to a node of another controller: it stays used; b's write failed: freed.
   o.settle(pa.added, new Map([['10.0.0.0/24', 'other']]));
   o.settle(pb.added);

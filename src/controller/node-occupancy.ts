@@ -182,7 +182,11 @@ export class NodeOccupancy {
   #hold(p: Prefix, name: string): void {
     if (!this.#alloc.occupy(p)) {
       const t = formatPrefix(p);
-      this.#warnOnce(`${name} ${t}`, 'info', `node ${name} has pod CIDR ${t} outside the cluster CIDRs ${this.#alloc.clusterCidrs().map(formatPrefix).join(',')}; keeping it`);
+      this.#warnOnce(
+        `${name} ${t}`,
+        'info',
+        `node ${name} has pod CIDR ${t} outside the cluster CIDRs ${this.#alloc.clusterCidrs().map(formatPrefix).join(',')}; keeping it`,
+      );
     }
     this.#holders.set(keyOf(p), name);
   }

@@ -16,8 +16,14 @@ test('addNode writes a record once and claims the CIDRs it brings; nothing is wr
   assert.deepEqual(rec, { name: 'a', labels: { zone: 'x' }, podCIDRs: ['10.0.1.0/24'], createdAt: '2026-01-02T03:04:05.000Z' });
   assert.equal(decodeNodeCidrClaim((await store.get(nodeCidrClaimKey('10.0.1.0/24')))?.value ?? ''), 'a');
   const rev = (await store.txn([], [])).rev;
-  await assert.rejects(addNode(store, { name: 'a' }), (e: unknown) => e instanceof NodeExistsError && e.node === 'a' && e.message === 'node "a" already exists');
-  await assert.rejects(addNode(store, { name: 'b', podCIDRs: ['10.0.1.0/24'] }), (e: unknown) => e instanceof CidrClaimedError && e.owner === 'a' && e.cidr === '10.0.1.0/24');
+  await assert.rejects(
+    addNode(store, { name: 'a' }),
+    (e: unknown) => e instanceof NodeExistsError && e.node === 'a' && e.message === 'node "a" already exists',
+  );
+  await assert.rejects(
+    addNode(store, { name: 'b', podCIDRs: ['10.0.1.0/24'] }),
+    (e: unknown) => e instanceof CidrClaimedError && e.owner === 'a' && e.cidr === '10.0.1.0/24',
+  );
   await assert.rejects(addNode(store, { name: 'B' }), /invalid node name "B"/);
   assert.equal((await store.txn([], [])).rev, rev, 'nothing written');
 });
@@ -29,11 +35,17 @@ test('deleteNode removes the record and its claims in one write; unknown nodes a
   const gone = await deleteNode(store, 'a', { by: 'cli' });
   assert.deepEqual(gone.podCIDRs, ['10.0.1.0/24', 'fd00::/64']);
   assert.deepEqual(await store.list('nodecidrs/'), []);
-  assert.deepEqual((await listNodes(store)).map((n) => n.record.name), ['b']);
-  await assert.rejects(deleteNode(store, 'a', { by: 'cli' }), (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found');
+  assert.deepEqual(
+    (await listNodes(store)).map((n) => n.record.name),
+    ['b'],
+  );
+  await assert.rejects(
+    deleteNode(store, 'a', { by: 'cli' }),
+    (e: unknown) => e instanceof UnknownNodeError && e.node === 'a' && e.message === 'node "a" not found',
+  );
 });
 
-test('a deletion writes the node\'s tombstone in its transaction; adding the node again removes it', async () => {
+test("a deletion writes the node's tombstone in its transaction; adding the node again removes it", async () => {
   const store = new MemoryStore();
   await addNode(store, { name: 'a' });
   const tomb = async () => {

@@ -22,7 +22,12 @@ test('work queue runs each key once at a time, at most `workers` at once, dedupl
   assert.deepEqual(seen, ['a', 'b', 'c', 'd', 'e']);
   assert.equal(peak, 3);
   // Added again while in flight: processed once more after.
-  const again = new WorkQueue({ process: async (k) => { seen.push(k); if (seen.length === 6) again.add(k); } });
+  const again = new WorkQueue({
+    process: async (k) => {
+      seen.push(k);
+      if (seen.length === 6) again.add(k);
+    },
+  });
   again.start();
   again.add('x');
   await again.idle();

@@ -41,7 +41,12 @@ export class WorkQueue {
     this.#maxRetries = options.maxRetries ?? 8;
     this.#baseDelayMs = options.baseDelayMs ?? 20;
     this.#maxDelayMs = options.maxDelayMs ?? 5000;
-    for (const [name, v, min] of [['workers', this.#workers, 1], ['maxRetries', this.#maxRetries, 0], ['baseDelayMs', this.#baseDelayMs, 0], ['maxDelayMs', this.#maxDelayMs, 0]] as const) {
+    for (const [name, v, min] of [
+      ['workers', this.#workers, 1],
+      ['maxRetries', this.#maxRetries, 0],
+      ['baseDelayMs', this.#baseDelayMs, 0],
+      ['maxDelayMs', this.#maxDelayMs, 0],
+    ] as const) {
       if (!Number.isInteger(v) || v < min) throw new RangeError(`Cannot create a work queue as '${name}' must be an integer ≥ ${min}: current value is ${v}`);
     }
     this.#process = options.process;

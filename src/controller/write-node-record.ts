@@ -59,9 +59,16 @@ export async function writeNodeRecord(
   const ops: Op[] = deletion
     ? [
         { type: 'delete', key },
-        { type: 'put', key: tombstone, value: encodeNodeTombstone({ name: base.name, deletedAt: (deletion.at ?? new Date()).toISOString(), by: deletion.deletedBy }) },
+        {
+          type: 'put',
+          key: tombstone,
+          value: encodeNodeTombstone({ name: base.name, deletedAt: (deletion.at ?? new Date()).toISOString(), by: deletion.deletedBy }),
+        },
       ]
-    : [{ type: 'put', key, value: encodeNodeRecord(next!) }, { type: 'delete', key: tombstone }];
+    : [
+        { type: 'put', key, value: encodeNodeRecord(next!) },
+        { type: 'delete', key: tombstone },
+      ];
   for (const c of claim) {
     compares.push({ key: nodeCidrClaimKey(c), rev: ownClaims.get(c) ?? 0 });
     ops.push({ type: 'put', key: nodeCidrClaimKey(c), value: encodeNodeCidrClaim(base.name) });
@@ -85,8 +92,6 @@ export async function writeNodeRecord(
     if (owner === base.name) own.set(c, e.rev);
     else claimedBy.set(c, owner ?? `(unreadable claim ${e.key})`);
   });
-  const stale =
-    (current[0]?.rev ?? 0) !== base.rev ||
-    compares.slice(1 + claim.length).some((c, i) => (current[1 + claim.length + i]?.rev ?? 0) !== c.rev);
+  const stale = (current[0]?.rev ?? 0) !== base.rev || compares.slice(1 + claim.length).some((c, i) => (current[1 + claim.length + i]?.rev ?? 0) !== c.rev);
   return { ok: false, stale, claimedBy, ownClaims: own };
 }

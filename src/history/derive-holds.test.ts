@@ -72,7 +72,12 @@ const brief = (h: Hold) => ({ address: h.address, handle: h.handle, from: h.from
 
 test('an assignment starts a hold with the pod, node, network, block and pool of its handle record; its release ends it', async () => {
   const { store, ipam, clock, from } = await rig();
-  const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 }, attrs: { network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'web', pod: 'web-0', podUid: 'u1' } });
+  const [a] = await ipam.assign({
+    node: 'n1',
+    handle: 'net:c1:eth0',
+    auto: { 4: 1 },
+    attrs: { network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'web', pod: 'web-0', podUid: 'u1' },
+  });
   clock.now = T0 + 5000;
   await ipam.releaseHandle('net:c1:eth0');
   const state = new HoldState([], await listAll(store, 'pools/'));
@@ -111,12 +116,17 @@ test('an address released and given to another pod: two holds in order; a releas
   ]);
 });
 
-test('a sticky DEL ends the pod\'s hold (the sticky hold is nobody\'s); the next incarnation taking it over starts a new one', async () => {
+test("a sticky DEL ends the pod's hold (the sticky hold is nobody's); the next incarnation taking it over starts a new one", async () => {
   const { store, ipam, clock, from } = await rig();
   const hold = stickyHoldHandle('net', { namespace: 'db', name: 'db-0' }, 'eth0')!;
   const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 }, attrs: { network: 'net', namespace: 'db', pod: 'db-0' } });
   clock.now = T0 + 1000;
-  await ipam.holdSticky('net:c1:eth0', hold, { node: 'n1', network: 'net', ifname: 'eth0', namespace: 'db', pod: 'db-0', stickyUntil: new Date(T0 + 600_000).toISOString() }, 'n1');
+  await ipam.holdSticky(
+    'net:c1:eth0',
+    hold,
+    { node: 'n1', network: 'net', ifname: 'eth0', namespace: 'db', pod: 'db-0', stickyUntil: new Date(T0 + 600_000).toISOString() },
+    'n1',
+  );
   clock.now = T0 + 3000;
   const [b] = await ipam.assign({ node: 'n1', handle: 'net:c2:eth0', auto: { 4: 1 }, takeOver: hold, attrs: { network: 'net', namespace: 'db', pod: 'db-0' } });
   assert.equal(formatAddr(b!.addr), formatAddr(a!.addr));
@@ -128,12 +138,22 @@ test('a sticky DEL ends the pod\'s hold (the sticky hold is nobody\'s); the next
   ]);
 });
 
-test('warm pool: idle addresses are nobody\'s; a pod holds what its record names from its `since`; the record\'s delete and a freed warm address end holds', async () => {
+test("warm pool: idle addresses are nobody's; a pod holds what its record names from its `since`; the record's delete and a freed warm address end holds", async () => {
   const { store, ipam, clock, from } = await rig();
   const warm = 'podipam-warm:n1:r1';
   const got = await ipam.assign({ node: 'n1', handle: warm, auto: { 4: 3 } });
   const [x, y] = got.map((g) => formatAddr(g.addr));
-  const rec = (addrs: string[], since: number, uid: string) => JSON.stringify({ network: 'net', containerId: `c-${uid}`, ifname: 'eth0', addrs, since: new Date(since).toISOString(), namespace: 'web', name: `web-${uid}`, uid });
+  const rec = (addrs: string[], since: number, uid: string) =>
+    JSON.stringify({
+      network: 'net',
+      containerId: `c-${uid}`,
+      ifname: 'eth0',
+      addrs,
+      since: new Date(since).toISOString(),
+      namespace: 'web',
+      name: `web-${uid}`,
+      uid,
+    });
   clock.now = T0 + 2000; // the write-behind, a second after the ADDs
   await ipam.writeWarmRecords([
     { key: 'agent-pods/n1/net:c-1:eth0', value: rec([x!], T0 + 900, '1') },
@@ -163,15 +183,31 @@ test('warm pool: idle addresses are nobody\'s; a pod holds what its record names
   assert.equal(state.size, 0);
 });
 
-test('a pod record folded away by the write-behind (the stamp\'s keys[key].value) is a hold that began and ended; a deleted key takes its time from keys[key]', async () => {
+test("a pod record folded away by the write-behind (the stamp's keys[key].value) is a hold that began and ended; a deleted key takes its time from keys[key]", async () => {
   const { store, ipam, from } = await rig();
   const got = await ipam.assign({ node: 'n1', handle: 'podipam-warm:n1:r1', auto: { 4: 2 } });
   const [x, y] = got.map((g) => formatAddr(g.addr));
   const k1 = 'agent-pods/n1/net:a:eth0';
   const k2 = 'agent-pods/n1/net:b:eth0';
-  await store.txn([], [{ type: 'put', key: k2, value: JSON.stringify({ addrs: [y], since: new Date(T0 + 10).toISOString(), namespace: 'ns', name: 'b' }) }, { type: 'put', key: stampKey('n1'), value: encodeStamp({ at: T0 + 20 }) }]);
+  await store.txn(
+    [],
+    [
+      { type: 'put', key: k2, value: JSON.stringify({ addrs: [y], since: new Date(T0 + 10).toISOString(), namespace: 'ns', name: 'b' }) },
+      { type: 'put', key: stampKey('n1'), value: encodeStamp({ at: T0 + 20 }) },
+    ],
+  );
   const folded = JSON.stringify({ addrs: [x], since: new Date(T0 + 100).toISOString(), namespace: 'ns', name: 'a', uid: 'ua' });
-  await store.txn([], [{ type: 'delete', key: k2 }, { type: 'put', key: stampKey('n1'), value: encodeStamp({ at: T0 + 900, keys: { [k1]: { at: T0 + 300, why: 'del', value: folded }, [k2]: { at: T0 + 400, why: 'cni-gc' } } }) }]);
+  await store.txn(
+    [],
+    [
+      { type: 'delete', key: k2 },
+      {
+        type: 'put',
+        key: stampKey('n1'),
+        value: encodeStamp({ at: T0 + 900, keys: { [k1]: { at: T0 + 300, why: 'del', value: folded }, [k2]: { at: T0 + 400, why: 'cni-gc' } } }),
+      },
+    ],
+  );
   const { fold } = feed(new HoldState(), await changes(store, from));
   assert.deepEqual(fold.holds.map(brief), [
     { address: y, handle: 'net:b:eth0', from: { at: T0 + 10 }, until: { at: T0 + 400, why: 'cni-gc' } },
@@ -179,7 +215,7 @@ test('a pod record folded away by the write-behind (the stamp\'s keys[key].value
   ]);
 });
 
-test('a revision without a stamp: the follower\'s seen time, after the previous position\'s time, reason unknown; a deleted block ends its holds', async () => {
+test("a revision without a stamp: the follower's seen time, after the previous position's time, reason unknown; a deleted block ends its holds", async () => {
   const { store, ipam, from } = await rig();
   const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 } });
   const state = new HoldState();
@@ -188,10 +224,12 @@ test('a revision without a stamp: the follower\'s seen time, after the previous 
   const blockKey = (await store.list('blocks/'))[0]!.key;
   await store.txn([], [{ type: 'delete', key: blockKey }]); // a tool, no stamp
   const { fold } = feed(state, await changes(store, from2), first.fold, T0 + 7000, first.at);
-  assert.deepEqual(fold.holds.map(brief), [{ address: formatAddr(a!.addr), handle: 'net:c1:eth0', from: fold.holds[0]!.from, until: { at: T0 + 7000, earliest: first.at, why: 'unknown' } }]);
+  assert.deepEqual(fold.holds.map(brief), [
+    { address: formatAddr(a!.addr), handle: 'net:c1:eth0', from: fold.holds[0]!.from, until: { at: T0 + 7000, earliest: first.at, why: 'unknown' } },
+  ]);
 });
 
-test('relist: the differences between a listing and the open holds, timed inside the gap; a warm pod\'s start keeps its record\'s since', async () => {
+test("relist: the differences between a listing and the open holds, timed inside the gap; a warm pod's start keeps its record's since", async () => {
   const { store, ipam, clock, from } = await rig();
   const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 } });
   const [b] = await ipam.assign({ node: 'n1', handle: 'net:c2:eth0', auto: { 4: 1 } });
@@ -202,7 +240,12 @@ test('relist: the differences between a listing and the open holds, timed inside
   await ipam.releaseHandle('net:c1:eth0');
   const [c] = await ipam.assign({ node: 'n1', handle: 'net:c3:eth0', auto: { 4: 1 } });
   const [w] = await ipam.assign({ node: 'n1', handle: 'podipam-warm:n1:r', auto: { 4: 1 } });
-  await ipam.writeWarmRecords([{ key: 'agent-pods/n1/net:w:eth0', value: JSON.stringify({ addrs: [formatAddr(w!.addr)], since: new Date(T0 + 12_000).toISOString(), namespace: 'ns', name: 'w' }) }]);
+  await ipam.writeWarmRecords([
+    {
+      key: 'agent-pods/n1/net:w:eth0',
+      value: JSON.stringify({ addrs: [formatAddr(w!.addr)], since: new Date(T0 + 12_000).toISOString(), namespace: 'ns', name: 'w' }),
+    },
+  ]);
   const gap = { at: T0 + 20_000, earliest: T0 + 1 };
   const d = state.relist(await listAll(store, ''), gap);
   assert.deepEqual(d.ends, [{ address: formatAddr(a!.addr), handle: 'net:c1:eth0', until: gap, why: 'unknown' }]);
@@ -213,7 +256,13 @@ test('relist: the differences between a listing and the open holds, timed inside
       [formatAddr(w!.addr), 'net:w:eth0', { at: T0 + 12_000 }],
     ].sort((p, q) => (p[0]! < q[0]! ? -1 : 1)),
   );
-  assert.deepEqual(state.openHolds().map((h) => h.handle).sort(), ['net:c2:eth0', 'net:c3:eth0', 'net:w:eth0']);
+  assert.deepEqual(
+    state
+      .openHolds()
+      .map((h) => h.handle)
+      .sort(),
+    ['net:c2:eth0', 'net:c3:eth0', 'net:w:eth0'],
+  );
   assert.equal(formatAddr(b!.addr), state.openHolds().find((h) => h.handle === 'net:c2:eth0')?.address);
 });
 
@@ -231,7 +280,10 @@ test('a restarted state (open holds from the history store) ends what its record
   clock.now = T0 + 8000;
   await ipam.releaseHandle('net:c1:eth0');
   const d = restarted.applyRevision(await changes(store, from2), T0 + 9000, T0);
-  assert.deepEqual(d.ends.map((e) => [e.handle, e.until, e.why]), [['net:c1:eth0', { at: T0 + 8000 }, 'del']]);
+  assert.deepEqual(
+    d.ends.map((e) => [e.handle, e.until, e.why]),
+    [['net:c1:eth0', { at: T0 + 8000 }, 'del']],
+  );
 });
 
 test('the write-behind through ClusterIpam: an ADD and DEL folded into one batch, and a record deleted and put again, keep every hold', async () => {

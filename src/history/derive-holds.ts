@@ -211,7 +211,16 @@ export class HoldState {
     return out;
   }
 
-  #diffBlock(cidr: Prefix, allocations: ReadonlyMap<number, string>, affinity: string | null, revAttrs: ReadonlyMap<string, HandleAttrs>, time: HistoryTime, why: ReleaseReason, out: DerivedChanges, evidence?: ReleaseEvidence): void {
+  #diffBlock(
+    cidr: Prefix,
+    allocations: ReadonlyMap<number, string>,
+    affinity: string | null,
+    revAttrs: ReadonlyMap<string, HandleAttrs>,
+    time: HistoryTime,
+    why: ReleaseReason,
+    out: DerivedChanges,
+    evidence?: ReleaseEvidence,
+  ): void {
     const blockText = formatPrefix(cidr);
     const seen = new Set<string>();
     for (const [ord, handle] of allocations) {
@@ -227,10 +236,13 @@ export class HoldState {
       out.starts.push(this.#start(holderOfHandle(addr, handle, attrs, affinity, blockText, this.#poolOf(addrOf(cidr, ord))), time));
     }
     // Ordinals freed: their holds end (a warm pod's too: its address left the warm pool).
-    const inBlock = [...(this.#byBlock.get(blockText) ?? []), ...[...(this.#byBlock.get('') ?? [])].filter((addr) => {
-      const a = tryParseAddr(addr);
-      return a !== undefined && prefixContains(cidr, a);
-    })];
+    const inBlock = [
+      ...(this.#byBlock.get(blockText) ?? []),
+      ...[...(this.#byBlock.get('') ?? [])].filter((addr) => {
+        const a = tryParseAddr(addr);
+        return a !== undefined && prefixContains(cidr, a);
+      }),
+    ];
     for (const addr of inBlock) if (!seen.has(addr)) this.#end(out.ends, addr, time, why, evidence);
   }
 
@@ -282,12 +294,18 @@ export class HoldState {
 }
 
 /** The holds a full listing shows (address → holder; `exact`: a warm pod's `since`), with its handles' attributes and pools. */
-export function snapshotHolds(entries: readonly Entry[], problems: string[] = []): {
+export function snapshotHolds(
+  entries: readonly Entry[],
+  problems: string[] = [],
+): {
   holds: Map<string, { info: HolderInfo; exact: number | undefined }>;
   attrs: Map<string, HandleAttrs>;
   pools: Pool[];
 } {
-  const pools = decodePools(entries.filter((e) => e.key.startsWith(POOL_PREFIX)), problems);
+  const pools = decodePools(
+    entries.filter((e) => e.key.startsWith(POOL_PREFIX)),
+    problems,
+  );
   const attrs = new Map<string, HandleAttrs>();
   for (const e of entries) {
     if (!e.key.startsWith(HANDLE_PREFIX)) continue;
@@ -350,9 +368,18 @@ export function revisionsOf(batch: readonly WatchEvent[]): [number, WatchEvent[]
   return out;
 }
 
-function holderOfHandle(address: string, handle: string, attrs: HandleAttrs | undefined, affinity: string | null, block: string, pool: Pool | undefined): HolderInfo {
+function holderOfHandle(
+  address: string,
+  handle: string,
+  attrs: HandleAttrs | undefined,
+  affinity: string | null,
+  block: string,
+  pool: Pool | undefined,
+): HolderInfo {
   const pod: PodRef | undefined =
-    attrs?.namespace !== undefined && attrs.pod !== undefined ? { namespace: attrs.namespace, name: attrs.pod, ...(attrs.podUid !== undefined ? { uid: attrs.podUid } : {}) } : undefined;
+    attrs?.namespace !== undefined && attrs.pod !== undefined
+      ? { namespace: attrs.namespace, name: attrs.pod, ...(attrs.podUid !== undefined ? { uid: attrs.podUid } : {}) }
+      : undefined;
   const node = attrs?.node ?? affinity ?? undefined;
   return {
     address,

@@ -4,7 +4,8 @@ import { forecastUsage, leastSquaresSlope } from './forecast-usage.js';
 import type { UsageSample } from './usage-series.js';
 
 const HOUR = 3_600_000;
-const line = (n: number, stepMs: number, from: number, per: number): UsageSample[] => Array.from({ length: n }, (_, i) => ({ at: 1_700_000_000_000 + i * stepMs, used: from + i * per }));
+const line = (n: number, stepMs: number, from: number, per: number): UsageSample[] =>
+  Array.from({ length: n }, (_, i) => ({ at: 1_700_000_000_000 + i * stepMs, used: from + i * per }));
 
 test('forecastUsage: a steady fill of 10 addresses an hour with 50 left is full in 5 hours', () => {
   const s = line(61, HOUR / 10, 100, 1); // 6 h, one address every 6 minutes
@@ -49,5 +50,11 @@ test('leastSquaresSlope: fits the line through noisy samples at epoch times with
   const s = line(100, 1000, 5, 0.5).map((x, i) => ({ at: x.at, used: x.used + (i % 2 === 0 ? 1 : -1) }));
   const slope = leastSquaresSlope(s) ?? NaN;
   assert.ok(Math.abs(slope * 1000 - 0.5) < 0.01, String(slope));
-  assert.equal(leastSquaresSlope([{ at: 5, used: 1 }, { at: 5, used: 2 }]), undefined);
+  assert.equal(
+    leastSquaresSlope([
+      { at: 5, used: 1 },
+      { at: 5, used: 2 },
+    ]),
+    undefined,
+  );
 });

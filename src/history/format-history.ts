@@ -23,7 +23,8 @@ export function timeText(t: HistoryTime): string {
 /** The holder's fields, absent ones left out (pod: {namespace, name, uid?}). */
 function holderJson(h: HolderInfo): Record<string, unknown> {
   const out: Record<string, unknown> = { address: h.address, handle: h.handle };
-  if (h.pod) out.pod = h.pod.uid === undefined ? { namespace: h.pod.namespace, name: h.pod.name } : { namespace: h.pod.namespace, name: h.pod.name, uid: h.pod.uid };
+  if (h.pod)
+    out.pod = h.pod.uid === undefined ? { namespace: h.pod.namespace, name: h.pod.name } : { namespace: h.pod.namespace, name: h.pod.name, uid: h.pod.uid };
   for (const k of ['containerId', 'ifname', 'network', 'node', 'pool', 'block'] as const) if (h[k] !== undefined) out[k] = h[k];
   return out;
 }
@@ -56,7 +57,9 @@ export function gapJson(g: HistoryGap): { from: string; until: string; cause: st
 
 /** The answer about one instant: `known` with `holder` (null: none), or not known with the gap. */
 export function holderAtJson(address: string, at: number, r: HolderAt): Record<string, unknown> {
-  return r.known ? { address, at: formatTime(at), known: true, holder: r.hold ? holdJson(r.hold) : null } : { address, at: formatTime(at), known: false, gap: gapJson(r.gap) };
+  return r.known
+    ? { address, at: formatTime(at), known: true, holder: r.hold ? holdJson(r.hold) : null }
+    : { address, at: formatTime(at), known: false, gap: gapJson(r.gap) };
 }
 
 /** The time a record sorts by in the export (a gap: its end, when the follower recorded it). */
@@ -68,7 +71,12 @@ export function recordTime(r: HistoryRecord): number {
 export function recordJson(r: HistoryRecord): Record<string, unknown> {
   if (r.event === 'gap') return { event: 'gap', ...gapJson(r) };
   const time = timeJson(r.earliest === undefined ? { at: r.at } : { at: r.at, earliest: r.earliest });
-  return { event: r.event, time, ...holderJson(r), ...(r.event === 'released' ? { why: r.why, ...(r.evidence ? { evidence: evidenceJson(r.evidence) } : {}) } : {}) };
+  return {
+    event: r.event,
+    time,
+    ...holderJson(r),
+    ...(r.event === 'released' ? { why: r.why, ...(r.evidence ? { evidence: evidenceJson(r.evidence) } : {}) } : {}),
+  };
 }
 
 /** `ns/name` of a holder, or undefined. */

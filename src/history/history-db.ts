@@ -59,7 +59,13 @@ export interface TimeRange {
 /** One line of the export (`podipam ipam history --since T -o jsonl`), in time order. */
 export type HistoryRecord =
   | ({ readonly event: 'assigned'; readonly at: number; readonly earliest?: number } & HolderInfo)
-  | ({ readonly event: 'released'; readonly at: number; readonly earliest?: number; readonly why: ReleaseReason; readonly evidence?: ReleaseEvidence } & HolderInfo)
+  | ({
+      readonly event: 'released';
+      readonly at: number;
+      readonly earliest?: number;
+      readonly why: ReleaseReason;
+      readonly evidence?: ReleaseEvidence;
+    } & HolderInfo)
   | ({ readonly event: 'gap' } & HistoryGap);
 
 export interface HistoryDb {

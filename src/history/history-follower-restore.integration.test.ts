@@ -147,8 +147,8 @@ const etcdWiped = async (): Promise<Subject> => {
 
 const cases: { name: string; subject: () => Promise<Subject>; live: boolean }[] = [
   { name: 'sqlite: a backup restored into a new file at the same path', subject: sqliteNewFile, live: false },
-  { name: 'sqlite: the file\'s own image put back (same identity, lower revision)', subject: sqliteImage, live: false },
-  { name: 'sqlite: another file at the same path, written past the history\'s revision (identity alone)', subject: sqliteOtherFileAhead, live: false },
+  { name: "sqlite: the file's own image put back (same identity, lower revision)", subject: sqliteImage, live: false },
+  { name: "sqlite: another file at the same path, written past the history's revision (identity alone)", subject: sqliteOtherFileAhead, live: false },
   { name: 'etcd: wiped and restored from a backup while serve was away', subject: etcdWiped, live: false },
   { name: 'etcd: wiped and restored from a backup while the follower follows', subject: etcdWiped, live: true },
 ];
@@ -192,7 +192,10 @@ describe('history follower on a restored or replaced datastore', () => {
         let store: Store;
         if (c.live) {
           store = await s.replace();
-          await waitFor(() => db.gaps().length === 2, () => `no gap after the restore; log: ${JSON.stringify(log.records.map((r) => r.msg))}`);
+          await waitFor(
+            () => db.gaps().length === 2,
+            () => `no gap after the restore; log: ${JSON.stringify(log.records.map((r) => r.msg))}`,
+          );
           await follower!.caughtUp(await store.revision()); // the restore may have been found before it was complete
         } else {
           await follower!.stop();
@@ -209,7 +212,10 @@ describe('history follower on a restored or replaced datastore', () => {
         assert.match(gap.cause, /restored or replaced|replaced or restored/);
         assert.equal(gap.until, T0 + 10_000);
         assert.ok(gap.from >= T0 + 3000 && gap.from <= T0 + 10_000, `the gap starts when the history last knew the datastore: ${gap.from}`);
-        assert.ok(log.records.some((r) => /history: gap recorded \(the datastore was (restored|replaced)/.test(r.msg)), 'logged');
+        assert.ok(
+          log.records.some((r) => /history: gap recorded \(the datastore was (restored|replaced)/.test(r.msg)),
+          'logged',
+        );
 
         // Inside the gap: unknown, for the address the history last saw held and for one it saw free.
         for (const addr of [a, free]) {
@@ -224,7 +230,10 @@ describe('history follower on a restored or replaced datastore', () => {
         // After it: what the restored datastore says (the backup's c1).
         const restored = db.holderAt(a, T0 + 10_000);
         assert.ok(restored.known && restored.hold?.handle === 'net:c1:eth0', `after the gap: the backup's holder, ${JSON.stringify(restored)}`);
-        assert.deepEqual(db.openHolds().map((h) => h.handle), ['net:c1:eth0']);
+        assert.deepEqual(
+          db.openHolds().map((h) => h.handle),
+          ['net:c1:eth0'],
+        );
         assert.equal(db.position()?.identity, await store.identity(), 're-baselined on the datastore found');
         assert.equal(db.position()?.revision, await store.revision());
 

@@ -89,17 +89,29 @@ async function rig(b: Backend) {
 
 for (const b of backends) {
   describe(`history follower on ${b.name}`, () => {
-    it('follows live, is stopped while pods come and go, and recovers every hold with the stamps\' exact times on restart', async () => {
+    it("follows live, is stopped while pods come and go, and recovers every hold with the stamps' exact times on restart", async () => {
       const r = await rig(b);
       try {
         const { ipam, clock } = r;
         let db = await r.follow.start();
-        assert.deepEqual(db.gaps().map((g) => [g.from, g.until, g.cause]), [[0, T0, 'before history began']]);
+        assert.deepEqual(
+          db.gaps().map((g) => [g.from, g.until, g.cause]),
+          [[0, T0, 'before history began']],
+        );
         clock.now = T0 + 1000;
-        const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 }, attrs: { network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'web', pod: 'web-0', podUid: 'u1' } });
+        const [a] = await ipam.assign({
+          node: 'n1',
+          handle: 'net:c1:eth0',
+          auto: { 4: 1 },
+          attrs: { network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'web', pod: 'web-0', podUid: 'u1' },
+        });
         await r.follow.caughtUp();
         const addr = formatAddr(a!.addr);
-        assert.deepEqual(db.holdsOfAddress(addr).map((h) => [h.handle, h.from, h.until]), [['net:c1:eth0', { at: T0 + 1000 }, undefined]], 'followed live');
+        assert.deepEqual(
+          db.holdsOfAddress(addr).map((h) => [h.handle, h.from, h.until]),
+          [['net:c1:eth0', { at: T0 + 1000 }, undefined]],
+          'followed live',
+        );
         await r.follow.stop();
 
         // serve is away: pods come and go.
@@ -114,7 +126,10 @@ for (const b of backends) {
         const [w] = await ipam.assign({ node: 'n1', handle: 'podipam-warm:n1:r1', auto: { 4: 1 } });
         clock.now = T0 + 7500; // the write-behind: the pod got the address at 6000, its DEL came at 7000, one batch at 7500
         await ipam.writeWarmRecords([
-          { key: 'agent-pods/n1/net:w1:eth0', value: JSON.stringify({ addrs: [formatAddr(w!.addr)], since: new Date(T0 + 6000).toISOString(), namespace: 'web', name: 'warm-0', uid: 'uw' }) },
+          {
+            key: 'agent-pods/n1/net:w1:eth0',
+            value: JSON.stringify({ addrs: [formatAddr(w!.addr)], since: new Date(T0 + 6000).toISOString(), namespace: 'web', name: 'warm-0', uid: 'uw' }),
+          },
           { key: 'agent-pods/n1/net:w1:eth0', value: undefined, at: T0 + 7000, why: 'del' },
         ]);
 
@@ -128,8 +143,14 @@ for (const b of backends) {
             ['net:c2:eth0', 'web-1', { at: T0 + 3000 }, undefined],
           ],
         );
-        assert.deepEqual(db.holdsOfAddress(formatAddr(c!.addr)).map((h) => [h.handle, h.from, h.until]), [['net:c3:eth0', { at: T0 + 4000 }, { at: T0 + 5000, why: 'cni-gc' }]]);
-        assert.deepEqual(db.holdsOfAddress(formatAddr(w!.addr)).map((h) => [h.handle, h.pod, h.from, h.until]), [['net:w1:eth0', { namespace: 'web', name: 'warm-0', uid: 'uw' }, { at: T0 + 6000 }, { at: T0 + 7000, why: 'del' }]]);
+        assert.deepEqual(
+          db.holdsOfAddress(formatAddr(c!.addr)).map((h) => [h.handle, h.from, h.until]),
+          [['net:c3:eth0', { at: T0 + 4000 }, { at: T0 + 5000, why: 'cni-gc' }]],
+        );
+        assert.deepEqual(
+          db.holdsOfAddress(formatAddr(w!.addr)).map((h) => [h.handle, h.pod, h.from, h.until]),
+          [['net:w1:eth0', { namespace: 'web', name: 'warm-0', uid: 'uw' }, { at: T0 + 6000 }, { at: T0 + 7000, why: 'del' }]],
+        );
         assert.equal(db.gaps().length, 1, 'no gap: every revision was still there');
         const at1500 = db.holderAt(addr, T0 + 1500);
         assert.ok(at1500.known && at1500.hold?.handle === 'net:c1:eth0');
@@ -164,8 +185,14 @@ for (const b of backends) {
         assert.equal(gaps.length, 2);
         assert.deepEqual([gaps[1]!.from, gaps[1]!.until], [T0 + 1000, T0 + 10_000]);
         assert.match(gaps[1]!.cause, /no longer had revisions \d+-\d+ \(compacted\)/);
-        assert.deepEqual(db.holdsOfAddress(formatAddr(a!.addr)).map((h) => [h.handle, h.from, h.until]), [['net:c1:eth0', { at: T0 + 1000 }, { at: T0 + 10_000, earliest: T0 + 1000, why: 'unknown' }]]);
-        assert.deepEqual(db.holdsOfAddress(formatAddr(c!.addr)).map((h) => [h.handle, h.from]), [['net:c2:eth0', { at: T0 + 10_000, earliest: T0 + 1000 }]]);
+        assert.deepEqual(
+          db.holdsOfAddress(formatAddr(a!.addr)).map((h) => [h.handle, h.from, h.until]),
+          [['net:c1:eth0', { at: T0 + 1000 }, { at: T0 + 10_000, earliest: T0 + 1000, why: 'unknown' }]],
+        );
+        assert.deepEqual(
+          db.holdsOfAddress(formatAddr(c!.addr)).map((h) => [h.handle, h.from]),
+          [['net:c2:eth0', { at: T0 + 10_000, earliest: T0 + 1000 }]],
+        );
         const inside = db.holderAt(formatAddr(a!.addr), T0 + 5000);
         assert.equal(inside.known, false, 'an instant inside the gap: unknown');
         const beforeGap = db.holderAt(formatAddr(a!.addr), T0 - 500);
@@ -173,13 +200,19 @@ for (const b of backends) {
         const free = db.holderAt(formatAddr(a!.addr), T0 + 500);
         assert.ok(free.known && free.hold === undefined, 'after history began, before the assignment: nobody');
         const held = db.holderAt(formatAddr(a!.addr), T0 + 1000);
-        assert.ok(held.known && held.hold?.handle === 'net:c1:eth0', 'at the gap\'s start the hold is known');
-        assert.ok(r.log.records.some((l) => /history: gap recorded/.test(l.msg)), 'the gap is logged');
+        assert.ok(held.known && held.hold?.handle === 'net:c1:eth0', "at the gap's start the hold is known");
+        assert.ok(
+          r.log.records.some((l) => /history: gap recorded/.test(l.msg)),
+          'the gap is logged',
+        );
         // Following goes on after the relist.
         clock.now = T0 + 11_000;
         await ipam.releaseHandle('net:c2:eth0');
         await r.follow.caughtUp();
-        assert.deepEqual(db.holdsOfAddress(formatAddr(c!.addr)).map((h) => h.until), [{ at: T0 + 11_000, why: 'del' }]);
+        assert.deepEqual(
+          db.holdsOfAddress(formatAddr(c!.addr)).map((h) => h.until),
+          [{ at: T0 + 11_000, why: 'del' }],
+        );
       } finally {
         await r.close();
       }

@@ -38,8 +38,14 @@ export const DEFAULT_RETENTION_MS = 90 * 24 * 3_600_000;
 export class HistorySourceMismatchError extends Error {
   override readonly name = 'HistorySourceMismatchError';
   readonly failure: Failure = 'datastore-url';
-  constructor(readonly path: string, readonly recorded: string, readonly source: string) {
-    super(`history store ${path} follows datastore ${recorded}, not ${source}: give this datastore its own --history-db file, or leave --history-db out (serve keeps each datastore's history in its own file), or --no-history`);
+  constructor(
+    readonly path: string,
+    readonly recorded: string,
+    readonly source: string,
+  ) {
+    super(
+      `history store ${path} follows datastore ${recorded}, not ${source}: give this datastore its own --history-db file, or leave --history-db out (serve keeps each datastore's history in its own file), or --no-history`,
+    );
   }
 }
 
@@ -248,7 +254,6 @@ export class HistoryFollower {
     return cause === undefined ? { revision } : { cause, revision };
   }
 
-
   /** The periodic check while following: a datastore found replaced makes the loop stop its watch and re-baseline. */
   async #checkDatastore(): Promise<void> {
     if (this.#replaced !== undefined) return;
@@ -286,7 +291,14 @@ export class HistoryFollower {
     this.#applied(position, ends.length, starts.length, 1);
     this.#o.onChange?.(true);
     this.#o.log.warn(
-      { from: new Date(gap.from).toISOString(), until: new Date(gap.until).toISOString(), revision: listing.rev, identity, ended: ends.length, started: starts.length },
+      {
+        from: new Date(gap.from).toISOString(),
+        until: new Date(gap.until).toISOString(),
+        revision: listing.rev,
+        identity,
+        ended: ends.length,
+        started: starts.length,
+      },
       `history: gap recorded (${gap.cause}): who held any address inside it is unknown`,
     );
   }
@@ -302,7 +314,11 @@ export class HistoryFollower {
       gap = { from: 0, until: now, cause: 'before history began' };
     } else {
       const lost = compacted ? `${pos.revision + 1}-${compacted.oldest - 1}` : `after ${pos.revision}`;
-      gap = { from: pos.at, until: Math.max(now, pos.at), cause: `serve was not following the datastore and it no longer had revisions ${lost} (compacted); relisted at revision ${listing.rev}` };
+      gap = {
+        from: pos.at,
+        until: Math.max(now, pos.at),
+        cause: `serve was not following the datastore and it no longer had revisions ${lost} (compacted); relisted at revision ${listing.rev}`,
+      };
     }
     const d = this.#state.relist(listing.entries, pos ? { at: gap.until, earliest: pos.at } : { at: now, earliest: 0 });
     this.#logProblems(d);
@@ -311,7 +327,13 @@ export class HistoryFollower {
     this.#applied(position, d.ends.length, d.starts.length, 1);
     this.#o.onChange?.(true);
     this.#o.log.warn(
-      { from: new Date(gap.from).toISOString(), until: new Date(gap.until).toISOString(), revision: listing.rev, ended: d.ends.length, started: d.starts.length },
+      {
+        from: new Date(gap.from).toISOString(),
+        until: new Date(gap.until).toISOString(),
+        revision: listing.rev,
+        ended: d.ends.length,
+        started: d.starts.length,
+      },
       `history: gap recorded (${gap.cause}): ${d.ends.length} releases and ${d.starts.length} assignments in it have times known only to lie in the gap`,
     );
   }

@@ -6,7 +6,8 @@
  */
 
 /** What the error says a value should look like. */
-export const TIME_HINT = 'expected an RFC 3339 time with its offset (2026-03-01T12:00:00Z, 2026-03-01T13:00:00.5+01:00) or a time relative to now (now, -30s, -30m, -2h, -7d)';
+export const TIME_HINT =
+  'expected an RFC 3339 time with its offset (2026-03-01T12:00:00Z, 2026-03-01T13:00:00.5+01:00) or a time relative to now (now, -30s, -30m, -2h, -7d)';
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 const RELATIVE = /^-(\d{1,9})(s|m|h|d)$/;

@@ -27,14 +27,27 @@ function withDb(fn: (db: HistoryDb) => void): void {
 
 test('poolForecasts: a pool filled one address a minute from the real history file, a quiet one, and one the history never saw', () => {
   withDb((db) => {
-    apply(db, { gaps: [{ from: 0, until: at(-100), cause: 'history began' }], starts: [{ address: '10.1.0.1', handle: 'q', pool: 'quiet', from: { at: at(-200) } }] }, at(-100));
+    apply(
+      db,
+      { gaps: [{ from: 0, until: at(-100), cause: 'history began' }], starts: [{ address: '10.1.0.1', handle: 'q', pool: 'quiet', from: { at: at(-200) } }] },
+      at(-100),
+    );
     // 'fill': 120 pods, one a minute over the last two hours; 10 of them released a minute after their start, before the last hour.
     for (let i = 0; i < 120; i++) {
       apply(db, { starts: [{ address: `10.0.${i >> 8}.${i & 255}`, handle: `h${i}`, pool: 'fill', from: { at: at(-120 + i) } }] }, at(-120 + i));
     }
-    for (let i = 0; i < 10; i++) apply(db, { ends: [{ address: `10.0.0.${i * 5}`, handle: `h${i * 5}`, until: { at: at(-119 + i * 5) }, why: 'del' }] }, at(-119 + i * 10));
+    for (let i = 0; i < 10; i++)
+      apply(db, { ends: [{ address: `10.0.0.${i * 5}`, handle: `h${i * 5}`, until: { at: at(-119 + i * 5) }, why: 'del' }] }, at(-119 + i * 10));
     const now = at(0);
-    const [fill, quiet, none] = poolForecasts(db, [{ name: 'fill', capacity: 200, allocated: 110 }, { name: 'quiet', capacity: 10, allocated: 1 }, { name: 'none', capacity: 10, allocated: 0 }], { now, windowMs: 60 * MIN, points: 60 });
+    const [fill, quiet, none] = poolForecasts(
+      db,
+      [
+        { name: 'fill', capacity: 200, allocated: 110 },
+        { name: 'quiet', capacity: 10, allocated: 1 },
+        { name: 'none', capacity: 10, allocated: 0 },
+      ],
+      { now, windowMs: 60 * MIN, points: 60 },
+    );
     assert.ok(fill && quiet && none);
     // The last hour: 60 samples a minute apart plus its start; the 60 starts of the hour and no end.
     assert.equal(fill.series.length, 61);

@@ -60,12 +60,17 @@ export interface PoolForecast {
 export function parseWindow(name: string, text: string): number {
   const m = /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(text.trim());
   const ms = m ? Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'] : NaN;
-  if (!(ms >= MIN_WINDOW_MS && ms <= MAX_WINDOW_MS)) throw new RangeError(`${name} must be a duration from 1m to 30d such as 30m, 6h or 7d: got ${JSON.stringify(text)}`);
+  if (!(ms >= MIN_WINDOW_MS && ms <= MAX_WINDOW_MS))
+    throw new RangeError(`${name} must be a duration from 1m to 30d such as 30m, 6h or 7d: got ${JSON.stringify(text)}`);
   return ms;
 }
 
 /** The forecast of each pool in `pools`, in their order (a pool the history never saw: a flat series at 0). */
-export function poolForecasts(db: HistoryDb, pools: readonly PoolLevel[], opts: { readonly now: number; readonly windowMs?: number; readonly points?: number }): PoolForecast[] {
+export function poolForecasts(
+  db: HistoryDb,
+  pools: readonly PoolLevel[],
+  opts: { readonly now: number; readonly windowMs?: number; readonly points?: number },
+): PoolForecast[] {
   const { now } = opts;
   const windowMs = opts.windowMs ?? DEFAULT_WINDOW_MS;
   const points = opts.points ?? DEFAULT_POINTS;
@@ -89,6 +94,13 @@ export function poolForecasts(db: HistoryDb, pools: readonly PoolLevel[], opts: 
   return pools.map((p) => {
     const counts = usage.get(p.name) ?? { open: 0, starts: new Map(), ends: new Map() };
     const series = steps > 0 ? usageSeries(counts, start, stepMs, steps) : [{ at: now, used: counts.open }];
-    return { pool: p.name, capacity: p.capacity, allocated: p.allocated, method: method(series.length), series, forecast: forecastUsage(series, { capacity: p.capacity, allocated: p.allocated, now }) };
+    return {
+      pool: p.name,
+      capacity: p.capacity,
+      allocated: p.allocated,
+      method: method(series.length),
+      series,
+      forecast: forecastUsage(series, { capacity: p.capacity, allocated: p.allocated, now }),
+    };
   });
 }

@@ -79,7 +79,13 @@ test('cluster: a runtime-absent release stamps its evidence; the hold ends with 
   await absent.withReason('del').releaseHandle('net:c2:eth0'); // another reason drops the evidence
   const { ends, starts } = await derive(store, from);
   const byAddr = new Map(ends.map((x) => [x.address, x]));
-  assert.deepEqual(byAddr.get(formatAddr(a!.addr)), { address: formatAddr(a!.addr), handle: 'net:c1:eth0', until: { at: T0 + 400_000 }, why: 'runtime-absent', evidence: EV });
+  assert.deepEqual(byAddr.get(formatAddr(a!.addr)), {
+    address: formatAddr(a!.addr),
+    handle: 'net:c1:eth0',
+    until: { at: T0 + 400_000 },
+    why: 'runtime-absent',
+    evidence: EV,
+  });
   assert.deepEqual(byAddr.get(formatAddr(b!.addr)), { address: formatAddr(b!.addr), handle: 'net:c2:eth0', until: { at: T0 + 401_000 }, why: 'del' });
 
   const db = openHistoryDb(join(dir, 'cluster.db'));
@@ -89,7 +95,10 @@ test('cluster: a runtime-absent release stamps its evidence; the hold ends with 
     const [hold] = db.holdsOfAddress(formatAddr(a!.addr));
     assert.deepEqual(hold?.until, { at: T0 + 400_000, why: 'runtime-absent', evidence: EV });
     assert.deepEqual(holdJson(hold).evidence, { containerId: 'c1', lists: ['2026-03-01T10:05:00.000Z', '2026-03-01T10:06:00.000Z'], ageMs: 300_000 });
-    assert.match(holdSentence(hold), /released: runtime-absent: the runtime listed no sandbox c1 at 2026-03-01T10:05:00\.000Z nor at 2026-03-01T10:06:00\.000Z; 300 s old then/);
+    assert.match(
+      holdSentence(hold),
+      /released: runtime-absent: the runtime listed no sandbox c1 at 2026-03-01T10:05:00\.000Z nor at 2026-03-01T10:06:00\.000Z; 300 s old then/,
+    );
     assert.equal(db.holdsOfAddress(formatAddr(b!.addr))[0]?.until?.evidence, undefined);
     const released = [...db.records(0)].filter((r) => r.event === 'released').map(recordJson);
     assert.deepEqual(
@@ -104,7 +113,7 @@ test('cluster: a runtime-absent release stamps its evidence; the hold ends with 
   }
 });
 
-test('warm pool: a pod record delete queued with evidence carries it in the stamp\'s keys to the hold\'s end', async () => {
+test("warm pool: a pod record delete queued with evidence carries it in the stamp's keys to the hold's end", async () => {
   const store = await openStore('memory:');
   const ipam = new ClusterIpam(store, { now: () => new Date(T0), writer: 'n1' });
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
@@ -112,7 +121,14 @@ test('warm pool: a pod record delete queued with evidence carries it in the stam
   const got = await ipam.assign({ node: 'n1', handle: 'podipam-warm:n1:r1', auto: { 4: 1 } });
   const addr = formatAddr(got[0]!.addr);
   const key = 'agent-pods/n1/net:c1:eth0';
-  const value = JSON.stringify({ network: 'net', containerId: 'c1', ifname: 'eth0', addrs: [addr], warmHandles: ['podipam-warm:n1:r1'], since: new Date(T0).toISOString() });
+  const value = JSON.stringify({
+    network: 'net',
+    containerId: 'c1',
+    ifname: 'eth0',
+    addrs: [addr],
+    warmHandles: ['podipam-warm:n1:r1'],
+    since: new Date(T0).toISOString(),
+  });
   await ipam.writeWarmRecords([{ key, value }]);
   await ipam.writeWarmRecords([{ key, value: undefined, at: T0 + 400_000, why: 'runtime-absent', evidence: EV }]);
   const { ends } = await derive(store, from);
@@ -120,8 +136,18 @@ test('warm pool: a pod record delete queued with evidence carries it in the stam
 });
 
 test('a stamp whose evidence is broken is refused naming the field', () => {
-  assert.throws(() => decodeStamp('stamps/n1', JSON.stringify({ at: 1, why: 'runtime-absent', evidence: { containerId: 'c1', lists: [5, 2], ageMs: 1 } })), /field "evidence": evidence\.lists is \[5,2\], not two times in order/);
-  assert.throws(() => decodeStamp('stamps/n1', JSON.stringify({ at: 1, keys: { k: { at: 1, why: 'runtime-absent', evidence: { containerId: '', lists: [1, 2], ageMs: 1 } } } })), /keys\["k"\]\.evidence: evidence\.containerId is ""/);
+  assert.throws(
+    () => decodeStamp('stamps/n1', JSON.stringify({ at: 1, why: 'runtime-absent', evidence: { containerId: 'c1', lists: [5, 2], ageMs: 1 } })),
+    /field "evidence": evidence\.lists is \[5,2\], not two times in order/,
+  );
+  assert.throws(
+    () =>
+      decodeStamp(
+        'stamps/n1',
+        JSON.stringify({ at: 1, keys: { k: { at: 1, why: 'runtime-absent', evidence: { containerId: '', lists: [1, 2], ageMs: 1 } } } }),
+      ),
+    /keys\["k"\]\.evidence: evidence\.containerId is ""/,
+  );
 });
 
 test('a history file written before the evidence column: read-only it reads (no evidence); a writable open adds the column', () => {
@@ -136,10 +162,17 @@ test('a history file written before the evidence column: read-only it reads (no 
   assert.deepEqual(ro.holdsOfAddress('10.0.0.9')[0]?.until, { at: 2, why: 'del' });
   ro.close();
   const rw = openHistoryDb(file);
-  rw.apply({ ends: [{ address: '10.0.0.9', handle: 'h2', until: { at: 5 }, why: 'runtime-absent', evidence: EV }], starts: [], position: { source: 'memory:', revision: 1, at: 5 } });
-  assert.deepEqual(rw.holdsOfAddress('10.0.0.9').map((h) => h.until), [
-    { at: 2, why: 'del' },
-    { at: 5, why: 'runtime-absent', evidence: EV },
-  ]);
+  rw.apply({
+    ends: [{ address: '10.0.0.9', handle: 'h2', until: { at: 5 }, why: 'runtime-absent', evidence: EV }],
+    starts: [],
+    position: { source: 'memory:', revision: 1, at: 5 },
+  });
+  assert.deepEqual(
+    rw.holdsOfAddress('10.0.0.9').map((h) => h.until),
+    [
+      { at: 2, why: 'del' },
+      { at: 5, why: 'runtime-absent', evidence: EV },
+    ],
+  );
   rw.close();
 });

@@ -16,9 +16,18 @@ it('replacedCause: another identity, or a revision below the position; the same 
   assert.match(replacedCause(older, 'sqlite file b2', 12) ?? '', /went back/);
 });
 
-it('withoutStaleStamps drops only stamp puts older than the restore\'s gap', () => {
+it("withoutStaleStamps drops only stamp puts older than the restore's gap", () => {
   const ev = (key: string, value: string, type: 'put' | 'delete' = 'put'): WatchEvent => ({ type, key, value, modRevision: 7 });
-  const events = [ev('blocks/10.0.0.0-28', '{}'), ev('stamps/n1', '{"at":500}'), ev('stamps/n2', '{"at":1500}'), ev('stamps/n3', '', 'delete'), ev('stamps/n4', 'garbled')];
+  const events = [
+    ev('blocks/10.0.0.0-28', '{}'),
+    ev('stamps/n1', '{"at":500}'),
+    ev('stamps/n2', '{"at":1500}'),
+    ev('stamps/n3', '', 'delete'),
+    ev('stamps/n4', 'garbled'),
+  ];
   assert.equal(withoutStaleStamps(events, 0), events);
-  assert.deepEqual(withoutStaleStamps(events, 1000).map((e) => e.key), ['blocks/10.0.0.0-28', 'stamps/n2', 'stamps/n3', 'stamps/n4']);
+  assert.deepEqual(
+    withoutStaleStamps(events, 1000).map((e) => e.key),
+    ['blocks/10.0.0.0-28', 'stamps/n2', 'stamps/n3', 'stamps/n4'],
+  );
 });

@@ -21,7 +21,8 @@ import type { FollowPosition, HoldEnd, HoldStart } from './history-db.js';
 /** Why the datastore found (`identity`, `revision`) is not the one `pos` followed; undefined when it is. */
 export function replacedCause(pos: FollowPosition | undefined, identity: string, revision: number): string | undefined {
   if (pos === undefined) return undefined;
-  if (pos.identity !== undefined && pos.identity !== identity) return `the datastore was replaced or restored: it is ${identity}, the history followed ${pos.identity}`;
+  if (pos.identity !== undefined && pos.identity !== identity)
+    return `the datastore was replaced or restored: it is ${identity}, the history followed ${pos.identity}`;
   if (revision < pos.revision) return `the datastore was restored or replaced: its revision went back from ${pos.revision} to ${revision}`;
   return undefined;
 }

@@ -167,7 +167,7 @@ export function queryHistory(db: HistoryDb, w: Workload, n: number, seed = 7): Q
   };
   const pick = (): { a: number; address: string } => {
     const a = Math.floor(rnd() * w.addresses.length * 1.05);
-    return { a, address: a < w.addresses.length ? w.addresses[a]! : `10.200.${a >>> 8 & 255}.${a & 255}` };
+    return { a, address: a < w.addresses.length ? w.addresses[a]! : `10.200.${(a >>> 8) & 255}.${a & 255}` };
   };
   const tAt: number[] = [];
   const tAddr: number[] = [];
@@ -177,12 +177,15 @@ export function queryHistory(db: HistoryDb, w: Workload, n: number, seed = 7): Q
     const mine = w.byAddress[a] ?? [];
     // Half the instants inside a random hold of the address, half anywhere in the span.
     const h = mine.length > 0 && rnd() < 0.5 ? mine[Math.floor(rnd() * mine.length)]! : undefined;
-    const at = h ? h.start.from.at + Math.floor(rnd() * ((h.until ?? h.start.from.at + DAY) - h.start.from.at)) : WORKLOAD_T0 + Math.floor(rnd() * (w.end - WORKLOAD_T0));
+    const at = h
+      ? h.start.from.at + Math.floor(rnd() * ((h.until ?? h.start.from.at + DAY) - h.start.from.at))
+      : WORKLOAD_T0 + Math.floor(rnd() * (w.end - WORKLOAD_T0));
     let t0 = performance.now();
     const got = db.holderAt(address, at);
     tAt.push(performance.now() - t0);
     const want = mine.find((x) => x.start.from.at <= at && (x.until === undefined || at < x.until));
-    if (!got.known || got.hold?.handle !== want?.start.handle) fail(`holderAt(${address}, ${at}): got ${JSON.stringify(got)}, want ${want?.start.handle ?? 'none'}`);
+    if (!got.known || got.hold?.handle !== want?.start.handle)
+      fail(`holderAt(${address}, ${at}): got ${JSON.stringify(got)}, want ${want?.start.handle ?? 'none'}`);
     t0 = performance.now();
     const all = db.holdsOfAddress(address);
     tAddr.push(performance.now() - t0);
@@ -191,7 +194,8 @@ export function queryHistory(db: HistoryDb, w: Workload, n: number, seed = 7): Q
     t0 = performance.now();
     const ofPod = db.holdsOfPod(pod.namespace, pod.name);
     tPod.push(performance.now() - t0);
-    if (ofPod.length === 0 || ofPod.some((x) => x.pod?.name !== pod.name || x.pod.namespace !== pod.namespace)) fail(`holdsOfPod(${pod.namespace}/${pod.name}): ${ofPod.length} holds`);
+    if (ofPod.length === 0 || ofPod.some((x) => x.pod?.name !== pod.name || x.pod.namespace !== pod.namespace))
+      fail(`holdsOfPod(${pod.namespace}/${pod.name}): ${ofPod.length} holds`);
   }
   return { holderAt: latency(tAt), holdsOfAddress: latency(tAddr), holdsOfPod: latency(tPod), wrong: bad, examples: wrong };
 }

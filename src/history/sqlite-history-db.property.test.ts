@@ -28,12 +28,33 @@ type Op =
   | { kind: 'gap'; dt: number; len: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('start' as const), a: fc.nat(2), h: fc.nat(2), dt: fc.nat(3), d: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 6 })) }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('end' as const), a: fc.nat(2), h: fc.nat(2), dt: fc.nat(3), d: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 6 })) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('start' as const),
+      a: fc.nat(2),
+      h: fc.nat(2),
+      dt: fc.nat(3),
+      d: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 6 })),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('end' as const),
+      a: fc.nat(2),
+      h: fc.nat(2),
+      dt: fc.nat(3),
+      d: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 6 })),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('gap' as const), dt: fc.nat(3), len: fc.integer({ min: 1, max: 8 }) }) },
 );
 /** Batches of ops (a batch's ends are applied before its starts, as the contract says). */
-const scenarioArb = fc.record({ batches: fc.array(fc.array(opArb, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 12 }), probes: fc.array(fc.integer({ min: -2, max: 120 }), { maxLength: 20 }) });
+const scenarioArb = fc.record({
+  batches: fc.array(fc.array(opArb, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 12 }),
+  probes: fc.array(fc.integer({ min: -2, max: 120 }), { maxLength: 20 }),
+});
 
 interface ModelHold {
   address: string;
@@ -118,7 +139,8 @@ test('the SQLite history store agrees with a model of holds and gaps', (t) => {
             model.apply(b);
           }
           const times = new Set<number>(probes);
-          for (const h of model.holds) for (const x of [h.from.at, h.from.earliest, h.until?.at, h.until?.earliest]) if (x !== undefined) [x - 1, x, x + 1].forEach((y) => times.add(y));
+          for (const h of model.holds)
+            for (const x of [h.from.at, h.from.earliest, h.until?.at, h.until?.earliest]) if (x !== undefined) [x - 1, x, x + 1].forEach((y) => times.add(y));
           for (const g of model.gaps) [g.from, g.from + 1, g.until - 1, g.until].forEach((y) => times.add(y));
           for (const address of ADDRS) {
             const mine = model.holds.filter((h) => h.address === address);
@@ -131,7 +153,10 @@ test('the SQLite history store agrees with a model of holds and gaps', (t) => {
               if (inside.length > 0) {
                 assert.ok(got.known && got.hold !== undefined, `${where}: want a hold, got ${JSON.stringify(got)}`);
                 const latest = Math.max(...inside.map((x) => x.h.from.at));
-                assert.ok(inside.some((x) => x.h.from.at === latest && strip(x.h) === strip(got.hold!)), `${where}: got ${strip(got.hold)}`);
+                assert.ok(
+                  inside.some((x) => x.h.from.at === latest && strip(x.h) === strip(got.hold!)),
+                  `${where}: got ${strip(got.hold)}`,
+                );
               } else if (states.some((x) => x.s === 'maybe') || model.gaps.some((g) => g.from < at && at < g.until)) {
                 assert.ok(!got.known, `${where}: want unknown, got ${JSON.stringify(got)}`);
                 assert.ok(got.gap.from < at && at < got.gap.until, `${where}: the gap given ${JSON.stringify(got.gap)} contains the instant`);
@@ -142,11 +167,22 @@ test('the SQLite history store agrees with a model of holds and gaps', (t) => {
             for (const since of [-1, 3, 10, 30]) {
               for (const until of [5, 20, 200]) {
                 const want = mine.filter((h) => (h.from.earliest ?? h.from.at) <= until && (h.until === undefined || h.until.at > since));
-                assert.deepEqual(db.holdsOfAddress(address, { since, until }).map(strip).sort(), want.map(strip).sort(), `holds of ${address} in [${since}, ${until}]`);
+                assert.deepEqual(
+                  db.holdsOfAddress(address, { since, until }).map(strip).sort(),
+                  want.map(strip).sort(),
+                  `holds of ${address} in [${since}, ${until}]`,
+                );
               }
             }
           }
-          assert.deepEqual(db.openHolds().map(strip).sort(), model.holds.filter((h) => h.until === undefined).map(strip).sort(), 'open holds');
+          assert.deepEqual(
+            db.openHolds().map(strip).sort(),
+            model.holds
+              .filter((h) => h.until === undefined)
+              .map(strip)
+              .sort(),
+            'open holds',
+          );
           const records = [...db.records(-Infinity)];
           assert.equal(records.length, model.holds.length * 2 - model.holds.filter((h) => h.until === undefined).length + model.gaps.length, 'records');
           const key = (r: (typeof records)[number]): number => (r.event === 'gap' ? r.until : r.at);

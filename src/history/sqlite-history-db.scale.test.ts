@@ -23,8 +23,11 @@ test('50,000 events: every point answer right, p99 well under a second', { timeo
     const ro = openHistoryDb(path, { readonly: true });
     try {
       const r = queryHistory(ro, w, 2_000, 11);
-      t.diagnostic(`fill ${Math.round(fill.events / (fill.ms / 1000))} events/s in ${fill.transactions} transactions; ${Math.round(stats.bytes / fill.events)} bytes per event`);
-      for (const k of ['holderAt', 'holdsOfAddress', 'holdsOfPod'] as const) t.diagnostic(`${k}: p50 ${r[k].p50.toFixed(2)} ms, p99 ${r[k].p99.toFixed(2)} ms, max ${r[k].max.toFixed(2)} ms`);
+      t.diagnostic(
+        `fill ${Math.round(fill.events / (fill.ms / 1000))} events/s in ${fill.transactions} transactions; ${Math.round(stats.bytes / fill.events)} bytes per event`,
+      );
+      for (const k of ['holderAt', 'holdsOfAddress', 'holdsOfPod'] as const)
+        t.diagnostic(`${k}: p50 ${r[k].p50.toFixed(2)} ms, p99 ${r[k].p99.toFixed(2)} ms, max ${r[k].max.toFixed(2)} ms`);
       assert.equal(r.wrong, 0, r.examples.join('\n'));
       for (const k of ['holderAt', 'holdsOfAddress', 'holdsOfPod'] as const) assert.ok(r[k].p99 < 500, `${k} p99 ${r[k].p99} ms`);
       // The export walks every event once, in time order.

@@ -52,13 +52,25 @@ describe('SqliteHistoryDb', () => {
     db.apply(batch({ ends: [{ address: '10.0.0.1', handle: 'h1', until: { at: 200 }, why: 'del' }] }, 200));
     db.apply(batch({ starts: [start('10.0.0.1', 'h2', 300, { pod: { namespace: 'ns', name: 'web-0', uid: 'u2' } })] }, 300));
     const first = { address: '10.0.0.1', handle: 'h1', from: { at: 100 }, until: { at: 200, why: 'del' as const }, ...info };
-    assert.deepEqual(db.openHolds().map((h) => h.handle), ['h2']);
-    assert.deepEqual(db.holdsOfAddress('10.0.0.1').map((h) => h.handle), ['h1', 'h2']);
+    assert.deepEqual(
+      db.openHolds().map((h) => h.handle),
+      ['h2'],
+    );
+    assert.deepEqual(
+      db.holdsOfAddress('10.0.0.1').map((h) => h.handle),
+      ['h1', 'h2'],
+    );
     assert.deepEqual(db.holdsOfAddress('10.0.0.1', { until: 250 }), [first]);
     assert.deepEqual(db.holdsOfAddress('10.0.0.1', { since: 200, until: 299 }), []); // until exclusive
     assert.deepEqual(db.holdsOfAddress('10.0.0.1', { since: 199, until: 299 }), [first]);
-    assert.deepEqual(db.holdsOfPod('ns', 'web-0').map((h) => h.pod?.uid), ['u1', 'u2']);
-    assert.deepEqual(db.holdsOfPod('ns', 'web-0', { since: 250 }).map((h) => h.pod?.uid), ['u2']);
+    assert.deepEqual(
+      db.holdsOfPod('ns', 'web-0').map((h) => h.pod?.uid),
+      ['u1', 'u2'],
+    );
+    assert.deepEqual(
+      db.holdsOfPod('ns', 'web-0', { since: 250 }).map((h) => h.pod?.uid),
+      ['u2'],
+    );
     assert.deepEqual(db.holdsOfPod('ns', 'other'), []);
     assert.deepEqual(db.holderAt('10.0.0.1', 100), { known: true, hold: first });
     assert.deepEqual(db.holderAt('10.0.0.1', 199), { known: true, hold: first });
@@ -80,7 +92,10 @@ describe('SqliteHistoryDb', () => {
   it('a replayed start is ignored; ends come before starts in one batch', () => {
     db.apply(batch({ starts: [start('10.0.0.1', 'h', 10)] }));
     db.apply(batch({ starts: [start('10.0.0.1', 'h', 20)] }));
-    assert.deepEqual(db.openHolds().map((h) => h.from), [{ at: 10 }]);
+    assert.deepEqual(
+      db.openHolds().map((h) => h.from),
+      [{ at: 10 }],
+    );
     // Released and reassigned to the same handle in one batch: two holds.
     db.apply(batch({ ends: [{ address: '10.0.0.1', handle: 'h', until: { at: 30 }, why: 'release' }], starts: [start('10.0.0.1', 'h', 30)] }));
     assert.deepEqual(
@@ -99,9 +114,19 @@ describe('SqliteHistoryDb', () => {
     db.apply(batch({ ends: [{ address: '10.0.0.1', handle: 'h', until: { at: 500 }, why: 'cni-gc' }] }));
     const [h] = db.holdsOfAddress('10.0.0.1');
     assert.deepEqual(h, { address: '10.0.0.1', handle: 'h', from: { at: 500, earliest: 0 }, until: { at: 500, why: 'cni-gc' } });
-    assert.deepEqual(db.holderAt('10.0.0.1', 250), { known: false, gap: { from: 0, until: 500, cause: 'the hold of 10.0.0.1 by h began at an unknown time in this interval' } });
+    assert.deepEqual(db.holderAt('10.0.0.1', 250), {
+      known: false,
+      gap: { from: 0, until: 500, cause: 'the hold of 10.0.0.1 by h began at an unknown time in this interval' },
+    });
     assert.deepEqual(db.holderAt('10.0.0.1', 500), { known: true, hold: undefined });
-    db.apply(batch({ gaps: [{ from: 1000, until: 2000, cause: 'compacted' }, { from: 600, until: 700, cause: 'before history began' }] }));
+    db.apply(
+      batch({
+        gaps: [
+          { from: 1000, until: 2000, cause: 'compacted' },
+          { from: 600, until: 700, cause: 'before history began' },
+        ],
+      }),
+    );
     db.apply(batch({ ends: [{ address: '10.0.0.2', handle: 'h', until: { at: 3000, earliest: 1000 }, why: 'unknown' }] }));
     const [h2] = db.holdsOfAddress('10.0.0.2');
     assert.deepEqual(h2?.from, { at: 3000, earliest: 600 });
@@ -162,7 +187,9 @@ describe('SqliteHistoryDb', () => {
   });
 
   it('purge drops what ended before the instant, and instants before it become unknown', () => {
-    db.apply(batch({ starts: [start('10.0.0.1', 'a', 10), start('10.0.0.2', 'b', 10), start('10.0.0.3', 'c', 10)], gaps: [{ from: 1, until: 5, cause: 'x' }] }));
+    db.apply(
+      batch({ starts: [start('10.0.0.1', 'a', 10), start('10.0.0.2', 'b', 10), start('10.0.0.3', 'c', 10)], gaps: [{ from: 1, until: 5, cause: 'x' }] }),
+    );
     db.apply(
       batch({
         ends: [
@@ -194,14 +221,25 @@ describe('SqliteHistoryDb', () => {
     db.apply(batch({ starts: [start('10.0.0.1', 'a', 10)] }, 10));
     const before = db.position();
     // The second start's address is not a string: refused before anything is written.
-    assert.throws(() => db.apply(batch({ starts: [start('10.0.0.2', 'b', 20), { ...start('x', 'c', 20), address: 7 as unknown as string }] })), /starts\[1\]\.address/);
+    assert.throws(
+      () => db.apply(batch({ starts: [start('10.0.0.2', 'b', 20), { ...start('x', 'c', 20), address: 7 as unknown as string }] })),
+      /starts\[1\]\.address/,
+    );
     // A batch from another datastore fails inside the transaction, after its ends were applied.
     assert.throws(
-      () => db.apply({ ends: [{ address: '10.0.0.1', handle: 'a', until: { at: 30 }, why: 'del' }], starts: [], position: { source: 'etcd://other:2379', revision: 99, at: 30 } }),
+      () =>
+        db.apply({
+          ends: [{ address: '10.0.0.1', handle: 'a', until: { at: 30 }, why: 'del' }],
+          starts: [],
+          position: { source: 'etcd://other:2379', revision: 99, at: 30 },
+        }),
       (e: unknown) => e instanceof HistoryDbError && /follows datastore sqlite:.*not etcd:\/\/other:2379/.test(e.message),
     );
     assert.deepEqual(db.position(), before);
-    assert.deepEqual(db.openHolds().map((h) => h.handle), ['a']);
+    assert.deepEqual(
+      db.openHolds().map((h) => h.handle),
+      ['a'],
+    );
     assert.equal(db.stats().holds, 1);
   });
 
@@ -209,10 +247,22 @@ describe('SqliteHistoryDb', () => {
     db.apply(batch({ starts: [start('10.0.0.1', 'a', 10)] }, 10));
     const bad = { ...start('10.0.0.3', 'c', 20), containerId: {} as unknown as string };
     assert.throws(() =>
-      db.apply(batch({ ends: [{ address: '10.0.0.1', handle: 'a', until: { at: 20 }, why: 'del' }], starts: [start('10.0.0.2', 'b', 20), bad], gaps: [{ from: 1, until: 2, cause: 'x' }] }, 20)),
+      db.apply(
+        batch(
+          {
+            ends: [{ address: '10.0.0.1', handle: 'a', until: { at: 20 }, why: 'del' }],
+            starts: [start('10.0.0.2', 'b', 20), bad],
+            gaps: [{ from: 1, until: 2, cause: 'x' }],
+          },
+          20,
+        ),
+      ),
     );
     assert.equal(db.position()?.at, 10);
-    assert.deepEqual(db.openHolds().map((h) => h.handle), ['a']);
+    assert.deepEqual(
+      db.openHolds().map((h) => h.handle),
+      ['a'],
+    );
     assert.deepEqual({ ...db.stats(), bytes: 0 }, { holds: 1, openHolds: 1, gaps: 0, bytes: 0 });
   });
 
@@ -223,11 +273,17 @@ describe('SqliteHistoryDb', () => {
       assert.equal(ro.position()?.at, 10);
       db.apply(batch({ ends: [{ address: '10.0.0.1', handle: 'a', until: { at: 20 }, why: 'del' }], starts: [start('10.0.0.1', 'b', 20)] }, 20));
       assert.equal(ro.position()?.at, 20);
-      assert.deepEqual(ro.holdsOfAddress('10.0.0.1').map((h) => h.handle), ['a', 'b']);
+      assert.deepEqual(
+        ro.holdsOfAddress('10.0.0.1').map((h) => h.handle),
+        ['a', 'b'],
+      );
       const at = ro.holderAt('10.0.0.1', 15);
       assert.ok(at.known && at.hold?.handle === 'a');
       assert.equal(ro.stats().holds, 2);
-      assert.throws(() => ro.apply(batch({})), (e: unknown) => e instanceof HistoryDbError && /read-only/.test(e.message));
+      assert.throws(
+        () => ro.apply(batch({})),
+        (e: unknown) => e instanceof HistoryDbError && /read-only/.test(e.message),
+      );
       assert.throws(() => ro.purge(1), /read-only/);
     } finally {
       ro.close();
@@ -236,12 +292,18 @@ describe('SqliteHistoryDb', () => {
 
   it('bad files: missing (read-only: never created), not SQLite, another SQLite database, a directory', () => {
     const missing = join(dir.path, 'none.db');
-    assert.throws(() => openHistoryDb(missing, { readonly: true }), (e: unknown) => e instanceof HistoryDbError && e.message.includes(missing) && /does not exist/.test(e.message));
+    assert.throws(
+      () => openHistoryDb(missing, { readonly: true }),
+      (e: unknown) => e instanceof HistoryDbError && e.message.includes(missing) && /does not exist/.test(e.message),
+    );
     assert.throws(() => statSync(missing), /ENOENT/);
     const text = join(dir.path, 'text.db');
     writeFileSync(text, 'not a database at all, but long enough to be read as a header........................................................');
     for (const readonly of [false, true]) {
-      assert.throws(() => openHistoryDb(text, { readonly }), (e: unknown) => e instanceof HistoryDbError && e.message.includes(text) && /not a podipam history file/.test(e.message));
+      assert.throws(
+        () => openHistoryDb(text, { readonly }),
+        (e: unknown) => e instanceof HistoryDbError && e.message.includes(text) && /not a podipam history file/.test(e.message),
+      );
     }
     const other = join(dir.path, 'other.db');
     const Db = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(s: string): void; close(): void };
@@ -249,9 +311,15 @@ describe('SqliteHistoryDb', () => {
     o.exec('CREATE TABLE kv (key TEXT)');
     o.close();
     for (const readonly of [false, true]) {
-      assert.throws(() => openHistoryDb(other, { readonly }), (e: unknown) => e instanceof HistoryDbError && e.message.includes(other) && /not a podipam history file/.test(e.message));
+      assert.throws(
+        () => openHistoryDb(other, { readonly }),
+        (e: unknown) => e instanceof HistoryDbError && e.message.includes(other) && /not a podipam history file/.test(e.message),
+      );
     }
-    assert.throws(() => openHistoryDb(dir.path), (e: unknown) => e instanceof HistoryDbError && /not a regular file/.test(e.message));
+    assert.throws(
+      () => openHistoryDb(dir.path),
+      (e: unknown) => e instanceof HistoryDbError && /not a regular file/.test(e.message),
+    );
     // An empty file (created, never written) becomes a history file.
     const empty = join(dir.path, 'empty.db');
     writeFileSync(empty, '');

@@ -25,7 +25,15 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { formatAddr, tryParseAddr } from '../ip/addr.js';
 import type { Failure } from '../model/failure.js';
-import { type HistoryGap, type HistoryTime, type Hold, type HolderAt, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence } from '../model/history.js';
+import {
+  type HistoryGap,
+  type HistoryTime,
+  type Hold,
+  type HolderAt,
+  type ReleaseReason,
+  decodeReleaseEvidence,
+  encodeReleaseEvidence,
+} from '../model/history.js';
 import type { FollowPosition, HistoryBatch, HistoryDb, HistoryRecord, HoldEnd, HoldStart, TimeRange } from './history-db.js';
 import { HISTORY_KIND, HISTORY_SCHEMA, HISTORY_SCHEMA_VERSION } from './history-schema.js';
 import { holderAtOf } from './holder-at.js';
@@ -129,7 +137,8 @@ export function canonicalAddress(text: string): string {
 function holdOfRow(r: HoldRow): Hold {
   const from: HistoryTime = r.from_earliest === null ? { at: r.from_at } : { at: r.from_at, earliest: r.from_earliest };
   const h: { -readonly [K in keyof Hold]: Hold[K] } = { address: r.address, handle: r.handle, from };
-  if (r.pod_ns !== null && r.pod_name !== null) h.pod = r.pod_uid === null ? { namespace: r.pod_ns, name: r.pod_name } : { namespace: r.pod_ns, name: r.pod_name, uid: r.pod_uid };
+  if (r.pod_ns !== null && r.pod_name !== null)
+    h.pod = r.pod_uid === null ? { namespace: r.pod_ns, name: r.pod_name } : { namespace: r.pod_ns, name: r.pod_name, uid: r.pod_uid };
   if (r.container_id !== null) h.containerId = r.container_id;
   if (r.ifname !== null) h.ifname = r.ifname;
   if (r.network !== null) h.network = r.network;
@@ -283,7 +292,10 @@ class SqliteHistoryDb implements HistoryDb {
     const st = this.#st;
     const pos = this.#positionIn();
     if (pos !== undefined && pos.source !== b.position.source) {
-      throw new HistoryDbError(this.path, `history file ${this.path} follows datastore ${pos.source}, not ${b.position.source}: use another history file for another datastore`);
+      throw new HistoryDbError(
+        this.path,
+        `history file ${this.path} follows datastore ${pos.source}, not ${b.position.source}: use another history file for another datastore`,
+      );
     }
     let oldestGap: number | null | undefined;
     for (const e of b.ends) this.#end(e, () => (oldestGap === undefined ? (oldestGap = (st.oldestGap.get() as { t: number | null }).t) : oldestGap));
@@ -305,7 +317,26 @@ class SqliteHistoryDb implements HistoryDb {
     const g = oldestGap();
     const lowest = Math.min(e.until.at, earliest ?? e.until.at);
     const fromEarliest = g !== null && g <= lowest ? g : Math.min(0, lowest);
-    st.putHold.run(address, e.handle, null, null, null, null, null, null, null, null, null, fromEarliest, e.until.at, fromEarliest, e.until.at, earliest, e.why, evidence);
+    st.putHold.run(
+      address,
+      e.handle,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      fromEarliest,
+      e.until.at,
+      fromEarliest,
+      e.until.at,
+      earliest,
+      e.why,
+      evidence,
+    );
   }
 
   #start(s: HoldStart): void {
@@ -390,7 +421,8 @@ class SqliteHistoryDb implements HistoryDb {
       if (!c) out.set(pool, (c = { open: 0, starts: new Map(), ends: new Map() }));
       return c;
     };
-    if (!Number.isInteger(since) || !Number.isInteger(step) || step < 1) throw new RangeError(`poolUsage: since must be an integer of ms and step a positive one: got ${since}, ${step}`);
+    if (!Number.isInteger(since) || !Number.isInteger(step) || step < 1)
+      throw new RangeError(`poolUsage: since must be an integer of ms and step a positive one: got ${since}, ${step}`);
     // One read transaction: the open count and the changes describe one state of the file.
     return this.#read.deferred(() => {
       for (const r of this.#st.openByPool.all() as { pool: string; n: number }[]) of(r.pool).open = r.n;
@@ -403,13 +435,15 @@ class SqliteHistoryDb implements HistoryDb {
   purge(before: number): number {
     this.#checkWritable();
     if (!Number.isFinite(before)) throw new TypeError(`purge: the instant must be a finite number of ms, got ${String(before)}`);
-    return this.#db.transaction(() => {
-      const dropped = this.#st.purgeHolds.run(before).changes;
-      this.#st.purgeGaps.run(before);
-      const h = this.#st.getMeta.get('horizon') as { value: number } | undefined;
-      if (h === undefined || h.value < before) this.#st.putMeta.run('horizon', before);
-      return dropped;
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        const dropped = this.#st.purgeHolds.run(before).changes;
+        this.#st.purgeGaps.run(before);
+        const h = this.#st.getMeta.get('horizon') as { value: number } | undefined;
+        if (h === undefined || h.value < before) this.#st.putMeta.run('horizon', before);
+        return dropped;
+      })
+      .immediate();
   }
 
   stats(): { readonly holds: number; readonly openHolds: number; readonly gaps: number; readonly bytes: number } {
@@ -455,10 +489,13 @@ function checkKind(db: Database, fail: (why: string) => HistoryDbError): void {
 function recordOfRow(r: RecordRow): HistoryRecord {
   if (r.k === 2) return { event: 'gap', from: r.from_at, until: r.until_at!, cause: r.why! };
   const { from: _from, until, ...info } = holdOfRow(r);
-  if (r.k === 1) return r.from_earliest === null ? { event: 'assigned', at: r.from_at, ...info } : { event: 'assigned', at: r.from_at, earliest: r.from_earliest, ...info };
+  if (r.k === 1)
+    return r.from_earliest === null ? { event: 'assigned', at: r.from_at, ...info } : { event: 'assigned', at: r.from_at, earliest: r.from_earliest, ...info };
   const u = until!;
   const evidence = u.evidence ? { evidence: u.evidence } : {};
-  return u.earliest === undefined ? { event: 'released', at: u.at, why: u.why, ...evidence, ...info } : { event: 'released', at: u.at, earliest: u.earliest, why: u.why, ...evidence, ...info };
+  return u.earliest === undefined
+    ? { event: 'released', at: u.at, why: u.why, ...evidence, ...info }
+    : { event: 'released', at: u.at, earliest: u.earliest, why: u.why, ...evidence, ...info };
 }
 
 function prepare(db: Database, hasEvidence: boolean) {
@@ -483,9 +520,7 @@ function prepare(db: Database, hasEvidence: boolean) {
     ofAddress: p(`SELECT ${HOLD_COLUMNS} FROM holds WHERE address = ? AND lo <= ? AND (until_at IS NULL OR until_at > ?) ORDER BY from_at, id`),
     // Every hold that may cover the instant: began (at the earliest) before it, not ended by it.
     mayCover: p(`SELECT ${HOLD_COLUMNS} FROM holds WHERE address = ? AND lo <= ? AND (until_at IS NULL OR until_at > ?)`),
-    ofPod: p(
-      `SELECT ${HOLD_COLUMNS} FROM holds WHERE pod_ns = ? AND pod_name = ? AND lo <= ? AND (until_at IS NULL OR until_at > ?) ORDER BY from_at, id`,
-    ),
+    ofPod: p(`SELECT ${HOLD_COLUMNS} FROM holds WHERE pod_ns = ? AND pod_name = ? AND lo <= ? AND (until_at IS NULL OR until_at > ?) ORDER BY from_at, id`),
     gaps: p('SELECT from_at, until_at, cause FROM gaps WHERE from_at <= ? AND until_at >= ? ORDER BY from_at, id'),
     gapsAt: p('SELECT from_at, until_at, cause FROM gaps WHERE from_at < ? AND until_at > ?'),
     // The export: ends (k 0) before starts (k 1) before gaps (k 2) at one instant; keyset paging on (t, k, id).
@@ -501,8 +536,12 @@ function prepare(db: Database, hasEvidence: boolean) {
       ORDER BY t, k, id LIMIT @n`),
     // A pool's usage (usage-series.ts): open holds by pool, changes after @since by grid step (t − since) / step rounded up.
     openByPool: p('SELECT pool, count(*) AS n FROM holds INDEXED BY holds_open WHERE until_at IS NULL AND pool IS NOT NULL GROUP BY pool'),
-    startsByStep: p('SELECT pool, CAST((from_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE from_at > @since AND pool IS NOT NULL GROUP BY pool, k'),
-    endsByStep: p('SELECT pool, CAST((until_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE until_at > @since AND pool IS NOT NULL GROUP BY pool, k'),
+    startsByStep: p(
+      'SELECT pool, CAST((from_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE from_at > @since AND pool IS NOT NULL GROUP BY pool, k',
+    ),
+    endsByStep: p(
+      'SELECT pool, CAST((until_at - @since + @step - 1) / @step AS INTEGER) AS k, count(*) AS n FROM holds WHERE until_at > @since AND pool IS NOT NULL GROUP BY pool, k',
+    ),
     purgeHolds: p('DELETE FROM holds WHERE until_at < ?'),
     purgeGaps: p('DELETE FROM gaps WHERE until_at < ?'),
     counts: p(

@@ -43,7 +43,15 @@ export async function checkImportAgainst(store: Store, plan: ImportPlan): Promis
 async function apply(store: Store, plan: ImportPlan, skipConflicts: boolean): Promise<ImportOutcome> {
   const checked = await checkImportAgainst(store, plan);
   if (checked.conflicts.length > 0 && !skipConflicts) {
-    return { conflicts: checked.conflicts, poolsCreated: [], blocksWritten: [], adopted: 0, already: checked.already, skipped: checked.total - checked.already, wroteNothing: true };
+    return {
+      conflicts: checked.conflicts,
+      poolsCreated: [],
+      blocksWritten: [],
+      adopted: 0,
+      already: checked.already,
+      skipped: checked.total - checked.already,
+      wroteNothing: true,
+    };
   }
   const ctx: IpamContext = { store, cache: new ViewCache(), maxAttempts: DEFAULT_MAX_ATTEMPTS, now: () => new Date(), writer: 'cli', why: 'import' };
   const poolsCreated: string[] = [];

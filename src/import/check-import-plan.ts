@@ -90,7 +90,11 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
     const a = group[0]!;
     const handles = new Set(group.map((g) => g.holder.handle));
     if (handles.size > 1) {
-      conflicts.push({ kind: 'invalid', subject: ip, detail: `the source gives ${ip} to ${handles.size} holders: ${[...handles].map((h) => `"${h}"`).join(', ')}` });
+      conflicts.push({
+        kind: 'invalid',
+        subject: ip,
+        detail: `the source gives ${ip} to ${handles.size} holders: ${[...handles].map((h) => `"${h}"`).join(', ')}`,
+      });
       skipped++;
       continue;
     }
@@ -128,7 +132,11 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
     const block = sizes.map((s) => prefixOf(addr, s)).find((c) => view.blocks.has(formatPrefix(c))) ?? fresh;
     const over = block === fresh ? overlappingBlocks(fresh, sizes).find((c) => view.blocks.has(formatPrefix(c))) : undefined;
     if (over) {
-      conflicts.push({ kind: 'invalid', subject: ip, detail: `${ip} would need a new /${fresh.len} block ${formatPrefix(fresh)}, which would overlap the existing block ${formatPrefix(over)} of pool "${pool.name}"` });
+      conflicts.push({
+        kind: 'invalid',
+        subject: ip,
+        detail: `${ip} would need a new /${fresh.len} block ${formatPrefix(fresh)}, which would overlap the existing block ${formatPrefix(over)} of pool "${pool.name}"`,
+      });
       skipped++;
       continue;
     }
@@ -140,7 +148,11 @@ export function checkImportPlan(plan: ImportPlan, view: ImportStoreView): Checke
       continue;
     }
     if (holder !== undefined) {
-      conflicts.push({ kind: 'address-held', subject: ip, detail: `${ip} is already held in podipam by ${describeHolder(holder, view.handles.get(holder))}; the source gives it to ${describeImported(a)}` });
+      conflicts.push({
+        kind: 'address-held',
+        subject: ip,
+        detail: `${ip} is already held in podipam by ${describeHolder(holder, view.handles.get(holder))}; the source gives it to ${describeImported(a)}`,
+      });
       skipped++;
       continue;
     }

@@ -17,5 +17,9 @@ export function quarantineEndOf(block: Block, o: number, reuseAfterMs: number, n
 /** The conflict for address `ip` of pool `pool`, quarantined until `end` (epoch ms). */
 export function quarantinedConflict(ip: string, pool: string, end: number): ImportConflict {
   const until = new Date(end).toISOString();
-  return { kind: 'quarantined', subject: ip, detail: `${ip} was released in podipam recently and is quarantined until ${until} (pool "${pool}" reuseAfter): not given to a new holder before then (run the import again after it)` };
+  return {
+    kind: 'quarantined',
+    subject: ip,
+    detail: `${ip} was released in podipam recently and is quarantined until ${until} (pool "${pool}" reuseAfter): not given to a new holder before then (run the import again after it)`,
+  };
 }

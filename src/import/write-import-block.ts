@@ -60,7 +60,10 @@ export interface BlockWriteResult {
 /** Thrown when the pool disappears or starts being deleted while the import runs. */
 export class ImportPoolGoneError extends Error {
   override readonly name = 'ImportPoolGoneError';
-  constructor(readonly pool: string, why: string) {
+  constructor(
+    readonly pool: string,
+    why: string,
+  ) {
     super(`import: pool "${pool}" ${why} while the import ran; nothing more was written to it (run the import again)`);
   }
 }
@@ -85,7 +88,12 @@ export async function writeImportBlock(ctx: IpamContext, work: ImportBlockWork, 
   return { adopted, already, conflicts, wrote };
 }
 
-async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: ReadonlyMap<string, readonly ImportedAddress[]>, created: Set<string>): Promise<BlockWriteResult> {
+async function writeChunk(
+  ctx: IpamContext,
+  work: ImportBlockWork,
+  chunk: ReadonlyMap<string, readonly ImportedAddress[]>,
+  created: Set<string>,
+): Promise<BlockWriteResult> {
   const bk = blockKey(work.cidr);
   const pk = poolKey(work.pool);
   const ak = work.affinity === null ? undefined : affinityKey(work.affinity, work.cidr);
@@ -109,7 +117,12 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
     for (const [handle, addrs] of chunk) {
       const entry = current.get(handle);
       if (!entry && created.has(handle)) {
-        for (const a of addrs) conflicts.push({ kind: 'invalid', subject: a.ip, detail: `the handle "${handle}" this import created was released meanwhile (the pod's DEL): ${a.ip} is not held again` });
+        for (const a of addrs)
+          conflicts.push({
+            kind: 'invalid',
+            subject: a.ip,
+            detail: `the handle "${handle}" this import created was released meanwhile (the pod's DEL): ${a.ip} is not held again`,
+          });
         continue;
       }
       let n = 0;
@@ -144,7 +157,8 @@ async function writeChunk(ctx: IpamContext, work: ImportBlockWork, chunk: Readon
     } catch (e) {
       if (!(e instanceof GateRefusedError)) throw e;
       // The block cannot be written as planned (the gate names why): its addresses are conflicts.
-      for (const [, addrs] of records.length > 0 ? chunk : []) for (const a of addrs) conflicts.push({ kind: 'invalid', subject: a.ip, detail: `${a.ip} cannot be written: ${e.detail}` });
+      for (const [, addrs] of records.length > 0 ? chunk : [])
+        for (const a of addrs) conflicts.push({ kind: 'invalid', subject: a.ip, detail: `${a.ip} cannot be written: ${e.detail}` });
       return { adopted: 0, already, conflicts, wrote: false };
     }
     if (r.succeeded) {

@@ -47,11 +47,16 @@ const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** Checks the options: errors name the flag and its value. */
 export function checkEtcdCertOptions(o: EtcdCertOptions): void {
-  if (!DNS_LABEL.test(o.namespace)) throw new TypeError(`--namespace ${JSON.stringify(o.namespace)} is not a DNS label (lower case letters, digits, "-", at most 63)`);
-  if (!DNS_LABEL.test(o.name) || o.name.length > 52) throw new TypeError(`--name ${JSON.stringify(o.name)} is not a DNS label of at most 52 characters (a StatefulSet name)`);
+  if (!DNS_LABEL.test(o.namespace))
+    throw new TypeError(`--namespace ${JSON.stringify(o.namespace)} is not a DNS label (lower case letters, digits, "-", at most 63)`);
+  if (!DNS_LABEL.test(o.name) || o.name.length > 52)
+    throw new TypeError(`--name ${JSON.stringify(o.name)} is not a DNS label of at most 52 characters (a StatefulSet name)`);
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(o.clusterDomain)) throw new TypeError(`--cluster-domain ${JSON.stringify(o.clusterDomain)} is not a DNS name`);
   if (!Number.isSafeInteger(o.members) || o.members < 1 || o.members > 9) throw new RangeError(`--members ${o.members} is not 1-9`);
-  for (const [flag, v] of [['--days', o.days], ['--ca-days', o.caDays]] as const) {
+  for (const [flag, v] of [
+    ['--days', o.days],
+    ['--ca-days', o.caDays],
+  ] as const) {
     if (!Number.isSafeInteger(v) || v < 1 || v > 36500) throw new RangeError(`${flag} ${v} is not 1-36500`);
   }
   if (o.caDays < o.days) throw new RangeError(`--ca-days ${o.caDays} is shorter than --days ${o.days}: the certificates would outlive their CA`);
@@ -90,11 +95,27 @@ export function makeEtcdCerts(o: EtcdCertOptions): EtcdCertFiles {
   checkEtcdCertOptions(o);
   mkdirSync(o.dir, { recursive: true, mode: 0o700 });
   const present = FILES.filter((f) => existsSync(join(o.dir, f)));
-  if (present.length > 0) throw new Error(`--dir ${o.dir} already holds ${present.join(', ')}: choose an empty directory (new certificates would not match the running members')`);
+  if (present.length > 0)
+    throw new Error(`--dir ${o.dir} already holds ${present.join(', ')}: choose an empty directory (new certificates would not match the running members')`);
   const { dnsNames, ips } = etcdCertNames(o);
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(o.dir, ['req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', String(o.caDays), '-subj', `/O=podipam/CN=${o.name} CA (${o.namespace})`,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  openssl(o.dir, [
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    String(o.caDays),
+    '-subj',
+    `/O=podipam/CN=${o.name} CA (${o.namespace})`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
   const san = `subjectAltName=${[...dnsNames.map((d) => `DNS:${d}`), ...ips.map((ip) => `IP:${ip}`)].join(',')}`;
   // etcd's JSON gateway dials the member's own gRPC port with the server certificate as its
   // client certificate, and members dial each other with the peer one: both need clientAuth.
@@ -107,7 +128,23 @@ export function makeEtcdCerts(o: EtcdCertOptions): EtcdCertFiles {
   for (const role of ['server', 'peer', 'client'] as const) {
     writeFileSync(join(o.dir, `${role}.ext`), ext[role]);
     openssl(o.dir, ['req', '-new', ...key, '-keyout', `${role}.key`, '-out', `${role}.csr`, '-subj', subject[role]]);
-    openssl(o.dir, ['x509', '-req', '-in', `${role}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${role}.crt`, '-days', String(o.days), '-extfile', `${role}.ext`]);
+    openssl(o.dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${role}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${role}.crt`,
+      '-days',
+      String(o.days),
+      '-extfile',
+      `${role}.ext`,
+    ]);
   }
   // Only the certificates and keys stay: the requests, extension files and serial are spent.
   for (const f of readdirSync(o.dir)) if (/\.(csr|ext|srl)$/.test(f)) rmSync(join(o.dir, f), { force: true });

@@ -2,8 +2,6 @@
 export class ForeignFileError extends Error {
   override readonly name = 'ForeignFileError';
   constructor(readonly paths: readonly string[]) {
-    super(
-      `refusing to overwrite ${paths.join(', ')}: podipam install-cni did not write it; move it away, or pass --force to take it over`,
-    );
+    super(`refusing to overwrite ${paths.join(', ')}: podipam install-cni did not write it; move it away, or pass --force to take it over`);
   }
 }

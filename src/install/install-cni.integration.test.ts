@@ -57,7 +57,10 @@ function snapshot(dir: string): Record<string, string> {
 test('buildConflist: cluster and agent default to ptp (a veth per pod, default routes of both families through the block gateway); serve prints the same', async () => {
   for (const backend of ['cluster', 'agent'] as const) {
     assert.equal(defaultInterface(backend), 'ptp');
-    for (const o of [{ ...CONF, backend }, { ...CONF, backend, interface: 'ptp' as const }]) {
+    for (const o of [
+      { ...CONF, backend },
+      { ...CONF, backend, interface: 'ptp' as const },
+    ]) {
       const [plugin] = buildConflist(o).plugins as { type: string; ipam: { routes?: unknown }; isGateway?: unknown; bridge?: unknown }[];
       assert.equal(plugin!.type, 'ptp', backend);
       assert.equal(plugin!.bridge, undefined, backend);
@@ -81,7 +84,10 @@ test('buildConflist refuses bridge with the cluster and agent back ends, naming 
     assert.match(why, /one IPv4 gateway address per bridge/);
     assert.match(why, /already has an IP address different from/);
     assert.match(why, /--interface ptp/);
-    assert.throws(() => buildConflist({ ...CONF, backend, interface: 'bridge' }), (e: unknown) => e instanceof Error && e.message === why);
+    assert.throws(
+      () => buildConflist({ ...CONF, backend, interface: 'bridge' }),
+      (e: unknown) => e instanceof Error && e.message === why,
+    );
     assert.equal(interfaceRefusal(backend, 'ptp'), undefined);
   }
   assert.equal(interfaceRefusal('local', 'bridge'), undefined);
@@ -166,9 +172,15 @@ test('installCni twice: the second run changes nothing (same inodes, same bytes)
     const before = snapshot(root.path);
     const inodes = [bin, conf, join(opts.confDir, MANIFEST_NAME)].map((p) => lstatSync(p).ino);
     const steps = installCni(opts);
-    assert.deepEqual(steps.map((s) => s.action), ['unchanged', 'unchanged']);
+    assert.deepEqual(
+      steps.map((s) => s.action),
+      ['unchanged', 'unchanged'],
+    );
     assert.deepEqual(snapshot(root.path), before);
-    assert.deepEqual([bin, conf, join(opts.confDir, MANIFEST_NAME)].map((p) => lstatSync(p).ino), inodes);
+    assert.deepEqual(
+      [bin, conf, join(opts.confDir, MANIFEST_NAME)].map((p) => lstatSync(p).ino),
+      inodes,
+    );
   } finally {
     root.remove();
   }
@@ -180,7 +192,10 @@ test('installCni refuses a conflist it did not write, names it, and writes nothi
     mkdirSync(opts.confDir, { recursive: true });
     writeFileSync(conf, '{"name":"theirs"}\n');
     const before = snapshot(root.path);
-    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('--force'));
+    assert.throws(
+      () => installCni(opts),
+      (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('--force'),
+    );
     assert.deepEqual(snapshot(root.path), before, 'nothing written, not even the binary or the bin dir');
   } finally {
     root.remove();
@@ -192,11 +207,17 @@ test('installCni refuses a symlink at <bin-dir>/podipam (a hand-made install) an
   try {
     mkdirSync(opts.binDir, { recursive: true });
     symlinkSync('/usr/bin/true', bin);
-    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(`${bin} (a symlink)`));
+    assert.throws(
+      () => installCni(opts),
+      (e: unknown) => e instanceof ForeignFileError && e.message.includes(`${bin} (a symlink)`),
+    );
     assert.equal(lstatSync(bin).isSymbolicLink(), true);
     installCni({ ...opts, force: true });
     writeFileSync(conf, '{"edited":true}\n');
-    assert.throws(() => installCni(opts), (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('changed since install'));
+    assert.throws(
+      () => installCni(opts),
+      (e: unknown) => e instanceof ForeignFileError && e.message.includes(conf) && e.message.includes('changed since install'),
+    );
     assert.equal(readFileSync(conf, 'utf8'), '{"edited":true}\n');
   } finally {
     root.remove();
@@ -211,7 +232,10 @@ test('installCni --force takes a foreign file over; from then on it is ours (uni
     const steps = installCni({ ...opts, force: true });
     assert.ok(steps.some((s) => s.action === 'take-over' && s.path === conf && s.detail?.includes('not in the install state')));
     assert.deepEqual(JSON.parse(readFileSync(conf, 'utf8')), buildConflist(CONF));
-    assert.deepEqual(installCni(opts).map((s) => s.action), ['unchanged', 'unchanged']);
+    assert.deepEqual(
+      installCni(opts).map((s) => s.action),
+      ['unchanged', 'unchanged'],
+    );
     uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false });
     assert.equal(existsSync(conf), false);
   } finally {
@@ -229,7 +253,10 @@ test('uninstallCni leaves the directories as they were before install, other fil
     installCni(opts);
     const steps = uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false });
     assert.deepEqual(snapshot(root.path), before);
-    assert.deepEqual(steps.filter((s) => s.action === 'rmdir').map((s) => s.path), [opts.confDir, join(root.path, 'etc/cni'), join(root.path, 'etc')]);
+    assert.deepEqual(
+      steps.filter((s) => s.action === 'rmdir').map((s) => s.path),
+      [opts.confDir, join(root.path, 'etc/cni'), join(root.path, 'etc')],
+    );
     assert.deepEqual(uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: false }), [], 'a second uninstall has nothing to do');
   } finally {
     root.remove();
@@ -269,7 +296,7 @@ test('install and uninstall with dryRun change nothing and report the same steps
   }
 });
 
-test('installCni with another --name keeps the earlier network\'s conflist; another --priority moves the same name\'s', () => {
+test("installCni with another --name keeps the earlier network's conflist; another --priority moves the same name's", () => {
   const { root, opts, bin, conf } = setup('rename');
   try {
     installCni(opts);
@@ -278,7 +305,10 @@ test('installCni with another --name keeps the earlier network\'s conflist; anot
     assert.ok(existsSync(conf));
     assert.ok(existsSync(join(opts.confDir, '10-pods.conflist')));
     const moved = installCni({ ...opts, priority: '5', conflist: { ...CONF, name: 'pods' } });
-    assert.deepEqual(moved.filter((s) => s.action === 'remove').map((s) => s.path), [join(opts.confDir, '10-pods.conflist')]);
+    assert.deepEqual(
+      moved.filter((s) => s.action === 'remove').map((s) => s.path),
+      [join(opts.confDir, '10-pods.conflist')],
+    );
     assert.ok(existsSync(conf) && existsSync(join(opts.confDir, '5-pods.conflist')) && existsSync(bin));
     // Uninstalling one name leaves the other and the binary; the last one takes everything.
     uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, name: 'podipam', dryRun: false, force: false });
@@ -308,11 +338,18 @@ test('a record listing paths install cannot have written is refused by install a
       { createdDirs: [join(opts.binDir, 'below')] },
     ];
     for (const b of bad) {
-      const planted = { ...honest, ...(b.files ? { files: [...honest.files, ...b.files] } : {}), ...(b.createdDirs ? { createdDirs: [...honest.createdDirs, ...b.createdDirs] } : {}) };
+      const planted = {
+        ...honest,
+        ...(b.files ? { files: [...honest.files, ...b.files] } : {}),
+        ...(b.createdDirs ? { createdDirs: [...honest.createdDirs, ...b.createdDirs] } : {}),
+      };
       writeFileSync(state, JSON.stringify(planted));
       const before = snapshot(root.path);
       const entry = JSON.stringify(b.files?.[0]?.path ?? b.createdDirs?.[0]);
-      for (const act of [() => installCni({ ...opts, priority: '20' }), () => uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: true })]) {
+      for (const act of [
+        () => installCni({ ...opts, priority: '20' }),
+        () => uninstallCni({ binDir: opts.binDir, confDir: opts.confDir, dryRun: false, force: true }),
+      ]) {
         assert.throws(act, (e: Error) => e.name === 'InstallRecordError' && e.message.includes(entry), entry);
         assert.deepEqual(snapshot(root.path), before, entry);
       }

@@ -74,7 +74,8 @@ export function installCni(given: InstallOptions): InstallStep[] {
     const st = fileState(d.path, manifest);
     const hash = sha256(d.data);
     if (st.kind === 'absent') writes.push({ d, action: 'write' });
-    else if (st.kind === 'ours' && st.sha256 === hash && st.mode === d.mode) steps.push({ action: 'unchanged', path: d.path, detail: `sha256 ${hash.slice(0, 12)}` });
+    else if (st.kind === 'ours' && st.sha256 === hash && st.mode === d.mode)
+      steps.push({ action: 'unchanged', path: d.path, detail: `sha256 ${hash.slice(0, 12)}` });
     else if (st.kind === 'ours') writes.push({ d, action: 'replace', old: st.sha256 });
     else if (o.force) writes.push({ d, action: 'take-over', why: st.why });
     else refused.push(`${d.path} (${st.why})`);
@@ -143,10 +144,17 @@ function shadowWarnings(o: InstallOptions, ours: string): InstallStep[] {
   return readdirSync(o.confDir)
     .filter((f) => /\.(conf|conflist|json)$/.test(f) && f < name)
     .sort()
-    .map((f) => ({ action: 'warn' as const, path: join(o.confDir, f), detail: `sorts before ${name}: a runtime that takes the first config uses it, not podipam's` }));
+    .map((f) => ({
+      action: 'warn' as const,
+      path: join(o.confDir, f),
+      detail: `sorts before ${name}: a runtime that takes the first config uses it, not podipam's`,
+    }));
 }
 
 const ORDER: InstallStep['action'][] = ['mkdir', 'write', 'replace', 'take-over', 'unchanged', 'remove', 'keep', 'rmdir', 'warn'];
 function sortSteps(steps: InstallStep[]): InstallStep[] {
-  return steps.map((s, i) => ({ s, i })).sort((a, b) => ORDER.indexOf(a.s.action) - ORDER.indexOf(b.s.action) || a.i - b.i).map((x) => x.s);
+  return steps
+    .map((s, i) => ({ s, i }))
+    .sort((a, b) => ORDER.indexOf(a.s.action) - ORDER.indexOf(b.s.action) || a.i - b.i)
+    .map((x) => x.s);
 }

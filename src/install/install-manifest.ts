@@ -52,8 +52,18 @@ export function readManifest(confDir: string): InstallManifest {
   }
   const m = v as Partial<InstallManifest> | null;
   const okFile = (f: unknown): f is ManifestFile =>
-    typeof f === 'object' && f !== null && typeof (f as ManifestFile).path === 'string' && Array.isArray((f as ManifestFile).sha256) && (f as ManifestFile).sha256.every((h) => typeof h === 'string');
-  if (m?.kind !== KIND || !Array.isArray(m.files) || !m.files.every(okFile) || !Array.isArray(m.createdDirs) || !m.createdDirs.every((d) => typeof d === 'string')) {
+    typeof f === 'object' &&
+    f !== null &&
+    typeof (f as ManifestFile).path === 'string' &&
+    Array.isArray((f as ManifestFile).sha256) &&
+    (f as ManifestFile).sha256.every((h) => typeof h === 'string');
+  if (
+    m?.kind !== KIND ||
+    !Array.isArray(m.files) ||
+    !m.files.every(okFile) ||
+    !Array.isArray(m.createdDirs) ||
+    !m.createdDirs.every((d) => typeof d === 'string')
+  ) {
     throw new Error(`cannot read install state ${path}: not a ${KIND} record`);
   }
   return { kind: KIND, files: m.files, createdDirs: m.createdDirs };

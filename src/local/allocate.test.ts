@@ -42,18 +42,25 @@ test('one address per range set, round robin after the last reserved one', () =>
   const s = new MemoryStore();
   s.last.set(0, parseAddr('10.0.0.3'));
   const got = allocate(s, { rangeSets: [v4, v6], requested: [] }, c1);
-  assert.deepEqual(got.map((a) => formatAddr(a.addr)), ['10.0.0.4', 'fd00::2']);
+  assert.deepEqual(
+    got.map((a) => formatAddr(a.addr)),
+    ['10.0.0.4', 'fd00::2'],
+  );
   assert.equal(got[0]!.range, v4[0]);
   assert.equal(s.files.get('10.0.0.4'), 'c1\r\neth0');
 });
 
-test('a later range set failing undoes this call\'s reservations only', () => {
+test("a later range set failing undoes this call's reservations only", () => {
   const s = new MemoryStore();
   s.reserve('c0', 'eth0', parseAddr('fd00::2'), 1);
   s.reserve('c0', 'eth0', parseAddr('fd00::3'), 1);
   assert.throws(
     () => allocate(s, { rangeSets: [v4, v6], requested: [] }, c1),
-    (e: unknown) => e instanceof AllocationError && e.failure === 'exhausted' && e.rangeSet === 1 && e.message === 'failed to allocate for range 1: no IP addresses available in range set: fd00::2-fd00::3',
+    (e: unknown) =>
+      e instanceof AllocationError &&
+      e.failure === 'exhausted' &&
+      e.rangeSet === 1 &&
+      e.message === 'failed to allocate for range 1: no IP addresses available in range set: fd00::2-fd00::3',
   );
   assert.deepEqual([...s.files.keys()].sort(), ['fd00::2', 'fd00::3']);
 });
@@ -62,11 +69,17 @@ test('a requested address: taken, the gateway, or in no range set is address-una
   const s = new MemoryStore();
   s.reserve('c0', 'eth0', parseAddr('10.0.0.2'), 0);
   const fails = (requested: Addr[], cls: typeof AllocationError | typeof UnallocatedRequestsError) =>
-    assert.throws(() => allocate(s, { rangeSets: [v4], requested }, c1), (e: unknown) => e instanceof cls && (e as AllocationError).failure === 'address-unavailable');
+    assert.throws(
+      () => allocate(s, { rangeSets: [v4], requested }, c1),
+      (e: unknown) => e instanceof cls && (e as AllocationError).failure === 'address-unavailable',
+    );
   fails([parseAddr('10.0.0.2')], AllocationError);
   fails([parseAddr('10.0.0.3'), parseAddr('192.168.0.1')], UnallocatedRequestsError);
   assert.deepEqual([...s.files.keys()], ['10.0.0.2']);
-  assert.deepEqual(allocate(s, { rangeSets: [v4], requested: [parseAddr('10.0.0.4')] }, c1).map((a) => formatAddr(a.addr)), ['10.0.0.4']);
+  assert.deepEqual(
+    allocate(s, { rangeSets: [v4], requested: [parseAddr('10.0.0.4')] }, c1).map((a) => formatAddr(a.addr)),
+    ['10.0.0.4'],
+  );
 });
 
 test('an attachment holding an address of the set already: duplicate allocation refused', () => {

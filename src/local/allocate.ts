@@ -51,17 +51,29 @@ export function allocate(store: LocalStore, cfg: Pick<LocalConfig, 'rangeSets' |
       if (r >= 0) {
         const want = requests.splice(r, 1)[0]!;
         if (dup && formatAddr(dup) !== formatAddr(want)) {
-          throw new AllocationError('address-unavailable', idx, `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`);
+          throw new AllocationError(
+            'address-unavailable',
+            idx,
+            `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`,
+          );
         }
         const check = checkRequested(set, want);
         if (!check.ok) throw new AllocationError('address-unavailable', idx, `requested ip ${formatAddr(want)} is subnet's gateway`);
         if (!store.reserve(who.containerId, who.ifname, want, idx)) {
-          throw new AllocationError('address-unavailable', idx, `requested IP address ${formatAddr(want)} is not available in range set ${formatRangeSet(set)}`);
+          throw new AllocationError(
+            'address-unavailable',
+            idx,
+            `requested IP address ${formatAddr(want)} is not available in range set ${formatRangeSet(set)}`,
+          );
         }
         got = { addr: want, range: check.range };
       } else {
         if (dup) {
-          throw new AllocationError('address-unavailable', idx, `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`);
+          throw new AllocationError(
+            'address-unavailable',
+            idx,
+            `${formatAddr(dup)} has been allocated to ${who.containerId}, duplicate allocation is not allowed`,
+          );
         }
         for (const c of candidates(set, store.lastReserved(idx))) {
           const name = formatAddr(c.addr);

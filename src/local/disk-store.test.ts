@@ -41,7 +41,7 @@ test('reserve writes id\\r\\nifname (no newline, 0644) and last_reserved_ip.N; a
   });
 });
 
-test('scan lists files sorted with contents, skips lock and removes a killed writer\'s temp file', () => {
+test("scan lists files sorted with contents, skips lock and removes a killed writer's temp file", () => {
   withDir((dir) => {
     const s = DiskStore.open(dir);
     writeFileSync(join(dir, '10.0.0.3'), 'c3\r\neth0');

@@ -69,7 +69,10 @@ export function matchesAttachment(content: string | undefined, id: string, ifnam
  * (empty, more lines, white space inside the id, an ifname that no interface can have).
  */
 export function parseFileContent(content: string): { readonly containerId: string; readonly ifname?: string } | undefined {
-  const [id, ifname, ...rest] = content.trim().split('\r\n').map((s) => s.trim());
+  const [id, ifname, ...rest] = content
+    .trim()
+    .split('\r\n')
+    .map((s) => s.trim());
   if (!id || rest.length > 0 || /\s/.test(id) || (ifname !== undefined && (ifname === '' || /[\s/:]/.test(ifname)))) return undefined;
   return ifname === undefined ? { containerId: id } : { containerId: id, ifname };
 }
@@ -174,7 +177,8 @@ export class DiskStore implements LocalStore {
   /** As `scan`, never from a cache. */
   scanAll(): StoreFile[] {
     const out: StoreFile[] = [];
-    const entries = fs.readdirSync(this.dir, { withFileTypes: true })
+    const entries = fs
+      .readdirSync(this.dir, { withFileTypes: true })
       .filter((d) => !d.isDirectory())
       .sort(byName);
     const regular: string[] = [];

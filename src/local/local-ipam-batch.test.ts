@@ -20,11 +20,28 @@ import type { AllocRangeSet } from './range-allocator.js';
 function rangeSet(subnet: string): AllocRangeSet {
   const p = parsePrefix(subnet);
   const last = p.family === 4 ? p.base + (1n << BigInt(32 - p.len)) - 2n : p.base + (1n << BigInt(128 - p.len)) - 1n;
-  return [{ subnet: p, rangeStart: { family: p.family, value: p.base + 2n }, rangeEnd: { family: p.family, value: last }, gateway: { family: p.family, value: p.base + 1n } }];
+  return [
+    {
+      subnet: p,
+      rangeStart: { family: p.family, value: p.base + 2n },
+      rangeEnd: { family: p.family, value: last },
+      gateway: { family: p.family, value: p.base + 1n },
+    },
+  ];
 }
 
 function config(dataDir: string, subnets: readonly string[], extra: Partial<LocalConfig> = {}): LocalConfig {
-  return { name: 'net', cniVersion: '1.0.0', dataDir, dir: join(dataDir, 'net'), rangeSets: subnets.map(rangeSet), routes: [], requested: [], lockTimeoutMs: 10_000, ...extra };
+  return {
+    name: 'net',
+    cniVersion: '1.0.0',
+    dataDir,
+    dir: join(dataDir, 'net'),
+    rangeSets: subnets.map(rangeSet),
+    routes: [],
+    requested: [],
+    lockTimeoutMs: 10_000,
+    ...extra,
+  };
 }
 
 async function withDir(fn: (dataDir: string) => Promise<void>): Promise<void> {
@@ -61,8 +78,15 @@ test('32 concurrent ADDs: 32 distinct addresses in arrival order, one lock and o
     const got = await Promise.all(calls);
     const v4 = got.map((r) => formatAddr(r.allocations[0]!.addr));
     const v6 = got.map((r) => formatAddr(r.allocations[1]!.addr));
-    assert.deepEqual(v4, Array.from({ length: 32 }, (_, i) => `10.5.0.${i + 2}`), 'round robin in arrival order, as one after another');
-    assert.deepEqual(v6, Array.from({ length: 32 }, (_, i) => `fd05::${(i + 2).toString(16)}`));
+    assert.deepEqual(
+      v4,
+      Array.from({ length: 32 }, (_, i) => `10.5.0.${i + 2}`),
+      'round robin in arrival order, as one after another',
+    );
+    assert.deepEqual(
+      v6,
+      Array.from({ length: 32 }, (_, i) => `fd05::${(i + 2).toString(16)}`),
+    );
     // When the first answer is given, all 64 reservations are already there, host-local's format.
     assert.equal(onDisk[0]!.size, 64);
     for (let i = 0; i < 32; i++) {
@@ -71,7 +95,11 @@ test('32 concurrent ADDs: 32 distinct addresses in arrival order, one lock and o
     }
     assert.equal(readFileSync(join(cfg.dir, 'last_reserved_ip.0'), 'utf8'), '10.5.0.33');
     assert.equal(readFileSync(join(cfg.dir, 'last_reserved_ip.1'), 'utf8'), 'fd05::21');
-    assert.deepEqual(readdirSync(cfg.dir).filter((n) => n.startsWith('.')), [], 'no temporary file left');
+    assert.deepEqual(
+      readdirSync(cfg.dir).filter((n) => n.startsWith('.')),
+      [],
+      'no temporary file left',
+    );
     assert.equal(cache.stats.full + cache.stats.incremental, 1, 'the batch scanned the directory once');
     // The cache took the batch's writes from the batch (nothing read again), and lists what is on disk.
     assert.equal(cache.stats.absorbed, 64 + 2 + 1, 'every address file, both hints and the temporary file');
@@ -110,7 +138,9 @@ test('a batch gives the results ADDs one after another give (the per-pod path), 
         (e: unknown) => (e instanceof AllocationError ? `${e.failure}: ${e.message}` : `other: ${String(e)}`),
       );
     const cache = new ScanCache();
-    const a = await Promise.all(reqs.map((r) => outcome(new LocalIpam({ asyncLockWait: true, scanCache: cache }).add({ ...batched, requested: r.requested }, r.who))));
+    const a = await Promise.all(
+      reqs.map((r) => outcome(new LocalIpam({ asyncLockWait: true, scanCache: cache }).add({ ...batched, requested: r.requested }, r.who))),
+    );
     const b: string[] = [];
     for (const r of reqs) b.push(await outcome(new LocalIpam().add({ ...serial, requested: r.requested }, r.who)));
     assert.deepEqual(a, b);
@@ -146,7 +176,14 @@ test('ADDs arriving while another process holds the lock join the waiting batch;
     // Held for good: every waiting ADD times out (LockTimeoutError: code 11), and nothing is written.
     other.lock();
     const short = { ...cfg, lockTimeoutMs: 80 };
-    const timedOut = await Promise.all(Array.from({ length: 4 }, (_, i) => new LocalIpam({ asyncLockWait: true, scanCache: cache }).add(short, who(50 + i)).then(() => 'ok', (e: unknown) => e)));
+    const timedOut = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        new LocalIpam({ asyncLockWait: true, scanCache: cache }).add(short, who(50 + i)).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
     for (const e of timedOut) assert.ok(e instanceof LockTimeoutError, String(e));
     other.close();
     assert.equal(reservations(cfg.dir).size, 17);
@@ -164,6 +201,9 @@ test('a batch sees files another writer left (a full rescan), and a junk last_re
     writeFileSync(join(cfg.dir, '10.8.0.3'), 'other\r\neth0'); // a host-local reservation
     writeFileSync(join(cfg.dir, 'last_reserved_ip.0'), 'junk');
     const got = await Promise.all(Array.from({ length: 3 }, (_, i) => new LocalIpam({ asyncLockWait: true }).add(cfg, who(1 + i))));
-    assert.deepEqual(got.map((r) => formatAddr(r.allocations[0]!.addr)), ['10.8.0.4', '10.8.0.5', '10.8.0.6']);
+    assert.deepEqual(
+      got.map((r) => formatAddr(r.allocations[0]!.addr)),
+      ['10.8.0.4', '10.8.0.5', '10.8.0.6'],
+    );
   });
 });

@@ -33,7 +33,9 @@ test('resolvePodCidrs reads the node record, caches it, and names unknown or una
     const got = await resolvePodCidrs({ datastore, nodeName: 'node-a', cacheDir });
     assert.deepEqual(got.map(formatPrefix), ['10.244.3.0/24', 'fd00:10:0:3::/64']);
     assert.deepEqual(JSON.parse(readFileSync(podCidrCachePath(cacheDir, 'node-a'), 'utf8')), {
-      nodeName: 'node-a', datastore, podCIDRs: ['10.244.3.0/24', 'fd00:10:0:3::/64'],
+      nodeName: 'node-a',
+      datastore,
+      podCIDRs: ['10.244.3.0/24', 'fd00:10:0:3::/64'],
     });
     await assert.rejects(resolvePodCidrs({ datastore, nodeName: 'node-z', cacheDir }), (e: unknown) => {
       assert.ok(e instanceof PodCidrNotAssignedError);

@@ -30,7 +30,11 @@ export interface PodCidrSourceOptions {
 export class PodCidrNotAssignedError extends Error {
   override readonly name = 'PodCidrNotAssignedError';
   readonly failure = 'transient';
-  constructor(readonly nodeName: string, readonly reason: 'unknown-node' | 'no-cidr', readonly datastore: string) {
+  constructor(
+    readonly nodeName: string,
+    readonly reason: 'unknown-node' | 'no-cidr',
+    readonly datastore: string,
+  ) {
     super(
       reason === 'unknown-node'
         ? `usePodCidr: node "${nodeName}" is not registered in datastore ${datastore} (podipam node add, or the controller's Kubernetes adapter, registers it)`

@@ -194,7 +194,10 @@ function run(w: World, ops: readonly Op[]): void {
         handedOut.delete(a.value);
         // Released means available again: the walk reaches it and the set is not exhausted.
         if (a.family === family && modelCheck(L, family, a).ok) {
-          assert.ok(walk(set, L.length, last).some((c) => c.addr.value === a.value), 'a released address is walked again');
+          assert.ok(
+            walk(set, L.length, last).some((c) => c.addr.value === a.value),
+            'a released address is walked again',
+          );
           assert.ok(!isExhausted(set, taken), 'exhausted right after a release');
         }
         break;

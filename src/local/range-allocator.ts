@@ -45,11 +45,7 @@ export function formatRangeSet(set: AllocRangeSet): string {
 
 /** True when the two ranges share an address. */
 export function allocRangesOverlap(a: AllocRange, b: AllocRange): boolean {
-  return (
-    a.rangeStart.family === b.rangeStart.family &&
-    a.rangeStart.value <= b.rangeEnd.value &&
-    b.rangeStart.value <= a.rangeEnd.value
-  );
+  return a.rangeStart.family === b.rangeStart.family && a.rangeStart.value <= b.rangeEnd.value && b.rangeStart.value <= a.rangeEnd.value;
 }
 
 /** True when any range of `a` overlaps any range of `b`. */
@@ -102,9 +98,7 @@ export function nextFree(set: AllocRangeSet, last: Addr | undefined, isTaken: (a
 }
 
 /** Why a requested address cannot come from a set, or the range it comes from. */
-export type RequestCheck =
-  | { readonly ok: true; readonly range: number }
-  | { readonly ok: false; readonly reason: 'outside' | 'gateway' };
+export type RequestCheck = { readonly ok: true; readonly range: number } | { readonly ok: false; readonly reason: 'outside' | 'gateway' };
 
 /** host-local's checks on a specific-IP request: inside a range of the set, not its gateway. */
 export function checkRequested(set: AllocRangeSet, a: Addr): RequestCheck {

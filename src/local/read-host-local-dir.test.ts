@@ -24,10 +24,13 @@ test('a dataDir: every network directory, its reservations (legacy ones as eth0)
     writeFileSync(join(root, 'net', '10.0.0.3'), 'c2');
     writeFileSync(join(root, 'net', 'notes'), 'x');
     const { reservations, skipped } = readHostLocalDir(root);
-    assert.deepEqual(reservations.map((r) => [r.network, formatAddr(r.ip), r.containerId, r.ifname, r.legacy]), [
-      ['net', '10.0.0.2', 'c1', 'eth1', false],
-      ['net', '10.0.0.3', 'c2', 'eth0', true],
-    ]);
+    assert.deepEqual(
+      reservations.map((r) => [r.network, formatAddr(r.ip), r.containerId, r.ifname, r.legacy]),
+      [
+        ['net', '10.0.0.2', 'c1', 'eth1', false],
+        ['net', '10.0.0.3', 'c2', 'eth0', true],
+      ],
+    );
     assert.deepEqual(skipped, [`${join(root, 'net', 'notes')}: not named after an IP address`]);
   });
 });
@@ -35,9 +38,18 @@ test('a dataDir: every network directory, its reservations (legacy ones as eth0)
 test('refusals name the field at fault: network', () => {
   withDir((root) => {
     mkdirSync(join(root, 'net'));
-    assert.throws(() => readHostLocalDir(root, 'other'), (e: unknown) => e instanceof HostLocalDirError && e.field === 'network' && e.problem.startsWith('other: no directory'));
+    assert.throws(
+      () => readHostLocalDir(root, 'other'),
+      (e: unknown) => e instanceof HostLocalDirError && e.field === 'network' && e.problem.startsWith('other: no directory'),
+    );
     writeFileSync(join(root, 'net', '10.0.0.2'), 'c1\r\neth0');
-    assert.throws(() => readHostLocalDir(join(root, 'net'), 'bad name'), (e: unknown) => e instanceof HostLocalDirError && e.field === 'network' && e.problem === '"bad name" is not a valid CNI network name');
-    assert.throws(() => readHostLocalDir(join(root, 'missing')), (e: unknown) => e instanceof HostLocalDirError && e.field === undefined && /^cannot read host-local directory .*: ENOENT$/.test(e.message));
+    assert.throws(
+      () => readHostLocalDir(join(root, 'net'), 'bad name'),
+      (e: unknown) => e instanceof HostLocalDirError && e.field === 'network' && e.problem === '"bad name" is not a valid CNI network name',
+    );
+    assert.throws(
+      () => readHostLocalDir(join(root, 'missing')),
+      (e: unknown) => e instanceof HostLocalDirError && e.field === undefined && /^cannot read host-local directory .*: ENOENT$/.test(e.message),
+    );
   });
 });

@@ -9,7 +9,14 @@ import { FileIoError, type LocalFileError, UnsafeFileError } from './errors.js';
 import { fs } from '../util/builtins.js';
 
 /** What a directory entry or an fstat says a file is, for messages. */
-export function kindOf(s: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isDirectory(): boolean }): string {
+export function kindOf(s: {
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isDirectory(): boolean;
+}): string {
   if (s.isSymbolicLink()) return 'a symbolic link';
   if (s.isFIFO()) return 'a FIFO';
   if (s.isSocket()) return 'a socket';
@@ -92,7 +99,7 @@ export function writeRegular(file: string, data: string, mode: number): void {
     // 2-5 ms per ADD on this machine's disk, against 0.05 ms this way. A crash in between
     // leaves a wrong but well-formed hint, which is all last_reserved_ip is.
     const b = Buffer.from(data, 'utf8');
-    for (let off = 0; off < b.length; ) off += fs.writeSync(fd, b, off, b.length - off, off);
+    for (let off = 0; off < b.length;) off += fs.writeSync(fd, b, off, b.length - off, off);
     if (fs.fstatSync(fd).size > b.length) fs.ftruncateSync(fd, b.length);
   } catch (e) {
     throw ioError('write', file, e);

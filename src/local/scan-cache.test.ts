@@ -75,13 +75,19 @@ test('a directory replaced under the same path, or a lost watch, makes the next 
     rmSync(dir, { recursive: true });
     mkdirSync(dir);
     writeFileSync(join(dir, '10.0.0.9'), 'b\r\neth0');
-    assert.deepEqual(scanBoth(dir, cache).map((f) => f.name), ['10.0.0.9']);
+    assert.deepEqual(
+      scanBoth(dir, cache).map((f) => f.name),
+      ['10.0.0.9'],
+    );
     assert.equal(cache.stats.full, 2);
     // Renamed away and another directory put in its place.
     renameSync(dir, `${dir}.old`);
     mkdirSync(dir);
     writeFileSync(join(dir, '10.0.0.7'), 'c\r\neth0');
-    assert.deepEqual(scanBoth(dir, cache).map((f) => f.name), ['10.0.0.7']);
+    assert.deepEqual(
+      scanBoth(dir, cache).map((f) => f.name),
+      ['10.0.0.7'],
+    );
     assert.equal(cache.stats.full, 3);
     cache.close();
   });
@@ -95,7 +101,10 @@ test('an overflowed event queue makes the next scan read everything (no change i
     // More events than inotify queues by default (16384): create and remove 9000 files.
     for (let i = 0; i < 9000; i++) writeFileSync(join(dir, `x${i}`), '');
     for (let i = 0; i < 9000; i++) if (i !== 4321) unlinkSync(join(dir, `x${i}`));
-    assert.deepEqual(scanBoth(dir, cache).map((f) => f.name), ['x4321']);
+    assert.deepEqual(
+      scanBoth(dir, cache).map((f) => f.name),
+      ['x4321'],
+    );
     assert.equal(cache.stats.full, 2, 'the overflow forced a full read');
     cache.close();
   });
@@ -145,7 +154,8 @@ test('property: random writers between locked scans never make the cache differ 
               if (o.k === 'write') writeFileSync(p(o.name), o.content);
               else if (o.k === 'unlink') rmSync(p(o.name), { recursive: true, force: true });
               else if (o.k === 'rename') renameSync(p(o.name), p(o.to));
-              else if (o.k === 'symlink') symlinkSync(join(dir, '..', 'outside'), p(o.name)); // a write through it lands in the test's own root
+              else if (o.k === 'symlink')
+                symlinkSync(join(dir, '..', 'outside'), p(o.name)); // a write through it lands in the test's own root
               else if (o.k === 'mkdir') mkdirSync(p(o.name));
               else if (o.k === 'reserve') {
                 const s = DiskStore.open(dir, cache);

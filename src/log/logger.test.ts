@@ -31,10 +31,13 @@ test('createLogger drops lines below the level', () => {
   const { logger, lines } = capture('json', 'warn');
   logger.info('quiet');
   logger.error('loud');
-  assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ['loud']);
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l).msg),
+    ['loud'],
+  );
 });
 
-test('Log on pino: a child names the component, the level is the caller\'s, fields pass through', () => {
+test("Log on pino: a child names the component, the level is the caller's, fields pass through", () => {
   const { logger, lines } = capture('json');
   const log: Log = logger;
   const gc = log.child({ component: 'gc' });

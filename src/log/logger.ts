@@ -35,7 +35,8 @@ export interface LoggerOptions {
 
 /** Checks --log-level / --log-format text; throws TypeError naming the flag and value. */
 export function parseLogOptions(level: string, format: string): { level: LogLevel; format: LogFormat } {
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new TypeError(`invalid --log-level ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new TypeError(`invalid --log-level ${JSON.stringify(level)}: expected one of ${LOG_LEVELS.join(', ')}`);
   if (!(LOG_FORMATS as readonly string[]).includes(format)) throw new TypeError(`invalid --log-format ${JSON.stringify(format)}: expected text or json`);
   return { level: level as LogLevel, format: format as LogFormat };
 }
@@ -124,9 +125,11 @@ export const silentLog: Log = {
 
 /** A Log that keeps every line in `records` (shared with its children): for tests. */
 export function recordingLog(records: LogRecord[] = [], bindings: LogFields = {}): Log & { readonly records: LogRecord[] } {
-  const at = (level: LogRecordLevel) => (fields: LogFields, msg: string): void => {
-    records.push({ level, msg, fields: { ...bindings, ...fields } });
-  };
+  const at =
+    (level: LogRecordLevel) =>
+    (fields: LogFields, msg: string): void => {
+      records.push({ level, msg, fields: { ...bindings, ...fields } });
+    };
   return {
     records,
     debug: at('debug'),

@@ -92,7 +92,10 @@ async function removeFamily(f: MasqueradeFamily): Promise<FamilyOutcome> {
     const del = await run(f.tool, jumpArgs('-D'));
     if (del.code !== 0) break;
   }
-  for (const args of [['-w', '5', '-t', 'nat', '-F', MASQ_CHAIN], ['-w', '5', '-t', 'nat', '-X', MASQ_CHAIN]]) {
+  for (const args of [
+    ['-w', '5', '-t', 'nat', '-F', MASQ_CHAIN],
+    ['-w', '5', '-t', 'nat', '-X', MASQ_CHAIN],
+  ]) {
     const r = await run(f.tool, args);
     if (r.code !== 0) return { ...base, state: 'failed', error: describe(f.tool, args, r) };
   }

@@ -48,7 +48,7 @@ test('the jump targets the chain, under a comment that names podipam', () => {
   assert.ok(JUMP_RULE.join(' ').includes('--comment podipam:'));
 });
 
-test('jumpArgs: the jump is appended to POSTROUTING (after the operator\'s own rules), never inserted', () => {
+test("jumpArgs: the jump is appended to POSTROUTING (after the operator's own rules), never inserted", () => {
   assert.deepEqual(jumpArgs('-A'), ['-w', '5', '-t', 'nat', '-A', 'POSTROUTING', ...JUMP_RULE]);
   assert.deepEqual(jumpArgs('-C').slice(0, 6), ['-w', '5', '-t', 'nat', '-C', 'POSTROUTING']);
   assert.deepEqual(jumpArgs('-D').slice(4), ['-D', 'POSTROUTING', ...JUMP_RULE]);

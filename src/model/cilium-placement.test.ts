@@ -32,5 +32,10 @@ test("Cilium's annotations: one pool name each, else code 7 naming the annotatio
     [{ [C.ipv4Pool]: 'ok', [C.ipPool]: 'x y' }, /ip-pool="x y"/],
     [{ [C.ipv4Pool]: 'x'.repeat(254) }, /ipv4-pool="x{200}"… \(254 characters\).*not a pool name/],
   ];
-  for (const [ann, re] of cases) assert.throws(() => parse(ann), (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && re.test(e.message), JSON.stringify(ann));
+  for (const [ann, re] of cases)
+    assert.throws(
+      () => parse(ann),
+      (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && re.test(e.message),
+      JSON.stringify(ann),
+    );
 });

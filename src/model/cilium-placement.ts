@@ -30,7 +30,8 @@ export function ciliumPools(ann: Readonly<Record<string, string>>, on: string, p
   if (present.length === 0) return undefined;
   for (const s of present) {
     if (s.value === '') throw new PlacementError(s, pod, 'names no pool');
-    if (!DNS_SUBDOMAIN.test(s.value)) throw new PlacementError(s, pod, `${quoteText(s.value)} is not a pool name: must be ${DNS_SUBDOMAIN_HINT} (one pool per annotation)`);
+    if (!DNS_SUBDOMAIN.test(s.value))
+      throw new PlacementError(s, pod, `${quoteText(s.value)} is not a pool name: must be ${DNS_SUBDOMAIN_HINT} (one pool per annotation)`);
   }
   const of = (k: string): AnnotationSource | undefined => present.find((s) => s.annotation === k);
   const both = of(CILIUM_ANNOTATION.ipPool);

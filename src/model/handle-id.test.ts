@@ -72,8 +72,14 @@ test('ClusterIpam: net.a + c1 and net + a.c1 hold different addresses; releasing
     const [a2] = await ipam.assign({ node: 'n1', handle: idOf(two), auto: { 4: 1 }, attrs: two });
     assert.notEqual(formatAddr(a1!.addr), formatAddr(a2!.addr));
     const released = await ipam.releaseHandle(idOf(two), 'n1');
-    assert.deepEqual(released.map((r) => formatAddr(r.addr)), [formatAddr(a2!.addr)]);
-    assert.deepEqual((await ipam.addressesOf(idOf(one)))?.map((x) => formatAddr(x.addr)), [formatAddr(a1!.addr)]);
+    assert.deepEqual(
+      released.map((r) => formatAddr(r.addr)),
+      [formatAddr(a2!.addr)],
+    );
+    assert.deepEqual(
+      (await ipam.addressesOf(idOf(one)))?.map((x) => formatAddr(x.addr)),
+      [formatAddr(a1!.addr)],
+    );
 
     // A record under the old dotted id is found for its own attachment only.
     await ipam.assign({ node: 'n1', handle: legacyCniHandleId(one.network, one.containerId, one.ifname), auto: { 4: 1 }, attrs: one });

@@ -73,7 +73,8 @@ export function decodeReleaseEvidence(v: unknown): ReleaseEvidence | string {
   const lists = r.lists;
   const time = (t: unknown): t is number => typeof t === 'number' && Number.isFinite(t);
   if (typeof r.containerId !== 'string' || r.containerId === '') return `evidence.containerId is ${JSON.stringify(r.containerId)}`;
-  if (!Array.isArray(lists) || lists.length !== 2 || !time(lists[0]) || !time(lists[1]) || lists[0] > lists[1]) return `evidence.lists is ${JSON.stringify(lists)}, not two times in order`;
+  if (!Array.isArray(lists) || lists.length !== 2 || !time(lists[0]) || !time(lists[1]) || lists[0] > lists[1])
+    return `evidence.lists is ${JSON.stringify(lists)}, not two times in order`;
   if (!time(r.ageMs) || r.ageMs < 0) return `evidence.ageMs is ${JSON.stringify(r.ageMs)}`;
   return { containerId: r.containerId, lists: [lists[0], lists[1]], ageMs: r.ageMs };
 }

@@ -14,10 +14,14 @@ export function parseNodeLabels(args: readonly string[]): Record<string, string>
     const key = arg.slice(0, eq);
     const value = arg.slice(eq + 1);
     if (!isLabelKey(key)) {
-      throw new TypeError(`invalid --label ${JSON.stringify(arg)}: key ${JSON.stringify(key)} must be [prefix/]name, name at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`);
+      throw new TypeError(
+        `invalid --label ${JSON.stringify(arg)}: key ${JSON.stringify(key)} must be [prefix/]name, name at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+      );
     }
     if (!isLabelValue(value)) {
-      throw new TypeError(`invalid --label ${JSON.stringify(arg)}: value ${JSON.stringify(value)} must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`);
+      throw new TypeError(
+        `invalid --label ${JSON.stringify(arg)}: value ${JSON.stringify(value)} must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+      );
     }
     if (Object.hasOwn(labels, key)) throw new TypeError(`invalid --label ${JSON.stringify(arg)}: key ${JSON.stringify(key)} given twice`);
     labels[key] = value;

@@ -10,7 +10,11 @@ test('one node-name rule: a lower-case DNS subdomain of at most 253 characters',
     assert.ok(DNS_SUBDOMAIN.test(ok), ok);
   }
   for (const bad of ['', 'Node_A', 'node_a', 'NODE', '-a', 'a-', 'a..b', 'a.-b', 'a/b', 'a b', 'a'.repeat(254), 7, undefined]) {
-    assert.throws(() => checkNodeName('node name', bad), (e: unknown) => e instanceof TypeError && e.message.startsWith(`invalid node name ${JSON.stringify(bad)}: must be a DNS subdomain`), String(bad));
+    assert.throws(
+      () => checkNodeName('node name', bad),
+      (e: unknown) => e instanceof TypeError && e.message.startsWith(`invalid node name ${JSON.stringify(bad)}: must be a DNS subdomain`),
+      String(bad),
+    );
     if (typeof bad === 'string') assert.ok(!DNS_SUBDOMAIN.test(bad), bad);
   }
   // Pool and reservation names follow the same rule.

@@ -12,7 +12,8 @@ const LABEL = '[a-z0-9](?:[-a-z0-9]*[a-z0-9])?';
 export const DNS_SUBDOMAIN = new RegExp(`^(?=.{1,253}$)${LABEL}(?:\\.${LABEL})*$`);
 
 /** What a DNS subdomain is, for messages. */
-export const DNS_SUBDOMAIN_HINT = "a DNS subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)";
+export const DNS_SUBDOMAIN_HINT =
+  "a DNS subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)";
 
 /** TypeError naming `field` and the value unless `name` is a node name. */
 export function checkNodeName(field: string, name: unknown): asserts name is string {

@@ -42,10 +42,15 @@ export function decodeNodeRecord(key: string, value: string): NodeRecord {
   }
   const r = o as Partial<Record<keyof NodeRecord, unknown>>;
   const ok =
-    typeof o === 'object' && o !== null &&
-    typeof r.name === 'string' && key === nodeKey(r.name) &&
-    typeof r.labels === 'object' && r.labels !== null && Object.values(r.labels).every((v) => typeof v === 'string') &&
-    Array.isArray(r.podCIDRs) && r.podCIDRs.every((c) => typeof c === 'string') &&
+    typeof o === 'object' &&
+    o !== null &&
+    typeof r.name === 'string' &&
+    key === nodeKey(r.name) &&
+    typeof r.labels === 'object' &&
+    r.labels !== null &&
+    Object.values(r.labels).every((v) => typeof v === 'string') &&
+    Array.isArray(r.podCIDRs) &&
+    r.podCIDRs.every((c) => typeof c === 'string') &&
     typeof r.createdAt === 'string' &&
     (r.deleting === undefined || typeof r.deleting === 'boolean');
   if (!ok) throw new TypeError(`node record ${key} does not hold {name, labels, podCIDRs, createdAt}: ${JSON.stringify(value.slice(0, 120))}`);

@@ -12,7 +12,6 @@ export interface NodeSelector {
   readonly terms: readonly { readonly key: string; readonly op: '=' | '!='; readonly value: string }[];
 }
 
-
 /** Parses a selector; TypeError naming the selector and the bad term. */
 export function parseNodeSelector(text: string): NodeSelector {
   if (typeof text !== 'string') throw new TypeError(`invalid nodeSelector ${JSON.stringify(text)}: not a string`);

@@ -42,9 +42,12 @@ export function decodeNodeTombstone(key: string, value: string): NodeTombstone {
   }
   const r = o as Partial<Record<keyof NodeTombstone, unknown>>;
   const ok =
-    typeof o === 'object' && o !== null &&
-    typeof r.name === 'string' && key === nodeTombstoneKey(r.name) &&
-    typeof r.deletedAt === 'string' && BY.includes(r.by as NodeDeletedBy);
+    typeof o === 'object' &&
+    o !== null &&
+    typeof r.name === 'string' &&
+    key === nodeTombstoneKey(r.name) &&
+    typeof r.deletedAt === 'string' &&
+    BY.includes(r.by as NodeDeletedBy);
   if (!ok) throw new TypeError(`node tombstone ${key} does not hold {name, deletedAt, by}: ${JSON.stringify(value.slice(0, 120))}`);
   return o as NodeTombstone;
 }

@@ -48,6 +48,8 @@ export class PlacementError extends Error implements ClassifiedError {
     readonly pod: string,
     readonly problem: string,
   ) {
-    super(`annotation ${source.annotation}=${quoteText(source.value)} on ${escapeControls(source.on)}${source.on.startsWith('pod ') || pod === '' ? '' : ` (pod ${escapeControls(pod)})`}: ${problem}`);
+    super(
+      `annotation ${source.annotation}=${quoteText(source.value)} on ${escapeControls(source.on)}${source.on.startsWith('pod ') || pod === '' ? '' : ` (pod ${escapeControls(pod)})`}: ${problem}`,
+    );
   }
 }

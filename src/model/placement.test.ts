@@ -45,7 +45,11 @@ test('malformed values fail naming the annotation, the object and the value', ()
     [{ [ANNOTATION.pools]: 'a', [ANNOTATION.ip]: '10.0.0.1' }, /cannot be combined with podipam\.io\/pools/],
   ];
   for (const [ann, re] of cases) {
-    assert.throws(() => parsePlacement(pod, ann, undefined), (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && re.test(e.message), JSON.stringify(ann));
+    assert.throws(
+      () => parsePlacement(pod, ann, undefined),
+      (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && re.test(e.message),
+      JSON.stringify(ann),
+    );
   }
   assert.throws(() => parsePlacement(pod, undefined, { [ANNOTATION.ip]: 'x' }), /on namespace shop \(pod shop\/web-0\)/);
 });
@@ -77,23 +81,42 @@ test("precedence: the pod's level over the namespace's in every family; on a lev
   assert.throws(() => parsePlacement(pod, { ...cilium, [ANNOTATION.ciliumIpv4Pool]: 'not valid' }, undefined), /ipv4-pool="not valid"/);
   // Conflicts of equal rank stay code 7 naming both, as before.
   assert.throws(() => parsePlacement(pod, { ...own, [ANNOTATION.ip]: '10.0.0.1' }, undefined), /podipam\.io\/ip=.*cannot be combined with podipam\.io\/pools/);
-  assert.throws(() => parsePlacement(pod, { ...calico, [ANNOTATION.calicoIpAddrs]: '["10.0.0.1"]' }, undefined), /ipAddrs=.*cannot be combined with cni\.projectcalico\.org\/ipv4pools/);
+  assert.throws(
+    () => parsePlacement(pod, { ...calico, [ANNOTATION.calicoIpAddrs]: '["10.0.0.1"]' }, undefined),
+    /ipAddrs=.*cannot be combined with cni\.projectcalico\.org\/ipv4pools/,
+  );
   // But its size is checked, whichever is read: no annotation is decoded past the limit.
   assert.throws(() => parsePlacement(pod, { ...own, [ANNOTATION.spiderpoolIppools]: 'x'.repeat(20000) }, undefined), /ippools=.*longer than the 16384 bytes/);
   // The per-family pools reach the request.
-  assert.deepEqual(parsePlacement(pod, { [ANNOTATION.ciliumIpv6Pool]: 'b6', [ANNOTATION.ciliumIpv4Pool]: 'b4' }, undefined).pools?.byFamily, { 4: ['b4'], 6: ['b6'] });
+  assert.deepEqual(parsePlacement(pod, { [ANNOTATION.ciliumIpv6Pool]: 'b6', [ANNOTATION.ciliumIpv4Pool]: 'b4' }, undefined).pools?.byFamily, {
+    4: ['b4'],
+    6: ['b6'],
+  });
   assert.equal(parsePlacement(pod, own, undefined).pools?.byFamily, undefined, "podipam's list serves every family");
 });
 
 test('pod refs from CNI_ARGS and from text', () => {
-  assert.deepEqual(podRefOfArgs(new Map([['K8S_POD_NAMESPACE', 'a'], ['K8S_POD_NAME', 'b'], ['K8S_POD_UID', 'c']])), { namespace: 'a', name: 'b', uid: 'c' });
+  assert.deepEqual(
+    podRefOfArgs(
+      new Map([
+        ['K8S_POD_NAMESPACE', 'a'],
+        ['K8S_POD_NAME', 'b'],
+        ['K8S_POD_UID', 'c'],
+      ]),
+    ),
+    { namespace: 'a', name: 'b', uid: 'c' },
+  );
   assert.equal(podRefOfArgs(new Map([['K8S_POD_NAME', 'b']])), undefined);
   assert.deepEqual(parsePodRef('--pod', 'kube-system/coredns-1.x'), { namespace: 'kube-system', name: 'coredns-1.x' });
   assert.throws(() => parsePodRef('--pod', 'nope'), /invalid --pod "nope": want NAMESPACE\/NAME/);
 });
 
 test("pod and namespace names from CNI_ARGS follow Kubernetes' rules", () => {
-  const args = (ns: string, name: string) => new Map([['K8S_POD_NAMESPACE', ns], ['K8S_POD_NAME', name]]);
+  const args = (ns: string, name: string) =>
+    new Map([
+      ['K8S_POD_NAMESPACE', ns],
+      ['K8S_POD_NAME', name],
+    ]);
   assert.equal(podArgsProblem(args('kube-system', 'coredns-5d78c9869d-abcde')), undefined);
   assert.equal(podArgsProblem(args('a'.repeat(63), `${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(61)}`)), undefined);
   assert.equal(podArgsProblem(new Map()), undefined);
@@ -101,7 +124,11 @@ test("pod and namespace names from CNI_ARGS follow Kubernetes' rules", () => {
   assert.equal(podArgsProblem(args('a.b', 'p'))?.field, 'K8S_POD_NAMESPACE', 'a namespace is a label: no dots');
   assert.equal(podArgsProblem(args('ns', 'Web'))?.field, 'K8S_POD_NAME');
   assert.equal(podArgsProblem(args('ns', 'x'.repeat(254)))?.field, 'K8S_POD_NAME');
-  assert.deepEqual(podArgsProblem(args('ns', 'web\u001b]0;pwned\u0007')), { field: 'K8S_POD_NAME', value: 'web\u001b]0;pwned\u0007', rule: podArgsProblem(args('ns', 'A'))!.rule });
+  assert.deepEqual(podArgsProblem(args('ns', 'web\u001b]0;pwned\u0007')), {
+    field: 'K8S_POD_NAME',
+    value: 'web\u001b]0;pwned\u0007',
+    rule: podArgsProblem(args('ns', 'A'))!.rule,
+  });
 });
 
 test('a list of 37,000 pool names (under the 256 KiB annotation limit) is refused at once, naming the annotation', () => {
@@ -121,7 +148,12 @@ test('a list of 37,000 pool names (under the 256 KiB annotation limit) is refuse
     const t = performance.now();
     assert.throws(
       () => parsePlacement(pod, { [key]: value }, undefined),
-      (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && e.message.startsWith(`annotation ${key}=`) && /longer than the 16384 bytes allowed/.test(e.message) && e.message.length < 600,
+      (e: unknown) =>
+        e instanceof PlacementError &&
+        e.failure === 'invalid-config' &&
+        e.message.startsWith(`annotation ${key}=`) &&
+        /longer than the 16384 bytes allowed/.test(e.message) &&
+        e.message.length < 600,
       key,
     );
     const ms = performance.now() - t;
@@ -133,12 +165,25 @@ test('a list of 37,000 pool names (under the 256 KiB annotation limit) is refuse
 test('at most MAX_PLACEMENT_NAMES names and MAX_PLACEMENT_BYTES bytes; at the maximum the parse is linear', () => {
   const names = (n: number, len = 8) => Array.from({ length: n }, (_, i) => `p${String(i).padStart(len - 1, '0')}`);
   assert.equal(parsePlacement(pod, { [ANNOTATION.pools]: names(MAX_PLACEMENT_NAMES).join(',') }, undefined).pools?.parsed.length, MAX_PLACEMENT_NAMES);
-  assert.throws(() => parsePlacement(pod, { [ANNOTATION.pools]: names(MAX_PLACEMENT_NAMES + 1).join(',') }, undefined), /podipam\.io\/pools=.*names 65 entries; at most 64 are allowed/);
-  assert.throws(() => parsePlacement(pod, { [ANNOTATION.calicoIpv6Pools]: JSON.stringify(names(MAX_PLACEMENT_NAMES + 1)) }, undefined), /ipv6pools=.*names 65 entries/);
+  assert.throws(
+    () => parsePlacement(pod, { [ANNOTATION.pools]: names(MAX_PLACEMENT_NAMES + 1).join(',') }, undefined),
+    /podipam\.io\/pools=.*names 65 entries; at most 64 are allowed/,
+  );
+  assert.throws(
+    () => parsePlacement(pod, { [ANNOTATION.calicoIpv6Pools]: JSON.stringify(names(MAX_PLACEMENT_NAMES + 1)) }, undefined),
+    /ipv6pools=.*names 65 entries/,
+  );
   // Bytes, not characters: 5462 three-byte characters are 16386 bytes.
-  assert.throws(() => parsePlacement(pod, { [ANNOTATION.ipSet]: '€'.repeat(5462) }, undefined), /ip-set=.*value of 16386 bytes is longer than the 16384 bytes allowed/);
+  assert.throws(
+    () => parsePlacement(pod, { [ANNOTATION.ipSet]: '€'.repeat(5462) }, undefined),
+    /ip-set=.*value of 16386 bytes is longer than the 16384 bytes allowed/,
+  );
   const exact = 'a'.repeat(MAX_PLACEMENT_BYTES);
-  assert.throws(() => parsePlacement(pod, { [ANNOTATION.pools]: exact }, undefined), /is not a pool name/, 'at the byte limit the value is parsed (and found wanting)');
+  assert.throws(
+    () => parsePlacement(pod, { [ANNOTATION.pools]: exact }, undefined),
+    /is not a pool name/,
+    'at the byte limit the value is parsed (and found wanting)',
+  );
   // 64 names of 250 characters (16 KiB) vs 4 of them: linear is at most 16x the time (less, with
   // the fixed cost of a call), quadratic 256x; the bound sits between, far from both.
   const timeOf = (v: string): number => {
@@ -162,7 +207,11 @@ test('at most MAX_PLACEMENT_NAMES names and MAX_PLACEMENT_BYTES bytes; at the ma
 test('values are quoted with control characters escaped and cut', () => {
   assert.throws(
     () => parsePlacement(pod, { [ANNOTATION.pools]: 'ok,\u001b[2Jbad\u009b' }, undefined),
-    (e: unknown) => e instanceof Error && e.message.includes('"ok,\\u001b[2Jbad\\u009b"') && e.message.includes('"\\u001b[2Jbad\\u009b" is not a pool name') && ![...e.message].some((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f)),
+    (e: unknown) =>
+      e instanceof Error &&
+      e.message.includes('"ok,\\u001b[2Jbad\\u009b"') &&
+      e.message.includes('"\\u001b[2Jbad\\u009b" is not a pool name') &&
+      ![...e.message].some((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f)),
   );
   assert.throws(() => parsePlacement(pod, { [ANNOTATION.ipSet]: 'x'.repeat(1000) }, undefined), /ip-set="x{200}"… \(1000 characters\) on pod/);
 });

@@ -95,11 +95,17 @@ export function parsePlacement(
   const podName = pod ? formatPodRef(pod) : '';
   const podOn = pod ? `pod ${podName}` : 'the pod';
   const nsOn = `namespace ${pod?.namespace ?? ''}`;
-  const has = (a: Readonly<Record<string, string>> | undefined, keys: readonly string[]): a is Readonly<Record<string, string>> => a !== undefined && keys.some((k) => a[k] !== undefined);
+  const has = (a: Readonly<Record<string, string>> | undefined, keys: readonly string[]): a is Readonly<Record<string, string>> =>
+    a !== undefined && keys.some((k) => a[k] !== undefined);
   const out: { -readonly [K in keyof Placement]: Placement[K] } = {};
   if (has(podAnnotations, POD_KEYS)) Object.assign(out, placementOf({ ann: podAnnotations, on: podOn, namespace: false, pod: podName, ifname }));
   else if (has(namespaceAnnotations, NAMESPACE_KEYS)) Object.assign(out, placementOf({ ann: namespaceAnnotations, on: nsOn, namespace: true, pod: podName }));
-  const stickyLevel = podAnnotations?.[ANNOTATION.sticky] !== undefined ? { ann: podAnnotations, on: podOn } : namespaceAnnotations?.[ANNOTATION.sticky] !== undefined ? { ann: namespaceAnnotations, on: nsOn } : undefined;
+  const stickyLevel =
+    podAnnotations?.[ANNOTATION.sticky] !== undefined
+      ? { ann: podAnnotations, on: podOn }
+      : namespaceAnnotations?.[ANNOTATION.sticky] !== undefined
+        ? { ann: namespaceAnnotations, on: nsOn }
+        : undefined;
   if (stickyLevel) {
     const value = stickyLevel.ann[ANNOTATION.sticky]!;
     const src = { annotation: ANNOTATION.sticky, value, on: stickyLevel.on };
@@ -125,7 +131,8 @@ function placementOf(l: Level): Placement {
   const src = (annotation: string): AnnotationSource => ({ annotation, value: ann[annotation]!, on });
   for (const k of l.namespace ? NAMESPACE_KEYS : POD_KEYS) if (ann[k] !== undefined) checkBytes(src(k), pod);
   const own = OWN_KEYS.filter((k) => ann[k] !== undefined);
-  if (own.length > 1) throw new PlacementError(src(own[1]!), pod, `cannot be combined with ${own[0]} (give one of ${ANNOTATION.pools}, ${ANNOTATION.ip}, ${ANNOTATION.ipSet})`);
+  if (own.length > 1)
+    throw new PlacementError(src(own[1]!), pod, `cannot be combined with ${own[0]} (give one of ${ANNOTATION.pools}, ${ANNOTATION.ip}, ${ANNOTATION.ipSet})`);
   if (own.length === 1) {
     const key = own[0]!;
     const s = src(key);
@@ -148,10 +155,13 @@ function calicoPlacement(ann: Readonly<Record<string, string>>, on: string, pod:
   const addrs = ann[ANNOTATION.calicoIpAddrs];
   if (addrs !== undefined) {
     const s = src(ANNOTATION.calicoIpAddrs);
-    if (v4 !== undefined || v6 !== undefined) throw new PlacementError(s, pod, `cannot be combined with ${v4 !== undefined ? ANNOTATION.calicoIpv4Pools : ANNOTATION.calicoIpv6Pools}`);
+    if (v4 !== undefined || v6 !== undefined)
+      throw new PlacementError(s, pod, `cannot be combined with ${v4 !== undefined ? ANNOTATION.calicoIpv4Pools : ANNOTATION.calicoIpv6Pools}`);
     return { ips: { ...s, parsed: addrList(s, pod, jsonStrings(s, pod)) } };
   }
-  const parts = [v4 !== undefined ? src(ANNOTATION.calicoIpv4Pools) : undefined, v6 !== undefined ? src(ANNOTATION.calicoIpv6Pools) : undefined].filter((x) => x !== undefined);
+  const parts = [v4 !== undefined ? src(ANNOTATION.calicoIpv4Pools) : undefined, v6 !== undefined ? src(ANNOTATION.calicoIpv6Pools) : undefined].filter(
+    (x) => x !== undefined,
+  );
   const names = parts.flatMap((s) => poolList(s, pod, jsonStrings(s, pod), true));
   return { pools: { annotation: parts.map((p) => p.annotation).join(', '), value: parts.map((p) => p.value).join(', '), on, parsed: names } };
 }

@@ -43,6 +43,8 @@ export class PodCacheNotSyncedError extends Error implements ClassifiedError {
   readonly failure = 'not-ready';
 
   constructor(readonly namespace: string) {
-    super(`the agent's pod cache has not listed namespaces from the API server yet: the placement annotations of namespace ${JSON.stringify(namespace)} are unknown, so the pod is not placed by guess; try again`);
+    super(
+      `the agent's pod cache has not listed namespaces from the API server yet: the placement annotations of namespace ${JSON.stringify(namespace)} are unknown, so the pod is not placed by guess; try again`,
+    );
   }
 }

@@ -64,7 +64,16 @@ test('pool patterns: the same answers as a regular expression on 20,000 random s
     return seed % n;
   };
   const parts = ['a', 'b', '-', '*', '?', '[ab]', '[^a]', '[a-b]'];
-  const reOf = (p: string): RegExp => new RegExp(`^${p.replace(/\*/g, '.*').replace(/\?/g, '.').replace(/-/g, '\\-').replace(/\[\\-\]/g, '[-]').replace(/\[\^/g, '[^').replace(/\[a\\-b\]/g, '[a-b]')}$`);
+  const reOf = (p: string): RegExp =>
+    new RegExp(
+      `^${p
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.')
+        .replace(/-/g, '\\-')
+        .replace(/\[\\-\]/g, '[-]')
+        .replace(/\[\^/g, '[^')
+        .replace(/\[a\\-b\]/g, '[a-b]')}$`,
+    );
   for (let i = 0; i < 20_000; i++) {
     const pattern = Array.from({ length: 1 + rnd(6) }, () => parts[rnd(parts.length)]!).join('');
     const name = Array.from({ length: rnd(8) }, () => 'ab-'[rnd(3)]!).join('');

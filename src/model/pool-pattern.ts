@@ -15,7 +15,11 @@ import { quoteText } from '../util/quote-text.js';
 /** Longest pattern: a pool name's longest (a DNS subdomain's 253 characters). */
 export const MAX_PATTERN_LENGTH = 253;
 
-type Token = { readonly k: 'star' } | { readonly k: 'any' } | { readonly k: 'char'; readonly c: string } | { readonly k: 'set'; readonly neg: boolean; readonly ranges: readonly (readonly [string, string])[] };
+type Token =
+  | { readonly k: 'star' }
+  | { readonly k: 'any' }
+  | { readonly k: 'char'; readonly c: string }
+  | { readonly k: 'set'; readonly neg: boolean; readonly ranges: readonly (readonly [string, string])[] };
 
 const META = /[*?[]/;
 const NAME_CHAR = /^[a-z0-9.-]$/;

@@ -38,7 +38,9 @@ export function isWarmHandle(handle: string): boolean {
 
 /** Why `name` may not be used (naming `field` and the value), or undefined when it may. Each edge throws its own error with it. */
 export function reservedNetwork(field: string, name: string): string | undefined {
-  return name === WARM_NETWORK ? `${field} ${JSON.stringify(name)}: ${WHY} (its handles are ${WARM_HANDLE_PREFIX}<node>:…); choose another network name` : undefined;
+  return name === WARM_NETWORK
+    ? `${field} ${JSON.stringify(name)}: ${WHY} (its handles are ${WARM_HANDLE_PREFIX}<node>:…); choose another network name`
+    : undefined;
 }
 
 /** Why `handle` may not be written (naming `field` and the value), or undefined when it may. */

@@ -9,7 +9,7 @@ const ns = (ann: Record<string, string>) => spiderpoolNamespacePools(ann, 'names
 const refused = (fn: () => unknown, re: RegExp, what: string) =>
   assert.throws(fn, (e: unknown) => e instanceof PlacementError && e.failure === 'invalid-config' && re.test(e.message), what);
 
-test('ippool: per-family lists in order, an optional interface that must be the call\'s', () => {
+test("ippool: per-family lists in order, an optional interface that must be the call's", () => {
   assert.equal(pod({ other: 'x' }), undefined);
   const p = pod({ [S.ippool]: '{"ipv4":["v4a","v4b"],"ipv6":["v6a"]}' })!;
   assert.deepEqual(p.byFamily, { 4: ['v4a', 'v4b'], 6: ['v6a'] });
@@ -20,14 +20,18 @@ test('ippool: per-family lists in order, an optional interface that must be the 
   refused(() => pod({ [S.ippool]: '{"interface":"net1","ipv4":["a"]}' }), /ippool=.*is for interface "net1", not "eth0"/, 'another interface');
 });
 
-test('ippools: the entry of the call\'s interface; one is required, each interface once', () => {
+test("ippools: the entry of the call's interface; one is required, each interface once", () => {
   const v = '[{"interface":"eth0","ipv4":["a"]},{"interface":"net1","ipv4":["b"],"ipv6":["b6"]}]';
   assert.deepEqual(pod({ [S.ippools]: v })!.byFamily, { 4: ['a'] });
   assert.deepEqual(pod({ [S.ippools]: v }, 'net1')!.byFamily, { 4: ['b'], 6: ['b6'] });
   assert.deepEqual(pod({ [S.ippools]: v, [S.ippool]: '{"ipv4":["c"]}' })!.byFamily, { 4: ['a'] }, 'ippools wins over ippool, as in Spiderpool');
   refused(() => pod({ [S.ippools]: v }, 'net2'), /ippools=.*names no entry for interface "net2"/, 'no entry for the call');
   refused(() => pod({ [S.ippools]: '[{"ipv4":["a"]}]' }), /entry 1: names no "interface"/, 'interface required');
-  refused(() => pod({ [S.ippools]: '[{"interface":"eth0","ipv4":["a"]},{"interface":"eth0","ipv4":["b"]}]' }), /entry 2: interface "eth0" is named twice/, 'twice');
+  refused(
+    () => pod({ [S.ippools]: '[{"interface":"eth0","ipv4":["a"]},{"interface":"eth0","ipv4":["b"]}]' }),
+    /entry 2: interface "eth0" is named twice/,
+    'twice',
+  );
   refused(() => pod({ [S.ippools]: '[]' }), /names no interface/, 'empty list');
   refused(() => pod({ [S.ippools]: '{"interface":"eth0","ipv4":["a"]}' }), /want a JSON list of objects/, 'an object, not a list');
 });
@@ -38,7 +42,11 @@ test('namespace defaults: JSON lists per family', () => {
   assert.deepEqual(d.byFamily, { 4: ['ns-v4a', 'ns-v4b'], 6: ['ns-v6'] });
   assert.equal(d.annotation, `${S.defaultIpv4}, ${S.defaultIpv6}`);
   assert.deepEqual(ns({ [S.defaultIpv6]: '["x?"]' })!.byFamily, { 6: ['x?'] });
-  refused(() => ns({ [S.defaultIpv4]: '"a"' }), /default-ipv4-ippool="\\"a\\"" on namespace shop \(pod shop\/web-0\): want a JSON list of pool names/, 'a string');
+  refused(
+    () => ns({ [S.defaultIpv4]: '"a"' }),
+    /default-ipv4-ippool="\\"a\\"" on namespace shop \(pod shop\/web-0\): want a JSON list of pool names/,
+    'a string',
+  );
   refused(() => ns({ [S.defaultIpv4]: '[]' }), /names no pool/, 'empty');
   refused(() => ns({ [S.defaultIpv4]: '[1]' }), /want a JSON list of pool names/, 'a number');
 });
@@ -61,7 +69,8 @@ test('every malformed shape is code 7 naming the annotation and what is wrong', 
     ['{"ipv4":["zone-[ab"]}', /"zone-\[ab" is not a pool-name pattern: the "\[" at 6 is not closed/],
     ['{"ipv4":["\\u001b[2J"]}', /"\\u001b\[2J" is not a pool-name pattern/],
   ];
-  for (const [v, re] of cases) refused(() => pod({ [S.ippool]: v }), new RegExp(`^annotation ipam\\.spidernet\\.io/ippool=.* on pod shop/web-0: .*${re.source}`), v);
+  for (const [v, re] of cases)
+    refused(() => pod({ [S.ippool]: v }), new RegExp(`^annotation ipam\\.spidernet\\.io/ippool=.* on pod shop/web-0: .*${re.source}`), v);
 });
 
 test('bounded: at most MAX_PLACEMENT_NAMES pools and objects in one annotation', () => {

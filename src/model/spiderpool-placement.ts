@@ -52,7 +52,11 @@ export function spiderpoolPodPools(ann: Readonly<Record<string, string>>, on: st
     if (v.length === 0) throw new PlacementError(s, pod, 'names no interface');
     checkCount(s, pod, v.length);
     const entries = v.map((e, i) => entryOf(s, pod, e, `entry ${i + 1}: `));
-    checkCount(s, pod, entries.reduce((n, e) => n + (e.ipv4?.length ?? 0) + (e.ipv6?.length ?? 0), 0));
+    checkCount(
+      s,
+      pod,
+      entries.reduce((n, e) => n + (e.ipv4?.length ?? 0) + (e.ipv6?.length ?? 0), 0),
+    );
     const seen = new Set<string>();
     for (const [i, e] of entries.entries()) {
       if (e.iface === undefined || e.iface === '') throw new PlacementError(s, pod, `entry ${i + 1}: names no "interface"`);
@@ -67,7 +71,8 @@ export function spiderpoolPodPools(ann: Readonly<Record<string, string>>, on: st
     const s: AnnotationSource = { annotation: SPIDERPOOL_ANNOTATION.ippool, value: ann[SPIDERPOOL_ANNOTATION.ippool]!, on };
     const e = entryOf(s, pod, jsonValue(s, pod, `a JSON object such as ${OBJECT_SHAPE}`), '');
     checkCount(s, pod, (e.ipv4?.length ?? 0) + (e.ipv6?.length ?? 0));
-    if (e.iface !== undefined && e.iface !== iface) throw new PlacementError(s, pod, `is for interface ${quoteText(e.iface)}, not ${quoteText(iface)}, the one this call is for`);
+    if (e.iface !== undefined && e.iface !== iface)
+      throw new PlacementError(s, pod, `is for interface ${quoteText(e.iface)}, not ${quoteText(iface)}, the one this call is for`);
     return pools(s, e);
   }
   return undefined;
@@ -109,8 +114,10 @@ function entryOf(s: AnnotationSource, pod: string, v: unknown, at: string): Entr
   }
   if (o.interface !== undefined && typeof o.interface !== 'string') throw new PlacementError(s, pod, `${at}"interface" must be a string`);
   if (o.cleangateway !== undefined && typeof o.cleangateway !== 'boolean') throw new PlacementError(s, pod, `${at}"cleangateway" must be true or false`);
-  if (o.cleangateway === true) throw new PlacementError(s, pod, `${at}"cleangateway": true is not supported: podipam's routes come from the network configuration, not from a pool`);
-  const list = (k: 'ipv4' | 'ipv6'): string[] | undefined => (o[k] === undefined ? undefined : poolNames(s, pod, stringList(s, pod, o[k], `${at}"${k}" must be a JSON list of pool names`), `${at}"${k}": `));
+  if (o.cleangateway === true)
+    throw new PlacementError(s, pod, `${at}"cleangateway": true is not supported: podipam's routes come from the network configuration, not from a pool`);
+  const list = (k: 'ipv4' | 'ipv6'): string[] | undefined =>
+    o[k] === undefined ? undefined : poolNames(s, pod, stringList(s, pod, o[k], `${at}"${k}" must be a JSON list of pool names`), `${at}"${k}": `);
   const e = { iface: o.interface, ipv4: list('ipv4'), ipv6: list('ipv6') };
   if ((e.ipv4?.length ?? 0) + (e.ipv6?.length ?? 0) === 0) throw new PlacementError(s, pod, `${at}names no pool ("ipv4" and "ipv6" are both empty or missing)`);
   return e;

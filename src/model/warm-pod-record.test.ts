@@ -1,15 +1,45 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { PodRecordError, decodeWarmPodRecord, encodeWarmPodRecord, parseWarmPodRecordKey, tryDecodeWarmPodRecord, warmPodRecordKey, warmPodRecordPrefix } from './warm-pod-record.js';
+import {
+  PodRecordError,
+  decodeWarmPodRecord,
+  encodeWarmPodRecord,
+  parseWarmPodRecordKey,
+  tryDecodeWarmPodRecord,
+  warmPodRecordKey,
+  warmPodRecordPrefix,
+} from './warm-pod-record.js';
 
 describe('warm pod record codec', () => {
   it('what the writer encodes every reader decodes: key, fields, since to the millisecond', () => {
     const key = warmPodRecordKey('node-a', 'net:c1/x:eth0');
     assert.ok(key.startsWith(warmPodRecordPrefix('node-a')) && key.startsWith(warmPodRecordPrefix('')));
     const since = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
-    const value = encodeWarmPodRecord({ addrs: ['10.0.0.2', 'fd00::2'], network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'ns', name: 'p', uid: 'u1', since, warmHandles: ['podipam-warm:node-a:r1', undefined] });
+    const value = encodeWarmPodRecord({
+      addrs: ['10.0.0.2', 'fd00::2'],
+      network: 'net',
+      containerId: 'c1',
+      ifname: 'eth0',
+      namespace: 'ns',
+      name: 'p',
+      uid: 'u1',
+      since,
+      warmHandles: ['podipam-warm:node-a:r1', undefined],
+    });
     const r = decodeWarmPodRecord(key, value);
-    assert.deepEqual(r, { node: 'node-a', attachment: 'net:c1/x:eth0', addrs: ['10.0.0.2', 'fd00::2'], network: 'net', containerId: 'c1', ifname: 'eth0', namespace: 'ns', name: 'p', uid: 'u1', since, warmHandles: ['podipam-warm:node-a:r1', undefined] });
+    assert.deepEqual(r, {
+      node: 'node-a',
+      attachment: 'net:c1/x:eth0',
+      addrs: ['10.0.0.2', 'fd00::2'],
+      network: 'net',
+      containerId: 'c1',
+      ifname: 'eth0',
+      namespace: 'ns',
+      name: 'p',
+      uid: 'u1',
+      since,
+      warmHandles: ['podipam-warm:node-a:r1', undefined],
+    });
     assert.deepEqual(parseWarmPodRecordKey(key), { node: 'node-a', attachment: 'net:c1/x:eth0' });
   });
 

@@ -96,7 +96,8 @@ export function decodeWarmPodRecord(key: string, value: string): WarmPodRecord {
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new PodRecordError(key, 'the value is not a JSON object');
   const v = o as Record<string, unknown>;
   const addrs = v.addrs;
-  if (!Array.isArray(addrs) || !addrs.every((a): a is string => typeof a === 'string')) throw new PodRecordError(key, 'field "addrs" is not a list of address texts');
+  if (!Array.isArray(addrs) || !addrs.every((a): a is string => typeof a === 'string'))
+    throw new PodRecordError(key, 'field "addrs" is not a list of address texts');
   const str = (k: string): string | undefined => {
     const x = v[k];
     if (x === undefined || x === null || x === '') return undefined;

@@ -28,7 +28,15 @@ async function datastore(): Promise<string> {
 
 function conf(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}): NetConf {
   const raw = { cniVersion: '1.0.0', name: 'net', ipam: { type: 'podipam', nodeName: 'n1', cacheDir: join(dir, 'cache'), ...ipam }, ...extra };
-  return { cniVersion: '1.0.0', name: 'net', ipam: raw.ipam, raw, runtimeConfig: extra.runtimeConfig as NetConf['runtimeConfig'], prevResult: extra.prevResult, args: extra.args as NetConf['args'] };
+  return {
+    cniVersion: '1.0.0',
+    name: 'net',
+    ipam: raw.ipam,
+    raw,
+    runtimeConfig: extra.runtimeConfig as NetConf['runtimeConfig'],
+    prevResult: extra.prevResult,
+    args: extra.args as NetConf['args'],
+  };
 }
 
 function req(c: NetConf, containerId: string, args: Record<string, string> = {}): IpamRequest {
@@ -82,14 +90,29 @@ describe('cluster back end (CNI edge)', () => {
     const only4 = conf({ datastore: url, pools: ['v4'] });
     assert.equal((await (await createClusterBackend(only4)).add(req(only4, 'a'))).ips.length, 1);
     const b = await createClusterBackend(conf({ datastore: url }));
-    assert.deepEqual((await b.add(req(conf({ datastore: url }), 'b', { IP: '10.50.9.9', IgnoreUnknown: '1', K8S_POD_NAME: 'x' }))).ips, [{ address: '10.50.9.9/26', gateway: '10.50.9.1' }]);
+    assert.deepEqual((await b.add(req(conf({ datastore: url }), 'b', { IP: '10.50.9.9', IgnoreUnknown: '1', K8S_POD_NAME: 'x' }))).ips, [
+      { address: '10.50.9.9/26', gateway: '10.50.9.1' },
+    ]);
     const rc = conf({ datastore: url }, { runtimeConfig: { ips: ['10.50.9.10/24', 'fd00:50::9'] } });
-    assert.deepEqual((await b.add(req(rc, 'c'))).ips, [{ address: '10.50.9.10/26', gateway: '10.50.9.1' }, { address: 'fd00:50::9/122', gateway: 'fd00:50::1' }]);
+    assert.deepEqual((await b.add(req(rc, 'c'))).ips, [
+      { address: '10.50.9.10/26', gateway: '10.50.9.1' },
+      { address: 'fd00:50::9/122', gateway: 'fd00:50::1' },
+    ]);
     const args = conf({ datastore: url }, { args: { cni: { ips: ['10.50.9.11'] } } });
     assert.deepEqual((await b.add(req(args, 'd'))).ips, [{ address: '10.50.9.11/26', gateway: '10.50.9.1' }]);
-    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [101, 'address 10.50.9.9 is not available: it is held by handle "net:b:eth0"']);
-    for (const [ip, role] of [['10.50.9.0', 'the network address'], ['10.50.9.1', 'the gateway'], ['10.50.9.63', 'the broadcast address']]) {
-      assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: ip! }))), [101, `address ${ip} is not available: it is ${role} of block 10.50.9.0/26 (never handed out)`]);
+    assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: '10.50.9.9' }))), [
+      101,
+      'address 10.50.9.9 is not available: it is held by handle "net:b:eth0"',
+    ]);
+    for (const [ip, role] of [
+      ['10.50.9.0', 'the network address'],
+      ['10.50.9.1', 'the gateway'],
+      ['10.50.9.63', 'the broadcast address'],
+    ]) {
+      assert.deepEqual(await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: ip! }))), [
+        101,
+        `address ${ip} is not available: it is ${role} of block 10.50.9.0/26 (never handed out)`,
+      ]);
     }
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { IP: 'nope' }))))[0], 4);
     assert.equal((await cniCode(b.add(req(conf({ datastore: url }), 'e', { FOO: '1' }))))[0], 4);
@@ -111,7 +134,11 @@ describe('cluster back end (CNI edge)', () => {
     assert.equal((await cniCode(b.check(req(withPrev, 'c1'))))[0], 102);
     await b.gc(c, [{ containerId: 'c3', ifname: 'eth0' }]);
     const u = await new ClusterIpam(await openStore(url)).usage();
-    assert.deepEqual(u.pools.map((p) => p.allocated), [0, 0], 'GC released c2');
+    assert.deepEqual(
+      u.pools.map((p) => p.allocated),
+      [0, 0],
+      'GC released c2',
+    );
   });
 
   it('maps failures to CNI codes: exhausted 100, no pool 7, STATUS 50', async () => {
@@ -159,19 +186,34 @@ describe('cluster back end: placement annotations', () => {
     }
     return [0, ''];
   };
-  const annotated = (c: NetConf, id: string, podAnnotations?: Record<string, string>, args: Record<string, string> = {}): IpamRequest => ({ ...req(c, id, args), pod, ...(podAnnotations ? { podAnnotations } : {}) });
+  const annotated = (c: NetConf, id: string, podAnnotations?: Record<string, string>, args: Record<string, string> = {}): IpamRequest => ({
+    ...req(c, id, args),
+    pod,
+    ...(podAnnotations ? { podAnnotations } : {}),
+  });
 
   it("the runtime's pod annotations choose the pools over the configured ones, and name the pod on the handle", async () => {
     const url = await datastore();
     const c = conf({ datastore: url, pools: ['v4'] });
     const b = await createClusterBackend(c);
     const r = await b.add(annotated(c, 'a1', { 'podipam.io/pools': 'v6' }));
-    assert.deepEqual(r.ips.map((x) => x.address.includes(':')), [true], 'only the annotated v6 pool');
+    assert.deepEqual(
+      r.ips.map((x) => x.address.includes(':')),
+      [true],
+      'only the annotated v6 pool',
+    );
     const plain = await b.add(annotated(c, 'a2'));
-    assert.deepEqual(plain.ips.map((x) => x.address.includes(':')), [false], 'without annotations: the configured v4 pool');
+    assert.deepEqual(
+      plain.ips.map((x) => x.address.includes(':')),
+      [false],
+      'without annotations: the configured v4 pool',
+    );
     const s = await openStore(url);
     try {
-      assert.deepEqual((await new ClusterIpam(s).handlesOfPod('shop', 'web-1')).map((h) => h.handle), ['net:a1:eth0', 'net:a2:eth0']);
+      assert.deepEqual(
+        (await new ClusterIpam(s).handlesOfPod('shop', 'web-1')).map((h) => h.handle),
+        ['net:a1:eth0', 'net:a2:eth0'],
+      );
     } finally {
       await s.close();
     }
@@ -203,7 +245,10 @@ describe('cluster back end: placement annotations', () => {
     const fam = (r: { ips: readonly { address: string }[] }) => r.ips.map((x) => (x.address.includes(':') ? 6 : 4));
     assert.deepEqual(fam(await b.add(annotated(c, 'c1', { 'ipam.cilium.io/ip-pool': 'v6' }))), [6], 'ip-pool instead of the configured pools');
     assert.deepEqual(fam(await b.add(annotated(c, 'c2', { 'ipam.cilium.io/ipv4-pool': 'v4', 'ipam.cilium.io/ipv6-pool': 'v6' }))), [4, 6]);
-    const ippools = JSON.stringify([{ interface: 'net1', ipv4: ['v4'] }, { interface: 'eth0', ipv6: ['v*'] }]);
+    const ippools = JSON.stringify([
+      { interface: 'net1', ipv4: ['v4'] },
+      { interface: 'eth0', ipv6: ['v*'] },
+    ]);
     assert.deepEqual(fam(await b.add(annotated(c, 's1', { 'ipam.spidernet.io/ippools': ippools }))), [6], "eth0's entry: v* stands for v6 only");
     assert.deepEqual(fam(await b.add({ ...annotated(c, 's2', { 'ipam.spidernet.io/ippools': ippools }), ifname: 'net1' })), [4], "net1's entry");
     const [code, msg] = await tableCode(b.add(annotated(c, 's3', { 'ipam.spidernet.io/ippool': '{"ipv4":["nosuch"]}' })));
@@ -220,15 +265,30 @@ describe('cluster back end: placement annotations', () => {
   it("in a host, a namespace's Cilium or Spiderpool annotations from the pod cache apply to a pod without its own", async () => {
     const { selectBackend } = await import('./select-backend.js');
     const c = conf({ datastore: await datastore() });
-    const nsAnn: Record<string, Record<string, string>> = { shop: { 'ipam.cilium.io/ip-pool': 'v6' }, spider: { 'ipam.spidernet.io/default-ipv4-ippool': '["v4"]', 'ipam.spidernet.io/default-ipv6-ippool': '["v6"]' } };
+    const nsAnn: Record<string, Record<string, string>> = {
+      shop: { 'ipam.cilium.io/ip-pool': 'v6' },
+      spider: { 'ipam.spidernet.io/default-ipv4-ippool': '["v4"]', 'ipam.spidernet.io/default-ipv6-ippool': '["v6"]' },
+    };
     const pods = { synced: true, pod: () => undefined, namespaceAnnotations: (ns: string) => nsAnn[ns] };
     const b = await selectBackend(c, {}, { pods });
     const r = await b.add(annotated(c, 'n1'));
-    assert.deepEqual(r.ips.map((x) => x.address.includes(':')), [true], "the namespace's ip-pool");
+    assert.deepEqual(
+      r.ips.map((x) => x.address.includes(':')),
+      [true],
+      "the namespace's ip-pool",
+    );
     const r2 = await b.add({ ...annotated(c, 'n2'), pod: { namespace: 'spider', name: 'p-0' } });
-    assert.deepEqual(r2.ips.map((x) => x.address.includes(':')), [false, true], "the namespace's Spiderpool defaults");
+    assert.deepEqual(
+      r2.ips.map((x) => x.address.includes(':')),
+      [false, true],
+      "the namespace's Spiderpool defaults",
+    );
     const r3 = await b.add(annotated(c, 'n3', { 'ipam.spidernet.io/ippool': '{"ipv4":["v4"]}' }));
-    assert.deepEqual(r3.ips.map((x) => x.address.includes(':')), [false], "the pod's own annotation wins over its namespace's");
+    assert.deepEqual(
+      r3.ips.map((x) => x.address.includes(':')),
+      [false],
+      "the pod's own annotation wins over its namespace's",
+    );
   });
 });
 

@@ -91,14 +91,23 @@ class ClusterBackend implements IpamBackend {
     const pod = req.pod ? formatPodRef(req.pod) : '';
     if (ips.length > 0 && hasPlacement(placement)) {
       const source = (placement.ips ?? placement.pools ?? placement.ipSet)!;
-      throw new PlacementError(source, pod, `cannot be combined with the requested address(es) ${ips.map(formatAddr).join(', ')} (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips): give one or the other`);
+      throw new PlacementError(
+        source,
+        pod,
+        `cannot be combined with the requested address(es) ${ips.map(formatAddr).join(', ')} (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips): give one or the other`,
+      );
     }
     const hold = stickyHoldOf(req, this.#pods, c.stickyForMs, placement);
     const areq: AssignRequest = {
       node: c.nodeName,
       handle: handleOf(req),
       attachment: true,
-      attrs: { network: req.conf.name, containerId: req.containerId, ifname: req.ifname, ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}) },
+      attrs: {
+        network: req.conf.name,
+        containerId: req.containerId,
+        ifname: req.ifname,
+        ...(req.pod ? { namespace: req.pod.namespace, pod: req.pod.name, ...(req.pod.uid ? { podUid: req.pod.uid } : {}) } : {}),
+      },
       ...(ips.length > 0 ? { ips } : placementRequest(placement, pod, c.pools)),
       ...(hold !== undefined ? { takeOver: hold } : {}),
     };
@@ -181,7 +190,10 @@ class ClusterBackend implements IpamBackend {
     if (!held || held.length === 0) throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} holds no address`);
     for (const { addr: want } of prevResultAddrs(req.conf.prevResult)) {
       if (!held.some((h) => h.addr.family === want.family && h.addr.value === want.value)) {
-        throw new CniError(CniCode.NotFound, `handle ${JSON.stringify(handle)} does not hold ${formatAddr(want)} (it holds ${held.map((h) => formatAddr(h.addr)).join(', ')})`);
+        throw new CniError(
+          CniCode.NotFound,
+          `handle ${JSON.stringify(handle)} does not hold ${formatAddr(want)} (it holds ${held.map((h) => formatAddr(h.addr)).join(', ')})`,
+        );
       }
     }
   }
@@ -244,7 +256,8 @@ class ClusterBackend implements IpamBackend {
     } finally {
       lock?.release();
       // For benchmarks: what this invocation cost in datastore round trips.
-      if (process.env.PODIPAM_STATS === '1') process.stderr.write(`podipam-stats ${JSON.stringify({ verb, roundTrips: store.roundTrips, locked: lock !== undefined })}\n`);
+      if (process.env.PODIPAM_STATS === '1')
+        process.stderr.write(`podipam-stats ${JSON.stringify({ verb, roundTrips: store.roundTrips, locked: lock !== undefined })}\n`);
       await store.close();
     }
   }
@@ -266,7 +279,10 @@ function attachmentOf(req: IpamRequest): CniAttachment {
 function handleOf(req: IpamRequest): string {
   const h = cniHandleId(req.conf.name, req.containerId, req.ifname);
   if (h.length > MAX_HANDLE_LENGTH) {
-    throw new CniError(CniCode.InvalidConfig, `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `network name, container id and interface name make a handle of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`,
+    );
   }
   return h;
 }

@@ -10,7 +10,14 @@ const conf = (ipam: Record<string, unknown>): NetConf => ({ cniVersion: '1.0.0',
 describe('parseClusterConf', () => {
   it('defaults nodeName to $NODENAME, then the lower-cased host name; cacheDir to /run/podipam/cluster', () => {
     const c = parseClusterConf(conf({ type: 'podipam', datastore: 'sqlite:/x.db' }), { NODENAME: 'from-env' });
-    assert.deepEqual(c, { datastore: 'sqlite:/x.db', nodeName: 'from-env', pools: undefined, cacheDir: DEFAULT_CACHE_DIR, routes: [], stickyForMs: DEFAULT_STICKY_FOR_MS });
+    assert.deepEqual(c, {
+      datastore: 'sqlite:/x.db',
+      nodeName: 'from-env',
+      pools: undefined,
+      cacheDir: DEFAULT_CACHE_DIR,
+      routes: [],
+      stickyForMs: DEFAULT_STICKY_FOR_MS,
+    });
     assert.equal(parseClusterConf(conf({ datastore: 'memory:' }), {}).nodeName, hostname().trim().toLowerCase());
     assert.equal(parseClusterConf(conf({ datastore: 'memory:', nodeName: 'x' }), { NODENAME: 'y' }).nodeName, 'x');
   });

@@ -46,7 +46,8 @@ function bad(field: string, value: unknown, why: string): CniError {
 export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process.env): ClusterConf {
   const ipam = conf.ipam;
   for (const k of Object.keys(ipam)) {
-    if (!KNOWN.includes(k.toLowerCase())) throw bad(k, ipam[k], `unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent, stickyFor)`);
+    if (!KNOWN.includes(k.toLowerCase()))
+      throw bad(k, ipam[k], `unknown key for the cluster back end (known: type, datastore, nodeName, pools, cacheDir, routes, agent, stickyFor)`);
   }
   const datastore = goField(ipam, 'datastore');
   if (typeof datastore !== 'string') throw bad('datastore', datastore, 'must be a datastore URL string');

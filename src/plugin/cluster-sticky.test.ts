@@ -10,7 +10,8 @@ const pod = { namespace: 'db', name: 'db-0', uid: 'u1' };
 const req = (over: { podAnnotations?: Record<string, string>; pod?: typeof pod | undefined } = {}) => ({ conf, ifname: 'eth0', pod, ...over });
 const cache = (ownerKind: string | undefined, ns: Record<string, string> = {}): PodDirectory => ({
   synced: true,
-  pod: (n, name): CachedPod | undefined => (n === 'db' && name === 'db-0' ? { namespace: n, name, uid: 'u1', annotations: {}, ownerKind, node: 'n1' } : undefined),
+  pod: (n, name): CachedPod | undefined =>
+    n === 'db' && name === 'db-0' ? { namespace: n, name, uid: 'u1', annotations: {}, ownerKind, node: 'n1' } : undefined,
   namespaceAnnotations: () => ns,
 });
 

@@ -22,7 +22,12 @@ export const STICKY_OWNER_KIND = 'StatefulSet';
  * annotation (ADD reports it; DEL catches it). `placement`: the call's, when the caller has it
  * already (ADD), so the annotations are not parsed twice.
  */
-export function stickyHoldOf(req: Pick<IpamRequest, 'pod' | 'podAnnotations' | 'conf' | 'ifname'>, pods: PodDirectory | undefined, stickyForMs: number, placement?: Placement): string | undefined {
+export function stickyHoldOf(
+  req: Pick<IpamRequest, 'pod' | 'podAnnotations' | 'conf' | 'ifname'>,
+  pods: PodDirectory | undefined,
+  stickyForMs: number,
+  placement?: Placement,
+): string | undefined {
   const pod = req.pod;
   if (stickyForMs <= 0 || !pod) return undefined;
   const said = (placement ?? placementOf(req, pods)).sticky?.parsed;

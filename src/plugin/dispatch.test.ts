@@ -32,8 +32,12 @@ test('VERSION ignores stdin and lists every version, compact with a newline', as
 
 test('version checks: unknown version code 1 with details; CHECK < 0.4.0; GC/STATUS < 1.1.0', async () => {
   const conf = (v: string) => ({ cniVersion: v, name: 'n', ipam: { type: 'podipam', ranges: [[{ subnet: '10.0.0.0/24' }]] } });
-  await rejects(call('ADD', conf('9.9.9')), 1, 'incompatible CNI versions',
-    'config is "9.9.9", plugin supports ["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]');
+  await rejects(
+    call('ADD', conf('9.9.9')),
+    1,
+    'incompatible CNI versions',
+    'config is "9.9.9", plugin supports ["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]',
+  );
   await rejects(call('CHECK', conf('0.3.1')), 1, 'config version does not allow CHECK');
   await rejects(call('CHECK', conf('2.0.0')), 1, 'plugin version does not allow CHECK');
   await rejects(call('CHECK', conf('x.y')), 6, /cniVersion "x.y"/);
@@ -42,7 +46,11 @@ test('version checks: unknown version code 1 with details; CHECK < 0.4.0; GC/STA
 });
 
 test('env and verb errors come before anything is read or written', async () => {
-  await rejects(dispatch({ CNI_COMMAND: 'ADD' }, () => '{}'), 4, 'required env variables [CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME,CNI_PATH] missing');
+  await rejects(
+    dispatch({ CNI_COMMAND: 'ADD' }, () => '{}'),
+    4,
+    'required env variables [CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME,CNI_PATH] missing',
+  );
   await rejects(call('FROB', { name: 'n' }), 4, 'unknown CNI_COMMAND: FROB');
   await rejects(call('ADD', { name: 'n' }, { CNI_CONTAINERID: 'a b' }), 4, 'invalid characters in containerID', 'a b');
   await rejects(call('ADD', { name: 'n' }, { CNI_IFNAME: 'a/b' }), 4, 'interface name contains / or : or whitespace characters');
@@ -74,7 +82,7 @@ test('ADD, CHECK, DEL and GC through the edge on a temp dataDir', async () => {
 test('toCniError: CniError kept, errno errors code 5, anything else 999 — message only', () => {
   const e = new CniError(7, 'x');
   assert.equal(toCniError(e), e);
-  const io = Object.assign(new Error('EACCES: permission denied, open \'/x\''), { code: 'EACCES' });
+  const io = Object.assign(new Error("EACCES: permission denied, open '/x'"), { code: 'EACCES' });
   assert.equal(toCniError(io).code, 5);
   assert.equal(toCniError(new TypeError('boom')).code, 999);
   assert.equal(toCniError('str').msg, 'str');

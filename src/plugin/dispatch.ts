@@ -22,7 +22,11 @@ import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAnswer,
  * selection picked, as soon as it is picked (so a call failing in its back end names it too).
  */
 /** The modules every verb but VERSION needs, loaded once per process (the agent calls dispatch for every pod). */
-let verbModules: Promise<[typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]> | undefined;
+let verbModules:
+  | Promise<
+      [typeof import('../cni/net-conf.js'), typeof import('./select-backend.js'), typeof import('../cni/go-json.js'), typeof import('../cni/cni-args.js')]
+    >
+  | undefined;
 
 /** Loaded by the first ADD, kept (an `await import` of a loaded module still goes through the loader). */
 let resultModule: typeof import('../cni/result.js') | undefined;
@@ -70,7 +74,11 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
   // A pod name no Kubernetes object can have fails ADD and CHECK naming it; a DEL still
   // releases the attachment (its ADD was refused, or it predates the check), as an unnamed one.
   const bad = podArgsProblem(cniArgs);
-  if (bad && verb !== 'DEL') throw new CniError(CniCode.InvalidConfig, `CNI_ARGS ${bad.field}=${quoteText(bad.value)}: not a Kubernetes ${bad.field === 'K8S_POD_NAME' ? 'pod' : 'namespace'} name: must be ${bad.rule}`);
+  if (bad && verb !== 'DEL')
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `CNI_ARGS ${bad.field}=${quoteText(bad.value)}: not a Kubernetes ${bad.field === 'K8S_POD_NAME' ? 'pod' : 'namespace'} name: must be ${bad.rule}`,
+    );
   const pod = bad ? undefined : podRefOfArgs(cniArgs);
   const podAnnotations = runtimePodAnnotations(conf);
   const req: IpamRequest = {

@@ -14,8 +14,18 @@ test('appendFailure: one JSON line per failure, in the directory it creates', ()
     const file = join(d.path, 'podipam', 'cni.log');
     assert.equal(appendFailure(fs, { PODIPAM_CNI_LOG: file }, { command: 'ADD', containerId: 'c1', code: 7, msg: 'bad' }), file);
     appendFailure(fs, { PODIPAM_CNI_LOG: file }, { command: 'DEL', code: 11, msg: 'again' });
-    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => [l.level, l.component, l.command, l.code, l.msg]), [['error', 'cni', 'ADD', 7, 'bad'], ['error', 'cni', 'DEL', 11, 'again']]);
+    const lines = fs
+      .readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.component, l.command, l.code, l.msg]),
+      [
+        ['error', 'cni', 'ADD', 7, 'bad'],
+        ['error', 'cni', 'DEL', 11, 'again'],
+      ],
+    );
     assert.match(lines[0].time, /Z$/);
   } finally {
     d.remove();
@@ -46,7 +56,15 @@ test('the plugin appends the error it answers to $PODIPAM_CNI_LOG', () => {
   try {
     const file = join(d.path, 'cni.log');
     const r = spawnSync(BIN, [], {
-      env: { PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'ctr-log-1', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/usr/lib/cni', PODIPAM_CNI_LOG: file },
+      env: {
+        PATH: process.env.PATH,
+        CNI_COMMAND: 'ADD',
+        CNI_CONTAINERID: 'ctr-log-1',
+        CNI_IFNAME: 'eth0',
+        CNI_NETNS: '/var/run/netns/x',
+        CNI_PATH: '/usr/lib/cni',
+        PODIPAM_CNI_LOG: file,
+      },
       input: '{"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"podipam"}}',
       encoding: 'utf8',
     });

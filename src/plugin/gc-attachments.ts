@@ -30,10 +30,7 @@ export function validAttachments(raw: Readonly<Record<string, unknown>>): Attach
     const id = isObject(a) ? goField(a, 'containerID') : undefined;
     const ifname = isObject(a) ? goField(a, 'ifname') : undefined;
     if (typeof id !== 'string' || typeof ifname !== 'string') {
-      throw new CniError(
-        CniCode.InvalidConfig,
-        `${key}[${i}]: must be {"containerID": string, "ifname": string}, got ${JSON.stringify(a)}`,
-      );
+      throw new CniError(CniCode.InvalidConfig, `${key}[${i}]: must be {"containerID": string, "ifname": string}, got ${JSON.stringify(a)}`);
     }
     return { containerId: id, ifname };
   });

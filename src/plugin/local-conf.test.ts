@@ -45,23 +45,42 @@ test('range set order: runtimeConfig.ipRanges, then the legacy range, then range
 test('host-local range errors, same texts (reference cases 22, 23, 29)', async () => {
   await fails(conf({ ranges: [[{ subnet: '10.9.0.0/31' }]] }), 7, 'invalid range set 0: Network 10.9.0.0/31 too small to allocate from');
   await fails(conf({ ranges: [[{ subnet: 'fd00::/127' }]] }), 7, 'invalid range set 0: Network fd00::/127 too small to allocate from');
-  await fails(conf({ ranges: [[{ subnet: '10.9.0.5/24' }]] }), 7,
-    'invalid range set 0: Network has host bits set. For a subnet mask of length 24 the network address is 10.9.0.0');
+  await fails(
+    conf({ ranges: [[{ subnet: '10.9.0.5/24' }]] }),
+    7,
+    'invalid range set 0: Network has host bits set. For a subnet mask of length 24 the network address is 10.9.0.0',
+  );
   await fails(conf({ ranges: [[{ subnet: '10.9.0.0/24' }, { subnet: 'fd00::/64' }]] }), 7, 'invalid range set 0: mixed address families');
   await fails(conf({ ranges: [[{ subnet: '10.9.0.0/24' }], [{ subnet: '10.9.0.0/25' }]] }), 7, 'range set 0 overlaps with 1');
-  await fails(conf({ ranges: [[{ subnet: '10.9.0.0/24' }, { subnet: '10.9.0.0/25' }]] }), 7,
-    'invalid range set 0: subnets 10.9.0.1-10.9.0.254 and 10.9.0.1-10.9.0.126 overlap');
+  await fails(
+    conf({ ranges: [[{ subnet: '10.9.0.0/24' }, { subnet: '10.9.0.0/25' }]] }),
+    7,
+    'invalid range set 0: subnets 10.9.0.1-10.9.0.254 and 10.9.0.1-10.9.0.126 overlap',
+  );
   await fails(conf({ ranges: [] }), 7, 'no IP ranges specified');
   await fails(conf({}), 7, 'no IP ranges specified');
   await fails(conf({ ranges: [[]] }), 7, 'invalid range set 0: empty range set');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.1.1' }]] }), 7, 'invalid range set 0: RangeStart 10.0.1.1 not in network 10.0.0.0/24');
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.1.1' }]] }),
+    7,
+    'invalid range set 0: RangeStart 10.0.1.1 not in network 10.0.0.0/24',
+  );
   await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeEnd: '10.0.0.0' }]] }), 7, 'invalid range set 0: RangeEnd 10.0.0.0 not in network 10.0.0.0/24');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.0.20', rangeEnd: '10.0.0.10' }]] }), 7,
-    'invalid range set 0: RangeStart 10.0.0.20 not in network 10.0.0.0/24');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.0.255' }]] }), 7,
-    'invalid range set 0: RangeStart 10.0.0.255 is after RangeEnd 10.0.0.254');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24' }], [{ subnet: '10.1.0.0/24' }]] }, {}, '0.2.0'), 7,
-    'CNI version 0.2.0 does not support more than 1 address per family');
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.0.20', rangeEnd: '10.0.0.10' }]] }),
+    7,
+    'invalid range set 0: RangeStart 10.0.0.20 not in network 10.0.0.0/24',
+  );
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: '10.0.0.255' }]] }),
+    7,
+    'invalid range set 0: RangeStart 10.0.0.255 is after RangeEnd 10.0.0.254',
+  );
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24' }], [{ subnet: '10.1.0.0/24' }]] }, {}, '0.2.0'),
+    7,
+    'CNI version 0.2.0 does not support more than 1 address per family',
+  );
 });
 
 test('ill-typed values name the field and the value', async () => {
@@ -71,13 +90,25 @@ test('ill-typed values name the field and the value', async () => {
   await fails(conf({ ranges: [{ subnet: '10.0.0.0/24' }] }), 7, /^ipam.ranges\[0\]: must be an array of ranges/);
   await fails(conf({ ranges: 'x' }), 7, 'ipam.ranges: must be an array, got string "x"');
   await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', rangeStart: 'bar' }]] }), 7, 'ipam.ranges[0][0].rangeStart: invalid IP address "bar"');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24', gateway: 'fd00::1' }]] }), 7, 'ipam.ranges[0][0].gateway: fd00::1 is not an IPv4 address like subnet 10.0.0.0/24');
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24', gateway: 'fd00::1' }]] }),
+    7,
+    'ipam.ranges[0][0].gateway: fd00::1 is not an IPv4 address like subnet 10.0.0.0/24',
+  );
   await fails(conf({ dataDir: 5, ranges: [[{ subnet: '10.0.0.0/24' }]] }), 7, 'ipam.dataDir: must be a string, got number 5');
   await fails(conf({ dataDir: 'rel/dir', ranges: [[{ subnet: '10.0.0.0/24' }]] }), 7, 'ipam.dataDir: "rel/dir" must be an absolute path');
   await fails(conf({ dataDir: '../x', ranges: [[{ subnet: '10.0.0.0/24' }]] }), 7, 'ipam.dataDir: "../x" must be an absolute path');
   await fails(conf({ routes: [{ gw: '10.0.0.1' }], ranges: [[{ subnet: '10.0.0.0/24' }]] }), 7, 'ipam.routes[0].dst: missing');
-  await fails(conf({ routes: [{ dst: '0.0.0.0/0', mtu: 'x' }], ranges: [[{ subnet: '10.0.0.0/24' }]] }), 7, 'ipam.routes[0].mtu: must be an integer, got string "x"');
-  await fails(conf({ ranges: [[{ subnet: '10.0.0.0/24' }]] }, { runtimeConfig: { ipRanges: {} } }), 7, 'runtimeConfig.ipRanges: must be an array, got object {}');
+  await fails(
+    conf({ routes: [{ dst: '0.0.0.0/0', mtu: 'x' }], ranges: [[{ subnet: '10.0.0.0/24' }]] }),
+    7,
+    'ipam.routes[0].mtu: must be an integer, got string "x"',
+  );
+  await fails(
+    conf({ ranges: [[{ subnet: '10.0.0.0/24' }]] }, { runtimeConfig: { ipRanges: {} } }),
+    7,
+    'runtimeConfig.ipRanges: must be an array, got object {}',
+  );
 });
 
 test('"" and null read as absent, keys match case-insensitively (as Go decodes host-local\'s structs)', async () => {
@@ -87,13 +118,21 @@ test('"" and null read as absent, keys match case-insensitively (as Go decodes h
 });
 
 test('routes are normalised as host-local re-prints them', async () => {
-  const c = await loadLocalConfig(conf({ ranges: [[{ subnet: '10.0.0.0/24' }]], routes: [{ dst: '0.0.0.0/0' }, { dst: '10.1.2.3/8', gw: '10.0.0.1' }, { dst: '0:0::0/0', gw: 'FD00::1', mtu: 1400, foo: 1 }] }));
+  const c = await loadLocalConfig(
+    conf({
+      ranges: [[{ subnet: '10.0.0.0/24' }]],
+      routes: [{ dst: '0.0.0.0/0' }, { dst: '10.1.2.3/8', gw: '10.0.0.1' }, { dst: '0:0::0/0', gw: 'FD00::1', mtu: 1400, foo: 1 }],
+    }),
+  );
   assert.deepEqual(c.routes, [{ dst: '0.0.0.0/0' }, { dst: '10.1.2.3/8', gw: '10.0.0.1' }, { dst: '::/0', gw: 'fd00::1', mtu: 1400 }]);
 });
 
 test('requested addresses: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips, canonical and de-duplicated', async () => {
   const c = await loadLocalConfig(
-    conf({ ranges: [[{ subnet: '10.0.0.0/24' }]] }, { args: { cni: { ips: ['10.0.0.7/24', 'FD00::0005'] } }, runtimeConfig: { ips: ['10.0.0.7', '10.0.0.8/24'] } }),
+    conf(
+      { ranges: [[{ subnet: '10.0.0.0/24' }]] },
+      { args: { cni: { ips: ['10.0.0.7/24', 'FD00::0005'] } }, runtimeConfig: { ips: ['10.0.0.7', '10.0.0.8/24'] } },
+    ),
     parseCniArgs('IgnoreUnknown=1;K8S_POD_NAME=x;IP=10.0.0.6'),
   );
   assert.deepEqual(c.requested.map(formatAddr), ['10.0.0.6', '10.0.0.7', 'fd00::5', '10.0.0.8']);

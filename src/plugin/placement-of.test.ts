@@ -6,7 +6,11 @@ import type { PodDirectory } from '../model/pod-directory.js';
 import { placementOf } from './placement-of.js';
 
 const pod = { namespace: 'shop', name: 'web-0', uid: 'u1' };
-const dir = (synced: boolean, namespaces: Record<string, Record<string, string>>): PodDirectory => ({ synced, pod: () => undefined, namespaceAnnotations: (ns) => namespaces[ns] });
+const dir = (synced: boolean, namespaces: Record<string, Record<string, string>>): PodDirectory => ({
+  synced,
+  pod: () => undefined,
+  namespaceAnnotations: (ns) => namespaces[ns],
+});
 
 test("placementOf: the namespace's annotations from the cache; the runtime's pod annotations win", () => {
   const d = dir(true, { shop: { 'podipam.io/pools': 'blue' } });

@@ -89,11 +89,18 @@ const cniArgs = fc.oneof(
   fc.array(fc.tuple(argKey, argValue), { maxLength: 4 }).map((kv) => kv.map(([k, v]) => `${k}=${v}`).join(';')),
   anyText(40),
 );
-const containerId = fc.oneof({ weight: 8, arbitrary: fc.stringMatching(/^[a-f0-9]{8,64}$/) }, fc.constantFrom('', '../x', '.hidden', 'a'.repeat(300)), anyText(20));
+const containerId = fc.oneof(
+  { weight: 8, arbitrary: fc.stringMatching(/^[a-f0-9]{8,64}$/) },
+  fc.constantFrom('', '../x', '.hidden', 'a'.repeat(300)),
+  anyText(20),
+);
 const ifname = fc.oneof({ weight: 8, arbitrary: fc.constantFrom('eth0', 'net1') }, fc.constantFrom('', '.', '..', 'a/b', 'x'.repeat(16)), anyText(18));
 
 const env = fc.record({
-  CNI_COMMAND: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('ADD', 'DEL', 'CHECK', 'GC', 'STATUS') }, { weight: 1, arbitrary: fc.oneof(fc.constantFrom('', 'VERSION', 'add'), anyText(8)) }),
+  CNI_COMMAND: fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom('ADD', 'DEL', 'CHECK', 'GC', 'STATUS') },
+    { weight: 1, arbitrary: fc.oneof(fc.constantFrom('', 'VERSION', 'add'), anyText(8)) },
+  ),
   CNI_CONTAINERID: containerId,
   CNI_IFNAME: ifname,
   CNI_NETNS: fc.oneof({ weight: 8, arbitrary: fc.constant('/var/run/netns/fuzz') }, fc.constant(''), anyText(20)),
@@ -109,7 +116,15 @@ function mutations(base: Record<string, unknown>): fc.Arbitrary<Mutation[]> {
   const paths = pathsOf(base);
   const path = fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom(...paths) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom<(string | number)[]>([], ['ipam']), fc.oneof(anyText(10), fc.constantFrom('subnet', 'rangeStart', 'agent', 'Ranges', 'IPAM', 'cniVersion', 'pools', 'nodeName'))).map(([p, k]) => [...p, k]) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(
+          fc.constantFrom<(string | number)[]>([], ['ipam']),
+          fc.oneof(anyText(10), fc.constantFrom('subnet', 'rangeStart', 'agent', 'Ranges', 'IPAM', 'cniVersion', 'pools', 'nodeName')),
+        )
+        .map(([p, k]) => [...p, k]),
+    },
   );
   const change = fc.oneof(
     { weight: 4, arbitrary: oddValue().map((value) => ({ kind: 'set' as const, value })) },
@@ -144,7 +159,10 @@ function count(verb: string | undefined, code: number | undefined): void {
   tally.set(k, (tally.get(k) ?? 0) + 1);
 }
 function printTally(t: { diagnostic(m: string): void; name: string }): void {
-  const line = [...tally].sort().map(([k, n]) => `${k}=${n}`).join(' ');
+  const line = [...tally]
+    .sort()
+    .map(([k, n]) => `${k}=${n}`)
+    .join(' ');
   t.diagnostic(`outcomes (verb:code=count): ${line}`);
   console.log(`${t.name}: outcomes ${line}`);
   tally.clear();
@@ -154,7 +172,11 @@ async function runCase(c: { env: Record<string, string | undefined>; mutations: 
   const e: NodeJS.ProcessEnv = {};
   // As a process receives them: environment strings are decoded from bytes (never a lone surrogate).
   for (const [k, v] of Object.entries(c.env)) if (v !== undefined) e[k] = Buffer.from(v).toString('utf8');
-  const a = await bounded('pluginCall', 15_000, pluginCall(e, () => c.stdin));
+  const a = await bounded(
+    'pluginCall',
+    15_000,
+    pluginCall(e, () => c.stdin),
+  );
   const err = checkCniAnswer(a, e.CNI_COMMAND);
   count(e.CNI_COMMAND, err?.code);
   // One field replaced and the config refused as such: the message names that field.
@@ -162,7 +184,11 @@ async function runCase(c: { env: Record<string, string | undefined>; mutations: 
   // A pod or namespace name in CNI_ARGS that Kubernetes would refuse is refused first, naming CNI_ARGS.
   if (err && err.code === 7 && only && only.change.kind === 'set' && only.path.length > 1 && !err.msg.startsWith('CNI_ARGS')) {
     const name = fieldName(only.path);
-    if (name !== undefined && /^[A-Za-z]+$/.test(name) && !(PINNED.includes(name.toLowerCase()) && typeof (only.change as { value: unknown }).value === 'string')) {
+    if (
+      name !== undefined &&
+      /^[A-Za-z]+$/.test(name) &&
+      !(PINNED.includes(name.toLowerCase()) && typeof (only.change as { value: unknown }).value === 'string')
+    ) {
       const names = `${err.msg} ${err.details ?? ''}`.toLowerCase().includes(name.toLowerCase());
       assert.ok(names || HOST_LOCAL_MESSAGES.some((re) => re.test(err.msg)), `the error names ${only.path.join('.')}: ${err.msg}`);
     }
@@ -189,10 +215,19 @@ test('fuzz raw stdin: random bytes and random JSON are refused with a decode or 
     { runs: 400, file: FILE },
     fc.tuple(
       fc.constantFrom('ADD', 'DEL', 'CHECK', 'GC', 'STATUS'),
-      fc.oneof(anyBytes(200).map((b) => b.toString('latin1')), anyText(200), fc.jsonValue({ maxDepth: 5 }).map((v) => JSON.stringify(pin(v)))),
+      fc.oneof(
+        anyBytes(200).map((b) => b.toString('latin1')),
+        anyText(200),
+        fc.jsonValue({ maxDepth: 5 }).map((v) => JSON.stringify(pin(v))),
+      ),
     ),
     async ([verb, stdin]) => {
-      const a = await bounded('pluginCall', 15_000, pluginCall({ CNI_COMMAND: verb, CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/opt/cni/bin' }, () => stdin));
+      const a = await bounded(
+        'pluginCall',
+        15_000,
+        pluginCall({ CNI_COMMAND: verb, CNI_CONTAINERID: 'c0ffee', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/opt/cni/bin' }, () => stdin),
+      );
       checkCniAnswer(a, verb);
     },
-  ));
+  ),
+);

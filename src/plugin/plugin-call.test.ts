@@ -10,7 +10,8 @@ const env = (command: string) => ({ CNI_COMMAND: command, CNI_CONTAINERID: 'c1',
 test('pluginCall answers a typed value: the code of its error JSON, the back end the selection chose', async () => {
   const dir = makeTempDir('plugin-call');
   try {
-    const conf = (ipam: Record<string, unknown>) => JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'podipam', dataDir: join(dir.path, 'd'), ...ipam } });
+    const conf = (ipam: Record<string, unknown>) =>
+      JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'podipam', dataDir: join(dir.path, 'd'), ...ipam } });
     const ok = await pluginCall(env('ADD'), () => conf({ ranges: [[{ subnet: '10.9.0.0/24' }]] }));
     assert.equal(ok.status, 0);
     assert.equal(ok.code, undefined);

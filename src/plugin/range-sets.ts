@@ -91,7 +91,10 @@ async function expandPodCidr(conf: NetConf): Promise<(r: RawRange) => string> {
   return (r) => {
     const p = r.subnet === USE_POD_CIDR ? cidrs[0] : cidrs.find((c) => c.family === 6);
     if (!p) {
-      throw new CniError(CniCode.TryAgainLater, `${r.path}.subnet: ${r.subnet}: node "${node}" has no IPv6 pod CIDR in datastore ${ds} (pod CIDRs: ${cidrs.map(formatPrefix).join(', ')})`);
+      throw new CniError(
+        CniCode.TryAgainLater,
+        `${r.path}.subnet: ${r.subnet}: node "${node}" has no IPv6 pod CIDR in datastore ${ds} (pod CIDRs: ${cidrs.map(formatPrefix).join(', ')})`,
+      );
     }
     return formatPrefix(p);
   };
@@ -151,7 +154,9 @@ function canonicalizeRange(r: RawRange): AllocRange {
   if (len > bits - 2) throw new Error(`Network ${written} too small to allocate from`);
   const subnet = prefixOf(addr, len);
   if (subnet.base !== addr.value) {
-    throw new Error(`Network has host bits set. For a subnet mask of length ${len} the network address is ${formatAddr({ family: addr.family, value: subnet.base })}`);
+    throw new Error(
+      `Network has host bits set. For a subnet mask of length ${len} the network address is ${formatAddr({ family: addr.family, value: subnet.base })}`,
+    );
   }
   const net = formatAddrWithLen({ family: addr.family, value: subnet.base }, len);
   const first: Addr = { family: addr.family, value: subnet.base + 1n };
@@ -162,8 +167,7 @@ function canonicalizeRange(r: RawRange): AllocRange {
   const start = optAddr(r.obj, 'rangeStart', r.path);
   const end = optAddr(r.obj, 'rangeEnd', r.path);
   // host-local checks each bound against the subnet and against the other bound if given.
-  const inside = (a: Addr) =>
-    prefixContains(subnet, a) && (!start || a.value >= start.value) && (!end || a.value <= end.value);
+  const inside = (a: Addr) => prefixContains(subnet, a) && (!start || a.value >= start.value) && (!end || a.value <= end.value);
   if (start && !inside(start)) throw new Error(`RangeStart ${formatAddr(start)} not in network ${net}`);
   const rangeStart = start ?? first;
   if (end && !(prefixContains(subnet, end) && end.value >= rangeStart.value)) {

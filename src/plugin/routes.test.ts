@@ -27,7 +27,9 @@ const routesOut = [
 
 async function add(version: string, ipam: Record<string, unknown>, containerId: string): Promise<{ routes?: unknown }> {
   const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId, CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
-  const out = await dispatch(env, () => JSON.stringify({ cniVersion: version, name: 'routes-net', type: 'podipam', ipam: { type: 'podipam', routes: routesIn, ...ipam } }));
+  const out = await dispatch(env, () =>
+    JSON.stringify({ cniVersion: version, name: 'routes-net', type: 'podipam', ipam: { type: 'podipam', routes: routesIn, ...ipam } }),
+  );
   return JSON.parse(out) as { routes?: unknown };
 }
 
@@ -40,7 +42,7 @@ async function clusterIpam(dualStack = true): Promise<Record<string, unknown>> {
   return { datastore: url, nodeName: 'node-a', cacheDir: '' };
 }
 
-test('routes with mtu/table/… come out the same from the local and the cluster back end (the cluster\'s of the families the pod got)', async () => {
+test("routes with mtu/table/… come out the same from the local and the cluster back end (the cluster's of the families the pod got)", async () => {
   const local = { ranges: [[{ subnet: '10.0.0.0/24' }]], dataDir: join(dir, 'local') };
   const cluster = await clusterIpam();
   assert.deepEqual((await add('1.1.0', local, 'l1')).routes, routesOut);

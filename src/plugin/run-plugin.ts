@@ -71,7 +71,15 @@ async function logFailure(fs: Fs, answer: string): Promise<void> {
     const { appendFailure } = await import('./failure-log.js');
     const err = JSON.parse(answer) as { code: number; msg: string; details?: string };
     const env = process.env;
-    appendFailure(fs, env, { command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifname: env.CNI_IFNAME, netns: env.CNI_NETNS, code: err.code, msg: err.msg, details: err.details });
+    appendFailure(fs, env, {
+      command: env.CNI_COMMAND,
+      containerId: env.CNI_CONTAINERID,
+      ifname: env.CNI_IFNAME,
+      netns: env.CNI_NETNS,
+      code: err.code,
+      msg: err.msg,
+      details: err.details,
+    });
   } catch {
     // the answer on stdout is what counts
   }
@@ -97,7 +105,7 @@ function readStdin(fs: Fs, errors: Errors): string {
   const buf = Buffer.allocUnsafe(MAX_STDIN_BYTES + 1);
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   let len = 0;
-  for (let waited = 0; len < buf.length; ) {
+  for (let waited = 0; len < buf.length;) {
     let n: number;
     try {
       n = fs.readSync(0, buf, len, buf.length - len, null);
@@ -114,17 +122,14 @@ function readStdin(fs: Fs, errors: Errors): string {
     if (n === 0) return buf.toString('utf8', 0, len);
     len += n;
   }
-  throw new errors.CniError(
-    errors.CniCode.InvalidConfig,
-    `network configuration on stdin is larger than the limit of ${MAX_STDIN_BYTES} bytes (1 MiB)`,
-  );
+  throw new errors.CniError(errors.CniCode.InvalidConfig, `network configuration on stdin is larger than the limit of ${MAX_STDIN_BYTES} bytes (1 MiB)`);
 }
 
 /** Writes all of `s` to fd 1 synchronously (a non-blocking pipe is retried, bounded). */
 function write(fs: Fs, s: string): void {
   const b = Buffer.from(s);
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  for (let off = 0, tries = 0; off < b.length && tries < 10_000; ) {
+  for (let off = 0, tries = 0; off < b.length && tries < 10_000;) {
     try {
       off += fs.writeSync(1, b, off);
     } catch (e) {

@@ -14,7 +14,10 @@ export function runtimePodAnnotations(conf: NetConf): Readonly<Record<string, st
   const v = conf.runtimeConfig?.[POD_ANNOTATIONS_CAPABILITY];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v) || !Object.values(v).every((x) => typeof x === 'string')) {
-    throw new CniError(CniCode.InvalidConfig, `runtimeConfig[${JSON.stringify(POD_ANNOTATIONS_CAPABILITY)}]: want an object of strings, got ${JSON.stringify(v).slice(0, 200)}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `runtimeConfig[${JSON.stringify(POD_ANNOTATIONS_CAPABILITY)}]: want an object of strings, got ${JSON.stringify(v).slice(0, 200)}`,
+    );
   }
   return v as Readonly<Record<string, string>>;
 }

@@ -20,7 +20,12 @@ import { reservedNetwork } from '../model/reserved-network.js';
  * no handle and takes every name host-local takes.
  * `chosen.backend` is set to the one picked (BackendKind), for the agent's status and metrics.
  */
-export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = process.env, host?: BackendHost, chosen: { backend?: BackendKind } = {}): Promise<IpamBackend> {
+export async function selectBackend(
+  conf: NetConf,
+  env: NodeJS.ProcessEnv = process.env,
+  host?: BackendHost,
+  chosen: { backend?: BackendKind } = {},
+): Promise<IpamBackend> {
   const ipam = conf.ipam;
   const { agent, hasRanges, hasDatastore } = ipamKeys(ipam);
   const reserved = (agent !== undefined || hasDatastore) && !hasRanges ? reservedNetwork('name', conf.name) : undefined;
@@ -33,9 +38,15 @@ export async function selectBackend(conf: NetConf, env: NodeJS.ProcessEnv = proc
       chosen.backend = 'warm';
       if (host?.warm) return host.warm;
       if (host) {
-        throw new CniError(CniCode.InvalidConfig, `ipam.agent ${JSON.stringify(agent)}: this agent runs no warm pool (start it with --datastore and --min-idle/--max-idle/--capacity), or give "ranges" (local) or "datastore" (cluster) as well`);
+        throw new CniError(
+          CniCode.InvalidConfig,
+          `ipam.agent ${JSON.stringify(agent)}: this agent runs no warm pool (start it with --datastore and --min-idle/--max-idle/--capacity), or give "ranges" (local) or "datastore" (cluster) as well`,
+        );
       }
-      throw new CniError(CniCode.TryAgainLater, `ipam.agent ${JSON.stringify(agent)}: the warm pool lives in the podipam agent, which did not answer on that socket`);
+      throw new CniError(
+        CniCode.TryAgainLater,
+        `ipam.agent ${JSON.stringify(agent)}: the warm pool lives in the podipam agent, which did not answer on that socket`,
+      );
     }
   }
   if (hasDatastore && !hasRanges) {

@@ -34,7 +34,18 @@ const rig = (opts: Partial<WarmOptions> = {}, prev?: WarmRig): Promise<WarmRig> 
         { name: 'pool-a', cidr: '10.80.0.0/16' },
         { name: 'pool-b', cidr: '10.81.0.0/16' },
       ],
-      options: { node: 'n1', pools: ['pool-a'], minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 1_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, gcIntervalMs: 3_600_000 },
+      options: {
+        node: 'n1',
+        pools: ['pool-a'],
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldownMs: 1_000,
+        stickyForMs: 0,
+        tickMs: 3_600_000,
+        writeDelayMs: 3_600_000,
+        gcIntervalMs: 3_600_000,
+      },
     },
     opts,
     prev,
@@ -44,7 +55,11 @@ const key = (cid: string): string => `${warmConf.name}:${cid}:eth0`;
 const req = (cid: string, annotations?: Record<string, string>, name = `pod-${cid}`, uid = `uid-${cid}`): IpamRequest => ({
   containerId: cid,
   ifname: 'eth0',
-  cniArgs: new Map([['K8S_POD_NAMESPACE', 'web'], ['K8S_POD_NAME', name], ['K8S_POD_UID', uid]]),
+  cniArgs: new Map([
+    ['K8S_POD_NAMESPACE', 'web'],
+    ['K8S_POD_NAME', name],
+    ['K8S_POD_UID', uid],
+  ]),
   pod: { namespace: 'web', name, uid },
   ...(annotations ? { podAnnotations: annotations } : {}),
   conf: warmConf,
@@ -55,17 +70,20 @@ const withPrev = (q: IpamRequest, address: string): IpamRequest => {
   return { ...q, conf };
 };
 const ip = async (r: WarmRig, q: IpamRequest): Promise<string> => (await r.warm.add(q)).ips[0]!.address;
-const code = (n: number) => (e: unknown): boolean => e instanceof CniError && e.code === n;
+const code =
+  (n: number) =>
+  (e: unknown): boolean =>
+    e instanceof CniError && e.code === n;
 const clean = { leaks: [], problems: [] };
 
 describe('warm pool: annotated pods allocated directly', () => {
-  it('podipam.io/pools: an address of that pool under the pod\'s own handle, never from the idle queue; unannotated pods still hit; DEL frees the handle', async () => {
+  it("podipam.io/pools: an address of that pool under the pod's own handle, never from the idle queue; unannotated pods still hit; DEL frees the handle", async () => {
     const r = await rig();
     try {
       const before = r.warm.report();
       assert.equal(before.pools.ipv4!.idle, 4);
       const b = await ip(r, req('b1', { [ANNOTATION.pools]: 'pool-b' }));
-      assert.match(b, /^10\.81\.\d+\.\d+\/26$/, 'from pool-b, not the warm pool\'s pool-a');
+      assert.match(b, /^10\.81\.\d+\.\d+\/26$/, "from pool-b, not the warm pool's pool-a");
       let s = r.warm.report();
       assert.equal(s.pools.ipv4!.idle, 4, 'the idle queue was not touched');
       assert.equal(s.pools.ipv4!.inUse, 0);
@@ -74,7 +92,10 @@ describe('warm pool: annotated pods allocated directly', () => {
       assert.equal(s.directAdds, 1);
       // The handle is the attachment's, with the pod in its attributes.
       const held = await r.admin.addressesOf(key('b1'));
-      assert.deepEqual(held?.map((a) => a.addr.value), [parseAddr(b.split('/')[0]!).value]);
+      assert.deepEqual(
+        held?.map((a) => a.addr.value),
+        [parseAddr(b.split('/')[0]!).value],
+      );
       const rec = await r.admin.store.get(`handles/${key('b1')}`);
       assert.ok(rec, 'handle record exists');
       const attrs = JSON.parse(rec.value) as { attrs?: Record<string, string> };
@@ -120,7 +141,10 @@ describe('warm pool: annotated pods allocated directly', () => {
       assert.equal(r.warm.report().direct, 1, 'the refused ADD left no direct attachment');
       await r.warm.del(req('p2')); // and its DEL is harmless
       const rt = r.cluster.roundTrips();
-      await assert.rejects(r.warm.add(req('p3', { [ANNOTATION.ip]: '10.81.7' })), (e: unknown) => code(7)(e) && /podipam\.io\/ip/.test((e as Error).message) && /web\/pod-p3/.test((e as Error).message));
+      await assert.rejects(
+        r.warm.add(req('p3', { [ANNOTATION.ip]: '10.81.7' })),
+        (e: unknown) => code(7)(e) && /podipam\.io\/ip/.test((e as Error).message) && /web\/pod-p3/.test((e as Error).message),
+      );
       await assert.rejects(r.warm.add(req('p4', { [ANNOTATION.pools]: 'pool-b', [ANNOTATION.ip]: '10.81.7.10' })), code(7));
       assert.equal(r.cluster.roundTrips(), rt, 'a malformed annotation costs no datastore round trip');
       // An address of the warm pool's own pool, asked for by annotation, is never one of its idle ones.
@@ -161,7 +185,13 @@ describe('warm pool: annotated pods allocated directly', () => {
       await r1.warm.close();
       // Two intents, as if the agent had stopped between the resource DB's commit and the
       // datastore's answer: one whose assignment landed, one whose did not.
-      const landed = await r1.admin.assign({ node: 'n1', handle: key('r2'), attrs: { network: warmConf.name, containerId: 'r2', ifname: 'eth0' }, auto: 'each-family', pools: ['pool-b'] });
+      const landed = await r1.admin.assign({
+        node: 'n1',
+        handle: key('r2'),
+        attrs: { network: warmConf.name, containerId: 'r2', ifname: 'eth0' },
+        auto: 'each-family',
+        pools: ['pool-b'],
+      });
       const db = new ResourceDb(r1.dataDir);
       for (const cid of ['r2', 'r3']) db.putDirect({ key: key(cid), network: warmConf.name, containerId: cid, ifname: 'eth0', ips: [], since: 1 });
       db.close();

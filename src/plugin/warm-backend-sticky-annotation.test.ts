@@ -33,7 +33,17 @@ describe('warm pool: podipam.io/sticky through the back end', () => {
         root,
         n: ++seq,
         pools: [{ name: 'v4', cidr: '10.79.0.0/16' }],
-        options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 1_000, stickyForMs: STICKY_FOR, tickMs: 3_600_000, writeDelayMs: 3_600_000, gcIntervalMs: 3_600_000 },
+        options: {
+          node: 'n1',
+          minIdle: 4,
+          maxIdle: 8,
+          capacity: 64,
+          cooldownMs: 1_000,
+          stickyForMs: STICKY_FOR,
+          tickMs: 3_600_000,
+          writeDelayMs: 3_600_000,
+          gcIntervalMs: 3_600_000,
+        },
       },
       opts,
     );
@@ -56,8 +66,13 @@ describe('warm pool: podipam.io/sticky through the back end', () => {
       const t = await addr(r, req('t1', 'team', 'job-1'));
       const plain = await addr(r, req('p1', 'web', 'nginx-2'));
       await r.warm.maintain();
-      for (const [cid, ns, name] of [['a1', 'web', 'nginx-1'], ['t1', 'team', 'job-1'], ['p1', 'web', 'nginx-2']] as const) await r.warm.del(req(cid, ns, name));
-      assert.equal(r.warm.report().stickyReservations, 2, 'the annotated pod and the annotated namespace\'s');
+      for (const [cid, ns, name] of [
+        ['a1', 'web', 'nginx-1'],
+        ['t1', 'team', 'job-1'],
+        ['p1', 'web', 'nginx-2'],
+      ] as const)
+        await r.warm.del(req(cid, ns, name));
+      assert.equal(r.warm.report().stickyReservations, 2, "the annotated pod and the annotated namespace's");
       r.clock.t += 5_000;
       assert.equal(await addr(r, req('a2', 'web', 'nginx-1', { [ANNOTATION.sticky]: 'true' })), a);
       assert.equal(await addr(r, req('t2', 'team', 'job-1')), t);

@@ -28,7 +28,18 @@ const rig = (opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> =>
       root,
       n: ++seq,
       pools: [{ name: 'v4', cidr: '10.78.0.0/16' }],
-      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 1_000, stickyForMs: STICKY_FOR, sticky: { namespaces: ['db'] }, tickMs: 3_600_000, writeDelayMs: 3_600_000, gcIntervalMs: 3_600_000 },
+      options: {
+        node: 'n1',
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldownMs: 1_000,
+        stickyForMs: STICKY_FOR,
+        sticky: { namespaces: ['db'] },
+        tickMs: 3_600_000,
+        writeDelayMs: 3_600_000,
+        gcIntervalMs: 3_600_000,
+      },
     },
     opts,
     prev,
@@ -38,7 +49,11 @@ const conf = warmConf;
 const req = (containerId: string, namespace: string, name: string): IpamRequest => ({
   containerId,
   ifname: 'eth0',
-  cniArgs: new Map([['K8S_POD_NAMESPACE', namespace], ['K8S_POD_NAME', name], ['K8S_POD_UID', `uid-${containerId}`]]),
+  cniArgs: new Map([
+    ['K8S_POD_NAMESPACE', namespace],
+    ['K8S_POD_NAME', name],
+    ['K8S_POD_UID', `uid-${containerId}`],
+  ]),
   conf,
 });
 const addr = async (r: Rig, q: IpamRequest): Promise<string> => (await r.warm.add(q)).ips[0]!.address;
@@ -138,7 +153,7 @@ describe('warm pool: sticky pods by policy', () => {
     }
   });
 
-  it('a new incarnation (another uid) arriving before the old one\'s DEL takes the address over; the late DEL releases nothing of it', async () => {
+  it("a new incarnation (another uid) arriving before the old one's DEL takes the address over; the late DEL releases nothing of it", async () => {
     const r = await rig();
     try {
       const a = await addr(r, req('c1', 'db', 'pg-4'));
@@ -162,7 +177,7 @@ describe('warm pool: sticky pods by policy', () => {
     }
   });
 
-  it('with a kubeconfig: the pod GC releases a gone pod\'s address through the cooldown, a sticky one only after its window; deleted pods leave the pod store after an hour', async () => {
+  it("with a kubeconfig: the pod GC releases a gone pod's address through the cooldown, a sticky one only after its window; deleted pods leave the pod store after an hour", async () => {
     const fake = await startFakeKubeApiServer();
     const kubeconfig = join(root, `kc${++seq}`);
     fake.writeKubeconfig(kubeconfig);
@@ -170,7 +185,14 @@ describe('warm pool: sticky pods by policy', () => {
     try {
       const sts = fake.addPod('db', 'pg-0', { node: 'n1', ownerKind: 'StatefulSet' });
       const rs = fake.addPod('web', 'web-1', { node: 'n1', ownerKind: 'ReplicaSet' });
-      const kreq = (cid: string, ns: string, name: string, uid: string): IpamRequest => ({ ...req(cid, ns, name), cniArgs: new Map([['K8S_POD_NAMESPACE', ns], ['K8S_POD_NAME', name], ['K8S_POD_UID', uid]]) });
+      const kreq = (cid: string, ns: string, name: string, uid: string): IpamRequest => ({
+        ...req(cid, ns, name),
+        cniArgs: new Map([
+          ['K8S_POD_NAMESPACE', ns],
+          ['K8S_POD_NAME', name],
+          ['K8S_POD_UID', uid],
+        ]),
+      });
       await addr(r, kreq('c1', 'db', 'pg-0', sts.metadata.uid));
       const w = await addr(r, kreq('w1', 'web', 'web-1', rs.metadata.uid));
       r.clock.t += 1;

@@ -31,7 +31,17 @@ const rig = (opts: Partial<WarmOptions> = {}, prev?: Rig): Promise<Rig> =>
         { name: 'v4', cidr: '10.77.0.0/16' },
         { name: 'v6', cidr: 'fd00:77::/64' },
       ],
-      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, watch: false },
+      options: {
+        node: 'n1',
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldownMs: 30_000,
+        stickyForMs: 0,
+        tickMs: 3_600_000,
+        writeDelayMs: 3_600_000,
+        watch: false,
+      },
     },
     opts,
     prev,
@@ -159,11 +169,20 @@ describe('warm-pool back end', () => {
       const v4 = got.find((a) => !a.includes(':'))!;
       // An operator frees the idle address; a cluster-mode pod of another node gets it.
       await r.admin.releaseAddresses([parseAddr(v4)]);
-      const other = await r.admin.assign({ node: 'n2', handle: 'net:other:eth0', attrs: { network: 'net', containerId: 'other', ifname: 'eth0' }, ips: [parseAddr(v4)] });
+      const other = await r.admin.assign({
+        node: 'n2',
+        handle: 'net:other:eth0',
+        attrs: { network: 'net', containerId: 'other', ifname: 'eth0' },
+        ips: [parseAddr(v4)],
+      });
       assert.equal(formatAddr(other[0]!.addr), v4);
       await r.warm.maintain();
       const held = await r.admin.addressesOf('net:other:eth0');
-      assert.deepEqual(held?.map((a) => formatAddr(a.addr)), [v4], 'the other pod still holds its address after the warm pool returned its surplus');
+      assert.deepEqual(
+        held?.map((a) => formatAddr(a.addr)),
+        [v4],
+        'the other pod still holds its address after the warm pool returned its surplus',
+      );
       assert.ok(r.warm.report().returnTxns >= 1, 'the surplus was returned');
     } finally {
       await stop(r);
@@ -186,32 +205,36 @@ describe('warm-pool back end', () => {
     }
   });
 
-  it('datastore away (write lock held elsewhere): pods keep starting from the pool, the write-behind queue drains when it returns, refills back off', { timeout: 60_000 }, async () => {
-    const r = await rig({ minIdle: 4, maxIdle: 8 });
-    const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
-    const holder = new Database(r.url.slice('sqlite:'.length));
-    try {
-      holder.exec('BEGIN IMMEDIATE');
-      // Counted, not timed: the ADDs from the pool make no datastore round trip at all.
-      const trips = r.cluster.roundTrips();
-      const got = [];
-      for (let i = 0; i < 3; i++) got.push(await r.warm.add(req(`o${i}`)));
-      assert.equal(r.cluster.roundTrips(), trips, 'ADDs from the pool do not touch the datastore');
-      assert.equal(new Set(got.flatMap(addrsOf)).size, 6);
-      await r.warm.flushWrites();
-      assert.equal(r.warm.report().writeBehindDepth, 3, 'queued while the datastore is away');
-      await r.warm.maintain(); // idle 1 < minIdle: the refill fails and backs off
-      assert.ok(r.warm.report().lastError, 'the failure is reported');
-      assert.equal(r.warm.report().refillTxns, 1, 'only the preload landed');
-      holder.exec('ROLLBACK');
-      await r.warm.flushWrites();
-      assert.equal(r.warm.report().writeBehindDepth, 0, 'drained once the datastore is back');
-      assert.equal((await r.admin.store.list(`${POD_RECORD_PREFIX}n1/`)).length, 3);
-    } finally {
-      holder.close();
-      await stop(r);
-    }
-  });
+  it(
+    'datastore away (write lock held elsewhere): pods keep starting from the pool, the write-behind queue drains when it returns, refills back off',
+    { timeout: 60_000 },
+    async () => {
+      const r = await rig({ minIdle: 4, maxIdle: 8 });
+      const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
+      const holder = new Database(r.url.slice('sqlite:'.length));
+      try {
+        holder.exec('BEGIN IMMEDIATE');
+        // Counted, not timed: the ADDs from the pool make no datastore round trip at all.
+        const trips = r.cluster.roundTrips();
+        const got = [];
+        for (let i = 0; i < 3; i++) got.push(await r.warm.add(req(`o${i}`)));
+        assert.equal(r.cluster.roundTrips(), trips, 'ADDs from the pool do not touch the datastore');
+        assert.equal(new Set(got.flatMap(addrsOf)).size, 6);
+        await r.warm.flushWrites();
+        assert.equal(r.warm.report().writeBehindDepth, 3, 'queued while the datastore is away');
+        await r.warm.maintain(); // idle 1 < minIdle: the refill fails and backs off
+        assert.ok(r.warm.report().lastError, 'the failure is reported');
+        assert.equal(r.warm.report().refillTxns, 1, 'only the preload landed');
+        holder.exec('ROLLBACK');
+        await r.warm.flushWrites();
+        assert.equal(r.warm.report().writeBehindDepth, 0, 'drained once the datastore is back');
+        assert.equal((await r.admin.store.list(`${POD_RECORD_PREFIX}n1/`)).length, 3);
+      } finally {
+        holder.close();
+        await stop(r);
+      }
+    },
+  );
 
   it('restart: the pool is rebuilt from the resource DB and reconciled with the datastore both ways', async () => {
     const logs: string[] = [];
@@ -237,8 +260,14 @@ describe('warm-pool back end', () => {
       // An address of a warm handle the DB never knew, named by no pod record: nothing says it is free.
       assert.equal(s.adoptedOnReconcile, 0);
       assert.equal(s.quarantined, 1);
-      assert.ok(logs.some((l) => l.includes('no longer holds')), logs.join('\n'));
-      assert.ok(logs.some((l) => l.includes('not known to be free') && l.includes(formatAddr(extra[0]!.addr))), logs.join('\n'));
+      assert.ok(
+        logs.some((l) => l.includes('no longer holds')),
+        logs.join('\n'),
+      );
+      assert.ok(
+        logs.some((l) => l.includes('not known to be free') && l.includes(formatAddr(extra[0]!.addr))),
+        logs.join('\n'),
+      );
       assert.ok(s.pools.ipv4!.idle >= idleBefore - 1, `idle ${s.pools.ipv4!.idle} (was ${idleBefore})`);
       // The pods' repeated ADDs get their addresses back; the quarantined address is never handed out.
       assert.deepEqual(addrsOf(await r2.warm.add(req('r0'))), addrsOf(pods[0]!));

@@ -48,7 +48,12 @@ export class WarmBackend implements IpamBackend {
   async check(req: IpamRequest): Promise<void> {
     warmRoutes(req.conf);
     const w = warmRequest(req);
-    await this.service.check(w, prevResultAddrs(req.conf.prevResult).map((p) => p.addr)).catch(fail('CHECK'));
+    await this.service
+      .check(
+        w,
+        prevResultAddrs(req.conf.prevResult).map((p) => p.addr),
+      )
+      .catch(fail('CHECK'));
   }
 
   async gc(conf: NetConf, valid: readonly Attachment[]): Promise<void> {
@@ -74,7 +79,11 @@ function fail(verb: string): (e: unknown) => never {
 /** The warm back end's ipam keys (type, agent, routes); returns the routes. Code 7 otherwise. */
 function warmRoutes(conf: NetConf): IpamResult['routes'] {
   for (const k of Object.keys(conf.ipam)) {
-    if (!KNOWN.includes(k.toLowerCase())) throw new CniError(CniCode.InvalidConfig, `ipam.${k} ${JSON.stringify(conf.ipam[k])}: unknown key for the agent's warm-pool back end (known: ${KNOWN.join(', ')})`);
+    if (!KNOWN.includes(k.toLowerCase()))
+      throw new CniError(
+        CniCode.InvalidConfig,
+        `ipam.${k} ${JSON.stringify(conf.ipam[k])}: unknown key for the agent's warm-pool back end (known: ${KNOWN.join(', ')})`,
+      );
   }
   const routes = parseRoutes(conf.ipam);
   return routes.length > 0 ? routes : undefined;

@@ -23,19 +23,17 @@ export function clusterAllocations(name: string, node: string, run: <T>(fn: (ipa
     name: source,
     list: () =>
       run(async (ipam) =>
-        (await ipam.nodeAttachments(node)).map(
-          (a): ClusterAllocation => ({
-            id: `${source}|${a.handle}@${a.rev}`,
-            source,
-            network: a.network,
-            containerId: a.containerId,
-            ifname: a.ifname,
-            ...(a.since === undefined ? {} : { since: a.since }),
-            addresses: [...a.blocks].map(([cidr, n]) => `${n} in ${cidr}`),
-            handle: a.handle,
-            rev: a.rev,
-          }),
-        ),
+        (await ipam.nodeAttachments(node)).map((a): ClusterAllocation => ({
+          id: `${source}|${a.handle}@${a.rev}`,
+          source,
+          network: a.network,
+          containerId: a.containerId,
+          ifname: a.ifname,
+          ...(a.since === undefined ? {} : { since: a.since }),
+          addresses: [...a.blocks].map(([cidr, n]) => `${n} in ${cidr}`),
+          handle: a.handle,
+          rev: a.rev,
+        })),
       ),
     release: (a, evidence) =>
       run(async (ipam) => {

@@ -14,14 +14,23 @@ const varint = (n: bigint): number[] => {
   return out;
 };
 const field = (num: number, v: string | Buffer | bigint): Buffer =>
-  typeof v === 'bigint' ? Buffer.from([...varint(BigInt(num << 3)), ...varint(v)]) : Buffer.concat([Buffer.from([...varint(BigInt((num << 3) | 2)), ...varint(BigInt(Buffer.byteLength(v)))]), Buffer.from(v)]);
+  typeof v === 'bigint'
+    ? Buffer.from([...varint(BigInt(num << 3)), ...varint(v)])
+    : Buffer.concat([Buffer.from([...varint(BigInt((num << 3) | 2)), ...varint(BigInt(Buffer.byteLength(v)))]), Buffer.from(v)]);
 const msg = (...parts: Buffer[]): Buffer => Buffer.concat(parts);
 
 describe('CRI messages', () => {
   it('decodes ListPodSandboxResponse items (id, metadata, state, created_at), skipping unknown fields', () => {
     const meta = msg(field(1, 'web-1'), field(2, 'uid-1'), field(3, 'shop'), field(4, 2n));
     const labels = msg(field(1, 'app'), field(2, 'web')); // map entry: an unknown field 5 here
-    const a = msg(field(1, 'a'.repeat(64)), field(2, meta), field(3, 1n), field(4, 1_700_000_000_000_000_000n), field(5, labels), Buffer.from([0x35, 1, 2, 3, 4]) /* fixed32 field 6 */);
+    const a = msg(
+      field(1, 'a'.repeat(64)),
+      field(2, meta),
+      field(3, 1n),
+      field(4, 1_700_000_000_000_000_000n),
+      field(5, labels),
+      Buffer.from([0x35, 1, 2, 3, 4]) /* fixed32 field 6 */,
+    );
     const b = msg(field(1, 'b'.repeat(64)));
     const items = decodeListPodSandboxResponse(msg(field(1, a), field(1, b)));
     assert.deepEqual(items, [
@@ -32,7 +41,12 @@ describe('CRI messages', () => {
   });
 
   it('decodes VersionResponse', () => {
-    assert.deepEqual(decodeVersionResponse(msg(field(1, '0.1.0'), field(2, 'containerd'), field(3, '1.6.20'), field(4, 'v1'))), { version: '0.1.0', runtimeName: 'containerd', runtimeVersion: '1.6.20', runtimeApiVersion: 'v1' });
+    assert.deepEqual(decodeVersionResponse(msg(field(1, '0.1.0'), field(2, 'containerd'), field(3, '1.6.20'), field(4, 'v1'))), {
+      version: '0.1.0',
+      runtimeName: 'containerd',
+      runtimeVersion: '1.6.20',
+      runtimeApiVersion: 'v1',
+    });
   });
 
   it('a truncated or malformed answer is an error, never a partial list', () => {

@@ -48,7 +48,14 @@ export function criSocketPath(field: string, endpoint: string): string {
 }
 
 interface GrpcClient {
-  makeUnaryRequest<Q, R>(method: string, ser: (q: Q) => Buffer, de: (b: Buffer) => R, arg: Q, options: { deadline: number }, cb: (e: (Error & { code?: number; details?: string }) | null, r?: R) => void): unknown;
+  makeUnaryRequest<Q, R>(
+    method: string,
+    ser: (q: Q) => Buffer,
+    de: (b: Buffer) => R,
+    arg: Q,
+    options: { deadline: number },
+    cb: (e: (Error & { code?: number; details?: string }) | null, r?: R) => void,
+  ): unknown;
   close(): void;
 }
 interface GrpcModule {
@@ -66,7 +73,9 @@ export function criRuntime(socket: string, timeoutMs = 10_000): CriRuntime {
       client.makeUnaryRequest(`${SERVICE}/${method}`, empty, decode, {}, { deadline: Date.now() + timeoutMs }, (e, r) => {
         if (e) {
           const decodeError = e instanceof CriDecodeError || (e as { cause?: unknown }).cause instanceof CriDecodeError;
-          reject(new CriCallError(method, e.code, `CRI ${method} on ${socket}: ${decodeError ? 'undecodable answer: ' : ''}${e.details || e.message}`, { cause: e }));
+          reject(
+            new CriCallError(method, e.code, `CRI ${method} on ${socket}: ${decodeError ? 'undecodable answer: ' : ''}${e.details || e.message}`, { cause: e }),
+          );
         } else if (r === undefined) reject(new CriCallError(method, undefined, `CRI ${method} on ${socket}: no answer`));
         else resolve(r);
       });

@@ -75,7 +75,17 @@ function listDataDir(source: string, dataDir: string): LocalAllocation[] {
     }
     for (const a of byAttachment.values()) {
       const since = Math.floor(a.since);
-      out.push({ id: `${source}|${network}|${a.containerId}|${a.ifname}|${a.files.join(',')}|${since}`, source, network, containerId: a.containerId, ifname: a.ifname, since, addresses: a.files, dir, files: a.files });
+      out.push({
+        id: `${source}|${network}|${a.containerId}|${a.ifname}|${a.files.join(',')}|${since}`,
+        source,
+        network,
+        containerId: a.containerId,
+        ifname: a.ifname,
+        since,
+        addresses: a.files,
+        dir,
+        files: a.files,
+      });
     }
   }
   return out;

@@ -30,10 +30,19 @@ type Step =
   | { readonly kind: 'wait'; readonly ms: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('start' as const), creation: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: MAX_CREATION })), tracked: fc.boolean(), recordTime: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('start' as const),
+    creation: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: MAX_CREATION })),
+    tracked: fc.boolean(),
+    recordTime: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('stop' as const), pick: fc.nat(), delOk: fc.boolean() }),
   fc.record({ kind: fc.constant('plant' as const), recordTime: fc.boolean() }),
-  fc.record({ kind: fc.constant('pass' as const), answer: fc.constantFrom<('ok' | 'late' | 'empty' | 'fail')[]>('ok', 'ok', 'ok', 'late', 'empty', 'fail'), times: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({
+    kind: fc.constant('pass' as const),
+    answer: fc.constantFrom<('ok' | 'late' | 'empty' | 'fail')[]>('ok', 'ok', 'ok', 'late', 'empty', 'fail'),
+    times: fc.integer({ min: 1, max: 4 }),
+  }),
   fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.integer({ min: 0, max: INTERVAL }), fc.integer({ min: 0, max: 3 * GRACE })) }),
 );
 
@@ -67,10 +76,19 @@ class World {
     return {
       name: 'sim',
       list: async () =>
-        [...this.held].map(([id, since]): SourcedAllocation => ({ id: `sim|${id}`, source: 'sim', network: 'n', containerId: id, ifname: 'eth0', ...(since === undefined ? {} : { since }), addresses: [id] })),
+        [...this.held].map(([id, since]): SourcedAllocation => ({
+          id: `sim|${id}`,
+          source: 'sim',
+          network: 'n',
+          containerId: id,
+          ifname: 'eth0',
+          ...(since === undefined ? {} : { since }),
+          addresses: [id],
+        })),
       release: async (a) => {
         const s = this.sandboxes.get(a.containerId);
-        if (s && !s.removed) this.violations.push(`freed ${a.containerId} at ${this.now}: its sandbox ${s.listedAt <= this.now ? 'is listed' : 'is being created'}`);
+        if (s && !s.removed)
+          this.violations.push(`freed ${a.containerId} at ${this.now}: its sandbox ${s.listedAt <= this.now ? 'is listed' : 'is being created'}`);
         if (!this.held.delete(a.containerId)) return [];
         return [a.containerId];
       },
@@ -94,7 +112,7 @@ class World {
   }
 }
 
-test('runtime reconciliation against a scripted CRI double: never frees a listed or in-creation sandbox\'s address; frees every true leak past the grace', async (t) => {
+test("runtime reconciliation against a scripted CRI double: never frees a listed or in-creation sandbox's address; frees every true leak past the grace", async (t) => {
   const runs = propertyRuns('RUNTIME_RECONCILE') / 10;
   const seed = process.env.RUNTIME_RECONCILE_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.RUNTIME_RECONCILE_SEED);
   const path = process.env.RUNTIME_RECONCILE_PATH;
@@ -102,7 +120,16 @@ test('runtime reconciliation against a scripted CRI double: never frees a listed
   let freedLeaks = 0;
   const prop = fc.asyncProperty(fc.array(stepArb, { maxLength: 60, size: 'max' }), async (steps) => {
     const w = new World();
-    const r = new RuntimeReconciler({ endpoint: 'sim', runtime: w.runtime(), sources: () => [w.source()], inFlight: () => w.inFlight(), graceMs: GRACE, intervalMs: INTERVAL, log: silentLog, now: () => w.now });
+    const r = new RuntimeReconciler({
+      endpoint: 'sim',
+      runtime: w.runtime(),
+      sources: () => [w.source()],
+      inFlight: () => w.inFlight(),
+      graceMs: GRACE,
+      intervalMs: INTERVAL,
+      log: silentLog,
+      now: () => w.now,
+    });
     const pass = async (answer: 'ok' | 'late' | 'empty' | 'fail'): Promise<void> => {
       w.nextAnswer = answer;
       await r.pass().catch(() => undefined);
@@ -141,7 +168,9 @@ test('runtime reconciliation against a scripted CRI double: never frees a listed
   const details = await fc.check(prop, { numRuns: runs, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
   t.diagnostic(`${details.numRuns} scripts, ${freedLeaks} true leaks freed`);
   if (details.failed) {
-    assert.fail(`${fc.defaultReportMessage(details)}\nReplay: RUNTIME_RECONCILE_SEED=${details.seed} RUNTIME_RECONCILE_PATH=${details.counterexamplePath} node scripts/test.mjs runtime-reconciler.property`);
+    assert.fail(
+      `${fc.defaultReportMessage(details)}\nReplay: RUNTIME_RECONCILE_SEED=${details.seed} RUNTIME_RECONCILE_PATH=${details.counterexamplePath} node scripts/test.mjs runtime-reconciler.property`,
+    );
   }
   assert.ok(freedLeaks > 0, 'the scripts made no leak at all: the property proved nothing');
 });

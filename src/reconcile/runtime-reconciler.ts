@@ -103,10 +103,18 @@ export class RuntimeReconciler {
   readonly #lastFreed: FreedLeak[] = [];
 
   constructor(o: RuntimeReconcilerOptions) {
-    if (!(o.graceMs >= 0) || !(o.intervalMs > 0)) throw new RangeError(`runtime reconciliation: grace ${o.graceMs} ms and interval ${o.intervalMs} ms must be ≥ 0 and > 0`);
+    if (!(o.graceMs >= 0) || !(o.intervalMs > 0))
+      throw new RangeError(`runtime reconciliation: grace ${o.graceMs} ms and interval ${o.intervalMs} ms must be ≥ 0 and > 0`);
     this.#o = o;
     this.#now = o.now ?? Date.now;
-    this.#loop = new Periodic({ name: 'runtime reconciliation', intervalMs: o.intervalMs, firstDelayMs: 0, jitter: 0.1, task: () => this.pass().then(() => undefined), log: o.log });
+    this.#loop = new Periodic({
+      name: 'runtime reconciliation',
+      intervalMs: o.intervalMs,
+      firstDelayMs: 0,
+      jitter: 0.1,
+      task: () => this.pass().then(() => undefined),
+      log: o.log,
+    });
   }
 
   start(): void {
@@ -155,11 +163,26 @@ export class RuntimeReconciler {
       // Seen for the first time now: it existed by the time its listing began (`at` ≤ seenAt).
       return { ...a, firstSeen: first ?? seenAt };
     });
-    const plan = planRuntimeReconcile({ allocations: judged, lists: this.#lists, inFlight: this.#o.inFlight(), graceMs: this.#o.graceMs, spacingMs: this.#o.intervalMs, now: seenAt });
+    const plan = planRuntimeReconcile({
+      allocations: judged,
+      lists: this.#lists,
+      inFlight: this.#o.inFlight(),
+      graceMs: this.#o.graceMs,
+      spacingMs: this.#o.intervalMs,
+      now: seenAt,
+    });
     this.#allocations = judged.length;
-    this.#suspected = plan.suspected.map(({ allocation: a, reason }) => ({ source: a.source, network: a.network, containerId: a.containerId, ifname: a.ifname, addresses: a.addresses, reason }));
+    this.#suspected = plan.suspected.map(({ allocation: a, reason }) => ({
+      source: a.source,
+      network: a.network,
+      containerId: a.containerId,
+      ifname: a.ifname,
+      addresses: a.addresses,
+      reason,
+    }));
     this.#refused = plan.refused;
-    if (plan.refused !== undefined) this.#o.log.warn({ endpoint: this.#o.endpoint, refused: plan.refused }, `runtime reconciliation: nothing freed: ${plan.refused}`);
+    if (plan.refused !== undefined)
+      this.#o.log.warn({ endpoint: this.#o.endpoint, refused: plan.refused }, `runtime reconciliation: nothing freed: ${plan.refused}`);
     const freed: FreedLeak[] = [];
     const releaseErrors: string[] = [];
     for (const { allocation: a, evidence } of plan.free) {
@@ -184,7 +207,16 @@ export class RuntimeReconciler {
       if (this.#lastFreed.length > REPORTED) this.#lastFreed.shift();
       this.#firstSeen.delete(a.id);
       this.#o.log.info(
-        { reason: 'runtime-absent', source: a.source, network: a.network, containerId: a.containerId, ifname: a.ifname, addresses, lists: evidence.lists.map((t) => new Date(t).toISOString()), ageMs: evidence.ageMs },
+        {
+          reason: 'runtime-absent',
+          source: a.source,
+          network: a.network,
+          containerId: a.containerId,
+          ifname: a.ifname,
+          addresses,
+          lists: evidence.lists.map((t) => new Date(t).toISOString()),
+          ageMs: evidence.ageMs,
+        },
         `runtime reconciliation freed ${a.containerId}/${a.ifname} (${addresses.join(', ')}): not among the runtime's sandboxes at ${new Date(evidence.lists[0]).toISOString()} and ${new Date(evidence.lists[1]).toISOString()}, ${Math.round(evidence.ageMs / 1000)} s old`,
       );
     }
@@ -196,7 +228,8 @@ export class RuntimeReconciler {
   }
 
   status(): RuntimeReconcileStatus {
-    const state: RuntimeReconcileStatus['state'] = this.#lastError !== undefined ? 'failed' : this.#refused !== undefined ? 'refused' : this.#lists.length < 2 ? 'pending' : 'ok';
+    const state: RuntimeReconcileStatus['state'] =
+      this.#lastError !== undefined ? 'failed' : this.#refused !== undefined ? 'refused' : this.#lists.length < 2 ? 'pending' : 'ok';
     const latest = this.#lists[this.#lists.length - 1];
     return {
       endpoint: this.#o.endpoint,

@@ -45,12 +45,20 @@ type Step =
   | { readonly kind: 'wait'; readonly ms: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('start' as const), creation: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: MAX_CREATION })), racing: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('start' as const),
+    creation: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: MAX_CREATION })),
+    racing: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('stop' as const), pick: fc.nat(), delOk: fc.boolean(), racing: fc.boolean() }),
   fc.record({ kind: fc.constant('plant' as const) }),
   fc.record({ kind: fc.constant('readd' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('revive' as const), pick: fc.nat(), creation: fc.integer({ min: 0, max: MAX_CREATION }), racing: fc.boolean() }),
-  fc.record({ kind: fc.constant('pass' as const), answer: fc.constantFrom<Answer[]>('ok', 'ok', 'ok', 'late', 'empty', 'fail'), times: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({
+    kind: fc.constant('pass' as const),
+    answer: fc.constantFrom<Answer[]>('ok', 'ok', 'ok', 'late', 'empty', 'fail'),
+    times: fc.integer({ min: 1, max: 4 }),
+  }),
   fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.integer({ min: 0, max: INTERVAL }), fc.integer({ min: 0, max: 3 * GRACE })) }),
 );
 
@@ -62,10 +70,17 @@ interface Sandbox {
 
 /** The resource DB's queued record deletes (read beside the service: WAL, another connection). */
 function queuedDeletes(dataDir: string): { key: string; why: string | null; evidence: string | null }[] {
-  const Db = createRequire(import.meta.url)('better-sqlite3') as new (p: string, o: { readonly: boolean }) => { prepare(s: string): { all(): unknown[] }; close(): void };
+  const Db = createRequire(import.meta.url)('better-sqlite3') as new (
+    p: string,
+    o: { readonly: boolean },
+  ) => { prepare(s: string): { all(): unknown[] }; close(): void };
   const db = new Db(join(dataDir, 'resources.db'), { readonly: true });
   try {
-    return db.prepare('SELECT key, why, evidence FROM writes WHERE value IS NULL ORDER BY seq').all() as { key: string; why: string | null; evidence: string | null }[];
+    return db.prepare('SELECT key, why, evidence FROM writes WHERE value IS NULL ORDER BY seq').all() as {
+      key: string;
+      why: string | null;
+      evidence: string | null;
+    }[];
   } finally {
     db.close();
   }
@@ -74,7 +89,7 @@ function queuedDeletes(dataDir: string): { key: string; why: string | null; evid
 const req = (id: string) => ({ containerId: id, ifname: 'eth0', cniArgs: new Map<string, string>(), conf: warmConf });
 const key = (id: string): string => `wnet:${id}:eth0`;
 
-test('warm pool under runtime reconciliation: never frees a listed or in-creation sandbox\'s pod; frees every true leak past the grace, as a DEL would', async (t) => {
+test("warm pool under runtime reconciliation: never frees a listed or in-creation sandbox's pod; frees every true leak past the grace, as a DEL would", async (t) => {
   const runs = Math.max(5, Math.round(propertyRuns('WARM_RECONCILE') / 100));
   const seed = process.env.WARM_RECONCILE_SEED === undefined ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0 : Number(process.env.WARM_RECONCILE_SEED);
   const path = process.env.WARM_RECONCILE_PATH;
@@ -100,10 +115,21 @@ test('warm pool under runtime reconciliation: never frees a listed or in-creatio
         if (answer === 'fail') throw new Error('connection refused');
         if (answer === 'empty') return [];
         if (answer === 'late') r.clock.t += 7_000;
-        return [...sandboxes.values()].filter((s) => !s.removed && s.listedAt <= r.clock.t).map((s) => ({ id: s.id, name: s.id, namespace: 'ns', uid: s.id, state: 0, createdAt: '0' }));
+        return [...sandboxes.values()]
+          .filter((s) => !s.removed && s.listedAt <= r.clock.t)
+          .map((s) => ({ id: s.id, name: s.id, namespace: 'ns', uid: s.id, state: 0, createdAt: '0' }));
       },
     };
-    const rec = new RuntimeReconciler({ endpoint: 'sim', runtime, sources: () => [warmAllocations('ds', w)], inFlight: () => w.inFlight(), graceMs: GRACE, intervalMs: INTERVAL, log: silentLog, now: () => r.clock.t });
+    const rec = new RuntimeReconciler({
+      endpoint: 'sim',
+      runtime,
+      sources: () => [warmAllocations('ds', w)],
+      inFlight: () => w.inFlight(),
+      graceMs: GRACE,
+      intervalMs: INTERVAL,
+      log: silentLog,
+      now: () => r.clock.t,
+    });
     const pass = async (a: Answer): Promise<void> => {
       answer = a;
       await rec.pass().catch(() => undefined);
@@ -112,7 +138,9 @@ test('warm pool under runtime reconciliation: never frees a listed or in-creatio
     /** Every sandbox that exists or is being created holds its row. */
     const check = async (when: string): Promise<void> => {
       const rows = new Set((await w.podRows()).map((p) => p.key));
-      for (const s of sandboxes.values()) if (!s.removed && added.has(s.id) && !rows.has(key(s.id))) violations.push(`${when}: sandbox ${s.id} (${s.listedAt <= r.clock.t ? 'listed' : 'in creation'}) lost its pod row`);
+      for (const s of sandboxes.values())
+        if (!s.removed && added.has(s.id) && !rows.has(key(s.id)))
+          violations.push(`${when}: sandbox ${s.id} (${s.listedAt <= r.clock.t ? 'listed' : 'in creation'}) lost its pod row`);
     };
     const live = () => [...sandboxes.values()].filter((x) => !x.removed && x.listedAt <= r.clock.t);
     try {
@@ -175,7 +203,10 @@ test('warm pool under runtime reconciliation: never frees a listed or in-creatio
       assert.deepEqual(absent.map((q) => q.key.slice(q.key.lastIndexOf('/') + 1)).sort(), [...leaks].sort(), 'one runtime-absent delete per leak');
       for (const q of absent) {
         const e = decodeReleaseEvidence(q.evidence);
-        assert.ok(typeof e !== 'string' && e.ageMs >= GRACE && e.lists[1] - e.lists[0] >= INTERVAL && q.key.includes(e.containerId), `evidence kept: ${q.evidence}`);
+        assert.ok(
+          typeof e !== 'string' && e.ageMs >= GRACE && e.lists[1] - e.lists[0] >= INTERVAL && q.key.includes(e.containerId),
+          `evidence kept: ${q.evidence}`,
+        );
       }
       freedLeaks += leaks.length;
       return true;
@@ -186,7 +217,9 @@ test('warm pool under runtime reconciliation: never frees a listed or in-creatio
   const details = await fc.check(prop, { numRuns: runs, seed, ...(path === undefined ? {} : { path, endOnFailure: true }) });
   t.diagnostic(`${details.numRuns} scripts, ${freedLeaks} true leaks freed, ${raced} ADDs raced a pass`);
   if (details.failed) {
-    assert.fail(`${fc.defaultReportMessage(details)}\nReplay: WARM_RECONCILE_SEED=${details.seed} WARM_RECONCILE_PATH=${details.counterexamplePath} node scripts/test.mjs warm-allocations.property`);
+    assert.fail(
+      `${fc.defaultReportMessage(details)}\nReplay: WARM_RECONCILE_SEED=${details.seed} WARM_RECONCILE_PATH=${details.counterexamplePath} node scripts/test.mjs warm-allocations.property`,
+    );
   }
   assert.ok(freedLeaks > 0, 'the scripts made no leak at all: the property proved nothing');
 });

@@ -24,23 +24,26 @@ export function warmAllocations(name: string, warm: Pick<WarmService, 'podRows' 
   return {
     name: source,
     list: async () =>
-      (await warm.podRows()).map(
-        (p): WarmAllocation => ({
-          id: `${source}|${p.key}|${p.since}|${p.touchedAt ?? ''}`,
-          source,
-          network: p.network,
-          containerId: p.containerId,
-          ifname: p.ifname,
-          since: Math.max(p.since, p.touchedAt ?? p.since),
-          addresses: p.addrs,
-          key: p.key,
-          rowSince: p.since,
-          ...(p.touchedAt === undefined ? {} : { touchedAt: p.touchedAt }),
-        }),
-      ),
+      (await warm.podRows()).map((p): WarmAllocation => ({
+        id: `${source}|${p.key}|${p.since}|${p.touchedAt ?? ''}`,
+        source,
+        network: p.network,
+        containerId: p.containerId,
+        ifname: p.ifname,
+        since: Math.max(p.since, p.touchedAt ?? p.since),
+        addresses: p.addrs,
+        key: p.key,
+        rowSince: p.since,
+        ...(p.touchedAt === undefined ? {} : { touchedAt: p.touchedAt }),
+      })),
     release: (a, evidence) => {
       const w = a as WarmAllocation;
-      return Promise.resolve(warm.releaseAsListed({ key: w.key, containerId: w.containerId, since: w.rowSince, ...(w.touchedAt === undefined ? {} : { touchedAt: w.touchedAt }) }, evidence));
+      return Promise.resolve(
+        warm.releaseAsListed(
+          { key: w.key, containerId: w.containerId, since: w.rowSince, ...(w.touchedAt === undefined ? {} : { touchedAt: w.touchedAt }) },
+          evidence,
+        ),
+      );
     },
   };
 }

@@ -61,7 +61,8 @@ const atLeast = (v: string, min: string) => versionAtLeast(v || '0.1.0', min);
 
 function validateRuntime(network: string, rt: RuntimeConf): void {
   if (!rt.containerId) throw new TypeError('container id: missing');
-  if (!VALID_NAME.test(rt.containerId)) throw new TypeError(`container id ${JSON.stringify(rt.containerId)}: invalid characters (letters, digits, "_", ".", "-")`);
+  if (!VALID_NAME.test(rt.containerId))
+    throw new TypeError(`container id ${JSON.stringify(rt.containerId)}: invalid characters (letters, digits, "_", ".", "-")`);
   if (!VALID_NAME.test(network)) throw new TypeError(`network name ${JSON.stringify(network)}: invalid characters`);
   try {
     validateInterfaceName(rt.ifname);
@@ -71,7 +72,13 @@ function validateRuntime(network: string, rt: RuntimeConf): void {
 }
 
 /** libcni's buildOneConfig: the plugin's JSON with name, cniVersion, prevResult and runtimeConfig. */
-export function pluginStdin(list: NetworkConfigList, plugin: PluginConf, prevResult: GoResult | undefined, rt: RuntimeConf | undefined, extra: Record<string, unknown> = {}): Buffer {
+export function pluginStdin(
+  list: NetworkConfigList,
+  plugin: PluginConf,
+  prevResult: GoResult | undefined,
+  rt: RuntimeConf | undefined,
+  extra: Record<string, unknown> = {},
+): Buffer {
   const rc: Record<string, unknown> = {};
   for (const [cap, on] of Object.entries(plugin.capabilities)) {
     if (on && rt?.capabilityArgs && Object.hasOwn(rt.capabilityArgs, cap)) rc[cap] = rt.capabilityArgs[cap];
@@ -204,7 +211,14 @@ export class CniRuntime {
         errors.push({ plugin: plugin.type, e: e as Error });
       }
     }
-    if (errors.length > 0) throw new ChainError(list.name, errors[0]!.plugin, 'DEL', errors[0]!.e, errors.slice(1).map((x) => x.e));
+    if (errors.length > 0)
+      throw new ChainError(
+        list.name,
+        errors[0]!.plugin,
+        'DEL',
+        errors[0]!.e,
+        errors.slice(1).map((x) => x.e),
+      );
     this.cache.delete(list.name, rt.containerId, rt.ifname);
   }
 

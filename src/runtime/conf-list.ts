@@ -103,7 +103,8 @@ export function parseConfList(file: string, bytes: Buffer, extraPlugins: (name: 
   const name = raw.name;
   if (name === undefined) throw new ConfigError(file, 'name', 'missing');
   if (typeof name !== 'string') throw new ConfigError(file, 'name', `must be a string, got ${JSON.stringify(name)}`);
-  if (!VALID_NAME.test(name)) throw new ConfigError(file, 'name', `invalid network name ${JSON.stringify(name)} (letters, digits, "_", ".", "-"; not starting with a punctuation mark)`);
+  if (!VALID_NAME.test(name))
+    throw new ConfigError(file, 'name', `invalid network name ${JSON.stringify(name)} (letters, digits, "_", ".", "-"; not starting with a punctuation mark)`);
   const cniVersion = listVersion(file, raw);
   const loadOnlyInlinedPlugins = bool(file, raw, 'loadOnlyInlinedPlugins');
   const list = raw.plugins;

@@ -67,7 +67,10 @@ async function startDemoAgent(socket: string, dataDir: string): Promise<{ socket
   const { callAgent } = await import('../wire/agent-client.js');
   // Its own process group: a Ctrl-C at the terminal must reach the demo (which then tears down
   // through the agent), not the agent itself. --no-masquerade: the demo never touches the host's nat table.
-  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off', '--no-masquerade'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', socket, '--data-dir', dataDir, '--metrics-listen', 'off', '--no-masquerade'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -153,7 +156,8 @@ export const PODIPAM_BIN = fileURLToPath(new URL('../../../bin/podipam', import.
 
 function validate(o: DemoOptions): void {
   if (!Number.isInteger(o.pods) || o.pods < 1 || o.pods > 64) throw new RangeError(`--pods ${o.pods}: must be an integer from 1 to 64`);
-  if (!Object.hasOwn(DEMO_BACKENDS, o.backend)) throw new RangeError(`--backend ${JSON.stringify(o.backend)}: use one of ${Object.keys(DEMO_BACKENDS).join(', ')}`);
+  if (!Object.hasOwn(DEMO_BACKENDS, o.backend))
+    throw new RangeError(`--backend ${JSON.stringify(o.backend)}: use one of ${Object.keys(DEMO_BACKENDS).join(', ')}`);
   let p;
   try {
     p = parsePrefix(o.subnet);
@@ -247,7 +251,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
         teardown.push((e as Error).message);
       }
     }
-    if (started) o.out(teardown.length ? `teardown left problems: ${teardown.join('; ')}` : `torn down: pods deleted, namespaces, bridge ${bridge} and scratch files removed`);
+    if (started)
+      o.out(
+        teardown.length ? `teardown left problems: ${teardown.join('; ')}` : `torn down: pods deleted, namespaces, bridge ${bridge} and scratch files removed`,
+      );
   }
   return { pods, pings, teardown };
 }

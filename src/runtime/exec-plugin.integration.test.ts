@@ -7,7 +7,17 @@ import { execPlugin, type PluginArgs } from './exec-plugin.js';
 import { findPlugin } from './find-plugin.js';
 import { PluginError, PluginNotFoundError, PluginTimeoutError } from './errors.js';
 
-const ARGS: PluginArgs = { command: 'ADD', containerId: 'c1', netns: '/var/run/netns/x', ifname: 'eth0', args: [['A', '1'], ['B', '2']], path: ['/d1', '/d2'] };
+const ARGS: PluginArgs = {
+  command: 'ADD',
+  containerId: 'c1',
+  netns: '/var/run/netns/x',
+  ifname: 'eth0',
+  args: [
+    ['A', '1'],
+    ['B', '2'],
+  ],
+  path: ['/d1', '/d2'],
+};
 
 function scripts(bodies: Record<string, string>): { dir: string; done: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'podipam-exec-'));
@@ -37,9 +47,25 @@ test('execPlugin parses the CNI error JSON of a failing plugin into a PluginErro
   });
   try {
     const run = (n: string) => execPlugin(join(s.dir, n), n, Buffer.alloc(0), ARGS, { timeoutMs: 10_000 });
-    await assert.rejects(run('cni'), (e: unknown) => e instanceof PluginError && e.code === 11 && e.msg === 'try again' && e.details === 'busy' && e.exitCode === 1 && e.message === 'plugin "cni" ADD: CNI error 11: try again; busy');
-    await assert.rejects(run('garbage'), (e: unknown) => e instanceof PluginError && e.code === undefined && /exit status 2\) but its error message is not JSON: "segfault at 0x0 <oops>"/.test(e.message));
-    await assert.rejects(run('quiet'), (e: unknown) => e instanceof PluginError && e.exitCode === 3 && /"only stderr"/.test(e.message) && e.stderr === 'only stderr\n');
+    await assert.rejects(
+      run('cni'),
+      (e: unknown) =>
+        e instanceof PluginError &&
+        e.code === 11 &&
+        e.msg === 'try again' &&
+        e.details === 'busy' &&
+        e.exitCode === 1 &&
+        e.message === 'plugin "cni" ADD: CNI error 11: try again; busy',
+    );
+    await assert.rejects(
+      run('garbage'),
+      (e: unknown) =>
+        e instanceof PluginError && e.code === undefined && /exit status 2\) but its error message is not JSON: "segfault at 0x0 <oops>"/.test(e.message),
+    );
+    await assert.rejects(
+      run('quiet'),
+      (e: unknown) => e instanceof PluginError && e.exitCode === 3 && /"only stderr"/.test(e.message) && e.stderr === 'only stderr\n',
+    );
     await assert.rejects(run('crash'), (e: unknown) => e instanceof PluginError && e.signal === 'SIGSEGV' && /killed by SIGSEGV/.test(e.message));
   } finally {
     s.done();
@@ -53,7 +79,10 @@ test('execPlugin kills a hanging plugin and its children after the timeout', asy
   chmodSync(join(s.dir, 'hang'), 0o755);
   try {
     const t0 = performance.now();
-    await assert.rejects(execPlugin(join(s.dir, 'hang'), 'hang', Buffer.alloc(0), ARGS, { timeoutMs: 300 }), (e: unknown) => e instanceof PluginTimeoutError && e.timeoutMs === 300 && /no answer after 300 ms/.test(e.message));
+    await assert.rejects(
+      execPlugin(join(s.dir, 'hang'), 'hang', Buffer.alloc(0), ARGS, { timeoutMs: 300 }),
+      (e: unknown) => e instanceof PluginTimeoutError && e.timeoutMs === 300 && /no answer after 300 ms/.test(e.message),
+    );
     const ms = performance.now() - t0;
     assert.ok(ms < 5000, `took ${ms} ms`);
     const child = Number(readFileSync(pidFile, 'utf8'));
@@ -75,9 +104,15 @@ test('findPlugin: first regular file along the dirs; path separators refused', (
   try {
     assert.equal(findPlugin('p', [a.dir, b.dir]), join(a.dir, 'p'));
     assert.equal(findPlugin('q', [a.dir, b.dir]), join(b.dir, 'q'), 'a directory named q is not a plugin');
-    assert.throws(() => findPlugin('../p', [a.dir]), (e: unknown) => e instanceof PluginNotFoundError && /invalid plugin name: "..\/p"/.test(e.message));
+    assert.throws(
+      () => findPlugin('../p', [a.dir]),
+      (e: unknown) => e instanceof PluginNotFoundError && /invalid plugin name: "..\/p"/.test(e.message),
+    );
     assert.throws(() => findPlugin('/bin/sh', [a.dir]), PluginNotFoundError);
-    assert.throws(() => findPlugin('nope', [a.dir, b.dir]), (e: unknown) => e instanceof PluginNotFoundError && e.message === `failed to find plugin "nope" in path [${a.dir} ${b.dir}]`);
+    assert.throws(
+      () => findPlugin('nope', [a.dir, b.dir]),
+      (e: unknown) => e instanceof PluginNotFoundError && e.message === `failed to find plugin "nope" in path [${a.dir} ${b.dir}]`,
+    );
   } finally {
     a.done();
     b.done();

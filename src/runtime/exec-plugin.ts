@@ -84,8 +84,7 @@ function runOnce(bin: string, stdin: Buffer, env: NodeJS.ProcessEnv, timeoutMs: 
 
 /** The PluginError for a failed run, with the CNI error JSON parsed when there is one. */
 function failure(plugin: string, verb: string, r: Run): PluginError {
-  const err = (code: number | undefined, msg: string, details?: string) =>
-    new PluginError(plugin, verb, code, msg, details, r.code, r.signal, r.stderr);
+  const err = (code: number | undefined, msg: string, details?: string) => new PluginError(plugin, verb, code, msg, details, r.code, r.signal, r.stderr);
   const how = r.signal ? `killed by ${r.signal}` : `exit status ${r.code}`;
   const out = r.stdout.trim();
   if (out === '') {

@@ -10,7 +10,11 @@ import { PluginNotFoundError } from './errors.js';
 export function findPlugin(type: string, dirs: readonly string[]): string {
   if (type === '') throw new PluginNotFoundError(type, dirs, 'no plugin name provided');
   if (type.includes('/') || type === '.' || type === '..') {
-    throw new PluginNotFoundError(type, dirs, `invalid plugin name: ${JSON.stringify(type)} (a plugin is named by its file name in the bin dirs, never by a path)`);
+    throw new PluginNotFoundError(
+      type,
+      dirs,
+      `invalid plugin name: ${JSON.stringify(type)} (a plugin is named by its file name in the bin dirs, never by a path)`,
+    );
   }
   if (dirs.length === 0) throw new PluginNotFoundError(type, dirs, 'no plugin directories given');
   for (const d of dirs) {

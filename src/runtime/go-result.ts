@@ -53,7 +53,15 @@ function strings(o: Obj, k: string): string[] | undefined {
 }
 
 function route(r: Obj): GoJsonValue {
-  return { dst: str(r, 'dst', true), gw: str(r, 'gw'), mtu: int(r, 'mtu', false), advmss: int(r, 'advmss', false), priority: int(r, 'priority', false), table: int(r, 'table', true), scope: int(r, 'scope', true) };
+  return {
+    dst: str(r, 'dst', true),
+    gw: str(r, 'gw'),
+    mtu: int(r, 'mtu', false),
+    advmss: int(r, 'advmss', false),
+    priority: int(r, 'priority', false),
+    table: int(r, 'table', true),
+    scope: int(r, 'scope', true),
+  };
 }
 
 function dns(o: Obj): { [k: string]: GoJsonValue } {
@@ -70,7 +78,14 @@ function shape100(version: string, o: Obj): GoResult {
   const d = dns(o);
   return {
     cniVersion: version,
-    interfaces: list(o, 'interfaces')?.map((i) => ({ name: str(i, 'name') ?? '', mac: str(i, 'mac'), mtu: int(i, 'mtu', false), sandbox: str(i, 'sandbox'), socketPath: str(i, 'socketPath'), pciID: str(i, 'pciID') })),
+    interfaces: list(o, 'interfaces')?.map((i) => ({
+      name: str(i, 'name') ?? '',
+      mac: str(i, 'mac'),
+      mtu: int(i, 'mtu', false),
+      sandbox: str(i, 'sandbox'),
+      socketPath: str(i, 'socketPath'),
+      pciID: str(i, 'pciID'),
+    })),
     ips: list(o, 'ips')?.map((ip) => ({ interface: int(ip, 'interface', true), address: str(ip, 'address', true), gateway: str(ip, 'gateway') })),
     routes: list(o, 'routes')?.map(route),
     // types100.Result.MarshalJSON drops an empty dns.

@@ -18,7 +18,12 @@ function confDir(files: Record<string, string | object>): { dir: string; done: (
 const list = (name: string, type: string, extra: object = {}) => ({ cniVersion: '1.0.0', name, plugins: [{ type }], ...extra });
 
 test('loadNetwork takes the first .conflist in lexical order whose name matches', () => {
-  const d = confDir({ '20-b.conflist': list('net', 'second'), '10-a.conflist': list('other', 'x'), '15-a.conflist': list('net', 'first'), '05.conf': { cniVersion: '0.4.0', name: 'net', type: 'legacy' } });
+  const d = confDir({
+    '20-b.conflist': list('net', 'second'),
+    '10-a.conflist': list('other', 'x'),
+    '15-a.conflist': list('net', 'first'),
+    '05.conf': { cniVersion: '0.4.0', name: 'net', type: 'legacy' },
+  });
   try {
     const l = loadNetwork(d.dir, 'net');
     assert.equal(l.plugins[0]!.type, 'first');
@@ -48,10 +53,21 @@ test('loadNetwork up-converts a legacy .conf/.json as libcni does (keys sorted, 
 });
 
 test('loadNetwork appends <dir>/<name>/*.conf plugins unless loadOnlyInlinedPlugins', () => {
-  const d = confDir({ 'a.conflist': list('n1', 'inline'), 'b.conflist': list('n2', 'inline', { loadOnlyInlinedPlugins: true }), 'n1/1.conf': { type: 'extra' }, 'n2/1.conf': { type: 'extra' } });
+  const d = confDir({
+    'a.conflist': list('n1', 'inline'),
+    'b.conflist': list('n2', 'inline', { loadOnlyInlinedPlugins: true }),
+    'n1/1.conf': { type: 'extra' },
+    'n2/1.conf': { type: 'extra' },
+  });
   try {
-    assert.deepEqual(loadNetwork(d.dir, 'n1').plugins.map((p) => p.type), ['inline', 'extra']);
-    assert.deepEqual(loadNetwork(d.dir, 'n2').plugins.map((p) => p.type), ['inline']);
+    assert.deepEqual(
+      loadNetwork(d.dir, 'n1').plugins.map((p) => p.type),
+      ['inline', 'extra'],
+    );
+    assert.deepEqual(
+      loadNetwork(d.dir, 'n2').plugins.map((p) => p.type),
+      ['inline'],
+    );
   } finally {
     d.done();
   }
@@ -69,8 +85,14 @@ test('loadNetwork: cniVersions picks the highest version we implement', () => {
 test('loadNetwork: a missing network is NetworkNotFoundError naming the dir and the network', () => {
   const d = confDir({ 'a.conflist': list('here', 'x') });
   try {
-    assert.throws(() => loadNetwork(d.dir, 'absent'), (e: unknown) => e instanceof NetworkNotFoundError && !e.noConfigs && e.message === `no net configuration with name "absent" in ${d.dir}`);
-    assert.throws(() => loadNetwork(join(d.dir, 'nowhere'), 'absent'), (e: unknown) => e instanceof NetworkNotFoundError && e.noConfigs && /no net configurations found/.test(e.message));
+    assert.throws(
+      () => loadNetwork(d.dir, 'absent'),
+      (e: unknown) => e instanceof NetworkNotFoundError && !e.noConfigs && e.message === `no net configuration with name "absent" in ${d.dir}`,
+    );
+    assert.throws(
+      () => loadNetwork(join(d.dir, 'nowhere'), 'absent'),
+      (e: unknown) => e instanceof NetworkNotFoundError && e.noConfigs && /no net configurations found/.test(e.message),
+    );
   } finally {
     d.done();
   }
@@ -95,7 +117,12 @@ test('loadNetwork: invalid and unreadable configs are ConfigError naming the fil
     try {
       assert.throws(
         () => loadNetwork(d.dir, 'x'),
-        (e: unknown) => e instanceof ConfigError && e.file === join(d.dir, '10-bad.conflist') && e.field === field && why.test(e.message) && e.message.startsWith(join(d.dir, '10-bad.conflist')),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.file === join(d.dir, '10-bad.conflist') &&
+          e.field === field &&
+          why.test(e.message) &&
+          e.message.startsWith(join(d.dir, '10-bad.conflist')),
         `${JSON.stringify(body)} → ${field}`,
       );
     } finally {
@@ -105,16 +132,28 @@ test('loadNetwork: invalid and unreadable configs are ConfigError naming the fil
   const d = confDir({});
   try {
     symlinkSync('/nonexistent/podipam', join(d.dir, '00.conflist'));
-    assert.throws(() => loadNetwork(d.dir, 'x'), (e: unknown) => e instanceof ConfigError && e.file === join(d.dir, '00.conflist') && /cannot read/.test(e.message));
+    assert.throws(
+      () => loadNetwork(d.dir, 'x'),
+      (e: unknown) => e instanceof ConfigError && e.file === join(d.dir, '00.conflist') && /cannot read/.test(e.message),
+    );
   } finally {
     d.done();
   }
 });
 
 test('listNetworks: each name once, the file that would win', () => {
-  const d = confDir({ 'b.conflist': list('one', 'b'), 'a.conflist': list('one', 'a'), 'c.conflist': list('two', 'c'), 'z.conf': { name: 'three', type: 'z' }, 'y.conf': { name: 'one', type: 'y' } });
+  const d = confDir({
+    'b.conflist': list('one', 'b'),
+    'a.conflist': list('one', 'a'),
+    'c.conflist': list('two', 'c'),
+    'z.conf': { name: 'three', type: 'z' },
+    'y.conf': { name: 'one', type: 'y' },
+  });
   try {
-    assert.deepEqual(listNetworks(d.dir).map((l) => `${l.name}:${l.plugins[0]!.type}`), ['one:a', 'two:c', 'three:z']);
+    assert.deepEqual(
+      listNetworks(d.dir).map((l) => `${l.name}:${l.plugins[0]!.type}`),
+      ['one:a', 'two:c', 'three:z'],
+    );
   } finally {
     d.done();
   }

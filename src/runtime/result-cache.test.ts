@@ -41,7 +41,10 @@ const ENTRY = {
   ifname: 'eth0',
   config: Buffer.from(CONFIG),
   netns: '/var/run/netns/x',
-  cniArgs: [['K8S_POD_NAME', 'p<1>'], ['IgnoreUnknown', '1']] as [string, string][],
+  cniArgs: [
+    ['K8S_POD_NAME', 'p<1>'],
+    ['IgnoreUnknown', '1'],
+  ] as [string, string][],
   capabilityArgs: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }], ips: ['10.1.0.9/24'] },
   result: parseResult(STDOUT, '1.0.0'),
 };
@@ -52,7 +55,12 @@ test('encodeCacheFile writes the bytes libcni writes', () => {
 
 test('encodeCacheFile leaves out empty netns, cniArgs and capabilityArgs (omitempty)', () => {
   const s = encodeCacheFile({ ...ENTRY, netns: '', cniArgs: [], capabilityArgs: {} });
-  assert.equal(s, EXPECTED.replace(',"netns":"/var/run/netns/x"', '').replace(/,"cniArgs":.*?\]\],/, ',').replace(/"capabilityArgs":\{.*?\}\]\},/, ''));
+  assert.equal(
+    s,
+    EXPECTED.replace(',"netns":"/var/run/netns/x"', '')
+      .replace(/,"cniArgs":.*?\]\],/, ',')
+      .replace(/"capabilityArgs":\{.*?\}\]\},/, ''),
+  );
 });
 
 test('ResultCache writes <dir>/results/<net>-<id>-<ifname>, 0600 in a 0700 dir, and reads it back', () => {
@@ -87,8 +95,14 @@ test('ResultCache reads libcni legacy files (the bare result) and lists only cni
     c.write(ENTRY);
     c.write({ ...ENTRY, containerId: 'c10', ifname: 'eth1' });
     assert.deepEqual(plain(c.result('old', '1.0.0', 'c9', 'eth0')).ips, [{ address: '10.9.0.2/24' }]);
-    assert.deepEqual(c.list().map((a) => `${a.network}/${a.containerId}/${a.ifname}`), ['net1/c1/eth0', 'net1/c10/eth1']);
-    assert.deepEqual(c.list('c1').map((a) => a.containerId), ['c1']);
+    assert.deepEqual(
+      c.list().map((a) => `${a.network}/${a.containerId}/${a.ifname}`),
+      ['net1/c1/eth0', 'net1/c10/eth1'],
+    );
+    assert.deepEqual(
+      c.list('c1').map((a) => a.containerId),
+      ['c1'],
+    );
     assert.deepEqual(c.list('c9'), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -63,7 +63,9 @@ export function decodeCacheFile(text: string): CachedAttachment | undefined {
   }
   if (!isObject(o) || o.kind !== CACHE_KIND) return undefined;
   const s = (k: string) => (typeof o[k] === 'string' ? o[k] : '');
-  const args = Array.isArray(o.cniArgs) ? o.cniArgs.filter((p): p is [string, string] => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'string')) : [];
+  const args = Array.isArray(o.cniArgs)
+    ? o.cniArgs.filter((p): p is [string, string] => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'string'))
+    : [];
   return {
     containerId: s('containerId'),
     network: s('networkName'),
@@ -86,7 +88,9 @@ export class ResultCache {
   /** libcni's getCacheFilePath; the three parts must be non-empty. */
   path(network: string, containerId: string, ifname: string): string {
     if (!network || !containerId || !ifname) {
-      throw new TypeError(`cache file path requires network name (${JSON.stringify(network)}), container ID (${JSON.stringify(containerId)}), and interface name (${JSON.stringify(ifname)})`);
+      throw new TypeError(
+        `cache file path requires network name (${JSON.stringify(network)}), container ID (${JSON.stringify(containerId)}), and interface name (${JSON.stringify(ifname)})`,
+      );
     }
     return join(this.dir, `${network}-${containerId}-${ifname}`);
   }

@@ -25,7 +25,11 @@ export const DEFAULT_POOLS: readonly DefaultPool[] = [
 export const DEFAULT_CLUSTER_CIDRS = '10.245.0.0/16,fd00:10:245::/56';
 
 /** Creates `pools` when the store has no pool at all; returns the names created. */
-export async function ensureDefaultPools(ipam: Pick<ClusterIpam, 'createPool'>, summary: () => Promise<ClusterSummary>, pools: readonly DefaultPool[]): Promise<string[]> {
+export async function ensureDefaultPools(
+  ipam: Pick<ClusterIpam, 'createPool'>,
+  summary: () => Promise<ClusterSummary>,
+  pools: readonly DefaultPool[],
+): Promise<string[]> {
   if ((await summary()).pools.length > 0) return [];
   const created: string[] = [];
   for (const p of pools) {

@@ -26,7 +26,13 @@ function cell(s: string): string {
 }
 
 function table(ms: readonly MetricDescription[]): string[] {
-  return ['| name | type | labels | help |', '|---|---|---|---|', ...[...ms].sort((a, b) => a.name.localeCompare(b.name)).map((m) => `| \`${m.name}\` | ${m.type} | ${m.labelNames.map((l) => `\`${l}\``).join(', ') || '–'} | ${cell(m.help)} |`)];
+  return [
+    '| name | type | labels | help |',
+    '|---|---|---|---|',
+    ...[...ms]
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((m) => `| \`${m.name}\` | ${m.type} | ${m.labelNames.map((l) => `\`${l}\``).join(', ') || '–'} | ${cell(m.help)} |`),
+  ];
 }
 
 /** The whole page. */
@@ -45,7 +51,8 @@ export function metricsReference(sections: readonly MetricsSection[]): string {
     const own = s.metrics.filter((m) => !isProc(m));
     const proc = s.metrics.filter(isProc);
     out.push('', `## ${s.title}`, '', s.where, '', ...table(own));
-    if (proc.length > 0) out.push('', `Node.js process metrics (prom-client's defaults, ${s.processPrefixes.map((p) => `\`${p}\``).join(', ')}):`, '', ...table(proc));
+    if (proc.length > 0)
+      out.push('', `Node.js process metrics (prom-client's defaults, ${s.processPrefixes.map((p) => `\`${p}\``).join(', ')}):`, '', ...table(proc));
   }
   return `${out.join('\n')}\n`;
 }

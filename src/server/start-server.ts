@@ -78,7 +78,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const store = await openStore(cfg.datastoreUrl);
   const stops: (() => Promise<void>)[] = [() => store.close()];
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch((e: unknown) => cfg.log.child({ component: 'shutdown' }).warn({ err: (e as Error).message }, (e as Error).message));
+    for (const stop of stops.reverse())
+      await stop().catch((e: unknown) => cfg.log.child({ component: 'shutdown' }).warn({ err: (e as Error).message }, (e as Error).message));
     stops.length = 0;
   };
   try {
@@ -127,7 +128,13 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       const { openHistoryDb } = await import('../history/sqlite-history-db.js');
       const db = openHistoryDb(cfg.history.path);
       stops.push(() => Promise.resolve(db.close()));
-      const follower = new HistoryFollower({ store, db, log: cfg.log.child({ component: 'history' }), retentionMs: cfg.history.retentionMs, onChange: (following) => summary.noteChange(following) });
+      const follower = new HistoryFollower({
+        store,
+        db,
+        log: cfg.log.child({ component: 'history' }),
+        retentionMs: cfg.history.retentionMs,
+        onChange: (following) => summary.noteChange(following),
+      });
       await follower.start();
       summary.noteChange(true); // following from here on (caught up to the datastore as of now)
       stops.push(() => follower.stop());
@@ -192,7 +199,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       onServerError: (e, method, path) => {
         // The stack of a failure of ours goes to the log (never to the client).
         const stack = e.cause instanceof Error && e.status === 500 ? `\n${e.cause.stack ?? ''}` : '';
-        cfg.log.child({ component: 'http' }).warn({ method, path, status: e.status, code: e.code }, `${method} ${path} → ${e.status} ${e.code}: ${e.message}${stack}`);
+        cfg.log
+          .child({ component: 'http' })
+          .warn({ method, path, status: e.status, code: e.code }, `${method} ${path} → ${e.status} ${e.code}: ${e.message}${stack}`);
       },
     });
     await new Promise<void>((resolve, reject) => {

@@ -72,7 +72,12 @@ class ApiClient {
       if (body !== undefined) headers['content-type'] = 'application/json';
       let res: Response;
       try {
-        res = await fetch(`${this.base}/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+        res = await fetch(`${this.base}/api/v1${path}`, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(30_000),
+        });
       } catch (e) {
         throw new Error(`cannot reach ${this.base}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`);
       }
@@ -91,7 +96,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-
 function errorText(r: { status: number; data: any }): string {
   return `HTTP ${r.status}: ${r.data?.error?.message ?? JSON.stringify(r.data)}`;
 }
@@ -101,7 +105,8 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
   const api = new ApiClient(o.server.replace(/\/+$/, ''), o.token);
   const started = Date.now();
   const first = await api.call('GET', '/overview');
-  if (first.status === 401 || first.status === 403) throw new SimulateSetupError('token-refused', `${o.server} refused the token from ${o.tokenSource ?? 'nowhere'} (${errorText(first)})`);
+  if (first.status === 401 || first.status === 403)
+    throw new SimulateSetupError('token-refused', `${o.server} refused the token from ${o.tokenSource ?? 'nowhere'} (${errorText(first)})`);
   if (first.status !== 200) throw new Error(`${o.server} answered GET /api/v1/overview with ${errorText(first)}`);
   if (!first.data.pools?.length) throw new SimulateSetupError('no-pools', `${o.server} has no pools`);
   const who = await api.call('GET', '/whoami');
@@ -190,14 +195,22 @@ export async function simulate(o: SimulateOptions): Promise<SimulateResult> {
     if (o.cleanup) {
       const pods = [...live];
       live.clear();
-      await runAll(pods.map(([h, node]) => () => delPod(h, node)));
+      await runAll(
+        pods.map(
+          ([h, node]) =>
+            () =>
+              delPod(h, node),
+        ),
+      );
       // Deleting a node writes the proof it is gone; `release=now` then releases its blocks at
       // once (not after GC's grace period), so nothing of this run is left for `ipam check`.
       await runAll(
-        nodes.filter((name) => created.has(name)).map((name) => async () => {
-          const r = await api.call('DELETE', `/nodes/${encodeURIComponent(name)}?release=now`);
-          if (r.status !== 200 && r.status !== 404) fail(`remove ${name}: ${errorText(r)}`);
-        }),
+        nodes
+          .filter((name) => created.has(name))
+          .map((name) => async () => {
+            const r = await api.call('DELETE', `/nodes/${encodeURIComponent(name)}?release=now`);
+            if (r.status !== 200 && r.status !== 404) fail(`remove ${name}: ${errorText(r)}`);
+          }),
       );
     }
   } finally {

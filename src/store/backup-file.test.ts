@@ -11,7 +11,10 @@ const text = formatBackup('sqlite:/x.db', 42, new Date('2026-01-02T03:04:05Z'), 
 
 test('formatBackup and parseBackup round-trip: entries in key order, header and trailer checked', () => {
   const b = parseBackup('f.jsonl', text);
-  assert.deepEqual(b.entries.map((e) => e.key), ['blocks/10.0.0.0-28', 'pools/a', 'pools/b']);
+  assert.deepEqual(
+    b.entries.map((e) => e.key),
+    ['blocks/10.0.0.0-28', 'pools/a', 'pools/b'],
+  );
   assert.deepEqual(b.entries.find((e) => e.key === 'blocks/10.0.0.0-28')?.value, 'line\nbreak "quoted" é');
   assert.deepEqual(b.header, { podipamBackup: 1, source: 'sqlite:/x.db', rev: 42, at: '2026-01-02T03:04:05.000Z', keys: 3 });
   assert.equal(text.split('\n').length, 6, 'header, three entries, trailer, final newline');
@@ -28,11 +31,20 @@ test('parseBackup refuses a truncated, garbled or edited file, naming the file a
     ['edited value', text.replace('{\\"x\\":2}', '{\\"x\\":3}'), /^backup f line 5: the entries' SHA-256 is [0-9a-f]{64}, the trailer says/],
     ['not ours', '{"hello":1}\n', /^backup f line 1: not a podipam backup/],
     ['newer format', text.replace('"podipamBackup":1', '"podipamBackup":2'), /^backup f line 1: format 2: this podipam reads format 1/],
-    ['keys out of order', formatBackup('m', 1, new Date(0), entries).replace('"key":"pools/a"', '"key":"pools/c"'), /^backup f line 4: key "pools\/b" is not after "pools\/c"/],
+    [
+      'keys out of order',
+      formatBackup('m', 1, new Date(0), entries).replace('"key":"pools/a"', '"key":"pools/c"'),
+      /^backup f line 4: key "pools\/b" is not after "pools\/c"/,
+    ],
     ['bad entry shape', text.replace('{"key":"pools/a","value":""}', '{"key":"pools/a","value":3}'), /^backup f line 3: an entry is/],
     ['empty key', text.replace('"key":"pools/a"', '"key":""'), /^backup f line 3: .*'key' must be a non-empty string/],
     ['sqlite file', 'SQLite format 3\0rest', /^backup f: this is a SQLite database file/],
     ['extra line', `${text}{"x":1}\n`, /^backup f line 6: more lines than/],
   ];
-  for (const [what, bad, re] of cases) assert.throws(() => parseBackup('f', bad), (e: unknown) => e instanceof BackupFileError && re.test(e.message), what);
+  for (const [what, bad, re] of cases)
+    assert.throws(
+      () => parseBackup('f', bad),
+      (e: unknown) => e instanceof BackupFileError && re.test(e.message),
+      what,
+    );
 });

@@ -65,7 +65,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * wrong — before anything is written anywhere.
  */
 export function parseBackup(file: string, text: string): Backup {
-  if (text.startsWith('SQLite format 3\0')) throw new BackupFileError(file, undefined, 'this is a SQLite database file (a --snapshot backup of SQLite): restore it by copying it in place of the datastore file while nothing has it open');
+  if (text.startsWith('SQLite format 3\0'))
+    throw new BackupFileError(
+      file,
+      undefined,
+      'this is a SQLite database file (a --snapshot backup of SQLite): restore it by copying it in place of the datastore file while nothing has it open',
+    );
   if (!text.endsWith('\n')) {
     const lines = text.split('\n').length;
     throw new BackupFileError(file, lines, 'the file does not end with a newline: it is cut short (truncated)');
@@ -80,12 +85,24 @@ export function parseBackup(file: string, text: string): Backup {
     }
   };
   const head = parseLine(0);
-  if (!isObject(head) || !('podipamBackup' in head)) throw new BackupFileError(file, 1, 'not a podipam backup (no "podipamBackup" header); an etcd snapshot is restored with etcdutl snapshot restore, not here');
-  if (head.podipamBackup !== BACKUP_FORMAT) throw new BackupFileError(file, 1, `format ${JSON.stringify(head.podipamBackup)}: this podipam reads format ${BACKUP_FORMAT}`);
+  if (!isObject(head) || !('podipamBackup' in head))
+    throw new BackupFileError(
+      file,
+      1,
+      'not a podipam backup (no "podipamBackup" header); an etcd snapshot is restored with etcdutl snapshot restore, not here',
+    );
+  if (head.podipamBackup !== BACKUP_FORMAT)
+    throw new BackupFileError(file, 1, `format ${JSON.stringify(head.podipamBackup)}: this podipam reads format ${BACKUP_FORMAT}`);
   const keys = head.keys;
   if (typeof keys !== 'number' || !Number.isSafeInteger(keys) || keys < 0) throw new BackupFileError(file, 1, `"keys" is ${JSON.stringify(keys)}, not a count`);
-  if (typeof head.rev !== 'number' || typeof head.source !== 'string' || typeof head.at !== 'string') throw new BackupFileError(file, 1, 'the header needs "source", "rev" and "at"');
-  if (lines.length < keys + 2) throw new BackupFileError(file, lines.length, `the header announces ${keys} keys but the file ends after ${Math.max(0, lines.length - 1)} lines: it is cut short (truncated)`);
+  if (typeof head.rev !== 'number' || typeof head.source !== 'string' || typeof head.at !== 'string')
+    throw new BackupFileError(file, 1, 'the header needs "source", "rev" and "at"');
+  if (lines.length < keys + 2)
+    throw new BackupFileError(
+      file,
+      lines.length,
+      `the header announces ${keys} keys but the file ends after ${Math.max(0, lines.length - 1)} lines: it is cut short (truncated)`,
+    );
   if (lines.length > keys + 2) throw new BackupFileError(file, keys + 3, `more lines than the ${keys} keys and the trailer the header announces`);
   const hash = createHash('sha256');
   const entries: BackupEntry[] = [];
@@ -100,7 +117,8 @@ export function parseBackup(file: string, text: string): Backup {
       throw new BackupFileError(file, i + 1, (err as Error).message);
     }
     const prev = entries[entries.length - 1];
-    if (prev !== undefined && compareKeys(prev.key, e.key) >= 0) throw new BackupFileError(file, i + 1, `key ${JSON.stringify(e.key)} is not after ${JSON.stringify(prev.key)} (keys are written once each, in order)`);
+    if (prev !== undefined && compareKeys(prev.key, e.key) >= 0)
+      throw new BackupFileError(file, i + 1, `key ${JSON.stringify(e.key)} is not after ${JSON.stringify(prev.key)} (keys are written once each, in order)`);
     entries.push({ key: e.key, value: e.value });
     hash.update(`${lines[i]}\n`);
   }
@@ -108,6 +126,11 @@ export function parseBackup(file: string, text: string): Backup {
   if (!isObject(end) || end.end !== true) throw new BackupFileError(file, keys + 2, 'expected the trailer {"end": true, …}: the file is cut short or garbled');
   if (end.keys !== keys) throw new BackupFileError(file, keys + 2, `the trailer counts ${JSON.stringify(end.keys)} keys, the header ${keys}`);
   const sum = hash.digest('hex');
-  if (end.sha256 !== sum) throw new BackupFileError(file, keys + 2, `the entries' SHA-256 is ${sum}, the trailer says ${JSON.stringify(end.sha256)}: the file was changed or garbled`);
+  if (end.sha256 !== sum)
+    throw new BackupFileError(
+      file,
+      keys + 2,
+      `the entries' SHA-256 is ${sum}, the trailer says ${JSON.stringify(end.sha256)}: the file was changed or garbled`,
+    );
   return { header: { podipamBackup: BACKUP_FORMAT, source: head.source, rev: head.rev, at: head.at, keys }, entries };
 }

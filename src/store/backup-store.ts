@@ -28,31 +28,51 @@ export interface RestoreResult {
 }
 
 /** Writes `backup` into `store` (see the header): refuses a non-empty store unless `force`. */
-export async function restoreBackup(store: Store, backup: Backup, options: { readonly force?: boolean; readonly last?: (key: string) => boolean } = {}): Promise<RestoreResult> {
+export async function restoreBackup(
+  store: Store,
+  backup: Backup,
+  options: { readonly force?: boolean; readonly last?: (key: string) => boolean } = {},
+): Promise<RestoreResult> {
   const existing = (await store.snapshot('')).entries;
   if (existing.length > 0 && options.force !== true) {
-    const first = existing.slice(0, 3).map((e) => JSON.stringify(e.key)).join(', ');
-    throw new StoreError(store.url, `holds ${existing.length} keys (${first}${existing.length > 3 ? ', …' : ''}): a restore goes into an empty datastore; give --force to delete them and restore (stop every podipam process on this datastore first)`);
+    const first = existing
+      .slice(0, 3)
+      .map((e) => JSON.stringify(e.key))
+      .join(', ');
+    throw new StoreError(
+      store.url,
+      `holds ${existing.length} keys (${first}${existing.length > 3 ? ', …' : ''}): a restore goes into an empty datastore; give --force to delete them and restore (stop every podipam process on this datastore first)`,
+    );
   }
   let rev = 0;
   let done = 0;
   const raced = (key: string, what: string): never => {
-    throw new StoreError(store.url, `key ${JSON.stringify(key)} changed while restoring (${what}; ${done} of ${backup.entries.length} keys restored): stop every podipam process on this datastore and restore again with --force`);
+    throw new StoreError(
+      store.url,
+      `key ${JSON.stringify(key)} changed while restoring (${what}; ${done} of ${backup.entries.length} keys restored): stop every podipam process on this datastore and restore again with --force`,
+    );
   };
   for (let i = 0; i < existing.length; i += MAX_TXN_OPS) {
     const chunk = existing.slice(i, i + MAX_TXN_OPS);
-    const r = await store.txn(chunk.map((e) => ({ key: e.key, rev: e.rev })), chunk.map((e) => ({ type: 'delete' as const, key: e.key })));
+    const r = await store.txn(
+      chunk.map((e) => ({ key: e.key, rev: e.rev })),
+      chunk.map((e) => ({ type: 'delete' as const, key: e.key })),
+    );
     if (!r.succeeded) raced(chunk[r.current?.findIndex((c, j) => c?.rev !== chunk[j]?.rev) ?? 0]?.key ?? '?', 'while deleting what the store held');
     rev = r.rev;
   }
   const last = options.last;
   const ordered = last === undefined ? [backup.entries] : [backup.entries.filter((e) => !last(e.key)), backup.entries.filter((e) => last(e.key))];
-  for (const entries of ordered) for (let i = 0; i < entries.length; i += MAX_TXN_OPS) {
-    const chunk = entries.slice(i, i + MAX_TXN_OPS);
-    const r = await store.txn(chunk.map((e) => ({ key: e.key, rev: 0 })), chunk.map((e) => ({ type: 'put' as const, key: e.key, value: e.value })));
-    if (!r.succeeded) raced(chunk[r.current?.findIndex((c) => c !== undefined) ?? 0]?.key ?? '?', 'written by someone else');
-    done += chunk.length;
-    rev = r.rev;
-  }
+  for (const entries of ordered)
+    for (let i = 0; i < entries.length; i += MAX_TXN_OPS) {
+      const chunk = entries.slice(i, i + MAX_TXN_OPS);
+      const r = await store.txn(
+        chunk.map((e) => ({ key: e.key, rev: 0 })),
+        chunk.map((e) => ({ type: 'put' as const, key: e.key, value: e.value })),
+      );
+      if (!r.succeeded) raced(chunk[r.current?.findIndex((c) => c !== undefined) ?? 0]?.key ?? '?', 'written by someone else');
+      done += chunk.length;
+      rev = r.rev;
+    }
   return { deleted: existing.length, restored: done, rev };
 }

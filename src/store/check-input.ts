@@ -43,7 +43,9 @@ export function checkListOptions(options: ListOptions | undefined): void {
  */
 export function checkTxn(compares: readonly Compare[], ops: readonly Op[]): void {
   if (compares.length > MAX_TXN_OPS || ops.length > MAX_TXN_OPS) {
-    throw new RangeError(`Cannot run a datastore txn with more than ${MAX_TXN_OPS} compares or ops: current value is ${compares.length} compares, ${ops.length} ops`);
+    throw new RangeError(
+      `Cannot run a datastore txn with more than ${MAX_TXN_OPS} compares or ops: current value is ${compares.length} compares, ${ops.length} ops`,
+    );
   }
   for (const c of compares) {
     checkKey(c.key, 'compare key');
@@ -64,7 +66,9 @@ export function checkTxn(compares: readonly Compare[], ops: readonly Op[]): void
       }
       checkWellFormed(op.value, 'value');
     } else if (op.type !== 'delete') {
-      throw new TypeError(`Cannot run a datastore txn as op 'type' must be "put" or "delete": current value is ${JSON.stringify((op as { type: unknown }).type)}`);
+      throw new TypeError(
+        `Cannot run a datastore txn as op 'type' must be "put" or "delete": current value is ${JSON.stringify((op as { type: unknown }).type)}`,
+      );
     }
   }
 }

@@ -7,7 +7,10 @@ export class StoreUnavailableError extends Error {
   readonly failure = 'transient';
   /** The store's URL, password hidden. */
   readonly url: string;
-  constructor(url: string, readonly reason: string) {
+  constructor(
+    url: string,
+    readonly reason: string,
+  ) {
     const shown = redactStoreUrl(url);
     super(`datastore ${shown} is unavailable: ${reason}`);
     this.url = shown;
@@ -30,7 +33,10 @@ export class StoreError extends Error {
 /** A read-only open found no store to read (a SQLite file that does not exist); nothing was created. */
 export class StoreMissingError extends StoreError {
   override readonly name = 'StoreMissingError';
-  constructor(url: string, readonly file: string) {
+  constructor(
+    url: string,
+    readonly file: string,
+  ) {
     super(url, `${file} does not exist (a read creates no store: create it with a write such as \`podipam pool create\`, or start \`podipam serve\`)`);
   }
 }
@@ -42,7 +48,11 @@ export class StoreMissingError extends StoreError {
  */
 export class StoreCompactedError extends StoreError {
   override readonly name = 'StoreCompactedError';
-  constructor(url: string, readonly fromRevision: number, readonly oldest: number) {
+  constructor(
+    url: string,
+    readonly fromRevision: number,
+    readonly oldest: number,
+  ) {
     super(url, `cannot watch from revision ${fromRevision}: history before revision ${oldest} is compacted (relist, then watch from the listing's revision)`);
   }
 }

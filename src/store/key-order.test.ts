@@ -4,7 +4,25 @@ import { compareKeys, prefixEnd } from './key-order.js';
 
 describe('compareKeys', () => {
   it('orders like the UTF-8 bytes of the keys', () => {
-    const keys = ['', 'a', 'a/', 'a0', 'ab', 'ü', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '\u{10000}', '\u{1F600}', '\u{10FFFF}', 'b', 'a\u{10000}', 'a\uffff'];
+    const keys = [
+      '',
+      'a',
+      'a/',
+      'a0',
+      'ab',
+      'ü',
+      '\u07ff',
+      '\u0800',
+      '\ud7ff',
+      '\ue000',
+      '\uffff',
+      '\u{10000}',
+      '\u{1F600}',
+      '\u{10FFFF}',
+      'b',
+      'a\u{10000}',
+      'a\uffff',
+    ];
     const byBytes = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
     assert.deepEqual([...keys].sort(compareKeys), byBytes);
     assert.notDeepEqual([...keys].sort(), byBytes, 'UTF-16 order should differ here, or the test proves nothing');

@@ -24,7 +24,11 @@ describe('parseStoreUrl', () => {
       endpoints: ['h:1'],
       tls: { ca: '/etc/ca.pem', cert: '/c.pem', key: '/k.pem', servername: 'etcd.example' },
     });
-    assert.deepEqual(parseStoreUrl('etcd://root:s3cret@h:1,g:2'), { kind: 'etcd', endpoints: ['h:1', 'g:2'], credentials: { username: 'root', password: 's3cret' } });
+    assert.deepEqual(parseStoreUrl('etcd://root:s3cret@h:1,g:2'), {
+      kind: 'etcd',
+      endpoints: ['h:1', 'g:2'],
+      credentials: { username: 'root', password: 's3cret' },
+    });
     // Percent-decoded; the last "@" ends the password, which may hold ":", "@", "/", "?" unencoded.
     assert.deepEqual(parseStoreUrl('etcds://us%40er:p:a@s/s?w%25@h:1?ca=/c%40t.pem'), {
       kind: 'etcd',
@@ -42,12 +46,15 @@ describe('parseStoreUrl', () => {
       ['etcds://root:hunter2@h:1?x=1', /unknown query parameter "x"/],
     ];
     for (const [url, reason] of cases) {
-      assert.throws(() => parseStoreUrl(url), (e: unknown) => {
-        assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
-        assert.match(e.message, reason);
-        assert.ok(!/hunter2|hun\?ter2/.test(e.message + e.url), e.message);
-        return true;
-      });
+      assert.throws(
+        () => parseStoreUrl(url),
+        (e: unknown) => {
+          assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
+          assert.match(e.message, reason);
+          assert.ok(!/hunter2|hun\?ter2/.test(e.message + e.url), e.message);
+          return true;
+        },
+      );
     }
   });
 
@@ -77,13 +84,16 @@ describe('parseStoreUrl', () => {
       ['etcd://::1:2379', /endpoint "::1:2379"/],
     ];
     for (const [url, reason] of bad) {
-      assert.throws(() => parseStoreUrl(url), (e: unknown) => {
-        assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
-        assert.equal(e.url, url.replace(/:(pw)?@/, ':***@'));
-        assert.match(e.message, reason);
-        assert.ok(e.message.includes(`"${e.url}"`), e.message);
-        return true;
-      });
+      assert.throws(
+        () => parseStoreUrl(url),
+        (e: unknown) => {
+          assert.ok(e instanceof StoreUrlError, `${url}: ${String(e)}`);
+          assert.equal(e.url, url.replace(/:(pw)?@/, ':***@'));
+          assert.match(e.message, reason);
+          assert.ok(e.message.includes(`"${e.url}"`), e.message);
+          return true;
+        },
+      );
     }
   });
 });

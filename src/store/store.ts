@@ -19,9 +19,7 @@ export interface Compare {
   readonly rev: number;
 }
 
-export type Op =
-  | { readonly type: 'put'; readonly key: string; readonly value: string }
-  | { readonly type: 'delete'; readonly key: string };
+export type Op = { readonly type: 'put'; readonly key: string; readonly value: string } | { readonly type: 'delete'; readonly key: string };
 
 export interface TxnResult {
   /** True when every compare held and every op was applied. */

@@ -7,7 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { CRASH_POINT_NAMES, crashPointRefusal, parseCrashAt } from './crash-point.js';
 
 test('PODIPAM_CRASH_AT parses names and hit counts, and refuses unknown names and bad counts naming the entry', () => {
-  assert.deepEqual([...parseCrashAt('local.add.reserved, cluster.gc.released@3,')], [['local.add.reserved', 1], ['cluster.gc.released', 3]]);
+  assert.deepEqual(
+    [...parseCrashAt('local.add.reserved, cluster.gc.released@3,')],
+    [
+      ['local.add.reserved', 1],
+      ['cluster.gc.released', 3],
+    ],
+  );
   assert.throws(() => parseCrashAt('local.add.reservd'), /PODIPAM_CRASH_AT "local.add.reservd": not <name>\[@<n>\] with a known crash point/);
   assert.throws(() => parseCrashAt('local.add.reserved@0'), /"local.add.reserved@0"/);
   assert.throws(() => parseCrashAt('local.add.reserved@x'), /"local.add.reserved@x"/);

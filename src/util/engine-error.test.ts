@@ -24,7 +24,12 @@ test('engine errors: what V8 raises on a bug is recognised; our own TypeError/Ra
     thrown(() => [...(3 as unknown as number[])]),
   ];
   for (const e of engine) assert.ok(isEngineError(e), String(e));
-  for (const e of [new TypeError('invalid CIDR "x": bad address'), new RangeError('10.0.0.1 is not in 10.1.0.0/16'), new Error('Maximum call stack size exceeded'), 'x']) {
+  for (const e of [
+    new TypeError('invalid CIDR "x": bad address'),
+    new RangeError('10.0.0.1 is not in 10.1.0.0/16'),
+    new Error('Maximum call stack size exceeded'),
+    'x',
+  ]) {
     assert.ok(!isEngineError(e), String(e));
   }
 });

@@ -2,7 +2,11 @@
 export function formatSpan(ms: number): string {
   let s = Math.round(ms / 1000);
   const parts: string[] = [];
-  for (const [u, n] of [['d', 86_400], ['h', 3600], ['m', 60]] as const) {
+  for (const [u, n] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['m', 60],
+  ] as const) {
     if (s >= n) {
       parts.push(`${Math.floor(s / n)}${u}`);
       s %= n;

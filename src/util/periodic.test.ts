@@ -55,17 +55,27 @@ test('Periodic: a failure is logged once per distinct message and its recovery o
   await p.runNow();
   await p.runNow();
   assert.equal(p.status().lastError, undefined);
-  assert.deepEqual(log.records.map((r) => [r.level, r.msg]), [
-    ['warn', 'resync failed (retrying every 0 ms): down'],
-    ['warn', 'resync failed (retrying every 0 ms): other'],
-    ['info', 'resync recovered'],
-  ]);
+  assert.deepEqual(
+    log.records.map((r) => [r.level, r.msg]),
+    [
+      ['warn', 'resync failed (retrying every 0 ms): down'],
+      ['warn', 'resync failed (retrying every 0 ms): other'],
+      ['info', 'resync recovered'],
+    ],
+  );
   assert.equal(log.records[0]!.fields.task, 'resync');
 });
 
 test('Periodic: runNow during a run queues exactly one more run and resolves after it', async () => {
   let runs = 0;
-  const p = new Periodic({ name: 't', intervalMs: 10_000, task: async () => { await sleep(20); runs++; } });
+  const p = new Periodic({
+    name: 't',
+    intervalMs: 10_000,
+    task: async () => {
+      await sleep(20);
+      runs++;
+    },
+  });
   const a = p.runNow();
   await sleep(5);
   const b = p.runNow();
@@ -81,7 +91,15 @@ test('Periodic: jitter spreads pauses within intervalMs × (1 ± jitter); bad op
   const firstRunAfter = async (r: number): Promise<number> => {
     const t0 = Date.now();
     let at = 0;
-    const p = new Periodic({ name: 'j', intervalMs: 200, jitter: 0.5, random: () => r, task: () => { at ||= Date.now() - t0; } });
+    const p = new Periodic({
+      name: 'j',
+      intervalMs: 200,
+      jitter: 0.5,
+      random: () => r,
+      task: () => {
+        at ||= Date.now() - t0;
+      },
+    });
     p.start();
     while (at === 0) await sleep(5);
     await p.stop();

@@ -125,7 +125,8 @@ export class Periodic {
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         this.#failures++;
-        if (msg !== this.#lastError) this.#o.log?.warn({ task: this.#o.name, err: msg }, `${this.#o.name} failed (retrying every ${this.#o.intervalMs} ms): ${msg}`);
+        if (msg !== this.#lastError)
+          this.#o.log?.warn({ task: this.#o.name, err: msg }, `${this.#o.name} failed (retrying every ${this.#o.intervalMs} ms): ${msg}`);
         this.#lastError = msg;
         this.#o.onError?.(e);
       } finally {

@@ -8,8 +8,14 @@ import { PLANTED_BUGS, plantedBugRefusal } from './planted-bug.js';
 test('a set PODIPAM_PLANT_BUG is refused without PODIPAM_TEST_HOOKS=1, and when it names no known bug; unset or empty it is fine', () => {
   assert.equal(plantedBugRefusal({}), undefined);
   assert.equal(plantedBugRefusal({ PODIPAM_PLANT_BUG: '' }), undefined);
-  assert.match(plantedBugRefusal({ PODIPAM_PLANT_BUG: 'assign-skips-block-cas' }) ?? '', /PODIPAM_PLANT_BUG="assign-skips-block-cas" is set but PODIPAM_TEST_HOOKS=1 is not/);
-  assert.match(plantedBugRefusal({ PODIPAM_PLANT_BUG: 'skip-all', PODIPAM_TEST_HOOKS: '1' }) ?? '', /PODIPAM_PLANT_BUG "skip-all": not a known planted bug \(assign-skips-block-cas, gate-skips-space-checks, warm-trust-blind\)/);
+  assert.match(
+    plantedBugRefusal({ PODIPAM_PLANT_BUG: 'assign-skips-block-cas' }) ?? '',
+    /PODIPAM_PLANT_BUG="assign-skips-block-cas" is set but PODIPAM_TEST_HOOKS=1 is not/,
+  );
+  assert.match(
+    plantedBugRefusal({ PODIPAM_PLANT_BUG: 'skip-all', PODIPAM_TEST_HOOKS: '1' }) ?? '',
+    /PODIPAM_PLANT_BUG "skip-all": not a known planted bug \(assign-skips-block-cas, gate-skips-space-checks, warm-trust-blind\)/,
+  );
   for (const name of Object.keys(PLANTED_BUGS)) assert.equal(plantedBugRefusal({ PODIPAM_PLANT_BUG: name, PODIPAM_TEST_HOOKS: '1' }), undefined);
 });
 

@@ -28,7 +28,8 @@ export const PLANT_BUG_ENV = 'PODIPAM_PLANT_BUG';
 export function plantedBugRefusal(env: NodeJS.ProcessEnv): string | undefined {
   const name = env[PLANT_BUG_ENV];
   if (name === undefined || name === '') return undefined;
-  if (env[TEST_HOOKS_ENV] !== '1') return `${PLANT_BUG_ENV}=${JSON.stringify(name)} is set but ${TEST_HOOKS_ENV}=1 is not: planted bugs are a test-only hook; refusing to run`;
+  if (env[TEST_HOOKS_ENV] !== '1')
+    return `${PLANT_BUG_ENV}=${JSON.stringify(name)} is set but ${TEST_HOOKS_ENV}=1 is not: planted bugs are a test-only hook; refusing to run`;
   if (!(name in PLANTED_BUGS)) return `${PLANT_BUG_ENV} ${JSON.stringify(name)}: not a known planted bug (${Object.keys(PLANTED_BUGS).join(', ')})`;
   return undefined;
 }
@@ -38,6 +39,7 @@ let planted: PlantedBugName | null | undefined;
 
 /** Whether `name` is the bug planted in this process. */
 export function plantedBug(name: PlantedBugName): boolean {
-  if (planted === undefined) planted = plantedBugRefusal(process.env) === undefined && process.env[PLANT_BUG_ENV] ? (process.env[PLANT_BUG_ENV] as PlantedBugName) : null;
+  if (planted === undefined)
+    planted = plantedBugRefusal(process.env) === undefined && process.env[PLANT_BUG_ENV] ? (process.env[PLANT_BUG_ENV] as PlantedBugName) : null;
   return planted === name;
 }

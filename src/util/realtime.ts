@@ -12,15 +12,28 @@ interface SchedAddon {
 }
 
 /** Linux's SCHED_* numbers, as /proc and sched_getscheduler give them. */
-const POLICY_NAMES: Readonly<Record<number, string>> = { 0: 'SCHED_OTHER', 1: 'SCHED_FIFO', 2: 'SCHED_RR', 3: 'SCHED_BATCH', 5: 'SCHED_IDLE', 6: 'SCHED_DEADLINE' };
+const POLICY_NAMES: Readonly<Record<number, string>> = {
+  0: 'SCHED_OTHER',
+  1: 'SCHED_FIFO',
+  2: 'SCHED_RR',
+  3: 'SCHED_BATCH',
+  5: 'SCHED_IDLE',
+  6: 'SCHED_DEADLINE',
+};
 
 /** The lowest and highest SCHED_RR priority Linux accepts. */
 export const REALTIME_PRIORITY_RANGE = [1, 99] as const;
 
 export class RealtimeError extends Error {
   override readonly name = 'RealtimeError';
-  constructor(readonly priority: number, readonly errno: number | undefined, reason: string) {
-    super(`cannot run at real-time priority ${priority} (SCHED_RR): ${reason}${errno === 1 ? ' (needs CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)' : ''}`);
+  constructor(
+    readonly priority: number,
+    readonly errno: number | undefined,
+    reason: string,
+  ) {
+    super(
+      `cannot run at real-time priority ${priority} (SCHED_RR): ${reason}${errno === 1 ? ' (needs CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)' : ''}`,
+    );
   }
 }
 

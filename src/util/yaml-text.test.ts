@@ -6,10 +6,26 @@ import { yamlText } from './yaml-text.js';
 
 describe('yamlText', () => {
   it('writes block mappings and sequences, quoting only what YAML would read otherwise', () => {
-    const text = yamlText({ items: [{ name: 'v4', cidr: '10.90.0.0/24', capacity: 1n << 72n, disabled: false, labels: {}, podCIDRs: [] }], note: 'yes', n: null });
+    const text = yamlText({
+      items: [{ name: 'v4', cidr: '10.90.0.0/24', capacity: 1n << 72n, disabled: false, labels: {}, podCIDRs: [] }],
+      note: 'yes',
+      n: null,
+    });
     assert.equal(
       text,
-      ['items:', '  - name: v4', '    cidr: "10.90.0.0/24"', '    capacity: "4722366482869645213696"', '    disabled: false', '    labels: {}', '    podCIDRs: []', 'note: "yes"', '"n": null', ''] /* YAML 1.1 reads a bare n as false */.join('\n'),
+      [
+        'items:',
+        '  - name: v4',
+        '    cidr: "10.90.0.0/24"',
+        '    capacity: "4722366482869645213696"',
+        '    disabled: false',
+        '    labels: {}',
+        '    podCIDRs: []',
+        'note: "yes"',
+        '"n": null',
+        '',
+      ] /* YAML 1.1 reads a bare n as false */
+        .join('\n'),
     );
   });
 

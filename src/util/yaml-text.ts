@@ -34,7 +34,8 @@ function lines(v: Json, indent: string): string[] {
     return keys.flatMap((k) => {
       const item = v[k] as Json;
       const key = `${indent}${scalar(k)}:`;
-      if (item !== null && typeof item === 'object' && (Array.isArray(item) ? item.length > 0 : Object.keys(item).length > 0)) return [key, ...lines(item, `${indent}  `)];
+      if (item !== null && typeof item === 'object' && (Array.isArray(item) ? item.length > 0 : Object.keys(item).length > 0))
+        return [key, ...lines(item, `${indent}  `)];
       return [`${key} ${lines(item, '')[0] as string}`];
     });
   }

@@ -2,7 +2,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type GcAttachment, planPodGc } from './pod-gc.js';
 
-const att = (key: string, o: Partial<GcAttachment> = {}): GcAttachment => ({ key, namespace: 'ns', name: key, uid: `uid-${key}`, sticky: false, addedAt: 0, goneAt: undefined, ...o });
+const att = (key: string, o: Partial<GcAttachment> = {}): GcAttachment => ({
+  key,
+  namespace: 'ns',
+  name: key,
+  uid: `uid-${key}`,
+  sticky: false,
+  addedAt: 0,
+  goneAt: undefined,
+  ...o,
+});
 const pod = (name: string, uid = `uid-${name}`, namespace = 'ns') => ({ namespace, name, uid });
 
 describe('planPodGc', () => {
@@ -36,12 +45,24 @@ describe('planPodGc', () => {
   });
 
   it('an unknown uid (no K8S_POD_UID) matches by namespace/name; namespaces are told apart', () => {
-    const plan = planPodGc({ listed: [pod('a', 'x'), pod('b', 'uid-b', 'other')], attachments: [att('a', { uid: undefined }), att('b')], listedAt: 10, now: 10, stickyForMs: 0 });
+    const plan = planPodGc({
+      listed: [pod('a', 'x'), pod('b', 'uid-b', 'other')],
+      attachments: [att('a', { uid: undefined }), att('b')],
+      listedAt: 10,
+      now: 10,
+      stickyForMs: 0,
+    });
     assert.deepEqual(plan.release, ['b']);
   });
 
   it('never releases an attachment without a pod name, or one added since the list was asked for', () => {
-    const plan = planPodGc({ listed: [], attachments: [att('n', { namespace: undefined, name: undefined }), att('late', { addedAt: 10 }), att('old', { addedAt: 9 })], listedAt: 10, now: 11, stickyForMs: 0 });
+    const plan = planPodGc({
+      listed: [],
+      attachments: [att('n', { namespace: undefined, name: undefined }), att('late', { addedAt: 10 }), att('old', { addedAt: 9 })],
+      listedAt: 10,
+      now: 11,
+      stickyForMs: 0,
+    });
     assert.deepEqual(plan, { gone: ['old'], back: [], release: ['old'] });
   });
 });

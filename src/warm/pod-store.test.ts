@@ -34,13 +34,20 @@ describe('pod store', () => {
       const s = new PodStore(db.database);
       s.seen(row('a'));
       s.seen(row('b', { namespace: undefined, name: undefined, uid: undefined, ownerKind: undefined, sticky: false, poolKey: 'b' }));
-      assert.deepEqual(s.get('b'), { ...row('b', { namespace: undefined, name: undefined, uid: undefined, ownerKind: undefined, sticky: false, poolKey: 'b' }), deletedAt: undefined, goneAt: undefined });
+      assert.deepEqual(s.get('b'), {
+        ...row('b', { namespace: undefined, name: undefined, uid: undefined, ownerKind: undefined, sticky: false, poolKey: 'b' }),
+        deletedAt: undefined,
+        goneAt: undefined,
+      });
       assert.equal(s.holder('sticky/ns/pod-a/net:eth0')?.key, 'a');
       s.deleted('a', 5000);
       s.deleted('a', 9000); // a second DEL does not move the deletion time
       assert.equal(s.get('a')?.deletedAt, 5000);
       assert.equal(s.holder('sticky/ns/pod-a/net:eth0'), undefined, 'a deleted attachment holds nothing');
-      assert.deepEqual(s.live().map((r) => r.key), ['b']);
+      assert.deepEqual(
+        s.live().map((r) => r.key),
+        ['b'],
+      );
       assert.equal(s.purge(5000 + POD_RETENTION_MS - 1), 0, 'kept within the hour');
       assert.equal(s.byPod('ns', 'pod-a').length, 1, 'still found by namespace/name after its DEL');
       assert.equal(s.purge(5000 + POD_RETENTION_MS), 1, 'purged after the hour');
@@ -85,11 +92,14 @@ describe('pod store', () => {
     const db2 = new ResourceDb(dir);
     try {
       const s2 = new PodStore(db2.database);
-      assert.deepEqual(s2.reservations().map((r) => [r.addr, r.family, r.poolKey, r.expiresAt, r.freeAt]), [
-        ['10.0.0.1', 4, 'k1', 100, 130],
-        ['10.0.0.2', 4, 'k2', 200, 230],
-        ['fd00::1', 6, 'k1', 100, 130],
-      ]);
+      assert.deepEqual(
+        s2.reservations().map((r) => [r.addr, r.family, r.poolKey, r.expiresAt, r.freeAt]),
+        [
+          ['10.0.0.1', 4, 'k1', 100, 130],
+          ['10.0.0.2', 4, 'k2', 200, 230],
+          ['fd00::1', 6, 'k1', 100, 130],
+        ],
+      );
       assert.equal(s2.get('a')?.poolKey, 'sticky/ns/pod-a/net:eth0', 'the pod store survived too');
       assert.equal(s2.expireReservations(100), 2);
       s2.unreserve('k2');

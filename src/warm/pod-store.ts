@@ -71,7 +71,8 @@ interface RawPod {
   goneAt: number | null;
 }
 
-const COLUMNS = 'key, network, namespace, name, uid, container_id AS containerId, ifname, owner_kind AS ownerKind, sticky, pool_key AS poolKey, addrs, added_at AS addedAt, deleted_at AS deletedAt, gone_at AS goneAt';
+const COLUMNS =
+  'key, network, namespace, name, uid, container_id AS containerId, ifname, owner_kind AS ownerKind, sticky, pool_key AS poolKey, addrs, added_at AS addedAt, deleted_at AS deletedAt, gone_at AS goneAt';
 
 function row(r: RawPod): PodStoreRow {
   return {
@@ -122,7 +123,20 @@ export class PodStore {
 
   /** An attachment got its addresses (a new row, or the same key again: replaced, live). */
   seen(r: Omit<PodStoreRow, 'deletedAt' | 'goneAt'>): void {
-    this.#st.put!.run(r.key, r.network, r.namespace ?? null, r.name ?? null, r.uid ?? null, r.containerId, r.ifname, r.ownerKind ?? null, r.sticky ? 1 : 0, r.poolKey, JSON.stringify(r.addrs), r.addedAt);
+    this.#st.put!.run(
+      r.key,
+      r.network,
+      r.namespace ?? null,
+      r.name ?? null,
+      r.uid ?? null,
+      r.containerId,
+      r.ifname,
+      r.ownerKind ?? null,
+      r.sticky ? 1 : 0,
+      r.poolKey,
+      JSON.stringify(r.addrs),
+      r.addedAt,
+    );
   }
 
   get(key: string): PodStoreRow | undefined {

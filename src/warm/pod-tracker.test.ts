@@ -42,7 +42,14 @@ describe('pod tracker', () => {
       const rs = fake.addPod('web', 'web-x', { node: 'n1', ownerKind: 'ReplicaSet' });
       const bare = fake.addPod('web', 'bare', { node: 'n1' });
       const a = await t.identify({ network: 'net', ifname: 'eth0', cniArgs: args('db', 'pg-0', sts.metadata.uid) }, 'net:c1:eth0', false);
-      assert.deepEqual(a, { namespace: 'db', name: 'pg-0', uid: sts.metadata.uid, ownerKind: 'StatefulSet', sticky: true, poolKey: stickyKey('db', 'pg-0', 'net', 'eth0') });
+      assert.deepEqual(a, {
+        namespace: 'db',
+        name: 'pg-0',
+        uid: sts.metadata.uid,
+        ownerKind: 'StatefulSet',
+        sticky: true,
+        poolKey: stickyKey('db', 'pg-0', 'net', 'eth0'),
+      });
       const b = await t.identify({ network: 'net', ifname: 'eth0', cniArgs: args('web', 'web-x', rs.metadata.uid) }, 'net:c2:eth0', false);
       assert.equal(b.sticky, false);
       assert.equal(b.ownerKind, 'ReplicaSet');
@@ -51,7 +58,20 @@ describe('pod tracker', () => {
       assert.deepEqual([c.sticky, c.ownerKind, c.uid], [false, '', bare.metadata.uid], 'no owner; the uid learnt from the API server');
       assert.equal(fake.podRequests.get, 3);
       // Cached: the pod store knows this uid's owner.
-      t.store.seen({ key: 'net:c1:eth0', network: 'net', namespace: 'db', name: 'pg-0', uid: sts.metadata.uid, containerId: 'c1', ifname: 'eth0', ownerKind: 'StatefulSet', sticky: true, poolKey: a.poolKey, addrs: ['10.0.0.1'], addedAt: 1 });
+      t.store.seen({
+        key: 'net:c1:eth0',
+        network: 'net',
+        namespace: 'db',
+        name: 'pg-0',
+        uid: sts.metadata.uid,
+        containerId: 'c1',
+        ifname: 'eth0',
+        ownerKind: 'StatefulSet',
+        sticky: true,
+        poolKey: a.poolKey,
+        addrs: ['10.0.0.1'],
+        addedAt: 1,
+      });
       t.store.deleted('net:c1:eth0', 2);
       const again = await t.identify({ network: 'net', ifname: 'eth0', cniArgs: args('db', 'pg-0', sts.metadata.uid) }, 'net:c9:eth0', false);
       assert.equal(again.sticky, true);
@@ -110,7 +130,8 @@ describe('pod tracker', () => {
     const none = await tracker();
     const both = await tracker({ policy: { namespaces: ['db'], namePattern: 'pg-[0-9]+' } });
     try {
-      const id = (t: PodTracker, ns: string, name: string) => t.identify({ network: 'net', ifname: 'eth0', cniArgs: args(ns, name) }, `net:${ns}-${name}:eth0`, false).then((x) => x.sticky);
+      const id = (t: PodTracker, ns: string, name: string) =>
+        t.identify({ network: 'net', ifname: 'eth0', cniArgs: args(ns, name) }, `net:${ns}-${name}:eth0`, false).then((x) => x.sticky);
       assert.equal(await id(none.t, 'db', 'pg-0'), false);
       assert.equal(await id(both.t, 'db', 'pg-0'), true);
       assert.equal(await id(both.t, 'web', 'pg-0'), false, 'namespace not listed');
@@ -129,7 +150,20 @@ describe('pod tracker', () => {
     const { t, db, clock } = await tracker({ kubeconfig, stickyForMs: 10_000 });
     try {
       const keep = fake.addPod('web', 'keep', { node: 'n1' });
-      const row = (key: string, name: string, uid: string, sticky: boolean) => ({ key, network: 'net', namespace: 'web', name, uid, containerId: key, ifname: 'eth0', ownerKind: sticky ? 'StatefulSet' : '', sticky, poolKey: sticky ? stickyKey('web', name, 'net', 'eth0') : key, addrs: ['10.0.0.1'], addedAt: 1 });
+      const row = (key: string, name: string, uid: string, sticky: boolean) => ({
+        key,
+        network: 'net',
+        namespace: 'web',
+        name,
+        uid,
+        containerId: key,
+        ifname: 'eth0',
+        ownerKind: sticky ? 'StatefulSet' : '',
+        sticky,
+        poolKey: sticky ? stickyKey('web', name, 'net', 'eth0') : key,
+        addrs: ['10.0.0.1'],
+        addedAt: 1,
+      });
       t.store.seen(row('k', 'keep', keep.metadata.uid, false));
       t.store.seen(row('g', 'gone', 'u-g', false));
       t.store.seen(row('s', 'gone-sts', 'u-s', true));
@@ -162,17 +196,36 @@ describe('pod tracker', () => {
     try {
       // The list of node n1 misses the pod: the API server has it on "n1.example".
       const p = fake.addPod('web', 'away', { node: 'n1.example' });
-      t.store.seen({ key: 'a', network: 'net', namespace: 'web', name: 'away', uid: p.metadata.uid, containerId: 'a', ifname: 'eth0', ownerKind: '', sticky: false, poolKey: 'a', addrs: ['10.0.0.1'], addedAt: 1 });
+      t.store.seen({
+        key: 'a',
+        network: 'net',
+        namespace: 'web',
+        name: 'away',
+        uid: p.metadata.uid,
+        containerId: 'a',
+        ifname: 'eth0',
+        ownerKind: '',
+        sticky: false,
+        poolKey: 'a',
+        addrs: ['10.0.0.1'],
+        addedAt: 1,
+      });
       const released: string[][] = [];
       const release = async (keys: readonly string[]): Promise<number> => (released.push([...keys]), keys.length);
       fake.failPodGets(1);
       const r1 = await t.runOnce(release);
       assert.deepEqual([r1?.ok, r1?.listed, released], [true, 0, []], 'a failed get: no evidence, nothing released');
       assert.equal(t.store.get('a')?.goneAt, undefined, 'not even marked gone');
-      assert.ok(logs.some((l) => l.includes('cannot be looked up')), logs.join('\n'));
+      assert.ok(
+        logs.some((l) => l.includes('cannot be looked up')),
+        logs.join('\n'),
+      );
       await t.runOnce(release);
       assert.deepEqual(released, [], 'the API server has the pod: kept');
-      assert.ok(logs.some((l) => l.includes('still exist in the API server')), logs.join('\n'));
+      assert.ok(
+        logs.some((l) => l.includes('still exist in the API server')),
+        logs.join('\n'),
+      );
       fake.deletePod('web', 'away');
       await t.runOnce(release);
       assert.deepEqual(released, [['a']], 'its 404 is proof');

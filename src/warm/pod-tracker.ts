@@ -132,7 +132,11 @@ export class PodTracker {
    * See the top of this file. `sticky`: the pod's `podipam.io/sticky` annotation (or its
    * namespace's), overriding the owner and the policy. Never throws for the API server's sake.
    */
-  async identify(req: { readonly cniArgs: ReadonlyMap<string, string>; readonly ifname: string; readonly network: string; readonly sticky?: boolean }, attachKey: string, holds: boolean): Promise<PodIdentity> {
+  async identify(
+    req: { readonly cniArgs: ReadonlyMap<string, string>; readonly ifname: string; readonly network: string; readonly sticky?: boolean },
+    attachKey: string,
+    holds: boolean,
+  ): Promise<PodIdentity> {
     const namespace = req.cniArgs.get('K8S_POD_NAMESPACE') || undefined;
     const name = req.cniArgs.get('K8S_POD_NAME') || undefined;
     let uid = req.cniArgs.get('K8S_POD_UID') || undefined;
@@ -183,7 +187,10 @@ export class PodTracker {
       if (holder.goneAt !== undefined || (uid !== undefined && holder.uid !== undefined && holder.uid !== uid)) {
         return { namespace, name, uid, ownerKind, sticky: true, poolKey, transferFrom: holder.key };
       }
-      this.#log.warn({ namespace, name, holder: holder.key, attachment: attachKey }, 'sticky pod: its pool key is held by another live attachment (not yet deleted); this one is not sticky');
+      this.#log.warn(
+        { namespace, name, holder: holder.key, attachment: attachKey },
+        'sticky pod: its pool key is held by another live attachment (not yet deleted); this one is not sticky',
+      );
       return plain(ownerKind);
     }
     return { namespace, name, uid, ownerKind, sticky: true, poolKey };
@@ -217,14 +224,17 @@ export class PodTracker {
     const schedule = (): void => {
       if (this.#stopped) return;
       const base = this.#o.gcIntervalMs ?? GC_INTERVAL_MS;
-      this.#timer = setTimeout(() => {
-        this.#running = this.runOnce(release)
-          .catch((e: Error) => this.#log.error({ error: e.message }, 'pod GC failed'))
-          .finally(() => {
-            this.#running = undefined;
-            schedule();
-          });
-      }, Math.round(base * (0.9 + 0.2 * Math.random())));
+      this.#timer = setTimeout(
+        () => {
+          this.#running = this.runOnce(release)
+            .catch((e: Error) => this.#log.error({ error: e.message }, 'pod GC failed'))
+            .finally(() => {
+              this.#running = undefined;
+              schedule();
+            });
+        },
+        Math.round(base * (0.9 + 0.2 * Math.random())),
+      );
       this.#timer.unref();
     };
     schedule();
@@ -250,7 +260,7 @@ export class PodTracker {
     } catch (e) {
       this.counters.gcListFailures++;
       this.#lastGc = { at: listedAt, ok: false, error: (e as Error).message, released: 0 };
-      this.#log.warn({ node: this.#o.node, error: (e as Error).message }, 'pod GC: cannot list this node\'s pods; nothing released');
+      this.#log.warn({ node: this.#o.node, error: (e as Error).message }, "pod GC: cannot list this node's pods; nothing released");
       return this.#lastGc;
     }
     const t = this.#o.now();
@@ -263,7 +273,13 @@ export class PodTracker {
       // another uid under its name, says it is gone. A pod that answers is kept; one whose get
       // fails is left for a later run.
       const { present, unknown } = await this.#confirm(live.filter((a) => missing.has(a.key)));
-      plan = planPodGc({ listed: [...listed, ...present], attachments: live.filter((a) => !unknown.has(a.key)), listedAt, now: t, stickyForMs: this.#o.stickyForMs });
+      plan = planPodGc({
+        listed: [...listed, ...present],
+        attachments: live.filter((a) => !unknown.has(a.key)),
+        listedAt,
+        now: t,
+        stickyForMs: this.#o.stickyForMs,
+      });
     }
     for (const k of plan.gone) this.store.gone(k, listedAt);
     for (const k of plan.back) this.store.back(k);
@@ -271,7 +287,10 @@ export class PodTracker {
     if (plan.release.length > 0) {
       released = await release(plan.release, t);
       this.counters.gcReleases += plan.release.length;
-      this.#log.info({ node: this.#o.node, attachments: plan.release, addresses: released }, 'pod GC: released the attachments of pods gone from the API server');
+      this.#log.info(
+        { node: this.#o.node, attachments: plan.release, addresses: released },
+        'pod GC: released the attachments of pods gone from the API server',
+      );
     }
     this.#lastGc = { at: listedAt, ok: true, listed: listed.length, released: plan.release.length };
     return this.#lastGc;
@@ -280,27 +299,34 @@ export class PodTracker {
   /** Gets each pod of `candidates` (8 at a time): the pods that exist as these attachments' own, and the attachment keys whose get failed. */
   async #confirm(candidates: readonly PodStoreRow[]): Promise<{ present: PodInfo[]; unknown: Set<string> }> {
     const byPod = new Map<string, PodStoreRow[]>();
-    for (const a of candidates) if (a.namespace !== undefined && a.name !== undefined) byPod.set(`${a.namespace}/${a.name}`, [...(byPod.get(`${a.namespace}/${a.name}`) ?? []), a]);
+    for (const a of candidates)
+      if (a.namespace !== undefined && a.name !== undefined) byPod.set(`${a.namespace}/${a.name}`, [...(byPod.get(`${a.namespace}/${a.name}`) ?? []), a]);
     const present: PodInfo[] = [];
     const unknown = new Set<string>();
     const kept: string[] = [];
     const pods = [...byPod.values()];
     for (let i = 0; i < pods.length; i += 8) {
-      await Promise.all(pods.slice(i, i + 8).map(async (rows) => {
-        const { namespace, name } = rows[0] as PodStoreRow;
-        try {
-          const pod = await this.#kube!.get(namespace as string, name as string);
-          if (pod === undefined) return;
-          present.push(pod);
-          if (rows.some((a) => a.uid === undefined || pod.uid === undefined || a.uid === pod.uid)) kept.push(`${namespace}/${name}${pod.node === this.#o.node ? '' : ` (on node ${JSON.stringify(pod.node ?? '')})`}`);
-        } catch (e) {
-          for (const a of rows) unknown.add(a.key);
-          this.#log.warn({ namespace, name, error: (e as Error).message }, 'pod GC: a pod missing from the list cannot be looked up; kept until a later run');
-        }
-      }));
+      await Promise.all(
+        pods.slice(i, i + 8).map(async (rows) => {
+          const { namespace, name } = rows[0] as PodStoreRow;
+          try {
+            const pod = await this.#kube!.get(namespace as string, name as string);
+            if (pod === undefined) return;
+            present.push(pod);
+            if (rows.some((a) => a.uid === undefined || pod.uid === undefined || a.uid === pod.uid))
+              kept.push(`${namespace}/${name}${pod.node === this.#o.node ? '' : ` (on node ${JSON.stringify(pod.node ?? '')})`}`);
+          } catch (e) {
+            for (const a of rows) unknown.add(a.key);
+            this.#log.warn({ namespace, name, error: (e as Error).message }, 'pod GC: a pod missing from the list cannot be looked up; kept until a later run');
+          }
+        }),
+      );
     }
     if (kept.length > 0) {
-      this.#log.warn({ node: this.#o.node, pods: kept }, 'pod GC: pods missing from this node\'s pod list still exist in the API server: kept (is the agent\'s node name the Kubernetes node name?)');
+      this.#log.warn(
+        { node: this.#o.node, pods: kept },
+        "pod GC: pods missing from this node's pod list still exist in the API server: kept (is the agent's node name the Kubernetes node name?)",
+      );
     }
     return { present, unknown };
   }

@@ -129,7 +129,15 @@ export class ResourceDb {
   readonly #st: Record<string, Statement>;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
-  readonly #removePodTx: (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => void;
+  readonly #removePodTx: (
+    key: string,
+    addrs: readonly string[],
+    freeAt: number,
+    recordKey: string,
+    now: number,
+    why: ReleaseReason,
+    evidence: string | null,
+  ) => void;
 
   /** The file was absent or empty at open: whatever it knew is lost (the datastore's records decide). */
   readonly fresh: boolean;
@@ -144,7 +152,9 @@ export class ResourceDb {
     this.path = join(dir, 'resources.db');
     const Db = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
     const unreadable = (why: string): ResourceDbError =>
-      new ResourceDbError(`resource DB ${this.path} cannot be read (${why}): it is not recreated over it; move it aside to start with an empty one (the datastore's records of this node then decide what is held)`);
+      new ResourceDbError(
+        `resource DB ${this.path} cannot be read (${why}): it is not recreated over it; move it aside to start with an empty one (the datastore's records of this node then decide what is held)`,
+      );
     let size: number | undefined;
     try {
       const st = lstatSync(this.path);
@@ -205,11 +215,13 @@ export class ResourceDb {
       this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
       this.#st.queue!.run(record.key, record.value, pod.since, null, null);
     });
-    this.#removePodTx = this.#db.transaction((key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
-      this.#st.delPod!.run(key);
-      for (const a of addrs) this.#st.freeAt!.run(freeAt, now, a);
-      this.#st.queue!.run(recordKey, null, now, why, evidence);
-    });
+    this.#removePodTx = this.#db.transaction(
+      (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
+        this.#st.delPod!.run(key);
+        for (const a of addrs) this.#st.freeAt!.run(freeAt, now, a);
+        this.#st.queue!.run(recordKey, null, now, why, evidence);
+      },
+    );
   }
 
   /** Addresses just assigned to a warm handle; `refill`: the handle whose intent they fulfil (forgotten in the same commit). */
@@ -318,18 +330,20 @@ export class ResourceDb {
 
   /** The oldest `limit` queued writes. */
   pendingWrites(limit: number): PendingWrite[] {
-    return (this.#st.pending!.all(limit) as { seq: number; key: string; value: string | null; at: number; why: string | null; evidence: string | null }[]).map((r) => {
-      const evidence = r.value === null && r.evidence !== null ? decodeReleaseEvidence(r.evidence) : undefined;
-      return {
-        seq: r.seq,
-        key: r.key,
-        value: r.value ?? undefined,
-        at: r.at,
-        ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
-        // Undecodable evidence (a hand-edited DB): the delete still goes, its history without it.
-        ...(evidence !== undefined && typeof evidence !== 'string' ? { evidence } : {}),
-      };
-    });
+    return (this.#st.pending!.all(limit) as { seq: number; key: string; value: string | null; at: number; why: string | null; evidence: string | null }[]).map(
+      (r) => {
+        const evidence = r.value === null && r.evidence !== null ? decodeReleaseEvidence(r.evidence) : undefined;
+        return {
+          seq: r.seq,
+          key: r.key,
+          value: r.value ?? undefined,
+          at: r.at,
+          ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
+          // Undecodable evidence (a hand-edited DB): the delete still goes, its history without it.
+          ...(evidence !== undefined && typeof evidence !== 'string' ? { evidence } : {}),
+        };
+      },
+    );
   }
 
   /** The queued writes up to `seq` are in the datastore. */

@@ -18,7 +18,8 @@ const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** The policy's compiled pattern; Error naming `field` and the value when a namespace or the pattern is invalid. */
 export function checkStickyPolicy(p: StickyPolicy, field: (key: keyof StickyPolicy) => string): RegExp | undefined {
   for (const ns of p.namespaces ?? []) {
-    if (!NAMESPACE.test(ns)) throw new Error(`invalid ${field('namespaces')} ${JSON.stringify(ns)}: not a namespace name (lower-case letters, digits and '-', at most 63)`);
+    if (!NAMESPACE.test(ns))
+      throw new Error(`invalid ${field('namespaces')} ${JSON.stringify(ns)}: not a namespace name (lower-case letters, digits and '-', at most 63)`);
   }
   if (p.namePattern === undefined) return undefined;
   try {

@@ -69,7 +69,20 @@ export class WarmDirect {
     }
     const row: DirectRow = { key, network: req.network, containerId: req.containerId, ifname: req.ifname, ips: prior?.ips ?? [], since: prior?.since ?? now };
     const seen = (addrs: readonly string[]): void =>
-      s.pods.store.seen({ key, network: req.network, namespace: pod?.namespace, name: pod?.name, uid: pod?.uid, containerId: req.containerId, ifname: req.ifname, ownerKind: undefined, sticky: false, poolKey: key, addrs, addedAt: now });
+      s.pods.store.seen({
+        key,
+        network: req.network,
+        namespace: pod?.namespace,
+        name: pod?.name,
+        uid: pod?.uid,
+        containerId: req.containerId,
+        ifname: req.ifname,
+        ownerKind: undefined,
+        sticky: false,
+        poolKey: key,
+        addrs,
+        addedAt: now,
+      });
     this.#commit(() => {
       db.putDirect(row);
       // In the pod store from the intent on: the pod GC then releases it too once its pod is gone.
@@ -82,7 +95,12 @@ export class WarmDirect {
         node: s.o.node,
         handle: key,
         attachment: true,
-        attrs: { network: req.network, containerId: req.containerId, ifname: req.ifname, ...(pod ? { namespace: pod.namespace, pod: pod.name, ...(pod.uid ? { podUid: pod.uid } : {}) } : {}) },
+        attrs: {
+          network: req.network,
+          containerId: req.containerId,
+          ifname: req.ifname,
+          ...(pod ? { namespace: pod.namespace, pod: pod.name, ...(pod.uid ? { podUid: pod.uid } : {}) } : {}),
+        },
         ...placementRequest(placement, pod ? formatPodRef(pod) : '', s.o.pools),
       });
     } catch (e) {
@@ -97,7 +115,10 @@ export class WarmDirect {
       seen(got.map((a) => formatAddr(a.addr)));
     });
     if (prior === undefined || prior.ips.length === 0) this.counters.directAdds++;
-    s.log.info({ attachment: key, pod: pod ? formatPodRef(pod) : undefined, addrs: ips.map((i) => i.address), placedBy: placedBy(placement) }, 'warm pool: annotated pod allocated directly on the datastore');
+    s.log.info(
+      { attachment: key, pod: pod ? formatPodRef(pod) : undefined, addrs: ips.map((i) => i.address), placedBy: placedBy(placement) },
+      'warm pool: annotated pod allocated directly on the datastore',
+    );
     return { ips };
   }
 
@@ -116,7 +137,11 @@ export class WarmDirect {
     if (held.length === 0) throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} (allocated directly) holds no address in the datastore`);
     for (const want of expect) {
       if (!held.some((a) => a.family === want.family && a.value === want.value)) {
-        throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (its handle holds ${held.map(formatAddr).join(', ')})`);
+        throw new WarmError(
+          'not-found',
+          s.node,
+          `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (its handle holds ${held.map(formatAddr).join(', ')})`,
+        );
       }
     }
   }
@@ -138,7 +163,11 @@ export class WarmDirect {
     for (const r of s.db.directs()) {
       const held = found.get(r.key) ?? [];
       if (held.length === 0) {
-        if (r.ips.length > 0) s.log.warn({ node: s.node, attachment: r.key, addrs: r.ips.map((i) => i.address) }, 'warm pool: a directly allocated attachment\'s handle holds nothing in the datastore any more; forgotten');
+        if (r.ips.length > 0)
+          s.log.warn(
+            { node: s.node, attachment: r.key, addrs: r.ips.map((i) => i.address) },
+            "warm pool: a directly allocated attachment's handle holds nothing in the datastore any more; forgotten",
+          );
         this.#forget(r.key, now);
         continue;
       }
@@ -148,8 +177,24 @@ export class WarmDirect {
         const ips = held.map(ipConfig);
         s.db.putDirect({ ...r, ips });
         const known = s.pods.store.get(r.key);
-        s.pods.store.seen({ key: r.key, network: r.network, namespace: known?.namespace, name: known?.name, uid: known?.uid, containerId: r.containerId, ifname: r.ifname, ownerKind: undefined, sticky: false, poolKey: r.key, addrs: held.map((a) => formatAddr(a.addr)), addedAt: known?.addedAt ?? r.since });
-        s.log.info({ node: s.node, attachment: r.key, addrs: ips.map((i) => i.address) }, 'warm pool: a direct allocation the resource DB recorded only as an intent is held by its handle; completed');
+        s.pods.store.seen({
+          key: r.key,
+          network: r.network,
+          namespace: known?.namespace,
+          name: known?.name,
+          uid: known?.uid,
+          containerId: r.containerId,
+          ifname: r.ifname,
+          ownerKind: undefined,
+          sticky: false,
+          poolKey: r.key,
+          addrs: held.map((a) => formatAddr(a.addr)),
+          addedAt: known?.addedAt ?? r.since,
+        });
+        s.log.info(
+          { node: s.node, attachment: r.key, addrs: ips.map((i) => i.address) },
+          'warm pool: a direct allocation the resource DB recorded only as an intent is held by its handle; completed',
+        );
       }
     }
     return kept;

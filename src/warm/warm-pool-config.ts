@@ -40,8 +40,10 @@ function checkSizing(c: WarmSizing): void {
       throw new WarmPoolConfigError(field, v, 'must be a non-negative integer');
     }
   }
-  if (c.minIdle > c.maxIdle) throw new WarmPoolConfigError('minIdle', c.minIdle, `must not exceed 'maxIdle' (${c.maxIdle})`, { field: 'maxIdle', value: c.maxIdle });
-  if (c.maxIdle > c.capacity) throw new WarmPoolConfigError('maxIdle', c.maxIdle, `must not exceed 'capacity' (${c.capacity})`, { field: 'capacity', value: c.capacity });
+  if (c.minIdle > c.maxIdle)
+    throw new WarmPoolConfigError('minIdle', c.minIdle, `must not exceed 'maxIdle' (${c.maxIdle})`, { field: 'maxIdle', value: c.maxIdle });
+  if (c.maxIdle > c.capacity)
+    throw new WarmPoolConfigError('maxIdle', c.maxIdle, `must not exceed 'capacity' (${c.capacity})`, { field: 'capacity', value: c.capacity });
 }
 
 /**

@@ -43,7 +43,11 @@ test('a change of reuseAfter applies at once to addresses released before it, bo
   p.setReuseAfter(() => 60_000);
   assert.equal(got(p.acquire('pod-c', T + 30_000)), `miss@${T + 60_000}`);
   p.refillFailed(1);
-  assert.deepEqual(p.withdraw(() => true, T + 30_000), [], 'a quarantined address is not returned either');
+  assert.deepEqual(
+    p.withdraw(() => true, T + 30_000),
+    [],
+    'a quarantined address is not returned either',
+  );
   assert.equal(p.plan(T + 30_000).returns.length, 0);
   p.setReuseAfter(() => 20_000);
   assert.equal(got(p.acquire('pod-c', T + 30_000)), '10.0.0.2');
@@ -72,13 +76,19 @@ test('refilled addresses carry no release time; snapshot and restore keep the re
   p.release('pod-a', T);
   assert.equal(got(p.acquire('pod-b', T + 5_000)), '10.0.0.3', 'the refilled one is free at once');
   const snap = p.snapshot();
-  assert.deepEqual(snap.idle.map((e) => [formatAddr(e.addr), e.freeAt, e.releasedAt]), [['10.0.0.2', T + 30_000, T]]);
+  assert.deepEqual(
+    snap.idle.map((e) => [formatAddr(e.addr), e.freeAt, e.releasedAt]),
+    [['10.0.0.2', T + 30_000, T]],
+  );
   const r = WarmPool.restore(cfg, snap);
   r.setReuseAfter(() => 30_000);
   assert.equal(got(r.acquire('pod-c', T + 29_999)), `miss@${T + 30_000}`);
   r.refillFailed(1);
   assert.equal(got(r.acquire('pod-c', T + 30_000)), '10.0.0.2');
-  assert.throws(() => WarmPool.restore(cfg, { idle: [{ addr: a('10.0.0.9'), freeAt: 0, releasedAt: Number.NaN }], inUse: [], reserved: [] }), /'idle\[0\]\.releasedAt' must be a finite number/);
+  assert.throws(
+    () => WarmPool.restore(cfg, { idle: [{ addr: a('10.0.0.9'), freeAt: 0, releasedAt: Number.NaN }], inUse: [], reserved: [] }),
+    /'idle\[0\]\.releasedAt' must be a finite number/,
+  );
 });
 
 test('reuseAfterOfAddr: each address its pool’s setting (a shrinking pool’s former space included); undefined when no pool quarantines', () => {

@@ -68,7 +68,10 @@ export function checkWarmPoolSnapshot(s: WarmPoolSnapshot, family: Family): void
   const time = (field: string, t: number): void => {
     if (!Number.isFinite(t)) fail(field, 'must be a finite number', t);
   };
-  const lists: [string, readonly IdleEntry[]][] = [['idle', s.idle], ['returning', s.returning ?? []]];
+  const lists: [string, readonly IdleEntry[]][] = [
+    ['idle', s.idle],
+    ['returning', s.returning ?? []],
+  ];
   for (const [name, list] of lists) {
     list.forEach((e, i) => {
       addr(`${name}[${i}].addr`, e.addr);

@@ -190,9 +190,23 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ t: fc.constant('acquire' as const), pod, sticky: fc.boolean() }) },
   { weight: 5, arbitrary: fc.record({ t: fc.constant('release' as const), pod, sticky: fc.constantFrom(undefined, true, false) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const), pod }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, 5, 10, 20, 30, 50, 100, 200) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 60 }) }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      t: fc.constant('advance' as const),
+      ms: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0, 5, 10, 20, 30, 50, 100, 200) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 60 }) }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('plan' as const) }) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('refill' as const), which: fc.nat(7), mode: fc.constantFrom('all' as const, 'some' as const, 'none' as const), pick: fc.nat(UNIVERSE) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('refill' as const),
+      which: fc.nat(7),
+      mode: fc.constantFrom('all' as const, 'some' as const, 'none' as const),
+      pick: fc.nat(UNIVERSE),
+    }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -349,7 +363,10 @@ class World {
         const n = this.refills.splice(op.which % this.refills.length, 1)[0]!;
         const k = Math.min(op.mode === 'all' ? n : op.mode === 'some' ? n >> 1 : 0, this.free.length);
         const got = Array.from({ length: k }, () => this.#fromCluster(op.pick));
-        this.pool.refilled(got.map((v) => this.addr(v)), this.now);
+        this.pool.refilled(
+          got.map((v) => this.addr(v)),
+          this.now,
+        );
         this.model.refilled(got, this.now);
         this.pool.refillFailed(n - k);
         this.model.pending -= n - k;
@@ -411,7 +428,10 @@ class World {
         this.seen = this.now;
         for (const v of got) assert.equal(this.holder.get(v), undefined, 'withdrew an address in use');
         for (const v of got) assert.ok(this.freeAt.get(v)! <= this.now, 'withdrew an address before its cooldown or sticky window ends');
-        assert.ok(this.pool.snapshot().idle.every((e) => !pred(e.addr.value) || e.freeAt > this.now), 'a matching free address left idle');
+        assert.ok(
+          this.pool.snapshot().idle.every((e) => !pred(e.addr.value) || e.freeAt > this.now),
+          'a matching free address left idle',
+        );
         if (got.length > 0) this.returns.push(got);
         break;
       }
@@ -419,7 +439,12 @@ class World {
         const s = this.pool.snapshot();
         this.pool = WarmPool.restore(this.c, s);
         this.model.restart();
-        assert.deepEqual(this.pool.snapshot(), { ...s, idle: [...s.idle, ...(s.returning ?? [])].sort((a, b) => (before(a.freeAt, a.addr.value, b.freeAt, b.addr.value) ? -1 : 1)), returning: [], pending: 0 });
+        assert.deepEqual(this.pool.snapshot(), {
+          ...s,
+          idle: [...s.idle, ...(s.returning ?? [])].sort((a, b) => (before(a.freeAt, a.addr.value, b.freeAt, b.addr.value) ? -1 : 1)),
+          returning: [],
+          pending: 0,
+        });
         this.refills = [];
         this.misses = [];
         this.returns = [];
@@ -462,10 +487,7 @@ class World {
     assert.deepEqual(new Set(all), this.node, 'the pool holds exactly what the cluster gave it and has not taken back');
     assert.deepEqual(new Map(s.inUse.map((e) => [e.addr.value, e.key])), this.holder, 'in use as the pods hold');
     for (const e of [...s.idle, ...s.reserved, ...(s.returning ?? [])]) assert.equal(e.freeAt, this.freeAt.get(e.addr.value), 'free time');
-    assert.deepEqual(
-      [c.idle, c.inUse, c.reserved, c.returning, c.pending],
-      [s.idle.length, s.inUse.length, s.reserved.length, s.returning?.length, s.pending],
-    );
+    assert.deepEqual([c.idle, c.inUse, c.reserved, c.returning, c.pending], [s.idle.length, s.inUse.length, s.reserved.length, s.returning?.length, s.pending]);
     const held = c.idle + c.inUse + c.reserved + c.returning + c.pending;
     assert.ok(held <= this.c.capacity, `holds ${held} > capacity ${this.c.capacity}`);
     assert.equal(c.pending, this.#pending(), 'pending refills as asked for');

@@ -158,7 +158,13 @@ test('sticky expiry rejoins the queue by its window end, after the cooldown when
   p.release('t', 50); // free from 550
   assert.equal(p.acquire('u', 200).kind, 'miss', 'past the window but cooling');
   p.refillFailed(1);
-  assert.deepEqual(p.snapshot().idle.map((e) => [formatAddr(e.addr), e.freeAt]), [['10.0.0.1', 500], ['10.0.0.2', 550]]);
+  assert.deepEqual(
+    p.snapshot().idle.map((e) => [formatAddr(e.addr), e.freeAt]),
+    [
+      ['10.0.0.1', 500],
+      ['10.0.0.2', 550],
+    ],
+  );
   assert.equal(p.acquire('s', 499).kind, 'miss', 'its key lost it at 100');
   p.refillFailed(1);
   assert.equal(hit(p.acquire('u', 500)), '10.0.0.1');
@@ -218,7 +224,14 @@ test('cancel puts an address back where it was, so a dual-stack pair is both or 
   assert.deepEqual(v6.acquire('pod', 10), { kind: 'miss', refill: false, retryAt: undefined });
   assert.equal(formatAddr(v4.cancel('pod', 10)!), '10.0.0.1');
   assert.equal(v4.cancel('pod', 10), undefined);
-  assert.deepEqual(v4.snapshot().idle, [{ addr: a('10.0.0.1'), freeAt: 0 }, { addr: a('10.0.0.2'), freeAt: 0 }], 'same place, no cooldown');
+  assert.deepEqual(
+    v4.snapshot().idle,
+    [
+      { addr: a('10.0.0.1'), freeAt: 0 },
+      { addr: a('10.0.0.2'), freeAt: 0 },
+    ],
+    'same place, no cooldown',
+  );
   // From a reservation: back into it, same window.
   v4.acquire('ns/s-0', 10, { sticky: true });
   v4.release('ns/s-0', 20); // until 600_020
@@ -250,7 +263,13 @@ test('snapshot and restore rebuild the same pool; returns in flight become idle,
     returning: [{ addr: a('10.0.0.3'), freeAt: 0 }],
     pending: 1,
   });
-  const r = WarmPool.restore(c, JSON.parse(JSON.stringify(s, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)), (_k, v) => (typeof v === 'string' && /^\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v)));
+  const r = WarmPool.restore(
+    c,
+    JSON.parse(
+      JSON.stringify(s, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+      (_k, v) => (typeof v === 'string' && /^\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v),
+    ),
+  );
   assert.deepEqual(r.snapshot(), { ...s, idle: s.returning, returning: [], pending: 0 });
   assert.deepEqual(r.acquire('ns/a', 50), { kind: 'hit', addr: a('10.0.0.1'), from: 'sticky' });
   assert.deepEqual(r.acquire('ns/e', 50), { kind: 'hit', addr: a('10.0.0.3'), from: 'idle' });
@@ -261,8 +280,14 @@ test('restore refuses an inconsistent snapshot, naming the entry', () => {
   const e = { idle: [], inUse: [], reserved: [] };
   const bad: [object, RegExp][] = [
     [{ ...e, idle: [{ addr: a('fd00::1'), freeAt: 0 }] }, /'idle\[0\]\.addr' must be an IPv4 address: current value is fd00::1/],
-    [{ ...e, idle: [{ addr: a('10.0.0.1'), freeAt: 0 }], inUse: [{ key: 'k', addr: a('10.0.0.1'), sticky: false }] }, /'inUse\[0\]\.addr' is held twice: current value is 10\.0\.0\.1/],
-    [{ ...e, inUse: [{ key: 'k', addr: a('10.0.0.1'), sticky: false }], reserved: [{ key: 'k', addr: a('10.0.0.2'), expiresAt: 1, freeAt: 1 }] }, /'reserved\[0\]\.key' is held twice: current value is "k"/],
+    [
+      { ...e, idle: [{ addr: a('10.0.0.1'), freeAt: 0 }], inUse: [{ key: 'k', addr: a('10.0.0.1'), sticky: false }] },
+      /'inUse\[0\]\.addr' is held twice: current value is 10\.0\.0\.1/,
+    ],
+    [
+      { ...e, inUse: [{ key: 'k', addr: a('10.0.0.1'), sticky: false }], reserved: [{ key: 'k', addr: a('10.0.0.2'), expiresAt: 1, freeAt: 1 }] },
+      /'reserved\[0\]\.key' is held twice: current value is "k"/,
+    ],
     [{ ...e, idle: [{ addr: a('10.0.0.1'), freeAt: Number.POSITIVE_INFINITY }] }, /'idle\[0\]\.freeAt' must be a finite number: current value is Infinity/],
     [{ ...e, inUse: [{ key: 'k', addr: a('10.0.0.1'), sticky: 'yes' }] }, /'inUse\[0\]\.sticky' must be a boolean: current value is "yes"/],
   ];

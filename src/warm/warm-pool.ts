@@ -104,8 +104,7 @@ interface Idle extends IdleEntry {
 export type ReuseAfterOf = (addr: Addr) => number;
 
 const byAt = (a: Idle, b: Idle): boolean => a.at < b.at || (a.at === b.at && a.addr.value < b.addr.value);
-const byExpiry = (a: ReservedEntry, b: ReservedEntry): boolean =>
-  a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.addr.value < b.addr.value);
+const byExpiry = (a: ReservedEntry, b: ReservedEntry): boolean => a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.addr.value < b.addr.value);
 
 /** One node's warm pool of one family (see the top of this file). Synchronous, no I/O. */
 export class WarmPool {
@@ -416,7 +415,9 @@ export class WarmPool {
       this.#expiry.pop();
       if (this.#reserved.get(r.key) !== r) continue; // taken back by its key since
       this.#reserved.delete(r.key);
-      this.#idle.push(this.#entry(r.releasedAt === undefined ? { addr: r.addr, freeAt: r.freeAt } : { addr: r.addr, freeAt: r.freeAt, releasedAt: r.releasedAt }));
+      this.#idle.push(
+        this.#entry(r.releasedAt === undefined ? { addr: r.addr, freeAt: r.freeAt } : { addr: r.addr, freeAt: r.freeAt, releasedAt: r.releasedAt }),
+      );
     }
   }
 

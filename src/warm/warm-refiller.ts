@@ -91,7 +91,10 @@ export class WarmRefiller {
       s.db.dropHeld(out);
       s.pods.store.unreserveAddrs(out);
       for (const a of out) s.meta.delete(a);
-      s.log.warn({ node: s.node, addrs: out }, 'warm pool: addresses the datastore no longer gives to this node\'s warm handles are dropped from the idle queue');
+      s.log.warn(
+        { node: s.node, addrs: out },
+        "warm pool: addresses the datastore no longer gives to this node's warm handles are dropped from the idle queue",
+      );
     }
     // Forgotten, or returned meanwhile: nothing left to watch for.
     for (const a of s.gone) if (!s.meta.has(a)) s.gone.delete(a);
@@ -123,7 +126,12 @@ export class WarmRefiller {
     const was = s.unusable !== undefined;
     this.recheck();
     if ((s.unusable !== undefined) !== was) {
-      s.log.info({ node: s.o.node, configRev: view.configRev, unusable: s.unusable !== undefined }, s.unusable ? 'warm pool: the node holds addresses no pod of it may be given now (reserved, in no usable pool selecting this node): idle ones are returned' : 'warm pool: every address the node holds may be handed out again');
+      s.log.info(
+        { node: s.o.node, configRev: view.configRev, unusable: s.unusable !== undefined },
+        s.unusable
+          ? 'warm pool: the node holds addresses no pod of it may be given now (reserved, in no usable pool selecting this node): idle ones are returned'
+          : 'warm pool: every address the node holds may be handed out again',
+      );
     }
     this.withdraw(s.now());
   }
@@ -134,7 +142,10 @@ export class WarmRefiller {
    * from this view (a change applies at once, to addresses released before it too).
    */
   #applyReuseAfter(pools: readonly Pool[]): void {
-    const key = pools.filter((p) => p.reuseAfterMs > 0).map((p) => `${formatPrefix(poolSpace(p))}=${p.reuseAfterMs}`).join(',');
+    const key = pools
+      .filter((p) => p.reuseAfterMs > 0)
+      .map((p) => `${formatPrefix(poolSpace(p))}=${p.reuseAfterMs}`)
+      .join(',');
     if (key === this.#reuseAfterKey) return;
     this.#reuseAfterKey = key;
     const of = reuseAfterOfAddr(pools);
@@ -200,7 +211,9 @@ export class WarmRefiller {
     const now = this.#s.now();
     if (now - this.#poolViewAt >= (this.#s.o.poolViewMs ?? POOL_VIEW_MS)) {
       this.#poolViewAt = now;
-      await this.refreshPools().catch((e: unknown) => this.#s.log.debug({ node: this.#s.o.node, error: (e as Error).message }, 'warm pool: pool view not refreshed'));
+      await this.refreshPools().catch((e: unknown) =>
+        this.#s.log.debug({ node: this.#s.o.node, error: (e as Error).message }, 'warm pool: pool view not refreshed'),
+      );
     }
     await this.refill(false).catch(() => undefined);
   }
@@ -244,7 +257,14 @@ export class WarmRefiller {
   async #refillOnce(): Promise<void> {
     const s = this.#s;
     // Outcomes in doubt first: a re-read decides which addresses are still the node's.
-    await this.unknown.settle().catch((e: unknown) => s.log.warn({ node: s.o.node, inDoubt: this.unknown.pending, error: (e as Error).message }, 'warm pool: refills or returns whose answer was lost are not settled yet (their addresses stay out of the idle queue)'));
+    await this.unknown
+      .settle()
+      .catch((e: unknown) =>
+        s.log.warn(
+          { node: s.o.node, inDoubt: this.unknown.pending, error: (e as Error).message },
+          'warm pool: refills or returns whose answer was lost are not settled yet (their addresses stay out of the idle queue)',
+        ),
+      );
     const now = s.now();
     const want = new Map<Family, number>();
     const returns: Addr[] = [];
@@ -274,13 +294,22 @@ export class WarmRefiller {
         // Before the datastore's txn: a restart finding the handle there but not here knows its addresses were never handed out.
         s.db.refillIntent(handle, s.now());
         const got = await s.ds((ipam) =>
-          ipam.assign({ node: s.o.node, handle, attrs: { network: WARM_NETWORK, containerId: s.o.node, ifname: 'warm' }, auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 }, ...(s.o.pools ? { pools: s.o.pools } : {}) }),
+          ipam.assign({
+            node: s.o.node,
+            handle,
+            attrs: { network: WARM_NETWORK, containerId: s.o.node, ifname: 'warm' },
+            auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 },
+            ...(s.o.pools ? { pools: s.o.pools } : {}),
+          }),
         );
         crashPoint('agent.refill.committed');
         this.counters.refillTxns++;
         this.counters.refilled += got.length;
         const t = s.now();
-        s.db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })), handle);
+        s.db.addHeld(
+          got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })),
+          handle,
+        );
         crashPoint('agent.refill.recorded');
         for (const a of got) s.meta.set(formatAddr(a.addr), { handle, prefixLen: a.prefixLen, gateway: a.gateway });
         for (const [f, n] of take) {
@@ -311,7 +340,10 @@ export class WarmRefiller {
         const holders = new Set(chunk.flatMap((a) => s.meta.get(formatAddr(a))?.handle ?? []));
         const freed = await s.ds((ipam) => ipam.releaseAddresses(chunk, holders));
         if (freed.length < chunk.length) {
-          s.log.warn({ returned: chunk.length, freed: freed.length }, 'warm pool: some returned addresses were no longer held by this node\'s warm handles (left to their holder)');
+          s.log.warn(
+            { returned: chunk.length, freed: freed.length },
+            "warm pool: some returned addresses were no longer held by this node's warm handles (left to their holder)",
+          );
         }
         crashPoint('agent.return.committed');
         this.counters.returnTxns++;

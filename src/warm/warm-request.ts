@@ -27,6 +27,11 @@ export interface WarmAnswer {
 /** The attachment's key (its would-be cluster handle); an invalid-config failure when too long. */
 export function warmRequestKey(req: WarmRequest, node: string): string {
   const h = cniHandleId(req.network, req.containerId, req.ifname);
-  if (h.length > MAX_HANDLE_LENGTH) throw new WarmError('invalid-config', node, `network name, container id and interface name make a key of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`);
+  if (h.length > MAX_HANDLE_LENGTH)
+    throw new WarmError(
+      'invalid-config',
+      node,
+      `network name, container id and interface name make a key of ${h.length} characters: at most ${MAX_HANDLE_LENGTH}`,
+    );
   return h;
 }

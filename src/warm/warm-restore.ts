@@ -80,7 +80,14 @@ export class WarmRestore {
       const held = new Map<string, HeldRow>();
       for (const h of handles) {
         for (const a of (await ipam.addressesOf(h)) ?? []) {
-          held.set(formatAddr(a.addr), { addr: formatAddr(a.addr), family: a.addr.family, handle: h, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: 0 });
+          held.set(formatAddr(a.addr), {
+            addr: formatAddr(a.addr),
+            family: a.addr.family,
+            handle: h,
+            prefixLen: a.prefixLen,
+            gateway: formatAddr(a.gateway),
+            freeAt: 0,
+          });
         }
       }
       // The pod records written behind: evidence of which held addresses are in use.
@@ -97,13 +104,24 @@ export class WarmRestore {
     const { db, pods, log } = s;
     // Reconcile: the datastore is the truth about what the node holds (plan-reconcile.ts).
     const deletes = db.queuedDeletes();
-    const released = new Set([...pods.store.all().filter((r) => r.deletedAt !== undefined).map((r) => r.key), ...[...deletes].map((k) => k.slice(recordPrefix.length))]);
+    const released = new Set([
+      ...pods.store
+        .all()
+        .filter((r) => r.deletedAt !== undefined)
+        .map((r) => r.key),
+      ...[...deletes].map((k) => k.slice(recordPrefix.length)),
+    ]);
     const records = found.records.filter((r): r is PodRecord => !(r instanceof Error));
-    for (const e of found.records) if (e instanceof Error) log.warn({ node, error: e.message }, 'warm pool: a pod record in the datastore cannot be read; its addresses are not known to be free');
+    for (const e of found.records)
+      if (e instanceof Error)
+        log.warn({ node, error: e.message }, 'warm pool: a pod record in the datastore cannot be read; its addresses are not known to be free');
     const mine = { held: db.held(), pods: db.pods(), quarantined: db.quarantined(), refills: db.refillIntents(), released };
     const plan = planReconcile(mine, { held: found.held, records }, now, s.o.cooldownMs);
     if (db.fresh && found.held.size > 0) {
-      log.warn({ node, resourceDb: db.path, held: found.held.size, podRecords: records.length }, 'warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore\'s pod records decide which are in use');
+      log.warn(
+        { node, resourceDb: db.path, held: found.held.size, podRecords: records.length },
+        "warm pool: the resource DB is new but the datastore holds addresses for this node: the datastore's pod records decide which are in use",
+      );
     }
     let directKeys = new Set<string>();
     db.transaction(() => {
@@ -116,24 +134,44 @@ export class WarmRestore {
         this.counters.droppedOnReconcile += plan.gone.length;
       }
       if (plan.forgotten.length > 0) {
-        log.info({ node, addrs: plan.forgotten.map((r) => r.addr) }, 'warm pool: addresses a refill put in the datastore before the resource DB recorded them join the idle queue after the cooldown');
+        log.info(
+          { node, addrs: plan.forgotten.map((r) => r.addr) },
+          'warm pool: addresses a refill put in the datastore before the resource DB recorded them join the idle queue after the cooldown',
+        );
         db.addHeld(plan.forgotten);
         this.counters.adoptedOnReconcile += plan.forgotten.length;
       }
       for (const { pod, rows } of plan.adopt) {
-        log.warn({ node, pod: pod.key, addrs: pod.addrs }, 'warm pool: a pod the resource DB does not know has a record in the datastore: its addresses stay in use until its DEL or a GC');
+        log.warn(
+          { node, pod: pod.key, addrs: pod.addrs },
+          'warm pool: a pod the resource DB does not know has a record in the datastore: its addresses stay in use until its DEL or a GC',
+        );
         db.addHeld(rows);
         db.unquarantine(rows.map((r) => r.addr));
         db.adoptPod(pod);
         const { namespace, name, uid } = pod;
-        pods.store.seen({ key: pod.key, network: pod.network, namespace, name, uid, containerId: pod.containerId, ifname: pod.ifname, ownerKind: undefined, sticky: false, poolKey: pod.key, addrs: pod.addrs, addedAt: pod.since });
+        pods.store.seen({
+          key: pod.key,
+          network: pod.network,
+          namespace,
+          name,
+          uid,
+          containerId: pod.containerId,
+          ifname: pod.ifname,
+          ownerKind: undefined,
+          sticky: false,
+          poolKey: pod.key,
+          addrs: pod.addrs,
+          addedAt: pod.since,
+        });
       }
       if (plan.quarantine.length > 0) db.quarantine(plan.quarantine, now);
       for (const key of plan.dropRecords) {
         log.warn({ node, pod: key }, 'warm pool: a pod record names no address this node still holds, or a pod whose DEL this node recorded; deleted');
         db.removePod(key, [], now, s.podRecordKey(key), now, 'reconcile');
       }
-      for (const c of plan.conflicts) log.error({ node, pod: c.pod, addrs: c.addrs }, 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released');
+      for (const c of plan.conflicts)
+        log.error({ node, pod: c.pod, addrs: c.addrs }, 'warm pool: a pod record in the datastore names an address another pod holds; kept, nothing released');
       for (const { pod, keep } of plan.dropPods) {
         log.warn({ node, pod: pod.key, addrs: pod.addrs }, 'warm pool: a pod lost its address in the datastore; its record is dropped');
         db.removePod(pod.key, keep, now + s.o.cooldownMs, s.podRecordKey(pod.key), now, 'reconcile');
@@ -143,7 +181,10 @@ export class WarmRestore {
     const quarantined = db.quarantined();
     this.#quarantined = quarantined.length;
     if (quarantined.length > 0) {
-      log.warn({ node, addrs: quarantined.map((r) => r.addr) }, 'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip ADDR --force` once no pod uses them');
+      log.warn(
+        { node, addrs: quarantined.map((r) => r.addr) },
+        'warm pool: addresses the node holds that are not known to be free (no record of a pod, no refill of this resource DB): held out of the idle queue; release them with `podipam ipam release --ip ADDR --force` once no pod uses them',
+      );
     }
     const held = db.held();
     const releasedAt = new Map(held.flatMap((r) => (typeof r.releasedAt === 'number' ? [[r.addr, r.releasedAt] as const] : [])));
@@ -158,11 +199,14 @@ export class WarmRestore {
       const { entries: inUseRows, keys } = inUseOf(f);
       const reserved = reservedOf(f, keys);
       const taken = new Set([...inUseRows.map((e) => e.addr), ...reserved.map((e) => e.addr)]);
-      const pool = WarmPool.restore({ family: f, ...this.#sizing }, {
-        idle: rows.filter((r) => !taken.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt, ...releasedOf(r.addr) })),
-        inUse: inUseRows.map((e) => ({ key: e.key, addr: parseAddr(e.addr), sticky: e.sticky })),
-        reserved: reserved.map((e) => ({ key: e.key, addr: parseAddr(e.addr), expiresAt: e.expiresAt, freeAt: e.freeAt, ...releasedOf(e.addr) })),
-      });
+      const pool = WarmPool.restore(
+        { family: f, ...this.#sizing },
+        {
+          idle: rows.filter((r) => !taken.has(r.addr)).map((r) => ({ addr: parseAddr(r.addr), freeAt: r.freeAt, ...releasedOf(r.addr) })),
+          inUse: inUseRows.map((e) => ({ key: e.key, addr: parseAddr(e.addr), sticky: e.sticky })),
+          reserved: reserved.map((e) => ({ key: e.key, addr: parseAddr(e.addr), expiresAt: e.expiresAt, freeAt: e.freeAt, ...releasedOf(e.addr) })),
+        },
+      );
       // The pools' reuse quarantine as the start read them (the maintenance loop's view keeps it current).
       pool.setReuseAfter(found.reuseAfter);
       pools.set(f, pool);
@@ -224,5 +268,15 @@ export class WarmRestore {
 function decodePodRecord(key: string, value: string): PodRecord | Error {
   const r = tryDecodeWarmPodRecord(key, value);
   if (r instanceof Error) return r;
-  return { key: r.attachment, network: r.network ?? '', containerId: r.containerId ?? '', ifname: r.ifname ?? '', addrs: [...r.addrs], since: r.since ?? 0, namespace: r.namespace, name: r.name, uid: r.uid };
+  return {
+    key: r.attachment,
+    network: r.network ?? '',
+    containerId: r.containerId ?? '',
+    ifname: r.ifname ?? '',
+    addrs: [...r.addrs],
+    since: r.since ?? 0,
+    namespace: r.namespace,
+    name: r.name,
+    uid: r.uid,
+  };
 }

@@ -110,7 +110,21 @@ export interface WarmStatus {
 }
 
 /** The counters of the parts, as `report()` gives them. */
-export type WarmCounters = Pick<WarmStatus, 'hits' | 'misses' | 'runtimeAbsent' | 'directAdds' | 'directReleases' | 'refillTxns' | 'refilled' | 'returnTxns' | 'returned' | 'writeTxns' | 'droppedOnReconcile' | 'adoptedOnReconcile'>;
+export type WarmCounters = Pick<
+  WarmStatus,
+  | 'hits'
+  | 'misses'
+  | 'runtimeAbsent'
+  | 'directAdds'
+  | 'directReleases'
+  | 'refillTxns'
+  | 'refilled'
+  | 'returnTxns'
+  | 'returned'
+  | 'writeTxns'
+  | 'droppedOnReconcile'
+  | 'adoptedOnReconcile'
+>;
 
 export class WarmService {
   readonly #s: WarmState;

@@ -67,7 +67,8 @@ export class WarmTrust {
       } catch (e) {
         if (signal.aborted) return;
         const msg = (e as Error).message;
-        if (msg !== lastError && s.isReady) s.log.warn({ node: s.node, prefix, error: msg }, 'warm pool: datastore watch failed; the periodic pool view stands in until it runs again');
+        if (msg !== lastError && s.isReady)
+          s.log.warn({ node: s.node, prefix, error: msg }, 'warm pool: datastore watch failed; the periodic pool view stands in until it runs again');
         lastError = msg;
       }
       await pause(RETRY_MS, signal);
@@ -124,7 +125,10 @@ export class WarmTrust {
     }
     if (n === 0) return;
     this.counters.gone += n;
-    s.log.warn({ node: s.node, handles: suspect, addrs: [...s.gone] }, 'warm pool: the datastore no longer gives these addresses to this node\'s warm handles (released behind the agent); they are never handed out again');
+    s.log.warn(
+      { node: s.node, handles: suspect, addrs: [...s.gone] },
+      "warm pool: the datastore no longer gives these addresses to this node's warm handles (released behind the agent); they are never handed out again",
+    );
     this.#refiller.withdraw(s.now());
   }
 }

@@ -94,7 +94,11 @@ describe('warm pool: an outcome whose answer was lost is re-read, never guessed'
       await r.warm.maintain();
       const p = r.warm.report().pools.ipv4!;
       const held = await warmHeld(r);
-      assert.equal(held.length, p.idle + p.inUse + p.returning + p.reserved, `the datastore gives the node ${held.length} addresses, the agent knows ${JSON.stringify(p)}`);
+      assert.equal(
+        held.length,
+        p.idle + p.inUse + p.returning + p.reserved,
+        `the datastore gives the node ${held.length} addresses, the agent knows ${JSON.stringify(p)}`,
+      );
       assert.equal(p.idle, 2);
     } finally {
       await stopWarmRig(r);

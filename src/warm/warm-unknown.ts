@@ -65,16 +65,31 @@ export class WarmUnknown {
     for (const a of goneText) s.meta.delete(a);
     this.counters.settledKept += kept.length;
     this.counters.settledReturned += gone.length;
-    if (returns.length > 0) s.log.info({ node: s.node, kept: kept.map(formatAddr), returned: goneText }, 'warm pool: returns whose answer was lost, settled by re-reading the warm handles');
+    if (returns.length > 0)
+      s.log.info(
+        { node: s.node, kept: kept.map(formatAddr), returned: goneText },
+        'warm pool: returns whose answer was lost, settled by re-reading the warm handles',
+      );
     for (const h of this.#takes.splice(0)) {
       const got = (holds.get(h) ?? []).filter((a) => !s.meta.has(formatAddr(a.addr)));
       const t = s.now();
       // addHeld with the handle also forgets its intent, in the same commit.
-      s.db.addHeld(got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle: h, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })), h);
+      s.db.addHeld(
+        got.map((a) => ({ addr: formatAddr(a.addr), family: a.addr.family, handle: h, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway), freeAt: t })),
+        h,
+      );
       for (const a of got) s.meta.set(formatAddr(a.addr), { handle: h, prefixLen: a.prefixLen, gateway: a.gateway });
-      for (const [f, pool] of s.pools) pool.recovered(got.filter((a) => a.addr.family === f).map((a) => a.addr), now);
+      for (const [f, pool] of s.pools)
+        pool.recovered(
+          got.filter((a) => a.addr.family === f).map((a) => a.addr),
+          now,
+        );
       this.counters.settledRecovered += got.length;
-      if (got.length > 0) s.log.info({ node: s.node, handle: h, addrs: got.map((a) => formatAddr(a.addr)) }, 'warm pool: a refill whose answer was lost had landed; its addresses join the idle queue');
+      if (got.length > 0)
+        s.log.info(
+          { node: s.node, handle: h, addrs: got.map((a) => formatAddr(a.addr)) },
+          'warm pool: a refill whose answer was lost had landed; its addresses join the idle queue',
+        );
     }
   }
 }

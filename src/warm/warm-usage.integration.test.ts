@@ -82,7 +82,19 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     await admin.createPool({ name: 'v6', cidr: 'fd00:78::/64' });
     cluster = new ClusterServices();
     warm = new WarmService(
-      { datastore: url, node: 'wn', dataDir: join(root, 'agent'), minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, now: () => clock.t },
+      {
+        datastore: url,
+        node: 'wn',
+        dataDir: join(root, 'agent'),
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldownMs: 30_000,
+        stickyForMs: 0,
+        tickMs: 3_600_000,
+        writeDelayMs: 3_600_000,
+        now: () => clock.t,
+      },
       cluster,
     );
     await warm.start();
@@ -113,7 +125,12 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     assert.equal(res.status, 200);
     return new Map(((await res.json()) as { items: NodeJson[] }).items.map((n) => [n.name, n]));
   };
-  const conf = { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } } };
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'wnet',
+    ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' },
+    raw: { cniVersion: '1.0.0', name: 'wnet', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' } },
+  };
   const req = (id: string) => ({ network: conf.name, containerId: id, ifname: 'eth0', cniArgs: new Map<string, string>(), conf });
   const idleOf = (): number => Object.values(warm.report().pools).reduce((n, p) => n + p.idle + p.returning, 0);
 
@@ -152,8 +169,14 @@ describe('GET /api/v1/nodes with a real warm pool', () => {
     const shown = runCliSync(url, ['ipam', 'show', '--json', '--blocks']);
     assert.equal(shown.code, 0, shown.stderr);
     const u = JSON.parse(shown.stdout) as { items: { idle: number }[]; blocks: { node: string | null; idle: number }[] };
-    assert.equal(u.items.reduce((n, p) => n + p.idle, 0), n2.idle + (await nodes()).get('plain')!.idle);
-    assert.equal(u.blocks.filter((b) => b.node === 'wn').reduce((n, b) => n + b.idle, 0), n2.idle);
+    assert.equal(
+      u.items.reduce((n, p) => n + p.idle, 0),
+      n2.idle + (await nodes()).get('plain')!.idle,
+    );
+    assert.equal(
+      u.blocks.filter((b) => b.node === 'wn').reduce((n, b) => n + b.idle, 0),
+      n2.idle,
+    );
     assert.match(runCliSync(url, ['ipam', 'show']).stdout, /^POOL\s+CIDR\s+CAPACITY\s+ALLOCATED\s+USED\s+IDLE\s+BLOCKS/m);
   });
 });

@@ -112,15 +112,25 @@ export class WarmVerbs {
     // the pool already serves stays the pool's (a repeated ADD returns what it holds).
     if (this.#direct.has(key) || (!holds && req.placement !== undefined && hasPlacement(req.placement))) return this.#direct.add(req, key, req.placement ?? {});
     if (holds && req.placement?.ips) this.#requireHeld(key, req.placement.ips.parsed);
-    let id = await pods.identify({ network: req.network, ifname: req.ifname, cniArgs: req.cniArgs, ...(req.placement?.sticky ? { sticky: req.placement.sticky.parsed } : {}) }, key, holds);
+    let id = await pods.identify(
+      { network: req.network, ifname: req.ifname, cniArgs: req.cniArgs, ...(req.placement?.sticky ? { sticky: req.placement.sticky.parsed } : {}) },
+      key,
+      holds,
+    );
     // Checked again with no await before the acquire: another ADD may have taken the key meanwhile.
     const holder = id.poolKey !== key ? pods.store.holder(id.poolKey) : undefined;
     if (holder && holder.key !== key && holder.key !== id.transferFrom) {
-      s.log.warn({ poolKey: id.poolKey, holder: holder.key, attachment: key }, 'sticky pod: another attachment took its pool key meanwhile; this one is not sticky');
+      s.log.warn(
+        { poolKey: id.poolKey, holder: holder.key, attachment: key },
+        'sticky pod: another attachment took its pool key meanwhile; this one is not sticky',
+      );
       id = { ...id, sticky: false, poolKey: key, transferFrom: undefined };
     }
     if (id.transferFrom !== undefined) {
-      s.log.info({ namespace: id.namespace, name: id.name, from: id.transferFrom, to: key }, 'sticky pod: the new incarnation takes over what its dead one holds');
+      s.log.info(
+        { namespace: id.namespace, name: id.name, from: id.transferFrom, to: key },
+        'sticky pod: the new incarnation takes over what its dead one holds',
+      );
       // The dead incarnation's hold ends here (its DEL never came, or came as a sticky one).
       this.#releaseAttachment(id.transferFrom, s.now(), 'del', true);
     }
@@ -158,10 +168,36 @@ export class WarmVerbs {
             db.transaction(() => {
               db.addPod(
                 { key, network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
-                { key: s.podRecordKey(key), value: encodeWarmPodRecord({ network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle), since: now, namespace: id.namespace, name: id.name, uid: id.uid }) },
+                {
+                  key: s.podRecordKey(key),
+                  value: encodeWarmPodRecord({
+                    network: req.network,
+                    containerId: req.containerId,
+                    ifname: req.ifname,
+                    addrs,
+                    warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle),
+                    since: now,
+                    namespace: id.namespace,
+                    name: id.name,
+                    uid: id.uid,
+                  }),
+                },
               );
               const { namespace, name, uid, ownerKind, sticky } = id;
-              pods.store.seen({ key, network: req.network, namespace, name, uid, containerId: req.containerId, ifname: req.ifname, ownerKind, sticky, poolKey, addrs, addedAt: now });
+              pods.store.seen({
+                key,
+                network: req.network,
+                namespace,
+                name,
+                uid,
+                containerId: req.containerId,
+                ifname: req.ifname,
+                ownerKind,
+                sticky,
+                poolKey,
+                addrs,
+                addedAt: now,
+              });
               if (sticky) pods.store.unreserve(poolKey);
             });
           } catch (e) {
@@ -181,7 +217,11 @@ export class WarmVerbs {
       if (attempt === 0) this.counters.misses++;
       if (full) {
         const wait = retryAt === undefined ? undefined : retryAt - now;
-        throw new WarmError('transient', s.node, `warm pool of IPv${missed} on node ${s.node} is at capacity ${s.o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`);
+        throw new WarmError(
+          'transient',
+          s.node,
+          `warm pool of IPv${missed} on node ${s.node} is at capacity ${s.o.capacity}${wait !== undefined ? `: the next address is free in ${Math.max(0, Math.ceil(wait / 1000))} s` : ''}`,
+        );
       }
       await this.#refiller.waitForRefill(missed);
     }
@@ -199,7 +239,11 @@ export class WarmVerbs {
     const held = [...s.pools.values()].map((p) => p.addressOf(poolKey)).filter((a): a is Addr => a !== undefined);
     const missing = want.find((w) => !held.some((a) => a.family === w.family && a.value === w.value));
     if (missing === undefined) return;
-    throw new WarmError('address-unavailable', s.node, `address ${formatAddr(missing)} is not available: this attachment (${JSON.stringify(key)}) already holds ${held.map(formatAddr).join(', ') || 'its earlier address'} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`);
+    throw new WarmError(
+      'address-unavailable',
+      s.node,
+      `address ${formatAddr(missing)} is not available: this attachment (${JSON.stringify(key)}) already holds ${held.map(formatAddr).join(', ') || 'its earlier address'} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`,
+    );
   }
 
   /** `why`: the runtime's DEL, or its CNI GC (gc below) — the history's reason. */
@@ -230,7 +274,11 @@ export class WarmVerbs {
     if (held.length === 0) throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} holds no warm-pool address on node ${s.node}`);
     for (const want of expect) {
       if (!held.some((a) => a.family === want.family && a.value === want.value)) {
-        throw new WarmError('not-found', s.node, `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`);
+        throw new WarmError(
+          'not-found',
+          s.node,
+          `attachment ${JSON.stringify(key)} does not hold ${formatAddr(want)} (it holds ${held.map(formatAddr).join(', ')})`,
+        );
       }
     }
   }
@@ -258,7 +306,10 @@ export class WarmVerbs {
           await this.#direct.release(k, 'warm-gc');
           n++;
         } catch (e) {
-          this.#s.log.warn({ attachment: k, error: (e as Error).message }, 'pod GC: the handle of a directly allocated attachment cannot be released now; left for a later run');
+          this.#s.log.warn(
+            { attachment: k, error: (e as Error).message },
+            'pod GC: the handle of a directly allocated attachment cannot be released now; left for a later run',
+          );
         }
       } else if (this.#releaseAttachment(k, now, 'warm-gc', false).length > 0) n++;
     }
@@ -289,7 +340,15 @@ export class WarmVerbs {
     const reserve = (sticky ?? own.sticky) && stickyForMs > 0 && own.poolKey !== key;
     const freeAt = now + (reserve ? Math.max(stickyForMs, cooldownMs) : cooldownMs);
     db.transaction(() => {
-      db.removePod(key, addrs.map(([, a]) => a), freeAt, s.podRecordKey(key), now, why, evidence);
+      db.removePod(
+        key,
+        addrs.map(([, a]) => a),
+        freeAt,
+        s.podRecordKey(key),
+        now,
+        why,
+        evidence,
+      );
       if (reserve) pods.store.reserve(addrs.map(([family, addr]) => ({ addr, family, poolKey: own.poolKey, expiresAt: now + stickyForMs, freeAt })));
       pods.store.deleted(key, now);
     });

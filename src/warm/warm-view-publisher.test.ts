@@ -17,7 +17,15 @@ import { VIEW_REFRESH_FACTOR } from './warm-view-publisher.js';
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-view-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-const req = (id: string) => ({ containerId: id, ifname: 'eth0', cniArgs: new Map([['K8S_POD_NAMESPACE', 'ns'], ['K8S_POD_NAME', id]]), conf: warmConf });
+const req = (id: string) => ({
+  containerId: id,
+  ifname: 'eth0',
+  cniArgs: new Map([
+    ['K8S_POD_NAMESPACE', 'ns'],
+    ['K8S_POD_NAME', id],
+  ]),
+  conf: warmConf,
+});
 
 describe('warm holder view', () => {
   it('rides with the pod records, then alone when it changed, at most every interval, unchanged at the refresh period', async () => {
@@ -25,7 +33,17 @@ describe('warm holder view', () => {
       root,
       n: 1,
       pools: [{ name: 'v4', cidr: '10.79.0.0/16' }],
-      options: { node: 'n1', minIdle: 4, maxIdle: 8, capacity: 64, cooldownMs: 30_000, stickyForMs: 0, tickMs: 3_600_000, writeDelayMs: 3_600_000, viewIntervalMs: 1000 },
+      options: {
+        node: 'n1',
+        minIdle: 4,
+        maxIdle: 8,
+        capacity: 64,
+        cooldownMs: 30_000,
+        stickyForMs: 0,
+        tickMs: 3_600_000,
+        writeDelayMs: 3_600_000,
+        viewIntervalMs: 1000,
+      },
     });
     try {
       const view = async () => {
@@ -39,7 +57,10 @@ describe('warm holder view', () => {
       const rec = await r.admin.store.get(podRecordKey('n1', 'wnet:a:eth0'));
       let v = await view();
       assert.equal(v.rev, rec?.rev, 'the view and the pod record: one txn');
-      assert.deepEqual(v.pods.map((p) => [p.key, p.containerId, p.namespace, p.name, p.addrs]), [['wnet:a:eth0', 'a', 'ns', 'a', [ip]]]);
+      assert.deepEqual(
+        v.pods.map((p) => [p.key, p.containerId, p.namespace, p.name, p.addrs]),
+        [['wnet:a:eth0', 'a', 'ns', 'a', [ip]]],
+      );
       assert.ok(v.idle.length >= 3 && !v.idle.includes(ip), JSON.stringify(v.idle));
       assert.deepEqual([v.pending, v.cooling, v.sticky, v.at, v.refreshMs], [0, [], [], new Date(t0).toISOString(), VIEW_REFRESH_FACTOR * 1000]);
 

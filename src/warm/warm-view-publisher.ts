@@ -68,7 +68,11 @@ export class WarmViewPublisher {
       for (const e of snap.idle) (e.freeAt <= now ? idle : cooling).push(formatAddr(e.addr));
       for (const r of snap.reserved) {
         const holder = s.pods.store.holder(r.key);
-        sticky.push({ addr: formatAddr(r.addr), ...(holder?.namespace !== undefined ? { namespace: holder.namespace } : {}), ...(holder?.name !== undefined ? { name: holder.name } : {}) });
+        sticky.push({
+          addr: formatAddr(r.addr),
+          ...(holder?.namespace !== undefined ? { namespace: holder.namespace } : {}),
+          ...(holder?.name !== undefined ? { name: holder.name } : {}),
+        });
       }
     }
     const pods = s.db.pods().map((p) => {
@@ -82,6 +86,16 @@ export class WarmViewPublisher {
         addrs: p.addrs,
       };
     });
-    return { node: s.node, at: new Date(now).toISOString(), refreshMs: VIEW_REFRESH_FACTOR * this.#intervalMs, pending: Math.max(0, pending), idle, cooling, sticky, pods, truncated: false };
+    return {
+      node: s.node,
+      at: new Date(now).toISOString(),
+      refreshMs: VIEW_REFRESH_FACTOR * this.#intervalMs,
+      pending: Math.max(0, pending),
+      idle,
+      cooling,
+      sticky,
+      pods,
+      truncated: false,
+    };
   }
 }

@@ -36,7 +36,7 @@ async function stamp(r: WarmRig) {
 }
 
 describe('warm write-behind stamps', () => {
-  it('a DEL\'s time and reason reach the flush txn\'s stamp; an ADD then DEL inside one write delay keeps its put there', async () => {
+  it("a DEL's time and reason reach the flush txn's stamp; an ADD then DEL inside one write delay keeps its put there", async () => {
     const r = await rig();
     try {
       r.clock.t = 2_000_000;
@@ -45,7 +45,7 @@ describe('warm write-behind stamps', () => {
       let s = await stamp(r);
       const rec = await r.admin.store.get(recordKey('a'));
       assert.ok(rec);
-      assert.equal(JSON.parse(rec.value).since, new Date(2_000_000).toISOString(), 'the record keeps the ADD\'s time');
+      assert.equal(JSON.parse(rec.value).since, new Date(2_000_000).toISOString(), "the record keeps the ADD's time");
       assert.equal(s.rev, rec.rev, 'the puts and the stamp: one txn');
       assert.equal(s.keys, undefined);
 
@@ -87,7 +87,11 @@ describe('resource DB migration', () => {
   it('an old resource DB (no `why` in the write queue) is migrated in place; its queued rows carry no reason (the flush stamps them unknown); new ones carry theirs', () => {
     const dir = join(root, 'old-db');
     mkdirSync(dir, { recursive: true });
-    const Db = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(s: string): void; prepare(s: string): { run(...a: unknown[]): unknown; all(...a: unknown[]): unknown[] }; close(): void };
+    const Db = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => {
+      exec(s: string): void;
+      prepare(s: string): { run(...a: unknown[]): unknown; all(...a: unknown[]): unknown[] };
+      close(): void;
+    };
     const old = new Db(join(dir, 'resources.db'));
     // The schema of the agents released before the column (verbatim).
     old.exec(`
@@ -110,11 +114,14 @@ describe('resource DB migration', () => {
     try {
       assert.equal(db.fresh, false);
       db.removePod('wnet:y:eth0', [], 0, 'agent-pods/n1/y', 30, 'reconcile');
-      assert.deepEqual(db.pendingWrites(10).map(({ key, value, at, why }) => ({ key, value, at, why })), [
-        { key: 'agent-pods/n1/x', value: '{"since":"s"}', at: 10, why: undefined },
-        { key: 'agent-pods/n1/x', value: undefined, at: 20, why: undefined },
-        { key: 'agent-pods/n1/y', value: undefined, at: 30, why: 'reconcile' },
-      ]);
+      assert.deepEqual(
+        db.pendingWrites(10).map(({ key, value, at, why }) => ({ key, value, at, why })),
+        [
+          { key: 'agent-pods/n1/x', value: '{"since":"s"}', at: 10, why: undefined },
+          { key: 'agent-pods/n1/x', value: undefined, at: 20, why: undefined },
+          { key: 'agent-pods/n1/y', value: undefined, at: 30, why: 'reconcile' },
+        ],
+      );
     } finally {
       db.close();
     }

@@ -34,7 +34,12 @@ export class WarmWriteBehind {
   }
 
   start(): void {
-    this.#loop = new Periodic({ name: 'warm pool write-behind', intervalMs: this.#s.o.writeDelayMs ?? WRITE_DELAY_MS, task: () => this.flush(), log: this.#s.log });
+    this.#loop = new Periodic({
+      name: 'warm pool write-behind',
+      intervalMs: this.#s.o.writeDelayMs ?? WRITE_DELAY_MS,
+      task: () => this.flush(),
+      log: this.#s.log,
+    });
     this.#loop.start();
   }
 
@@ -71,7 +76,11 @@ export class WarmWriteBehind {
       if (batch.length === 0 && view === undefined) return;
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
-        const writes = batch.map((w) => (w.value === undefined ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const), ...(w.evidence ? { evidence: w.evidence } : {}) } : { key: w.key, value: w.value }));
+        const writes = batch.map((w) =>
+          w.value === undefined
+            ? { key: w.key, value: undefined, at: w.at, why: w.why ?? ('unknown' as const), ...(w.evidence ? { evidence: w.evidence } : {}) }
+            : { key: w.key, value: w.value },
+        );
         if (view) writes.push(view);
         const fence = { key: writeFenceKey(s.o.node), rev: this.#fenceRev };
         const r = await s.ds((ipam) => ipam.writeWarmRecords(writes, fence));

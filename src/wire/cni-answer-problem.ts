@@ -22,7 +22,11 @@ export function cniAnswerProblem(verb: string | undefined, status: number, body:
     v = undefined;
   }
   if (status === 0) {
-    return isObject(v) && typeof goField(v, 'cniVersion') === 'string' ? undefined : `${bytes} bytes that are not a CNI result (a JSON object naming its cniVersion)`;
+    return isObject(v) && typeof goField(v, 'cniVersion') === 'string'
+      ? undefined
+      : `${bytes} bytes that are not a CNI result (a JSON object naming its cniVersion)`;
   }
-  return isObject(v) && typeof goField(v, 'code') === 'number' ? undefined : `exit status ${status} with ${bytes} bytes that are not a CNI error (a JSON object with a numeric code)`;
+  return isObject(v) && typeof goField(v, 'code') === 'number'
+    ? undefined
+    : `exit status ${status} with ${bytes} bytes that are not a CNI error (a JSON object with a numeric code)`;
 }

@@ -29,15 +29,24 @@ function feed<T>(reader: { push(b: Buffer): T | undefined }, bytes: Buffer, cuts
   return {};
 }
 
-const envKey = fc.oneof(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,20}$/), fc.constantFrom('CNI_COMMAND', 'CNI_ARGS', '__proto__', 'constructor', 'toString', 'hasOwnProperty'));
+const envKey = fc.oneof(
+  fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,20}$/),
+  fc.constantFrom('CNI_COMMAND', 'CNI_ARGS', '__proto__', 'constructor', 'toString', 'hasOwnProperty'),
+);
 const request: fc.Arbitrary<Request> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'status' as const }) },
   {
     weight: 6,
-    arbitrary: fc.record({
-      env: fc.dictionary(envKey, anyText(40).map((s) => Buffer.from(s).toString('utf8')), { maxKeys: 8 }),
-      stdin: anyBytes(300),
-    }).map((call) => ({ kind: 'cni' as const, call })),
+    arbitrary: fc
+      .record({
+        env: fc.dictionary(
+          envKey,
+          anyText(40).map((s) => Buffer.from(s).toString('utf8')),
+          { maxKeys: 8 },
+        ),
+        stdin: anyBytes(300),
+      })
+      .map((call) => ({ kind: 'cni' as const, call })),
   },
 );
 const cuts = fc.array(fc.nat(), { maxLength: 6 });
@@ -61,7 +70,13 @@ test('fuzz frame.ts: valid requests decode to themselves however they are chunke
   }));
 
 test('fuzz frame.ts: damaged requests (flipped, cut, extended) give a request or a FrameError, nothing else', (t) => {
-  const damaged = fc.tuple(request, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), fc.option(fc.nat(), { nil: undefined }), fc.option(anyBytes(16), { nil: undefined }), cuts);
+  const damaged = fc.tuple(
+    request,
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+    fc.option(fc.nat(), { nil: undefined }),
+    fc.option(anyBytes(16), { nil: undefined }),
+    cuts,
+  );
   return fuzz(t, { runs: 1000, file: FILE }, damaged, ([req, flips, cutAt, extra, c]) => {
     let bytes = Buffer.from(encodeRequest(req));
     for (const [pos, v] of flips) if (bytes.length > 0) bytes[pos % bytes.length] = v;
@@ -74,11 +89,22 @@ test('fuzz frame.ts: damaged requests (flipped, cut, extended) give a request or
 });
 
 test('fuzz frame.ts: random bytes to the request and the answer readers', (t) =>
-  fuzz(t, { runs: 1000, file: FILE }, fc.tuple(fc.oneof(anyBytes(64), anyBytes(64).map((b) => Buffer.concat([Buffer.from('PDPM\0\0\0\x01'), b]))), cuts), ([bytes, c]) => {
-    for (const reader of [requestReader(), answerReader()] as { push(b: Buffer): unknown }[]) {
-      const got = feed(reader, bytes, c);
-      if (got.error !== undefined) assert.ok(isFrameError(got.error), `not a FrameError: ${String(got.error)}`);
-    }
-    const a = feed(answerReader(), encodeAnswer({ status: bytes.length % 3, body: bytes }), c);
-    assert.ok(a.value && (a.value as { body: Buffer }).body.equals(bytes), 'an answer round-trips');
-  }));
+  fuzz(
+    t,
+    { runs: 1000, file: FILE },
+    fc.tuple(
+      fc.oneof(
+        anyBytes(64),
+        anyBytes(64).map((b) => Buffer.concat([Buffer.from('PDPM\0\0\0\x01'), b])),
+      ),
+      cuts,
+    ),
+    ([bytes, c]) => {
+      for (const reader of [requestReader(), answerReader()] as { push(b: Buffer): unknown }[]) {
+        const got = feed(reader, bytes, c);
+        if (got.error !== undefined) assert.ok(isFrameError(got.error), `not a FrameError: ${String(got.error)}`);
+      }
+      const a = feed(answerReader(), encodeAnswer({ status: bytes.length % 3, body: bytes }), c);
+      assert.ok(a.value && (a.value as { body: Buffer }).body.equals(bytes), 'an answer round-trips');
+    },
+  ));

@@ -119,8 +119,34 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const dir = join(tmp.path, `n${i}`);
       mkdirSync(join(dir, 'cache'), { recursive: true });
       const name = `chaos-node-${i}`;
-      const args = ['--node', name, '--datastore', url, '--data-dir', join(dir, 'data'), '--pools', 'chaos-warm', '--min-idle', '4', '--max-idle', '8', '--capacity', '32', '--cooldown', '1s'];
-      nodes.push({ id: `n${i}`, name, netns: host.netns, socket: join(dir, 'agent.sock'), cacheDir: join(dir, 'cache'), args, agent: undefined, killedByRig: false });
+      const args = [
+        '--node',
+        name,
+        '--datastore',
+        url,
+        '--data-dir',
+        join(dir, 'data'),
+        '--pools',
+        'chaos-warm',
+        '--min-idle',
+        '4',
+        '--max-idle',
+        '8',
+        '--capacity',
+        '32',
+        '--cooldown',
+        '1s',
+      ];
+      nodes.push({
+        id: `n${i}`,
+        name,
+        netns: host.netns,
+        socket: join(dir, 'agent.sock'),
+        cacheDir: join(dir, 'cache'),
+        args,
+        agent: undefined,
+        killedByRig: false,
+      });
     }
     const startNodeAgent = async (n: RigNode): Promise<void> => {
       const agent = await startAgent(n.socket, n.args, hookEnv, { netns: n.netns });
@@ -144,7 +170,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
 
     const networks: WorkloadNetwork[] = [
       { name: 'chaos-warm', weight: o.weights?.warm ?? 1, ipam: (n) => ({ type: 'podipam', agent: n.socket }) },
-      { name: 'chaos-blocks', weight: o.weights?.blocks ?? 1, ipam: (n) => ({ type: 'podipam', datastore: url, nodeName: n.name, pools: ['chaos-blocks'], cacheDir: n.cacheDir }) },
+      {
+        name: 'chaos-blocks',
+        weight: o.weights?.blocks ?? 1,
+        ipam: (n) => ({ type: 'podipam', datastore: url, nodeName: n.name, pools: ['chaos-blocks'], cacheDir: n.cacheDir }),
+      },
     ];
     const poolOf: Record<string, ReturnType<typeof parsePrefix>> = { 'chaos-warm': parsePrefix(POOLS[0].cidr), 'chaos-blocks': parsePrefix(POOLS[1].cidr) };
     workload = new Workload({

@@ -137,7 +137,11 @@ export class Workload {
     const end = Date.now();
     let addresses: string[] = [];
     let ok = r.code === 0;
-    let error: string | undefined = ok ? undefined : r.timedOut ? `timed out after ${this.o.callTimeoutMs} ms` : `exit ${r.code}: ${r.stdout}${r.stderr}`.trim();
+    let error: string | undefined = ok
+      ? undefined
+      : r.timedOut
+        ? `timed out after ${this.o.callTimeoutMs} ms`
+        : `exit ${r.code}: ${r.stdout}${r.stderr}`.trim();
     if (ok && kind === 'ADD') {
       try {
         const res = JSON.parse(r.stdout) as { ips?: { address?: string }[] };
@@ -147,7 +151,19 @@ export class Workload {
         error = `exit 0 but not a result: ${r.stdout}`;
       }
     }
-    const rec: CallRecord = { seq: this.#seq++, node: a.node.name, network: a.network.name, containerId: a.containerId, ifname: 'eth0', kind, start, end, ok, addresses, ...(error === undefined ? {} : { error }) };
+    const rec: CallRecord = {
+      seq: this.#seq++,
+      node: a.node.name,
+      network: a.network.name,
+      containerId: a.containerId,
+      ifname: 'eth0',
+      kind,
+      start,
+      end,
+      ok,
+      addresses,
+      ...(error === undefined ? {} : { error }),
+    };
     this.calls.push(rec);
     return rec;
   }
@@ -157,7 +173,12 @@ export class Workload {
 const live = new Set<ChildProcess>();
 
 /** Runs the shim inside `netns` with `env` and `stdin`; kills it after `timeoutMs`. */
-function runIn(netns: string, env: NodeJS.ProcessEnv, stdin: string, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
+function runIn(
+  netns: string,
+  env: NodeJS.ProcessEnv,
+  stdin: string,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
   return new Promise((resolve) => {
     const child = spawn('ip', ['netns', 'exec', netns, SHIM_BIN], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     live.add(child);

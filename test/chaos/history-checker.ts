@@ -131,7 +131,8 @@ export function checkHistory(
       for (const a of c.addresses) {
         if (seen.has(a)) violations.push({ kind: 'bad-answer', what: `ADD ${key} answered ${a} twice`, trace: [c], faults: [] });
         seen.add(a);
-        if (!inPools(c.network, a)) violations.push({ kind: 'bad-answer', what: `ADD ${key} answered ${a}, outside the pools of network ${c.network}`, trace: [c], faults: [] });
+        if (!inPools(c.network, a))
+          violations.push({ kind: 'bad-answer', what: `ADD ${key} answered ${a}, outside the pools of network ${c.network}`, trace: [c], faults: [] });
       }
       const nextDel = list.slice(i + 1).find((d) => d.kind === 'DEL');
       const nextOwn = (releasesOf.get(key) ?? []).filter((r) => r.start >= c.start).sort((a, b) => a.start - b.start)[0];
@@ -142,7 +143,12 @@ export function checkHistory(
     // Every attachment the runtime started must end with a successful DEL (the runtime retries).
     const last = list[list.length - 1]!;
     if (!(last.kind === 'DEL' && last.ok)) {
-      violations.push({ kind: 'unreleased', what: `${key}: its last call is ${last.kind} ${last.ok ? 'ok' : 'failed'}, no successful DEL after it`, trace: list, faults: during(list[0]!.start, last.end) });
+      violations.push({
+        kind: 'unreleased',
+        what: `${key}: its last call is ${last.kind} ${last.ok ? 'ok' : 'failed'}, no successful DEL after it`,
+        trace: list,
+        faults: during(list[0]!.start, last.end),
+      });
     }
   }
 
@@ -159,7 +165,12 @@ export function checkHistory(
         const until = Math.min(a.until, b.until);
         if (from < until) {
           const trace = [...a.calls, ...b.calls].sort((x, y) => x.start - y.start || x.seq - y.seq);
-          violations.push({ kind: 'double-hold', what: `${address} certainly held by ${a.key} and ${b.key} at once, from ${iso(from)} for ${until === Infinity ? 'ever' : `${until - from} ms`}`, trace, faults: during(Math.min(a.from, b.from), until === Infinity ? Infinity : until) });
+          violations.push({
+            kind: 'double-hold',
+            what: `${address} certainly held by ${a.key} and ${b.key} at once, from ${iso(from)} for ${until === Infinity ? 'ever' : `${until - from} ms`}`,
+            trace,
+            faults: during(Math.min(a.from, b.from), until === Infinity ? Infinity : until),
+          });
         }
       }
     }
@@ -170,17 +181,35 @@ export function checkHistory(
   const answered = new Set(holds.map((h) => h.address));
   for (const h of final.handles) {
     if (h.warmStock) continue;
-    violations.push({ kind: 'left-held', what: `handle ${h.handle} still holds ${h.addresses.join(', ') || 'nothing'} after every attachment's DEL`, trace: [], faults: [] });
+    violations.push({
+      kind: 'left-held',
+      what: `handle ${h.handle} still holds ${h.addresses.join(', ') || 'nothing'} after every attachment's DEL`,
+      trace: [],
+      faults: [],
+    });
   }
-  for (const k of final.podRecords) violations.push({ kind: 'left-held', what: `warm pod record ${k} is left after every attachment's DEL`, trace: [], faults: [] });
+  for (const k of final.podRecords)
+    violations.push({ kind: 'left-held', what: `warm pod record ${k} is left after every attachment's DEL`, trace: [], faults: [] });
   const heldAtEnd = new Set(final.handles.flatMap((h) => h.addresses));
-  for (const a of answered) if (heldAtEnd.has(a) && !stock.has(a)) violations.push({ kind: 'left-held', what: `${a} (answered during the run) is held at the end outside any warm pool's stock`, trace: [], faults: [] });
+  for (const a of answered)
+    if (heldAtEnd.has(a) && !stock.has(a))
+      violations.push({ kind: 'left-held', what: `${a} (answered during the run) is held at the end outside any warm pool's stock`, trace: [], faults: [] });
   if (final.check.leaks.length > 0 || final.check.problems.length > 0) {
-    violations.push({ kind: 'check-disagrees', what: `ipam check at the end: ${JSON.stringify({ leaks: final.check.leaks, problems: final.check.problems }).slice(0, 2000)}`, trace: [], faults: [] });
+    violations.push({
+      kind: 'check-disagrees',
+      what: `ipam check at the end: ${JSON.stringify({ leaks: final.check.leaks, problems: final.check.problems }).slice(0, 2000)}`,
+      trace: [],
+      faults: [],
+    });
   }
 
   const count = (k: CallKind, ok?: boolean): number => calls.filter((c) => c.kind === k && (ok === undefined || c.ok === ok)).length;
-  return { violations, calls: { add: count('ADD'), addOk: count('ADD', true), del: count('DEL'), delOk: count('DEL', true) }, holds: holds.length, addresses: byAddress.size };
+  return {
+    violations,
+    calls: { add: count('ADD'), addOk: count('ADD', true), del: count('DEL'), delOk: count('DEL', true) },
+    holds: holds.length,
+    addresses: byAddress.size,
+  };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -189,7 +218,9 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function formatViolation(v: Violation): string {
   const lines = [`${v.kind}: ${v.what}`];
   for (const c of v.trace) {
-    lines.push(`  #${c.seq} ${iso(c.start)} +${c.end - c.start}ms ${c.kind} ${c.node} ${c.network} ${c.containerId.slice(0, 12)} ${c.ifname} → ${c.ok ? `ok ${c.addresses.join(',')}` : `failed: ${(c.error ?? '').slice(0, 200)}`}`);
+    lines.push(
+      `  #${c.seq} ${iso(c.start)} +${c.end - c.start}ms ${c.kind} ${c.node} ${c.network} ${c.containerId.slice(0, 12)} ${c.ifname} → ${c.ok ? `ok ${c.addresses.join(',')}` : `failed: ${(c.error ?? '').slice(0, 200)}`}`,
+    );
   }
   for (const f of v.faults) lines.push(`  fault ${f.kind} ${f.target} ${iso(f.start)} → ${f.end === undefined ? 'not healed' : iso(f.end)}`);
   return lines.join('\n');

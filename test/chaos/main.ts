@@ -13,7 +13,9 @@ import { parseArgs } from 'node:util';
 import { runChaos } from './chaos-rig.js';
 import { runOperatorChaos } from './operator-chaos.js';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string' }, seed: { type: 'string' }, operator: { type: 'boolean' }, steps: { type: 'string', default: '200' } } });
+const { values } = parseArgs({
+  options: { minutes: { type: 'string' }, seed: { type: 'string' }, operator: { type: 'boolean' }, steps: { type: 'string', default: '200' } },
+});
 const minutes = Number(values.minutes ?? (values.operator ? '10' : '30'));
 if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 24 * 60) {
   console.error(`--minutes ${JSON.stringify(values.minutes)}: must be a number of minutes from 0 to 1440`);
@@ -34,7 +36,23 @@ if (values.operator) {
 }
 console.log(`chaos: seed ${seed}, ${minutes} min of faults (replay: npm run chaos -- --minutes ${minutes} --seed ${seed})`);
 const r = await runChaos({ seed, scheduleMs: minutes * 60_000, log: (l) => console.log(`${new Date().toISOString()} ${l}`) });
-console.log(JSON.stringify({ seed: r.seed, minutes: +(r.ms / 60_000).toFixed(1), faults: r.faults, calls: r.report.calls, holds: r.report.holds, addresses: r.report.addresses, violations: r.report.violations.length, unexpectedExits: r.unexpectedExits.length, undrained: r.undrained }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      seed: r.seed,
+      minutes: +(r.ms / 60_000).toFixed(1),
+      faults: r.faults,
+      calls: r.report.calls,
+      holds: r.report.holds,
+      addresses: r.report.addresses,
+      violations: r.report.violations.length,
+      unexpectedExits: r.unexpectedExits.length,
+      undrained: r.undrained,
+    },
+    null,
+    2,
+  ),
+);
 for (const v of r.violations) console.log(v);
 for (const x of r.unexpectedExits) console.log(x);
 if (r.violations.length > 0 || r.unexpectedExits.length > 0) {

@@ -51,8 +51,14 @@ async function modelOf(o: K8sObject): Promise<new (data: unknown) => { validate(
 
 test('base/kustomization.yaml lists every manifest in deploy/base/ and renders them all into the namespace', () => {
   assert.deepEqual((load(readFileSync(join(DEPLOY, 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources, ['base']);
-  assert.deepEqual(readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml')), ['kustomization.yaml'], 'deploy/ itself holds only the kustomization that applies base/');
-  const files = readdirSync(BASE).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
+  assert.deepEqual(
+    readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml')),
+    ['kustomization.yaml'],
+    'deploy/ itself holds only the kustomization that applies base/',
+  );
+  const files = readdirSync(BASE)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .sort();
   assert.deepEqual([...kustomization.resources].sort(), files);
   assert.ok(objects.length >= 12, `rendered ${objects.length} objects`);
   for (const o of objects) {
@@ -83,11 +89,18 @@ test('RBAC: the controller may get/list/watch/patch nodes; the agent get/list/wa
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
   ]);
-  assert.deepEqual(objects.filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
-    'ClusterRole/podipam-agent', 'ClusterRole/podipam-controller', 'ClusterRoleBinding/podipam-agent', 'ClusterRoleBinding/podipam-controller',
-  ]);
+  assert.deepEqual(
+    objects
+      .filter((o) => ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind))
+      .map((o) => `${o.kind}/${o.metadata.name}`)
+      .sort(),
+    ['ClusterRole/podipam-agent', 'ClusterRole/podipam-controller', 'ClusterRoleBinding/podipam-agent', 'ClusterRoleBinding/podipam-controller'],
+  );
   // Each binding gives its role to the service account the workload runs as.
-  for (const [workload, sa] of [[find('DaemonSet', 'podipam-agent'), 'podipam-agent'], [find('Deployment', 'podipam-serve'), 'podipam-controller']] as const) {
+  for (const [workload, sa] of [
+    [find('DaemonSet', 'podipam-agent'), 'podipam-agent'],
+    [find('Deployment', 'podipam-serve'), 'podipam-controller'],
+  ] as const) {
     assert.equal(podSpecOf(workload)!.serviceAccountName, sa);
     find('ServiceAccount', sa);
     const b = find('ClusterRoleBinding', sa) as any;
@@ -103,7 +116,10 @@ test('every podipam container runs the image of this version; the kustomization 
   assert.deepEqual([...new Set(ours.map(({ c }) => c.image))], [IMAGE]);
   assert.equal(ours.length, 6, ours.map(({ o, c }) => `${o.metadata.name}/${c.name}`).join(', '));
   assert.deepEqual(kustomization.images, [{ name: 'podipam/podipam', newTag: VERSION }]);
-  assert.deepEqual(all.filter(({ c }) => !c.image.startsWith('podipam/')).map(({ c }) => c.name), ['etcd']);
+  assert.deepEqual(
+    all.filter(({ c }) => !c.image.startsWith('podipam/')).map(({ c }) => c.name),
+    ['etcd'],
+  );
   const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
   assert.match(dockerfile, new RegExp(`docker build -t ${IMAGE.replace(/[./]/g, '\\$&')} `));
 });
@@ -115,7 +131,15 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   assert.equal(spec.priorityClassName, 'system-node-critical');
   assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
   const hostPaths = new Map<string, string>((spec.volumes as any[]).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath.path]));
-  assert.deepEqual([...hostPaths.values()].sort(), ['/etc/cni/net.d', '/opt/cni/bin', '/run/containerd/containerd.sock', '/run/podipam', '/run/xtables.lock', '/var/lib/cni/networks', '/var/lib/podipam']);
+  assert.deepEqual([...hostPaths.values()].sort(), [
+    '/etc/cni/net.d',
+    '/opt/cni/bin',
+    '/run/containerd/containerd.sock',
+    '/run/podipam',
+    '/run/xtables.lock',
+    '/var/lib/cni/networks',
+    '/var/lib/podipam',
+  ]);
   for (const c of containersOf(ds)) {
     for (const m of (c.volumeMounts as { name: string; mountPath: string }[]) ?? []) {
       if (hostPaths.has(m.name)) assert.equal(m.mountPath, hostPaths.get(m.name), `${c.name} mounts ${m.name} at the host's path`);
@@ -141,7 +165,11 @@ test('the DaemonSet: host network, system-node-critical, every taint tolerated, 
   // Runtime reconciliation: the endpoint from the ConfigMap, its socket mounted read-only where the endpoint names it.
   assert.equal(ag.get('--runtime-endpoint'), '$(PODIPAM_RUNTIME_ENDPOINT)');
   assert.equal((find('ConfigMap', 'podipam-config') as any).data.PODIPAM_RUNTIME_ENDPOINT, 'unix:///run/containerd/containerd.sock');
-  assert.ok(((agent.volumeMounts as { mountPath: string; readOnly?: boolean }[]) ?? []).some((m) => m.mountPath === '/run/containerd/containerd.sock' && m.readOnly === true));
+  assert.ok(
+    ((agent.volumeMounts as { mountPath: string; readOnly?: boolean }[]) ?? []).some(
+      (m) => m.mountPath === '/run/containerd/containerd.sock' && m.readOnly === true,
+    ),
+  );
   // The agent keeps the node masquerade (the agent config does not masquerade): the capability it needs for iptables.
   assert.ok(!ag.has('--no-masquerade'));
   // NET_ADMIN, NET_RAW for iptables; SYS_NICE for --realtime-priority; nothing else.
@@ -170,8 +198,12 @@ test('every $(VAR) a container uses is defined, and the etcd Service is the data
   const cm = find('ConfigMap', 'podipam-config') as any;
   for (const o of objects) {
     for (const c of containersOf(o)) {
-      const defined = new Set<string>([...((c.env as { name: string }[]) ?? []).map((e) => e.name), ...(((c.envFrom as any[]) ?? []).some((e) => e.configMapRef?.name === 'podipam-config') ? Object.keys(cm.data) : [])]);
-      for (const m of (c.command ?? []).join(' ').matchAll(/\$\(([A-Z_]+)\)/g)) assert.ok(defined.has(m[1]!), `${o.metadata.name}/${c.name} uses $(${m[1]}) without defining it`);
+      const defined = new Set<string>([
+        ...((c.env as { name: string }[]) ?? []).map((e) => e.name),
+        ...(((c.envFrom as any[]) ?? []).some((e) => e.configMapRef?.name === 'podipam-config') ? Object.keys(cm.data) : []),
+      ]);
+      for (const m of (c.command ?? []).join(' ').matchAll(/\$\(([A-Z_]+)\)/g))
+        assert.ok(defined.has(m[1]!), `${o.metadata.name}/${c.name} uses $(${m[1]}) without defining it`);
     }
   }
   const etcd = find('Service', 'podipam-etcd') as any;
@@ -212,11 +244,15 @@ test('the systemd units: RuntimeDirectory under /run/podipam, hardened, the same
   const serve = readFileSync(join(DEPLOY, 'systemd', 'podipam-serve.service'), 'utf8');
   assert.match(agent, /^RuntimeDirectory=podipam$/m);
   assert.match(serve, /^RuntimeDirectory=podipam\/serve$/m);
-  for (const u of [agent, serve]) for (const opt of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes']) assert.ok(u.includes(`\n${opt}\n`), opt);
+  for (const u of [agent, serve])
+    for (const opt of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes']) assert.ok(u.includes(`\n${opt}\n`), opt);
   assert.match(serve, /^DynamicUser=yes$/m);
   assert.match(agent, /--socket \/run\/podipam\/agent\.sock/);
   assert.ok(existsSync('/usr/bin/systemd-analyze'), 'systemd-analyze is needed to verify the units');
-  const r = spawnSync('systemd-analyze', ['verify', join(DEPLOY, 'systemd', 'podipam-agent.service'), join(DEPLOY, 'systemd', 'podipam-serve.service')], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync('systemd-analyze', ['verify', join(DEPLOY, 'systemd', 'podipam-agent.service'), join(DEPLOY, 'systemd', 'podipam-serve.service')], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.equal(r.stderr.trim(), '', 'systemd-analyze verify has no complaint');
 });
@@ -229,18 +265,26 @@ test('the Dockerfile copies only what the build makes and what npm run image shi
     for (const src of m[2]!.split(' ')) {
       if (src === '.') continue;
       const rel = m[1] ? src.replace(/^\/opt\/podipam\//, '') : src;
-      const found = rel.endsWith('/*.node') ? readdirSync(join(REPO_ROOT, rel.slice(0, -'/*.node'.length))).some((f) => f.endsWith('.node')) : existsSync(join(REPO_ROOT, rel));
+      const found = rel.endsWith('/*.node')
+        ? readdirSync(join(REPO_ROOT, rel.slice(0, -'/*.node'.length))).some((f) => f.endsWith('.node'))
+        : existsSync(join(REPO_ROOT, rel));
       assert.ok(found, `Dockerfile copies ${src}: ${rel} does not exist in a built tree`);
     }
   }
   // The shim compiles in the path of bin/podipam: both stages must use the same directory.
-  assert.deepEqual([...text.matchAll(/^WORKDIR (\S+)$/gm)].map((m) => m[1]), ['/opt/podipam', '/opt/podipam']);
+  assert.deepEqual(
+    [...text.matchAll(/^WORKDIR (\S+)$/gm)].map((m) => m[1]),
+    ['/opt/podipam', '/opt/podipam'],
+  );
   assert.match(text, /^USER 65532:65532$/m);
   // As npm run image (scripts/image/stage-app.mjs): every addon the program loads
   // (src/util/native-addon.ts), and the user with a passwd entry.
   const addons = readdirSync(join(REPO_ROOT, 'build/Release')).filter((f) => f.endsWith('.node'));
   assert.ok(addons.length >= 5, addons.join(', '));
-  assert.ok(text.includes('build/Release/*.node ') || addons.every((a) => text.includes(`build/Release/${a}`)), `the Dockerfile copies every addon: ${addons.join(', ')}`);
+  assert.ok(
+    text.includes('build/Release/*.node ') || addons.every((a) => text.includes(`build/Release/${a}`)),
+    `the Dockerfile copies every addon: ${addons.join(', ')}`,
+  );
   assert.match(text, /nonroot:x:65532:65532:nonroot:\/home\/nonroot:\/usr\/sbin\/nologin/);
   assert.match(text, /^FROM node:20-bookworm-slim$/m, 'Node.js 20 on bookworm, as npm run image');
 });
@@ -261,14 +305,22 @@ test('the datastore: three etcd members, one per node, on volumes, TLS for clien
   assert.equal(spec.hostNetwork, true, 'the datastore runs before any pod network');
   const anti = spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution;
   assert.deepEqual(anti, [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: sts.spec.selector.matchLabels } }]);
-  assert.deepEqual(sts.spec.volumeClaimTemplates.map((v: any) => [v.metadata.name, v.spec.accessModes]), [['data', ['ReadWriteOnce']]]);
+  assert.deepEqual(
+    sts.spec.volumeClaimTemplates.map((v: any) => [v.metadata.name, v.spec.accessModes]),
+    [['data', ['ReadWriteOnce']]],
+  );
   const etcd = container(sts, 'etcd') as any;
   const f = etcdFlags(objects);
-  assert.ok((etcd.volumeMounts as any[]).some((m) => m.name === 'data' && m.mountPath === f.get('--data-dir')), 'the data dir is the volume');
+  assert.ok(
+    (etcd.volumeMounts as any[]).some((m) => m.name === 'data' && m.mountPath === f.get('--data-dir')),
+    'the data dir is the volume',
+  );
   // TLS both ways, client certificates required on both.
   for (const flag of ['--client-cert-auth', '--peer-client-cert-auth']) assert.ok(f.has(flag), flag);
-  for (const flag of ['--cert-file', '--key-file', '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file']) assert.match(f.get(flag) ?? '', /^\/etc\/etcd\/tls\//, flag);
-  for (const flag of ['--listen-client-urls', '--advertise-client-urls', '--listen-peer-urls', '--initial-advertise-peer-urls']) assert.match(f.get(flag) ?? '', /^https:\/\//, flag);
+  for (const flag of ['--cert-file', '--key-file', '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file'])
+    assert.match(f.get(flag) ?? '', /^\/etc\/etcd\/tls\//, flag);
+  for (const flag of ['--listen-client-urls', '--advertise-client-urls', '--listen-peer-urls', '--initial-advertise-peer-urls'])
+    assert.match(f.get(flag) ?? '', /^https:\/\//, flag);
   const tlsVolume = (spec.volumes as any[]).find((v) => v.name === 'tls');
   assert.equal(tlsVolume.secret.secretName, 'podipam-etcd-tls');
   assert.ok((etcd.volumeMounts as any[]).some((m) => m.name === 'tls' && m.mountPath === '/etc/etcd/tls'));
@@ -278,7 +330,10 @@ test('the datastore: three etcd members, one per node, on volumes, TLS for clien
   assert.equal(peerSvc.spec.publishNotReadyAddresses, true, 'members find each other before they are ready');
   assert.equal(sts.spec.serviceName, 'podipam-etcd-peer');
   const peerPort = Number(/:(\d+)$/.exec(f.get('--listen-peer-urls')!)![1]);
-  assert.equal(f.get('--initial-cluster'), [0, 1, 2].map((i) => `podipam-etcd-${i}=https://podipam-etcd-${i}.podipam-etcd-peer.podipam-system.svc:${peerPort}`).join(','));
+  assert.equal(
+    f.get('--initial-cluster'),
+    [0, 1, 2].map((i) => `podipam-etcd-${i}=https://podipam-etcd-${i}.podipam-etcd-peer.podipam-system.svc:${peerPort}`).join(','),
+  );
   assert.equal(f.get('--initial-advertise-peer-urls'), `https://$(POD_NAME).podipam-etcd-peer.podipam-system.svc:${peerPort}`);
   assert.deepEqual(etcd.env, [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]);
   // Not the ports a kubeadm control plane's own etcd holds on the same hosts.
@@ -311,7 +366,10 @@ test('every podipam process reaches the datastore over etcds:// with the client 
     for (const c of containersOf(o)) {
       if (!c.image.startsWith('podipam/') || c.name === 'tokens' || c.name === 'install-cni') continue;
       users.push(`${o.metadata.name}/${c.name}`);
-      assert.ok(((c.envFrom as any[]) ?? []).some((e) => e.configMapRef?.name === 'podipam-config'), `${c.name} gets PODIPAM_DATASTORE`);
+      assert.ok(
+        ((c.envFrom as any[]) ?? []).some((e) => e.configMapRef?.name === 'podipam-config'),
+        `${c.name} gets PODIPAM_DATASTORE`,
+      );
       const m = ((c.volumeMounts as any[]) ?? []).find((x) => x.mountPath === '/etc/podipam/etcd');
       assert.ok(m, `${o.metadata.name}/${c.name} mounts the client certificate`);
       assert.equal(volumes.find((v) => v.name === m.name)?.secret?.secretName, 'podipam-etcd-client-tls');
@@ -329,15 +387,21 @@ test('overlays/dev: the same install with one etcd member and no PDB', () => {
   assert.ok(etcdFlags(dev).has('--client-cert-auth'));
   assert.equal(dev.filter((o) => o.kind === 'PodDisruptionBudget').length, 0);
   const names = (list: readonly K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
-  assert.deepEqual(names(dev), names(objects).filter((n) => n !== 'PodDisruptionBudget/podipam-etcd'));
+  assert.deepEqual(
+    names(dev),
+    names(objects).filter((n) => n !== 'PodDisruptionBudget/podipam-etcd'),
+  );
 });
 
 // kubeadm's default --service-cidr (and that of most installers): pod addresses there collide with ClusterIPs.
 const DEFAULT_SERVICE_CIDRS = ['10.96.0.0/12', 'fd00:10:96::/112'];
 
-test('the ConfigMap\'s pools stay clear of the default Service CIDR and of CLUSTER_CIDR', () => {
+test("the ConfigMap's pools stay clear of the default Service CIDR and of CLUSTER_CIDR", () => {
   const data = (find('ConfigMap', 'podipam-config') as K8sObject & { data: Record<string, string> }).data;
-  const pools = data.pools!.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f[0] !== '' && f[0] !== undefined);
+  const pools = data
+    .pools!.split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[0] !== '' && f[0] !== undefined);
   assert.ok(pools.length > 0, 'no pool in the ConfigMap');
   for (const [name, cidr] of pools) {
     for (const other of [...DEFAULT_SERVICE_CIDRS, data.CLUSTER_CIDR!]) {

@@ -27,8 +27,17 @@ const PROMETHEUS_RULE = join(REPO_ROOT, 'deploy', 'components', 'monitoring', 'p
 const RUNBOOKS = join(REPO_ROOT, 'docs', 'runbooks');
 const RUNBOOK_BASE = 'https://github.com/podipam/podipam/blob/main/docs/runbooks/';
 
-interface Rule { alert?: string; record?: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
-interface Groups { groups: { name: string; rules: Rule[] }[] }
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface Groups {
+  groups: { name: string; rules: Rule[] }[];
+}
 
 const source = load(readFileSync(RULES, 'utf8')) as Groups;
 const alerts = source.groups.flatMap((g) => g.rules).filter((r): r is Rule & { alert: string } => r.alert !== undefined);
@@ -43,7 +52,7 @@ function script(args: readonly string[]): { status: number | null; stdout: strin
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-test('promtool check rules: the plain rules file and the PrometheusRule\'s groups are valid', async () => {
+test("promtool check rules: the plain rules file and the PrometheusRule's groups are valid", async () => {
   const plain = promtool(['check', 'rules', RULES]);
   assert.equal(plain.status, 0, plain.out);
   assert.match(plain.out, new RegExp(`SUCCESS: ${alerts.length + 2} rules found`));
@@ -58,25 +67,35 @@ test('promtool check rules: the plain rules file and the PrometheusRule\'s group
 test('the PrometheusRule is generated from the plain rules file (node scripts/prometheus-rule.mjs --write)', () => {
   const r = script([]);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(readFileSync(PROMETHEUS_RULE, 'utf8'), r.stdout, 'deploy/components/monitoring/prometheus-rule.yaml is stale: run node scripts/prometheus-rule.mjs --write');
+  assert.equal(
+    readFileSync(PROMETHEUS_RULE, 'utf8'),
+    r.stdout,
+    'deploy/components/monitoring/prometheus-rule.yaml is stale: run node scripts/prometheus-rule.mjs --write',
+  );
   const rule = load(r.stdout) as { apiVersion: string; kind: string; metadata: { namespace: string }; spec: Groups };
   assert.equal(`${rule.apiVersion}/${rule.kind}`, 'monitoring.coreos.com/v1/PrometheusRule');
   assert.deepEqual(rule.spec, source);
   // --runbook-base moves every link, in both forms; a base that is not a URL directory is refused.
   const mine = 'https://wiki.example.com/podipam/';
-  for (const args of [['--runbook-base', mine], ['--runbook-base', mine, '--plain']]) {
+  for (const args of [
+    ['--runbook-base', mine],
+    ['--runbook-base', mine, '--plain'],
+  ]) {
     const out = script(args);
     assert.equal(out.status, 0, out.stderr);
     const doc = load(out.stdout) as Groups & { spec?: Groups };
     const urls = (doc.spec ?? doc).groups.flatMap((g) => g.rules).flatMap((x) => (x.annotations?.runbook_url ? [x.annotations.runbook_url] : []));
-    assert.deepEqual(urls, alerts.map((a) => `${mine}${a.alert}.md`));
+    assert.deepEqual(
+      urls,
+      alerts.map((a) => `${mine}${a.alert}.md`),
+    );
   }
   const bad = script(['--runbook-base', 'wiki/podipam']);
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /--runbook-base must be an http\(s\) URL ending in "\/": current value is "wiki\/podipam"/);
 });
 
-test('overlays/monitoring: deploy/ plus the PrometheusRule and the scrape jobs the rules expect; the agents\' metrics on the node address', async () => {
+test("overlays/monitoring: deploy/ plus the PrometheusRule and the scrape jobs the rules expect; the agents' metrics on the node address", async () => {
   const base = renderKustomization(join(REPO_ROOT, 'deploy')).objects;
   const withRules = renderKustomization(join(REPO_ROOT, 'deploy', 'overlays', 'monitoring')).objects;
   const added = ['PrometheusRule', 'ServiceMonitor', 'PodMonitor'];
@@ -88,11 +107,18 @@ test('overlays/monitoring: deploy/ plus the PrometheusRule and the scrape jobs t
   };
   assert.deepEqual(of('PrometheusRule').spec, source);
   const ds = withRules.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'podipam-agent') as any;
-  assert.deepEqual(withRules.filter((o) => !added.includes(o.kind) && o !== ds), base.filter((o) => !(o.kind === 'DaemonSet' && o.metadata.name === 'podipam-agent')), 'nothing else changes');
+  assert.deepEqual(
+    withRules.filter((o) => !added.includes(o.kind) && o !== ds),
+    base.filter((o) => !(o.kind === 'DaemonSet' && o.metadata.name === 'podipam-agent')),
+    'nothing else changes',
+  );
   // The DaemonSet differs in the agent's metrics address only, and stays valid.
   const agent = ds.spec.template.spec.containers[0];
   assert.ok(agent.command.includes('--metrics-listen=$(POD_IP):7421'), agent.command.join(' '));
-  assert.deepEqual(agent.env.find((e: any) => e.name === 'POD_IP'), { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+  assert.deepEqual(
+    agent.env.find((e: any) => e.name === 'POD_IP'),
+    { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+  );
   const baseDs = structuredClone(base.find((o) => o.kind === 'DaemonSet') as any);
   const restored = structuredClone(ds);
   const c = restored.spec.template.spec.containers[0];
@@ -118,7 +144,11 @@ test('overlays/monitoring: deploy/ plus the PrometheusRule and the scrape jobs t
   assert.deepEqual(se.authorization.credentials, { name: 'podipam-tokens', key: 'read' });
   assert.ok(se.relabelings.some((r: any) => r.targetLabel === 'job' && r.replacement === 'podipam-serve'));
   // Every job the rules name is one the monitors make.
-  const jobs = new Set(JSON.stringify(source).match(/job=\\"[a-z-]+\\"/g)!.map((m) => m.replace(/^job=\\"|\\"$/g, '')));
+  const jobs = new Set(
+    JSON.stringify(source)
+      .match(/job=\\"[a-z-]+\\"/g)!
+      .map((m) => m.replace(/^job=\\"|\\"$/g, '')),
+  );
   assert.deepEqual([...jobs].sort(), ['podipam-agent', 'podipam-serve']);
   const comp = load(readFileSync(join(REPO_ROOT, 'deploy', 'components', 'monitoring', 'kustomization.yaml'), 'utf8')) as { kind: string };
   assert.equal(comp.kind, 'Component');
@@ -137,7 +167,11 @@ function unknownCli(line: string): string | undefined {
     i++;
   }
   const known = new Set([...cmd.options, ...program.options].flatMap((o) => [o.long, o.short]).filter(Boolean));
-  const bad = words.slice(i).filter((w) => /^--?[a-z]/.test(w)).map((w) => w.split('=')[0]!).filter((f) => !known.has(f));
+  const bad = words
+    .slice(i)
+    .filter((w) => /^--?[a-z]/.test(w))
+    .map((w) => w.split('=')[0]!)
+    .filter((f) => !known.has(f));
   return bad.length > 0 ? `"${line}": podipam ${cmd.name()} has no ${bad.join(', ')}` : undefined;
 }
 
@@ -166,7 +200,10 @@ test('every alert: severity, a for:, summary and description, a runbook in docs/
     }
   }
   // Every runbook page belongs to an alert (and the index lists them all).
-  const pages = readdirSync(RUNBOOKS).filter((f) => f !== 'README.md').map((f) => f.replace(/\.md$/, '')).sort();
+  const pages = readdirSync(RUNBOOKS)
+    .filter((f) => f !== 'README.md')
+    .map((f) => f.replace(/\.md$/, ''))
+    .sort();
   assert.deepEqual(pages, alerts.map((a) => a.alert).sort());
   const index = readFileSync(join(RUNBOOKS, 'README.md'), 'utf8');
   for (const a of alerts) if (!index.includes(`](${a.alert}.md)`)) problems.push(`docs/runbooks/README.md does not link ${a.alert}`);
@@ -176,7 +213,9 @@ test('every alert: severity, a for:, summary and description, a runbook in docs/
   assert.match(unknownCli('podipam ipam check --fix') ?? '', /has no --fix/);
 });
 
-interface UnitTests { tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[] }
+interface UnitTests {
+  tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[];
+}
 
 test('promtool test rules: every alert fires when it should and stays silent when it should not', async () => {
   const units = load(readFileSync(UNIT_TESTS, 'utf8')) as UnitTests;

@@ -131,8 +131,17 @@ test('a caller the socket mode refuses (EACCES) gets a permanent error naming th
       const r = spawnSync(bin, [], {
         uid: NOBODY,
         gid: NOBODY,
-        env: { PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'p1', CNI_IFNAME: 'eth0', CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni', PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: '/dev/null' },
-        input: JSON.stringify((agentCall(agent.socket).config)),
+        env: {
+          PATH: process.env.PATH,
+          CNI_COMMAND: 'ADD',
+          CNI_CONTAINERID: 'p1',
+          CNI_IFNAME: 'eth0',
+          CNI_NETNS: '/x',
+          CNI_PATH: '/usr/lib/cni',
+          PODIPAM_PLUGIN: '',
+          PODIPAM_CNI_LOG: '/dev/null',
+        },
+        input: JSON.stringify(agentCall(agent.socket).config),
         encoding: 'utf8',
         timeout: 30_000,
       });
@@ -148,7 +157,11 @@ test('a caller the socket mode refuses (EACCES) gets a permanent error naming th
 });
 
 test('agent status against a socket that answers no status: exit 1 with a clear message, no stack', async () => {
-  for (const [name, body] of [['text', 'hello'], ['array', '[1, 2]'], ['partial', '{"pid": 1}']] as const) {
+  for (const [name, body] of [
+    ['text', 'hello'],
+    ['array', '[1, 2]'],
+    ['partial', '{"pid": 1}'],
+  ] as const) {
     const f = await fakeAgent(`status-${name}`, 0, body);
     try {
       const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
@@ -174,7 +187,10 @@ test('<socket>.lock planted as a symbolic link is refused, never followed', () =
   const victim = join(dir.path, 'victim.txt');
   writeFileSync(victim, 'precious\n');
   symlinkSync(victim, join(d, 'agent.sock.lock'));
-  const r = spawnSync(process.execPath, [PODIPAM_BIN, 'agent', '--socket', join(d, 'agent.sock'), '--metrics-listen', 'off'], { encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [PODIPAM_BIN, 'agent', '--socket', join(d, 'agent.sock'), '--metrics-listen', 'off'], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /agent\.sock\.lock.*symbolic link/);
   assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'the link target is untouched');
@@ -213,7 +229,10 @@ test('the metrics listener: a foreign Host gets 421; CNI_COMMAND values become b
 
     // Another agent on the metrics port already taken: exit 2, and its socket is not left serving.
     const sock2 = join(dir.path, 'metrics2', 'agent.sock');
-    const r = spawnSync(process.execPath, [PODIPAM_BIN, 'agent', '--socket', sock2, '--metrics-listen', `127.0.0.1:${port}`], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(process.execPath, [PODIPAM_BIN, 'agent', '--socket', sock2, '--metrics-listen', `127.0.0.1:${port}`], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`127\\.0\\.0\\.1:${port}.*in use`));
     assert.equal(existsSync(sock2), false, 'no socket left behind');
@@ -227,7 +246,20 @@ test('the warm back end refuses bad routes as the local and cluster back ends do
   const url = `sqlite:${join(dir.path, 'warm.db')}`;
   assert.equal(runCliSync(url, ['pool', 'create', 'w4', '--cidr', '10.212.0.0/16']).code, 0);
   const sock = join(dir.path, 'warm', 'agent.sock');
-  const agent = await startAgent(sock, ['--node', 'wnode', '--datastore', url, '--data-dir', join(dir.path, 'warm-data'), '--min-idle', '2', '--max-idle', '4', '--capacity', '8']);
+  const agent = await startAgent(sock, [
+    '--node',
+    'wnode',
+    '--datastore',
+    url,
+    '--data-dir',
+    join(dir.path, 'warm-data'),
+    '--min-idle',
+    '2',
+    '--max-idle',
+    '4',
+    '--capacity',
+    '8',
+  ]);
   try {
     const call = (routes: unknown, id: string): PluginCall => ({
       command: 'ADD',
@@ -269,7 +301,7 @@ test('the node name comes from $NODENAME, else $NODE_NAME (as the DaemonSet and 
   }
   const b = await startAgent(join(dir.path, 'node2', 'agent.sock'), [], { NODENAME: 'node-from-nodename', NODE_NAME: 'ignored' });
   try {
-    assert.equal((await b.status()).node, 'node-from-nodename', '$NODENAME, Calico\'s name for it, wins when both are set');
+    assert.equal((await b.status()).node, 'node-from-nodename', "$NODENAME, Calico's name for it, wins when both are set");
     // The shim forwards the caller's $NODE_NAME too: a cluster-mode config without nodeName is
     // served for the caller's node (here a name the agent refuses, so the message shows which).
     requireShim();

@@ -62,7 +62,14 @@ async function agree(agent: RunningAgent, port: number, headroom: number, exhaus
   assert.equal(v4(s)?.exhausted, exhausted);
   assert.equal(await metric(port), headroom);
   const text = spawnSync(PODIPAM_BIN, ['agent', 'status', '--socket', agent.socket], { encoding: 'utf8' }).stdout;
-  assert.match(text, new RegExp(`^headroom: ipv4 ${headroom}${exhausted ? ' EXHAUSTED' : ''} \\(${headroom} free in 1/1 blocks|^headroom: ipv4 ${headroom} \\(0 free in 0/1 blocks`, 'm'), text);
+  assert.match(
+    text,
+    new RegExp(
+      `^headroom: ipv4 ${headroom}${exhausted ? ' EXHAUSTED' : ''} \\(${headroom} free in 1/1 blocks|^headroom: ipv4 ${headroom} \\(0 free in 0/1 blocks`,
+      'm',
+    ),
+    text,
+  );
 }
 
 test('cluster mode with an API server: full node tainted within one resync, untainted at the threshold, other taints kept, no flapping', async () => {
@@ -76,7 +83,20 @@ test('cluster mode with an API server: full node tainted within one resync, unta
   const kubeconfig = join(dir.path, 'kubeconfig');
   fake.writeKubeconfig(kubeconfig);
   const port = await freePort();
-  const agent = await startAgent(join(dir.path, 'agent.sock'), ['--node', 'n1', '--datastore', url, '--kubeconfig', kubeconfig, '--headroom-interval', `${INTERVAL_MS}ms`, '--headroom-clear', '4', '--metrics-listen', `127.0.0.1:${port}`]);
+  const agent = await startAgent(join(dir.path, 'agent.sock'), [
+    '--node',
+    'n1',
+    '--datastore',
+    url,
+    '--kubeconfig',
+    kubeconfig,
+    '--headroom-interval',
+    `${INTERVAL_MS}ms`,
+    '--headroom-clear',
+    '4',
+    '--metrics-listen',
+    `127.0.0.1:${port}`,
+  ]);
   const ours = () => (fake.getNode('n1')?.spec.taints ?? []).filter((t) => t.key === 'podipam.io/ip-exhausted');
   const taintPatches = () => fake.patches.filter((p) => JSON.stringify(p.body).includes('"taints"')).length;
   try {
@@ -92,7 +112,13 @@ test('cluster mode with an API server: full node tainted within one resync, unta
       assert.ok(Date.now() - t0 < INTERVAL_MS + 2000, `no taint within one resync: ${JSON.stringify(fake.getNode('n1')?.spec)}\n${agent.log()}`);
       await sleep(50);
     }
-    assert.deepEqual(fake.getNode('n1')?.spec.taints?.map((t) => [t.key, t.value, t.effect]), [['dedicated', 'infra', 'NoExecute'], ['podipam.io/ip-exhausted', 'ipv4', 'NoSchedule']]);
+    assert.deepEqual(
+      fake.getNode('n1')?.spec.taints?.map((t) => [t.key, t.value, t.effect]),
+      [
+        ['dedicated', 'infra', 'NoExecute'],
+        ['podipam.io/ip-exhausted', 'ipv4', 'NoSchedule'],
+      ],
+    );
     s = await nextResync(agent, 'after the taint');
     assert.equal(s.headroom?.taintValue, 'ipv4');
     await agree(agent, port, 0, true);
@@ -123,7 +149,16 @@ test('without an API server: the headroom is a metric and in agent status only',
   const url = `sqlite:${join(dir.path, 'c.db')}`;
   setUp(url);
   const port = await freePort();
-  const agent = await startAgent(join(dir.path, 'agent.sock'), ['--node', 'n1', '--datastore', url, '--headroom-interval', `${INTERVAL_MS}ms`, '--metrics-listen', `127.0.0.1:${port}`]);
+  const agent = await startAgent(join(dir.path, 'agent.sock'), [
+    '--node',
+    'n1',
+    '--datastore',
+    url,
+    '--headroom-interval',
+    `${INTERVAL_MS}ms`,
+    '--metrics-listen',
+    `127.0.0.1:${port}`,
+  ]);
   try {
     await nextResync(agent, 'first resync');
     await agree(agent, port, BLOCK, false);

@@ -64,7 +64,10 @@ for (const mode of ['local', 'cluster'] as const) {
       assert.equal(add.n, BURST);
       assert.equal(s.backends[mode], BURST);
       t.diagnostic(`in-agent ADD p50 ${add.p50} ms, p99 ${add.p99} ms`);
-      assert.ok(add.p50 < bound.p50 && add.p99 < bound.p99, `in-agent ADD p50 ${add.p50} ms, p99 ${add.p99} ms under a burst of ${BURST}: bounds ${bound.p50} / ${bound.p99} ms`);
+      assert.ok(
+        add.p50 < bound.p50 && add.p99 < bound.p99,
+        `in-agent ADD p50 ${add.p50} ms, p99 ${add.p99} ms under a burst of ${BURST}: bounds ${bound.p50} / ${bound.p99} ms`,
+      );
     } finally {
       await agent.stop();
     }

@@ -28,7 +28,12 @@ function add(sock: string, dataDir: string, id: string): Promise<PluginRun> {
 }
 
 function hostLocal(dataDir: string, command: string, id: string): Promise<PluginRun> {
-  return runPlugin(HOST_LOCAL_BIN, { command, containerId: id, ifname: 'eth0', config: { cniVersion: '1.0.0', name: NET, ipam: { type: 'host-local', ...ipam(dataDir) } } });
+  return runPlugin(HOST_LOCAL_BIN, {
+    command,
+    containerId: id,
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: NET, ipam: { type: 'host-local', ...ipam(dataDir) } },
+  });
 }
 
 /** Address files → content. */
@@ -83,7 +88,7 @@ for (const c of cases) {
       const owners = [...held.values()];
       assert.equal(new Set(owners).size, c.files, `one reservation per container: ${owners.join(' ')}`);
       for (const o of owners) assert.match(o, /^c[0-7]\r\neth0$/);
-      assert.deepEqual([...held.keys()].sort(), Array.from({ length: c.files }, (_, i) => `10.93.0.${i + 3}`).sort(), 'after the seed\'s .2, round robin');
+      assert.deepEqual([...held.keys()].sort(), Array.from({ length: c.files }, (_, i) => `10.93.0.${i + 3}`).sort(), "after the seed's .2, round robin");
       assert.equal(readFileSync(join(dir, 'last_reserved_ip.0'), 'utf8'), `10.93.0.${c.files + 2}`);
       // host-local carries on from that state: a new ADD gets the next free address, each DEL releases its file.
       const next = await hostLocal(dataDir, 'ADD', 'after');

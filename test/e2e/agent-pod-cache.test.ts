@@ -29,7 +29,10 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
 
   before(async () => {
     requireShim();
-    for (const [name, cidr] of [['plain', '10.230.0.0/16'], ['gold', '10.231.0.0/16']] as const) {
+    for (const [name, cidr] of [
+      ['plain', '10.230.0.0/16'],
+      ['gold', '10.231.0.0/16'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       assert.equal(r.code, 0, r.stderr);
     }
@@ -41,7 +44,16 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     fake.addPod('team-gold', 'own-pools', { node: NODE, annotations: { 'podipam.io/pools': 'plain' } });
     fake.addPod('team-plain', 'db-0', { node: NODE, ownerKind: 'StatefulSet' });
     metricsPort = await freePort();
-    agent = await startAgent(sock, ['--node', NODE, '--datastore', url, '--kubeconfig', join(dir.path, 'kubeconfig'), '--metrics-listen', `127.0.0.1:${metricsPort}`]);
+    agent = await startAgent(sock, [
+      '--node',
+      NODE,
+      '--datastore',
+      url,
+      '--kubeconfig',
+      join(dir.path, 'kubeconfig'),
+      '--metrics-listen',
+      `127.0.0.1:${metricsPort}`,
+    ]);
     for (let i = 0; !(await agent.status()).podCache?.synced; i++) {
       if (i > 200) throw new Error(`pod cache not synced after 10 s: ${JSON.stringify((await agent.status()).podCache)}\n${agent.log()}`);
       await sleep(50);
@@ -70,13 +82,13 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     return (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
   };
 
-  it('the namespace annotation picks the pool, the pod\'s own wins; no pod GET, no list on ADD', async () => {
+  it("the namespace annotation picks the pool, the pod's own wins; no pod GET, no list on ADD", async () => {
     const before = { pods: { ...fake.podRequests }, ns: { ...fake.namespaceRequests } };
     const s0 = await agent.status();
     assert.deepEqual({ pods: s0.podCache?.pods, namespaces: s0.podCache?.namespaces }, { pods: 3, namespaces: 2 });
     assert.match(await addressOf('team-gold', 'web-1', 'c1'), /^10\.231\./, 'namespace team-gold: podipam.io/pools=gold');
     assert.match(await addressOf('team-plain', 'db-0', 'c2'), /^10\.230\./, 'no annotation: the configured pool');
-    assert.match(await addressOf('team-gold', 'own-pools', 'c3'), /^10\.230\./, 'the pod\'s own annotation wins over its namespace\'s');
+    assert.match(await addressOf('team-gold', 'own-pools', 'c3'), /^10\.230\./, "the pod's own annotation wins over its namespace's");
     // A pod the cache does not hold (created just now, or not yet seen) still gets its namespace's placement.
     assert.match(await addressOf('team-gold', 'not-in-cache', 'c4'), /^10\.231\./);
     assert.deepEqual({ pods: fake.podRequests, ns: fake.namespaceRequests }, before, 'ADDs made no API request');
@@ -123,7 +135,8 @@ describe('agent --kubeconfig in cluster mode: placement from the watch-fed cache
     assert.equal(value('podipam_agent_pod_cache_pods'), 4);
     assert.equal(value('podipam_agent_pod_cache_namespaces'), 2);
     assert.ok(value('podipam_agent_pod_cache_events_total') >= 2, text);
-    for (const n of ['podipam_agent_pod_cache_relists_total', 'podipam_agent_pod_cache_watch_resumes_total', 'podipam_agent_pod_cache_errors_total']) assert.ok(Number.isFinite(value(n)), n);
+    for (const n of ['podipam_agent_pod_cache_relists_total', 'podipam_agent_pod_cache_watch_resumes_total', 'podipam_agent_pod_cache_errors_total'])
+      assert.ok(Number.isFinite(value(n)), n);
   });
 
   it('agent status shows the cache', async () => {
@@ -140,7 +153,10 @@ describe('agent --kubeconfig whose API server is down at the start', () => {
     requireShim();
     const url = `sqlite:${join(dir.path, 'down.db')}`;
     const sock = join(dir.path, 'run', 'agent-down.sock');
-    for (const [name, cidr] of [['plain', '10.232.0.0/16'], ['gold', '10.233.0.0/16']] as const) {
+    for (const [name, cidr] of [
+      ['plain', '10.232.0.0/16'],
+      ['gold', '10.233.0.0/16'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       assert.equal(r.code, 0, r.stderr);
     }
@@ -172,7 +188,11 @@ describe('agent --kubeconfig whose API server is down at the start', () => {
       }
       const late = await add('late');
       assert.equal(late.code, 0, late.stdout);
-      assert.match((JSON.parse(late.stdout) as { ips: { address: string }[] }).ips[0]!.address, /^10\.233\./, 'once listed, the namespace annotation places the pod');
+      assert.match(
+        (JSON.parse(late.stdout) as { ips: { address: string }[] }).ips[0]!.address,
+        /^10\.233\./,
+        'once listed, the namespace annotation places the pod',
+      );
     } finally {
       await agent?.stop();
       await fake.close();
@@ -184,7 +204,11 @@ describe('agent --kubeconfig / --in-cluster flags', () => {
   it('a missing kubeconfig file, or both flags, is a usage error naming them', async () => {
     const { spawnSync } = await import('node:child_process');
     const { PODIPAM_BIN } = await import('../helpers/plugin.js');
-    const run = (...args: string[]) => spawnSync(PODIPAM_BIN, ['agent', '--socket', join(dir.path, 'flags', 'a.sock'), '--metrics-listen', 'off', ...args], { encoding: 'utf8', timeout: 20_000 });
+    const run = (...args: string[]) =>
+      spawnSync(PODIPAM_BIN, ['agent', '--socket', join(dir.path, 'flags', 'a.sock'), '--metrics-listen', 'off', ...args], {
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
     const missing = run('--kubeconfig', '/nonexistent/kubeconfig');
     assert.equal(missing.status, 2, missing.stderr);
     assert.match(missing.stderr, /invalid --kubeconfig "\/nonexistent\/kubeconfig": no such file/);
@@ -203,8 +227,26 @@ describe('agent --kubeconfig / --in-cluster flags', () => {
     const conf = join(dir.path, 'in-cluster.json');
     writeFileSync(conf, JSON.stringify({ inCluster: true, datastore: `sqlite:${join(dir.path, 'incl.db')}` }));
     mkdirSync(join(dir.path, 'incl'), { recursive: true, mode: 0o700 });
-    for (const extra of [['--in-cluster', '--datastore', `sqlite:${join(dir.path, 'incl.db')}`], ['--config', conf]]) {
-      const r = spawnSync(PODIPAM_BIN, ['agent', '--socket', join(dir.path, 'incl', 'a.sock'), '--data-dir', join(dir.path, 'incl', 'dd'), '--node', 'n1', '--metrics-listen', 'off', ...extra], { encoding: 'utf8', timeout: 20_000, env });
+    for (const extra of [
+      ['--in-cluster', '--datastore', `sqlite:${join(dir.path, 'incl.db')}`],
+      ['--config', conf],
+    ]) {
+      const r = spawnSync(
+        PODIPAM_BIN,
+        [
+          'agent',
+          '--socket',
+          join(dir.path, 'incl', 'a.sock'),
+          '--data-dir',
+          join(dir.path, 'incl', 'dd'),
+          '--node',
+          'n1',
+          '--metrics-listen',
+          'off',
+          ...extra,
+        ],
+        { encoding: 'utf8', timeout: 20_000, env },
+      );
       assert.equal(r.status, 1, `${extra.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /in-cluster service account: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set/);
     }

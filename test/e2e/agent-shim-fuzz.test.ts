@@ -79,7 +79,13 @@ const envArb = fc.record({
   CNI_NETNS: fc.oneof({ weight: 9, arbitrary: fc.constant('/var/run/netns/x') }, fc.constant('')),
   CNI_PATH: fc.constant('/opt/cni/bin'),
   CNI_ARGS: fc.oneof({ weight: 8, arbitrary: fc.constant('') }, fc.constantFrom('IgnoreUnknown=1;K8S_POD_NAME=p', 'IP=10.91.0.9', '=;;='), anyText(30)),
-  EXTRA: fc.option(fc.tuple(fc.oneof(fc.constantFrom('PODIPAM_SHIM_TIMEOUT_MS', 'PODIPAM_LOCK_TIMEOUT_MS', 'NODENAME', 'PODIPAM_CNI_LOG_X'), fc.stringMatching(/^[A-Z_]{1,12}$/)), anyText(12)), { nil: undefined }),
+  EXTRA: fc.option(
+    fc.tuple(
+      fc.oneof(fc.constantFrom('PODIPAM_SHIM_TIMEOUT_MS', 'PODIPAM_LOCK_TIMEOUT_MS', 'NODENAME', 'PODIPAM_CNI_LOG_X'), fc.stringMatching(/^[A-Z_]{1,12}$/)),
+      anyText(12),
+    ),
+    { nil: undefined },
+  ),
 });
 
 /** Environment strings as a process holds them: bytes without NUL (a lone surrogate becomes U+FFFD). */
@@ -112,7 +118,11 @@ async function shimCase([e, stdin]: [fc.RecordValue<Record<string, unknown>>, Bu
 const shimOutcomes = new Map<string, number>();
 /** Prints the outcomes of a run and requires that some verbs besides VERSION succeeded (the cases reach the back end). */
 function endShimRun(t: { diagnostic(m: string): void }): void {
-  const line = [...shimOutcomes].filter(([k]) => /^(ADD|DEL|CHECK|GC|STATUS|VERSION):/.test(k)).sort().map(([k, n]) => `${k}=${n}`).join(' ');
+  const line = [...shimOutcomes]
+    .filter(([k]) => /^(ADD|DEL|CHECK|GC|STATUS|VERSION):/.test(k))
+    .sort()
+    .map(([k, n]) => `${k}=${n}`)
+    .join(' ');
   t.diagnostic(`outcomes: ${line}`);
   console.log(`shim fuzz outcomes: ${line}`);
   const ok = [...shimOutcomes].filter(([k]) => /^(ADD|DEL|CHECK|GC|STATUS):ok$/.test(k)).reduce((n, [, v]) => n + v, 0);

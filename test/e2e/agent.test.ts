@@ -22,7 +22,13 @@ const localConf = (ipam: Record<string, unknown> = {}) => ({
   name: 'agentnet',
   ipam: { type: 'podipam', dataDir: join(dir.path, 'data'), ranges: [[{ subnet: '10.78.0.0/24' }]], ...ipam },
 });
-const add = (id: string, env: Record<string, string>, ipam?: Record<string, unknown>): PluginCall => ({ command: 'ADD', containerId: id, ifname: 'eth0', config: localConf(ipam), env });
+const add = (id: string, env: Record<string, string>, ipam?: Record<string, unknown>): PluginCall => ({
+  command: 'ADD',
+  containerId: id,
+  ifname: 'eth0',
+  config: localConf(ipam),
+  env,
+});
 
 test('a second agent on the same socket refuses to start; a SIGKILLed agent leaves a socket the next one replaces', async () => {
   requireShim();
@@ -115,14 +121,24 @@ test('bin/podipam forwards a config naming the agent; with no agent it runs a se
     const r = runPluginSync(PODIPAM_BIN, add('f1', {}, { agent: sock }));
     assert.equal(r.code, 0, r.stdout);
     assert.equal((await agent.status()).requests.ADD?.ok, 1, 'the agent served it');
-    const only = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: 'f2', ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'x', ipam: { type: 'podipam', agent: sock } } });
+    const only = runPluginSync(PODIPAM_BIN, {
+      command: 'ADD',
+      containerId: 'f2',
+      ifname: 'eth0',
+      config: { cniVersion: '1.0.0', name: 'x', ipam: { type: 'podipam', agent: sock } },
+    });
     assert.equal(JSON.parse(only.stdout).code, 7, only.stdout);
   } finally {
     await agent.stop();
   }
   const standalone = runPluginSync(PODIPAM_BIN, add('f3', {}, { agent: sock }));
   assert.equal(standalone.code, 0, standalone.stdout);
-  const none = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: 'f4', ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'x', ipam: { type: 'podipam', agent: sock } } });
+  const none = runPluginSync(PODIPAM_BIN, {
+    command: 'ADD',
+    containerId: 'f4',
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: 'x', ipam: { type: 'podipam', agent: sock } },
+  });
   assert.equal(JSON.parse(none.stdout).code, 11);
   assert.match(JSON.parse(none.stdout).msg, /agent\.sock/);
 });
@@ -132,7 +148,11 @@ test('a directory lock held by another process stalls only that network: the age
   const agent = await startAgent(sock);
   const env = { PODIPAM_AGENT_SOCKET: sock, PODIPAM_PLUGIN: '' };
   const netDir = (n: string) => join(dir.path, 'locks-data', n);
-  const conf = (n: string) => ({ cniVersion: '1.0.0', name: n, ipam: { type: 'podipam', dataDir: join(dir.path, 'locks-data'), ranges: [[{ subnet: '10.79.0.0/24' }]] } });
+  const conf = (n: string) => ({
+    cniVersion: '1.0.0',
+    name: n,
+    ipam: { type: 'podipam', dataDir: join(dir.path, 'locks-data'), ranges: [[{ subnet: '10.79.0.0/24' }]] },
+  });
   try {
     // Create net-a's directory and lock file, then hold its lock as host-local would.
     assert.equal(runPluginSync(SHIM_BIN, { command: 'ADD', containerId: 'a0', ifname: 'eth0', config: conf('net-a'), env }).code, 0);
@@ -146,7 +166,13 @@ test('a directory lock held by another process stalls only that network: the age
       }
     };
     try {
-      await waitFor(() => readFileSync('/proc/locks', 'utf8').split('\n').some((l) => l.includes('FLOCK') && l.includes(` ${holder.pid} `)), 'flock(1) to hold the lock');
+      await waitFor(
+        () =>
+          readFileSync('/proc/locks', 'utf8')
+            .split('\n')
+            .some((l) => l.includes('FLOCK') && l.includes(` ${holder.pid} `)),
+        'flock(1) to hold the lock',
+      );
       const blocked = runPlugin(SHIM_BIN, { command: 'ADD', containerId: 'a1', ifname: 'eth0', config: conf('net-a'), env });
       let settled = false;
       void blocked.then(() => (settled = true));

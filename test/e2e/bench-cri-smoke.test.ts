@@ -8,12 +8,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-test('cri bench, short: 4 sandboxes at once per subject through containerd, p50/p99 and the agents\' ADD p99 printed', { timeout: 240_000 }, async (t) => {
+test("cri bench, short: 4 sandboxes at once per subject through containerd, p50/p99 and the agents' ADD p99 printed", { timeout: 240_000 }, async (t) => {
   Object.assign(process.env, { PODIPAM_BENCH_CRI_PODS: '4', PODIPAM_BENCH_CRI_ROUNDS: '1' });
   const { run } = await import('../../bench/cri.js');
   const lines = await run();
   for (const l of lines) t.diagnostic(l);
   assert.equal(lines.length, 3, lines.join(' | '));
   assert.match(lines[0]!, /^cri host-local +RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms$/);
-  for (const l of lines.slice(1)) assert.match(l, /RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms \([\d.]+x \/ [\d.]+x host-local\); agent ADD p50 [\d.]+ ms p99 [\d.]+ ms \(n 4\)$/);
+  for (const l of lines.slice(1))
+    assert.match(
+      l,
+      /RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms \([\d.]+x \/ [\d.]+x host-local\); agent ADD p50 [\d.]+ ms p99 [\d.]+ ms \(n 4\)$/,
+    );
 });

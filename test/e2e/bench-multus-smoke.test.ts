@@ -22,5 +22,8 @@ test('multus bench, short: 6 pods × 3 networks, own pools beside host-local, on
   const del = lines.find((l) => l.startsWith('DEL wall / host-local'));
   assert.ok(del, `a DEL ratio line: ${lines.join(' | ')}`);
   assert.match(del, /^DEL wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/);
-  assert.ok(lines.some((l) => /^ADD wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/.test(l)), 'an ADD ratio line');
+  assert.ok(
+    lines.some((l) => /^ADD wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/.test(l)),
+    'an ADD ratio line',
+  );
 });

@@ -65,9 +65,15 @@ test('bridge + podipam: dual-stack addresses in the pods, pods ping each other o
     const v6 = results.map((r) => r.ips.find((i) => i.address.includes(':'))!.address);
     t.diagnostic(`pods got ${v4.join(', ')} and ${v6.join(', ')}`);
     assert.equal(new Set(v4).size, 3);
-    assert.deepEqual(v4, [2, 3, 4].map((h) => `10.213.${octet}.${h}/24`));
+    assert.deepEqual(
+      v4,
+      [2, 3, 4].map((h) => `10.213.${octet}.${h}/24`),
+    );
     assert.equal(new Set(v6).size, 3);
-    assert.deepEqual(v6, [2, 3, 4].map((h) => `fd13:${octet.toString(16)}::${h}/64`));
+    assert.deepEqual(
+      v6,
+      [2, 3, 4].map((h) => `fd13:${octet.toString(16)}::${h}/64`),
+    );
 
     for (const [i, pod] of pods.entries()) {
       const shown = sh('ip', ['-n', pod.ns, 'addr', 'show', 'dev', 'eth0']);

@@ -38,7 +38,12 @@ test('bridge + shim + agent: dual-stack pods ping each other over IPv4 and IPv6;
     bridge,
     isGateway: false,
     ipMasq: false,
-    ipam: { type: 'podipam', agent: agent.socket, dataDir: join(work.path, 'data'), ranges: [[{ subnet: `10.214.${octet}.0/24` }], [{ subnet: `fd14:${octet.toString(16)}::/64` }]] },
+    ipam: {
+      type: 'podipam',
+      agent: agent.socket,
+      dataDir: join(work.path, 'data'),
+      ranges: [[{ subnet: `10.214.${octet}.0/24` }], [{ subnet: `fd14:${octet.toString(16)}::/64` }]],
+    },
   };
   const call = (command: string, pod: (typeof pods)[number], conf: unknown = config): PluginCall => ({
     command,

@@ -39,7 +39,10 @@ test('ipam history ADDRESS: every holder in order, reuse by another pod, bounds 
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trimEnd().split('\n');
   assert.match(lines[0] ?? '', /^FROM\s+UNTIL\s+WHY\s+POD\s+UID\s+CONTAINER\s+IFNAME\s+NETWORK\s+NODE\s+POOL$/);
-  assert.match(lines[1] ?? '', new RegExp(`^${iso(T0)}\\s+${iso(T0 + H)}\\s+del\\s+shop/web-1\\s+u1\\s+${cid(1).slice(0, 12)}\\s+eth0\\s+k8s-pod-network\\s+node-a\\s+default-ipv4$`));
+  assert.match(
+    lines[1] ?? '',
+    new RegExp(`^${iso(T0)}\\s+${iso(T0 + H)}\\s+del\\s+shop/web-1\\s+u1\\s+${cid(1).slice(0, 12)}\\s+eth0\\s+k8s-pod-network\\s+node-a\\s+default-ipv4$`),
+  );
   assert.match(lines[2] ?? '', new RegExp(`^${iso(T0 + 2 * H)}\\s+between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}\\s+unknown\\s+shop/web-2\\s+u2\\s`));
   assert.match(lines[3] ?? '', new RegExp(`^between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}\\s+still held\\s+-\\s+shop/web-3\\s+u3\\s.*node-b`));
   assert.match(lines[4] ?? '', new RegExp(`^gap from ${iso(T0 + 3 * H)} to ${iso(T0 + 4 * H)}: etcd compacted revisions 31-39`));
@@ -48,7 +51,10 @@ test('ipam history ADDRESS: every holder in order, reuse by another pod, bounds 
   const j = await history(S.a, '-o', 'json');
   assert.equal(j.code, 0, j.stderr);
   const body = JSON.parse(j.stdout);
-  assert.deepEqual(body.items.map((h: any) => h.pod.name), ['web-1', 'web-2', 'web-3']);
+  assert.deepEqual(
+    body.items.map((h: any) => h.pod.name),
+    ['web-1', 'web-2', 'web-3'],
+  );
   assert.deepEqual(body.items[0], {
     address: S.a,
     handle: `k8s-pod-network:${cid(1)}:eth0`,
@@ -71,7 +77,10 @@ test('ipam history ADDRESS: every holder in order, reuse by another pod, bounds 
 
   // A window: only the holds overlapping it.
   const w = await history(S.a, '-o', 'json', '--since', iso(T0 + 90 * M), '--until', iso(T0 + 150 * M));
-  assert.deepEqual(JSON.parse(w.stdout).items.map((h: any) => h.pod.name), ['web-2']);
+  assert.deepEqual(
+    JSON.parse(w.stdout).items.map((h: any) => h.pod.name),
+    ['web-2'],
+  );
   // Held before history began: its start is unknown, never shown as an instant.
   const c = await history(S.c, '-o', 'json');
   const held = JSON.parse(c.stdout).items;
@@ -88,10 +97,16 @@ test('ipam history ADDRESS: every holder in order, reuse by another pod, bounds 
 test('ipam history ADDRESS --at: inside a hold (0), between and outside holds (3), in a gap (4)', async () => {
   const inside = await history(S.a, '--at', iso(T0 + 30 * M));
   assert.equal(inside.code, 0, inside.stderr);
-  assert.equal(inside.stdout, `${S.a} at ${iso(T0 + 30 * M)}: pod shop/web-1 (uid u1), container ${cid(1)}, interface eth0, network k8s-pod-network, on node node-a, pool default-ipv4; from ${iso(T0)} until ${iso(T0 + H)} (released: del)\n`);
+  assert.equal(
+    inside.stdout,
+    `${S.a} at ${iso(T0 + 30 * M)}: pod shop/web-1 (uid u1), container ${cid(1)}, interface eth0, network k8s-pod-network, on node node-a, pool default-ipv4; from ${iso(T0)} until ${iso(T0 + H)} (released: del)\n`,
+  );
   const second = await history(S.a, '--at', '2026-03-01T12:30:00+00:00');
   assert.equal(second.code, 0);
-  assert.match(second.stdout, /: pod shop\/web-2 \(uid u2\).*from 2026-03-01T12:00:00.000Z until between 2026-03-01T13:00:00.000Z and 2026-03-01T14:00:00.000Z \(released: unknown\)/);
+  assert.match(
+    second.stdout,
+    /: pod shop\/web-2 \(uid u2\).*from 2026-03-01T12:00:00.000Z until between 2026-03-01T13:00:00.000Z and 2026-03-01T14:00:00.000Z \(released: unknown\)/,
+  );
   const between = await history(S.a, '--at', '2026-03-01T12:30:00+01:00');
   assert.equal(between.code, 3, between.stdout + between.stderr);
   assert.equal(between.stdout, `${S.a} at ${iso(T0 + 90 * M)}: none (no pod held it)\n`);
@@ -100,10 +115,16 @@ test('ipam history ADDRESS --at: inside a hold (0), between and outside holds (3
   const gap = await history(S.a, '--at', iso(T0 + 3 * H + 30 * M));
   assert.equal(gap.code, 4, gap.stdout + gap.stderr);
   // web-2's end lies somewhere in the gap: unknown, with that interval.
-  assert.equal(gap.stdout, `${S.a} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: the hold of ${S.a} by k8s-pod-network:${cid(2)}:eth0 ended at an unknown time in this interval)\n`);
+  assert.equal(
+    gap.stdout,
+    `${S.a} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: the hold of ${S.a} by k8s-pod-network:${cid(2)}:eth0 ended at an unknown time in this interval)\n`,
+  );
   const inGap = await history(S.b, '--at', iso(T0 + 3 * H + 30 * M));
   assert.equal(inGap.code, 4, inGap.stdout + inGap.stderr);
-  assert.equal(inGap.stdout, `${S.b} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: etcd compacted revisions 31-39)\n`);
+  assert.equal(
+    inGap.stdout,
+    `${S.b} at ${iso(T0 + 3 * H + 30 * M)}: unknown (between ${iso(T0 + 3 * H)} and ${iso(T0 + 4 * H)}: etcd compacted revisions 31-39)\n`,
+  );
   const later = await history(S.a, '--at', iso(T0 + 5 * H), '-o', 'json');
   assert.equal(later.code, 0);
   const lj = JSON.parse(later.stdout);
@@ -111,7 +132,12 @@ test('ipam history ADDRESS --at: inside a hold (0), between and outside holds (3
   assert.equal(lj.holder.pod.name, 'web-3');
   assert.deepEqual(lj.holder.from, { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) });
   const gj = JSON.parse((await history(S.b, '--at', iso(T0 + 3 * H + 30 * M), '--json')).stdout);
-  assert.deepEqual(gj, { address: S.b, at: iso(T0 + 3 * H + 30 * M), known: false, gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' } });
+  assert.deepEqual(gj, {
+    address: S.b,
+    at: iso(T0 + 3 * H + 30 * M),
+    known: false,
+    gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' },
+  });
   const nj = JSON.parse((await history(S.a, '--at', iso(T0 + 90 * M), '-o', 'json')).stdout);
   assert.deepEqual(nj, { address: S.a, at: iso(T0 + 90 * M), known: true, holder: null });
 });
@@ -128,11 +154,24 @@ test('ipam history --pod: every address of every incarnation; the export as JSON
 
   const x = await history('--since', iso(T0), '-o', 'jsonl');
   assert.equal(x.code, 0, x.stderr);
-  const recs = x.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
+  const recs = x.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const time = (r: any): number => Date.parse(r.event === 'gap' ? r.until : r.time.at);
   for (let i = 1; i < recs.length; i++) assert.ok(time(recs[i - 1]) <= time(recs[i]), `time order at ${i}: ${JSON.stringify(recs.slice(i - 1, i + 1))}`);
   const kinds = recs.map((r) => `${r.event}:${r.address ?? ''}:${r.pod?.name ?? ''}`);
-  for (const k of [`assigned:${S.a}:web-1`, `released:${S.a}:web-1`, `assigned:${S.a}:web-2`, `released:${S.a}:web-2`, `assigned:${S.a}:web-3`, 'gap::', `assigned:${S.b}:web-1`, `released:${S.b}:web-1`, `released:${S.c}:`]) {
+  for (const k of [
+    `assigned:${S.a}:web-1`,
+    `released:${S.a}:web-1`,
+    `assigned:${S.a}:web-2`,
+    `released:${S.a}:web-2`,
+    `assigned:${S.a}:web-3`,
+    'gap::',
+    `assigned:${S.b}:web-1`,
+    `released:${S.b}:web-1`,
+    `released:${S.c}:`,
+  ]) {
     assert.ok(kinds.includes(k), `${k} in ${kinds.join(' ')}`);
   }
   const rel = recs.find((r) => r.event === 'released' && r.address === S.a && r.pod?.name === 'web-1');
@@ -140,8 +179,14 @@ test('ipam history --pod: every address of every incarnation; the export as JSON
   const lost = recs.find((r) => r.event === 'released' && r.pod?.name === 'web-2');
   assert.deepEqual(lost.time, { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) });
   // --since / --until bound the export; --limit caps it.
-  const part = (await history('--since', iso(T0 + 5 * H), '--until', iso(T0 + 6 * H), '-o', 'jsonl')).stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(part.map((r) => `${r.event}:${r.address}`), [`assigned:${S.b}`, `released:${S.b}`]);
+  const part = (await history('--since', iso(T0 + 5 * H), '--until', iso(T0 + 6 * H), '-o', 'jsonl')).stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    part.map((r) => `${r.event}:${r.address}`),
+    [`assigned:${S.b}`, `released:${S.b}`],
+  );
   assert.equal((await history('--limit', '2', '-o', 'jsonl')).stdout.trimEnd().split('\n').length, 2);
   const table = await history('--since', iso(T0 + 5 * H));
   assert.match(table.stdout, /^TIME\s+EVENT\s+ADDRESS\s+POD\s+NODE\s+WHY$/m);

@@ -32,13 +32,27 @@ import { formatPrefix, parseAddr, prefixContains } from '../../src/ip/index.js';
 interface CheckJson {
   leaks: unknown[];
   problems: unknown[];
-  holders?: { kind: string; node: string; address: string; claim: { as: string; pod?: string; containerId?: string; holder?: string; from: string[] }; other?: { holder?: string; pod?: string } }[];
+  holders?: {
+    kind: string;
+    node: string;
+    address: string;
+    claim: { as: string; pod?: string; containerId?: string; holder?: string; from: string[] };
+    other?: { holder?: string; pod?: string };
+  }[];
   unsettled?: { kind: string; node: string; address: string; reason: string }[];
 }
 
-test('ipam check: an agent\'s pods and idle addresses compared with the datastore; a planted second holder is reported with node, pod and address', { timeout: 240_000 }, () => scenario(false));
+test(
+  "ipam check: an agent's pods and idle addresses compared with the datastore; a planted second holder is reported with node, pod and address",
+  { timeout: 240_000 },
+  () => scenario(false),
+);
 
-test('ipam check with the agent\'s handle watch blind (planted bug): an idle address the datastore gives another pod is a finding, exit 1', { timeout: 240_000 }, () => scenario(true));
+test(
+  "ipam check with the agent's handle watch blind (planted bug): an idle address the datastore gives another pod is a finding, exit 1",
+  { timeout: 240_000 },
+  () => scenario(true),
+);
 
 async function scenario(blind: boolean): Promise<void> {
   requireShim();
@@ -58,7 +72,11 @@ async function scenario(blind: boolean): Promise<void> {
     return { code: r.code, json: JSON.parse(r.stdout) as CheckJson };
   };
   /** Polls the check until `ok`; every answer meanwhile must be `allowed` (never a false finding). */
-  const untilCheck = async (what: string, ok: (c: { code: number | null; json: CheckJson }) => boolean, allowed: (c: { code: number | null; json: CheckJson }) => boolean): Promise<CheckJson> => {
+  const untilCheck = async (
+    what: string,
+    ok: (c: { code: number | null; json: CheckJson }) => boolean,
+    allowed: (c: { code: number | null; json: CheckJson }) => boolean,
+  ): Promise<CheckJson> => {
     for (let i = 0; ; i++) {
       const c = await check();
       if (ok(c)) return c.json;
@@ -71,7 +89,26 @@ async function scenario(blind: boolean): Promise<void> {
     const created = await runCli(['--datastore', url, 'pool', 'create', 'a', '--cidr', '10.240.0.0/24', '--block-size', '28']);
     assert.equal(created.code, 0, created.stderr);
     const socket = join(dir.path, 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'node-a', '--datastore', url, '--data-dir', join(dir.path, 'data'), '--min-idle', '4', '--max-idle', '8', '--capacity', '64', '--view-interval', '200ms'], blind ? { PODIPAM_PLANT_BUG: 'warm-trust-blind', PODIPAM_TEST_HOOKS: '1' } : {});
+    agent = await startAgent(
+      socket,
+      [
+        '--node',
+        'node-a',
+        '--datastore',
+        url,
+        '--data-dir',
+        join(dir.path, 'data'),
+        '--min-idle',
+        '4',
+        '--max-idle',
+        '8',
+        '--capacity',
+        '64',
+        '--view-interval',
+        '200ms',
+      ],
+      blind ? { PODIPAM_PLANT_BUG: 'warm-trust-blind', PODIPAM_TEST_HOOKS: '1' } : {},
+    );
     const a = agent;
     const add = async (pod: string): Promise<string> => {
       const r = await runPlugin(SHIM_BIN, podCall(socket, 'check-net', 'ADD', `c-${pod}`, 'ns', pod, `uid-${pod}`));
@@ -80,16 +117,25 @@ async function scenario(blind: boolean): Promise<void> {
     };
     const web = await add('web');
     await add('db');
-    await untilStatus(a, 'refilled, records written', (s) => (s.warmPool?.pools.ipv4?.idle ?? 0) >= 4 && s.warmPool!.pools.ipv4!.pending === 0 && s.warmPool!.writeBehindDepth === 0);
+    await untilStatus(
+      a,
+      'refilled, records written',
+      (s) => (s.warmPool?.pools.ipv4?.idle ?? 0) >= 4 && s.warmPool!.pools.ipv4!.pending === 0 && s.warmPool!.writeBehindDepth === 0,
+    );
 
     // Consistent: the view lists both pods and the idle addresses; nothing found, nothing unsettled.
     const view = await untilView(withStore, (v) => v.pods.length === 2 && v.idle.length >= 4 && v.pending === 0);
-    const clean = (c: { code: number | null; json: CheckJson }): boolean => c.code === 0 && c.json.holders === undefined && c.json.unsettled === undefined && c.json.leaks.length === 0 && c.json.problems.length === 0;
+    const clean = (c: { code: number | null; json: CheckJson }): boolean =>
+      c.code === 0 && c.json.holders === undefined && c.json.unsettled === undefined && c.json.leaks.length === 0 && c.json.problems.length === 0;
     await untilCheck('consistent', clean, (c) => c.code === 0);
 
     // Planted: web's address freed in its block (a faulty release), its warm handle counting one less.
     const restore = await withStore((s) => reassign(s, web, undefined));
-    const unbacked = await untilCheck('pod-unbacked found', (c) => c.code === 1 && (c.json.holders ?? []).length > 0, (c) => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === web));
+    const unbacked = await untilCheck(
+      'pod-unbacked found',
+      (c) => c.code === 1 && (c.json.holders ?? []).length > 0,
+      (c) => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === web),
+    );
     assert.deepEqual(unbacked.leaks, []);
     assert.deepEqual(unbacked.problems, []);
     assert.deepEqual(
@@ -104,7 +150,8 @@ async function scenario(blind: boolean): Promise<void> {
     // check never counts a second holder the agent has not seen yet, and ends clean.
     const idle = view.idle[0]!;
     await withStore((s) => reassign(s, idle, { handle: 'other-net:c-thief:eth0', node: 'node-b', namespace: 'ns', pod: 'thief', containerId: 'c-thief' }));
-    const unsettledOnly = (c: { code: number | null; json: CheckJson }): boolean => c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle && u.kind === 'idle-held-elsewhere');
+    const unsettledOnly = (c: { code: number | null; json: CheckJson }): boolean =>
+      c.code === 0 && (c.json.unsettled ?? []).every((u) => u.address === idle && u.kind === 'idle-held-elsewhere');
     if (!blind) {
       await untilView(withStore, (v) => !v.idle.includes(idle) && !v.cooling.includes(idle));
       await untilCheck('withdrawn: clean', clean, unsettledOnly);
@@ -123,7 +170,10 @@ async function scenario(blind: boolean): Promise<void> {
 }
 
 /** Polls the agent's published view until `ok`. */
-async function untilView(withStore: <T>(fn: (s: Store) => Promise<T>) => Promise<T>, ok: (v: ReturnType<typeof decodeAgentView>) => boolean): Promise<ReturnType<typeof decodeAgentView>> {
+async function untilView(
+  withStore: <T>(fn: (s: Store) => Promise<T>) => Promise<T>,
+  ok: (v: ReturnType<typeof decodeAgentView>) => boolean,
+): Promise<ReturnType<typeof decodeAgentView>> {
   for (let i = 0; ; i++) {
     const e = await withStore((s) => s.get(agentViewKey('node-a')));
     const v = e && decodeAgentView(e);
@@ -137,7 +187,11 @@ async function untilView(withStore: <T>(fn: (s: Store) => Promise<T>) => Promise
  * Gives `addr` to `to` (undefined: to no one) in its block, keeping the handle records' counts
  * right, in one txn. Returns the write that puts the block and handle back as they were.
  */
-async function reassign(s: Store, addr: string, to: { handle: string; node: string; namespace: string; pod: string; containerId: string } | undefined): Promise<(s: Store) => Promise<void>> {
+async function reassign(
+  s: Store,
+  addr: string,
+  to: { handle: string; node: string; namespace: string; pod: string; containerId: string } | undefined,
+): Promise<(s: Store) => Promise<void>> {
   const a = parseAddr(addr);
   const blocks = (await s.list(BLOCK_PREFIX)).map((e) => ({ e, b: decodeBlock(e) }));
   const found = blocks.find(({ b }) => prefixContains(b.cidr, a));
@@ -158,7 +212,15 @@ async function reassign(s: Store, addr: string, to: { handle: string; node: stri
   const ops = [
     { type: 'put' as const, key: be.key, value: encodeBlock(next) },
     { type: 'put' as const, key: he.key, value: encodeHandle({ ...h, blocks: counts }) },
-    ...(to ? [{ type: 'put' as const, key: handleKey(to.handle), value: encodeHandle({ node: to.node, namespace: to.namespace, pod: to.pod, containerId: to.containerId, blocks: new Map([[cidr, 1]]) }) }] : []),
+    ...(to
+      ? [
+          {
+            type: 'put' as const,
+            key: handleKey(to.handle),
+            value: encodeHandle({ node: to.node, namespace: to.namespace, pod: to.pod, containerId: to.containerId, blocks: new Map([[cidr, 1]]) }),
+          },
+        ]
+      : []),
   ];
   const r = await s.txn([], ops);
   assert.ok(r.succeeded);
@@ -169,10 +231,13 @@ async function reassign(s: Store, addr: string, to: { handle: string; node: stri
     back.set(o, was);
     const c = new Map(hNow.blocks);
     c.set(cidr, (c.get(cidr) ?? 0) + 1);
-    const r2 = await st.txn([], [
-      { type: 'put', key: be.key, value: encodeBlock({ ...now, allocations: back }) },
-      { type: 'put', key: he.key, value: encodeHandle({ ...hNow, blocks: c }) },
-    ]);
+    const r2 = await st.txn(
+      [],
+      [
+        { type: 'put', key: be.key, value: encodeBlock({ ...now, allocations: back }) },
+        { type: 'put', key: he.key, value: encodeHandle({ ...hNow, blocks: c }) },
+      ],
+    );
     assert.ok(r2.succeeded);
   };
 }

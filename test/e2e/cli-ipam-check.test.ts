@@ -36,13 +36,16 @@ test('cli pool create: multicast, loopback, unspecified and IPv4-mapped CIDRs ar
     assert.deepEqual(JSON.parse(list.stdout), { items: [] }, 'nothing was created');
   }));
 
-test('cli ipam show: an IPv6 pool\'s capacity is exact in JSON and M*2^N in the table', () =>
+test("cli ipam show: an IPv6 pool's capacity is exact in JSON and M*2^N in the table", () =>
   withTempDir('cli-ipam-show', (dir) => {
     const db = `sqlite:${join(dir, 'ipam.db')}`;
     assert.equal(cli(db, ['pool', 'create', 'v6', '--cidr', 'fd00:10:244::/56']).code, 0);
     assert.equal(cli(db, ['pool', 'create', 'v4', '--cidr', '10.244.0.0/16']).code, 0);
     const json = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { items: { name: string; capacity: unknown }[] };
-    assert.deepEqual(json.items.map((p) => [p.name, p.capacity]).sort(), [['v4', 62464], ['v6', '4574792530279968800768']]);
+    assert.deepEqual(json.items.map((p) => [p.name, p.capacity]).sort(), [
+      ['v4', 62464],
+      ['v6', '4574792530279968800768'],
+    ]);
     const table = cli(db, ['ipam', 'show']).stdout;
     assert.match(table, /^v6 +fd00:10:244::\/56 +31\*2\^67 +0 /m); // 2^66 blocks x 62 usable addresses
     assert.match(table, /^v4 +10\.244\.0\.0\/16 +62464 +0 /m);
@@ -54,7 +57,10 @@ test('cli ipam check: exit 0 when clean, 1 when it finds a leak, with and withou
     assert.equal(cli(db, ['pool', 'create', 'p', '--cidr', '10.102.0.0/24']).code, 0);
     const add = await runPlugin(PODIPAM_BIN, clusterCall('net', db, join(dir, 'cache'), 'ADD', 'leaky', 'n1'));
     assert.equal(add.code, 0, add.stdout + add.stderr);
-    for (const args of [['ipam', 'check'], ['ipam', 'check', '--json']]) {
+    for (const args of [
+      ['ipam', 'check'],
+      ['ipam', 'check', '--json'],
+    ]) {
       const r = cli(db, args);
       assert.equal(r.code, 0, `${args.join(' ')} on a clean store: ${r.stdout}${r.stderr}`);
     }

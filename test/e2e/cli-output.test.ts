@@ -26,13 +26,22 @@ test('-o json|yaml|wide and --json: lists are {"items": […]} in pool list, nod
     ok('pool', 'create', 'v6', '--cidr', 'fd00:90::/64');
     ok('node', 'add', 'node-a', '--label', 'zone=a');
     for (const [args, names] of [
-      [['pool', 'list'], ['v4', 'v6']],
+      [
+        ['pool', 'list'],
+        ['v4', 'v6'],
+      ],
       [['node', 'list'], ['node-a']],
-      [['ipam', 'show'], ['v4', 'v6']],
+      [
+        ['ipam', 'show'],
+        ['v4', 'v6'],
+      ],
     ] as const) {
       const json = JSON.parse(ok(...args, '--json')) as { items: { name: string }[] };
       assert.deepEqual(Object.keys(json), ['items'], `${args.join(' ')} --json`);
-      assert.deepEqual(json.items.map((i) => i.name), names);
+      assert.deepEqual(
+        json.items.map((i) => i.name),
+        names,
+      );
       assert.deepEqual(JSON.parse(ok(...args, '-o', 'json')), json, `${args.join(' ')} -o json is --json`);
       assert.deepEqual(yaml.load(ok(...args, '-o', 'yaml')), json, `${args.join(' ')} -o yaml is the same data`);
       const bad = runCliSync(db, [...args, '-o', 'xml']);
@@ -64,25 +73,29 @@ test('-o json|yaml|wide and --json: lists are {"items": […]} in pool list, nod
   }
 });
 
-test('ipam config --max-blocks-per-host: the help states the bound validation applies; beyond it is refused naming flag, value and cap', { timeout: 60_000 }, () => {
-  const dir = makeTempDir('cli-max-blocks');
-  const db = `sqlite:${join(dir.path, 'podipam.db')}`;
-  try {
-    const help = runCliSync(db, ['ipam', 'config', '--help']);
-    assert.equal(help.code, 0);
-    const line = help.stdout.split('\n').find((l) => l.includes('--max-blocks-per-host')) ?? '';
-    assert.ok(line.includes(String(MAX_BLOCKS_PER_HOST)), `the help names the cap: ${line}`);
-    assert.doesNotMatch(line, /cap 20/, 'no cap the setting does not have');
-    // 50 is within the cap (0 = unset leaves the allocator's default of 20).
-    assert.equal(runCliSync(db, ['ipam', 'config', '--max-blocks-per-host', '50']).code, 0);
-    assert.equal(JSON.parse(runCliSync(db, ['ipam', 'config', '--json']).stdout).maxBlocksPerHost, 50);
-    for (const v of [String(MAX_BLOCKS_PER_HOST + 1), '-1']) {
-      const r = runCliSync(db, ['ipam', 'config', '--max-blocks-per-host', v]);
-      assert.equal(r.code, 2, `${v}: ${r.stderr}`);
-      assert.match(r.stderr, new RegExp(`^podipam: invalid --max-blocks-per-host "${v}": must be from 0 to ${MAX_BLOCKS_PER_HOST}$`, 'm'));
+test(
+  'ipam config --max-blocks-per-host: the help states the bound validation applies; beyond it is refused naming flag, value and cap',
+  { timeout: 60_000 },
+  () => {
+    const dir = makeTempDir('cli-max-blocks');
+    const db = `sqlite:${join(dir.path, 'podipam.db')}`;
+    try {
+      const help = runCliSync(db, ['ipam', 'config', '--help']);
+      assert.equal(help.code, 0);
+      const line = help.stdout.split('\n').find((l) => l.includes('--max-blocks-per-host')) ?? '';
+      assert.ok(line.includes(String(MAX_BLOCKS_PER_HOST)), `the help names the cap: ${line}`);
+      assert.doesNotMatch(line, /cap 20/, 'no cap the setting does not have');
+      // 50 is within the cap (0 = unset leaves the allocator's default of 20).
+      assert.equal(runCliSync(db, ['ipam', 'config', '--max-blocks-per-host', '50']).code, 0);
+      assert.equal(JSON.parse(runCliSync(db, ['ipam', 'config', '--json']).stdout).maxBlocksPerHost, 50);
+      for (const v of [String(MAX_BLOCKS_PER_HOST + 1), '-1']) {
+        const r = runCliSync(db, ['ipam', 'config', '--max-blocks-per-host', v]);
+        assert.equal(r.code, 2, `${v}: ${r.stderr}`);
+        assert.match(r.stderr, new RegExp(`^podipam: invalid --max-blocks-per-host "${v}": must be from 0 to ${MAX_BLOCKS_PER_HOST}$`, 'm'));
+      }
+      assert.equal(JSON.parse(runCliSync(db, ['ipam', 'config', '--json']).stdout).maxBlocksPerHost, 50, 'a refused value changes nothing');
+    } finally {
+      dir.remove();
     }
-    assert.equal(JSON.parse(runCliSync(db, ['ipam', 'config', '--json']).stdout).maxBlocksPerHost, 50, 'a refused value changes nothing');
-  } finally {
-    dir.remove();
-  }
-});
+  },
+);

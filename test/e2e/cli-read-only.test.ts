@@ -32,7 +32,10 @@ test('read-only commands on a missing SQLite store fail naming it and create not
     mkdirSync(hl, { recursive: true });
     writeFileSync(join(hl, '10.90.0.5'), 'c1\r\neth0');
     const wb = join(dir.path, 'wb.json');
-    writeFileSync(wb, JSON.stringify(whereaboutsList([{ range: '10.91.0.0/24', networkName: 'wbnet' }], [{ containerId: 'c1', podref: 'a/b', ips: ['10.91.0.4'] }])));
+    writeFileSync(
+      wb,
+      JSON.stringify(whereaboutsList([{ range: '10.91.0.0/24', networkName: 'wbnet' }], [{ containerId: 'c1', podref: 'a/b', ips: ['10.91.0.4'] }])),
+    );
     for (const args of [...READS, ['import', 'host-local', hl, '--node', 'node-a', '--dry-run'], ['import', 'whereabouts', wb, '--dry-run']]) {
       const r = runCliSync(url, args);
       assert.equal(r.code, 1, `${args.join(' ')}: exit ${r.code}, stdout ${r.stdout}, stderr ${r.stderr}`);

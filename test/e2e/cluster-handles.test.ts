@@ -59,8 +59,16 @@ test('cluster mode: records under old dotted handles are found by DEL, CHECK and
     try {
       const ipam = new ClusterIpam(store);
       await ipam.createPool({ name: 'l-v4', cidr: '10.72.0.0/24', blockSize: 28 });
-      for (const [network, containerId] of [['leg.a', 'c1'], ['leg3', 'c5']] as const) {
-        const [a] = await ipam.assign({ node: NODE, handle: `${network}.${containerId}.eth0`, auto: { 4: 1 }, attrs: { network, containerId, ifname: 'eth0' } });
+      for (const [network, containerId] of [
+        ['leg.a', 'c1'],
+        ['leg3', 'c5'],
+      ] as const) {
+        const [a] = await ipam.assign({
+          node: NODE,
+          handle: `${network}.${containerId}.eth0`,
+          auto: { 4: 1 },
+          attrs: { network, containerId, ifname: 'eth0' },
+        });
         legacy[`${network}.${containerId}.eth0`] = formatAddr(a!.addr);
       }
     } finally {
@@ -77,7 +85,10 @@ test('cluster mode: records under old dotted handles are found by DEL, CHECK and
 
     // CHECK finds the old record; prevResult's address must be the one it holds.
     const check = clusterCall('leg.a', db, cache, 'CHECK', 'c1', NODE);
-    ok(run({ ...check, config: { ...(check.config as object), prevResult: { cniVersion: '1.0.0', ips: [{ address: `${legacy['leg.a.c1.eth0']}/24` }] } } }), 'CHECK leg.a/c1');
+    ok(
+      run({ ...check, config: { ...(check.config as object), prevResult: { cniVersion: '1.0.0', ips: [{ address: `${legacy['leg.a.c1.eth0']}/24` }] } } }),
+      'CHECK leg.a/c1',
+    );
 
     // The colliding attachment (network "leg", container "a.c1") must not touch it.
     ok(run(clusterCall('leg', db, cache, 'DEL', 'a.c1', NODE)), 'DEL leg/a.c1');

@@ -98,12 +98,17 @@ async function scenario(db: string, cacheDir: string): Promise<void> {
   refused(await add('both', { 'podipam.io/pools': 'blue' }, ';IP=10.60.0.99'), 7, 'podipam.io/pools', 'pod shop/both', '10.60.0.99', 'CNI_ARGS IP');
 
   // The pod, shown.
-  const shown = JSON.parse(cli('ipam', 'show', '--pod', 'shop/dual', '-o', 'json')) as { items: { pod: string; handle: string; node: string; network: string; addresses: { ip: string }[] }[] };
+  const shown = JSON.parse(cli('ipam', 'show', '--pod', 'shop/dual', '-o', 'json')) as {
+    items: { pod: string; handle: string; node: string; network: string; addresses: { ip: string }[] }[];
+  };
   assert.equal(shown.items.length, 1);
   assert.equal(shown.items[0]!.pod, 'shop/dual');
   assert.equal(shown.items[0]!.handle, 'place:c-dual:eth0');
   assert.equal(shown.items[0]!.node, 'n1');
-  assert.deepEqual(shown.items[0]!.addresses.map((a) => a.ip), dual.map((d) => d.split('/')[0]));
+  assert.deepEqual(
+    shown.items[0]!.addresses.map((a) => a.ip),
+    dual.map((d) => d.split('/')[0]),
+  );
   const table = cli('ipam', 'show', '--pod', 'shop/fixed');
   assert.match(table, /^POD +HANDLE +ADDRESSES/);
   assert.match(table, /shop\/fixed +place:c-fixed:eth0 +10\.61\.0\.200 +place +eth0 +n1/);

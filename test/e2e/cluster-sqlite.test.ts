@@ -22,58 +22,64 @@ const pluginCall = (datastore: string, cacheDir: string, command: string, id: st
 
 const addressOf = (r: PluginRun): string => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address;
 
-test(`${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: distinct addresses, node-affine blocks; DEL all leaves nothing`, { timeout: 400_000 }, () =>
-  withTempDir('cluster-sqlite', async (dir) => {
-    const db = `sqlite:${join(dir, 'ipam.db')}`;
-    const cacheDir = join(dir, 'cache');
-    const created = cli(db, ['pool', 'create', 'e2e-v4', '--cidr', '10.100.0.0/20']);
-    assert.equal(created.code, 0, created.stderr);
+test(
+  `${LANES} concurrent plugin lanes x ${PER_LANE} ADDs on one SQLite file: distinct addresses, node-affine blocks; DEL all leaves nothing`,
+  { timeout: 400_000 },
+  () =>
+    withTempDir('cluster-sqlite', async (dir) => {
+      const db = `sqlite:${join(dir, 'ipam.db')}`;
+      const cacheDir = join(dir, 'cache');
+      const created = cli(db, ['pool', 'create', 'e2e-v4', '--cidr', '10.100.0.0/20']);
+      assert.equal(created.code, 0, created.stderr);
 
-    let retries = 0;
-    const lane = async (l: number, command: 'ADD' | 'DEL'): Promise<{ id: string; node: string; address?: string }[]> => {
-      const out: { id: string; node: string; address?: string }[] = [];
-      const node = `node-${l % NODES}`;
-      for (let i = 0; i < PER_LANE; i++) {
-        const id = `c${l}x${i}`;
-        // Code 11 (the file stayed locked past the 2 s busy timeout, as on a loaded machine) is
-        // "try again later": retried a bounded number of times, as a runtime would.
-        let r = await runPlugin(PODIPAM_BIN, pluginCall(db, cacheDir, command, id, node));
-        for (let k = 0; k < 5 && r.code === 1 && (JSON.parse(r.stdout) as { code?: number }).code === 11; k++) {
-          retries++;
-          r = await runPlugin(PODIPAM_BIN, pluginCall(db, cacheDir, command, id, node));
+      let retries = 0;
+      const lane = async (l: number, command: 'ADD' | 'DEL'): Promise<{ id: string; node: string; address?: string }[]> => {
+        const out: { id: string; node: string; address?: string }[] = [];
+        const node = `node-${l % NODES}`;
+        for (let i = 0; i < PER_LANE; i++) {
+          const id = `c${l}x${i}`;
+          // Code 11 (the file stayed locked past the 2 s busy timeout, as on a loaded machine) is
+          // "try again later": retried a bounded number of times, as a runtime would.
+          let r = await runPlugin(PODIPAM_BIN, pluginCall(db, cacheDir, command, id, node));
+          for (let k = 0; k < 5 && r.code === 1 && (JSON.parse(r.stdout) as { code?: number }).code === 11; k++) {
+            retries++;
+            r = await runPlugin(PODIPAM_BIN, pluginCall(db, cacheDir, command, id, node));
+          }
+          assert.equal(r.code, 0, `${command} ${id}: ${r.stdout}${r.stderr}`);
+          out.push({ id, node, address: command === 'ADD' ? addressOf(r) : undefined });
         }
-        assert.equal(r.code, 0, `${command} ${id}: ${r.stdout}${r.stderr}`);
-        out.push({ id, node, address: command === 'ADD' ? addressOf(r) : undefined });
+        return out;
+      };
+
+      const added = (await Promise.all(Array.from({ length: LANES }, (_, l) => lane(l, 'ADD')))).flat();
+      assert.equal(added.length, LANES * PER_LANE);
+      const addrs = added.map((a) => a.address!);
+      assert.equal(new Set(addrs).size, addrs.length, 'every address is distinct');
+      for (const a of addrs) assert.match(a, /^10\.100\.\d+\.\d+\/26$/);
+
+      const shown = JSON.parse(cli(db, ['ipam', 'show', '--json', '--blocks']).stdout) as {
+        items: { name: string; allocated: number }[];
+        blocks: { cidr: string; node: string; allocated: number }[];
+      };
+      assert.equal(shown.items[0]!.allocated, LANES * PER_LANE);
+      for (const a of added) {
+        const ip = parseCidr(a.address!).addr;
+        const block = shown.blocks.find((b) => prefixContains(parsePrefix(b.cidr), ip));
+        assert.equal(block?.node, a.node, `${a.address} of ${a.node} lies in ${block?.cidr} of ${block?.node}`);
       }
-      return out;
-    };
+      assert.deepEqual(JSON.parse(cli(db, ['ipam', 'check', '--json']).stdout), { leaks: [], problems: [] });
 
-    const added = (await Promise.all(Array.from({ length: LANES }, (_, l) => lane(l, 'ADD')))).flat();
-    assert.equal(added.length, LANES * PER_LANE);
-    const addrs = added.map((a) => a.address!);
-    assert.equal(new Set(addrs).size, addrs.length, 'every address is distinct');
-    for (const a of addrs) assert.match(a, /^10\.100\.\d+\.\d+\/26$/);
-
-    const shown = JSON.parse(cli(db, ['ipam', 'show', '--json', '--blocks']).stdout) as {
-      items: { name: string; allocated: number }[];
-      blocks: { cidr: string; node: string; allocated: number }[];
-    };
-    assert.equal(shown.items[0]!.allocated, LANES * PER_LANE);
-    for (const a of added) {
-      const ip = parseCidr(a.address!).addr;
-      const block = shown.blocks.find((b) => prefixContains(parsePrefix(b.cidr), ip));
-      assert.equal(block?.node, a.node, `${a.address} of ${a.node} lies in ${block?.cidr} of ${block?.node}`);
-    }
-    assert.deepEqual(JSON.parse(cli(db, ['ipam', 'check', '--json']).stdout), { leaks: [], problems: [] });
-
-    await Promise.all(Array.from({ length: LANES }, (_, l) => lane(l, 'DEL')));
-    const after = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
-    assert.deepEqual(after.items.map((p) => p.allocated), [0]);
-    const check = cli(db, ['ipam', 'check', '--json']);
-    assert.equal(check.code, 0, check.stderr);
-    assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
-    console.log(`${retries} code-11 answers retried`);
-  }),
+      await Promise.all(Array.from({ length: LANES }, (_, l) => lane(l, 'DEL')));
+      const after = JSON.parse(cli(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
+      assert.deepEqual(
+        after.items.map((p) => p.allocated),
+        [0],
+      );
+      const check = cli(db, ['ipam', 'check', '--json']);
+      assert.equal(check.code, 0, check.stderr);
+      assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] });
+      console.log(`${retries} code-11 answers retried`);
+    }),
 );
 
 test('cluster mode refuses a bad ipam key with code 7 naming it, and a taken IP with code 101', () =>
@@ -99,10 +105,19 @@ test('cluster mode refuses a bad ipam key with code 7 naming it, and a taken IP 
     assert.equal(JSON.parse(second.stdout).code, 101);
     const again = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'a', ifname: 'eth0', config: conf });
     assert.equal(addressOf(again), '10.101.0.9/26', 'a repeated ADD returns what the handle holds');
-    const check = await runPlugin(PODIPAM_BIN, { command: 'CHECK', containerId: 'a', ifname: 'eth0', config: { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.101.0.9/24' }] } } });
+    const check = await runPlugin(PODIPAM_BIN, {
+      command: 'CHECK',
+      containerId: 'a',
+      ifname: 'eth0',
+      config: { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.101.0.9/24' }] } },
+    });
     assert.equal(check.code, 0, check.stdout);
     for (const id of ['a', 'a']) assert.equal((await runPlugin(PODIPAM_BIN, { command: 'DEL', containerId: id, ifname: 'eth0', config: conf })).code, 0);
-    const gone = await runPlugin(PODIPAM_BIN, { command: 'CHECK', containerId: 'a', ifname: 'eth0', config: { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.101.0.9/24' }] } } });
+    const gone = await runPlugin(PODIPAM_BIN, {
+      command: 'CHECK',
+      containerId: 'a',
+      ifname: 'eth0',
+      config: { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.101.0.9/24' }] } },
+    });
     assert.equal(JSON.parse(gone.stdout).code, 102);
-  }),
-);
+  }));

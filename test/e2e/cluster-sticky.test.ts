@@ -77,7 +77,10 @@ async function scenario(db: string, dir: string): Promise<void> {
   // ipam check: clean, the hold listed.
   const check = runCliSync(db, ['ipam', 'check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
-  assert.match(check.stdout, new RegExp(`sticky-hold: "sticky:${NET}:db:db-0:eth0" keeps ${first.split('/')[0]!.replace(/\./g, '\\.')} for pod db/db-0 until `));
+  assert.match(
+    check.stdout,
+    new RegExp(`sticky-hold: "sticky:${NET}:db:db-0:eth0" keeps ${first.split('/')[0]!.replace(/\./g, '\\.')} for pod db/db-0 until `),
+  );
   const again = ok(call(db, cacheDir, 'ADD', 'c-db0-b', { ...db0, uid: 'uid-2' }), 'ADD sticky again');
   assert.equal(addressOf(again), first, 'the recreated pod gets its address back');
   assert.equal(roundTrips(again), plain, 'the hold written by this node is a hint: no extra read');
@@ -85,7 +88,10 @@ async function scenario(db: string, dir: string): Promise<void> {
   assert.equal(shown.stickyHolds, undefined, 'the hold was taken over');
 
   // sticky "false" and no annotation: the address is free at once.
-  for (const pod of [{ ns: 'db', name: 'db-9', uid: 'u9', sticky: 'false' as const }, { ns: 'db', name: 'db-8', uid: 'u8' }]) {
+  for (const pod of [
+    { ns: 'db', name: 'db-9', uid: 'u9', sticky: 'false' as const },
+    { ns: 'db', name: 'db-8', uid: 'u8' },
+  ]) {
     const a = addressOf(ok(call(db, cacheDir, 'ADD', `c-${pod.name}`, pod), `ADD ${pod.name}`));
     ok(call(db, cacheDir, 'DEL', `c-${pod.name}`, pod), `DEL ${pod.name}`);
     // Another attachment asking for exactly that address gets it: it is free.
@@ -114,7 +120,10 @@ async function scenario(db: string, dir: string): Promise<void> {
     assert.equal((await gc.runOnce()).holdsReleased, 0, 'a live hold is kept');
     clock += 31_000;
     assert.equal((await gc.runOnce()).holdsReleased, 1, lines.join('\n'));
-    assert.match(lines.join('\n'), new RegExp(`released sticky hold "sticky:${NET}:db:db-1:eth0" of pod db/db-1: ${held.split('/')[0]!.replace(/\./g, '\\.')}`));
+    assert.match(
+      lines.join('\n'),
+      new RegExp(`released sticky hold "sticky:${NET}:db:db-1:eth0" of pod db/db-1: ${held.split('/')[0]!.replace(/\./g, '\\.')}`),
+    );
     assert.deepEqual((await ipam.check()).stickyHolds, undefined);
   } finally {
     await store.close();
@@ -130,8 +139,10 @@ async function scenario(db: string, dir: string): Promise<void> {
   assert.deepEqual(JSON.parse(final.stdout), { leaks: [], problems: [] });
 }
 
-test('cluster sticky pods on SQLite: same address across recreation, held from others, freed at once when not sticky, expired by GC', { timeout: 300_000 }, () =>
-  withTempDir('cluster-sticky', (dir) => scenario(`sqlite:${join(dir, 'ipam.db')}`, dir)),
+test(
+  'cluster sticky pods on SQLite: same address across recreation, held from others, freed at once when not sticky, expired by GC',
+  { timeout: 300_000 },
+  () => withTempDir('cluster-sticky', (dir) => scenario(`sqlite:${join(dir, 'ipam.db')}`, dir)),
 );
 
 test('cluster sticky pods on etcd: the same', { timeout: 300_000 }, async () => {

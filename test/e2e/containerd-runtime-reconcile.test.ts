@@ -30,159 +30,245 @@ const NODE = 'rr-node';
 const GRACE = '6s';
 const SLOW_ADD_S = 4; // below the grace: a creation the grace is meant to cover
 
-test('containerd: planted allocations are freed after the grace while every real sandbox keeps its address; nothing freed while the runtime hangs or its socket is gone; a slow ADD is never freed mid-creation; gc --dry-run lists exactly the leaks', { timeout: 300_000 }, async (t) => {
-  requireShim();
-  const dir = makeTempDir('cri-reconcile');
-  const url = `sqlite:${join(dir.path, 'ds.db')}`;
-  const socket = join(dir.path, 'run', 'agent.sock');
-  const localDir = join(dir.path, 'networks');
-  const criLink = join(dir.path, 'cri.sock');
-  let ctd: Containerd | undefined;
-  let agent: RunningAgent | undefined;
-  let stopped: number | undefined;
-  let store: Store | undefined;
-  try {
-    const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
-    ctd = rt;
-    const cli = (args: readonly string[]): string => {
-      const r = runCliSync(url, args);
-      assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
-      return r.stdout;
-    };
-    cli(['pool', 'create', 'rr', '--cidr', '10.238.0.0/24', '--block-size', '28']);
-    cli(['install-cni', '--bin-dir', rt.cniBinDir, '--conf-dir', rt.cniConfDir, '--backend', 'agent', '--agent-socket', socket, '--node-name', NODE, '--no-ip-masq', '--shim', SHIM_BIN]);
-    const network = (JSON.parse(readFileSync(join(rt.cniConfDir, readdirSync(rt.cniConfDir).find((n) => n.endsWith('.conflist'))!), 'utf8')) as { name: string }).name;
-    // The IPAM plugin the runtime runs: the shim, behind a wrapper that sleeps after an ADD answered while `slow` exists.
-    const slowFlag = join(dir.path, 'slow');
-    renameSync(join(rt.cniBinDir, 'podipam'), join(rt.cniBinDir, 'podipam-real'));
-    writeFileSync(join(rt.cniBinDir, 'podipam'), `#!/bin/sh\nout=$("${join(rt.cniBinDir, 'podipam-real')}")\nrc=$?\nif [ "$CNI_COMMAND" = ADD ] && [ -e "${slowFlag}" ]; then sleep ${SLOW_ADD_S}; fi\nprintf '%s' "$out"\nexit $rc\n`);
-    chmodSync(join(rt.cniBinDir, 'podipam'), 0o755);
-    agent = await startAgent(socket, ['--node', NODE, '--datastore', url]);
+test(
+  'containerd: planted allocations are freed after the grace while every real sandbox keeps its address; nothing freed while the runtime hangs or its socket is gone; a slow ADD is never freed mid-creation; gc --dry-run lists exactly the leaks',
+  { timeout: 300_000 },
+  async (t) => {
+    requireShim();
+    const dir = makeTempDir('cri-reconcile');
+    const url = `sqlite:${join(dir.path, 'ds.db')}`;
+    const socket = join(dir.path, 'run', 'agent.sock');
+    const localDir = join(dir.path, 'networks');
+    const criLink = join(dir.path, 'cri.sock');
+    let ctd: Containerd | undefined;
+    let agent: RunningAgent | undefined;
+    let stopped: number | undefined;
+    let store: Store | undefined;
+    try {
+      const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
+      ctd = rt;
+      const cli = (args: readonly string[]): string => {
+        const r = runCliSync(url, args);
+        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
+        return r.stdout;
+      };
+      cli(['pool', 'create', 'rr', '--cidr', '10.238.0.0/24', '--block-size', '28']);
+      cli([
+        'install-cni',
+        '--bin-dir',
+        rt.cniBinDir,
+        '--conf-dir',
+        rt.cniConfDir,
+        '--backend',
+        'agent',
+        '--agent-socket',
+        socket,
+        '--node-name',
+        NODE,
+        '--no-ip-masq',
+        '--shim',
+        SHIM_BIN,
+      ]);
+      const network = (
+        JSON.parse(
+          readFileSync(
+            join(
+              rt.cniConfDir,
+              readdirSync(rt.cniConfDir).find((n) => n.endsWith('.conflist'))!,
+            ),
+            'utf8',
+          ),
+        ) as { name: string }
+      ).name;
+      // The IPAM plugin the runtime runs: the shim, behind a wrapper that sleeps after an ADD answered while `slow` exists.
+      const slowFlag = join(dir.path, 'slow');
+      renameSync(join(rt.cniBinDir, 'podipam'), join(rt.cniBinDir, 'podipam-real'));
+      writeFileSync(
+        join(rt.cniBinDir, 'podipam'),
+        `#!/bin/sh\nout=$("${join(rt.cniBinDir, 'podipam-real')}")\nrc=$?\nif [ "$CNI_COMMAND" = ADD ] && [ -e "${slowFlag}" ]; then sleep ${SLOW_ADD_S}; fi\nprintf '%s' "$out"\nexit $rc\n`,
+      );
+      chmodSync(join(rt.cniBinDir, 'podipam'), 0o755);
+      agent = await startAgent(socket, ['--node', NODE, '--datastore', url]);
 
-    const pod = (i: number, name = `web-${i}`) => ({ name, namespace: 'shop', uid: `00000000-0000-4000-8000-0000000000${String(i).padStart(2, '0')}` });
-    const run = (i: number, name?: string) => rt.cri.runPodSandbox(pod(i, name), rt.logDir).catch((e: unknown) => assert.fail(`RunPodSandbox: ${criErrorText(e)}\nagent:\n${agent?.log()}`));
-    const real = [await run(1), await run(2), await run(3)];
-    const realIps = await Promise.all(real.map(async (id) => (await rt.cri.status(id)).ips[0]!));
+      const pod = (i: number, name = `web-${i}`) => ({ name, namespace: 'shop', uid: `00000000-0000-4000-8000-0000000000${String(i).padStart(2, '0')}` });
+      const run = (i: number, name?: string) =>
+        rt.cri.runPodSandbox(pod(i, name), rt.logDir).catch((e: unknown) => assert.fail(`RunPodSandbox: ${criErrorText(e)}\nagent:\n${agent?.log()}`));
+      const real = [await run(1), await run(2), await run(3)];
+      const realIps = await Promise.all(real.map(async (id) => (await rt.cri.status(id)).ips[0]!));
 
-    // Planted: what the plain plugin allocated for containers the runtime never had.
-    const plant = (id: string, config: unknown) => {
-      const r = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: id, ifname: 'eth0', config });
-      assert.equal(r.code, 0, `plant ${id}: ${r.stdout}${r.stderr}`);
-    };
-    const clusterConf = { cniVersion: '1.0.0', name: network, ipam: { type: 'podipam', datastore: url, nodeName: NODE, cacheDir: join(dir.path, 'hints') } };
-    const localConf = { cniVersion: '1.0.0', name: 'side', ipam: { type: 'podipam', ranges: [[{ subnet: '10.239.0.0/24' }]], dataDir: localDir } };
-    plant('leak-a', clusterConf);
-    plant('leak-b', clusterConf);
-    plant('leak-local', localConf);
-    // A second network of a real sandbox (its id is listed): kept.
-    plant(real[0]!, localConf);
-    const planted = ['leak-a', 'leak-b', 'leak-local'];
-    store = await openStore(url);
-    const ipam = new ClusterIpam(store);
-    const known = new Set([...real, ...planted]);
-    /** Which known container ids hold cluster addresses (their handle names them). */
-    const clusterHolders = async (): Promise<string[]> => {
-      const items = (await ipam.listAllocations({ limit: 200 })).items;
-      return [...known].filter((id) => items.some((x) => x.handle.includes(id))).sort();
-    };
-    const localHolders = (): string[] => (existsSync(join(localDir, 'side')) ? readdirSync(join(localDir, 'side')).filter((n) => /^\d/.test(n)).map((n) => readFileSync(join(localDir, 'side', n), 'utf8').split('\r\n')[0]!).sort() : []);
-    assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort());
+      // Planted: what the plain plugin allocated for containers the runtime never had.
+      const plant = (id: string, config: unknown) => {
+        const r = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: id, ifname: 'eth0', config });
+        assert.equal(r.code, 0, `plant ${id}: ${r.stdout}${r.stderr}`);
+      };
+      const clusterConf = { cniVersion: '1.0.0', name: network, ipam: { type: 'podipam', datastore: url, nodeName: NODE, cacheDir: join(dir.path, 'hints') } };
+      const localConf = { cniVersion: '1.0.0', name: 'side', ipam: { type: 'podipam', ranges: [[{ subnet: '10.239.0.0/24' }]], dataDir: localDir } };
+      plant('leak-a', clusterConf);
+      plant('leak-b', clusterConf);
+      plant('leak-local', localConf);
+      // A second network of a real sandbox (its id is listed): kept.
+      plant(real[0]!, localConf);
+      const planted = ['leak-a', 'leak-b', 'leak-local'];
+      store = await openStore(url);
+      const ipam = new ClusterIpam(store);
+      const known = new Set([...real, ...planted]);
+      /** Which known container ids hold cluster addresses (their handle names them). */
+      const clusterHolders = async (): Promise<string[]> => {
+        const items = (await ipam.listAllocations({ limit: 200 })).items;
+        return [...known].filter((id) => items.some((x) => x.handle.includes(id))).sort();
+      };
+      const localHolders = (): string[] =>
+        existsSync(join(localDir, 'side'))
+          ? readdirSync(join(localDir, 'side'))
+              .filter((n) => /^\d/.test(n))
+              .map((n) => readFileSync(join(localDir, 'side', n), 'utf8').split('\r\n')[0]!)
+              .sort()
+          : [];
+      assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort());
 
-    await sleep(6_500); // past the grace
-    const gcArgs = (extra: readonly string[]) => ['gc', '--runtime-endpoint', `unix://${rt.socket}`, '--runtime-list-interval', '1s', '--grace', GRACE, '--data-dir', localDir, '--node', NODE, '--json', ...extra];
-    const dry = JSON.parse(cli(gcArgs(['--dry-run']))) as { dryRun: boolean; items: { containerId: string; ageSeconds: number; lists: string[] }[] };
-    assert.equal(dry.dryRun, true);
-    assert.deepEqual(dry.items.map((i) => i.containerId).sort(), planted, `gc --dry-run lists exactly the planted allocations: ${JSON.stringify(dry)}`);
-    for (const i of dry.items) assert.ok(i.ageSeconds >= 6 && i.lists.length === 2, JSON.stringify(i));
-    // ipam check on this node: the same ones, as found leaks (exit 1), from a runtime pass of its own.
-    const check = runCliSync(url, ['ipam', 'check', '--json', '--runtime-endpoint', `unix://${rt.socket}`, '--runtime-list-interval', '1s', '--grace', GRACE, '--data-dir', localDir, '--node', NODE]);
-    assert.equal(check.code, 1, check.stderr);
-    const report = JSON.parse(check.stdout) as { leaks: unknown[]; runtime: { node: string; provable: { containerId: string }[]; suspected: unknown[] } };
-    assert.deepEqual(report.leaks, []);
-    assert.equal(report.runtime.node, NODE);
-    assert.deepEqual(report.runtime.provable.map((p) => p.containerId).sort(), planted);
-    assert.deepEqual(report.runtime.suspected, []);
-    assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'the dry run freed nothing');
-    assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
+      await sleep(6_500); // past the grace
+      const gcArgs = (extra: readonly string[]) => [
+        'gc',
+        '--runtime-endpoint',
+        `unix://${rt.socket}`,
+        '--runtime-list-interval',
+        '1s',
+        '--grace',
+        GRACE,
+        '--data-dir',
+        localDir,
+        '--node',
+        NODE,
+        '--json',
+        ...extra,
+      ];
+      const dry = JSON.parse(cli(gcArgs(['--dry-run']))) as { dryRun: boolean; items: { containerId: string; ageSeconds: number; lists: string[] }[] };
+      assert.equal(dry.dryRun, true);
+      assert.deepEqual(dry.items.map((i) => i.containerId).sort(), planted, `gc --dry-run lists exactly the planted allocations: ${JSON.stringify(dry)}`);
+      for (const i of dry.items) assert.ok(i.ageSeconds >= 6 && i.lists.length === 2, JSON.stringify(i));
+      // ipam check on this node: the same ones, as found leaks (exit 1), from a runtime pass of its own.
+      const check = runCliSync(url, [
+        'ipam',
+        'check',
+        '--json',
+        '--runtime-endpoint',
+        `unix://${rt.socket}`,
+        '--runtime-list-interval',
+        '1s',
+        '--grace',
+        GRACE,
+        '--data-dir',
+        localDir,
+        '--node',
+        NODE,
+      ]);
+      assert.equal(check.code, 1, check.stderr);
+      const report = JSON.parse(check.stdout) as { leaks: unknown[]; runtime: { node: string; provable: { containerId: string }[]; suspected: unknown[] } };
+      assert.deepEqual(report.leaks, []);
+      assert.equal(report.runtime.node, NODE);
+      assert.deepEqual(report.runtime.provable.map((p) => p.containerId).sort(), planted);
+      assert.deepEqual(report.runtime.suspected, []);
+      assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'the dry run freed nothing');
+      assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
 
-    // The agent with the runtime endpoint, through a link the test takes away: first the socket is gone …
-    await agent.stop();
-    const metricsPort = await freePort();
-    agent = await startAgent(socket, ['--metrics-listen', `127.0.0.1:${metricsPort}`, '--node', NODE, '--datastore', url, '--runtime-endpoint', `unix://${criLink}`, '--runtime-reconcile-interval', '1s', '--runtime-reconcile-grace', GRACE, '--runtime-reconcile-data-dir', localDir]);
-    const a = agent;
-    const until = async (what: string, ok: (r: NonNullable<AgentStatus['runtimeReconcile']>) => boolean, ms = 30_000): Promise<NonNullable<AgentStatus['runtimeReconcile']>> => {
-      const end = Date.now() + ms;
-      for (;;) {
-        const r = (await a.status()).runtimeReconcile;
-        assert.ok(r, 'the agent reports runtime reconciliation');
-        if (ok(r)) return r;
-        if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms: ${JSON.stringify(r)}\n${a.log().slice(-3000)}`);
-        await sleep(200);
-      }
-    };
-    const gone = await until('two failed passes while the socket is gone', (r) => r.errors >= 2);
-    assert.equal(gone.state, 'failed');
-    assert.equal(gone.freed['runtime-absent'], 0);
-    assert.match(gone.lastError ?? '', /listing the runtime's sandboxes/);
-    // … then the socket is there but containerd hangs (stopped: it accepts, never answers).
-    const ctdPid = containerdPid(rt);
-    process.kill(ctdPid, 'SIGSTOP');
-    stopped = ctdPid;
-    symlinkSync(rt.socket, criLink);
-    const before = gone.errors;
-    const hung = await until('two failed passes while containerd hangs', (r) => r.errors >= before + 2);
-    assert.equal(hung.freed['runtime-absent'], 0);
-    assert.equal(hung.state, 'failed');
-    assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'nothing freed while the runtime did not answer');
-    assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
-    process.kill(ctdPid, 'SIGCONT');
-    stopped = undefined;
+      // The agent with the runtime endpoint, through a link the test takes away: first the socket is gone …
+      await agent.stop();
+      const metricsPort = await freePort();
+      agent = await startAgent(socket, [
+        '--metrics-listen',
+        `127.0.0.1:${metricsPort}`,
+        '--node',
+        NODE,
+        '--datastore',
+        url,
+        '--runtime-endpoint',
+        `unix://${criLink}`,
+        '--runtime-reconcile-interval',
+        '1s',
+        '--runtime-reconcile-grace',
+        GRACE,
+        '--runtime-reconcile-data-dir',
+        localDir,
+      ]);
+      const a = agent;
+      const until = async (
+        what: string,
+        ok: (r: NonNullable<AgentStatus['runtimeReconcile']>) => boolean,
+        ms = 30_000,
+      ): Promise<NonNullable<AgentStatus['runtimeReconcile']>> => {
+        const end = Date.now() + ms;
+        for (;;) {
+          const r = (await a.status()).runtimeReconcile;
+          assert.ok(r, 'the agent reports runtime reconciliation');
+          if (ok(r)) return r;
+          if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms: ${JSON.stringify(r)}\n${a.log().slice(-3000)}`);
+          await sleep(200);
+        }
+      };
+      const gone = await until('two failed passes while the socket is gone', (r) => r.errors >= 2);
+      assert.equal(gone.state, 'failed');
+      assert.equal(gone.freed['runtime-absent'], 0);
+      assert.match(gone.lastError ?? '', /listing the runtime's sandboxes/);
+      // … then the socket is there but containerd hangs (stopped: it accepts, never answers).
+      const ctdPid = containerdPid(rt);
+      process.kill(ctdPid, 'SIGSTOP');
+      stopped = ctdPid;
+      symlinkSync(rt.socket, criLink);
+      const before = gone.errors;
+      const hung = await until('two failed passes while containerd hangs', (r) => r.errors >= before + 2);
+      assert.equal(hung.freed['runtime-absent'], 0);
+      assert.equal(hung.state, 'failed');
+      assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'nothing freed while the runtime did not answer');
+      assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
+      process.kill(ctdPid, 'SIGCONT');
+      stopped = undefined;
 
-    // Back: two fresh answers, and exactly the planted allocations go.
-    const back = await until('the planted allocations freed', (r) => r.freed['runtime-absent'] === 3);
-    assert.deepEqual(back.lastFreed.map((f) => f.containerId).sort(), planted);
-    for (const f of back.lastFreed) assert.ok(f.ageMs >= 6_000 && f.lists[1] - f.lists[0] >= 1_000, `evidence: ${JSON.stringify(f)}`);
-    assert.deepEqual(await clusterHolders(), [...real].sort(), 'every real sandbox keeps its address');
-    assert.deepEqual(localHolders(), [real[0]!], "the real sandbox's second network keeps its file");
-    assert.match(a.log(), /runtime reconciliation freed leak-a\/eth0/);
-    for (const [i, id] of real.entries()) assert.equal((await rt.cri.status(id)).ips[0], realIps[i]);
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    assert.match(metrics, /^podipam_runtime_reconcile_freed_total\{reason="runtime-absent"\} 3$/m);
-    assert.match(metrics, /^podipam_runtime_reconcile_suspected_leaks 0$/m);
-    assert.ok(Number(/^podipam_runtime_reconcile_errors_total (\d+)$/m.exec(metrics)?.[1]) >= 4, metrics);
-    assert.ok(Number(/^podipam_runtime_reconcile_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]) > Date.now() / 1000 - 60, metrics);
+      // Back: two fresh answers, and exactly the planted allocations go.
+      const back = await until('the planted allocations freed', (r) => r.freed['runtime-absent'] === 3);
+      assert.deepEqual(back.lastFreed.map((f) => f.containerId).sort(), planted);
+      for (const f of back.lastFreed) assert.ok(f.ageMs >= 6_000 && f.lists[1] - f.lists[0] >= 1_000, `evidence: ${JSON.stringify(f)}`);
+      assert.deepEqual(await clusterHolders(), [...real].sort(), 'every real sandbox keeps its address');
+      assert.deepEqual(localHolders(), [real[0]!], "the real sandbox's second network keeps its file");
+      assert.match(a.log(), /runtime reconciliation freed leak-a\/eth0/);
+      for (const [i, id] of real.entries()) assert.equal((await rt.cri.status(id)).ips[0], realIps[i]);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      assert.match(metrics, /^podipam_runtime_reconcile_freed_total\{reason="runtime-absent"\} 3$/m);
+      assert.match(metrics, /^podipam_runtime_reconcile_suspected_leaks 0$/m);
+      assert.ok(Number(/^podipam_runtime_reconcile_errors_total (\d+)$/m.exec(metrics)?.[1]) >= 4, metrics);
+      assert.ok(Number(/^podipam_runtime_reconcile_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]) > Date.now() / 1000 - 60, metrics);
 
-    // A slow ADD: the agent answered, the sandbox is not listed for SLOW_ADD_S more seconds.
-    writeFileSync(slowFlag, '');
-    const seen = new Set<string>();
-    let creating = true;
-    const watcher = (async () => {
-      while (creating) {
-        for (const s of (await a.status()).runtimeReconcile!.suspected) if (s.reason === 'young') seen.add(s.containerId);
-        await sleep(200);
-      }
-    })();
-    const slowId = await run(9, 'slow');
-    known.add(slowId);
-    creating = false;
-    await watcher;
-    rmSync(slowFlag);
-    t.diagnostic(`suspected while creating: ${[...seen].join(', ')}`);
-    assert.ok(seen.has(slowId), `the loop saw the slow sandbox's allocation without its sandbox (young) while it was created: ${[...seen].join(', ')}`);
-    // Past the grace, listed now: kept.
-    await sleep(7_000);
-    const end = await until('a pass after the grace', () => true);
-    assert.equal(end.freed['runtime-absent'], 3, 'nothing more freed');
-    assert.deepEqual(await clusterHolders(), [...real, slowId].sort());
-    assert.equal((await rt.cri.status(slowId)).ips.length, 1);
-  } finally {
-    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
-    await ctd?.stop();
-    await agent?.stop();
-    await store?.close();
-    dir.remove();
-  }
-});
+      // A slow ADD: the agent answered, the sandbox is not listed for SLOW_ADD_S more seconds.
+      writeFileSync(slowFlag, '');
+      const seen = new Set<string>();
+      let creating = true;
+      const watcher = (async () => {
+        while (creating) {
+          for (const s of (await a.status()).runtimeReconcile!.suspected) if (s.reason === 'young') seen.add(s.containerId);
+          await sleep(200);
+        }
+      })();
+      const slowId = await run(9, 'slow');
+      known.add(slowId);
+      creating = false;
+      await watcher;
+      rmSync(slowFlag);
+      t.diagnostic(`suspected while creating: ${[...seen].join(', ')}`);
+      assert.ok(seen.has(slowId), `the loop saw the slow sandbox's allocation without its sandbox (young) while it was created: ${[...seen].join(', ')}`);
+      // Past the grace, listed now: kept.
+      await sleep(7_000);
+      const end = await until('a pass after the grace', () => true);
+      assert.equal(end.freed['runtime-absent'], 3, 'nothing more freed');
+      assert.deepEqual(await clusterHolders(), [...real, slowId].sort());
+      assert.equal((await rt.cri.status(slowId)).ips.length, 1);
+    } finally {
+      if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
+      await ctd?.stop();
+      await agent?.stop();
+      await store?.close();
+      dir.remove();
+    }
+  },
+);
 
 /** containerd's pid (the process started with this test's config). */
 function containerdPid(ctd: Containerd): number {

@@ -62,7 +62,9 @@ test('node add → controller assigns a CIDR → CNI ADD with usePodCidr returns
       assert.equal(ip.len, 24);
 
       // A second pod gets another address of the same CIDR; DEL releases the first.
-      const second = stdoutJson(await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'pod-2', ifname: 'eth0', config })) as { ips: { address: string }[] };
+      const second = stdoutJson(await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'pod-2', ifname: 'eth0', config })) as {
+        ips: { address: string }[];
+      };
       const ip2 = parseAddr((second.ips[0]?.address ?? '').split('/')[0] as string);
       assert.ok(prefixContains(parsePrefix(cidr), ip2) && ip2.value !== ip.addr.value);
       const netDir = join(dir, 'cni', 'chain');
@@ -75,7 +77,12 @@ test('node add → controller assigns a CIDR → CNI ADD with usePodCidr returns
       assert.equal(readFileSync(file2, 'utf8'), 'pod-2\r\neth0', "DEL of the first pod left the second pod's address alone");
 
       // A node the controller has not served yet: the plugin says "try again later" (code 11).
-      const unknown = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'pod-3', ifname: 'eth0', config: { ...config, ipam: { ...ipam, nodeName: 'node-b' } } });
+      const unknown = await runPlugin(PODIPAM_BIN, {
+        command: 'ADD',
+        containerId: 'pod-3',
+        ifname: 'eth0',
+        config: { ...config, ipam: { ...ipam, nodeName: 'node-b' } },
+      });
       assert.notEqual(unknown.code, 0);
       assert.equal((stdoutJson(unknown) as { code: number }).code, 11, unknown.stdout);
       assert.match(unknown.stdout, /node-b/);

@@ -79,9 +79,11 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms: number):
 /** Registers names[from…to) with 16 writes in flight. */
 async function register(store: Store, names: readonly string[], from: number, to: number): Promise<void> {
   let next = from;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < to) await addNode(store, { name: names[next++] as string });
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < to) await addNode(store, { name: names[next++] as string });
+    }),
+  );
 }
 
 async function assignedCount(store: Store): Promise<number> {
@@ -165,7 +167,10 @@ test('two controllers racing on one etcd never give a CIDR twice', async (t) => 
     const counts = ctls.map((c) => (c.log().match(/ assigned node=/g) ?? []).length);
     t.diagnostic(`assignments per controller: ${counts.join(', ')}`);
     assert.equal(counts[0]! + counts[1]!, 500, `assignments per controller: ${counts.join(', ')}`);
-    assert.ok(counts.every((n) => n > 0), `both controllers assigned nodes: ${counts.join(', ')}`);
+    assert.ok(
+      counts.every((n) => n > 0),
+      `both controllers assigned nodes: ${counts.join(', ')}`,
+    );
   } finally {
     await Promise.all(ctls.map((c) => c.kill('SIGTERM')));
     await store.close();

@@ -25,7 +25,7 @@ async function waitFor(what: string, check: () => boolean, log: () => string, ms
   assert.fail(`timed out waiting for ${what}; controller log:\n${log()}`);
 }
 
-test('controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a deleted Node\'s CIDR', async () => {
+test("controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a deleted Node's CIDR", async () => {
   const kube = await startFakeKubeApiServer();
   try {
     await withTempDir('kube', async (dir) => {
@@ -33,11 +33,24 @@ test('controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a 
       kube.addNode('w1');
       kube.addNode('w2');
       const argv = [
-        PODIPAM_BIN, '--datastore', `sqlite:${join(dir, 'podipam.db')}`, 'controller',
-        '--cluster-cidr', '10.50.0.0/23,fd50::/63', '--node-mask-size', '24', '--node-mask-size-v6', '64',
-        '--poll-interval', '100', '--kubeconfig', join(dir, 'kubeconfig'),
+        PODIPAM_BIN,
+        '--datastore',
+        `sqlite:${join(dir, 'podipam.db')}`,
+        'controller',
+        '--cluster-cidr',
+        '10.50.0.0/23,fd50::/63',
+        '--node-mask-size',
+        '24',
+        '--node-mask-size-v6',
+        '64',
+        '--poll-interval',
+        '100',
+        '--kubeconfig',
+        join(dir, 'kubeconfig'),
       ];
-      const [cmd, args] = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', process.execPath, ...argv]] : [process.execPath, argv];
+      const [cmd, args] = existsSync('/usr/bin/setpriv')
+        ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', process.execPath, ...argv]]
+        : [process.execPath, argv];
       const ctl = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
       live.add(ctl);
       let log = '';
@@ -45,7 +58,11 @@ test('controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a 
       const exited = new Promise<number | null>((r) => ctl.once('exit', (code) => r(code)));
       try {
         const cidrs = (n: string) => kube.getNode(n)?.spec.podCIDRs;
-        await waitFor('w1 and w2 patched', () => cidrs('w1')?.length === 2 && cidrs('w2')?.length === 2, () => log);
+        await waitFor(
+          'w1 and w2 patched',
+          () => cidrs('w1')?.length === 2 && cidrs('w2')?.length === 2,
+          () => log,
+        );
         const all = [...(cidrs('w1') ?? []), ...(cidrs('w2') ?? [])];
         assert.equal(new Set(all).size, 4, all.join(' '));
         assert.equal(kube.getNode('w1')?.spec.podCIDR, cidrs('w1')?.[0]);
@@ -54,10 +71,18 @@ test('controller --kubeconfig patches distinct podCIDRs onto Nodes and reuses a 
 
         // The cluster is full: w3 waits, named in the log, until w1 goes.
         kube.addNode('w3');
-        await waitFor('CIDRNotAvailable for w3', () => /CIDRNotAvailable: node "w3" cannot get an IPv4 pod CIDR: no remaining node CIDRs in cluster CIDRs 10\.50\.0\.0\/23/.test(log), () => log);
+        await waitFor(
+          'CIDRNotAvailable for w3',
+          () => /CIDRNotAvailable: node "w3" cannot get an IPv4 pod CIDR: no remaining node CIDRs in cluster CIDRs 10\.50\.0\.0\/23/.test(log),
+          () => log,
+        );
         const freed = cidrs('w1');
         kube.deleteNode('w1');
-        await waitFor('w3 to get w1\'s CIDRs', () => cidrs('w3')?.length === 2, () => log);
+        await waitFor(
+          "w3 to get w1's CIDRs",
+          () => cidrs('w3')?.length === 2,
+          () => log,
+        );
         assert.deepEqual(cidrs('w3'), freed);
       } finally {
         if (ctl.exitCode === null && ctl.signalCode === null) ctl.kill('SIGTERM');

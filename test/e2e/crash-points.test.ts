@@ -108,7 +108,12 @@ function localCall(dataDir: string, command: string, id: string, extra: Record<s
     containerId: id,
     ifname: 'eth0',
     env,
-    config: { cniVersion: '1.1.0', name: 'crash', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.31.0.0/28' }], [{ subnet: 'fd31::/124' }]] }, ...extra },
+    config: {
+      cniVersion: '1.1.0',
+      name: 'crash',
+      ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.31.0.0/28' }], [{ subnet: 'fd31::/124' }]] },
+      ...extra,
+    },
   };
 }
 
@@ -180,8 +185,22 @@ const CLUSTER_CASES: readonly [spec: string, op: ClusterOp][] = [
 const NET = 'crash';
 const PODS = ['pod-0', 'pod-1', 'pod-2', 'pod-3', 'pod-4', 'pod-5'];
 
-function clusterCall(url: string, cacheDir: string, command: string, id: string, node: string, extra: Record<string, unknown> = {}, env: Record<string, string> = {}): PluginCall {
-  return { command, containerId: id, ifname: 'eth0', env, config: { cniVersion: '1.1.0', name: NET, ipam: { type: 'podipam', datastore: url, nodeName: node, cacheDir }, ...extra } };
+function clusterCall(
+  url: string,
+  cacheDir: string,
+  command: string,
+  id: string,
+  node: string,
+  extra: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): PluginCall {
+  return {
+    command,
+    containerId: id,
+    ifname: 'eth0',
+    env,
+    config: { cniVersion: '1.1.0', name: NET, ipam: { type: 'podipam', datastore: url, nodeName: node, cacheDir }, ...extra },
+  };
 }
 
 /**
@@ -197,8 +216,16 @@ async function clusterSetup(url: string): Promise<Map<string, string[]>> {
     await ipam.createPool({ name: 'c6', cidr: 'fd66::/116', blockSize: 125 });
     const got = new Map<string, string[]>();
     for (const id of PODS) {
-      const a = await ipam.assign({ node: 'node-1', handle: cniHandleId(NET, id, 'eth0'), attrs: { network: NET, containerId: id, ifname: 'eth0' }, auto: 'each-family' });
-      got.set(id, a.map((x) => formatAddr(x.addr)));
+      const a = await ipam.assign({
+        node: 'node-1',
+        handle: cniHandleId(NET, id, 'eth0'),
+        attrs: { network: NET, containerId: id, ifname: 'eth0' },
+        auto: 'each-family',
+      });
+      got.set(
+        id,
+        a.map((x) => formatAddr(x.addr)),
+      );
     }
     await ipam.releaseHandle(cniHandleId(NET, 'pod-0', 'eth0'), 'node-1');
     got.delete('pod-0');
@@ -226,7 +253,14 @@ async function clusterHoldings(url: string): Promise<Map<string, string>> {
     for (const [a, h] of held) assert.ok(handles.includes(h), `${a} is allocated to handle ${h}, which does not exist`);
     for (const h of handles) {
       const mine = ((await ipam.addressesOf(h)) ?? []).map((x) => formatAddr(x.addr)).sort();
-      assert.deepEqual(mine, [...held].filter(([, x]) => x === h).map(([a]) => a).sort(), `handle ${h} lists what the blocks give it`);
+      assert.deepEqual(
+        mine,
+        [...held]
+          .filter(([, x]) => x === h)
+          .map(([a]) => a)
+          .sort(),
+        `handle ${h} lists what the blocks give it`,
+      );
     }
     return held;
   } finally {
@@ -259,7 +293,11 @@ async function clusterCase(url: string, spec: string, op: ClusterOp): Promise<vo
       case 'DEL-sticky': {
         // A sticky pod's DEL moves its addresses to the pod's hold (src/cluster/txn/sticky-hold.ts).
         const sticky = { runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'podipam.io/sticky': 'true' } } };
-        run = (env) => runPlugin(PODIPAM_BIN, { ...clusterCall(url, cache, 'DEL', 'pod-1', node, sticky, env), args: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=pod-1;K8S_POD_UID=u1' });
+        run = (env) =>
+          runPlugin(PODIPAM_BIN, {
+            ...clusterCall(url, cache, 'DEL', 'pod-1', node, sticky, env),
+            args: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=pod-1;K8S_POD_UID=u1',
+          });
         after = () => (holds.set(`sticky:${NET}:ns:pod-1:eth0`, got.get('pod-1')!), got.delete('pod-1'));
         break;
       }
@@ -268,7 +306,8 @@ async function clusterCase(url: string, spec: string, op: ClusterOp): Promise<vo
         after = () => got.delete('pod-5');
         break;
       case 'GC':
-        run = (env) => runPlugin(PODIPAM_BIN, { ...clusterCall(url, cache, 'GC', '', node, valid(['pod-1', 'pod-2', 'pod-4', 'pod-5']), env), containerId: undefined });
+        run = (env) =>
+          runPlugin(PODIPAM_BIN, { ...clusterCall(url, cache, 'GC', '', node, valid(['pod-1', 'pod-2', 'pod-4', 'pod-5']), env), containerId: undefined });
         after = () => got.delete('pod-3');
         break;
       case 'GC-two':
@@ -296,7 +335,11 @@ async function clusterCase(url: string, spec: string, op: ClusterOp): Promise<vo
       ...[...got].flatMap(([id, as]) => as.map((a) => [a, cniHandleId(NET, id, 'eth0')] as const)),
       ...[...holds].flatMap(([h, as]) => as.map((a) => [a, h] as const)),
     ]);
-    assert.deepEqual(new Map([...holdings].sort()), new Map([...want].sort()), `after ${spec} (${op}): the datastore allocates exactly the live pods' (and holds') addresses`);
+    assert.deepEqual(
+      new Map([...holdings].sort()),
+      new Map([...want].sort()),
+      `after ${spec} (${op}): the datastore allocates exactly the live pods' (and holds') addresses`,
+    );
     await checkClean(url, `after ${spec}`);
     await Promise.all([...got.keys()].map(async (id) => ok(await runPlugin(PODIPAM_BIN, clusterCall(url, cache, 'DEL', id, nodeOf.get(id)!)), `DEL ${id}`)));
     for (const h of holds.keys()) ok(await podipam(['--datastore', url, 'ipam', 'release', '--handle', h]), `release hold ${h}`);
@@ -311,10 +354,24 @@ async function clusterCase(url: string, spec: string, op: ClusterOp): Promise<vo
 
 async function controllerCase(url: string, spec: string): Promise<void> {
   for (const n of ['cn-1', 'cn-2', 'cn-3']) ok(await podipam(['--datastore', url, 'node', 'add', n]), `node add ${n}`);
-  const ctl = ['--datastore', url, 'controller', '--once', '--cluster-cidr', '10.201.0.0/16,fd20:1::/48', '--node-mask-size', '24', '--node-mask-size-v6', '64'];
+  const ctl = [
+    '--datastore',
+    url,
+    'controller',
+    '--once',
+    '--cluster-cidr',
+    '10.201.0.0/16,fd20:1::/48',
+    '--node-mask-size',
+    '24',
+    '--node-mask-size-v6',
+    '64',
+  ];
   expectCrash(await podipam(ctl, crashEnv(spec)), spec, 'controller --once');
   ok(await podipam(ctl), 'controller --once retried');
-  const nodes = JSON.parse(ok(await podipam(['--datastore', url, 'node', 'list', '--json']), 'node list').stdout).items as { name: string; podCIDRs: string[] }[];
+  const nodes = JSON.parse(ok(await podipam(['--datastore', url, 'node', 'list', '--json']), 'node list').stdout).items as {
+    name: string;
+    podCIDRs: string[];
+  }[];
   const cidrs = nodes.flatMap((n) => n.podCIDRs);
   assert.equal(nodes.length, 3);
   for (const n of nodes) assert.equal(n.podCIDRs.length, 2, `${n.name} has one CIDR per family: ${n.podCIDRs}`);
@@ -322,7 +379,11 @@ async function controllerCase(url: string, spec: string): Promise<void> {
   const store = await openStore(url);
   try {
     const claims = (await store.list('nodecidrs/')).map((e) => [e.key.slice('nodecidrs/'.length), (JSON.parse(e.value) as { node: string }).node] as const);
-    assert.deepEqual(new Map([...claims].sort()), new Map(nodes.flatMap((n) => n.podCIDRs.map((c) => [c, n.name] as const)).sort()), 'every CIDR claimed by its node, no orphan claim');
+    assert.deepEqual(
+      new Map([...claims].sort()),
+      new Map(nodes.flatMap((n) => n.podCIDRs.map((c) => [c, n.name] as const)).sort()),
+      'every CIDR claimed by its node, no orphan claim',
+    );
   } finally {
     await store.close();
   }
@@ -330,7 +391,11 @@ async function controllerCase(url: string, spec: string): Promise<void> {
   ok(await podipam(ctl), 'controller --once after the deletes');
   const left = await openStore(url);
   try {
-    assert.deepEqual((await left.list('nodecidrs/')).map((e) => e.key), [], 'deleting every node frees every claim');
+    assert.deepEqual(
+      (await left.list('nodecidrs/')).map((e) => e.key),
+      [],
+      'deleting every node frees every claim',
+    );
   } finally {
     await left.close();
   }
@@ -359,7 +424,22 @@ async function agentCase(url: string, spec: string): Promise<void> {
   const warm = spec.startsWith('agent.');
   const socket = join(tmp.path, 'run', 'agent.sock');
   const args = warm
-    ? ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent'), '--min-idle', '2', '--max-idle', '2', '--capacity', '64', '--cooldown', '1s']
+    ? [
+        '--node',
+        'wnode',
+        '--datastore',
+        url,
+        '--data-dir',
+        join(tmp.path, 'agent'),
+        '--min-idle',
+        '2',
+        '--max-idle',
+        '2',
+        '--capacity',
+        '64',
+        '--cooldown',
+        '1s',
+      ]
     : ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent')];
   let agent: RunningAgent | undefined;
   let armedChild: import('node:child_process').ChildProcess | undefined;
@@ -384,7 +464,13 @@ async function agentCase(url: string, spec: string): Promise<void> {
     const config = warm
       ? { cniVersion: '1.1.0', name: 'crash-warm', ipam: { type: 'podipam', agent: socket } }
       : { cniVersion: '1.1.0', name: 'crash-agent', ipam: { type: 'podipam', datastore: url, nodeName: 'wnode' } };
-    const call = (command: string, id: string): PluginCall => ({ command, containerId: id, ifname: 'eth0', config, env: { PODIPAM_AGENT_SOCKET: socket, PODIPAM_PLUGIN: '' } });
+    const call = (command: string, id: string): PluginCall => ({
+      command,
+      containerId: id,
+      ifname: 'eth0',
+      config,
+      env: { PODIPAM_AGENT_SOCKET: socket, PODIPAM_PLUGIN: '' },
+    });
     const runtime = async (command: string, id: string): Promise<PluginRun> => {
       for (let attempt = 1; ; attempt++) {
         const r = await runPlugin(SHIM_BIN, call(command, id));
@@ -446,7 +532,11 @@ async function agentCase(url: string, spec: string): Promise<void> {
     for (const id of got.keys()) await runtime('DEL', id);
     if (warm) {
       for (let i = 0; i < 400 && (await agent.status()).warmPool!.writeBehindDepth > 0; i++) await sleep(50);
-      assert.deepEqual((await store.list('agent-pods/wnode/')).map((e) => e.key), [], 'no pod record left');
+      assert.deepEqual(
+        (await store.list('agent-pods/wnode/')).map((e) => e.key),
+        [],
+        'no pod record left',
+      );
     }
     assert.equal(await agent.stop(), 0);
     agent = undefined;
@@ -515,7 +605,9 @@ const sqliteCases = (t: import('node:test').TestContext) =>
       t.test('sqlite: pool resize killed at cluster.pool.shrink-marked', () => onSqlite((url) => shrinkCase(url, 'cluster.pool.shrink-marked'))),
       // A SQLite release is synchronous (the agent's event loop is held for its whole txn), so
       // a burst of shim DELs seldom waits in the queue together: the group release is killed on etcd.
-      ...AGENT_CASES.filter((spec) => spec !== 'cluster.release-group.committed').map((spec) => t.test(`sqlite: agent killed at ${spec}`, () => onSqlite((url) => agentCase(url, spec)))),
+      ...AGENT_CASES.filter((spec) => spec !== 'cluster.release-group.committed').map((spec) =>
+        t.test(`sqlite: agent killed at ${spec}`, () => onSqlite((url) => agentCase(url, spec))),
+      ),
     ]);
   });
 

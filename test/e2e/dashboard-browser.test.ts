@@ -21,7 +21,15 @@ import { api, runCli, startServe, waitFor } from './serve-harness.js';
 
 const OUT = join(REPO_ROOT, 'test-output');
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 async function attr(page: Page, selector: string, name: string): Promise<string | null> {
   return page.locator(selector).first().getAttribute(name);
@@ -34,14 +42,39 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
   let browser: Browser | undefined;
   try {
     // The dashboard URL serve printed carries the install token that writes need.
-    const sim = await runCli(['simulate', '--server', s.url, '--data-dir', s.dataDir, '--nodes', '8', '--pods', '160', '--churn', '0.25', '--seed', '7', '--concurrency', '4', '--progress']);
+    const sim = await runCli([
+      'simulate',
+      '--server',
+      s.url,
+      '--data-dir',
+      s.dataDir,
+      '--nodes',
+      '8',
+      '--pods',
+      '160',
+      '--churn',
+      '0.25',
+      '--seed',
+      '7',
+      '--concurrency',
+      '4',
+      '--progress',
+    ]);
     assert.equal(sim.code, 0, sim.stderr);
     assert.match(sim.stdout, /8 nodes joined, 200 pods added, 40 deleted, 0 failed/);
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     const pageErrors: string[] = [];
@@ -137,8 +170,14 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     assert.ok(kinds.includes('block-node-unregistered') && kinds.includes('block-node-deleted'), JSON.stringify(kinds));
     await page.reload();
     await page.waitForSelector('#nodes tr[data-node="newcomer"] [data-badge="unregistered"]');
-    assert.match((await attr(page, '#nodes tr[data-node="newcomer"] [data-badge="unregistered"]', 'title')) ?? '', /cluster GC leaves its blocks alone.*podipam node add newcomer.*podipam node delete newcomer --gone/);
-    assert.match((await attr(page, '#nodes tr[data-node="sim-2"] [data-badge="deleted"]', 'title')) ?? '', /record deleted .*cluster GC frees its pods' addresses and blocks after its grace period/);
+    assert.match(
+      (await attr(page, '#nodes tr[data-node="newcomer"] [data-badge="unregistered"]', 'title')) ?? '',
+      /cluster GC leaves its blocks alone.*podipam node add newcomer.*podipam node delete newcomer --gone/,
+    );
+    assert.match(
+      (await attr(page, '#nodes tr[data-node="sim-2"] [data-badge="deleted"]', 'title')) ?? '',
+      /record deleted .*cluster GC frees its pods' addresses and blocks after its grace period/,
+    );
     await page.waitForSelector('.issue[data-kind="problem"]');
     const panel = (await page.textContent('#check')) ?? '';
     assert.match(panel, /block node unregistered.*"newcomer", which has no record and no proof of deletion: cluster GC will not free it/s);
@@ -168,7 +207,18 @@ test('dashboard: with tokens the page asks for one and shows data once given the
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
     const page = await browser.newPage();
     await page.goto(s.url + '/');
     await page.waitForSelector('#token-banner:not([hidden])');
@@ -193,7 +243,10 @@ test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets a
     const page0 = await fetch(`${s.url}/`);
     assert.equal(page0.status, 200);
     assert.equal(page0.headers.get('cache-control'), 'no-cache');
-    assert.equal(page0.headers.get('content-security-policy'), "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'");
+    assert.equal(
+      page0.headers.get('content-security-policy'),
+      "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'",
+    );
     const etag = page0.headers.get('etag');
     assert.match(etag ?? '', /^"[A-Za-z0-9_-]+"$/);
     assert.equal((await fetch(`${s.url}/`, { headers: { 'if-none-match': etag as string } })).status, 304);
@@ -233,7 +286,10 @@ test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets a
     });
     assert.ok(nav.bodySize > 0 && nav.transferSize < nav.bodySize, `the page's body was not sent again (304): ${JSON.stringify(nav)}`);
     const reloaded = await page.evaluate(() =>
-      performance.getEntriesByType('resource').filter((e) => /\/assets\//.test(e.name)).map((e) => [new URL(e.name).pathname, (e as PerformanceResourceTiming).transferSize] as const),
+      performance
+        .getEntriesByType('resource')
+        .filter((e) => /\/assets\//.test(e.name))
+        .map((e) => [new URL(e.name).pathname, (e as PerformanceResourceTiming).transferSize] as const),
     );
     assert.deepEqual(reloaded.map(([path]) => path).sort(), [...assets].sort());
     for (const [path, size] of reloaded) assert.equal(size, 0, `${path} came from the cache after the reload`);
@@ -255,7 +311,22 @@ test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use 
   try {
     // The node agent on serve's own datastore, keeping 4 idle addresses per family (the default pools are v4 and v6).
     const socket = join(d.path, 'run', 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'wnode', '--datastore', s.datastore, '--data-dir', join(d.path, 'agent'), '--min-idle', '4', '--max-idle', '4', '--capacity', '16', '--cooldown', '1s']);
+    agent = await startAgent(socket, [
+      '--node',
+      'wnode',
+      '--datastore',
+      s.datastore,
+      '--data-dir',
+      join(d.path, 'agent'),
+      '--min-idle',
+      '4',
+      '--max-idle',
+      '4',
+      '--capacity',
+      '16',
+      '--cooldown',
+      '1s',
+    ]);
     const a = agent;
     const call = (command: string, pod: number): PluginCall => ({
       command,
@@ -342,7 +413,10 @@ test('dashboard: the search finds a pod by namespace/name, by name and by addres
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const [v4, v6] = (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address.split('/')[0]!);
     const pod = (await api(s.url, 'GET', '/api/v1/pods/shop/web-1')).body;
-    assert.deepEqual(pod.items.map((h: { handle: string; node: string }) => [h.handle, h.node]), [['net:search-1:eth0', 'snode']]);
+    assert.deepEqual(
+      pod.items.map((h: { handle: string; node: string }) => [h.handle, h.node]),
+      [['net:search-1:eth0', 'snode']],
+    );
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });

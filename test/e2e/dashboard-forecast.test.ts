@@ -45,7 +45,10 @@ test('forecast: a pool filled at a steady rate is forecast full in the API, pool
     assert.ok(f.trend.ratePerHour > 10_000 && f.trend.ratePerHour < 3_600_000 / EVERY_MS, String(f.trend.ratePerHour));
     assert.ok(Math.abs(f.trend.secondsToFull - (208 - PODS) / (f.trend.ratePerHour / 3600)) < 1e-6 * f.trend.secondsToFull);
     assert.equal(f.method.window, '6h');
-    assert.match(f.method.text, /^least-squares slope of the addresses pods held \(allocation history\), \d+ samples over the last \d+s \(of 6h asked: history knows no more\); time to full = \(capacity - allocated\) \/ slope$/);
+    assert.match(
+      f.method.text,
+      /^least-squares slope of the addresses pods held \(allocation history\), \d+ samples over the last \d+s \(of 6h asked: history knows no more\); time to full = \(capacity - allocated\) \/ slope$/,
+    );
     const quiet = (await api(s.url, 'GET', '/api/v1/pools/default-ipv4/forecast')).body;
     assert.equal(quiet.trend.state, 'not-filling');
 
@@ -62,7 +65,18 @@ test('forecast: a pool filled at a steady rate is forecast full in the API, pool
     assert.match(wide.stdout, /^default-ipv4\s.*\s0\/h\s+not filling$/m);
     assert.match(wide.stdout, /^TREND, FULL-IN: least-squares slope of the addresses pods held/m);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
@@ -79,9 +93,21 @@ test('forecast: a pool filled at a steady rate is forecast full in the API, pool
       const n = (e: Element | null | undefined, a: string): number => Number(e?.getAttribute(a));
       const line = c?.querySelector('line.forecast');
       const cap = c?.querySelector('line.capacity');
-      const pts = (c?.querySelector('polyline.usage')?.getAttribute('points') ?? '').trim().split(/\s+/).map((p) => p.split(',').map(Number) as [number, number]);
+      const pts = (c?.querySelector('polyline.usage')?.getAttribute('points') ?? '')
+        .trim()
+        .split(/\s+/)
+        .map((p) => p.split(',').map(Number) as [number, number]);
       const dot = c?.querySelector('circle.full-at');
-      return { x1: n(line, 'x1'), y1: n(line, 'y1'), x2: n(line, 'x2'), y2: n(line, 'y2'), capY: n(cap, 'y1'), pts, dotY: dot ? n(dot, 'cy') : null, verdict: c?.querySelector('.verdict')?.textContent ?? '' };
+      return {
+        x1: n(line, 'x1'),
+        y1: n(line, 'y1'),
+        x2: n(line, 'x2'),
+        y2: n(line, 'y2'),
+        capY: n(cap, 'y1'),
+        pts,
+        dotY: dot ? n(dot, 'cy') : null,
+        verdict: c?.querySelector('.verdict')?.textContent ?? '',
+      };
     }, card);
     assert.ok(geo.pts.length >= 10, `usage points: ${geo.pts.length}`);
     const first = geo.pts[0] as [number, number];
@@ -98,9 +124,13 @@ test('forecast: a pool filled at a steady rate is forecast full in the API, pool
     const n1 = nodes.find((n) => n.name === 'n1');
     assert.ok(n1 && n1.headroom.length > 0);
     await page.waitForSelector('.hbar[data-node="n1"]');
-    for (const h of n1.headroom) assert.equal(await page.locator(`.hbar[data-node="n1"][data-family="${h.family}"]`).getAttribute('data-headroom'), String(h.headroom));
+    for (const h of n1.headroom)
+      assert.equal(await page.locator(`.hbar[data-node="n1"][data-family="${h.family}"]`).getAttribute('data-headroom'), String(h.headroom));
     mkdirSync(OUT, { recursive: true });
-    await page.locator('#forecasts').locator('xpath=ancestor::div[contains(@class, "two")]').screenshot({ path: join(OUT, 'dashboard-forecast.png') });
+    await page
+      .locator('#forecasts')
+      .locator('xpath=ancestor::div[contains(@class, "two")]')
+      .screenshot({ path: join(OUT, 'dashboard-forecast.png') });
     assert.deepEqual(pageErrors, []);
   } finally {
     await browser?.close();

@@ -46,7 +46,11 @@ async function serve(store: Store, history: HistoryDb | undefined): Promise<{ ur
     summary,
     ipam,
     checks: new CheckCache(() => ipam.check()),
-    metrics: new ServerMetrics({ pools: async () => (await summary.get()).pools, nodes: async () => (await summary.get()).totals.nodes, datastoreUp: async () => true }),
+    metrics: new ServerMetrics({
+      pools: async () => (await summary.get()).pools,
+      nodes: async () => (await summary.get()).totals.nodes,
+      datastoreUp: async () => true,
+    }),
     tokens: { install: TOKEN },
     startedAt: new Date(),
     loops: () => ({}),
@@ -61,7 +65,7 @@ async function serve(store: Store, history: HistoryDb | undefined): Promise<{ ur
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-test('dashboard: an address\'s history timeline, a pod\'s addresses, a block\'s address links to its history', { timeout: 90_000 }, async () => {
+test("dashboard: an address's history timeline, a pod's addresses, a block's address links to its history", { timeout: 90_000 }, async () => {
   requireExecutable(CHROMIUM);
   mkdirSync(OUT, { recursive: true });
   const dir = makeTempDir('dash-history');
@@ -76,7 +80,11 @@ test('dashboard: an address\'s history timeline, a pod\'s addresses, a block\'s 
     servers.push(probe.server);
     const ips: string[] = [];
     for (const cid of ['c-1', 'c-2', 'c-3']) {
-      const r = await fetch(`${probe.url}/api/v1/allocations`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ node: 'node-a', containerId: cid }) });
+      const r = await fetch(`${probe.url}/api/v1/allocations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ node: 'node-a', containerId: cid }),
+      });
       const body = (await r.json()) as { ips: string[] };
       assert.equal(r.status, 201, JSON.stringify(body));
       ips.push(body.ips[0] as string);
@@ -90,7 +98,18 @@ test('dashboard: an address\'s history timeline, a pod\'s addresses, a block\'s 
     const s = await serve(store, history);
     servers.push(s.server);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
     const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
@@ -132,7 +151,10 @@ test('dashboard: an address\'s history timeline, a pod\'s addresses, a block\'s 
     await page.waitForSelector('#history-result[data-holds="1"]');
     assert.equal(await page.inputValue('#search-input'), b);
     assert.equal(await page.locator('#history-result .tl-row.gap').count(), 1, 'the gap of the history, before this hold');
-    assert.match((await page.locator('#history-result .tl-row.hold').first().textContent()) ?? '', /2026-03-01 15:00:00Z → 2026-03-01 16:00:00Z shop\/web-1 .*uid u1bcni-gc/);
+    assert.match(
+      (await page.locator('#history-result .tl-row.hold').first().textContent()) ?? '',
+      /2026-03-01 15:00:00Z → 2026-03-01 16:00:00Z shop\/web-1 .*uid u1bcni-gc/,
+    );
 
     // A server without history says so.
     const off = await serve(store, undefined);

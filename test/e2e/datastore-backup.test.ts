@@ -50,7 +50,10 @@ function cli(url: string, args: readonly string[]) {
 /** The scenario on one back end: `source` holds the allocations, `fresh()` gives a new empty datastore. */
 async function backupAndRestore(tmp: TempDir, source: string, fresh: () => Promise<string>): Promise<string> {
   const cache = join(tmp.path, 'cache');
-  for (const [name, cidr, size] of [['bk-v4', '10.97.0.0/24', '28'], ['bk-v6', 'fd00:97::/120', '124']]) {
+  for (const [name, cidr, size] of [
+    ['bk-v4', '10.97.0.0/24', '28'],
+    ['bk-v6', 'fd00:97::/120', '124'],
+  ]) {
     const r = cli(source, ['pool', 'create', name!, '--cidr', cidr!, '--block-size', size!]);
     assert.equal(r.code, 0, r.stderr);
   }
@@ -77,7 +80,10 @@ async function backupAndRestore(tmp: TempDir, source: string, fresh: () => Promi
   assert.equal(report.kind, 'podipam-backup');
   assert.equal(report.keys, atBackup.size);
   assert.ok(atBackup.size > 20, `${atBackup.size} keys`);
-  assert.ok([...atBackup.keys()].some((k) => k.startsWith('blocks/')) && [...atBackup.keys()].some((k) => k.startsWith('handles/')), [...atBackup.keys()].join(' '));
+  assert.ok(
+    [...atBackup.keys()].some((k) => k.startsWith('blocks/')) && [...atBackup.keys()].some((k) => k.startsWith('handles/')),
+    [...atBackup.keys()].join(' '),
+  );
 
   // More changes after the backup: new pods (their addresses are lost with the old store) and a release.
   for (let i = 20; i < 26; i++) await add(source, cache, `c-${i}`, 'node-b');
@@ -91,10 +97,18 @@ async function backupAndRestore(tmp: TempDir, source: string, fresh: () => Promi
   let cut = Math.floor(text.length / 2);
   if (text[cut - 1] === '\n') cut--;
   const bad: [string, string, RegExp][] = [
-    ['truncated', text.slice(0, cut), new RegExp(`backup \\S+truncated\\.backup line ${text.slice(0, cut).split('\n').length}: the file does not end with a newline`)],
+    [
+      'truncated',
+      text.slice(0, cut),
+      new RegExp(`backup \\S+truncated\\.backup line ${text.slice(0, cut).split('\n').length}: the file does not end with a newline`),
+    ],
     ['garbled', [...lines.slice(0, 5), `${lines[5]!.slice(0, 10)}#garbled#`, ...lines.slice(6)].join('\n'), /backup \S+garbled\.backup line 6: not JSON/],
     ['cut-at-line', `${lines.slice(0, 8).join('\n')}\n`, /backup \S+cut-at-line\.backup line 8: the header announces \d+ keys but the file ends after 7 lines/],
-    ['edited', [...lines.slice(0, 2), lines[2]!.replace(/[0-9]/, (d) => (d === '1' ? '2' : '1')), ...lines.slice(3)].join('\n'), /backup \S+edited\.backup line \d+: the entries' SHA-256/],
+    [
+      'edited',
+      [...lines.slice(0, 2), lines[2]!.replace(/[0-9]/, (d) => (d === '1' ? '2' : '1')), ...lines.slice(3)].join('\n'),
+      /backup \S+edited\.backup line \d+: the entries' SHA-256/,
+    ],
   ];
   for (const [name, content, re] of bad) {
     assert.notEqual(content, text, name);
@@ -115,7 +129,10 @@ async function backupAndRestore(tmp: TempDir, source: string, fresh: () => Promi
   const check = cli(target, ['ipam', 'check']);
   assert.equal(check.code, 0, check.stdout + check.stderr);
   const sets = JSON.parse(cli(target, ['ipset', 'list', '--json']).stdout) as { items: { name: string }[] };
-  assert.deepEqual(sets.items.map((s) => s.name), ['fixed']);
+  assert.deepEqual(
+    sets.items.map((s) => s.name),
+    ['fixed'],
+  );
 
   // New pods, on both nodes and a third, never get an address the backup's pods hold (the hint
   // files in the cache still name blocks from after the backup: the store is what counts).
@@ -164,7 +181,17 @@ test('SQLite: backup, more changes, a new datastore, restore: the keys of the ba
     const etcd = await startEtcd();
     try {
       assert.equal(cli(etcd.url, ['datastore', 'restore', file]).code, 0);
-      assert.deepEqual(await contents(etcd.url), new Map(readFileSync(file, 'utf8').trim().split('\n').slice(1, -1).map((l) => JSON.parse(l) as { key: string; value: string }).map((e) => [e.key, e.value])));
+      assert.deepEqual(
+        await contents(etcd.url),
+        new Map(
+          readFileSync(file, 'utf8')
+            .trim()
+            .split('\n')
+            .slice(1, -1)
+            .map((l) => JSON.parse(l) as { key: string; value: string })
+            .map((e) => [e.key, e.value]),
+        ),
+      );
       assert.equal(cli(etcd.url, ['ipam', 'check']).code, 0);
     } finally {
       await etcd.stop();
@@ -174,38 +201,48 @@ test('SQLite: backup, more changes, a new datastore, restore: the keys of the ba
   }
 });
 
-test('etcd: backup, more changes, a new cluster, restore: the keys of the backup, check clean, no address given twice; --snapshot is etcd\'s own', { timeout: 240_000 }, async () => {
-  const tmp = makeTempDir('datastore-backup-etcd');
-  const clusters: EtcdCluster[] = [];
-  try {
-    const a = await startEtcd({ members: 3 });
-    clusters.push(a);
-    const file = await backupAndRestore(tmp, a.url, async () => {
-      const b = await startEtcd();
-      clusters.push(b);
-      return b.url;
-    });
-    // The etcd backup restores into SQLite as well.
-    const sqlite = `sqlite:${join(tmp.path, 'from-etcd.db')}`;
-    assert.equal(cli(sqlite, ['datastore', 'restore', file]).code, 0);
-    assert.equal(cli(sqlite, ['ipam', 'check']).code, 0);
+test(
+  "etcd: backup, more changes, a new cluster, restore: the keys of the backup, check clean, no address given twice; --snapshot is etcd's own",
+  { timeout: 240_000 },
+  async () => {
+    const tmp = makeTempDir('datastore-backup-etcd');
+    const clusters: EtcdCluster[] = [];
+    try {
+      const a = await startEtcd({ members: 3 });
+      clusters.push(a);
+      const file = await backupAndRestore(tmp, a.url, async () => {
+        const b = await startEtcd();
+        clusters.push(b);
+        return b.url;
+      });
+      // The etcd backup restores into SQLite as well.
+      const sqlite = `sqlite:${join(tmp.path, 'from-etcd.db')}`;
+      assert.equal(cli(sqlite, ['datastore', 'restore', file]).code, 0);
+      assert.equal(cli(sqlite, ['ipam', 'check']).code, 0);
 
-    // --snapshot: etcd's Maintenance Snapshot, the database followed by its SHA-256 (what etcdutl checks).
-    const snap = join(tmp.path, 'etcd.snapshot');
-    const s = cli(a.url, ['datastore', 'backup', snap, '--snapshot', '--json']);
-    assert.equal(s.code, 0, s.stderr);
-    const out = JSON.parse(s.stdout) as { kind: string; bytes: number };
-    const bytes = readFileSync(snap);
-    assert.equal(out.kind, 'etcd snapshot');
-    assert.equal(out.bytes, bytes.length);
-    assert.ok(bytes.length > 4096, `${bytes.length} bytes`);
-    assert.deepEqual(createHash('sha256').update(bytes.subarray(0, bytes.length - 32)).digest(), bytes.subarray(bytes.length - 32), 'the trailing SHA-256 is of the database before it');
-    assert.equal(bytes.readUInt32LE(16), 0xed0cdaed, 'a bbolt database (its meta page magic)');
-    const r = cli(`sqlite:${join(tmp.path, 'y.db')}`, ['datastore', 'restore', snap]);
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /backup \S+etcd\.snapshot line 1: .*(not JSON|not a podipam backup)|does not end with a newline/);
-  } finally {
-    for (const c of clusters) await c.stop();
-    tmp.remove();
-  }
-});
+      // --snapshot: etcd's Maintenance Snapshot, the database followed by its SHA-256 (what etcdutl checks).
+      const snap = join(tmp.path, 'etcd.snapshot');
+      const s = cli(a.url, ['datastore', 'backup', snap, '--snapshot', '--json']);
+      assert.equal(s.code, 0, s.stderr);
+      const out = JSON.parse(s.stdout) as { kind: string; bytes: number };
+      const bytes = readFileSync(snap);
+      assert.equal(out.kind, 'etcd snapshot');
+      assert.equal(out.bytes, bytes.length);
+      assert.ok(bytes.length > 4096, `${bytes.length} bytes`);
+      assert.deepEqual(
+        createHash('sha256')
+          .update(bytes.subarray(0, bytes.length - 32))
+          .digest(),
+        bytes.subarray(bytes.length - 32),
+        'the trailing SHA-256 is of the database before it',
+      );
+      assert.equal(bytes.readUInt32LE(16), 0xed0cdaed, 'a bbolt database (its meta page magic)');
+      const r = cli(`sqlite:${join(tmp.path, 'y.db')}`, ['datastore', 'restore', snap]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /backup \S+etcd\.snapshot line 1: .*(not JSON|not a podipam backup)|does not end with a newline/);
+    } finally {
+      for (const c of clusters) await c.stop();
+      tmp.remove();
+    }
+  },
+);

@@ -22,8 +22,14 @@ before(async () => {
   dir = join(tmp.path, 'certs');
   const r = runCliSync('memory:', ['datastore', 'certs', '--dir', dir, '--namespace', 'ipam', '--days', '30']);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /kubectl -n ipam create secret generic podipam-etcd-tls --from-file=ca\.crt=\S+ca\.crt --from-file=server\.crt=\S+ --from-file=server\.key=\S+ --from-file=peer\.crt=\S+ --from-file=peer\.key=\S+\n/);
-  assert.match(r.stdout, /kubectl -n ipam create secret generic podipam-etcd-client-tls --from-file=ca\.crt=\S+ --from-file=tls\.crt=\S+client\.crt --from-file=tls\.key=\S+client\.key\n/);
+  assert.match(
+    r.stdout,
+    /kubectl -n ipam create secret generic podipam-etcd-tls --from-file=ca\.crt=\S+ca\.crt --from-file=server\.crt=\S+ --from-file=server\.key=\S+ --from-file=peer\.crt=\S+ --from-file=peer\.key=\S+\n/,
+  );
+  assert.match(
+    r.stdout,
+    /kubectl -n ipam create secret generic podipam-etcd-client-tls --from-file=ca\.crt=\S+ --from-file=tls\.crt=\S+client\.crt --from-file=tls\.key=\S+client\.key\n/,
+  );
   etcd = await startEtcd({
     members: 3,
     tls: {
@@ -57,51 +63,75 @@ test('the certificates: one CA, server and peer certificates naming every member
   for (const f of ['server.crt', 'peer.crt']) {
     const san = cert(f).subjectAltName ?? '';
     for (const name of [
-      'podipam-etcd-0.podipam-etcd-peer.ipam.svc', 'podipam-etcd-1.podipam-etcd-peer.ipam.svc', 'podipam-etcd-2.podipam-etcd-peer.ipam.svc',
-      'podipam-etcd-2.podipam-etcd-peer.ipam.svc.cluster.local', '*.podipam-etcd-peer.ipam.svc.cluster.local',
-      'podipam-etcd.ipam.svc', 'podipam-etcd.ipam.svc.cluster.local', 'localhost',
-    ]) assert.ok(san.split(', ').includes(`DNS:${name}`), `${f} names ${name}: ${san}`);
+      'podipam-etcd-0.podipam-etcd-peer.ipam.svc',
+      'podipam-etcd-1.podipam-etcd-peer.ipam.svc',
+      'podipam-etcd-2.podipam-etcd-peer.ipam.svc',
+      'podipam-etcd-2.podipam-etcd-peer.ipam.svc.cluster.local',
+      '*.podipam-etcd-peer.ipam.svc.cluster.local',
+      'podipam-etcd.ipam.svc',
+      'podipam-etcd.ipam.svc.cluster.local',
+      'localhost',
+    ])
+      assert.ok(san.split(', ').includes(`DNS:${name}`), `${f} names ${name}: ${san}`);
     assert.ok(san.includes('IP Address:127.0.0.1'), san);
     assert.equal(cert(f).checkHost('podipam-etcd-1.podipam-etcd-peer.ipam.svc'), 'podipam-etcd-1.podipam-etcd-peer.ipam.svc');
-    assert.equal(cert(f).checkHost('podipam-etcd-3.podipam-etcd-peer.ipam.svc.cluster.local'), '*.podipam-etcd-peer.ipam.svc.cluster.local', 'the wildcard covers a scaled-up member');
+    assert.equal(
+      cert(f).checkHost('podipam-etcd-3.podipam-etcd-peer.ipam.svc.cluster.local'),
+      '*.podipam-etcd-peer.ipam.svc.cluster.local',
+      'the wildcard covers a scaled-up member',
+    );
     assert.equal(cert(f).checkHost('etcd.example.com'), undefined);
   }
   assert.doesNotMatch(cert('client.crt').subject, /CN=/);
   assert.match(cert('client.crt').keyUsage?.join(',') ?? '', /1\.3\.6\.1\.5\.5\.7\.3\.2/, 'clientAuth');
 });
 
-test('podipam on the three-member TLS cluster with the client certificate: pool create, ipam show; without the certificate: refused', { timeout: 60_000 }, () => {
-  const url = `${etcd.url}?ca=${join(dir, 'ca.crt')}&cert=${join(dir, 'client.crt')}&key=${join(dir, 'client.key')}`;
-  const created = runCliSync(url, ['pool', 'create', 'tls-v4', '--cidr', '10.95.0.0/24', '--block-size', '28']);
-  assert.equal(created.code, 0, created.stderr);
-  const show = runCliSync(url, ['ipam', 'show', '--json']);
-  assert.equal(show.code, 0, show.stderr);
-  assert.deepEqual((JSON.parse(show.stdout) as { items: { name: string }[] }).items.map((p) => p.name), ['tls-v4']);
-  // Each member answers (the pool went through the peers' TLS to every one of them).
-  for (const m of etcd.members) {
-    const one = runCliSync(`etcds://${m.endpoint}?ca=${join(dir, 'ca.crt')}&cert=${join(dir, 'client.crt')}&key=${join(dir, 'client.key')}`, ['pool', 'list', '--json']);
-    assert.equal(one.code, 0, `${m.name}: ${one.stderr}`);
-    assert.match(one.stdout, /"tls-v4"/, m.name);
-  }
-  // A backup over the same TLS, and etcd's own snapshot.
-  const backup = runCliSync(url, ['datastore', 'backup', join(tmp.path, 'tls.backup'), '--json']);
-  assert.equal(backup.code, 0, backup.stderr);
-  assert.ok((JSON.parse(backup.stdout) as { keys: number }).keys >= 1);
-  const snap = runCliSync(url, ['datastore', 'backup', join(tmp.path, 'tls.snapshot'), '--snapshot']);
-  assert.equal(snap.code, 0, snap.stderr);
-  const without = runCliSync(`${etcd.url}?ca=${join(dir, 'ca.crt')}`, ['ipam', 'show']);
-  assert.equal(without.code, 1, without.stdout + without.stderr);
-  assert.match(without.stderr, /^podipam: error: .*(certificate|handshake|TLS|tls)/im);
-  // A CA it does not know the members by: refused too.
-  const other = makeTempDir('datastore-certs-other');
-  try {
-    assert.equal(runCliSync('memory:', ['datastore', 'certs', '--dir', other.path]).code, 0);
-    const wrong = runCliSync(`${etcd.url}?ca=${join(other.path, 'ca.crt')}&cert=${join(other.path, 'client.crt')}&key=${join(other.path, 'client.key')}`, ['ipam', 'show']);
-    assert.equal(wrong.code, 1, wrong.stdout + wrong.stderr);
-  } finally {
-    other.remove();
-  }
-});
+test(
+  'podipam on the three-member TLS cluster with the client certificate: pool create, ipam show; without the certificate: refused',
+  { timeout: 60_000 },
+  () => {
+    const url = `${etcd.url}?ca=${join(dir, 'ca.crt')}&cert=${join(dir, 'client.crt')}&key=${join(dir, 'client.key')}`;
+    const created = runCliSync(url, ['pool', 'create', 'tls-v4', '--cidr', '10.95.0.0/24', '--block-size', '28']);
+    assert.equal(created.code, 0, created.stderr);
+    const show = runCliSync(url, ['ipam', 'show', '--json']);
+    assert.equal(show.code, 0, show.stderr);
+    assert.deepEqual(
+      (JSON.parse(show.stdout) as { items: { name: string }[] }).items.map((p) => p.name),
+      ['tls-v4'],
+    );
+    // Each member answers (the pool went through the peers' TLS to every one of them).
+    for (const m of etcd.members) {
+      const one = runCliSync(`etcds://${m.endpoint}?ca=${join(dir, 'ca.crt')}&cert=${join(dir, 'client.crt')}&key=${join(dir, 'client.key')}`, [
+        'pool',
+        'list',
+        '--json',
+      ]);
+      assert.equal(one.code, 0, `${m.name}: ${one.stderr}`);
+      assert.match(one.stdout, /"tls-v4"/, m.name);
+    }
+    // A backup over the same TLS, and etcd's own snapshot.
+    const backup = runCliSync(url, ['datastore', 'backup', join(tmp.path, 'tls.backup'), '--json']);
+    assert.equal(backup.code, 0, backup.stderr);
+    assert.ok((JSON.parse(backup.stdout) as { keys: number }).keys >= 1);
+    const snap = runCliSync(url, ['datastore', 'backup', join(tmp.path, 'tls.snapshot'), '--snapshot']);
+    assert.equal(snap.code, 0, snap.stderr);
+    const without = runCliSync(`${etcd.url}?ca=${join(dir, 'ca.crt')}`, ['ipam', 'show']);
+    assert.equal(without.code, 1, without.stdout + without.stderr);
+    assert.match(without.stderr, /^podipam: error: .*(certificate|handshake|TLS|tls)/im);
+    // A CA it does not know the members by: refused too.
+    const other = makeTempDir('datastore-certs-other');
+    try {
+      assert.equal(runCliSync('memory:', ['datastore', 'certs', '--dir', other.path]).code, 0);
+      const wrong = runCliSync(`${etcd.url}?ca=${join(other.path, 'ca.crt')}&cert=${join(other.path, 'client.crt')}&key=${join(other.path, 'client.key')}`, [
+        'ipam',
+        'show',
+      ]);
+      assert.equal(wrong.code, 1, wrong.stdout + wrong.stderr);
+    } finally {
+      other.remove();
+    }
+  },
+);
 
 test('datastore certs: a directory that already holds certificates is refused, bad flags exit 2 naming the flag', () => {
   const again = runCliSync('memory:', ['datastore', 'certs', '--dir', dir]);

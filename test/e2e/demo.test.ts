@@ -49,7 +49,10 @@ for (const backend of ['local', 'cluster', 'agent']) {
 
 test('podipam demo --hold --backend agent: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) tears everything down', async () => {
   requirePrerequisites(['bridge', 'loopback']);
-  const child = spawn(PODIPAM_BIN, ['demo', '--pods', '2', '--hold', '--backend', 'agent', '--subnet', testSubnet(229)], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(PODIPAM_BIN, ['demo', '--pods', '2', '--hold', '--backend', 'agent', '--subnet', testSubnet(229)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -34,7 +34,8 @@ async function dump(): Promise<Map<string, string>> {
   const s = await openStore(etcd.url, { timeoutMs: 10_000 });
   try {
     const out = new Map<string, string>();
-    for (const prefix of ['pools/', 'blocks/', 'handles/', 'affinities/', 'config']) for (const e of await s.list(prefix)) out.set(e.key, `${e.rev}:${e.value}`);
+    for (const prefix of ['pools/', 'blocks/', 'handles/', 'affinities/', 'config'])
+      for (const e of await s.list(prefix)) out.set(e.key, `${e.rev}:${e.value}`);
     return out;
   } finally {
     await s.close();
@@ -48,7 +49,10 @@ test('etcd loses quorum for a while: ADD is code 11 within its bound, all or not
 
   const [survivor, ...lost] = etcd.members;
   await Promise.all(lost.map((m) => m.kill()));
-  assert.deepEqual(etcd.members.map((m) => m.running), [true, false, false]);
+  assert.deepEqual(
+    etcd.members.map((m) => m.running),
+    [true, false, false],
+  );
   const t0 = performance.now();
   const during = await runPlugin(PODIPAM_BIN, call('ADD', 'q2'));
   const ms = performance.now() - t0;
@@ -59,7 +63,7 @@ test('etcd loses quorum for a while: ADD is code 11 within its bound, all or not
   assert.equal(during.stderr, '', 'no stack trace');
   // An upper bound only proves the call ends (the per-endpoint timeout is 2 s); it is no speed claim.
   assert.ok(ms < 60_000, `the ADD answered within its bound: ${Math.round(ms)} ms`);
-  assert.ok(survivor!.running, "the survivor still runs");
+  assert.ok(survivor!.running, 'the survivor still runs');
   console.log(`quorum lost: ADD answered code 11 in ${Math.round(ms)} ms: ${e.msg}`);
 
   await Promise.all(lost.map((m) => m.restart()));
@@ -68,7 +72,12 @@ test('etcd loses quorum for a while: ADD is code 11 within its bound, all or not
   const after = await dump();
   const changed = [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k));
   const landed = after.has('handles/outage:q2:eth0');
-  if (landed) assert.deepEqual(changed.filter((k) => !k.startsWith('blocks/')), ['handles/outage:q2:eth0'], `only the pod's own records changed: ${changed.join(', ')}`);
+  if (landed)
+    assert.deepEqual(
+      changed.filter((k) => !k.startsWith('blocks/')),
+      ['handles/outage:q2:eth0'],
+      `only the pod's own records changed: ${changed.join(', ')}`,
+    );
   else assert.deepEqual(changed, [], 'nothing was written during the outage');
   const between = runCliSync(etcd.url, ['ipam', 'check']);
   assert.equal(between.code, 0, `consistent before any retry: ${between.stdout}${between.stderr}`);
@@ -77,7 +86,9 @@ test('etcd loses quorum for a while: ADD is code 11 within its bound, all or not
   assert.equal(again.code, 0, again.stdout + again.stderr);
   assert.notEqual(ipOf(again.stdout), ipOf(first.stdout));
   if (landed) {
-    const held = JSON.parse(after.get([...after.keys()].find((k) => k.startsWith('blocks/'))!)!.replace(/^\d+:/, '')) as { allocations: Record<string, string> };
+    const held = JSON.parse(after.get([...after.keys()].find((k) => k.startsWith('blocks/'))!)!.replace(/^\d+:/, '')) as {
+      allocations: Record<string, string>;
+    };
     assert.ok(Object.values(held.allocations).includes('outage:q2:eth0'));
     assert.deepEqual(await dump(), after, 'the retried ADD found its landed write and wrote nothing more');
   }
@@ -89,7 +100,10 @@ test('etcd restarted on its data: every record preserved, an open client reconne
   const add = await runPlugin(PODIPAM_BIN, call('ADD', 'r1'));
   assert.equal(add.code, 0, add.stdout + add.stderr);
   const before = await dump();
-  assert.ok([...before.keys()].some((k) => k.startsWith('handles/')), 'there is state to preserve');
+  assert.ok(
+    [...before.keys()].some((k) => k.startsWith('handles/')),
+    'there is state to preserve',
+  );
   const client = await openStore(etcd.url, { timeoutMs: 5000 });
   try {
     assert.ok(await client.get('config'));

@@ -35,7 +35,10 @@ test('EtcdRawReader lists a prefix across pages, only that prefix', { timeout: 6
   try {
     const got = await reader.list('/calico/ipam/v2/handle/');
     assert.equal(got.length, n);
-    assert.deepEqual(got.map((kv) => kv.key), keys);
+    assert.deepEqual(
+      got.map((kv) => kv.key),
+      keys,
+    );
     assert.equal(got[n - 1]!.value, `{"block":{},"n":"${keys[n - 1]}"}`);
     assert.deepEqual(await reader.list('/nothing/'), []);
   } finally {

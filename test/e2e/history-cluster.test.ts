@@ -36,72 +36,79 @@ async function handlesOf(url: string, containerId: string): Promise<string[]> {
 const NETWORK = 'hist';
 
 for (const kind of ['sqlite', 'etcd'] as const) {
-  test(`history on ${kind}, per-pod plugin: holders and intervals exactly as called (DEL, reuse, recreation, CNI GC, serve GC); --at inside, between, outside; --pod`, { timeout: 180_000 }, async (t) => {
-    const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
-    const dir = makeTempDir('history-cluster');
-    let serve: ServeProcess | undefined;
-    try {
-      const url = etcd ? etcd.url : `sqlite:${join(dir.path, 'ds.db')}`;
-      // Two /29 blocks of 5 usable addresses each: one for the node, one for the doomed node.
-      const created = runCliSync(url, ['pool', 'create', 'hist-v4', '--cidr', '10.231.0.0/28', '--block-size', '29']);
-      assert.equal(created.code, 0, created.stderr);
-      const db = join(dir.path, 'history.db');
-      serve = await startServe({
-        env: { PODIPAM_DATASTORE: url },
-        args: ['--no-default-pools', '--no-controller', '--gc-interval', '100ms', '--gc-grace', '300ms', '--history-db', db],
-      });
-      const cache = join(dir.path, 'cache');
-      const run: Runner = (command, containerId, pod) => runPlugin(PODIPAM_BIN, forPod(clusterCall(NETWORK, url, cache, command, containerId, NODE), pod));
-      const log = new CallLog();
-      const before = await untilHistoryLive(db);
-      await sleep(30);
+  test(
+    `history on ${kind}, per-pod plugin: holders and intervals exactly as called (DEL, reuse, recreation, CNI GC, serve GC); --at inside, between, outside; --pod`,
+    { timeout: 180_000 },
+    async (t) => {
+      const etcd = kind === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
+      const dir = makeTempDir('history-cluster');
+      let serve: ServeProcess | undefined;
+      try {
+        const url = etcd ? etcd.url : `sqlite:${join(dir.path, 'ds.db')}`;
+        // Two /29 blocks of 5 usable addresses each: one for the node, one for the doomed node.
+        const created = runCliSync(url, ['pool', 'create', 'hist-v4', '--cidr', '10.231.0.0/28', '--block-size', '29']);
+        assert.equal(created.code, 0, created.stderr);
+        const db = join(dir.path, 'history.db');
+        serve = await startServe({
+          env: { PODIPAM_DATASTORE: url },
+          args: ['--no-default-pools', '--no-controller', '--gc-interval', '100ms', '--gc-grace', '300ms', '--history-db', db],
+        });
+        const cache = join(dir.path, 'cache');
+        const run: Runner = (command, containerId, pod) => runPlugin(PODIPAM_BIN, forPod(clusterCall(NETWORK, url, cache, command, containerId, NODE), pod));
+        const log = new CallLog();
+        const before = await untilHistoryLive(db);
+        await sleep(30);
 
-      const { held, reused } = await reuseScenario(run, log, 'pp');
+        const { held, reused } = await reuseScenario(run, log, 'pp');
 
-      // CNI GC: the runtime's valid list leaves out e.
-      const victim = held.find((id) => id.endsWith('-e')) as string;
-      const gcStart = Date.now();
-      const gc = await runPlugin(PODIPAM_BIN, {
-        command: 'GC',
-        config: {
-          cniVersion: '1.1.0',
-          name: NETWORK,
-          ipam: { type: 'podipam', datastore: url, nodeName: NODE, cacheDir: cache },
-          'cni.dev/valid-attachments': held.filter((id) => id !== victim).map((containerID) => ({ containerID, ifname: 'eth0' })),
-        },
-      });
-      assert.equal(gc.code, 0, `GC: ${gc.stdout}${gc.stderr}`);
-      log.released(victim, 'cni-gc', gcStart, Date.now());
+        // CNI GC: the runtime's valid list leaves out e.
+        const victim = held.find((id) => id.endsWith('-e')) as string;
+        const gcStart = Date.now();
+        const gc = await runPlugin(PODIPAM_BIN, {
+          command: 'GC',
+          config: {
+            cniVersion: '1.1.0',
+            name: NETWORK,
+            ipam: { type: 'podipam', datastore: url, nodeName: NODE, cacheDir: cache },
+            'cni.dev/valid-attachments': held.filter((id) => id !== victim).map((containerID) => ({ containerID, ifname: 'eth0' })),
+          },
+        });
+        assert.equal(gc.code, 0, `GC: ${gc.stdout}${gc.stderr}`);
+        log.released(victim, 'cni-gc', gcStart, Date.now());
 
-      // serve's GC: a pod of a node that is then deleted.
-      const ds = ['--datastore', url];
-      assert.equal((await runCli([...ds, 'node', 'add', 'hist-gone'])).code, 0);
-      const gonePod = { namespace: 'shop', name: 'z' };
-      const goneRun: Runner = (command, containerId, pod) => runPlugin(PODIPAM_BIN, forPod(clusterCall(NETWORK, url, cache, command, containerId, 'hist-gone'), pod));
-      const [z] = await loggedAdd(goneRun, log, gonePod, 'pp-z');
-      assert.equal((await handlesOf(url, 'pp-z')).length, 1, 'z holds its address');
-      const deleteStart = Date.now();
-      const deleted = await runCli([...ds, 'node', 'delete', 'hist-gone']);
-      assert.equal(deleted.code, 0, deleted.stderr);
-      // The release happened before the history (or the datastore) shows it.
-      await waitFor(`serve's GC to release ${z}`, 30_000, async () => ((await handlesOf(url, 'pp-z')).length === 0 ? true : undefined));
-      log.released('pp-z', 'cluster-gc', deleteStart, Date.now());
+        // serve's GC: a pod of a node that is then deleted.
+        const ds = ['--datastore', url];
+        assert.equal((await runCli([...ds, 'node', 'add', 'hist-gone'])).code, 0);
+        const gonePod = { namespace: 'shop', name: 'z' };
+        const goneRun: Runner = (command, containerId, pod) =>
+          runPlugin(PODIPAM_BIN, forPod(clusterCall(NETWORK, url, cache, command, containerId, 'hist-gone'), pod));
+        const [z] = await loggedAdd(goneRun, log, gonePod, 'pp-z');
+        assert.equal((await handlesOf(url, 'pp-z')).length, 1, 'z holds its address');
+        const deleteStart = Date.now();
+        const deleted = await runCli([...ds, 'node', 'delete', 'hist-gone']);
+        assert.equal(deleted.code, 0, deleted.stderr);
+        // The release happened before the history (or the datastore) shows it.
+        await waitFor(`serve's GC to release ${z}`, 30_000, async () => ((await handlesOf(url, 'pp-z')).length === 0 ? true : undefined));
+        log.released('pp-z', 'cluster-gc', deleteStart, Date.now());
 
-      const { shown, api: n, cli } = await verifyHistory(db, serve.url, log, before, [WEB]);
-      for (const address of reused) {
-        const holds = shown.get(address)!;
-        assert.ok(holds.length >= 2, `${address} was reused: ${JSON.stringify(holds.map((h) => h.raw))}`);
-        assert.ok(holds[0]!.until!.at <= holds[1]!.from.at, `${address}: the first holder's release comes before the second's assignment`);
+        const { shown, api: n, cli } = await verifyHistory(db, serve.url, log, before, [WEB]);
+        for (const address of reused) {
+          const holds = shown.get(address)!;
+          assert.ok(holds.length >= 2, `${address} was reused: ${JSON.stringify(holds.map((h) => h.raw))}`);
+          assert.ok(holds[0]!.until!.at <= holds[1]!.from.at, `${address}: the first holder's release comes before the second's assignment`);
+        }
+        t.diagnostic(
+          `${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside (API), ${cli.inside + cli.between + cli.outside} through the CLI`,
+        );
+        assert.ok(n.between >= 2 && cli.between >= 1, 'the reused addresses were asked about between their holders');
+        assert.equal(log.ofPod(WEB).length, 2, 'web-0 had two incarnations');
+        const why = new Set([...shown.values()].flat().map((h) => h.until?.why));
+        for (const w of ['del', 'cni-gc', 'cluster-gc']) assert.ok(why.has(w), `a release for ${w} is shown`);
+      } finally {
+        await serve?.stop();
+        await etcd?.stop();
+        dir.remove();
       }
-      t.diagnostic(`${log.attachments.length} holds of ${log.addresses().length} addresses as logged; --at: ${n.inside} inside, ${n.between} between, ${n.outside} outside (API), ${cli.inside + cli.between + cli.outside} through the CLI`);
-      assert.ok(n.between >= 2 && cli.between >= 1, 'the reused addresses were asked about between their holders');
-      assert.equal(log.ofPod(WEB).length, 2, 'web-0 had two incarnations');
-      const why = new Set([...shown.values()].flat().map((h) => h.until?.why));
-      for (const w of ['del', 'cni-gc', 'cluster-gc']) assert.ok(why.has(w), `a release for ${w} is shown`);
-    } finally {
-      await serve?.stop();
-      await etcd?.stop();
-      dir.remove();
-    }
-  });
+    },
+  );
 }

@@ -121,43 +121,50 @@ for (const b of backends) {
   });
 }
 
-test('history on SQLite while `datastore restore --force` writes a backup back into the same datastore: the restored holds are not timed by the backup\'s old stamps', { timeout: 120_000 }, async () => {
-  const tmp = makeTempDir('history-restore-force');
-  const url = `sqlite:${join(tmp.path, 'ds.db')}`;
-  const dataDir = join(tmp.path, 'data');
-  const env = { PODIPAM_DATASTORE: url, PODIPAM_DATA_DIR: dataDir };
-  const cache = join(tmp.path, 'cache');
-  const cli = (args: readonly string[]) => runCliSync(url, args);
-  const history = (...args: string[]) => runCli(['ipam', 'history', ...args], env);
-  const call = async (command: string, id: string): Promise<string | undefined> => {
-    const r = await runPlugin(PODIPAM_BIN, clusterCall('hr-net', url, cache, command, id, 'node-a'));
-    assert.equal(r.code, 0, `${command} ${id}: ${r.stdout}${r.stderr}`);
-    return command === 'ADD' ? (stdoutJson(r).ips as { address: string }[])[0]!.address.split('/')[0] : undefined;
-  };
-  const serve = await startServe({ dataDir, env, args: ['--no-controller', '--no-default-pools'] });
-  try {
-    assert.equal(cli(['pool', 'create', 'hr-v4', '--cidr', '10.98.0.0/24', '--block-size', '28']).code, 0);
-    const a = (await call('ADD', 'c-1'))!;
-    const file = join(tmp.path, 'ds.backup');
-    assert.equal(cli(['datastore', 'backup', file]).code, 0);
-    await call('DEL', 'c-1');
-    await sleep(300);
-    const tFree = Date.now(); // c-1 is gone, a is free
-    await sleep(300);
-    const restore = cli(['datastore', 'restore', file, '--force']);
-    assert.equal(restore.code, 0, restore.stderr);
-    const tRestored = Date.now();
-    const now = await waitForExit(() => history(a, '--at', 'now'), 0);
-    assert.match(now.stdout, /c-1/, 'the backup\'s pod holds a again');
-    const free = await history(a, '--at', iso(tFree));
-    assert.equal(free.code, 3, `before the restore a was free (c-1 was deleted), not held since the backup's stamp: ${free.stdout}`);
-    const j = JSON.parse((await history(a, '-o', 'json')).stdout) as { items: { from: { at: string } }[] };
-    assert.ok(Date.parse(j.items.at(-1)!.from.at) > tFree && Date.parse(j.items.at(-1)!.from.at) <= tRestored, `the restored hold begins at the restore: ${JSON.stringify(j.items.at(-1))}`);
-  } finally {
-    await serve.stop();
-    tmp.remove();
-  }
-});
+test(
+  "history on SQLite while `datastore restore --force` writes a backup back into the same datastore: the restored holds are not timed by the backup's old stamps",
+  { timeout: 120_000 },
+  async () => {
+    const tmp = makeTempDir('history-restore-force');
+    const url = `sqlite:${join(tmp.path, 'ds.db')}`;
+    const dataDir = join(tmp.path, 'data');
+    const env = { PODIPAM_DATASTORE: url, PODIPAM_DATA_DIR: dataDir };
+    const cache = join(tmp.path, 'cache');
+    const cli = (args: readonly string[]) => runCliSync(url, args);
+    const history = (...args: string[]) => runCli(['ipam', 'history', ...args], env);
+    const call = async (command: string, id: string): Promise<string | undefined> => {
+      const r = await runPlugin(PODIPAM_BIN, clusterCall('hr-net', url, cache, command, id, 'node-a'));
+      assert.equal(r.code, 0, `${command} ${id}: ${r.stdout}${r.stderr}`);
+      return command === 'ADD' ? (stdoutJson(r).ips as { address: string }[])[0]!.address.split('/')[0] : undefined;
+    };
+    const serve = await startServe({ dataDir, env, args: ['--no-controller', '--no-default-pools'] });
+    try {
+      assert.equal(cli(['pool', 'create', 'hr-v4', '--cidr', '10.98.0.0/24', '--block-size', '28']).code, 0);
+      const a = (await call('ADD', 'c-1'))!;
+      const file = join(tmp.path, 'ds.backup');
+      assert.equal(cli(['datastore', 'backup', file]).code, 0);
+      await call('DEL', 'c-1');
+      await sleep(300);
+      const tFree = Date.now(); // c-1 is gone, a is free
+      await sleep(300);
+      const restore = cli(['datastore', 'restore', file, '--force']);
+      assert.equal(restore.code, 0, restore.stderr);
+      const tRestored = Date.now();
+      const now = await waitForExit(() => history(a, '--at', 'now'), 0);
+      assert.match(now.stdout, /c-1/, "the backup's pod holds a again");
+      const free = await history(a, '--at', iso(tFree));
+      assert.equal(free.code, 3, `before the restore a was free (c-1 was deleted), not held since the backup's stamp: ${free.stdout}`);
+      const j = JSON.parse((await history(a, '-o', 'json')).stdout) as { items: { from: { at: string } }[] };
+      assert.ok(
+        Date.parse(j.items.at(-1)!.from.at) > tFree && Date.parse(j.items.at(-1)!.from.at) <= tRestored,
+        `the restored hold begins at the restore: ${JSON.stringify(j.items.at(-1))}`,
+      );
+    } finally {
+      await serve.stop();
+      tmp.remove();
+    }
+  },
+);
 
 /** Runs `run` every 100 ms until it exits with `code` (at most 20 s); returns that run. */
 async function waitForExit(run: () => ReturnType<typeof runCli>, code: number): Promise<Awaited<ReturnType<typeof runCli>>> {

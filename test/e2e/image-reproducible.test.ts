@@ -60,7 +60,9 @@ test('two builds of the image from the same commit give the same manifest digest
 
     const raw = execFileSync('/usr/bin/skopeo', ['inspect', '--raw', `oci-archive:${b.archive}`], { encoding: 'buffer' });
     assert.equal(`sha256:${createHash('sha256').update(raw).digest('hex')}`, b.digest, 'skopeo reads the same manifest');
-    const config = JSON.parse(execFileSync('/usr/bin/skopeo', ['inspect', '--config', `oci:${b.layout}:${b.ref.split(':').pop() ?? ''}`], { encoding: 'utf8' })) as {
+    const config = JSON.parse(
+      execFileSync('/usr/bin/skopeo', ['inspect', '--config', `oci:${b.layout}:${b.ref.split(':').pop() ?? ''}`], { encoding: 'utf8' }),
+    ) as {
       config: { User?: string; Entrypoint?: string[] };
       created: string;
     };

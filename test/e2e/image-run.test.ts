@@ -28,43 +28,51 @@ function deployImages(): string[] {
   return [...refs];
 }
 
-test('the built image runs under containerd as user 65532 on a read-only root: podipam version, every addon, better-sqlite3, iptables, the SBOM', { timeout: 1_200_000 }, async () => {
-  const image = await ensureImage();
-  assert.deepEqual(deployImages().map((r) => `docker.io/${r}`), [image.ref], 'deploy/base names the image the build makes');
-  let ctd: Containerd | undefined;
-  try {
-    ctd = await startContainerd({});
-    const imported = ctr(ctd.socket, ['images', 'import', '--snapshotter', 'native', image.archive]);
-    assert.equal(imported.code, 0, imported.out);
-    const listed = ctr(ctd.socket, ['images', 'ls']).out;
-    const row = listed.split('\n').find((l) => l.startsWith(`${image.ref} `));
-    assert.ok(row, `ctr images ls has ${image.ref}:\n${listed}`);
-    assert.ok(row.includes(image.digest), `imported under the built digest ${image.digest}: ${row}`);
+test(
+  'the built image runs under containerd as user 65532 on a read-only root: podipam version, every addon, better-sqlite3, iptables, the SBOM',
+  { timeout: 1_200_000 },
+  async () => {
+    const image = await ensureImage();
+    assert.deepEqual(
+      deployImages().map((r) => `docker.io/${r}`),
+      [image.ref],
+      'deploy/base names the image the build makes',
+    );
+    let ctd: Containerd | undefined;
+    try {
+      ctd = await startContainerd({});
+      const imported = ctr(ctd.socket, ['images', 'import', '--snapshotter', 'native', image.archive]);
+      assert.equal(imported.code, 0, imported.out);
+      const listed = ctr(ctd.socket, ['images', 'ls']).out;
+      const row = listed.split('\n').find((l) => l.startsWith(`${image.ref} `));
+      assert.ok(row, `ctr images ls has ${image.ref}:\n${listed}`);
+      assert.ok(row.includes(image.digest), `imported under the built digest ${image.digest}: ${row}`);
 
-    const script = [
-      'set -e',
-      'echo "uid=$(id -u) gid=$(id -g)"',
-      'podipam version',
-      `node -e "for (const a of ['flock','peercred','read_files','dir_watch','sched']) process.dlopen({ exports: {} }, '/opt/podipam/build/Release/' + a + '.node'); console.log('addons ok')"`,
-      `cd /opt/podipam && node -e "const D = require('better-sqlite3'); console.log('sqlite', new D(':memory:').prepare('select sqlite_version() v').get().v)"`,
-      'iptables --version',
-      'ls /usr/share/podipam/sbom',
-      'if touch /opt/podipam/x 2>/dev/null; then echo "root is writable"; else echo "root is read-only"; fi',
-    ].join('\n');
-    const run = ctr(ctd.socket, ['run', '--rm', '--snapshotter', 'native', '--read-only', image.ref, `podipam-image-run-${process.pid}`, 'sh', '-c', script]);
-    assert.equal(run.code, 0, run.out);
-    const out = run.out;
-    assert.match(out, /^uid=65532 gid=65532$/m, out);
-    assert.match(out, /^podipam \d+\.\d+\.\d+/m, out);
-    assert.match(out, /^Node\.js: v20\./m, out);
-    assert.match(out, /^CNI shim: \/opt\/podipam\/dist\/bin\/podipam-cni$/m, out);
-    assert.match(out, /^flock addon: \/opt\/podipam\/build\/Release\/flock\.node$/m, out);
-    assert.match(out, /^addons ok$/m, out);
-    assert.match(out, /^sqlite 3\./m, out);
-    assert.match(out, /^iptables v1\.8\.\d+ \(nf_tables\)$/m, out);
-    for (const f of ['debian-packages.txt', 'node.json', 'npm.spdx.json']) assert.match(out, new RegExp(`^${f.replace('.', '\\.')}$`, 'm'), out);
-    assert.match(out, /^root is read-only$/m, out);
-  } finally {
-    await ctd?.stop();
-  }
-});
+      const script = [
+        'set -e',
+        'echo "uid=$(id -u) gid=$(id -g)"',
+        'podipam version',
+        `node -e "for (const a of ['flock','peercred','read_files','dir_watch','sched']) process.dlopen({ exports: {} }, '/opt/podipam/build/Release/' + a + '.node'); console.log('addons ok')"`,
+        `cd /opt/podipam && node -e "const D = require('better-sqlite3'); console.log('sqlite', new D(':memory:').prepare('select sqlite_version() v').get().v)"`,
+        'iptables --version',
+        'ls /usr/share/podipam/sbom',
+        'if touch /opt/podipam/x 2>/dev/null; then echo "root is writable"; else echo "root is read-only"; fi',
+      ].join('\n');
+      const run = ctr(ctd.socket, ['run', '--rm', '--snapshotter', 'native', '--read-only', image.ref, `podipam-image-run-${process.pid}`, 'sh', '-c', script]);
+      assert.equal(run.code, 0, run.out);
+      const out = run.out;
+      assert.match(out, /^uid=65532 gid=65532$/m, out);
+      assert.match(out, /^podipam \d+\.\d+\.\d+/m, out);
+      assert.match(out, /^Node\.js: v20\./m, out);
+      assert.match(out, /^CNI shim: \/opt\/podipam\/dist\/bin\/podipam-cni$/m, out);
+      assert.match(out, /^flock addon: \/opt\/podipam\/build\/Release\/flock\.node$/m, out);
+      assert.match(out, /^addons ok$/m, out);
+      assert.match(out, /^sqlite 3\./m, out);
+      assert.match(out, /^iptables v1\.8\.\d+ \(nf_tables\)$/m, out);
+      for (const f of ['debian-packages.txt', 'node.json', 'npm.spdx.json']) assert.match(out, new RegExp(`^${f.replace('.', '\\.')}$`, 'm'), out);
+      assert.match(out, /^root is read-only$/m, out);
+    } finally {
+      await ctd?.stop();
+    }
+  },
+);

@@ -40,7 +40,15 @@ interface Report {
   dryRun: boolean;
   refused: boolean;
   plan: { pools: { name: string }[]; blocks: unknown[]; addresses: { ip: string; holder: { handle: string } }[]; conflicts: unknown[] };
-  outcome: { conflicts: { kind: string; subject: string; detail: string }[]; adopted: number; already: number; skipped: number; wroteNothing: boolean; poolsCreated: string[]; blocksWritten: string[] };
+  outcome: {
+    conflicts: { kind: string; subject: string; detail: string }[];
+    adopted: number;
+    already: number;
+    skipped: number;
+    wroteNothing: boolean;
+    poolsCreated: string[];
+    blocksWritten: string[];
+  };
 }
 
 /** The whole migration against `datastore`, the source given by `source` (the import's arguments). */
@@ -55,7 +63,12 @@ async function migrate(datastore: string, source: readonly string[]): Promise<vo
     try {
       const ipam = new ClusterIpam(store);
       await ipam.createPool({ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16', blockSize: 26 });
-      await ipam.assign({ node: 'node-b', handle: INTRUDER, attrs: { network: 'other-net', containerId: 'intruder', ifname: 'eth0', namespace: 'default', pod: 'intruder' }, ips: [parseAddr(INTRUDER_IP)] });
+      await ipam.assign({
+        node: 'node-b',
+        handle: INTRUDER,
+        attrs: { network: 'other-net', containerId: 'intruder', ifname: 'eth0', namespace: 'default', pod: 'intruder' },
+        ips: [parseAddr(INTRUDER_IP)],
+      });
     } finally {
       await store.close();
     }
@@ -66,7 +79,10 @@ async function migrate(datastore: string, source: readonly string[]): Promise<vo
     assert.equal(dry.code, 1, dry.stdout + dry.stderr);
     const dryReport = JSON.parse(dry.stdout) as Report;
     assert.equal(dryReport.refused, true);
-    assert.deepEqual(dryReport.outcome.conflicts.map((c) => [c.kind, c.subject]), [['address-held', INTRUDER_IP]]);
+    assert.deepEqual(
+      dryReport.outcome.conflicts.map((c) => [c.kind, c.subject]),
+      [['address-held', INTRUDER_IP]],
+    );
     assert.match(dryReport.outcome.conflicts[0]!.detail, /intruder/);
     const refused = await imp([]);
     assert.equal(refused.code, 1, refused.stdout + refused.stderr);
@@ -87,7 +103,10 @@ async function migrate(datastore: string, source: readonly string[]): Promise<vo
     assert.equal(d2.outcome.wroteNothing, true);
     assert.equal(r.outcome.wroteNothing, false);
     const expectedIps = CALICO_SCENARIO_EXPECTED.addresses.map((a) => a[0]);
-    assert.deepEqual(r.plan.addresses.map((a) => a.ip), expectedIps);
+    assert.deepEqual(
+      r.plan.addresses.map((a) => a.ip),
+      expectedIps,
+    );
     assert.equal(r.outcome.adopted, expectedIps.length - 1);
     assert.equal(r.outcome.skipped, 1);
     assert.deepEqual(r.outcome.poolsCreated, ['default-ipv6-ippool']);
@@ -108,11 +127,16 @@ async function migrate(datastore: string, source: readonly string[]): Promise<vo
     // Clean: no leak, no problem. The block whose Calico affinity was pendingDeletion is imported
     // without affinity, so check lists it (informational) among the blocks holding pods of nodes
     // other than their own — here node-c's job pod.
-    const report = JSON.parse(check.stdout) as { leaks: unknown[]; problems: unknown[]; borrowed: { block: string; node: string | null; pods: { address: string; pod: string }[] }[] };
+    const report = JSON.parse(check.stdout) as {
+      leaks: unknown[];
+      problems: unknown[];
+      borrowed: { block: string; node: string | null; pods: { address: string; pod: string }[] }[];
+    };
     assert.deepEqual({ leaks: report.leaks, problems: report.problems }, { leaks: [], problems: [] });
-    assert.deepEqual(report.borrowed.map((b) => ({ block: b.block, node: b.node, pods: b.pods.map((p) => `${p.pod} ${p.address}`) })), [
-      { block: '10.244.0.192/26', node: null, pods: ['batch/job-1-abcde 10.244.0.196'] },
-    ]);
+    assert.deepEqual(
+      report.borrowed.map((b) => ({ block: b.block, node: b.node, pods: b.pods.map((p) => `${p.pod} ${p.address}`) })),
+      [{ block: '10.244.0.192/26', node: null, pods: ['batch/job-1-abcde 10.244.0.196'] }],
+    );
 
     // 6. Blocks kept their nodes; every address is held by the handle DEL will compute.
     const imported = new Map<string, string>(); // ip → handle
@@ -138,7 +162,10 @@ async function migrate(datastore: string, source: readonly string[]): Promise<vo
 
     // 7. DEL through the built plugin in cluster mode, original container ids: exactly those addresses go.
     const cache = join(tmp.path, 'cache');
-    for (const [n, node] of [[1, 'node-a'], [7, 'node-c']] as const) {
+    for (const [n, node] of [
+      [1, 'node-a'],
+      [7, 'node-c'],
+    ] as const) {
       const del = await runPlugin(PODIPAM_BIN, clusterCall(NET, datastore, cache, 'DEL', containerId(n), node));
       assert.equal(del.code, 0, del.stdout + del.stderr);
     }

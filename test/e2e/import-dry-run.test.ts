@@ -36,7 +36,10 @@ test('import host-local --dry-run refuses what the import refuses, and writes no
     assert.equal(byIp.get('10.77.0.9')?.outcome, 'failed', dry.stdout);
     // Nothing written by the dry run.
     const shown = JSON.parse(runCliSync(db, ['ipam', 'show', '--json']).stdout) as { items: { allocated: number }[] };
-    assert.deepEqual(shown.items.map((p) => p.allocated), [0]);
+    assert.deepEqual(
+      shown.items.map((p) => p.allocated),
+      [0],
+    );
 
     // The import refuses the same address with the same reason.
     const real = runCliSync(db, args);
@@ -44,7 +47,7 @@ test('import host-local --dry-run refuses what the import refuses, and writes no
     const r = JSON.parse(real.stdout) as Report;
     const refused = r.results.find((x) => x.ip === '10.77.0.9');
     assert.equal(refused?.outcome, 'failed');
-    assert.equal(refused?.error, byIp.get('10.77.0.9')?.error, 'the dry run gives the import\'s reason');
+    assert.equal(refused?.error, byIp.get('10.77.0.9')?.error, "the dry run gives the import's reason");
     assert.equal(r.results.find((x) => x.ip === '10.90.0.5')?.outcome, 'adopted');
 
     // Another container's file now names an address c1 holds: refused in the dry run as in the import.

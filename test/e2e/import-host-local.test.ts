@@ -34,7 +34,10 @@ test('import host-local: reservations move under their handles and are never han
     for (const [id, ifname] of attachments) {
       const r = await runPlugin(HOST_LOCAL_BIN, { command: 'ADD', containerId: id, ifname, config: hlConf });
       assert.equal(r.code, 0, r.stdout + r.stderr);
-      held.set(`${NET}:${id}:${ifname}`, stdoutJson(r).ips.map((x: { address: string }) => formatAddr(parseAddr(x.address.split('/')[0] as string))));
+      held.set(
+        `${NET}:${id}:${ifname}`,
+        stdoutJson(r).ips.map((x: { address: string }) => formatAddr(parseAddr(x.address.split('/')[0] as string))),
+      );
     }
     // A pre-2018 file that holds only the container id.
     writeFileSync(join(hlData, NET, '10.250.0.100'), 'legacy1');
@@ -76,7 +79,10 @@ test('import host-local: reservations move under their handles and are never han
     // 5. Importing again changes nothing; an address held by another handle is refused.
     const again = await runCli(['--datastore', datastore, 'import', 'host-local', hlData, '--network', NET, '--node', 'node-a']);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /13 reservation\(s\) on node node-a: 0 adopted, 13 already held, 0 failed, 0 file\(s\) skipped; 1 legacy file\(s\) without an ifname taken as eth0/);
+    assert.match(
+      again.stdout,
+      /13 reservation\(s\) on node node-a: 0 adopted, 13 already held, 0 failed, 0 file\(s\) skipped; 1 legacy file\(s\) without an ifname taken as eth0/,
+    );
     const otherDir = join(tmp.path, 'other-net');
     const { mkdirSync } = await import('node:fs');
     mkdirSync(otherDir);
@@ -89,7 +95,12 @@ test('import host-local: reservations move under their handles and are never han
 
     // 6. Cluster-mode ADDs on node-a through the real plugin: they fill the imported
     //    addresses' block and never return an imported address.
-    const clusterConf = { cniVersion: '1.0.0', name: 'cluster-net', type: 'bridge', ipam: { type: 'podipam', datastore, nodeName: 'node-a', pools: ['hl-v4', 'hl-v6'] } };
+    const clusterConf = {
+      cniVersion: '1.0.0',
+      name: 'cluster-net',
+      type: 'bridge',
+      ipam: { type: 'podipam', datastore, nodeName: 'node-a', pools: ['hl-v4', 'hl-v6'] },
+    };
     const given: string[] = [];
     for (let i = 0; i < 16; i++) {
       const r = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: `new${i}`, ifname: 'eth0', config: clusterConf });

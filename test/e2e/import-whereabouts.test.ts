@@ -60,13 +60,36 @@ async function revision(url: string): Promise<number> {
 
 async function scenario(datastore: string, dir: string): Promise<void> {
   const file = join(dir, 'whereabouts.json');
-  writeFileSync(file, JSON.stringify(whereaboutsList([{ range: '10.60.0.0/23', networkName: NET }, { range: 'fd60::/120', networkName: NET }], PODS), null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify(
+      whereaboutsList(
+        [
+          { range: '10.60.0.0/23', networkName: NET },
+          { range: 'fd60::/120', networkName: NET },
+        ],
+        PODS,
+      ),
+      null,
+      2,
+    ),
+  );
   const cli = (...args: string[]) => runCli(['--datastore', datastore, ...args]);
-  const conf = (name: string, node: string) => ({ cniVersion: '1.0.0', name, ipam: { type: 'podipam', datastore, nodeName: node, cacheDir: join(dir, `cache-${node}`) } });
+  const conf = (name: string, node: string) => ({
+    cniVersion: '1.0.0',
+    name,
+    ipam: { type: 'podipam', datastore, nodeName: node, cacheDir: join(dir, `cache-${node}`) },
+  });
 
   // podipam already serves the v4 range (same CIDR, same block size); another pod holds .200.
   assert.equal((await cli('pool', 'create', 'wb-v4', '--cidr', '10.60.0.0/23')).code, 0);
-  const squat = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'c-squat', ifname: 'eth0', args: 'IgnoreUnknown=1;IP=10.60.0.200;K8S_POD_NAMESPACE=other;K8S_POD_NAME=squatter', config: conf('other-net', 'node-x') });
+  const squat = await runPlugin(PODIPAM_BIN, {
+    command: 'ADD',
+    containerId: 'c-squat',
+    ifname: 'eth0',
+    args: 'IgnoreUnknown=1;IP=10.60.0.200;K8S_POD_NAMESPACE=other;K8S_POD_NAME=squatter',
+    config: conf('other-net', 'node-x'),
+  });
   assert.equal(squat.code, 0, squat.stdout + squat.stderr);
 
   // 1. Refused: exit 1, nothing written; the dry run says the same with "would".
@@ -96,9 +119,17 @@ async function scenario(datastore: string, dir: string): Promise<void> {
   assert.equal(asReal(dryTable.stdout), realTable.stdout);
   assert.match(realTable.stdout, /adopted 8 address\(es\); 0 already held; 1 skipped for conflicts/);
   assert.match(realTable.stdout, new RegExp(`created pool\\(s\\): ${NET}-fd60---120\n`));
-  const d = JSON.parse(dryJson.stdout) as { dryRun: boolean; refused: boolean; plan: { addresses: unknown[] }; outcome: { adopted: number; already: number; skipped: number; poolsCreated: string[]; wroteNothing: boolean } };
+  const d = JSON.parse(dryJson.stdout) as {
+    dryRun: boolean;
+    refused: boolean;
+    plan: { addresses: unknown[] };
+    outcome: { adopted: number; already: number; skipped: number; poolsCreated: string[]; wroteNothing: boolean };
+  };
   assert.deepEqual([d.dryRun, d.refused, d.plan.addresses.length], [true, false, 9]);
-  assert.deepEqual([d.outcome.adopted, d.outcome.already, d.outcome.skipped, d.outcome.poolsCreated, d.outcome.wroteNothing], [8, 0, 1, [`${NET}-fd60---120`], true]);
+  assert.deepEqual(
+    [d.outcome.adopted, d.outcome.already, d.outcome.skipped, d.outcome.poolsCreated, d.outcome.wroteNothing],
+    [8, 0, 1, [`${NET}-fd60---120`], true],
+  );
   // The JSON of the re-run: the same plan, everything already held.
   const rerun = await cli('import', 'whereabouts', file, '--skip-conflicts', '-o', 'json');
   const again = JSON.parse(rerun.stdout) as typeof d;
@@ -124,14 +155,21 @@ async function scenario(datastore: string, dir: string): Promise<void> {
     given.push(...stdoutJson(add).ips.map((x: { address: string }) => formatAddr(parseAddr(x.address.split('/')[0]!))));
   }
   assert.equal(given.length, 24);
-  assert.deepEqual(given.filter((ip) => IMPORTED.includes(ip)), [], 'an ADD got an imported address');
+  assert.deepEqual(
+    given.filter((ip) => IMPORTED.includes(ip)),
+    [],
+    'an ADD got an imported address',
+  );
 
   // 6. The migrated pod's DEL through the built plugin frees exactly its two addresses.
   const store = await openStore(datastore, { create: false });
   try {
     const ipam = new ClusterIpam(store);
     const handle = `${NET}:c-web0:net1`;
-    assert.deepEqual((await ipam.addressesOf(handle))?.map((a) => formatAddr(a.addr)), ['10.60.0.2', 'fd60::2']);
+    assert.deepEqual(
+      (await ipam.addressesOf(handle))?.map((a) => formatAddr(a.addr)),
+      ['10.60.0.2', 'fd60::2'],
+    );
     const del = await runPlugin(PODIPAM_BIN, { command: 'DEL', containerId: 'c-web0', ifname: 'net1', config: conf(NET, 'node-a') });
     assert.equal(del.code, 0, del.stdout + del.stderr);
     assert.equal(await ipam.addressesOf(handle), undefined);
@@ -157,7 +195,21 @@ test('import whereabouts on SQLite', { timeout: 120_000 }, async () => {
     assert.equal(warm.code, 2, warm.stderr);
     assert.match(warm.stderr, /--network "podipam-warm"/);
     const bad = join(tmp.path, 'bad.json');
-    writeFileSync(bad, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name: 'x' }, spec: { range: '10.61.0.0/24', allocations: { '4': { podref: 'a/b' } } } }] }));
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+            kind: 'IPPool',
+            metadata: { name: 'x' },
+            spec: { range: '10.61.0.0/24', allocations: { '4': { podref: 'a/b' } } },
+          },
+        ],
+      }),
+    );
     const malformed = await runCli(['--datastore', datastore, 'import', 'whereabouts', bad, '--network', 'n']);
     assert.equal(malformed.code, 2, malformed.stderr);
     assert.match(malformed.stderr, /bad\.json: items\[0\] \(IPPool x\)\.spec\.allocations\["4"\]\.id is missing/);
@@ -172,12 +224,15 @@ test('import whereabouts refuses an attachment holding two addresses of one fami
   try {
     const datastore = `sqlite:${join(tmp.path, 'podipam.db')}`;
     const file = join(tmp.path, 'wb.json');
-    const doc = whereaboutsList([{ range: '10.62.0.0/24', networkName: NET }], [
-      { containerId: 'c-ok', podref: 'default/ok', ifname: 'net1', ips: ['10.62.0.2'] },
-      // A leak: one attachment, two IPv4 allocations.
-      { containerId: 'c-leak', podref: 'default/leaky', ifname: 'net1', ips: ['10.62.0.3', '10.62.0.40'] },
-      { containerId: 'c-slash', podref: 'default/slash', ifname: 'net/1', ips: ['10.62.0.5'] },
-    ]);
+    const doc = whereaboutsList(
+      [{ range: '10.62.0.0/24', networkName: NET }],
+      [
+        { containerId: 'c-ok', podref: 'default/ok', ifname: 'net1', ips: ['10.62.0.2'] },
+        // A leak: one attachment, two IPv4 allocations.
+        { containerId: 'c-leak', podref: 'default/leaky', ifname: 'net1', ips: ['10.62.0.3', '10.62.0.40'] },
+        { containerId: 'c-slash', podref: 'default/slash', ifname: 'net/1', ips: ['10.62.0.5'] },
+      ],
+    );
     writeFileSync(file, JSON.stringify(doc));
     const cli = (...args: string[]) => runCli(['--datastore', datastore, ...args]);
     assert.equal((await cli('pool', 'create', 'elsewhere', '--cidr', '10.63.0.0/24')).code, 0, 'the store exists');
@@ -187,9 +242,19 @@ test('import whereabouts refuses an attachment holding two addresses of one fami
     assert.match(refused.stderr, /import refused: 3 conflict/);
     assert.equal(await revision(datastore), rev0, 'a refused import wrote');
     for (const ip of ['10.62.0.3', '10.62.0.40']) {
-      assert.match(refused.stdout, new RegExp(`invalid +${ip.replaceAll('.', '\\.')} +container "c-leak" interface "net1" has 2 IPv4 allocations, 10\\.62\\.0\\.3 \\(IPPool ${NET}-10\\.62\\.0\\.0-24\\), 10\\.62\\.0\\.40 `), refused.stdout);
+      assert.match(
+        refused.stdout,
+        new RegExp(
+          `invalid +${ip.replaceAll('.', '\\.')} +container "c-leak" interface "net1" has 2 IPv4 allocations, 10\\.62\\.0\\.3 \\(IPPool ${NET}-10\\.62\\.0\\.0-24\\), 10\\.62\\.0\\.40 `,
+        ),
+        refused.stdout,
+      );
     }
-    assert.match(refused.stdout, /invalid +10\.62\.0\.5 +items\[0\] \(IPPool wb-net-10\.62\.0\.0-24\)\.spec\.allocations\["5"\]\.ifname "net\/1" contains "\/", ":" or whitespace/, refused.stdout);
+    assert.match(
+      refused.stdout,
+      /invalid +10\.62\.0\.5 +items\[0\] \(IPPool wb-net-10\.62\.0\.0-24\)\.spec\.allocations\["5"\]\.ifname "net\/1" contains "\/", ":" or whitespace/,
+      refused.stdout,
+    );
 
     // --skip-conflicts: only the sound attachment is adopted; the leak's two addresses stay free.
     const skipped = await cli('import', 'whereabouts', file, '--skip-conflicts', '-o', 'json');

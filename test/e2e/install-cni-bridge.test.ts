@@ -35,22 +35,47 @@ test('install-cni --backend local, used as a runtime would: bridge + the install
   const pods = [0, 1].map((i) => ({ id: `ctr${tag}${i}`, ns: `podipam-inst-${tag}-${i}` }));
   const created: string[] = [];
   try {
-    const inst = spawnSync(PODIPAM_BIN, [
-      'install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'local', '--subnet', `10.214.${octet}.0/24`,
-      '--host-local-dir', join(root.path, 'networks'), '--bridge', bridge, '--name', name, '--no-ip-masq',
-    ], { encoding: 'utf8', timeout: 30_000 });
+    const inst = spawnSync(
+      PODIPAM_BIN,
+      [
+        'install-cni',
+        '--bin-dir',
+        binDir,
+        '--conf-dir',
+        confDir,
+        '--backend',
+        'local',
+        '--subnet',
+        `10.214.${octet}.0/24`,
+        '--host-local-dir',
+        join(root.path, 'networks'),
+        '--bridge',
+        bridge,
+        '--name',
+        name,
+        '--no-ip-masq',
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     assert.equal(inst.status, 0, inst.stdout + inst.stderr);
     assert.deepEqual(readdirSync(binDir), ['podipam']);
     assert.deepEqual(readFileSync(join(binDir, 'podipam')), readFileSync(SHIM_BIN), 'the native shim was installed');
 
     // The runtime's side: the first config in name order, each plugin given name + cniVersion.
-    const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
+    const file = readdirSync(confDir)
+      .filter((f) => f.endsWith('.conflist'))
+      .sort()[0]!;
     const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     assert.equal(list.plugins.length, 1);
     const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
     const call = (command: string, pod: (typeof pods)[number], extra: Record<string, unknown> = {}) =>
       runPluginSync(`/usr/lib/cni/${String(conf.type)}`, {
-        command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: { ...conf, ...extra },
+        command,
+        containerId: pod.id,
+        ifname: 'eth0',
+        netns: `/var/run/netns/${pod.ns}`,
+        path: `${binDir}:/usr/lib/cni`,
+        config: { ...conf, ...extra },
         env: { PODIPAM_AGENT_SOCKET: join(root.path, 'no-agent.sock'), PODIPAM_CNI_LOG: join(root.path, 'cni.log') },
       });
     const results: { ips: { address: string }[] }[] = [];
@@ -101,14 +126,37 @@ test('install-cni --backend agent: ptp → the installed shim → podipam agent 
   const created: string[] = [];
   const agent = await startAgent(socket, ['--data-dir', join(root.path, 'agent')]);
   try {
-    const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `e2e-${tag}`, '--cidr', `10.215.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], { encoding: 'utf8', timeout: 30_000 });
+    const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `e2e-${tag}`, '--cidr', `10.215.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(pool.status, 0, pool.stdout + pool.stderr);
-    const inst = spawnSync(PODIPAM_BIN, [
-      'install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'agent', '--agent-socket', socket, '--datastore', datastore,
-      '--node-name', `node-${tag}`, '--name', `pdagent-${tag}`, '--no-ip-masq',
-    ], { encoding: 'utf8', timeout: 30_000 });
+    const inst = spawnSync(
+      PODIPAM_BIN,
+      [
+        'install-cni',
+        '--bin-dir',
+        binDir,
+        '--conf-dir',
+        confDir,
+        '--backend',
+        'agent',
+        '--agent-socket',
+        socket,
+        '--datastore',
+        datastore,
+        '--node-name',
+        `node-${tag}`,
+        '--name',
+        `pdagent-${tag}`,
+        '--no-ip-masq',
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     assert.equal(inst.status, 0, inst.stdout + inst.stderr);
-    const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
+    const file = readdirSync(confDir)
+      .filter((f) => f.endsWith('.conflist'))
+      .sort()[0]!;
     const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
     assert.equal(conf.type, 'ptp', 'the agent back end defaults to ptp');
@@ -121,7 +169,15 @@ test('install-cni --backend agent: ptp → the installed shim → podipam agent 
     writeFileSync(inNode, `#!/bin/sh\nexec ip netns exec ${nodeNs} /usr/lib/cni/${String(conf.type)}\n`, { mode: 0o755 });
     // No Node.js fallback: if the shim did not reach the agent, the call fails.
     const call = (command: string) =>
-      runPluginSync(inNode, { command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: conf, env: { PODIPAM_PLUGIN: '' } });
+      runPluginSync(inNode, {
+        command,
+        containerId: pod.id,
+        ifname: 'eth0',
+        netns: `/var/run/netns/${pod.ns}`,
+        path: `${binDir}:/usr/lib/cni`,
+        config: conf,
+        env: { PODIPAM_PLUGIN: '' },
+      });
     const add = call('ADD');
     assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
     const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address;
@@ -163,13 +219,33 @@ test('install-cni --backend cluster, the documented way: a pod reaches an addres
     }
     assert.ok(sh('ip', ['-n', nodeNs, 'link', 'set', 'lo', 'up']).ok);
     assert.ok(sh('ip', ['-n', nodeNs, 'addr', 'add', `${beyond}/32`, 'dev', 'lo']).ok);
-    const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `route-${tag}`, '--cidr', `10.216.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], { encoding: 'utf8', timeout: 30_000 });
+    const pool = spawnSync(PODIPAM_BIN, ['pool', 'create', `route-${tag}`, '--cidr', `10.216.${octet}.0/24`, '--block-size', '28', '--datastore', datastore], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(pool.status, 0, pool.stdout + pool.stderr);
-    const inst = spawnSync(PODIPAM_BIN, [
-      'install-cni', '--bin-dir', binDir, '--conf-dir', confDir, '--backend', 'cluster', '--datastore', datastore, '--node-name', `node-${tag}`, '--no-ip-masq',
-    ], { encoding: 'utf8', timeout: 30_000 });
+    const inst = spawnSync(
+      PODIPAM_BIN,
+      [
+        'install-cni',
+        '--bin-dir',
+        binDir,
+        '--conf-dir',
+        confDir,
+        '--backend',
+        'cluster',
+        '--datastore',
+        datastore,
+        '--node-name',
+        `node-${tag}`,
+        '--no-ip-masq',
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     assert.equal(inst.status, 0, inst.stdout + inst.stderr);
-    const file = readdirSync(confDir).filter((f) => f.endsWith('.conflist')).sort()[0]!;
+    const file = readdirSync(confDir)
+      .filter((f) => f.endsWith('.conflist'))
+      .sort()[0]!;
     const list = JSON.parse(readFileSync(join(confDir, file), 'utf8')) as { cniVersion: string; name: string; plugins: Record<string, unknown>[] };
     const conf: Record<string, unknown> = { cniVersion: list.cniVersion, name: list.name, ...list.plugins[0]! };
     assert.equal(conf.type, 'ptp', 'the cluster back end defaults to ptp');
@@ -177,7 +253,15 @@ test('install-cni --backend cluster, the documented way: a pod reaches an addres
     const inNode = join(root.path, 'in-node');
     writeFileSync(inNode, `#!/bin/sh\nexec ip netns exec ${nodeNs} /usr/lib/cni/${String(conf.type)}\n`, { mode: 0o755 });
     const call = (command: string) =>
-      runPluginSync(inNode, { command, containerId: pod.id, ifname: 'eth0', netns: `/var/run/netns/${pod.ns}`, path: `${binDir}:/usr/lib/cni`, config: conf, env: { PODIPAM_CNI_LOG: join(root.path, 'cni.log') } });
+      runPluginSync(inNode, {
+        command,
+        containerId: pod.id,
+        ifname: 'eth0',
+        netns: `/var/run/netns/${pod.ns}`,
+        path: `${binDir}:/usr/lib/cni`,
+        config: conf,
+        env: { PODIPAM_CNI_LOG: join(root.path, 'cni.log') },
+      });
     const add = call('ADD');
     assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
     const ip = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]!.address;

@@ -39,9 +39,25 @@ test('install-cni: bad flags exit 2 naming the flag and value; the datastore def
   const byEnv = run(['install-cni', '--backend', 'cluster', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATASTORE: 'etcd://127.0.0.9:2379' });
   assert.equal(byEnv.code, 0, byEnv.err);
   assert.match(byEnv.out, /"datastore": "etcd:\/\/127\.0\.0\.9:2379"/);
-  assert.match(run(['install-cni', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATA_DIR: '/srv/pd' }).out, /"datastore": "sqlite:\/srv\/pd\/podipam\.db"/);
+  assert.match(
+    run(['install-cni', '--shim', '/usr/bin/true', '--dry-run'], { PODIPAM_DATA_DIR: '/srv/pd' }).out,
+    /"datastore": "sqlite:\/srv\/pd\/podipam\.db"/,
+  );
   assert.doesNotMatch(run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--shim', '/usr/bin/true', '--dry-run']).out, /datastore/);
-  const noShim = run(['install-cni', '--backend', 'local', '--subnet', '10.1.0.0/24', '--shim', '/nonexistent/shim', '--dry-run', '--bin-dir', '/tmp/x', '--conf-dir', '/tmp/y']);
+  const noShim = run([
+    'install-cni',
+    '--backend',
+    'local',
+    '--subnet',
+    '10.1.0.0/24',
+    '--shim',
+    '/nonexistent/shim',
+    '--dry-run',
+    '--bin-dir',
+    '/tmp/x',
+    '--conf-dir',
+    '/tmp/y',
+  ]);
   assert.equal(noShim.code, 1);
   assert.match(noShim.err, /--shim \/nonexistent\/shim/);
 });
@@ -50,7 +66,19 @@ test('install-cni: --dry-run prints the plan and the config, a foreign file exit
   const d = makeTempDir('install-cli');
   try {
     const dirs = ['--bin-dir', join(d.path, 'bin'), '--conf-dir', join(d.path, 'net.d'), '--shim', '/usr/bin/true', '--datastore', 'etcd://127.0.0.1:2379'];
-    const dry = run(['install-cni', ...dirs, '--backend', 'cluster', '--datastore', 'etcd://10.0.0.5:2379', '--node-name', 'node-a', '--interface', 'ptp', '--dry-run']);
+    const dry = run([
+      'install-cni',
+      ...dirs,
+      '--backend',
+      'cluster',
+      '--datastore',
+      'etcd://10.0.0.5:2379',
+      '--node-name',
+      'node-a',
+      '--interface',
+      'ptp',
+      '--dry-run',
+    ]);
     const agentDry = run(['install-cni', ...dirs, '--node-name', 'node-a', '--agent-socket', '/run/x/agent.sock', '--dry-run']);
     assert.match(agentDry.out, /"agent": "\/run\/x\/agent\.sock",\s+"datastore": "etcd:\/\/127\.0\.0\.1:2379",\s+"nodeName": "node-a"/);
     assert.equal(dry.code, 0, dry.err);
@@ -113,14 +141,22 @@ test('install-cni / uninstall-cni refuse a recorded path outside --bin-dir and -
     const honest = JSON.parse(readFileSync(statePath, 'utf8')) as { files: { path: string; sha256: string[] }[]; createdDirs: string[] };
     const planted = [
       { what: 'a file', state: { ...honest, files: [...honest.files, { path: victim, sha256: [sha256(victim)] }] }, entry: victim },
-      { what: 'a file reached through ..', state: { ...honest, files: [...honest.files, { path: join(bin, '..', 'precious', 'data.txt'), sha256: [sha256(victim)] }] }, entry: join(bin, '..', 'precious', 'data.txt') },
+      {
+        what: 'a file reached through ..',
+        state: { ...honest, files: [...honest.files, { path: join(bin, '..', 'precious', 'data.txt'), sha256: [sha256(victim)] }] },
+        entry: join(bin, '..', 'precious', 'data.txt'),
+      },
       { what: 'a directory', state: { ...honest, createdDirs: [...honest.createdDirs, foreignDir] }, entry: foreignDir },
     ];
     for (const p of planted) {
       writeFileSync(statePath, JSON.stringify(p.state));
       const before = tree(d.path);
       // A re-install under another name (the recorded file is no longer wanted), then an uninstall.
-      for (const args of [['install-cni', ...dirs, '--shim', '/usr/bin/true', '--backend', 'local', '--subnet', '10.1.0.0/24', '--priority', '20'], ['uninstall-cni', ...dirs], ['uninstall-cni', ...dirs, '--force']]) {
+      for (const args of [
+        ['install-cni', ...dirs, '--shim', '/usr/bin/true', '--backend', 'local', '--subnet', '10.1.0.0/24', '--priority', '20'],
+        ['uninstall-cni', ...dirs],
+        ['uninstall-cni', ...dirs, '--force'],
+      ]) {
         const r = run(args);
         assert.equal(r.code, 1, `${p.what}, ${args[0]}: ${r.out} ${r.err}`);
         assert.ok(r.err.includes(JSON.stringify(p.entry)), `${p.what}, ${args[0]}: the message names the entry: ${r.err}`);
@@ -167,11 +203,18 @@ test('install-cni of two network names: both configs stay; uninstall-cni --name 
 test('install-cni with relative --bin-dir/--conf-dir records absolute paths; uninstall-cni from elsewhere removes everything, checking --bin-dir against the record', () => {
   const d = makeTempDir('install-relative');
   try {
-    const inst = run(['install-cni', '--bin-dir', 'opt/bin', '--conf-dir', 'etc/net.d', '--shim', '/usr/bin/true', '--backend', 'local', '--subnet', '10.1.0.0/24'], {}, d.path);
+    const inst = run(
+      ['install-cni', '--bin-dir', 'opt/bin', '--conf-dir', 'etc/net.d', '--shim', '/usr/bin/true', '--backend', 'local', '--subnet', '10.1.0.0/24'],
+      {},
+      d.path,
+    );
     assert.equal(inst.code, 0, inst.err);
     const state = JSON.parse(readFileSync(join(d.path, 'etc/net.d/.podipam-install.state'), 'utf8')) as { files: { path: string }[]; createdDirs: string[] };
     assert.deepEqual(state.files.map((f) => f.path).sort(), [join(d.path, 'etc/net.d/10-podipam.conflist'), join(d.path, 'opt/bin/podipam')]);
-    assert.ok(state.createdDirs.every((p) => p.startsWith(`${d.path}/`)), state.createdDirs.join(', '));
+    assert.ok(
+      state.createdDirs.every((p) => p.startsWith(`${d.path}/`)),
+      state.createdDirs.join(', '),
+    );
     const conf = join(d.path, 'etc/net.d');
     const before = tree(d.path);
     const wrongBin = run(['uninstall-cni', '--conf-dir', conf, '--bin-dir', '/opt/elsewhere/bin']);

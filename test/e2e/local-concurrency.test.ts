@@ -118,10 +118,7 @@ test('SIGKILL in the middle of ADDs, proven inside the locked section and while 
 
     // 2. Killed at random moments over the run (start-up, lock, write, exit).
     const kills = randomVictims.map(
-      (i) =>
-        new Promise<void>((resolve) =>
-          setTimeout(() => void kill(i).then(() => resolve()), Math.floor(Math.random() * 2300)),
-        ),
+      (i) => new Promise<void>((resolve) => setTimeout(() => void kill(i).then(() => resolve()), Math.floor(Math.random() * 2300))),
     );
     lock.unlock();
     lock.close();

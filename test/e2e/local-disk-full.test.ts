@@ -46,7 +46,12 @@ function fill(file: string): void {
 test('disk full: code 5 naming the path, no .podipam-reserve.tmp or address file left', () => {
   const dataDir = join(mnt, 'data');
   const dir = join(dataDir, 'fullnet');
-  const add = { command: 'ADD', containerId: 'c1', ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'fullnet', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.61.0.0/24' }]] } } };
+  const add = {
+    command: 'ADD',
+    containerId: 'c1',
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: 'fullnet', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.61.0.0/24' }]] } },
+  };
   mkdirSync(dir, { recursive: true });
   fill(join(mnt, 'filler'));
 

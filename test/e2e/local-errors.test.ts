@@ -22,7 +22,12 @@ interface BadCase {
 }
 
 const ipam = (dataDir: string, extra: Record<string, unknown> = {}) => ({ type: 'podipam', dataDir, ranges: [[{ subnet: '10.50.0.0/24' }]], ...extra });
-const conf = (dataDir: string, extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) => ({ cniVersion: '1.0.0', name: 'errnet', ipam: ipam(dataDir, extra), ...top });
+const conf = (dataDir: string, extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) => ({
+  cniVersion: '1.0.0',
+  name: 'errnet',
+  ipam: ipam(dataDir, extra),
+  ...top,
+});
 const add = (config: unknown, more: Partial<PluginCall> = {}): PluginCall => ({ command: 'ADD', containerId: 'c1', ifname: 'eth0', config, ...more });
 
 const CASES: readonly BadCase[] = [
@@ -37,22 +42,62 @@ const CASES: readonly BadCase[] = [
   { name: 'ipam not an object', call: () => add({ cniVersion: '1.0.0', name: 'errnet', ipam: [] }), code: 7, msg: /^ipam: must be an object, got array/ },
   { name: 'no ranges', call: (d) => add(conf(d, { ranges: undefined })), code: 7, msg: /^no IP ranges specified$/ },
   { name: 'ill-typed ranges', call: (d) => add(conf(d, { ranges: { subnet: '10.0.0.0/8' } })), code: 7, msg: /^ipam.ranges: must be an array, got object/ },
-  { name: 'bad CIDR', call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/33' }]] })), code: 7, msg: /ipam.ranges\[0\]\[0\].subnet: invalid CIDR address "10.50.0.0\/33"/ },
+  {
+    name: 'bad CIDR',
+    call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/33' }]] })),
+    code: 7,
+    msg: /ipam.ranges\[0\]\[0\].subnet: invalid CIDR address "10.50.0.0\/33"/,
+  },
   { name: 'host bits', call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.7/24' }]] })), code: 7, msg: /network address is 10.50.0.0/ },
-  { name: 'range outside subnet', call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24', rangeEnd: '10.51.0.9' }]] })), code: 7, msg: /RangeEnd 10.51.0.9 not in network 10.50.0.0\/24/ },
-  { name: 'overlapping ranges', call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24' }], [{ subnet: '10.50.0.128/25' }]] })), code: 7, msg: /range set 0 overlaps with 1/ },
-  { name: 'bad gateway', call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24', gateway: '10.50.0.300' }]] })), code: 7, msg: /ipam.ranges\[0\]\[0\].gateway: invalid IP address "10.50.0.300"/ },
+  {
+    name: 'range outside subnet',
+    call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24', rangeEnd: '10.51.0.9' }]] })),
+    code: 7,
+    msg: /RangeEnd 10.51.0.9 not in network 10.50.0.0\/24/,
+  },
+  {
+    name: 'overlapping ranges',
+    call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24' }], [{ subnet: '10.50.0.128/25' }]] })),
+    code: 7,
+    msg: /range set 0 overlaps with 1/,
+  },
+  {
+    name: 'bad gateway',
+    call: (d) => add(conf(d, { ranges: [[{ subnet: '10.50.0.0/24', gateway: '10.50.0.300' }]] })),
+    code: 7,
+    msg: /ipam.ranges\[0\]\[0\].gateway: invalid IP address "10.50.0.300"/,
+  },
   { name: 'bad route', call: (d) => add(conf(d, { routes: [{ dst: 'default' }] })), code: 7, msg: /ipam.routes\[0\].dst: invalid CIDR address "default"/ },
   { name: 'unknown cniVersion', call: (d) => add({ ...conf(d), cniVersion: '0.5.0' }), code: 1, msg: /^incompatible CNI versions$/ },
   { name: 'ill-typed cniVersion', call: (d) => add({ ...conf(d), cniVersion: 1 }), code: 6, msg: /cniVersion/ },
   { name: 'unknown verb', call: (d) => ({ ...add(conf(d)), command: 'ATTACH' }), code: 4, msg: /^unknown CNI_COMMAND: ATTACH$/ },
-  { name: 'missing env', call: (d) => add(conf(d), { env: { CNI_CONTAINERID: undefined, CNI_PATH: undefined } }), code: 4, msg: /^required env variables \[CNI_CONTAINERID,CNI_PATH\] missing$/ },
+  {
+    name: 'missing env',
+    call: (d) => add(conf(d), { env: { CNI_CONTAINERID: undefined, CNI_PATH: undefined } }),
+    code: 4,
+    msg: /^required env variables \[CNI_CONTAINERID,CNI_PATH\] missing$/,
+  },
   { name: 'bad ifname', call: (d) => add(conf(d), { ifname: 'eth0:1' }), code: 4, msg: /interface name contains/ },
   { name: 'bad CNI_ARGS pair', call: (d) => add(conf(d), { args: 'IP' }), code: 4, msg: /^ARGS: invalid pair "IP"$/ },
   { name: 'unknown CNI_ARGS', call: (d) => add(conf(d), { args: 'FOO=bar' }), code: 4, msg: /^ARGS: unknown args \["FOO=bar"\]$/ },
-  { name: 'bad runtimeConfig.ips', call: (d) => add(conf(d, {}, { runtimeConfig: { ips: ['10.50.0.5/99'] } })), code: 7, msg: /runtimeConfig.ips\[0\]: invalid IP address "10.50.0.5\/99"/ },
-  { name: 'CHECK below 0.4.0', call: (d) => ({ ...add({ ...conf(d), cniVersion: '0.3.1' }), command: 'CHECK' }), code: 1, msg: /config version does not allow CHECK/ },
-  { name: 'usePodCidr without datastore', call: (d) => add(conf(d, { ranges: [[{ subnet: 'usePodCidr' }]] })), code: 7, msg: /usePodCidr needs datastore and nodeName/ },
+  {
+    name: 'bad runtimeConfig.ips',
+    call: (d) => add(conf(d, {}, { runtimeConfig: { ips: ['10.50.0.5/99'] } })),
+    code: 7,
+    msg: /runtimeConfig.ips\[0\]: invalid IP address "10.50.0.5\/99"/,
+  },
+  {
+    name: 'CHECK below 0.4.0',
+    call: (d) => ({ ...add({ ...conf(d), cniVersion: '0.3.1' }), command: 'CHECK' }),
+    code: 1,
+    msg: /config version does not allow CHECK/,
+  },
+  {
+    name: 'usePodCidr without datastore',
+    call: (d) => add(conf(d, { ranges: [[{ subnet: 'usePodCidr' }]] })),
+    code: 7,
+    msg: /usePodCidr needs datastore and nodeName/,
+  },
   {
     name: 'requested IP outside every range',
     call: (d) => add(conf(d), { args: 'IgnoreUnknown=1;K8S_POD_NAME=x;IP=192.0.2.1' }),

@@ -15,7 +15,13 @@ import { withTempDir } from '../helpers/tmp.js';
 
 const NET = 'plantnet';
 const conf = (dataDir: string, cniVersion = '1.0.0') => ({ cniVersion, name: NET, ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.60.0.0/24' }]] } });
-const call = (dataDir: string, command: string, more: Partial<PluginCall> = {}): PluginCall => ({ command, containerId: 'c1', ifname: 'eth0', config: conf(dataDir), ...more });
+const call = (dataDir: string, command: string, more: Partial<PluginCall> = {}): PluginCall => ({
+  command,
+  containerId: 'c1',
+  ifname: 'eth0',
+  config: conf(dataDir),
+  ...more,
+});
 
 /** Runs the plugin, killing it after `limitMs` (a hang must fail the test, not stall it). */
 async function runBounded(c: PluginCall, limitMs = 8000): Promise<PluginRun & { killed: boolean }> {

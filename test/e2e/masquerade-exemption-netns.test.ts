@@ -35,8 +35,12 @@ test("masquerade sync appends its jump: the operator's earlier POSTROUTING exemp
   const [node, pod, out] = [`pdmx-n-${tag}`, `pdmx-p-${tag}`, `pdmx-o-${tag}`];
   const o = 16 + (randomBytes(1)[0]! % 200);
   const datastore = `sqlite:${join(dir.path, 'podipam.db')}`;
-  const inNode = (args: readonly string[]) => spawnSync('ip', ['netns', 'exec', node, PODIPAM_BIN, '--datastore', datastore, ...args], { encoding: 'utf8', timeout: 30_000 });
-  const postrouting = () => must('ip', ['netns', 'exec', node, 'iptables', '-t', 'nat', '-S', 'POSTROUTING']).split('\n').filter((l) => l.startsWith('-A '));
+  const inNode = (args: readonly string[]) =>
+    spawnSync('ip', ['netns', 'exec', node, PODIPAM_BIN, '--datastore', datastore, ...args], { encoding: 'utf8', timeout: 30_000 });
+  const postrouting = () =>
+    must('ip', ['netns', 'exec', node, 'iptables', '-t', 'nat', '-S', 'POSTROUTING'])
+      .split('\n')
+      .filter((l) => l.startsWith('-A '));
   try {
     for (const ns of [node, pod, out]) {
       must('ip', ['netns', 'add', ns]);
@@ -53,7 +57,13 @@ test("masquerade sync appends its jump: the operator's earlier POSTROUTING exemp
       must('ip', ['-n', node, 'addr', 'add', `${net}.${o}.1/24`, 'dev', 'uplink']);
       must('ip', ['-n', out, 'addr', 'add', `${net}.${o}.2/24`, 'dev', 'eth0']);
     }
-    for (const [ns, dev] of [[node, 'pod0'], [node, 'uplink'], [pod, 'eth0'], [out, 'eth0']] as const) must('ip', ['-n', ns, 'link', 'set', dev, 'up']);
+    for (const [ns, dev] of [
+      [node, 'pod0'],
+      [node, 'uplink'],
+      [pod, 'eth0'],
+      [out, 'eth0'],
+    ] as const)
+      must('ip', ['-n', ns, 'link', 'set', dev, 'up']);
     must('ip', ['-n', pod, 'route', 'add', 'default', 'via', `10.231.${o}.1`]);
     // Un-NATted replies to the pod need the way back (the exempted network routes the pods).
     must('ip', ['-n', out, 'route', 'add', `10.231.${o}.0/24`, 'via', `10.99.${o}.1`]);
@@ -70,7 +80,11 @@ test("masquerade sync appends its jump: the operator's earlier POSTROUTING exemp
     }
     // The traffic itself: exempted keeps the pod's address, the rest is masqueraded.
     assert.equal(await sourceSeenBy(out, `10.99.${o}.2`, 7001, pod), `10.231.${o}.2`, "the operator's exemption is pre-empted: the pod was masqueraded");
-    assert.equal(await sourceSeenBy(out, `10.98.${o}.2`, 7002, pod), `10.98.${o}.1`, 'traffic outside the pools and the exemption leaves with the node address');
+    assert.equal(
+      await sourceSeenBy(out, `10.98.${o}.2`, 7002, pod),
+      `10.98.${o}.1`,
+      'traffic outside the pools and the exemption leaves with the node address',
+    );
 
     const rules = postrouting();
     const jumps = rules.filter((l) => l.endsWith('-j PODIPAM-MASQ'));

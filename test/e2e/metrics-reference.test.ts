@@ -37,7 +37,8 @@ function parseExposition(text: string): Map<string, Family> {
     const fam = fams.get(name) ?? fams.get(name.replace(/_(bucket|sum|count)$/, ''));
     assert.ok(fam, `sample ${name} belongs to a family with a TYPE line`);
     fam.samples++;
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g)) if (!(fam.type === 'histogram' && l[1] === 'le')) fam.labels.add(l[1] as string);
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g))
+      if (!(fam.type === 'histogram' && l[1] === 'le')) fam.labels.add(l[1] as string);
   }
   return fams;
 }

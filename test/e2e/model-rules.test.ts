@@ -42,13 +42,24 @@ async function cniFails(p: Promise<unknown>, code: number, msg: RegExp): Promise
 
 test('Node_A is refused alike by the cluster back end, usePodCidr, the service and the API', async () => {
   // Cluster back end (the plugin's cluster mode): code 7 naming ipam.nodeName and the rule.
-  await cniFails(createClusterBackend(netConf('net', { datastore: s.datastore, nodeName: 'Node_A', cacheDir: '' })), 7, new RegExp(`^ipam\\.nodeName "Node_A": ${RULE.source}`));
+  await cniFails(
+    createClusterBackend(netConf('net', { datastore: s.datastore, nodeName: 'Node_A', cacheDir: '' })),
+    7,
+    new RegExp(`^ipam\\.nodeName "Node_A": ${RULE.source}`),
+  );
   // usePodCidr (the local back end reading the node's pod CIDR): code 7 naming ipam.nodeName.
-  await cniFails(loadLocalConfig(netConf('net', { ranges: [[{ subnet: 'usePodCidr' }]], datastore: s.datastore, nodeName: 'Node_A', dataDir: s.dataDir })), 7, new RegExp(`^ipam\\.nodeName: ${RULE.source}`));
+  await cniFails(
+    loadLocalConfig(netConf('net', { ranges: [[{ subnet: 'usePodCidr' }]], datastore: s.datastore, nodeName: 'Node_A', dataDir: s.dataDir })),
+    7,
+    new RegExp(`^ipam\\.nodeName: ${RULE.source}`),
+  );
   // The service itself.
   const store = await openStore(s.datastore);
   try {
-    await assert.rejects(new ClusterIpam(store).assign({ node: 'Node_A', handle: 'h1', auto: 'each-family' }), (e: unknown) => e instanceof TypeError && RULE.test(e.message));
+    await assert.rejects(
+      new ClusterIpam(store).assign({ node: 'Node_A', handle: 'h1', auto: 'each-family' }),
+      (e: unknown) => e instanceof TypeError && RULE.test(e.message),
+    );
   } finally {
     await store.close();
   }
@@ -70,11 +81,19 @@ test('the API releases a 1024-character handle the plugin wrote, and refuses a l
   assert.equal(handle.length, MAX_HANDLE_LENGTH);
   // The plugin's cluster mode writes it (ADD under that handle).
   const backend = await createClusterBackend(netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }));
-  const added = await backend.add({ containerId, ifname: 'eth0', cniArgs: new Map(), conf: netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }) });
+  const added = await backend.add({
+    containerId,
+    ifname: 'eth0',
+    cniArgs: new Map(),
+    conf: netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }),
+  });
   assert.equal(added.ips.length, 2);
   const listed = await api(s.url, 'GET', '/api/v1/allocations?node=node-b');
   assert.equal(listed.status, 200, JSON.stringify(listed.body));
-  assert.ok(listed.body.items.some((a: { handle: string }) => a.handle === handle), 'the API lists the handle the plugin wrote');
+  assert.ok(
+    listed.body.items.some((a: { handle: string }) => a.handle === handle),
+    'the API lists the handle the plugin wrote',
+  );
   // POST /release takes it whole.
   const rel = await api(s.url, 'POST', '/api/v1/release', { handle });
   assert.equal(rel.status, 200, JSON.stringify(rel.body));
@@ -83,7 +102,16 @@ test('the API releases a 1024-character handle the plugin wrote, and refuses a l
   const tooLong = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-b', network, containerId: `${containerId}x` });
   assert.equal(tooLong.status, 400, JSON.stringify(tooLong.body));
   assert.match(tooLong.body.error.message, /handle of 1025 characters: at most 1024/);
-  await cniFails(backend.add({ containerId: `${containerId}x`, ifname: 'eth0', cniArgs: new Map(), conf: netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }) }), 7, /handle of 1025 characters: at most 1024/);
+  await cniFails(
+    backend.add({
+      containerId: `${containerId}x`,
+      ifname: 'eth0',
+      cniArgs: new Map(),
+      conf: netConf(network, { datastore: s.datastore, nodeName: 'node-b', cacheDir: '' }),
+    }),
+    7,
+    /handle of 1025 characters: at most 1024/,
+  );
   // A legacy dotted id keeps whatever the interface name held (CNI allows "@", "+", …): releasable too.
   const legacy = await api(s.url, 'POST', '/api/v1/release', { handle: legacyCniHandleId(network, 'c9', 'veth@1+') });
   assert.equal(legacy.status, 200, JSON.stringify(legacy.body));

@@ -14,7 +14,17 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireShim } from '../helpers/agent.js';
 import { type EtcdCluster, startEtcd } from '../helpers/etcd.js';
-import { type MultusNode, type MultusPool, checkAttachments, createMultusPools, leftHeld, multusCall, multusSize, runMultusPods, startMultusNodes } from '../helpers/multus-pods.js';
+import {
+  type MultusNode,
+  type MultusPool,
+  checkAttachments,
+  createMultusPools,
+  leftHeld,
+  multusCall,
+  multusSize,
+  runMultusPods,
+  startMultusNodes,
+} from '../helpers/multus-pods.js';
 import { type TempDir, makeTempDir } from '../helpers/tmp.js';
 
 const SIZE = multusSize('PODIPAM_MULTUS', { pods: 32, networks: 16, inFlight: 32, nodes: 3 });
@@ -42,7 +52,9 @@ async function podsOnPools(t: { diagnostic(m: string): void }, pools: readonly M
   const call = (command: string, pod: number, net: number) => multusCall(etcd.url, nodes[pod % nodes.length]!, pools[net]!, command, pod, net);
   const add = await runMultusPods(SIZE, call, 'ADD');
   const attachments = SIZE.pods * SIZE.networks;
-  t.diagnostic(`${label}: ${SIZE.pods} pods × ${SIZE.networks} networks = ${attachments} ADDs, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes: ${(add.ms / 1000).toFixed(2)} s wall (slowest pod ${(Math.max(...add.podMs) / 1000).toFixed(2)} s)`);
+  t.diagnostic(
+    `${label}: ${SIZE.pods} pods × ${SIZE.networks} networks = ${attachments} ADDs, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes: ${(add.ms / 1000).toFixed(2)} s wall (slowest pod ${(Math.max(...add.podMs) / 1000).toFixed(2)} s)`,
+  );
   assert.deepEqual(add.failures.slice(0, 10), [], `${add.failures.length} ADDs failed`);
   const { problems, addresses } = checkAttachments(add, pools);
   assert.deepEqual(problems, []);
@@ -60,9 +72,13 @@ async function podsOnPools(t: { diagnostic(m: string): void }, pools: readonly M
   assert.deepEqual(JSON.parse(left.check), { leaks: [], problems: [] });
 }
 
-test(`Multus-style pods: ${SIZE.pods} pods × ${SIZE.networks} networks, each network its own pool, through the shim to ${SIZE.nodes} agents on a 3-member etcd`, { timeout: 600_000 }, async (t) => {
-  await podsOnPools(t, createMultusPools(etcd.url, SIZE.networks, false), 'own pools');
-});
+test(
+  `Multus-style pods: ${SIZE.pods} pods × ${SIZE.networks} networks, each network its own pool, through the shim to ${SIZE.nodes} agents on a 3-member etcd`,
+  { timeout: 600_000 },
+  async (t) => {
+    await podsOnPools(t, createMultusPools(etcd.url, SIZE.networks, false), 'own pools');
+  },
+);
 
 test(`Multus-style pods: ${SIZE.pods} pods × ${SIZE.networks} networks on one shared pool: a pod's addresses distinct`, { timeout: 600_000 }, async (t) => {
   await podsOnPools(t, createMultusPools(etcd.url, SIZE.networks, true), 'shared pool');

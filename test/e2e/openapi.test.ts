@@ -16,7 +16,10 @@ import addFormats from 'ajv-formats';
 import { REPO_ROOT } from '../helpers/plugin.js';
 import { api, startServe, waitFor } from './serve-harness.js';
 
-type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>; components: { schemas: Record<string, unknown> } };
+type Doc = {
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
+  components: { schemas: Record<string, unknown> };
+};
 
 function validator(doc: Doc): (method: string, template: string, status: number, body: unknown) => string | null {
   const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
@@ -61,7 +64,15 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
 
     // Every route serve's router holds (its index) is documented, and nothing else is.
     const index = (await api(s.url, 'GET', '/api/v1')).body.routes as string[];
-    const routes = new Set(index.map((l) => l.split(/\s+/).slice(0, 2).join(' ').replace(/:([a-zA-Z]+)/g, '{$1}')));
+    const routes = new Set(
+      index.map((l) =>
+        l
+          .split(/\s+/)
+          .slice(0, 2)
+          .join(' ')
+          .replace(/:([a-zA-Z]+)/g, '{$1}'),
+      ),
+    );
     assert.deepEqual([...routes].sort(), [...documented].sort());
 
     // Every documented operation, called for real, in an order that gives each something to show.
@@ -72,7 +83,10 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
       const r = await api(s.url, method, path, body);
       called.add(`${method} ${template}`);
       if (!samplePath.has(`${method} ${template}`) && r.status < 300) samplePath.set(`${method} ${template}`, path.split('?')[0] as string);
-      assert.ok(r.status !== 405 && !(r.status === 404 && /no such endpoint/.test(r.body?.error?.message ?? '')), `${method} ${path} is served: ${r.status} ${JSON.stringify(r.body)}`);
+      assert.ok(
+        r.status !== 405 && !(r.status === 404 && /no such endpoint/.test(r.body?.error?.message ?? '')),
+        `${method} ${path} is served: ${r.status} ${JSON.stringify(r.body)}`,
+      );
       if (expect !== undefined) assert.equal(r.status, expect, `${method} ${path}: ${JSON.stringify(r.body)}`);
       if ((r.headers.get('content-type') ?? '').startsWith('application/json')) {
         const bad = check(method, template, r.status, r.body);
@@ -93,7 +107,9 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     await call('POST', '/api/v1/ipsets', '/api/v1/ipsets', { name: 'set1', pool: 'small', count: 2 }, 201);
     await call('POST', '/api/v1/pools', '/api/v1/pools', { name: 'spare', cidr: '10.98.0.0/24' }, 201);
     await call('POST', '/api/v1/nodes', '/api/v1/nodes', { name: 'n2' }, 201);
-    await waitFor('the history to see the pods', 10_000, async () => ((await api(s.url, 'GET', `/api/v1/history?address=${ip}`)).body.items?.length > 0 ? true : undefined));
+    await waitFor('the history to see the pods', 10_000, async () =>
+      (await api(s.url, 'GET', `/api/v1/history?address=${ip}`)).body.items?.length > 0 ? true : undefined,
+    );
 
     const page = await call('GET', '/', '/', undefined, 200);
     await call('GET', '/index.html', '/index.html', undefined, 200);
@@ -137,7 +153,11 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     await call('DELETE', '/api/v1/pools/{name}', '/api/v1/pools/spare', undefined, 200);
     await call('DELETE', '/api/v1/pools/{name}', '/api/v1/pools/small', undefined, 409);
 
-    assert.deepEqual([...documented].filter((k) => !called.has(k)), [], 'every documented operation was called');
+    assert.deepEqual(
+      [...documented].filter((k) => !called.has(k)),
+      [],
+      'every documented operation was called',
+    );
     assert.deepEqual(failures, []);
 
     // The documented bounds of integer query parameters are the ones enforced: the maximum
@@ -158,7 +178,10 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     assert.ok(bounds >= 5, `${bounds} bounded query parameters checked`);
 
     // Every error path answers the one Error shape.
-    const errorShape = validator({ ...doc, paths: { '/x': { get: { responses: { default: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } } } } } });
+    const errorShape = validator({
+      ...doc,
+      paths: { '/x': { get: { responses: { default: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } } } } },
+    });
     const raw = async (path: string, init: RequestInit & { headers?: Record<string, string> }): Promise<{ status: number; body: unknown }> => {
       const r = await fetch(s.url + path, { ...init, signal: AbortSignal.timeout(10_000) });
       assert.match(r.headers.get('content-type') ?? '', /^application\/json/, `${path}: JSON`);
@@ -169,7 +192,11 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     const cases: [string, number, Promise<{ status: number; body: unknown }>][] = [
       ['unknown route', 404, raw('/api/v1/nope', {})],
       ['wrong method', 405, raw('/api/v1/overview', { method: 'DELETE', headers: json })],
-      ['bad token on a write', 401, raw('/api/v1/pools', { method: 'POST', headers: { ...json, authorization: 'Bearer not-the-token-0123456789' }, body: '{}' })],
+      [
+        'bad token on a write',
+        401,
+        raw('/api/v1/pools', { method: 'POST', headers: { ...json, authorization: 'Bearer not-the-token-0123456789' }, body: '{}' }),
+      ],
       ['unknown body field', 400, raw('/api/v1/pools', { method: 'POST', headers: json, body: '{"name":"x","cidr":"10.1.0.0/24","blocksize":26}' })],
       ['bad JSON', 400, raw('/api/v1/pools', { method: 'POST', headers: json, body: '{' })],
       ['not JSON', 415, raw('/api/v1/pools', { method: 'POST', headers: { ...json, 'content-type': 'text/plain' }, body: 'x' })],

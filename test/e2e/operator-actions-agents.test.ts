@@ -36,7 +36,24 @@ const WARM_NODE = 'on-w';
 async function scheduleWithPods(t: TestContext, url: string, dir: TempDir, seed: number, steps: number): Promise<void> {
   t.diagnostic(`seed ${seed} (replay: OPERATOR_SEED=${seed} node scripts/test.mjs operator-actions-agents)`);
   const socket = join(dir.path, 'agent.sock');
-  const agentArgs = ['--node', WARM_NODE, '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--min-idle', '2', '--max-idle', '6', '--capacity', '64', '--cooldown', '1s', '--view-interval', '200ms'];
+  const agentArgs = [
+    '--node',
+    WARM_NODE,
+    '--datastore',
+    url,
+    '--data-dir',
+    join(dir.path, 'agent'),
+    '--min-idle',
+    '2',
+    '--max-idle',
+    '6',
+    '--capacity',
+    '64',
+    '--cooldown',
+    '1s',
+    '--view-interval',
+    '200ms',
+  ];
   let agent: RunningAgent | undefined;
   const nodeOf = new Map<string, string>();
   let i = 0;
@@ -60,7 +77,8 @@ async function scheduleWithPods(t: TestContext, url: string, dir: TempDir, seed:
           : await runPlugin(SHIM_BIN, podCall(socket, 'warm-net', 'DEL', id, 'ns', id, `uid-${id}`));
       assert.equal(r.code, 0, `DEL ${kind} ${id}: ${r.stdout}${r.stderr}`);
     },
-    holds: (kind: PodKind, id: string, handle: string) => (kind === 'plugin' ? handle === cniHandleId(NET, id, 'eth0') : handle.startsWith(warmHandlePrefix(WARM_NODE))),
+    holds: (kind: PodKind, id: string, handle: string) =>
+      kind === 'plugin' ? handle === cniHandleId(NET, id, 'eth0') : handle.startsWith(warmHandlePrefix(WARM_NODE)),
     async restartAgent() {
       const was = agent!;
       assert.equal(await was.stop(), 0, `the agent stops cleanly:\n${was.log().slice(-4000)}`);

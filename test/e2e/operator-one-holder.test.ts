@@ -31,7 +31,9 @@ async function holders(datastore: string): Promise<{ blocks: string[]; overlaps:
   try {
     const bs = (await s.list(BLOCK_PREFIX)).map(decodeBlock);
     const overlaps: string[] = [];
-    for (let i = 0; i < bs.length; i++) for (let j = i + 1; j < bs.length; j++) if (prefixOverlaps(bs[i]!.cidr, bs[j]!.cidr)) overlaps.push(`${formatPrefix(bs[i]!.cidr)} ~ ${formatPrefix(bs[j]!.cidr)}`);
+    for (let i = 0; i < bs.length; i++)
+      for (let j = i + 1; j < bs.length; j++)
+        if (prefixOverlaps(bs[i]!.cidr, bs[j]!.cidr)) overlaps.push(`${formatPrefix(bs[i]!.cidr)} ~ ${formatPrefix(bs[j]!.cidr)}`);
     const byAddr = new Map<string, string[]>();
     for (const b of bs) {
       for (const [o, h] of b.allocations) {
@@ -54,7 +56,13 @@ test('import into a pool whose block size changed: the live pod in an old-size b
     assert.equal((await cli('pool', 'create', 'p', '--cidr', '10.61.0.0/24', '--block-size', '26')).code, 0);
     // A live pod on node-x gets 10.61.0.5: its node claims the /26 10.61.0.0/26.
     const conf = { cniVersion: '1.0.0', name: 'live-net', ipam: { type: 'podipam', datastore, nodeName: 'node-x', cacheDir: join(tmp.path, 'cache') } };
-    const add = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'c-live', ifname: 'eth0', args: 'IgnoreUnknown=1;IP=10.61.0.5;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=live', config: conf });
+    const add = await runPlugin(PODIPAM_BIN, {
+      command: 'ADD',
+      containerId: 'c-live',
+      ifname: 'eth0',
+      args: 'IgnoreUnknown=1;IP=10.61.0.5;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=live',
+      config: conf,
+    });
     assert.equal(add.code, 0, add.stdout + add.stderr);
     // Future blocks are /28: the import's plan must still find the /26 holding .5 and .6's space.
     assert.equal((await cli('pool', 'set', 'p', '--block-size', '28')).code, 0);
@@ -74,7 +82,11 @@ test('import into a pool whose block size changed: the live pod in an old-size b
     const imp = await cli('import', 'whereabouts', file, '--pool', 'p', '--network', 'wb-net', '--skip-conflicts', '-o', 'json');
     assert.equal(imp.code, 0, imp.stdout + imp.stderr);
     const out = JSON.parse(imp.stdout) as { outcome: { adopted: number; conflicts: { kind: string; subject: string; detail: string }[] } };
-    assert.deepEqual(out.outcome.conflicts.map((c) => [c.kind, c.subject]), [['address-held', '10.61.0.5']], imp.stdout);
+    assert.deepEqual(
+      out.outcome.conflicts.map((c) => [c.kind, c.subject]),
+      [['address-held', '10.61.0.5']],
+      imp.stdout,
+    );
     assert.match(out.outcome.conflicts[0]!.detail, /prod\/live/);
     assert.equal(out.outcome.adopted, 1);
 

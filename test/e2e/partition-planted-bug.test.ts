@@ -12,10 +12,21 @@ import { runChaos } from '../chaos/chaos-rig.js';
 const seed = process.env.PODIPAM_CHAOS_SEED ? Number(process.env.PODIPAM_CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
 
 test(`partition rig with one CAS condition removed (seed ${seed}): the checker finds the duplicate`, { timeout: 180_000 }, async (t) => {
-  const r = await runChaos({ seed, scheduleMs: 30_000, noFaults: true, lanes: 4, weights: { warm: 0, blocks: 1 }, plant: 'assign-skips-block-cas', log: (l) => t.diagnostic(l) });
+  const r = await runChaos({
+    seed,
+    scheduleMs: 30_000,
+    noFaults: true,
+    lanes: 4,
+    weights: { warm: 0, blocks: 1 },
+    plant: 'assign-skips-block-cas',
+    log: (l) => t.diagnostic(l),
+  });
   const kinds = [...new Set(r.report.violations.map((v) => v.kind))];
   t.diagnostic(JSON.stringify({ calls: r.report.calls, violations: r.report.violations.length, kinds }));
   if (r.violations[0]) t.diagnostic(r.violations[0]);
   assert.ok(r.report.calls.addOk >= 50, `only ${r.report.calls.addOk} successful ADDs`);
-  assert.ok(kinds.includes('double-hold') || kinds.includes('check-disagrees'), `seed ${seed}: the checker found no duplicate and no inconsistency with block CAS off (violations: ${JSON.stringify(kinds)})`);
+  assert.ok(
+    kinds.includes('double-hold') || kinds.includes('check-disagrees'),
+    `seed ${seed}: the checker found no duplicate and no inconsistency with block CAS off (violations: ${JSON.stringify(kinds)})`,
+  );
 });

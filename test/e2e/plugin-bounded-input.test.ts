@@ -31,42 +31,46 @@ function call(ipam: Record<string, unknown>, containerId: string, o: { annotatio
   };
 }
 
-test('the built plugin: a 37,000-name podipam.io/pools is code 7 naming the annotation, at once; bad pod names are code 7 naming the field', { timeout: 120_000 }, async () => {
-  assert.ok(HUGE.length < 256 * 1024, `${HUGE.length} bytes: a value Kubernetes can store`);
-  const dir = makeTempDir('bounded-input');
-  try {
-    const url = `sqlite:${join(dir.path, 'ds.db')}`;
-    assert.equal(runCliSync(url, ['pool', 'create', 'default', '--cidr', '10.76.0.0/24']).code, 0);
-    const ipam = { type: 'podipam', datastore: url, nodeName: 'n1', cacheDir: join(dir.path, 'cache') };
-    const plain = await runPlugin(PODIPAM_BIN, call(ipam, 'warm-up'));
-    assert.equal(plain.code, 0, plain.stdout);
-    const r = await runPlugin(PODIPAM_BIN, call(ipam, 'huge', { annotations: { 'podipam.io/pools': HUGE } }));
-    const a = JSON.parse(r.stdout) as Answer;
-    assert.equal(a.code, 7, r.stdout.slice(0, 500));
-    assert.match(a.msg!, /^annotation podipam\.io\/pools="p0,p1,.*on pod shop\/huge: value of 247889 bytes is longer than the 16384 bytes allowed$/);
-    assert.ok(r.stdout.length < 1000, `the answer quotes only the start of the value (${r.stdout.length} bytes)`);
-    // A plugin run costs its start-up (~plain.ms); the parse adds next to nothing.
-    assert.ok(r.ms < plain.ms + 500, `refused in ${r.ms} ms (a plain ADD: ${plain.ms} ms)`);
+test(
+  'the built plugin: a 37,000-name podipam.io/pools is code 7 naming the annotation, at once; bad pod names are code 7 naming the field',
+  { timeout: 120_000 },
+  async () => {
+    assert.ok(HUGE.length < 256 * 1024, `${HUGE.length} bytes: a value Kubernetes can store`);
+    const dir = makeTempDir('bounded-input');
+    try {
+      const url = `sqlite:${join(dir.path, 'ds.db')}`;
+      assert.equal(runCliSync(url, ['pool', 'create', 'default', '--cidr', '10.76.0.0/24']).code, 0);
+      const ipam = { type: 'podipam', datastore: url, nodeName: 'n1', cacheDir: join(dir.path, 'cache') };
+      const plain = await runPlugin(PODIPAM_BIN, call(ipam, 'warm-up'));
+      assert.equal(plain.code, 0, plain.stdout);
+      const r = await runPlugin(PODIPAM_BIN, call(ipam, 'huge', { annotations: { 'podipam.io/pools': HUGE } }));
+      const a = JSON.parse(r.stdout) as Answer;
+      assert.equal(a.code, 7, r.stdout.slice(0, 500));
+      assert.match(a.msg!, /^annotation podipam\.io\/pools="p0,p1,.*on pod shop\/huge: value of 247889 bytes is longer than the 16384 bytes allowed$/);
+      assert.ok(r.stdout.length < 1000, `the answer quotes only the start of the value (${r.stdout.length} bytes)`);
+      // A plugin run costs its start-up (~plain.ms); the parse adds next to nothing.
+      assert.ok(r.ms < plain.ms + 500, `refused in ${r.ms} ms (a plain ADD: ${plain.ms} ms)`);
 
-    for (const [o, field] of [
-      [{ name: 'web\u001b[2Jx\u0007' }, 'K8S_POD_NAME'],
-      [{ name: 'Web-0' }, 'K8S_POD_NAME'],
-      [{ ns: 'a.b' }, 'K8S_POD_NAMESPACE'],
-      [{ ns: 'n'.repeat(64) }, 'K8S_POD_NAMESPACE'],
-    ] as const) {
-      const b = await runPlugin(PODIPAM_BIN, call(ipam, 'named', o));
-      const e = JSON.parse(b.stdout) as Answer;
-      assert.equal(e.code, 7, b.stdout);
-      assert.ok(e.msg!.startsWith(`CNI_ARGS ${field}=`), e.msg);
-      // eslint-disable-next-line no-control-regex
-      assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(e.msg!), `no raw control character: ${JSON.stringify(e.msg)}`);
+      for (const [o, field] of [
+        [{ name: 'web\u001b[2Jx\u0007' }, 'K8S_POD_NAME'],
+        [{ name: 'Web-0' }, 'K8S_POD_NAME'],
+        [{ ns: 'a.b' }, 'K8S_POD_NAMESPACE'],
+        [{ ns: 'n'.repeat(64) }, 'K8S_POD_NAMESPACE'],
+      ] as const) {
+        const b = await runPlugin(PODIPAM_BIN, call(ipam, 'named', o));
+        const e = JSON.parse(b.stdout) as Answer;
+        assert.equal(e.code, 7, b.stdout);
+        assert.ok(e.msg!.startsWith(`CNI_ARGS ${field}=`), e.msg);
+        // eslint-disable-next-line no-control-regex
+        assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(e.msg!), `no raw control character: ${JSON.stringify(e.msg)}`);
+      }
+      const esc = JSON.parse((await runPlugin(PODIPAM_BIN, call(ipam, 'named', { name: 'web\u001b[2Jx\u0007' }))).stdout) as Answer;
+      assert.ok(esc.msg!.includes('"web\\u001b[2Jx\\u0007"'), esc.msg);
+    } finally {
+      dir.remove();
     }
-    const esc = JSON.parse((await runPlugin(PODIPAM_BIN, call(ipam, 'named', { name: 'web\u001b[2Jx\u0007' }))).stdout) as Answer;
-    assert.ok(esc.msg!.includes('"web\\u001b[2Jx\\u0007"'), esc.msg);
-  } finally {
-    dir.remove();
-  }
-});
+  },
+);
 
 test('the agent: a 37,000-name annotation does not hold up other pods’ ADDs', { timeout: 120_000 }, async () => {
   requireShim();

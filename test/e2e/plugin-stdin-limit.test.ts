@@ -28,13 +28,24 @@ interface Outcome {
  * Sets O_NONBLOCK on stdin, then runs the plugin: a runtime that shares a non-blocking pipe
  * takes the plugin's polling path.
  */
-const NONBLOCKING = ['python3', '-c', 'import fcntl, os, sys; fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK); os.execv(sys.argv[1], sys.argv[1:])'];
+const NONBLOCKING = [
+  'python3',
+  '-c',
+  'import fcntl, os, sys; fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK); os.execv(sys.argv[1], sys.argv[1:])',
+];
 
 /** Runs the plugin under /usr/bin/time, streaming a valid-looking config padded to OFFERED bytes. */
 function pipeHuge(dataDir: string, wrapper: readonly string[] = []): Promise<Outcome> {
   const t0 = performance.now();
   const child = spawn('/usr/bin/time', ['-f', 'podipam-max-rss-kib %M', ...wrapper, PODIPAM_BIN], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/usr/lib/cni' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: 'c1',
+      CNI_IFNAME: 'eth0',
+      CNI_NETNS: '/var/run/netns/x',
+      CNI_PATH: '/usr/lib/cni',
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -44,7 +55,9 @@ function pipeHuge(dataDir: string, wrapper: readonly string[] = []): Promise<Out
   let accepted = 0;
   let gone = false;
   child.stdin.on('error', () => (gone = true));
-  const head = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'big', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.77.0.0/24' }]] } }).slice(0, -1) + ',"pad":"');
+  const head = Buffer.from(
+    JSON.stringify({ cniVersion: '1.0.0', name: 'big', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.77.0.0/24' }]] } }).slice(0, -1) + ',"pad":"',
+  );
   const pump = async () => {
     const write = (b: Buffer) => new Promise<boolean>((resolve) => child.stdin.write(b, (err) => resolve(!err)));
     if (await write(head)) accepted += head.length;
@@ -60,12 +73,22 @@ function pipeHuge(dataDir: string, wrapper: readonly string[] = []): Promise<Out
     void pump();
     child.on('close', (code) => {
       const m = /podipam-max-rss-kib (\d+)/.exec(stderr);
-      resolve({ code, stdout, stderr: stderr.replace(/^Command exited with non-zero status \d+\n/m, '').replace(/podipam-max-rss-kib \d+\n?/, ''), accepted, maxRssKiB: m ? Number(m[1]) : NaN, ms: performance.now() - t0 });
+      resolve({
+        code,
+        stdout,
+        stderr: stderr.replace(/^Command exited with non-zero status \d+\n/m, '').replace(/podipam-max-rss-kib \d+\n?/, ''),
+        accepted,
+        maxRssKiB: m ? Number(m[1]) : NaN,
+        ms: performance.now() - t0,
+      });
     });
   });
 }
 
-for (const [how, wrapper] of [['blocking', []], ['non-blocking', NONBLOCKING]] as const) {
+for (const [how, wrapper] of [
+  ['blocking', []],
+  ['non-blocking', NONBLOCKING],
+] as const) {
   test(`stdin above 1 MiB (${how}): code 7 naming the limit, at once, without reading the rest`, async (t) => {
     await withTempDir('stdin-limit', async (dir) => {
       const r = await pipeHuge(dir, wrapper);

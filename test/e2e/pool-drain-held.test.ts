@@ -32,7 +32,17 @@ test('pool drain lists pods and warm pools apart, text and JSON', { timeout: 60_
       const ipam = new ClusterIpam(store);
       pod = formatAddr((await ipam.assign({ node: 'node-a', handle: 'net:c0:eth0', auto: { 4: 1 }, attrs: { namespace: 'shop', pod: 'db-0' } }))[0]!.addr);
       warm = (await ipam.assign({ node: 'node-b', handle: 'podipam-warm:node-b:r1', auto: { 4: 3 } })).map((x) => formatAddr(x.addr));
-      const record = { network: 'net', containerId: 'c1', ifname: 'eth0', addrs: [warm[0]], warmHandles: ['podipam-warm:node-b:r1'], since: new Date().toISOString(), namespace: 'shop', name: 'web-0', uid: 'u1' };
+      const record = {
+        network: 'net',
+        containerId: 'c1',
+        ifname: 'eth0',
+        addrs: [warm[0]],
+        warmHandles: ['podipam-warm:node-b:r1'],
+        since: new Date().toISOString(),
+        namespace: 'shop',
+        name: 'web-0',
+        uid: 'u1',
+      };
       await store.txn([], [{ type: 'put', key: 'agent-pods/node-b/net:c1:eth0', value: JSON.stringify(record) }]);
     } finally {
       await store.close();
@@ -55,7 +65,11 @@ test('pool drain lists pods and warm pools apart, text and JSON', { timeout: 60_
     assert.deepEqual([json.allocated, json.inUse, json.idle], [4, 2, 2]);
     assert.deepEqual(json.nodes, [
       { node: 'node-a', pods: [{ pod: 'shop/db-0', handle: 'net:c0:eth0', addresses: [pod] }] },
-      { node: 'node-b', pods: [{ pod: 'shop/web-0', handle: 'net:c1:eth0', addresses: [warm[0]] }], warm: { handles: ['podipam-warm:node-b:r1'], idle: [warm[1], warm[2]] } },
+      {
+        node: 'node-b',
+        pods: [{ pod: 'shop/web-0', handle: 'net:c1:eth0', addresses: [warm[0]] }],
+        warm: { handles: ['podipam-warm:node-b:r1'], idle: [warm[1], warm[2]] },
+      },
     ]);
     const show = await cli('pool', 'show', 'p');
     assert.match(show, /^held: 4 addresses in 2 blocks \(2 in use, 2 idle in warm pools\)$/m, show);

@@ -65,7 +65,22 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
   const cacheDir = join(dir.path, 'hints');
   const dataDir = join(dir.path, 'agent');
   const socket = join(dir.path, 'run', 'agent.sock');
-  const agentArgs = ['--node', WARM_NODE, '--datastore', url, '--data-dir', dataDir, '--min-idle', '2', '--max-idle', '4', '--capacity', '64', '--cooldown', '0s'];
+  const agentArgs = [
+    '--node',
+    WARM_NODE,
+    '--datastore',
+    url,
+    '--data-dir',
+    dataDir,
+    '--min-idle',
+    '2',
+    '--max-idle',
+    '4',
+    '--capacity',
+    '64',
+    '--cooldown',
+    '0s',
+  ];
   let agent: RunningAgent | undefined;
   let store: Store | undefined;
 
@@ -130,7 +145,9 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     if (agent && existsSync(dbPath)) {
       const db = new Sqlite(dbPath, { readonly: true, fileMustExist: true });
       try {
-        const podAddrs = new Set((db.prepare('SELECT addrs FROM pods').all() as { addrs: string }[]).flatMap((r) => (JSON.parse(r.addrs) as string[]).map((x) => x.split('/')[0]!)));
+        const podAddrs = new Set(
+          (db.prepare('SELECT addrs FROM pods').all() as { addrs: string }[]).flatMap((r) => (JSON.parse(r.addrs) as string[]).map((x) => x.split('/')[0]!)),
+        );
         const heldRows = (db.prepare('SELECT addr FROM held').all() as { addr: string }[]).map((r) => r.addr.split('/')[0]!);
         const idle = new Set(heldRows.filter((a) => !podAddrs.has(a)));
         for (const p of live.values()) {
@@ -238,10 +255,14 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     async secondAgent() {
       if (!agent) return undefined;
       // Another agent on the same data directory (own socket): it must be refused.
-      const child = spawn(process.execPath, [PODIPAM_BIN, 'agent', '--socket', join(dir.path, 'run', 'second.sock'), '--metrics-listen', 'off', '--no-masquerade', ...agentArgs], {
-        env: { PATH: process.env.PATH },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [PODIPAM_BIN, 'agent', '--socket', join(dir.path, 'run', 'second.sock'), '--metrics-listen', 'off', '--no-masquerade', ...agentArgs],
+        {
+          env: { PATH: process.env.PATH },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let err = '';
       child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
@@ -254,10 +275,20 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     },
   };
   const without = new Set((process.env.RELEASE_WITHOUT ?? '').split(',').filter((x) => x !== ''));
-  const weights = ([
-    ['addCluster', 6], ['delCluster', 4], ['addWarm', 6], ['delWarm', 4], ['nodeAdd', 2], ['nodeDelete', 2],
-    ['clusterGc', 3], ['cniGc', 2], ['restartAgent', 2], ['secondAgent', 1],
-  ] as [string, number][]).filter(([name]) => !without.has(name));
+  const weights = (
+    [
+      ['addCluster', 6],
+      ['delCluster', 4],
+      ['addWarm', 6],
+      ['delWarm', 4],
+      ['nodeAdd', 2],
+      ['nodeDelete', 2],
+      ['clusterGc', 3],
+      ['cniGc', 2],
+      ['restartAgent', 2],
+      ['secondAgent', 1],
+    ] as [string, number][]
+  ).filter(([name]) => !without.has(name));
   const total = weights.reduce((s, [, w]) => s + w, 0);
   const choose = (): string => {
     let x = rand() * total;
@@ -282,9 +313,10 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     }
     // The end: every pod gets its DEL (the orphans too: DEL is idempotent), then nothing is held.
     for (const p of [...live.values(), ...orphaned.values()]) {
-      const r = p.kind === 'cluster'
-        ? await runPlugin(PODIPAM_BIN, clusterCall(NETWORK, url, cacheDir, 'DEL', p.id, p.node))
-        : await runPlugin(SHIM_BIN, warmCall('DEL', p.id));
+      const r =
+        p.kind === 'cluster'
+          ? await runPlugin(PODIPAM_BIN, clusterCall(NETWORK, url, cacheDir, 'DEL', p.id, p.node))
+          : await runPlugin(SHIM_BIN, warmCall('DEL', p.id));
       assert.equal(r.code, 0, `final DEL ${p.id}: ${r.stdout} ${r.stderr}`);
       live.delete(p.id);
     }
@@ -310,10 +342,18 @@ test('release paths, randomized: no live address is ever held twice, lost, or id
     trace.push(`final cluster GC: ${await stepsOf.clusterGc!()}`);
     const after = checkNow();
     assert.deepEqual(after.leaks, [], 'no leak after the final GC');
-    assert.deepEqual(after.problems.filter((p) => !/unregistered|no record/.test(p.kind)), [], 'after the final GC, no problem but blocks of nodes without a record');
+    assert.deepEqual(
+      after.problems.filter((p) => !/unregistered|no record/.test(p.kind)),
+      [],
+      'after the final GC, no problem but blocks of nodes without a record',
+    );
     const ipam = new ClusterIpam(store);
     const left = (await ipam.listAllocations({ limit: 5000 })).items.filter((a) => !a.handle.startsWith('podipam-warm:'));
-    assert.deepEqual(left.map((a) => `${a.ip} ${a.handle}`), [], 'no pod handle is left after every DEL');
+    assert.deepEqual(
+      left.map((a) => `${a.ip} ${a.handle}`),
+      [],
+      'no pod handle is left after every DEL',
+    );
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     throw new Error(`${msg}\nseed ${seed} (RELEASE_SEED=${seed} node scripts/test.mjs release-paths-random); steps:\n  ${trace.join('\n  ')}`, { cause: e });

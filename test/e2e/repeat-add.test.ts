@@ -55,39 +55,51 @@ async function handleAddrs(url: string, handle: string): Promise<string[]> {
   }
 }
 
-test('cluster back end: a repeated ADD with other annotations or IP= returns what the attachment holds, or 101 — never a second address', { timeout: 120_000 }, async () => {
-  const dir = makeTempDir('repeat-add-cluster');
-  try {
-    const url = `sqlite:${join(dir.path, 'ds.db')}`;
-    for (const [name, cidr] of [['default', '10.71.0.0/24'], ['other', '10.72.0.0/24'], ['other6', 'fd72::/120']] as const) {
-      const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
-      assert.equal(r.code, 0, r.stderr);
-    }
-    const add = caller(PODIPAM_BIN, { type: 'podipam', datastore: url, nodeName: 'n1', cacheDir: join(dir.path, 'cache'), pools: ['default'] });
+test(
+  'cluster back end: a repeated ADD with other annotations or IP= returns what the attachment holds, or 101 — never a second address',
+  { timeout: 120_000 },
+  async () => {
+    const dir = makeTempDir('repeat-add-cluster');
+    try {
+      const url = `sqlite:${join(dir.path, 'ds.db')}`;
+      for (const [name, cidr] of [
+        ['default', '10.71.0.0/24'],
+        ['other', '10.72.0.0/24'],
+        ['other6', 'fd72::/120'],
+      ] as const) {
+        const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
+        assert.equal(r.code, 0, r.stderr);
+      }
+      const add = caller(PODIPAM_BIN, { type: 'podipam', datastore: url, nodeName: 'n1', cacheDir: join(dir.path, 'cache'), pools: ['default'] });
 
-    const first = addrs(await add('c1'));
-    assert.equal(first.length, 1);
-    // Another pool list (with an IPv6 pool the first ADD had no family of): the same answer.
-    assert.deepEqual(addrs(await add('c1', { annotations: { 'podipam.io/pools': 'other,other6' } })), first);
-    // A fixed address it does not hold: refused naming what it holds.
-    const asks: { annotations?: Record<string, string>; args?: string }[] = [{ annotations: { 'podipam.io/ip': '10.72.0.50' } }, { args: ';IP=10.71.0.60' }, { annotations: { 'cni.projectcalico.org/ipAddrs': '["10.71.0.61"]' } }];
-    for (const o of asks) {
-      const a = await add('c1', o);
-      assert.equal(a.code, 101, JSON.stringify(a));
-      assert.match(a.msg!, new RegExp(`already holds ${first[0]!.split('/')[0]!.replaceAll('.', '\\.')} from its earlier ADD`));
-    }
-    assert.deepEqual(await handleAddrs(url, 'rnet:c1:eth0'), [first[0]!.split('/')[0]], 'the attachment holds one address');
+      const first = addrs(await add('c1'));
+      assert.equal(first.length, 1);
+      // Another pool list (with an IPv6 pool the first ADD had no family of): the same answer.
+      assert.deepEqual(addrs(await add('c1', { annotations: { 'podipam.io/pools': 'other,other6' } })), first);
+      // A fixed address it does not hold: refused naming what it holds.
+      const asks: { annotations?: Record<string, string>; args?: string }[] = [
+        { annotations: { 'podipam.io/ip': '10.72.0.50' } },
+        { args: ';IP=10.71.0.60' },
+        { annotations: { 'cni.projectcalico.org/ipAddrs': '["10.71.0.61"]' } },
+      ];
+      for (const o of asks) {
+        const a = await add('c1', o);
+        assert.equal(a.code, 101, JSON.stringify(a));
+        assert.match(a.msg!, new RegExp(`already holds ${first[0]!.split('/')[0]!.replaceAll('.', '\\.')} from its earlier ADD`));
+      }
+      assert.deepEqual(await handleAddrs(url, 'rnet:c1:eth0'), [first[0]!.split('/')[0]], 'the attachment holds one address');
 
-    // An attachment placed by podipam.io/ip, repeated with the same annotation: its address.
-    const fixed = addrs(await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.77' } }));
-    assert.deepEqual(addrs(await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.77' } })), fixed);
-    assert.deepEqual(addrs(await add('c2')), fixed, 'without its annotation: the same');
-    assert.equal((await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.78' } })).code, 101);
-    assert.deepEqual(await handleAddrs(url, 'rnet:c2:eth0'), ['10.71.0.77']);
-  } finally {
-    dir.remove();
-  }
-});
+      // An attachment placed by podipam.io/ip, repeated with the same annotation: its address.
+      const fixed = addrs(await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.77' } }));
+      assert.deepEqual(addrs(await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.77' } })), fixed);
+      assert.deepEqual(addrs(await add('c2')), fixed, 'without its annotation: the same');
+      assert.equal((await add('c2', { annotations: { 'podipam.io/ip': '10.71.0.78' } })).code, 101);
+      assert.deepEqual(await handleAddrs(url, 'rnet:c2:eth0'), ['10.71.0.77']);
+    } finally {
+      dir.remove();
+    }
+  },
+);
 
 test('local back end: a repeated ADD with another IP= is refused as a duplicate allocation, never a second file', { timeout: 60_000 }, async () => {
   const dir = makeTempDir('repeat-add-local');
@@ -114,12 +126,32 @@ test('warm pool agent: a repeated ADD with other annotations returns the attachm
   let agent: RunningAgent | undefined;
   try {
     const url = `sqlite:${join(dir.path, 'ds.db')}`;
-    for (const [name, cidr] of [['pool-a', '10.74.0.0/16'], ['pool-b', '10.75.0.0/16']] as const) {
+    for (const [name, cidr] of [
+      ['pool-a', '10.74.0.0/16'],
+      ['pool-b', '10.75.0.0/16'],
+    ] as const) {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       assert.equal(r.code, 0, r.stderr);
     }
     const socket = join(dir.path, 'run', 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'rnode', '--datastore', url, '--data-dir', join(dir.path, 'agent'), '--pools', 'pool-a', '--min-idle', '2', '--max-idle', '4', '--capacity', '32', '--cooldown', '1s']);
+    agent = await startAgent(socket, [
+      '--node',
+      'rnode',
+      '--datastore',
+      url,
+      '--data-dir',
+      join(dir.path, 'agent'),
+      '--pools',
+      'pool-a',
+      '--min-idle',
+      '2',
+      '--max-idle',
+      '4',
+      '--capacity',
+      '32',
+      '--cooldown',
+      '1s',
+    ]);
     for (let i = 0; ; i++) {
       const s = await agent.status();
       if (s.warmPool?.ready && (s.warmPool.pools.ipv4?.idle ?? 0) >= 2) break;
@@ -137,7 +169,10 @@ test('warm pool agent: a repeated ADD with other annotations returns the attachm
 
     // Allocated directly (annotated), then repeated with another fixed address and another pool.
     const direct = addrs(await add('w2', { annotations: { 'podipam.io/ip': '10.75.0.20' } }));
-    assert.deepEqual(direct.map((a) => a.split('/')[0]), ['10.75.0.20']);
+    assert.deepEqual(
+      direct.map((a) => a.split('/')[0]),
+      ['10.75.0.20'],
+    );
     const moved = await add('w2', { annotations: { 'podipam.io/ip': '10.75.0.21' } });
     assert.equal(moved.code, 101, JSON.stringify(moved));
     assert.deepEqual(addrs(await add('w2', { annotations: { 'podipam.io/pools': 'pool-a' } })), direct);

@@ -17,45 +17,53 @@ import { api, runCli, startServe } from './serve-harness.js';
 
 const WARM = 'podipam-warm';
 
-test('cluster-mode plugin: ADD, DEL, CHECK and GC of network "podipam-warm" are code 7 naming the field; the warm handles keep every address', { timeout: 60_000 }, async () => {
-  const tmp = makeTempDir('reserved-plugin');
-  const datastore = `sqlite:${join(tmp.path, 'podipam.db')}`;
-  try {
-    const store = await openStore(datastore);
-    const warmHandle = `${WARM}:node-a:r1`;
+test(
+  'cluster-mode plugin: ADD, DEL, CHECK and GC of network "podipam-warm" are code 7 naming the field; the warm handles keep every address',
+  { timeout: 60_000 },
+  async () => {
+    const tmp = makeTempDir('reserved-plugin');
+    const datastore = `sqlite:${join(tmp.path, 'podipam.db')}`;
     try {
-      const ipam = new ClusterIpam(store);
-      await ipam.createPool({ name: 'p4', cidr: '10.231.0.0/24', blockSize: 28 });
-      // What the agent's warm pool writes for node-a (warm-service.ts): one refill, three addresses.
-      await ipam.assign({ node: 'node-a', handle: warmHandle, attrs: { network: WARM, containerId: 'node-a', ifname: 'warm' }, auto: { 4: 3, 6: 0 } });
+      const store = await openStore(datastore);
+      const warmHandle = `${WARM}:node-a:r1`;
+      try {
+        const ipam = new ClusterIpam(store);
+        await ipam.createPool({ name: 'p4', cidr: '10.231.0.0/24', blockSize: 28 });
+        // What the agent's warm pool writes for node-a (warm-service.ts): one refill, three addresses.
+        await ipam.assign({ node: 'node-a', handle: warmHandle, attrs: { network: WARM, containerId: 'node-a', ifname: 'warm' }, auto: { 4: 3, 6: 0 } });
+      } finally {
+        await store.close();
+      }
+      const conf = { cniVersion: '1.1.0', name: WARM, ipam: { type: 'podipam', datastore, nodeName: 'node-a', cacheDir: join(tmp.path, 'cache') } };
+      const gc = await runPlugin(PODIPAM_BIN, { command: 'GC', config: { ...conf, 'cni.dev/valid-attachments': [] } });
+      assert.equal(gc.code, 1, gc.stdout + gc.stderr);
+      const gcErr = JSON.parse(gc.stdout) as { code: number; msg: string };
+      assert.equal(gcErr.code, 7, gc.stdout);
+      assert.match(gcErr.msg, /name "podipam-warm"/);
+      // The forged handle the agent would adopt: network podipam-warm, container id = the node.
+      for (const command of ['ADD', 'DEL', 'CHECK']) {
+        const r = await runPlugin(PODIPAM_BIN, { command, containerId: 'node-a', ifname: 'eth0', config: conf });
+        assert.equal(r.code, 1, `${command}: ${r.stdout} ${r.stderr}`);
+        assert.equal((JSON.parse(r.stdout) as { code: number }).code, 7, `${command}: ${r.stdout}`);
+        assert.match(r.stdout, /name \\"podipam-warm\\": reserved/, command);
+      }
+      const after = await openStore(datastore);
+      try {
+        const ipam = new ClusterIpam(after);
+        assert.equal((await ipam.addressesOf(warmHandle))?.length, 3, 'the warm handle still holds its three addresses');
+        assert.deepEqual(
+          (await after.list(HANDLE_PREFIX)).map((e) => e.key),
+          [`${HANDLE_PREFIX}${warmHandle}`],
+          'no handle was written',
+        );
+      } finally {
+        await after.close();
+      }
     } finally {
-      await store.close();
+      tmp.remove();
     }
-    const conf = { cniVersion: '1.1.0', name: WARM, ipam: { type: 'podipam', datastore, nodeName: 'node-a', cacheDir: join(tmp.path, 'cache') } };
-    const gc = await runPlugin(PODIPAM_BIN, { command: 'GC', config: { ...conf, 'cni.dev/valid-attachments': [] } });
-    assert.equal(gc.code, 1, gc.stdout + gc.stderr);
-    const gcErr = JSON.parse(gc.stdout) as { code: number; msg: string };
-    assert.equal(gcErr.code, 7, gc.stdout);
-    assert.match(gcErr.msg, /name "podipam-warm"/);
-    // The forged handle the agent would adopt: network podipam-warm, container id = the node.
-    for (const command of ['ADD', 'DEL', 'CHECK']) {
-      const r = await runPlugin(PODIPAM_BIN, { command, containerId: 'node-a', ifname: 'eth0', config: conf });
-      assert.equal(r.code, 1, `${command}: ${r.stdout} ${r.stderr}`);
-      assert.equal((JSON.parse(r.stdout) as { code: number }).code, 7, `${command}: ${r.stdout}`);
-      assert.match(r.stdout, /name \\"podipam-warm\\": reserved/, command);
-    }
-    const after = await openStore(datastore);
-    try {
-      const ipam = new ClusterIpam(after);
-      assert.equal((await ipam.addressesOf(warmHandle))?.length, 3, 'the warm handle still holds its three addresses');
-      assert.deepEqual((await after.list(HANDLE_PREFIX)).map((e) => e.key), [`${HANDLE_PREFIX}${warmHandle}`], 'no handle was written');
-    } finally {
-      await after.close();
-    }
-  } finally {
-    tmp.remove();
-  }
-});
+  },
+);
 
 test('serve API: POST /api/v1/allocations refuses the reserved network and warm handle ids with 400 naming the field', { timeout: 60_000 }, async () => {
   const s = await startServe();

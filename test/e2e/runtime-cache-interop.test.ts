@@ -18,13 +18,17 @@ function sortedJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(sortedJson).join(',')}]`;
   if (v !== null && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v);
 }
 
 /** A pass-through plugin: prints its prevResult as its result, records it and its CNI_ARGS. */
-const PASS = 'printf \'%s\' "$in" > /dev/null; echo "$CNI_ARGS" > "$(dirname "$0")/../args.$CNI_COMMAND"; [ "$CNI_COMMAND" = ADD ] && printf \'%s\' "$in" | node -e \'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s).prevResult;process.stdout.write(JSON.stringify(r));require("fs").writeFileSync(process.argv[1],JSON.stringify(r))})\' "$(dirname "$0")/../printed.json"; exit 0';
+const PASS =
+  'printf \'%s\' "$in" > /dev/null; echo "$CNI_ARGS" > "$(dirname "$0")/../args.$CNI_COMMAND"; [ "$CNI_COMMAND" = ADD ] && printf \'%s\' "$in" | node -e \'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const r=JSON.parse(s).prevResult;process.stdout.write(JSON.stringify(r));require("fs").writeFileSync(process.argv[1],JSON.stringify(r))})\' "$(dirname "$0")/../printed.json"; exit 0';
 
 test('a result cached by podipam net add is the file libcni writes (path, mode, bytes)', async () => {
   requirePrerequisites();
@@ -38,7 +42,24 @@ test('a result cached by podipam net add is the file libcni writes (path, mode, 
     const ns = s.netns(1);
     const id = `k${s.tag}`;
     const o = ['--conf-dir', s.confDir, '--bin-dir', s.binDirs.join(':'), '--cache-dir', s.cacheDir];
-    const add = spawnSync(PODIPAM_BIN, ['net', 'add', name, '--container', id, '--netns', ns.path, '--args', 'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1', '--cap', 'portMappings=[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]', ...o], { encoding: 'utf8' });
+    const add = spawnSync(
+      PODIPAM_BIN,
+      [
+        'net',
+        'add',
+        name,
+        '--container',
+        id,
+        '--netns',
+        ns.path,
+        '--args',
+        'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1',
+        '--cap',
+        'portMappings=[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]',
+        ...o,
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(add.status, 0, add.stderr);
     assert.equal(readFileSync(join(s.root.path, 'args.ADD'), 'utf8'), 'K8S_POD_NAME=web-1;NOTE=web<1>;IgnoreUnknown=1\n');
 
@@ -80,9 +101,25 @@ test('an attachment libcni added (its cache file as libcni writes it) is DELeted
     const id = `l${s.tag}`;
     // libcni's AddNetworkList: each plugin with name/cniVersion injected, prevResult chained.
     const env = { CNI_PATH: s.binDirs.join(':') };
-    const r1 = runPluginSync(BRIDGE_BIN, { command: 'ADD', containerId: id, ifname: 'eth0', netns: ns.path, args: 'IgnoreUnknown=1;K8S_POD_NAME=p', env, config: { ...bridgeConf, name, cniVersion: '1.0.0' } });
+    const r1 = runPluginSync(BRIDGE_BIN, {
+      command: 'ADD',
+      containerId: id,
+      ifname: 'eth0',
+      netns: ns.path,
+      args: 'IgnoreUnknown=1;K8S_POD_NAME=p',
+      env,
+      config: { ...bridgeConf, name, cniVersion: '1.0.0' },
+    });
     assert.equal(r1.code, 0, r1.stdout);
-    const r2 = runPluginSync(join(s.binDir, 'pass'), { command: 'ADD', containerId: id, ifname: 'eth0', netns: ns.path, args: 'IgnoreUnknown=1;K8S_POD_NAME=p', env, config: { type: 'pass', name, cniVersion: '1.0.0', prevResult: JSON.parse(r1.stdout) } });
+    const r2 = runPluginSync(join(s.binDir, 'pass'), {
+      command: 'ADD',
+      containerId: id,
+      ifname: 'eth0',
+      netns: ns.path,
+      args: 'IgnoreUnknown=1;K8S_POD_NAME=p',
+      env,
+      config: { type: 'pass', name, cniVersion: '1.0.0', prevResult: JSON.parse(r1.stdout) },
+    });
     assert.equal(r2.code, 0, r2.stderr);
     const result = JSON.parse(r2.stdout);
     if (result.dns && Object.keys(result.dns).length === 0) delete result.dns;
@@ -96,7 +133,10 @@ test('an attachment libcni added (its cache file as libcni writes it) is DELeted
 
     const list = spawnSync(PODIPAM_BIN, ['net', 'list', '--cache-dir', s.cacheDir, '--json'], { encoding: 'utf8' });
     const rows = JSON.parse(list.stdout);
-    assert.deepEqual(rows.map((r: { network: string; containerId: string; ifname: string; addresses: string[] }) => [r.network, r.containerId, r.ifname, r.addresses]), [[name, id, 'eth0', [result.ips[0].address]]]);
+    assert.deepEqual(
+      rows.map((r: { network: string; containerId: string; ifname: string; addresses: string[] }) => [r.network, r.containerId, r.ifname, r.addresses]),
+      [[name, id, 'eth0', [result.ips[0].address]]],
+    );
 
     const o = ['--conf-dir', s.confDir, '--bin-dir', s.binDirs.join(':'), '--cache-dir', s.cacheDir];
     const del = spawnSync(PODIPAM_BIN, ['net', 'del', name, '--container', id, ...o], { encoding: 'utf8' });

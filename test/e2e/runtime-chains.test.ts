@@ -12,7 +12,10 @@ import { PODIPAM_BIN, runPluginSync } from '../helpers/plugin.js';
 import { Scratch, requirePrerequisites, sh, testSubnet } from './runtime-harness.js';
 
 const podipam = (s: Scratch, subnet: string) => ({ type: 'podipam', ranges: [[{ subnet }]], dataDir: s.dataDir });
-const natRulesOf = (containerId: string) => sh('iptables-save', ['-t', 'nat']).out.split('\n').filter((l) => l.includes(`id: \\"${containerId}\\"`) || l.includes(`id: "${containerId}"`));
+const natRulesOf = (containerId: string) =>
+  sh('iptables-save', ['-t', 'nat'])
+    .out.split('\n')
+    .filter((l) => l.includes(`id: \\"${containerId}\\"`) || l.includes(`id: "${containerId}"`));
 
 test('chains of two and three plugins: forward ADD with prevResult, CHECK, reverse DEL leaves nothing', async () => {
   requirePrerequisites();
@@ -51,7 +54,10 @@ test('chains of two and three plugins: forward ADD with prevResult, CHECK, rever
     });
 
     // The last plugin's result carries the first one's interfaces and addresses (prevResult chaining).
-    for (const [r, ns, sub] of [[r2, ns2, sub2], [r3, ns3, sub3]] as const) {
+    for (const [r, ns, sub] of [
+      [r2, ns2, sub2],
+      [r3, ns3, sub3],
+    ] as const) {
       const addr = resultAddresses(r);
       assert.equal(addr.length, 1);
       assert.ok(addr[0]!.startsWith(sub.split('.').slice(0, 3).join('.')), `${addr} in ${sub}`);
@@ -88,7 +94,11 @@ test('two networks (and loopback) on one pod, attached in parallel; DEL leaves n
   try {
     const [brA, brB] = [s.bridge(1), s.bridge(2)];
     const lo = s.writeList('00-lo.conflist', { cniVersion: '1.0.0', name: `lo-${s.tag}`, plugins: [{ type: 'loopback' }] });
-    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(233)) }] });
+    const a = s.writeList('10-a.conflist', {
+      cniVersion: '1.0.0',
+      name: `a-${s.tag}`,
+      plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(233)) }],
+    });
     const b = s.writeList('20-b.conflist', {
       cniVersion: '0.4.0',
       name: `b-${s.tag}`,
@@ -97,7 +107,11 @@ test('two networks (and loopback) on one pod, attached in parallel; DEL leaves n
     const rt = s.runtime();
     const ns = s.netns(1);
     const pod = { containerId: `m${s.tag}`, netns: ns.path };
-    const nets = [{ list: lo, ifname: 'lo' }, { list: a, ifname: 'eth0' }, { list: b, ifname: 'eth1' }];
+    const nets = [
+      { list: lo, ifname: 'lo' },
+      { list: a, ifname: 'eth0' },
+      { list: b, ifname: 'eth1' },
+    ];
     const results = await attachNetworks(rt, pod, nets);
     const [addrA] = resultAddresses(results[1]);
     const [addrB] = resultAddresses(results[2]);
@@ -123,7 +137,11 @@ test('GC: cached attachments not valid (their netns gone) are DELeted first; the
   const s = new Scratch('rt-gc');
   try {
     const br = s.bridge(1);
-    const net = s.writeList('10-gc.conflist', { cniVersion: '1.0.0', name: `gc-${s.tag}`, plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(235)) }] });
+    const net = s.writeList('10-gc.conflist', {
+      cniVersion: '1.0.0',
+      name: `gc-${s.tag}`,
+      plugins: [{ type: 'bridge', bridge: br, ipam: podipam(s, testSubnet(235)) }],
+    });
     const rt = s.runtime();
     const [n1, n2] = [s.netns(1), s.netns(2)];
     const [id1, id2] = [`g1${s.tag}`, `g2${s.tag}`];
@@ -131,7 +149,10 @@ test('GC: cached attachments not valid (their netns gone) are DELeted first; the
     await rt.add(net, { containerId: id2, netns: n2.path, ifname: 'eth0' });
     sh('ip', ['netns', 'del', n1.name]); // the pod died without a DEL
     const deleted = await rt.gc(net, [{ containerId: id2, ifname: 'eth0' }]);
-    assert.deepEqual(deleted.map((d) => d.containerId), [id1]);
+    assert.deepEqual(
+      deleted.map((d) => d.containerId),
+      [id1],
+    );
     assert.deepEqual(s.cachedFiles(), [`gc-${s.tag}-${id2}-eth0`]);
     assert.equal(s.reservations(net.name).length, 1);
     assert.equal(s.portsOf(br).length, 1);
@@ -158,13 +179,22 @@ test('GC at cniVersion 1.1.0 also sends GC with the valid attachments: podipam d
     await rt.add(net, { containerId: `k${s.tag}`, netns, ifname: 'eth0' });
     await rt.add(net, { containerId: `s${s.tag}`, netns, ifname: 'eth0' });
     // A reservation made behind the runtime's back (no cache entry): only the plugin GC can find it.
-    const leak = runPluginSync(PODIPAM_BIN, { command: 'ADD', containerId: `l${s.tag}`, ifname: 'eth0', path: s.binDir, config: { cniVersion: '1.1.0', name, ipam } });
+    const leak = runPluginSync(PODIPAM_BIN, {
+      command: 'ADD',
+      containerId: `l${s.tag}`,
+      ifname: 'eth0',
+      path: s.binDir,
+      config: { cniVersion: '1.1.0', name, ipam },
+    });
     assert.equal(leak.code, 0, leak.stdout);
     assert.equal(s.reservations(name).length, 3);
     assert.equal(await rt.status(net), true);
 
     const deleted = await rt.gc(net, [{ containerId: `k${s.tag}`, ifname: 'eth0' }]);
-    assert.deepEqual(deleted.map((d) => d.containerId), [`s${s.tag}`]);
+    assert.deepEqual(
+      deleted.map((d) => d.containerId),
+      [`s${s.tag}`],
+    );
     assert.deepEqual(s.cachedFiles(), [`${name}-k${s.tag}-eth0`]);
     const left = s.reservations(name);
     assert.equal(left.length, 1, `left: ${left}`);

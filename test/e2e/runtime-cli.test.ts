@@ -19,7 +19,14 @@ test('podipam net add|list|check|status|gc|del with --netns new', async () => {
     const [brA, brB] = [s.bridge(1), s.bridge(2)];
     const ipam = (sub: string) => ({ type: 'podipam', ranges: [[{ subnet: sub }]], dataDir: s.dataDir });
     const [na, nb] = [`na-${s.tag}`, `nb-${s.tag}`];
-    s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: na, plugins: [{ type: 'bridge', bridge: brA, ipam: ipam(testSubnet(226)) }, { type: 'tuning', mtu: 1450 }] });
+    s.writeList('10-a.conflist', {
+      cniVersion: '1.0.0',
+      name: na,
+      plugins: [
+        { type: 'bridge', bridge: brA, ipam: ipam(testSubnet(226)) },
+        { type: 'tuning', mtu: 1450 },
+      ],
+    });
     s.writeList('20-b.conf', { cniVersion: '0.4.0', name: nb, type: 'bridge', bridge: brB, ipam: ipam(testSubnet(227)) }); // legacy, up-converted
     const o = ['--conf-dir', s.confDir, '--bin-dir', s.binDirs.join(':'), '--cache-dir', s.cacheDir];
     const cli = (...args: string[]) => spawnSync(PODIPAM_BIN, args, { encoding: 'utf8', timeout: 60_000 });
@@ -27,11 +34,24 @@ test('podipam net add|list|check|status|gc|del with --netns new', async () => {
     for (const id of ids) {
       const r = cli('net', 'add', na, nb, '--container', id, '--netns', 'new', ...o);
       assert.equal(r.status, 0, r.stderr);
-      assert.match(r.stdout, new RegExp(`container ${id} in /var/run/netns/podipam-${id}\\n  ${na} eth0: 10\\.226\\.\\d+\\.\\d+/24\\n  ${nb} eth1: 10\\.227\\.`));
+      assert.match(
+        r.stdout,
+        new RegExp(`container ${id} in /var/run/netns/podipam-${id}\\n  ${na} eth0: 10\\.226\\.\\d+\\.\\d+/24\\n  ${nb} eth1: 10\\.227\\.`),
+      );
       assert.match(sh('ip', ['-n', `podipam-${id}`, 'link', 'show', 'eth0']).out, /mtu 1450/);
     }
-    const list = JSON.parse(cli('net', 'list', '--cache-dir', s.cacheDir, '--json').stdout) as { network: string; containerId: string; ifname: string; addresses: string[] }[];
-    assert.deepEqual(list.map((r) => `${r.network} ${r.containerId} ${r.ifname} ${r.addresses.length}`).sort(), [`${na} ${ids[0]} eth0 1`, `${na} ${ids[1]} eth0 1`, `${nb} ${ids[0]} eth1 1`, `${nb} ${ids[1]} eth1 1`]);
+    const list = JSON.parse(cli('net', 'list', '--cache-dir', s.cacheDir, '--json').stdout) as {
+      network: string;
+      containerId: string;
+      ifname: string;
+      addresses: string[];
+    }[];
+    assert.deepEqual(list.map((r) => `${r.network} ${r.containerId} ${r.ifname} ${r.addresses.length}`).sort(), [
+      `${na} ${ids[0]} eth0 1`,
+      `${na} ${ids[1]} eth0 1`,
+      `${nb} ${ids[0]} eth1 1`,
+      `${nb} ${ids[1]} eth1 1`,
+    ]);
 
     // The last pod: bridge 1.1.1's CHECK compares the bridge MAC, which follows its lowest port
     // and so moves when later pods join (a bridge quirk).

@@ -41,7 +41,13 @@ test('a real plugin exiting non-zero mid-chain: the earlier plugins were DELeted
     const ns = s.netns(1);
     await assert.rejects(
       s.runtime().add(net, { containerId: `f${s.tag}`, netns: ns.path, ifname: 'eth0' }),
-      (e: unknown) => e instanceof ChainError && e.plugin === 'tuning' && e.cause instanceof PluginError && e.cause.exitCode !== 0 && e.rollback.length === 0 && /plugin type="tuning" failed \(add\)/.test(e.message),
+      (e: unknown) =>
+        e instanceof ChainError &&
+        e.plugin === 'tuning' &&
+        e.cause instanceof PluginError &&
+        e.cause.exitCode !== 0 &&
+        e.rollback.length === 0 &&
+        /plugin type="tuning" failed \(add\)/.test(e.message),
     );
     assertNothingLeft(s, ns.name, br, net.name);
   } finally {
@@ -50,11 +56,36 @@ test('a real plugin exiting non-zero mid-chain: the earlier plugins were DELeted
 });
 
 const BAD: Record<string, { what: string; body: string; check: (e: ChainError) => boolean; ranBad: boolean }> = {
-  exits: { what: 'exits non-zero', body: '[ "$CNI_COMMAND" = ADD ] && { echo \'{"code": 7, "msg": "injected failure", "details": "mid-chain"}\'; exit 1; }; exit 0', check: (e) => e.cause instanceof PluginError && e.cause.code === 7 && e.cause.msg === 'injected failure', ranBad: true },
-  hangs: { what: 'hangs past the timeout', body: '[ "$CNI_COMMAND" = ADD ] && exec sleep 30; exit 0', check: (e) => e.cause instanceof PluginTimeoutError, ranBad: true },
-  crashes: { what: 'crashes (SIGSEGV)', body: '[ "$CNI_COMMAND" = ADD ] && kill -SEGV $$; exit 0', check: (e) => e.cause instanceof PluginError && e.cause.signal === 'SIGSEGV', ranBad: true },
-  garbage: { what: 'prints garbage', body: '[ "$CNI_COMMAND" = ADD ] && echo "hello, world"; exit 0', check: (e) => e.cause instanceof PluginError && /exited 0 but printed no valid result: not JSON: "hello, world/.test(e.cause.message), ranBad: true },
-  missing: { what: 'is missing', body: '', check: (e) => e.cause instanceof PluginNotFoundError && /failed to find plugin "bad-missing"/.test(e.cause.message), ranBad: false },
+  exits: {
+    what: 'exits non-zero',
+    body: '[ "$CNI_COMMAND" = ADD ] && { echo \'{"code": 7, "msg": "injected failure", "details": "mid-chain"}\'; exit 1; }; exit 0',
+    check: (e) => e.cause instanceof PluginError && e.cause.code === 7 && e.cause.msg === 'injected failure',
+    ranBad: true,
+  },
+  hangs: {
+    what: 'hangs past the timeout',
+    body: '[ "$CNI_COMMAND" = ADD ] && exec sleep 30; exit 0',
+    check: (e) => e.cause instanceof PluginTimeoutError,
+    ranBad: true,
+  },
+  crashes: {
+    what: 'crashes (SIGSEGV)',
+    body: '[ "$CNI_COMMAND" = ADD ] && kill -SEGV $$; exit 0',
+    check: (e) => e.cause instanceof PluginError && e.cause.signal === 'SIGSEGV',
+    ranBad: true,
+  },
+  garbage: {
+    what: 'prints garbage',
+    body: '[ "$CNI_COMMAND" = ADD ] && echo "hello, world"; exit 0',
+    check: (e) => e.cause instanceof PluginError && /exited 0 but printed no valid result: not JSON: "hello, world/.test(e.cause.message),
+    ranBad: true,
+  },
+  missing: {
+    what: 'is missing',
+    body: '',
+    check: (e) => e.cause instanceof PluginNotFoundError && /failed to find plugin "bad-missing"/.test(e.cause.message),
+    ranBad: false,
+  },
 };
 
 for (const [kind, bad] of Object.entries(BAD)) {
@@ -72,7 +103,10 @@ for (const [kind, bad] of Object.entries(BAD)) {
       });
       const ns = s.netns(1);
       const t0 = performance.now();
-      await assert.rejects(s.runtime(1500).add(net, { containerId: `f${s.tag}`, netns: ns.path, ifname: 'eth0' }), (e: unknown) => e instanceof ChainError && e.plugin === `bad-${kind}` && e.rollback.length === 0 && bad.check(e));
+      await assert.rejects(
+        s.runtime(1500).add(net, { containerId: `f${s.tag}`, netns: ns.path, ifname: 'eth0' }),
+        (e: unknown) => e instanceof ChainError && e.plugin === `bad-${kind}` && e.rollback.length === 0 && bad.check(e),
+      );
       assert.ok(performance.now() - t0 < 10_000);
       assert.deepEqual(s.calls(), bad.ranBad ? [`ADD bad-${kind}`, `DEL bad-${kind}`] : []);
       if (bad.ranBad) {
@@ -93,7 +127,11 @@ test('several networks of one pod: one fails, so the others are DELeted too (all
   try {
     const [brA, brB] = [s.bridge(1), s.bridge(2)];
     s.script('boom', '[ "$CNI_COMMAND" = ADD ] && { echo \'{"code": 11, "msg": "not now"}\'; exit 1; }; exit 0');
-    const a = s.writeList('10-a.conflist', { cniVersion: '1.0.0', name: `a-${s.tag}`, plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(239)) }] });
+    const a = s.writeList('10-a.conflist', {
+      cniVersion: '1.0.0',
+      name: `a-${s.tag}`,
+      plugins: [{ type: 'bridge', bridge: brA, ipam: podipam(s, testSubnet(239)) }],
+    });
     const b = s.writeList('20-b.conflist', {
       cniVersion: '1.0.0',
       name: `b-${s.tag}`,
@@ -101,7 +139,10 @@ test('several networks of one pod: one fails, so the others are DELeted too (all
     });
     const ns = s.netns(1);
     await assert.rejects(
-      attachNetworks(s.runtime(), { containerId: `m${s.tag}`, netns: ns.path }, [{ list: a, ifname: 'eth0' }, { list: b, ifname: 'eth1' }]),
+      attachNetworks(s.runtime(), { containerId: `m${s.tag}`, netns: ns.path }, [
+        { list: a, ifname: 'eth0' },
+        { list: b, ifname: 'eth1' },
+      ]),
       (e: unknown) => e instanceof AttachError && e.failures.length === 1 && e.cleanup.length === 0 && /not now/.test(e.message),
     );
     assert.deepEqual(s.linksIn(ns.name), []);

@@ -24,8 +24,10 @@ export function requirePrerequisites(plugins: readonly string[] = ['bridge', 'lo
   if (process.getuid?.() !== 0) throw new Error('prerequisite missing: these tests create network namespaces and must run as root');
   if (!sh('ip', ['netns', 'list']).ok) throw new Error('prerequisite missing: `ip netns` (iproute2) does not work here');
   const missing = plugins.filter((p) => !existsSync(join(REF_DIR, p)));
-  if (missing.length) throw new Error(`prerequisite missing: reference plugins ${missing.join(', ')} not in ${REF_DIR} (apt-get install containernetworking-plugins)`);
-  if (plugins.includes('portmap') && !sh('iptables-save', ['-t', 'nat']).ok) throw new Error('prerequisite missing: portmap needs iptables (apt-get install iptables)');
+  if (missing.length)
+    throw new Error(`prerequisite missing: reference plugins ${missing.join(', ')} not in ${REF_DIR} (apt-get install containernetworking-plugins)`);
+  if (plugins.includes('portmap') && !sh('iptables-save', ['-t', 'nat']).ok)
+    throw new Error('prerequisite missing: portmap needs iptables (apt-get install iptables)');
   if (!existsSync(PODIPAM_BIN)) throw new Error(`prerequisite missing: ${PODIPAM_BIN} (build first)`);
 }
 
@@ -88,7 +90,10 @@ export class Scratch {
   script(name: string, body: string): void {
     const f = join(this.binDir, name);
     const log = join(this.root.path, 'calls.log');
-    writeFileSync(f, `#!/bin/sh\nin=$(cat)\nprintf '%s\\n' "$in" > ${this.root.path}/stdin.$CNI_COMMAND.${name}\necho "$CNI_COMMAND ${name}" >> ${log}\n${body}\n`);
+    writeFileSync(
+      f,
+      `#!/bin/sh\nin=$(cat)\nprintf '%s\\n' "$in" > ${this.root.path}/stdin.$CNI_COMMAND.${name}\necho "$CNI_COMMAND ${name}" >> ${log}\n${body}\n`,
+    );
     chmodSync(f, 0o755);
   }
 
@@ -113,7 +118,10 @@ export class Scratch {
   /** Links in netns `name` other than lo. */
   linksIn(name: string): string[] {
     const r = sh('ip', ['-n', name, '-o', 'link', 'show']);
-    return r.out.split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1]).filter((n): n is string => !!n && n !== 'lo');
+    return r.out
+      .split('\n')
+      .map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1])
+      .filter((n): n is string => !!n && n !== 'lo');
   }
 
   /** Host-side ports on bridge `b`. */

@@ -23,7 +23,10 @@ after(async () => {
 test('serve api: default pools exist and pools CRUD works', async () => {
   const list = await api(s.url, 'GET', '/api/v1/pools');
   assert.equal(list.status, 200);
-  assert.deepEqual(list.body.items.map((p: any) => p.name), ['default-ipv4', 'default-ipv6']);
+  assert.deepEqual(
+    list.body.items.map((p: any) => p.name),
+    ['default-ipv4', 'default-ipv6'],
+  );
 
   const created = await api(s.url, 'POST', '/api/v1/pools', { name: 'extra', cidr: '10.96.0.0/20', blockSize: 28 });
   assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -123,7 +126,10 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   assert.match(a1.body.ips[0], /^10\.244\./);
   assert.match(a1.body.ips[1], /^fd00:10:244:/);
   // Each address with its block's prefix and gateway (the block's first usable address).
-  assert.deepEqual(a1.body.addresses.map((x: any) => x.prefixLen), [26, 122]);
+  assert.deepEqual(
+    a1.body.addresses.map((x: any) => x.prefixLen),
+    [26, 122],
+  );
   for (const x of a1.body.addresses) {
     const block = parsePrefix(x.block);
     assert.equal(x.gateway, formatAddr({ family: block.family, value: block.base + 1n }), JSON.stringify(x));
@@ -131,7 +137,8 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   }
   const again = await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: 'c1', network: 'net1' });
   assert.deepEqual(again.body.ips, a1.body.ips, 'a repeated ADD returns what the handle holds');
-  for (let i = 2; i <= 5; i++) assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: `c${i}`, network: 'net1' })).status, 201);
+  for (let i = 2; i <= 5; i++)
+    assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'node-a', containerId: `c${i}`, network: 'net1' })).status, 201);
 
   const byHandle = await api(s.url, 'GET', '/api/v1/allocations?handle=net1:c1:eth0');
   assert.deepEqual(byHandle.body.items.map((x: any) => x.ip).sort(), [...a1.body.ips].sort());
@@ -163,7 +170,10 @@ test('serve api: nodes get pod CIDRs from the controller; allocations are paged,
   assert.equal(map.body.slots, 1024);
   const drawn = map.body.cells.reduce((n: number, c: any) => n + (typeof c === 'number' ? c : 1), 0);
   assert.equal(drawn, 1024, 'every block slot of the pool is drawn');
-  assert.deepEqual(map.body.cells.filter((c: any) => typeof c !== 'number').map((c: any) => c[0]), [v4block.cidr]);
+  assert.deepEqual(
+    map.body.cells.filter((c: any) => typeof c !== 'number').map((c: any) => c[0]),
+    [v4block.cidr],
+  );
 
   const rel = await api(s.url, 'DELETE', '/api/v1/allocations/net1:c1:eth0?node=node-a');
   assert.equal(rel.status, 200);
@@ -190,7 +200,20 @@ test('serve api: check reports a leak and a block of a deleted node; release fix
     const h = await store.get(handleKey('net1:leaky:eth0'));
     const n = await store.get(nodeKey('node-c'));
     assert.ok(h && n);
-    assert.ok((await store.txn([{ key: h.key, rev: h.rev }, { key: n.key, rev: n.rev }], [{ type: 'delete', key: h.key }, { type: 'delete', key: n.key }])).succeeded);
+    assert.ok(
+      (
+        await store.txn(
+          [
+            { key: h.key, rev: h.rev },
+            { key: n.key, rev: n.rev },
+          ],
+          [
+            { type: 'delete', key: h.key },
+            { type: 'delete', key: n.key },
+          ],
+        )
+      ).succeeded,
+    );
   } finally {
     await store.close();
   }

@@ -60,52 +60,61 @@ const WALK: readonly Call[] = [
   { route: 'DELETE /api/v1/pools/:name', path: '/api/v1/pools/walk4', status: 200 },
 ];
 
-test('serve auth: every mutating route refuses no token (401) and the read token (403) without writing, and works with the admin token', { timeout: 60_000 }, async () => {
-  assert.deepEqual([...new Set(WALK.map((c) => c.route))].sort(), mutatingRoutes(), 'the walk covers exactly the mutating routes the server registers');
+test(
+  'serve auth: every mutating route refuses no token (401) and the read token (403) without writing, and works with the admin token',
+  { timeout: 60_000 },
+  async () => {
+    assert.deepEqual([...new Set(WALK.map((c) => c.route))].sort(), mutatingRoutes(), 'the walk covers exactly the mutating routes the server registers');
 
-  const d = makeTempDir('serve-walk');
-  writeFileSync(join(d.path, 'tokens'), `read=${READ}\nadmin=${ADMIN}\n`, { mode: 0o600 });
-  const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
-  const host = new URL(s.url).host;
-  /** A request as a well-behaved client sends it: JSON content type, Host of the listen address. */
-  const call = async (method: string, path: string, body: unknown, token: string | undefined): Promise<{ status: number; body: any }> => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', host };
-    if (token !== undefined) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(s.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-    const text = await res.text();
-    return { status: res.status, body: (res.headers.get('content-type') ?? '').includes('json') && text !== '' ? JSON.parse(text) : text };
-  };
-  /** What the datastore holds, as the admin reads it. */
-  const state = async (): Promise<string> => {
-    const parts = [];
-    for (const p of ['/api/v1/pools', '/api/v1/nodes', '/api/v1/allocations', '/api/v1/blocks']) {
-      const r = await call('GET', p, undefined, ADMIN);
-      assert.equal(r.status, 200, `GET ${p}: ${JSON.stringify(r.body)}`);
-      parts.push(JSON.stringify(r.body));
+    const d = makeTempDir('serve-walk');
+    writeFileSync(join(d.path, 'tokens'), `read=${READ}\nadmin=${ADMIN}\n`, { mode: 0o600 });
+    const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
+    const host = new URL(s.url).host;
+    /** A request as a well-behaved client sends it: JSON content type, Host of the listen address. */
+    const call = async (method: string, path: string, body: unknown, token: string | undefined): Promise<{ status: number; body: any }> => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', host };
+      if (token !== undefined) headers.authorization = `Bearer ${token}`;
+      const res = await fetch(s.url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
+      const text = await res.text();
+      return { status: res.status, body: (res.headers.get('content-type') ?? '').includes('json') && text !== '' ? JSON.parse(text) : text };
+    };
+    /** What the datastore holds, as the admin reads it. */
+    const state = async (): Promise<string> => {
+      const parts = [];
+      for (const p of ['/api/v1/pools', '/api/v1/nodes', '/api/v1/allocations', '/api/v1/blocks']) {
+        const r = await call('GET', p, undefined, ADMIN);
+        assert.equal(r.status, 200, `GET ${p}: ${JSON.stringify(r.body)}`);
+        parts.push(JSON.stringify(r.body));
+      }
+      return parts.join('\n');
+    };
+    try {
+      for (const c of WALK) {
+        const method = c.route.split(' ')[0]!;
+        const before = await state();
+        const anon = await call(method, c.path, c.body, undefined);
+        assert.equal(anon.status, 401, `${c.route} without a token: ${JSON.stringify(anon.body)}`);
+        assert.equal(anon.body.error.code, 'unauthorized', c.route);
+        const wrong = await call(method, c.path, c.body, 'not-a-token-0123456789');
+        assert.equal(wrong.status, 401, `${c.route} with an unknown token: ${JSON.stringify(wrong.body)}`);
+        const reader = await call(method, c.path, c.body, READ);
+        assert.equal(reader.status, 403, `${c.route} with the read token: ${JSON.stringify(reader.body)}`);
+        assert.equal(reader.body.error.code, 'forbidden', c.route);
+        assert.equal(await state(), before, `${c.route}: a refused request changed the datastore`);
+        const admin = await call(method, c.path, c.body, ADMIN);
+        assert.equal(admin.status, c.status, `${c.route} with the admin token: ${JSON.stringify(admin.body)}`);
+        assert.notEqual(await state(), before, `${c.route} with the admin token changed nothing`);
+      }
+      const pools = (await call('GET', '/api/v1/pools', undefined, ADMIN)).body.items as { name: string }[];
+      assert.ok(pools.length > 0 && !pools.some((p) => p.name === 'walk4'), `the walk left pool walk4: ${pools.map((p) => p.name).join(', ')}`);
+    } finally {
+      await s.stop();
+      d.remove();
     }
-    return parts.join('\n');
-  };
-  try {
-    for (const c of WALK) {
-      const method = c.route.split(' ')[0]!;
-      const before = await state();
-      const anon = await call(method, c.path, c.body, undefined);
-      assert.equal(anon.status, 401, `${c.route} without a token: ${JSON.stringify(anon.body)}`);
-      assert.equal(anon.body.error.code, 'unauthorized', c.route);
-      const wrong = await call(method, c.path, c.body, 'not-a-token-0123456789');
-      assert.equal(wrong.status, 401, `${c.route} with an unknown token: ${JSON.stringify(wrong.body)}`);
-      const reader = await call(method, c.path, c.body, READ);
-      assert.equal(reader.status, 403, `${c.route} with the read token: ${JSON.stringify(reader.body)}`);
-      assert.equal(reader.body.error.code, 'forbidden', c.route);
-      assert.equal(await state(), before, `${c.route}: a refused request changed the datastore`);
-      const admin = await call(method, c.path, c.body, ADMIN);
-      assert.equal(admin.status, c.status, `${c.route} with the admin token: ${JSON.stringify(admin.body)}`);
-      assert.notEqual(await state(), before, `${c.route} with the admin token changed nothing`);
-    }
-    const pools = (await call('GET', '/api/v1/pools', undefined, ADMIN)).body.items as { name: string }[];
-    assert.ok(pools.length > 0 && !pools.some((p) => p.name === 'walk4'), `the walk left pool walk4: ${pools.map((p) => p.name).join(', ')}`);
-  } finally {
-    await s.stop();
-    d.remove();
-  }
-});
+  },
+);

@@ -14,7 +14,9 @@ test('serve signalled as soon as its banner says it serves: a clean stop, exit 0
   const dir = makeTempDir('serve-early-stop');
   try {
     for (let i = 0; i < 5; i++) {
-      const child = spawn(process.execPath, [PODIPAM_BIN, 'serve', '--listen', '127.0.0.1:0', '--gc-interval', '0', '--data-dir', join(dir.path, `d${i}`)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [PODIPAM_BIN, 'serve', '--listen', '127.0.0.1:0', '--gc-interval', '0', '--data-dir', join(dir.path, `d${i}`)], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let err = '';
       child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
       child.stdout.setEncoding('utf8').on('data', (d: string) => {

@@ -53,7 +53,7 @@ test('serve gc: a node that never had a record keeps its pods; a deleted record 
     assert.equal(check.code, 0, `CHECK of the running pod: ${check.stdout}${check.stderr}`);
     const next = await call('ADD', 'pod-2');
     assert.equal(next.code, 0, next.stderr);
-    assert.notEqual(stdoutJson(next).ips[0].address, ip, 'the next pod got the running pod\'s address');
+    assert.notEqual(stdoutJson(next).ips[0].address, ip, "the next pod got the running pod's address");
     assert.doesNotMatch(logged(), /is gone/, 'GC released the pods of a node that never had a record');
 
     // ipam check reports the block, says GC will not act and what the operator can do.
@@ -73,8 +73,13 @@ test('serve gc: a node that never had a record keeps its pods; a deleted record 
     assert.equal(del.code, 0, del.stderr);
     const deletedAt = Date.now();
     const deleted = JSON.parse((await runCli([...ds, 'ipam', 'check', '--json'])).stdout).problems as { kind: string }[];
-    assert.ok(deleted.some((p) => p.kind === 'block-node-deleted'), JSON.stringify(deleted));
-    await waitFor('gc to free the deleted node', GRACE_MS + 60_000, async () => (/node "newcomer" is gone: released 2 of its pods' handle\(s\)/.test(logged()) ? true : undefined));
+    assert.ok(
+      deleted.some((p) => p.kind === 'block-node-deleted'),
+      JSON.stringify(deleted),
+    );
+    await waitFor('gc to free the deleted node', GRACE_MS + 60_000, async () =>
+      /node "newcomer" is gone: released 2 of its pods' handle\(s\)/.test(logged()) ? true : undefined,
+    );
     assert.ok(Date.now() - deletedAt >= GRACE_MS, 'not before the grace period');
     const clean = await waitFor('a clean check', 30_000, async () => {
       const c = JSON.parse((await runCli([...ds, 'ipam', 'check', '--json'])).stdout);

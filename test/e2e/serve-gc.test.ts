@@ -51,7 +51,10 @@ test('serve gc: releases the blocks of a deleted node and a leak, only after the
     assert.deepEqual([...new Set(blocks.map((b: any) => b.node))], ['gc-b'], "gc-a's blocks are gone");
     const ov = (await api(s.url, 'GET', '/api/v1/overview')).body;
     assert.equal(ov.totals.allocated, 2, "only gc-b's pod b0 still holds addresses");
-    assert.deepEqual((await api(s.url, 'GET', '/api/v1/allocations?handle=podipam:b0:eth0')).body.items.map((a: any) => a.ip).sort(), [...kept.body.ips].sort());
+    assert.deepEqual(
+      (await api(s.url, 'GET', '/api/v1/allocations?handle=podipam:b0:eth0')).body.items.map((a: any) => a.ip).sort(),
+      [...kept.body.ips].sort(),
+    );
     const m = (await api(s.url, 'GET', '/metrics')).body as string;
     assert.match(m, /^podipam_gc_released_total\{kind="leak"\} 2$/m);
     assert.match(m, /^podipam_gc_released_total\{kind="handle"\} 3$/m);

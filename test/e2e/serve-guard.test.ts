@@ -33,7 +33,9 @@ function raw(method: string, path: string, headers: Record<string, string>, body
     const req = request({ host: u.hostname, port: Number(u.port), method, path, headers: { host: u.host, ...headers }, timeout: 10_000 }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text && (res.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : text }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: text && (res.headers['content-type'] ?? '').includes('json') ? JSON.parse(text) : text }),
+      );
     });
     req.on('error', reject);
     req.on('timeout', () => req.destroy(new Error('timeout')));
@@ -59,24 +61,51 @@ test('serve guard: the probes of issue 8 are refused and write nothing', async (
     const rel = await raw('POST', '/api/v1/release', { origin: 'http://evil.example', 'content-type': 'text/plain', ...auth }, '{"handle":"x.y.eth0"}');
     assert.equal(rel.status, 403, JSON.stringify(rel.body));
     assert.equal(rel.body.error.code, 'cross_origin');
-    const pool = await raw('POST', '/api/v1/pools', { origin: 'http://evil.example', 'content-type': 'text/plain', ...auth }, '{"name":"evil","cidr":"10.66.0.0/16"}');
+    const pool = await raw(
+      'POST',
+      '/api/v1/pools',
+      { origin: 'http://evil.example', 'content-type': 'text/plain', ...auth },
+      '{"name":"evil","cidr":"10.66.0.0/16"}',
+    );
     assert.equal(pool.status, 403);
   }
   // Same-origin but text/plain: 415; JSON without the token: 401.
-  assert.equal((await raw('POST', '/api/v1/pools', { 'content-type': 'text/plain', authorization: `Bearer ${token}` }, '{"name":"evil","cidr":"10.66.0.0/16"}')).status, 415);
+  assert.equal(
+    (await raw('POST', '/api/v1/pools', { 'content-type': 'text/plain', authorization: `Bearer ${token}` }, '{"name":"evil","cidr":"10.66.0.0/16"}')).status,
+    415,
+  );
   const anon = await raw('POST', '/api/v1/pools', { 'content-type': 'application/json' }, '{"name":"evil","cidr":"10.66.0.0/16"}');
   assert.equal(anon.status, 401);
   assert.match(anon.body.error.message, /install token/);
   // DNS rebinding: the page's own name resolving to 127.0.0.1.
-  for (const [method, path] of [['GET', '/api/v1/pools'], ['GET', '/'], ['DELETE', '/api/v1/pools/default-ipv4'], ['GET', '/metrics']] as const) {
+  for (const [method, path] of [
+    ['GET', '/api/v1/pools'],
+    ['GET', '/'],
+    ['DELETE', '/api/v1/pools/default-ipv4'],
+    ['GET', '/metrics'],
+  ] as const) {
     const r = await raw(method, path, { host: `evil.example:${port}`, authorization: `Bearer ${token}` });
     assert.equal(r.status, 421, `${method} ${path}`);
     assert.equal(r.body.error.code, 'host_not_allowed');
   }
   const pools = await api(s.url, 'GET', '/api/v1/pools');
-  assert.deepEqual(pools.body.items.map((p: any) => p.name), ['default-ipv4', 'default-ipv6'], 'nothing was written');
+  assert.deepEqual(
+    pools.body.items.map((p: any) => p.name),
+    ['default-ipv4', 'default-ipv6'],
+    'nothing was written',
+  );
   // The real thing passes: own origin, JSON, the token; and a name given with --allowed-host.
-  assert.equal((await raw('POST', '/api/v1/pools', { origin: s.url, 'content-type': 'application/json', authorization: `Bearer ${token}` }, '{"name":"mine","cidr":"10.67.0.0/16"}')).status, 201);
+  assert.equal(
+    (
+      await raw(
+        'POST',
+        '/api/v1/pools',
+        { origin: s.url, 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        '{"name":"mine","cidr":"10.67.0.0/16"}',
+      )
+    ).status,
+    201,
+  );
   assert.equal((await raw('GET', '/api/v1/pools/mine', { host: `podipam.test:${port}` })).status, 200);
   assert.equal((await raw('DELETE', '/api/v1/pools/mine', { host: `localhost:${port}`, authorization: `Bearer ${token}` })).status, 200);
 });
@@ -116,7 +145,13 @@ test('serve api: capacities are exact (a string beyond 2^53) and odd pool CIDRs 
   assert.equal(ov.totals.capacity, '4574792530279968863232');
   const m = await api(s.url, 'GET', '/metrics');
   assert.match(m.body, /^podipam_pool_capacity_addresses\{pool="default-ipv6",family="6"\} 4\.574792530279969e\+21$/m);
-  for (const [cidr, what] of [['224.0.0.0/4', /multicast/], ['127.0.0.0/8', /loopback/], ['ff00::/8', /multicast/], ['::ffff:10.0.0.0/104', /IPv4-mapped/], ['0.0.0.0/8', /unspecified/]] as const) {
+  for (const [cidr, what] of [
+    ['224.0.0.0/4', /multicast/],
+    ['127.0.0.0/8', /loopback/],
+    ['ff00::/8', /multicast/],
+    ['::ffff:10.0.0.0/104', /IPv4-mapped/],
+    ['0.0.0.0/8', /unspecified/],
+  ] as const) {
     const r = await api(s.url, 'POST', '/api/v1/pools', { name: 'odd', cidr });
     assert.equal(r.status, 400, `${cidr}: ${JSON.stringify(r.body)}`);
     assert.equal(r.body.error.field, 'cidr');

@@ -43,9 +43,7 @@ function baseEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEn
 export async function startServe(o: StartOptions = {}): Promise<ServeProcess> {
   const tmp: TempDir | undefined = o.dataDir ? undefined : makeTempDir('serve');
   const dataDir = o.dataDir ?? (tmp as TempDir).path;
-  const args = o.rawArgs
-    ? ['serve', ...(o.args ?? [])]
-    : ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--gc-interval', '0', ...(o.args ?? [])];
+  const args = o.rawArgs ? ['serve', ...(o.args ?? [])] : ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--gc-interval', '0', ...(o.args ?? [])];
   const child = spawn(process.execPath, [PODIPAM_BIN, ...args], { env: baseEnv(o.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -129,7 +127,15 @@ export interface ApiAnswer {
 const installTokens = new Map<string, string>();
 
 /** One API call; `token` adds a bearer header (default: the server's install token); a string body is sent as is. */
-export async function api(base: string, method: string, path: string, body?: unknown, token?: string, contentType = 'application/json', extraHeaders: Readonly<Record<string, string>> = {}): Promise<ApiAnswer> {
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+  contentType = 'application/json',
+  extraHeaders: Readonly<Record<string, string>> = {},
+): Promise<ApiAnswer> {
   token ??= installTokens.get(base);
   const headers: Record<string, string> = { ...extraHeaders };
   if (token) headers.authorization = `Bearer ${token}`;

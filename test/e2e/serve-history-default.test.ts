@@ -59,28 +59,32 @@ test('serve --datastore sqlite:x.db once, then plain serve: it starts, each data
   }
 });
 
-test('a DATA_DIR/history.db written for another datastore (by an older podipam) is moved to that datastore\'s own file; plain serve starts', { timeout: 120_000 }, async () => {
-  const home = makeTempDir('serve-history-moved');
-  try {
-    const data = join(home.path, 'state');
-    const env = { PODIPAM_DATA_DIR: data };
-    const x = `sqlite:${join(home.path, 'x.db')}`;
-    const old = join(data, 'history.db');
-    await serveOnce(['--datastore', x, '--history-db', old], env); // what the default was
-    assert.equal(follows(old), x);
-    const s = await startServe({ rawArgs: true, args: ['--listen', '127.0.0.1:0', '--gc-interval', '0'], env });
+test(
+  "a DATA_DIR/history.db written for another datastore (by an older podipam) is moved to that datastore's own file; plain serve starts",
+  { timeout: 120_000 },
+  async () => {
+    const home = makeTempDir('serve-history-moved');
     try {
-      const moved = /history\.db followed datastore \S+, not this one: moved to (\S+) /.exec(s.stderr());
-      assert.ok(moved, s.stderr());
-      assert.equal(follows(moved[1]!), x, 'the old history kept, as x.db\'s own');
-      assert.ok(existsSync(old));
+      const data = join(home.path, 'state');
+      const env = { PODIPAM_DATA_DIR: data };
+      const x = `sqlite:${join(home.path, 'x.db')}`;
+      const old = join(data, 'history.db');
+      await serveOnce(['--datastore', x, '--history-db', old], env); // what the default was
+      assert.equal(follows(old), x);
+      const s = await startServe({ rawArgs: true, args: ['--listen', '127.0.0.1:0', '--gc-interval', '0'], env });
+      try {
+        const moved = /history\.db followed datastore \S+, not this one: moved to (\S+) /.exec(s.stderr());
+        assert.ok(moved, s.stderr());
+        assert.equal(follows(moved[1]!), x, "the old history kept, as x.db's own");
+        assert.ok(existsSync(old));
+      } finally {
+        assert.equal(await s.stop(), 0);
+      }
+      assert.equal(follows(old), `sqlite:${join(data, 'podipam.db')}`);
+      const again = await serveOnce(['--datastore', x], env);
+      assert.match(again, /history on \(\S+sqlite-\S+x\.db-[0-9a-f]{12}\.db,/, 'x.db finds its old history where it was moved');
     } finally {
-      assert.equal(await s.stop(), 0);
+      home.remove();
     }
-    assert.equal(follows(old), `sqlite:${join(data, 'podipam.db')}`);
-    const again = await serveOnce(['--datastore', x], env);
-    assert.match(again, /history on \(\S+sqlite-\S+x\.db-[0-9a-f]{12}\.db,/, 'x.db finds its old history where it was moved');
-  } finally {
-    home.remove();
-  }
-});
+  },
+);

@@ -38,10 +38,13 @@ test('serve history: an address reused by another handle, through the API and th
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body.items.length >= 2 ? r.body : undefined;
     });
-    assert.deepEqual(h.items.map((x: any) => [x.handle, x.node, x.why]), [
-      [first.body.handle, 'node-a', 'release'],
-      [second.body.handle, 'node-a', null],
-    ]);
+    assert.deepEqual(
+      h.items.map((x: any) => [x.handle, x.node, x.why]),
+      [
+        [first.body.handle, 'node-a', 'release'],
+        [second.body.handle, 'node-a', null],
+      ],
+    );
     const [a, b] = h.items;
     const within = (t: any, lo: number, hi: number, what: string): void => {
       assert.equal(t.exact, true, `${what} is exact: ${JSON.stringify(t)}`);
@@ -70,16 +73,33 @@ test('serve history: an address reused by another handle, through the API and th
     assert.equal(between.stdout, `${ip} at ${iso(r2 + 20)}: none (no pod held it)\n`);
     const inside = await runCli(['ipam', 'history', ip, '--at', iso(t1 + 20), '--history-db', file]);
     assert.equal(inside.code, 0, inside.stderr);
-    assert.equal(inside.stdout, `${ip} at ${iso(t1 + 20)}: handle "${first.body.handle}" (no pod named), container first, interface eth0, network podipam, on node node-a, pool default-ipv4; from ${a.from.at} until ${a.until.at} (released: release)\n`);
+    assert.equal(
+      inside.stdout,
+      `${ip} at ${iso(t1 + 20)}: handle "${first.body.handle}" (no pod named), container first, interface eth0, network podipam, on node node-a, pool default-ipv4; from ${a.from.at} until ${a.until.at} (released: release)\n`,
+    );
 
     // The export, as JSON Lines: the three events of the address in time order.
     const x = await fetch(`${s.url}/api/v1/history?since=${q(iso(t0 - 1))}&format=jsonl`, { signal: AbortSignal.timeout(10_000) });
     assert.equal(x.status, 200);
     assert.match(x.headers.get('content-type') ?? '', /^application\/x-ndjson/);
-    const recs = (await x.text()).trimEnd().split('\n').map((l) => JSON.parse(l)).filter((r) => r.address === ip);
-    assert.deepEqual(recs.map((r) => `${r.event}:${r.handle}`), [`assigned:${first.body.handle}`, `released:${first.body.handle}`, `assigned:${second.body.handle}`]);
+    const recs = (await x.text())
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.address === ip);
+    assert.deepEqual(
+      recs.map((r) => `${r.event}:${r.handle}`),
+      [`assigned:${first.body.handle}`, `released:${first.body.handle}`, `assigned:${second.body.handle}`],
+    );
     const cliExport = await runCli(['ipam', 'history', '--since', iso(t0 - 1), '-o', 'jsonl', '--history-db', file]);
-    assert.deepEqual(cliExport.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).filter((r) => r.address === ip), recs);
+    assert.deepEqual(
+      cliExport.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((r) => r.address === ip),
+      recs,
+    );
   } finally {
     await s.stop();
   }

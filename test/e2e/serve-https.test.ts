@@ -37,11 +37,22 @@ function tlsCall(s: ServeProcess, method: string, path: string, headers: Record<
   const u = new URL(s.url);
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: '127.0.0.1', port: Number(u.port), method, path, servername: SERVER_NAME, ca: readFileSync(certs.caFile), headers: { host: `${SERVER_NAME}:${u.port}`, ...headers }, timeout: 10_000 },
+      {
+        host: '127.0.0.1',
+        port: Number(u.port),
+        method,
+        path,
+        servername: SERVER_NAME,
+        ca: readFileSync(certs.caFile),
+        headers: { host: `${SERVER_NAME}:${u.port}`, ...headers },
+        timeout: 10_000,
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (d: string) => (text += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, body: (res.headers['content-type'] ?? '').includes('json') && text ? JSON.parse(text) : undefined }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text, body: (res.headers['content-type'] ?? '').includes('json') && text ? JSON.parse(text) : undefined }),
+        );
       },
     );
     req.on('error', reject);
@@ -88,7 +99,17 @@ test('serve https: dashboard and API over TLS, no plain HTTP, Host/Origin guard 
     // A client that does not trust the certificate's CA is refused by the TLS handshake.
     await assert.rejects(
       new Promise((resolve, reject) => {
-        const req = httpsRequest({ host: '127.0.0.1', port: Number(new URL(s.url).port), path: '/healthz', servername: SERVER_NAME, ca: readFileSync(certs.otherCaFile), timeout: 10_000 }, resolve);
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: Number(new URL(s.url).port),
+            path: '/healthz',
+            servername: SERVER_NAME,
+            ca: readFileSync(certs.otherCaFile),
+            timeout: 10_000,
+          },
+          resolve,
+        );
         req.on('error', reject);
         req.end();
       }),
@@ -96,19 +117,23 @@ test('serve https: dashboard and API over TLS, no plain HTTP, Host/Origin guard 
     );
     // Plain HTTP on the TLS port gets no HTTP answer from the API.
     const plain = await new Promise<string>((resolve) => {
-      const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(s.url).port), path: '/api/v1/pools', timeout: 10_000 }, (res) => resolve(`HTTP ${res.statusCode}`));
+      const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(s.url).port), path: '/api/v1/pools', timeout: 10_000 }, (res) =>
+        resolve(`HTTP ${res.statusCode}`),
+      );
       req.on('error', (e) => resolve(`error ${e.message}`));
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.end();
     });
     assert.doesNotMatch(plain, /^HTTP 200/, plain);
-  }));
+  }),
+);
 
 test('serve https: $PODIPAM_TLS_CERT and $PODIPAM_TLS_KEY do the same as the flags', { timeout: 60_000 }, () =>
   withHttps([], { PODIPAM_TLS_CERT: certs.serverCert, PODIPAM_TLS_KEY: certs.serverKey }, async (s) => {
     assert.match(s.url, /^https:/);
     assert.equal((await tlsCall(s, 'GET', '/healthz')).status, 200);
-  }));
+  }),
+);
 
 test('serve https: a readable key, a foreign key, a missing file or half the pair is exit 2 naming the file', { timeout: 90_000 }, async () => {
   const dataDir = join(tmp.path, 'refused');
@@ -117,7 +142,10 @@ test('serve https: a readable key, a foreign key, a missing file or half the pai
   chmodSync(loose, 0o640);
   const cases: [string[], RegExp][] = [
     [['--tls-cert', certs.serverCert, '--tls-key', loose], new RegExp(`refusing --tls-key ${loose.replace(/\./g, '\\.')}: its mode is 0640.*chmod 600`)],
-    [['--tls-cert', certs.serverCert, '--tls-key', certs.clientKey], new RegExp(`--tls-key ${certs.clientKey.replace(/\./g, '\\.')} is not the key of --tls-cert`)],
+    [
+      ['--tls-cert', certs.serverCert, '--tls-key', certs.clientKey],
+      new RegExp(`--tls-key ${certs.clientKey.replace(/\./g, '\\.')} is not the key of --tls-cert`),
+    ],
     [['--tls-cert', join(tmp.path, 'nope.crt'), '--tls-key', certs.serverKey], /cannot read --tls-cert .*nope\.crt: ENOENT/],
     [['--tls-cert', certs.serverKey, '--tls-key', certs.serverKey], /--tls-cert .*server\.key is not a PEM X\.509 certificate/],
     [['--tls-cert', certs.serverCert], /HTTPS needs both --tls-cert and --tls-key.*got only --tls-cert/],

@@ -57,7 +57,10 @@ test('serve api: ip-sets CRUD, validation, a held address refuses delete', async
       await c.assign({ node: 'n1', handle: 'h1', attrs: { namespace: 'shop', pod: 'web-0' }, auto: 'each-family', ipSet: 'web' });
       const list = await api(s.url, 'GET', '/api/v1/ipsets', undefined, read);
       assert.equal(list.status, 200);
-      assert.deepEqual(list.body.items.map((x: { name: string; held: number }) => `${x.name} ${x.held}`), ['db 0', 'web 1']);
+      assert.deepEqual(
+        list.body.items.map((x: { name: string; held: number }) => `${x.name} ${x.held}`),
+        ['db 0', 'web 1'],
+      );
       const shown = await api(s.url, 'GET', '/api/v1/ipsets/web', undefined, read);
       assert.deepEqual(shown.body.addresses[0], { address: '10.60.0.5', handle: 'h1', namespace: 'shop', pod: 'web-0', node: 'n1' });
       assert.equal((await api(s.url, 'GET', '/api/v1/ipsets/none', undefined, read)).status, 404);

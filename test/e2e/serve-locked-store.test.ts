@@ -92,7 +92,10 @@ test('serve on a locked SQLite file: 5 writes wait side by side, /healthz answer
     const times = results.map((r) => r.ms.toFixed(0)).join(', ');
     assert.ok(Math.max(...results.map((r) => r.ms)) < 5000, `the writes failed after ${times} ms: they waited one after another`);
     assert.ok(health.statuses.length >= 5, `only ${health.statuses.length} /healthz answers while the writes waited`);
-    assert.ok(health.statuses.every((st) => st === 200), `healthz answered ${health.statuses.join(',')}`);
+    assert.ok(
+      health.statuses.every((st) => st === 200),
+      `healthz answered ${health.statuses.join(',')}`,
+    );
     assert.ok(health.slowestMs < 1000, `/healthz took ${health.slowestMs.toFixed(0)} ms while the writes waited`);
   } finally {
     await holder.release();

@@ -23,7 +23,12 @@ test('serve api: pods by name, holders of addresses, 400 naming the field, 404, 
     assert.equal((await api(s.url, 'POST', '/api/v1/pools', { name: 'p', cidr: '10.61.0.0/24', blockSize: 28 }, admin)).status, 201);
     const store = await openStore(s.datastore);
     try {
-      await new ClusterIpam(store).assign({ node: 'n1', handle: 'net:c1:eth0', attrs: { namespace: 'shop', pod: 'web-0', podUid: 'u1', network: 'net', containerId: 'c1', ifname: 'eth0' }, auto: 'each-family' });
+      await new ClusterIpam(store).assign({
+        node: 'n1',
+        handle: 'net:c1:eth0',
+        attrs: { namespace: 'shop', pod: 'web-0', podUid: 'u1', network: 'net', containerId: 'c1', ifname: 'eth0' },
+        auto: 'each-family',
+      });
     } finally {
       await store.close();
     }

@@ -34,8 +34,16 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
     await ok('POST', '/api/v1/allocations', { node: 'n1', handle: 'h-out', ips: ['10.62.0.70'] }, 201);
     assert.equal((await api(s.url, 'POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }, read)).status, 403);
 
-    assert.deepEqual(await ok('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }), { name: 'p', cidr: '10.62.0.0/24', resized: 'grow', removedBlocks: 0 });
-    assert.match(await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/26' }, 409, 'pool_change_refused'), /1 address is allocated outside cidr 10\.62\.0\.0\/26: 10\.62\.0\.70/);
+    assert.deepEqual(await ok('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }), {
+      name: 'p',
+      cidr: '10.62.0.0/24',
+      resized: 'grow',
+      removedBlocks: 0,
+    });
+    assert.match(
+      await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/26' }, 409, 'pool_change_refused'),
+      /1 address is allocated outside cidr 10\.62\.0\.0\/26: 10\.62\.0\.70/,
+    );
     assert.match(await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.1/24' }, 400, 'invalid_field', 'cidr'), /invalid pool cidr "10\.62\.0\.1\/24"/);
     await bad('POST', '/api/v1/pools/p/resize', {}, 400, 'invalid_field', 'cidr');
     await bad('POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24', x: 1 }, 400, 'invalid_field', 'x');
@@ -55,7 +63,10 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
     assert.equal((await ok('PATCH', '/api/v1/pools/p', { reuseAfter: '0' })).reuseAfter, 'off');
 
     const drained = await ok('POST', '/api/v1/pools/p/drain', undefined);
-    assert.deepEqual([drained.state, drained.allocated, drained.nodes], ['draining', 1, [{ node: 'n1', pods: [{ handle: 'h-out', addresses: ['10.62.0.70'] }] }]]);
+    assert.deepEqual(
+      [drained.state, drained.allocated, drained.nodes],
+      ['draining', 1, [{ node: 'n1', pods: [{ handle: 'h-out', addresses: ['10.62.0.70'] }] }]],
+    );
     assert.equal((await api(s.url, 'POST', '/api/v1/allocations', { node: 'n1', handle: 'h2', pools: ['p'] }, admin)).status, 409);
     assert.equal((await api(s.url, 'GET', '/api/v1/pools/p/held', undefined, read)).body.allocated, 1);
     await bad('GET', '/api/v1/pools/none/held', undefined, 404, 'not_found');

@@ -46,7 +46,12 @@ test('serve start: a fresh data dir gets default pools, a page that answers and 
       const conflist = JSON.parse(json[1] as string);
       assert.equal(conflist.plugins[0].type, 'ptp');
       const ipam = conflist.plugins[0].ipam;
-      assert.deepEqual(ipam, { type: 'podipam', datastore: `sqlite:${join(dataDir, 'podipam.db')}`, nodeName: 'node-1', routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }] });
+      assert.deepEqual(ipam, {
+        type: 'podipam',
+        datastore: `sqlite:${join(dataDir, 'podipam.db')}`,
+        nodeName: 'node-1',
+        routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }],
+      });
       // The real plugin, as ptp would delegate to it, allocates from the server's pools.
       const netconf = { cniVersion: conflist.cniVersion, name: conflist.name, type: 'ptp', ipam };
       const add = await runPlugin(PODIPAM_BIN, { command: 'ADD', containerId: 'npmstart1', ifname: 'eth0', config: netconf });

@@ -26,7 +26,11 @@ const localCall = (id: string, extraIpam: Record<string, unknown> = {}, env: Rec
   command: 'ADD',
   containerId: id,
   ifname: 'eth0',
-  config: { cniVersion: '1.0.0', name: 'shimnet', ipam: { type: 'podipam', dataDir: join(dir.path, 'data'), ranges: [[{ subnet: '10.77.0.0/24' }]], ...extraIpam } },
+  config: {
+    cniVersion: '1.0.0',
+    name: 'shimnet',
+    ipam: { type: 'podipam', dataDir: join(dir.path, 'data'), ranges: [[{ subnet: '10.77.0.0/24' }]], ...extraIpam },
+  },
   env,
 });
 
@@ -67,12 +71,21 @@ test('failures are appended to $PODIPAM_CNI_LOG, one JSON line each (runtimes dr
   runPluginSync(SHIM_BIN, localCall('l1', {}, { PODIPAM_AGENT_SOCKET: join(dir.path, 'none.sock'), PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: log }));
   const agent = await startAgent(join(dir.path, 'logrun', 'agent.sock'));
   try {
-    const r = runPluginSync(SHIM_BIN, { command: 'ADD', containerId: 'l2', ifname: 'eth0', config: '{"cniVersion":', env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: log } });
+    const r = runPluginSync(SHIM_BIN, {
+      command: 'ADD',
+      containerId: 'l2',
+      ifname: 'eth0',
+      config: '{"cniVersion":',
+      env: { PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '', PODIPAM_CNI_LOG: log },
+    });
     assert.equal(errOf(r.stdout).code, 6);
   } finally {
     await agent.stop();
   }
-  const lines = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { command: string; containerId: string; code: number; msg: string });
+  const lines = readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { command: string; containerId: string; code: number; msg: string });
   assert.equal(lines.length, 2);
   assert.deepEqual([lines[0]!.containerId, lines[0]!.code], ['l1', 11]);
   assert.match(lines[0]!.msg, /none\.sock/);
@@ -183,7 +196,13 @@ test('the agent: socket 0600 in a 0700 directory; a caller of another uid cannot
     assert.equal(statSync(d).mode & 0o777, 0o700);
     assert.equal(statSync(agent.socket).mode & 0o777, 0o600);
     const asNobody = (env: Record<string, string>) =>
-      spawnSync(SHIM_BIN, [], { uid: NOBODY, gid: NOBODY, env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c9', CNI_IFNAME: 'eth0', CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni', PODIPAM_PLUGIN: '', ...env }, input: JSON.stringify(localCall('c9').config), encoding: 'utf8' });
+      spawnSync(SHIM_BIN, [], {
+        uid: NOBODY,
+        gid: NOBODY,
+        env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c9', CNI_IFNAME: 'eth0', CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni', PODIPAM_PLUGIN: '', ...env },
+        input: JSON.stringify(localCall('c9').config),
+        encoding: 'utf8',
+      });
     const denied = asNobody({ PODIPAM_AGENT_SOCKET: agent.socket });
     assert.equal(errOf(denied.stdout).code, 5, 'permanent: the socket mode will not change on a retry');
     assert.match(errOf(denied.stdout).msg, /permission denied connecting as uid 65534/);
@@ -204,7 +223,15 @@ test('the agent: socket 0600 in a 0700 directory; a caller of another uid cannot
     const ok = spawnSync(SHIM_BIN, [], {
       uid: NOBODY,
       gid: NOBODY,
-      env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c10', CNI_IFNAME: 'eth0', CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni', PODIPAM_PLUGIN: '', PODIPAM_AGENT_SOCKET: agent2.socket },
+      env: {
+        CNI_COMMAND: 'ADD',
+        CNI_CONTAINERID: 'c10',
+        CNI_IFNAME: 'eth0',
+        CNI_NETNS: '/x',
+        CNI_PATH: '/usr/lib/cni',
+        PODIPAM_PLUGIN: '',
+        PODIPAM_AGENT_SOCKET: agent2.socket,
+      },
       input: JSON.stringify(localCall('c10').config),
       encoding: 'utf8',
     });
@@ -217,7 +244,15 @@ test('the agent: socket 0600 in a 0700 directory; a caller of another uid cannot
 
 function runAsync(call: PluginCall): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PODIPAM_CNI_LOG: '/dev/null', CNI_COMMAND: call.command, CNI_CONTAINERID: call.containerId, CNI_IFNAME: call.ifname, CNI_NETNS: '/x', CNI_PATH: '/usr/lib/cni' };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      PODIPAM_CNI_LOG: '/dev/null',
+      CNI_COMMAND: call.command,
+      CNI_CONTAINERID: call.containerId,
+      CNI_IFNAME: call.ifname,
+      CNI_NETNS: '/x',
+      CNI_PATH: '/usr/lib/cni',
+    };
     for (const [k, v] of Object.entries(call.env ?? {})) if (v !== undefined) env[k] = v;
     const child = spawn(SHIM_BIN, [], { env, stdio: ['pipe', 'pipe', 'inherit'] });
     let stdout = '';

@@ -24,7 +24,10 @@ test('simulate --cleanup leaves no pod, node or block of its own and ipam check 
     assert.deepEqual(JSON.parse(check.stdout), { leaks: [], problems: [] }, check.stdout);
     assert.equal(check.code, 0, check.stderr);
     const nodes = JSON.parse((await runCli([...ds, 'node', 'list', '--json'])).stdout);
-    assert.deepEqual((nodes.items as { name: string }[]).map((n: { name: string }) => n.name), ['keep']);
+    assert.deepEqual(
+      (nodes.items as { name: string }[]).map((n: { name: string }) => n.name),
+      ['keep'],
+    );
     const blocks = (await api(s.url, 'GET', '/api/v1/blocks')).body.items as { node: string | null }[];
     assert.deepEqual([...new Set(blocks.map((b) => b.node))], ['keep'], JSON.stringify(blocks));
     const ov = (await api(s.url, 'GET', '/api/v1/overview')).body;

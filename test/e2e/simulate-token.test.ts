@@ -31,7 +31,9 @@ test('simulate finds the token itself: serve\'s "Try:" line has none and works a
     assert.doesNotMatch(sim.stderr, /warning/);
 
     // $PODIPAM_ADMIN_TOKEN works without the data directory.
-    const viaEnv = await runCli(['simulate', '--server', s.url, '--data-dir', empty.path, '--nodes', '1', '--pods', '1', '--node-prefix', 'env'], { PODIPAM_ADMIN_TOKEN: token });
+    const viaEnv = await runCli(['simulate', '--server', s.url, '--data-dir', empty.path, '--nodes', '1', '--pods', '1', '--node-prefix', 'env'], {
+      PODIPAM_ADMIN_TOKEN: token,
+    });
     assert.equal(viaEnv.code, 0, viaEnv.stderr);
 
     // No token anywhere: one line saying where it looked.
@@ -40,7 +42,10 @@ test('simulate finds the token itself: serve\'s "Try:" line has none and works a
     assert.match(none.stderr, /^podipam: error: .*only read.*no token \(.*serve\.token does not exist, \$PODIPAM_ADMIN_TOKEN is not set\)/m);
 
     // A token on the command line still works, and says why it should not be there.
-    for (const extra of [['--server', `${s.url}/?token=${token}`], ['--server', s.url, '--token', token]]) {
+    for (const extra of [
+      ['--server', `${s.url}/?token=${token}`],
+      ['--server', s.url, '--token', token],
+    ]) {
       const r = await runCli(['simulate', ...extra, '--data-dir', empty.path, '--nodes', '1', '--pods', '1', '--node-prefix', 'cmdline']);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, /^podipam: warning: the token in .* is visible to every local user in \/proc\/PID\/cmdline/m, extra.join(' '));

@@ -10,14 +10,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runSoak } from '../../bench/soak/run-soak.js';
 
-test('soak, short: 5,000 churned ADD/DEL per phase through the agent (warm pool, cluster mode) on etcd: no growth, no leak', { timeout: 300_000 }, async (t) => {
-  const reports = await runSoak({ ops: 5000, lanes: 8, target: 128, shimEvery: 50, samples: 15, log: (l) => t.diagnostic(l) });
-  assert.equal(reports.length, 2);
-  for (const r of reports) {
-    assert.ok(r.ops >= 5000, `${r.phase}: ${r.ops} calls`);
-    assert.ok(r.viaShim > 0, `${r.phase}: some calls went through the shim`);
-    assert.ok(r.samples.length >= 10, `${r.phase}: sampled ${r.samples.length} times`);
-    assert.ok(Math.max(...r.samples.map((s) => s.live)) > 32, `${r.phase}: pods were live at once (churn, not one pod at a time)`);
-    assert.deepEqual(r.violations, [], `${r.phase}: ${r.violations.join('; ')}`);
-  }
-});
+test(
+  'soak, short: 5,000 churned ADD/DEL per phase through the agent (warm pool, cluster mode) on etcd: no growth, no leak',
+  { timeout: 300_000 },
+  async (t) => {
+    const reports = await runSoak({ ops: 5000, lanes: 8, target: 128, shimEvery: 50, samples: 15, log: (l) => t.diagnostic(l) });
+    assert.equal(reports.length, 2);
+    for (const r of reports) {
+      assert.ok(r.ops >= 5000, `${r.phase}: ${r.ops} calls`);
+      assert.ok(r.viaShim > 0, `${r.phase}: some calls went through the shim`);
+      assert.ok(r.samples.length >= 10, `${r.phase}: sampled ${r.samples.length} times`);
+      assert.ok(Math.max(...r.samples.map((s) => s.live)) > 32, `${r.phase}: pods were live at once (churn, not one pod at a time)`);
+      assert.deepEqual(r.violations, [], `${r.phase}: ${r.violations.join('; ')}`);
+    }
+  },
+);

@@ -59,7 +59,12 @@ function cniError(r: { code: number | null; stdout: string; stderr: string }, wh
 test('read-only file system under the local data directory: code 5 naming the path, nothing written, works again after remount rw', () => {
   const dataDir = join(mnt, 'local');
   const dir = join(dataDir, 'ronet');
-  const call = (command: string, id: string): PluginCall => ({ command, containerId: id, ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'ronet', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.62.0.0/24' }]] } } });
+  const call = (command: string, id: string): PluginCall => ({
+    command,
+    containerId: id,
+    ifname: 'eth0',
+    config: { cniVersion: '1.0.0', name: 'ronet', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.62.0.0/24' }]] } },
+  });
   const first = runPluginSync(PODIPAM_BIN, call('ADD', 'l1'));
   assert.equal(first.code, 0, first.stdout);
   const before = snapshot(dir);
@@ -94,7 +99,10 @@ test('read-only file system under the SQLite file: code 5 naming the file and "r
   const before = snapshot(join(mnt, 'sqlite'));
   remount('ro');
   try {
-    for (const [command, id] of [['ADD', 's2'], ['DEL', 's1']] as const) {
+    for (const [command, id] of [
+      ['ADD', 's2'],
+      ['DEL', 's1'],
+    ] as const) {
       const e = cniError(runPluginSync(PODIPAM_BIN, call(command, id)), `${command} on a read-only fs`);
       assert.equal(e.code, 5, e.msg);
       assert.ok(e.msg.includes(join(mnt, 'sqlite', 'ipam.db')), `names the file: ${e.msg}`);
@@ -141,7 +149,13 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
   const damages: [string, () => void, boolean][] = [
     ['random bytes over the header', () => overwrite(file, 0, noise(4096)), true],
     ['random bytes over the pages after the first', () => overwrite(file, 4096, noise(size - 4096)), true],
-    ['random 512-byte runs at random offsets', () => { for (let k = 0; k < 8; k++) overwrite(file, 1024 + Math.floor(rand() * (size - 1536)), noise(512)); }, false],
+    [
+      'random 512-byte runs at random offsets',
+      () => {
+        for (let k = 0; k < 8; k++) overwrite(file, 1024 + Math.floor(rand() * (size - 1536)), noise(512));
+      },
+      false,
+    ],
     ['the file cut to half its size', () => truncateSync(file, Math.floor(size / 2)), true],
   ];
   for (const [what, damage, noticed] of damages) {
@@ -150,7 +164,11 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
     rmSync(`${file}-shm`, { force: true });
     damage();
     let failures = 0;
-    for (const [command, id] of [['ADD', 'new'], ['DEL', 'k3'], ['CHECK', 'k4']] as const) {
+    for (const [command, id] of [
+      ['ADD', 'new'],
+      ['DEL', 'k3'],
+      ['CHECK', 'k4'],
+    ] as const) {
       const r = runPluginSync(PODIPAM_BIN, call(command, id));
       if (r.code === 0) continue; // damage a verb never reads (a free page) is not an error
       failures++;

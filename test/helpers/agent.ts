@@ -44,7 +44,12 @@ export function requireShim(): void {
  * (`o.netns`: started through `ip netns exec`, whatever PATH `env` gives it). `o.launcher`: a
  * command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended.
  */
-export async function startAgent(socket: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}, o: { readonly netns?: string; readonly launcher?: readonly string[] } = {}): Promise<RunningAgent> {
+export async function startAgent(
+  socket: string,
+  args: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  o: { readonly netns?: string; readonly launcher?: readonly string[] } = {},
+): Promise<RunningAgent> {
   const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...args];
   const node = [...(o.launcher ?? []), process.execPath];
   const [cmd, cmdArgs] = o.netns === undefined ? [node[0]!, [...node.slice(1), ...argv]] : [IP_BIN, ['netns', 'exec', o.netns, ...node, ...argv]];
@@ -58,7 +63,8 @@ export async function startAgent(socket: string, args: readonly string[] = [], e
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => (live.delete(child), resolve(code))));
   let gone = false;
   void exited.then(() => (gone = true));
-  const status = async (): Promise<AgentStatus> => JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 2000, answerTimeoutMs: 5000 })).body.toString('utf8')) as AgentStatus;
+  const status = async (): Promise<AgentStatus> =>
+    JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 2000, answerTimeoutMs: 5000 })).body.toString('utf8')) as AgentStatus;
   for (let i = 0; ; i++) {
     if (gone) throw new Error(`agent on ${socket} exited before it was ready:\n${stderr}`);
     try {

@@ -52,7 +52,13 @@ export function containerId(n: number): string {
 }
 
 const NET = 'k8s-pod-network';
-const pod = (n: number, namespace: string, name: string, node: string, ordinal: number): FxAlloc => ({ ordinal, handle: `${NET}.${containerId(n)}`, namespace, pod: name, node });
+const pod = (n: number, namespace: string, name: string, node: string, ordinal: number): FxAlloc => ({
+  ordinal,
+  handle: `${NET}.${containerId(n)}`,
+  namespace,
+  pod: name,
+  node,
+});
 
 export const CALICO_NODES = ['node-a', 'node-b', 'node-c'] as const;
 
@@ -80,7 +86,12 @@ export function calicoScenario(options: { withMalformed?: boolean } = {}): FxSce
           { ordinal: 0, handle: 'vxlan-tunnel-addr-node-b', node: 'node-b', type: 'vxlanTunnelAddress' },
           pod(4, 'default', 'db-0', 'node-b', 1),
           pod(5, 'default', 'db-1', 'node-b', 7),
-          ...(options.withMalformed ? [{ ...pod(6, 'default', 'bad-0', 'node-b', 9), attrIndex: 42 }, { ordinal: 10, namespace: 'default', pod: 'nohandle-0', node: 'node-b' }] : []),
+          ...(options.withMalformed
+            ? [
+                { ...pod(6, 'default', 'bad-0', 'node-b', 9), attrIndex: 42 },
+                { ordinal: 10, namespace: 'default', pod: 'nohandle-0', node: 'node-b' },
+              ]
+            : []),
         ],
       },
       {
@@ -97,9 +108,17 @@ export function calicoScenario(options: { withMalformed?: boolean } = {}): FxSce
       { cidr: '10.244.1.0/26', node: 'node-b', allocs: [] },
       // An empty block Calico is deleting.
       { cidr: '10.244.1.64/26', node: null, deleted: true, allocs: [] },
-      { cidr: 'fd00:10:244::/122', node: 'node-a', allocs: [pod(1, 'default', 'web-1', 'node-a', 1), pod(2, 'kube-system', 'coredns-7db6d8ff4d-x2x7k', 'node-a', 2)] },
+      {
+        cidr: 'fd00:10:244::/122',
+        node: 'node-a',
+        allocs: [pod(1, 'default', 'web-1', 'node-a', 1), pod(2, 'kube-system', 'coredns-7db6d8ff4d-x2x7k', 'node-a', 2)],
+      },
       { cidr: 'fd00:10:244::40/122', node: 'node-b', allocs: [pod(4, 'default', 'db-0', 'node-b', 1)] },
-      { cidr: 'fd00:10:244::80/122', node: 'node-c', allocs: [pod(7, 'default', 'api-0', 'node-c', 3), { ordinal: 9, handle: 'vxlan-v6-tunnel-addr-node-c', node: 'node-c', type: 'vxlanV6TunnelAddress' }] },
+      {
+        cidr: 'fd00:10:244::80/122',
+        node: 'node-c',
+        allocs: [pod(7, 'default', 'api-0', 'node-c', 3), { ordinal: 9, handle: 'vxlan-v6-tunnel-addr-node-c', node: 'node-c', type: 'vxlanV6TunnelAddress' }],
+      },
     ],
   };
 }
@@ -170,7 +189,15 @@ export function calicoKddList(s: FxScenario): string {
       apiVersion: api,
       kind: 'IPPool',
       metadata: { ...meta(p.name, i++), annotations: { 'projectcalico.org/metadata': '{"creationTimestamp":null}' } },
-      spec: { allowedUses: ['Workload', 'Tunnel'], blockSize: p.blockSize, cidr: p.cidr, ipipMode: p.cidr.includes(':') ? 'Never' : 'Always', natOutgoing: true, nodeSelector: p.nodeSelector, vxlanMode: 'Never' },
+      spec: {
+        allowedUses: ['Workload', 'Tunnel'],
+        blockSize: p.blockSize,
+        cidr: p.cidr,
+        ipipMode: p.cidr.includes(':') ? 'Never' : 'Always',
+        natOutgoing: true,
+        nodeSelector: p.nodeSelector,
+        vxlanMode: 'Never',
+      },
     });
   }
   for (const b of s.blocks) {
@@ -204,14 +231,25 @@ export function calicoEtcdPairs(s: FxScenario, prefix = '/calico'): { key: strin
         kind: 'IPPool',
         apiVersion: 'projectcalico.org/v3',
         metadata: { name: p.name, uid: 'b7d3f1c2-1111-4000-8000-000000000001', creationTimestamp: '2026-11-30T08:00:00Z' },
-        spec: { cidr: p.cidr, vxlanMode: 'Never', ipipMode: p.cidr.includes(':') ? 'Never' : 'Always', natOutgoing: true, blockSize: p.blockSize, nodeSelector: p.nodeSelector, allowedUses: ['Workload', 'Tunnel'] },
+        spec: {
+          cidr: p.cidr,
+          vxlanMode: 'Never',
+          ipipMode: p.cidr.includes(':') ? 'Never' : 'Always',
+          natOutgoing: true,
+          blockSize: p.blockSize,
+          nodeSelector: p.nodeSelector,
+          allowedUses: ['Workload', 'Tunnel'],
+        },
       }),
     });
   }
   for (const b of s.blocks) {
     out.push({ key: `${prefix}/ipam/v2/assignment/${ver(b.cidr)}/block/${seg(b.cidr)}`, value: JSON.stringify(blockValue(b)) });
     if (b.node !== null) {
-      out.push({ key: `${prefix}/ipam/v2/host/${b.node}/${ver(b.cidr)}/block/${seg(b.cidr)}`, value: JSON.stringify({ state: b.affinityState ?? 'confirmed', deleted: false }) });
+      out.push({
+        key: `${prefix}/ipam/v2/host/${b.node}/${ver(b.cidr)}/block/${seg(b.cidr)}`,
+        value: JSON.stringify({ state: b.affinityState ?? 'confirmed', deleted: false }),
+      });
     }
   }
   for (const [id, block] of handles(s)) out.push({ key: `${prefix}/ipam/v2/handle/${id}`, value: JSON.stringify({ block, deleted: false }) });

@@ -17,7 +17,10 @@ export class MCluster {
   /** Blocks some exclusion touches. */
   readonly excluded = new Set<number>();
   next = 0;
-  constructor(readonly cluster: Prefix, readonly nodeLen: number) {
+  constructor(
+    readonly cluster: Prefix,
+    readonly nodeLen: number,
+  ) {
     this.size = 2 ** (nodeLen - cluster.len);
     this.marked = new Array<boolean>(this.size).fill(false);
   }

@@ -18,7 +18,20 @@
  * snapshotter is overlayfs (its mounts are the node's too; big images are not copied per container).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, readdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  closeSync,
+  readdirSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CriClient, criClient } from './cri-client.js';
@@ -51,7 +64,12 @@ export interface Containerd {
 /** Fails with the reason (and the Debian package) when containerd cannot run here. */
 export function requireContainerd(): void {
   requireRoot('a containerd for CRI tests');
-  for (const [path, pkg] of [['/usr/bin/containerd', 'containerd'], ['/usr/bin/ctr', 'containerd'], ['/usr/sbin/runc', 'runc'], [BUSYBOX, 'busybox-static']] as const) {
+  for (const [path, pkg] of [
+    ['/usr/bin/containerd', 'containerd'],
+    ['/usr/bin/ctr', 'containerd'],
+    ['/usr/sbin/runc', 'runc'],
+    [BUSYBOX, 'busybox-static'],
+  ] as const) {
     try {
       requireExecutable(path);
     } catch (e) {
@@ -161,7 +179,21 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
   // exec`: it remounts /sys, and runc then finds no cgroup mount.
   const binds = Object.entries(node?.mounts ?? {}).map(([n, t]) => `mount --bind ${quote(t)} ${quote(n)}`);
   const [cmd, args] = node
-    ? ['nsenter', [`--net=/run/netns/${node.netns}`, '--', 'unshare', '--mount', '--propagation', 'slave', '--', 'sh', '-ec', [...binds, `exec /usr/bin/containerd --config ${quote(config)}`].join('\n')]]
+    ? [
+        'nsenter',
+        [
+          `--net=/run/netns/${node.netns}`,
+          '--',
+          'unshare',
+          '--mount',
+          '--propagation',
+          'slave',
+          '--',
+          'sh',
+          '-ec',
+          [...binds, `exec /usr/bin/containerd --config ${quote(config)}`].join('\n'),
+        ],
+      ]
     : ['/usr/bin/containerd', ['--config', config]];
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
   live.add(child);
@@ -201,7 +233,11 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     cri: client,
     pid: child.pid!,
     onNode: (c, a, input) => {
-      const r = spawnSync('nsenter', ['-t', String(child.pid), '-m', '-n', c, ...a], { encoding: 'utf8', timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+      const r = spawnSync('nsenter', ['-t', String(child.pid), '-m', '-n', c, ...a], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        ...(input !== undefined ? { input } : {}),
+      });
       return { status: r.status, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.error ? r.error.message : '') };
     },
     log: () => stderr,
@@ -227,7 +263,11 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
 
 /** The pause image (busybox sleeping until signalled, as pause does) built as a files image and imported into k8s.io. */
 function importPauseImage(dir: string, socket: string): void {
-  importFilesImage(join(dir, 'pause-image'), socket, { ref: PAUSE_IMAGE, files: { [BUSYBOX]: '/bin/busybox' }, entrypoint: ['/bin/busybox', 'sleep', '2147483647'] });
+  importFilesImage(join(dir, 'pause-image'), socket, {
+    ref: PAUSE_IMAGE,
+    files: { [BUSYBOX]: '/bin/busybox' },
+    entrypoint: ['/bin/busybox', 'sleep', '2147483647'],
+  });
 }
 
 /** Kills shims still serving this containerd, unmounts what is left under its dir, removes the dir. */

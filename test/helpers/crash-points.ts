@@ -28,7 +28,11 @@ export function crashLine(spec: string): string {
 }
 
 /** Asserts that a run died at `spec`'s point, and records it as reached. */
-export function expectCrash(run: { readonly signal: NodeJS.Signals | null; readonly code: number | null; readonly stdout: string; readonly stderr: string }, spec: string, what: string): void {
+export function expectCrash(
+  run: { readonly signal: NodeJS.Signals | null; readonly code: number | null; readonly stdout: string; readonly stderr: string },
+  spec: string,
+  what: string,
+): void {
   assert.equal(run.signal, 'SIGKILL', `${what} with ${CRASH_AT_ENV}=${spec} was not killed: exit ${run.code}\n${run.stdout}\n${run.stderr}`);
   assert.ok(run.stderr.includes(crashLine(spec)), `${what} was killed, but not by crash point ${spec}:\n${run.stderr}`);
   reached.add(pointOf(spec));
@@ -65,7 +69,10 @@ export async function wipeStore(store: Store): Promise<void> {
   for (let i = 0; i < 1000; i++) {
     const keys = (await store.list('', { limit: 100 })).map((e) => e.key);
     if (keys.length === 0) return;
-    await store.txn([], keys.map((key) => ({ type: 'delete' as const, key })));
+    await store.txn(
+      [],
+      keys.map((key) => ({ type: 'delete' as const, key })),
+    );
   }
   throw new Error('the store did not empty');
 }

@@ -177,12 +177,16 @@ export function criClient(socket: string, timeoutMs = 120_000): CriClient {
       await call('removeContainer', { containerId });
     },
     containerStatus: async (containerId) => {
-      const r = await call<{ status: { id: string; metadata: { name: string } | null; state: number; exitCode: number; reason: string; message: string; logPath: string } }>('containerStatus', { containerId });
+      const r = await call<{
+        status: { id: string; metadata: { name: string } | null; state: number; exitCode: number; reason: string; message: string; logPath: string };
+      }>('containerStatus', { containerId });
       const s = r.status;
       return { id: s.id, name: s.metadata?.name ?? '', state: s.state, exitCode: s.exitCode, reason: s.reason, message: s.message, logPath: s.logPath };
     },
     listContainers: async (podSandboxId) => {
-      const r = await call<{ containers: { id: string; podSandboxId: string; state: number; metadata: { name: string } | null }[] }>('listContainers', { filter: { podSandboxId: podSandboxId ?? '' } });
+      const r = await call<{ containers: { id: string; podSandboxId: string; state: number; metadata: { name: string } | null }[] }>('listContainers', {
+        filter: { podSandboxId: podSandboxId ?? '' },
+      });
       return r.containers.map((x) => ({ id: x.id, sandboxId: x.podSandboxId, name: x.metadata?.name ?? '', state: x.state }));
     },
     execSync: async (containerId, cmd, timeout) => {
@@ -190,7 +194,9 @@ export function criClient(socket: string, timeoutMs = 120_000): CriClient {
       return { stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8'), exitCode: r.exitCode };
     },
     status: async (id) => {
-      const r = await call<{ status: { id: string; state: number; network: { ip: string; additionalIps: { ip: string }[] } | null } }>('podSandboxStatus', { podSandboxId: id });
+      const r = await call<{ status: { id: string; state: number; network: { ip: string; additionalIps: { ip: string }[] } | null } }>('podSandboxStatus', {
+        podSandboxId: id,
+      });
       const n = r.status.network;
       return { id: r.status.id, state: r.status.state, ips: n ? [n.ip, ...n.additionalIps.map((x) => x.ip)].filter((x) => x !== '') : [] };
     },

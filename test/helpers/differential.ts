@@ -34,9 +34,24 @@ const MODERN = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.0.0'];
 const ALL = [...MODERN, '0.2.0', '0.1.0'];
 
 export const SCENARIOS: readonly Scenario[] = [
-  { name: 'v4', ipam: { ranges: [[{ subnet: '10.10.0.0/28' }]], routes: [{ dst: '0.0.0.0/0' }] }, versions: ALL, probes: ['10.10.0.5', '10.10.0.1', '10.10.0.14', '10.10.0.15', '10.99.0.1'] },
-  { name: 'v6', ipam: { ranges: [[{ subnet: 'fd10::/125' }]], routes: [{ dst: '::/0', gw: 'fd10::1' }] }, versions: ALL, probes: ['fd10::3', 'fd10::7', 'fd10::1', 'FD10:0:0::6', 'fd99::1'] },
-  { name: 'dual', ipam: { ranges: [[{ subnet: '10.11.0.0/29' }], [{ subnet: 'fd11::/125' }]] }, versions: ALL, probes: ['10.11.0.4', 'fd11::5', '10.11.0.1', '10.12.0.1'] },
+  {
+    name: 'v4',
+    ipam: { ranges: [[{ subnet: '10.10.0.0/28' }]], routes: [{ dst: '0.0.0.0/0' }] },
+    versions: ALL,
+    probes: ['10.10.0.5', '10.10.0.1', '10.10.0.14', '10.10.0.15', '10.99.0.1'],
+  },
+  {
+    name: 'v6',
+    ipam: { ranges: [[{ subnet: 'fd10::/125' }]], routes: [{ dst: '::/0', gw: 'fd10::1' }] },
+    versions: ALL,
+    probes: ['fd10::3', 'fd10::7', 'fd10::1', 'FD10:0:0::6', 'fd99::1'],
+  },
+  {
+    name: 'dual',
+    ipam: { ranges: [[{ subnet: '10.11.0.0/29' }], [{ subnet: 'fd11::/125' }]] },
+    versions: ALL,
+    probes: ['10.11.0.4', 'fd11::5', '10.11.0.1', '10.12.0.1'],
+  },
   {
     name: 'bounds',
     ipam: { ranges: [[{ subnet: '192.168.7.0/24', rangeStart: '192.168.7.10', rangeEnd: '192.168.7.17', gateway: '192.168.7.13' }]] },
@@ -47,7 +62,10 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'multi',
     ipam: {
       ranges: [
-        [{ subnet: '10.30.0.0/24', rangeStart: '10.30.0.10', rangeEnd: '10.30.0.12' }, { subnet: '10.31.0.0/24', rangeStart: '10.31.0.10', rangeEnd: '10.31.0.11', gateway: '10.31.0.254' }],
+        [
+          { subnet: '10.30.0.0/24', rangeStart: '10.30.0.10', rangeEnd: '10.30.0.12' },
+          { subnet: '10.31.0.0/24', rangeStart: '10.31.0.10', rangeEnd: '10.31.0.11', gateway: '10.31.0.254' },
+        ],
         [{ subnet: 'fd30::/120', rangeStart: 'fd30::10', rangeEnd: 'fd30::16' }],
       ],
       routes: [{ dst: '10.0.0.0/8', gw: '10.30.0.1' }, { dst: 'fd00::/8' }],
@@ -55,7 +73,12 @@ export const SCENARIOS: readonly Scenario[] = [
     versions: MODERN,
     probes: ['10.31.0.11', '10.30.0.10', 'fd30::12', '10.31.0.254', '10.30.0.13'],
   },
-  { name: 'legacy', ipam: { subnet: '10.40.0.0/29', gateway: '10.40.0.6', ranges: [[{ subnet: 'fd40::/126' }]] }, versions: ALL, probes: ['10.40.0.6', '10.40.0.3', 'fd40::3'] },
+  {
+    name: 'legacy',
+    ipam: { subnet: '10.40.0.0/29', gateway: '10.40.0.6', ranges: [[{ subnet: 'fd40::/126' }]] },
+    versions: ALL,
+    probes: ['10.40.0.6', '10.40.0.3', 'fd40::3'],
+  },
 ];
 
 /** One state-changing or state-reading call, with everything both plugins need. */
@@ -154,7 +177,7 @@ export async function runScenario(s: Scenario, seed: number, subject: Subject = 
   try {
     const gen = generate(s, mulberry32(seed), OPS);
     const log: string[] = [];
-    for (let step = gen.next(true); !step.done; ) {
+    for (let step = gen.next(true); !step.done;) {
       const op = step.value;
       log.push(describe(op));
       const what = `[${s.name} seed ${SEED} step ${log.length}] ${describe(op)}\n  history: ${log.slice(-8).join(' | ')}`;
@@ -193,7 +216,7 @@ export async function takeTurns(subject: Subject, t: { diagnostic(s: string): vo
   let turns = 0;
   try {
     const gen = generate(s, rnd, OPS + 12);
-    for (let step = gen.next(true); !step.done; ) {
+    for (let step = gen.next(true); !step.done;) {
       const op = step.value;
       const usePodipam = rnd() < 0.5;
       if (usePodipam) turns++;
@@ -217,20 +240,45 @@ export async function takeTurns(subject: Subject, t: { diagnostic(s: string): vo
 export async function tableAgrees(subject: Subject): Promise<void> {
   const ours = makeTempDir('table');
   const ref = makeTempDir('table-ref');
-  const base = (dataDir: string, type: string, ipam: Record<string, unknown>, v = '1.0.0') => ({ cniVersion: v, name: 'tbl', ipam: { type, dataDir, ...ipam } });
+  const base = (dataDir: string, type: string, ipam: Record<string, unknown>, v = '1.0.0') => ({
+    cniVersion: v,
+    name: 'tbl',
+    ipam: { type, dataDir, ...ipam },
+  });
   type Case = { readonly name: string; readonly call: (dataDir: string, type: string) => PluginCall; readonly sameMsg?: boolean };
-  const add = (id: string, ipam: Record<string, unknown>, extra: Partial<PluginCall> = {}, v = '1.0.0'): Case['call'] =>
+  const add =
+    (id: string, ipam: Record<string, unknown>, extra: Partial<PluginCall> = {}, v = '1.0.0'): Case['call'] =>
     (d, ty) => ({ command: 'ADD', containerId: id, ifname: 'eth0', config: base(d, ty, ipam, v), ...extra });
   const cases: Case[] = [
-    { name: 'missing ipam', call: (d) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'tbl', dataDir: d } }), sameMsg: true },
+    {
+      name: 'missing ipam',
+      call: (d) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', name: 'tbl', dataDir: d } }),
+      sameMsg: true,
+    },
     { name: 'empty ranges', call: add('x', { ranges: [] }), sameMsg: true },
-    { name: 'malformed JSON', call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: `{"name":"tbl","ipam":{"type":"${ty}","dataDir":"${d}"` }), sameMsg: true },
-    { name: 'missing name', call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', ipam: { type: ty, dataDir: d } } }), sameMsg: true },
+    {
+      name: 'malformed JSON',
+      call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: `{"name":"tbl","ipam":{"type":"${ty}","dataDir":"${d}"` }),
+      sameMsg: true,
+    },
+    {
+      name: 'missing name',
+      call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', ipam: { type: ty, dataDir: d } } }),
+      sameMsg: true,
+    },
     { name: 'bad container id', call: add(' sp ', { ranges: [[{ subnet: '10.1.0.0/24' }]] }), sameMsg: true },
     { name: 'bad ifname', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]] }, { ifname: 'eth0/x' }), sameMsg: true },
-    { name: 'bad network name', call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', name: '../etc', ipam: { type: ty, dataDir: d } } }), sameMsg: true },
+    {
+      name: 'bad network name',
+      call: (d, ty) => ({ command: 'ADD', containerId: 'x', ifname: 'eth0', config: { cniVersion: '1.0.0', name: '../etc', ipam: { type: ty, dataDir: d } } }),
+      sameMsg: true,
+    },
     { name: 'missing env', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]] }, { env: { CNI_NETNS: undefined, CNI_IFNAME: undefined } }), sameMsg: true },
-    { name: 'CHECK at 0.3.1', call: (d, ty) => ({ command: 'CHECK', containerId: 'x', ifname: 'eth0', config: base(d, ty, { ranges: [[{ subnet: '10.1.0.0/24' }]] }, '0.3.1') }), sameMsg: true },
+    {
+      name: 'CHECK at 0.3.1',
+      call: (d, ty) => ({ command: 'CHECK', containerId: 'x', ifname: 'eth0', config: base(d, ty, { ranges: [[{ subnet: '10.1.0.0/24' }]] }, '0.3.1') }),
+      sameMsg: true,
+    },
     { name: 'unknown version', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]] }, {}, '0.9.0'), sameMsg: true },
     { name: '/31', call: add('x', { ranges: [[{ subnet: '10.9.0.0/31' }]] }), sameMsg: true },
     { name: 'host bits', call: add('x', { ranges: [[{ subnet: '10.9.0.5/24' }]] }), sameMsg: true },
@@ -245,15 +293,45 @@ export async function tableAgrees(subject: Subject): Promise<void> {
     { name: 'ill-typed dataDir', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]], dataDir: 5 }) },
     { name: 'bad requested ip', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]] }, { args: 'IP=zzz' }) },
     { name: 'missing resolvConf', call: add('x', { ranges: [[{ subnet: '10.1.0.0/24' }]], resolvConf: '/nonexistent/resolv.conf' }), sameMsg: true },
-    { name: 'ok, no cniVersion', call: (d, ty) => ({ command: 'ADD', containerId: 'nov', ifname: 'eth0', config: { name: 'tbl', ipam: { type: ty, dataDir: d, ranges: [[{ subnet: '10.1.0.0/24' }]] } } }) },
+    {
+      name: 'ok, no cniVersion',
+      call: (d, ty) => ({
+        command: 'ADD',
+        containerId: 'nov',
+        ifname: 'eth0',
+        config: { name: 'tbl', ipam: { type: ty, dataDir: d, ranges: [[{ subnet: '10.1.0.0/24' }]] } },
+      }),
+    },
     {
       name: 'ok, prevResult ignored',
-      call: (d, ty) => ({ command: 'ADD', containerId: 'prev', ifname: 'eth0', config: { ...base(d, ty, { ranges: [[{ subnet: '10.1.0.0/24' }]] }), prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.1.0.77/24' }] } } }),
+      call: (d, ty) => ({
+        command: 'ADD',
+        containerId: 'prev',
+        ifname: 'eth0',
+        config: { ...base(d, ty, { ranges: [[{ subnet: '10.1.0.0/24' }]] }), prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.1.0.77/24' }] } },
+      }),
     },
-    { name: 'ok, runtime ipRanges first', call: (d, ty) => ({ command: 'ADD', containerId: 'rt', ifname: 'eth0', config: { ...base(d, ty, { subnet: '10.61.0.0/24' }), runtimeConfig: { ipRanges: [[{ subnet: '10.60.0.0/24' }]] } } }) },
-    { name: 'ok, routes re-printed', call: add('rts', { ranges: [[{ subnet: '10.1.0.0/24' }]], routes: [{ dst: '10.1.2.3/8', gw: '10.1.0.1' }, { dst: '0:0::0/0' }] }) },
-    { name: 'ok, gateway + resolvConf', call: add('dns', { ranges: [[{ subnet: '10.20.0.0/24', gateway: '10.20.0.254' }]], resolvConf: join(ours.path, 'resolv.conf') }) },
-    { name: 'ok, ADD 0.2.0 dual', call: add('old', { ranges: [[{ subnet: '10.70.0.0/24' }], [{ subnet: 'fd70::/64' }]], routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }] }, {}, '0.2.0') },
+    {
+      name: 'ok, runtime ipRanges first',
+      call: (d, ty) => ({
+        command: 'ADD',
+        containerId: 'rt',
+        ifname: 'eth0',
+        config: { ...base(d, ty, { subnet: '10.61.0.0/24' }), runtimeConfig: { ipRanges: [[{ subnet: '10.60.0.0/24' }]] } },
+      }),
+    },
+    {
+      name: 'ok, routes re-printed',
+      call: add('rts', { ranges: [[{ subnet: '10.1.0.0/24' }]], routes: [{ dst: '10.1.2.3/8', gw: '10.1.0.1' }, { dst: '0:0::0/0' }] }),
+    },
+    {
+      name: 'ok, gateway + resolvConf',
+      call: add('dns', { ranges: [[{ subnet: '10.20.0.0/24', gateway: '10.20.0.254' }]], resolvConf: join(ours.path, 'resolv.conf') }),
+    },
+    {
+      name: 'ok, ADD 0.2.0 dual',
+      call: add('old', { ranges: [[{ subnet: '10.70.0.0/24' }], [{ subnet: 'fd70::/64' }]], routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }] }, {}, '0.2.0'),
+    },
   ];
   writeFileSync(
     join(ours.path, 'resolv.conf'),

@@ -148,32 +148,46 @@ async function launch(count: number, options: EtcdOptions) {
   const procs = new Map<string, ChildProcess>();
 
   const argsOf = (s: (typeof specs)[number]) => [
-    '--name', s.name,
-    '--data-dir', s.dataDir,
-    '--listen-client-urls', `${scheme}://${s.host}:${s.clientPort}`,
-    '--advertise-client-urls', `${scheme}://${s.host}:${s.clientPort}`,
-    '--listen-metrics-urls', `http://${s.host}:${s.metricsPort}`,
+    '--name',
+    s.name,
+    '--data-dir',
+    s.dataDir,
+    '--listen-client-urls',
+    `${scheme}://${s.host}:${s.clientPort}`,
+    '--advertise-client-urls',
+    `${scheme}://${s.host}:${s.clientPort}`,
+    '--listen-metrics-urls',
+    `http://${s.host}:${s.metricsPort}`,
     ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--trusted-ca-file', tls.caFile] : []),
     ...(tls?.clientCertAuth ? ['--client-cert-auth'] : []),
-    '--listen-peer-urls', `${peerScheme}://${s.host}:${s.peerPort}`,
-    '--initial-advertise-peer-urls', `${peerScheme}://${s.host}:${s.peerPort}`,
-    ...(tls?.peer ? ['--peer-cert-file', tls.peer.certFile, '--peer-key-file', tls.peer.keyFile, '--peer-trusted-ca-file', tls.caFile, '--peer-client-cert-auth'] : []),
-    '--initial-cluster', initialCluster,
-    '--initial-cluster-state', 'new',
-    '--initial-cluster-token', token,
+    '--listen-peer-urls',
+    `${peerScheme}://${s.host}:${s.peerPort}`,
+    '--initial-advertise-peer-urls',
+    `${peerScheme}://${s.host}:${s.peerPort}`,
+    ...(tls?.peer
+      ? ['--peer-cert-file', tls.peer.certFile, '--peer-key-file', tls.peer.keyFile, '--peer-trusted-ca-file', tls.caFile, '--peer-client-cert-auth']
+      : []),
+    '--initial-cluster',
+    initialCluster,
+    '--initial-cluster-state',
+    'new',
+    '--initial-cluster-token',
+    token,
     // fast failure detection, so fault tests run in seconds
-    '--heartbeat-interval', '50',
-    '--election-timeout', '500',
-    '--logger', 'zap',
-    '--log-level', 'warn',
+    '--heartbeat-interval',
+    '50',
+    '--election-timeout',
+    '500',
+    '--logger',
+    'zap',
+    '--log-level',
+    'warn',
     ...(options.extraArgs ?? []),
   ];
   const start = (s: (typeof specs)[number]) => {
     const fd = openSync(s.logFile, 'a');
     // setpriv --pdeathsig: the kernel kills etcd if this test process dies without cleaning up.
-    const [cmd0, args0] = existsSync('/usr/bin/setpriv')
-      ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', ETCD, ...argsOf(s)]]
-      : [ETCD, argsOf(s)];
+    const [cmd0, args0] = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', ETCD, ...argsOf(s)]] : [ETCD, argsOf(s)];
     // `ip netns exec` execs the command: the child's pid stays the member's (SIGSTOP reaches etcd).
     const [cmd, args] = s.netns === undefined ? [cmd0, args0] : ['ip', ['netns', 'exec', s.netns, cmd0, ...args0]];
     const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });

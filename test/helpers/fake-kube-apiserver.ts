@@ -181,7 +181,10 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-function mergeAnnotations(now: Readonly<Record<string, string>> | undefined, patch: Readonly<Record<string, string | null>>): Record<string, string> | undefined {
+function mergeAnnotations(
+  now: Readonly<Record<string, string>> | undefined,
+  patch: Readonly<Record<string, string | null>>,
+): Record<string, string> | undefined {
   const out: Record<string, string> = { ...now };
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
@@ -242,7 +245,15 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     if (from > 0 && from < compactedRv) {
-      const gone = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${compactedRv})`, reason: 'Expired', code: 410 };
+      const gone = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `too old resource version: ${from} (${compactedRv})`,
+        reason: 'Expired',
+        code: 410,
+      };
       res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
       return;
     }
@@ -288,7 +299,12 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
     const contentType = String(req.headers['content-type'] ?? '');
     const raw = await readBody(req);
     if (!['application/merge-patch+json', 'application/strategic-merge-patch+json'].includes(contentType)) {
-      return status(res, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json; got ${contentType}`);
+      return status(
+        res,
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json; got ${contentType}`,
+      );
     }
     let body: unknown;
     try {
@@ -298,7 +314,13 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
     }
     // A patch naming metadata.resourceVersion applies only to that version (optimistic concurrency).
     const precondition = (body as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
-    if (precondition !== undefined && precondition !== node.metadata.resourceVersion) return status(res, 409, 'Conflict', `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+    if (precondition !== undefined && precondition !== node.metadata.resourceVersion)
+      return status(
+        res,
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     patches.push({ name, contentType, body });
     const next = mergePatch(node, body) as FakeNode;
     const before = node.spec.podCIDRs ?? [];
@@ -447,9 +469,24 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
     addPod(namespace, name, opts = {}) {
       if (pods.has(`${namespace}/${name}`)) throw new Error(`fake kube: pod ${namespace}/${name} exists`);
       const owners: FakeOwnerReference[] = opts.owners
-        ? opts.owners.map((o) => ({ apiVersion: 'apps/v1', kind: o.kind, name: o.name ?? `${name}-${o.kind.toLowerCase()}`, uid: `owner-uid-${++uid}`, ...(o.controller !== undefined ? { controller: o.controller } : {}) }))
+        ? opts.owners.map((o) => ({
+            apiVersion: 'apps/v1',
+            kind: o.kind,
+            name: o.name ?? `${name}-${o.kind.toLowerCase()}`,
+            uid: `owner-uid-${++uid}`,
+            ...(o.controller !== undefined ? { controller: o.controller } : {}),
+          }))
         : opts.ownerKind
-          ? [{ apiVersion: 'apps/v1', kind: opts.ownerKind, name: opts.ownerName ?? name.replace(/-[^-]*$/, ''), uid: `owner-uid-${++uid}`, controller: true, blockOwnerDeletion: true }]
+          ? [
+              {
+                apiVersion: 'apps/v1',
+                kind: opts.ownerKind,
+                name: opts.ownerName ?? name.replace(/-[^-]*$/, ''),
+                uid: `owner-uid-${++uid}`,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ]
           : [];
       const pod: FakePod = {
         apiVersion: 'v1',
@@ -488,7 +525,13 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
       const ns: FakeNamespace = {
         apiVersion: 'v1',
         kind: 'Namespace',
-        metadata: { name, uid: `ns-uid-${++uid}`, resourceVersion: String(++rv), creationTimestamp: new Date().toISOString(), ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}) },
+        metadata: {
+          name,
+          uid: `ns-uid-${++uid}`,
+          resourceVersion: String(++rv),
+          creationTimestamp: new Date().toISOString(),
+          ...(Object.keys(annotations).length > 0 ? { annotations: { ...annotations } } : {}),
+        },
         spec: { finalizers: ['kubernetes'] },
         status: { phase: 'Active' },
       };

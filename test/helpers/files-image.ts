@@ -81,7 +81,10 @@ export function importFilesImage(workDir: string, socket: string, image: FilesIm
   );
   writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   const names = { 'org.opencontainers.image.ref.name': image.ref, 'io.containerd.image.name': image.ref };
-  writeFileSync(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: names }] }));
+  writeFileSync(
+    join(layout, 'index.json'),
+    JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: names }] }),
+  );
   const tar = join(workDir, 'image.tar');
   run('tar', ['-C', layout, '-cf', tar, '.']);
   run('/usr/bin/ctr', ['-a', socket, '-n', 'k8s.io', 'images', 'import', tar]);
@@ -108,6 +111,9 @@ export function hasImage(socket: string, ref: string): boolean {
 /** `podipam/podipam:0.1.0` as containerd names it: `docker.io/podipam/podipam:0.1.0`. */
 export function normalizeRef(ref: string): string {
   const first = ref.split('/')[0]!;
-  const withHost = ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost') ? ref : `docker.io/${ref.includes('/') ? ref : `library/${ref}`}`;
+  const withHost =
+    ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')
+      ? ref
+      : `docker.io/${ref.includes('/') ? ref : `library/${ref}`}`;
   return withHost.includes(':', withHost.lastIndexOf('/')) || withHost.includes('@') ? withHost : `${withHost}:latest`;
 }

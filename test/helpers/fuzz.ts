@@ -62,7 +62,32 @@ export const anyJson = (): fc.Arbitrary<unknown> => fc.jsonValue({ maxDepth: 4 }
 export const oddValue = (): fc.Arbitrary<unknown> =>
   fc.oneof(
     anyJson(),
-    fc.constantFrom(null, true, false, 0, -1, 1.5, 1e308, -0, '', ' ', '0', 'null', '10.0.0.0/8', '::/0', '1.2.3.4', 'fd00::1', '../etc', '/', '\0', '💥', [], {}, [[]], [{}]),
+    fc.constantFrom(
+      null,
+      true,
+      false,
+      0,
+      -1,
+      1.5,
+      1e308,
+      -0,
+      '',
+      ' ',
+      '0',
+      'null',
+      '10.0.0.0/8',
+      '::/0',
+      '1.2.3.4',
+      'fd00::1',
+      '../etc',
+      '/',
+      '\0',
+      '💥',
+      [],
+      {},
+      [[]],
+      [{}],
+    ),
     fc.integer(),
     fc.double({ noNaN: true }),
     anyText(),
@@ -100,7 +125,10 @@ export function pathsOf(v: unknown, prefix: readonly (string | number)[] = []): 
 export async function bounded<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms (a hang)`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms (a hang)`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -109,7 +137,10 @@ export async function bounded<T>(what: string, ms: number, p: Promise<T>): Promi
 const KNOWN_CODES = new Set([1, 2, 3, 4, 5, 6, 7, 11, 50, 51, 100, 101, 102]);
 
 /** A plugin answer ({status, out}) is well-formed: a result, or the CNI error JSON with a classified code, a message and no stack trace; returns the parsed error when the call failed. */
-export function checkCniAnswer(a: { status: number; code?: number; output: string }, verb: string | undefined): { code: number; msg: string; details?: string } | undefined {
+export function checkCniAnswer(
+  a: { status: number; code?: number; output: string },
+  verb: string | undefined,
+): { code: number; msg: string; details?: string } | undefined {
   if (a.status === 0) {
     if (verb === 'ADD') {
       // 0.3.0 and later: "ips"; 0.1.0/0.2.0 (no cniVersion): "ip4"/"ip6".
@@ -128,4 +159,3 @@ export function checkCniAnswer(a: { status: number; code?: number; output: strin
   assert.doesNotMatch(a.output, /\n\s+at |\\n\s+at /, `no stack trace: ${a.output}`);
   return e as { code: number; msg: string; details?: string };
 }
-

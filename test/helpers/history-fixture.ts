@@ -57,6 +57,10 @@ export function fillHistory(db: HistoryDb, s: Story = DEFAULT_STORY): void {
     position: pos(40, T0 + 4 * H),
   });
   db.apply({ ends: [], starts: [start(s.b, `k8s-pod-network:${cid(4)}:eth0`, 'web-1', 'u1b', cid(4), { at: T0 + 5 * H })], position: pos(50, T0 + 5 * H) });
-  db.apply({ ends: [{ address: s.b, handle: `k8s-pod-network:${cid(4)}:eth0`, until: { at: T0 + 6 * H }, why: 'cni-gc' }], starts: [], position: pos(60, T0 + 6 * H) });
+  db.apply({
+    ends: [{ address: s.b, handle: `k8s-pod-network:${cid(4)}:eth0`, until: { at: T0 + 6 * H }, why: 'cni-gc' }],
+    starts: [],
+    position: pos(60, T0 + 6 * H),
+  });
   db.apply({ ends: [{ address: s.c, handle: 'old-handle', until: { at: T0 + 7 * H }, why: 'release' }], starts: [], position: pos(70, T0 + 7 * H) });
 }

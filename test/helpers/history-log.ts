@@ -164,7 +164,11 @@ export function cliReader(db: string): HistoryReader {
     at: async (address, at) => {
       const r = await historyRun(db, [address, '--at', new Date(at).toISOString()]);
       const a = atIn(r.answer);
-      assert.equal(r.code, !a.known ? AT_EXIT.unknown : a.hold ? AT_EXIT.holder : AT_EXIT.none, `the exit code of --at says what its answer does: ${JSON.stringify(a.raw)}`);
+      assert.equal(
+        r.code,
+        !a.known ? AT_EXIT.unknown : a.hold ? AT_EXIT.holder : AT_EXIT.none,
+        `the exit code of --at says what its answer does: ${JSON.stringify(a.raw)}`,
+      );
       return a;
     },
     pod: async (pod) => holdsIn(await history(db, ['--pod', `${pod.namespace}/${pod.name}`])),
@@ -202,14 +206,16 @@ export function holdMismatches(address: string, shown: readonly ShownHold[], wan
     const w = want[i] as LoggedAttachment;
     const who = `${address} hold ${i} (${w.containerId})`;
     if (s.containerId !== w.containerId) bad.push(`${who}: shown for container ${s.containerId}`);
-    if (s.pod?.namespace !== w.pod.namespace || s.pod?.name !== w.pod.name) bad.push(`${who}: shown for pod ${JSON.stringify(s.pod)}, was ${w.pod.namespace}/${w.pod.name}`);
+    if (s.pod?.namespace !== w.pod.namespace || s.pod?.name !== w.pod.name)
+      bad.push(`${who}: shown for pod ${JSON.stringify(s.pod)}, was ${w.pod.namespace}/${w.pod.name}`);
     if (!s.from.exact || !within(s.from.at, w.from)) bad.push(`${who}: from ${s.from.at}${s.from.exact ? '' : ' (inexact)'}, ADD ran ${fmt(w.from)}`);
     if (w.until === undefined) {
       if (s.until !== undefined) bad.push(`${who}: shown until ${s.until.at} (${s.until.why}), still held`);
     } else if (s.until === undefined) {
       bad.push(`${who}: shown still held, released ${fmt(w.until)} (${w.why})`);
     } else {
-      if (!s.until.exact || !within(s.until.at, w.until)) bad.push(`${who}: until ${s.until.at}${s.until.exact ? '' : ' (inexact)'}, release ran ${fmt(w.until)}`);
+      if (!s.until.exact || !within(s.until.at, w.until))
+        bad.push(`${who}: until ${s.until.at}${s.until.exact ? '' : ' (inexact)'}, release ran ${fmt(w.until)}`);
       if (s.until.why !== w.why) bad.push(`${who}: released for ${s.until.why}, was ${w.why}`);
     }
   }
@@ -231,7 +237,10 @@ async function inParallel<T>(n: number, fns: readonly (() => Promise<T>)[]): Pro
 /** One pass over every address of the log: the holds shown, and what is wrong with them. */
 async function compare(reader: HistoryReader, log: CallLog): Promise<{ shown: Map<string, ShownHold[]>; bad: string[] }> {
   const addresses = log.addresses();
-  const all = await inParallel(4, addresses.map((a) => () => reader.holds(a)));
+  const all = await inParallel(
+    4,
+    addresses.map((a) => () => reader.holds(a)),
+  );
   const shown = new Map(addresses.map((a, i) => [a, all[i] as ShownHold[]]));
   const bad = addresses.flatMap((a) => holdMismatches(a, shown.get(a) as ShownHold[], log.holdsOf(a)));
   return { shown, bad };
@@ -273,7 +282,12 @@ export async function assertHolderAt(reader: HistoryReader, address: string, at:
  * end and its release's start), between two holds, before the first (`before`: an instant after
  * history began and before the first ADD) and after the last (now).
  */
-export async function assertAtInstants(reader: HistoryReader, log: CallLog, before: number, only?: readonly string[]): Promise<{ inside: number; between: number; outside: number }> {
+export async function assertAtInstants(
+  reader: HistoryReader,
+  log: CallLog,
+  before: number,
+  only?: readonly string[],
+): Promise<{ inside: number; between: number; outside: number }> {
   const n = { inside: 0, between: 0, outside: 0 };
   const now = Date.now();
   const checks: (() => Promise<void>)[] = [];
@@ -289,7 +303,10 @@ export async function assertAtInstants(reader: HistoryReader, log: CallLog, befo
     for (let i = 0; i < holds.length; i++) {
       const h = holds[i] as LoggedAttachment;
       const inside = h.until ? Math.floor((h.from[1] + h.until[0]) / 2) : Math.max(h.from[1] + 1, now);
-      assert.ok(inside > h.from[1] && (!h.until || inside < h.until[0]), `no instant certainly inside ${h.containerId}'s hold of ${address} (ADD ${h.from.join('-')}, release ${h.until?.join('-')})`);
+      assert.ok(
+        inside > h.from[1] && (!h.until || inside < h.until[0]),
+        `no instant certainly inside ${h.containerId}'s hold of ${address} (ADD ${h.from.join('-')}, release ${h.until?.join('-')})`,
+      );
       check('inside', address, inside, h.containerId, 'inside a hold');
       const next = holds[i + 1];
       if (next && h.until) {
@@ -334,7 +351,17 @@ export async function untilHistoryLive(db: string, probe = '192.0.2.1', ms = 20_
  * every address through the API and on the busiest address through the CLI; `--pod` for `pods`
  * on both. Returns the holds the CLI showed and the `--at` counts.
  */
-export async function verifyHistory(db: string, serveUrl: string, log: CallLog, before: number, pods: readonly PodName[]): Promise<{ shown: Map<string, ShownHold[]>; api: { inside: number; between: number; outside: number }; cli: { inside: number; between: number; outside: number } }> {
+export async function verifyHistory(
+  db: string,
+  serveUrl: string,
+  log: CallLog,
+  before: number,
+  pods: readonly PodName[],
+): Promise<{
+  shown: Map<string, ShownHold[]>;
+  api: { inside: number; between: number; outside: number };
+  cli: { inside: number; between: number; outside: number };
+}> {
   const viaApi = apiReader(serveUrl);
   const viaCli = cliReader(db);
   await untilHistoryMatches(viaApi, log);

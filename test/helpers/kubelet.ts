@@ -157,7 +157,9 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
         ? `process.env.NODE_TLS_REJECT_UNAUTHORIZED='0';fetch(${JSON.stringify(`${a.scheme}://${host}:${a.port}${a.path}`)},{signal:AbortSignal.timeout(${p.timeoutSeconds * 1000})}).then(r=>{console.log(r.status);process.exit(r.status>=200&&r.status<400?0:1)},e=>{console.log(String(e.cause??e));process.exit(1)})`
         : `const s=require('net').connect(${a.port},${JSON.stringify(a.host)},()=>process.exit(0));s.on('error',e=>{console.log(e.message);process.exit(1)});setTimeout(()=>process.exit(1),${p.timeoutSeconds * 1000})`;
     const r = rt.onNode(process.execPath, ['-e', script]);
-    return r.status === 0 ? undefined : `${a.kind} probe ${a.kind === 'http' ? `${a.scheme}://${host}:${a.port}${a.path}` : `${host}:${a.port}`}: ${(r.stdout + r.stderr).trim()}`;
+    return r.status === 0
+      ? undefined
+      : `${a.kind} probe ${a.kind === 'http' ? `${a.scheme}://${host}:${a.port}${a.path}` : `${host}:${a.port}`}: ${(r.stdout + r.stderr).trim()}`;
   };
 
   const waitFor = async (what: string, timeoutMs: number, step: () => Promise<string | undefined>): Promise<void> => {
@@ -178,7 +180,9 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
       const ns = pod.metadata.namespace;
       const logDirectory = join(rt.logDir, `${ns}_${pod.metadata.name}_${pod.metadata.uid}`);
       const volumeRoot = join(o.workDir, pod.metadata.uid);
-      const configMaps = Object.fromEntries(o.objects.filter((x) => x.kind === 'ConfigMap' && (x.metadata.namespace ?? 'default') === ns).map((x) => [x.metadata.name, data(x)]));
+      const configMaps = Object.fromEntries(
+        o.objects.filter((x) => x.kind === 'ConfigMap' && (x.metadata.namespace ?? 'default') === ns).map((x) => [x.metadata.name, data(x)]),
+      );
       const plan = planPod(pod, {
         nodeName: o.nodeName,
         hostIP: o.hostIP,
@@ -194,7 +198,10 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
       });
       for (const c of [...plan.initContainers, ...plan.containers]) {
         if (!hasImage(rt.socket, normalizeRef(c.config.image.image))) {
-          throw new UnsupportedFieldError(`${c.path}.image`, `${c.config.image.image} is not in containerd's k8s.io namespace (IfNotPresent: the test kubelet never pulls; import it first)`);
+          throw new UnsupportedFieldError(
+            `${c.path}.image`,
+            `${c.config.image.image} is not in containerd's k8s.io namespace (IfNotPresent: the test kubelet never pulls; import it first)`,
+          );
         }
       }
       mkdirSync(logDirectory, { recursive: true });
@@ -239,7 +246,10 @@ export function testKubelet(o: TestKubeletOptions): TestKubelet {
             const s = await rt.cri.containerStatus(id);
             if (s.state === ContainerState.EXITED) throw new Error(`container ${c.name} (${c.path}) exited ${s.exitCode} (${s.reason})`);
           };
-          for (const [kindName, p] of [['startup', c.startup], ['readiness', c.readiness]] as const) {
+          for (const [kindName, p] of [
+            ['startup', c.startup],
+            ['readiness', c.readiness],
+          ] as const) {
             if (p === undefined) continue;
             await waitFor(`${kindName} probe of ${c.name} (${c.path})`, timeout, async () => {
               await alive();

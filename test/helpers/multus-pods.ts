@@ -37,7 +37,12 @@ export function multusSize(prefix: string, defaults: MultusSize): MultusSize {
     if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${key}=${JSON.stringify(raw)}: must be an integer from 1 to ${max}`);
     return n;
   };
-  return { pods: knob('PODS', defaults.pods, 4096), networks: knob('NETWORKS', defaults.networks, 64), inFlight: knob('IN_FLIGHT', defaults.inFlight, 256), nodes: knob('NODES', defaults.nodes, 16) };
+  return {
+    pods: knob('PODS', defaults.pods, 4096),
+    networks: knob('NETWORKS', defaults.networks, 64),
+    inFlight: knob('IN_FLIGHT', defaults.inFlight, 256),
+    nodes: knob('NODES', defaults.nodes, 16),
+  };
 }
 
 /** The interface Multus gives network `i` of a pod. */
@@ -77,7 +82,13 @@ export interface MultusNode {
  * One agent per simulated node, each with its own socket and directory under `dir`, on the
  * datastore `url`; `warm` adds a warm pool over `warm.pools` (max idle = capacity). PODIPAM_TRACE passes through.
  */
-export async function startMultusNodes(url: string, dir: string, nodes: number, prefix: string, warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number }): Promise<MultusNode[]> {
+export async function startMultusNodes(
+  url: string,
+  dir: string,
+  nodes: number,
+  prefix: string,
+  warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number },
+): Promise<MultusNode[]> {
   const env = process.env.PODIPAM_TRACE ? { PODIPAM_TRACE: process.env.PODIPAM_TRACE } : {};
   return Promise.all(
     Array.from({ length: nodes }, async (_, i) => {
@@ -86,7 +97,20 @@ export async function startMultusNodes(url: string, dir: string, nodes: number, 
       const args = ['--node', name, '--datastore', url];
       if (warm) {
         const cap = String(warm.capacity);
-        args.push('--data-dir', join(d, 'data'), '--pools', warm.pools.join(','), '--min-idle', String(warm.minIdle), '--max-idle', cap, '--capacity', cap, '--cooldown', '1s');
+        args.push(
+          '--data-dir',
+          join(d, 'data'),
+          '--pools',
+          warm.pools.join(','),
+          '--min-idle',
+          String(warm.minIdle),
+          '--max-idle',
+          cap,
+          '--capacity',
+          cap,
+          '--cooldown',
+          '1s',
+        );
       }
       return { name, dir: d, agent: await startAgent(join(d, 'agent.sock'), args, env) };
     }),
@@ -95,7 +119,10 @@ export async function startMultusNodes(url: string, dir: string, nodes: number, 
 
 /** The CNI call of network `net` of pod `pod` on `node` (cluster mode naming `pool`, or the node's warm pool). */
 export function multusCall(url: string, node: MultusNode, pool: MultusPool | 'warm', command: string, pod: number, net: number): PluginCall {
-  const ipam = pool === 'warm' ? { type: 'podipam', agent: node.agent.socket } : { type: 'podipam', datastore: url, nodeName: node.name, pools: [pool.name], cacheDir: join(node.dir, 'cache') };
+  const ipam =
+    pool === 'warm'
+      ? { type: 'podipam', agent: node.agent.socket }
+      : { type: 'podipam', datastore: url, nodeName: node.name, pools: [pool.name], cacheDir: join(node.dir, 'cache') };
   const cid = `multus${String(pod).padStart(5, '0')}${'0'.repeat(52)}`;
   return {
     command,
@@ -124,7 +151,12 @@ export interface MultusRun {
  * time, each through `plugin` (default the native shim); a pod whose call fails stops there (as
  * Multus does), the failure recorded.
  */
-export async function runMultusPods(size: MultusSize, call: (command: string, pod: number, net: number) => PluginCall, command: 'ADD' | 'DEL' | 'VERSION', plugin: string = SHIM_BIN): Promise<MultusRun> {
+export async function runMultusPods(
+  size: MultusSize,
+  call: (command: string, pod: number, net: number) => PluginCall,
+  command: 'ADD' | 'DEL' | 'VERSION',
+  plugin: string = SHIM_BIN,
+): Promise<MultusRun> {
   const answers = Array.from({ length: size.pods }, () => new Array<string>(size.networks));
   const podMs = new Array<number>(size.pods).fill(0);
   const failures: string[] = [];

@@ -19,4 +19,10 @@ export function mapDirectory(pods: readonly CachedPod[], namespaces: Record<stri
 }
 
 /** A cached pod on node n1. */
-export const cachedPod = (namespace: string, name: string, ownerKind: string | undefined, uid = `uid-${name}`, annotations: Record<string, string> = {}): CachedPod => ({ namespace, name, uid, ownerKind, annotations, node: 'n1' });
+export const cachedPod = (
+  namespace: string,
+  name: string,
+  ownerKind: string | undefined,
+  uid = `uid-${name}`,
+  annotations: Record<string, string> = {},
+): CachedPod => ({ namespace, name, uid, ownerKind, annotations, node: 'n1' });

@@ -63,7 +63,11 @@ async function getJson(url: string): Promise<unknown> {
  * Starts Prometheus scraping `jobs` every `intervalS` seconds and evaluating `rules` (a rules
  * file's text) as often; resolves once it is ready (at most 30 s).
  */
-export async function startPrometheus(o: { readonly jobs: readonly ScrapeJob[]; readonly rules: string; readonly intervalS?: number }): Promise<RunningPrometheus> {
+export async function startPrometheus(o: {
+  readonly jobs: readonly ScrapeJob[];
+  readonly rules: string;
+  readonly intervalS?: number;
+}): Promise<RunningPrometheus> {
   requireExecutable(PROMETHEUS_BIN);
   const dir = makeTempDir('prometheus');
   const interval = `${o.intervalS ?? 1}s`;
@@ -79,9 +83,18 @@ export async function startPrometheus(o: { readonly jobs: readonly ScrapeJob[]; 
   writeFileSync(join(dir.path, 'prometheus.yml'), dump(config));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(PROMETHEUS_BIN, [`--config.file=${join(dir.path, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir.path, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    PROMETHEUS_BIN,
+    [
+      `--config.file=${join(dir.path, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir.path, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   live.add(child);
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-20_000)));
@@ -97,7 +110,10 @@ export async function startPrometheus(o: { readonly jobs: readonly ScrapeJob[]; 
   };
   for (let i = 0; ; i++) {
     if (gone) throw new Error(`prometheus exited before it was ready:\n${stderr}`);
-    const ready = await fetch(`${url}/-/ready`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${url}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (i > 300) {
       await stop();

@@ -34,8 +34,7 @@ export function runProperty<Ts extends unknown[]>(t: { diagnostic(m: string): vo
   t.diagnostic(`${details.numRuns} ${o.what ?? 'sequences'} in ${Math.round(performance.now() - started)} ms`);
   if (details.failed) {
     assert.fail(
-      `${fc.defaultReportMessage(details)}\n` +
-        `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs ${o.file}`,
+      `${fc.defaultReportMessage(details)}\n` + `Replay: ${env}_SEED=${details.seed} ${env}_PATH=${details.counterexamplePath} node scripts/test.mjs ${o.file}`,
     );
   }
 }

@@ -26,7 +26,8 @@ function openssl(dir: string, args: string[]): void {
     execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { stderr?: Buffer };
-    if (err.code === 'ENOENT') throw new Error('openssl is not installed: the TLS tests make their certificates with it (scripts/install-test-deps.sh installs it)');
+    if (err.code === 'ENOENT')
+      throw new Error('openssl is not installed: the TLS tests make their certificates with it (scripts/install-test-deps.sh installs it)');
     throw new Error(`openssl ${args.join(' ')} failed: ${err.stderr?.toString() ?? err.message}`);
   }
 }
@@ -35,19 +36,56 @@ function openssl(dir: string, args: string[]): void {
 export function makeTestCerts(dir: string): TestCerts {
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   const ca = (name: string) =>
-    openssl(dir, ['req', '-x509', ...key, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=podipam test ${name}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+    openssl(dir, [
+      'req',
+      '-x509',
+      ...key,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=podipam test ${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ]);
   ca('ca');
   ca('other-ca');
   // etcd's JSON gateway dials etcd's own gRPC port with the server certificate as client, so
   // with --client-cert-auth that certificate must allow client use too.
-  writeFileSync(join(dir, 'server.ext'), `subjectAltName=DNS:${SERVER_NAME}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`);
+  writeFileSync(
+    join(dir, 'server.ext'),
+    `subjectAltName=DNS:${SERVER_NAME}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`,
+  );
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n');
   // No Common Name in the client certificate: with --client-cert-auth and auth enabled,
   // etcd's JSON gateway refuses (HTTP 400) every client certificate that has one.
-  for (const [name, subject] of [['server', '/CN=podipam-test-server'], ['client', '/O=podipam-test-client']] as const) {
+  for (const [name, subject] of [
+    ['server', '/CN=podipam-test-server'],
+    ['client', '/O=podipam-test-client'],
+  ] as const) {
     openssl(dir, ['req', '-new', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
-    openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+    openssl(dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    ]);
   }
   return {
     dir,
@@ -75,10 +113,44 @@ export function etcdTlsWith(certs: TestCerts) {
 /** A CA and a server certificate for `ip` (an IP SAN, as a pod reaches the API server by its Service address). */
 export function makeServerCertForIp(dir: string, ip: string): { caFile: string; certFile: string; keyFile: string } {
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(dir, ['req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=podipam test kube CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
-  writeFileSync(join(dir, 'server.ext'), `subjectAltName=IP:${ip},DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=podipam test kube CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  writeFileSync(
+    join(dir, 'server.ext'),
+    `subjectAltName=IP:${ip},DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n`,
+  );
   openssl(dir, ['req', '-new', ...key, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=kube-apiserver']);
-  openssl(dir, ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext']);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'server.ext',
+  ]);
   return { caFile: join(dir, 'ca.crt'), certFile: join(dir, 'server.crt'), keyFile: join(dir, 'server.key') };
 }

@@ -43,7 +43,10 @@ export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> =
   const clock = prev?.clock ?? { t: 1_000_000 };
   const cluster = new ClusterServices(services);
   const dataDir = prev?.dataDir ?? join(s.root, `agent${s.n}`);
-  const service = new WarmService({ datastore: url, dataDir, openPodSource: (k, t) => KubePods.open(k, t), ...s.options, now: () => clock.t, ...opts }, cluster);
+  const service = new WarmService(
+    { datastore: url, dataDir, openPodSource: (k, t) => KubePods.open(k, t), ...s.options, now: () => clock.t, ...opts },
+    cluster,
+  );
   await service.start();
   const pods = opts.pods ?? s.options.pods;
   const warm: RigWarm = Object.assign(new WarmBackend(service, pods), {

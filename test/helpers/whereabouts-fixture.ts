@@ -39,7 +39,11 @@ function meta(name: string, i: number): Record<string, unknown> {
 }
 
 /** The List document. `extraReservations`: more reservations (e.g. one naming another container). */
-export function whereaboutsList(ranges: readonly WbRange[], pods: readonly WbPod[], extraReservations: readonly { name: string; spec: Record<string, string> }[] = []): unknown {
+export function whereaboutsList(
+  ranges: readonly WbRange[],
+  pods: readonly WbPod[],
+  extraReservations: readonly { name: string; spec: Record<string, string> }[] = [],
+): unknown {
   const items: unknown[] = [];
   let i = 0;
   for (const r of ranges) {
@@ -62,7 +66,12 @@ export function whereaboutsList(ranges: readonly WbRange[], pods: readonly WbPod
   for (const p of pods) {
     for (const ip of p.ips) {
       const name = `${prefix}${norm(formatAddr(parseAddr(ip)))}`;
-      items.push({ apiVersion: API, kind: 'OverlappingRangeIPReservation', metadata: meta(name, i++), spec: { containerid: p.containerId, ...(p.ifname === undefined ? {} : { ifname: p.ifname }), podref: p.podref } });
+      items.push({
+        apiVersion: API,
+        kind: 'OverlappingRangeIPReservation',
+        metadata: meta(name, i++),
+        spec: { containerid: p.containerId, ...(p.ifname === undefined ? {} : { ifname: p.ifname }), podref: p.podref },
+      });
     }
   }
   for (const r of extraReservations) items.push({ apiVersion: API, kind: 'OverlappingRangeIPReservation', metadata: meta(r.name, i++), spec: r.spec });

@@ -18,7 +18,6 @@ export async function twoPools(c: ClusterIpam): Promise<void> {
   await c.createPool({ name: 'v6', cidr: 'fd00:10::/64' });
 }
 
-
 /** A test body on a freshly opened store, closed afterwards. */
 export function withStoreOf(open: () => Promise<Store>) {
   return (fn: (s: Store) => Promise<void>) => async () => {

@@ -23,7 +23,17 @@ import type { Store } from '../../src/store/index.js';
 const NET = 'podnet';
 
 function pod(containerId: string, ns: string, name: string, node?: string): ImportedHolder {
-  return { kind: 'pod', handle: cniHandleId(NET, containerId, 'eth0'), network: NET, containerId, ifname: 'eth0', namespace: ns, pod: name, sourceHandle: containerId, ...(node ? { node } : {}) };
+  return {
+    kind: 'pod',
+    handle: cniHandleId(NET, containerId, 'eth0'),
+    network: NET,
+    containerId,
+    ifname: 'eth0',
+    namespace: ns,
+    pod: name,
+    sourceHandle: containerId,
+    ...(node ? { node } : {}),
+  };
 }
 
 function at(ip: string, pool: string, block: string, holder: ImportedHolder): ImportedAddress {
@@ -96,13 +106,28 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       const held = await ipam.addressesOf(web.handle);
       assert.deepEqual(held?.map((a) => formatAddr(a.addr)).sort(), ['10.20.0.5', 'fd20::5']);
       const rec = JSON.parse((await store.get(`handles/${web.handle}`))!.value) as Record<string, unknown>;
-      assert.deepEqual(rec, { node: 'node-a', network: NET, containerId: 'c-web', ifname: 'eth0', namespace: 'default', pod: 'web', blocks: { '10.20.0.0/26': 1, 'fd20::/122': 1 } });
+      assert.deepEqual(rec, {
+        node: 'node-a',
+        network: NET,
+        containerId: 'c-web',
+        ifname: 'eth0',
+        namespace: 'default',
+        pod: 'web',
+        blocks: { '10.20.0.0/26': 1, 'fd20::/122': 1 },
+      });
       // The node-held address: its node, no pod.
       const t = JSON.parse((await store.get(`handles/${tunnel.handle}`))!.value) as Record<string, unknown>;
       assert.deepEqual(t, { node: 'node-a', blocks: { '10.20.0.0/26': 1 } });
       // Affinities as planned; the unaffine block has none and no affinity key.
-      const blocks = await Promise.all(['10.20.0.0/26', '10.20.0.64/26', '10.20.0.128/26'].map(async (c) => JSON.parse((await store.get(blockKey(parsePrefix(c))))!.value) as { affinity: string | null }));
-      assert.deepEqual(blocks.map((b) => b.affinity), ['node-a', 'node-b', null]);
+      const blocks = await Promise.all(
+        ['10.20.0.0/26', '10.20.0.64/26', '10.20.0.128/26'].map(
+          async (c) => JSON.parse((await store.get(blockKey(parsePrefix(c))))!.value) as { affinity: string | null },
+        ),
+      );
+      assert.deepEqual(
+        blocks.map((b) => b.affinity),
+        ['node-a', 'node-b', null],
+      );
       assert.ok(await store.get('affinities/node-a/10.20.0.0-26'));
       assert.ok(await store.get('affinities/node-b/10.20.0.64-26'));
       assert.equal((await store.list('affinities/')).length, 3);
@@ -184,7 +209,10 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       await ipam.releaseHandle(before, 'node-b');
       const o = await applyImportPlan(store, samplePlan(), { skipConflicts: true });
       const q = o.conflicts.filter((c) => c.kind === 'quarantined');
-      assert.deepEqual(q.map((c) => c.subject), ['10.20.0.70']);
+      assert.deepEqual(
+        q.map((c) => c.subject),
+        ['10.20.0.70'],
+      );
       assert.match(q[0]!.detail, /released in podipam recently and is quarantined until \d{4}-.*\(pool "v4" reuseAfter\)/);
       assert.equal(await ipam.holderOfAddress(parseAddr('10.20.0.70')), undefined, 'not held by the import');
       assert.equal((await ipam.holderOfAddress(parseAddr('10.20.0.5')))?.handle, web.handle, 'the rest is imported');
@@ -202,12 +230,21 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       const dry = await applyImportPlan(store, samplePlan(), { dryRun: true });
       const real = await applyImportPlan(store, samplePlan());
       for (const o of [dry, real]) {
-        assert.deepEqual(o.conflicts.filter((c) => c.kind === 'quarantined').map((c) => c.subject), ['10.20.0.70']);
+        assert.deepEqual(
+          o.conflicts.filter((c) => c.kind === 'quarantined').map((c) => c.subject),
+          ['10.20.0.70'],
+        );
         assert.equal(o.wroteNothing, true);
         assert.deepEqual(o.blocksWritten, []);
       }
-      assert.equal(dry.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'), real.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'));
-      assert.match(dry.conflicts.find((c) => c.kind === 'quarantined')!.detail, /released in podipam recently and is quarantined until \d{4}-.*\(pool "v4" reuseAfter\)/);
+      assert.equal(
+        dry.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'),
+        real.conflicts.find((c) => c.kind === 'quarantined')!.detail.replace(/until \S+/, 'until T'),
+      );
+      assert.match(
+        dry.conflicts.find((c) => c.kind === 'quarantined')!.detail,
+        /released in podipam recently and is quarantined until \d{4}-.*\(pool "v4" reuseAfter\)/,
+      );
       assert.equal(await store.revision(), rev, 'nothing written');
       assert.equal(await ipam.holderOfAddress(parseAddr('10.20.0.5')), undefined, 'the refused run imported nothing');
     }));
@@ -234,7 +271,10 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       });
       const o = await applyImportPlan(racing, samplePlan());
       assert.ok(raced);
-      assert.deepEqual(o.conflicts.map((c) => [c.kind, c.subject]), [['address-held', '10.20.0.70']]);
+      assert.deepEqual(
+        o.conflicts.map((c) => [c.kind, c.subject]),
+        [['address-held', '10.20.0.70']],
+      );
       assert.match(o.conflicts[0]!.detail, /pod ns1\/racer/);
       assert.equal(o.adopted, 4);
       assert.equal((await ipam.holderOfAddress(parseAddr('10.20.0.70')))?.handle, 'racer');
@@ -274,7 +314,11 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
         assert.ok(i < 100, 'the pool never ran out');
       }
       assert.ok(got.length > 10, `only ${got.length} addresses handed out`);
-      assert.deepEqual(got.filter((ip) => imported.has(ip)), [], 'an imported address was handed out again');
+      assert.deepEqual(
+        got.filter((ip) => imported.has(ip)),
+        [],
+        'an imported address was handed out again',
+      );
       assert.equal(new Set(got).size, got.length);
       // The unaffine block stayed unaffine (it may lend free addresses, never be claimed).
       const b = JSON.parse((await store.get('blocks/10.40.0.16-28'))!.value) as { affinity: string | null };
@@ -293,9 +337,15 @@ export function importApplySuite(name: string, open: () => Promise<Store>): void
       assert.ok(unproven.length > 0 && unproven.every((r) => r.unproven && !r.released), show(unproven));
       assert.equal((await ipam.holderOfAddress(parseAddr('10.20.0.1')))?.handle, tunnel.handle);
       // Proven gone (its tombstone, no record): its tunnel address and its pods' go, other nodes' stay.
-      await store.txn([], [{ type: 'put', key: nodeTombstoneKey('node-a'), value: encodeNodeTombstone({ name: 'node-a', deletedAt: new Date().toISOString(), by: 'cli' }) }]);
+      await store.txn(
+        [],
+        [{ type: 'put', key: nodeTombstoneKey('node-a'), value: encodeNodeTombstone({ name: 'node-a', deletedAt: new Date().toISOString(), by: 'cli' }) }],
+      );
       const released = await ipam.releaseDeletedNode('node-a');
-      assert.ok(released.every((r) => r.released), show(released));
+      assert.ok(
+        released.every((r) => r.released),
+        show(released),
+      );
       assert.equal(await ipam.holderOfAddress(parseAddr('10.20.0.1')), undefined);
       assert.equal(await ipam.addressesOf(tunnel.handle), undefined);
       assert.equal((await ipam.holderOfAddress(parseAddr('10.20.0.70')))?.handle, db.handle);

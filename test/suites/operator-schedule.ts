@@ -72,7 +72,18 @@ export interface ScheduleResult {
 
 const NODES = ['on-a', 'on-b', 'on-c'];
 /** The space the schedule's pools come from: /24s of 10.80.0.0/21, some /23s and /25s of them. */
-const CIDRS = ['10.80.0.0/24', '10.80.1.0/24', '10.80.2.0/24', '10.80.3.0/24', '10.80.0.0/23', '10.80.2.0/23', '10.80.0.0/25', '10.80.0.128/25', '10.80.4.0/24', '10.80.4.0/23'];
+const CIDRS = [
+  '10.80.0.0/24',
+  '10.80.1.0/24',
+  '10.80.2.0/24',
+  '10.80.3.0/24',
+  '10.80.0.0/23',
+  '10.80.2.0/23',
+  '10.80.0.0/25',
+  '10.80.0.128/25',
+  '10.80.4.0/24',
+  '10.80.4.0/23',
+];
 
 /** A store whose txn answers are lost after commit with probability `lose` (the commit stands). */
 function lossy(store: Store, lose: number, rand: () => number, count: { lost: number }): Store {
@@ -148,19 +159,25 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
     const held = new Map<string, string>();
     const where = `seed ${o.seed}, after step ${steps.length} (${after}); steps:\n${steps.join('\n')}`;
     for (let i = 0; i < pools.length; i++) {
-      for (let j = i + 1; j < pools.length; j++) assert.ok(!prefixOverlaps(poolSpace(pools[i]!), poolSpace(pools[j]!)), `pools ${pools[i]!.name} and ${pools[j]!.name} overlap: ${where}`);
+      for (let j = i + 1; j < pools.length; j++)
+        assert.ok(!prefixOverlaps(poolSpace(pools[i]!), poolSpace(pools[j]!)), `pools ${pools[i]!.name} and ${pools[j]!.name} overlap: ${where}`);
     }
     for (let i = 0; i < blocks.length; i++) {
       const b = blocks[i]!;
-      for (let j = i + 1; j < blocks.length; j++) assert.ok(!prefixOverlaps(b.cidr, blocks[j]!.cidr), `blocks ${formatPrefix(b.cidr)} and ${formatPrefix(blocks[j]!.cidr)} overlap: ${where}`);
+      for (let j = i + 1; j < blocks.length; j++)
+        assert.ok(!prefixOverlaps(b.cidr, blocks[j]!.cidr), `blocks ${formatPrefix(b.cidr)} and ${formatPrefix(blocks[j]!.cidr)} overlap: ${where}`);
       const home = pools.find((p: Pool) => prefixContainsPrefix(poolSpace(p), b.cidr));
       assert.ok(home, `block ${formatPrefix(b.cidr)} lies in no pool's space: ${where}`);
       assert.ok(poolBlockSizes(home).includes(b.cidr.len), `block ${formatPrefix(b.cidr)} has a size pool ${home.name} does not list: ${where}`);
       for (const [ord, h] of b.allocations) held.set(formatAddr(addrOfOrdinal(b.cidr, ord)), h);
     }
-    for (const [h, addrs] of live) for (const a of addrs) assert.equal(held.get(a), h, `live ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
-    for (const [id, p] of driven) for (const a of p.addrs) assert.ok(o.pods!.holds(p.kind, id, held.get(a) ?? ''), `${p.kind} pod ${id}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
-    for (const [h, addrs] of planted) for (const a of addrs) assert.equal(held.get(a), h, `planted leak ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    for (const [h, addrs] of live)
+      for (const a of addrs) assert.equal(held.get(a), h, `live ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    for (const [id, p] of driven)
+      for (const a of p.addrs)
+        assert.ok(o.pods!.holds(p.kind, id, held.get(a) ?? ''), `${p.kind} pod ${id}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
+    for (const [h, addrs] of planted)
+      for (const a of addrs) assert.equal(held.get(a), h, `planted leak ${h}'s address ${a} is held by ${held.get(a) ?? 'nobody'}: ${where}`);
     // `ipam check` reports exactly the planted inconsistencies: those leaks, nothing else.
     const check = await plain.check();
     const expected = [...planted].flatMap(([h, as]) => [...as].map((a) => `${a} ${h}`)).sort();
@@ -192,186 +209,288 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   };
 
   const actions: [weight: number, name: string, run: () => Promise<string>][] = [
-    [10, 'add', async () => {
-      const h = `net:c${n++}:eth0`;
-      const r = await answered('add', () => ipam.assign({ node: pick(NODES), handle: h, auto: { 4: 1 }, attrs: { namespace: 'ns', pod: `p${n}` } }));
-      if (r instanceof Error) return `add ${h}: ${r.name}`;
-      live.set(h, new Set(r.map((x) => formatAddr(x.addr))));
-      return `add ${h}: ${[...live.get(h)!].join(',')}`;
-    }],
-    [6, 'del', async () => {
-      const h = pick([...live.keys(), ...driven.keys()]);
-      if (!h) return 'del: no pod';
-      const d = driven.get(h);
-      if (d) {
-        await o.pods!.del(d.kind, h);
-        driven.delete(h);
-        return `del ${d.kind} pod ${h}`;
-      }
-      await answered('del', () => ipam.releaseHandle(h));
-      live.delete(h);
-      return `del ${h}`;
-    }],
-    [o.pods ? 14 : 0, 'add-driven', async () => {
-      const kind = pick(o.pods!.kinds);
-      const id = `${kind}-${n++}`;
-      const r = await o.pods!.add(kind, id);
-      if ('refused' in r) return `add ${kind} pod ${id}: refused (${r.refused})`;
-      driven.set(id, { kind, addrs: r.addrs });
-      return `add ${kind} pod ${id}: ${r.addrs.join(',')}`;
-    }],
-    [o.pods?.restartAgent ? 1 : 0, 'agent-restart', async () => {
-      await o.pods!.restartAgent!();
-      return 'agent restarted';
-    }],
-    [3, 'import-host-local', async () => {
-      const ip = await someAddr();
-      if (!ip) return 'import host-local: no pool';
-      const h = cniHandleId('hl-net', `hl${n++}`, 'eth0');
-      const r = await answered('import host-local', () => ipam.assign({ node: pick(NODES), handle: h, ips: [parseAddr(ip)], adopt: true }));
-      if (!(r instanceof Error)) live.set(h, new Set([ip]));
-      return `import host-local ${ip} → ${r instanceof Error ? r.name : h}`;
-    }],
-    [3, 'import-whereabouts', async () => {
-      const pools = await plain.listPools();
-      if (pools.length === 0) return 'import whereabouts: no pool';
-      const p = pick(pools);
-      const ips = [...new Set([await someAddr(), await someAddr()].filter((x): x is string => x !== undefined && prefixContainsPrefix(p.cidr, parsePrefix(`${x}/32`))))];
-      const doc = whereaboutsList([{ range: formatPrefix(p.cidr) }], ips.map((ip, i) => ({ containerId: `wb${n}-${i}`, podref: `ns/wb${n}-${i}`, ips: [ip] })));
-      n++;
-      const plan = parseWhereabouts(doc, { network: 'wb-net', pools: [{ to: p.name }] });
-      const r = await answered('import whereabouts', () => applyImportPlan(store, plan, { skipConflicts: true }));
-      await adoptFrom(plan);
-      return `import whereabouts ${ips.join(',')} into ${p.name}: ${r instanceof Error ? r.name : `${r.adopted} adopted, ${r.conflicts.length} conflicts`}`;
-    }],
-    [3, 'import-calico', async () => {
-      const ip = await someAddr();
-      const pools = await plain.listPools();
-      const p = ip === undefined ? undefined : pools.find((x) => prefixContainsPrefix(x.cidr, parsePrefix(`${ip}/32`)));
-      if (!ip || !p) return 'import calico: no pool';
-      const cid = `cal${n++}`;
-      const handle = cniHandleId('k8s-pod-network', cid, 'eth0');
-      const plan: ImportPlan = {
-        source: 'calico-kdd',
-        pools: [],
-        blocks: [],
-        addresses: [{ ip, pool: p.name, block: '', holder: { kind: 'pod', handle, node: pick(NODES), network: 'k8s-pod-network', containerId: cid, ifname: 'eth0', namespace: 'ns', pod: cid, sourceHandle: `k8s-pod-network.${cid}` } }],
-        conflicts: [],
-      };
-      const r = await answered('import calico', () => applyImportPlan(store, plan, { skipConflicts: true }));
-      await adoptFrom(plan);
-      return `import calico ${ip} into ${p.name}: ${r instanceof Error ? r.name : `${r.adopted} adopted, ${r.conflicts.length} conflicts`}`;
-    }],
-    [3, 'pool-create', async () => {
-      const cidr = pick(CIDRS);
-      const name = `p${n++}`;
-      const reuseAfter = pick(['0', '0', '1s', '30s']);
-      const r = await answered('pool create', () => ipam.createPool({ name, cidr, blockSize: pick([26, 27, 28]), reuseAfter }));
-      return `pool create ${name} ${cidr} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [1, 'pool-reuse-after', async () => {
-      const names = await poolNames();
-      if (names.length === 0) return 'pool reuse-after: no pool';
-      const name = pick(names);
-      const reuseAfter = pick(['0', '500ms', '30s']);
-      const r = await answered('pool set', () => ipam.setPoolSettings(name, { reuseAfter }));
-      return `pool set ${name} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [3, 'pool-resize', async () => {
-      const names = await poolNames();
-      if (names.length === 0) return 'pool resize: no pool';
-      const name = pick(names);
-      const cidr = pick(CIDRS);
-      const r = await answered('pool resize', () => ipam.resizePool(name, cidr));
-      return `pool resize ${name} ${cidr}: ${r instanceof Error ? r.name : r.kind}`;
-    }],
-    [2, 'pool-block-size', async () => {
-      const names = await poolNames();
-      if (names.length === 0) return 'pool set: no pool';
-      const name = pick(names);
-      const size = pick([25, 26, 27, 28, 29]);
-      const r = await answered('pool set', () => ipam.setPoolSettings(name, { blockSize: size }));
-      return `pool set ${name} --block-size ${size}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [1, 'pool-selector', async () => {
-      const names = await poolNames();
-      if (names.length === 0) return 'pool selector: no pool';
-      const name = pick(names);
-      const sel = pick(['all()', 'zone=a', 'all()']);
-      const r = await answered('pool set', () => ipam.setPoolSettings(name, { nodeSelector: sel }));
-      return `pool set ${name} --node-selector ${sel}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [1, 'pool-drain', async () => {
-      const names = await poolNames();
-      if (names.length === 0) return 'pool drain: no pool';
-      const name = pick(names);
-      const on = rand() < 0.5;
-      const r = await answered('pool drain', () => ipam.setPoolDraining(name, on));
-      return `pool ${on ? 'drain' : 'undrain'} ${name}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [2, 'pool-delete', async () => {
-      const names = await poolNames();
-      // The last pool stays: a schedule left without any pool early would start no pod at all.
-      if (names.length < 2) return 'pool delete: not the last pool';
-      const name = pick(names);
-      const r = await answered('pool delete', () => ipam.deletePool(name));
-      return `pool delete ${name}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [1, 'reserve', async () => {
-      const ip = await someAddr();
-      if (!ip) return 'reserve: no pool';
-      const r = await answered('reserve', () => ipam.putReservation(`r${n++}`, [`${ip}/32`]));
-      return `reserve ${ip}: ${r instanceof Error ? r.name : 'ok'}`;
-    }],
-    [2, 'release-ip', async () => {
-      const got = liveAddr();
-      if (!got) return 'ipam release: no pod';
-      const [h, a] = got;
-      await answered('ipam release', () => ipam.releaseAddresses([parseAddr(a)]));
-      live.get(h)!.delete(a);
-      return `ipam release --ip ${a} (of ${h})`;
-    }],
-    [1, 'plant-leak', async () => {
-      const h = pick([...live.keys()].filter((x) => (live.get(x)?.size ?? 0) > 0));
-      if (!h) return 'plant leak: no pod';
-      const e = await raw.get(`handles/${h}`);
-      if (!e) return `plant leak: ${h} has no record`;
-      // Behind the allocator's back (what a lost or buggy writer leaves): the holder record goes, the block keeps the addresses.
-      assert.ok((await raw.txn([{ key: e.key, rev: e.rev }], [{ type: 'delete', key: e.key }])).succeeded);
-      planted.set(h, live.get(h)!);
-      live.delete(h);
-      return `plant leak: handle record of ${h} deleted (${[...planted.get(h)!].join(',')})`;
-    }],
-    [1, 'release-leaks', async () => {
-      const leaks = (await plain.check()).leaks;
-      for (const l of leaks) await answered('release leak', () => ipam.releaseLeak(l));
-      const n0 = planted.size;
-      planted = new Map();
-      return `release ${leaks.length} leaked address(es) of ${n0} planted pod(s)`;
-    }],
-    [1, 'backup', async () => {
-      backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted), driven: new Set(driven.keys()) };
-      return 'datastore backup';
-    }],
-    [1, 'restore', async () => {
-      if (!backup) return 'datastore restore: no backup yet';
-      const b = backup;
-      const restore = async (): Promise<void> => void (await restoreBackup(raw, parseBackup('backup', b.text), { force: true }));
-      await (o.pods?.stopped ? o.pods.stopped(restore) : restore());
-      live = copy(backup.live);
-      planted = copy(backup.planted);
-      // What the README tells an operator: every podipam process stopped for the restore; then
-      // pods started since the backup, unknown to the restored datastore, are recreated (their
-      // DEL here; a new ADD is a later step).
-      const since = [...driven].filter(([id]) => !backup!.driven.has(id));
-      for (const [id, d] of since) {
-        await o.pods!.del(d.kind, id);
-        driven.delete(id);
-      }
-      // Until the agent's view is newer than those DELs, it still lists pods the restored datastore never heard of.
-      await o.pods?.settle?.();
-      return `datastore restore${since.length > 0 ? `; pods started since the backup deleted: ${since.map(([id]) => id).join(', ')}` : ''}`;
-    }],
+    [
+      10,
+      'add',
+      async () => {
+        const h = `net:c${n++}:eth0`;
+        const r = await answered('add', () => ipam.assign({ node: pick(NODES), handle: h, auto: { 4: 1 }, attrs: { namespace: 'ns', pod: `p${n}` } }));
+        if (r instanceof Error) return `add ${h}: ${r.name}`;
+        live.set(h, new Set(r.map((x) => formatAddr(x.addr))));
+        return `add ${h}: ${[...live.get(h)!].join(',')}`;
+      },
+    ],
+    [
+      6,
+      'del',
+      async () => {
+        const h = pick([...live.keys(), ...driven.keys()]);
+        if (!h) return 'del: no pod';
+        const d = driven.get(h);
+        if (d) {
+          await o.pods!.del(d.kind, h);
+          driven.delete(h);
+          return `del ${d.kind} pod ${h}`;
+        }
+        await answered('del', () => ipam.releaseHandle(h));
+        live.delete(h);
+        return `del ${h}`;
+      },
+    ],
+    [
+      o.pods ? 14 : 0,
+      'add-driven',
+      async () => {
+        const kind = pick(o.pods!.kinds);
+        const id = `${kind}-${n++}`;
+        const r = await o.pods!.add(kind, id);
+        if ('refused' in r) return `add ${kind} pod ${id}: refused (${r.refused})`;
+        driven.set(id, { kind, addrs: r.addrs });
+        return `add ${kind} pod ${id}: ${r.addrs.join(',')}`;
+      },
+    ],
+    [
+      o.pods?.restartAgent ? 1 : 0,
+      'agent-restart',
+      async () => {
+        await o.pods!.restartAgent!();
+        return 'agent restarted';
+      },
+    ],
+    [
+      3,
+      'import-host-local',
+      async () => {
+        const ip = await someAddr();
+        if (!ip) return 'import host-local: no pool';
+        const h = cniHandleId('hl-net', `hl${n++}`, 'eth0');
+        const r = await answered('import host-local', () => ipam.assign({ node: pick(NODES), handle: h, ips: [parseAddr(ip)], adopt: true }));
+        if (!(r instanceof Error)) live.set(h, new Set([ip]));
+        return `import host-local ${ip} → ${r instanceof Error ? r.name : h}`;
+      },
+    ],
+    [
+      3,
+      'import-whereabouts',
+      async () => {
+        const pools = await plain.listPools();
+        if (pools.length === 0) return 'import whereabouts: no pool';
+        const p = pick(pools);
+        const ips = [
+          ...new Set([await someAddr(), await someAddr()].filter((x): x is string => x !== undefined && prefixContainsPrefix(p.cidr, parsePrefix(`${x}/32`)))),
+        ];
+        const doc = whereaboutsList(
+          [{ range: formatPrefix(p.cidr) }],
+          ips.map((ip, i) => ({ containerId: `wb${n}-${i}`, podref: `ns/wb${n}-${i}`, ips: [ip] })),
+        );
+        n++;
+        const plan = parseWhereabouts(doc, { network: 'wb-net', pools: [{ to: p.name }] });
+        const r = await answered('import whereabouts', () => applyImportPlan(store, plan, { skipConflicts: true }));
+        await adoptFrom(plan);
+        return `import whereabouts ${ips.join(',')} into ${p.name}: ${r instanceof Error ? r.name : `${r.adopted} adopted, ${r.conflicts.length} conflicts`}`;
+      },
+    ],
+    [
+      3,
+      'import-calico',
+      async () => {
+        const ip = await someAddr();
+        const pools = await plain.listPools();
+        const p = ip === undefined ? undefined : pools.find((x) => prefixContainsPrefix(x.cidr, parsePrefix(`${ip}/32`)));
+        if (!ip || !p) return 'import calico: no pool';
+        const cid = `cal${n++}`;
+        const handle = cniHandleId('k8s-pod-network', cid, 'eth0');
+        const plan: ImportPlan = {
+          source: 'calico-kdd',
+          pools: [],
+          blocks: [],
+          addresses: [
+            {
+              ip,
+              pool: p.name,
+              block: '',
+              holder: {
+                kind: 'pod',
+                handle,
+                node: pick(NODES),
+                network: 'k8s-pod-network',
+                containerId: cid,
+                ifname: 'eth0',
+                namespace: 'ns',
+                pod: cid,
+                sourceHandle: `k8s-pod-network.${cid}`,
+              },
+            },
+          ],
+          conflicts: [],
+        };
+        const r = await answered('import calico', () => applyImportPlan(store, plan, { skipConflicts: true }));
+        await adoptFrom(plan);
+        return `import calico ${ip} into ${p.name}: ${r instanceof Error ? r.name : `${r.adopted} adopted, ${r.conflicts.length} conflicts`}`;
+      },
+    ],
+    [
+      3,
+      'pool-create',
+      async () => {
+        const cidr = pick(CIDRS);
+        const name = `p${n++}`;
+        const reuseAfter = pick(['0', '0', '1s', '30s']);
+        const r = await answered('pool create', () => ipam.createPool({ name, cidr, blockSize: pick([26, 27, 28]), reuseAfter }));
+        return `pool create ${name} ${cidr} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      1,
+      'pool-reuse-after',
+      async () => {
+        const names = await poolNames();
+        if (names.length === 0) return 'pool reuse-after: no pool';
+        const name = pick(names);
+        const reuseAfter = pick(['0', '500ms', '30s']);
+        const r = await answered('pool set', () => ipam.setPoolSettings(name, { reuseAfter }));
+        return `pool set ${name} --reuse-after ${reuseAfter}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      3,
+      'pool-resize',
+      async () => {
+        const names = await poolNames();
+        if (names.length === 0) return 'pool resize: no pool';
+        const name = pick(names);
+        const cidr = pick(CIDRS);
+        const r = await answered('pool resize', () => ipam.resizePool(name, cidr));
+        return `pool resize ${name} ${cidr}: ${r instanceof Error ? r.name : r.kind}`;
+      },
+    ],
+    [
+      2,
+      'pool-block-size',
+      async () => {
+        const names = await poolNames();
+        if (names.length === 0) return 'pool set: no pool';
+        const name = pick(names);
+        const size = pick([25, 26, 27, 28, 29]);
+        const r = await answered('pool set', () => ipam.setPoolSettings(name, { blockSize: size }));
+        return `pool set ${name} --block-size ${size}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      1,
+      'pool-selector',
+      async () => {
+        const names = await poolNames();
+        if (names.length === 0) return 'pool selector: no pool';
+        const name = pick(names);
+        const sel = pick(['all()', 'zone=a', 'all()']);
+        const r = await answered('pool set', () => ipam.setPoolSettings(name, { nodeSelector: sel }));
+        return `pool set ${name} --node-selector ${sel}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      1,
+      'pool-drain',
+      async () => {
+        const names = await poolNames();
+        if (names.length === 0) return 'pool drain: no pool';
+        const name = pick(names);
+        const on = rand() < 0.5;
+        const r = await answered('pool drain', () => ipam.setPoolDraining(name, on));
+        return `pool ${on ? 'drain' : 'undrain'} ${name}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      2,
+      'pool-delete',
+      async () => {
+        const names = await poolNames();
+        // The last pool stays: a schedule left without any pool early would start no pod at all.
+        if (names.length < 2) return 'pool delete: not the last pool';
+        const name = pick(names);
+        const r = await answered('pool delete', () => ipam.deletePool(name));
+        return `pool delete ${name}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      1,
+      'reserve',
+      async () => {
+        const ip = await someAddr();
+        if (!ip) return 'reserve: no pool';
+        const r = await answered('reserve', () => ipam.putReservation(`r${n++}`, [`${ip}/32`]));
+        return `reserve ${ip}: ${r instanceof Error ? r.name : 'ok'}`;
+      },
+    ],
+    [
+      2,
+      'release-ip',
+      async () => {
+        const got = liveAddr();
+        if (!got) return 'ipam release: no pod';
+        const [h, a] = got;
+        await answered('ipam release', () => ipam.releaseAddresses([parseAddr(a)]));
+        live.get(h)!.delete(a);
+        return `ipam release --ip ${a} (of ${h})`;
+      },
+    ],
+    [
+      1,
+      'plant-leak',
+      async () => {
+        const h = pick([...live.keys()].filter((x) => (live.get(x)?.size ?? 0) > 0));
+        if (!h) return 'plant leak: no pod';
+        const e = await raw.get(`handles/${h}`);
+        if (!e) return `plant leak: ${h} has no record`;
+        // Behind the allocator's back (what a lost or buggy writer leaves): the holder record goes, the block keeps the addresses.
+        assert.ok((await raw.txn([{ key: e.key, rev: e.rev }], [{ type: 'delete', key: e.key }])).succeeded);
+        planted.set(h, live.get(h)!);
+        live.delete(h);
+        return `plant leak: handle record of ${h} deleted (${[...planted.get(h)!].join(',')})`;
+      },
+    ],
+    [
+      1,
+      'release-leaks',
+      async () => {
+        const leaks = (await plain.check()).leaks;
+        for (const l of leaks) await answered('release leak', () => ipam.releaseLeak(l));
+        const n0 = planted.size;
+        planted = new Map();
+        return `release ${leaks.length} leaked address(es) of ${n0} planted pod(s)`;
+      },
+    ],
+    [
+      1,
+      'backup',
+      async () => {
+        backup = { text: (await backupText(raw, new Date())).text, live: copy(live), planted: copy(planted), driven: new Set(driven.keys()) };
+        return 'datastore backup';
+      },
+    ],
+    [
+      1,
+      'restore',
+      async () => {
+        if (!backup) return 'datastore restore: no backup yet';
+        const b = backup;
+        const restore = async (): Promise<void> => void (await restoreBackup(raw, parseBackup('backup', b.text), { force: true }));
+        await (o.pods?.stopped ? o.pods.stopped(restore) : restore());
+        live = copy(backup.live);
+        planted = copy(backup.planted);
+        // What the README tells an operator: every podipam process stopped for the restore; then
+        // pods started since the backup, unknown to the restored datastore, are recreated (their
+        // DEL here; a new ADD is a later step).
+        const since = [...driven].filter(([id]) => !backup!.driven.has(id));
+        for (const [id, d] of since) {
+          await o.pods!.del(d.kind, id);
+          driven.delete(id);
+        }
+        // Until the agent's view is newer than those DELs, it still lists pods the restored datastore never heard of.
+        await o.pods?.settle?.();
+        return `datastore restore${since.length > 0 ? `; pods started since the backup deleted: ${since.map(([id]) => id).join(', ')}` : ''}`;
+      },
+    ],
   ];
   const total = actions.reduce((s, a) => s + a[0], 0);
 

@@ -62,7 +62,11 @@ test('releaseLeak retries when another writer changes the block between its read
   assert.equal(await new ClusterIpam(s).releaseLeak(finding), true);
   assert.equal(s.txns, 2, 'a failed CAS, then the retry');
   assert.deepEqual((await admin.check()).leaks, []);
-  assert.deepEqual((await admin.addressesOf('net.new.eth0'))?.map((a) => formatAddr(a.addr)), [other], 'the concurrent write survived');
+  assert.deepEqual(
+    (await admin.addressesOf('net.new.eth0'))?.map((a) => formatAddr(a.addr)),
+    [other],
+    'the concurrent write survived',
+  );
   assert.notEqual(other, formatAddr(leaked.addr));
 });
 
@@ -111,7 +115,10 @@ test('releaseDeletedNodeBlock retries its affinity txn under a concurrent write 
   assert.equal((await admin.addressesOf('net.o0.eth0'))?.length, 1);
   assert.equal(await admin.addressesOf('net.g0.eth0'), undefined);
   const u = await admin.utilisation();
-  assert.deepEqual(u.blocks.map((b) => [b.node, b.allocated]), [[null, 1n]]);
+  assert.deepEqual(
+    u.blocks.map((b) => [b.node, b.allocated]),
+    [[null, 1n]],
+  );
   await assert.rejects(admin.releaseDeletedNodeBlock('pools/x'), TypeError);
 });
 
@@ -135,7 +142,7 @@ test('a node re-added, or claiming a block, after its deletion clears the proof:
   // re-added
   const re = await deletedNodeSetup();
   await addNode(re.store, { name: 'gone' });
-  assert.equal((await re.store.get(nodeTombstoneKey('gone'))), undefined, 'node add removes the tombstone');
+  assert.equal(await re.store.get(nodeTombstoneKey('gone')), undefined, 'node add removes the tombstone');
   assert.equal((await re.admin.releaseDeletedNodeBlock(re.key)).unproven, true);
   assert.equal((await re.admin.addressesOf('net.g0.eth0'))?.length, 1);
   assert.deepEqual((await re.admin.check()).problems, []);
@@ -143,12 +150,18 @@ test('a node re-added, or claiming a block, after its deletion clears the proof:
   // claims a block (its first is full): the claim txn removes the tombstone
   const cl = await deletedNodeSetup();
   await addNode(cl.store, { name: 'other' }); // node records in use: check reports nodes without one
-  assert.deepEqual((await cl.admin.check()).problems.map((p) => p.kind), ['block-node-deleted']);
+  assert.deepEqual(
+    (await cl.admin.check()).problems.map((p) => p.kind),
+    ['block-node-deleted'],
+  );
   for (let i = 1; i <= 16; i++) await cl.admin.assign({ node: 'gone', handle: `net.g${i}.eth0`, auto: { 4: 1 } });
-  assert.equal((await cl.store.get(nodeTombstoneKey('gone'))), undefined, 'a block claim removes the tombstone');
+  assert.equal(await cl.store.get(nodeTombstoneKey('gone')), undefined, 'a block claim removes the tombstone');
   assert.equal((await cl.admin.releaseDeletedNodeBlock(cl.key)).unproven, true);
   assert.equal((await cl.admin.addressesOf('net.g0.eth0'))?.length, 1);
-  assert.deepEqual((await cl.admin.check()).problems.map((p) => p.kind), ['block-node-unregistered', 'block-node-unregistered']);
+  assert.deepEqual(
+    (await cl.admin.check()).problems.map((p) => p.kind),
+    ['block-node-unregistered', 'block-node-unregistered'],
+  );
 });
 
 test('releaseDeletedNodeBlock stops when the proof goes while it works (node re-added between two handle releases)', async () => {
@@ -180,7 +193,13 @@ test('releaseDeletedNode releases every block of a deleted node (v4 and v6) and 
   assert.equal((await admin.releaseDeletedNode('sim-1')).filter((r) => r.released).length, 0, 'no proof yet: nothing');
   await deleteNode(store, 'sim-1', { by: 'api' });
   const r = await admin.releaseDeletedNode('sim-1');
-  assert.deepEqual(r.map((x) => [x.released, x.deleted]), [[true, true], [true, true]]);
+  assert.deepEqual(
+    r.map((x) => [x.released, x.deleted]),
+    [
+      [true, true],
+      [true, true],
+    ],
+  );
   assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });
 
@@ -193,13 +212,17 @@ test('the proof covers only what the node held at its deletion: a pod started on
   const r = await admin.releaseDeletedNodeBlock(key);
   assert.equal(r.handles, 1, 'the pod of before the deletion is released');
   assert.equal(await admin.addressesOf('net.g0.eth0'), undefined);
-  assert.deepEqual((await admin.addressesOf('net.late.eth0'))?.map((x) => formatAddr(x.addr)), [formatAddr(late.addr)], 'the later pod keeps its address');
+  assert.deepEqual(
+    (await admin.addressesOf('net.late.eth0'))?.map((x) => formatAddr(x.addr)),
+    [formatAddr(late.addr)],
+    'the later pod keeps its address',
+  );
   assert.equal(r.borrowed, 1, 'the block stays (without affinity) for the address still held');
   const [next] = await admin.assign({ node: 'n2', handle: 'net.n2.eth0', auto: { 4: 1 } });
   assert.notEqual(formatAddr(next!.addr), formatAddr(late.addr));
 });
 
-test('a deleted node: its own pods and empty blocks freed; a block holding another node\'s pod is kept without affinity and named by check (borrowed)', async () => {
+test("a deleted node: its own pods and empty blocks freed; a block holding another node's pod is kept without affinity and named by check (borrowed)", async () => {
   const store = new MemoryStore();
   const admin = new ClusterIpam(store);
   await admin.createPool({ name: 'v4', cidr: '10.0.1.0/24', blockSize: 28 });
@@ -213,16 +236,24 @@ test('a deleted node: its own pods and empty blocks freed; a block holding anoth
   await admin.releaseHandle('net.e.eth0');
   await deleteNode(store, 'gone', { by: 'api' });
   const before = await admin.check();
-  assert.deepEqual(before.borrowed, [{ block: formatPrefix(own!.block), node: 'gone', pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] }]);
+  assert.deepEqual(before.borrowed, [
+    { block: formatPrefix(own!.block), node: 'gone', pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] },
+  ]);
   const r = await admin.releaseDeletedNode('gone');
   const byBlock = new Map(r.map((x) => [x.cidr ? formatPrefix(x.cidr) : '', x]));
   assert.deepEqual([byBlock.get(formatPrefix(own!.block))?.borrowed, byBlock.get(formatPrefix(own!.block))?.deleted], [1, false]);
   assert.equal(byBlock.get(formatPrefix(emptyOne!.block))?.deleted, true, 'the empty block is freed');
   assert.equal(await admin.addressesOf('net.own.eth0'), undefined, "the gone node's pod is released");
-  assert.deepEqual((await admin.addressesOf('net.b.eth0'))?.map((x) => formatAddr(x.addr)), [formatAddr(borrowedAddr)], 'the borrower keeps its address');
+  assert.deepEqual(
+    (await admin.addressesOf('net.b.eth0'))?.map((x) => formatAddr(x.addr)),
+    [formatAddr(borrowedAddr)],
+    'the borrower keeps its address',
+  );
   const after = await admin.check();
   assert.deepEqual(after.problems, []);
-  assert.deepEqual(after.borrowed, [{ block: formatPrefix(own!.block), node: null, pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] }]);
+  assert.deepEqual(after.borrowed, [
+    { block: formatPrefix(own!.block), node: null, pods: [{ address: formatAddr(borrowedAddr), handle: 'net.b.eth0', node: 'alive', pod: 'ns/borrower' }] },
+  ]);
   await admin.releaseHandle('net.b.eth0');
   assert.deepEqual(await admin.check(), { leaks: [], problems: [] });
 });

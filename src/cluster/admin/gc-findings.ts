@@ -45,9 +45,19 @@ export async function releaseLeak(ctx: IpamContext, leak: Leak): Promise<boolean
     const q = quarantineFor((ctx.cache.snapshot ??= await loadSnapshot(ctx.store)).pools, cidr, ctx.now().getTime());
     const next = stampReleases(block, releaseOrdinals(block, [ordinal]).block, q);
     const ops: Op[] = isDisposable(next, q) && next.affinity === null ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(next) }];
-    const r = await commitWrite(ctx, { what: `release leaked address ${leak.ip}`, compares: [{ key, rev: e.rev }, { key: hkey, rev: 0 }], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });
+    const r = await commitWrite(ctx, {
+      what: `release leaked address ${leak.ip}`,
+      compares: [
+        { key, rev: e.rev },
+        { key: hkey, rev: 0 },
+      ],
+      ops: [...ops, releaseStampOp(ctx, 'cluster-gc')],
+    });
     if (r.succeeded) return true;
-    seen = new Map([[key, r.current?.[0]], [hkey, r.current?.[1]]]);
+    seen = new Map([
+      [key, r.current?.[0]],
+      [hkey, r.current?.[1]],
+    ]);
   }
   throw new ContentionError(`release leaked address ${leak.ip}`, ctx.maxAttempts, [key]);
 }
@@ -94,7 +104,10 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
   const proof = await readKeys(ctx.store, [nodeKey(node), nodeTombstoneKey(node)]);
   const tomb = proof.get(nodeTombstoneKey(node));
   if (proof.get(nodeKey(node)) !== undefined || tomb === undefined) return { ...nothing, node, cidr, unproven: true };
-  const guard: Compare[] = [{ key: nodeKey(node), rev: 0 }, { key: tomb.key, rev: tomb.rev }];
+  const guard: Compare[] = [
+    { key: nodeKey(node), rev: 0 },
+    { key: tomb.key, rev: tomb.rev },
+  ];
   const gc: IpamContext = { ...ctx, why: ctx.why ?? 'cluster-gc' };
   let handles = 0;
   const held = [...new Set(decodeBlock(first).allocations.values())];
@@ -104,7 +117,8 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     // a handle written since (a pod started on the node after the deletion) is kept. Its
     // revision is compared in the release, so a rewrite meanwhile stops it too.
     if (he.rev > tomb.rev) continue;
-    if ((await releaseByHandleIf(gc, hk.slice(HANDLE_PREFIX.length), [...guard, { key: hk, rev: he.rev }])) === undefined) return { ...nothing, node, cidr, handles, unproven: true };
+    if ((await releaseByHandleIf(gc, hk.slice(HANDLE_PREFIX.length), [...guard, { key: hk, rev: he.rev }])) === undefined)
+      return { ...nothing, node, cidr, handles, unproven: true };
     handles++;
   }
   const ak = affinityKey(node, cidr);
@@ -125,10 +139,17 @@ export async function releaseDeletedNodeBlock(ctx: IpamContext, key: string): Pr
     }
     const ops: Op[] = empty ? [{ type: 'delete', key }] : [{ type: 'put', key, value: encodeBlock(withAffinity(block, null)) }];
     if (ae) ops.push({ type: 'delete', key: ak });
-    const r = await commitWrite(ctx, { what: `release block ${formatPrefix(cidr)} of deleted node "${node}"`, compares: [{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard], ops: [...ops, releaseStampOp(ctx, 'cluster-gc')] });
+    const r = await commitWrite(ctx, {
+      what: `release block ${formatPrefix(cidr)} of deleted node "${node}"`,
+      compares: [{ key, rev: e.rev }, { key: ak, rev: ae?.rev ?? 0 }, ...guard],
+      ops: [...ops, releaseStampOp(ctx, 'cluster-gc')],
+    });
     if (r.succeeded) return { node, cidr, handles, released: true, deleted: empty, borrowed: empty ? 0 : block.allocations.size, unproven: false };
     if (guard.some((g, i) => (r.current?.[2 + i]?.rev ?? 0) !== g.rev)) return { ...nothing, node, cidr, handles, unproven: true };
-    seen = new Map([[key, r.current?.[0]], [ak, r.current?.[1]]]);
+    seen = new Map([
+      [key, r.current?.[0]],
+      [ak, r.current?.[1]],
+    ]);
   }
   throw new ContentionError(`release block ${formatPrefix(cidr)} of deleted node "${node}"`, ctx.maxAttempts, [key, ak]);
 }
@@ -151,8 +172,15 @@ export async function releaseEmptyOrphanBlock(ctx: IpamContext, key: string): Pr
     const snap = (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
     if (!isSweepableOrphan(decodeBlock(e), snap.pools, ctx.now().getTime())) return false;
     // The pools' revision is compared too: a reuseAfter raised meanwhile may quarantine again.
-    const compares: Compare[] = [{ key, rev: e.rev }, { key: CONFIG_KEY, rev: snap.configRev }];
-    const r = await commitWrite(ctx, { what: `delete empty orphan block ${formatPrefix(cidr)}`, compares, ops: [{ type: 'delete', key }, releaseStampOp(ctx, 'cluster-gc')] });
+    const compares: Compare[] = [
+      { key, rev: e.rev },
+      { key: CONFIG_KEY, rev: snap.configRev },
+    ];
+    const r = await commitWrite(ctx, {
+      what: `delete empty orphan block ${formatPrefix(cidr)}`,
+      compares,
+      ops: [{ type: 'delete', key }, releaseStampOp(ctx, 'cluster-gc')],
+    });
     if (r.succeeded) return true;
     if ((r.current?.[1]?.rev ?? 0) !== snap.configRev) ctx.cache.snapshot = undefined;
     e = r.current?.[0];

@@ -4,7 +4,7 @@ import { MemoryStore } from '../../store/memory/memory-store.js';
 import { WARM_NETWORK } from '../../model/reserved-network.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
 
-test('gcNode never releases the warm pool\'s handles, even when asked to GC their network', async () => {
+test("gcNode never releases the warm pool's handles, even when asked to GC their network", async () => {
   const ipam = new ClusterIpam(new MemoryStore());
   await ipam.createPool({ name: 'v4', cidr: '10.0.0.0/24', blockSize: 28 });
   const warm = `${WARM_NETWORK}:n1:r1`;

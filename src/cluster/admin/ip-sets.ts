@@ -17,7 +17,17 @@ import { NotFoundError } from '../service/errors.js';
 import { decodeHandle } from '../records/handle-record.js';
 import type { IpamContext } from '../service/ipam-context.js';
 import { IpSetConflictError, IpSetInUseError } from '../records/ip-set-errors.js';
-import { type IpSet, MAX_IP_SET_BLOCKS, MAX_IP_SET_SIZE, decodeIpSet, encodeIpSet, formatIpSetRange, ipSetBlocks, ipSetOf, parseIpSetRange } from '../records/ip-set-record.js';
+import {
+  type IpSet,
+  MAX_IP_SET_BLOCKS,
+  MAX_IP_SET_SIZE,
+  decodeIpSet,
+  encodeIpSet,
+  formatIpSetRange,
+  ipSetBlocks,
+  ipSetOf,
+  parseIpSetRange,
+} from '../records/ip-set-record.js';
 import { BLOCK_PREFIX, IPSET_PREFIX, RESERVATION_PREFIX, blockKey, handleKey, ipSetKey, poolKey } from '../records/keys.js';
 import { type Pool, decodePool } from '../records/pool-record.js';
 import { decodeReservation } from '../records/reservation-record.js';
@@ -55,23 +65,33 @@ export async function createIpSet(ctx: IpamContext, name: string, poolName: stri
   checkResourceName('ip-set name', name);
   checkResourceName('pool name', poolName);
   const given = spec as { ranges?: unknown; count?: unknown };
-  if ((given.ranges === undefined) === (given.count === undefined)) throw new TypeError('invalid ip-set addresses: give either "ranges" (addresses) or "count", not both nor neither');
+  if ((given.ranges === undefined) === (given.count === undefined))
+    throw new TypeError('invalid ip-set addresses: give either "ranges" (addresses) or "count", not both nor neither');
   let wanted: IpRangeSet | undefined;
   if (given.ranges !== undefined) {
-    if (!Array.isArray(given.ranges) || given.ranges.length === 0) throw new TypeError(`invalid ip-set ranges ${JSON.stringify(given.ranges)}: give at least one address, range or CIDR`);
+    if (!Array.isArray(given.ranges) || given.ranges.length === 0)
+      throw new TypeError(`invalid ip-set ranges ${JSON.stringify(given.ranges)}: give at least one address, range or CIDR`);
     wanted = new IpRangeSet((given.ranges as string[]).map(parseIpSetRange));
     if (wanted.size() > BigInt(MAX_IP_SET_SIZE)) throw new RangeError(`invalid ip-set ranges: ${wanted.size()} addresses, at most ${MAX_IP_SET_SIZE}`);
   } else if (!Number.isInteger(given.count) || (given.count as number) < 1 || (given.count as number) > MAX_IP_SET_SIZE) {
     throw new RangeError(`invalid ip-set count ${JSON.stringify(given.count)}: an integer from 1 to ${MAX_IP_SET_SIZE}`);
   }
   return configTxn(ctx, `create ip-set "${name}"`, async () => {
-    const [poolE, setE, setEntries, resEntries] = await Promise.all([ctx.store.get(poolKey(poolName)), ctx.store.get(ipSetKey(name)), ctx.store.list(IPSET_PREFIX), ctx.store.list(RESERVATION_PREFIX)]);
+    const [poolE, setE, setEntries, resEntries] = await Promise.all([
+      ctx.store.get(poolKey(poolName)),
+      ctx.store.get(ipSetKey(name)),
+      ctx.store.list(IPSET_PREFIX),
+      ctx.store.list(RESERVATION_PREFIX),
+    ]);
     if (!poolE) throw new NotFoundError('pool', poolName);
     const pool = decodePool(poolE);
     if (pool.deleting) throw new IpSetConflictError(name, `pool "${poolName}" is being deleted`);
     // An ip-set's blocks are of the pool's one size; a pool with blocks of several is refused.
     if (pool.formerBlockSizes.length > 0) {
-      throw new IpSetConflictError(name, `pool "${poolName}" has blocks of several sizes (/${[pool.blockSize, ...pool.formerBlockSizes].join(', /')}) since its block size changed; an ip-set needs a pool of one block size`);
+      throw new IpSetConflictError(
+        name,
+        `pool "${poolName}" has blocks of several sizes (/${[pool.blockSize, ...pool.formerBlockSizes].join(', /')}) since its block size changed; an ip-set needs a pool of one block size`,
+      );
     }
     if (setE) throw new IpSetConflictError(name, 'an ip-set with this name exists');
     const others = setEntries.map(decodeIpSet);
@@ -86,11 +106,14 @@ export async function createIpSet(ctx: IpamContext, name: string, poolName: stri
     const addrs = wanted ?? (await lowestFree(ctx, pool, given.count as number, (a) => unavailable(a) === undefined, name));
     for (const r of addrs.ranges) {
       if (r.start.family !== pool.cidr.family || !prefixContains(pool.cidr, r.start) || !prefixContains(pool.cidr, r.end)) {
-        throw new RangeError(`invalid ip-set address ${JSON.stringify(formatIpSetRange(r))}: not inside pool "${pool.name}" (${formatIpSetRange(rangeFromPrefix(pool.cidr))})`);
+        throw new RangeError(
+          `invalid ip-set address ${JSON.stringify(formatIpSetRange(r))}: not inside pool "${pool.name}" (${formatIpSetRange(rangeFromPrefix(pool.cidr))})`,
+        );
       }
     }
     const cidrs = ipSetBlocks(addrs, pool.blockSize);
-    if (cidrs.length > MAX_IP_SET_BLOCKS) throw new RangeError(`invalid ip-set addresses: they span ${cidrs.length} blocks of pool "${pool.name}", at most ${MAX_IP_SET_BLOCKS}`);
+    if (cidrs.length > MAX_IP_SET_BLOCKS)
+      throw new RangeError(`invalid ip-set addresses: they span ${cidrs.length} blocks of pool "${pool.name}", at most ${MAX_IP_SET_BLOCKS}`);
     const blocks = await readBlocks(ctx, cidrs.map(blockKey));
     for (const a of addrs.addrs()) {
       const cidr = prefixOf(a, pool.blockSize);
@@ -126,7 +149,11 @@ async function lowestFree(ctx: IpamContext, pool: Pool, count: number, ok: (a: A
     if (block && holderOf(block, o) !== undefined) continue;
     found.push(a);
   }
-  if (found.length < count) throw new IpSetConflictError(name, `pool "${pool.name}" has only ${found.length} free address${found.length === 1 ? '' : 'es'} outside reservations and other ip-sets, ${count} asked for`);
+  if (found.length < count)
+    throw new IpSetConflictError(
+      name,
+      `pool "${pool.name}" has only ${found.length} free address${found.length === 1 ? '' : 'es'} outside reservations and other ip-sets, ${count} asked for`,
+    );
   return new IpRangeSet(found.map((a) => rangeOf(a, a)));
 }
 
@@ -150,7 +177,11 @@ async function getSet(ctx: IpamContext, name: string): Promise<{ entry: Entry; s
 }
 
 /** Each address of the set with its holder; the blocks read, by key. */
-async function addressesOf(ctx: IpamContext, set: IpSet, blockSize: number | undefined): Promise<{ addresses: IpSetAddress[]; blocks: Map<string, { rev: number; block: Block | undefined }> }> {
+async function addressesOf(
+  ctx: IpamContext,
+  set: IpSet,
+  blockSize: number | undefined,
+): Promise<{ addresses: IpSetAddress[]; blocks: Map<string, { rev: number; block: Block | undefined }> }> {
   const cidrs = blockSize === undefined ? [] : ipSetBlocks(set.addrs, blockSize);
   const blocks = await readBlocks(ctx, cidrs.map(blockKey));
   const holders = new Map<string, string>();
@@ -184,7 +215,13 @@ async function poolBlockSize(ctx: IpamContext, pool: string): Promise<number | u
 }
 
 function info(set: IpSet, addresses: readonly IpSetAddress[]): IpSetInfo {
-  return { name: set.name, pool: set.pool, ranges: set.addrs.ranges.map(formatIpSetRange), size: Number(set.addrs.size()), held: addresses.filter((a) => a.handle !== undefined).length };
+  return {
+    name: set.name,
+    pool: set.pool,
+    ranges: set.addrs.ranges.map(formatIpSetRange),
+    size: Number(set.addrs.size()),
+    held: addresses.filter((a) => a.handle !== undefined).length,
+  };
 }
 
 /** Every set with its size and how many of its addresses are held, by name. */
@@ -210,7 +247,10 @@ export async function deleteIpSet(ctx: IpamContext, name: string): Promise<void>
     const { addresses, blocks } = await addressesOf(ctx, set, await poolBlockSize(ctx, set.pool));
     const held = addresses.filter((a) => a.handle !== undefined);
     if (held.length > 0) {
-      throw new IpSetInUseError(name, held.map((a) => `${a.address} (${a.pod ? `pod ${a.namespace ?? ''}/${a.pod}, ` : ''}handle "${a.handle}")`));
+      throw new IpSetInUseError(
+        name,
+        held.map((a) => `${a.address} (${a.pod ? `pod ${a.namespace ?? ''}/${a.pod}, ` : ''}handle "${a.handle}")`),
+      );
     }
     const compares: Compare[] = [{ key: entry.key, rev: entry.rev }, ...[...blocks].map(([key, b]) => ({ key, rev: b.rev }))];
     return { compares, ops: [{ type: 'delete', key: entry.key }], result: undefined };

@@ -132,7 +132,10 @@ export async function poolHeld(ctx: IpamContext, name: string): Promise<PoolHeld
         list.push({ ...(pod !== undefined ? { pod } : {}), handle: r.attachment, addresses: mine });
       }
       nodes.set(node, list);
-      const idleHere = w.addresses.sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0)).map(formatAddr).filter((a) => left.has(a));
+      const idleHere = w.addresses
+        .sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+        .map(formatAddr)
+        .filter((a) => left.has(a));
       idle += idleHere.length;
       if (idleHere.length > 0) warmOf.set(node, { handles: w.handles.sort(), idle: idleHere });
     }
@@ -144,11 +147,9 @@ export async function poolHeld(ctx: IpamContext, name: string): Promise<PoolHeld
     inUse: allocated - idle,
     idle,
     blocks: blocks.length,
-    nodes: [...new Set([...nodes.keys(), ...warmOf.keys()])]
-      .sort()
-      .map((node) => {
-        const w = warmOf.get(node);
-        return { node, pods: (nodes.get(node) ?? []).sort(byName), ...(w !== undefined ? { warm: w } : {}) };
-      }),
+    nodes: [...new Set([...nodes.keys(), ...warmOf.keys()])].sort().map((node) => {
+      const w = warmOf.get(node);
+      return { node, pods: (nodes.get(node) ?? []).sort(byName), ...(w !== undefined ? { warm: w } : {}) };
+    }),
   };
 }

@@ -4,7 +4,10 @@ import { formatPrefix, parsePrefix } from '../../ip/index.js';
 import { type Pool, validatePoolSpec } from '../records/pool-record.js';
 import { checkResize } from './pool-resize-check.js';
 
-const pool = (name: string, cidr: string, blockSize = 26, former: number[] = []): Pool => ({ ...validatePoolSpec({ name, cidr, blockSize }), formerBlockSizes: former });
+const pool = (name: string, cidr: string, blockSize = 26, former: number[] = []): Pool => ({
+  ...validatePoolSpec({ name, cidr, blockSize }),
+  formerBlockSizes: former,
+});
 
 test('checkResize: grow, shrink, unchanged', () => {
   const p = pool('p', '10.0.0.0/20');

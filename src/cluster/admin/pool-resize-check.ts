@@ -19,7 +19,9 @@ export function checkResize(pool: Pool, cidrText: string): { cidr: Prefix; kind:
   const cidr = validatePoolSpec({ name: pool.name, cidr: cidrText, blockSize: undefined }).cidr;
   const old = formatPrefix(pool.cidr);
   if (cidr.family !== pool.cidr.family) {
-    throw new RangeError(`invalid pool cidr "${cidrText}": pool "${pool.name}" is IPv${pool.cidr.family} (${old}); a resize keeps the family (create another pool instead)`);
+    throw new RangeError(
+      `invalid pool cidr "${cidrText}": pool "${pool.name}" is IPv${pool.cidr.family} (${old}); a resize keeps the family (create another pool instead)`,
+    );
   }
   if (pool.shrinkingFrom && formatPrefix(cidr) !== old) {
     throw new PoolChangeRefusedError(pool.name, 'resize', `its shrink to ${old} is unfinished; run the resize to ${old} again first`);
@@ -28,10 +30,15 @@ export function checkResize(pool: Pool, cidrText: string): { cidr: Prefix; kind:
   if (formatPrefix(cidr) === old) kind = 'same';
   else if (prefixContainsPrefix(cidr, pool.cidr)) kind = 'grow';
   else if (prefixContainsPrefix(pool.cidr, cidr)) kind = 'shrink';
-  else throw new RangeError(`invalid pool cidr "${cidrText}": it neither contains nor lies inside the pool's ${old} (a resize grows or shrinks the pool in place)`);
+  else
+    throw new RangeError(
+      `invalid pool cidr "${cidrText}": it neither contains nor lies inside the pool's ${old} (a resize grows or shrinks the pool in place)`,
+    );
   const tooSmall = poolBlockSizes(pool).find((s) => s < cidr.len);
   if (tooSmall !== undefined) {
-    throw new RangeError(`invalid pool cidr "${cidrText}": the pool has /${tooSmall} blocks, so its cidr must be /${tooSmall} or larger (it must hold at least one block)`);
+    throw new RangeError(
+      `invalid pool cidr "${cidrText}": the pool has /${tooSmall} blocks, so its cidr must be /${tooSmall} or larger (it must hold at least one block)`,
+    );
   }
   return { cidr, kind };
 }

@@ -91,14 +91,21 @@ async function rollBack(ctx: IpamContext, name: string, old: Prefix, cidr: Prefi
   } catch (e) {
     if (!(e instanceof PoolChangeRefusedError) || !(why instanceof PoolChangeRefusedError)) throw e;
     const detail = why.message.slice(`Cannot resize pool "${name}": `.length);
-    throw new PoolChangeRefusedError(name, 'resize', `${detail}; and its old cidr could not be put back: ${e.message.slice(`Cannot resize pool "${name}": `.length)} (it serves ${formatPrefix(cidr)} only, its shrink unfinished)`, why.addresses, { cause: e });
+    throw new PoolChangeRefusedError(
+      name,
+      'resize',
+      `${detail}; and its old cidr could not be put back: ${e.message.slice(`Cannot resize pool "${name}": `.length)} (it serves ${formatPrefix(cidr)} only, its shrink unfinished)`,
+      why.addresses,
+      { cause: e },
+    );
   }
 }
 
 function checked(p: Pool, cidrText: string, kind: ResizeKind): Pool {
   // Re-validated on what the txn reads: a resize that ran meanwhile is seen.
   const again = checkResize(p, cidrText);
-  if (again.kind !== kind && !(kind === 'shrink' && again.kind === 'same')) throw new PoolChangeRefusedError(p.name, 'resize', `it changed meanwhile (its cidr is now ${formatPrefix(p.cidr)}); try again`);
+  if (again.kind !== kind && !(kind === 'shrink' && again.kind === 'same'))
+    throw new PoolChangeRefusedError(p.name, 'resize', `it changed meanwhile (its cidr is now ${formatPrefix(p.cidr)}); try again`);
   return p;
 }
 
@@ -162,5 +169,10 @@ function refuseHeld(name: string, keep: Prefix, entries: readonly Entry[]): void
 async function refuseIpSets(ctx: IpamContext, pool: string, keep: Prefix): Promise<void> {
   const sets = (await ctx.store.list(IPSET_PREFIX)).map(decodeIpSet).filter((x) => x.pool === pool);
   const out = sets.filter((s) => s.addrs.ranges.some((r) => !prefixContains(keep, r.start) || !prefixContains(keep, r.end)));
-  if (out.length > 0) throw new PoolChangeRefusedError(pool, 'resize', `ip-set${out.length === 1 ? '' : 's'} ${out.map((s) => `"${s.name}"`).join(', ')} hold addresses outside cidr ${formatPrefix(keep)} (delete them first)`);
+  if (out.length > 0)
+    throw new PoolChangeRefusedError(
+      pool,
+      'resize',
+      `ip-set${out.length === 1 ? '' : 's'} ${out.map((s) => `"${s.name}"`).join(', ')} hold addresses outside cidr ${formatPrefix(keep)} (delete them first)`,
+    );
 }

@@ -74,7 +74,11 @@ async function withBlockSize(ctx: IpamContext, pool: Pool, blockSize: number): P
     present.add(pool.blockSize);
     const sets = (await ctx.store.list(IPSET_PREFIX)).map(decodeIpSet).filter((x) => x.pool === pool.name);
     if (sets.length > 0) {
-      throw new PoolChangeRefusedError(pool.name, 'change the block size of', `ip-set${sets.length === 1 ? '' : 's'} ${sets.map((x) => `"${x.name}"`).join(', ')} draw from it (an ip-set needs a pool of one block size; delete them first)`);
+      throw new PoolChangeRefusedError(
+        pool.name,
+        'change the block size of',
+        `ip-set${sets.length === 1 ? '' : 's'} ${sets.map((x) => `"${x.name}"`).join(', ')} draw from it (an ip-set needs a pool of one block size; delete them first)`,
+      );
     }
   }
   present.delete(blockSize);

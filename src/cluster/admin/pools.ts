@@ -133,9 +133,12 @@ function allocatedIn(pool: Pool, blocks: readonly Entry[]): { allocated: number;
   return { allocated, entries };
 }
 
-
 /** PoolHasIpSetsError while ip-sets draw from the pool (delete them first). */
 async function refuseIpSets(ctx: IpamContext, pool: string): Promise<void> {
   const sets = (await ctx.store.list(IPSET_PREFIX)).map(decodeIpSet).filter((x) => x.pool === pool);
-  if (sets.length > 0) throw new PoolHasIpSetsError(pool, sets.map((x) => x.name));
+  if (sets.length > 0)
+    throw new PoolHasIpSetsError(
+      pool,
+      sets.map((x) => x.name),
+    );
 }

@@ -49,7 +49,11 @@ export async function putReservation(ctx: IpamContext, name: string, cidrs: read
   const r: Reservation = { name, cidrs: parsed };
   return configTxn(ctx, `reserve ${parsed.map(formatPrefix).join(', ')}`, async () => {
     const e = await ctx.store.get(reservationKey(name));
-    return { compares: [{ key: reservationKey(name), rev: e?.rev ?? 0 }], ops: [{ type: 'put', key: reservationKey(name), value: encodeReservation(r) }], result: r };
+    return {
+      compares: [{ key: reservationKey(name), rev: e?.rev ?? 0 }],
+      ops: [{ type: 'put', key: reservationKey(name), value: encodeReservation(r) }],
+      result: r,
+    };
   });
 }
 

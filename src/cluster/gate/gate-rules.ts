@@ -65,7 +65,8 @@ export function shapeOf(what: string, compares: readonly Compare[], ops: readonl
     const isPool = op.key.startsWith(POOL_PREFIX);
     if (!isBlock && !isPool && op.key !== CONFIG_KEY) continue;
     const rev = revOf(op.key);
-    if (rev === undefined) throw new GateRefusedError(what, 'uncompared', op.key, `${op.type} of ${op.key} without a compare on it (a writer must prove what it overwrites)`);
+    if (rev === undefined)
+      throw new GateRefusedError(what, 'uncompared', op.key, `${op.type} of ${op.key} without a compare on it (a writer must prove what it overwrites)`);
     if (isBlock) {
       if (op.type === 'delete') {
         deletedBlocks.add(op.key);
@@ -103,7 +104,13 @@ export function spaceText(p: Pool): string {
  * compared (or to compare); `space`: with every block, required when the write changes a pool
  * (needsBlocks). GateRefusedError when the write would break a rule whatever the store holds.
  */
-export function guardedCompares(what: string, shape: WriteShape, compares: readonly Compare[], view: PoolsView, space?: SpaceView): { compares: Compare[]; guards: string[] } {
+export function guardedCompares(
+  what: string,
+  shape: WriteShape,
+  compares: readonly Compare[],
+  view: PoolsView,
+  space?: SpaceView,
+): { compares: Compare[]; guards: string[] } {
   const out = [...compares];
   const guards: string[] = [];
   if (shape.newBlocks.length === 0 && shape.pools.size === 0) return { compares: out, guards };
@@ -116,9 +123,17 @@ export function guardedCompares(what: string, shape: WriteShape, compares: reado
   for (const nb of shape.newBlocks) {
     const pool = pools.find((p) => prefixContainsPrefix(p.cidr, nb.cidr));
     if (!pool) throw new GateRefusedError(what, 'outside-pools', nb.key, `block ${formatPrefix(nb.cidr)} lies in no pool's cidr`);
-    if (pool.deleting) throw new GateRefusedError(what, 'deleting', nb.key, `block ${formatPrefix(nb.cidr)} is in pool "${pool.name}", which is being deleted`, pool.name);
+    if (pool.deleting)
+      throw new GateRefusedError(what, 'deleting', nb.key, `block ${formatPrefix(nb.cidr)} is in pool "${pool.name}", which is being deleted`, pool.name);
     const sizes = poolBlockSizes(pool);
-    if (!sizes.includes(nb.cidr.len)) throw new GateRefusedError(what, 'block-size', nb.key, `block ${formatPrefix(nb.cidr)} is a /${nb.cidr.len}; pool "${pool.name}" has blocks of ${sizes.map((s) => `/${s}`).join(', ')}`, pool.name);
+    if (!sizes.includes(nb.cidr.len))
+      throw new GateRefusedError(
+        what,
+        'block-size',
+        nb.key,
+        `block ${formatPrefix(nb.cidr)} is a /${nb.cidr.len}; pool "${pool.name}" has blocks of ${sizes.map((s) => `/${s}`).join(', ')}`,
+        pool.name,
+      );
     for (const cidr of overlappingBlocks(nb.cidr, sizes)) {
       const g = blockKey(cidr);
       const rev = compared.get(g);
@@ -141,27 +156,54 @@ function poolsAfter(before: readonly Pool[], shape: WriteShape): Pool[] {
 }
 
 function checkPools(what: string, shape: WriteShape, before: readonly Pool[], after: readonly Pool[], space: SpaceView | undefined): void {
-  if (!shape.compared.some((c) => c.key === CONFIG_KEY)) throw new GateRefusedError(what, 'uncompared', CONFIG_KEY, 'a pool write without a compare on config (every pool write bumps it)');
+  if (!shape.compared.some((c) => c.key === CONFIG_KEY))
+    throw new GateRefusedError(what, 'uncompared', CONFIG_KEY, 'a pool write without a compare on config (every pool write bumps it)');
   for (const [name, p] of shape.pools) {
     if (!p) continue;
     const other = after.find((o) => o.name !== name && prefixOverlaps(poolSpace(o), poolSpace(p)));
     if (other) {
-      throw new GateRefusedError(what, 'pool-overlap', POOL_PREFIX + name, `cidr ${spaceText(p)} overlaps pool "${other.name}" (${spaceText(other)})`, other.name);
+      throw new GateRefusedError(
+        what,
+        'pool-overlap',
+        POOL_PREFIX + name,
+        `cidr ${spaceText(p)} overlaps pool "${other.name}" (${spaceText(other)})`,
+        other.name,
+      );
     }
   }
   if (!needsBlocks(shape, before)) return;
-  if (!space) throw new GateRefusedError(what, 'uncompared', POOL_PREFIX + [...shape.pools.keys()].join(','), 'a pool write that changes its space was not checked against the blocks');
+  if (!space)
+    throw new GateRefusedError(
+      what,
+      'uncompared',
+      POOL_PREFIX + [...shape.pools.keys()].join(','),
+      'a pool write that changes its space was not checked against the blocks',
+    );
   for (const b of space.blocks) {
     const key = blockKey(b);
     if (shape.deletedBlocks.has(key)) continue;
     for (const [name, p] of shape.pools) {
       const old = before.find((o) => o.name === name);
       if (p && prefixOverlaps(poolSpace(p), b)) {
-        if (!prefixContainsPrefix(poolSpace(p), b)) throw new GateRefusedError(what, 'block-overlap', POOL_PREFIX + name, `cidr ${spaceText(p)} cuts through block ${formatPrefix(b)}`, key);
+        if (!prefixContainsPrefix(poolSpace(p), b))
+          throw new GateRefusedError(what, 'block-overlap', POOL_PREFIX + name, `cidr ${spaceText(p)} cuts through block ${formatPrefix(b)}`, key);
         const sizes = poolBlockSizes(p);
-        if (!sizes.includes(b.len)) throw new GateRefusedError(what, 'block-size', POOL_PREFIX + name, `block ${formatPrefix(b)} is a /${b.len}; pool "${name}" would list ${sizes.map((s) => `/${s}`).join(', ')}`, key);
+        if (!sizes.includes(b.len))
+          throw new GateRefusedError(
+            what,
+            'block-size',
+            POOL_PREFIX + name,
+            `block ${formatPrefix(b)} is a /${b.len}; pool "${name}" would list ${sizes.map((s) => `/${s}`).join(', ')}`,
+            key,
+          );
       } else if (old && prefixOverlaps(poolSpace(old), b)) {
-        throw new GateRefusedError(what, 'outside-pools', POOL_PREFIX + name, `block ${formatPrefix(b)} would be left outside every pool (${p ? `pool "${name}" would no longer cover it` : `pool "${name}" still has it`})`, key);
+        throw new GateRefusedError(
+          what,
+          'outside-pools',
+          POOL_PREFIX + name,
+          `block ${formatPrefix(b)} would be left outside every pool (${p ? `pool "${name}" would no longer cover it` : `pool "${name}" still has it`})`,
+          key,
+        );
       }
     }
   }

@@ -11,7 +11,12 @@ import { openStore } from '../../store/index.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
 import type { AssignRequest } from './plan-assign.js';
 
-const req = (node: string, id: string): AssignRequest => ({ node, handle: `net.${id}.eth0`, attrs: { network: 'net', containerId: id, ifname: 'eth0' }, auto: 'each-family' });
+const req = (node: string, id: string): AssignRequest => ({
+  node,
+  handle: `net.${id}.eth0`,
+  attrs: { network: 'net', containerId: id, ifname: 'eth0' },
+  auto: 'each-family',
+});
 
 async function setup(blockSize = 26): Promise<ClusterIpam> {
   const store = await openStore('memory:');
@@ -31,7 +36,10 @@ test('a batch of 20 ADDs: one address per family each, all distinct, one round t
   const ipam = await setup();
   await ipam.assign(req('n1', 'warm')); // claims the node's blocks
   const before = ipam.store.roundTrips;
-  const out = await ipam.assignMany('n1', Array.from({ length: 20 }, (_, i) => req('n1', `p${i}`)));
+  const out = await ipam.assignMany(
+    'n1',
+    Array.from({ length: 20 }, (_, i) => req('n1', `p${i}`)),
+  );
   assert.equal(ipam.store.roundTrips - before, 1, 'one transaction for the whole batch');
   const all = addrs(out);
   assert.equal(all.length, 40);
@@ -39,7 +47,10 @@ test('a batch of 20 ADDs: one address per family each, all distinct, one round t
   for (let i = 0; i < 20; i++) {
     const held = await ipam.addressesOf(`net.p${i}.eth0`);
     const o = out[i]!;
-    assert.deepEqual(held!.map((a) => formatAddr(a.addr)), o.ok ? o.assignments.map((a) => formatAddr(a.addr)) : []);
+    assert.deepEqual(
+      held!.map((a) => formatAddr(a.addr)),
+      o.ok ? o.assignments.map((a) => formatAddr(a.addr)) : [],
+    );
   }
   const check = await ipam.check();
   assert.deepEqual({ leaks: check.leaks, problems: check.problems }, { leaks: [], problems: [] });
@@ -61,7 +72,10 @@ test('a stale view (another writer took addresses) fails the batch compare; each
   const other = new ClusterIpam(ipam.store); // a second process on the same store, same node
   for (let i = 0; i < 5; i++) await other.assign(req('n1', `o${i}`));
   const before = ipam.store.roundTrips;
-  const out = await ipam.assignMany('n1', Array.from({ length: 6 }, (_, i) => req('n1', `b${i}`)));
+  const out = await ipam.assignMany(
+    'n1',
+    Array.from({ length: 6 }, (_, i) => req('n1', `b${i}`)),
+  );
   assert.ok(ipam.store.roundTrips - before > 1, 'the batch transaction failed its compares and the requests ran alone');
   const mine = addrs(out);
   const theirs = (await Promise.all(Array.from({ length: 5 }, (_, i) => ipam.addressesOf(`net.o${i}.eth0`)))).flatMap((h) => h!.map((a) => formatAddr(a.addr)));
@@ -72,7 +86,10 @@ test('an exhausted pool: the requests that fit get addresses, the rest get the e
   const store = await openStore('memory:');
   const ipam = new ClusterIpam(store);
   await ipam.createPool({ name: 'tiny', cidr: '10.60.0.0/29', blockSize: 29 });
-  const out = await ipam.assignMany('n1', Array.from({ length: 10 }, (_, i) => req('n1', `t${i}`)));
+  const out = await ipam.assignMany(
+    'n1',
+    Array.from({ length: 10 }, (_, i) => req('n1', `t${i}`)),
+  );
   const ok = out.filter((o) => o.ok).length;
   assert.ok(ok > 0 && ok < 10, `${ok} of 10 succeeded`);
   for (const o of out) if (!o.ok) assert.match(String((o.error as Error).name), /PoolExhausted/);

@@ -55,7 +55,13 @@ export async function assignGroup(ctx: IpamContext, node: string, reqs: readonly
   return out as BatchOutcome[];
 }
 
-async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly AssignRequest[], out: (BatchOutcome | undefined)[], alone: number[]): Promise<void> {
+async function planAndCommit(
+  ctx: IpamContext,
+  node: string,
+  reqs: readonly AssignRequest[],
+  out: (BatchOutcome | undefined)[],
+  alone: number[],
+): Promise<void> {
   const view = ctx.cache.node(node);
   const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
   if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view);
@@ -108,7 +114,13 @@ async function planAndCommit(ctx: IpamContext, node: string, reqs: readonly Assi
   }
   if (joined.length === 0) return;
   const cmp = [...compares].map(([key, rev]): Compare => ({ key, rev }));
-  const r = await commitWrite(ctx, { what: `group commit of ${joined.length} request(s) on node "${node}"`, compares: cmp, ops: [...ops.values(), stampOp(ctx)], view: snap, plantable: true });
+  const r = await commitWrite(ctx, {
+    what: `group commit of ${joined.length} request(s) on node "${node}"`,
+    compares: cmp,
+    ops: [...ops.values(), stampOp(ctx)],
+    view: snap,
+    plantable: true,
+  });
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each request alone.
     r.compares.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));

@@ -15,6 +15,7 @@ export function placementRequest(p: Placement, pod: string, configured: readonly
   const defaults = configured ? { pools: configured } : {};
   if (p.ips) return { ips: p.ips.parsed, placedBy: { source: p.ips, pod } };
   if (p.ipSet) return { auto: 'each-family', ...defaults, ipSet: p.ipSet.parsed, placedBy: { source: p.ipSet, pod } };
-  if (p.pools) return { auto: 'each-family', pools: p.pools.parsed, ...(p.pools.byFamily ? { poolsByFamily: p.pools.byFamily } : {}), placedBy: { source: p.pools, pod } };
+  if (p.pools)
+    return { auto: 'each-family', pools: p.pools.parsed, ...(p.pools.byFamily ? { poolsByFamily: p.pools.byFamily } : {}), placedBy: { source: p.pools, pod } };
   return { auto: 'each-family', ...defaults };
 }

@@ -22,7 +22,11 @@ const WEB = { name: 'web', pool: 'v4', addrs: new IpRangeSet([rangeOf(parseAddr(
 const SET_BLOCK = parsePrefix('10.0.0.16/28');
 
 function snap(config = DEFAULT_IPAM_CONFIG) {
-  return snapshotFromEntries(e('config', encodeConfig(config), 7), [e('pools/v4', encodePool(V4), 2), e('pools/v6', encodePool(V6), 3), e('ipsets/web', encodeIpSet(WEB), 4)]);
+  return snapshotFromEntries(e('config', encodeConfig(config), 7), [
+    e('pools/v4', encodePool(V4), 2),
+    e('pools/v6', encodePool(V6), 3),
+    e('ipsets/web', encodeIpSet(WEB), 4),
+  ]);
 }
 const known = (b: Block, rev: number): [string, KnownBlock] => [blockKey(b.cidr), { rev, block: b }];
 
@@ -76,7 +80,12 @@ describe('planAssign with an ip-set', () => {
     const b = held('10.0.0.20', '10.0.0.21', '10.0.0.22', '10.0.0.23', '10.0.0.24');
     assert.throws(
       () => planAssign(input({ mine: new Map([known(b, 9)]) })),
-      (err: unknown) => err instanceof IpSetExhaustedError && err.ipSet === 'web' && err.held === 5 && failureOf(err) === 'exhausted' && /no free address in ip-set "web": 5 of its 5 addresses are held/.test(err.message),
+      (err: unknown) =>
+        err instanceof IpSetExhaustedError &&
+        err.ipSet === 'web' &&
+        err.held === 5 &&
+        failureOf(err) === 'exhausted' &&
+        /no free address in ip-set "web": 5 of its 5 addresses are held/.test(err.message),
     );
   });
 
@@ -95,7 +104,10 @@ describe('planAssign with an ip-set', () => {
     if (q.kind === 'txn') assert.ok(!WEB.addrs.contains(q.assignments[0]!.addr), `${formatAddr(q.assignments[0]!.addr)} is not from the set`);
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', ips: [parseAddr('10.0.0.22')] }, mine: new Map([known(own, 3)]) })),
-      (err: unknown) => err instanceof AddressUnavailableError && err.message === 'address 10.0.0.22 is not available: it belongs to ip-set "web"' && failureOf(err) === 'address-unavailable',
+      (err: unknown) =>
+        err instanceof AddressUnavailableError &&
+        err.message === 'address 10.0.0.22 is not available: it belongs to ip-set "web"' &&
+        failureOf(err) === 'address-unavailable',
     );
   });
 
@@ -105,7 +117,10 @@ describe('planAssign with an ip-set', () => {
     const p = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 }, ipSet: 'web' }, handle: { rev: 5, record }, mine: new Map([known(b, 9)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
-    assert.deepEqual(p.assignments.map((a) => formatAddr(a.addr)), ['10.0.0.22']);
+    assert.deepEqual(
+      p.assignments.map((a) => formatAddr(a.addr)),
+      ['10.0.0.22'],
+    );
     assert.deepEqual(p.ops, []);
   });
 
@@ -113,11 +128,15 @@ describe('planAssign with an ip-set', () => {
     const source = { annotation: 'podipam.io/ip-set', value: 'nope', on: 'pod default/web-1' };
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', auto: 'each-family', ipSet: 'nope', placedBy: { source, pod: 'default/web-1' } } })),
-      (err: unknown) => err instanceof PlacementError && err.message === 'annotation podipam.io/ip-set="nope" on pod default/web-1: ip-set "nope" does not exist' && failureOf(err) === 'invalid-config',
+      (err: unknown) =>
+        err instanceof PlacementError &&
+        err.message === 'annotation podipam.io/ip-set="nope" on pod default/web-1: ip-set "nope" does not exist' &&
+        failureOf(err) === 'invalid-config',
     );
     assert.throws(
       () => planAssign(input({ req: { node: 'n1', handle: 'h', ipSet: 'nope' } })),
-      (err: unknown) => err instanceof NoIpSetError && /ip-set "nope" cannot be used: ip-set "nope" does not exist/.test(err.message) && failureOf(err) === 'invalid-config',
+      (err: unknown) =>
+        err instanceof NoIpSetError && /ip-set "nope" cannot be used: ip-set "nope" does not exist/.test(err.message) && failureOf(err) === 'invalid-config',
     );
   });
 });

@@ -23,7 +23,8 @@ const POOL = validatePoolSpec({ name: 'p', cidr: '10.9.0.0/29', blockSize: 29, r
 const CIDR = parsePrefix('10.9.0.0/29');
 const T = Date.parse('2026-12-04T08:00:00.000Z');
 const e = (key: string, value: string, rev: number): Entry => ({ key, value, rev });
-const snapOf = (pool = POOL, extra: Entry[] = []) => snapshotFromEntries(e('config', encodeConfig({ ...DEFAULT_IPAM_CONFIG, strictAffinity: false }), 7), [e('pools/p', encodePool(pool), 2), ...extra]);
+const snapOf = (pool = POOL, extra: Entry[] = []) =>
+  snapshotFromEntries(e('config', encodeConfig({ ...DEFAULT_IPAM_CONFIG, strictAffinity: false }), 7), [e('pools/p', encodePool(pool), 2), ...extra]);
 
 /** The block affine to node "a" with ordinals 2-6 held, then `freed` released at T. */
 function blockWith(freed: number[], heldBy = 'h'): Block {
@@ -73,7 +74,9 @@ describe('planAssign under a reuse quarantine', () => {
         err instanceof PoolExhaustedError &&
         err.quarantined?.count === 2 &&
         err.quarantined.until === at(END) &&
-        new RegExp(`found 0; 2 free addresses are quarantined after their release \\(pool reuseAfter\\) until ${at(END).replace(/\./g, '\\.')}`).test(err.message),
+        new RegExp(`found 0; 2 free addresses are quarantined after their release \\(pool reuseAfter\\) until ${at(END).replace(/\./g, '\\.')}`).test(
+          err.message,
+        ),
     );
     // Without the setting, the same block hands the freed address out at once.
     assert.deepEqual(given(planAssign(input(blockWith([2, 5]), { snap: snapOf({ ...POOL, reuseAfterMs: 0 }), now: at(T + 1) }))), ['10.9.0.2']);
@@ -87,7 +90,13 @@ describe('planAssign under a reuse quarantine', () => {
 
   it('takes a free address past its quarantine over a younger one the cursor reaches first, keeping the young entry', () => {
     const b = blockWith([2, 5]);
-    const mixed: Block = { ...b, released: new Map([[2, T], [5, T - 60_000]]) };
+    const mixed: Block = {
+      ...b,
+      released: new Map([
+        [2, T],
+        [5, T - 60_000],
+      ]),
+    };
     const p = planAssign(input(mixed, { now: at(T + 1000) }));
     assert.deepEqual(given(p), ['10.9.0.5']);
     assert.deepEqual([...written(p).released!], [[2, T]]);
@@ -110,7 +119,9 @@ describe('planAssign under a reuse quarantine', () => {
     const snap = snapOf(POOL, [e('ipsets/web', encodeIpSet({ name: 'web', pool: 'p', addrs: new IpRangeSet([parseIpSetRange('10.9.0.2-10.9.0.3')]) }), 4)]);
     assert.throws(
       () => planAssign(input(blockWith([2]), { snap, req: { node: 'a', handle: 'new', ipSet: 'web' }, now: at(T + 1000) })),
-      (err: unknown) => err instanceof IpSetExhaustedError && /\(1 free one is quarantined after its release \(pool reuseAfter\) until 2026-12-04T08:00:31\.000Z at the earliest\)/.test(err.message),
+      (err: unknown) =>
+        err instanceof IpSetExhaustedError &&
+        /\(1 free one is quarantined after its release \(pool reuseAfter\) until 2026-12-04T08:00:31\.000Z at the earliest\)/.test(err.message),
     );
     assert.deepEqual(given(planAssign(input(blockWith([2]), { snap, req: { node: 'a', handle: 'new', ipSet: 'web' }, now: at(END) }))), ['10.9.0.2']);
   });

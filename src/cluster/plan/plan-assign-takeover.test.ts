@@ -29,7 +29,14 @@ function heldBlock(affinity = 'n1'): Block {
   b = allocateOrdinals(b, 1, 'other:c:eth0').block;
   return b;
 }
-const holdRecord = (until: string, node = 'n1'): HandleRecord => ({ node, network: 'net', namespace: 'db', pod: 'db-0', stickyUntil: until, blocks: new Map([['10.0.0.16/28', 1]]) });
+const holdRecord = (until: string, node = 'n1'): HandleRecord => ({
+  node,
+  network: 'net',
+  namespace: 'db',
+  pod: 'db-0',
+  stickyUntil: until,
+  blocks: new Map([['10.0.0.16/28', 1]]),
+});
 
 function input(over: Partial<PlanInput> = {}): PlanInput {
   return {
@@ -57,7 +64,10 @@ describe('planAssign takeOver (sticky holds)', () => {
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
     assert.equal(p.tookOver, true);
-    assert.deepEqual(p.assignments.map((a) => formatAddr(a.addr)), ['10.0.0.18']);
+    assert.deepEqual(
+      p.assignments.map((a) => formatAddr(a.addr)),
+      ['10.0.0.18'],
+    );
     const b = p.blocks.get(blockKey(parsePrefix('10.0.0.16/28')))!;
     assert.equal(holderOf(b, ordinalOf(b.cidr, parseAddr('10.0.0.18'))), 'net:new:eth0');
     assert.equal(holderOf(b, ordinalOf(b.cidr, parseAddr('10.0.0.19'))), 'other:c:eth0', 'other holders untouched');
@@ -67,7 +77,10 @@ describe('planAssign takeOver (sticky holds)', () => {
       { key: handleKey('net:new:eth0'), rev: 0 },
       { key: handleKey(HOLD), rev: 40 },
     ]);
-    assert.deepEqual(p.ops.map((o) => `${o.type} ${o.key}`), [`put ${blockKey(b.cidr)}`, `delete ${handleKey(HOLD)}`, `put ${handleKey('net:new:eth0')}`]);
+    assert.deepEqual(
+      p.ops.map((o) => `${o.type} ${o.key}`),
+      [`put ${blockKey(b.cidr)}`, `delete ${handleKey(HOLD)}`, `put ${handleKey('net:new:eth0')}`],
+    );
     assert.deepEqual([...p.handle!.blocks], [['10.0.0.16/28', 1]]);
     assert.equal(p.handle!.stickyUntil, undefined, 'the new handle is no hold');
   });
@@ -93,19 +106,34 @@ describe('planAssign takeOver (sticky holds)', () => {
 
   it('reads the hold’s blocks when they are not known, and compares a foreign one', () => {
     const foreign = heldBlock('n2');
-    assert.deepEqual(planAssign(input({ mine: new Map(), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), { kind: 'read', keys: [blockKey(foreign.cidr)] });
+    assert.deepEqual(planAssign(input({ mine: new Map(), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), {
+      kind: 'read',
+      keys: [blockKey(foreign.cidr)],
+    });
     const p = planAssign(input({ mine: new Map(), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
     assert.equal(p.kind, 'txn');
     if (p.kind === 'txn') {
       assert.equal(p.tookOver, true, 'without strictAffinity a pod moved to another node keeps its address');
       assert.ok(p.compares.some((c) => c.key === blockKey(foreign.cidr) && c.rev === 12));
     }
-    const strict = planAssign(input({ snap: snap({ ...DEFAULT_IPAM_CONFIG, strictAffinity: true }), mine: new Map(), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
+    const strict = planAssign(
+      input({
+        snap: snap({ ...DEFAULT_IPAM_CONFIG, strictAffinity: true }),
+        mine: new Map(),
+        others: new Map([known(foreign, 12)]),
+        hold: { rev: 40, record: holdRecord(LATER, 'n2') },
+      }),
+    );
     assert.equal(strict.kind === 'txn' && strict.tookOver, undefined, 'under strictAffinity a foreign block’s address is not taken');
   });
 
   it('does not take a hold whose address is outside the pools the request draws from', () => {
-    const p = planAssign(input({ req: { node: 'n1', handle: 'net:new:eth0', auto: 'each-family', pools: ['other'], takeOver: HOLD }, hold: { rev: 40, record: holdRecord(LATER) } }));
+    const p = planAssign(
+      input({
+        req: { node: 'n1', handle: 'net:new:eth0', auto: 'each-family', pools: ['other'], takeOver: HOLD },
+        hold: { rev: 40, record: holdRecord(LATER) },
+      }),
+    );
     assert.equal(p.kind, 'txn');
     if (p.kind === 'txn') {
       assert.equal(p.tookOver, undefined);

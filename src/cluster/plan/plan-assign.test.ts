@@ -38,7 +38,8 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
   };
 }
 
-const firstProbe = (pool: typeof V4, node = 'n1') => blockAt(pool.cidr, pool.blockSize, blockProbeOrder(1n << BigInt(pool.blockSize - pool.cidr.len), `${node}/${pool.name}`).next().value as bigint);
+const firstProbe = (pool: typeof V4, node = 'n1') =>
+  blockAt(pool.cidr, pool.blockSize, blockProbeOrder(1n << BigInt(pool.blockSize - pool.cidr.len), `${node}/${pool.name}`).next().value as bigint);
 const known = (b: Block, rev: number): [string, KnownBlock] => [blockKey(b.cidr), { rev, block: b }];
 
 describe('planAssign', () => {
@@ -54,21 +55,33 @@ describe('planAssign', () => {
       { key: blockKey(b6), rev: 0 },
       { key: handleKey('h'), rev: 0 },
     ]);
-    assert.deepEqual(p.ops.map((o) => `${o.type} ${o.key}`), [
-      `put ${blockKey(b4)}`,
-      `put ${affinityKey('n1', b4)}`,
-      `put ${blockKey(b6)}`,
-      `put ${affinityKey('n1', b6)}`,
-      // a claim registers the node: a tombstone of an earlier deletion no longer proves it gone
-      `delete ${nodeTombstoneKey('n1')}`,
-      `put ${handleKey('h')}`,
-    ]);
+    assert.deepEqual(
+      p.ops.map((o) => `${o.type} ${o.key}`),
+      [
+        `put ${blockKey(b4)}`,
+        `put ${affinityKey('n1', b4)}`,
+        `put ${blockKey(b6)}`,
+        `put ${affinityKey('n1', b6)}`,
+        // a claim registers the node: a tombstone of an earlier deletion no longer proves it gone
+        `delete ${nodeTombstoneKey('n1')}`,
+        `put ${handleKey('h')}`,
+      ],
+    );
     assert.deepEqual(p.claims, [blockKey(b4), blockKey(b6)]);
-    assert.deepEqual(p.assignments.map((a) => `${formatAddr(a.addr)}/${a.prefixLen} via ${formatAddr(a.gateway)} ${a.pool}`), [
-      `${formatAddr({ family: 4, value: b4.base + 2n })}/28 via ${formatAddr({ family: 4, value: b4.base + 1n })} v4`,
-      `${formatAddr({ family: 6, value: b6.base + 2n })}/124 via ${formatAddr({ family: 6, value: b6.base + 1n })} v6`,
-    ]);
-    assert.deepEqual([...p.handle!.blocks].map(([c, n]) => [c, n]), [[formatPrefix(b4), 1], [formatPrefix(b6), 1]]);
+    assert.deepEqual(
+      p.assignments.map((a) => `${formatAddr(a.addr)}/${a.prefixLen} via ${formatAddr(a.gateway)} ${a.pool}`),
+      [
+        `${formatAddr({ family: 4, value: b4.base + 2n })}/28 via ${formatAddr({ family: 4, value: b4.base + 1n })} v4`,
+        `${formatAddr({ family: 6, value: b6.base + 2n })}/124 via ${formatAddr({ family: 6, value: b6.base + 1n })} v6`,
+      ],
+    );
+    assert.deepEqual(
+      [...p.handle!.blocks].map(([c, n]) => [c, n]),
+      [
+        [formatPrefix(b4), 1],
+        [formatPrefix(b6), 1],
+      ],
+    );
     assert.equal(p.writesHandle, true);
   });
 
@@ -78,10 +91,18 @@ describe('planAssign', () => {
     const p = planAssign(input({ mine: new Map([known(a, 11), known(b, 12)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
-    assert.deepEqual(p.compares, [{ key: 'config', rev: 7 }, { key: blockKey(a.cidr), rev: 11 }, { key: blockKey(b.cidr), rev: 12 }, { key: 'handles/h', rev: 0 }]);
+    assert.deepEqual(p.compares, [
+      { key: 'config', rev: 7 },
+      { key: blockKey(a.cidr), rev: 11 },
+      { key: blockKey(b.cidr), rev: 12 },
+      { key: 'handles/h', rev: 0 },
+    ]);
     assert.equal(p.ops.length, 3);
     assert.deepEqual(p.claims, []);
-    assert.deepEqual(p.assignments.map((x) => formatAddr(x.addr)), ['10.0.0.21', 'fd00::12']);
+    assert.deepEqual(
+      p.assignments.map((x) => formatAddr(x.addr)),
+      ['10.0.0.21', 'fd00::12'],
+    );
   });
 
   it('asks to read the blocks of an existing handle, then only tops up the missing family', () => {
@@ -91,8 +112,14 @@ describe('planAssign', () => {
     const p = planAssign(input({ handle: { rev: 30, record }, mine: new Map([known(a, 29)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
-    assert.deepEqual(p.assignments.map((x) => formatAddr(x.addr)), ['10.0.0.18', formatAddr({ family: 6, value: firstProbe(V6).base + 2n })]);
-    assert.ok(p.compares.some((c) => c.key === blockKey(a.cidr) && c.rev === 29), 'the held block is compared');
+    assert.deepEqual(
+      p.assignments.map((x) => formatAddr(x.addr)),
+      ['10.0.0.18', formatAddr({ family: 6, value: firstProbe(V6).base + 2n })],
+    );
+    assert.ok(
+      p.compares.some((c) => c.key === blockKey(a.cidr) && c.rev === 29),
+      'the held block is compared',
+    );
     assert.deepEqual(p.compares.at(-1), { key: 'handles/h', rev: 30 });
     const done = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 } }, handle: { rev: 30, record }, mine: new Map([known(a, 29)]) }));
     assert.equal(done.kind, 'txn');
@@ -157,7 +184,11 @@ describe('planAssign', () => {
     const theirs = newBlock(parsePrefix('10.0.0.32/28'), 'n2');
     const p = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(theirs, 9)]), allListed: true }));
     assert.equal(p.kind, 'txn');
-    if (p.kind === 'txn') assert.deepEqual(p.assignments.map((x) => formatAddr(x.addr)), ['10.0.0.34', 'fd00::2']);
+    if (p.kind === 'txn')
+      assert.deepEqual(
+        p.assignments.map((x) => formatAddr(x.addr)),
+        ['10.0.0.34', 'fd00::2'],
+      );
     assert.throws(
       () => planAssign(input({ snap: snap([], { ...cfg, strictAffinity: true }), mine })),
       (err: unknown) => err instanceof PoolExhaustedError && err.family === 4 && /per-host limit is 1/.test(err.message),

@@ -15,20 +15,22 @@
  * release times. A takeover of a sticky hold hands out nothing new (the hold kept the address).
  * Every block the plan writes drops the release entries whose quarantine is over.
  */
-import {
-  type Block,
-  addrOfOrdinal,
-  allocateOrdinals,
-  assignOrdinal,
-  holderOf,
-  newBlock,
-  ordinalOf,
-  ordinalsOf,
-} from '../../alloc/block.js';
+import { type Block, addrOfOrdinal, allocateOrdinals, assignOrdinal, holderOf, newBlock, ordinalOf, ordinalsOf } from '../../alloc/block.js';
 import { blockGateway, excludedRole } from '../../alloc/block-addressing.js';
 import { quarantineHeld, quarantinedOrdinals, stampReleases } from '../../alloc/block-quarantine.js';
 import { reservedOrdinals } from '../../alloc/block-layout.js';
-import { type Addr, type Family, type Prefix, addrEquals, formatAddr, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
+import {
+  type Addr,
+  type Family,
+  type Prefix,
+  addrEquals,
+  formatAddr,
+  formatPrefix,
+  parsePrefix,
+  prefixContains,
+  prefixContainsPrefix,
+  prefixOf,
+} from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
@@ -203,7 +205,8 @@ class Planner {
     for (const key of keys) {
       const st = this.#state(key)!;
       this.#verify.set(key, st.rev);
-      if (st.block) for (const o of ordinalsOf(st.block, this.#in.req.handle)) this.#held.push(this.#assignment(addrOfOrdinal(st.block.cidr, o), st.block.cidr));
+      if (st.block)
+        for (const o of ordinalsOf(st.block, this.#in.req.handle)) this.#held.push(this.#assignment(addrOfOrdinal(st.block.cidr, o), st.block.cidr));
     }
   }
 
@@ -213,7 +216,12 @@ class Planner {
     const missing = (req.ips ?? []).find((ip) => !this.#holds(ip));
     if (missing !== undefined) {
       const holds = this.#held.map((a) => formatAddr(a.addr)).join(', ');
-      throw new AddressUnavailableError(formatAddr(missing), 'attachment-holds', `this attachment (handle "${req.handle}") already holds ${holds} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`, req.handle);
+      throw new AddressUnavailableError(
+        formatAddr(missing),
+        'attachment-holds',
+        `this attachment (handle "${req.handle}") already holds ${holds} from its earlier ADD; a repeated ADD returns what it holds and cannot change it (DEL the attachment first)`,
+        req.handle,
+      );
     }
     return this.#build();
   }
@@ -288,7 +296,9 @@ class Planner {
         missing.push(...unknown);
         continue;
       }
-      const existing = poolBlockSizes(pool).map((s) => prefixOf(ip, s)).find((c) => this.#state(blockKey(c))?.block);
+      const existing = poolBlockSizes(pool)
+        .map((s) => prefixOf(ip, s))
+        .find((c) => this.#state(blockKey(c))?.block);
       const cidr = existing ?? prefixOf(ip, pool.blockSize);
       const role = excludedRole(cidr, ordinalOf(cidr, ip));
       if (role !== undefined && !req.adopt) throw new AddressUnavailableError(text, 'unusable', `it is ${role} (never handed out)`);
@@ -296,7 +306,12 @@ class Planner {
       if (!existing) {
         const guards = claimGuards(pool, cidr);
         const over = guards.find((g) => this.#state(g)?.block);
-        if (over) throw new AddressUnavailableError(text, 'unusable', `its /${pool.blockSize} block ${formatPrefix(cidr)} would overlap the existing block ${over.slice('blocks/'.length).replace('-', '/')}`);
+        if (over)
+          throw new AddressUnavailableError(
+            text,
+            'unusable',
+            `its /${pool.blockSize} block ${formatPrefix(cidr)} would overlap the existing block ${over.slice('blocks/'.length).replace('-', '/')}`,
+          );
         this.#guards.set(key, guards);
       }
       targets.push({ ip, cidr, key });
@@ -307,7 +322,11 @@ class Planner {
       const claimed = st.block === null;
       const block = st.block ?? newBlock(t.cidr, req.node);
       if (block.affinity !== req.node && snap.config.strictAffinity) {
-        throw new AddressUnavailableError(formatAddr(t.ip), 'foreign-block', `its block ${formatPrefix(t.cidr)} is affine to ${block.affinity ? `node "${block.affinity}"` : 'no node'} and strictAffinity is on`);
+        throw new AddressUnavailableError(
+          formatAddr(t.ip),
+          'foreign-block',
+          `its block ${formatPrefix(t.cidr)} is affine to ${block.affinity ? `node "${block.affinity}"` : 'no node'} and strictAffinity is on`,
+        );
       }
       const o = ordinalOf(t.cidr, t.ip);
       const holder = holderOf(block, o);
@@ -317,7 +336,11 @@ class Planner {
       if (holder === req.handle) continue;
       const until = this.#quarantine(block).get(o);
       if (until !== undefined) {
-        throw new AddressUnavailableError(formatAddr(t.ip), 'quarantined', `it was released recently and is quarantined until ${new Date(until).toISOString()} (pool reuseAfter)`);
+        throw new AddressUnavailableError(
+          formatAddr(t.ip),
+          'quarantined',
+          `it was released recently and is quarantined until ${new Date(until).toISOString()} (pool reuseAfter)`,
+        );
       }
       this.#put(t.key, st.rev, assignOrdinal(block, o, req.handle, req.adopt), claimed, [o]);
     }
@@ -375,7 +398,11 @@ class Planner {
     }
     const why = [
       ...(foreign > 0 ? [`${foreign} free one${foreign === 1 ? ' is' : 's are'} in blocks of other nodes and strictAffinity is on`] : []),
-      ...(quarantined > 0 ? [`${quarantined} free one${quarantined === 1 ? ' is' : 's are'} quarantined after ${quarantined === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${new Date(firstEnd).toISOString()} at the earliest`] : []),
+      ...(quarantined > 0
+        ? [
+            `${quarantined} free one${quarantined === 1 ? ' is' : 's are'} quarantined after ${quarantined === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${new Date(firstEnd).toISOString()} at the earliest`,
+          ]
+        : []),
     ];
     throw new IpSetExhaustedError(set.name, size, held, why.length > 0 ? why.join('; ') : undefined);
   }
@@ -391,9 +418,15 @@ class Planner {
     const wanted: [Family, number][] =
       req.auto === 'each-family'
         ? ([4, 6] as Family[]).filter((f) => this.#candidates(f).length > 0).map((f) => [f, 1])
-        : ([[4, req.auto[4] ?? 0], [6, req.auto[6] ?? 0]] as [Family, number][]).filter(([, n]) => n > 0);
+        : (
+            [
+              [4, req.auto[4] ?? 0],
+              [6, req.auto[6] ?? 0],
+            ] as [Family, number][]
+          ).filter(([, n]) => n > 0);
     // An ip-set's address alone is an answer: no pool of another family is needed.
-    if (wanted.length === 0 && req.auto === 'each-family' && this.#held.length + this.#added.length === 0) throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
+    if (wanted.length === 0 && req.auto === 'each-family' && this.#held.length + this.#added.length === 0)
+      throw new NoPoolError(undefined, req.node, req.pools, this.#whyNoPool(undefined));
     for (const [family, n] of wanted) {
       // What the handle holds already answers a repeated request, even from a pool that now serves nothing new (drained, disabled).
       const have = [...this.#held, ...this.#added].filter((a) => a.addr.family === family).length;
@@ -478,7 +511,15 @@ class Planner {
     }
     if (got < need) {
       const quarantined = kept.count > 0 ? { count: kept.count, until: new Date(kept.until).toISOString() } : undefined;
-      throw new PoolExhaustedError(family, req.node, cands.map((p) => p.name), requested, requested - need + got, limit, quarantined);
+      throw new PoolExhaustedError(
+        family,
+        req.node,
+        cands.map((p) => p.name),
+        requested,
+        requested - need + got,
+        limit,
+        quarantined,
+      );
     }
   }
 

@@ -12,13 +12,7 @@ import { CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from './keys.js';
 import type { KnownBlock, NodeView } from '../views/node-view.js';
 import type { ViewCache } from '../views/view-cache.js';
 
-export function absorbEntry(
-  cache: ViewCache,
-  view: NodeView | undefined,
-  others: Map<string, KnownBlock>,
-  key: string,
-  entry: Entry | undefined,
-): void {
+export function absorbEntry(cache: ViewCache, view: NodeView | undefined, others: Map<string, KnownBlock>, key: string, entry: Entry | undefined): void {
   if (key === CONFIG_KEY) {
     if ((entry?.rev ?? 0) !== cache.snapshot?.configRev) cache.invalidateSnapshot();
   } else if (view && key === nodeKey(view.node)) {

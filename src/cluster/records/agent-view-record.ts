@@ -113,7 +113,8 @@ export function decodeAgentView(e: Entry): AgentView {
   };
   const list = (field: string): Record<string, unknown>[] => {
     const v = o[field];
-    if (!Array.isArray(v) || v.some((x) => x === null || typeof x !== 'object' || Array.isArray(x))) throw new CorruptRecordError(k, `field "${field}" is not a list of objects`);
+    if (!Array.isArray(v) || v.some((x) => x === null || typeof x !== 'object' || Array.isArray(x)))
+      throw new CorruptRecordError(k, `field "${field}" is not a list of objects`);
     return v as Record<string, unknown>[];
   };
   const sticky = list('sticky').map((s) => ({ addr: addrs('sticky', [s.addr])[0]!, namespace: optStr(k, s, 'namespace'), name: optStr(k, s, 'name') }));
@@ -130,5 +131,15 @@ export function decodeAgentView(e: Entry): AgentView {
   if (idle.length + cooling.length + sticky.length + pods.reduce((n, p) => n + p.addrs.length, 0) > MAX_VIEW_ADDRESSES) {
     throw new CorruptRecordError(k, `lists more than ${MAX_VIEW_ADDRESSES} addresses`);
   }
-  return { node, at, refreshMs: int(k, o, 'refreshMs', 1), pending: int(k, o, 'pending', 0), idle, cooling, sticky, pods, truncated: bool(k, o, 'truncated', false) };
+  return {
+    node,
+    at,
+    refreshMs: int(k, o, 'refreshMs', 1),
+    pending: int(k, o, 'pending', 0),
+    idle,
+    cooling,
+    sticky,
+    pods,
+    truncated: bool(k, o, 'truncated', false),
+  };
 }

@@ -49,7 +49,8 @@ export function decodeBlock(entry: Entry): Block {
   for (const [k, at] of Object.entries(obj(entry.key, o, 'released'))) {
     const ord = Number(k);
     if (!/^(0|[1-9][0-9]*)$/.test(k) || ord >= cap) throw new CorruptRecordError(entry.key, `released ordinal ${JSON.stringify(k)} is outside 0-${cap - 1}`);
-    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) throw new CorruptRecordError(entry.key, `released ordinal ${k} has time ${JSON.stringify(at)}, not epoch milliseconds`);
+    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0)
+      throw new CorruptRecordError(entry.key, `released ordinal ${k} has time ${JSON.stringify(at)}, not epoch milliseconds`);
     if (allocations.has(ord)) throw new CorruptRecordError(entry.key, `ordinal ${k} is both allocated and released`);
     released.set(ord, at);
   }

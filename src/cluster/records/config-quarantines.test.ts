@@ -14,7 +14,8 @@ import { quarantinesOfConfig } from './config-quarantines.js';
 import { BLOCK_PREFIX, CONFIG_KEY } from './keys.js';
 
 const T0 = Date.parse('2026-12-04T12:00:00Z');
-const listed = async (ipam: ClusterIpam) => (quarantinesOfConfig(await ipam.store.get(CONFIG_KEY)) ?? []).map((q) => `${formatPrefix(q.space)} ${q.reuseAfterMs}`);
+const listed = async (ipam: ClusterIpam) =>
+  (quarantinesOfConfig(await ipam.store.get(CONFIG_KEY)) ?? []).map((q) => `${formatPrefix(q.space)} ${q.reuseAfterMs}`);
 
 test('every pool write leaves config listing the quarantining pools as they are', async () => {
   const ipam = new ClusterIpam(await openStore('memory:'));

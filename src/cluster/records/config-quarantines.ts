@@ -37,7 +37,14 @@ export function quarantinesOfConfig(entry: Entry | undefined): SpaceQuarantine[]
     if (!Array.isArray(o.quarantines)) return undefined;
     return o.quarantines.map((x: unknown) => {
       const { space, reuseAfterMs } = x as { space?: unknown; reuseAfterMs?: unknown };
-      if (typeof space !== 'string' || typeof reuseAfterMs !== 'number' || !Number.isInteger(reuseAfterMs) || reuseAfterMs < 1 || reuseAfterMs > MAX_REUSE_AFTER_MS) throw new Error('malformed');
+      if (
+        typeof space !== 'string' ||
+        typeof reuseAfterMs !== 'number' ||
+        !Number.isInteger(reuseAfterMs) ||
+        reuseAfterMs < 1 ||
+        reuseAfterMs > MAX_REUSE_AFTER_MS
+      )
+        throw new Error('malformed');
       return { space: parsePrefix(space), reuseAfterMs };
     });
   } catch {

@@ -57,7 +57,10 @@ test('a batch assignment (group commit) writes one stamp in its one txn', async 
   await ipam.assign({ node: 'n1', handle: 'net:c0:eth0', auto: { 4: 1 } }); // the block is claimed, the view current
   clock.now = T0 + 2000;
   const before = await store.revision();
-  const out = await ipam.assignMany('n1', [1, 2, 3].map((i) => ({ node: 'n1', handle: `net:c${i}:eth0`, auto: { 4: 1 } })));
+  const out = await ipam.assignMany(
+    'n1',
+    [1, 2, 3].map((i) => ({ node: 'n1', handle: `net:c${i}:eth0`, auto: { 4: 1 } })),
+  );
   assert.ok(out.every((o) => o.ok));
   assert.equal(await store.revision(), before + 1, 'one txn for the three');
   const s = await stampOf(store, 'n1');
@@ -91,7 +94,10 @@ test('a release by handle is stamped "del" by default, the context\'s reason oth
 test('each writer its own key; withWriter and withReason compose', async () => {
   const { store, ipam } = await setup('serve');
   await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 } });
-  await ipam.withWriter('n2').withReason('cni-gc').assign({ node: 'n2', handle: 'net:c2:eth0', auto: { 4: 1 } });
+  await ipam
+    .withWriter('n2')
+    .withReason('cni-gc')
+    .assign({ node: 'n2', handle: 'net:c2:eth0', auto: { 4: 1 } });
   assert.equal((await stampOf(store, 'n2')).why, 'cni-gc');
   assert.equal((await stampOf(store, 'serve')).why, undefined);
   assert.equal(ipam.withReason('release').writer, 'serve');
@@ -104,7 +110,12 @@ test('a sticky DEL moving addresses to the hold is stamped "del" in its txn; the
   const hold = stickyHoldHandle('net', { namespace: 'db', name: 'db-0' }, 'eth0')!;
   const [a] = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: { 4: 1 } });
   clock.now = T0 + 6000;
-  await ipam.holdSticky('net:c1:eth0', hold, { node: 'n1', network: 'net', ifname: 'eth0', namespace: 'db', pod: 'db-0', stickyUntil: new Date(T0 + 7000).toISOString() }, 'n1');
+  await ipam.holdSticky(
+    'net:c1:eth0',
+    hold,
+    { node: 'n1', network: 'net', ifname: 'eth0', namespace: 'db', pod: 'db-0', stickyUntil: new Date(T0 + 7000).toISOString() },
+    'n1',
+  );
   let s = await stampOf(store, 'n1');
   assert.deepEqual([s.at, s.why, s.rev], [T0 + 6000, 'del', await revOf(store, handleKey(hold))]);
   clock.now = T0 + 8000;
@@ -146,7 +157,7 @@ test('cluster GC: a leak\'s release and a deleted node\'s blocks are stamped "cl
   const r = await serve.releaseDeletedNodeBlock(blockKey(g!.block));
   assert.deepEqual([r.released, r.handles], [true, 1]);
   s = await stampOf(store, 'serve');
-  assert.deepEqual([s.at, s.why, s.rev], [T0 + 11_000, 'cluster-gc', await store.revision()], 'the last txn (the affinity\'s removal) is stamped too');
+  assert.deepEqual([s.at, s.why, s.rev], [T0 + 11_000, 'cluster-gc', await store.revision()], "the last txn (the affinity's removal) is stamped too");
   // A reason given by the caller wins over the default.
   await addNode(store, { name: 'gone2' });
   const [g2] = await ipam.assign({ node: 'gone2', handle: 'net:g2:eth0', auto: { 4: 1 } });
@@ -155,7 +166,7 @@ test('cluster GC: a leak\'s release and a deleted node\'s blocks are stamped "cl
   assert.equal((await stampOf(store, 'serve')).why, 'release');
 });
 
-test('warm records: each delete\'s time and reason in the stamp\'s keys; a put folded away by its delete goes there as value', async () => {
+test("warm records: each delete's time and reason in the stamp's keys; a put folded away by its delete goes there as value", async () => {
   const { store, ipam, clock } = await setup();
   clock.now = T0 + 20_000;
   await ipam.writeWarmRecords([

@@ -61,7 +61,9 @@ export function encodeStamp(s: Stamp): string {
   if (s.why !== undefined) o.why = s.why;
   if (s.evidence !== undefined) o.evidence = encodeReleaseEvidence(s.evidence);
   if (s.keys !== undefined && Object.keys(s.keys).length > 0) {
-    o.keys = Object.fromEntries(Object.entries(s.keys).map(([k, v]) => [k, v.evidence === undefined ? v : { ...v, evidence: encodeReleaseEvidence(v.evidence) }]));
+    o.keys = Object.fromEntries(
+      Object.entries(s.keys).map(([k, v]) => [k, v.evidence === undefined ? v : { ...v, evidence: encodeReleaseEvidence(v.evidence) }]),
+    );
   }
   return JSON.stringify(o);
 }
@@ -91,7 +93,13 @@ export function decodeStamp(key: string, value: string): Stamp {
     keys = {};
     for (const [k, v] of Object.entries(r.keys as Record<string, unknown>)) {
       const e = v as Record<string, unknown> | null;
-      if (typeof e !== 'object' || e === null || typeof e.at !== 'number' || !isReleaseReason(e.why) || (e.value !== undefined && typeof e.value !== 'string')) {
+      if (
+        typeof e !== 'object' ||
+        e === null ||
+        typeof e.at !== 'number' ||
+        !isReleaseReason(e.why) ||
+        (e.value !== undefined && typeof e.value !== 'string')
+      ) {
         throw new CorruptRecordError(key, `keys[${JSON.stringify(k)}] is ${JSON.stringify(v)}`);
       }
       const ev = evidenceOf(`keys[${JSON.stringify(k)}].evidence`, e.evidence);

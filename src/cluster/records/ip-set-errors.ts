@@ -46,7 +46,9 @@ export class IpSetInUseError extends Error {
     /** "10.0.0.5 (pod default/web-1, handle h)" per held address. */
     readonly holders: readonly string[],
   ) {
-    super(`Cannot delete ip-set "${ipSet}": ${holders.length} of its addresses ${holders.length === 1 ? 'is' : 'are'} held: ${holders.slice(0, 10).join('; ')}${holders.length > 10 ? '; …' : ''}`);
+    super(
+      `Cannot delete ip-set "${ipSet}": ${holders.length} of its addresses ${holders.length === 1 ? 'is' : 'are'} held: ${holders.slice(0, 10).join('; ')}${holders.length > 10 ? '; …' : ''}`,
+    );
   }
 }
 
@@ -57,6 +59,8 @@ export class PoolHasIpSetsError extends Error {
     readonly pool: string,
     readonly ipSets: readonly string[],
   ) {
-    super(`Cannot delete pool "${pool}": ip-set${ipSets.length === 1 ? '' : 's'} ${ipSets.map((n) => `"${n}"`).join(', ')} draw${ipSets.length === 1 ? 's' : ''} from it (delete ${ipSets.length === 1 ? 'it' : 'them'} first: podipam ipset delete)`);
+    super(
+      `Cannot delete pool "${pool}": ip-set${ipSets.length === 1 ? '' : 's'} ${ipSets.map((n) => `"${n}"`).join(', ')} draw${ipSets.length === 1 ? 's' : ''} from it (delete ${ipSets.length === 1 ? 'it' : 'them'} first: podipam ipset delete)`,
+    );
   }
 }

@@ -14,7 +14,11 @@ describe('ip-set record', () => {
 
   it('refuses bad text naming the value', () => {
     for (const bad of ['', 'x', '10.0.0.9-10.0.0.5', '10.0.0.1-fd00::1', '10.0.0.0/33']) {
-      assert.throws(() => parseIpSetRange(bad), (e: unknown) => e instanceof TypeError && e.message.startsWith(`invalid ip-set address ${JSON.stringify(bad)}`), bad);
+      assert.throws(
+        () => parseIpSetRange(bad),
+        (e: unknown) => e instanceof TypeError && e.message.startsWith(`invalid ip-set address ${JSON.stringify(bad)}`),
+        bad,
+      );
     }
   });
 
@@ -30,12 +34,19 @@ describe('ip-set record', () => {
 
   it('a corrupt record names its key', () => {
     for (const value of ['{}', '{"pool":"p","ranges":[]}', '{"pool":"p","ranges":["zz"]}', '{"pool":"p","ranges":["10.0.0.1","fd00::1"]}', 'nope']) {
-      assert.throws(() => decodeIpSet({ key: 'ipsets/x', value, rev: 1 }), (e: unknown) => e instanceof CorruptRecordError && e.key === 'ipsets/x', value);
+      assert.throws(
+        () => decodeIpSet({ key: 'ipsets/x', value, rev: 1 }),
+        (e: unknown) => e instanceof CorruptRecordError && e.key === 'ipsets/x',
+        value,
+      );
     }
   });
 
   it('lists the blocks holding the addresses', () => {
     const addrs = new IpRangeSet(['10.0.0.14-10.0.0.33'].map(parseIpSetRange));
-    assert.deepEqual(ipSetBlocks(addrs, 28), ['10.0.0.0/28', '10.0.0.16/28', '10.0.0.32/28'].map((c) => parsePrefix(c)));
+    assert.deepEqual(
+      ipSetBlocks(addrs, 28),
+      ['10.0.0.0/28', '10.0.0.16/28', '10.0.0.32/28'].map((c) => parsePrefix(c)),
+    );
   });
 });

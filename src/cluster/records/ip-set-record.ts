@@ -4,7 +4,19 @@
  * auto-assignment nor to a specific request; each request naming the set takes the lowest free
  * one. The record: `{"pool": "NAME", "ranges": ["10.0.0.5-10.0.0.9", "10.0.0.20"]}`.
  */
-import { type Addr, type IpRange, IpRangeSet, type Prefix, familyBits, formatAddr, parseAddr, parsePrefix, prefixOf, rangeFromPrefix, rangeOf } from '../../ip/index.js';
+import {
+  type Addr,
+  type IpRange,
+  IpRangeSet,
+  type Prefix,
+  familyBits,
+  formatAddr,
+  parseAddr,
+  parsePrefix,
+  prefixOf,
+  rangeFromPrefix,
+  rangeOf,
+} from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
 import { CorruptRecordError } from '../service/errors.js';
 import { IPSET_PREFIX } from './keys.js';

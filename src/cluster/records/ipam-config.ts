@@ -33,7 +33,12 @@ export function effectiveMaxBlocks(c: IpamConfig): number {
 }
 
 export function encodeConfig(c: IpamConfig): string {
-  return JSON.stringify({ strictAffinity: c.strictAffinity, autoAllocateBlocks: c.autoAllocateBlocks, maxBlocksPerHost: c.maxBlocksPerHost, generation: c.generation });
+  return JSON.stringify({
+    strictAffinity: c.strictAffinity,
+    autoAllocateBlocks: c.autoAllocateBlocks,
+    maxBlocksPerHost: c.maxBlocksPerHost,
+    generation: c.generation,
+  });
 }
 
 export function decodeConfig(entry: Entry | undefined): IpamConfig {

@@ -20,7 +20,11 @@ test('pool spec: multicast, loopback, unspecified and IPv4-mapped CIDRs are refu
     ['::ffff:10.0.0.0/104', /"::ffff:10\.0\.0\.0\/104": an IPv4-mapped IPv6 CIDR is not a pool; for IPv4 write 10\.0\.0\.0\/8/],
   ];
   for (const [cidr, message] of cases) {
-    assert.throws(() => validatePoolSpec({ name: 'p', cidr }), (e: unknown) => e instanceof RangeError && e.message.includes(`"${cidr}"`) && message.test(e.message), cidr);
+    assert.throws(
+      () => validatePoolSpec({ name: 'p', cidr }),
+      (e: unknown) => e instanceof RangeError && e.message.includes(`"${cidr}"`) && message.test(e.message),
+      cidr,
+    );
   }
   for (const cidr of ['10.0.0.0/8', '223.255.255.0/24', '1.0.0.0/24', 'fd00::/56', '2001:db8::/48', '100::/64']) {
     assert.equal(formatPrefix(validatePoolSpec({ name: 'p', cidr }).cidr), cidr);

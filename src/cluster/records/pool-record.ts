@@ -149,7 +149,17 @@ export function validatePoolSpec(spec: PoolSpec): Pool {
     throw new TypeError(`invalid pool disabled ${JSON.stringify(spec.disabled)}: not a boolean`);
   }
   const reuseAfterMs = spec.reuseAfter === undefined ? 0 : parseReuseAfter(spec.reuseAfter);
-  return { name: spec.name, cidr, blockSize, nodeSelector, disabled: spec.disabled ?? false, draining: false, deleting: false, formerBlockSizes: [], reuseAfterMs };
+  return {
+    name: spec.name,
+    cidr,
+    blockSize,
+    nodeSelector,
+    disabled: spec.disabled ?? false,
+    draining: false,
+    deleting: false,
+    formerBlockSizes: [],
+    reuseAfterMs,
+  };
 }
 
 /** True when the pool may hand out new addresses. */

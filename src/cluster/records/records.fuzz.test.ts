@@ -26,7 +26,7 @@ import { decodeReservation, encodeReservation } from './reservation-record.js';
 
 const FILE = 'records.fuzz';
 const BLOCK = parsePrefix('10.20.0.64/26');
-const entry = (key: string, value: string): Entry => ({ key, value, rev: 1n } as unknown as Entry);
+const entry = (key: string, value: string): Entry => ({ key, value, rev: 1n }) as unknown as Entry;
 
 interface Kind {
   readonly name: string;
@@ -43,7 +43,16 @@ const KINDS: readonly Kind[] = [
   {
     name: 'block',
     key: blockKey(BLOCK),
-    valid: encodeBlock({ cidr: BLOCK, affinity: 'n1', next: 5, allocations: new Map([[2, 'net.a.eth0'], [3, 'net.b.eth0'], [4, 'net.b.eth0']]) }),
+    valid: encodeBlock({
+      cidr: BLOCK,
+      affinity: 'n1',
+      next: 5,
+      allocations: new Map([
+        [2, 'net.a.eth0'],
+        [3, 'net.b.eth0'],
+        [4, 'net.b.eth0'],
+      ]),
+    }),
     decode: decodeBlock,
     encode: (v) => encodeBlock(v as Parameters<typeof encodeBlock>[0]),
     error: corrupt(blockKey(BLOCK)),
@@ -51,7 +60,16 @@ const KINDS: readonly Kind[] = [
   {
     name: 'handle',
     key: handleKey('net.a.eth0'),
-    valid: encodeHandle({ node: 'n1', network: 'net', containerId: 'a', ifname: 'eth0', blocks: new Map([['10.20.0.64/26', 1], ['fd00:20::/122', 1]]) }),
+    valid: encodeHandle({
+      node: 'n1',
+      network: 'net',
+      containerId: 'a',
+      ifname: 'eth0',
+      blocks: new Map([
+        ['10.20.0.64/26', 1],
+        ['fd00:20::/122', 1],
+      ]),
+    }),
     decode: decodeHandle,
     encode: (v) => encodeHandle(v as Parameters<typeof encodeHandle>[0]),
     error: corrupt(handleKey('net.a.eth0')),
@@ -99,11 +117,22 @@ function recordText(valid: string): fc.Arbitrary<string> {
   const tree = JSON.parse(valid) as unknown;
   const paths = pathsOf(tree);
   const mutation = fc.record({
-    path: fc.oneof(fc.constantFrom(...paths), anyText(8).map((k) => [k])),
-    change: fc.oneof(oddValue().map((value) => ({ kind: 'set' as const, value })), fc.constant({ kind: 'delete' as const })),
+    path: fc.oneof(
+      fc.constantFrom(...paths),
+      anyText(8).map((k) => [k]),
+    ),
+    change: fc.oneof(
+      oddValue().map((value) => ({ kind: 'set' as const, value })),
+      fc.constant({ kind: 'delete' as const }),
+    ),
   });
   return fc.oneof(
-    { weight: 6, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 3 }).map((ms) => JSON.stringify(ms.reduce<unknown>((t, m) => mutateAt(t, m.path, m.change), tree))) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .array(mutation, { minLength: 1, maxLength: 3 })
+        .map((ms) => JSON.stringify(ms.reduce<unknown>((t, m) => mutateAt(t, m.path, m.change), tree))),
+    },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)) },
     { weight: 1, arbitrary: anyBytes(120).map((b) => b.toString('utf8')) },
     { weight: 1, arbitrary: fc.integer({ min: 0, max: valid.length }).map((n) => valid.slice(0, n)) },
@@ -126,10 +155,26 @@ for (const kind of KINDS) {
     }));
 }
 
-const KNOWN_ERRORS = new Set(['CorruptRecordError', 'PoolExhaustedError', 'NoPoolError', 'AddressUnavailableError', 'ContentionError', 'NotFoundError', 'PoolInUseError']);
+const KNOWN_ERRORS = new Set([
+  'CorruptRecordError',
+  'PoolExhaustedError',
+  'NoPoolError',
+  'AddressUnavailableError',
+  'ContentionError',
+  'NotFoundError',
+  'PoolInUseError',
+]);
 
 test('fuzz the cluster service on a store holding one corrupt record: its own errors only, check reports it', { timeout: 120_000 }, (t) => {
-  const planted = fc.tuple(fc.constantFrom(...KINDS.filter((k) => k.name !== 'node'), KINDS.find((k) => k.name === 'node')!), fc.nat()).chain(([kind]) => recordText(kind.valid).map((text) => ({ kind, text })));
+  const planted = fc
+    .tuple(
+      fc.constantFrom(
+        ...KINDS.filter((k) => k.name !== 'node'),
+        KINDS.find((k) => k.name === 'node')!,
+      ),
+      fc.nat(),
+    )
+    .chain(([kind]) => recordText(kind.valid).map((text) => ({ kind, text })));
   return fuzz(t, { runs: 200, file: FILE }, planted, async ({ kind, text }) => {
     const store = await openStore('memory:');
     try {
@@ -154,7 +199,10 @@ test('fuzz the cluster service on a store holding one corrupt record: its own er
         try {
           await bounded(what, 10_000, call());
         } catch (e) {
-          assert.ok(e instanceof Error && KNOWN_ERRORS.has(e.name) && !isEngineError(e), `${what} with ${kind.name} ${JSON.stringify(text)}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+          assert.ok(
+            e instanceof Error && KNOWN_ERRORS.has(e.name) && !isEngineError(e),
+            `${what} with ${kind.name} ${JSON.stringify(text)}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`,
+          );
         }
       }
       const report = await bounded('check', 10_000, fresh.check());
@@ -165,7 +213,10 @@ test('fuzz the cluster service on a store holding one corrupt record: its own er
         decodes = false;
       }
       if (!decodes && kind.name !== 'node' && kind.name !== 'reservation') {
-        assert.ok(report.problems.some((p) => p.kind === 'corrupt-record' && p.key === kind.key), `check reports the corrupt ${kind.name}: ${JSON.stringify(report.problems)}`);
+        assert.ok(
+          report.problems.some((p) => p.kind === 'corrupt-record' && p.key === kind.key),
+          `check reports the corrupt ${kind.name}: ${JSON.stringify(report.problems)}`,
+        );
       }
     } finally {
       await store.close();

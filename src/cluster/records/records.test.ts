@@ -26,7 +26,13 @@ describe('block records', () => {
   });
 
   it('carry release times of a quarantining pool; a record without them (older) decodes with none', () => {
-    const b = { ...allocateOrdinals(newBlock(cidr, 'n1'), 1, 'h').block, released: new Map([[5, 1764835200123], [40, 1764835201000]]) };
+    const b = {
+      ...allocateOrdinals(newBlock(cidr, 'n1'), 1, 'h').block,
+      released: new Map([
+        [5, 1764835200123],
+        [40, 1764835201000],
+      ]),
+    };
     const text = encodeBlock(b);
     assert.equal(text, '{"cidr":"10.0.0.64/26","affinity":"n1","next":3,"allocations":{"2":"h"},"released":{"5":1764835200123,"40":1764835201000}}');
     assert.deepEqual(decodeBlock(entry(blockKey(cidr), text)), b);
@@ -61,8 +67,20 @@ describe('handle records', () => {
     const text = encodeHandle(h);
     assert.equal(text, '{"node":"n","network":"net","containerId":"c","ifname":"eth0","blocks":{"10.0.0.0/26":1}}');
     assert.deepEqual(decodeHandle(entry('handles/x', text)), h);
-    const more = adjustHandle(h, new Map([['10.0.0.0/26', 1], ['fd00::/122', 1]]));
-    assert.deepEqual([...more.blocks], [['10.0.0.0/26', 2], ['fd00::/122', 1]]);
+    const more = adjustHandle(
+      h,
+      new Map([
+        ['10.0.0.0/26', 1],
+        ['fd00::/122', 1],
+      ]),
+    );
+    assert.deepEqual(
+      [...more.blocks],
+      [
+        ['10.0.0.0/26', 2],
+        ['fd00::/122', 1],
+      ],
+    );
     assert.deepEqual([...adjustHandle(more, new Map([['10.0.0.0/26', -2]])).blocks], [['fd00::/122', 1]]);
     assert.equal(h.blocks.get('10.0.0.0/26'), 1, 'the input is not mutated');
   });
@@ -96,8 +114,14 @@ describe('pool records', () => {
     assert.throws(() => validatePoolSpec({ name: 'p', cidr: 'fe80::/64' }), /link-local fe80::\/10/);
     assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', disabled: 'yes' as unknown as boolean }), /invalid pool disabled "yes"/);
     corrupt(() => decodePool(entry('pools/p', '{"cidr":"10.0.0.0/16","blockSize":19,"nodeSelector":"all()"}')), /'blockSize' 19/);
-    assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: 'soon' }), (e: unknown) => e instanceof TypeError && /invalid pool reuseAfter "soon": expected a duration/.test(e.message));
-    assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: '2h' }), (e: unknown) => e instanceof RangeError && /invalid pool reuseAfter "2h": at most 1h/.test(e.message));
+    assert.throws(
+      () => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: 'soon' }),
+      (e: unknown) => e instanceof TypeError && /invalid pool reuseAfter "soon": expected a duration/.test(e.message),
+    );
+    assert.throws(
+      () => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: '2h' }),
+      (e: unknown) => e instanceof RangeError && /invalid pool reuseAfter "2h": at most 1h/.test(e.message),
+    );
     assert.throws(() => validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', reuseAfter: 30 as unknown as string }), /invalid pool reuseAfter 30/);
     corrupt(() => decodePool(entry('pools/p', '{"cidr":"10.0.0.0/16","blockSize":26,"nodeSelector":"all()","reuseAfterMs":-1}')), /"reuseAfterMs" is -1/);
   });
@@ -124,7 +148,10 @@ describe('config and reservation records', () => {
   });
 
   it('affinities keep their state', () => {
-    assert.deepEqual(decodeAffinity(entry('affinities/n/10.0.0.0-26', encodeAffinity({ state: 'confirmed', claimedAt: 't' }))), { state: 'confirmed', claimedAt: 't' });
+    assert.deepEqual(decodeAffinity(entry('affinities/n/10.0.0.0-26', encodeAffinity({ state: 'confirmed', claimedAt: 't' }))), {
+      state: 'confirmed',
+      claimedAt: 't',
+    });
     corrupt(() => decodeAffinity(entry('affinities/n/10.0.0.0-26', '{"state":"claimed"}')), /"state" is "claimed"/);
   });
 });

@@ -11,7 +11,8 @@ export const MAX_REUSE_AFTER_MS = 3_600_000;
 
 /** Parses a reuseAfter as typed (CLI, API, pool spec); TypeError/RangeError naming the field and value. */
 export function parseReuseAfter(value: unknown): number {
-  if (typeof value !== 'string') throw new TypeError(`invalid pool reuseAfter ${JSON.stringify(value)}: expected a duration such as "0", "500ms", "30s" or "5m"`);
+  if (typeof value !== 'string')
+    throw new TypeError(`invalid pool reuseAfter ${JSON.stringify(value)}: expected a duration such as "0", "500ms", "30s" or "5m"`);
   const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(value.trim());
   if (!m) throw new TypeError(`invalid pool reuseAfter ${JSON.stringify(value)}: expected a duration such as "0", "500ms", "30s" or "5m"`);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];

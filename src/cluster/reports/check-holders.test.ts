@@ -26,12 +26,27 @@ function handle(name: string, rec: Omit<HandleRecord, 'blocks'>, count: number, 
 }
 
 function view(node: string, over: Partial<AgentView> = {}, rev = 100): Entry {
-  const v: AgentView = { node, at: new Date(NOW - 2000).toISOString(), refreshMs: 10_000, pending: 0, idle: [], cooling: [], sticky: [], pods: [], truncated: false, ...over };
+  const v: AgentView = {
+    node,
+    at: new Date(NOW - 2000).toISOString(),
+    refreshMs: 10_000,
+    pending: 0,
+    idle: [],
+    cooling: [],
+    sticky: [],
+    pods: [],
+    truncated: false,
+    ...over,
+  };
   return { key: agentViewKey(node), value: encodeAgentView(v), rev };
 }
 
 function podRecord(node: string, key: string, addrs: string[], containerId: string, name: string, rev = 50): Entry {
-  return { key: `${POD_RECORD_PREFIX}${node}/${key}`, value: JSON.stringify({ network: 'k8s', containerId, ifname: 'eth0', addrs, namespace: 'ns', name }), rev };
+  return {
+    key: `${POD_RECORD_PREFIX}${node}/${key}`,
+    value: JSON.stringify({ network: 'k8s', containerId, ifname: 'eth0', addrs, namespace: 'ns', name }),
+    rev,
+  };
 }
 
 /** A consistent node: 10.0.0.1 idle, .2 cooling, .3 sticky for ns/s-0, .4 serving pod ns/web (container c1); all under the warm handle. */
@@ -52,7 +67,8 @@ function consistent(): HolderInput {
   };
 }
 
-const brief = (r: ReturnType<typeof checkHolders>): unknown[] => r.findings.map((f) => [f.kind, f.node, f.address, f.claim.as, f.claim.pod, f.claim.containerId, f.other?.holder, f.other?.pod]);
+const brief = (r: ReturnType<typeof checkHolders>): unknown[] =>
+  r.findings.map((f) => [f.kind, f.node, f.address, f.claim.as, f.claim.pod, f.claim.containerId, f.other?.holder, f.other?.pod]);
 
 test('checkHolders finds nothing on a consistent node', () => {
   assert.deepEqual(checkHolders(consistent()), { findings: [], stale: [] });
@@ -67,7 +83,10 @@ test('checkHolders: an idle address a block gives to a pod handle is held twice'
   });
   assert.deepEqual(brief(r), [['idle-held-elsewhere', 'node-a', '10.0.0.1', 'idle', undefined, undefined, 'k8s:c9:eth0', 'ns/other']]);
   assert.deepEqual(r.findings[0]!.keys, [agentViewKey('node-a'), blockKey(CIDR), handleKey('k8s:c9:eth0')]);
-  assert.match(r.findings[0]!.message, /10\.0\.0\.1 is idle in node "node-a"'s warm pool, and block 10\.0\.0\.0\/26 gives it to handle "k8s:c9:eth0" of node "node-a" pod "ns\/other" \(container "c9"\)/);
+  assert.match(
+    r.findings[0]!.message,
+    /10\.0\.0\.1 is idle in node "node-a"'s warm pool, and block 10\.0\.0\.0\/26 gives it to handle "k8s:c9:eth0" of node "node-a" pod "ns\/other" \(container "c9"\)/,
+  );
 });
 
 test('checkHolders: cooling and sticky addresses the datastore gives to no one are not held', () => {
@@ -94,7 +113,7 @@ test('checkHolders: a pod address given to another handle is held twice', () => 
   assert.deepEqual(brief(r), [['pod-held-elsewhere', 'node-a', '10.0.0.4', 'pod', 'ns/web', 'c1', 'k8s:c9:eth0', undefined]]);
 });
 
-test('checkHolders: two nodes\' pod records naming one address are a double holder', () => {
+test("checkHolders: two nodes' pod records naming one address are a double holder", () => {
   const input = consistent();
   const r = checkHolders({
     ...input,
@@ -118,10 +137,20 @@ test('checkHolders: a disagreement the agent may not have seen yet is stale, nev
   const changed = { ...consistent(), blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 120)] };
   const r = checkHolders(changed);
   assert.deepEqual(r.findings, []);
-  assert.deepEqual(r.stale.map((s) => [s.node, s.address, s.kind]), [['node-a', '10.0.0.1', 'idle-held-elsewhere']]);
+  assert.deepEqual(
+    r.stale.map((s) => [s.node, s.address, s.kind]),
+    [['node-a', '10.0.0.1', 'idle-held-elsewhere']],
+  );
   assert.match(r.stale[0]!.reason, /changed after node "node-a"'s holder view \(revision 120 ≥ 100\)/);
-  assert.deepEqual(checkHolders({ ...consistent(), blocks: [block({ 2: WARM, 3: WARM, 4: WARM }, 120)] }), { findings: [], stale: [] }, 'an idle address freed after the view (the agent\'s own return) is not listed');
-  const ownAdd = checkHolders({ ...consistent(), podRecords: [...consistent().podRecords, podRecord('node-a', 'k8s:c5:eth0', ['10.0.0.1'], 'c5', 'late', 130)] });
+  assert.deepEqual(
+    checkHolders({ ...consistent(), blocks: [block({ 2: WARM, 3: WARM, 4: WARM }, 120)] }),
+    { findings: [], stale: [] },
+    "an idle address freed after the view (the agent's own return) is not listed",
+  );
+  const ownAdd = checkHolders({
+    ...consistent(),
+    podRecords: [...consistent().podRecords, podRecord('node-a', 'k8s:c5:eth0', ['10.0.0.1'], 'c5', 'late', 130)],
+  });
   assert.deepEqual(ownAdd, { findings: [], stale: [] }, 'an idle address the same agent handed out after its view is not listed');
   const planted = { ...changed, blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 90)] };
   const cases: [string, HolderInput, RegExp][] = [
@@ -133,27 +162,59 @@ test('checkHolders: a disagreement the agent may not have seen yet is stale, nev
     assert.equal(s.findings.filter((f) => f.address === '10.0.0.1').length, 0, what);
     assert.match(s.stale.find((x) => x.address === '10.0.0.1')?.reason ?? '', reason, what);
   }
-  const noView = checkHolders({ ...consistent(), blocks: [block({ 1: WARM, 2: WARM, 3: 'k8s:c9:eth0' })], handles: [handle(WARM, { node: 'node-a' }, 2), handle('k8s:c9:eth0', { node: 'node-a' }, 1)], podRecords: [podRecord('node-a', POD, ['10.0.0.3'], 'c1', 'web')], views: [] });
+  const noView = checkHolders({
+    ...consistent(),
+    blocks: [block({ 1: WARM, 2: WARM, 3: 'k8s:c9:eth0' })],
+    handles: [handle(WARM, { node: 'node-a' }, 2), handle('k8s:c9:eth0', { node: 'node-a' }, 1)],
+    podRecords: [podRecord('node-a', POD, ['10.0.0.3'], 'c1', 'web')],
+    views: [],
+  });
   assert.deepEqual(noView.findings, [], 'a pod record of a node without a view');
-  assert.deepEqual(noView.stale.map((x) => [x.address, x.kind]), [['10.0.0.3', 'pod-held-elsewhere']]);
+  assert.deepEqual(
+    noView.stale.map((x) => [x.address, x.kind]),
+    [['10.0.0.3', 'pod-held-elsewhere']],
+  );
   assert.match(noView.stale[0]!.reason, /node "node-a" has published no holder view/);
   const freed = checkHolders({ ...consistent(), blocks: [block({ 1: WARM, 2: WARM, 3: WARM }, 120)] });
-  assert.deepEqual(freed, { findings: [], stale: [] }, 'a pod\'s address freed after the view (the agent\'s own return after its DEL) is not listed');
+  assert.deepEqual(freed, { findings: [], stale: [] }, "a pod's address freed after the view (the agent's own return after its DEL) is not listed");
   assert.equal(checkHolders(planted).findings.length, 1, 'the same block written before the view is a finding');
-  assert.equal(checkHolders({ ...planted, now: NOW + 60_000, maxAgeMs: 120_000 }).findings.length, 1, 'maxAgeMs overrides the view\'s own bound');
+  assert.equal(checkHolders({ ...planted, now: NOW + 60_000, maxAgeMs: 120_000 }).findings.length, 1, "maxAgeMs overrides the view's own bound");
 });
 
 test('agent view: bounded on encode, validated on decode', () => {
   const idle = Array.from({ length: MAX_VIEW_ADDRESSES + 5 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
-  const v: AgentView = { node: 'n', at: new Date(NOW).toISOString(), refreshMs: 1000, pending: 0, idle, cooling: [], sticky: [], pods: [{ key: 'k', containerId: 'c', ifname: 'eth0', addrs: ['10.2.0.1'] }], truncated: false };
+  const v: AgentView = {
+    node: 'n',
+    at: new Date(NOW).toISOString(),
+    refreshMs: 1000,
+    pending: 0,
+    idle,
+    cooling: [],
+    sticky: [],
+    pods: [{ key: 'k', containerId: 'c', ifname: 'eth0', addrs: ['10.2.0.1'] }],
+    truncated: false,
+  };
   const back = decodeAgentView({ key: agentViewKey('n'), value: encodeAgentView(v), rev: 1 });
   assert.equal(back.pods.length, 1);
   assert.equal(back.idle.length, MAX_VIEW_ADDRESSES - 1);
   assert.equal(back.truncated, true);
-  const pods = Array.from({ length: 4000 }, (_, i) => ({ key: `k8s:${'f'.repeat(64)}${i}:eth0`, containerId: 'f'.repeat(64), ifname: 'eth0', namespace: 'default', name: `web-${i}`, addrs: [`10.3.${i >> 8}.${i & 255}`] }));
+  const pods = Array.from({ length: 4000 }, (_, i) => ({
+    key: `k8s:${'f'.repeat(64)}${i}:eth0`,
+    containerId: 'f'.repeat(64),
+    ifname: 'eth0',
+    namespace: 'default',
+    name: `web-${i}`,
+    addrs: [`10.3.${i >> 8}.${i & 255}`],
+  }));
   const wide = encodeAgentView({ ...v, idle: [], pods });
   assert.ok(wide.length <= MAX_VIEW_BYTES, `${wide.length} bytes`);
   assert.equal(decodeAgentView({ key: agentViewKey('n'), value: wide, rev: 1 }).truncated, true);
-  assert.throws(() => decodeAgentView({ key: agentViewKey('m'), value: encodeAgentView(v), rev: 1 }), /agent-views\/m is corrupt: field "node" is "n", not the key's node/);
-  assert.throws(() => decodeAgentView({ key: agentViewKey('n'), value: JSON.stringify({ ...JSON.parse(encodeAgentView(v)), idle: ['nope'] }), rev: 1 }), /agent-views\/n is corrupt/);
+  assert.throws(
+    () => decodeAgentView({ key: agentViewKey('m'), value: encodeAgentView(v), rev: 1 }),
+    /agent-views\/m is corrupt: field "node" is "n", not the key's node/,
+  );
+  assert.throws(
+    () => decodeAgentView({ key: agentViewKey('n'), value: JSON.stringify({ ...JSON.parse(encodeAgentView(v)), idle: ['nope'] }), rev: 1 }),
+    /agent-views\/n is corrupt/,
+  );
 });

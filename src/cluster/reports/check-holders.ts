@@ -130,14 +130,22 @@ export function checkHolders(input: HolderInput): HolderReport {
       if (!v) return `node "${node}" has published no holder view (its agent is not running, or predates them)`;
       const age = input.now - Date.parse(v.view.at);
       const max = input.maxAgeMs ?? VIEW_STALE_FACTOR * v.view.refreshMs + VIEW_CLOCK_SLACK_MS;
-      if (age > max) return `node "${node}"'s holder view is ${Math.round(age / 1000)} s old (more than ${Math.round(max / 1000)} s): its agent is down or cannot reach the datastore`;
+      if (age > max)
+        return `node "${node}"'s holder view is ${Math.round(age / 1000)} s old (more than ${Math.round(max / 1000)} s): its agent is down or cannot reach the datastore`;
       if (v.view.pending > 0) return `node "${node}"'s agent had ${v.view.pending} pod record write(s) queued when it built its view`;
       const later = keys.find((k) => !k.key.startsWith(AGENT_VIEW_PREFIX) && k.rev >= v.rev);
       if (later) return `${later.key} changed after node "${node}"'s holder view (revision ${later.rev} ≥ ${v.rev}): its agent has not answered it yet`;
     }
     return undefined;
   };
-  const report = (kind: HolderFindingKind, c: AgentClaim, other: Claim | undefined, message: string, extra: readonly { key: string; rev: number }[], nodes: readonly string[]): void => {
+  const report = (
+    kind: HolderFindingKind,
+    c: AgentClaim,
+    other: Claim | undefined,
+    message: string,
+    extra: readonly { key: string; rev: number }[],
+    nodes: readonly string[],
+  ): void => {
     const keys = [...c.keys, ...extra];
     const why = unsettled(nodes, keys);
     const address = formatAddr(c.addr);
@@ -147,8 +155,8 @@ export function checkHolders(input: HolderInput): HolderReport {
     if (why !== undefined) {
       // Likewise two claims of one node's agent (its view, its newer pod record): its own ADD or DEL since.
       if (other !== undefined && (other.as === 'handle' || other.node !== c.claim.node)) stale.push({ node: c.claim.node, address, kind, reason: why });
-    }
-    else findings.push({ kind, address, node: c.claim.node, claim: c.claim, ...(other ? { other } : {}), message, keys: [...new Set(keys.map((k) => k.key))] });
+    } else
+      findings.push({ kind, address, node: c.claim.node, claim: c.claim, ...(other ? { other } : {}), message, keys: [...new Set(keys.map((k) => k.key))] });
   };
 
   const claims = agentClaims(views, input.podRecords);
@@ -156,17 +164,41 @@ export function checkHolders(input: HolderInput): HolderReport {
     const at = locate(c.addr);
     const node = c.claim.node;
     const warmPrefix = cniHandleId(WARM_NETWORK, node, '');
-    const dsKeys = [...(at.block ? [{ key: at.block.key, rev: at.block.rev }] : []), ...(at.handle ? [{ key: handleKey(at.handle), rev: at.record?.rev ?? 0 }] : [])];
+    const dsKeys = [
+      ...(at.block ? [{ key: at.block.key, rev: at.block.rev }] : []),
+      ...(at.handle ? [{ key: handleKey(at.handle), rev: at.record?.rev ?? 0 }] : []),
+    ];
     const who = describe(c.claim);
     const idle = c.claim.as !== 'pod';
     if (at.handle === undefined) {
       const where = at.block ? `block ${formatPrefix(at.block.block.cidr)} gives it to no one` : 'no block holds it';
-      report(idle ? 'idle-not-held' : 'pod-unbacked', c, undefined, `${formatAddr(c.addr)} is ${who}, but ${where}: the datastore may hand it out again`, dsKeys, [node]);
+      report(
+        idle ? 'idle-not-held' : 'pod-unbacked',
+        c,
+        undefined,
+        `${formatAddr(c.addr)} is ${who}, but ${where}: the datastore may hand it out again`,
+        dsKeys,
+        [node],
+      );
     } else if (!at.handle.startsWith(warmPrefix)) {
       const other = blockClaim(at);
-      report(idle ? 'idle-held-elsewhere' : 'pod-held-elsewhere', c, other, `${formatAddr(c.addr)} is ${who}, and block ${formatPrefix(at.block!.block.cidr)} gives it to ${describe(other)}`, dsKeys, [node]);
+      report(
+        idle ? 'idle-held-elsewhere' : 'pod-held-elsewhere',
+        c,
+        other,
+        `${formatAddr(c.addr)} is ${who}, and block ${formatPrefix(at.block!.block.cidr)} gives it to ${describe(other)}`,
+        dsKeys,
+        [node],
+      );
     } else if (!idle && at.record === undefined) {
-      report('pod-unbacked', c, undefined, `${formatAddr(c.addr)} is ${who}, but its warm handle "${at.handle}" has no record (a release by handle would never free it)`, dsKeys, [node]);
+      report(
+        'pod-unbacked',
+        c,
+        undefined,
+        `${formatAddr(c.addr)} is ${who}, but its warm handle "${at.handle}" has no record (a release by handle would never free it)`,
+        dsKeys,
+        [node],
+      );
     }
   }
   // Two agent claims on one address (one pod's view row and its pod record are one claim).
@@ -179,7 +211,9 @@ export function checkHolders(input: HolderInput): HolderReport {
     const [first, ...rest] = list;
     for (const c of rest) {
       const keys = c.keys;
-      report('double-holder', first!, c.claim, `${formatAddr(c.addr)} is ${describe(first!.claim)}, and also ${describe(c.claim)}`, keys, [...new Set([first!.claim.node, c.claim.node])]);
+      report('double-holder', first!, c.claim, `${formatAddr(c.addr)} is ${describe(first!.claim)}, and also ${describe(c.claim)}`, keys, [
+        ...new Set([first!.claim.node, c.claim.node]),
+      ]);
     }
   }
   return { findings, stale };
@@ -204,7 +238,14 @@ function agentClaims(views: ReadonlyMap<string, { view: AgentView; rev: number; 
     for (const p of view.pods) {
       for (const text of p.addrs) {
         const addr = tryParseAddr(text);
-        const claim: Claim & { node: string } = { node, as: 'pod', pod: podName(p.namespace, p.name), containerId: p.containerId, holder: p.key, from: ['agent-view'] };
+        const claim: Claim & { node: string } = {
+          node,
+          as: 'pod',
+          pod: podName(p.namespace, p.name),
+          containerId: p.containerId,
+          holder: p.key,
+          from: ['agent-view'],
+        };
         if (addr) add(`${node}\0${p.key}\0${formatAddr(addr)}`, { claim, addr, keys });
       }
     }
@@ -215,7 +256,14 @@ function agentClaims(views: ReadonlyMap<string, { view: AgentView; rev: number; 
     for (const text of r.addrs) {
       const addr = tryParseAddr(text);
       if (!addr) continue;
-      const claim: Claim & { node: string } = { node: r.node, as: 'pod', pod: podName(r.namespace, r.name), containerId: r.containerId, holder: r.attachment, from: ['pod-record'] };
+      const claim: Claim & { node: string } = {
+        node: r.node,
+        as: 'pod',
+        pod: podName(r.namespace, r.name),
+        containerId: r.containerId,
+        holder: r.attachment,
+        from: ['pod-record'],
+      };
       add(`${r.node}\0${r.attachment}\0${formatAddr(addr)}`, { claim, addr, keys: [{ key: e.key, rev: e.rev }] });
     }
   }
@@ -283,4 +331,3 @@ function tryDecode<T>(fn: () => T): T | undefined {
     return undefined;
   }
 }
-

@@ -120,7 +120,7 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
   const first = scan({ poolEntries, nodeEntries, tombstoneEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
   // Re-check the findings against atomic reads of their keys (up to 128 keys per read).
   const confirmed: Finding[] = [];
-  for (let i = 0; i < first.length; ) {
+  for (let i = 0; i < first.length;) {
     const keys = new Set<string>();
     const batch: Finding[] = [];
     while (i < first.length && keys.size + first[i]!.keys.length <= MAX_TXN_OPS) {
@@ -142,7 +142,14 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
   const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
   const emptyOrphans = emptyOrphansOfListing(blockEntries, poolEntries, ctx.now().getTime());
   const [podRecords, views] = await Promise.all([listAll(ctx.store, POD_RECORD_PREFIX), listAll(ctx.store, AGENT_VIEW_PREFIX)]);
-  const holders = await checkEveryHolder(ctx, { blocks: blockEntries, handles: handleEntries, podRecords, views, now: ctx.now().getTime(), maxAgeMs: opts.viewMaxAgeMs });
+  const holders = await checkEveryHolder(ctx, {
+    blocks: blockEntries,
+    handles: handleEntries,
+    podRecords,
+    views,
+    now: ctx.now().getTime(),
+    maxAgeMs: opts.viewMaxAgeMs,
+  });
   return {
     leaks: confirmed.flatMap((f) => (f.leak ? [f.leak] : [])),
     problems: confirmed.flatMap((f) => (f.problem ? [f.problem] : [])),
@@ -157,9 +164,21 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
 /** The listing's empty orphan blocks (records that do not decode are corrupt-record problems already). */
 function emptyOrphansOfListing(blockEntries: readonly Entry[], poolEntries: readonly Entry[], now: number): EmptyOrphanBlock[] {
   const pools: Pool[] = [];
-  for (const e of poolEntries) tryDecode(e, decodePool, () => {}, (p) => pools.push(p));
+  for (const e of poolEntries)
+    tryDecode(
+      e,
+      decodePool,
+      () => {},
+      (p) => pools.push(p),
+    );
   const blocks: [string, Block][] = [];
-  for (const e of blockEntries) tryDecode(e, decodeBlock, () => {}, (b) => blocks.push([e.key, b]));
+  for (const e of blockEntries)
+    tryDecode(
+      e,
+      decodeBlock,
+      () => {},
+      (b) => blocks.push([e.key, b]),
+    );
   return emptyOrphansOf(blocks, pools, now);
 }
 
@@ -172,7 +191,7 @@ async function checkEveryHolder(ctx: IpamContext, listed: HolderInput): Promise<
   const first = checkHolders(listed);
   const confirmed: HolderFinding[] = [];
   const id = (f: HolderFinding): string => JSON.stringify([f.kind, f.node, f.address, f.claim, f.other]);
-  for (let i = 0; i < first.findings.length; ) {
+  for (let i = 0; i < first.findings.length;) {
     const keys = new Set<string>();
     const batch: HolderFinding[] = [];
     while (i < first.findings.length && (batch.length === 0 || keys.size + first.findings[i]!.keys.length <= MAX_TXN_OPS)) {
@@ -196,25 +215,47 @@ async function checkEveryHolder(ctx: IpamContext, listed: HolderInput): Promise<
 }
 
 /** Blocks without affinity, or affine to a node proven deleted, holding addresses of other nodes' pods (from the listing). */
-function borrowedOf(blockEntries: readonly Entry[], handleEntries: readonly Entry[], nodeEntries: readonly Entry[], tombstoneEntries: readonly Entry[]): BorrowedBlock[] {
+function borrowedOf(
+  blockEntries: readonly Entry[],
+  handleEntries: readonly Entry[],
+  nodeEntries: readonly Entry[],
+  tombstoneEntries: readonly Entry[],
+): BorrowedBlock[] {
   const nodes = new Set(nodeEntries.map((e) => e.key));
   const gone = new Set<string>();
-  for (const e of tombstoneEntries) tryDecode(e, (t) => decodeNodeTombstone(t.key, t.value), () => {}, (t) => !nodes.has(nodeKey(t.name)) && gone.add(t.name));
+  for (const e of tombstoneEntries)
+    tryDecode(
+      e,
+      (t) => decodeNodeTombstone(t.key, t.value),
+      () => {},
+      (t) => !nodes.has(nodeKey(t.name)) && gone.add(t.name),
+    );
   const handles = new Map<string, HandleRecord>();
-  for (const e of handleEntries) tryDecode(e, decodeHandle, () => {}, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
+  for (const e of handleEntries)
+    tryDecode(
+      e,
+      decodeHandle,
+      () => {},
+      (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h),
+    );
   const out: BorrowedBlock[] = [];
   for (const e of blockEntries) {
-    tryDecode(e, decodeBlock, () => {}, (b) => {
-      if (b.allocations.size === 0 || (b.affinity !== null && !gone.has(b.affinity))) return;
-      const pods: BorrowedBlock['pods'][number][] = [];
-      for (const [o, h] of b.allocations) {
-        const rec = handles.get(h);
-        if (!rec || rec.node === b.affinity) continue;
-        const pod = rec.namespace !== undefined && rec.pod !== undefined ? `${rec.namespace}/${rec.pod}` : undefined;
-        pods.push({ address: formatAddr(addrOfOrdinal(b.cidr, o)), handle: h, node: rec.node, ...(pod !== undefined ? { pod } : {}) });
-      }
-      if (pods.length > 0) out.push({ block: formatPrefix(b.cidr), node: b.affinity, pods });
-    });
+    tryDecode(
+      e,
+      decodeBlock,
+      () => {},
+      (b) => {
+        if (b.allocations.size === 0 || (b.affinity !== null && !gone.has(b.affinity))) return;
+        const pods: BorrowedBlock['pods'][number][] = [];
+        for (const [o, h] of b.allocations) {
+          const rec = handles.get(h);
+          if (!rec || rec.node === b.affinity) continue;
+          const pod = rec.namespace !== undefined && rec.pod !== undefined ? `${rec.namespace}/${rec.pod}` : undefined;
+          pods.push({ address: formatAddr(addrOfOrdinal(b.cidr, o)), handle: h, node: rec.node, ...(pod !== undefined ? { pod } : {}) });
+        }
+        if (pods.length > 0) out.push({ block: formatPrefix(b.cidr), node: b.affinity, pods });
+      },
+    );
   }
   return out;
 }
@@ -222,10 +263,22 @@ function borrowedOf(blockEntries: readonly Entry[], handleEntries: readonly Entr
 /** The sticky holds of the listed records (those that do not decode are corrupt-record problems already). */
 function holdsOf(handleEntries: readonly Entry[], blockEntries: readonly Entry[], now: Date): StickyHold[] {
   const handles = new Map<string, { rev: number; record: HandleRecord }>();
-  for (const e of handleEntries) tryDecode(e, decodeHandle, () => {}, (record) => record.stickyUntil !== undefined && handles.set(e.key.slice(HANDLE_PREFIX.length), { rev: e.rev, record }));
+  for (const e of handleEntries)
+    tryDecode(
+      e,
+      decodeHandle,
+      () => {},
+      (record) => record.stickyUntil !== undefined && handles.set(e.key.slice(HANDLE_PREFIX.length), { rev: e.rev, record }),
+    );
   if (handles.size === 0) return [];
   const blocks = new Map<string, Block>();
-  for (const e of blockEntries) tryDecode(e, decodeBlock, () => {}, (b) => blocks.set(e.key, b));
+  for (const e of blockEntries)
+    tryDecode(
+      e,
+      decodeBlock,
+      () => {},
+      (b) => blocks.set(e.key, b),
+    );
   return stickyHoldsOf(handles, blocks, now);
 }
 
@@ -266,7 +319,13 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
   const present = (key: string): boolean => !only || only.has(key);
   const nodeKeys = new Set(nodeEntries.map((e) => e.key));
   const tombstones = new Map<string, NodeTombstone>();
-  for (const e of tombstoneEntries) tryDecode(e, (t) => decodeNodeTombstone(t.key, t.value), corrupt, (t) => tombstones.set(t.name, t));
+  for (const e of tombstoneEntries)
+    tryDecode(
+      e,
+      (t) => decodeNodeTombstone(t.key, t.value),
+      corrupt,
+      (t) => tombstones.set(t.name, t),
+    );
   const nodesInUse = nodeKeys.size > 0 || tombstoneEntries.length > 0;
   const affinityKeys = new Set(affinityEntries.map((e) => e.key));
 
@@ -285,7 +344,10 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
       }
     }
     if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(poolSpace(p), b.cidr))) {
-      out.push({ keys: [key], problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` } });
+      out.push({
+        keys: [key],
+        problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` },
+      });
     }
     if (b.affinity !== null) {
       const ak = affinityKey(b.affinity, b.cidr);
@@ -316,7 +378,10 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
         });
       }
       if (present(ak) && !affinityKeys.has(ak)) {
-        out.push({ keys: [key, ak], problem: { kind: 'block-affinity-missing', key, message: `block ${cidr} is affine to node "${b.affinity}" but ${ak} is missing` } });
+        out.push({
+          keys: [key, ak],
+          problem: { kind: 'block-affinity-missing', key, message: `block ${cidr} is affine to node "${b.affinity}" but ${ak} is missing` },
+        });
       }
     }
   }
@@ -329,7 +394,10 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
       if (!present(bk)) continue;
       const b = blocks.get(bk);
       if (!b) {
-        out.push({ keys: [hk, bk], problem: { kind: 'handle-block-missing', key: hk, message: `handle "${h}" counts ${n} address(es) in block ${cidr}, which does not exist` } });
+        out.push({
+          keys: [hk, bk],
+          problem: { kind: 'handle-block-missing', key: hk, message: `handle "${h}" counts ${n} address(es) in block ${cidr}, which does not exist` },
+        });
       } else if (!handleCounts(b).has(h)) {
         out.push(mismatch(h, cidr, n, 0));
       }
@@ -340,7 +408,10 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
     if (!a) continue;
     tryDecode(e, decodeAffinity, corrupt, (aff) => {
       if (aff.state !== 'confirmed') {
-        out.push({ keys: [e.key], problem: { kind: 'affinity-not-confirmed', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} is ${aff.state}` } });
+        out.push({
+          keys: [e.key],
+          problem: { kind: 'affinity-not-confirmed', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} is ${aff.state}` },
+        });
       }
     });
     const bk = blockKey(a.cidr);
@@ -349,7 +420,11 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
     if (!b || b.affinity !== a.node) {
       out.push({
         keys: [e.key, bk],
-        problem: { kind: 'affinity-block-missing', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}` },
+        problem: {
+          kind: 'affinity-block-missing',
+          key: e.key,
+          message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}`,
+        },
       });
     }
   }
@@ -364,7 +439,9 @@ function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: Sca
 function overlapsOf(blocks: ReadonlyMap<string, Block>): Finding[] {
   const out: Finding[] = [];
   const end = (p: Prefix): bigint => p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n;
-  const sorted = [...blocks].sort(([, a], [, b]) => a.cidr.family - b.cidr.family || (a.cidr.base < b.cidr.base ? -1 : a.cidr.base > b.cidr.base ? 1 : a.cidr.len - b.cidr.len));
+  const sorted = [...blocks].sort(
+    ([, a], [, b]) => a.cidr.family - b.cidr.family || (a.cidr.base < b.cidr.base ? -1 : a.cidr.base > b.cidr.base ? 1 : a.cidr.len - b.cidr.len),
+  );
   let cover: [string, Block] | undefined;
   for (const kb of sorted) {
     const [key, b] = kb;

@@ -27,7 +27,11 @@ export interface StickyHold {
 }
 
 /** The holds among `handles` (records with `stickyUntil`), with their addresses from `blocks` (by key). */
-export function stickyHoldsOf(handles: ReadonlyMap<string, { readonly rev: number; readonly record: HandleRecord }>, blocks: ReadonlyMap<string, Block>, now: Date): StickyHold[] {
+export function stickyHoldsOf(
+  handles: ReadonlyMap<string, { readonly rev: number; readonly record: HandleRecord }>,
+  blocks: ReadonlyMap<string, Block>,
+  now: Date,
+): StickyHold[] {
   const out: StickyHold[] = [];
   for (const [handle, { rev, record }] of handles) {
     if (record.stickyUntil === undefined) continue;

@@ -42,7 +42,18 @@ import type { StickyHold } from '../reports/sticky-holds.js';
 import type { IpamSettings } from '../admin/settings.js';
 import type { IpamUsage } from '../views/usage.js';
 import type { Utilisation, UtilisationOptions } from '../views/utilisation.js';
-import { type WarmRecordWrite, type WarmView, type WarmWriteResult, type WriteFence, cachedPools, currentPools, listWarmHandles, readWarmRecords, warmView, writeWarmRecords } from '../txn/warm-handles.js';
+import {
+  type WarmRecordWrite,
+  type WarmView,
+  type WarmWriteResult,
+  type WriteFence,
+  cachedPools,
+  currentPools,
+  listWarmHandles,
+  readWarmRecords,
+  warmView,
+  writeWarmRecords,
+} from '../txn/warm-handles.js';
 import { ViewCache } from '../views/view-cache.js';
 
 export interface ClusterIpamOptions {

@@ -16,7 +16,9 @@ export class ContentionError extends Error {
     readonly attempts: number,
     readonly lastConflict: readonly string[],
   ) {
-    super(`${operation}: gave up after ${attempts} attempts, other writers kept changing ${lastConflict.join(', ') || 'the datastore'} (excessive concurrent IPAM requests; try again)`);
+    super(
+      `${operation}: gave up after ${attempts} attempts, other writers kept changing ${lastConflict.join(', ') || 'the datastore'} (excessive concurrent IPAM requests; try again)`,
+    );
   }
 }
 
@@ -41,7 +43,9 @@ export class PoolExhaustedError extends Error {
     super(
       `no free IPv${family} address for node "${node}" in pools [${pools.join(', ')}]: requested ${requested}, found ${available}` +
         (blockLimit ? ` (${blockLimit})` : '') +
-        (quarantined ? `; ${quarantined.count} free address${quarantined.count === 1 ? ' is' : 'es are'} quarantined after ${quarantined.count === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${quarantined.until} at the earliest` : ''),
+        (quarantined
+          ? `; ${quarantined.count} free address${quarantined.count === 1 ? ' is' : 'es are'} quarantined after ${quarantined.count === 1 ? 'its' : 'their'} release (pool reuseAfter) until ${quarantined.until} at the earliest`
+          : ''),
     );
   }
 }

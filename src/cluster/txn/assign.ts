@@ -112,7 +112,13 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     crashPoint('cluster.assign.planned');
-    const r = await commitWrite(ctx, { what: `assign addresses to handle "${req.handle}"`, compares: plan.compares, ops: [...plan.ops, stampOp(ctx)], view: snap, plantable: true });
+    const r = await commitWrite(ctx, {
+      what: `assign addresses to handle "${req.handle}"`,
+      compares: plan.compares,
+      ops: [...plan.ops, stampOp(ctx)],
+      view: snap,
+      plantable: true,
+    });
     if (r.succeeded) {
       crashPoint(plan.claims.length > 0 ? 'cluster.block.claimed' : 'cluster.assign.committed');
       for (const [key, block] of plan.blocks) {

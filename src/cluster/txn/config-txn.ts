@@ -29,7 +29,11 @@ export interface ConfigTxnStep<T> {
  * ctx.maxAttempts, then ContentionError). `build` may throw to refuse (nothing is written) and
  * is called again after every conflict, so it must read what it needs itself.
  */
-export async function configTxn<T>(ctx: IpamContext, what: string, build: (config: IpamConfig, entry: Entry | undefined) => Promise<ConfigTxnStep<T>>): Promise<T> {
+export async function configTxn<T>(
+  ctx: IpamContext,
+  what: string,
+  build: (config: IpamConfig, entry: Entry | undefined) => Promise<ConfigTxnStep<T>>,
+): Promise<T> {
   let conflict: string[] = [];
   for (let attempt = 1; attempt <= ctx.maxAttempts; attempt++) {
     const entry = await ctx.store.get(CONFIG_KEY);
@@ -41,7 +45,10 @@ export async function configTxn<T>(ctx: IpamContext, what: string, build: (confi
       if (op.type === 'delete') pools.delete(op.key);
       else pools.set(op.key, decodePool({ key: op.key, value: op.value, rev: 0 }));
     }
-    const value = withQuarantines(encodeConfig(nextGeneration({ ...(step.config ?? config), generation: config.generation })), quarantinesOfPools([...pools.values()]));
+    const value = withQuarantines(
+      encodeConfig(nextGeneration({ ...(step.config ?? config), generation: config.generation })),
+      quarantinesOfPools([...pools.values()]),
+    );
     const compares = [{ key: CONFIG_KEY, rev: entry?.rev ?? 0 }, ...step.compares];
     const ops = [...step.ops, { type: 'put' as const, key: CONFIG_KEY, value }];
     const r = await commitWrite(ctx, { what, compares, ops });

@@ -19,7 +19,12 @@ import type { AssignRequest } from '../plan/plan-assign.js';
 import type { ReleaseOutcome } from './release-group.js';
 
 const T0 = Date.parse('2026-12-04T12:00:00Z');
-const req = (node: string, id: string): AssignRequest => ({ node, handle: `net.${id}.eth0`, attrs: { network: 'net', containerId: id, ifname: 'eth0' }, auto: 'each-family' });
+const req = (node: string, id: string): AssignRequest => ({
+  node,
+  handle: `net.${id}.eth0`,
+  attrs: { network: 'net', containerId: id, ifname: 'eth0' },
+  auto: 'each-family',
+});
 const handle = (id: string): string => `net.${id}.eth0`;
 
 /** A node holding `pods` pods of two families in blocks of 8 v4 addresses (several blocks, some emptied by the releases). */
@@ -55,7 +60,11 @@ async function differential(a: Store, b: Store, reuseAfter?: string): Promise<vo
   assert.equal(a.roundTrips - before, 1, 'one transaction for the whole group');
   const single = [];
   for (const h of which) single.push(await gb.releaseHandle(h, 'n1'));
-  assert.deepEqual(grouped.map(freed), single.map((s) => s.map((r) => `${r.handle} ${formatAddr(r.addr)}`).sort()), 'each release freed exactly what it would alone');
+  assert.deepEqual(
+    grouped.map(freed),
+    single.map((s) => s.map((r) => `${r.handle} ${formatAddr(r.addr)}`).sort()),
+    'each release freed exactly what it would alone',
+  );
   for (const [i, o] of grouped.entries()) assert.equal(freed(o).length, 2, `release ${i} freed its two addresses`);
   assert.deepEqual(await records(a), await records(b), 'the same records after');
   const check = await ga.check();
@@ -102,7 +111,7 @@ test('a handle twice, a handle the view does not know, an absent one and a bad o
   assert.deepEqual({ leaks: check.leaks, problems: check.problems }, { leaks: [], problems: [] });
 });
 
-test('the store lost the group\'s answer (outcome unknown): each release runs alone and finds its handle gone; nothing freed twice', async () => {
+test("the store lost the group's answer (outcome unknown): each release runs alone and finds its handle gone; nothing freed twice", async () => {
   const store = lostAnswerStore(await openStore('memory:'));
   const ipam = await filled(store, 6);
   const lost = store.loseNext((ops) => ops.filter((o) => o.key.startsWith(HANDLE_PREFIX)).length === 3);

@@ -109,7 +109,11 @@ async function planAndCommit(ctx: IpamContext, node: string, handles: readonly s
   }
   if (joined.length === 0) return;
   const cmp = [...compares].map(([key, rev]): Compare => ({ key, rev }));
-  const r = await commitWrite(ctx, { what: `group release of ${joined.length} handle(s) on node "${node}"`, compares: cmp, ops: [...ops.values(), releaseStampOp(ctx)] });
+  const r = await commitWrite(ctx, {
+    what: `group release of ${joined.length} handle(s) on node "${node}"`,
+    compares: cmp,
+    ops: [...ops.values(), releaseStampOp(ctx)],
+  });
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each release alone.
     r.compares.forEach((c, k) => absorbEntry(ctx.cache, view, new Map(), c.key, r.current?.[k]));

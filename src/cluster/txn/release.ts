@@ -83,7 +83,9 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
     const planned = planReleaseHandle(input(ctx, view, others, quarantine), handle, { rev: hs.rev, record });
     // A guard on a key the plan compares too (the handle itself) replaces the plan's compare.
     const plan: ReleasePlan =
-      planned.kind === 'txn' && guard.length > 0 ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] } : planned;
+      planned.kind === 'txn' && guard.length > 0
+        ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] }
+        : planned;
     const done = await runPlan(ctx, view, others, plan);
     if (done === true) {
       view?.noteHandle(handle, 0, undefined);
@@ -112,7 +114,8 @@ export async function releaseAddresses(ctx: IpamContext, addrs: readonly Addr[],
     const plan = planReleaseAddrs(input(ctx, undefined, others, poolsQuarantine(snap.pools)), snap, addrs, handles, heldBy);
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) {
-        if (key.startsWith(HANDLE_PREFIX)) handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
+        if (key.startsWith(HANDLE_PREFIX))
+          handles.set(key.slice(HANDLE_PREFIX.length), entry ? { rev: entry.rev, record: decodeHandle(entry) } : { rev: 0, record: undefined });
         else absorbEntry(ctx.cache, undefined, others, key, entry);
       }
       continue;
@@ -165,7 +168,12 @@ function poolsQuarantine(pools: readonly Pool[]): (cidr: Prefix, now: number) =>
   return (cidr, now) => quarantineFor(pools, cidr, now);
 }
 
-function input(ctx: IpamContext, view: NodeView | undefined, others: Map<string, KnownBlock>, quarantine: (cidr: Prefix, now: number) => Quarantine): ReleaseInput {
+function input(
+  ctx: IpamContext,
+  view: NodeView | undefined,
+  others: Map<string, KnownBlock>,
+  quarantine: (cidr: Prefix, now: number) => Quarantine,
+): ReleaseInput {
   const now = ctx.now().getTime();
   const snap = ctx.cache.snapshot;
   return {

@@ -67,7 +67,10 @@ async function run(steps: readonly Step[], skews: readonly [number, number]): Pr
           const a = formatAddr(g.addr);
           assert.ok(!held.has(a), `${a} handed to ${handle} while ${held.get(a)?.handle} holds it`);
           const r = released.get(a);
-          assert.ok(r === undefined || t - r >= REUSE_AFTER_MS, `${a} handed to ${handle} on ${NODES[s.node]!} ${t - (r ?? 0)} ms after its release (reuseAfter ${REUSE_AFTER_MS} ms)`);
+          assert.ok(
+            r === undefined || t - r >= REUSE_AFTER_MS,
+            `${a} handed to ${handle} on ${NODES[s.node]!} ${t - (r ?? 0)} ms after its release (reuseAfter ${REUSE_AFTER_MS} ms)`,
+          );
           held.set(a, { handle, node: s.node });
         }
       } catch (e) {
@@ -82,11 +85,17 @@ async function run(steps: readonly Step[], skews: readonly [number, number]): Pr
       if (all.length === 0) continue;
       const [addr, h] = all[s.pick % all.length]!;
       if (s.kind === 'release') freed((await ipams[s.node]!.releaseHandle(h.handle, NODES[s.node])).map((r) => formatAddr(r.addr)));
-      else if (s.kind === 'release-addr') freed((await ipams[0]!.withReason('release').releaseAddresses([(await ipams[0]!.addressesOf(h.handle))![0]!.addr])).map((r) => formatAddr(r.addr)));
+      else if (s.kind === 'release-addr')
+        freed((await ipams[0]!.withReason('release').releaseAddresses([(await ipams[0]!.addressesOf(h.handle))![0]!.addr])).map((r) => formatAddr(r.addr)));
       else {
         const hold = stickyHoldHandle('net', { namespace: 'ns', name: `pod-${n++}` }, 'eth0')!;
         const stickyUntil = new Date(t + 3_600_000).toISOString();
-        const r = await ipams[h.node]!.holdSticky(h.handle, hold, { node: NODES[h.node]!, network: 'net', ifname: 'eth0', namespace: 'ns', pod: hold, stickyUntil }, NODES[h.node]!);
+        const r = await ipams[h.node]!.holdSticky(
+          h.handle,
+          hold,
+          { node: NODES[h.node]!, network: 'net', ifname: 'eth0', namespace: 'ns', pod: hold, stickyUntil },
+          NODES[h.node]!,
+        );
         assert.deepEqual(r?.kept.map(formatAddr), [addr]);
         held.set(addr, { handle: hold, node: h.node });
         holds.push({ hold, addr });
@@ -97,7 +106,10 @@ async function run(steps: readonly Step[], skews: readonly [number, number]): Pr
       const handle = `net:c${n++}:eth0`;
       const got = await ipams[s.node]!.assign({ node: NODES[s.node]!, handle, auto: { 4: 1 }, takeOver: h.hold });
       // The hold kept its address: taking it over is not a hand-out of a released address.
-      assert.deepEqual(got.map((g) => formatAddr(g.addr)), [h.addr]);
+      assert.deepEqual(
+        got.map((g) => formatAddr(g.addr)),
+        [h.addr],
+      );
       held.set(h.addr, { handle, node: s.node });
     }
   }

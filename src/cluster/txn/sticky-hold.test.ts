@@ -31,21 +31,51 @@ test('a sticky DEL moves every family to the hold in one txn; repeated, it chang
   const got = await ipam.assign({ node: 'n1', handle: 'net:c1:eth0', auto: 'each-family' });
   const before = store.roundTrips;
   const r = await ipam.holdSticky('net:c1:eth0', HOLD, attrs('2026-01-01T00:10:00.000Z'), 'n1');
-  assert.deepEqual(r?.kept.map(formatAddr), got.map((a) => formatAddr(a.addr)));
+  assert.deepEqual(
+    r?.kept.map(formatAddr),
+    got.map((a) => formatAddr(a.addr)),
+  );
   assert.equal(store.roundTrips - before, 2, 'one read (the hold, the attachment is a hint) and one txn');
   assert.equal(await store.get(handleKey('net:c1:eth0')), undefined);
   const rec = decodeHandle((await store.get(handleKey(HOLD)))!);
   assert.deepEqual([rec.namespace, rec.pod, rec.stickyUntil, rec.containerId], ['db', 'db-0', '2026-01-01T00:10:00.000Z', undefined]);
-  assert.deepEqual((await ipam.addressesOf(HOLD))?.map((a) => formatAddr(a.addr)), got.map((a) => formatAddr(a.addr)));
+  assert.deepEqual(
+    (await ipam.addressesOf(HOLD))?.map((a) => formatAddr(a.addr)),
+    got.map((a) => formatAddr(a.addr)),
+  );
   assert.equal(await ipam.holdSticky('net:c1:eth0', HOLD, attrs('2026-01-01T00:11:00.000Z'), 'n1'), undefined, 'a repeated DEL: nothing to keep');
   assert.equal(decodeHandle((await store.get(handleKey(HOLD)))!).stickyUntil, '2026-01-01T00:10:00.000Z');
-  assert.deepEqual(await ipam.check(), { leaks: [], problems: [], stickyHolds: [{ handle: HOLD, rev: (await store.get(handleKey(HOLD)))!.rev, node: 'n1', namespace: 'db', pod: 'db-0', network: 'net', stickyUntil: '2026-01-01T00:10:00.000Z', expired: false, addresses: got.map((a) => formatAddr(a.addr)) }] });
+  assert.deepEqual(await ipam.check(), {
+    leaks: [],
+    problems: [],
+    stickyHolds: [
+      {
+        handle: HOLD,
+        rev: (await store.get(handleKey(HOLD)))!.rev,
+        node: 'n1',
+        namespace: 'db',
+        pod: 'db-0',
+        network: 'net',
+        stickyUntil: '2026-01-01T00:10:00.000Z',
+        expired: false,
+        addresses: got.map((a) => formatAddr(a.addr)),
+      },
+    ],
+  });
   // Another pod does not get the held addresses.
   const other = await ipam.assign({ node: 'n1', handle: 'net:c2:eth0', auto: 'each-family' });
   assert.ok(!other.some((a) => got.some((g) => formatAddr(g.addr) === formatAddr(a.addr))));
   // The next incarnation takes them over (a fresh process: reads the hold).
-  const again = await new ClusterIpam(store, { now: () => new Date('2026-01-01T00:05:00Z') }).assign({ node: 'n1', handle: 'net:c3:eth0', auto: 'each-family', takeOver: HOLD });
-  assert.deepEqual(again.map((a) => formatAddr(a.addr)), got.map((a) => formatAddr(a.addr)));
+  const again = await new ClusterIpam(store, { now: () => new Date('2026-01-01T00:05:00Z') }).assign({
+    node: 'n1',
+    handle: 'net:c3:eth0',
+    auto: 'each-family',
+    takeOver: HOLD,
+  });
+  assert.deepEqual(
+    again.map((a) => formatAddr(a.addr)),
+    got.map((a) => formatAddr(a.addr)),
+  );
   assert.equal(await store.get(handleKey(HOLD)), undefined);
   assert.deepEqual(await ipam.check(), { leaks: [], problems: [] });
 });
@@ -64,7 +94,10 @@ test('an expired hold is not taken over; a later DEL replaces it (freeing its ad
   assert.deepEqual([r!.kept.map(formatAddr), r!.freed.map(formatAddr)], [[formatAddr(b!.addr)], [formatAddr(a!.addr)]]);
   assert.equal(await ipam.releaseStickyHold(expired!), undefined, 'the hold changed since the check: kept');
   const [live] = (await ipam.check()).stickyHolds!;
-  assert.deepEqual((await ipam.releaseStickyHold(live!))?.map((x) => formatAddr(x.addr)), [formatAddr(b!.addr)]);
+  assert.deepEqual(
+    (await ipam.releaseStickyHold(live!))?.map((x) => formatAddr(x.addr)),
+    [formatAddr(b!.addr)],
+  );
   assert.deepEqual(await ipam.check(), { leaks: [], problems: [] });
 });
 

@@ -36,7 +36,13 @@ export interface HoldResult {
  * undefined when `handle` has no record (nothing to keep: the caller's DEL goes on as usual).
  * Throws ContentionError, StoreUnavailableError (repeating is safe), CorruptRecordError.
  */
-export async function holdAttachment(ctx: IpamContext, handle: string, hold: string, attrs: HandleAttrs & { readonly stickyUntil: string }, node: string): Promise<HoldResult | undefined> {
+export async function holdAttachment(
+  ctx: IpamContext,
+  handle: string,
+  hold: string,
+  attrs: HandleAttrs & { readonly stickyUntil: string },
+  node: string,
+): Promise<HoldResult | undefined> {
   checkHandle('handle', handle);
   checkHandle('hold handle', hold);
   checkNodeName('node name', node);
@@ -63,12 +69,24 @@ export async function holdAttachment(ctx: IpamContext, handle: string, hold: str
     const snap = (ctx.cache.snapshot ??= await loadSnapshot(ctx.store));
     const now = ctx.now().getTime();
     const quarantine = (cidr: Prefix): Quarantine => quarantineFor(snap.pools, cidr, now);
-    const plan = planHold({ state: (k) => view.blocks.get(k) ?? others.get(k), handle, handleState: { rev: hs.rev, record }, hold, holdState: states.get(hold)!, attrs, quarantine });
+    const plan = planHold({
+      state: (k) => view.blocks.get(k) ?? others.get(k),
+      handle,
+      handleState: { rev: hs.rev, record },
+      hold,
+      holdState: states.get(hold)!,
+      attrs,
+      quarantine,
+    });
     if (plan.kind === 'read') {
       for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
       continue;
     }
-    const r = await commitWrite(ctx, { what: `keep the addresses of handle "${handle}" under "${hold}"`, compares: plan.compares, ops: [...plan.ops, releaseStampOp(ctx)] });
+    const r = await commitWrite(ctx, {
+      what: `keep the addresses of handle "${handle}" under "${hold}"`,
+      compares: plan.compares,
+      ops: [...plan.ops, releaseStampOp(ctx)],
+    });
     if (r.succeeded) {
       crashPoint('cluster.sticky.held');
       for (const [key, block] of plan.blocks) {

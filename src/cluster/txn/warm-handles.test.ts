@@ -46,23 +46,35 @@ test('writeWarmRecords puts and deletes in one transaction (a key given twice: i
       { key: 'agent-pods/n1/b', value: '{"addrs":["10.6.0.2"]}' },
     ]);
     await ipam.writeWarmRecords([{ key: 'agent-pods/n1/a', value: undefined }]);
-    assert.deepEqual((await ipam.warmRecords('agent-pods/n1/')).map((r) => r.key), ['agent-pods/n1/b']);
+    assert.deepEqual(
+      (await ipam.warmRecords('agent-pods/n1/')).map((r) => r.key),
+      ['agent-pods/n1/b'],
+    );
     await ipam.writeWarmRecords([]);
   }));
 
-test('writeWarmRecords refuses a key of the allocator\'s own, writing nothing', () =>
+test("writeWarmRecords refuses a key of the allocator's own, writing nothing", () =>
   withIpam(async (ipam) => {
     for (const key of ['handles/x', 'blocks/10.0.0.0-26', 'pools/p', 'config', '']) {
-      await assert.rejects(ipam.writeWarmRecords([{ key: 'agent-pods/n1/ok', value: '{}' }, { key, value: '{}' }]), (e: unknown) => e instanceof WarmRecordKeyError && e.key === key);
+      await assert.rejects(
+        ipam.writeWarmRecords([
+          { key: 'agent-pods/n1/ok', value: '{}' },
+          { key, value: '{}' },
+        ]),
+        (e: unknown) => e instanceof WarmRecordKeyError && e.key === key,
+      );
     }
     assert.deepEqual(await ipam.warmRecords('agent-pods/'), []);
     await assert.rejects(ipam.warmRecords('handles/'), WarmRecordKeyError);
   }));
 
-test('cachedPools loads the snapshot once and keeps it in the instance\'s cache', () =>
+test("cachedPools loads the snapshot once and keeps it in the instance's cache", () =>
   withIpam(async (ipam) => {
     await ipam.createPool({ name: 'v4', cidr: '10.7.0.0/16' });
-    assert.deepEqual((await ipam.cachedPools()).map((p) => p.name), ['v4']);
+    assert.deepEqual(
+      (await ipam.cachedPools()).map((p) => p.name),
+      ['v4'],
+    );
     const snap = ipam.cache.snapshot;
     assert.ok(snap);
     assert.equal((await ipam.cachedPools()).length, 1);

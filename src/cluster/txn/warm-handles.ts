@@ -74,7 +74,13 @@ export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRe
     if (w.value === undefined) {
       const before = last.get(key);
       const deletedAlready = last.has(key) && before === undefined;
-      if (!deletedAlready) keys[key] = { at: w.at ?? ctx.now().getTime(), why: w.why ?? ctx.why ?? 'del', ...(w.evidence ? { evidence: w.evidence } : {}), ...(before !== undefined ? { value: before } : {}) };
+      if (!deletedAlready)
+        keys[key] = {
+          at: w.at ?? ctx.now().getTime(),
+          why: w.why ?? ctx.why ?? 'del',
+          ...(w.evidence ? { evidence: w.evidence } : {}),
+          ...(before !== undefined ? { value: before } : {}),
+        };
     }
     last.set(key, w.value);
   }

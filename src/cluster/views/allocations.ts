@@ -63,7 +63,12 @@ export async function blockAllocations(ctx: IpamContext, cidr: Prefix): Promise<
   const e = await ctx.store.get(blockKey(cidr));
   if (!e) return undefined;
   const block = decodeBlock(e);
-  return { cidr: block.cidr, node: block.affinity, capacity: usableCount(block.cidr), allocations: sortedAllocations(block).map(([o, handle]) => row(block, o, handle)) };
+  return {
+    cidr: block.cidr,
+    node: block.affinity,
+    capacity: usableCount(block.cidr),
+    allocations: sortedAllocations(block).map(([o, handle]) => row(block, o, handle)),
+  };
 }
 
 /** One page of allocations matching the filter. InvalidCursorError for a malformed cursor. */

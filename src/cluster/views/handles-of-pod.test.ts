@@ -17,11 +17,18 @@ test('handlesOfPod, holderOfAddress, podsOfHandles: pods as the handle records n
     await ipam.assign({ node: 'n1', handle: 'anon', ips: [parseAddr('10.7.0.9')] });
 
     const mine = await ipam.handlesOfPod('shop', 'web');
-    assert.deepEqual(mine.map((h) => [h.handle, h.pod, h.podUid, h.ifname, h.node, h.addresses.map((a) => `${a.ip} ${a.block} ${a.pool}`)]), [
-      ['net:a:eth0', 'shop/web', 'shop-web', 'eth0', 'n1', ['10.7.0.5 10.7.0.0/28 p']],
-      ['net:a:net1', 'shop/web', 'shop-web', 'net1', 'n1', ['10.7.0.6 10.7.0.0/28 p']],
-    ]);
-    assert.deepEqual((await ipam.handlesOfPod(undefined, 'web')).map((h) => h.pod), ['shop/web', 'shop/web', 'other/web'], 'by name, any namespace');
+    assert.deepEqual(
+      mine.map((h) => [h.handle, h.pod, h.podUid, h.ifname, h.node, h.addresses.map((a) => `${a.ip} ${a.block} ${a.pool}`)]),
+      [
+        ['net:a:eth0', 'shop/web', 'shop-web', 'eth0', 'n1', ['10.7.0.5 10.7.0.0/28 p']],
+        ['net:a:net1', 'shop/web', 'shop-web', 'net1', 'n1', ['10.7.0.6 10.7.0.0/28 p']],
+      ],
+    );
+    assert.deepEqual(
+      (await ipam.handlesOfPod(undefined, 'web')).map((h) => h.pod),
+      ['shop/web', 'shop/web', 'other/web'],
+      'by name, any namespace',
+    );
     assert.deepEqual(await ipam.handlesOfPod('shop', 'nobody'), []);
 
     const h = await ipam.holderOfAddress(parseAddr('10.7.0.6'));
@@ -36,10 +43,13 @@ test('handlesOfPod, holderOfAddress, podsOfHandles: pods as the handle records n
     const leak = await ipam.holderOfAddress(parseAddr('10.7.0.9'));
     assert.deepEqual([leak?.handle, leak?.pod, leak?.node, leak?.addresses.map((a) => a.ip)], ['anon', null, 'n1', ['10.7.0.9']]);
 
-    assert.deepEqual([...(await ipam.podsOfHandles(['net:a:eth0', 'net:b:eth0', 'anon', 'gone']))], [
-      ['net:a:eth0', 'shop/web'],
-      ['net:b:eth0', 'other/web'],
-    ]);
+    assert.deepEqual(
+      [...(await ipam.podsOfHandles(['net:a:eth0', 'net:b:eth0', 'anon', 'gone']))],
+      [
+        ['net:a:eth0', 'shop/web'],
+        ['net:b:eth0', 'other/web'],
+      ],
+    );
   } finally {
     await store.close();
   }

@@ -5,7 +5,7 @@ import { WARM_NETWORK } from '../../model/reserved-network.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
 import { STAMP_PREFIX, decodeStamp } from '../records/history-stamp.js';
 
-test('nodeAttachments: the node\'s attachments with their creation time, not warm handles nor other nodes\'; releaseAttachmentAsSeen frees one only at the revision listed, stamped with the reason', async () => {
+test("nodeAttachments: the node's attachments with their creation time, not warm handles nor other nodes'; releaseAttachmentAsSeen frees one only at the revision listed, stamped with the reason", async () => {
   const store = new MemoryStore();
   const t0 = Date.parse('2026-12-04T08:00:00Z');
   const ipam = new ClusterIpam(store, { now: () => new Date(t0), writer: 'n1' });
@@ -15,10 +15,13 @@ test('nodeAttachments: the node\'s attachments with their creation time, not war
   await ipam.assign({ node: 'n1', handle: 'net:c2:eth0', attrs: { network: 'net', containerId: 'c2', ifname: 'eth0' }, auto: { 4: 1 } });
   await ipam.assign({ node: 'n2', handle: 'net:c9:eth0', attrs: { network: 'net', containerId: 'c9', ifname: 'eth0' }, auto: { 4: 1 } });
   const listed = await ipam.nodeAttachments('n1');
-  assert.deepEqual(listed.map((a) => [a.handle, a.containerId, a.ifname, a.network, a.since]), [
-    ['net:c1:eth0', 'c1', 'eth0', 'net', t0],
-    ['net:c2:eth0', 'c2', 'eth0', 'net', t0],
-  ]);
+  assert.deepEqual(
+    listed.map((a) => [a.handle, a.containerId, a.ifname, a.network, a.since]),
+    [
+      ['net:c1:eth0', 'c1', 'eth0', 'net', t0],
+      ['net:c2:eth0', 'c2', 'eth0', 'net', t0],
+    ],
+  );
   const [c1, c2] = listed;
   // c2's record changes after it was listed (another address added): not released.
   await ipam.assign({ node: 'n1', handle: 'net:c2:eth0', attrs: { network: 'net', containerId: 'c2', ifname: 'eth0' }, auto: { 4: 2 } });

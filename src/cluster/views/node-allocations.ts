@@ -49,7 +49,15 @@ export async function nodeAttachments(ctx: IpamContext, node: string): Promise<N
     }
     if (rec.node !== node || rec.stickyUntil !== undefined || rec.containerId === undefined || rec.ifname === undefined || rec.network === undefined) continue;
     const since = rec.since === undefined ? undefined : Date.parse(rec.since);
-    out.push({ handle: key.slice(HANDLE_PREFIX.length), rev: entry.rev, network: rec.network, containerId: rec.containerId, ifname: rec.ifname, ...(since === undefined ? {} : { since }), blocks: rec.blocks });
+    out.push({
+      handle: key.slice(HANDLE_PREFIX.length),
+      rev: entry.rev,
+      network: rec.network,
+      containerId: rec.containerId,
+      ifname: rec.ifname,
+      ...(since === undefined ? {} : { since }),
+      blocks: rec.blocks,
+    });
   }
   return out.sort((a, b) => (a.handle < b.handle ? -1 : a.handle > b.handle ? 1 : 0));
 }

@@ -15,7 +15,11 @@ export class NodeCacheFile {
   readonly path: string;
   readonly lockPath: string;
 
-  constructor(dir: string, datastoreUrl: string, readonly node: string) {
+  constructor(
+    dir: string,
+    datastoreUrl: string,
+    readonly node: string,
+  ) {
     const id = createHash('sha256').update(datastoreUrl).digest('hex').slice(0, 16);
     this.path = path.join(dir, `${id}-${node}.json`);
     this.lockPath = path.join(dir, `${id}-${node}.lock`);

@@ -39,7 +39,10 @@ test('own blocks and claimable blocks bounded by maxBlocksPerHost: headroom is w
   await ipam.createPool({ name: 'p', cidr: '10.0.0.0/24', blockSize: 28 });
   // a /28 hands out 13 addresses (network, gateway, broadcast excluded); none claimed yet
   let h = await v4(store, 'a');
-  assert.deepEqual([h.free, h.claimable, h.claimableBlocks, h.headroom, h.blocks, h.maxBlocks, h.claimLimit, h.mayBorrow], [0, 13, 1, 13, 0, 1, 'maxBlocksPerHost', false]);
+  assert.deepEqual(
+    [h.free, h.claimable, h.claimableBlocks, h.headroom, h.blocks, h.maxBlocks, h.claimLimit, h.mayBorrow],
+    [0, 13, 1, 13, 0, 1, 'maxBlocksPerHost', false],
+  );
   for (let i = 0; i < 5; i++) await ipam.assign({ node: 'a', handle: `net.a${i}.eth0`, auto: { 4: 1 } });
   h = await v4(store, 'a');
   assert.deepEqual([h.free, h.claimable, h.headroom, h.blocks], [8, 0, 8, 1]);
@@ -49,7 +52,10 @@ test('own blocks and claimable blocks bounded by maxBlocksPerHost: headroom is w
   // another node still has its own block to claim
   assert.equal((await v4(store, 'b')).headroom, 13);
   // no IPv6 pool: no IPv6 row
-  assert.deepEqual((await loadNodeHeadroom(store, 'a')).map((f) => f.family), [4]);
+  assert.deepEqual(
+    (await loadNodeHeadroom(store, 'a')).map((f) => f.family),
+    [4],
+  );
 });
 
 test('claimable blocks bounded by the pool space: blocks other nodes claimed are not counted', async () => {
@@ -89,11 +95,14 @@ test('reserved addresses are not headroom: a wholly reserved block is not claima
   assert.equal(await fill(i2, 'a'), 10);
 });
 
-test("a pool whose nodeSelector does not select the node gives it no headroom; one that does counts; disabled pools and other pools (onlyPools) do not", async () => {
+test('a pool whose nodeSelector does not select the node gives it no headroom; one that does counts; disabled pools and other pools (onlyPools) do not', async () => {
   const { store, ipam } = await rig({ maxBlocksPerHost: 1 });
   await ipam.createPool({ name: 'zone-a', cidr: '10.4.0.0/24', blockSize: 28, nodeSelector: 'zone=a' });
   assert.deepEqual(await loadNodeHeadroom(store, 'n1'), []);
-  await store.txn([], [{ type: 'put', key: nodeKey('n1'), value: encodeNodeRecord({ name: 'n1', labels: { zone: 'a' }, podCIDRs: [], createdAt: '2026-01-01T00:00:00.000Z' }) }]);
+  await store.txn(
+    [],
+    [{ type: 'put', key: nodeKey('n1'), value: encodeNodeRecord({ name: 'n1', labels: { zone: 'a' }, podCIDRs: [], createdAt: '2026-01-01T00:00:00.000Z' }) }],
+  );
   const h = await v4(store, 'n1');
   assert.deepEqual([h.pools, h.headroom], [['zone-a'], 13]);
   await ipam.createPool({ name: 'all', cidr: '10.5.0.0/24', blockSize: 26 });
@@ -110,7 +119,13 @@ test('idle addresses count; autoAllocateBlocks off claims nothing; an IPv6 /64 p
   await ipam.createPool({ name: 'p', cidr: '10.6.0.0/24', blockSize: 28 });
   await ipam.createPool({ name: 'w', cidr: 'fd00:6::/64', blockSize: 122 });
   const h = await loadNodeHeadroom(store, 'a', { idle: { 4: 3 } });
-  assert.deepEqual(h.map((f) => [f.family, f.free, f.idle, f.claimable, f.headroom, f.claimLimit]), [[4, 0, 3, 0, 3, 'autoAllocateBlocks off'], [6, 0, 0, 0, 0, 'autoAllocateBlocks off']]);
+  assert.deepEqual(
+    h.map((f) => [f.family, f.free, f.idle, f.claimable, f.headroom, f.claimLimit]),
+    [
+      [4, 0, 3, 0, 3, 'autoAllocateBlocks off'],
+      [6, 0, 0, 0, 0, 'autoAllocateBlocks off'],
+    ],
+  );
   await ipam.updateSettings({ autoAllocateBlocks: true, strictAffinity: false });
   const t0 = Date.now();
   const six = (await loadNodeHeadroom(store, 'a')).find((f) => f.family === 6)!;

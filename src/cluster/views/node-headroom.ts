@@ -200,8 +200,15 @@ export function nodeHeadroom(s: HeadroomSettings, spaces: ReadonlyMap<string, Po
  * reads them): the claimed space is every block that exists (orphans included), each node's own
  * blocks those affine to it.
  */
-export function headroomByNode(s: HeadroomSettings, blocks: readonly Block[], nodes: readonly { readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly idle?: Partial<Record<Family, number>> }[]): Map<string, FamilyHeadroom[]> {
-  const spaces = poolSpaces(s, blocks.map((b) => b.cidr));
+export function headroomByNode(
+  s: HeadroomSettings,
+  blocks: readonly Block[],
+  nodes: readonly { readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly idle?: Partial<Record<Family, number>> }[],
+): Map<string, FamilyHeadroom[]> {
+  const spaces = poolSpaces(
+    s,
+    blocks.map((b) => b.cidr),
+  );
   const mine = new Map<string, Block[]>();
   for (const b of blocks) {
     if (b.affinity === null) continue;
@@ -209,5 +216,10 @@ export function headroomByNode(s: HeadroomSettings, blocks: readonly Block[], no
     if (list) list.push(b);
     else mine.set(b.affinity, [b]);
   }
-  return new Map(nodes.map((n) => [n.name, nodeHeadroom(s, spaces, { node: n.name, labels: n.labels, blocks: mine.get(n.name) ?? [], ...(n.idle ? { idle: n.idle } : {}) })]));
+  return new Map(
+    nodes.map((n) => [
+      n.name,
+      nodeHeadroom(s, spaces, { node: n.name, labels: n.labels, blocks: mine.get(n.name) ?? [], ...(n.idle ? { idle: n.idle } : {}) }),
+    ]),
+  );
 }

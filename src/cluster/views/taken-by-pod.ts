@@ -22,7 +22,9 @@ export async function takenByPod(ctx: IpamContext, req: AssignRequest, e: unknow
     // The refusal stands as it is: a holder that cannot be read is still the holder.
   }
   const held = pod ? `it is held by pod ${pod} (handle "${e.holder}")` : e.detail;
-  const asked = req.placedBy ? ` (asked for by annotation ${req.placedBy.source.annotation}=${JSON.stringify(req.placedBy.source.value)} on ${req.placedBy.source.on})` : '';
+  const asked = req.placedBy
+    ? ` (asked for by annotation ${req.placedBy.source.annotation}=${JSON.stringify(req.placedBy.source.value)} on ${req.placedBy.source.on})`
+    : '';
   if (!pod && !asked) return e;
   return new AddressUnavailableError(e.address, 'taken', held + asked, e.holder);
 }

@@ -50,6 +50,13 @@ export async function ipamUsage(ctx: IpamContext, options: UtilisationOptions = 
   const u = await clusterUtilisation(ctx, options);
   return {
     pools: u.pools.map((p) => ({ ...poolText(p.pool), capacity: p.capacity, allocated: Number(p.allocated), idle: Number(p.idle), blocks: p.blocks })),
-    blocks: u.blocks.map((b) => ({ cidr: formatPrefix(b.cidr), pool: b.pool ?? '', node: b.node, capacity: Number(b.capacity), allocated: Number(b.allocated), idle: Number(b.idle) })),
+    blocks: u.blocks.map((b) => ({
+      cidr: formatPrefix(b.cidr),
+      pool: b.pool ?? '',
+      node: b.node,
+      capacity: Number(b.capacity),
+      allocated: Number(b.allocated),
+      idle: Number(b.idle),
+    })),
   };
 }

@@ -27,8 +27,17 @@ test('utilisation is exact in bigint on a /64 pool, and ipam show reports the sa
   assert.equal(u.totals.capacity, slots * 62n + 4n * 61n);
   assert.notEqual(BigInt(Number(wide.capacity) + Number(v4?.capacity)), u.totals.capacity, 'adding up in floats would lose the v4 pool');
   assert.equal(u.totals.allocated, 7n);
-  assert.deepEqual(u.nodes.map((n) => [n.node, n.blocks, n.allocated]), [['a', 2, 6n], ['b', 1, 1n]]);
+  assert.deepEqual(
+    u.nodes.map((n) => [n.node, n.blocks, n.allocated]),
+    [
+      ['a', 2, 6n],
+      ['b', 1, 1n],
+    ],
+  );
   // the CLI's rows are a projection of the same computation
   const shown = await ipam.usage();
-  assert.deepEqual(shown.pools.map((p) => [p.name, p.capacity, p.allocated]), u.pools.map((p) => [p.pool.name, p.capacity, Number(p.allocated)]));
+  assert.deepEqual(
+    shown.pools.map((p) => [p.name, p.capacity, p.allocated]),
+    u.pools.map((p) => [p.pool.name, p.capacity, Number(p.allocated)]),
+  );
 });

@@ -9,7 +9,9 @@ import { ViewCache } from './view-cache.js';
 describe('ViewCache save/restore', () => {
   it('restores the snapshot and one node’s blocks, labels and handle hints exactly', () => {
     const a = new ViewCache();
-    a.snapshot = snapshotFromEntries({ key: 'config', value: '{"generation":3}', rev: 9 }, [{ key: 'pools/p', value: encodePool(validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16' })), rev: 4 }]);
+    a.snapshot = snapshotFromEntries({ key: 'config', value: '{"generation":3}', rev: 9 }, [
+      { key: 'pools/p', value: encodePool(validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16' })), rev: 4 },
+    ]);
     const v = a.node('n1');
     v.noteNode({ key: 'nodes/n1', value: '{"labels":{"zone":"a","bad":1}}', rev: 5 });
     const block = allocateOrdinals(newBlock(parsePrefix('10.0.0.0/26'), 'n1'), 2, 'h').block;
@@ -21,13 +23,19 @@ describe('ViewCache save/restore', () => {
     assert.equal(b.restore('n1', a.save('n1')), true);
     assert.equal(b.snapshot!.configRev, 9);
     assert.equal(b.snapshot!.config.generation, 3);
-    assert.deepEqual(b.snapshot!.pools.map((p) => p.name), ['p']);
+    assert.deepEqual(
+      b.snapshot!.pools.map((p) => p.name),
+      ['p'],
+    );
     const w = b.node('n1');
     assert.deepEqual(w.labels, { rev: 5, labels: { zone: 'a' } });
     assert.deepEqual([...w.blocks.keys()], ['blocks/10.0.0.0-26'], 'a block affine to another node is not kept');
     assert.deepEqual(w.blocks.get('blocks/10.0.0.0-26'), { rev: 12, block });
     assert.equal(w.blocksLoaded, true);
-    assert.deepEqual(w.handles.get('h'), { rev: 12, record: { node: 'n1', network: undefined, containerId: undefined, ifname: undefined, blocks: new Map([['10.0.0.0/26', 2]]) } });
+    assert.deepEqual(w.handles.get('h'), {
+      rev: 12,
+      record: { node: 'n1', network: undefined, containerId: undefined, ifname: undefined, blocks: new Map([['10.0.0.0/26', 2]]) },
+    });
   });
 
   it('ignores garbage, another node’s file and another format', () => {

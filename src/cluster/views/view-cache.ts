@@ -80,7 +80,10 @@ export class ViewCache {
       if (o.snapshot) {
         const all = o.snapshot.entries.map(entry);
         const config = all.find((x) => x.key === CONFIG_KEY);
-        this.snapshot = snapshotFromEntries(config, all.filter((x) => x.key !== CONFIG_KEY));
+        this.snapshot = snapshotFromEntries(
+          config,
+          all.filter((x) => x.key !== CONFIG_KEY),
+        );
       }
       const v = this.node(node);
       v.labels = o.labels;

@@ -46,7 +46,18 @@
  * is sorted (pools by name, blocks and addresses by address, conflicts by subject) so two
  * plans of one source compare equal.
  */
-import { type Addr, type Prefix, compareAddr, formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContainsPrefix, prefixOf, prefixOverlaps } from '../../ip/index.js';
+import {
+  type Addr,
+  type Prefix,
+  compareAddr,
+  formatAddr,
+  formatPrefix,
+  parseAddr,
+  parsePrefix,
+  prefixContainsPrefix,
+  prefixOf,
+  prefixOverlaps,
+} from '../../ip/index.js';
 import { DEFAULT_BLOCK_SIZE, checkBlockSize } from '../../alloc/block-layout.js';
 import { MAX_HANDLE_LENGTH, cniHandleId } from '../../model/handle-id.js';
 import { DNS_SUBDOMAIN } from '../../model/node-name.js';
@@ -148,7 +159,8 @@ export function planCalicoImport(source: 'calico-kdd' | 'calico-etcd', state: Ca
     const cidrText = formatPrefix(cb.cidr);
     const allocated = cb.allocations.flatMap((v, o) => (v === null ? [] : [o]));
     if (cb.deleted) {
-      if (allocated.length > 0) conflict('invalid', cb.source, `block ${cidrText} is marked deleted but still holds ${allocated.length} address(es); not imported`);
+      if (allocated.length > 0)
+        conflict('invalid', cb.source, `block ${cidrText} is marked deleted but still holds ${allocated.length} address(es); not imported`);
       continue;
     }
     const cp = poolOf(cb.cidr);
@@ -198,9 +210,7 @@ export function planCalicoImport(source: 'calico-kdd' | 'calico-etcd', state: Ca
   return { source, pools, blocks: importedBlocks, addresses, conflicts };
 }
 
-type PoolResolution =
-  | { readonly target: Target; readonly create?: ImportedPool }
-  | { readonly kind: ImportConflict['kind']; readonly problem: string };
+type PoolResolution = { readonly target: Target; readonly create?: ImportedPool } | { readonly kind: ImportConflict['kind']; readonly problem: string };
 
 function resolvePool(cp: CalicoPool, options: CalicoPlanOptions, planned: readonly ImportedPool[], targets: ReadonlyMap<CalicoPool, Target>): PoolResolution {
   const existing = (options.existingPools ?? []).map((p) => ({ ...p, prefix: parsePrefix(p.cidr) }));
@@ -211,30 +221,47 @@ function resolvePool(cp: CalicoPool, options: CalicoPlanOptions, planned: readon
   const use = byName ?? byCidr;
   if (use) {
     if (!prefixContainsPrefix(use.prefix, cp.cidr)) {
-      return { kind: 'pool-overlap', problem: `its CIDR ${formatPrefix(cp.cidr)} is not inside podipam pool ${use.name} (${use.cidr})${mapped ? `, the pool --pool-map ${cp.name}=${mapped} names` : ''}` };
+      return {
+        kind: 'pool-overlap',
+        problem: `its CIDR ${formatPrefix(cp.cidr)} is not inside podipam pool ${use.name} (${use.cidr})${mapped ? `, the pool --pool-map ${cp.name}=${mapped} names` : ''}`,
+      };
     }
     return { target: { name: use.name, cidr: use.prefix, blockSize: use.blockSize } };
   }
-  if (!DNS_SUBDOMAIN.test(name)) return { kind: 'invalid', problem: `pool name ${JSON.stringify(name)} is not a podipam pool name (a DNS subdomain); map it with --pool-map ${cp.name}=NAME` };
+  if (!DNS_SUBDOMAIN.test(name))
+    return {
+      kind: 'invalid',
+      problem: `pool name ${JSON.stringify(name)} is not a podipam pool name (a DNS subdomain); map it with --pool-map ${cp.name}=NAME`,
+    };
   const selector = calicoSelectorToPodipam(cp.nodeSelector);
   if ('problem' in selector) return { kind: 'invalid', problem: `nodeSelector ${JSON.stringify(cp.nodeSelector)}: ${selector.problem}` };
   const blockSize = cp.blockSize === 0 ? DEFAULT_BLOCK_SIZE[cp.cidr.family] : cp.blockSize;
   try {
     checkBlockSize(cp.cidr, blockSize);
   } catch (e) {
-    return { kind: 'block-size', problem: `${(e as Error).message}; create a podipam pool over ${formatPrefix(cp.cidr)} with another block size and map onto it with --pool-map ${cp.name}=POOL` };
+    return {
+      kind: 'block-size',
+      problem: `${(e as Error).message}; create a podipam pool over ${formatPrefix(cp.cidr)} with another block size and map onto it with --pool-map ${cp.name}=POOL`,
+    };
   }
   const other = planned.find((p) => p.name === name || prefixOverlaps(parsePrefix(p.cidr), cp.cidr));
   if (other) {
     const from = [...targets].find(([, t]) => t.name === other.name)?.[0];
-    return { kind: 'pool-overlap', problem: `it would be podipam pool ${name} (${formatPrefix(cp.cidr)}), which collides with pool ${other.name} (${other.cidr}) imported from ${from?.source ?? other.source}` };
+    return {
+      kind: 'pool-overlap',
+      problem: `it would be podipam pool ${name} (${formatPrefix(cp.cidr)}), which collides with pool ${other.name} (${other.cidr}) imported from ${from?.source ?? other.source}`,
+    };
   }
   const create: ImportedPool = { name, cidr: formatPrefix(cp.cidr), blockSize, nodeSelector: selector.text, disabled: cp.disabled, source: cp.source };
   return { target: { name, cidr: cp.cidr, blockSize }, create };
 }
 
 /** The node a Calico block is affine to, or null (no affinity, a non-host affinity, or one being deleted). */
-function blockNode(cb: CalicoBlock, dropping: ReadonlySet<string>, conflict: (kind: ImportConflict['kind'], subject: string, detail: string) => void): string | null {
+function blockNode(
+  cb: CalicoBlock,
+  dropping: ReadonlySet<string>,
+  conflict: (kind: ImportConflict['kind'], subject: string, detail: string) => void,
+): string | null {
   if (cb.affinity === null || !cb.affinity.startsWith('host:')) return null;
   const node = cb.affinity.slice('host:'.length);
   if (!DNS_SUBDOMAIN.test(node)) {
@@ -281,13 +308,21 @@ function holderOf(
   }
   const network = networks.find((n) => sourceHandle.startsWith(`${n}.`) && sourceHandle.length > n.length + 1);
   if (network === undefined) {
-    conflict('invalid', ipText, `Calico handle ${JSON.stringify(sourceHandle)} is neither <network>.<containerID> for network ${networks.map((n) => JSON.stringify(n)).join(' or ')} (see --network) nor a tunnel address`);
+    conflict(
+      'invalid',
+      ipText,
+      `Calico handle ${JSON.stringify(sourceHandle)} is neither <network>.<containerID> for network ${networks.map((n) => JSON.stringify(n)).join(' or ')} (see --network) nor a tunnel address`,
+    );
     return undefined;
   }
   const containerId = sourceHandle.slice(network.length + 1);
   const handle = cniHandleId(network, containerId, ifname);
   if (handle.length > MAX_HANDLE_LENGTH) {
-    conflict('invalid', ipText, `Calico handle ${JSON.stringify(sourceHandle).slice(0, 80)}…: its podipam handle would be longer than ${MAX_HANDLE_LENGTH} characters`);
+    conflict(
+      'invalid',
+      ipText,
+      `Calico handle ${JSON.stringify(sourceHandle).slice(0, 80)}…: its podipam handle would be longer than ${MAX_HANDLE_LENGTH} characters`,
+    );
     return undefined;
   }
   const node = attrNode ?? blockNode ?? undefined;

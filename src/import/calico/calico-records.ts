@@ -151,10 +151,12 @@ export function decodeCalicoBlock(source: string, o: Json, path: string): Calico
   const rawAlloc = o.allocations ?? [];
   if (!Array.isArray(rawAlloc)) throw new CalicoRecordError(source, `${path}allocations is ${describe(rawAlloc)}, not an array`);
   const size = 2 ** ((c.family === 4 ? 32 : 128) - c.len);
-  if (rawAlloc.length > size) throw new CalicoRecordError(source, `${path}allocations has ${rawAlloc.length} entries, more than the ${size} addresses of ${formatPrefix(c)}`);
+  if (rawAlloc.length > size)
+    throw new CalicoRecordError(source, `${path}allocations has ${rawAlloc.length} entries, more than the ${size} addresses of ${formatPrefix(c)}`);
   const allocations = rawAlloc.map((v: unknown, i) => {
     if (v === null) return null;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new CalicoRecordError(source, `${path}allocations[${i}] is ${describe(v)}, not an attribute index or null`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new CalicoRecordError(source, `${path}allocations[${i}] is ${describe(v)}, not an attribute index or null`);
     return v;
   });
   const rawAttrs = o.attributes ?? [];
@@ -196,7 +198,8 @@ export function decodeCalicoHandle(source: string, handleId: string, o: Json, pa
   const blocks: Record<string, number> = {};
   const raw = o.block ?? {};
   for (const [k, v] of Object.entries(asObject(source, `${path}block`, raw))) {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new CalicoRecordError(source, `${path}block[${JSON.stringify(k)}] is ${describe(v)}, not a count`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new CalicoRecordError(source, `${path}block[${JSON.stringify(k)}] is ${describe(v)}, not a count`);
     blocks[k] = v;
   }
   return { handleId, blocks, deleted: optBool(source, o, 'deleted', path), source };

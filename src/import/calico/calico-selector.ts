@@ -16,7 +16,9 @@ export function calicoSelectorToPodipam(selector: string): { readonly text: stri
   for (const raw of splitAnd(trimmed)) {
     const m = /^([A-Za-z0-9][A-Za-z0-9_./-]*)\s*(==|!=)\s*(?:'([^']*)'|"([^"]*)")$/.exec(raw.trim());
     if (!m) {
-      return { problem: `term ${JSON.stringify(raw.trim())} is not label == 'value' or label != 'value' (podipam pools select nodes by a conjunction of those only)` };
+      return {
+        problem: `term ${JSON.stringify(raw.trim())} is not label == 'value' or label != 'value' (podipam pools select nodes by a conjunction of those only)`,
+      };
     }
     terms.push(`${m[1]!}${m[2] === '==' ? '=' : '!='}${m[3] ?? m[4] ?? ''}`);
   }

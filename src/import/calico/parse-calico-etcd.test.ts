@@ -15,13 +15,25 @@ test('etcd v3 keys: the same plan as the KDD List of the same state, but for the
     CALICO_SCENARIO_EXPECTED.addresses,
   );
   assert.deepEqual(etcd.addresses, kdd.addresses);
-  assert.deepEqual(etcd.conflicts.map((c) => [c.kind, c.subject]), [['invalid', '10.244.0.73'], ['invalid', '10.244.0.74']]);
-  assert.deepEqual(etcd.pools.map((p) => p.source), ['/calico/resources/v3/projectcalico.org/ippools/default-ipv4-ippool', '/calico/resources/v3/projectcalico.org/ippools/default-ipv6-ippool']);
+  assert.deepEqual(
+    etcd.conflicts.map((c) => [c.kind, c.subject]),
+    [
+      ['invalid', '10.244.0.73'],
+      ['invalid', '10.244.0.74'],
+    ],
+  );
+  assert.deepEqual(
+    etcd.pools.map((p) => p.source),
+    ['/calico/resources/v3/projectcalico.org/ippools/default-ipv4-ippool', '/calico/resources/v3/projectcalico.org/ippools/default-ipv6-ippool'],
+  );
 });
 
 test('etcd: another prefix; keys outside it are not read; an empty affinity value is confirmed', () => {
   const s = calicoScenario();
-  const pairs = [...calicoEtcdPairs(s, '/cluster2/calico'), ...calicoEtcdPairs({ pools: s.pools, blocks: [{ cidr: '10.244.3.0/26', node: 'x', allocs: [] }] }, '/calico')];
+  const pairs = [
+    ...calicoEtcdPairs(s, '/cluster2/calico'),
+    ...calicoEtcdPairs({ pools: s.pools, blocks: [{ cidr: '10.244.3.0/26', node: 'x', allocs: [] }] }, '/calico'),
+  ];
   const i = pairs.findIndex((p) => p.key === '/cluster2/calico/ipam/v2/host/node-a/ipv4/block/10.244.0.0-26');
   pairs[i] = { key: pairs[i]!.key, value: '' };
   const plan = parseCalicoEtcd(pairs, '/cluster2/calico/');
@@ -40,14 +52,17 @@ test('etcd: malformed keys and values are conflicts naming the key', () => {
     { key: '/calico/resources/v3/projectcalico.org/ippools/broken', value: '{"kind":"IPPool","spec":{"cidr":"10.300.0.0/16"}}' },
   ];
   const plan = parseCalicoEtcd(pairs);
-  assert.deepEqual(plan.conflicts.map((c) => c.subject), [
-    '/calico/ipam/v2/assignment/ipv4/block/10.244.5.0-26',
-    '/calico/ipam/v2/assignment/ipv4/block/not-a-cidr',
-    '/calico/ipam/v2/handle/k8s-pod-network.abc',
-    '/calico/ipam/v2/host/node-a/ipv4/block/10.244.0.0-26/extra',
-    '/calico/ipam/v2/host/node-a/ipv4/block/10.244.7.0-26',
-    '/calico/resources/v3/projectcalico.org/ippools/broken',
-  ]);
+  assert.deepEqual(
+    plan.conflicts.map((c) => c.subject),
+    [
+      '/calico/ipam/v2/assignment/ipv4/block/10.244.5.0-26',
+      '/calico/ipam/v2/assignment/ipv4/block/not-a-cidr',
+      '/calico/ipam/v2/handle/k8s-pod-network.abc',
+      '/calico/ipam/v2/host/node-a/ipv4/block/10.244.0.0-26/extra',
+      '/calico/ipam/v2/host/node-a/ipv4/block/10.244.7.0-26',
+      '/calico/resources/v3/projectcalico.org/ippools/broken',
+    ],
+  );
   assert.match(plan.conflicts[0]!.detail, /cidr 10\.244\.6\.0\/26 does not match the key/);
   assert.match(plan.conflicts[2]!.detail, /the value is not JSON/);
   assert.match(plan.conflicts[4]!.detail, /state is "claimed"/);

@@ -8,8 +8,22 @@ test('KDD List: pools, blocks with their nodes, pod and tunnel holders, dual-sta
   assert.equal(plan.source, 'calico-kdd');
   assert.deepEqual(plan.conflicts, []);
   assert.deepEqual(plan.pools, [
-    { name: 'default-ipv4-ippool', cidr: '10.244.0.0/16', blockSize: 26, nodeSelector: 'all()', disabled: false, source: 'ippools.crd.projectcalico.org default-ipv4-ippool' },
-    { name: 'default-ipv6-ippool', cidr: 'fd00:10:244::/64', blockSize: 122, nodeSelector: 'all()', disabled: false, source: 'ippools.crd.projectcalico.org default-ipv6-ippool' },
+    {
+      name: 'default-ipv4-ippool',
+      cidr: '10.244.0.0/16',
+      blockSize: 26,
+      nodeSelector: 'all()',
+      disabled: false,
+      source: 'ippools.crd.projectcalico.org default-ipv4-ippool',
+    },
+    {
+      name: 'default-ipv6-ippool',
+      cidr: 'fd00:10:244::/64',
+      blockSize: 122,
+      nodeSelector: 'all()',
+      disabled: false,
+      source: 'ippools.crd.projectcalico.org default-ipv6-ippool',
+    },
   ]);
   assert.deepEqual(plan.blocks, CALICO_SCENARIO_EXPECTED.blocks);
   assert.deepEqual(
@@ -17,7 +31,10 @@ test('KDD List: pools, blocks with their nodes, pod and tunnel holders, dual-sta
     CALICO_SCENARIO_EXPECTED.addresses,
   );
   const web = plan.addresses.filter((a) => a.holder.pod === 'web-1');
-  assert.deepEqual(web.map((a) => a.ip), ['10.244.0.1', 'fd00:10:244::1']);
+  assert.deepEqual(
+    web.map((a) => a.ip),
+    ['10.244.0.1', 'fd00:10:244::1'],
+  );
   assert.deepEqual(web[0]!.holder, {
     kind: 'pod',
     handle: `k8s-pod-network:${containerId(1)}:eth0`,
@@ -30,7 +47,12 @@ test('KDD List: pools, blocks with their nodes, pod and tunnel holders, dual-sta
     sourceHandle: `k8s-pod-network.${containerId(1)}`,
   });
   assert.deepEqual(web[1]!.holder, web[0]!.holder);
-  assert.deepEqual(plan.addresses.find((a) => a.ip === '10.244.0.0')!.holder, { kind: 'node', handle: 'calico-tunnel@node-a:ipip', node: 'node-a', sourceHandle: 'ipip-tunnel-addr-node-a' });
+  assert.deepEqual(plan.addresses.find((a) => a.ip === '10.244.0.0')!.holder, {
+    kind: 'node',
+    handle: 'calico-tunnel@node-a:ipip',
+    node: 'node-a',
+    sourceHandle: 'ipip-tunnel-addr-node-a',
+  });
 });
 
 test('KDD List: the same List always gives the same plan', () => {
@@ -41,8 +63,18 @@ test('KDD List: the same List always gives the same plan', () => {
 test('KDD List: an allocation pointing outside the attributes, one without a handle, an unknown item and a broken record are conflicts; the rest is planned', () => {
   const list = JSON.parse(calicoKddList(calicoScenario({ withMalformed: true }))) as { items: unknown[] };
   list.items.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} });
-  list.items.push({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name: '10-244-9-0-26' }, spec: { cidr: '10.244.9.0/26', affinity: 'host:node-a', allocations: 'nope', attributes: [] } });
-  list.items.push({ apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: 'node-a-10-244-9-0-26' }, spec: { cidr: '10.244.9.3/26', node: 'node-a', state: 'confirmed' } });
+  list.items.push({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPAMBlock',
+    metadata: { name: '10-244-9-0-26' },
+    spec: { cidr: '10.244.9.0/26', affinity: 'host:node-a', allocations: 'nope', attributes: [] },
+  });
+  list.items.push({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'BlockAffinity',
+    metadata: { name: 'node-a-10-244-9-0-26' },
+    spec: { cidr: '10.244.9.3/26', node: 'node-a', state: 'confirmed' },
+  });
   const plan = parseCalicoKdd(JSON.stringify(list), 'calico.json');
   assert.deepEqual(
     plan.conflicts.map((c) => [c.kind, c.subject]),
@@ -70,8 +102,18 @@ test('KDD: a pendingDeletion affinity leaves its block unaffine, a pending one k
   const text = calicoKddList({
     pools: [{ name: 'p', cidr: '10.1.0.0/24', blockSize: 26, nodeSelector: '' }],
     blocks: [
-      { cidr: '10.1.0.0/26', node: 'n1', affinityState: 'pendingDeletion', allocs: [{ ordinal: 5, handle: 'k8s-pod-network.c1', namespace: 'a', pod: 'b', node: 'n1' }] },
-      { cidr: '10.1.0.64/26', node: 'n2', affinityState: 'pending', allocs: [{ ordinal: 2, handle: 'k8s-pod-network.c3', namespace: 'a', pod: 'd', node: 'n2' }] },
+      {
+        cidr: '10.1.0.0/26',
+        node: 'n1',
+        affinityState: 'pendingDeletion',
+        allocs: [{ ordinal: 5, handle: 'k8s-pod-network.c1', namespace: 'a', pod: 'b', node: 'n1' }],
+      },
+      {
+        cidr: '10.1.0.64/26',
+        node: 'n2',
+        affinityState: 'pending',
+        allocs: [{ ordinal: 2, handle: 'k8s-pod-network.c3', namespace: 'a', pod: 'd', node: 'n2' }],
+      },
       { cidr: '10.1.0.192/26', node: 'n3', allocs: [] },
       { cidr: '10.1.0.128/26', node: null, deleted: true, allocs: [{ ordinal: 1, handle: 'k8s-pod-network.c2', namespace: 'a', pod: 'c', node: 'n1' }] },
     ],
@@ -81,11 +123,17 @@ test('KDD: a pendingDeletion affinity leaves its block unaffine, a pending one k
     { cidr: '10.1.0.0/26', pool: 'p', affinity: null },
     { cidr: '10.1.0.64/26', pool: 'p', affinity: 'n2' },
   ]);
-  assert.deepEqual(plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.node]), [
-    ['10.1.0.5', 'k8s-pod-network:c1:eth0', 'n1'],
-    ['10.1.0.66', 'k8s-pod-network:c3:eth0', 'n2'],
-  ]);
-  assert.deepEqual(plan.conflicts.map((c) => [c.kind, c.subject]), [['invalid', 'ipamblocks.crd.projectcalico.org 10-1-0-128-26']]);
+  assert.deepEqual(
+    plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.node]),
+    [
+      ['10.1.0.5', 'k8s-pod-network:c1:eth0', 'n1'],
+      ['10.1.0.66', 'k8s-pod-network:c3:eth0', 'n2'],
+    ],
+  );
+  assert.deepEqual(
+    plan.conflicts.map((c) => [c.kind, c.subject]),
+    [['invalid', 'ipamblocks.crd.projectcalico.org 10-1-0-128-26']],
+  );
   assert.match(plan.conflicts[0]!.detail, /marked deleted but still holds 1 address/);
 });
 
@@ -105,14 +153,26 @@ test('KDD: --network and --ifname shape the handle; a handle of another network 
     ],
   });
   const plan = parseCalicoKdd(text, 'x', { networks: ['net', 'net.v2'], ifname: 'net1' });
-  assert.deepEqual(plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.network, a.holder.containerId]), [['10.1.0.2', 'net.v2:c1:net1', 'net.v2', 'c1']]);
-  assert.deepEqual(plan.conflicts.map((c) => c.subject), ['10.1.0.3', '10.1.0.4']);
+  assert.deepEqual(
+    plan.addresses.map((a) => [a.ip, a.holder.handle, a.holder.network, a.holder.containerId]),
+    [['10.1.0.2', 'net.v2:c1:net1', 'net.v2', 'c1']],
+  );
+  assert.deepEqual(
+    plan.conflicts.map((c) => c.subject),
+    ['10.1.0.3', '10.1.0.4'],
+  );
   assert.match(plan.conflicts[0]!.detail, /"k8s-pod-network\.c2" is neither <network>\.<containerID> for network "net\.v2" or "net"/);
 });
 
 test('KDD: a text that is not a List is refused naming the input', () => {
-  assert.throws(() => readCalicoKdd('{"kind":"IPPool"}', 'pools.json'), (e: unknown) => e instanceof CalicoSourceError && /pools\.json is not a Kubernetes List/.test(e.message));
-  assert.throws(() => readCalicoKdd('not json', 'stdin'), (e: unknown) => e instanceof CalicoSourceError && /stdin is not JSON/.test(e.message));
+  assert.throws(
+    () => readCalicoKdd('{"kind":"IPPool"}', 'pools.json'),
+    (e: unknown) => e instanceof CalicoSourceError && /pools\.json is not a Kubernetes List/.test(e.message),
+  );
+  assert.throws(
+    () => readCalicoKdd('not json', 'stdin'),
+    (e: unknown) => e instanceof CalicoSourceError && /stdin is not JSON/.test(e.message),
+  );
 });
 
 test('KDD: projectcalico.org/v3 objects are read as the CRDs', () => {

@@ -40,7 +40,9 @@ export function readCalicoKdd(text: string, what: string): CalicoState {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new CalicoSourceError(`${what} is not JSON (${(e as Error).message}); give the output of kubectl get ippools.crd.projectcalico.org,ipamblocks.crd.projectcalico.org,blockaffinities.crd.projectcalico.org,ipamhandles.crd.projectcalico.org -o json`);
+    throw new CalicoSourceError(
+      `${what} is not JSON (${(e as Error).message}); give the output of kubectl get ippools.crd.projectcalico.org,ipamblocks.crd.projectcalico.org,blockaffinities.crd.projectcalico.org,ipamhandles.crd.projectcalico.org -o json`,
+    );
   }
   const items = doc !== null && typeof doc === 'object' && !Array.isArray(doc) ? (doc as Record<string, unknown>).items : undefined;
   if (!Array.isArray(items)) {
@@ -61,7 +63,10 @@ export function readCalicoKdd(text: string, what: string): CalicoState {
       const name = typeof meta.name === 'string' ? meta.name : '';
       const group = apiVersion.split('/')[0] ?? '';
       if (PLURAL[kind] === undefined || (group !== 'crd.projectcalico.org' && group !== 'projectcalico.org')) {
-        throw new CalicoRecordError(source, `kind ${JSON.stringify(kind)} of apiVersion ${JSON.stringify(apiVersion)} is not a Calico IPPool, IPAMBlock, BlockAffinity or IPAMHandle`);
+        throw new CalicoRecordError(
+          source,
+          `kind ${JSON.stringify(kind)} of apiVersion ${JSON.stringify(apiVersion)} is not a Calico IPPool, IPAMBlock, BlockAffinity or IPAMHandle`,
+        );
       }
       source = `${PLURAL[kind]}.${group} ${name || `items[${i}]`}`;
       if (name === '') throw new CalicoRecordError(source, 'metadata.name is absent');

@@ -102,7 +102,14 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
     const wanted = options.blockSize?.[fam] ?? DEFAULT_BLOCK_SIZE[fam];
     const blockSize = Math.max(wanted, head.range.len);
     if (mapped === undefined) {
-      planPools.push({ name: poolName, cidr, blockSize, nodeSelector: 'all()', disabled: false, source: `ippools.whereabouts.cni.cncf.io ${group.map((p) => (p.namespace ? `${p.namespace}/${p.name}` : p.name)).join(', ')}` });
+      planPools.push({
+        name: poolName,
+        cidr,
+        blockSize,
+        nodeSelector: 'all()',
+        disabled: false,
+        source: `ippools.whereabouts.cni.cncf.io ${group.map((p) => (p.namespace ? `${p.namespace}/${p.name}` : p.name)).join(', ')}`,
+      });
     }
     for (const p of group) {
       const network = options.network ?? networkOf(p);
@@ -116,12 +123,20 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
         }
         const ref = podRef(a.podref);
         if (!ref) {
-          conflicts.push({ kind: 'invalid', subject, detail: `IPPool ${p.name}: allocation ${a.offset} (${subject}) has podref ${JSON.stringify(a.podref)}, not "<namespace>/<name>"` });
+          conflicts.push({
+            kind: 'invalid',
+            subject,
+            detail: `IPPool ${p.name}: allocation ${a.offset} (${subject}) has podref ${JSON.stringify(a.podref)}, not "<namespace>/<name>"`,
+          });
           continue;
         }
         const badIfname = interfaceNameProblem(a.ifname);
         if (badIfname !== undefined) {
-          conflicts.push({ kind: 'invalid', subject, detail: `${a.where}.ifname ${JSON.stringify(a.ifname)} ${INTERFACE_NAME_PROBLEM_TEXT[badIfname]}: not an interface name (${INTERFACE_NAME_HINT})` });
+          conflicts.push({
+            kind: 'invalid',
+            subject,
+            detail: `${a.where}.ifname ${JSON.stringify(a.ifname)} ${INTERFACE_NAME_PROBLEM_TEXT[badIfname]}: not an interface name (${INTERFACE_NAME_HINT})`,
+          });
           continue;
         }
         const block = formatPrefix(prefixOf(ip, blockSize));
@@ -131,7 +146,16 @@ export function parseWhereabouts(doc: unknown, options: WhereaboutsImportOptions
           ip: subject,
           pool: poolName,
           block,
-          holder: { kind: 'pod', handle: cniHandleId(network, a.id, a.ifname), network, containerId: a.id, ifname: a.ifname, namespace: ref.namespace, pod: ref.name, sourceHandle: a.id },
+          holder: {
+            kind: 'pod',
+            handle: cniHandleId(network, a.id, a.ifname),
+            network,
+            containerId: a.id,
+            ifname: a.ifname,
+            namespace: ref.namespace,
+            pod: ref.name,
+            sourceHandle: a.id,
+          },
         });
       }
     }
@@ -204,14 +228,24 @@ function oneAddressPerFamily(addresses: readonly ImportedAddress[], sources: Rea
  * allocation in its range lists (an allocation listed but refused — `refused`, the subjects of
  * the conflicts so far — is already reported under its IP).
  */
-function crossCheck(reservations: readonly WbReservation[], addresses: readonly ImportedAddress[], pools: readonly WbPool[], networks: ReadonlySet<string>, refused: ReadonlySet<string>): ImportConflict[] {
+function crossCheck(
+  reservations: readonly WbReservation[],
+  addresses: readonly ImportedAddress[],
+  pools: readonly WbPool[],
+  networks: ReadonlySet<string>,
+  refused: ReadonlySet<string>,
+): ImportConflict[] {
   const out: ImportConflict[] = [];
   const byIp = new Map(addresses.map((a) => [a.ip, a]));
   const prefixes = [...networks, ...pools.map((p) => poolNamePrefix(p.name, p.rangeText) ?? '')];
   for (const r of reservations) {
     const ip = reservationIp(r.name, prefixes);
     if (!ip) {
-      out.push({ kind: 'invalid', subject: r.name, detail: `OverlappingRangeIPReservation ${r.name}: its name is not an IP (with an optional network-name prefix)` });
+      out.push({
+        kind: 'invalid',
+        subject: r.name,
+        detail: `OverlappingRangeIPReservation ${r.name}: its name is not an IP (with an optional network-name prefix)`,
+      });
       continue;
     }
     const text = formatAddr(ip);
@@ -240,7 +274,10 @@ function crossCheck(reservations: readonly WbReservation[], addresses: readonly 
 function readItems(doc: unknown): { pools: WbPool[]; reservations: WbReservation[] } {
   const top = object(doc, 'the document');
   const items = Array.isArray(top.items) ? (top.items as unknown[]) : top.kind === 'IPPool' || top.kind === 'OverlappingRangeIPReservation' ? [doc] : undefined;
-  if (!items) throw new WhereaboutsFormatError(`the document is neither a List with "items" nor an IPPool or OverlappingRangeIPReservation (kind ${JSON.stringify(top.kind)})`);
+  if (!items)
+    throw new WhereaboutsFormatError(
+      `the document is neither a List with "items" nor an IPPool or OverlappingRangeIPReservation (kind ${JSON.stringify(top.kind)})`,
+    );
   const pools: WbPool[] = [];
   const reservations: WbReservation[] = [];
   items.forEach((raw, i) => {
@@ -248,7 +285,8 @@ function readItems(doc: unknown): { pools: WbPool[]; reservations: WbReservation
     const meta = object(it.metadata, `items[${i}].metadata`);
     const name = string(meta.name, `items[${i}].metadata.name`);
     const where = `items[${i}] (${String(it.kind)} ${name})`;
-    if (it.apiVersion !== WHEREABOUTS_API) throw new WhereaboutsFormatError(`${where}: apiVersion ${JSON.stringify(it.apiVersion)}, expected ${WHEREABOUTS_API}`);
+    if (it.apiVersion !== WHEREABOUTS_API)
+      throw new WhereaboutsFormatError(`${where}: apiVersion ${JSON.stringify(it.apiVersion)}, expected ${WHEREABOUTS_API}`);
     const spec = object(it.spec, `${where}.spec`);
     if (it.kind === 'IPPool') {
       const rangeText = string(spec.range, `${where}.spec.range`);

@@ -51,5 +51,8 @@ test('allocation query: filters by node, pool and handle', async () => {
 
 test('allocation query: a malformed cursor is a 400 naming "after"', async () => {
   const store = await setup();
-  await assert.rejects(listAllocations(store, { limit: 5, after: 'garbage' }), (e: unknown) => e instanceof HttpError && e.status === 400 && e.field === 'after');
+  await assert.rejects(
+    listAllocations(store, { limit: 5, after: 'garbage' }),
+    (e: unknown) => e instanceof HttpError && e.status === 400 && e.field === 'after',
+  );
 });

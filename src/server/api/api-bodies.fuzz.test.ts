@@ -29,7 +29,10 @@ before(async () => {
     port: 0,
     datastoreUrl: 'memory:api-fuzz',
     tokens: { admin: ADMIN, read: 'read-token-for-the-api-fuzz-0123456789' },
-    defaultPools: [{ name: 'default-ipv4', cidr: '10.244.0.0/16' }, { name: 'default-ipv6', cidr: 'fd00:10:244::/56' }] as never,
+    defaultPools: [
+      { name: 'default-ipv4', cidr: '10.244.0.0/16' },
+      { name: 'default-ipv6', cidr: 'fd00:10:244::/56' },
+    ] as never,
     log: failureLog,
   });
 });
@@ -64,7 +67,11 @@ const ROUTES: readonly { method: string; path: string; body?: Record<string, unk
   { method: 'DELETE', path: '/api/v1/pools/:p' },
   { method: 'POST', path: '/api/v1/nodes', body: { name: 'node-fz', labels: { zone: 'a' } } },
   { method: 'DELETE', path: '/api/v1/nodes/:p' },
-  { method: 'POST', path: '/api/v1/allocations', body: { node: 'n1', network: 'net', containerId: 'c0ffee', ifname: 'eth0', pools: ['default-ipv4'], ips: ['10.244.0.77'] } },
+  {
+    method: 'POST',
+    path: '/api/v1/allocations',
+    body: { node: 'n1', network: 'net', containerId: 'c0ffee', ifname: 'eth0', pools: ['default-ipv4'], ips: ['10.244.0.77'] },
+  },
   { method: 'POST', path: '/api/v1/allocations', body: { node: 'n1', handle: 'net.c0ffee.eth0' } },
   { method: 'DELETE', path: '/api/v1/allocations/:p' },
   { method: 'POST', path: '/api/v1/release', body: { ip: '10.244.0.77' } },
@@ -74,23 +81,44 @@ const ROUTES: readonly { method: string; path: string; body?: Record<string, unk
 /** Percent-encodes text as a client would (a lone surrogate goes as U+FFFD, as in UTF-8). */
 const enc = (s: string): string => encodeURIComponent(Buffer.from(s, 'utf8').toString('utf8'));
 
-const param = fc.oneof(fc.constantFrom('fz', 'default-ipv4', 'node-fz', 'net.c0ffee.eth0', 'n1', '..', '%2e%2e', '%00', '%ff', '%', 'a%2Fb'), anyText(20).map(enc));
+const param = fc.oneof(
+  fc.constantFrom('fz', 'default-ipv4', 'node-fz', 'net.c0ffee.eth0', 'n1', '..', '%2e%2e', '%00', '%ff', '%', 'a%2Fb'),
+  anyText(20).map(enc),
+);
 
 type Mutation = { path: (string | number)[]; change: { kind: 'set'; value: unknown } | { kind: 'delete' } };
 const writeCase = fc.constantFrom(...ROUTES).chain((route) => {
   const paths = route.body ? pathsOf(route.body) : [];
   const mutation: fc.Arbitrary<Mutation> = fc.record({
-    path: paths.length > 0 ? fc.oneof(fc.constantFrom(...paths), anyText(8).map((k) => [k])) : anyText(8).map((k) => [k]),
-    change: fc.oneof({ weight: 4, arbitrary: oddValue().map((value) => ({ kind: 'set' as const, value })) }, { weight: 1, arbitrary: fc.constant({ kind: 'delete' as const }) }),
+    path:
+      paths.length > 0
+        ? fc.oneof(
+            fc.constantFrom(...paths),
+            anyText(8).map((k) => [k]),
+          )
+        : anyText(8).map((k) => [k]),
+    change: fc.oneof(
+      { weight: 4, arbitrary: oddValue().map((value) => ({ kind: 'set' as const, value })) },
+      { weight: 1, arbitrary: fc.constant({ kind: 'delete' as const }) },
+    ),
   });
   const body = fc.oneof(
-    { weight: 6, arbitrary: fc.array(mutation, { maxLength: 3 }).map((ms) => ({ ms, bytes: Buffer.from(JSON.stringify(ms.reduce<unknown>((t, m) => mutateAt(t, m.path, m.change), route.body ?? {}))) })) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .array(mutation, { maxLength: 3 })
+        .map((ms) => ({ ms, bytes: Buffer.from(JSON.stringify(ms.reduce<unknown>((t, m) => mutateAt(t, m.path, m.change), route.body ?? {}))) })),
+    },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => ({ ms: [] as Mutation[], bytes: Buffer.from(JSON.stringify(v)) })) },
     { weight: 1, arbitrary: anyBytes(200).map((bytes) => ({ ms: [] as Mutation[], bytes })) },
     { weight: 1, arbitrary: fc.integer({ min: 60, max: 100 }).map((d) => ({ ms: [] as Mutation[], bytes: Buffer.from(`${'['.repeat(d)}${']'.repeat(d)}`) })) },
     { weight: 1, arbitrary: fc.constant({ ms: [] as Mutation[], bytes: undefined as Buffer | undefined }) },
   );
-  const contentType = fc.oneof({ weight: 8, arbitrary: fc.constant('application/json') }, fc.constantFrom(undefined, 'text/plain', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'multipart/form-data'), anyText(20).map((s) => s.replace(/[^\x20-\x7e]/g, '')));
+  const contentType = fc.oneof(
+    { weight: 8, arbitrary: fc.constant('application/json') },
+    fc.constantFrom(undefined, 'text/plain', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'multipart/form-data'),
+    anyText(20).map((s) => s.replace(/[^\x20-\x7e]/g, '')),
+  );
   return fc.record({ route: fc.constant(route), param, body, contentType });
 });
 
@@ -119,12 +147,24 @@ test('fuzz the mutating API routes through the real server: 2xx or a 4xx JSON er
     const only = body.ms.length === 1 ? body.ms[0]! : undefined;
     // A path parameter that is no valid name is refused first, naming itself: the body is not read then.
     const paramOk = !route.path.includes(':p') || ['fz', 'default-ipv4', 'node-fz', 'net.c0ffee.eth0', 'n1'].includes(p);
-    if (err && err.code === 'invalid_field' && paramOk && only && only.change.kind === 'set' && typeof only.path[0] === 'string' && route.body && only.path[0] in route.body) {
+    if (
+      err &&
+      err.code === 'invalid_field' &&
+      paramOk &&
+      only &&
+      only.change.kind === 'set' &&
+      typeof only.path[0] === 'string' &&
+      route.body &&
+      only.path[0] in route.body
+    ) {
       const field = only.path[0];
       assert.ok(err.field === field || err.message.includes(field), `${what}: the error names "${field}": ${a.text}`);
     }
   });
-  const line = [...statuses].sort((x, y) => x[0] - y[0]).map(([s, n]) => `${s}=${n}`).join(' ');
+  const line = [...statuses]
+    .sort((x, y) => x[0] - y[0])
+    .map(([s, n]) => `${s}=${n}`)
+    .join(' ');
   t.diagnostic(`statuses: ${line}`);
   console.log(`api fuzz statuses: ${line}`);
   assert.ok((statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) > 0, 'some calls succeeded');
@@ -132,7 +172,17 @@ test('fuzz the mutating API routes through the real server: 2xx or a 4xx JSON er
 });
 
 test('fuzz the read routes with random query strings: never a 5xx', { timeout: 120_000 }, (t) => {
-  const reads = ['/api/v1/overview', '/api/v1/pools', '/api/v1/pools/default-ipv4', '/api/v1/pools/default-ipv4/blocks', '/api/v1/blocks', '/api/v1/nodes', '/api/v1/allocations', '/api/v1/check', '/api/v1/blocks/10.244.0.0%2F26'];
+  const reads = [
+    '/api/v1/overview',
+    '/api/v1/pools',
+    '/api/v1/pools/default-ipv4',
+    '/api/v1/pools/default-ipv4/blocks',
+    '/api/v1/blocks',
+    '/api/v1/nodes',
+    '/api/v1/allocations',
+    '/api/v1/check',
+    '/api/v1/blocks/10.244.0.0%2F26',
+  ];
   const key = fc.constantFrom('limit', 'after', 'q', 'pool', 'node', 'handle', 'maxAge', 'x');
   const value = fc.oneof(fc.constantFrom('0', '-1', '1', '5000', '5001', '1e3', '', 'default-ipv4', 'n1', '10.244.0.0/26', '%00', '%ff'), anyText(20).map(enc));
   const q = fc.array(fc.tuple(key, value), { maxLength: 4 }).map((kv) => kv.map(([k, v]) => `${k}=${v}`).join('&'));

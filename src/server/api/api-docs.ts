@@ -13,10 +13,21 @@ import { int, list, obj, ref, str, strOrNull, strings, time } from './api-schema
 import { IFNAME } from './routes-write.js';
 
 const name = { type: 'string', pattern: NAME.source, description: NAME_HINT } as const;
-const REUSE_AFTER = { type: 'string', description: 'how long a released address stays unused cluster-wide: a duration such as 30s or 1m30s (at most 1h), or "off"' } as const;
-const body = (props: Readonly<Record<string, JsonSchema>>, required: readonly string[] = []): JsonSchema => ({ type: 'object', properties: props, required, additionalProperties: false });
+const REUSE_AFTER = {
+  type: 'string',
+  description: 'how long a released address stays unused cluster-wide: a duration such as 30s or 1m30s (at most 1h), or "off"',
+} as const;
+const body = (props: Readonly<Record<string, JsonSchema>>, required: readonly string[] = []): JsonSchema => ({
+  type: 'object',
+  properties: props,
+  required,
+  additionalProperties: false,
+});
 const q = (description: string, schema: JsonSchema = str): QueryParamDoc => ({ description, schema });
-const intQ = (description: string, min: number, max: number, dflt: number): QueryParamDoc => ({ description, schema: { type: 'integer', minimum: min, maximum: max, default: dflt } });
+const intQ = (description: string, min: number, max: number, dflt: number): QueryParamDoc => ({
+  description,
+  schema: { type: 'integer', minimum: min, maximum: max, default: dflt },
+});
 const POOL = { name: 'the pool name' };
 const NO_BODY = body({});
 const ok = (props: Readonly<Record<string, JsonSchema>>, optional: readonly string[] = []): JsonSchema => obj(props, optional);
@@ -25,41 +36,91 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   // The dashboard and plumbing (routes-static.ts).
   'GET /': { tag: 'dashboard', summary: 'the dashboard page', response: { contentType: 'text/html' } },
   'GET /index.html': { tag: 'dashboard', summary: 'the dashboard page', response: { contentType: 'text/html' } },
-  'GET /assets/:file': { tag: 'dashboard', summary: "the dashboard's content-hashed script and stylesheet", params: { file: 'the asset name the page links' }, response: { contentType: 'application/octet-stream' }, errors: [404] },
-  'GET /healthz': { tag: 'server', summary: 'liveness and the datastore probe (503 when the datastore does not answer)', response: ok({ status: { const: 'ok' }, datastore: str, datastoreWaitingMs: int, uptimeSeconds: int, loops: { type: 'object' } }, ['datastoreWaitingMs']) },
-  'GET /metrics': { tag: 'server', summary: 'Prometheus metrics (text exposition format); reference: docs/metrics.md', response: { contentType: 'text/plain' } },
-  'GET /api/v1/whoami': { tag: 'server', summary: 'the role of the token sent, and whether the server requires one', response: ok({ role: { enum: ['none', 'read', 'admin'] }, authRequired: { type: 'boolean' }, datastore: str }, ['datastore']) },
+  'GET /assets/:file': {
+    tag: 'dashboard',
+    summary: "the dashboard's content-hashed script and stylesheet",
+    params: { file: 'the asset name the page links' },
+    response: { contentType: 'application/octet-stream' },
+    errors: [404],
+  },
+  'GET /healthz': {
+    tag: 'server',
+    summary: 'liveness and the datastore probe (503 when the datastore does not answer)',
+    response: ok({ status: { const: 'ok' }, datastore: str, datastoreWaitingMs: int, uptimeSeconds: int, loops: { type: 'object' } }, ['datastoreWaitingMs']),
+  },
+  'GET /metrics': {
+    tag: 'server',
+    summary: 'Prometheus metrics (text exposition format); reference: docs/metrics.md',
+    response: { contentType: 'text/plain' },
+  },
+  'GET /api/v1/whoami': {
+    tag: 'server',
+    summary: 'the role of the token sent, and whether the server requires one',
+    response: ok({ role: { enum: ['none', 'read', 'admin'] }, authRequired: { type: 'boolean' }, datastore: str }, ['datastore']),
+  },
   'GET /api/v1': { tag: 'server', summary: 'an index of the routes, one line each', response: ok({ routes: strings }) },
-  'GET /api/v1/openapi.json': { tag: 'server', summary: 'this document: OpenAPI 3.1, generated from the route table that validates requests', response: ok({ openapi: str, info: { type: 'object' }, paths: { type: 'object' } }) },
+  'GET /api/v1/openapi.json': {
+    tag: 'server',
+    summary: 'this document: OpenAPI 3.1, generated from the route table that validates requests',
+    response: ok({ openapi: str, info: { type: 'object' }, paths: { type: 'object' } }),
+  },
 
   // Reads (routes-read.ts, routes-pods.ts, routes-history.ts, routes-forecast.ts).
   'GET /api/v1/overview': {
     tag: 'pools',
     summary: 'totals and per-pool figures (the dashboard header)',
-    response: ok({ generatedAt: time, datastore: str, totals: ok({ pools: int, nodes: int, blocks: int, allocated: int, capacity: ref('Count') }), pools: { type: 'array', items: ref('Pool') } }),
+    response: ok({
+      generatedAt: time,
+      datastore: str,
+      totals: ok({ pools: int, nodes: int, blocks: int, allocated: int, capacity: ref('Count') }),
+      pools: { type: 'array', items: ref('Pool') },
+    }),
   },
   'GET /api/v1/pools': { tag: 'pools', summary: 'pools with capacity, allocated, blocks', response: list(ref('Pool')) },
   'GET /api/v1/pools/:name': { tag: 'pools', summary: 'one pool', params: POOL, response: ref('Pool'), errors: [404] },
-  'GET /api/v1/pools/:name/held': { tag: 'pools', summary: 'what the pool still holds, by node and pod (follow a drain to empty)', params: POOL, response: ref('PoolHeld'), errors: [404] },
+  'GET /api/v1/pools/:name/held': {
+    tag: 'pools',
+    summary: 'what the pool still holds, by node and pod (follow a drain to empty)',
+    params: POOL,
+    response: ref('PoolHeld'),
+    errors: [404],
+  },
   'GET /api/v1/pools/:name/blocks': {
     tag: 'pools',
     summary: "the pool's compact block map: claimed blocks as [cidr, nodeIndex, allocated], runs of unclaimed slots as counts",
     params: POOL,
-    response: ok({ pool: str, cidr: str, blockSize: int, blockCapacity: int, slots: { type: ['integer', 'null'] }, claimed: int, nodes: strings, cells: { type: 'array', items: { anyOf: [int, { type: 'array', prefixItems: [str, { type: 'integer' }, int], minItems: 3, maxItems: 3 }] } } }),
+    response: ok({
+      pool: str,
+      cidr: str,
+      blockSize: int,
+      blockCapacity: int,
+      slots: { type: ['integer', 'null'] },
+      claimed: int,
+      nodes: strings,
+      cells: { type: 'array', items: { anyOf: [int, { type: 'array', prefixItems: [str, { type: 'integer' }, int], minItems: 3, maxItems: 3 }] } },
+    }),
     errors: [404],
   },
   'GET /api/v1/pools/:name/forecast': {
     tag: 'pools',
-    summary: "the pool's usage over the window from the allocation history, the fitted trend and when it is full (docs/forecasts.md); 503 history_off without the history",
+    summary:
+      "the pool's usage over the window from the allocation history, the fitted trend and when it is full (docs/forecasts.md); 503 history_off without the history",
     params: POOL,
-    query: { window: q('how much history the trend is fitted to: 1m to 30d, e.g. 30m, 6h, 7d (default 6h)', { type: 'string', pattern: '^[1-9][0-9]{0,6}[smhd]$' }) },
+    query: {
+      window: q('how much history the trend is fitted to: 1m to 30d, e.g. 30m, 6h, 7d (default 6h)', { type: 'string', pattern: '^[1-9][0-9]{0,6}[smhd]$' }),
+    },
     response: ref('Forecast'),
     errors: [404, 503],
   },
   'GET /api/v1/blocks': {
     tag: 'blocks',
     summary: 'blocks, paged',
-    query: { pool: q('only blocks of this pool'), node: q('only blocks affine to this node'), limit: intQ('page size', 1, 10_000, 1000), after: q('the `next` of the previous page') },
+    query: {
+      pool: q('only blocks of this pool'),
+      node: q('only blocks affine to this node'),
+      limit: intQ('page size', 1, 10_000, 1000),
+      after: q('the `next` of the previous page'),
+    },
     response: list(ok({ cidr: str, pool: strOrNull, node: strOrNull, allocated: int, capacity: int })),
     errors: [404],
   },
@@ -67,7 +128,14 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tag: 'blocks',
     summary: 'one block with its allocations',
     params: { cidr: 'the block CIDR, URL-encoded (10.244.0.64%2F26)' },
-    response: ok({ cidr: str, pool: strOrNull, node: strOrNull, capacity: int, allocated: int, allocations: { type: 'array', items: ok({ ip: str, handle: str, pod: strOrNull }) } }),
+    response: ok({
+      cidr: str,
+      pool: strOrNull,
+      node: strOrNull,
+      capacity: int,
+      allocated: int,
+      allocations: { type: 'array', items: ok({ ip: str, handle: str, pod: strOrNull }) },
+    }),
     errors: [404],
   },
   'GET /api/v1/nodes': {
@@ -80,7 +148,13 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   'GET /api/v1/allocations': {
     tag: 'allocations',
     summary: 'allocations, paged',
-    query: { pool: q('only this pool'), node: q('only this node'), handle: q('only this handle'), limit: intQ('page size', 1, 5000, 100), after: q('the `next` of the previous page') },
+    query: {
+      pool: q('only this pool'),
+      node: q('only this node'),
+      handle: q('only this handle'),
+      limit: intQ('page size', 1, 5000, 100),
+      after: q('the `next` of the previous page'),
+    },
     response: list({ type: 'object', required: ['ip', 'handle'], properties: { ip: str, handle: str } }),
     errors: [404],
   },
@@ -88,11 +162,38 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tag: 'check',
     summary: 'ipam check: leaks and problems (a shared report at most maxAge seconds old)',
     query: { maxAge: intQ('seconds a shared report may be old; 0 asks for a fresh one', 0, 3600, 10) },
-    response: ok({ checkedAt: time, tookMs: { type: 'number' }, leaks: { type: 'array', items: { type: 'object' } }, problems: { type: 'array', items: { type: 'object' } }, stickyHolds: { type: 'array' }, borrowed: { type: 'array' } }, ['stickyHolds', 'borrowed']),
+    response: ok(
+      {
+        checkedAt: time,
+        tookMs: { type: 'number' },
+        leaks: { type: 'array', items: { type: 'object' } },
+        problems: { type: 'array', items: { type: 'object' } },
+        stickyHolds: { type: 'array' },
+        borrowed: { type: 'array' },
+      },
+      ['stickyHolds', 'borrowed'],
+    ),
   },
-  'GET /api/v1/pods/:namespace/:name': { tag: 'pods', summary: 'every handle whose record names the pod, with its addresses', params: { namespace: 'the pod namespace', name: 'the pod name' }, response: ok({ pod: str, items: { type: 'array', items: ref('PodHandle') } }), errors: [404] },
-  'GET /api/v1/pods': { tag: 'pods', summary: 'the handles of pods of that name in any namespace', query: { name: { ...q('the pod name'), required: true } }, response: ok({ items: { type: 'array', items: ref('PodHandle') } }) },
-  'GET /api/v1/addresses/:ip': { tag: 'pods', summary: 'who holds an address: handle, pod, node, block', params: { ip: 'an IPv4 or IPv6 address' }, response: { type: 'object', required: ['handle'], properties: { handle: str } }, errors: [404] },
+  'GET /api/v1/pods/:namespace/:name': {
+    tag: 'pods',
+    summary: 'every handle whose record names the pod, with its addresses',
+    params: { namespace: 'the pod namespace', name: 'the pod name' },
+    response: ok({ pod: str, items: { type: 'array', items: ref('PodHandle') } }),
+    errors: [404],
+  },
+  'GET /api/v1/pods': {
+    tag: 'pods',
+    summary: 'the handles of pods of that name in any namespace',
+    query: { name: { ...q('the pod name'), required: true } },
+    response: ok({ items: { type: 'array', items: ref('PodHandle') } }),
+  },
+  'GET /api/v1/addresses/:ip': {
+    tag: 'pods',
+    summary: 'who holds an address: handle, pod, node, block',
+    params: { ip: 'an IPv4 or IPv6 address' },
+    response: { type: 'object', required: ['handle'], properties: { handle: str } },
+    errors: [404],
+  },
   'GET /api/v1/history': {
     tag: 'history',
     summary: "the allocation history: an address's holders (at one instant with `at`), a pod's addresses, or the export in time order",
@@ -110,13 +211,29 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     errors: [503],
   },
   'GET /api/v1/ipsets': { tag: 'ipsets', summary: 'ip sets with their size and held count', response: list(ref('IpSet')) },
-  'GET /api/v1/ipsets/:name': { tag: 'ipsets', summary: 'one ip set: each address free or held, by which pod', params: { name: 'the set name' }, response: ref('IpSet'), errors: [404] },
+  'GET /api/v1/ipsets/:name': {
+    tag: 'ipsets',
+    summary: 'one ip set: each address free or held, by which pod',
+    params: { name: 'the set name' },
+    response: ref('IpSet'),
+    errors: [404],
+  },
 
   // Writes (routes-write.ts, routes-ipsets.ts): the admin token.
   'POST /api/v1/pools': {
     tag: 'pools',
     summary: 'create a pool',
-    body: body({ name, cidr: { type: 'string', pattern: '^[0-9a-fA-F.:]+/[0-9]{1,3}$', description: 'a CIDR such as 10.244.0.0/16' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, disabled: { type: 'boolean' }, reuseAfter: REUSE_AFTER }, ['name', 'cidr']),
+    body: body(
+      {
+        name,
+        cidr: { type: 'string', pattern: '^[0-9a-fA-F.:]+/[0-9]{1,3}$', description: 'a CIDR such as 10.244.0.0/16' },
+        blockSize: { type: 'integer', minimum: 0, maximum: 128 },
+        nodeSelector: str,
+        disabled: { type: 'boolean' },
+        reuseAfter: REUSE_AFTER,
+      },
+      ['name', 'cidr'],
+    ),
     response: ok({ name: str, created: { const: true } }),
     errors: [409],
   },
@@ -125,7 +242,14 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     summary: "change a pool's settings (the CIDR changes with /resize)",
     params: POOL,
     body: body({ disabled: { type: 'boolean' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, reuseAfter: REUSE_AFTER }),
-    response: ok({ name: str, disabled: { type: 'boolean' }, blockSize: int, formerBlockSizes: { type: 'array', items: int }, nodeSelector: str, reuseAfter: str }),
+    response: ok({
+      name: str,
+      disabled: { type: 'boolean' },
+      blockSize: int,
+      formerBlockSizes: { type: 'array', items: int },
+      nodeSelector: str,
+      reuseAfter: str,
+    }),
     errors: [404, 409],
   },
   'POST /api/v1/pools/:name/resize': {
@@ -136,9 +260,29 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     response: ok({ name: str, cidr: str, resized: { enum: ['grow', 'shrink', 'same'] }, removedBlocks: int }),
     errors: [404, 409],
   },
-  'POST /api/v1/pools/:name/drain': { tag: 'pools', summary: 'no new addresses from the pool; answers what it still holds', params: POOL, body: NO_BODY, response: ref('PoolHeld'), errors: [404] },
-  'POST /api/v1/pools/:name/undrain': { tag: 'pools', summary: 'serve new addresses again; answers what it holds', params: POOL, body: NO_BODY, response: ref('PoolHeld'), errors: [404] },
-  'DELETE /api/v1/pools/:name': { tag: 'pools', summary: 'delete a pool (refused while addresses are allocated)', params: POOL, response: ok({ name: str, deleted: { const: true } }), errors: [404, 409] },
+  'POST /api/v1/pools/:name/drain': {
+    tag: 'pools',
+    summary: 'no new addresses from the pool; answers what it still holds',
+    params: POOL,
+    body: NO_BODY,
+    response: ref('PoolHeld'),
+    errors: [404],
+  },
+  'POST /api/v1/pools/:name/undrain': {
+    tag: 'pools',
+    summary: 'serve new addresses again; answers what it holds',
+    params: POOL,
+    body: NO_BODY,
+    response: ref('PoolHeld'),
+    errors: [404],
+  },
+  'DELETE /api/v1/pools/:name': {
+    tag: 'pools',
+    summary: 'delete a pool (refused while addresses are allocated)',
+    params: POOL,
+    response: ok({ name: str, deleted: { const: true } }),
+    errors: [404, 409],
+  },
   'POST /api/v1/nodes': {
     tag: 'nodes',
     summary: 'register a node',
@@ -151,7 +295,10 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     summary: "delete a node's record (its blocks are freed by cluster GC after the grace period, or at once with release=now)",
     params: { name: 'the node name' },
     query: { release: q('"now": release its blocks at once', { const: 'now' }) },
-    response: ok({ name: str, deleted: { const: true }, releasedPodCIDRs: strings, releasedBlocks: strings, releasedHandles: int }, ['releasedBlocks', 'releasedHandles']),
+    response: ok({ name: str, deleted: { const: true }, releasedPodCIDRs: strings, releasedBlocks: strings, releasedHandles: int }, [
+      'releasedBlocks',
+      'releasedHandles',
+    ]),
     errors: [404],
   },
   'POST /api/v1/allocations': {
@@ -183,14 +330,25 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tag: 'allocations',
     summary: 'release an address, a handle, or an address only while that handle holds it',
     body: body({ ip: str, handle: { type: 'string', pattern: HANDLE.source, description: HANDLE_HINT } }),
-    response: { anyOf: [ok({ handle: str, released: strings }), ok({ ip: str, released: strings, heldBy: { anyOf: [str, { type: 'null' }, { type: 'object' }] } })] },
+    response: {
+      anyOf: [ok({ handle: str, released: strings }), ok({ ip: str, released: strings, heldBy: { anyOf: [str, { type: 'null' }, { type: 'object' }] } })],
+    },
   },
   'POST /api/v1/ipsets': {
     tag: 'ipsets',
     summary: 'create an ip set: fixed addresses (addresses, ranges A-B, CIDRs) or a count, out of a pool',
-    body: body({ name, pool: name, addresses: { type: 'array', items: str }, count: { type: 'integer', minimum: 1, maximum: MAX_IP_SET_SIZE } }, ['name', 'pool']),
+    body: body({ name, pool: name, addresses: { type: 'array', items: str }, count: { type: 'integer', minimum: 1, maximum: MAX_IP_SET_SIZE } }, [
+      'name',
+      'pool',
+    ]),
     response: ref('IpSet'),
     errors: [404, 409],
   },
-  'DELETE /api/v1/ipsets/:name': { tag: 'ipsets', summary: 'delete an ip set (409 while an address is held)', params: { name: 'the set name' }, response: ok({ name: str, deleted: { const: true } }), errors: [404, 409] },
+  'DELETE /api/v1/ipsets/:name': {
+    tag: 'ipsets',
+    summary: 'delete an ip set (409 while an address is held)',
+    params: { name: 'the set name' },
+    response: ok({ name: str, deleted: { const: true } }),
+    errors: [404, 409],
+  },
 };

@@ -17,7 +17,8 @@ export function obj(props: Readonly<Record<string, JsonSchema>>, optional: reado
 export function ref(name: keyof typeof SCHEMAS): JsonSchema {
   return { $ref: `#/components/schemas/${name}` };
 }
-export const list = (item: JsonSchema, extra: Readonly<Record<string, JsonSchema>> = {}): JsonSchema => obj({ items: { type: 'array', items: item }, next: str, ...extra }, ['next']);
+export const list = (item: JsonSchema, extra: Readonly<Record<string, JsonSchema>> = {}): JsonSchema =>
+  obj({ items: { type: 'array', items: item }, next: str, ...extra }, ['next']);
 
 export const SCHEMAS = {
   Error: {
@@ -88,7 +89,10 @@ export const SCHEMAS = {
     series: { type: 'array', items: obj({ at: time, used: int }) },
   }),
   IpSet: { type: 'object', required: ['name', 'pool'], properties: { name: str, pool: str } },
-  HistoryItems: { type: 'object', properties: { items: { type: 'array', items: { type: 'object' } }, gaps: { type: 'array', items: { type: 'object' } }, next: str } },
+  HistoryItems: {
+    type: 'object',
+    properties: { items: { type: 'array', items: { type: 'object' } }, gaps: { type: 'array', items: { type: 'object' } }, next: str },
+  },
 } as const satisfies Readonly<Record<string, JsonSchema>>;
 
 export { int, str, strOrNull, strings, time };

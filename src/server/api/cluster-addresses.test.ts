@@ -26,7 +26,10 @@ test('API allocations on the default pools: block prefix and gateway, never a bl
     const seen = new Set<string>();
     for (let n = 0; n < 300; n++) {
       const got = await allocateAddresses(ipam, { node: `node-${n}`, handle: `net.c${n}.eth0` });
-      assert.deepEqual(got.map((a) => a.prefixLen), [26, 122]);
+      assert.deepEqual(
+        got.map((a) => a.prefixLen),
+        [26, 122],
+      );
       for (const a of got) {
         assertUsable(a);
         seen.add(a.ip);
@@ -46,7 +49,10 @@ test('API allocations on a /30 pool with /30 blocks: its one usable address, the
     const [a] = await allocateAddresses(ipam, { node: 'n', handle: 'h0', pools: ['tiny'] });
     assert.deepEqual(a, { ip: '10.91.0.2', family: 4, block: '10.91.0.0/30', pool: 'tiny', prefixLen: 30, gateway: '10.91.0.1' });
     await assert.rejects(allocateAddresses(ipam, { node: 'n', handle: 'h1', pools: ['tiny'] }), { name: 'PoolExhaustedError' });
-    await assert.rejects(allocateAddresses(ipam, { node: 'n', handle: 'h2', ips: ['10.91.0.3'] }), /10\.91\.0\.3 is not available: it is the broadcast address of block 10\.91\.0\.0\/30/);
+    await assert.rejects(
+      allocateAddresses(ipam, { node: 'n', handle: 'h2', ips: ['10.91.0.3'] }),
+      /10\.91\.0\.3 is not available: it is the broadcast address of block 10\.91\.0\.0\/30/,
+    );
     await assert.rejects(ipam.createPool({ name: 'p31', cidr: '10.92.0.0/24', blockSize: 31 }), /'blockSize' 31 .*leaves no usable address/);
   } finally {
     await store.close();

@@ -40,7 +40,14 @@ export async function allocateAddresses(ipam: Pick<ClusterIpam, 'assign'>, input
     ...(input.ips ? { ips: input.ips.map((ip) => parseAddr(ip)) } : { auto: 'each-family' as const }),
     ...(input.pools ? { pools: input.pools } : {}),
   });
-  return got.map((a) => ({ ip: formatAddr(a.addr), family: a.addr.family, block: formatPrefix(a.block), pool: a.pool, prefixLen: a.prefixLen, gateway: formatAddr(a.gateway) }));
+  return got.map((a) => ({
+    ip: formatAddr(a.addr),
+    family: a.addr.family,
+    block: formatPrefix(a.block),
+    pool: a.pool,
+    prefixLen: a.prefixLen,
+    gateway: formatAddr(a.gateway),
+  }));
 }
 
 /**

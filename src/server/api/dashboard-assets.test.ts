@@ -46,11 +46,17 @@ describe('the built dashboard', () => {
   it('a missing or malformed build fails with the path and the fix', () => {
     const dir = mkdtempSync(join(tmpdir(), 'podipam-dash-'));
     try {
-      assert.throws(() => loadDashboard(dir), (e: Error) => e.message.includes(join(dir, 'manifest.json')) && /npm run build/.test(e.message));
+      assert.throws(
+        () => loadDashboard(dir),
+        (e: Error) => e.message.includes(join(dir, 'manifest.json')) && /npm run build/.test(e.message),
+      );
       writeFileSync(join(dir, 'manifest.json'), '{"index": "index.html", "assets": ["../etc/passwd"]}');
       assert.throws(() => loadDashboard(dir), /must be \{"index": "index.html"/);
       writeFileSync(join(dir, 'manifest.json'), '{"index": "index.html", "assets": ["app-X.js"]}');
-      assert.throws(() => loadDashboard(dir), (e: Error) => e.message.includes(join(dir, 'app-X.js')));
+      assert.throws(
+        () => loadDashboard(dir),
+        (e: Error) => e.message.includes(join(dir, 'app-X.js')),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -88,7 +94,10 @@ describe('dashboard routes on a loopback socket', () => {
       assert.equal(r.headers.get('content-type'), 'text/html; charset=utf-8');
       assert.equal(r.headers.get('cache-control'), 'no-cache');
       assert.equal(r.headers.get('etag'), d.page.etag);
-      assert.equal(r.headers.get('content-security-policy'), "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'");
+      assert.equal(
+        r.headers.get('content-security-policy'),
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'",
+      );
       assert.equal(r.headers.get('x-frame-options'), 'DENY');
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
     }
@@ -125,7 +134,18 @@ describe('the browser code (lint-ish)', () => {
     // JSON with a "//" key only: no comments to strip.
     const browser = JSON.parse(readFileSync(join(SRC, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include: string[] };
     const o = browser.compilerOptions;
-    for (const flag of ['strict', 'noEmit', 'exactOptionalPropertyTypes', 'noUncheckedIndexedAccess', 'noImplicitReturns', 'noUnusedLocals', 'noUnusedParameters', 'noImplicitOverride', 'noFallthroughCasesInSwitch', 'isolatedModules']) {
+    for (const flag of [
+      'strict',
+      'noEmit',
+      'exactOptionalPropertyTypes',
+      'noUncheckedIndexedAccess',
+      'noImplicitReturns',
+      'noUnusedLocals',
+      'noUnusedParameters',
+      'noImplicitOverride',
+      'noFallthroughCasesInSwitch',
+      'isolatedModules',
+    ]) {
       assert.equal(o[flag], true, `src/server/dashboard/tsconfig.json: ${flag} must be true`);
     }
     assert.equal(o.skipLibCheck, false);
@@ -143,11 +163,24 @@ describe('the browser code (lint-ish)', () => {
     for (const f of files) {
       const text = readFileSync(join(SRC, f), 'utf8');
       // Outside its folder the page may import only pure rules it shares with the CLI (src/util/), which import nothing.
-      for (const bad of [/\.innerHTML\b/, /\.outerHTML\b/, /insertAdjacentHTML/, /document\.write/, /\beval\(/, /new Function\(/, /setAttribute\(\s*'(style|on[a-z]+)'/, /from '(node:|\.\.\/(?!\.\.\/util\/))/]) {
+      for (const bad of [
+        /\.innerHTML\b/,
+        /\.outerHTML\b/,
+        /insertAdjacentHTML/,
+        /document\.write/,
+        /\beval\(/,
+        /new Function\(/,
+        /setAttribute\(\s*'(style|on[a-z]+)'/,
+        /from '(node:|\.\.\/(?!\.\.\/util\/))/,
+      ]) {
         assert.doesNotMatch(text, bad, `src/server/dashboard/${f}`);
       }
       for (const [, shared] of text.matchAll(/from '\.\.\/\.\.\/util\/([a-z-]+)\.js'/g)) {
-        assert.doesNotMatch(readFileSync(join(SRC, '..', '..', 'util', `${shared}.ts`), 'utf8'), /^import /m, `src/util/${shared}.ts, shared with the page, imports nothing`);
+        assert.doesNotMatch(
+          readFileSync(join(SRC, '..', '..', 'util', `${shared}.ts`), 'utf8'),
+          /^import /m,
+          `src/util/${shared}.ts, shared with the page, imports nothing`,
+        );
       }
     }
   });

@@ -75,6 +75,9 @@ function readBuilt(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (e) {
-    throw new Error(`dashboard file ${path} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): npm run build writes it (scripts/bundle-dashboard.mjs)`, { cause: e });
+    throw new Error(
+      `dashboard file ${path} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): npm run build writes it (scripts/bundle-dashboard.mjs)`,
+      { cause: e },
+    );
   }
 }

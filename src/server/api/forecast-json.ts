@@ -19,7 +19,16 @@ export function forecastJson(f: PoolForecast, capacity: bigint): Record<string, 
       secondsToFull: f.forecast.secondsToFull,
       fullAt: f.forecast.fullAt === null ? null : formatTime(f.forecast.fullAt),
     },
-    method: { fit: m.fit, source: m.source, window: formatSpan(m.windowMs), since: formatTime(m.since), until: formatTime(m.until), samples: m.samples, step: formatSpan(m.stepMs), text: m.text },
+    method: {
+      fit: m.fit,
+      source: m.source,
+      window: formatSpan(m.windowMs),
+      since: formatTime(m.since),
+      until: formatTime(m.until),
+      samples: m.samples,
+      step: formatSpan(m.stepMs),
+      text: m.text,
+    },
     series: f.series.map((s) => ({ at: formatTime(s.at), used: s.used })),
   };
 }

@@ -15,7 +15,10 @@ const routes: RouteEntry<HandlerSpec>[] = [
 
 test('documentRoutes: a route served undocumented and a doc with no route are both named', () => {
   const docs = { 'GET /api/v1/pools/:name': ROUTE_DOCS['GET /api/v1/pools/:name']!, 'GET /api/v1/gone': ROUTE_DOCS['GET /healthz']! };
-  assert.throws(() => documentRoutes(routes, docs), /served but not documented: POST \/api\/v1\/pools, GET \/healthz; documented but not served: GET \/api\/v1\/gone/);
+  assert.throws(
+    () => documentRoutes(routes, docs),
+    /served but not documented: POST \/api\/v1\/pools, GET \/healthz; documented but not served: GET \/api\/v1\/gone/,
+  );
 });
 
 test('openApiDocument: paths, parameters, bodies, statuses and tokens come from the routes and their docs', () => {
@@ -24,11 +27,18 @@ test('openApiDocument: paths, parameters, bodies, statuses and tokens come from 
   assert.equal(doc.openapi, '3.1.0');
   assert.equal(doc.info.version, '1.2.3');
   const get = doc.paths['/api/v1/pools/{name}']?.['get'];
-  assert.deepEqual(get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`), ['path:name']);
+  assert.deepEqual(
+    get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`),
+    ['path:name'],
+  );
   assert.deepEqual(Object.keys(get.responses), ['200', '400', '401', '404', 'default']);
   assert.deepEqual(get.security, [{ bearer: [] }]);
   const post = doc.paths['/api/v1/pools']?.['post'];
-  assert.equal(post.requestBody.content['application/json'].schema, ROUTE_DOCS['POST /api/v1/pools']?.body, 'the schema that validates the body is the one documented');
+  assert.equal(
+    post.requestBody.content['application/json'].schema,
+    ROUTE_DOCS['POST /api/v1/pools']?.body,
+    'the schema that validates the body is the one documented',
+  );
   assert.deepEqual(Object.keys(post.responses), ['201', '400', '401', '403', '409', '415', 'default']);
   assert.equal(post['x-podipam-token'], 'admin');
   assert.deepEqual(doc.paths['/healthz']?.['get'].security, []);

@@ -15,7 +15,9 @@ export function documentRoutes(routes: readonly RouteEntry<HandlerSpec>[], docs:
   const undocumented = [...served].filter((k) => docs[k] === undefined);
   const unserved = Object.keys(docs).filter((k) => !served.has(k));
   if (undocumented.length > 0 || unserved.length > 0) {
-    throw new Error(`the API's route table (src/server/api/api-docs.ts) and its routes differ: served but not documented: ${undocumented.join(', ') || 'none'}; documented but not served: ${unserved.join(', ') || 'none'}`);
+    throw new Error(
+      `the API's route table (src/server/api/api-docs.ts) and its routes differ: served but not documented: ${undocumented.join(', ') || 'none'}; documented but not served: ${unserved.join(', ') || 'none'}`,
+    );
   }
 }
 
@@ -33,7 +35,14 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
 
 function operationId(method: string, pattern: string): string {
   const parts = pattern.split('/').filter((s) => s !== '' && s !== 'api' && s !== 'v1');
-  const words = parts.map((p) => (p.startsWith(':') ? `By${cap(p.slice(1))}` : p.split(/[^a-zA-Z0-9]/).map(cap).join('')));
+  const words = parts.map((p) =>
+    p.startsWith(':')
+      ? `By${cap(p.slice(1))}`
+      : p
+          .split(/[^a-zA-Z0-9]/)
+          .map(cap)
+          .join(''),
+  );
   return method.toLowerCase() + (words.join('') || (pattern === '/' ? 'Root' : 'Index'));
 }
 
@@ -42,7 +51,11 @@ function cap(s: string): string {
 }
 
 /** The document for `routes` (in the router's order), described by `docs`. */
-export function openApiDocument(routes: readonly RouteEntry<HandlerSpec>[], docs: Readonly<Record<string, RouteDoc>>, version: string): Record<string, unknown> {
+export function openApiDocument(
+  routes: readonly RouteEntry<HandlerSpec>[],
+  docs: Readonly<Record<string, RouteDoc>>,
+  version: string,
+): Record<string, unknown> {
   documentRoutes(routes, docs);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
@@ -51,15 +64,34 @@ export function openApiDocument(routes: readonly RouteEntry<HandlerSpec>[], docs
     const access = r.handler.access ?? (r.method === 'GET' ? 'read' : 'admin');
     const parameters = [
       ...Object.entries(doc.params ?? {}).map(([name, description]) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } })),
-      ...Object.entries(doc.query ?? {}).map(([name, p]) => ({ name, in: 'query', required: p.required ?? false, description: p.description, schema: p.schema })),
+      ...Object.entries(doc.query ?? {}).map(([name, p]) => ({
+        name,
+        in: 'query',
+        required: p.required ?? false,
+        description: p.description,
+        schema: p.schema,
+      })),
     ];
-    const success = 'contentType' in doc.response && typeof doc.response.contentType === 'string'
-      ? { description: doc.summary, content: { [doc.response.contentType]: { schema: (doc.response.schema as JsonSchema | undefined) ?? { type: 'string' } } } }
-      : { description: doc.summary, content: { 'application/json': { schema: doc.response } } };
-    const errors = new Set<number>([...(parameters.length > 0 || doc.body ? [400] : []), ...(access !== 'public' ? [401] : []), ...(access === 'admin' ? [403, 415] : []), ...(doc.errors ?? [])]);
+    const success =
+      'contentType' in doc.response && typeof doc.response.contentType === 'string'
+        ? {
+            description: doc.summary,
+            content: { [doc.response.contentType]: { schema: (doc.response.schema as JsonSchema | undefined) ?? { type: 'string' } } },
+          }
+        : { description: doc.summary, content: { 'application/json': { schema: doc.response } } };
+    const errors = new Set<number>([
+      ...(parameters.length > 0 || doc.body ? [400] : []),
+      ...(access !== 'public' ? [401] : []),
+      ...(access === 'admin' ? [403, 415] : []),
+      ...(doc.errors ?? []),
+    ]);
     const responses: Record<string, unknown> = { [String(r.handler.status ?? 200)]: success };
-    for (const s of [...errors].sort((a, b) => a - b)) responses[String(s)] = { description: STATUS_TEXT[s] ?? 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    responses['default'] = { description: 'any other error (5xx: a failure of the server, logged with its stack)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    for (const s of [...errors].sort((a, b) => a - b))
+      responses[String(s)] = { description: STATUS_TEXT[s] ?? 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    responses['default'] = {
+      description: 'any other error (5xx: a failure of the server, logged with its stack)',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
     (paths[path] ??= {})[r.method.toLowerCase()] = {
       operationId: operationId(r.method, r.pattern),
       tags: [doc.tag],
@@ -77,13 +109,16 @@ export function openApiDocument(routes: readonly RouteEntry<HandlerSpec>[], docs
     info: {
       title: 'podipam serve API',
       version,
-      description: 'Pools, blocks, nodes, allocations, checks and the allocation history of podipam. Reads need the read (or admin) token, writes the admin token (or the per-install token on loopback). Every error answers {"error": {"code", "message", "field"?}}. Counts past 2^53 - 1 are decimal strings.',
+      description:
+        'Pools, blocks, nodes, allocations, checks and the allocation history of podipam. Reads need the read (or admin) token, writes the admin token (or the per-install token on loopback). Every error answers {"error": {"code", "message", "field"?}}. Counts past 2^53 - 1 are decimal strings.',
     },
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     paths,
     components: {
       schemas: SCHEMAS,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'the read or admin token (serve --token-file), or the per-install token in DIR/serve.token' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'the read or admin token (serve --token-file), or the per-install token in DIR/serve.token' },
+      },
     },
   };
 }

@@ -11,11 +11,29 @@ const DOC = {
         summary: 'create a pool',
         security: [{ bearer: [] }],
         'x-podipam-token': 'admin',
-        requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['name'], properties: { name: { type: 'string', description: 'the name' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 } } } } } },
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['name'],
+                properties: { name: { type: 'string', description: 'the name' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 } },
+              },
+            },
+          },
+        },
         responses: { '201': { description: 'created' }, '409': { description: 'a conflict' } },
       },
     },
-    '/healthz': { get: { tags: ['server'], summary: 'liveness', security: [], parameters: [{ name: 'q', in: 'query', schema: { enum: ['a', 'b'] } }], responses: { '200': { description: 'ok', content: { 'text/plain': {} } } } } },
+    '/healthz': {
+      get: {
+        tags: ['server'],
+        summary: 'liveness',
+        security: [],
+        parameters: [{ name: 'q', in: 'query', schema: { enum: ['a', 'b'] } }],
+        responses: { '200': { description: 'ok', content: { 'text/plain': {} } } },
+      },
+    },
   },
 };
 

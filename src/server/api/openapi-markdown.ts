@@ -23,7 +23,10 @@ function typeOf(schema: Json): string {
   if (Array.isArray(schema['oneOf'])) return (schema['oneOf'] as unknown[]).map((s) => typeOf(obj(s))).join(' or ');
   const t = Array.isArray(schema['type']) ? (schema['type'] as unknown[]).join(' or ') : String(schema['type'] ?? 'any');
   if (t === 'array') return `array of ${typeOf(obj(schema['items']))}`;
-  const bounds = [schema['minimum'] !== undefined ? `≥ ${String(schema['minimum'])}` : '', schema['maximum'] !== undefined ? `≤ ${String(schema['maximum'])}` : ''].filter((b) => b !== '');
+  const bounds = [
+    schema['minimum'] !== undefined ? `≥ ${String(schema['minimum'])}` : '',
+    schema['maximum'] !== undefined ? `≤ ${String(schema['maximum'])}` : '',
+  ].filter((b) => b !== '');
   return [t, ...bounds].join(' ');
 }
 
@@ -45,12 +48,19 @@ function route(method: string, path: string, op: Json): string[] {
   if (typeof op['summary'] === 'string') out.push(`${op['summary']}.`, '');
   const security = Array.isArray(op['security']) ? (op['security'] as unknown[]) : [];
   const token = typeof op['x-podipam-token'] === 'string' ? op['x-podipam-token'] : 'read';
-  out.push(security.length === 0 ? 'Token: none.' : `Token: ${token === 'admin' ? 'admin (or the per-install token on loopback)' : 'read or admin (open on loopback without tokens)'}.`, '');
+  out.push(
+    security.length === 0
+      ? 'Token: none.'
+      : `Token: ${token === 'admin' ? 'admin (or the per-install token on loopback)' : 'read or admin (open on loopback without tokens)'}.`,
+    '',
+  );
   const params = Array.isArray(op['parameters']) ? (op['parameters'] as unknown[]).map(obj) : [];
   if (params.length > 0) {
     out.push('| parameter | in | type | required | meaning |', '|---|---|---|---|---|');
     for (const p of params) {
-      out.push(`| \`${String(p['name'])}\` | ${String(p['in'])} | ${cell(typeOf(obj(p['schema'])))} | ${p['required'] === true ? 'yes' : ''} | ${cell(String(p['description'] ?? ''))} |`);
+      out.push(
+        `| \`${String(p['name'])}\` | ${String(p['in'])} | ${cell(typeOf(obj(p['schema'])))} | ${p['required'] === true ? 'yes' : ''} | ${cell(String(p['description'] ?? ''))} |`,
+      );
     }
     out.push('');
   }

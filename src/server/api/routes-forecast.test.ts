@@ -46,10 +46,19 @@ test('forecast API: a steady fill from the history, the method stated, errors na
   const db = openHistoryDb(join(dir.path, 'history.db'));
   const now = Date.now();
   let rev = 0;
-  db.apply({ ends: [], starts: [], gaps: [{ from: 0, until: now - 61 * MIN, cause: 'history began' }], position: { source: 'memory:', revision: ++rev, at: now - 61 * MIN } });
+  db.apply({
+    ends: [],
+    starts: [],
+    gaps: [{ from: 0, until: now - 61 * MIN, cause: 'history began' }],
+    position: { source: 'memory:', revision: ++rev, at: now - 61 * MIN },
+  });
   for (let i = 0; i < 60; i++) {
     const at = now - 60 * MIN + i * MIN;
-    db.apply({ ends: [], starts: [{ address: `10.0.0.${i}`, handle: `h${i}`, pool: 'fill', from: { at } }], position: { source: 'memory:', revision: ++rev, at } });
+    db.apply({
+      ends: [],
+      starts: [{ address: `10.0.0.${i}`, handle: `h${i}`, pool: 'fill', from: { at } }],
+      position: { source: 'memory:', revision: ++rev, at },
+    });
   }
   const base = await serve(db);
   try {

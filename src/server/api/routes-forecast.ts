@@ -28,7 +28,12 @@ export function addForecastRoutes(r: Router<HandlerSpec>, d: Pick<ApiDeps, 'hist
       }
       const pool = (await d.summary.get()).pools.find((p) => p.name === name);
       if (!pool) throw notFound(`pool "${name}" does not exist`);
-      if (!d.history) throw new HttpError(503, 'history_off', 'history is off: podipam serve runs without its history store (see --history-db), and forecasts are made from it');
+      if (!d.history)
+        throw new HttpError(
+          503,
+          'history_off',
+          'history is off: podipam serve runs without its history store (see --history-db), and forecasts are made from it',
+        );
       const [f] = poolForecasts(d.history, [{ name, capacity: Number(pool.capacity), allocated: pool.allocated }], { now: Date.now(), windowMs });
       return forecastJson(f as NonNullable<typeof f>, pool.capacity);
     },

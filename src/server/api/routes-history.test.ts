@@ -70,14 +70,20 @@ test('history API: the read token is needed; an address: every holder and the ga
   const r = await get(`/api/v1/history?address=${S.a}`);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.address, S.a);
-  assert.deepEqual(r.body.items.map((h: any) => [h.pod.name, h.from, h.until, h.why]), [
-    ['web-1', { exact: true, at: iso(T0) }, { exact: true, at: iso(T0 + H) }, 'del'],
-    ['web-2', { exact: true, at: iso(T0 + 2 * H) }, { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) }, 'unknown'],
-    ['web-3', { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) }, null, null],
-  ]);
+  assert.deepEqual(
+    r.body.items.map((h: any) => [h.pod.name, h.from, h.until, h.why]),
+    [
+      ['web-1', { exact: true, at: iso(T0) }, { exact: true, at: iso(T0 + H) }, 'del'],
+      ['web-2', { exact: true, at: iso(T0 + 2 * H) }, { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) }, 'unknown'],
+      ['web-3', { exact: false, earliest: iso(T0 + 3 * H), at: iso(T0 + 4 * H) }, null, null],
+    ],
+  );
   assert.deepEqual(r.body.gaps, [{ from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' }]);
   const win = await get(`/api/v1/history?address=${S.a}&since=${q(iso(T0 + 90 * M))}&until=${q(iso(T0 + 150 * M))}`);
-  assert.deepEqual(win.body.items.map((h: any) => h.pod.name), ['web-2']);
+  assert.deepEqual(
+    win.body.items.map((h: any) => h.pod.name),
+    ['web-2'],
+  );
 
   const inside = await get(`/api/v1/history?address=${S.a}&at=${q('2026-03-01T10:30:00+00:00')}`);
   assert.equal(inside.body.known, true);
@@ -89,22 +95,36 @@ test('history API: the read token is needed; an address: every holder and the ga
   assert.equal(uncertain.body.known, false, 'web-2 may or may not have held it still');
   assert.deepEqual([uncertain.body.gap.from, uncertain.body.gap.until], [iso(T0 + 3 * H), iso(T0 + 4 * H)]);
   const gap = await get(`/api/v1/history?address=${S.b}&at=${q(iso(T0 + 3 * H + M))}`);
-  assert.deepEqual(gap.body, { address: S.b, at: iso(T0 + 3 * H + M), known: false, gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' } });
+  assert.deepEqual(gap.body, {
+    address: S.b,
+    at: iso(T0 + 3 * H + M),
+    known: false,
+    gap: { from: iso(T0 + 3 * H), until: iso(T0 + 4 * H), cause: 'etcd compacted revisions 31-39' },
+  });
   // A relative time: now, web-3 holds it.
   assert.equal((await get(`/api/v1/history?address=${S.a}&at=-1s`)).body.holder.pod.name, 'web-3');
   const lines = await get(`/api/v1/history?address=${S.a}&format=jsonl`);
   assert.match(lines.headers.get('content-type') ?? '', /^application\/x-ndjson/);
-  assert.deepEqual(lines.text.trimEnd().split('\n').map((l) => JSON.parse(l).pod.name), ['web-1', 'web-2', 'web-3']);
+  assert.deepEqual(
+    lines.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l).pod.name),
+    ['web-1', 'web-2', 'web-3'],
+  );
 });
 
 test('history API: a pod, every incarnation; the export paged by limit, in time order, nothing lost or repeated', async () => {
   const p = await get('/api/v1/history?pod=shop/web-1');
   assert.equal(p.status, 200, p.text);
   assert.equal(p.body.pod, 'shop/web-1');
-  assert.deepEqual(p.body.items.map((h: any) => [h.address, h.pod.uid, h.why]), [
-    [S.a, 'u1', 'del'],
-    [S.b, 'u1b', 'cni-gc'],
-  ]);
+  assert.deepEqual(
+    p.body.items.map((h: any) => [h.address, h.pod.uid, h.why]),
+    [
+      [S.a, 'u1', 'del'],
+      [S.b, 'u1b', 'cni-gc'],
+    ],
+  );
 
   const all = await get('/api/v1/history?since=' + q(iso(0)));
   assert.equal(all.status, 200, all.text);
@@ -130,7 +150,10 @@ test('history API: a pod, every incarnation; the export paged by limit, in time 
   assert.deepEqual([rec.event, rec.address, rec.time], ['assigned', S.b, { exact: true, at: iso(T0 + 5 * H) }]);
   assert.equal(jl.headers.get('podipam-next-since'), iso(T0 + 6 * H));
   const bounded = await get(`/api/v1/history?since=${q(iso(T0 + 5 * H))}&until=${q(iso(T0 + 6 * H))}`);
-  assert.deepEqual(bounded.body.items.map((r: any) => `${r.event}:${r.address}`), [`assigned:${S.b}`, `released:${S.b}`]);
+  assert.deepEqual(
+    bounded.body.items.map((r: any) => `${r.event}:${r.address}`),
+    [`assigned:${S.b}`, `released:${S.b}`],
+  );
 });
 
 test('exportPage never ends a page inside one millisecond', () => {

@@ -48,7 +48,8 @@ export function addHistoryRoutes(r: Router<HandlerSpec>, d: Pick<ApiDeps, 'histo
       const at = time('at');
       const since = time('since');
       const until = time('until');
-      if (since !== undefined && until !== undefined && since > until) throw badField('since', `since ${JSON.stringify(c.query.get('since'))} is after until ${JSON.stringify(c.query.get('until'))}`);
+      if (since !== undefined && until !== undefined && since > until)
+        throw badField('since', `since ${JSON.stringify(c.query.get('since'))} is after until ${JSON.stringify(c.query.get('until'))}`);
       const addressText = c.query.get('address');
       const podText = c.query.get('pod');
       if (addressText !== null && podText !== null) throw badField('pod', 'give address or pod, not both');
@@ -67,7 +68,8 @@ export function addHistoryRoutes(r: Router<HandlerSpec>, d: Pick<ApiDeps, 'histo
         } catch (e) {
           throw badField('address', `address must be an IPv4 or IPv6 address: ${(e as Error).message}`);
         }
-        if (at !== undefined) return answer(format, [holderAtJson(address, at, db.holderAt(address, at))], () => holderAtJson(address, at, db.holderAt(address, at)));
+        if (at !== undefined)
+          return answer(format, [holderAtJson(address, at, db.holderAt(address, at))], () => holderAtJson(address, at, db.holderAt(address, at)));
         const items = db.holdsOfAddress(address, range).map(holdJson);
         return answer(format, items, () => ({ address, items, gaps: db.gaps(range).map(gapJson) }));
       }
@@ -95,7 +97,10 @@ function answer(format: string, lines: readonly unknown[], json: () => unknown):
 }
 
 function jsonl(lines: readonly unknown[], headers: Readonly<Record<string, string>> = {}): RawResponse {
-  return new RawResponse(200, 'application/x-ndjson; charset=utf-8', lines.map((l) => exactJson(l) + '\n').join(''), { 'cache-control': 'no-store', ...headers });
+  return new RawResponse(200, 'application/x-ndjson; charset=utf-8', lines.map((l) => exactJson(l) + '\n').join(''), {
+    'cache-control': 'no-store',
+    ...headers,
+  });
 }
 
 /**

@@ -24,13 +24,15 @@ export function addIpSetRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       const pool = requireString(b, 'pool', NAME, NAME_HINT);
       const addresses = optionalStringArray(b, 'addresses');
       const count = optionalInt(b, 'count', 1, MAX_IP_SET_SIZE);
-      if ((addresses === undefined) === (count === undefined)) throw badField('addresses', 'give either "addresses" (addresses, ranges A-B and CIDRs) or "count", not both nor neither');
+      if ((addresses === undefined) === (count === undefined))
+        throw badField('addresses', 'give either "addresses" (addresses, ranges A-B and CIDRs) or "count", not both nor neither');
       try {
         const set = await d.ipam.createIpSet(name, pool, addresses !== undefined ? { ranges: addresses } : { count: count as number });
         d.summary.invalidate();
         return d.ipam.showIpSet(set.name);
       } catch (e) {
-        if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e)) throw new HttpError(400, 'invalid_field', e.message, addresses !== undefined ? 'addresses' : 'count');
+        if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e))
+          throw new HttpError(400, 'invalid_field', e.message, addresses !== undefined ? 'addresses' : 'count');
         throw e;
       }
     },

@@ -38,7 +38,10 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
     run: async (c) => {
       const s = await d.summary.get();
       const pool = findPool(s.pools, poolName(c.params.name));
-      return blockMap(pool, s.blocks.filter((b) => b.pool === pool.name));
+      return blockMap(
+        pool,
+        s.blocks.filter((b) => b.pool === pool.name),
+      );
     },
   });
 
@@ -53,7 +56,11 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       let rows = s.blocks.filter((b) => (pool === undefined || b.pool === pool) && (node === undefined || b.node === node));
       if (after !== undefined) {
         const i = rows.findIndex((b) => b.cidr === after);
-        if (i < 0) throw badField('after', `query parameter "after" ${JSON.stringify(after)} is not a block of this listing: pass the "next" value of the previous page`);
+        if (i < 0)
+          throw badField(
+            'after',
+            `query parameter "after" ${JSON.stringify(after)} is not a block of this listing: pass the "next" value of the previous page`,
+          );
         rows = rows.slice(i + 1);
       }
       const page = rows.slice(0, limit).map(blockJson);
@@ -125,7 +132,14 @@ export function addReadRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         const handle = ClusterIpam.handleOfKey(p.key);
         return handle === undefined ? p : { ...p, handle };
       });
-      return { checkedAt: report.checkedAt, tookMs: report.tookMs, leaks: report.leaks, problems, ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}), ...(report.borrowed ? { borrowed: report.borrowed } : {}) };
+      return {
+        checkedAt: report.checkedAt,
+        tookMs: report.tookMs,
+        leaks: report.leaks,
+        problems,
+        ...(report.stickyHolds ? { stickyHolds: report.stickyHolds } : {}),
+        ...(report.borrowed ? { borrowed: report.borrowed } : {}),
+      };
     },
   });
 

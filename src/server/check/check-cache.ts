@@ -38,7 +38,14 @@ export class CheckCache {
       (r) => {
         const tookMs = Date.now() - started;
         this.#lastTookMs = tookMs;
-        const report = { checkedAt: new Date(started).toISOString(), tookMs, leaks: r.leaks, problems: r.problems, ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}), ...(r.borrowed ? { borrowed: r.borrowed } : {}) };
+        const report = {
+          checkedAt: new Date(started).toISOString(),
+          tookMs,
+          leaks: r.leaks,
+          problems: r.problems,
+          ...(r.stickyHolds ? { stickyHolds: r.stickyHolds } : {}),
+          ...(r.borrowed ? { borrowed: r.borrowed } : {}),
+        };
         if (this.#inFlight === p) {
           this.#last = { report, at: started };
           this.#inFlight = undefined;

@@ -138,6 +138,17 @@ function renderBlock(b: BlockDetail): void {
         findHistory(ip);
       },
     });
-  const rows = b.allocations.map((a) => el('tr', { 'data-ip': a.ip }, [el('td', { class: 'mono' }, [link(a.ip)]), el('td', { class: 'small', text: a.pod ?? '' }), el('td', { class: 'mono small', text: a.handle ?? '' })]));
-  box.appendChild(el('table', { class: 'grid' }, [el('thead', {}, [el('tr', {}, [el('th', { text: 'Address' }), el('th', { text: 'Pod' }), el('th', { text: 'Handle' })])]), el('tbody', {}, rows)]));
+  const rows = b.allocations.map((a) =>
+    el('tr', { 'data-ip': a.ip }, [
+      el('td', { class: 'mono' }, [link(a.ip)]),
+      el('td', { class: 'small', text: a.pod ?? '' }),
+      el('td', { class: 'mono small', text: a.handle ?? '' }),
+    ]),
+  );
+  box.appendChild(
+    el('table', { class: 'grid' }, [
+      el('thead', {}, [el('tr', {}, [el('th', { text: 'Address' }), el('th', { text: 'Pod' }), el('th', { text: 'Handle' })])]),
+      el('tbody', {}, rows),
+    ]),
+  );
 }

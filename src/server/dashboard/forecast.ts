@@ -76,10 +76,26 @@ function chart(f: PoolForecast): HTMLElement {
     if (f.trend.state === 'filling' && full <= end) g.append(svg('circle', { class: 'full-at', cx: x(full), cy: y(cap), r: 4 }));
   }
   const rateText = `${f.trend.ratePerHour > 0 ? '+' : ''}${Number(f.trend.ratePerHour.toFixed(1))}/h`;
-  return el('div', { class: 'forecast-card', 'data-pool': f.pool, 'data-state': f.trend.state, 'data-rate': String(f.trend.ratePerHour), 'data-seconds-to-full': String(f.trend.secondsToFull ?? '') }, [
-    el('div', { class: 'row' }, [el('b', { text: f.pool }), el('span', { class: `verdict ${f.trend.state}`, text: `${fmt(f.allocated)} of ${fmt(f.capacity)} · ${f.trend.state === 'unknown' ? '' : `${rateText} · `}${verdict(f)}` })]),
-    g as unknown as HTMLElement,
-  ]);
+  return el(
+    'div',
+    {
+      class: 'forecast-card',
+      'data-pool': f.pool,
+      'data-state': f.trend.state,
+      'data-rate': String(f.trend.ratePerHour),
+      'data-seconds-to-full': String(f.trend.secondsToFull ?? ''),
+    },
+    [
+      el('div', { class: 'row' }, [
+        el('b', { text: f.pool }),
+        el('span', {
+          class: `verdict ${f.trend.state}`,
+          text: `${fmt(f.allocated)} of ${fmt(f.capacity)} · ${f.trend.state === 'unknown' ? '' : `${rateText} · `}${verdict(f)}`,
+        }),
+      ]),
+      g as unknown as HTMLElement,
+    ],
+  );
 }
 
 /** One bar per node and family: what it can still hand out, relative to the node with most. */
@@ -90,11 +106,21 @@ function renderHeadroom(r: NodesPage): void {
   const max = Math.max(1, ...rows.map((h) => h.headroom));
   box.replaceChildren(
     ...rows.map((h) =>
-      el('div', { class: `hbar${h.headroom === 0 ? ' empty' : ''}`, 'data-node': h.node, 'data-family': String(h.family), 'data-headroom': String(h.headroom), title: `${h.free} free in its blocks, ${h.idle} idle, ${h.claimable} in ${h.claimableBlocks} blocks it may still claim` }, [
-        el('span', { class: 'hname', text: `${h.node} · v${h.family}` }),
-        el('span', { class: 'htrack' }, [el('span', { class: 'hfill', style: `width:${((100 * h.headroom) / max).toFixed(2)}%` })]),
-        el('span', { class: 'hnum', text: fmt(h.headroom) }),
-      ]),
+      el(
+        'div',
+        {
+          class: `hbar${h.headroom === 0 ? ' empty' : ''}`,
+          'data-node': h.node,
+          'data-family': String(h.family),
+          'data-headroom': String(h.headroom),
+          title: `${h.free} free in its blocks, ${h.idle} idle, ${h.claimable} in ${h.claimableBlocks} blocks it may still claim`,
+        },
+        [
+          el('span', { class: 'hname', text: `${h.node} · v${h.family}` }),
+          el('span', { class: 'htrack' }, [el('span', { class: 'hfill', style: `width:${((100 * h.headroom) / max).toFixed(2)}%` })]),
+          el('span', { class: 'hnum', text: fmt(h.headroom) }),
+        ],
+      ),
     ),
   );
 }

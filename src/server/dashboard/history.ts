@@ -89,23 +89,36 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
   for (const x of h.items) {
     const a = ms(x.from.exact ? x.from.at : x.from.earliest);
     const b = x.until ? ms(x.until.at) : now;
-    const bar = el('span', { class: `tl-bar${x.from.exact ? '' : ' fuzzy-start'}${x.until === null ? ' open' : x.until.exact ? '' : ' fuzzy-end'}`, style: span(a, b) });
+    const bar = el('span', {
+      class: `tl-bar${x.from.exact ? '' : ' fuzzy-start'}${x.until === null ? ' open' : x.until.exact ? '' : ' fuzzy-end'}`,
+      style: span(a, b),
+    });
     const pod = x.pod ? `${x.pod.namespace}/${x.pod.name}` : `handle ${x.handle}`;
     const until = x.until ? timeText(x.until) : 'still held';
     rows.push({
       t: a,
       gap: false,
-      node: el('div', { class: 'tl-row hold', 'data-address': x.address, 'data-pod': x.pod ? `${x.pod.namespace}/${x.pod.name}` : '', 'data-why': x.why ?? '', 'data-open': String(x.until === null) }, [
-        el('div', { class: 'tl-track' }, [bar]),
-        el('div', { class: 'tl-text' }, [
-          el('span', { class: 'mono tl-when', text: `${timeText(x.from)} → ${until}` }),
-          ' ',
-          el('b', { text: byPod ? x.address : pod }),
-          byPod ? ` ${x.node ? `on ${x.node}` : ''}` : x.node ? ` on ${x.node}` : '',
-          x.pod?.uid ? el('span', { class: 'muted small', text: ` uid ${x.pod.uid}` }) : null,
-          x.why ? el('span', { class: 'badge why', text: x.why }) : el('span', { class: 'badge held', text: 'held' }),
-        ]),
-      ]),
+      node: el(
+        'div',
+        {
+          class: 'tl-row hold',
+          'data-address': x.address,
+          'data-pod': x.pod ? `${x.pod.namespace}/${x.pod.name}` : '',
+          'data-why': x.why ?? '',
+          'data-open': String(x.until === null),
+        },
+        [
+          el('div', { class: 'tl-track' }, [bar]),
+          el('div', { class: 'tl-text' }, [
+            el('span', { class: 'mono tl-when', text: `${timeText(x.from)} → ${until}` }),
+            ' ',
+            el('b', { text: byPod ? x.address : pod }),
+            byPod ? ` ${x.node ? `on ${x.node}` : ''}` : x.node ? ` on ${x.node}` : '',
+            x.pod?.uid ? el('span', { class: 'muted small', text: ` uid ${x.pod.uid}` }) : null,
+            x.why ? el('span', { class: 'badge why', text: x.why }) : el('span', { class: 'badge held', text: 'held' }),
+          ]),
+        ],
+      ),
     });
   }
   for (const g of h.gaps) {
@@ -114,12 +127,20 @@ function renderTimeline(box: HTMLElement, subject: string, byPod: boolean, h: Hi
       gap: true,
       node: el('div', { class: 'tl-row gap', 'data-gap-from': g.from, 'data-gap-until': g.until }, [
         el('div', { class: 'tl-track' }, [el('span', { class: 'tl-bar gap', style: span(ms(g.from), ms(g.until)) })]),
-        el('div', { class: 'tl-text' }, [el('span', { class: 'mono tl-when', text: `${short(g.from)} → ${short(g.until)}` }), ' ', el('b', { text: 'gap: unknown' }), el('span', { class: 'muted small', text: ` — ${g.cause}` })]),
+        el('div', { class: 'tl-text' }, [
+          el('span', { class: 'mono tl-when', text: `${short(g.from)} → ${short(g.until)}` }),
+          ' ',
+          el('b', { text: 'gap: unknown' }),
+          el('span', { class: 'muted small', text: ` — ${g.cause}` }),
+        ]),
       ]),
     });
   }
   // At one time, the gap first: a hold that began somewhere inside it follows it.
   rows.sort((p, q) => p.t - q.t || Number(q.gap) - Number(p.gap));
-  const axis = el('div', { class: 'tl-axis muted small' }, [el('span', { text: short(new Date(lo).toISOString()) }), el('span', { text: short(new Date(hi).toISOString()) })]);
+  const axis = el('div', { class: 'tl-axis muted small' }, [
+    el('span', { text: short(new Date(lo).toISOString()) }),
+    el('span', { text: short(new Date(hi).toISOString()) }),
+  ]);
   box.replaceChildren(title, el('div', { class: 'timeline' }, [...rows.map((r) => r.node), axis]));
 }

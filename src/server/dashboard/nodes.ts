@@ -20,7 +20,8 @@ function renderNodes(r: NodesPage): void {
   const body = byId('nodes');
   body.textContent = '';
   byId('nodes-count').textContent = `(${fmt(r.total)})`;
-  if (r.items.length === 0) body.appendChild(el('tr', {}, [el('td', { colspan: String(COLUMNS), class: 'muted', text: state.nodeFilter ? 'No node matches.' : 'No nodes yet.' })]));
+  if (r.items.length === 0)
+    body.appendChild(el('tr', {}, [el('td', { colspan: String(COLUMNS), class: 'muted', text: state.nodeFilter ? 'No node matches.' : 'No nodes yet.' })]));
   for (const n of r.items) body.appendChild(nodeRow(n));
   byId('nodes-more').hidden = r.next === undefined;
 }
@@ -41,11 +42,7 @@ function nodeRow(n: NodeRow): HTMLElement {
       },
     },
     [
-      el('td', {}, [
-        el('b', { text: n.name }),
-        recordBadge(n),
-        n.deleting ? el('span', { class: 'badge off', text: 'deleting' }) : null,
-      ]),
+      el('td', {}, [el('b', { text: n.name }), recordBadge(n), n.deleting ? el('span', { class: 'badge off', text: 'deleting' }) : null]),
       el('td', { class: 'mono', text: n.podCIDRs.length ? n.podCIDRs.join(', ') : '—' }),
       el('td', { class: 'num', text: fmt(n.blocks) }),
       el('td', { class: 'num', text: fmt(n.allocated) }),
@@ -93,6 +90,17 @@ function useCell(n: NodeRow): HTMLElement {
 /** Headroom per family: "v4 12 · v6 300"; a family at 0 marked (its agent taints the node). */
 function headroomCell(n: NodeRow): HTMLElement {
   const rows = n.headroom ?? [];
-  const title = rows.map((h) => `IPv${h.family}: ${h.free} free in its blocks, ${h.idle} idle, ${h.claimable} in ${h.claimableBlocks} blocks it may still claim`).join('\n');
-  return el('td', { class: 'num', 'data-headroom': rows.map((h) => `${h.family}:${h.headroom}`).join(','), title: title || 'no pool selects this node' }, rows.length === 0 ? ['—'] : rows.flatMap((h, i) => [i > 0 ? ' · ' : '', el(h.headroom === 0 ? 'b' : 'span', { class: h.headroom === 0 ? 'badge off' : '', text: `v${h.family} ${fmt(h.headroom)}` })]));
+  const title = rows
+    .map((h) => `IPv${h.family}: ${h.free} free in its blocks, ${h.idle} idle, ${h.claimable} in ${h.claimableBlocks} blocks it may still claim`)
+    .join('\n');
+  return el(
+    'td',
+    { class: 'num', 'data-headroom': rows.map((h) => `${h.family}:${h.headroom}`).join(','), title: title || 'no pool selects this node' },
+    rows.length === 0
+      ? ['—']
+      : rows.flatMap((h, i) => [
+          i > 0 ? ' · ' : '',
+          el(h.headroom === 0 ? 'b' : 'span', { class: h.headroom === 0 ? 'badge off' : '', text: `v${h.family} ${fmt(h.headroom)}` }),
+        ]),
+  );
 }

@@ -20,7 +20,8 @@ export function renderOverview(o: Overview): void {
   byId('datastore').textContent = o.datastore ?? '';
   const box = byId('pools');
   box.textContent = '';
-  if (o.pools.length === 0) box.appendChild(el('p', { class: 'muted', text: 'No pools yet. Create one with "podipam pool create NAME --cidr CIDR" or POST /api/v1/pools.' }));
+  if (o.pools.length === 0)
+    box.appendChild(el('p', { class: 'muted', text: 'No pools yet. Create one with "podipam pool create NAME --cidr CIDR" or POST /api/v1/pools.' }));
   if (!state.pool || !o.pools.some((p) => p.name === state.pool)) {
     state.pool = o.pools[0]?.name ?? null;
     state.block = null;
@@ -54,7 +55,10 @@ function poolCard(p: PoolRow): HTMLElement {
         ]),
         el('div', { class: 'pct', text: pctText(u) }),
       ]),
-      el('div', { class: 'cidr', text: `${p.cidr}  ·  /${p.blockSize} blocks of ${fmt(p.blockCapacity)}${(p.formerBlockSizes ?? []).length > 0 ? `  ·  older /${(p.formerBlockSizes ?? []).join(', /')}` : ''}` }),
+      el('div', {
+        class: 'cidr',
+        text: `${p.cidr}  ·  /${p.blockSize} blocks of ${fmt(p.blockCapacity)}${(p.formerBlockSizes ?? []).length > 0 ? `  ·  older /${(p.formerBlockSizes ?? []).join(', /')}` : ''}`,
+      }),
       bar,
       el('div', { class: 'row nums' }, [el('span', {}, [el('b', { class: 'allocated', text: fmt(p.allocated) }), ` of ${fmt(p.capacity)} addresses`])]),
       el('div', { class: 'row nums' }, [

@@ -48,7 +48,11 @@ async function search(q: string): Promise<void> {
 function render(box: HTMLElement, q: string, rows: readonly PodHandleRow[]): void {
   if (rows.length === 0) return mutedNote(box, `Nothing found: no pod named ${q} holds an address.`);
   box.setAttribute('data-found', String(rows.length));
-  const head = el('tr', {}, ['Pod', 'Handle', 'Addresses', 'Node', 'Block'].map((h) => el('th', { text: h })));
+  const head = el(
+    'tr',
+    {},
+    ['Pod', 'Handle', 'Addresses', 'Node', 'Block'].map((h) => el('th', { text: h })),
+  );
   const body = rows.map((r) =>
     el('tr', { 'data-handle': r.handle, 'data-pod': r.pod ?? '' }, [
       el('td', { text: r.pod ?? '–' }),

@@ -63,7 +63,14 @@ export interface NodeRow {
   /** Addresses held for pods: allocated − idle. */
   readonly inUse: number;
   /** Per family with a pool for the node: what it can still hand out (free + idle + claimable). */
-  readonly headroom?: readonly { readonly family: 4 | 6; readonly headroom: number; readonly free: number; readonly idle: number; readonly claimable: number; readonly claimableBlocks: number }[];
+  readonly headroom?: readonly {
+    readonly family: 4 | 6;
+    readonly headroom: number;
+    readonly free: number;
+    readonly idle: number;
+    readonly claimable: number;
+    readonly claimableBlocks: number;
+  }[];
 }
 
 export interface NodesPage {
@@ -110,7 +117,19 @@ export interface PoolForecast {
   readonly pool: string;
   readonly capacity: Count;
   readonly allocated: number;
-  readonly trend: { readonly state: 'filling' | 'not-filling' | 'full' | 'unknown'; readonly ratePerHour: number; readonly secondsToFull: number | null; readonly fullAt: string | null };
-  readonly method: { readonly window: string; readonly since: string; readonly until: string; readonly samples: number; readonly step: string; readonly text: string };
+  readonly trend: {
+    readonly state: 'filling' | 'not-filling' | 'full' | 'unknown';
+    readonly ratePerHour: number;
+    readonly secondsToFull: number | null;
+    readonly fullAt: string | null;
+  };
+  readonly method: {
+    readonly window: string;
+    readonly since: string;
+    readonly until: string;
+    readonly samples: number;
+    readonly step: string;
+    readonly text: string;
+  };
   readonly series: readonly { readonly at: string; readonly used: number }[];
 }

@@ -69,7 +69,10 @@ test('gc: blocks of a deleted node are released with its pods; other nodes keep 
   assert.deepEqual(r, { leaksReleased: 0, handlesReleased: 3, blocksReleased: 1, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
   assert.deepEqual(await ipam.check(), { leaks: [], problems: [] });
   const usage = await ipam.usage();
-  assert.deepEqual(usage.blocks.map((b) => [b.node, b.allocated]), [['b', 1]]);
+  assert.deepEqual(
+    usage.blocks.map((b) => [b.node, b.allocated]),
+    [['b', 1]],
+  );
   assert.match(lines.join('\n'), /node "a" is gone: released 3 of its pods' handle\(s\) and block 10\.0\.0\.\d+\/28 \(deleted\)/);
 });
 
@@ -78,7 +81,10 @@ test('gc: never acts on the blocks of a node that never had a record, however lo
   await addNode(store, { name: 'registered' });
   await ipam.assign({ node: 'newcomer', handle: 'net.n0.eth0', auto: { 4: 1 } });
   const first = await ipam.check();
-  assert.deepEqual(first.problems.map((p) => p.kind), ['block-node-unregistered']);
+  assert.deepEqual(
+    first.problems.map((p) => p.kind),
+    ['block-node-unregistered'],
+  );
   assert.match(first.problems[0]!.message, /node "newcomer", which has no record and no proof of deletion: cluster GC will not free it/);
   for (let i = 0; i < 5; i++) {
     assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 0, waiting: 0 });
@@ -134,6 +140,9 @@ test('gc: a sticky hold is released once its stickyUntil passed (no grace period
   now += 1000;
   assert.deepEqual(await gc.runOnce(), { leaksReleased: 0, handlesReleased: 0, blocksReleased: 0, orphansDeleted: 0, holdsReleased: 1, waiting: 0 });
   assert.ok(lines.join('\n').includes(`released sticky hold "sticky:net:db:db-0:eth0" of pod db/db-0: ${formatAddr(a!.addr)}`), lines.join('\n'));
-  assert.deepEqual((await ipam.check()).stickyHolds?.map((h) => h.pod), ['db-1']);
+  assert.deepEqual(
+    (await ipam.check()).stickyHolds?.map((h) => h.pod),
+    ['db-1'],
+  );
   assert.equal((await gc.runOnce()).holdsReleased, 0);
 });

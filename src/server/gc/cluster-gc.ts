@@ -93,7 +93,10 @@ export class ClusterGc {
       } else if ('ip' in finding) {
         if (await this.#o.ipam.releaseLeak(finding)) {
           leaksReleased++;
-          this.#o.log.info({ handle: finding.handle, ip: finding.ip, block: finding.block }, `released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`);
+          this.#o.log.info(
+            { handle: finding.handle, ip: finding.ip, block: finding.block },
+            `released leaked address ${finding.ip} of missing handle "${finding.handle}" (block ${finding.block})`,
+          );
         }
       } else {
         const r = await this.#o.ipam.releaseDeletedNodeBlock(finding.key);
@@ -106,7 +109,10 @@ export class ClusterGc {
               (r.deleted ? ' (deleted)' : ` (kept without affinity: ${r.borrowed} borrowed address(es))`),
           );
         } else if (r.unproven) {
-          this.#o.log.info({ node: r.node, block: r.cidr ? formatPrefix(r.cidr) : finding.key }, `node "${r.node}" is back (a record or a new block since its deletion): kept block ${r.cidr ? formatPrefix(r.cidr) : finding.key}${r.handles ? ` after releasing ${r.handles} handle(s)` : ''}`);
+          this.#o.log.info(
+            { node: r.node, block: r.cidr ? formatPrefix(r.cidr) : finding.key },
+            `node "${r.node}" is back (a record or a new block since its deletion): kept block ${r.cidr ? formatPrefix(r.cidr) : finding.key}${r.handles ? ` after releasing ${r.handles} handle(s)` : ''}`,
+          );
         }
       }
       this.#seen.delete(id);
@@ -129,7 +135,10 @@ export class ClusterGc {
       n++;
       const pod = h.namespace !== undefined && h.pod !== undefined ? `${h.namespace}/${h.pod}` : '(unnamed)';
       const ips = released.map((r) => formatAddr(r.addr));
-      this.#o.log.info({ handle: h.handle, pod, ips: ips.join(','), stickyUntil: h.stickyUntil }, `released sticky hold "${h.handle}" of pod ${pod}: ${ips.join(', ')} (kept until ${h.stickyUntil})`);
+      this.#o.log.info(
+        { handle: h.handle, pod, ips: ips.join(','), stickyUntil: h.stickyUntil },
+        `released sticky hold "${h.handle}" of pod ${pod}: ${ips.join(', ')} (kept until ${h.stickyUntil})`,
+      );
     }
     return n;
   }

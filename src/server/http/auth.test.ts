@@ -49,8 +49,14 @@ test('auth: roles from bearer headers; read may read, only admin may write', () 
   assert.equal(roleOf(`Basic ${READ}`, tokens), 'none');
   authorize('read', false);
   authorize('admin', true);
-  assert.throws(() => authorize('read', true), (e: unknown) => e instanceof HttpError && e.status === 403);
-  assert.throws(() => authorize('none', false), (e: unknown) => e instanceof HttpError && e.status === 401);
+  assert.throws(
+    () => authorize('read', true),
+    (e: unknown) => e instanceof HttpError && e.status === 403,
+  );
+  assert.throws(
+    () => authorize('none', false),
+    (e: unknown) => e instanceof HttpError && e.status === 401,
+  );
 });
 
 test('auth: a malformed token-file line never shows its secret', () => {
@@ -61,7 +67,8 @@ test('auth: a malformed token-file line never shows its secret', () => {
       writeFileSync(f, `read=${READ}\n${line}\n`, { mode: 0o600 });
       assert.throws(
         () => loadTokens(f, {}),
-        (e: unknown) => e instanceof Error && /line 2: expected "read=TOKEN" or "admin=TOKEN"/.test(e.message) && !e.message.includes('SECRET') && !e.message.includes(READ),
+        (e: unknown) =>
+          e instanceof Error && /line 2: expected "read=TOKEN" or "admin=TOKEN"/.test(e.message) && !e.message.includes('SECRET') && !e.message.includes(READ),
         line,
       );
     }
@@ -79,7 +86,12 @@ test('auth: a token file that group or other may read is refused, naming the fil
       chmodSync(f, mode);
       assert.throws(
         () => loadTokens(f, {}),
-        (e: unknown) => e instanceof Error && e.message.includes(f) && e.message.includes(`mode is 0${mode.toString(8)}`) && /chmod 600/.test(e.message) && !e.message.includes(READ),
+        (e: unknown) =>
+          e instanceof Error &&
+          e.message.includes(f) &&
+          e.message.includes(`mode is 0${mode.toString(8)}`) &&
+          /chmod 600/.test(e.message) &&
+          !e.message.includes(READ),
         mode.toString(8),
       );
     }
@@ -103,7 +115,10 @@ test('auth: the install token is made once (mode 0600), reused, and refused when
     assert.throws(() => loadInstallToken(data), /refusing the install token .*serve\.token: its mode is 0644/);
     writeFileSync(join(data, INSTALL_TOKEN_FILE), 'not a token!\n', { mode: 0o600 });
     chmodSync(join(data, INSTALL_TOKEN_FILE), 0o600);
-    assert.throws(() => loadInstallToken(data), (e: unknown) => e instanceof Error && /must hold one token/.test(e.message) && !e.message.includes('not a token'));
+    assert.throws(
+      () => loadInstallToken(data),
+      (e: unknown) => e instanceof Error && /must hold one token/.test(e.message) && !e.message.includes('not a token'),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -115,7 +130,10 @@ test('auth: with only the install token, reads need no token and writes need it'
   assert.equal(roleOf(undefined, tokens), 'read');
   assert.equal(roleOf(`Bearer ${install}`, tokens), 'admin');
   assert.equal(roleOf('Bearer wrong-token-0123456789', tokens), 'none');
-  assert.throws(() => authorize(roleOf(undefined, tokens), true, tokens), (e: unknown) => e instanceof HttpError && e.status === 401 && /install token/.test(e.message));
+  assert.throws(
+    () => authorize(roleOf(undefined, tokens), true, tokens),
+    (e: unknown) => e instanceof HttpError && e.status === 401 && /install token/.test(e.message),
+  );
   authorize(roleOf(undefined, tokens), false, tokens);
   // Configured tokens win: the install token then grants nothing.
   assert.equal(roleOf(`Bearer ${install}`, { read: READ, admin: ADMIN, install }), 'none');

@@ -41,14 +41,20 @@ export function loadTokens(tokenFile: string | undefined, env: NodeJS.ProcessEnv
       if (line === '' || line.startsWith('#')) return;
       const m = /^(read|admin)\s*=\s*(\S+)$/.exec(line);
       // The line is not shown: it may be a token with a typo in its key.
-      if (!m) throw new Error(`--token-file ${tokenFile} line ${i + 1}: expected "read=TOKEN" or "admin=TOKEN" (the line, ${line.length} characters, is not shown as it may hold a secret)`);
+      if (!m)
+        throw new Error(
+          `--token-file ${tokenFile} line ${i + 1}: expected "read=TOKEN" or "admin=TOKEN" (the line, ${line.length} characters, is not shown as it may hold a secret)`,
+        );
       if (m[1] === 'read') read = m[2];
       else admin = m[2];
     });
   }
   read = env.PODIPAM_READ_TOKEN || read;
   admin = env.PODIPAM_ADMIN_TOKEN || admin;
-  for (const [what, t] of [['read', read], ['admin', admin]] as const) {
+  for (const [what, t] of [
+    ['read', read],
+    ['admin', admin],
+  ] as const) {
     if (t !== undefined && t.length < 16) throw new Error(`the ${what} token must be at least 16 characters: got ${t.length}`);
   }
   if (read !== undefined && read === admin) throw new Error('the read token and the admin token must differ');
@@ -94,7 +100,11 @@ export function authorize(role: Role, mutates: boolean, tokens: Tokens = {}): vo
   if (role === 'none') throw new HttpError(401, 'unauthorized', 'missing or unknown bearer token: send "Authorization: Bearer TOKEN"');
   if (mutates && role !== 'admin') {
     if (!authRequired(tokens) && tokens.install !== undefined) {
-      throw new HttpError(401, 'unauthorized', 'this call changes the datastore and needs the install token: send "Authorization: Bearer TOKEN" with the token printed by podipam serve (in its data directory, file serve.token)');
+      throw new HttpError(
+        401,
+        'unauthorized',
+        'this call changes the datastore and needs the install token: send "Authorization: Bearer TOKEN" with the token printed by podipam serve (in its data directory, file serve.token)',
+      );
     }
     throw new HttpError(403, 'forbidden', 'this call changes the datastore and needs the admin token; the read-only token was given');
   }

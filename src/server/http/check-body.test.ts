@@ -44,5 +44,8 @@ test('checkBody: each break names the field and the value', () => {
 });
 
 test('checkBody: a route that takes no fields says so', () => {
-  assert.throws(() => checkBody({ type: 'object', additionalProperties: false, properties: {} }, { x: 1 }), /^HttpError: unknown field "x": this call takes no fields$/);
+  assert.throws(
+    () => checkBody({ type: 'object', additionalProperties: false, properties: {} }, { x: 1 }),
+    /^HttpError: unknown field "x": this call takes no fields$/,
+  );
 });

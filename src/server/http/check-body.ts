@@ -21,7 +21,11 @@ export function checkBody(schema: JsonSchema, body: Body): Body {
   const allowed = Object.keys(props);
   if (schema['additionalProperties'] === false) {
     for (const k of Object.keys(body)) {
-      if (!allowed.includes(k)) throw badField(k, allowed.length === 0 ? `unknown field "${k}": this call takes no fields` : `unknown field "${k}": allowed fields are ${allowed.join(', ')}`);
+      if (!allowed.includes(k))
+        throw badField(
+          k,
+          allowed.length === 0 ? `unknown field "${k}": this call takes no fields` : `unknown field "${k}": allowed fields are ${allowed.join(', ')}`,
+        );
     }
   }
   for (const k of (schema['required'] ?? []) as readonly string[]) {
@@ -40,13 +44,15 @@ function checkValue(p: JsonSchema, v: unknown, field: string): void {
     case 'string': {
       if (typeof v !== 'string') throw badField(field, `field "${field}" must be a string: got ${show(v)}`);
       const pattern = p['pattern'];
-      if (typeof pattern === 'string' && !new RegExp(pattern).test(v)) throw badField(field, `field "${field}" must be ${String(p['description'] ?? `like /${pattern}/`)}: got ${show(v)}`);
+      if (typeof pattern === 'string' && !new RegExp(pattern).test(v))
+        throw badField(field, `field "${field}" must be ${String(p['description'] ?? `like /${pattern}/`)}: got ${show(v)}`);
       return;
     }
     case 'integer': {
       const min = p['minimum'] as number;
       const max = p['maximum'] as number;
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw badField(field, `field "${field}" must be an integer between ${min} and ${max}: got ${show(v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+        throw badField(field, `field "${field}" must be an integer between ${min} and ${max}: got ${show(v)}`);
       return;
     }
     case 'boolean':

@@ -28,7 +28,7 @@ test('http errors: the JSON body carries code, message and field', () => {
   assert.deepEqual(new HttpError(404, 'not_found', 'x').toJSON(), { error: { code: 'not_found', message: 'x' } });
 });
 
-test('http errors: errors the engine raises are our failures (500 with the cause), not the client\'s', () => {
+test("http errors: errors the engine raises are our failures (500 with the cause), not the client's", () => {
   const engine: Error[] = [];
   try {
     void (undefined as unknown as { x: number }).x;

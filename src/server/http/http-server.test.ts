@@ -131,14 +131,21 @@ test('http server: our own failures are 500 and logged with a stack; a bad value
 });
 
 test('http server: deeply nested JSON is a 400 naming the limit, not a stack overflow', async () => {
-  for (const deep of [`{"name":${'['.repeat(20000)}${']'.repeat(20000)}}`, `{"a":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`, `{"a":${'['.repeat(65)}${']'.repeat(65)}}`]) {
+  for (const deep of [
+    `{"name":${'['.repeat(20000)}${']'.repeat(20000)}}`,
+    `{"a":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`,
+    `{"a":${'['.repeat(65)}${']'.repeat(65)}}`,
+  ]) {
     const r = await call('POST', '/api/v1/pools', { ...json, ...admin }, deep);
     assert.equal(r.status, 400);
     assert.equal(r.body.error.code, 'invalid_json');
     assert.match(r.body.error.message, /deeper than 64 levels/);
   }
   // Brackets inside strings do not count; 64 levels pass.
-  assert.equal((await call('POST', '/api/v1/pools', { ...json, ...admin }, `{"s":"${'['.repeat(100)}\\"[","a":${'['.repeat(63)}${']'.repeat(63)}}`)).status, 201);
+  assert.equal(
+    (await call('POST', '/api/v1/pools', { ...json, ...admin }, `{"s":"${'['.repeat(100)}\\"[","a":${'['.repeat(63)}${']'.repeat(63)}}`)).status,
+    201,
+  );
 });
 
 test('http server: bigint values are exact: numbers up to 2^53 - 1, decimal strings beyond', async () => {

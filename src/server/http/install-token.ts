@@ -60,6 +60,9 @@ export function readInstallToken(dataDir: string): string | undefined {
 
 function readTokenFile(path: string): string {
   const text = readSecretFile('the install token', path).trim();
-  if (!TOKEN.test(text)) throw new Error(`the install token ${path} must hold one token of 16-256 letters, digits, "-" and "_" (its content is not shown); delete it to have a new one generated`);
+  if (!TOKEN.test(text))
+    throw new Error(
+      `the install token ${path} must hold one token of 16-256 letters, digits, "-" and "_" (its content is not shown); delete it to have a new one generated`,
+    );
   return text;
 }

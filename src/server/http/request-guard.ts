@@ -83,7 +83,11 @@ export function checkOrigin(origin: string | undefined, host: string): void {
   }
   if (!ok) {
     const shown = origin.length > 100 ? `${origin.slice(0, 97)}...` : origin;
-    throw new HttpError(403, 'cross_origin', `cross-origin request refused: Origin ${JSON.stringify(shown)} is not this server (http://${host}); the API changes the datastore only for its own dashboard and non-browser clients`);
+    throw new HttpError(
+      403,
+      'cross_origin',
+      `cross-origin request refused: Origin ${JSON.stringify(shown)} is not this server (http://${host}); the API changes the datastore only for its own dashboard and non-browser clients`,
+    );
   }
 }
 
@@ -98,6 +102,10 @@ export function hasBody(headers: { readonly 'content-length'?: string; readonly 
 export function checkJsonType(contentType: string | undefined): void {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
-    throw new HttpError(415, 'unsupported_media_type', `request body must be sent as "content-type: application/json": got ${type === '' ? 'no content-type' : JSON.stringify(type)}`);
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `request body must be sent as "content-type: application/json": got ${type === '' ? 'no content-type' : JSON.stringify(type)}`,
+    );
   }
 }

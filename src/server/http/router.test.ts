@@ -19,7 +19,16 @@ test('router matches literal paths by method and decodes params after splitting'
 });
 
 test('router answers 405 naming the allowed methods, 404 for unknown paths, 400 for bad escapes', () => {
-  assert.throws(() => r.match('PUT', '/api/v1/pools'), (e: unknown) => e instanceof HttpError && e.status === 405 && /use GET, POST/.test(e.message));
-  assert.throws(() => r.match('GET', '/api/v1/nope'), (e: unknown) => e instanceof HttpError && e.status === 404);
-  assert.throws(() => r.match('GET', '/api/v1/blocks/%E0%A4%A'), (e: unknown) => e instanceof HttpError && e.status === 400);
+  assert.throws(
+    () => r.match('PUT', '/api/v1/pools'),
+    (e: unknown) => e instanceof HttpError && e.status === 405 && /use GET, POST/.test(e.message),
+  );
+  assert.throws(
+    () => r.match('GET', '/api/v1/nope'),
+    (e: unknown) => e instanceof HttpError && e.status === 404,
+  );
+  assert.throws(
+    () => r.match('GET', '/api/v1/blocks/%E0%A4%A'),
+    (e: unknown) => e instanceof HttpError && e.status === 400,
+  );
 });

@@ -25,7 +25,8 @@ export function jsonDepth(text: string, limit: number): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -106,7 +107,8 @@ export function optionalStringMap(body: Body, field: string): Record<string, str
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
     if (!isLabelKey(k)) throw badField(`${field}.${k}`, `label key ${show(k)} in "${field}" is not a valid label name`);
-    if (typeof x !== 'string' || !isLabelValue(x)) throw badField(`${field}.${k}`, `label "${k}" in "${field}" must be a label value (63 characters of [A-Za-z0-9_.-]): got ${show(x)}`);
+    if (typeof x !== 'string' || !isLabelValue(x))
+      throw badField(`${field}.${k}`, `label "${k}" in "${field}" must be a label value (63 characters of [A-Za-z0-9_.-]): got ${show(x)}`);
     out[k] = x;
   }
   return out;

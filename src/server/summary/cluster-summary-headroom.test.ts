@@ -17,10 +17,19 @@ test("summary: each node's headroom per family, the same figures the agent's loa
   const s = await summarize(store);
   const rows = (name: string) => s.nodes.find((n) => n.name === name)!.headroom.map((h) => [h.family, h.free, h.claimable, h.headroom]);
   // v4 /28 = 13 usable, 16 blocks, 3 claimed; v6 /124 = 14 usable, 16 blocks, 2 claimed
-  assert.deepEqual(rows('node-a'), [[4, 6, 13 * 13, 6 + 169], [6, 8, 14 * 14, 8 + 196]]);
-  assert.deepEqual(rows('node-b'), [[4, 10, 169, 179], [6, 0, 196, 196]]);
+  assert.deepEqual(rows('node-a'), [
+    [4, 6, 13 * 13, 6 + 169],
+    [6, 8, 14 * 14, 8 + 196],
+  ]);
+  assert.deepEqual(rows('node-b'), [
+    [4, 10, 169, 179],
+    [6, 0, 196, 196],
+  ]);
   for (const name of ['node-a', 'node-b']) {
-    assert.deepEqual((await loadNodeHeadroom(store, name)).map((h) => [h.family, h.free, h.claimable, h.headroom]), rows(name));
+    assert.deepEqual(
+      (await loadNodeHeadroom(store, name)).map((h) => [h.family, h.free, h.claimable, h.headroom]),
+      rows(name),
+    );
   }
   await store.close();
 });

@@ -26,7 +26,10 @@ test('summary: per-pool, per-block and per-node counts from one pass', async () 
   const v6 = s.pools.find((p) => p.name === 'v6')!;
   assert.deepEqual([v6.capacity, v6.allocated, v6.blocks, v6.blockCapacity], [16n * 14n, 20, 2, 14]);
   assert.deepEqual(s.totals, { pools: 2, nodes: 2, blocks: 5, allocated: 43, capacity: 16n * 13n + 16n * 14n });
-  assert.deepEqual(s.blocks.map((b) => b.capacity), [13, 13, 13, 14, 14]);
+  assert.deepEqual(
+    s.blocks.map((b) => b.capacity),
+    [13, 13, 13, 14, 14],
+  );
   assert.deepEqual(
     s.nodes.map((n) => [n.name, n.registered, n.blocks, n.allocated]),
     [
@@ -34,8 +37,14 @@ test('summary: per-pool, per-block and per-node counts from one pass', async () 
       ['node-b', false, 1, 3],
     ],
   );
-  assert.ok(s.blocks.every((b, i) => i === 0 || b.prefix.family > s.blocks[i - 1]!.prefix.family || b.prefix.base > s.blocks[i - 1]!.prefix.base), 'address order');
-  assert.equal(s.blocks.reduce((n, b) => n + b.allocated, 0), 43);
+  assert.ok(
+    s.blocks.every((b, i) => i === 0 || b.prefix.family > s.blocks[i - 1]!.prefix.family || b.prefix.base > s.blocks[i - 1]!.prefix.base),
+    'address order',
+  );
+  assert.equal(
+    s.blocks.reduce((n, b) => n + b.allocated, 0),
+    43,
+  );
 });
 
 test('summary cache: shares a pass within the TTL and reads afresh after invalidate', async () => {

@@ -110,14 +110,45 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
   }));
   blocks.sort((a, b) => a.prefix.family - b.prefix.family || (a.prefix.base < b.prefix.base ? -1 : a.prefix.base > b.prefix.base ? 1 : 0));
 
-  const nodes = new Map<string, { podCIDRs: readonly string[]; labels: Readonly<Record<string, string>>; registered: boolean; deleting: boolean; createdAt?: string; deletedAt?: string; blocks: number; allocated: number; idle: number }>();
+  const nodes = new Map<
+    string,
+    {
+      podCIDRs: readonly string[];
+      labels: Readonly<Record<string, string>>;
+      registered: boolean;
+      deleting: boolean;
+      createdAt?: string;
+      deletedAt?: string;
+      blocks: number;
+      allocated: number;
+      idle: number;
+    }
+  >();
   for (const { record: r } of records) {
-    nodes.set(r.name, { podCIDRs: r.podCIDRs, labels: r.labels, registered: true, deleting: r.deleting === true, createdAt: r.createdAt, blocks: 0, allocated: 0, idle: 0 });
+    nodes.set(r.name, {
+      podCIDRs: r.podCIDRs,
+      labels: r.labels,
+      registered: true,
+      deleting: r.deleting === true,
+      createdAt: r.createdAt,
+      blocks: 0,
+      allocated: 0,
+      idle: 0,
+    });
   }
   for (const n of u.nodes) {
     const known = nodes.get(n.node);
     const gone = deletedAt.get(n.node);
-    const row = known ?? { podCIDRs: [], labels: {}, registered: false, deleting: false, ...(gone ? { deletedAt: gone } : {}), blocks: 0, allocated: 0, idle: 0 };
+    const row = known ?? {
+      podCIDRs: [],
+      labels: {},
+      registered: false,
+      deleting: false,
+      ...(gone ? { deletedAt: gone } : {}),
+      blocks: 0,
+      allocated: 0,
+      idle: 0,
+    };
     row.blocks = n.blocks;
     row.allocated = Number(n.allocated);
     row.idle = Number(n.idle);
@@ -148,8 +179,16 @@ export async function summarize(store: Store): Promise<ClusterSummary> {
     row[b.cidr.family] = (row[b.cidr.family] ?? 0) + Number(b.idle);
     idle.set(b.node, row);
   }
-  const headroom = snap ? headroomByNode(snap, seen, [...nodes].map(([name, n]) => ({ name, labels: n.labels, ...(idle.has(name) ? { idle: idle.get(name) } : {}) }))) : new Map<string, FamilyHeadroom[]>();
-  const nodeSummaries: NodeSummary[] = [...nodes].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle, headroom: headroom.get(name) ?? [] }));
+  const headroom = snap
+    ? headroomByNode(
+        snap,
+        seen,
+        [...nodes].map(([name, n]) => ({ name, labels: n.labels, ...(idle.has(name) ? { idle: idle.get(name) } : {}) })),
+      )
+    : new Map<string, FamilyHeadroom[]>();
+  const nodeSummaries: NodeSummary[] = [...nodes]
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([name, n]) => ({ name, ...n, inUse: n.allocated - n.idle, headroom: headroom.get(name) ?? [] }));
   return {
     generatedAt: new Date().toISOString(),
     pools: poolSummaries,

@@ -53,7 +53,10 @@ export async function resolveEtcdAccess(url: string, tls: EtcdTlsParams | undefi
     const cert = pick('cert');
     const key = pick('key');
     if ((cert === undefined) !== (key === undefined)) {
-      throw new StoreUrlError(url, cert === undefined ? `${from('key')} given without cert (the client certificate)` : `${from('cert')} given without key (its private key)`);
+      throw new StoreUrlError(
+        url,
+        cert === undefined ? `${from('key')} given without cert (the client certificate)` : `${from('cert')} given without key (its private key)`,
+      );
     }
     const read = (name: 'ca' | 'cert' | 'key'): Buffer | undefined => {
       const path = pick(name);

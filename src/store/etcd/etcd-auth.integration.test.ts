@@ -50,8 +50,14 @@ describe('EtcdStore with etcd auth', () => {
     const s = await openStore(etcd.url, { env: { PODIPAM_ETCD_USERNAME: 'podipam', PODIPAM_ETCD_PASSWORD: ODD_PASSWORD } });
     assert.equal((await s.get('auth/k'))?.value, 'v');
     await s.close();
-    await assert.rejects(openStore(etcd.url, { env: { PODIPAM_ETCD_USERNAME: 'podipam' } }), (e: unknown) => e instanceof StoreUrlError && /PODIPAM_ETCD_USERNAME=podipam set without PODIPAM_ETCD_PASSWORD/.test(e.message));
-    await assert.rejects(openStore(etcd.url, { env: { PODIPAM_ETCD_PASSWORD: 'x' } }), (e: unknown) => e instanceof StoreUrlError && /PODIPAM_ETCD_PASSWORD set without PODIPAM_ETCD_USERNAME/.test(e.message));
+    await assert.rejects(
+      openStore(etcd.url, { env: { PODIPAM_ETCD_USERNAME: 'podipam' } }),
+      (e: unknown) => e instanceof StoreUrlError && /PODIPAM_ETCD_USERNAME=podipam set without PODIPAM_ETCD_PASSWORD/.test(e.message),
+    );
+    await assert.rejects(
+      openStore(etcd.url, { env: { PODIPAM_ETCD_PASSWORD: 'x' } }),
+      (e: unknown) => e instanceof StoreUrlError && /PODIPAM_ETCD_PASSWORD set without PODIPAM_ETCD_USERNAME/.test(e.message),
+    );
   });
 
   it('a wrong password is a StoreError naming the user, never the password', async () => {
@@ -82,7 +88,10 @@ describe('EtcdStore with etcd auth', () => {
   it('a user without write permission gets a StoreError saying permission denied', async () => {
     const s = await openStore(`etcd://reader:reader-pw@${hosts()}`, { env: {} });
     assert.equal((await s.get('auth/k'))?.value, 'v');
-    await assert.rejects(s.txn([], [{ type: 'put', key: 'auth/k', value: 'w' }]), (e: unknown) => e instanceof StoreError && /permission denied/.test(e.message));
+    await assert.rejects(
+      s.txn([], [{ type: 'put', key: 'auth/k', value: 'w' }]),
+      (e: unknown) => e instanceof StoreError && /permission denied/.test(e.message),
+    );
     await s.close();
   });
 

@@ -54,7 +54,8 @@ export class EtcdRawReader {
       const res = (await this.#gateway.call('kv/range', body, 'read')) as { header?: { revision?: string }; kvs?: readonly WireKv[]; more?: boolean } | null;
       revision ??= res?.header?.revision;
       const kvs = res?.kvs ?? [];
-      for (const kv of kvs) out.push({ key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'), value: Buffer.from(kv.value ?? '', 'base64').toString('utf8') });
+      for (const kv of kvs)
+        out.push({ key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'), value: Buffer.from(kv.value ?? '', 'base64').toString('utf8') });
       const last = kvs[kvs.length - 1];
       if (res?.more !== true || last === undefined) return out;
       from = Buffer.concat([Buffer.from(last.key ?? '', 'base64'), Buffer.of(0)]);

@@ -5,7 +5,13 @@
  */
 export class EtcdRefusal extends Error {
   override readonly name = 'EtcdRefusal';
-  constructor(readonly endpoint: string, readonly path: string, readonly detail: string, readonly status: number, readonly code: number | undefined) {
+  constructor(
+    readonly endpoint: string,
+    readonly path: string,
+    readonly detail: string,
+    readonly status: number,
+    readonly code: number | undefined,
+  ) {
     super(`${endpoint} refused ${path}: ${detail} (HTTP ${status}, gRPC code ${code ?? 'none'})`);
   }
 

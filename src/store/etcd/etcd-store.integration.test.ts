@@ -74,7 +74,10 @@ describe('EtcdStore', () => {
     await s.txn([], [{ type: 'put', key: 'root-test/k', value: 'inside' }]);
     const all = await s.list('');
     assert.ok(all.length > 0);
-    assert.ok(all.every((e) => e.value !== 'outside'), 'a key outside /podipam/ leaked into list');
+    assert.ok(
+      all.every((e) => e.value !== 'outside'),
+      'a key outside /podipam/ leaked into list',
+    );
     const stored = await raw('kv/range', { key: b64('/podipam/root-test/k') });
     assert.equal(stored.kvs?.length, 1);
     await s.close();
@@ -186,7 +189,10 @@ describe('EtcdStore watch', () => {
       return true;
     });
     // from the oldest kept revision on, the watch works
-    assert.deepEqual((await takeEvents(s.watch('compact/', r2), 1)).events.map((e) => e.value), ['2']);
+    assert.deepEqual(
+      (await takeEvents(s.watch('compact/', r2), 1)).events.map((e) => e.value),
+      ['2'],
+    );
     await s.close();
   });
 });
@@ -239,7 +245,7 @@ describe('EtcdStore on a 3-member cluster', () => {
     const revs: number[] = [];
     const write = async (i: number) => revs.push((await writer.txn([], [{ type: 'put', key: `${p}${String(i).padStart(3, '0')}`, value: String(i) }])).rev);
     const waitSeen = async (n: number) => {
-      for (const deadline = Date.now() + 30_000; seen.length < n; ) {
+      for (const deadline = Date.now() + 30_000; seen.length < n;) {
         assert.ok(Date.now() < deadline, `the watch saw ${seen.length} of ${n} events`);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -257,8 +263,14 @@ describe('EtcdStore on a 3-member cluster', () => {
     await new Promise((r) => setTimeout(r, 300)); // room for a duplicate to show up
     await it.return?.();
     await pump;
-    assert.deepEqual(seen.map((e) => e.value), Array.from({ length: 30 }, (_, i) => String(i)));
-    assert.deepEqual(seen.map((e) => e.modRevision), revs);
+    assert.deepEqual(
+      seen.map((e) => e.value),
+      Array.from({ length: 30 }, (_, i) => String(i)),
+    );
+    assert.deepEqual(
+      seen.map((e) => e.modRevision),
+      revs,
+    );
     await watcher.close();
     await writer.close();
   });

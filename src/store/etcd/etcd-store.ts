@@ -116,7 +116,8 @@ export class EtcdStore implements Store {
   async identity(): Promise<string> {
     const res = (await this.#call('kv/range', { key: rootedBytes('').toString('base64'), count_only: true }, 'read')) as WireRange;
     const id = res.header?.cluster_id;
-    if (typeof id !== 'string' || !/^\d+$/.test(id)) throw new StoreError(this.url, `etcd answered a read without a cluster id in its header (header.cluster_id: ${JSON.stringify(id)})`);
+    if (typeof id !== 'string' || !/^\d+$/.test(id))
+      throw new StoreError(this.url, `etcd answered a read without a cluster id in its header (header.cluster_id: ${JSON.stringify(id)})`);
     return `etcd cluster ${BigInt(id).toString(16)}`;
   }
 
@@ -191,9 +192,7 @@ export class EtcdStore implements Store {
       compare: compares.map((c, i) => ({ key: keys[i], target: 'MOD', result: 'EQUAL', mod_revision: String(c.rev) })),
       success: ops.map((op) => {
         const key = rootedBytes(op.key).toString('base64');
-        return op.type === 'put'
-          ? { request_put: { key, value: Buffer.from(op.value, 'utf8').toString('base64') } }
-          : { request_delete_range: { key } };
+        return op.type === 'put' ? { request_put: { key, value: Buffer.from(op.value, 'utf8').toString('base64') } } : { request_delete_range: { key } };
       }),
       failure: keys.map((key) => ({ request_range: { key } })),
     };

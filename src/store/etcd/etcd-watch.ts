@@ -195,9 +195,11 @@ export class EtcdWatch {
         batch = [];
       }
       batchRev = entry.rev;
-      batch.push(e.type === 'DELETE'
-        ? { type: 'delete', key: entry.key, value: '', modRevision: entry.rev }
-        : { type: 'put', key: entry.key, value: entry.value, modRevision: entry.rev });
+      batch.push(
+        e.type === 'DELETE'
+          ? { type: 'delete', key: entry.key, value: '', modRevision: entry.rev }
+          : { type: 'put', key: entry.key, value: entry.value, modRevision: entry.rev },
+      );
     }
     if (batch.length > 0) {
       this.feed.push(batch);

@@ -24,16 +24,30 @@ export interface HttpTransport {
  */
 export class HttpPostError extends Error {
   override readonly name = 'HttpPostError';
-  constructor(readonly reason: string, readonly connected: boolean, readonly tls = false) {
+  constructor(
+    readonly reason: string,
+    readonly connected: boolean,
+    readonly tls = false,
+  ) {
     super(reason);
   }
 }
 
 // OpenSSL's certificate verification codes as Node reports them, and its TLS error families.
 const TLS_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
-  'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'INVALID_PURPOSE', 'HOSTNAME_MISMATCH', 'EPROTO',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'INVALID_PURPOSE',
+  'HOSTNAME_MISMATCH',
+  'EPROTO',
 ]);
 const isTlsFailure = (code: string): boolean => TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_');
 

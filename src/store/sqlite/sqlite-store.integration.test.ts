@@ -159,14 +159,26 @@ describe('SqliteStore', () => {
     const store = await openStore(url, { timeoutMs: 300 });
     let holder: ReturnType<typeof child> | undefined;
     try {
-      const r = await store.txn([], [{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'b', value: '2' }]);
+      const r = await store.txn(
+        [],
+        [
+          { type: 'put', key: 'a', value: '1' },
+          { type: 'put', key: 'b', value: '2' },
+        ],
+      );
       const watch = store.watch('', 1);
       holder = await lockHolder(url, 'IMMEDIATE');
       // A BEGIN IMMEDIATE here would wait 300 ms and fail: these come back at once.
-      assert.deepEqual((await store.getMany(['b', 'a', 'c'])).map((e) => e?.value), ['2', '1', undefined]);
+      assert.deepEqual(
+        (await store.getMany(['b', 'a', 'c'])).map((e) => e?.value),
+        ['2', '1', undefined],
+      );
       assert.equal(await store.revision(), r.rev);
       assert.equal((await store.list('')).length, 2);
-      assert.deepEqual((await takeEvents(watch, 2)).events.map((e) => e.key), ['a', 'b']);
+      assert.deepEqual(
+        (await takeEvents(watch, 2)).events.map((e) => e.key),
+        ['a', 'b'],
+      );
       await assert.rejects(store.txn([], [{ type: 'put', key: 'c', value: '3' }]), StoreUnavailableError); // the lock is real
     } finally {
       holder?.proc.kill('SIGKILL');
@@ -188,7 +200,10 @@ describe('SqliteStore', () => {
       );
       const { events } = await takeEvents(watch, 21);
       assert.equal((await writer.exited).code, 0);
-      assert.deepEqual(events.slice(0, 20).map((e) => [e.type, e.key, e.value, e.modRevision]), Array.from({ length: 20 }, (_, i) => ['put', `w/${i}`, String(i), i + 1]));
+      assert.deepEqual(
+        events.slice(0, 20).map((e) => [e.type, e.key, e.value, e.modRevision]),
+        Array.from({ length: 20 }, (_, i) => ['put', `w/${i}`, String(i), i + 1]),
+      );
       assert.deepEqual(events[20], { type: 'delete', key: 'w/3', value: '', modRevision: 21 });
     } finally {
       await store.close();
@@ -239,7 +254,10 @@ describe('SqliteStore', () => {
       await holder.exited;
       const results = await writes;
       const ticks = watch.stop();
-      assert.ok(results.every((r) => r.status === 'fulfilled' && r.value.succeeded), results.map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason))).join('; '));
+      assert.ok(
+        results.every((r) => r.status === 'fulfilled' && r.value.succeeded),
+        results.map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason))).join('; '),
+      );
       assert.equal((await store.list('w')).length, 5);
       assert.ok(ticks >= 10, `the event loop ran only ${ticks} timer ticks in the 1.5 s the writes waited: it was blocked`);
     } finally {
@@ -248,39 +266,46 @@ describe('SqliteStore', () => {
     }
   });
 
-  it('5 parallel txns facing a lock that outlasts the timeout all fail after about timeoutMs, together, without blocking the event loop', { timeout: 30_000 }, async () => {
-    const url = freshUrl();
-    const store = await openStore(url, { timeoutMs: 1000 });
-    let holder: ReturnType<typeof child> | undefined;
-    try {
-      holder = await lockHolder(url, 'EXCLUSIVE');
-      let failed = 0;
-      const watch = loopWatch(() => failed < 5);
-      const t0 = performance.now();
-      const failedAfter = await Promise.all(
-        Array.from({ length: 5 }, async (_, i) => {
-          await assert.rejects(store.txn([], [{ type: 'put', key: `w${i}`, value: String(i) }]), (e: unknown) => {
-            assert.ok(e instanceof StoreUnavailableError, String(e));
-            assert.match(e.reason, /locked .* over 1000 ms/);
-            return true;
-          });
-          failed++;
-          return performance.now() - t0;
-        }),
-      );
-      const ticks = watch.stop();
-      assert.ok(failedAfter.every((ms) => ms >= 950), `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms, before the 1000 ms timeout`);
-      // One after another, the last would fail after 5 × 1000 ms; together, all near 1000 ms.
-      assert.ok(Math.max(...failedAfter) < 4000, `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms: the 5 waits did not overlap`);
-      assert.ok(ticks >= 10, `the event loop ran only ${ticks} timer ticks while the writes waited: it was blocked`);
-      holder.proc.kill('SIGKILL');
-      await holder.exited;
-      assert.equal((await store.list('w')).length, 0, 'a failed txn wrote something');
-    } finally {
-      holder?.proc.kill('SIGKILL');
-      await store.close();
-    }
-  });
+  it(
+    '5 parallel txns facing a lock that outlasts the timeout all fail after about timeoutMs, together, without blocking the event loop',
+    { timeout: 30_000 },
+    async () => {
+      const url = freshUrl();
+      const store = await openStore(url, { timeoutMs: 1000 });
+      let holder: ReturnType<typeof child> | undefined;
+      try {
+        holder = await lockHolder(url, 'EXCLUSIVE');
+        let failed = 0;
+        const watch = loopWatch(() => failed < 5);
+        const t0 = performance.now();
+        const failedAfter = await Promise.all(
+          Array.from({ length: 5 }, async (_, i) => {
+            await assert.rejects(store.txn([], [{ type: 'put', key: `w${i}`, value: String(i) }]), (e: unknown) => {
+              assert.ok(e instanceof StoreUnavailableError, String(e));
+              assert.match(e.reason, /locked .* over 1000 ms/);
+              return true;
+            });
+            failed++;
+            return performance.now() - t0;
+          }),
+        );
+        const ticks = watch.stop();
+        assert.ok(
+          failedAfter.every((ms) => ms >= 950),
+          `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms, before the 1000 ms timeout`,
+        );
+        // One after another, the last would fail after 5 × 1000 ms; together, all near 1000 ms.
+        assert.ok(Math.max(...failedAfter) < 4000, `failed after ${failedAfter.map((ms) => ms.toFixed(0)).join(', ')} ms: the 5 waits did not overlap`);
+        assert.ok(ticks >= 10, `the event loop ran only ${ticks} timer ticks while the writes waited: it was blocked`);
+        holder.proc.kill('SIGKILL');
+        await holder.exited;
+        assert.equal((await store.list('w')).length, 0, 'a failed txn wrote something');
+      } finally {
+        holder?.proc.kill('SIGKILL');
+        await store.close();
+      }
+    },
+  );
 
   it('a call waiting for a lock when the store is closed fails with StoreError', { timeout: 60_000 }, async () => {
     const url = freshUrl();

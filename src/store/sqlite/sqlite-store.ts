@@ -294,9 +294,11 @@ export class SqliteStore implements Store {
         w.feed.push(batch);
         batch = [];
       }
-      batch.push(row.value === null
-        ? { type: 'delete', key: row.key, value: '', modRevision: row.rev }
-        : { type: 'put', key: row.key, value: row.value, modRevision: row.rev });
+      batch.push(
+        row.value === null
+          ? { type: 'delete', key: row.key, value: '', modRevision: row.rev }
+          : { type: 'put', key: row.key, value: row.value, modRevision: row.rev },
+      );
     }
     w.feed.push(batch);
     w.next = Math.max(w.next, read.edge + 1);

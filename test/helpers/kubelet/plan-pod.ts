@@ -28,7 +28,13 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 
 /** A pod as the API server would hold it after admission (name, namespace, uid set). */
 export interface Pod {
-  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string; readonly labels?: Readonly<Record<string, string>>; readonly annotations?: Readonly<Record<string, string>> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
   readonly spec: Obj;
 }
 
@@ -45,7 +51,14 @@ export interface NodeView extends Omit<EnvSources, 'pod' | 'serviceAccountName'>
 export type VolumePlan =
   | { readonly name: string; readonly kind: 'hostPath'; readonly path: string; readonly type: string }
   | { readonly name: string; readonly kind: 'dir'; readonly dir: string; readonly memory: boolean; readonly gid?: number }
-  | { readonly name: string; readonly kind: 'files'; readonly dir: string; readonly files: readonly { path: string; content: string; mode: number }[]; readonly gid?: number; readonly nested: readonly string[] };
+  | {
+      readonly name: string;
+      readonly kind: 'files';
+      readonly dir: string;
+      readonly files: readonly { path: string; content: string; mode: number }[];
+      readonly gid?: number;
+      readonly nested: readonly string[];
+    };
 
 export type ProbeAction =
   | { readonly kind: 'http'; readonly scheme: 'http' | 'https'; readonly host: string; readonly port: number; readonly path: string }
@@ -77,12 +90,51 @@ export interface PodPlan {
 }
 
 const POD_FIELDS = [
-  'containers', 'initContainers', 'volumes', 'nodeName', 'hostNetwork', 'dnsPolicy', 'securityContext', 'serviceAccountName', 'serviceAccount',
-  'automountServiceAccountToken', 'enableServiceLinks', 'terminationGracePeriodSeconds', 'priorityClassName', 'tolerations', 'affinity', 'nodeSelector',
+  'containers',
+  'initContainers',
+  'volumes',
+  'nodeName',
+  'hostNetwork',
+  'dnsPolicy',
+  'securityContext',
+  'serviceAccountName',
+  'serviceAccount',
+  'automountServiceAccountToken',
+  'enableServiceLinks',
+  'terminationGracePeriodSeconds',
+  'priorityClassName',
+  'tolerations',
+  'affinity',
+  'nodeSelector',
 ];
-const CONTAINER_FIELDS = ['name', 'image', 'imagePullPolicy', 'command', 'args', 'workingDir', 'env', 'envFrom', 'volumeMounts', 'securityContext', 'resources', 'ports', 'readinessProbe', 'livenessProbe', 'startupProbe'];
+const CONTAINER_FIELDS = [
+  'name',
+  'image',
+  'imagePullPolicy',
+  'command',
+  'args',
+  'workingDir',
+  'env',
+  'envFrom',
+  'volumeMounts',
+  'securityContext',
+  'resources',
+  'ports',
+  'readinessProbe',
+  'livenessProbe',
+  'startupProbe',
+];
 const POD_SC_FIELDS = ['runAsUser', 'runAsGroup', 'runAsNonRoot', 'fsGroup', 'supplementalGroups', 'seccompProfile'];
-const CONTAINER_SC_FIELDS = ['runAsUser', 'runAsGroup', 'runAsNonRoot', 'readOnlyRootFilesystem', 'capabilities', 'allowPrivilegeEscalation', 'privileged', 'seccompProfile'];
+const CONTAINER_SC_FIELDS = [
+  'runAsUser',
+  'runAsGroup',
+  'runAsNonRoot',
+  'readOnlyRootFilesystem',
+  'capabilities',
+  'allowPrivilegeEscalation',
+  'privileged',
+  'seccompProfile',
+];
 
 const int = (v: unknown, path: string): number | undefined => {
   if (v === undefined) return undefined;
@@ -114,7 +166,8 @@ function planVolumes(pod: Pod, node: NodeView, fsGroup: number | undefined, nest
       out.push({ name, kind: 'hostPath', path: String(src.path), type: typeof src.type === 'string' ? src.type : '' });
     } else if (kind === 'emptyDir') {
       onlyKnown(src, `${p}.emptyDir`, ['medium']);
-      if (src.medium !== undefined && src.medium !== '' && src.medium !== 'Memory') throw new UnsupportedFieldError(`${p}.emptyDir.medium`, `${JSON.stringify(src.medium)} is not honoured ("" or Memory)`);
+      if (src.medium !== undefined && src.medium !== '' && src.medium !== 'Memory')
+        throw new UnsupportedFieldError(`${p}.emptyDir.medium`, `${JSON.stringify(src.medium)} is not honoured ("" or Memory)`);
       out.push({ name, kind: 'dir', dir, memory: src.medium === 'Memory', ...(fsGroup !== undefined ? { gid: fsGroup } : {}) });
     } else if (kind === 'persistentVolumeClaim') {
       // A claim is bound to a fresh empty local volume on this node.
@@ -125,7 +178,10 @@ function planVolumes(pod: Pod, node: NodeView, fsGroup: number | undefined, nest
       const ref = String(kind === 'configMap' ? src.name : src.secretName);
       const data = (kind === 'configMap' ? node.configMaps : node.secrets)[ref];
       if (data === undefined && src.optional !== true) {
-        throw new UnsupportedFieldError(`${p}.${kind}.${kind === 'configMap' ? 'name' : 'secretName'}`, `no ${kind === 'configMap' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(ref)} in namespace ${pod.metadata.namespace} (kubelet would keep the pod ContainerCreating)`);
+        throw new UnsupportedFieldError(
+          `${p}.${kind}.${kind === 'configMap' ? 'name' : 'secretName'}`,
+          `no ${kind === 'configMap' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(ref)} in namespace ${pod.metadata.namespace} (kubelet would keep the pod ContainerCreating)`,
+        );
       }
       const mode = int(src.defaultMode, `${p}.${kind}.defaultMode`) ?? 0o644;
       const files = Object.entries(data ?? {}).map(([k, c]) => ({ path: k, content: c, mode }));
@@ -152,7 +208,13 @@ function probeOf(o: unknown, path: string, hostIP: string, ports: Map<string, nu
     onlyKnown(h, `${path}.httpGet`, ['host', 'path', 'port', 'scheme']);
     const scheme = h.scheme === undefined || h.scheme === 'HTTP' ? 'http' : h.scheme === 'HTTPS' ? 'https' : undefined;
     if (scheme === undefined) throw new UnsupportedFieldError(`${path}.httpGet.scheme`, `${JSON.stringify(h.scheme)}: HTTP or HTTPS`);
-    action = { kind: 'http', scheme, host: typeof h.host === 'string' ? h.host : hostIP, port: portOf(h.port, `${path}.httpGet.port`), path: typeof h.path === 'string' ? h.path : '/' };
+    action = {
+      kind: 'http',
+      scheme,
+      host: typeof h.host === 'string' ? h.host : hostIP,
+      port: portOf(h.port, `${path}.httpGet.port`),
+      path: typeof h.path === 'string' ? h.path : '/',
+    };
   } else if (pr.tcpSocket !== undefined) {
     const t = objAt(pr.tcpSocket, `${path}.tcpSocket`);
     onlyKnown(t, `${path}.tcpSocket`, ['host', 'port']);
@@ -195,7 +257,8 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
   const src: EnvSources = { ...node, pod: { ...pod.metadata, labels, annotations }, serviceAccountName: saName, podIP };
 
   const dnsPolicy = String(spec.dnsPolicy ?? 'ClusterFirst');
-  if (!['ClusterFirst', 'ClusterFirstWithHostNet', 'Default'].includes(dnsPolicy)) throw new UnsupportedFieldError('spec.dnsPolicy', `${JSON.stringify(dnsPolicy)} is not honoured (ClusterFirst, ClusterFirstWithHostNet, Default)`);
+  if (!['ClusterFirst', 'ClusterFirstWithHostNet', 'Default'].includes(dnsPolicy))
+    throw new UnsupportedFieldError('spec.dnsPolicy', `${JSON.stringify(dnsPolicy)} is not honoured (ClusterFirst, ClusterFirstWithHostNet, Default)`);
   const clusterDns = dnsPolicy === 'ClusterFirstWithHostNet' || (dnsPolicy === 'ClusterFirst' && !hostNetwork);
   const d = node.clusterDns.domain;
   const netMode = hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD;
@@ -210,8 +273,15 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
     metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid, attempt: 0 },
     hostname: hostNetwork ? '' : pod.metadata.name,
     logDirectory: node.logDirectory,
-    ...(clusterDns ? { dnsConfig: { servers: [node.clusterDns.server], searches: [`${pod.metadata.namespace}.svc.${d}`, `svc.${d}`, d], options: ['ndots:5'] } } : {}),
-    labels: { ...labels, 'io.kubernetes.pod.name': pod.metadata.name, 'io.kubernetes.pod.namespace': pod.metadata.namespace, 'io.kubernetes.pod.uid': pod.metadata.uid },
+    ...(clusterDns
+      ? { dnsConfig: { servers: [node.clusterDns.server], searches: [`${pod.metadata.namespace}.svc.${d}`, `svc.${d}`, d], options: ['ndots:5'] } }
+      : {}),
+    labels: {
+      ...labels,
+      'io.kubernetes.pod.name': pod.metadata.name,
+      'io.kubernetes.pod.namespace': pod.metadata.namespace,
+      'io.kubernetes.pod.uid': pod.metadata.uid,
+    },
     annotations,
     linux: {
       securityContext: {
@@ -270,8 +340,13 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
     const runAsUser = int(sc.runAsUser, `${path}.securityContext.runAsUser`) ?? int(podSc.runAsUser, 'spec.securityContext.runAsUser');
     const runAsGroup = int(sc.runAsGroup, `${path}.securityContext.runAsGroup`) ?? int(podSc.runAsGroup, 'spec.securityContext.runAsGroup');
     const nonRoot = (sc.runAsNonRoot ?? podSc.runAsNonRoot) === true;
-    if (nonRoot && runAsUser === undefined) throw new UnsupportedFieldError(`${path}.securityContext.runAsNonRoot`, 'cannot be verified without runAsUser (the test kubelet does not read the image USER)');
-    if (nonRoot && runAsUser === 0) throw new UnsupportedFieldError(`${path}.securityContext.runAsNonRoot`, 'container has runAsNonRoot and runAsUser 0 (kubelet refuses to start it)');
+    if (nonRoot && runAsUser === undefined)
+      throw new UnsupportedFieldError(
+        `${path}.securityContext.runAsNonRoot`,
+        'cannot be verified without runAsUser (the test kubelet does not read the image USER)',
+      );
+    if (nonRoot && runAsUser === 0)
+      throw new UnsupportedFieldError(`${path}.securityContext.runAsNonRoot`, 'container has runAsNonRoot and runAsUser 0 (kubelet refuses to start it)');
     const mounts: CriMount[] = mountsOf(c, path).map((m, i) => {
       const mp = `${path}.volumeMounts[${i}]`;
       onlyKnown(m, mp, ['name', 'mountPath', 'readOnly', 'subPath']);
@@ -281,7 +356,8 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
       // configMap, secret and token volumes are read-only whatever the mount says (as kubelet makes them).
       return { containerPath: String(m.mountPath), hostPath: hostPathOf(v) + sub, readonly: m.readOnly === true || v.kind === 'files' };
     });
-    if (automount && !mounts.some((m) => m.containerPath === SERVICE_ACCOUNT_DIR)) mounts.push({ containerPath: SERVICE_ACCOUNT_DIR, hostPath: `${node.volumeRoot}/kube-api-access`, readonly: true });
+    if (automount && !mounts.some((m) => m.containerPath === SERVICE_ACCOUNT_DIR))
+      mounts.push({ containerPath: SERVICE_ACCOUNT_DIR, hostPath: `${node.volumeRoot}/kube-api-access`, readonly: true });
     const ports = new Map<string, number>();
     for (const [i, p] of listAt(c.ports, `${path}.ports`).entries()) {
       onlyKnown(p, `${path}.ports[${i}]`, ['name', 'containerPort', 'protocol']);
@@ -297,12 +373,20 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
       workingDir: typeof c.workingDir === 'string' ? c.workingDir : '',
       envs: [...env].map(([key, value]) => ({ key, value })),
       mounts,
-      labels: { 'io.kubernetes.container.name': name, 'io.kubernetes.pod.name': pod.metadata.name, 'io.kubernetes.pod.namespace': pod.metadata.namespace, 'io.kubernetes.pod.uid': pod.metadata.uid },
+      labels: {
+        'io.kubernetes.container.name': name,
+        'io.kubernetes.pod.name': pod.metadata.name,
+        'io.kubernetes.pod.namespace': pod.metadata.namespace,
+        'io.kubernetes.pod.uid': pod.metadata.uid,
+      },
       annotations: {},
       logPath: `${name}/0.log`,
       linux: {
         securityContext: {
-          capabilities: { addCapabilities: ((caps.add as string[] | undefined) ?? []).map(String), dropCapabilities: ((caps.drop as string[] | undefined) ?? []).map(String) },
+          capabilities: {
+            addCapabilities: ((caps.add as string[] | undefined) ?? []).map(String),
+            dropCapabilities: ((caps.drop as string[] | undefined) ?? []).map(String),
+          },
           privileged: sc.privileged === true,
           namespaceOptions,
           ...(runAsUser !== undefined ? { runAsUser: { value: runAsUser } } : {}),
@@ -320,7 +404,8 @@ export function planPod(pod: Pod, node: NodeView): PodPlan {
     return { name, path, config, ...(readiness ? { readiness } : {}), ...(liveness ? { liveness } : {}), ...(startup ? { startup } : {}) };
   };
   for (const { c, path } of initList.map((c, i) => ({ c, path: `spec.initContainers[${i}]` }))) {
-    for (const k of ['readinessProbe', 'livenessProbe', 'startupProbe']) if (c[k] !== undefined) throw new UnsupportedFieldError(`${path}.${k}`, 'an init container may not have probes');
+    for (const k of ['readinessProbe', 'livenessProbe', 'startupProbe'])
+      if (c[k] !== undefined) throw new UnsupportedFieldError(`${path}.${k}`, 'an init container may not have probes');
   }
   return {
     sandbox,

@@ -19,7 +19,13 @@ export interface ServiceView {
 
 /** What the API server knows that a pod's environment draws on. */
 export interface EnvSources {
-  readonly pod: { readonly name: string; readonly namespace: string; readonly uid: string; readonly labels: Readonly<Record<string, string>>; readonly annotations: Readonly<Record<string, string>> };
+  readonly pod: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly labels: Readonly<Record<string, string>>;
+    readonly annotations: Readonly<Record<string, string>>;
+  };
   readonly nodeName: string;
   readonly hostIP: string;
   readonly podIP: string;
@@ -50,7 +56,17 @@ export function serviceVars(s: ServiceView): Record<string, string> {
   return out;
 }
 
-const FIELD_PATHS = ['metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName', 'status.hostIP', 'status.podIP', 'status.hostIPs', 'status.podIPs'];
+const FIELD_PATHS = [
+  'metadata.name',
+  'metadata.namespace',
+  'metadata.uid',
+  'spec.nodeName',
+  'spec.serviceAccountName',
+  'status.hostIP',
+  'status.podIP',
+  'status.hostIPs',
+  'status.podIPs',
+];
 
 function fieldValue(fieldPath: string, src: EnvSources, path: string): string {
   const m = /^metadata\.(labels|annotations)\['([^']+)'\]$/.exec(fieldPath);
@@ -73,7 +89,10 @@ function fieldValue(fieldPath: string, src: EnvSources, path: string): string {
     case 'status.podIPs':
       return src.podIP;
   }
-  throw new UnsupportedFieldError(path, `fieldPath ${JSON.stringify(fieldPath)} is not one of ${FIELD_PATHS.join(', ')}, metadata.labels['…'], metadata.annotations['…']`);
+  throw new UnsupportedFieldError(
+    path,
+    `fieldPath ${JSON.stringify(fieldPath)} is not one of ${FIELD_PATHS.join(', ')}, metadata.labels['…'], metadata.annotations['…']`,
+  );
 }
 
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
@@ -91,13 +110,19 @@ export function containerEnv(container: Record<string, unknown>, path: string, s
     const p = `${path}.envFrom[${i}]`;
     onlyKnown(from, p, ['configMapRef', 'secretRef', 'prefix']);
     const prefix = typeof from.prefix === 'string' ? from.prefix : '';
-    const [kind, ref] = from.configMapRef !== undefined ? (['configMapRef', objAt(from.configMapRef, `${p}.configMapRef`)] as const) : (['secretRef', objAt(from.secretRef, `${p}.secretRef`)] as const);
+    const [kind, ref] =
+      from.configMapRef !== undefined
+        ? (['configMapRef', objAt(from.configMapRef, `${p}.configMapRef`)] as const)
+        : (['secretRef', objAt(from.secretRef, `${p}.secretRef`)] as const);
     onlyKnown(ref, `${p}.${kind}`, ['name', 'optional']);
     const name = String(ref.name);
     const data = (kind === 'configMapRef' ? src.configMaps : src.secrets)[name];
     if (data === undefined) {
       if (ref.optional === true) continue;
-      throw new UnsupportedFieldError(`${p}.${kind}.name`, `no ${kind === 'configMapRef' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(name)} in namespace ${pod.namespace} (kubelet would not start the container)`);
+      throw new UnsupportedFieldError(
+        `${p}.${kind}.name`,
+        `no ${kind === 'configMapRef' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(name)} in namespace ${pod.namespace} (kubelet would not start the container)`,
+      );
     }
     for (const [k, v] of Object.entries(data)) if (ENV_NAME.test(prefix + k)) env.set(prefix + k, v);
   }
@@ -123,7 +148,10 @@ export function containerEnv(container: Record<string, unknown>, path: string, s
     const value = (kind === 'configMapKeyRef' ? src.configMaps : src.secrets)[String(ref.name)]?.[String(ref.key)];
     if (value === undefined) {
       if (ref.optional === true) continue;
-      throw new UnsupportedFieldError(`${p}.valueFrom.${kind}`, `no key ${JSON.stringify(ref.key)} in ${kind === 'configMapKeyRef' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(ref.name)} (kubelet would not start the container)`);
+      throw new UnsupportedFieldError(
+        `${p}.valueFrom.${kind}`,
+        `no key ${JSON.stringify(ref.key)} in ${kind === 'configMapKeyRef' ? 'ConfigMap' : 'Secret'} ${JSON.stringify(ref.name)} (kubelet would not start the container)`,
+      );
     }
     env.set(name, value);
   }

@@ -20,7 +20,8 @@ const suffix = (n: number): string => [...randomBytes(n)].map((b) => 'bcdfghjklm
 
 /** A pod of `w` for node `nodeName` (`ordinal`: the StatefulSet replica, 0 by default). */
 export function podOfWorkload(w: Workload, nodeName: string, ordinal = 0): Pod & { readonly spec: Record<string, unknown> } {
-  if (!['Deployment', 'DaemonSet', 'StatefulSet'].includes(w.kind)) throw new UnsupportedFieldError('kind', `${JSON.stringify(w.kind)} has no pod template the test kubelet runs`);
+  if (!['Deployment', 'DaemonSet', 'StatefulSet'].includes(w.kind))
+    throw new UnsupportedFieldError('kind', `${JSON.stringify(w.kind)} has no pod template the test kubelet runs`);
   const spec = objAt(w.spec, 'spec');
   const template = objAt(spec.template, 'spec.template');
   onlyKnown(template, 'spec.template', ['metadata', 'spec']);
@@ -44,7 +45,13 @@ export function podOfWorkload(w: Workload, nodeName: string, ordinal = 0): Pod &
     name = `${w.metadata.name}-${suffix(5)}`;
   }
   return {
-    metadata: { name, namespace, uid: randomUUID(), labels, ...(meta.annotations !== undefined ? { annotations: meta.annotations as Record<string, string> } : {}) },
+    metadata: {
+      name,
+      namespace,
+      uid: randomUUID(),
+      labels,
+      ...(meta.annotations !== undefined ? { annotations: meta.annotations as Record<string, string> } : {}),
+    },
     spec: { ...podSpec, nodeName },
   };
 }
