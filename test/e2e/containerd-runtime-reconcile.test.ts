@@ -5,7 +5,8 @@
  * runtime never had (cluster mode and local mode, through bin/podipam as the plain plugin).
  * Then: `podipam gc --runtime-endpoint … --dry-run` and `ipam check --runtime-endpoint` list
  * exactly the planted ones; the agent
- * with `--runtime-endpoint` frees nothing while containerd hangs (SIGSTOP) or its socket is gone,
+ * with `--runtime-endpoint` frees nothing while its socket is gone, containerd hangs (SIGSTOP) or
+ * is killed and started again on the same dirs (its shims keep the sandboxes),
  * frees exactly the planted ones once it answers again, and never frees the address of a
  * sandbox whose ADD is slow (a wrapper around the IPAM plugin sleeps after it answered: the
  * agent's call is over, the runtime does not list the sandbox yet — only the grace protects it).
@@ -210,7 +211,8 @@ test(
       assert.equal(gone.freed['runtime-absent'], 0);
       assert.match(gone.lastError ?? '', /listing the runtime's sandboxes/);
       // … then the socket is there but containerd hangs (stopped: it accepts, never answers).
-      const ctdPid = containerdPid(rt);
+      const ctdPid = rt.pid;
+      assert.equal(ctdPid, containerdPid(rt), "the helper's pid is containerd's");
       process.kill(ctdPid, 'SIGSTOP');
       stopped = ctdPid;
       symlinkSync(rt.socket, criLink);
@@ -220,8 +222,16 @@ test(
       assert.equal(hung.state, 'failed');
       assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'nothing freed while the runtime did not answer');
       assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
-      process.kill(ctdPid, 'SIGCONT');
-      stopped = undefined;
+      // … then containerd dies as it hangs (SIGKILL: its shims keep the sandboxes) and starts again
+      // on the same dirs: nothing is freed while it is down, and what it lists once back decides.
+      const hungErrors = hung.errors;
+      await rt.restart(async () => {
+        stopped = undefined;
+        const down = await until('two failed passes while containerd is down', (r) => r.errors >= hungErrors + 2);
+        assert.equal(down.freed['runtime-absent'], 0);
+        assert.deepEqual(await clusterHolders(), [...real, 'leak-a', 'leak-b'].sort(), 'nothing freed while containerd was down');
+        assert.deepEqual(localHolders(), ['leak-local', real[0]!].sort());
+      }, 'SIGKILL');
 
       // Back: two fresh answers, and exactly the planted allocations go.
       const back = await until('the planted allocations freed', (r) => r.freed['runtime-absent'] === 3);

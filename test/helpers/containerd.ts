@@ -58,6 +58,12 @@ export interface Containerd {
   onNode(cmd: string, args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string };
   /** containerd's stderr so far. */
   log(): string;
+  /**
+   * Stops containerd with `signal` (its shims and sandboxes live on, as on a node), runs `whileDown`
+   * (the caller's checks while no containerd serves the socket), and starts it again on the same
+   * dirs; resolves once CRI answers again.
+   */
+  restart(whileDown?: () => Promise<void>, signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -195,25 +201,36 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
         ],
       ]
     : ['/usr/bin/containerd', ['--config', config]];
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
-  live.add(child);
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
+  let child!: ChildProcess;
   let exited = false;
-  const done = new Promise<void>((resolve) => child.on('exit', () => ((exited = true), live.delete(child), resolve())));
-  let cri: CriClient | undefined;
-  try {
-    cri = criClient(socket);
+  let done!: Promise<void>;
+  const launch = (): void => {
+    const c = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH } });
+    child = c;
+    exited = false;
+    live.add(c);
+    c.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d.length > 0 && stderr.length < 4 << 20 ? d : ''));
+    done = new Promise<void>((resolve) => c.on('exit', () => ((exited = true), live.delete(c), resolve())));
+  };
+  const answered = async (c: CriClient): Promise<void> => {
     for (let i = 0; ; i++) {
       if (exited) throw new Error(`containerd exited before it answered on ${socket}:\n${stderr.slice(-4000)}`);
       try {
-        await cri.version();
-        break;
+        await c.version();
+        return;
       } catch (e) {
-        if (i > 600) throw new Error(`containerd did not answer CRI Version on ${socket} within 60 s: ${(e as Error).message}\n${stderr.slice(-4000)}`);
+        if (i > 600)
+          throw new Error(`containerd did not answer CRI Version on ${socket} within 60 s: ${(e as Error).message}\n${stderr.slice(-4000)}`, { cause: e });
         await sleep(100);
       }
     }
+  };
+  launch();
+  let cri: CriClient | undefined;
+  try {
+    cri = criClient(socket);
+    await answered(cri);
     importPauseImage(dir, socket);
   } catch (e) {
     cri?.close();
@@ -231,7 +248,9 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
     cniConfDir,
     logDir,
     cri: client,
-    pid: child.pid!,
+    get pid() {
+      return child.pid!;
+    },
     onNode: (c, a, input) => {
       const r = spawnSync('nsenter', ['-t', String(child.pid), '-m', '-n', c, ...a], {
         encoding: 'utf8',
@@ -241,6 +260,14 @@ export async function startContainerd(cniPlugins: Readonly<Record<string, string
       return { status: r.status, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.error ? r.error.message : '') };
     },
     log: () => stderr,
+    restart: async (whileDown, signal = 'SIGTERM') => {
+      if (!exited) child.kill(signal);
+      await Promise.race([done, sleep(15_000)]);
+      if (!exited) throw new Error(`containerd did not exit within 15 s of ${signal}:\n${stderr.slice(-4000)}`);
+      await whileDown?.();
+      launch();
+      await answered(client);
+    },
     stop: async () => {
       try {
         for (const s of await client.listPodSandboxes()) {
