@@ -293,3 +293,120 @@ function containerdPid(ctd: Containerd): number {
   }
   assert.fail(`no containerd process with --config ${config}`);
 }
+
+test(
+  'containerd, warm pool: an allocation the runtime never had is freed after the grace (no longer in use); every real sandbox keeps its address',
+  { timeout: 240_000 },
+  async () => {
+    requireShim();
+    const dir = makeTempDir('cri-reconcile-warm');
+    const url = `sqlite:${join(dir.path, 'ds.db')}`;
+    const socket = join(dir.path, 'run', 'agent.sock');
+    let ctd: Containerd | undefined;
+    let agent: RunningAgent | undefined;
+    try {
+      const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
+      ctd = rt;
+      const cli = (args: readonly string[]): string => {
+        const r = runCliSync(url, args);
+        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
+        return r.stdout;
+      };
+      cli(['pool', 'create', 'rw', '--cidr', '10.237.0.0/24', '--block-size', '28']);
+      cli([
+        'install-cni',
+        '--bin-dir',
+        rt.cniBinDir,
+        '--conf-dir',
+        rt.cniConfDir,
+        '--backend',
+        'agent',
+        '--agent-socket',
+        socket,
+        '--node-name',
+        NODE,
+        '--no-ip-masq',
+        '--shim',
+        SHIM_BIN,
+      ]);
+      // The warm pool serves networks whose IPAM config names only the agent.
+      const conflistPath = join(
+        rt.cniConfDir,
+        readdirSync(rt.cniConfDir).find((n) => n.endsWith('.conflist'))!,
+      );
+      const conflist = JSON.parse(readFileSync(conflistPath, 'utf8')) as { name: string; plugins: { ipam?: unknown }[] };
+      const ipamConf = { type: 'podipam', agent: socket };
+      const withIpam = conflist.plugins.find((p) => p.ipam !== undefined);
+      assert.ok(withIpam, 'the conflist has an IPAM section');
+      withIpam.ipam = ipamConf;
+      writeFileSync(conflistPath, JSON.stringify(conflist));
+      agent = await startAgent(socket, [
+        '--node',
+        NODE,
+        '--datastore',
+        url,
+        '--data-dir',
+        join(dir.path, 'agent'),
+        '--min-idle',
+        '4',
+        '--cooldown',
+        '1s',
+        '--runtime-endpoint',
+        `unix://${rt.socket}`,
+        '--runtime-reconcile-interval',
+        '1s',
+        '--runtime-reconcile-grace',
+        GRACE,
+      ]);
+      const a = agent;
+      const pod = (i: number) => ({ name: `warm-${i}`, namespace: 'shop', uid: `00000000-0000-4000-8000-0000000001${String(i).padStart(2, '0')}` });
+      const run = (i: number) =>
+        rt.cri.runPodSandbox(pod(i), rt.logDir).catch((e: unknown) => assert.fail(`RunPodSandbox: ${criErrorText(e)}\nagent:\n${a.log()}`));
+      const real = [await run(1), await run(2)];
+      const realIps = await Promise.all(real.map(async (id) => (await rt.cri.status(id)).ips[0]!));
+      // Planted: an ADD through the shim for a container id the runtime never had (a DEL lost after it).
+      const r = runPluginSync(SHIM_BIN, {
+        command: 'ADD',
+        containerId: 'leak-warm',
+        ifname: 'eth0',
+        config: { cniVersion: '1.0.0', name: conflist.name, ipam: ipamConf },
+      });
+      assert.equal(r.code, 0, `plant: ${r.stdout}${r.stderr}`);
+      const leakedIp = (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0]!;
+      assert.ok(!realIps.includes(leakedIp));
+      const inUse = async (): Promise<number> => Object.values((await a.status()).warmPool?.pools ?? {}).reduce((n, p) => n + p.inUse, 0);
+      assert.equal(await inUse(), 3, 'two sandboxes and the planted allocation in use');
+
+      // Young: kept (suspected) until the grace has passed, then freed with its evidence.
+      const end = Date.now() + 60_000;
+      let freedAt = 0;
+      for (;;) {
+        const s = await a.status();
+        const rr = s.runtimeReconcile;
+        if (rr && (rr.freed['runtime-absent'] ?? 0) >= 1) {
+          freedAt = Date.now();
+          assert.deepEqual(
+            rr.lastFreed.map((f) => f.containerId),
+            ['leak-warm'],
+          );
+          for (const f of rr.lastFreed) assert.ok(f.ageMs >= 6_000 && f.lists[1] - f.lists[0] >= 1_000, `evidence: ${JSON.stringify(f)}`);
+          break;
+        }
+        if (Date.now() > end) assert.fail(`the planted warm allocation not freed within 60 s: ${JSON.stringify(rr)}\n${a.log().slice(-3000)}`);
+        await sleep(200);
+      }
+      assert.ok(freedAt > 0);
+      assert.equal(await inUse(), 2, 'only the real sandboxes hold addresses');
+      assert.equal((await a.status()).warmPool?.runtimeAbsent, 1);
+      for (const [i, id] of real.entries()) assert.equal((await rt.cri.status(id)).ips[0], realIps[i], 'a real sandbox keeps its address');
+      // More passes: nothing more is freed.
+      await sleep(3_000);
+      assert.equal((await a.status()).runtimeReconcile?.freed['runtime-absent'], 1);
+      assert.equal(await inUse(), 2);
+    } finally {
+      await ctd?.stop();
+      await agent?.stop();
+      dir.remove();
+    }
+  },
+);
