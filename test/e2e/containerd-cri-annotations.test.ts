@@ -14,9 +14,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../helpers/containerd.js';
 import { criErrorText, type PodMeta } from '../helpers/cri-client.js';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { runCliSync } from '../helpers/plugin.js';
+import { type RunningAgent, requireShim, startAgent } from '../helpers/agent.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { cliOn, installAgentCni } from '../helpers/agent-cni.js';
 import { parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
 const NODE = 'cri-node';
@@ -44,34 +44,13 @@ test(
       // and bridge keeps one IPv4 gateway address per bridge (it refuses a second).
       const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
       ctd = rt;
-      const cli = (args: readonly string[]): string => {
-        const r = runCliSync(url, args);
-        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
-        return r.stdout;
-      };
+      const cli = cliOn(url);
       cli(['pool', 'create', 'a-main', '--cidr', '10.237.0.0/26', '--block-size', '28']);
       cli(['pool', 'create', 'blue', '--cidr', '10.238.0.0/26', '--block-size', '28']);
       // One /28 block: 13 addresses a pod may get (.34-.46), 5 of them the set's.
       cli(['pool', 'create', 'green', '--cidr', '10.239.0.32/28', '--block-size', '28']);
       cli(['ipset', 'create', 'db', '--pool', 'green', '--addresses', '10.239.0.40-10.239.0.44']);
-      cli([
-        'install-cni',
-        '--bin-dir',
-        rt.cniBinDir,
-        '--conf-dir',
-        rt.cniConfDir,
-        '--backend',
-        'agent',
-        '--agent-socket',
-        socket,
-        '--node-name',
-        NODE,
-        '--interface',
-        'ptp',
-        '--no-ip-masq',
-        '--shim',
-        SHIM_BIN,
-      ]);
+      installAgentCni(rt, url, { socket, node: NODE, extra: ['--interface', 'ptp'] });
       const a = await startAgent(socket, ['--node', NODE, '--datastore', url]);
       agent = a;
       const run = async (p: PodMeta): Promise<{ id: string; ip: string }> => {

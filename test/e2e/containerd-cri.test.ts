@@ -12,9 +12,9 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../helpers/containerd.js';
 import { criErrorText } from '../helpers/cri-client.js';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
-import { runCliSync } from '../helpers/plugin.js';
+import { type RunningAgent, requireShim, startAgent } from '../helpers/agent.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { cliOn, installAgentCni } from '../helpers/agent-cni.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { parseAddr, parsePrefix, prefixContains } from '../../src/ip/index.js';
@@ -36,28 +36,9 @@ test(
     try {
       const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
       ctd = rt;
-      const cli = (args: readonly string[]): string => {
-        const r = runCliSync(url, args);
-        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
-        return r.stdout;
-      };
+      const cli = cliOn(url);
       cli(['pool', 'create', 'cri', '--cidr', POOL_CIDR, '--block-size', '28']);
-      cli([
-        'install-cni',
-        '--bin-dir',
-        rt.cniBinDir,
-        '--conf-dir',
-        rt.cniConfDir,
-        '--backend',
-        'agent',
-        '--agent-socket',
-        socket,
-        '--node-name',
-        NODE,
-        '--no-ip-masq',
-        '--shim',
-        SHIM_BIN,
-      ]);
+      installAgentCni(rt, url, { socket, node: NODE });
       const a = await startAgent(socket, ['--node', NODE, '--datastore', url]);
       agent = a;
       store = await openStore(url);

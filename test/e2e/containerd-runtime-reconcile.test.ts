@@ -22,6 +22,7 @@ import { criErrorText } from '../helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { cliOn, installAgentCni } from '../helpers/agent-cni.js';
 import { freePort } from '../helpers/free-port.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
 import { openStore, type Store } from '../../src/store/index.js';
@@ -48,39 +49,10 @@ test(
     try {
       const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
       ctd = rt;
-      const cli = (args: readonly string[]): string => {
-        const r = runCliSync(url, args);
-        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
-        return r.stdout;
-      };
+      const cli = cliOn(url);
       cli(['pool', 'create', 'rr', '--cidr', '10.238.0.0/24', '--block-size', '28']);
-      cli([
-        'install-cni',
-        '--bin-dir',
-        rt.cniBinDir,
-        '--conf-dir',
-        rt.cniConfDir,
-        '--backend',
-        'agent',
-        '--agent-socket',
-        socket,
-        '--node-name',
-        NODE,
-        '--no-ip-masq',
-        '--shim',
-        SHIM_BIN,
-      ]);
-      const network = (
-        JSON.parse(
-          readFileSync(
-            join(
-              rt.cniConfDir,
-              readdirSync(rt.cniConfDir).find((n) => n.endsWith('.conflist'))!,
-            ),
-            'utf8',
-          ),
-        ) as { name: string }
-      ).name;
+      const conflistPath = installAgentCni(rt, url, { socket, node: NODE });
+      const network = (JSON.parse(readFileSync(conflistPath, 'utf8')) as { name: string }).name;
       // The IPAM plugin the runtime runs: the shim, behind a wrapper that sleeps after an ADD answered while `slow` exists.
       const slowFlag = join(dir.path, 'slow');
       renameSync(join(rt.cniBinDir, 'podipam'), join(rt.cniBinDir, 'podipam-real'));
@@ -307,33 +279,10 @@ test(
     try {
       const rt = await startContainerd({ ptp: '/usr/lib/cni/ptp', loopback: '/usr/lib/cni/loopback' });
       ctd = rt;
-      const cli = (args: readonly string[]): string => {
-        const r = runCliSync(url, args);
-        assert.equal(r.code, 0, `podipam ${args.join(' ')}: ${r.stderr}`);
-        return r.stdout;
-      };
+      const cli = cliOn(url);
       cli(['pool', 'create', 'rw', '--cidr', '10.237.0.0/24', '--block-size', '28']);
-      cli([
-        'install-cni',
-        '--bin-dir',
-        rt.cniBinDir,
-        '--conf-dir',
-        rt.cniConfDir,
-        '--backend',
-        'agent',
-        '--agent-socket',
-        socket,
-        '--node-name',
-        NODE,
-        '--no-ip-masq',
-        '--shim',
-        SHIM_BIN,
-      ]);
+      const conflistPath = installAgentCni(rt, url, { socket, node: NODE });
       // The warm pool serves networks whose IPAM config names only the agent.
-      const conflistPath = join(
-        rt.cniConfDir,
-        readdirSync(rt.cniConfDir).find((n) => n.endsWith('.conflist'))!,
-      );
       const conflist = JSON.parse(readFileSync(conflistPath, 'utf8')) as { name: string; plugins: { ipam?: unknown }[] };
       const ipamConf = { type: 'podipam', agent: socket };
       const withIpam = conflist.plugins.find((p) => p.ipam !== undefined);
