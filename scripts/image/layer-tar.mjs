@@ -8,30 +8,18 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, constants } from 'node:zlib';
 
+/** GNU tar's flags for a byte-reproducible archive: sorted names, owner 0, one mtime, normalised modes. */
+export function reproducibleTarFlags(epoch) {
+  return ['--create', '--format=gnu', '--sort=name', '--numeric-owner', '--owner=0', '--group=0', `--mtime=@${epoch}`, '--mode=u+rwX,go+rX,go-w'];
+}
+
 /** Tars the tree under `dir` (entries relative to it, no leading "./") into `out`. */
 export function tarTree(dir, out, epoch) {
   const top = readdirSync(dir).sort();
-  execFileSync(
-    'tar',
-    [
-      '--create',
-      '--format=gnu',
-      '--sort=name',
-      '--numeric-owner',
-      '--owner=0',
-      '--group=0',
-      `--mtime=@${epoch}`,
-      '--mode=u+rwX,go+rX,go-w',
-      '--hard-dereference',
-      '-C',
-      dir,
-      '-f',
-      out,
-      '--',
-      ...top,
-    ],
-    { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, LC_ALL: 'C' } },
-  );
+  execFileSync('tar', [...reproducibleTarFlags(epoch), '--hard-dereference', '-C', dir, '-f', out, '--', ...top], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, LC_ALL: 'C' },
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { reproducibleTarFlags } from './layer-tar.mjs';
 
 const MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 const CONFIG = 'application/vnd.oci.image.config.v1+json';
@@ -67,29 +68,9 @@ export function writeLayout({ layout, layers, epoch, ref, tag, config, annotatio
 /** The layout `layout` as one tar (what `ctr images import` and `skopeo … oci-archive:` read). */
 export function writeArchive(layout, archive, epoch) {
   const part = `${archive}.part`;
-  execFileSync(
-    'tar',
-    [
-      '--create',
-      '--format=gnu',
-      '--sort=name',
-      '--numeric-owner',
-      '--owner=0',
-      '--group=0',
-      `--mtime=@${epoch}`,
-      '--mode=u+rwX,go+rX,go-w',
-      '-C',
-      layout,
-      '-f',
-      part,
-      'blobs',
-      'index.json',
-      'oci-layout',
-    ],
-    {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, LC_ALL: 'C' },
-    },
-  );
+  execFileSync('tar', [...reproducibleTarFlags(epoch), '-C', layout, '-f', part, 'blobs', 'index.json', 'oci-layout'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, LC_ALL: 'C' },
+  });
   renameSync(part, archive);
 }
