@@ -110,7 +110,7 @@ export async function measureCase(c: Case, dir: string, probe = PROBE): Promise<
     const heapKiB = canGc() ? (process.memoryUsage().heapUsed - heap0) / 1024 : NaN;
     const rest = times.slice(1);
     // keep the agent (and so its caches) alive until the heap was read
-    if ((await agent.cachedPools()).length !== 1) throw new Error(`${c.dimension} ${c.label}: pools lost`);
+    if ((await agent.currentPools()).pools.length !== 1) throw new Error(`${c.dimension} ${c.label}: pools lost`);
     return { case: c, blocks, firstMs: times[0] ?? NaN, p50Ms: q(rest, 0.5), p99Ms: q(rest, 0.99), roundTripsPerAdd: roundTrips / probe, heapKiB };
   } finally {
     await store.close();

@@ -25,6 +25,7 @@ import { unusableAddrs } from './unusable-addrs.js';
 import { type Pool, poolSpace } from '../cluster/records/index.js';
 import { reuseAfterOfAddr } from '../cluster/txn/index.js';
 import { WarmUnknown } from './warm-unknown.js';
+import { addUsableFamilies } from './warm-families.js';
 
 export class WarmRefiller {
   readonly #s: WarmState;
@@ -122,6 +123,7 @@ export class WarmRefiller {
     const view = await s.ds((ipam) => ipam.warmView(s.o.node));
     s.poolsRev = view.configRev;
     s.view = view;
+    if (s.isReady) addUsableFamilies(s, s.sizing, view.pools);
     this.#applyReuseAfter(view.pools);
     const was = s.unusable !== undefined;
     this.recheck();

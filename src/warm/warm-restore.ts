@@ -11,9 +11,9 @@
 import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
 import type { Assignment } from '../cluster/plan/index.js';
-import { poolUsable } from '../cluster/records/index.js';
 import { reuseAfterOfAddr } from '../cluster/txn/index.js';
 import { unusableAddrs } from './unusable-addrs.js';
+import { usableFamilies } from './warm-families.js';
 import type { HeldRow } from './resource-db.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
@@ -73,9 +73,10 @@ export class WarmRestore {
     const { node } = s.o;
     const recordPrefix = s.podRecordKey('');
     const found = await s.ds(async (ipam) => {
-      const pools = await ipam.cachedPools();
-      const families = new Set<Family>();
-      for (const p of pools) if (poolUsable(p) && (!s.o.pools || s.o.pools.includes(p.name))) families.add(p.cidr.family);
+      // The pools as of now (one read of the config record): a start that failed for want of a pool
+      // is retried by the next ADD, which must see a pool created since.
+      const { pools } = await ipam.currentPools();
+      const families = usableFamilies(pools, s.o.pools);
       const handles = await ipam.warmHandles(s.warmHandlePrefix());
       const held = new Map<string, HeldRow>();
       for (const h of handles) {
@@ -99,7 +100,8 @@ export class WarmRestore {
     });
     // Until the first maintenance tick reads the config generation: the view the start read.
     s.unusable = found.unusable;
-    if (found.families.size === 0) throw new Error(s.o.pools ? `none of the pools [${s.o.pools.join(', ')}] exists and is enabled` : 'no enabled pool exists');
+    // No usable pool and nothing held: ready all the same (a DEL must be answered); an ADD then
+    // looks for a pool created since (warm-families.ts).
     const now = s.now();
     const { db, pods, log } = s;
     // Reconcile: the datastore is the truth about what the node holds (plan-reconcile.ts).

@@ -162,7 +162,7 @@ export class WarmService {
       ...(o.pods ? { pods: o.pods } : {}),
       log,
     });
-    this.#s = new WarmState(o, cluster, db, pods, log, now);
+    this.#s = new WarmState(o, cluster, db, pods, log, now, sizing);
     this.#direct = new WarmDirect(this.#s);
     this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false), this.#direct);
     this.#refiller = new WarmRefiller(this.#s, () => this.#restore.ensureReady());

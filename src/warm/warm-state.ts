@@ -4,6 +4,7 @@
  * address it holds, whether the pools are restored, and the last datastore error. Each part
  * owns its counters; this holds no logic beyond naming things.
  */
+import type { WarmSizing } from './warm-pool-config.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
 import type { ClusterHost } from '../cluster/service/index.js';
 import type { ClusterIpam } from '../cluster/service/index.js';
@@ -50,6 +51,8 @@ export class WarmState {
     readonly pods: PodTracker,
     readonly log: Log,
     readonly now: () => number,
+    /** The validated sizing every family's pool shares (warm-pool-config.ts). */
+    readonly sizing: WarmSizing,
   ) {}
 
   get node(): string {

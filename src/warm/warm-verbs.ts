@@ -10,6 +10,7 @@
  * the creation grace again), and frees one as a DEL would (releaseAsListed) only while the row is
  * the one it judged and no ADD or DEL of that container id began since.
  */
+import { addUsableFamilies, noUsablePoolMessage } from './warm-families.js';
 import { crashPoint } from '../util/crash-point.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
 import { cniHandleId } from '../model/handle-id.js';
@@ -112,6 +113,11 @@ export class WarmVerbs {
     // the pool already serves stays the pool's (a repeated ADD returns what it holds).
     if (this.#direct.has(key) || (!holds && req.placement !== undefined && hasPlacement(req.placement))) return this.#direct.add(req, key, req.placement ?? {});
     if (holds && req.placement?.ips) this.#requireHeld(key, req.placement.ips.parsed);
+    if (s.pools.size === 0) {
+      // Serving no family yet: a pool may have been created since the start (one config read, only then).
+      addUsableFamilies(s, s.sizing, (await s.ds((ipam) => ipam.currentPools())).pools);
+      if (s.pools.size === 0) throw new WarmError('not-ready', s.node, `warm pool on node ${s.node} not ready: ${noUsablePoolMessage(s.o.pools)}`);
+    }
     let id = await pods.identify(
       { network: req.network, ifname: req.ifname, cniArgs: req.cniArgs, ...(req.placement?.sticky ? { sticky: req.placement.sticky.parsed } : {}) },
       key,

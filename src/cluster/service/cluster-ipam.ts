@@ -47,7 +47,6 @@ import {
   type WarmView,
   type WarmWriteResult,
   type WriteFence,
-  cachedPools,
   currentPools,
   listWarmHandles,
   readWarmRecords,
@@ -187,11 +186,6 @@ export class ClusterIpam {
   /** See warm-handles.ts: puts and deletes warm pool records in one transaction (stamped with each delete's time and reason). */
   writeWarmRecords(writes: readonly WarmRecordWrite[], fence?: WriteFence): Promise<WarmWriteResult> {
     return writeWarmRecords(this.#ctx, writes, fence);
-  }
-
-  /** See warm-handles.ts: the pools, from this instance's cached snapshot. */
-  cachedPools(): Promise<readonly Pool[]> {
-    return cachedPools(this.#ctx);
   }
 
   /** See warm-handles.ts: the pools and their config generation, the snapshot reloaded when that changed. */

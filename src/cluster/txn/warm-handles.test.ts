@@ -68,17 +68,22 @@ test("writeWarmRecords refuses a key of the allocator's own, writing nothing", (
     await assert.rejects(ipam.warmRecords('handles/'), WarmRecordKeyError);
   }));
 
-test("cachedPools loads the snapshot once and keeps it in the instance's cache", () =>
+test('currentPools reloads the snapshot only when the config generation changed: a pool created later is seen', () =>
   withIpam(async (ipam) => {
     await ipam.createPool({ name: 'v4', cidr: '10.7.0.0/16' });
     assert.deepEqual(
-      (await ipam.cachedPools()).map((p) => p.name),
+      (await ipam.currentPools()).pools.map((p) => p.name),
       ['v4'],
     );
     const snap = ipam.cache.snapshot;
     assert.ok(snap);
-    assert.equal((await ipam.cachedPools()).length, 1);
-    assert.equal(ipam.cache.snapshot, snap, 'not reloaded');
+    assert.equal((await ipam.currentPools()).pools.length, 1);
+    assert.equal(ipam.cache.snapshot, snap, 'not reloaded while the config is unchanged');
+    await ipam.createPool({ name: 'v4b', cidr: '10.8.0.0/16' });
+    assert.deepEqual(
+      (await ipam.currentPools()).pools.map((p) => p.name),
+      ['v4', 'v4b'],
+    );
   }));
 
 /** A store whose next txn is "given up": the caller gets a timeout now, the txn runs when `land()` is called. */

@@ -114,15 +114,6 @@ export interface WarmWriteResult {
 }
 
 /**
- * The pools, from the allocator's own cached snapshot (loaded on first use, refreshed by the
- * allocator when a refusal needs proof): a warm pool's start costs no pool listing.
- */
-export async function cachedPools(ctx: IpamContext): Promise<readonly Pool[]> {
-  ctx.cache.snapshot ??= await loadSnapshot(ctx.store);
-  return ctx.cache.snapshot.pools;
-}
-
-/**
  * The pools as of now: one read of the `config` record, and the snapshot reloaded only when its
  * revision (the config generation every pool write bumps) differs from the cached one. What
  * the warm pool's maintenance reads each tick to learn a pool became draining, disabled or deleting.
