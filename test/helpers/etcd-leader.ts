@@ -4,7 +4,7 @@
  * an election the kill caused. A follower killed by mistake (a re-election between asking and
  * killing) fails the test instead of passing it without a leader loss.
  */
-import type { EtcdCluster, EtcdMember } from './etcd.js';
+import { ETCD_ELECTION_TIMEOUT_MS, ETCD_HEARTBEAT_MS, type EtcdCluster, type EtcdMember } from './etcd.js';
 
 interface MemberStatus {
   readonly memberId: string;
@@ -35,6 +35,13 @@ export interface LeaderKill {
   readonly termBefore: bigint;
   /** performance.now() right after the kill. */
   readonly killedAt: number;
+  /**
+   * performance.now() before which no new leader can exist: a follower campaigns only after its
+   * election timeout passed with no heartbeat, and the last one came at most a heartbeat
+   * interval before the signal was sent. A lower bound of the outage that does not depend on
+   * how late `elected` notices the new leader.
+   */
+  readonly leaderlessUntil: number;
   /** Settles when the survivors have elected another leader in a later term; rejects after `electionMs`. */
   readonly elected: Promise<Election>;
 }
@@ -59,8 +66,10 @@ export async function killLeader(cluster: EtcdCluster, electionMs = 30_000): Pro
   }
   if (found === undefined) throw new Error(`no member named itself leader in 10 rounds: ${errors.slice(-3).join('; ')}`);
   const { index: killed, term: termBefore } = found;
+  const signalledAt = performance.now();
   await members[killed]!.kill('SIGKILL');
   const killedAt = performance.now();
+  const leaderlessUntil = signalledAt + ETCD_ELECTION_TIMEOUT_MS - ETCD_HEARTBEAT_MS;
   const elected = (async (): Promise<Election> => {
     const deadline = Date.now() + electionMs;
     for (;;) {
@@ -76,7 +85,7 @@ export async function killLeader(cluster: EtcdCluster, electionMs = 30_000): Pro
     }
   })();
   elected.catch(() => {}); // the caller awaits it
-  return { killed, termBefore, killedAt, elected };
+  return { killed, termBefore, killedAt, leaderlessUntil, elected };
 }
 
 async function indexOf(members: readonly EtcdMember[], id: string): Promise<number | undefined> {

@@ -62,6 +62,10 @@ function installExitHook(): void {
   });
 }
 
+/** The members' raft heartbeat and election timeout (ms): short, so fault tests run in seconds. */
+export const ETCD_HEARTBEAT_MS = 50;
+export const ETCD_ELECTION_TIMEOUT_MS = 500;
+
 export interface EtcdOptions {
   readonly members?: 1 | 3;
   /** Where the temp directory goes; default /dev/shm if present (benchmarks may want a disk). */
@@ -175,9 +179,9 @@ async function launch(count: number, options: EtcdOptions) {
     token,
     // fast failure detection, so fault tests run in seconds
     '--heartbeat-interval',
-    '50',
+    String(ETCD_HEARTBEAT_MS),
     '--election-timeout',
-    '500',
+    String(ETCD_ELECTION_TIMEOUT_MS),
     '--logger',
     'zap',
     '--log-level',
