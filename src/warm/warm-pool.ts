@@ -55,38 +55,11 @@ import { type Addr, type Family, formatAddr } from '../ip/addr.js';
 import { type WarmPoolConfig, validateWarmPoolConfig } from './warm-pool-config.js';
 import { MinQueue } from './warm-pool-queue.js';
 import { type IdleEntry, type ReservedEntry, type WarmPoolSnapshot, checkWarmPoolSnapshot } from './warm-pool-snapshot.js';
+import type { AcquireOptions, AcquireResult, ReuseAfterOf, WarmPoolCounts, WarmPoolPlan } from './warm-pool-calls.js';
 
 export { type WarmPoolConfig, WarmPoolConfigError, validateWarmPoolConfig } from './warm-pool-config.js';
 export type { IdleEntry, InUseEntry, ReservedEntry, WarmPoolSnapshot } from './warm-pool-snapshot.js';
-
-/** `sticky`: this attachment's next release reserves its address for its key (`stickyForMs`). */
-export interface AcquireOptions {
-  readonly sticky?: boolean;
-}
-
-/**
- * `hit`: the address, and where it came from — `idle` (the queue's head), `sticky` (the key's
- * own reservation) or `again` (the key already held it: an ADD retried). `miss`: see WarmPool.
- */
-export type AcquireResult =
-  | { readonly kind: 'hit'; readonly addr: Addr; readonly from: 'idle' | 'sticky' | 'again' }
-  | { readonly kind: 'miss'; readonly refill: boolean; readonly retryAt: number | undefined };
-
-/** What the I/O layer must do now: allocate `refill` addresses, return `returns` to the cluster. */
-export interface WarmPoolPlan {
-  readonly refill: number;
-  readonly returns: readonly Addr[];
-}
-
-/** How many addresses are in each state, and the tokens left. */
-export interface WarmPoolCounts {
-  readonly idle: number;
-  readonly inUse: number;
-  readonly reserved: number;
-  readonly returning: number;
-  readonly pending: number;
-  readonly tokens: number;
-}
+export type { AcquireOptions, AcquireResult, ReuseAfterOf, WarmPoolCounts, WarmPoolPlan } from './warm-pool-calls.js';
 
 interface InUse {
   readonly addr: Addr;
@@ -99,9 +72,6 @@ interface InUse {
 interface Idle extends IdleEntry {
   readonly at: number;
 }
-
-/** A pool's reuseAfter (ms) for one address; 0: none. */
-export type ReuseAfterOf = (addr: Addr) => number;
 
 const byAt = (a: Idle, b: Idle): boolean => a.at < b.at || (a.at === b.at && a.addr.value < b.addr.value);
 const byExpiry = (a: ReservedEntry, b: ReservedEntry): boolean => a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.addr.value < b.addr.value);

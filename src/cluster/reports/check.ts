@@ -28,82 +28,28 @@
  * records involved as above. A disagreement the agent may not have answered yet (its view is
  * old, or older than a record involved) is listed in `unsettled`, not as a finding.
  */
-import { type Block, addrOfOrdinal, handleCounts } from '../../alloc/block.js';
-import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefix } from '../../ip/index.js';
+import { type Block, addrOfOrdinal } from '../../alloc/block.js';
+import { formatAddr, formatPrefix } from '../../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../../store/index.js';
 import { NODE_PREFIX, nodeKey } from '../../model/node-record.js';
-import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX, nodeTombstoneKey, type NodeTombstone } from '../../model/node-tombstone.js';
-import { decodeAffinity } from '../records/affinity-record.js';
+import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX } from '../../model/node-tombstone.js';
 import { decodeBlock } from '../records/block-record.js';
 import { decodeHandle, type HandleRecord } from '../records/handle-record.js';
 import type { IpamContext } from '../service/ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from '../records/keys.js';
-import { type Pool, decodePool, poolSpace } from '../records/pool-record.js';
+import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX } from '../records/keys.js';
+import { type Pool, decodePool } from '../records/pool-record.js';
 import { readKeys } from '../txn/read-keys.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 import { listAll } from '../../store/list-all.js';
 import { POD_RECORD_PREFIX } from '../../model/reserved-network.js';
 import { AGENT_VIEW_PREFIX } from '../records/agent-view-record.js';
-import { checkHolders, type HolderFinding, type HolderInput, type StaleHolder } from './check-holders.js';
+import { checkHolders, type HolderFinding, type HolderInput } from './check-holders.js';
 import { type EmptyOrphanBlock, emptyOrphansOf } from '../admin/empty-orphans.js';
 
-export interface Leak {
-  readonly ip: string;
-  readonly block: string;
-  readonly handle: string;
-}
+import type { BorrowedBlock, CheckOptions, CheckReport } from './check-report.js';
+import { type Finding, scanFindings, tryDecode } from './scan-findings.js';
 
-export interface Problem {
-  readonly kind:
-    | 'handle-block-missing'
-    | 'handle-count-mismatch'
-    | 'handle-empty'
-    | 'block-node-deleted'
-    | 'block-node-unregistered'
-    | 'affinity-block-missing'
-    | 'block-affinity-missing'
-    | 'affinity-not-confirmed'
-    | 'allocation-outside-pools'
-    | 'block-overlap'
-    | 'corrupt-record';
-  /** The record the problem is about. */
-  readonly key: string;
-  readonly message: string;
-}
-
-export interface CheckReport {
-  readonly leaks: readonly Leak[];
-  readonly problems: readonly Problem[];
-  /** Sticky holds (sticky-holds.ts), when there are any: informational, not problems — a live hold is a sticky pod's kept address. */
-  readonly stickyHolds?: readonly StickyHold[];
-  /** Borrowed blocks, when there are any: informational (see the module comment). */
-  readonly borrowed?: readonly BorrowedBlock[];
-  /** Holder findings (check-holders.ts), when there are any: problems, as leaks are. */
-  readonly holders?: readonly HolderFinding[];
-  /** Holder disagreements an agent may not have answered yet, when there are any: informational. */
-  readonly unsettled?: readonly StaleHolder[];
-  /** Empty orphan blocks (empty-orphans.ts), when there are any: informational; cluster GC deletes those past their quarantine. */
-  readonly emptyOrphans?: readonly EmptyOrphanBlock[];
-}
-
-/** `viewMaxAgeMs`: an agent's holder view older than this is stale (default: by its own refresh period, check-holders.ts). */
-export interface CheckOptions {
-  readonly viewMaxAgeMs?: number | undefined;
-}
-
-export interface BorrowedBlock {
-  readonly block: string;
-  /** The node the block is affine to (proven deleted), or null once GC removed its affinity. */
-  readonly node: string | null;
-  /** The other nodes' pods holding addresses in it. */
-  readonly pods: readonly { readonly address: string; readonly handle: string; readonly node: string; readonly pod?: string }[];
-}
-
-interface Finding {
-  readonly keys: readonly string[];
-  readonly leak?: Leak;
-  readonly problem?: Problem;
-}
+export type { BorrowedBlock, CheckOptions, CheckReport, Leak, Problem } from './check-report.js';
 
 /** Runs every check; see the module comment. Throws only what the store throws. */
 export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Promise<CheckReport> {
@@ -117,7 +63,7 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
     ctx.store.list(HANDLE_PREFIX),
     ctx.store.list(AFFINITY_PREFIX),
   ]);
-  const first = scan({ poolEntries, nodeEntries, tombstoneEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
+  const first = scanFindings({ poolEntries, nodeEntries, tombstoneEntries, records: [...blockEntries, ...handleEntries, ...affinityEntries] });
   // Re-check the findings against atomic reads of their keys (up to 128 keys per read).
   const confirmed: Finding[] = [];
   for (let i = 0; i < first.length;) {
@@ -129,7 +75,7 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
     }
     const only = await readKeys(ctx.store, [...keys]);
     const read = [...only.values()].filter((e): e is Entry => e !== undefined);
-    const again = scan({
+    const again = scanFindings({
       poolEntries,
       nodeEntries: overlay(nodeEntries, only, read, NODE_PREFIX),
       tombstoneEntries: overlay(tombstoneEntries, only, read, NODE_TOMBSTONE_PREFIX),
@@ -289,195 +235,4 @@ function overlay(listed: readonly Entry[], only: ReadonlyMap<string, Entry | und
 
 function sameFinding(a: Finding, b: Finding): boolean {
   return JSON.stringify([a.leak, a.problem]) === JSON.stringify([b.leak, b.problem]);
-}
-
-interface ScanInput {
-  readonly poolEntries: readonly Entry[];
-  readonly nodeEntries: readonly Entry[];
-  readonly tombstoneEntries: readonly Entry[];
-  /** Block, handle and affinity entries. */
-  readonly records: readonly Entry[];
-  /** When re-checking: the keys that were read (a key absent from this map was not read, so says nothing). */
-  readonly only?: ReadonlyMap<string, Entry | undefined>;
-}
-
-/** Finds every inconsistency among the given records (pure). */
-function scan({ poolEntries, nodeEntries, tombstoneEntries, records, only }: ScanInput): Finding[] {
-  const blockEntries = records.filter((e) => e.key.startsWith(BLOCK_PREFIX));
-  const handleEntries = records.filter((e) => e.key.startsWith(HANDLE_PREFIX));
-  const affinityEntries = records.filter((e) => e.key.startsWith(AFFINITY_PREFIX));
-  const out: Finding[] = [];
-  const corrupt = (key: string, e: unknown): void => {
-    out.push({ keys: [key], problem: { kind: 'corrupt-record', key, message: e instanceof Error ? e.message : String(e) } });
-  };
-  const pools: Pool[] = [];
-  for (const e of poolEntries) tryDecode(e, decodePool, corrupt, (p) => pools.push(p));
-  const blocks = new Map<string, Block>();
-  for (const e of blockEntries) tryDecode(e, decodeBlock, corrupt, (b) => blocks.set(e.key, b));
-  const handles = new Map<string, HandleRecord>();
-  for (const e of handleEntries) tryDecode(e, decodeHandle, corrupt, (h) => handles.set(e.key.slice(HANDLE_PREFIX.length), h));
-  const present = (key: string): boolean => !only || only.has(key);
-  const nodeKeys = new Set(nodeEntries.map((e) => e.key));
-  const tombstones = new Map<string, NodeTombstone>();
-  for (const e of tombstoneEntries)
-    tryDecode(
-      e,
-      (t) => decodeNodeTombstone(t.key, t.value),
-      corrupt,
-      (t) => tombstones.set(t.name, t),
-    );
-  const nodesInUse = nodeKeys.size > 0 || tombstoneEntries.length > 0;
-  const affinityKeys = new Set(affinityEntries.map((e) => e.key));
-
-  for (const [key, b] of blocks) {
-    const cidr = formatPrefix(b.cidr);
-    for (const [h, n] of handleCounts(b)) {
-      const hk = handleKey(h);
-      if (!present(hk)) continue;
-      const rec = handles.get(h);
-      if (!rec) {
-        for (const [o, holder] of b.allocations) {
-          if (holder === h) out.push({ keys: [key, hk], leak: { ip: formatAddr(addrOfOrdinal(b.cidr, o)), block: cidr, handle: h } });
-        }
-      } else if ((rec.blocks.get(cidr) ?? 0) !== n) {
-        out.push(mismatch(h, cidr, rec.blocks.get(cidr) ?? 0, n));
-      }
-    }
-    if (b.allocations.size > 0 && !pools.some((p) => prefixContainsPrefix(poolSpace(p), b.cidr))) {
-      out.push({
-        keys: [key],
-        problem: { kind: 'allocation-outside-pools', key, message: `block ${cidr} holds ${b.allocations.size} allocation(s) but no pool contains it` },
-      });
-    }
-    if (b.affinity !== null) {
-      const ak = affinityKey(b.affinity, b.cidr);
-      const node = b.affinity;
-      const gone = tombstones.get(node);
-      const keys = [key, nodeKey(node), nodeTombstoneKey(node)];
-      const registered = nodeKeys.has(nodeKey(node));
-      if (!registered && gone) {
-        out.push({
-          keys,
-          problem: {
-            kind: 'block-node-deleted',
-            key,
-            message: `block ${cidr} is affine to node "${node}", whose record was deleted (by ${gone.by} at ${gone.deletedAt}): cluster GC releases its pods' addresses and the block after its grace period`,
-          },
-        });
-      } else if (!registered && nodesInUse) {
-        out.push({
-          keys,
-          problem: {
-            kind: 'block-node-unregistered',
-            key,
-            message:
-              `block ${cidr} is affine to node "${node}", which has no record and no proof of deletion: cluster GC will not free it. ` +
-              `If the node runs, register it (podipam node add ${node}); if it is gone, say so (podipam node delete ${node} --gone) and GC frees its blocks after its grace period, ` +
-              `or free single addresses with podipam ipam release`,
-          },
-        });
-      }
-      if (present(ak) && !affinityKeys.has(ak)) {
-        out.push({
-          keys: [key, ak],
-          problem: { kind: 'block-affinity-missing', key, message: `block ${cidr} is affine to node "${b.affinity}" but ${ak} is missing` },
-        });
-      }
-    }
-  }
-  out.push(...overlapsOf(blocks));
-  for (const [h, rec] of handles) {
-    const hk = handleKey(h);
-    if (rec.blocks.size === 0) out.push({ keys: [hk], problem: { kind: 'handle-empty', key: hk, message: `handle "${h}" holds no blocks` } });
-    for (const [cidr, n] of rec.blocks) {
-      const bk = blockKey(parsePrefix(cidr));
-      if (!present(bk)) continue;
-      const b = blocks.get(bk);
-      if (!b) {
-        out.push({
-          keys: [hk, bk],
-          problem: { kind: 'handle-block-missing', key: hk, message: `handle "${h}" counts ${n} address(es) in block ${cidr}, which does not exist` },
-        });
-      } else if (!handleCounts(b).has(h)) {
-        out.push(mismatch(h, cidr, n, 0));
-      }
-    }
-  }
-  for (const e of affinityEntries) {
-    const a = parseAffinityKey(e.key);
-    if (!a) continue;
-    tryDecode(e, decodeAffinity, corrupt, (aff) => {
-      if (aff.state !== 'confirmed') {
-        out.push({
-          keys: [e.key],
-          problem: { kind: 'affinity-not-confirmed', key: e.key, message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} is ${aff.state}` },
-        });
-      }
-    });
-    const bk = blockKey(a.cidr);
-    if (!present(bk)) continue;
-    const b = blocks.get(bk);
-    if (!b || b.affinity !== a.node) {
-      out.push({
-        keys: [e.key, bk],
-        problem: {
-          kind: 'affinity-block-missing',
-          key: e.key,
-          message: `affinity of node "${a.node}" for ${formatPrefix(a.cidr)} has ${b ? `a block affine to ${b.affinity === null ? 'no node' : `"${b.affinity}"`}` : 'no block'}`,
-        },
-      });
-    }
-  }
-  return out;
-}
-
-/**
- * Pairs of overlapping blocks. Prefixes overlap only by containment, so in address order
- * (larger first at one base) a block overlaps exactly when it starts inside the last block
- * that covers the furthest.
- */
-function overlapsOf(blocks: ReadonlyMap<string, Block>): Finding[] {
-  const out: Finding[] = [];
-  const end = (p: Prefix): bigint => p.base + (1n << BigInt(familyBits(p.family) - p.len)) - 1n;
-  const sorted = [...blocks].sort(
-    ([, a], [, b]) => a.cidr.family - b.cidr.family || (a.cidr.base < b.cidr.base ? -1 : a.cidr.base > b.cidr.base ? 1 : a.cidr.len - b.cidr.len),
-  );
-  let cover: [string, Block] | undefined;
-  for (const kb of sorted) {
-    const [key, b] = kb;
-    if (cover && cover[1].cidr.family === b.cidr.family && b.cidr.base <= end(cover[1].cidr)) {
-      const a = cover[1];
-      out.push({
-        keys: [cover[0], key],
-        problem: {
-          kind: 'block-overlap',
-          key,
-          message: `block ${formatPrefix(b.cidr)} (${b.affinity === null ? 'no node' : `node "${b.affinity}"`}, ${b.allocations.size} allocated) overlaps block ${formatPrefix(a.cidr)} (${a.affinity === null ? 'no node' : `node "${a.affinity}"`}, ${a.allocations.size} allocated)`,
-        },
-      });
-      if (end(b.cidr) <= end(a.cidr)) continue;
-    }
-    cover = kb;
-  }
-  return out;
-}
-
-function mismatch(h: string, cidr: string, recorded: number, actual: number): Finding {
-  const hk = handleKey(h);
-  const prefix: Prefix = parsePrefix(cidr);
-  return {
-    keys: [hk, blockKey(prefix)],
-    problem: { kind: 'handle-count-mismatch', key: hk, message: `handle "${h}" counts ${recorded} address(es) in block ${cidr}, the block holds ${actual}` },
-  };
-}
-
-function tryDecode<T>(e: Entry, decode: (e: Entry) => T, corrupt: (key: string, err: unknown) => void, use: (v: T) => void): void {
-  let v: T;
-  try {
-    v = decode(e);
-  } catch (err) {
-    corrupt(e.key, err);
-    return;
-  }
-  use(v);
 }
