@@ -9,6 +9,9 @@
  *    that is gone: the table is the tree's, kept exact.
  * 3. No import cycle between folders (CYCLES_TODAY lists the allowed ones: none) and none
  *    between files (type-only imports, erased at run time, aside).
+ * 4. Inside src/cluster, a concept folder (admin, gate, plan, records, reports, service, txn,
+ *    views) imports another only through that folder's index.ts, except the inner files
+ *    INNER_IMPORTS_TODAY names (each would close a cycle through its folder's index).
  *
  * The layers the table describes: model, ip, util, log at the bottom; store and
  * alloc above; the back ends local, cluster and warm import those and each other as documented
@@ -274,4 +277,40 @@ test('no reaching into inner paths: code outside cluster/ imports only cluster/i
     }
   }
   assert.deepEqual(offenders, []);
+});
+
+/**
+ * Inner files of cluster/ that a sibling concept folder still imports by path, not through the
+ * folder's index.ts, because going through the index would close an import cycle (file → why):
+ * the folders' own dependencies run both ways (service ↔ the rest, txn ↔ plan, txn ↔ views).
+ * An entry no longer imported by path fails: drop it.
+ */
+const INNER_IMPORTS_TODAY: Readonly<Record<string, string>> = {
+  'cluster/service/errors.ts': 'records, plan, txn, views and admin throw these; service/index.ts also exports cluster-ipam.ts, which imports all of them',
+  'cluster/txn/pool-quarantine.ts': "plan's planner reads it; txn/index.ts exports assign.ts, which imports plan/index.ts",
+  'cluster/txn/read-keys.ts': 'views/node-view.ts reads with it; txn/index.ts exports assign.ts, which imports views/index.ts',
+  'cluster/txn/release-group.ts': 'it imports plan/assign-group.ts, which imports txn/index.ts',
+  'cluster/plan/assign-group.ts': 'it imports txn/index.ts, whose assign.ts imports plan/index.ts',
+  'cluster/views/handles-of-pod.ts': 'it imports txn/index.ts, whose assign.ts imports views/index.ts',
+  'cluster/views/handle-addresses.ts': 'it imports txn/index.ts, whose assign.ts imports views/index.ts',
+  'cluster/views/node-allocations.ts': 'it imports txn/index.ts, whose assign.ts imports views/index.ts',
+};
+
+test('inside cluster/, a concept folder imports another only through its index.ts (INNER_IMPORTS_TODAY aside)', () => {
+  const offenders: string[] = [];
+  const used = new Set<string>();
+  let crossing = 0;
+  for (const e of codeImports()) {
+    const [from, to] = [e.from.split(sep), e.to.split(sep)];
+    if (from[0] !== 'cluster' || to[0] !== 'cluster' || from.length !== 3 || to.length !== 3 || from[1] === to[1]) continue;
+    crossing++;
+    if (to[2] === 'index.ts') continue;
+    const target = to.join('/');
+    if (target in INNER_IMPORTS_TODAY) used.add(target);
+    else offenders.push(`src/${e.from} imports ${e.spec} (import ../${to[1]}/index.js)`);
+  }
+  assert.ok(crossing > 100, `only ${crossing} imports between cluster/ folders: wrong root?`);
+  assert.deepEqual(offenders, []);
+  const gone = Object.keys(INNER_IMPORTS_TODAY).filter((f) => !used.has(f));
+  assert.deepEqual(gone, [], 'no longer imported by path: drop these from INNER_IMPORTS_TODAY (test/layering.test.ts)');
 });

@@ -10,8 +10,8 @@
 import { type Block } from '../../alloc/block.js';
 import { isDisposable, quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { formatPrefix } from '../../ip/index.js';
-import type { Pool } from '../records/pool-record.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import type { Pool } from '../records/index.js';
+import { quarantineFor } from '../txn/index.js';
 
 /** An empty orphan block as `ipam check` lists it. */
 export interface EmptyOrphanBlock {

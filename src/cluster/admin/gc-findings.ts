@@ -10,21 +10,29 @@ import { commitWrite } from '../gate/index.js';
 import { ordinalOf, releaseOrdinals, withAffinity } from '../../alloc/block.js';
 import { isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
 import { isSweepableOrphan } from './empty-orphans.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { loadSnapshot } from '../views/index.js';
+import { quarantineFor, readKeys, releaseByHandleIf } from '../txn/index.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../../ip/index.js';
 import type { Compare, Entry, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
-import { decodeBlock, encodeBlock } from '../records/block-record.js';
-import type { Leak } from '../reports/check.js';
+import {
+  decodeBlock,
+  encodeBlock,
+  decodeHandle,
+  affinityKey,
+  affinityPrefix,
+  blockKey,
+  CONFIG_KEY,
+  HANDLE_PREFIX,
+  handleKey,
+  parseAffinityKey,
+  parseBlockKey,
+  releaseStampOp,
+} from '../records/index.js';
+import type { Leak } from '../reports/index.js';
 import { ContentionError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { affinityKey, affinityPrefix, blockKey, CONFIG_KEY, HANDLE_PREFIX, handleKey, parseAffinityKey, parseBlockKey } from '../records/keys.js';
-import { readKeys } from '../txn/read-keys.js';
-import { releaseByHandleIf } from '../txn/release.js';
-import { releaseStampOp } from '../records/history-stamp.js';
+import type { IpamContext } from '../service/index.js';
 
 /**
  * Frees a leaked address (an allocation whose handle record is gone) if the block still gives

@@ -13,15 +13,13 @@
  * through `podipam serve`'s GC.
  */
 import { crashPoint } from '../../util/crash-point.js';
-import { readKeys } from '../txn/read-keys.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
+import { readKeys, releaseByHandle, type Released } from '../txn/index.js';
+import { decodeHandle, handleKey, HANDLE_PREFIX } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
 import { cniHandleId } from '../../model/handle-id.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
-import { handleKey, HANDLE_PREFIX } from '../records/keys.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { loadNodeBlocks } from '../views/node-view.js';
-import { releaseByHandle, type Released } from '../txn/release.js';
+import { loadNodeBlocks } from '../views/index.js';
 
 export interface NodeGcResult {
   readonly released: readonly Released[];

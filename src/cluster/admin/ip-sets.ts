@@ -11,12 +11,25 @@ import { type Block, holderOf, ordinalOf } from '../../alloc/block.js';
 import { type Addr, IpRangeSet, formatAddr, prefixContains, prefixOf, rangeFromPrefix, rangeOf } from '../../ip/index.js';
 import type { Compare, Entry } from '../../store/index.js';
 import { checkResourceName } from '../../model/names.js';
-import { decodeBlock } from '../records/block-record.js';
-import { configTxn } from '../txn/config-txn.js';
+import {
+  decodeBlock,
+  decodeHandle,
+  IpSetConflictError,
+  IpSetInUseError,
+  BLOCK_PREFIX,
+  IPSET_PREFIX,
+  RESERVATION_PREFIX,
+  blockKey,
+  handleKey,
+  ipSetKey,
+  poolKey,
+  type Pool,
+  decodePool,
+  decodeReservation,
+} from '../records/index.js';
+import { configTxn } from '../txn/index.js';
 import { NotFoundError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { IpSetConflictError, IpSetInUseError } from '../records/ip-set-errors.js';
+import type { IpamContext } from '../service/index.js';
 import {
   type IpSet,
   MAX_IP_SET_BLOCKS,
@@ -27,10 +40,7 @@ import {
   ipSetBlocks,
   ipSetOf,
   parseIpSetRange,
-} from '../records/ip-set-record.js';
-import { BLOCK_PREFIX, IPSET_PREFIX, RESERVATION_PREFIX, blockKey, handleKey, ipSetKey, poolKey } from '../records/keys.js';
-import { type Pool, decodePool } from '../records/pool-record.js';
-import { decodeReservation } from '../records/reservation-record.js';
+} from '../records/index.js';
 
 /** What a set is made of: explicit addresses, or a count of the pool's lowest free ones. */
 export type IpSetSpec = { readonly ranges: readonly string[]; readonly count?: undefined } | { readonly count: number; readonly ranges?: undefined };

@@ -11,17 +11,13 @@
  */
 import { addrOfOrdinal } from '../../alloc/block.js';
 import { type Addr, formatAddr, prefixContainsPrefix } from '../../ip/index.js';
-import { decodeBlock } from '../records/block-record.js';
-import { configTxn } from '../txn/config-txn.js';
+import { decodeBlock, decodeHandle, BLOCK_PREFIX, handleKey, poolKey, type Pool, decodePool, encodePool, poolSpace } from '../records/index.js';
+import { configTxn, readKeys } from '../txn/index.js';
 import { NotFoundError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
 import { warmPodRecords } from '../views/handles-of-pod.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { BLOCK_PREFIX, handleKey, poolKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
-import { type Pool, decodePool, encodePool, poolSpace } from '../records/pool-record.js';
-import { readKeys } from '../txn/read-keys.js';
 
 /** Sets or clears a pool's `draining` flag. NotFoundError for an unknown pool. */
 export async function setPoolDraining(ctx: IpamContext, name: string, draining: boolean): Promise<Pool> {

@@ -9,7 +9,7 @@
  */
 import { formatPrefix, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
 import { PoolChangeRefusedError } from '../service/errors.js';
-import { type Pool, poolBlockSizes, validatePoolSpec } from '../records/pool-record.js';
+import { type Pool, poolBlockSizes, validatePoolSpec } from '../records/index.js';
 
 export type ResizeKind = 'grow' | 'shrink' | 'same';
 

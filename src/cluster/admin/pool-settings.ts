@@ -20,16 +20,23 @@
 import { checkBlockSize } from '../../alloc/block-layout.js';
 import { checkBlockSizeSpread } from '../../alloc/overlapping-blocks.js';
 import { prefixContainsPrefix } from '../../ip/index.js';
-import { decodeBlock } from '../records/block-record.js';
-import { configTxn } from '../txn/config-txn.js';
+import {
+  decodeBlock,
+  decodeIpSet,
+  BLOCK_PREFIX,
+  IPSET_PREFIX,
+  poolKey,
+  type Pool,
+  decodePool,
+  encodePool,
+  poolSpace,
+  parseReuseAfter,
+} from '../records/index.js';
+import { configTxn } from '../txn/index.js';
 import { NotFoundError, PoolChangeRefusedError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { decodeIpSet } from '../records/ip-set-record.js';
-import { BLOCK_PREFIX, IPSET_PREFIX, poolKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { parseNodeSelector } from '../../model/node-selector.js';
-import { type Pool, decodePool, encodePool, poolSpace } from '../records/pool-record.js';
-import { parseReuseAfter } from '../records/reuse-after.js';
 
 export interface PoolSettings {
   readonly blockSize?: number;

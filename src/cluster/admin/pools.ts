@@ -7,15 +7,25 @@ import { allocatedCount } from '../../alloc/block.js';
 import { prefixContainsPrefix } from '../../ip/index.js';
 import { GateRefusedError, commitWrite } from '../gate/index.js';
 import type { Entry, Op } from '../../store/index.js';
-import { decodeBlock } from '../records/block-record.js';
-import { configTxn } from '../txn/config-txn.js';
+import {
+  decodeBlock,
+  BLOCK_PREFIX,
+  IPSET_PREFIX,
+  POOL_PREFIX,
+  affinityKey,
+  poolKey,
+  PoolHasIpSetsError,
+  decodeIpSet,
+  type Pool,
+  type PoolSpec,
+  decodePool,
+  encodePool,
+  validatePoolSpec,
+} from '../records/index.js';
+import { configTxn } from '../txn/index.js';
 import { ContentionError, NotFoundError, PoolConflictError, PoolInUseError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { BLOCK_PREFIX, IPSET_PREFIX, POOL_PREFIX, affinityKey, poolKey } from '../records/keys.js';
-import { PoolHasIpSetsError } from '../records/ip-set-errors.js';
-import { decodeIpSet } from '../records/ip-set-record.js';
+import type { IpamContext } from '../service/index.js';
 import { checkResourceName } from '../../model/names.js';
-import { type Pool, type PoolSpec, decodePool, encodePool, validatePoolSpec } from '../records/pool-record.js';
 
 /**
  * Creates a pool. TypeError/RangeError for a bad spec (naming field and value),

@@ -3,13 +3,22 @@
  * change bumps the config generation, so allocators see it on their next transaction.
  */
 import { type Prefix, formatPrefix } from '../../ip/index.js';
-import { configTxn } from '../txn/config-txn.js';
+import { configTxn } from '../txn/index.js';
 import { NotFoundError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { type IpamConfig, MAX_BLOCKS_PER_HOST, decodeConfig } from '../records/ipam-config.js';
-import { CONFIG_KEY, RESERVATION_PREFIX, reservationKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
+import {
+  type IpamConfig,
+  MAX_BLOCKS_PER_HOST,
+  decodeConfig,
+  CONFIG_KEY,
+  RESERVATION_PREFIX,
+  reservationKey,
+  type Reservation,
+  decodeReservation,
+  encodeReservation,
+  parseReservedCidr,
+} from '../records/index.js';
 import { checkResourceName } from '../../model/names.js';
-import { type Reservation, decodeReservation, encodeReservation, parseReservedCidr } from '../records/reservation-record.js';
 
 export type IpamSettings = Omit<IpamConfig, 'generation'>;
 

@@ -25,8 +25,7 @@
 import { overlappingBlocks } from '../../alloc/overlapping-blocks.js';
 import { type Prefix, formatPrefix, prefixContainsPrefix, prefixOverlaps } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
-import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, blockKey, parseBlockKey } from '../records/keys.js';
-import { type Pool, decodePool, poolBlockSizes, poolSpace } from '../records/pool-record.js';
+import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, blockKey, parseBlockKey, type Pool, decodePool, poolBlockSizes, poolSpace } from '../records/index.js';
 import { GateRefusedError } from './gate-refused-error.js';
 
 /** The pools a write is checked against, with the `config` revision they were read at. */

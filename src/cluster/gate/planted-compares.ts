@@ -7,7 +7,7 @@
  */
 import type { Compare } from '../../store/index.js';
 import { plantedBug } from '../../util/planted-bug.js';
-import { BLOCK_PREFIX } from '../records/keys.js';
+import { BLOCK_PREFIX } from '../records/index.js';
 
 export function plantedCompares(compares: readonly Compare[]): readonly Compare[] {
   return plantedBug('assign-skips-block-cas') ? compares.filter((c) => !c.key.startsWith(BLOCK_PREFIX)) : compares;

@@ -20,10 +20,9 @@
  */
 import { listAll } from '../../store/list-all.js';
 import type { Compare, Op, TxnResult } from '../../store/index.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, parseBlockKey } from '../records/keys.js';
-import { decodePool } from '../records/pool-record.js';
+import { loadSnapshot } from '../views/index.js';
+import type { IpamContext } from '../service/index.js';
+import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, parseBlockKey, decodePool } from '../records/index.js';
 import type { Prefix } from '../../ip/index.js';
 import { type PoolsView, guardedCompares, needsBlocks, shapeOf } from './gate-rules.js';
 import { plantedCompares } from './planted-compares.js';

@@ -8,8 +8,7 @@ import { quarantineHeld, quarantinedOrdinals } from '../../alloc/block-quarantin
 import { reservedOrdinals } from '../../alloc/block-layout.js';
 import type { Family } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
-import { effectiveMaxBlocks } from '../records/ipam-config.js';
-import { type Pool, poolUsable } from '../records/pool-record.js';
+import { effectiveMaxBlocks, type Pool, poolUsable } from '../records/index.js';
 import { NoPoolError, PoolExhaustedError } from '../service/errors.js';
 import { quarantineFor } from '../txn/pool-quarantine.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';

@@ -3,10 +3,7 @@ import { assignOrdinal, holderOf, newBlock, ordinalOf } from '../../alloc/block.
 import { excludedRole } from '../../alloc/block-addressing.js';
 import { prefixOf } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
-import { IpSetExhaustedError, NoIpSetError } from '../records/ip-set-errors.js';
-import { ipSetBlocks } from '../records/ip-set-record.js';
-import { blockKey } from '../records/keys.js';
-import { poolUnusableWhy, poolUsable } from '../records/pool-record.js';
+import { IpSetExhaustedError, NoIpSetError, ipSetBlocks, blockKey, poolUnusableWhy, poolUsable } from '../records/index.js';
 import { NeedRead, type PlanWork } from './plan-work.js';
 
 /**

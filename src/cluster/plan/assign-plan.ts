@@ -1,9 +1,8 @@
 /** The input and the answer of planAssign (plan-assign.ts). */
 import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
-import type { HandleRecord } from '../records/handle-record.js';
-import type { ClusterSnapshot } from '../views/cluster-snapshot.js';
-import type { KnownBlock } from '../views/node-view.js';
+import type { HandleRecord } from '../records/index.js';
+import type { ClusterSnapshot, KnownBlock } from '../views/index.js';
 import type { AssignRequest, Assignment } from './assignment.js';
 
 export interface PlanInput {

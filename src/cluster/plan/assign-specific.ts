@@ -6,9 +6,7 @@
 import { assignOrdinal, holderOf, newBlock, ordinalOf } from '../../alloc/block.js';
 import { excludedRole } from '../../alloc/block-addressing.js';
 import { type Addr, type Prefix, addrEquals, formatAddr, formatPrefix, prefixContains, prefixOf } from '../../ip/index.js';
-import { ipSetOf } from '../records/ip-set-record.js';
-import { blockKey } from '../records/keys.js';
-import { poolBlockSizes, poolUnusableWhy, poolUsable } from '../records/pool-record.js';
+import { ipSetOf, blockKey, poolBlockSizes, poolUnusableWhy, poolUsable } from '../records/index.js';
 import { AddressUnavailableError } from '../service/errors.js';
 import { claimGuards } from './claim-candidate.js';
 import { NeedRead, type PlanWork } from './plan-work.js';

@@ -8,8 +8,7 @@
 import { blockAt, blockCount, blockProbeOrder, isWhollyReserved } from '../../alloc/block-layout.js';
 import { overlappingBlocks } from '../../alloc/overlapping-blocks.js';
 import type { IpRangeSet, Prefix } from '../../ip/index.js';
-import { blockKey } from '../records/keys.js';
-import type { Pool } from '../records/pool-record.js';
+import { blockKey, type Pool } from '../records/index.js';
 
 /** Most candidate blocks examined per pool (bounds the search in huge, heavily reserved pools). */
 const MAX_PROBES = 65_536;

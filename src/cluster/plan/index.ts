@@ -2,3 +2,5 @@
 export * from './assignment.js';
 export * from './placement-request.js';
 export * from './plan-assign.js';
+export * from './plan-release.js';
+export * from './sticky-hold-plan.js';

@@ -8,7 +8,7 @@
 import type { Family } from '../../ip/index.js';
 import { formatPrefix } from '../../ip/index.js';
 import { isPoolPattern, poolMatcher } from '../../model/pool-pattern.js';
-import { type Pool, poolUnusableWhy, poolUsable } from '../records/pool-record.js';
+import { type Pool, poolUnusableWhy, poolUsable } from '../records/index.js';
 import type { AssignRequest } from './assignment.js';
 
 export class NamedPools {

@@ -17,7 +17,7 @@
  */
 import { addrOfOrdinal, ordinalsOf } from '../../alloc/block.js';
 import { formatAddr, parsePrefix } from '../../ip/index.js';
-import { blockKey } from '../records/keys.js';
+import { blockKey } from '../records/index.js';
 import { AddressUnavailableError } from '../service/errors.js';
 import type { AssignPlan, PlanInput } from './assign-plan.js';
 import { assignAuto } from './assign-auto.js';

@@ -19,12 +19,8 @@ import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-
 import { reservedOrdinals } from '../../alloc/block-layout.js';
 import { type Addr, type Prefix, formatPrefix, parsePrefix, prefixContains, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
-import type { ClusterSnapshot } from '../views/cluster-snapshot.js';
-import { type HandleRecord, adjustHandle, encodeHandle } from '../records/handle-record.js';
-import { encodeBlock } from '../records/block-record.js';
-import { affinityKey, blockKey, handleKey } from '../records/keys.js';
-import { poolBlockSizes, poolSpace } from '../records/pool-record.js';
-import type { KnownBlock } from '../views/node-view.js';
+import type { ClusterSnapshot, KnownBlock } from '../views/index.js';
+import { type HandleRecord, adjustHandle, encodeHandle, encodeBlock, affinityKey, blockKey, handleKey, poolBlockSizes, poolSpace } from '../records/index.js';
 
 export interface HandleState {
   readonly rev: number;

@@ -13,15 +13,9 @@ import { addrOfOrdinal } from '../../alloc/block.js';
 import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
 import { type Addr, type Prefix, formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
-import { encodeBlock } from '../records/block-record.js';
-import { type HandleAttrs, type HandleRecord, encodeHandle } from '../records/handle-record.js';
-import { blockKey, handleKey } from '../records/keys.js';
-import type { KnownBlock } from '../views/node-view.js';
-
-export interface HandleState {
-  readonly rev: number;
-  readonly record: HandleRecord | undefined;
-}
+import { encodeBlock, type HandleAttrs, type HandleRecord, encodeHandle, blockKey, handleKey } from '../records/index.js';
+import type { KnownBlock } from '../views/index.js';
+import type { HandleState } from './plan-release.js';
 
 export interface HoldInput {
   /** Known blocks by key (undefined = unknown, block null = absent). */

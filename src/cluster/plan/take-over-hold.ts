@@ -5,7 +5,7 @@
 import type { Block } from '../../alloc/block.js';
 import { ordinalsOf } from '../../alloc/block.js';
 import { type Family, parsePrefix, prefixContainsPrefix } from '../../ip/index.js';
-import { blockKey, handleKey } from '../records/keys.js';
+import { blockKey, handleKey } from '../records/index.js';
 import { NeedRead, type PlanWork } from './plan-work.js';
 
 /**

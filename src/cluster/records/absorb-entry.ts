@@ -9,8 +9,7 @@ import { nodeKey } from '../../model/node-record.js';
 import { decodeBlock } from './block-record.js';
 import { decodeHandle } from './handle-record.js';
 import { CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from './keys.js';
-import type { KnownBlock, NodeView } from '../views/node-view.js';
-import type { ViewCache } from '../views/view-cache.js';
+import type { KnownBlock, NodeView, ViewCache } from '../views/index.js';
 
 export function absorbEntry(cache: ViewCache, view: NodeView | undefined, others: Map<string, KnownBlock>, key: string, entry: Entry | undefined): void {
   if (key === CONFIG_KEY) {

@@ -24,7 +24,7 @@
 import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../../model/history.js';
 import type { Op } from '../../store/index.js';
 import { CorruptRecordError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
+import type { IpamContext } from '../service/index.js';
 
 export const STAMP_PREFIX = 'stamps/';
 

@@ -11,3 +11,7 @@ export * from './legacy-handle.js';
 export * from './pool-record.js';
 export * from './reuse-after.js';
 export * from './sticky-hold-id.js';
+export * from './absorb-entry.js';
+export * from './config-quarantines.js';
+export * from './ip-set-errors.js';
+export * from './reservation-record.js';

@@ -35,10 +35,18 @@ import { cniHandleId } from '../../model/handle-id.js';
 import { WARM_NETWORK } from '../../model/reserved-network.js';
 import { tryDecodeWarmPodRecord } from '../../model/warm-pod-record.js';
 import type { Entry } from '../../store/index.js';
-import { AGENT_VIEW_PREFIX, type AgentView, agentViewNode, decodeAgentView } from '../records/agent-view-record.js';
-import { decodeBlock } from '../records/block-record.js';
-import { decodeHandle, type HandleRecord } from '../records/handle-record.js';
-import { HANDLE_PREFIX, blockKey, handleKey } from '../records/keys.js';
+import {
+  AGENT_VIEW_PREFIX,
+  type AgentView,
+  agentViewNode,
+  decodeAgentView,
+  decodeBlock,
+  decodeHandle,
+  type HandleRecord,
+  HANDLE_PREFIX,
+  blockKey,
+  handleKey,
+} from '../records/index.js';
 
 /** A view older than this many of its own refresh periods (plus the slack) is stale. */
 export const VIEW_STALE_FACTOR = 3;

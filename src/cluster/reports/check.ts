@@ -33,18 +33,25 @@ import { formatAddr, formatPrefix } from '../../ip/index.js';
 import { MAX_TXN_OPS, type Entry } from '../../store/index.js';
 import { NODE_PREFIX, nodeKey } from '../../model/node-record.js';
 import { decodeNodeTombstone, NODE_TOMBSTONE_PREFIX } from '../../model/node-tombstone.js';
-import { decodeBlock } from '../records/block-record.js';
-import { decodeHandle, type HandleRecord } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, POOL_PREFIX } from '../records/keys.js';
-import { type Pool, decodePool } from '../records/pool-record.js';
-import { readKeys } from '../txn/read-keys.js';
+import {
+  decodeBlock,
+  decodeHandle,
+  type HandleRecord,
+  AFFINITY_PREFIX,
+  BLOCK_PREFIX,
+  HANDLE_PREFIX,
+  POOL_PREFIX,
+  type Pool,
+  decodePool,
+  AGENT_VIEW_PREFIX,
+} from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
+import { readKeys } from '../txn/index.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 import { listAll } from '../../store/list-all.js';
 import { POD_RECORD_PREFIX } from '../../model/reserved-network.js';
-import { AGENT_VIEW_PREFIX } from '../records/agent-view-record.js';
 import { checkHolders, type HolderFinding, type HolderInput } from './check-holders.js';
-import { type EmptyOrphanBlock, emptyOrphansOf } from '../admin/empty-orphans.js';
+import { type EmptyOrphanBlock, emptyOrphansOf } from '../admin/index.js';
 
 import type { BorrowedBlock, CheckOptions, CheckReport } from './check-report.js';
 import { type Finding, scanFindings, tryDecode } from './scan-findings.js';

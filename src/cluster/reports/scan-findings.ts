@@ -8,11 +8,22 @@ import { familyBits, formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix
 import { type Entry } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { decodeNodeTombstone, nodeTombstoneKey, type NodeTombstone } from '../../model/node-tombstone.js';
-import { decodeAffinity } from '../records/affinity-record.js';
-import { decodeBlock } from '../records/block-record.js';
-import { decodeHandle, type HandleRecord } from '../records/handle-record.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX, affinityKey, blockKey, handleKey, parseAffinityKey } from '../records/keys.js';
-import { type Pool, decodePool, poolSpace } from '../records/pool-record.js';
+import {
+  decodeAffinity,
+  decodeBlock,
+  decodeHandle,
+  type HandleRecord,
+  AFFINITY_PREFIX,
+  BLOCK_PREFIX,
+  HANDLE_PREFIX,
+  affinityKey,
+  blockKey,
+  handleKey,
+  parseAffinityKey,
+  type Pool,
+  decodePool,
+  poolSpace,
+} from '../records/index.js';
 import type { Leak, Problem } from './check-report.js';
 
 /** One finding: a leak or a problem, and the keys its re-check reads. */

@@ -6,10 +6,9 @@
  */
 import { type Block, addrOfOrdinal } from '../../alloc/block.js';
 import { formatAddr, parsePrefix } from '../../ip/index.js';
-import type { HandleRecord } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { blockKey, handleKey } from '../records/keys.js';
-import { type Released, releaseByHandleIf } from '../txn/release.js';
+import { type HandleRecord, blockKey, handleKey } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
+import { type Released, releaseByHandleIf } from '../txn/index.js';
 
 export interface StickyHold {
   readonly handle: string;

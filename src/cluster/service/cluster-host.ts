@@ -5,8 +5,8 @@
  * processes), and ADDs (and DELs) that arrive together combined into one transaction (group commit).
  */
 import type { ClusterIpam } from './cluster-ipam.js';
-import type { AssignRequest, Assignment } from '../plan/plan-assign.js';
-import type { Released } from '../txn/release.js';
+import type { AssignRequest, Assignment } from '../plan/index.js';
+import type { Released } from '../txn/index.js';
 
 export interface ClusterHost {
   /** Runs `fn` with the long-lived service for `datastore`, after the node's earlier calls. */

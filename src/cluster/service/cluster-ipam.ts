@@ -14,34 +14,36 @@
  */
 import type { Addr, Prefix } from '../../ip/index.js';
 import type { ReleaseEvidence, ReleaseReason } from '../../model/history.js';
-import type { AllocationFilter, AllocationPage, BlockAllocations } from '../views/allocations.js';
+import {
+  type AllocationFilter,
+  type AllocationPage,
+  type BlockAllocations,
+  type IpamUsage,
+  type Utilisation,
+  type UtilisationOptions,
+  ViewCache,
+} from '../views/index.js';
 import type { Store } from '../../store/index.js';
-import { assignAddresses } from '../txn/assign.js';
+import { assignAddresses, type Released, releaseAddresses, releaseByHandle, type HoldResult } from '../txn/index.js';
 import type { BatchOutcome } from '../plan/assign-group.js';
 import type { ReleaseOutcome } from '../txn/release-group.js';
-import type { CheckOptions, CheckReport, Leak } from '../reports/check.js';
-import type { DeletedNodeBlockRelease } from '../admin/gc-findings.js';
+import type { CheckOptions, CheckReport, Leak, StickyHold } from '../reports/index.js';
+import type {
+  DeletedNodeBlockRelease,
+  NodeGcResult,
+  IpSetDetail,
+  IpSetInfo,
+  IpSetSpec,
+  PoolHeld,
+  ResizeResult,
+  PoolSettings,
+  IpamSettings,
+} from '../admin/index.js';
 import type { AddressHolder, PodHandle } from '../views/handles-of-pod.js';
-import { CONFIG_KEY, HANDLE_PREFIX } from '../records/keys.js';
-import type { NodeGcResult } from '../admin/gc-node.js';
+import { CONFIG_KEY, HANDLE_PREFIX, type IpamConfig, type IpSet, type Pool, type PoolSpec, type Reservation, type HandleAttrs } from '../records/index.js';
 import type { NodeAttachment } from '../views/node-allocations.js';
 import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
-import type { IpamConfig } from '../records/ipam-config.js';
-import type { IpSet } from '../records/ip-set-record.js';
-import type { IpSetDetail, IpSetInfo, IpSetSpec } from '../admin/ip-sets.js';
-import type { AssignRequest, Assignment } from '../plan/plan-assign.js';
-import type { Pool, PoolSpec } from '../records/pool-record.js';
-import type { PoolHeld } from '../admin/pool-drain.js';
-import type { ResizeResult } from '../admin/pool-resize.js';
-import type { PoolSettings } from '../admin/pool-settings.js';
-import { type Released, releaseAddresses, releaseByHandle } from '../txn/release.js';
-import type { Reservation } from '../records/reservation-record.js';
-import type { HandleAttrs } from '../records/handle-record.js';
-import type { HoldResult } from '../txn/sticky-hold.js';
-import type { StickyHold } from '../reports/sticky-holds.js';
-import type { IpamSettings } from '../admin/settings.js';
-import type { IpamUsage } from '../views/usage.js';
-import type { Utilisation, UtilisationOptions } from '../views/utilisation.js';
+import type { AssignRequest, Assignment } from '../plan/index.js';
 import {
   type WarmRecordWrite,
   type WarmView,
@@ -52,8 +54,7 @@ import {
   readWarmRecords,
   warmView,
   writeWarmRecords,
-} from '../txn/warm-handles.js';
-import { ViewCache } from '../views/view-cache.js';
+} from '../txn/index.js';
 
 export interface ClusterIpamOptions {
   /** Attempts per compare-and-swap loop (default 100, as Calico). */
@@ -145,7 +146,7 @@ export class ClusterIpam {
 
   /** See sticky-hold.ts: move a sticky pod's addresses from its attachment's handle to its hold (undefined: the handle has no record). */
   async holdSticky(handle: string, hold: string, attrs: HandleAttrs & { readonly stickyUntil: string }, node: string): Promise<HoldResult | undefined> {
-    const { holdAttachment } = await import('../txn/sticky-hold.js');
+    const { holdAttachment } = await import('../txn/index.js');
     return holdAttachment(this.#ctx, handle, hold, attrs, node);
   }
 
@@ -200,123 +201,123 @@ export class ClusterIpam {
 
   /** See gc-node.ts: release a node's handles of a network that are not in `keep`. */
   async gcNode(node: string, network: string, keep: ReadonlySet<string>): Promise<NodeGcResult> {
-    const { gcNode } = await import('../admin/gc-node.js');
+    const { gcNode } = await import('../admin/index.js');
     return gcNode(this.#ctx, node, network, keep);
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { createPool } = await import('../admin/pools.js');
+    const { createPool } = await import('../admin/index.js');
     return createPool(this.#ctx, spec);
   }
 
   async listPools(): Promise<Pool[]> {
-    const { listPools } = await import('../admin/pools.js');
+    const { listPools } = await import('../admin/index.js');
     return listPools(this.#ctx);
   }
 
   async setPoolDisabled(name: string, disabled: boolean): Promise<Pool> {
-    const { setPoolDisabled } = await import('../admin/pools.js');
+    const { setPoolDisabled } = await import('../admin/index.js');
     return setPoolDisabled(this.#ctx, name, disabled);
   }
 
   /** See pool-resize.ts: grow or shrink a pool's CIDR in place. */
   async resizePool(name: string, cidr: string): Promise<ResizeResult> {
-    const { resizePool } = await import('../admin/pool-resize.js');
+    const { resizePool } = await import('../admin/index.js');
     return resizePool(this.#ctx, name, cidr);
   }
 
   /** See pool-drain.ts: stop (or resume) new addresses and blocks from a pool; what it holds stays. */
   async setPoolDraining(name: string, draining: boolean): Promise<Pool> {
-    const { setPoolDraining } = await import('../admin/pool-drain.js');
+    const { setPoolDraining } = await import('../admin/index.js');
     return setPoolDraining(this.#ctx, name, draining);
   }
 
   /** See pool-drain.ts: what a pool still holds, by node and pod. */
   async poolHeld(name: string): Promise<PoolHeld> {
-    const { poolHeld } = await import('../admin/pool-drain.js');
+    const { poolHeld } = await import('../admin/index.js');
     return poolHeld(this.#ctx, name);
   }
 
   /** See pool-settings.ts: block size, node selector, disabled of a serving pool. */
   async setPoolSettings(name: string, settings: PoolSettings): Promise<Pool> {
-    const { setPoolSettings } = await import('../admin/pool-settings.js');
+    const { setPoolSettings } = await import('../admin/index.js');
     return setPoolSettings(this.#ctx, name, settings);
   }
 
   /** Refused with PoolInUseError while addresses of the pool are allocated. */
   async deletePool(name: string): Promise<void> {
-    const { deletePool } = await import('../admin/pools.js');
+    const { deletePool } = await import('../admin/index.js');
     return deletePool(this.#ctx, name);
   }
 
   async getSettings(): Promise<IpamConfig> {
-    const { getSettings } = await import('../admin/settings.js');
+    const { getSettings } = await import('../admin/index.js');
     return getSettings(this.#ctx);
   }
 
   async updateSettings(patch: Partial<IpamSettings>): Promise<IpamConfig> {
-    const { updateSettings } = await import('../admin/settings.js');
+    const { updateSettings } = await import('../admin/index.js');
     return updateSettings(this.#ctx, patch);
   }
 
   async listReservations(): Promise<Reservation[]> {
-    const { listReservations } = await import('../admin/settings.js');
+    const { listReservations } = await import('../admin/index.js');
     return listReservations(this.#ctx);
   }
 
   async putReservation(name: string, cidrs: readonly string[]): Promise<Reservation> {
-    const { putReservation } = await import('../admin/settings.js');
+    const { putReservation } = await import('../admin/index.js');
     return putReservation(this.#ctx, name, cidrs);
   }
 
   async deleteReservation(name: string): Promise<void> {
-    const { deleteReservation } = await import('../admin/settings.js');
+    const { deleteReservation } = await import('../admin/index.js');
     return deleteReservation(this.#ctx, name);
   }
 
   /** See ip-sets.ts: a fixed address set of `pool` (explicit ranges, or its `count` lowest free addresses). */
   async createIpSet(name: string, pool: string, spec: IpSetSpec): Promise<IpSet> {
-    const { createIpSet } = await import('../admin/ip-sets.js');
+    const { createIpSet } = await import('../admin/index.js');
     return createIpSet(this.#ctx, name, pool, spec);
   }
 
   async listIpSets(): Promise<IpSetInfo[]> {
-    const { listIpSets } = await import('../admin/ip-sets.js');
+    const { listIpSets } = await import('../admin/index.js');
     return listIpSets(this.#ctx);
   }
 
   /** NotFoundError when the set does not exist. */
   async showIpSet(name: string): Promise<IpSetDetail> {
-    const { showIpSet } = await import('../admin/ip-sets.js');
+    const { showIpSet } = await import('../admin/index.js');
     return showIpSet(this.#ctx, name);
   }
 
   /** Refused with IpSetInUseError while any address of the set is held. */
   async deleteIpSet(name: string): Promise<void> {
-    const { deleteIpSet } = await import('../admin/ip-sets.js');
+    const { deleteIpSet } = await import('../admin/index.js');
     return deleteIpSet(this.#ctx, name);
   }
 
   /** `ipam show`'s rows: a projection of utilisation() (`isIdle`: which allocations are idle). */
   async usage(options?: UtilisationOptions): Promise<IpamUsage> {
-    const { ipamUsage } = await import('../views/usage.js');
+    const { ipamUsage } = await import('../views/index.js');
     return ipamUsage(this.#ctx, options);
   }
 
   /** See utilisation.ts: the one utilisation computation (pools, blocks, nodes by affinity), exact bigint counts. */
   async utilisation(options?: UtilisationOptions): Promise<Utilisation> {
-    const { clusterUtilisation } = await import('../views/utilisation.js');
+    const { clusterUtilisation } = await import('../views/index.js');
     return clusterUtilisation(this.#ctx, options);
   }
 
   async check(opts?: CheckOptions): Promise<CheckReport> {
-    const { checkIpam } = await import('../reports/check.js');
+    const { checkIpam } = await import('../reports/index.js');
     return checkIpam(this.#ctx, opts);
   }
 
   /** See sticky-holds.ts: free an expired sticky hold while its record is the one `check` listed (undefined: it changed). */
   async releaseStickyHold(hold: Pick<StickyHold, 'handle' | 'rev'>): Promise<Released[] | undefined> {
-    const { releaseStickyHold } = await import('../reports/sticky-holds.js');
+    const { releaseStickyHold } = await import('../reports/index.js');
     return releaseStickyHold(this.#ctx, hold);
   }
 
@@ -334,37 +335,37 @@ export class ClusterIpam {
 
   /** See gc-findings.ts: free a leaked address (CAS loop; false when it is no longer a leak). */
   async releaseLeak(leak: Leak): Promise<boolean> {
-    const { releaseLeak } = await import('../admin/gc-findings.js');
+    const { releaseLeak } = await import('../admin/index.js');
     return releaseLeak(this.#ctx, leak);
   }
 
   /** See gc-findings.ts: release a `block-node-deleted` finding's block (`key` from the report), on proof. */
   async releaseDeletedNodeBlock(key: string): Promise<DeletedNodeBlockRelease> {
-    const { releaseDeletedNodeBlock } = await import('../admin/gc-findings.js');
+    const { releaseDeletedNodeBlock } = await import('../admin/index.js');
     return releaseDeletedNodeBlock(this.#ctx, key);
   }
 
   /** See gc-findings.ts: delete an empty orphan block (check's `emptyOrphans`) that quarantines nothing; false when it is no longer one. */
   async releaseEmptyOrphanBlock(key: string): Promise<boolean> {
-    const { releaseEmptyOrphanBlock } = await import('../admin/gc-findings.js');
+    const { releaseEmptyOrphanBlock } = await import('../admin/index.js');
     return releaseEmptyOrphanBlock(this.#ctx, key);
   }
 
   /** See gc-findings.ts: release every block of a deleted node now (on the same proof). */
   async releaseDeletedNode(node: string): Promise<DeletedNodeBlockRelease[]> {
-    const { releaseDeletedNode } = await import('../admin/gc-findings.js');
+    const { releaseDeletedNode } = await import('../admin/index.js');
     return releaseDeletedNode(this.#ctx, node);
   }
 
   /** See allocations.ts: one page of allocations (InvalidCursorError for a bad `after`). */
   async listAllocations(filter: AllocationFilter): Promise<AllocationPage> {
-    const { listAllocations } = await import('../views/allocations.js');
+    const { listAllocations } = await import('../views/index.js');
     return listAllocations(this.#ctx, filter);
   }
 
   /** See allocations.ts: one block's allocations, undefined when the block does not exist. */
   async blockAllocations(cidr: Prefix): Promise<BlockAllocations | undefined> {
-    const { blockAllocations } = await import('../views/allocations.js');
+    const { blockAllocations } = await import('../views/index.js');
     return blockAllocations(this.#ctx, cidr);
   }
 

@@ -8,19 +8,13 @@ import { crashPoint } from '../../util/crash-point.js';
 import { commitWrite } from '../gate/index.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { checkHandle } from '../../model/handle-id.js';
-import { absorbEntry } from '../records/absorb-entry.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
+import { absorbEntry, AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey, decodeHandle, stampOp } from '../records/index.js';
+import { loadSnapshot, type KnownBlock, loadNodeBlocks, takenByPod } from '../views/index.js';
 import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
 import type { Entry } from '../../store/index.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { HandleState } from '../plan/plan-release.js';
-import { type KnownBlock, loadNodeBlocks } from '../views/node-view.js';
-import { type AssignRequest, type Assignment, planAssign } from '../plan/plan-assign.js';
+import { type HandleState, type AssignRequest, type Assignment, planAssign } from '../plan/index.js';
 import { readKeys } from './read-keys.js';
-import { stampOp } from '../records/history-stamp.js';
-import { takenByPod } from '../views/taken-by-pod.js';
 import { PlacementError } from '../../model/placement.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */

@@ -9,12 +9,20 @@
 import { commitWrite } from '../gate/index.js';
 import type { Compare, Entry, Op } from '../../store/index.js';
 import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { type IpamConfig, decodeConfig, encodeConfig, nextGeneration } from '../records/ipam-config.js';
-import { CONFIG_KEY, POOL_PREFIX } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
+import {
+  type IpamConfig,
+  decodeConfig,
+  encodeConfig,
+  nextGeneration,
+  CONFIG_KEY,
+  POOL_PREFIX,
+  type Pool,
+  decodePool,
+  quarantinesOfPools,
+  withQuarantines,
+} from '../records/index.js';
 import { listAll } from '../../store/list-all.js';
-import { type Pool, decodePool } from '../records/pool-record.js';
-import { quarantinesOfPools, withQuarantines } from '../records/config-quarantines.js';
 
 export interface ConfigTxnStep<T> {
   readonly compares: readonly Compare[];

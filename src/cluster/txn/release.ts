@@ -11,24 +11,31 @@ import { crashPoint } from '../../util/crash-point.js';
 import { ordinalsOf } from '../../alloc/block.js';
 import { type Addr, formatPrefix } from '../../ip/index.js';
 import type { Compare, Entry } from '../../store/index.js';
-import { absorbEntry } from '../records/absorb-entry.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
+import {
+  absorbEntry,
+  type Pool,
+  decodePool,
+  decodeBlock,
+  decodeHandle,
+  BLOCK_PREFIX,
+  CONFIG_KEY,
+  HANDLE_PREFIX,
+  POOL_PREFIX,
+  handleKey,
+  quarantineIn,
+  quarantinesOfConfig,
+  releaseStampOp,
+} from '../records/index.js';
+import { loadSnapshot, type KnownBlock, type NodeView } from '../views/index.js';
 import { listAll } from '../../store/list-all.js';
-import { type Pool, decodePool } from '../records/pool-record.js';
-import { decodeBlock } from '../records/block-record.js';
 import { ContentionError, CorruptRecordError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, POOL_PREFIX, handleKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
 import type { Quarantine } from '../../alloc/block-quarantine.js';
 import type { Prefix } from '../../ip/index.js';
-import { quarantineIn, quarantinesOfConfig } from '../records/config-quarantines.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
-import type { KnownBlock, NodeView } from '../views/node-view.js';
-import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from '../plan/plan-release.js';
+import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from '../plan/index.js';
 import { readKeys } from './read-keys.js';
-import { releaseStampOp } from '../records/history-stamp.js';
 import { quarantineFor } from './pool-quarantine.js';
 
 /** One freed address and the handle that held it. */

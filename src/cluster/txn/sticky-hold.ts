@@ -8,20 +8,16 @@
 import { commitWrite } from '../gate/index.js';
 import { crashPoint } from '../../util/crash-point.js';
 import type { Entry } from '../../store/index.js';
-import { absorbEntry } from '../records/absorb-entry.js';
+import { absorbEntry, decodeHandle, type HandleAttrs, handleKey, releaseStampOp } from '../records/index.js';
 import { ContentionError } from '../service/errors.js';
-import { decodeHandle, type HandleAttrs } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { handleKey } from '../records/keys.js';
+import type { IpamContext } from '../service/index.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
-import type { KnownBlock } from '../views/node-view.js';
-import { type HandleState, planHold } from '../plan/sticky-hold-plan.js';
+import { type KnownBlock, loadSnapshot } from '../views/index.js';
+import { type HandleState, planHold } from '../plan/index.js';
 import { readKeys } from './read-keys.js';
-import { releaseStampOp } from '../records/history-stamp.js';
 import type { Addr, Prefix } from '../../ip/index.js';
 import type { Quarantine } from '../../alloc/block-quarantine.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
 import { quarantineFor } from './pool-quarantine.js';
 
 export interface HoldResult {

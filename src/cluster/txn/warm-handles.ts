@@ -9,14 +9,23 @@
 import { commitWrite } from '../gate/index.js';
 import type { ReleaseEvidence, ReleaseReason } from '../../model/history.js';
 import type { Entry, Op } from '../../store/index.js';
-import { STAMP_PREFIX, type StampedKey, plainStampOp } from '../records/history-stamp.js';
-import { loadSnapshot } from '../views/cluster-snapshot.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, CONFIG_KEY, HANDLE_PREFIX, IPSET_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from '../records/keys.js';
-import type { Pool } from '../records/pool-record.js';
+import {
+  STAMP_PREFIX,
+  type StampedKey,
+  plainStampOp,
+  AFFINITY_PREFIX,
+  BLOCK_PREFIX,
+  CONFIG_KEY,
+  HANDLE_PREFIX,
+  IPSET_PREFIX,
+  POOL_PREFIX,
+  RESERVATION_PREFIX,
+  type Pool,
+} from '../records/index.js';
+import { loadSnapshot, labelsOf } from '../views/index.js';
+import type { IpamContext } from '../service/index.js';
 import type { IpRangeSet } from '../../ip/index.js';
 import { nodeKey } from '../../model/node-record.js';
-import { labelsOf } from '../views/node-headroom-load.js';
 
 /** One record write: `value` undefined deletes the key — at `at` (ms; default now) for `why` (default: the service's reason, else DEL), with `evidence` for a runtime-absent one. */
 export interface WarmRecordWrite {

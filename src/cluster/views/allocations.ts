@@ -10,10 +10,8 @@ import { formatAddr, formatPrefix, parsePrefix, prefixContainsPrefix, type Prefi
 import type { Entry } from '../../store/index.js';
 import { compareKeys } from '../../store/key-order.js';
 import { listAll } from '../../store/list-all.js';
-import { decodeBlock } from '../records/block-record.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { affinityPrefix, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey } from '../records/keys.js';
+import { decodeBlock, decodeHandle, affinityPrefix, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
 
 export interface AllocationRow {
   readonly ip: string;

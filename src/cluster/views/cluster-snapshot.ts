@@ -7,11 +7,22 @@
 import { crashPoint } from '../../util/crash-point.js';
 import { IpRangeSet } from '../../ip/index.js';
 import type { Entry, Store } from '../../store/index.js';
-import { type IpamConfig, decodeConfig } from '../records/ipam-config.js';
-import { CONFIG_KEY, IPSET_PREFIX, POOL_PREFIX, RESERVATION_PREFIX } from '../records/keys.js';
-import { type IpSet, decodeIpSet, ipSetAddrs } from '../records/ip-set-record.js';
-import { type Pool, decodePool } from '../records/pool-record.js';
-import { type Reservation, decodeReservation, reservedSet } from '../records/reservation-record.js';
+import {
+  type IpamConfig,
+  decodeConfig,
+  CONFIG_KEY,
+  IPSET_PREFIX,
+  POOL_PREFIX,
+  RESERVATION_PREFIX,
+  type IpSet,
+  decodeIpSet,
+  ipSetAddrs,
+  type Pool,
+  decodePool,
+  type Reservation,
+  decodeReservation,
+  reservedSet,
+} from '../records/index.js';
 
 export interface ClusterSnapshot {
   /** Revision of the `config` record (0 when absent). */

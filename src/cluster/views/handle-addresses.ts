@@ -5,14 +5,11 @@
 import { addrOfOrdinal, ordinalsOf } from '../../alloc/block.js';
 import { blockGateway } from '../../alloc/block-addressing.js';
 import { prefixContainsPrefix, parsePrefix } from '../../ip/index.js';
-import { decodeBlock } from '../records/block-record.js';
+import { decodeBlock, decodeHandle, blockKey, handleKey, POOL_PREFIX, decodePool } from '../records/index.js';
 import { ContentionError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { blockKey, handleKey, POOL_PREFIX } from '../records/keys.js';
-import type { Assignment } from '../plan/plan-assign.js';
-import { decodePool } from '../records/pool-record.js';
-import { readKeys } from '../txn/read-keys.js';
+import type { IpamContext } from '../service/index.js';
+import type { Assignment } from '../plan/index.js';
+import { readKeys } from '../txn/index.js';
 
 /** The addresses `handle` holds (IPv4 first), or undefined when the handle does not exist. */
 export async function addressesOfHandle(ctx: IpamContext, handle: string): Promise<Assignment[] | undefined> {

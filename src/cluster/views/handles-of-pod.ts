@@ -9,15 +9,24 @@
 import { holderOf, ordinalOf } from '../../alloc/block.js';
 import { type Addr, formatAddr, formatPrefix, prefixContains, prefixOf, tryParseAddr } from '../../ip/index.js';
 import { listAll } from '../../store/list-all.js';
-import { decodeBlock } from '../records/block-record.js';
+import {
+  decodeBlock,
+  type HandleRecord,
+  decodeHandle,
+  HANDLE_PREFIX,
+  POOL_PREFIX,
+  blockKey,
+  handleKey,
+  type Pool,
+  decodePool,
+  poolBlockSizes,
+  poolSpace,
+} from '../records/index.js';
 import { addressesOfHandle } from './handle-addresses.js';
-import { type HandleRecord, decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { HANDLE_PREFIX, POOL_PREFIX, blockKey, handleKey } from '../records/keys.js';
-import { type Pool, decodePool, poolBlockSizes, poolSpace } from '../records/pool-record.js';
+import type { IpamContext } from '../service/index.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 import { type WarmPodRecord, tryDecodeWarmPodRecord, warmPodRecordPrefix } from '../../model/warm-pod-record.js';
-import { readKeys } from '../txn/read-keys.js';
+import { readKeys } from '../txn/index.js';
 
 /** One handle of a pod and its addresses. */
 export interface PodHandle {

@@ -4,3 +4,8 @@ export * from './node-cache-file.js';
 export * from './node-headroom.js';
 export * from './node-headroom-load.js';
 export * from './view-cache.js';
+export * from './allocations.js';
+export * from './node-view.js';
+export * from './taken-by-pod.js';
+export * from './usage.js';
+export * from './utilisation.js';

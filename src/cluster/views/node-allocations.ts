@@ -8,14 +8,12 @@
  * Each is freed only while its handle record is the one listed (its revision compared in the
  * release's own transaction): an attachment written again meanwhile keeps its addresses.
  */
-import { readKeys } from '../txn/read-keys.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
+import { readKeys, releaseByHandleIf, type Released } from '../txn/index.js';
+import { decodeHandle, handleKey, HANDLE_PREFIX } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
-import { handleKey, HANDLE_PREFIX } from '../records/keys.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { loadNodeBlocks } from './node-view.js';
-import { releaseByHandleIf, type Released } from '../txn/release.js';
 
 /** One attachment of the node: its handle record as read. */
 export interface NodeAttachment {

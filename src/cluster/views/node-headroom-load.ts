@@ -10,9 +10,8 @@ import type { Family, Prefix } from '../../ip/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import type { Store } from '../../store/index.js';
 import { listAll } from '../../store/list-all.js';
-import { decodeBlock } from '../records/block-record.js';
+import { decodeBlock, AFFINITY_PREFIX, blockKey, parseAffinityKey } from '../records/index.js';
 import { loadSnapshot } from './cluster-snapshot.js';
-import { AFFINITY_PREFIX, blockKey, parseAffinityKey } from '../records/keys.js';
 import { type FamilyHeadroom, nodeHeadroom, poolSpaces } from './node-headroom.js';
 import { readKeys } from '../txn/read-keys.js';
 

@@ -25,9 +25,7 @@ import { usableCount } from '../../alloc/block-addressing.js';
 import { blockAt, blockCount, isWhollyReserved, reservedOrdinals } from '../../alloc/block-layout.js';
 import { type Family, type IpRangeSet, type Prefix, familyBits, prefixContainsPrefix, prefixOf } from '../../ip/index.js';
 import { selectorMatches } from '../../model/node-selector.js';
-import { effectiveMaxBlocks, type IpamConfig } from '../records/ipam-config.js';
-import { blockKey } from '../records/keys.js';
-import { type Pool, poolUsable } from '../records/pool-record.js';
+import { effectiveMaxBlocks, type IpamConfig, blockKey, type Pool, poolUsable } from '../records/index.js';
 
 export interface FamilyHeadroom {
   readonly family: Family;

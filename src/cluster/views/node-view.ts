@@ -7,9 +7,7 @@
  */
 import type { Block } from '../../alloc/block.js';
 import type { Entry, Store } from '../../store/index.js';
-import { decodeBlock } from '../records/block-record.js';
-import type { HandleRecord } from '../records/handle-record.js';
-import { affinityPrefix, parseAffinityKey, blockKey } from '../records/keys.js';
+import { decodeBlock, type HandleRecord, affinityPrefix, parseAffinityKey, blockKey } from '../records/index.js';
 import { readKeys } from '../txn/read-keys.js';
 
 /** A block as last seen: `block` null means known absent (rev 0). */

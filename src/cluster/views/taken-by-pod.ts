@@ -6,10 +6,9 @@
  */
 import { formatPodRef } from '../../model/pod-ref.js';
 import { AddressUnavailableError } from '../service/errors.js';
-import { decodeHandle } from '../records/handle-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { handleKey } from '../records/keys.js';
-import type { AssignRequest } from '../plan/assignment.js';
+import { decodeHandle, handleKey } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
+import type { AssignRequest } from '../plan/index.js';
 
 export async function takenByPod(ctx: IpamContext, req: AssignRequest, e: unknown): Promise<unknown> {
   if (!(e instanceof AddressUnavailableError) || e.reason !== 'taken' || e.holder === undefined) return e;

@@ -3,8 +3,8 @@
  * clusterUtilisation (src/cluster/views/utilisation.ts), exact counts.
  */
 import { formatPrefix } from '../../ip/index.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { poolText } from '../records/pool-record.js';
+import type { IpamContext } from '../service/index.js';
+import { poolText } from '../records/index.js';
 import { clusterUtilisation, type UtilisationOptions } from './utilisation.js';
 
 export interface PoolUsage {

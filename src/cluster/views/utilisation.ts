@@ -12,10 +12,8 @@ import { blockAt, blockCount, poolUsableCount } from '../../alloc/block-layout.j
 import { compareKeys } from '../../store/key-order.js';
 import { listAll } from '../../store/list-all.js';
 import { type Addr, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
-import { decodeBlock } from '../records/block-record.js';
-import type { IpamContext } from '../service/ipam-context.js';
-import { BLOCK_PREFIX, POOL_PREFIX } from '../records/keys.js';
-import { decodePool, type Pool } from '../records/pool-record.js';
+import { decodeBlock, BLOCK_PREFIX, POOL_PREFIX, decodePool, type Pool } from '../records/index.js';
+import type { IpamContext } from '../service/index.js';
 
 export interface PoolUtilisation {
   readonly pool: Pool;

@@ -4,10 +4,8 @@
  * runs (see node-cache-file.ts). Everything in it is a hint proven by transaction compares.
  */
 import type { Entry } from '../../store/index.js';
-import { decodeBlock, encodeBlock } from '../records/block-record.js';
+import { decodeBlock, encodeBlock, decodeHandle, encodeHandle, CONFIG_KEY, handleKey } from '../records/index.js';
 import { type ClusterSnapshot, snapshotFromEntries } from './cluster-snapshot.js';
-import { decodeHandle, encodeHandle } from '../records/handle-record.js';
-import { CONFIG_KEY, handleKey } from '../records/keys.js';
 import { NodeView } from './node-view.js';
 
 const FORMAT = 1;
