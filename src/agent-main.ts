@@ -98,7 +98,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
         cluster,
       );
     } catch (e) {
-      throw new AgentStartError(`warm pool: ${(e as Error).message}`);
+      throw new AgentStartError(`warm pool: ${(e as Error).message}`, { cause: e });
     }
     host = { ...host, warm: new WarmBackend(warm, host.pods) };
   }
@@ -242,7 +242,7 @@ async function openKubeOrFail(kubeconfig: string | undefined): Promise<import('.
   try {
     return await openKube(kubeconfig);
   } catch (e) {
-    throw new AgentStartError((e as Error).message);
+    throw new AgentStartError((e as Error).message, { cause: e });
   }
 }
 

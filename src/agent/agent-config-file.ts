@@ -52,8 +52,12 @@ export class AgentConfigFileError extends Error {
     readonly key: string | undefined,
     readonly value: unknown,
     requirement: string,
+    options?: ErrorOptions,
   ) {
-    super(key === undefined ? `config file ${file}: ${requirement}` : `config file ${file}: key ${JSON.stringify(key)} ${shown(value)}: ${requirement}`);
+    super(
+      key === undefined ? `config file ${file}: ${requirement}` : `config file ${file}: key ${JSON.stringify(key)} ${shown(value)}: ${requirement}`,
+      options,
+    );
   }
 }
 
@@ -86,7 +90,7 @@ export function readAgentConfigFile(file: string): AgentFileOptions {
       closeSync(fd);
     }
   } catch (e) {
-    throw new AgentConfigFileError(file, undefined, undefined, `cannot read it: ${(e as Error).message}`);
+    throw new AgentConfigFileError(file, undefined, undefined, `cannot read it: ${(e as Error).message}`, { cause: e });
   }
   return parseAgentConfig(text, file);
 }
@@ -97,7 +101,7 @@ export function parseAgentConfig(text: string, file: string): AgentFileOptions {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new AgentConfigFileError(file, undefined, undefined, `not JSON: ${(e as Error).message}`);
+    throw new AgentConfigFileError(file, undefined, undefined, `not JSON: ${(e as Error).message}`, { cause: e });
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
     throw new AgentConfigFileError(file, undefined, undefined, 'must be a JSON object of options');

@@ -29,8 +29,9 @@ export class AgentConfigError extends Error {
   constructor(
     readonly field: AgentField,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -45,7 +46,7 @@ export async function agentConfig(o: AgentConfigInput, name: (field: AgentField)
     try {
       parseStoreUrl(o.datastore);
     } catch (e) {
-      throw new AgentConfigError('datastore', `invalid ${name('datastore')} ${JSON.stringify(o.datastore)}: ${(e as Error).message}`);
+      throw new AgentConfigError('datastore', `invalid ${name('datastore')} ${JSON.stringify(o.datastore)}: ${(e as Error).message}`, { cause: e });
     }
   }
   return { node: o.node ?? defaultNodeName(), allowUids, ...(o.datastore !== undefined ? { datastore: o.datastore } : {}) };

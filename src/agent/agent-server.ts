@@ -132,7 +132,7 @@ export class Agent {
       });
     } catch (e) {
       closeSync(lockFd);
-      throw new AgentListenError(`cannot listen on ${opts.socket}: ${(e as Error).message}`);
+      throw new AgentListenError(`cannot listen on ${opts.socket}: ${(e as Error).message}`, { cause: e });
     } finally {
       process.umask(umask);
     }
@@ -290,7 +290,7 @@ function prepareSocketPath(socket: string): number {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
-    throw new AgentStartError(`cannot create the socket directory ${dir}: ${(e as Error).message}`);
+    throw new AgentStartError(`cannot create the socket directory ${dir}: ${(e as Error).message}`, { cause: e });
   }
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new AgentStartError(`socket directory ${dir} is not a directory (a symbolic link?): refusing it`);
@@ -336,8 +336,9 @@ function openLockFile(path: string): number {
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600); // Node adds O_CLOEXEC itself
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw new AgentStartError(`${path} is a symbolic link: refusing to follow it (remove it; the agent creates its own lock file)`);
-    throw new AgentStartError(`cannot open ${path}: ${(e as Error).message}`);
+    if (code === 'ELOOP')
+      throw new AgentStartError(`${path} is a symbolic link: refusing to follow it (remove it; the agent creates its own lock file)`, { cause: e });
+    throw new AgentStartError(`cannot open ${path}: ${(e as Error).message}`, { cause: e });
   }
   if (!fstatSync(fd).isFile()) {
     closeSync(fd);

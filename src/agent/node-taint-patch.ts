@@ -37,7 +37,8 @@ export async function applyNodeTaints(
     try {
       node = await bounded(`get node ${name}`, api.readNode({ name }), timeoutMs);
     } catch (e) {
-      if ((e as { code?: unknown }).code === 404) throw new Error(`node ${name}: no such Node in the API server (is --node its Kubernetes name?)`);
+      if ((e as { code?: unknown }).code === 404)
+        throw new Error(`node ${name}: no such Node in the API server (is --node its Kubernetes name?)`, { cause: e });
       throw e;
     }
     const current = (node.spec?.taints ?? []).map(fromApi);
@@ -50,7 +51,9 @@ export async function applyNodeTaints(
     } catch (e) {
       if ((e as { code?: unknown }).code !== 409) throw e;
       if (attempt >= MAX_ATTEMPTS)
-        throw new Error(`node ${name}: its taints changed under every one of ${MAX_ATTEMPTS} attempts (409 Conflict); trying again at the next resync`);
+        throw new Error(`node ${name}: its taints changed under every one of ${MAX_ATTEMPTS} attempts (409 Conflict); trying again at the next resync`, {
+          cause: e,
+        });
     }
   }
 }

@@ -27,7 +27,7 @@ const WARM_UP_DATASTORE = 'memory:podipam-agent-warm-up';
  * (one ADD on a warm scan cache): ~1.2 ms of CPU for each of the first 16 ADDs, ~0.75 ms for
  * ADDs 16-48, ~0.4 ms after 48, ~0.27 ms after 200 — and under a real runtime an ADD that needs
  * more CPU than one scheduler slice waits for the runtime's processes to run theirs (tens of ms
- * on a busy node), so a 16-pod burst right after a start paid for the cold code.
+ * on a busy node), so without the warm-up a 16-pod burst right after a start pays for the cold code.
  */
 const MIN_ROUNDS = 8;
 const ROUNDS = 64;

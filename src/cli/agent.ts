@@ -129,7 +129,7 @@ export function registerAgent(program: Command): void {
         try {
           file = readAgentConfigFile(flags.config);
         } catch (e) {
-          throw new UsageError((e as Error).message);
+          throw new UsageError((e as Error).message, { cause: e });
         }
         for (const [k, v] of Object.entries(file)) {
           const onCli = k === 'datastore' ? globals.datastore !== undefined : cmd.getOptionValueSource(k) === 'cli';
@@ -195,7 +195,9 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     metricsAt = flags.metricsListen === 'off' ? undefined : parseListen(flags.metricsListen);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`);
+    throw new UsageError(`invalid ${label('metricsListen')} ${JSON.stringify(flags.metricsListen)}: expected HOST:PORT (e.g. 127.0.0.1:7421) or "off"`, {
+      cause: e,
+    });
   }
   const realtime = parseOptionalIntFlag(label('realtimePriority'), flags.realtimePriority, { min: 1, max: 99 });
   const kube = await kubeFlags(flags, label);
@@ -230,7 +232,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   try {
     http = metricsAt ? await listenMetrics(metrics.registry, metricsAt.host, metricsAt.port) : undefined;
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, { cause: e });
   }
   try {
     agent = await startAgent({
@@ -341,9 +343,10 @@ async function warmFlags(
     if (!(e instanceof WarmPoolConfigError)) throw e;
     const flag = (f: string): string =>
       label(({ cooldownMs: 'cooldown', stickyForMs: 'stickyFor' } as Record<string, keyof AgentFlags>)[f] ?? (f as keyof AgentFlags));
-    if (e.bound) throw new UsageError(`invalid ${flag(e.field)} ${String(e.value)}: must not exceed ${flag(e.bound.field)} (${e.bound.value})`);
-    if (e.field === 'capacity' && e.value === 0) throw new UsageError(`invalid ${flag('capacity')} 0: the warm pool must hold at least one address`);
-    throw new UsageError(`invalid warm pool options: ${e.message}`);
+    if (e.bound) throw new UsageError(`invalid ${flag(e.field)} ${String(e.value)}: must not exceed ${flag(e.bound.field)} (${e.bound.value})`, { cause: e });
+    if (e.field === 'capacity' && e.value === 0)
+      throw new UsageError(`invalid ${flag('capacity')} 0: the warm pool must hold at least one address`, { cause: e });
+    throw new UsageError(`invalid warm pool options: ${e.message}`, { cause: e });
   }
   const gcIntervalMs = parseDuration(label('gcInterval'), flags.gcInterval ?? '5m');
   if (gcIntervalMs < 100) throw new UsageError(`invalid ${label('gcInterval')} ${JSON.stringify(flags.gcInterval)}: at least 100ms`);
@@ -362,7 +365,7 @@ async function warmFlags(
   try {
     checkStickyPolicy(sticky, (k) => label(k === 'namespaces' ? 'stickyNamespaces' : 'stickyNamePattern'));
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, { cause: e });
   }
   const dataDir = flags.dataDir ?? '/var/lib/podipam/agent';
   return {

@@ -10,6 +10,6 @@ export async function cliLogger(cmd: Command, component: string): Promise<Logger
     const o = parseLogOptions(g.logLevel ?? process.env.PODIPAM_LOG_LEVEL ?? 'info', g.logFormat ?? process.env.PODIPAM_LOG_FORMAT ?? 'text');
     return createLogger({ ...o, component });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, { cause: e });
   }
 }

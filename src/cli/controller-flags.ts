@@ -31,7 +31,11 @@ export function controllerConfigFromFlags(flags: ControllerFlags): ControllerCon
       serviceCidrs: flags.serviceCidr,
     });
   } catch (e) {
-    if (e instanceof ControllerConfigError) throw new TypeError(e.describe((f) => CONTROLLER_FLAG[f]));
+    if (e instanceof ControllerConfigError)
+      throw new TypeError(
+        e.describe((f) => CONTROLLER_FLAG[f]),
+        { cause: e },
+      );
     throw e;
   }
 }

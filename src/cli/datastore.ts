@@ -70,7 +70,7 @@ export function registerDatastore(program: Command): void {
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new UsageError(`cannot read backup ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(`cannot read backup ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
     }
     const backup = parseBackup(file, text);
     const store = await openCommandStore(cmd, 'write');
@@ -138,7 +138,7 @@ export function registerDatastore(program: Command): void {
       try {
         checkEtcdCertOptions(options);
       } catch (e) {
-        throw new UsageError((e as Error).message);
+        throw new UsageError((e as Error).message, { cause: e });
       }
       const files = makeEtcdCerts(options);
       const commands = etcdSecretCommands(files, options.namespace);

@@ -73,12 +73,12 @@ async function importCalico(file: string | undefined, flags: CalicoFlags, cmd: C
     try {
       text = readFileSync(file === '-' ? 0 : file, 'utf8');
     } catch (e) {
-      throw new UsageError(`cannot read ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(`cannot read ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
     }
     try {
       plan = parseCalicoKdd(text, what, options);
     } catch (e) {
-      if (e instanceof CalicoSourceError) throw new UsageError(e.message);
+      if (e instanceof CalicoSourceError) throw new UsageError(e.message, { cause: e });
       throw e;
     }
   } else {

@@ -64,7 +64,7 @@ export function registerImportWhereabouts(imp: Command): void {
         blockSize: blockSizes(opts.blockSize),
       });
     } catch (e) {
-      if (e instanceof WhereaboutsFormatError) throw new UsageError(`${file === '-' ? 'stdin' : file}: ${e.message}`);
+      if (e instanceof WhereaboutsFormatError) throw new UsageError(`${file === '-' ? 'stdin' : file}: ${e.message}`, { cause: e });
       throw e;
     }
     for (const a of plan.addresses) {
@@ -80,12 +80,12 @@ function readDocument(file: string): unknown {
   try {
     text = readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (e) {
-    throw new UsageError(`cannot read ${file === '-' ? 'stdin' : file}: ${(e as Error).message}`);
+    throw new UsageError(`cannot read ${file === '-' ? 'stdin' : file}: ${(e as Error).message}`, { cause: e });
   }
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    throw new UsageError(`${file === '-' ? 'stdin' : file} is not JSON (${(e as Error).message}): give the output of \`${KUBECTL}\``);
+    throw new UsageError(`${file === '-' ? 'stdin' : file} is not JSON (${(e as Error).message}): give the output of \`${KUBECTL}\``, { cause: e });
   }
 }
 

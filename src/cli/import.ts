@@ -100,7 +100,7 @@ function readHostLocal(dir: string, network: string | undefined): ReturnType<typ
   try {
     return readHostLocalDir(dir, network);
   } catch (e) {
-    if (e instanceof HostLocalDirError) throw new UsageError(e.field ? `--${e.field} ${e.problem}` : e.problem);
+    if (e instanceof HostLocalDirError) throw new UsageError(e.field ? `--${e.field} ${e.problem}` : e.problem, { cause: e });
     throw e;
   }
 }

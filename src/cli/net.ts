@@ -86,7 +86,7 @@ function parseCaps(list: readonly string[]): Record<string, unknown> {
     try {
       out[c.slice(0, i)] = JSON.parse(c.slice(i + 1));
     } catch (e) {
-      throw new UsageError(`invalid --cap ${JSON.stringify(c)}: the value is not JSON: ${(e as Error).message}`);
+      throw new UsageError(`invalid --cap ${JSON.stringify(c)}: the value is not JSON: ${(e as Error).message}`, { cause: e });
     }
   }
   return out;

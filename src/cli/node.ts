@@ -22,7 +22,7 @@ function usage<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof TypeError) throw new UsageError(e.message);
+    if (e instanceof TypeError) throw new UsageError(e.message, { cause: e });
     throw e;
   }
 }

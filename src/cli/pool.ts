@@ -17,6 +17,7 @@ function reuseAfterFlag(text: string): string {
   } catch (e) {
     throw new UsageError(
       `invalid --reuse-after ${JSON.stringify(text)}: ${e instanceof Error ? e.message.replace(/^invalid pool reuseAfter "[^"]*": /, '') : String(e)}`,
+      { cause: e },
     );
   }
   return text;
@@ -32,7 +33,7 @@ async function windowFlag(text: string): Promise<number> {
   try {
     return parseWindow('--window', text);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, { cause: e });
   }
 }
 

@@ -43,7 +43,7 @@ export async function runtimePass(
   try {
     socket = criSocketPath('--runtime-endpoint', o.endpoint);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, { cause: e });
   }
   const runtime = criRuntime(socket);
   const store = o.datastore === undefined ? undefined : await (await import('../store/index.js')).openStore(o.datastore, { create: false });

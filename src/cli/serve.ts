@@ -86,7 +86,7 @@ export function registerServe(program: Command): void {
       try {
         tokens = loadTokens(flags.tokenFile);
       } catch (e) {
-        throw new UsageError((e as Error).message);
+        throw new UsageError((e as Error).message, { cause: e });
       }
       const tlsCert = flags.tlsCert ?? (process.env.PODIPAM_TLS_CERT || undefined);
       const tlsKey = flags.tlsKey ?? (process.env.PODIPAM_TLS_KEY || undefined);
@@ -101,7 +101,7 @@ export function registerServe(program: Command): void {
         try {
           tls = loadServerTls(tlsCert, tlsKey);
         } catch (e) {
-          throw new UsageError((e as Error).message);
+          throw new UsageError((e as Error).message, { cause: e });
         }
       }
       let controller;
@@ -114,7 +114,7 @@ export function registerServe(program: Command): void {
             serviceCidr: flags.serviceCidr,
           });
         } catch (e) {
-          throw new UsageError((e as Error).message);
+          throw new UsageError((e as Error).message, { cause: e });
         }
       }
       const globals = cmd.optsWithGlobals<{ datastore?: string }>();
@@ -127,7 +127,7 @@ export function registerServe(program: Command): void {
         try {
           historyPath = flags.historyDb ?? defaultHistoryPath(dataDir, datastoreUrl);
         } catch (e) {
-          throw new UsageError((e as Error).message);
+          throw new UsageError((e as Error).message, { cause: e });
         }
       }
       if (datastoreUrl === sqliteUrlFor(dataDir) || (historyPath !== undefined && flags.historyDb === undefined)) {
@@ -142,7 +142,7 @@ export function registerServe(program: Command): void {
         checkListenTokens(host, tokens);
         hostPolicy(host, flags.allowedHost);
       } catch (e) {
-        throw new UsageError((e as Error).message);
+        throw new UsageError((e as Error).message, { cause: e });
       }
       // Loopback without tokens: reads are open, writes need the per-install token.
       if (tokens.read === undefined && tokens.admin === undefined) tokens = { install: loadInstallToken(dataDir) };

@@ -31,8 +31,9 @@ export class CniError extends Error {
     readonly code: number,
     readonly msg: string,
     readonly details?: string,
+    options?: ErrorOptions,
   ) {
-    super(msg);
+    super(msg, options);
   }
 
   /** The JSON the spec prescribes (empty fields omitted, as the Go library does). */

@@ -19,7 +19,7 @@ export function decodeConfig(stdin: string): Record<string, unknown> {
     if (/^Unexpected end of JSON input/.test(msg) || (pos && Number(pos[1]) >= stdin.trimEnd().length)) {
       msg = 'unexpected end of JSON input';
     }
-    throw new CniError(CniCode.DecodeFailure, `error unmarshall network config: ${msg}`);
+    throw new CniError(CniCode.DecodeFailure, `error unmarshall network config: ${msg}`, undefined, { cause: e });
   }
   if (!isObject(raw)) {
     throw new CniError(CniCode.DecodeFailure, `error unmarshall network config: expected a JSON object, got ${jsonTypeName(raw)}`);

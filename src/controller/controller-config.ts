@@ -30,8 +30,12 @@ export class ControllerConfigError extends TypeError {
   constructor(
     readonly field: ControllerSettingsField,
     readonly describe: (nameOf: (field: ControllerSettingsField) => string) => string,
+    options?: ErrorOptions,
   ) {
-    super(describe((f) => f));
+    super(
+      describe((f) => f),
+      options,
+    );
   }
 }
 
@@ -44,7 +48,7 @@ function cidrList(field: 'clusterCidrs' | 'serviceCidrs', text: string): Prefix[
     try {
       return parsePrefix(s);
     } catch (e) {
-      throw new ControllerConfigError(field, (n) => `invalid ${n(field)} ${JSON.stringify(s)}: ${(e as Error).message}`);
+      throw new ControllerConfigError(field, (n) => `invalid ${n(field)} ${JSON.stringify(s)}: ${(e as Error).message}`, { cause: e });
     }
   });
 }

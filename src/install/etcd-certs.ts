@@ -85,8 +85,9 @@ function openssl(dir: string, args: string[]): void {
     execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { stderr?: Buffer };
-    if (err.code === 'ENOENT') throw new Error('the openssl command is not installed (Debian: apt-get install openssl); it makes the certificates');
-    throw new Error(`openssl ${args[0] ?? ''} failed: ${err.stderr?.toString().trim() ?? err.message}`);
+    if (err.code === 'ENOENT')
+      throw new Error('the openssl command is not installed (Debian: apt-get install openssl); it makes the certificates', { cause: e });
+    throw new Error(`openssl ${args[0] ?? ''} failed: ${err.stderr?.toString().trim() ?? err.message}`, { cause: e });
   }
 }
 

@@ -119,7 +119,7 @@ function loadManifest(confDir: string, force: boolean): InstallManifest {
     return readManifest(confDir);
   } catch (e) {
     if (force) return EMPTY_MANIFEST;
-    throw new ForeignFileError([`${manifestPath(confDir)} (${(e as Error).message})`]);
+    throw new ForeignFileError([`${manifestPath(confDir)} (${(e as Error).message})`], { cause: e });
   }
 }
 

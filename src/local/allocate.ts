@@ -95,7 +95,7 @@ export function allocate(store: LocalStore, cfg: Pick<LocalConfig, 'rangeSets' |
   } catch (e) {
     undo();
     if (failureOf(e)) throw e;
-    throw new DirectoryError([(e as Error).message]);
+    throw new DirectoryError([(e as Error).message], undefined, undefined, { cause: e });
   }
   return out;
 }

@@ -24,8 +24,9 @@ export class FileIoError extends Error {
     readonly action: string,
     readonly file: string,
     readonly causeMessage: string,
+    options?: ErrorOptions,
   ) {
-    super(`cannot ${action} ${file}: ${causeMessage}`);
+    super(`cannot ${action} ${file}: ${causeMessage}`, options);
   }
 }
 
@@ -109,8 +110,9 @@ export class DirectoryError extends Error {
     readonly problems: readonly string[],
     separator = '; ',
     prefix = '',
+    options?: ErrorOptions,
   ) {
-    super(prefix + problems.join(separator));
+    super(prefix + problems.join(separator), options);
   }
 }
 
@@ -122,7 +124,8 @@ export class ResolvConfError extends Error {
     readonly action: 'open' | 'read',
     readonly file: string,
     readonly causeMessage: string,
+    options?: ErrorOptions,
   ) {
-    super(`${action} ${file}: ${causeMessage}`);
+    super(`${action} ${file}: ${causeMessage}`, options);
   }
 }

@@ -308,7 +308,7 @@ export class LocalIpam {
       return DiskStore.open(cfg.dir, this.#cache);
     } catch (e) {
       if (failureOf(e)) throw e;
-      throw new FileIoError('open', cfg.dir, (e as Error).message);
+      throw new FileIoError('open', cfg.dir, (e as Error).message, { cause: e });
     }
   }
 

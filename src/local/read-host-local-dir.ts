@@ -19,8 +19,9 @@ export class HostLocalDirError extends Error {
   constructor(
     readonly problem: string,
     readonly field?: 'network',
+    options?: ErrorOptions,
   ) {
-    super(field ? `${field} ${problem}` : problem);
+    super(field ? `${field} ${problem}` : problem, options);
   }
 }
 
@@ -46,7 +47,9 @@ export function readHostLocalDir(dir: string, network?: string): { reservations:
   try {
     names = readdirSync(dir);
   } catch (e) {
-    throw new HostLocalDirError(`cannot read host-local directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new HostLocalDirError(`cannot read host-local directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, undefined, {
+      cause: e,
+    });
   }
   const reservations: HostLocalReservation[] = [];
   const skipped: string[] = [];

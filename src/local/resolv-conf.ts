@@ -54,7 +54,7 @@ export function readResolvConf(path: string): ResolvConf {
   } catch (e) {
     const m = /^[A-Z]+: ([^,]+),/.exec((e as Error).message);
     const what = (e as NodeJS.ErrnoException).code === 'EISDIR' ? 'read' : 'open';
-    throw new ResolvConfError(what, path, m?.[1] ?? (e as Error).message);
+    throw new ResolvConfError(what, path, m?.[1] ?? (e as Error).message, { cause: e });
   }
   return parseResolvConf(text);
 }

@@ -47,9 +47,11 @@ export class PlacementError extends Error implements ClassifiedError {
     /** The pod the call is for ("" when the runtime named none). */
     readonly pod: string,
     readonly problem: string,
+    options?: ErrorOptions,
   ) {
     super(
       `annotation ${source.annotation}=${quoteText(source.value)} on ${escapeControls(source.on)}${source.on.startsWith('pod ') || pod === '' ? '' : ` (pod ${escapeControls(pod)})`}: ${problem}`,
+      options,
     );
   }
 }

@@ -71,7 +71,7 @@ export function poolList(s: AnnotationSource, pod: string, items: readonly strin
       try {
         name = formatPrefix(parsePrefix(item));
       } catch (e) {
-        throw new PlacementError(s, pod, `${quoteText(item)} is not a CIDR: ${(e as Error).message}`);
+        throw new PlacementError(s, pod, `${quoteText(item)} is not a CIDR: ${(e as Error).message}`, { cause: e });
       }
     } else if (!DNS_SUBDOMAIN.test(item)) {
       throw new PlacementError(s, pod, `${quoteText(item)} is not a pool name${cidrs ? ' or CIDR' : ''}: must be ${DNS_SUBDOMAIN_HINT}`);

@@ -105,7 +105,7 @@ function requireVersion(version: string, min: string, verb: string): void {
   try {
     ok = versionAtLeast(version, min);
   } catch (e) {
-    throw new CniError(CniCode.DecodeFailure, `cniVersion ${JSON.stringify(version)}: ${(e as Error).message}`);
+    throw new CniError(CniCode.DecodeFailure, `cniVersion ${JSON.stringify(version)}: ${(e as Error).message}`, undefined, { cause: e });
   }
   if (!ok) throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${verb}`);
   if (!versionAtLeast(CURRENT_VERSION, version)) {

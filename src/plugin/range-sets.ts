@@ -46,7 +46,7 @@ export async function resolveRangeSets(conf: NetConf): Promise<AllocRangeSet[]> 
       return canonicalizeSet(set);
     } catch (e) {
       if (e instanceof CniError) throw e;
-      throw new CniError(CniCode.InvalidConfig, `invalid range set ${i}: ${(e as Error).message}`);
+      throw new CniError(CniCode.InvalidConfig, `invalid range set ${i}: ${(e as Error).message}`, undefined, { cause: e });
     }
   });
   const v4 = sets.filter((s) => s[0]!.rangeStart.family === 4).length;

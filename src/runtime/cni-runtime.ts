@@ -135,7 +135,9 @@ export class CniRuntime {
           result = parseResult(out, list.cniVersion);
         } catch (e) {
           if (!(e instanceof ResultFormatError)) throw e;
-          throw new PluginError(plugin.type, 'ADD', undefined, `exited 0 but printed no valid result: ${e.message}`, undefined, 0, null, '');
+          throw new PluginError(plugin.type, 'ADD', undefined, `exited 0 but printed no valid result: ${e.message}`, undefined, 0, null, '', {
+            cause: e,
+          });
         }
       } catch (e) {
         // A plugin that was not found never ran: nothing of its own to undo.

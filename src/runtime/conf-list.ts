@@ -36,7 +36,7 @@ function parseJson(file: string, bytes: Buffer, what: string): Record<string, un
   try {
     v = JSON.parse(bytes.toString('utf8'));
   } catch (e) {
-    throw new ConfigError(file, '', `invalid JSON in ${what}: ${(e as Error).message}`);
+    throw new ConfigError(file, '', `invalid JSON in ${what}: ${(e as Error).message}`, { cause: e });
   }
   if (!isObject(v)) throw new ConfigError(file, '', `${what} must be a JSON object, got ${jsonTypeName(v)}`);
   return v;
@@ -54,7 +54,7 @@ function checkVersion(file: string, field: string, v: string): void {
   try {
     parseVersion(v);
   } catch (e) {
-    throw new ConfigError(file, field, `invalid version ${JSON.stringify(v)}: ${(e as Error).message}`);
+    throw new ConfigError(file, field, `invalid version ${JSON.stringify(v)}: ${(e as Error).message}`, { cause: e });
   }
 }
 

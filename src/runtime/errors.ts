@@ -12,8 +12,9 @@ export class ConfigError extends Error {
     /** The field at fault ("" when the file as a whole is). */
     readonly field: string,
     readonly reason: string,
+    options?: ErrorOptions,
   ) {
-    super(`${file}: ${field ? `${field}: ` : ''}${reason}`);
+    super(`${file}: ${field ? `${field}: ` : ''}${reason}`, options);
   }
 }
 
@@ -58,8 +59,9 @@ export class PluginError extends Error {
     readonly exitCode: number | null,
     readonly signal: string | null,
     readonly stderr: string,
+    options?: ErrorOptions,
   ) {
-    super(`plugin "${plugin}" ${verb}: ${code !== undefined ? `CNI error ${code}: ` : ''}${msg}${details ? `; ${details}` : ''}`);
+    super(`plugin "${plugin}" ${verb}: ${code !== undefined ? `CNI error ${code}: ` : ''}${msg}${details ? `; ${details}` : ''}`, options);
   }
 }
 

@@ -120,7 +120,9 @@ export async function execPlugin(bin: string, plugin: string, stdin: Buffer, arg
         await sleep(1000);
         continue;
       }
-      throw new PluginError(plugin, args.command, undefined, `cannot execute ${bin}: ${(e as Error).message}`, undefined, null, null, '');
+      throw new PluginError(plugin, args.command, undefined, `cannot execute ${bin}: ${(e as Error).message}`, undefined, null, null, '', {
+        cause: e,
+      });
     }
   }
   if (r.timedOut) throw new PluginTimeoutError(plugin, args.command, opts.timeoutMs);

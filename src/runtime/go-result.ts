@@ -132,7 +132,7 @@ export function parseResult(stdout: string, confVersion: string): GoResult {
   try {
     raw = JSON.parse(stdout);
   } catch (e) {
-    throw new ResultFormatError(`not JSON: ${JSON.stringify(stdout.slice(0, 200))}: ${(e as Error).message}`);
+    throw new ResultFormatError(`not JSON: ${JSON.stringify(stdout.slice(0, 200))}: ${(e as Error).message}`, { cause: e });
   }
   if (raw === null) raw = {};
   if (!isObject(raw)) throw new ResultFormatError(`not a JSON object: ${JSON.stringify(stdout.slice(0, 200))}`);

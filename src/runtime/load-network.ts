@@ -19,7 +19,7 @@ export function confFiles(dir: string, exts: readonly string[]): string[] {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new ConfigError(dir, '', `cannot read the directory: ${(e as Error).message}`);
+    throw new ConfigError(dir, '', `cannot read the directory: ${(e as Error).message}`, { cause: e });
   }
   return entries
     .filter((d) => !d.isDirectory() && exts.includes(extname(d.name)))
@@ -31,7 +31,7 @@ function readBytes(file: string): Buffer {
   try {
     return readFileSync(file);
   } catch (e) {
-    throw new ConfigError(file, '', `cannot read: ${(e as Error).message}`);
+    throw new ConfigError(file, '', `cannot read: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -44,7 +44,7 @@ function siblingPlugins(dir: string): (name: string) => PluginConf[] {
       try {
         raw = JSON.parse(bytes.toString('utf8'));
       } catch (e) {
-        throw new ConfigError(f, '', `invalid JSON in a plugin configuration: ${(e as Error).message}`);
+        throw new ConfigError(f, '', `invalid JSON in a plugin configuration: ${(e as Error).message}`, { cause: e });
       }
       return parsePluginConf(f, '', raw);
     });
@@ -66,7 +66,7 @@ export function loadLegacyConfFile(file: string, wanted?: string): NetworkConfig
   try {
     raw = JSON.parse(bytes.toString('utf8'));
   } catch (e) {
-    throw new ConfigError(file, '', `invalid JSON in a network configuration: ${(e as Error).message}`);
+    throw new ConfigError(file, '', `invalid JSON in a network configuration: ${(e as Error).message}`, { cause: e });
   }
   parsePluginConf(file, '', raw);
   const obj = raw as Record<string, unknown>;

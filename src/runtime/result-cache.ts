@@ -132,7 +132,7 @@ export class ResultCache {
       try {
         raw = JSON.parse(t);
       } catch (e) {
-        throw new ResultFormatError(`cached result of network "${network}" is not JSON: ${(e as Error).message}`);
+        throw new ResultFormatError(`cached result of network "${network}" is not JSON: ${(e as Error).message}`, { cause: e });
       }
     }
     if (!isObject(raw)) throw new ResultFormatError(`cached result of network "${network}" is not an object`);

@@ -41,8 +41,8 @@ export interface Backup {
 /** A backup file that cannot be restored: names the file and the line. */
 export class BackupFileError extends Error {
   override readonly name = 'BackupFileError';
-  constructor(file: string, line: number | undefined, message: string) {
-    super(`backup ${file}${line === undefined ? '' : ` line ${line}`}: ${message}`);
+  constructor(file: string, line: number | undefined, message: string, options?: ErrorOptions) {
+    super(`backup ${file}${line === undefined ? '' : ` line ${line}`}: ${message}`, options);
   }
 }
 
@@ -81,7 +81,7 @@ export function parseBackup(file: string, text: string): Backup {
     try {
       return JSON.parse(line);
     } catch (e) {
-      throw new BackupFileError(file, i + 1, `not JSON (${(e as Error).message}): ${JSON.stringify(line.slice(0, 80))}`);
+      throw new BackupFileError(file, i + 1, `not JSON (${(e as Error).message}): ${JSON.stringify(line.slice(0, 80))}`, { cause: e });
     }
   };
   const head = parseLine(0);
@@ -114,7 +114,7 @@ export function parseBackup(file: string, text: string): Backup {
     try {
       checkKey(e.key);
     } catch (err) {
-      throw new BackupFileError(file, i + 1, (err as Error).message);
+      throw new BackupFileError(file, i + 1, (err as Error).message, { cause: err });
     }
     const prev = entries[entries.length - 1];
     if (prev !== undefined && compareKeys(prev.key, e.key) >= 0)

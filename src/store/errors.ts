@@ -10,9 +10,10 @@ export class StoreUnavailableError extends Error {
   constructor(
     url: string,
     readonly reason: string,
+    options?: ErrorOptions,
   ) {
     const shown = redactStoreUrl(url);
-    super(`datastore ${shown} is unavailable: ${reason}`);
+    super(`datastore ${shown} is unavailable: ${reason}`, options);
     this.url = shown;
   }
 }
@@ -23,9 +24,9 @@ export class StoreError extends Error {
   readonly failure: Failure = 'datastore';
   /** The store's URL, password hidden. */
   readonly url: string;
-  constructor(url: string, message: string) {
+  constructor(url: string, message: string, options?: ErrorOptions) {
     const shown = redactStoreUrl(url);
-    super(`datastore ${shown}: ${message}`);
+    super(`datastore ${shown}: ${message}`, options);
     this.url = shown;
   }
 }
@@ -65,9 +66,9 @@ export class StoreUrlError extends TypeError {
   override readonly name = 'StoreUrlError';
   readonly failure = 'datastore-url';
   readonly url: string;
-  constructor(url: string, reason: string) {
+  constructor(url: string, reason: string, options?: ErrorOptions) {
     const shown = redactStoreUrl(url);
-    super(`invalid datastore URL "${shown}": ${reason}`);
+    super(`invalid datastore URL "${shown}": ${reason}`, options);
     this.url = shown;
   }
 }

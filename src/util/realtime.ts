@@ -30,9 +30,11 @@ export class RealtimeError extends Error {
     readonly priority: number,
     readonly errno: number | undefined,
     reason: string,
+    options?: ErrorOptions,
   ) {
     super(
       `cannot run at real-time priority ${priority} (SCHED_RR): ${reason}${errno === 1 ? ' (needs CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least the priority)' : ''}`,
+      options,
     );
   }
 }
@@ -43,7 +45,7 @@ export function setRealtimePriority(priority: number): number {
     return loadAddon<SchedAddon>('sched').setRealtime(priority);
   } catch (e) {
     const err = e as Error & { errno?: number };
-    throw new RealtimeError(priority, err.errno, err.message);
+    throw new RealtimeError(priority, err.errno, err.message, { cause: e });
   }
 }
 

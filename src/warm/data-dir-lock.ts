@@ -26,7 +26,7 @@ export function lockDataDir(dir: string): number {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     fd = openRegular(path, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
   } catch (e) {
-    throw new DataDirLockedError(`cannot open the data directory's lock ${path}: ${(e as Error).message}`);
+    throw new DataDirLockedError(`cannot open the data directory's lock ${path}: ${(e as Error).message}`, { cause: e });
   }
   if (!tryLockExclusive(fd)) {
     let holder = '';

@@ -213,7 +213,7 @@ export class WarmDirect {
     try {
       this.#s.db.transaction(fn);
     } catch (e) {
-      throw new WarmError('io', this.#s.node, `resource DB ${this.#s.db.path}: ${(e as Error).message}`);
+      throw new WarmError('io', this.#s.node, `resource DB ${this.#s.db.path}: ${(e as Error).message}`, { cause: e });
     }
   }
 }

@@ -8,7 +8,8 @@ export class WarmError extends Error implements ClassifiedError {
     readonly failure: Failure,
     readonly node: string,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }

@@ -64,7 +64,7 @@ export class WarmRestore {
     try {
       await this.ensureReady();
     } catch (e) {
-      throw new WarmError('not-ready', this.#s.node, `warm pool on node ${this.#s.node} not ready: ${(e as Error).message}`);
+      throw new WarmError('not-ready', this.#s.node, `warm pool on node ${this.#s.node} not ready: ${(e as Error).message}`, { cause: e });
     }
   }
 

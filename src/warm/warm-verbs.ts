@@ -208,7 +208,7 @@ export class WarmVerbs {
             });
           } catch (e) {
             for (const [f] of got) s.pools.get(f)!.cancel(poolKey, now);
-            throw new WarmError('io', s.node, `resource DB ${db.path}: ${(e as Error).message}`);
+            throw new WarmError('io', s.node, `resource DB ${db.path}: ${(e as Error).message}`, { cause: e });
           }
           crashPoint('agent.add.recorded');
           this.counters.hits += attempt === 0 ? 1 : 0;

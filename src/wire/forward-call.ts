@@ -27,7 +27,7 @@ export async function forwardCall(socket: string, env: NodeJS.ProcessEnv, input:
   } catch (e) {
     if (!(e instanceof AgentUnreachableError)) throw e;
     if (e.absent && standalone) return undefined;
-    throw new CniError(e.denied ? CniCode.IoFailure : CniCode.TryAgainLater, e.message);
+    throw new CniError(e.denied ? CniCode.IoFailure : CniCode.TryAgainLater, e.message, undefined, { cause: e });
   }
 }
 

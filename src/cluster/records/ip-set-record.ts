@@ -74,7 +74,7 @@ export function decodeIpSet(entry: Entry): IpSet {
     try {
       return parseIpSetRange(r as string);
     } catch (e) {
-      throw new CorruptRecordError(entry.key, (e as Error).message);
+      throw new CorruptRecordError(entry.key, (e as Error).message, { cause: e });
     }
   });
   const addrs = new IpRangeSet(ranges);

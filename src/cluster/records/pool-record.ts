@@ -128,7 +128,7 @@ export function validatePoolSpec(spec: PoolSpec): Pool {
   try {
     cidr = parsePrefix(spec.cidr);
   } catch (e) {
-    throw new TypeError(`invalid pool cidr ${JSON.stringify(spec.cidr)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new TypeError(`invalid pool cidr ${JSON.stringify(spec.cidr)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   // The parser reads an IPv4-mapped address as IPv4 (::ffff:10.0.0.0/104 is 10.0.0.0/8): a
   // pool is refused rather than silently changing family.

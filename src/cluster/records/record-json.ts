@@ -55,6 +55,6 @@ export function orCorrupt<T>(key: string, fn: () => T): T {
     return fn();
   } catch (e) {
     if (e instanceof CorruptRecordError) throw e;
-    throw new CorruptRecordError(key, e instanceof Error ? e.message : String(e));
+    throw new CorruptRecordError(key, e instanceof Error ? e.message : String(e), { cause: e });
   }
 }

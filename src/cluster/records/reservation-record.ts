@@ -26,7 +26,7 @@ export function parseReservedCidr(text: string): Prefix {
   try {
     return parsePrefix(text);
   } catch (e) {
-    throw new TypeError(`invalid reserved cidr ${JSON.stringify(text)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new TypeError(`invalid reserved cidr ${JSON.stringify(text)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
 }
 
@@ -41,7 +41,7 @@ export function decodeReservation(entry: Entry): Reservation {
     try {
       return parseReservedCidr(c as string);
     } catch (e) {
-      throw new CorruptRecordError(entry.key, (e as Error).message);
+      throw new CorruptRecordError(entry.key, (e as Error).message, { cause: e });
     }
   });
   return { name: entry.key.slice(RESERVATION_PREFIX.length), cidrs };

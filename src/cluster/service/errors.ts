@@ -147,7 +147,8 @@ export class CorruptRecordError extends Error {
   constructor(
     readonly key: string,
     readonly problem: string,
+    options?: ErrorOptions,
   ) {
-    super(`datastore record ${key} is corrupt: ${problem}`);
+    super(`datastore record ${key} is corrupt: ${problem}`, options);
   }
 }

@@ -27,8 +27,9 @@ export class CalicoRecordError extends Error {
   constructor(
     readonly source: string,
     problem: string,
+    options?: ErrorOptions,
   ) {
-    super(`${source}: ${problem}`);
+    super(`${source}: ${problem}`, options);
     this.name = 'CalicoRecordError';
   }
 }
@@ -119,7 +120,7 @@ function cidr(source: string, o: Json, field: string, path: string): Prefix {
     // Calico stores masked CIDRs; a record with host bits set is malformed.
     return parsePrefix(text);
   } catch (e) {
-    throw new CalicoRecordError(source, `${path}${field} ${JSON.stringify(text)}: ${(e as Error).message}`);
+    throw new CalicoRecordError(source, `${path}${field} ${JSON.stringify(text)}: ${(e as Error).message}`, { cause: e });
   }
 }
 

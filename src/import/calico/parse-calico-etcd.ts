@@ -58,7 +58,7 @@ function json(key: string, value: string): Record<string, unknown> {
   try {
     v = JSON.parse(value);
   } catch (e) {
-    throw new CalicoRecordError(key, `the value is not JSON (${(e as Error).message})`);
+    throw new CalicoRecordError(key, `the value is not JSON (${(e as Error).message})`, { cause: e });
   }
   return asObject(key, 'the value', v);
 }

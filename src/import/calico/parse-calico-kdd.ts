@@ -26,8 +26,8 @@ import {
 
 /** The source as a whole is not what the importer reads (not JSON, not a List). */
 export class CalicoSourceError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'CalicoSourceError';
   }
 }
@@ -42,6 +42,7 @@ export function readCalicoKdd(text: string, what: string): CalicoState {
   } catch (e) {
     throw new CalicoSourceError(
       `${what} is not JSON (${(e as Error).message}); give the output of kubectl get ippools.crd.projectcalico.org,ipamblocks.crd.projectcalico.org,blockaffinities.crd.projectcalico.org,ipamhandles.crd.projectcalico.org -o json`,
+      { cause: e },
     );
   }
   const items = doc !== null && typeof doc === 'object' && !Array.isArray(doc) ? (doc as Record<string, unknown>).items : undefined;

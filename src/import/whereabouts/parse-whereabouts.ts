@@ -294,7 +294,7 @@ function readItems(doc: unknown): { pools: WbPool[]; reservations: WbReservation
       try {
         parsed = parseCidr(rangeText);
       } catch (e) {
-        throw new WhereaboutsFormatError(`${where}.spec.range ${JSON.stringify(rangeText)}: ${(e as Error).message}`);
+        throw new WhereaboutsFormatError(`${where}.spec.range ${JSON.stringify(rangeText)}: ${(e as Error).message}`, { cause: e });
       }
       const allocs = spec.allocations === undefined || spec.allocations === null ? {} : object(spec.allocations, `${where}.spec.allocations`);
       const allocations = Object.entries(allocs).map(([offset, v]) => {

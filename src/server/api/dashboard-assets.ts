@@ -41,7 +41,7 @@ export function loadDashboard(dir: string = DASHBOARD_DIR): Dashboard {
   try {
     manifest = JSON.parse(readBuilt(manifestPath).toString('utf8'));
   } catch (e) {
-    if (e instanceof SyntaxError) throw new Error(`dashboard manifest ${manifestPath} is not JSON: ${e.message}; rebuild with npm run build`);
+    if (e instanceof SyntaxError) throw new Error(`dashboard manifest ${manifestPath} is not JSON: ${e.message}; rebuild with npm run build`, { cause: e });
     throw e;
   }
   const m = manifest as { index?: unknown; assets?: unknown };

@@ -32,7 +32,7 @@ export function addIpSetRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         return d.ipam.showIpSet(set.name);
       } catch (e) {
         if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e))
-          throw new HttpError(400, 'invalid_field', e.message, addresses !== undefined ? 'addresses' : 'count');
+          throw new HttpError(400, 'invalid_field', e.message, addresses !== undefined ? 'addresses' : 'count', { cause: e });
         throw e;
       }
     },

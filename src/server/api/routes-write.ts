@@ -279,7 +279,7 @@ async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<strin
   } catch (e) {
     if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e)) {
       const hit = Object.keys(words).find((w) => e.message.includes(w));
-      throw new HttpError(400, 'invalid_field', e.message, hit === undefined ? undefined : words[hit]);
+      throw new HttpError(400, 'invalid_field', e.message, hit === undefined ? undefined : words[hit], { cause: e });
     }
     throw e;
   }

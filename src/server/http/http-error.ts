@@ -13,8 +13,9 @@ export class HttpError extends Error {
     message: string,
     /** The request field (body key or query parameter) the error is about, when there is one. */
     readonly field?: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 
   /** The JSON body of the response. */

@@ -50,7 +50,7 @@ export function parseJsonObject(text: string): Body {
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`, undefined, { cause: e });
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     throw new HttpError(400, 'invalid_json', `request body must be a JSON object: got ${show(v)}`);

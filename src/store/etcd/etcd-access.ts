@@ -64,7 +64,9 @@ export async function resolveEtcdAccess(url: string, tls: EtcdTlsParams | undefi
       try {
         return readFileSync(path);
       } catch (e) {
-        throw new StoreUrlError(url, `${from(name)}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+        throw new StoreUrlError(url, `${from(name)}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, {
+          cause: e,
+        });
       }
     };
     const servername = pick('servername');
@@ -78,7 +80,7 @@ export async function resolveEtcdAccess(url: string, tls: EtcdTlsParams | undefi
       try {
         parse();
       } catch (e) {
-        throw new StoreUrlError(url, `${what} (${(e as Error).message})`);
+        throw new StoreUrlError(url, `${what} (${(e as Error).message})`, { cause: e });
       }
     };
     if (ca) check(`${from('ca')} is not a PEM certificate`, () => new X509Certificate(ca));

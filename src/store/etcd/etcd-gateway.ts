@@ -84,7 +84,7 @@ export class EtcdGateway {
         return await httpStream(this.#transport, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs, headers);
       } catch (e) {
         if (!(e instanceof HttpPostError)) throw e;
-        throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`);
+        throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`, { cause: e });
       }
     };
     const refusal = (s: HttpStream): EtcdRefusal | undefined => {
@@ -115,7 +115,7 @@ export class EtcdGateway {
       return { ...s, endpoint };
     } catch (e) {
       if (!(e instanceof EtcdRefusal)) throw e;
-      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`);
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
     }
   }
 
@@ -134,7 +134,7 @@ export class EtcdGateway {
       }
     } catch (e) {
       if (!(e instanceof EtcdRefusal)) throw e;
-      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`);
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
     }
   }
 

@@ -29,7 +29,7 @@ export async function saveEtcdSnapshot(url: string, gateway: EtcdGateway, file: 
     fd = openSync(partial, 'wx', 0o600);
   } catch (e) {
     stream.request.destroy();
-    throw new StoreError(url, `cannot write ${partial}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new StoreError(url, `cannot write ${partial}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
   }
   let bytes = 0;
   try {

@@ -48,7 +48,7 @@ export class EtcdToken {
       const detail = e.detail;
       if (!/authentication failed|password/.test(detail)) throw e;
       // etcd's message names neither the user nor the password; we name the user only.
-      throw new StoreError(this.#url, `etcd refused user "${username}": ${detail.replace(/^etcdserver: /, '')}`);
+      throw new StoreError(this.#url, `etcd refused user "${username}": ${detail.replace(/^etcdserver: /, '')}`, { cause: e });
     }
     const token = (answer as { token?: unknown } | null)?.token;
     if (typeof token !== 'string' || token === '') {
