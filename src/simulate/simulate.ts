@@ -79,7 +79,9 @@ class ApiClient {
           signal: AbortSignal.timeout(30_000),
         });
       } catch (e) {
-        throw new Error(`cannot reach ${this.base}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`);
+        throw new Error(`cannot reach ${this.base}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`, {
+          cause: e,
+        });
       }
       const text = await res.text();
       const data = text ? JSON.parse(text) : undefined;

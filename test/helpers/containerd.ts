@@ -79,7 +79,7 @@ export function requireContainerd(): void {
     try {
       requireExecutable(path);
     } catch (e) {
-      throw new Error(`${(e as Error).message}; install Debian package ${pkg} (scripts/install-test-deps.sh)`);
+      throw new Error(`${(e as Error).message}; install Debian package ${pkg} (scripts/install-test-deps.sh)`, { cause: e });
     }
   }
   // The image holds busybox alone: a dynamically linked one (Debian's `busybox`) cannot run in it.

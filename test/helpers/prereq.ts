@@ -32,6 +32,7 @@ export function requireExecutable(path: string): void {
     throw new Error(
       `missing test prerequisite: ${path} is not an executable file (${(e as NodeJS.ErrnoException).code})` +
         (pkg ? `; install Debian package ${pkg} (scripts/install-test-deps.sh)` : ''),
+      { cause: e },
     );
   }
   checked.add(path);

@@ -27,8 +27,8 @@ function openssl(dir: string, args: string[]): void {
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { stderr?: Buffer };
     if (err.code === 'ENOENT')
-      throw new Error('openssl is not installed: the TLS tests make their certificates with it (scripts/install-test-deps.sh installs it)');
-    throw new Error(`openssl ${args.join(' ')} failed: ${err.stderr?.toString() ?? err.message}`);
+      throw new Error('openssl is not installed: the TLS tests make their certificates with it (scripts/install-test-deps.sh installs it)', { cause: e });
+    throw new Error(`openssl ${args.join(' ')} failed: ${err.stderr?.toString() ?? err.message}`, { cause: e });
   }
 }
 
