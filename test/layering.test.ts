@@ -91,7 +91,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   agent: ['cluster', 'cni', 'log', 'masq', 'model', 'reconcile', 'server', 'store', 'util', 'warm', 'wire'],
   reconcile: ['cluster', 'ip', 'local', 'log', 'model', 'store', 'util', 'warm'],
   runtime: ['cluster', 'cni', 'ip', 'model', 'store', 'wire'],
-  'agent-main.ts': ['agent', 'local', 'log', 'plugin', 'reconcile', 'warm'],
+  'agent-main.ts': ['agent', 'local', 'log', 'plugin', 'reconcile', 'util', 'warm'],
   import: ['alloc', 'cluster', 'ip', 'model', 'store', 'util'],
   cli: '*',
   'main.ts': '*',
