@@ -64,7 +64,8 @@ class SqliteHistoryDb implements HistoryDb {
   readonly #readonly: boolean;
   readonly #st: ReturnType<typeof prepareHistoryStatements>;
   readonly #apply: Transaction<[HistoryBatch], void>;
-  readonly #read: Transaction<[() => unknown], unknown>;
+  /** Runs `fn` in one read transaction (BEGIN DEFERRED, only SELECTs): one snapshot of the file. */
+  readonly #read: <T>(fn: () => T) => T;
   #closed = false;
 
   private constructor(path: string, db: SqliteDb, readonly: boolean) {
@@ -73,7 +74,8 @@ class SqliteHistoryDb implements HistoryDb {
     this.#readonly = readonly;
     this.#st = prepareHistoryStatements(db, hasColumn(db, 'evidence'));
     this.#apply = db.transaction((b: HistoryBatch) => this.#applyIn(b));
-    this.#read = db.transaction((fn: () => unknown) => fn());
+    const read = db.transaction((fn: () => unknown) => fn());
+    this.#read = <T>(fn: () => T): T => read.deferred(fn) as T;
   }
 
   static open(path: string, readonly: boolean): SqliteHistoryDb {
@@ -132,7 +134,7 @@ class SqliteHistoryDb implements HistoryDb {
 
   position(): FollowPosition | undefined {
     this.#checkOpen();
-    return this.#read.deferred(() => this.#positionIn()) as FollowPosition | undefined;
+    return this.#read(() => this.#positionIn());
   }
 
   #positionIn(): FollowPosition | undefined {
@@ -241,12 +243,12 @@ class SqliteHistoryDb implements HistoryDb {
     this.#checkOpen();
     if (!Number.isFinite(at)) throw new TypeError(`holderAt: the instant must be a finite number of ms, got ${String(at)}`);
     const addr = canonicalAddress(address);
-    return this.#read.deferred(() => {
+    return this.#read(() => {
       const holds = this.#st.mayCover.all(addr, at, at).map(holdOfRow);
       const gaps = this.#st.gapsAt.all(at, at).map(gapOfRow);
       const horizon = this.#st.getMeta.get('horizon');
       return holderAtOf(holds, gaps, at, horizon?.value);
-    }) as HolderAt;
+    });
   }
 
   holdsOfPod(namespace: string, name: string, range: TimeRange = {}): Hold[] {
@@ -286,12 +288,12 @@ class SqliteHistoryDb implements HistoryDb {
     if (!Number.isInteger(since) || !Number.isInteger(step) || step < 1)
       throw new RangeError(`poolUsage: since must be an integer of ms and step a positive one: got ${since}, ${step}`);
     // One read transaction: the open count and the changes describe one state of the file.
-    return this.#read.deferred(() => {
+    return this.#read(() => {
       for (const r of this.#st.openByPool.all()) of(r.pool).open = r.n;
       for (const r of this.#st.startsByStep.all({ since, step })) of(r.pool).starts.set(r.k, r.n);
       for (const r of this.#st.endsByStep.all({ since, step })) of(r.pool).ends.set(r.k, r.n);
       return out;
-    }) as Map<string, UsageCounts>;
+    });
   }
 
   purge(before: number): number {
@@ -310,12 +312,12 @@ class SqliteHistoryDb implements HistoryDb {
 
   stats(): { readonly holds: number; readonly openHolds: number; readonly gaps: number; readonly bytes: number } {
     this.#checkOpen();
-    return this.#read.deferred(() => {
+    return this.#read(() => {
       const c = oneRow(this.#st.counts);
       const pages = this.#db.pragma('page_count', { simple: true }) as number;
       const pageSize = this.#db.pragma('page_size', { simple: true }) as number;
       return { holds: c.holds, openHolds: c.open, gaps: c.gaps, bytes: pages * pageSize };
-    }) as { holds: number; openHolds: number; gaps: number; bytes: number };
+    });
   }
 
   close(): void {
