@@ -73,7 +73,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   ip: [],
   util: ['log'],
   model: ['ip', 'util'],
-  store: ['model'],
+  store: ['model', 'util'],
   alloc: ['ip'],
   local: ['ip', 'model', 'store', 'util'],
   cluster: ['alloc', 'ip', 'model', 'store', 'util'],
