@@ -102,6 +102,7 @@ export function followPrefix(options: FollowPrefixOptions): PrefixFollow {
       }
       try {
         const rev = await options.list(cause);
+        if (signal.aborted) return undefined;
         if (requested === undefined) return rev;
       } catch (e) {
         if (signal.aborted) return undefined;
@@ -112,6 +113,8 @@ export function followPrefix(options: FollowPrefixOptions): PrefixFollow {
 
   /** Watches from `rev` + 1 until the watch ends: the error that ended it, or undefined (aborted, closed). */
   const watchFrom = async (rev: number): Promise<{ cause: unknown } | undefined> => {
+    // Aborted between the listing and here (an await apart): the listener below would never fire.
+    if (signal.aborted) return undefined;
     const ac = new AbortController();
     watchAc = ac;
     const stop = (): void => ac.abort();
