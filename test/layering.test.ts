@@ -75,7 +75,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   sqlite: [],
   util: ['log'],
   model: ['ip', 'util'],
-  store: ['model', 'sqlite'],
+  store: ['model', 'sqlite', 'util'],
   alloc: ['ip'],
   local: ['ip', 'model', 'store', 'util'],
   cluster: ['alloc', 'ip', 'model', 'store', 'util'],
