@@ -1,7 +1,7 @@
 /**
  * Cluster mode on one SQLite file, through real plugin processes: 16 concurrent lanes, each
- * running 12 ADDs one after the other (192 `bin/podipam` processes, 4 nodes sharing the file),
- * must hand out 192 distinct addresses, each from a block affine to the ADD's node; DEL of
+ * running 6 ADDs one after the other (96 `bin/podipam` processes, 4 nodes sharing the file),
+ * must hand out 96 distinct addresses, each from a block affine to the ADD's node; DEL of
  * every container must leave `ipam show` at 0 allocated and `ipam check` clean.
  */
 import { test } from 'node:test';
@@ -12,7 +12,7 @@ import { withTempDir } from '../helpers/tmp.js';
 import { parseCidr, parsePrefix, prefixContains } from '../../src/ip/index.js';
 
 const LANES = 16;
-const PER_LANE = 12;
+const PER_LANE = 6;
 const NODES = 4;
 
 const cli = runCliSync;
