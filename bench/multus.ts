@@ -29,6 +29,9 @@
  * PODIPAM_BENCH_MULTUS_RUNS (3), PODIPAM_BENCH_MULTUS_SUBJECTS (own,shared,warm,host-local),
  * PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE (a node's share), PODIPAM_BENCH_MULTUS_DRIVER (lean; node:
  * Node's child_process, as the e2e test);
+ * PODIPAM_BENCH_MULTUS_AGENT_RT (unset; e.g. 1: the agents run with `--realtime-priority 1`, as the
+ * DaemonSet and the systemd unit run them — every agent thread under SCHED_RR, so an ADD does not
+ * wait behind the shims and etcd for a CPU; needs CAP_SYS_NICE);
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr).
  * Run alone: `node dist/bench/multus.js` after a build.
  */
@@ -63,6 +66,8 @@ const SUBJECTS = (process.env.PODIPAM_BENCH_MULTUS_SUBJECTS ?? 'own,shared,warm,
 /** `lean` (bench/native/multus-driver.c, posix_spawn) or `node` (child_process, as the e2e test). */
 const DRIVER = process.env.PODIPAM_BENCH_MULTUS_DRIVER ?? 'lean';
 /** The warm agents' --min-idle; default a node's share of the attachments (every ADD a hit). */
+/** The agents' --realtime-priority (unset: ordinary priority). */
+const AGENT_RT = process.env.PODIPAM_BENCH_MULTUS_AGENT_RT;
 const WARM_MIN_IDLE = process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE ? Number(process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE) : undefined;
 
 interface Subject {
@@ -231,23 +236,31 @@ export async function run(): Promise<readonly string[]> {
     if (r.code !== 0) throw new Error(`pool create pool-warm: ${r.stderr}`);
     const warmPool: MultusPool = { name: 'pool-warm', cidr: warmCidr, prefix: parsePrefix(warmCidr) };
     const perNode = Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes);
-    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node');
+    const agentArgs = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
+    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', undefined, agentArgs);
     nodes.push(...clusterNodes);
     const subjects: Subject[] = [];
     if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
     if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
     if (SUBJECTS.includes('host-local')) subjects.push({ name: 'host-local', nodes: clusterNodes, pools: own, warm: false, hostLocal: true });
     if (SUBJECTS.includes('warm')) {
-      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', {
-        pools: ['pool-warm'],
-        minIdle: WARM_MIN_IDLE ?? perNode,
-        capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0),
-      });
+      const warmNodes = await startMultusNodes(
+        url,
+        dir.path,
+        SIZE.nodes,
+        'warm',
+        {
+          pools: ['pool-warm'],
+          minIdle: WARM_MIN_IDLE ?? perNode,
+          capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0),
+        },
+        agentArgs,
+      );
       nodes.push(...warmNodes);
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
     }
     console.log(
-      `multus (${DRIVER} driver): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`,
+      `multus (${DRIVER} driver${AGENT_RT !== undefined ? `, agents at --realtime-priority ${AGENT_RT}` : ''}): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`,
     );
     const rounds = new Map<string, Round[]>(subjects.map((s) => [s.name, []]));
     const floors: number[] = [];

@@ -14,7 +14,8 @@ import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
 import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
-import type { RuntimeReconciler } from './reconcile/runtime-reconciler.js';
+import type { RuntimeReconciler, RuntimeReconcilerOptions } from './reconcile/runtime-reconciler.js';
+import { CallTracker } from './util/call-tracker.js';
 import type { AllocationSource } from './reconcile/allocation-source.js';
 
 export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
@@ -130,23 +131,23 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
       log: o.log.child({ component: 'masquerade' }),
     });
   }
-  // Container ids with an ADD or DEL being served: runtime reconciliation never frees theirs.
-  const inFlight = new Map<string, number>();
+  // Container ids with an ADD or DEL being served, and when one last began: runtime
+  // reconciliation never frees theirs, and counts their age from the last call.
+  const rr = o.runtimeReconcile;
+  const calls = new CallTracker(Date.now, rr ? rr.graceMs + 3 * rr.intervalMs : 60_000);
   const w = warm;
-  const busy = (): ReadonlySet<string> => (w ? new Set([...inFlight.keys(), ...w.inFlight()]) : new Set(inFlight.keys()));
-  const reconciler = o.runtimeReconcile ? await runtimeReconciler(o, o.runtimeReconcile, cluster, busy, w) : undefined;
+  const busy = (): ReadonlySet<string> => (w ? new Set([...calls.inFlight(), ...w.inFlight()]) : calls.inFlight());
+  const reconciler = rr ? await runtimeReconciler(o, rr, cluster, { inFlight: busy, touchedAt: (id) => calls.touchedAt(id) }, w) : undefined;
   const { pluginCall } = await import('./plugin/plugin-call.js');
   return {
     call: async (env, stdin) => {
       const id = env.CNI_COMMAND === 'ADD' || env.CNI_COMMAND === 'DEL' ? env.CNI_CONTAINERID : undefined;
       if (id === undefined) return pluginCall(env, stdin, host);
-      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+      const done = calls.begin(id);
       try {
         return await pluginCall(env, stdin, host);
       } finally {
-        const n = inFlight.get(id)! - 1;
-        if (n === 0) inFlight.delete(id);
-        else inFlight.set(id, n);
+        done();
       }
     },
     warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
@@ -201,7 +202,7 @@ async function runtimeReconciler(
   o: AgentMainOptions,
   r: NonNullable<AgentMainOptions['runtimeReconcile']>,
   cluster: ClusterServices,
-  inFlight: () => ReadonlySet<string>,
+  calls: Pick<RuntimeReconcilerOptions, 'inFlight' | 'touchedAt'>,
   warm: WarmService | undefined,
 ): Promise<RuntimeReconciler & { close(): void }> {
   const [{ RuntimeReconciler }, { criRuntime, criSocketPath }, { localAllocations }, { clusterAllocations }, { warmAllocations }] = await Promise.all([
@@ -229,7 +230,7 @@ async function runtimeReconciler(
     endpoint: r.endpoint,
     runtime,
     sources,
-    inFlight,
+    ...calls,
     graceMs: r.graceMs,
     intervalMs: r.intervalMs,
     log: o.log.child({ component: 'runtime-reconcile' }),

@@ -27,7 +27,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { REPO_ROOT } from './helpers/plugin.js';
 import { specifiers } from './helpers/specifiers.js';
 
-const SERVICES = ['local', 'cluster', 'controller', 'server', 'warm', 'model', 'store', 'alloc', 'ip', 'util'];
+const SERVICES = ['local', 'cluster', 'controller', 'server', 'warm', 'model', 'store', 'alloc', 'ip', 'util', 'sqlite'];
 const EDGES = ['cni', 'plugin'];
 
 function walk(dir: string, out: string[]): string[] {
@@ -63,7 +63,8 @@ test('no service imports the CNI protocol (src/cni) or the plugin edge (src/plug
 });
 
 /**
- * Folder → the folders under src/ its code may import ('*': any). Bottom: log, ip, util, model;
+ * Folder → the folders under src/ its code may import ('*': any). Bottom: log, ip, sqlite (the one
+ * SQLite adapter), util, model;
  * then store and alloc (pure allocators); the back ends local, cluster and warm (warm draws its
  * addresses from cluster and opens its files with local's no-follow rules); the services
  * controller and server; the protocols cni (CNI) and wire (the agent's frames); the edges
@@ -74,15 +75,16 @@ test('no service imports the CNI protocol (src/cni) or the plugin edge (src/plug
 const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   log: [],
   ip: [],
+  sqlite: [],
   util: ['log'],
   model: ['ip', 'util'],
-  store: ['model'],
+  store: ['model', 'sqlite', 'util'],
   alloc: ['ip'],
   local: ['ip', 'model', 'store', 'util'],
   cluster: ['alloc', 'ip', 'model', 'store', 'util'],
-  warm: ['alloc', 'cluster', 'ip', 'local', 'log', 'model', 'store', 'util'],
+  warm: ['alloc', 'cluster', 'ip', 'local', 'log', 'model', 'sqlite', 'store', 'util'],
   controller: ['alloc', 'ip', 'log', 'model', 'store', 'util'],
-  history: ['cluster', 'ip', 'log', 'model', 'store', 'util', 'warm'],
+  history: ['cluster', 'ip', 'log', 'model', 'sqlite', 'store', 'util', 'warm'],
   server: ['cluster', 'controller', 'history', 'install', 'ip', 'log', 'model', 'store', 'util', 'warm'],
   simulate: ['util'],
   cni: ['ip', 'model'],
@@ -94,7 +96,7 @@ const MAY_IMPORT: Record<string, readonly string[] | '*'> = {
   agent: ['cluster', 'cni', 'log', 'masq', 'model', 'reconcile', 'server', 'store', 'util', 'warm', 'wire'],
   reconcile: ['cluster', 'ip', 'local', 'log', 'model', 'store', 'util', 'warm'],
   runtime: ['cluster', 'cni', 'ip', 'model', 'store', 'wire'],
-  'agent-main.ts': ['agent', 'local', 'log', 'plugin', 'reconcile', 'warm'],
+  'agent-main.ts': ['agent', 'local', 'log', 'plugin', 'reconcile', 'util', 'warm'],
   import: ['alloc', 'cluster', 'ip', 'model', 'store', 'util'],
   cli: '*',
   'main.ts': '*',

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
-import { ClusterServices } from './cluster-services.js';
+import { BURST_WINDOW_MS, ClusterServices } from './cluster-services.js';
 
 test('close refuses new and queued calls with code 11, lets the running call finish on an open store, then closes', async () => {
   const root = mkdtempSync(join(tmpdir(), 'podipam-cs-'));
@@ -103,5 +103,33 @@ test('the DELs queued together on a node are one group release (one round trip),
     assert.equal(held, undefined, 'b released');
   } finally {
     await cs.close();
+  }
+});
+
+test('a node in a burst holds a lone ADD for LINGER_MS so that the next one joins its transaction; an idle node never waits', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'podipam-cs-'));
+  const cs = new ClusterServices();
+  try {
+    const url = `sqlite:${join(root, 'db.sqlite')}`;
+    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
+    const add = (h: string) => cs.assign(url, { node: 'n1', handle: `net:${h}:eth0`, auto: { 4: 1 } });
+    // A lone ADD, and another queued one turn of the event loop later (after the first's drain began).
+    const loneThenNext = async (a: string, b: string) => {
+      const first = add(a);
+      const second = await new Promise<Promise<unknown>>((r) => setImmediate(() => r(add(b))));
+      await Promise.all([first, second]);
+    };
+    await loneThenNext('idle-1', 'idle-2');
+    assert.deepEqual(cs.groups, { batches: 0, adds: 0 }, 'an idle node writes a lone ADD at once');
+    await Promise.all(['b1', 'b2', 'b3'].map(add));
+    assert.deepEqual(cs.groups, { batches: 1, adds: 3 }, 'a burst is one group');
+    await loneThenNext('burst-1', 'burst-2');
+    assert.deepEqual(cs.groups, { batches: 2, adds: 5 }, 'in a burst, the lone ADD waited for the next one');
+    await new Promise((r) => setTimeout(r, BURST_WINDOW_MS + 20));
+    await loneThenNext('after-1', 'after-2');
+    assert.deepEqual(cs.groups, { batches: 2, adds: 5 }, 'once the burst is over, no ADD waits');
+  } finally {
+    await cs.close();
+    rmSync(root, { recursive: true, force: true });
   }
 });

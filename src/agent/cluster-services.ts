@@ -21,6 +21,24 @@ import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/cal
 /** Most ADDs (or DELs) combined into one transaction. */
 export const MAX_GROUP = 32;
 
+/**
+ * A node in a burst — its previous transaction carried several calls and ended less than
+ * BURST_WINDOW_MS ago — does not write a lone ADD or DEL at once: it waits up to LINGER_MS for
+ * the calls of the burst still on their way (the runtime's next execs) to join it, so a burst
+ * costs fewer, larger transactions (less datastore and agent CPU per call). A node that is
+ * not in a burst (idle, or one caller's calls in turn: every transaction carries one call)
+ * never waits.
+ */
+export const LINGER_MS = 2;
+export const BURST_WINDOW_MS = 50;
+
+interface Queue {
+  jobs: Job[];
+  busy: boolean;
+  /** When the last transaction carrying several calls ended (performance.now); 0: none. */
+  lastGroupEnd: number;
+}
+
 type Job =
   | {
       readonly kind: 'assign';
@@ -99,7 +117,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   }
 
   readonly #stores = new Map<string, Promise<Datastore>>();
-  readonly #queues = new Map<string, { jobs: Job[]; busy: boolean }>();
+  readonly #queues = new Map<string, Queue>();
   readonly groups = { batches: 0, adds: 0 };
   readonly releaseGroups = { batches: 0, dels: 0 };
   #closedRoundTrips = 0;
@@ -166,7 +184,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     if (this.#closed) return job.reject(shuttingDown());
     const key = `${datastore}\n${node}`;
     let q = this.#queues.get(key);
-    if (!q) this.#queues.set(key, (q = { jobs: [], busy: false }));
+    if (!q) this.#queues.set(key, (q = { jobs: [], busy: false, lastGroupEnd: 0 }));
     q.jobs.push(job);
     if (q.busy) return;
     // Drain after the calls that arrived in this turn of the event loop have queued too: a
@@ -175,14 +193,15 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     this.#schedule(datastore, key, q);
   }
 
-  #schedule(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): void {
+  #schedule(datastore: string, key: string, q: Queue): void {
     const running = new Promise<void>((resolve) => setImmediate(() => void this.#drain(datastore, key, q).finally(resolve)));
     this.#draining.add(running);
     void running.then(() => this.#draining.delete(running));
   }
 
-  async #drain(datastore: string, key: string, q: { jobs: Job[]; busy: boolean }): Promise<void> {
+  async #drain(datastore: string, key: string, q: Queue): Promise<void> {
     const node = key.slice(datastore.length + 1); // the queue's key: `${datastore}\n${node}`
+    let lingered = false;
     try {
       while (q.jobs.length > 0) {
         let d: Datastore;
@@ -204,6 +223,12 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
           traceEnd([first], t, 'run');
           continue;
         }
+        if (!lingered && this.#lone(q)) {
+          lingered = true;
+          await new Promise((r) => setTimeout(r, LINGER_MS));
+          continue; // close() may have refused them meanwhile
+        }
+        lingered = false;
         if (first.kind === 'release') {
           await this.#releases(ipamOf(d, node), node, q);
           continue;
@@ -228,11 +253,13 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         } catch (e) {
           for (const j of group) j.reject(e);
         }
+        q.lastGroupEnd = Math.max(performance.now(), 1e-3); // never 0 (0: none)
         traceEnd(group, t, 'store');
       }
     } finally {
       q.busy = false;
-      if (q.jobs.length === 0) this.#queues.delete(key);
+      // An idle queue is forgotten, unless it is in a burst (#lone reads when its last group ended).
+      if (q.jobs.length === 0 && !(q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS)) this.#queues.delete(key);
       else {
         // Jobs queued while an error unwound the loop: drain them too, never leave them waiting.
         q.busy = true;
@@ -241,8 +268,15 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     }
   }
 
+  /** True when the head of `q` is a lone ADD or DEL (the next job is not of its kind) and the node is in a burst. */
+  #lone(q: Queue): boolean {
+    const [a, b] = q.jobs;
+    if (a === undefined || (b !== undefined && b.kind === a.kind)) return false;
+    return q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS;
+  }
+
   /** The releases at the head of `q` (up to MAX_GROUP): alone, or as one group release. */
-  async #releases(ipam: ClusterIpam, node: string, q: { jobs: Job[] }): Promise<void> {
+  async #releases(ipam: ClusterIpam, node: string, q: Queue): Promise<void> {
     let n = 0;
     while (n < q.jobs.length && n < MAX_GROUP && q.jobs[n]!.kind === 'release') n++;
     const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'release' }>[];
@@ -261,6 +295,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       } catch (e) {
         for (const j of group) j.reject(e);
       }
+      q.lastGroupEnd = Math.max(performance.now(), 1e-3);
     }
     traceEnd(group, t, 'store');
   }

@@ -8,6 +8,7 @@
  * in time. Until the first list succeeds the map is empty and `synced` false.
  */
 import type { Log } from '../log/logger.js';
+import { pause } from '../util/pause.js';
 import { isGone, KubeRequestError, type KubeTransport, type WatchEvent } from './kube-client.js';
 
 export interface ReflectorTiming {
@@ -76,7 +77,8 @@ export class Reflector<T> {
   #lastError: { at: string; message: string } | undefined;
   #stopped = true;
   #abort: AbortController | undefined;
-  #wake: (() => void) | undefined;
+  /** Aborted by stop(): cuts a back-off pause short. */
+  #stopAc = new AbortController();
   #loop: Promise<void> | undefined;
 
   constructor(o: ReflectorOptions<T>) {
@@ -112,6 +114,7 @@ export class Reflector<T> {
   start(): void {
     if (!this.#stopped) return;
     this.#stopped = false;
+    this.#stopAc = new AbortController();
     this.#loop = this.#run();
   }
 
@@ -119,7 +122,7 @@ export class Reflector<T> {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#abort?.abort();
-    this.#wake?.();
+    this.#stopAc.abort();
     await this.#loop;
   }
 
@@ -220,17 +223,6 @@ export class Reflector<T> {
   }
 
   #sleep(ms: number): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#wake = undefined;
-        resolve();
-      }, ms);
-      this.#wake = () => {
-        clearTimeout(timer);
-        this.#wake = undefined;
-        resolve();
-      };
-    });
+    return pause(ms, this.#stopAc.signal);
   }
 }

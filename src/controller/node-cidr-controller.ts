@@ -1,7 +1,7 @@
 import { createLogger, type Log } from '../log/logger.js';
 import { formatPrefix, type Prefix } from '../ip/index.js';
 import { crashPoint } from '../util/crash-point.js';
-import { MAX_TXN_OPS, StoreCompactedError, StoreUnavailableError, type Entry, type Store, type WatchEvent } from '../store/index.js';
+import { followPrefix, MAX_TXN_OPS, StoreUnavailableError, type Entry, type Store, type WatchEvent } from '../store/index.js';
 import { assignBatch, batchItemSize, type BatchItem } from './assign-batch.js';
 import type { ControllerSummary, NodeCidrControllerOptions } from './controller-options.js';
 import { CidrNotAvailableError, NodeConflictError } from './errors.js';
@@ -24,9 +24,10 @@ const MAX_CAS_ATTEMPTS = 16;
  * The node-CIDR controller (kube-controller-manager's RangeAllocator over the datastore): gives
  * every node record in `nodes/` one pod CIDR per configured family, and frees the CIDRs of
  * nodes whose records vanish. Occupancy is rebuilt from every claim and record before any
- * allocation (so a restart never hands a CIDR out twice), then kept up by a watch on `nodes/`
- * from the listing's revision (a compacted or failed watch relists and watches again); the
- * full resync every `resyncIntervalMs` stays as the safety net. Listings and watch batches
+ * allocation (so a restart never hands a CIDR out twice), then kept up by following `nodes/`
+ * (followPrefix: a watch from the listing's revision; a compacted watch resyncs at once, a failed
+ * one after a back-off from `pollIntervalMs` doubling to 5 s); the full resync every
+ * `resyncIntervalMs` stays as the safety net. Listings and watch batches
  * are applied one at a time, never interleaved.
  *
  * Every assignment is a transaction writing the node record at the revision read plus a claim
@@ -60,7 +61,7 @@ export class NodeCidrController {
   #running = false;
   #nextResync = 0;
   /** Store revision when `nodes/` was last listed: the watch starts after it. */
-  #listedAt = -1;
+  #listedAt = 0;
   /** Listings and watch batches, applied one after the other. */
   #serial: Promise<void> = Promise.resolve();
   #watchAbort: AbortController | undefined;
@@ -139,8 +140,20 @@ export class NodeCidrController {
       this.#log.warn({ err: e.message }, `datastore unavailable, retrying: ${e.message}`);
     }
     this.#poller.start();
-    this.#watchAbort = new AbortController();
-    this.#watchLoop = this.#watchNodes(this.#watchAbort.signal);
+    const ac = (this.#watchAbort = new AbortController());
+    const intervalMs = this.#poller.intervalMs;
+    this.#watchLoop = followPrefix({
+      store: this.#store,
+      prefix: NODE_PREFIX,
+      signal: ac.signal,
+      backoff: { firstMs: Math.min(5000, intervalMs), maxMs: Math.min(5000, intervalMs * 64) },
+      list: (cause) => this.#relist(cause, ac.signal),
+      onEvents: (batch) => this.#run(() => this.#onEvents(batch)),
+      onError: (e, stage) => {
+        const msg = (e as Error).message;
+        this.#log.warn({ err: msg }, stage === 'watch' ? `node watch failed, relisting: ${msg}` : `node relist failed: ${msg}`);
+      },
+    }).done;
   }
 
   /** Stops the watch and the resyncs, and waits for the nodes in flight. */
@@ -163,36 +176,13 @@ export class NodeCidrController {
   }
 
   /**
-   * Watches `nodes/` from the last listing's revision until `signal` aborts. Before the first
-   * listing succeeded (datastore down at start) it waits for the resyncs; a compacted history
-   * or a failure relists (as a resync) and watches again from there.
+   * The listing the watch follows: at first start()'s (the datastore down at start: the poller's
+   * first, waited for), after a compacted or failed watch a resync; the revision it was read at.
    */
-  async #watchNodes(signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!signal.aborted) {
-      if (!this.#ready) {
-        await pause(this.#poller.intervalMs, signal);
-        continue;
-      }
-      try {
-        for await (const batch of this.#store.watch(NODE_PREFIX, this.#listedAt + 1, { signal })) {
-          await this.#run(() => this.#onEvents(batch));
-          failures = 0;
-        }
-      } catch (e) {
-        if (signal.aborted) return;
-        if (!(e instanceof StoreCompactedError)) {
-          this.#log.warn({ err: (e as Error).message }, `node watch failed, relisting: ${(e as Error).message}`);
-          await pause(Math.min(5000, this.#poller.intervalMs * 2 ** Math.min(failures++, 6)), signal);
-        }
-        if (signal.aborted) return;
-        try {
-          await this.#run(() => this.#resync());
-        } catch (err) {
-          this.#log.warn({ err: (err as Error).message }, `node relist failed: ${(err as Error).message}`);
-        }
-      }
-    }
+  async #relist(cause: unknown, signal: AbortSignal): Promise<number> {
+    if (cause !== undefined) await this.#run(() => this.#resync());
+    while (!this.#ready && !signal.aborted) await pause(this.#poller.intervalMs, signal);
+    return this.#listedAt;
   }
 
   /**
@@ -214,7 +204,6 @@ export class NodeCidrController {
       const rec = this.#decode({ key: e.key, value: e.value, rev: e.modRevision });
       if (rec && this.#observe(name, e.modRevision, rec)) pending.push(name);
     }
-    this.#listedAt = Math.max(this.#listedAt, events[events.length - 1]?.modRevision ?? 0);
     for (const name of pending) this.#gathered.add(name);
     if (this.#gathered.size === 0 || this.#gatherTimer !== undefined) return;
     const delay = Math.min(50, this.#poller.intervalMs / 5) * (0.5 + Math.random());

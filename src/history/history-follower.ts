@@ -7,7 +7,8 @@
  * revisions the datastore no longer keeps (StoreCompactedError) are replaced by a relist and a
  * gap between the last position's time and the relist. A history store follows one datastore:
  * opening it against another is refused. Retention: holds that ended, and gaps that closed,
- * before now − retention are purged periodically.
+ * before now − retention are purged periodically. The watch (followPrefix) retries a failure every
+ * `retryMs`, from the history store's position.
  *
  * A datastore restored from a backup or replaced by another at the same URL is detected at start
  * and every `checkIntervalMs` while following: its identity (Store.identity: etcd's cluster id,
@@ -23,14 +24,13 @@ import { POOL_PREFIX } from '../cluster/records/index.js';
 import type { Log } from '../log/logger.js';
 import type { Failure } from '../model/failure.js';
 import type { HistoryGap } from '../model/history.js';
-import { StoreCompactedError, type Store, type WatchEvent } from '../store/index.js';
+import { followPrefix, StoreCompactedError, type PrefixFollow, type Store, type WatchEvent } from '../store/index.js';
 import { listAll, listAllWithRevision } from '../store/list-all.js';
 import { redactStoreUrl } from '../store/redact-store-url.js';
 import { Periodic } from '../util/periodic.js';
 import { type DerivedChanges, HoldState, revisionsOf } from './derive-holds.js';
 import type { FollowPosition, HistoryDb, HoldEnd, HoldStart } from './history-db.js';
 import { rebaselineChanges, replacedCause, withoutStaleStamps } from './replaced-datastore.js';
-import { pause } from '../util/pause.js';
 
 export const DEFAULT_RETENTION_MS = 90 * 24 * 3_600_000;
 
@@ -106,8 +106,8 @@ export class HistoryFollower {
    * back by the restore (a backup holds the stamps of its time), not by a writer: not trusted.
    */
   #staleBefore = 0;
-  /** Aborts the current watch only (a check that found the datastore replaced). */
-  #watchAc: AbortController | undefined;
+  /** The watch of the whole datastore (followPrefix); a check that found it replaced makes it relist. */
+  #follow: PrefixFollow | undefined;
   #lagMs = 0;
   #events = { assigned: 0, released: 0, gap: 0 };
   #lastError: string | undefined;
@@ -136,7 +136,17 @@ export class HistoryFollower {
     } else {
       await this.#relist(undefined);
     }
-    this.#loop = this.#follow();
+    const retryMs = this.#o.retryMs ?? 1000;
+    this.#follow = followPrefix({
+      store: this.#o.store,
+      prefix: '',
+      signal: this.#ac.signal,
+      backoff: { firstMs: retryMs, maxMs: retryMs },
+      list: (cause) => this.#resume(cause),
+      onEvents: (batch) => this.#onEvents(batch),
+      onError: (e) => this.#failed(e),
+    });
+    this.#loop = this.#follow.done;
     const checkIntervalMs = this.#o.checkIntervalMs ?? 10_000;
     if (checkIntervalMs > 0) {
       this.#check = new Periodic({ name: 'history datastore check', intervalMs: checkIntervalMs, log: this.#o.log, task: () => this.#checkDatastore() });
@@ -187,52 +197,33 @@ export class HistoryFollower {
     };
   }
 
-  async #follow(): Promise<void> {
-    const signal = this.#ac.signal;
-    while (!signal.aborted) {
-      try {
-        const cause = this.#replaced;
-        if (cause !== undefined) {
-          await this.#rebaseline(cause);
-          this.#replaced = undefined;
-        }
-        const from = (this.#position?.revision ?? 0) + 1;
-        const watchAc = new AbortController();
-        this.#watchAc = watchAc;
-        const stopWatch = (): void => watchAc.abort();
-        signal.addEventListener('abort', stopWatch, { once: true });
-        try {
-          for await (const batch of this.#o.store.watch('', from, { signal: watchAc.signal })) {
-            if (this.#replaced !== undefined) break; // not this datastore's changes
-            if (batch.length > 0) {
-              this.#applyBatch(batch, this.#now());
-              this.#o.onChange?.(true);
-            }
-            if (this.#lastError !== undefined) this.#o.log.info({}, 'history: following the datastore again');
-            this.#lastError = undefined;
-          }
-        } finally {
-          signal.removeEventListener('abort', stopWatch);
-        }
-        if (this.#replaced !== undefined && !signal.aborted) continue; // a check found the datastore replaced
-        return; // aborted, or the store closed
-      } catch (e) {
-        if (signal.aborted) return;
-        try {
-          if (e instanceof StoreCompactedError) {
-            await this.#relist(e);
-            continue;
-          }
-          // Anything else (the history file, a bug): start again from what the history store holds.
-          this.#failed(e);
-          this.#position = this.#o.db.position();
-          this.#state = new HoldState(this.#o.db.openHolds(), await listAll(this.#o.store, POOL_PREFIX));
-        } catch (e2) {
-          this.#failed(e2);
-        }
-        await pause(this.#o.retryMs ?? 1000, signal);
-      }
+  /**
+   * Where the watch starts, after catching up (the position's revision): at first what start()
+   * left; a datastore found replaced: a re-baseline; compacted revisions: a relist; any other
+   * failure (the history file, a bug): the history store's position and holds, read again.
+   */
+  async #resume(cause: unknown): Promise<number> {
+    const replaced = this.#replaced;
+    if (replaced !== undefined) {
+      await this.#rebaseline(replaced);
+      this.#replaced = undefined;
+    } else if (cause instanceof StoreCompactedError) {
+      await this.#relist(cause);
+    } else if (cause !== undefined) {
+      this.#position = this.#o.db.position();
+      this.#state = new HoldState(this.#o.db.openHolds(), await listAll(this.#o.store, POOL_PREFIX));
     }
+    return this.#position?.revision ?? 0;
+  }
+
+  #onEvents(batch: WatchEvent[]): void {
+    if (this.#replaced !== undefined) return; // not this datastore's changes: a re-baseline follows
+    if (batch.length > 0) {
+      this.#applyBatch(batch, this.#now());
+      this.#o.onChange?.(true);
+    }
+    if (this.#lastError !== undefined) this.#o.log.info({}, 'history: following the datastore again');
+    this.#lastError = undefined;
   }
 
   #failed(e: unknown): void {
@@ -262,7 +253,7 @@ export class HistoryFollower {
     const { cause, revision } = await this.#replacedCause(pos);
     if (cause !== undefined) {
       this.#replaced = cause;
-      this.#watchAc?.abort();
+      this.#follow?.relist(cause);
       return;
     }
     // The datastore was exactly where the history is: nothing before this instant is unknown.

@@ -40,4 +40,15 @@ describe('parseClusterConf', () => {
       );
     }
   });
+
+  it('refuses a bad datastore URL on every call, however many good ones were parsed before (only accepted URLs are remembered)', () => {
+    const bad = 'etcd://[::1:2379';
+    for (let i = 0; i < 3; i++) {
+      for (let k = 0; k < 70; k++) assert.equal(parseClusterConf(conf({ datastore: `etcd://h${k}:2379`, nodeName: 'n' }), {}).datastore, `etcd://h${k}:2379`);
+      assert.throws(
+        () => parseClusterConf(conf({ datastore: bad, nodeName: 'n' }), {}),
+        (e: unknown) => e instanceof CniError && e.code === 7 && e.message.startsWith(`ipam.datastore ${JSON.stringify(bad)}: `),
+      );
+    }
+  });
 });

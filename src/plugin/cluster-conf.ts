@@ -38,6 +38,13 @@ const MAX_STICKY_FOR_MS = 30 * 86_400_000;
 
 const KNOWN = ['type', 'datastore', 'nodename', 'pools', 'cachedir', 'routes', 'agent', 'stickyfor'];
 
+/**
+ * Datastore URLs that parseStoreUrl accepted (it is pure): an agent validates the same few
+ * URLs on every call, so each is parsed once; bounded, cleared when full.
+ */
+const validUrls = new Set<string>();
+const MAX_VALID_URLS = 64;
+
 function bad(field: string, value: unknown, why: string): CniError {
   return new CniError(CniCode.InvalidConfig, `ipam.${field} ${JSON.stringify(value)}: ${why}`);
 }
@@ -51,10 +58,14 @@ export function parseClusterConf(conf: NetConf, env: NodeJS.ProcessEnv = process
   }
   const datastore = goField(ipam, 'datastore');
   if (typeof datastore !== 'string') throw bad('datastore', datastore, 'must be a datastore URL string');
-  try {
-    parseStoreUrl(datastore);
-  } catch (e) {
-    throw bad('datastore', datastore, (e as Error).message);
+  if (!validUrls.has(datastore)) {
+    try {
+      parseStoreUrl(datastore);
+    } catch (e) {
+      throw bad('datastore', datastore, (e as Error).message);
+    }
+    if (validUrls.size >= MAX_VALID_URLS) validUrls.clear();
+    validUrls.add(datastore);
   }
   const rawNode = goField(ipam, 'nodeName');
   const nodeName = rawNode ?? defaultNodeName(env);

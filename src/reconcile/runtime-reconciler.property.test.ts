@@ -4,7 +4,9 @@
  * listed, as containerd's sandbox store does), stop normally (DEL releases), are removed while
  * their DEL failed (a true leak), or never existed (a planted allocation); the runtime answers
  * correctly, late, empty (a restart), or fails; some ADDs come from the plain plugin and are not
- * in the agent's in-flight set. Invariant: no allocation of a sandbox that exists or is being
+ * in the agent's in-flight set; a removed or never-created sandbox's id is created again while its
+ * old allocation is still held (a repeated ADD that rewrites no record: only the agent's memory of
+ * the call says the grace restarts). Invariant: no allocation of a sandbox that exists or is being
  * created is ever freed. And after the script, clean passes past the grace (the runtime listing
  * at least one sandbox: an empty list is never evidence) free every true leak.
  * Replay: RUNTIME_RECONCILE_SEED / RUNTIME_RECONCILE_PATH (printed on failure).
@@ -26,6 +28,7 @@ type Step =
   | { readonly kind: 'start'; readonly creation: number; readonly tracked: boolean; readonly recordTime: boolean }
   | { readonly kind: 'stop'; readonly pick: number; readonly delOk: boolean }
   | { readonly kind: 'plant'; readonly recordTime: boolean }
+  | { readonly kind: 'readd'; readonly pick: number; readonly creation: number; readonly addMs: number }
   | { readonly kind: 'pass'; readonly answer: 'ok' | 'late' | 'empty' | 'fail'; readonly times: number }
   | { readonly kind: 'wait'; readonly ms: number };
 
@@ -39,6 +42,12 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('stop' as const), pick: fc.nat(), delOk: fc.boolean() }),
   fc.record({ kind: fc.constant('plant' as const), recordTime: fc.boolean() }),
   fc.record({
+    kind: fc.constant('readd' as const),
+    pick: fc.nat(),
+    creation: fc.integer({ min: 0, max: MAX_CREATION }),
+    addMs: fc.integer({ min: 0, max: 2_000 }),
+  }),
+  fc.record({
     kind: fc.constant('pass' as const),
     answer: fc.constantFrom<('ok' | 'late' | 'empty' | 'fail')[]>('ok', 'ok', 'ok', 'late', 'empty', 'fail'),
     times: fc.integer({ min: 1, max: 4 }),
@@ -51,6 +60,8 @@ interface Sandbox {
   /** When the ADD ends and the runtime lists it. */
   readonly listedAt: number;
   readonly tracked: boolean;
+  /** When its ADD returns, when that is before it is listed (its ADD then no longer in flight). */
+  readonly addEndsAt?: number;
   removed: boolean;
 }
 
@@ -61,6 +72,8 @@ class World {
   /** Allocations held: container id → record time (undefined: the record has none). */
   readonly held = new Map<string, number | undefined>();
   readonly violations: string[] = [];
+  /** When the agent last saw an ADD of each id begin (its tracked calls only). */
+  readonly touched = new Map<string, number>();
   nextAnswer: 'ok' | 'late' | 'empty' | 'fail' = 'ok';
 
   listed(): string[] {
@@ -108,7 +121,7 @@ class World {
   }
 
   inFlight(): Set<string> {
-    return new Set([...this.sandboxes.values()].filter((s) => s.tracked && !s.removed && s.listedAt > this.now).map((s) => s.id));
+    return new Set([...this.sandboxes.values()].filter((s) => s.tracked && !s.removed && (s.addEndsAt ?? s.listedAt) > this.now).map((s) => s.id));
   }
 }
 
@@ -125,6 +138,7 @@ test("runtime reconciliation against a scripted CRI double: never frees a listed
       runtime: w.runtime(),
       sources: () => [w.source()],
       inFlight: () => w.inFlight(),
+      touchedAt: (id) => w.touched.get(id),
       graceMs: GRACE,
       intervalMs: INTERVAL,
       log: silentLog,
@@ -140,6 +154,15 @@ test("runtime reconciliation against a scripted CRI double: never frees a listed
         const id = `sb${w.seq++}`;
         w.sandboxes.set(id, { id, listedAt: w.now + s.creation, tracked: s.tracked, removed: false });
         w.held.set(id, s.recordTime ? w.now : undefined);
+        if (s.tracked) w.touched.set(id, w.now);
+      } else if (s.kind === 'readd') {
+        // An id whose allocation is held though no sandbox has it: created again; the ADD finds
+        // the allocation and returns it, rewriting nothing.
+        const ids = w.leaks();
+        const id = ids[s.pick % Math.max(1, ids.length)];
+        if (id === undefined) continue;
+        w.sandboxes.set(id, { id, listedAt: w.now + s.creation, tracked: true, addEndsAt: w.now + Math.min(s.addMs, s.creation), removed: false });
+        w.touched.set(id, w.now);
       } else if (s.kind === 'stop') {
         const live = [...w.sandboxes.values()].filter((x) => !x.removed && x.listedAt <= w.now);
         const x = live[s.pick % Math.max(1, live.length)];

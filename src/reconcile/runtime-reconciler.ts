@@ -28,6 +28,13 @@ export interface RuntimeReconcilerOptions {
   readonly sources: () => readonly AllocationSource[];
   /** Container ids with an ADD or DEL being served now. */
   readonly inFlight: () => ReadonlySet<string>;
+  /**
+   * When an ADD or DEL of a container id last began in this process, if it remembers one
+   * (util/call-tracker.ts): the allocation's age counts from then at the latest (a repeated ADD
+   * restarts the grace even when it rewrote no record), and one begun since the listing stops
+   * its release.
+   */
+  readonly touchedAt?: (containerId: string) => number | undefined;
   readonly graceMs: number;
   /** Period of the loop (start()); also the least spacing of the two answers that prove an absence. */
   readonly intervalMs: number;
@@ -155,9 +162,18 @@ export class RuntimeReconciler {
       }
     }
     const seenAt = this.#now();
-    const present = new Set(allocations.map((a) => a.id));
+    // A call began for the id: another version of the allocation, its sandbox's creation begun
+    // no earlier than that call.
+    const touched = new Map<string, number | undefined>();
+    const versions = allocations.map((a) => {
+      const t = this.#o.touchedAt?.(a.containerId);
+      const v = t === undefined ? a : { ...a, id: `${a.id}|touched@${t}`, since: Math.max(a.since ?? t, t) };
+      touched.set(v.id, t);
+      return v;
+    });
+    const present = new Set(versions.map((a) => a.id));
     for (const id of this.#firstSeen.keys()) if (!present.has(id)) this.#firstSeen.delete(id);
-    const judged = allocations.map((a) => {
+    const judged = versions.map((a) => {
       const first = this.#firstSeen.get(a.id);
       if (first === undefined) this.#firstSeen.set(a.id, seenAt);
       // Seen for the first time now: it existed by the time its listing began (`at` ≤ seenAt).
@@ -186,7 +202,8 @@ export class RuntimeReconciler {
     const freed: FreedLeak[] = [];
     const releaseErrors: string[] = [];
     for (const { allocation: a, evidence } of plan.free) {
-      if (this.#o.inFlight().has(a.containerId)) continue; // an ADD or DEL began meanwhile
+      if (this.#o.inFlight().has(a.containerId)) continue; // an ADD or DEL runs
+      if (this.#o.touchedAt?.(a.containerId) !== touched.get(a.id)) continue; // one began since the listing
       const source = this.#o.sources().find((s) => s.name === a.source);
       if (!source) continue;
       let addresses: readonly string[] = a.addresses;

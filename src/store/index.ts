@@ -1,5 +1,6 @@
 export type { Compare, Entry, ListOptions, Op, Store, TxnResult, WatchEvent, WatchOptions } from './store.js';
 export { StoreCompactedError, StoreError, StoreMissingError, StoreUnavailableError, StoreUrlError } from './errors.js';
+export { followPrefix, followBackoffMs, DEFAULT_FOLLOW_BACKOFF, type FollowBackoff, type FollowPrefixOptions, type PrefixFollow } from './follow-prefix.js';
 export { listAll, listAllWithRevision, LIST_PAGE, type Listing } from './list-all.js';
 export { openStore } from './open-store.js';
 export { parseStoreUrl, type EtcdCredentials, type EtcdTlsParams, type StoreTarget } from './parse-store-url.js';

@@ -8,7 +8,7 @@
  * - `sticky_reservations`: addresses a sticky pod released, waiting for its pool key
  *   (namespace/name) until `expires_at`; rebuilt into the pool's reservations at start.
  */
-import type { Database, Statement } from './resource-db.js';
+import { oneRow, type SqliteDb } from '../sqlite/index.js';
 
 /** How long a deleted pod stays in the pod store (Terway: an hour). */
 export const POD_RETENTION_MS = 3_600_000;
@@ -93,37 +93,42 @@ function row(r: RawPod): PodStoreRow {
   };
 }
 
+function prepareStatements(db: SqliteDb) {
+  return {
+    put: db.prepare(`INSERT OR REPLACE INTO pod_store (key, network, namespace, name, uid, container_id, ifname, owner_kind, sticky, pool_key, addrs, added_at, deleted_at, gone_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`),
+    get: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE key = ?`),
+    live: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE deleted_at IS NULL ORDER BY key`),
+    all: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store ORDER BY key`),
+    count: db.prepare<{ n: number }>('SELECT COUNT(*) AS n FROM pod_store'),
+    byPod: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE namespace = ? AND name = ? ORDER BY added_at DESC`),
+    holder: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE pool_key = ? AND deleted_at IS NULL`),
+    deleted: db.prepare('UPDATE pod_store SET deleted_at = ? WHERE key = ? AND deleted_at IS NULL'),
+    gone: db.prepare('UPDATE pod_store SET gone_at = ? WHERE key = ? AND gone_at IS NULL'),
+    back: db.prepare('UPDATE pod_store SET gone_at = NULL WHERE key = ?'),
+    purge: db.prepare('DELETE FROM pod_store WHERE deleted_at IS NOT NULL AND deleted_at <= ?'),
+    reserve: db.prepare('INSERT OR REPLACE INTO sticky_reservations (addr, family, pool_key, expires_at, free_at) VALUES (?, ?, ?, ?, ?)'),
+    unreserve: db.prepare('DELETE FROM sticky_reservations WHERE pool_key = ?'),
+    unreserveAddr: db.prepare('DELETE FROM sticky_reservations WHERE addr = ?'),
+    reservations: db.prepare<StickyRow>(
+      'SELECT addr, family, pool_key AS poolKey, expires_at AS expiresAt, free_at AS freeAt FROM sticky_reservations ORDER BY addr',
+    ),
+    expire: db.prepare('DELETE FROM sticky_reservations WHERE expires_at <= ?'),
+  };
+}
+
 export class PodStore {
-  readonly #st: Record<string, Statement>;
+  readonly #st: ReturnType<typeof prepareStatements>;
 
   /** Creates the tables in the resource DB's database if missing. */
-  constructor(db: Database) {
+  constructor(db: SqliteDb) {
     db.exec(SCHEMA);
-    const p = (sql: string): Statement => db.prepare(sql);
-    this.#st = {
-      put: p(`INSERT OR REPLACE INTO pod_store (key, network, namespace, name, uid, container_id, ifname, owner_kind, sticky, pool_key, addrs, added_at, deleted_at, gone_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`),
-      get: p(`SELECT ${COLUMNS} FROM pod_store WHERE key = ?`),
-      live: p(`SELECT ${COLUMNS} FROM pod_store WHERE deleted_at IS NULL ORDER BY key`),
-      all: p(`SELECT ${COLUMNS} FROM pod_store ORDER BY key`),
-      count: p('SELECT COUNT(*) AS n FROM pod_store'),
-      byPod: p(`SELECT ${COLUMNS} FROM pod_store WHERE namespace = ? AND name = ? ORDER BY added_at DESC`),
-      holder: p(`SELECT ${COLUMNS} FROM pod_store WHERE pool_key = ? AND deleted_at IS NULL`),
-      deleted: p('UPDATE pod_store SET deleted_at = ? WHERE key = ? AND deleted_at IS NULL'),
-      gone: p('UPDATE pod_store SET gone_at = ? WHERE key = ? AND gone_at IS NULL'),
-      back: p('UPDATE pod_store SET gone_at = NULL WHERE key = ?'),
-      purge: p('DELETE FROM pod_store WHERE deleted_at IS NOT NULL AND deleted_at <= ?'),
-      reserve: p('INSERT OR REPLACE INTO sticky_reservations (addr, family, pool_key, expires_at, free_at) VALUES (?, ?, ?, ?, ?)'),
-      unreserve: p('DELETE FROM sticky_reservations WHERE pool_key = ?'),
-      unreserveAddr: p('DELETE FROM sticky_reservations WHERE addr = ?'),
-      reservations: p('SELECT addr, family, pool_key AS poolKey, expires_at AS expiresAt, free_at AS freeAt FROM sticky_reservations ORDER BY addr'),
-      expire: p('DELETE FROM sticky_reservations WHERE expires_at <= ?'),
-    };
+    this.#st = prepareStatements(db);
   }
 
   /** An attachment got its addresses (a new row, or the same key again: replaced, live). */
   seen(r: Omit<PodStoreRow, 'deletedAt' | 'goneAt'>): void {
-    this.#st.put!.run(
+    this.#st.put.run(
       r.key,
       r.network,
       r.namespace ?? null,
@@ -140,76 +145,76 @@ export class PodStore {
   }
 
   get(key: string): PodStoreRow | undefined {
-    const r = this.#st.get!.all(key)[0] as RawPod | undefined;
+    const r = this.#st.get.get(key);
     return r && row(r);
   }
 
   /** Attachments not yet deleted. */
   live(): PodStoreRow[] {
-    return (this.#st.live!.all() as RawPod[]).map(row);
+    return this.#st.live.all().map(row);
   }
 
   /** Every row, deleted ones included. */
   all(): PodStoreRow[] {
-    return (this.#st.all!.all() as RawPod[]).map(row);
+    return this.#st.all.all().map(row);
   }
 
   /** How many rows, deleted ones included. */
   count(): number {
-    return (this.#st.count!.all()[0] as { n: number }).n;
+    return oneRow(this.#st.count).n;
   }
 
   /** Rows of the pod namespace/name, newest first. */
   byPod(namespace: string, name: string): PodStoreRow[] {
-    return (this.#st.byPod!.all(namespace, name) as RawPod[]).map(row);
+    return this.#st.byPod.all(namespace, name).map(row);
   }
 
   /** The live attachment holding pool key `poolKey`, if any. */
   holder(poolKey: string): PodStoreRow | undefined {
-    const r = this.#st.holder!.all(poolKey)[0] as RawPod | undefined;
+    const r = this.#st.holder.get(poolKey);
     return r && row(r);
   }
 
   /** The attachment let go of its addresses (DEL, GC): kept until `now + POD_RETENTION_MS`. */
   deleted(key: string, now: number): void {
-    this.#st.deleted!.run(now, key);
+    this.#st.deleted.run(now, key);
   }
 
   /** The GC saw the attachment's pod missing from the API server at `at` (first time only). */
   gone(key: string, at: number): void {
-    this.#st.gone!.run(at, key);
+    this.#st.gone.run(at, key);
   }
 
   /** The attachment's pod is in the API server again. */
   back(key: string): void {
-    this.#st.back!.run(key);
+    this.#st.back.run(key);
   }
 
   /** Deletes rows deleted at or before `now - retentionMs`; returns how many. */
   purge(now: number, retentionMs = POD_RETENTION_MS): number {
-    return this.#st.purge!.run(now - retentionMs).changes;
+    return this.#st.purge.run(now - retentionMs).changes;
   }
 
   reserve(rows: readonly StickyRow[]): void {
-    for (const r of rows) this.#st.reserve!.run(r.addr, r.family, r.poolKey, r.expiresAt, r.freeAt);
+    for (const r of rows) this.#st.reserve.run(r.addr, r.family, r.poolKey, r.expiresAt, r.freeAt);
   }
 
   /** The pool key took its reservation back (or it no longer applies). */
   unreserve(poolKey: string): void {
-    this.#st.unreserve!.run(poolKey);
+    this.#st.unreserve.run(poolKey);
   }
 
   /** Reservation rows of these addresses are dropped (the addresses left the node). */
   unreserveAddrs(addrs: readonly string[]): void {
-    for (const a of addrs) this.#st.unreserveAddr!.run(a);
+    for (const a of addrs) this.#st.unreserveAddr.run(a);
   }
 
   reservations(): StickyRow[] {
-    return this.#st.reservations!.all() as StickyRow[];
+    return this.#st.reservations.all();
   }
 
   /** Drops reservations whose window ended by `now` (the pool has moved them to idle); returns how many. */
   expireReservations(now: number): number {
-    return this.#st.expire!.run(now).changes;
+    return this.#st.expire.run(now).changes;
   }
 }

@@ -13,23 +13,9 @@
  * pods, which a reboot restarts anyway.
  */
 import { lstatSync, mkdirSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../model/history.js';
-
-/** The better-sqlite3 surface the agent uses (shared with pod-store.ts). */
-export interface Statement {
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number };
-}
-export interface Database {
-  pragma(source: string): unknown;
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
-  close(): void;
-}
-type DatabaseConstructor = new (path: string, options?: { timeout?: number; fileMustExist?: boolean }) => Database;
+import { applyPragmas, oneRow, openSqlite, SQLITE_DIR_MODE, type SqliteDb } from '../sqlite/index.js';
 
 /** The resource DB exists but cannot be opened or read: the agent stops (it is never recreated over it). */
 export class ResourceDbError extends Error {
@@ -116,17 +102,62 @@ const ADDED_COLUMNS: readonly { readonly table: string; readonly column: string;
   { table: 'held', column: 'released_at', type: 'INTEGER' },
 ];
 
-function migrate(db: Database): void {
+function migrate(db: SqliteDb): void {
   for (const c of ADDED_COLUMNS) {
     const cols = db.pragma(`table_info(${c.table})`) as { name: string }[];
     if (!cols.some((x) => x.name === c.column)) db.exec(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.type}`);
   }
 }
 
+/** A pod row as stored: its addresses as JSON. */
+type RawPod = Omit<PodRow, 'addrs'> & { addrs: string };
+/** A direct attachment as stored: its addresses as JSON. */
+type RawDirect = Omit<DirectRow, 'ips'> & { ips: string };
+/** A queued write as stored. */
+interface RawWrite {
+  seq: number;
+  key: string;
+  value: string | null;
+  at: number;
+  why: string | null;
+  evidence: string | null;
+}
+
+function prepareStatements(db: SqliteDb) {
+  return {
+    putHeld: db.prepare('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    delHeld: db.prepare('DELETE FROM held WHERE addr = ?'),
+    freeAt: db.prepare('UPDATE held SET free_at = ?, released_at = ? WHERE addr = ?'),
+    putPod: db.prepare('INSERT OR REPLACE INTO pods (key, network, container_id, ifname, addrs, since) VALUES (?, ?, ?, ?, ?, ?)'),
+    delPod: db.prepare('DELETE FROM pods WHERE key = ?'),
+    queue: db.prepare('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
+    unqueue: db.prepare('DELETE FROM writes WHERE seq <= ?'),
+    hasPod: db.prepare('SELECT 1 FROM pods WHERE key = ?'),
+    allHeld: db.prepare<HeldRow>(
+      'SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt, released_at AS releasedAt FROM held ORDER BY addr',
+    ),
+    allPods: db.prepare<RawPod>('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
+    pending: db.prepare<RawWrite>('SELECT seq, key, value, at, why, evidence FROM writes ORDER BY seq LIMIT ?'),
+    depth: db.prepare<{ n: number; oldest: number | null }>('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
+    allWrites: db.prepare<{ key: string; value: string | null }>('SELECT key, value FROM writes ORDER BY seq'),
+    putRefill: db.prepare('INSERT OR REPLACE INTO refills (handle, at) VALUES (?, ?)'),
+    delRefill: db.prepare('DELETE FROM refills WHERE handle = ?'),
+    allRefills: db.prepare<{ handle: string }>('SELECT handle FROM refills'),
+    clearRefills: db.prepare('DELETE FROM refills'),
+    putQuarantine: db.prepare('INSERT OR REPLACE INTO quarantine (addr, family, handle, prefix_len, gateway, since) VALUES (?, ?, ?, ?, ?, ?)'),
+    delQuarantine: db.prepare('DELETE FROM quarantine WHERE addr = ?'),
+    putDirect: db.prepare('INSERT OR REPLACE INTO direct (key, network, container_id, ifname, ips, since) VALUES (?, ?, ?, ?, ?, ?)'),
+    getDirect: db.prepare<RawDirect>('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct WHERE key = ?'),
+    delDirect: db.prepare('DELETE FROM direct WHERE key = ?'),
+    allDirect: db.prepare<RawDirect>('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct ORDER BY key'),
+    allQuarantine: db.prepare<HeldRow>('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, since AS freeAt FROM quarantine ORDER BY addr'),
+  };
+}
+
 export class ResourceDb {
   readonly path: string;
-  readonly #db: Database;
-  readonly #st: Record<string, Statement>;
+  readonly #db: SqliteDb;
+  readonly #st: ReturnType<typeof prepareStatements>;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
   readonly #removePodTx: (
@@ -148,9 +179,8 @@ export class ResourceDb {
    * and is left as it is.
    */
   constructor(dir: string) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    mkdirSync(dir, { recursive: true, mode: SQLITE_DIR_MODE });
     this.path = join(dir, 'resources.db');
-    const Db = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
     const unreadable = (why: string): ResourceDbError =>
       new ResourceDbError(
         `resource DB ${this.path} cannot be read (${why}): it is not recreated over it; move it aside to start with an empty one (the datastore's records of this node then decide what is held)`,
@@ -167,16 +197,16 @@ export class ResourceDb {
       for (const f of [`${this.path}-wal`, `${this.path}-shm`]) rmSync(f, { force: true });
     }
     this.fresh = size === undefined || size === 0;
-    let db: Database | undefined;
+    let db: SqliteDb | undefined;
     try {
-      db = new Db(this.path, { timeout: 5000, fileMustExist: size !== undefined });
+      // An absent file is created (owner-only, as every SQLite file of podipam); an existing one must still be there.
+      db = openSqlite(this.path, { busyTimeoutMs: 5000, create: size === undefined });
       if (!this.fresh) {
         const check = db.pragma('quick_check') as { quick_check: string }[];
         const bad = check.map((r) => r.quick_check).filter((m) => m !== 'ok');
         if (bad.length > 0) throw new Error(bad.slice(0, 3).join('; '));
       }
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
+      applyPragmas(db, { journal: 'wal', synchronous: 'normal' });
       db.exec(SCHEMA);
       migrate(db);
     } catch (e) {
@@ -184,42 +214,16 @@ export class ResourceDb {
       throw unreadable((e as Error).message);
     }
     this.#db = db; // assigned: the catch above always throws
-    const p = (sql: string): Statement => this.#db.prepare(sql);
-    this.#st = {
-      putHeld: p('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),
-      delHeld: p('DELETE FROM held WHERE addr = ?'),
-      freeAt: p('UPDATE held SET free_at = ?, released_at = ? WHERE addr = ?'),
-      putPod: p('INSERT OR REPLACE INTO pods (key, network, container_id, ifname, addrs, since) VALUES (?, ?, ?, ?, ?, ?)'),
-      delPod: p('DELETE FROM pods WHERE key = ?'),
-      queue: p('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
-      unqueue: p('DELETE FROM writes WHERE seq <= ?'),
-      hasPod: p('SELECT 1 FROM pods WHERE key = ?'),
-      allHeld: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt, released_at AS releasedAt FROM held ORDER BY addr'),
-      allPods: p('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
-      pending: p('SELECT seq, key, value, at, why, evidence FROM writes ORDER BY seq LIMIT ?'),
-      depth: p('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
-      allWrites: p('SELECT key, value FROM writes ORDER BY seq'),
-      putRefill: p('INSERT OR REPLACE INTO refills (handle, at) VALUES (?, ?)'),
-      delRefill: p('DELETE FROM refills WHERE handle = ?'),
-      allRefills: p('SELECT handle FROM refills'),
-      clearRefills: p('DELETE FROM refills'),
-      putQuarantine: p('INSERT OR REPLACE INTO quarantine (addr, family, handle, prefix_len, gateway, since) VALUES (?, ?, ?, ?, ?, ?)'),
-      delQuarantine: p('DELETE FROM quarantine WHERE addr = ?'),
-      putDirect: p('INSERT OR REPLACE INTO direct (key, network, container_id, ifname, ips, since) VALUES (?, ?, ?, ?, ?, ?)'),
-      getDirect: p('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct WHERE key = ?'),
-      delDirect: p('DELETE FROM direct WHERE key = ?'),
-      allDirect: p('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct ORDER BY key'),
-      allQuarantine: p('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, since AS freeAt FROM quarantine ORDER BY addr'),
-    };
+    this.#st = prepareStatements(db);
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
-      this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
-      this.#st.queue!.run(record.key, record.value, pod.since, null, null);
+      this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+      this.#st.queue.run(record.key, record.value, pod.since, null, null);
     });
     this.#removePodTx = this.#db.transaction(
       (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
-        this.#st.delPod!.run(key);
-        for (const a of addrs) this.#st.freeAt!.run(freeAt, now, a);
-        this.#st.queue!.run(recordKey, null, now, why, evidence);
+        this.#st.delPod.run(key);
+        for (const a of addrs) this.#st.freeAt.run(freeAt, now, a);
+        this.#st.queue.run(recordKey, null, now, why, evidence);
       },
     );
   }
@@ -227,8 +231,8 @@ export class ResourceDb {
   /** Addresses just assigned to a warm handle; `refill`: the handle whose intent they fulfil (forgotten in the same commit). */
   addHeld(rows: readonly HeldRow[], refill?: string): void {
     this.#tx(() => {
-      for (const r of rows) this.#st.putHeld!.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, r.freeAt);
-      if (refill !== undefined) this.#st.delRefill!.run(refill);
+      for (const r of rows) this.#st.putHeld.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, r.freeAt);
+      if (refill !== undefined) this.#st.delRefill.run(refill);
     });
   }
 
@@ -238,52 +242,52 @@ export class ResourceDb {
    * here knows they were never handed out (the agent stopped between the two commits).
    */
   refillIntent(handle: string, at: number): void {
-    this.#st.putRefill!.run(handle, at);
+    this.#st.putRefill.run(handle, at);
   }
 
   /** The warm handles of refills whose addresses never reached this DB. */
   refillIntents(): Set<string> {
-    return new Set((this.#st.allRefills!.all() as { handle: string }[]).map((r) => r.handle));
+    return new Set(this.#st.allRefills.all().map((r) => r.handle));
   }
 
   clearRefillIntents(): void {
-    this.#st.clearRefills!.run();
+    this.#st.clearRefills.run();
   }
 
   /** Addresses the node's warm handles hold that no evidence shows free: out of the idle queue (`freeAt`: since when). */
   quarantined(): HeldRow[] {
-    return this.#st.allQuarantine!.all() as HeldRow[];
+    return this.#st.allQuarantine.all();
   }
 
   quarantine(rows: readonly HeldRow[], since: number): void {
     this.#tx(() => {
-      for (const r of rows) this.#st.putQuarantine!.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, since);
+      for (const r of rows) this.#st.putQuarantine.run(r.addr, r.family, r.handle, r.prefixLen, r.gateway, since);
     });
   }
 
   /** Quarantined addresses that left quarantine (gone from the datastore, or shown held/free). */
   unquarantine(addrs: readonly string[]): void {
     this.#tx(() => {
-      for (const a of addrs) this.#st.delQuarantine!.run(a);
+      for (const a of addrs) this.#st.delQuarantine.run(a);
     });
   }
 
   /** Pod record keys whose last queued write is a delete (their pods' DEL or GC is recorded here). */
   queuedDeletes(): Set<string> {
     const last = new Map<string, boolean>();
-    for (const w of this.#st.allWrites!.all() as { key: string; value: string | null }[]) last.set(w.key, w.value === null);
+    for (const w of this.#st.allWrites.all()) last.set(w.key, w.value === null);
     return new Set([...last].filter(([, d]) => d).map(([k]) => k));
   }
 
   /** A pod the datastore's record shows in use, taken back into the DB (no write queued: the record is there). */
   adoptPod(pod: PodRow): void {
-    this.#st.putPod!.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+    this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
   }
 
   /** Addresses released in the datastore (or found gone): forgotten. */
   dropHeld(addrs: readonly string[]): void {
     this.#tx(() => {
-      for (const a of addrs) this.#st.delHeld!.run(a);
+      for (const a of addrs) this.#st.delHeld.run(a);
     });
   }
 
@@ -299,61 +303,59 @@ export class ResourceDb {
 
   /** A direct attachment recorded (an intent when `ips` is empty), or completed. */
   putDirect(r: DirectRow): void {
-    this.#st.putDirect!.run(r.key, r.network, r.containerId, r.ifname, JSON.stringify(r.ips), r.since);
+    this.#st.putDirect.run(r.key, r.network, r.containerId, r.ifname, JSON.stringify(r.ips), r.since);
   }
 
   /** The direct attachment `key`, or undefined (one indexed read: a DEL's first question). */
   direct(key: string): DirectRow | undefined {
-    const r = this.#st.getDirect!.all(key)[0] as (Omit<DirectRow, 'ips'> & { ips: string }) | undefined;
+    const r = this.#st.getDirect.get(key);
     return r && { ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] };
   }
 
   dropDirect(key: string): void {
-    this.#st.delDirect!.run(key);
+    this.#st.delDirect.run(key);
   }
 
   directs(): DirectRow[] {
-    return (this.#st.allDirect!.all() as (Omit<DirectRow, 'ips'> & { ips: string })[]).map((r) => ({ ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] }));
+    return this.#st.allDirect.all().map((r) => ({ ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] }));
   }
 
   hasPod(key: string): boolean {
-    return this.#st.hasPod!.all(key).length > 0;
+    return this.#st.hasPod.all(key).length > 0;
   }
 
   held(): HeldRow[] {
-    return this.#st.allHeld!.all() as HeldRow[];
+    return this.#st.allHeld.all();
   }
 
   pods(): PodRow[] {
-    return (this.#st.allPods!.all() as (Omit<PodRow, 'addrs'> & { addrs: string })[]).map((r) => ({ ...r, addrs: JSON.parse(r.addrs) as string[] }));
+    return this.#st.allPods.all().map((r) => ({ ...r, addrs: JSON.parse(r.addrs) as string[] }));
   }
 
   /** The oldest `limit` queued writes. */
   pendingWrites(limit: number): PendingWrite[] {
-    return (this.#st.pending!.all(limit) as { seq: number; key: string; value: string | null; at: number; why: string | null; evidence: string | null }[]).map(
-      (r) => {
-        const evidence = r.value === null && r.evidence !== null ? decodeReleaseEvidence(r.evidence) : undefined;
-        return {
-          seq: r.seq,
-          key: r.key,
-          value: r.value ?? undefined,
-          at: r.at,
-          ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
-          // Undecodable evidence (a hand-edited DB): the delete still goes, its history without it.
-          ...(evidence !== undefined && typeof evidence !== 'string' ? { evidence } : {}),
-        };
-      },
-    );
+    return this.#st.pending.all(limit).map((r) => {
+      const evidence = r.value === null && r.evidence !== null ? decodeReleaseEvidence(r.evidence) : undefined;
+      return {
+        seq: r.seq,
+        key: r.key,
+        value: r.value ?? undefined,
+        at: r.at,
+        ...(r.value === null && isReleaseReason(r.why) ? { why: r.why } : {}),
+        // Undecodable evidence (a hand-edited DB): the delete still goes, its history without it.
+        ...(evidence !== undefined && typeof evidence !== 'string' ? { evidence } : {}),
+      };
+    });
   }
 
   /** The queued writes up to `seq` are in the datastore. */
   writesDone(seq: number): void {
-    this.#st.unqueue!.run(seq);
+    this.#st.unqueue.run(seq);
   }
 
   /** Queued writes and the time of the oldest (undefined when none). */
   writeDepth(): { depth: number; oldestAt: number | undefined } {
-    const r = this.#st.depth!.all()[0] as { n: number; oldest: number | null };
+    const r = oneRow(this.#st.depth);
     return { depth: r.n, oldestAt: r.oldest ?? undefined };
   }
 
@@ -362,7 +364,7 @@ export class ResourceDb {
   }
 
   /** The open database, for the tables of pod-store.ts (same file, same transactions). */
-  get database(): Database {
+  get database(): SqliteDb {
     return this.#db;
   }
 

@@ -10,6 +10,7 @@
  * the creation grace again), and frees one as a DEL would (releaseAsListed) only while the row is
  * the one it judged and no ADD or DEL of that container id began since.
  */
+import { CallTracker } from '../util/call-tracker.js';
 import { addUsableFamilies, noUsablePoolMessage } from './warm-families.js';
 import { crashPoint } from '../util/crash-point.js';
 import { type Addr, type Family, formatAddr } from '../ip/index.js';
@@ -30,10 +31,8 @@ export class WarmVerbs {
   readonly #refiller: WarmRefiller;
   readonly #direct: WarmDirect;
   readonly counters = { hits: 0, misses: 0, runtimeAbsent: 0 };
-  /** Container ids with an ADD or DEL running (how many). */
-  readonly #busy = new Map<string, number>();
-  /** When an ADD or DEL of a container id last began (kept while it has a pod row or runs). */
-  readonly #touched = new Map<string, number>();
+  /** Container ids with an ADD or DEL running, and when one last began (kept while the id has a pod row or runs). */
+  readonly #calls: CallTracker;
 
   /** `ready`: resolves once the pools are restored, else a not-ready WarmError (warm-restore.ts). */
   constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller, direct: WarmDirect) {
@@ -41,6 +40,7 @@ export class WarmVerbs {
     this.#ready = ready;
     this.#refiller = refiller;
     this.#direct = direct;
+    this.#calls = new CallTracker(() => state.now());
   }
 
   async add(req: WarmRequest): Promise<WarmAnswer> {
@@ -54,18 +54,12 @@ export class WarmVerbs {
 
   /** Marks an ADD or DEL of `containerId` running; the function returned ends it. */
   #enter(containerId: string): () => void {
-    this.#busy.set(containerId, (this.#busy.get(containerId) ?? 0) + 1);
-    this.#touched.set(containerId, this.#s.now());
-    return () => {
-      const n = this.#busy.get(containerId)! - 1;
-      if (n === 0) this.#busy.delete(containerId);
-      else this.#busy.set(containerId, n);
-    };
+    return this.#calls.begin(containerId);
   }
 
   /** Container ids with an ADD or DEL running now. */
   inFlight(): ReadonlySet<string> {
-    return new Set(this.#busy.keys());
+    return this.#calls.inFlight();
   }
 
   /**
@@ -77,9 +71,9 @@ export class WarmVerbs {
     await this.#ready();
     const rows = this.#s.db.pods();
     const held = new Set(rows.map((r) => r.containerId));
-    for (const id of this.#touched.keys()) if (!held.has(id) && !this.#busy.has(id)) this.#touched.delete(id);
+    this.#calls.retain((id) => held.has(id));
     return rows.map((r) => {
-      const touchedAt = this.#touched.get(r.containerId);
+      const touchedAt = this.#calls.touchedAt(r.containerId);
       return touchedAt === undefined ? r : { ...r, touchedAt };
     });
   }
@@ -94,8 +88,8 @@ export class WarmVerbs {
    */
   releaseAsListed(row: Pick<PodRow, 'key' | 'containerId' | 'since'> & { readonly touchedAt?: number }, evidence: ReleaseEvidence): string[] {
     const s = this.#s;
-    if (!s.isReady || s.closed || this.#busy.has(row.containerId) || this.#direct.has(row.key)) return [];
-    if (this.#touched.get(row.containerId) !== row.touchedAt) return [];
+    if (!s.isReady || s.closed || this.#calls.isBusy(row.containerId) || this.#direct.has(row.key)) return [];
+    if (this.#calls.touchedAt(row.containerId) !== row.touchedAt) return [];
     const now = s.db.pods().find((p) => p.key === row.key);
     if (now === undefined || now.containerId !== row.containerId || now.since !== row.since) return [];
     const freed = this.#releaseAttachment(row.key, s.now(), 'runtime-absent', undefined, evidence);

@@ -45,6 +45,8 @@ export interface ChaosOptions {
   readonly scheduleMs: number;
   readonly faultMs?: readonly [number, number];
   readonly settleMs?: readonly [number, number];
+  /** At most this many faults, however long the schedule (see ScheduleSpec.maxFaults). */
+  readonly maxFaults?: number;
   /** No faults at all (for the planted-bug run: concurrency alone must show it). */
   readonly noFaults?: boolean;
   readonly lanes?: number;
@@ -193,7 +195,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const counts: Partial<Record<FaultKind, number>> = {};
     const schedule = o.noFaults
       ? []
-      : faultSchedule({ seed: o.seed, totalMs: o.scheduleMs, faultMs: o.faultMs ?? [2000, 5000], settleMs: o.settleMs ?? [1000, 2500], members: 3, nodes: 3 });
+      : faultSchedule({
+          seed: o.seed,
+          totalMs: o.scheduleMs,
+          faultMs: o.faultMs ?? [2000, 5000],
+          settleMs: o.settleMs ?? [1000, 2500],
+          members: 3,
+          nodes: 3,
+          maxFaults: o.maxFaults,
+        });
     if (o.noFaults) await sleep(o.scheduleMs);
     for (const f of schedule) {
       const rec = await inject(f, { net, etcd, nodes, startNodeAgent, ensureAgent });

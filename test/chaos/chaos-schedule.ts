@@ -42,6 +42,8 @@ export interface ScheduleSpec {
   readonly settleMs: readonly [number, number];
   readonly members: number;
   readonly nodes: number;
+  /** At most this many faults (the suite's short run: FAULT_KINDS.length, every kind once and no more). */
+  readonly maxFaults?: number;
 }
 
 export function faultSchedule(s: ScheduleSpec): ScheduledFault[] {
@@ -54,7 +56,7 @@ export function faultSchedule(s: ScheduleSpec): ScheduledFault[] {
   }
   const out: ScheduledFault[] = [];
   let used = 0;
-  for (let i = 0; ; i++) {
+  for (let i = 0; i < (s.maxFaults ?? Infinity); i++) {
     const kind = i < order.length ? order[i]! : FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)]!;
     const target = Math.floor(random() * (kind.startsWith('node') ? s.nodes : s.members));
     const f: ScheduledFault = { kind, target, faultMs: between(s.faultMs), settleMs: between(s.settleMs) };
@@ -62,4 +64,5 @@ export function faultSchedule(s: ScheduleSpec): ScheduledFault[] {
     used += f.faultMs + f.settleMs;
     out.push(f);
   }
+  return out;
 }

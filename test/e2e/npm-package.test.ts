@@ -3,30 +3,50 @@
  * into a scratch prefix (from the npm cache, which holds every dependency: --prefer-offline),
  * its native parts built by the package's own install script. Then the installed `podipam`
  * answers `version`, `serve` answers /healthz, and `install-cni --dry-run` plans an install.
- * Slow (better-sqlite3 compiles from source: no prebuilt binary can be downloaded here), so one
- * install serves every check.
+ * better-sqlite3's install (prebuild-install, else a compile from source of about two minutes)
+ * gets its prebuilt binary as a user's does, only from a local directory instead of GitHub
+ * (unreachable here): a prebuild tarball of this checkout's own build of the same version, found
+ * through prebuild-install's npm_config_better_sqlite3_local_prebuilds. prebuild-install loads
+ * the unpacked binary before it accepts it, and `serve` below opens SQLite with it. One install
+ * serves every check.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-function npm(args: readonly string[], cwd: string, timeoutMs: number) {
+function npm(args: readonly string[], cwd: string, timeoutMs: number, env: Record<string, string> = {}) {
   // --ignore-scripts on pack only: the tree is built already, and a prepack build would rewrite
   // dist/ under the tests running beside this one.
   const r = spawnSync('npm', args, {
     cwd,
     encoding: 'utf8',
     timeout: timeoutMs,
-    env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' },
+    env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false', ...env },
   });
   assert.equal(r.status, 0, `npm ${args.join(' ')}: ${r.error?.message ?? ''}\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
+}
+
+/**
+ * Writes into `dir` the prebuild tarball prebuild-install looks for
+ * (better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz, holding
+ * build/Release/better_sqlite3.node) from this checkout's installed better-sqlite3; its version.
+ */
+function localSqlitePrebuild(dir: string): string {
+  const pkg = join(REPO_ROOT, 'node_modules', 'better-sqlite3');
+  const version = (JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  assert.ok(existsSync(join(pkg, 'build', 'Release', 'better_sqlite3.node')), `no ${pkg}/build/Release/better_sqlite3.node (npm ci first)`);
+  mkdirSync(dir, { recursive: true });
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const r = spawnSync('tar', ['-czf', join(dir, name), '-C', pkg, 'build/Release/better_sqlite3.node'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `tar: ${r.stderr}`);
+  return version;
 }
 
 test(
@@ -59,6 +79,7 @@ test(
       for (const f of files) assert.ok(!/\.test\.js$|^src\/|^test\/|^dist\/(test|bench)\/|^build\/|^node_modules\//.test(f), `tarball ships ${f}`);
 
       const prefix = join(scratch.path, 'prefix');
+      const sqliteVersion = localSqlitePrebuild(join(scratch.path, 'prebuilds'));
       const t0 = performance.now();
       npm(
         [
@@ -75,6 +96,7 @@ test(
         ],
         scratch.path,
         840_000,
+        { npm_config_better_sqlite3_local_prebuilds: join(scratch.path, 'prebuilds') },
       );
       t.diagnostic(`npm install -g took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
       const root = join(prefix, 'lib', 'node_modules', 'podipam');
@@ -89,6 +111,11 @@ test(
       assert.ok(devOnly.includes('typescript') && devOnly.includes('kubernetes-models'));
       for (const dev of devOnly) assert.ok(!existsSync(join(root, 'node_modules', dev)), `installed dev-only package ${dev}`);
       for (const dep of ['pino', 'better-sqlite3', 'commander']) assert.ok(deps.includes(dep), `missing ${dep}`);
+      const installedSqlite = (JSON.parse(readFileSync(join(root, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8')) as { version: string }).version;
+      t.diagnostic(
+        `better-sqlite3 ${installedSqlite}: ${installedSqlite === sqliteVersion ? 'the local prebuild' : `no prebuild of it (this checkout has ${sqliteVersion}): compiled`}`,
+      );
+      assert.ok(existsSync(join(root, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')), 'better-sqlite3 has its binary');
       assert.ok(existsSync(join(root, 'build', 'Release', 'flock.node')), 'the install script built the flock addon');
 
       const version = spawnSync(bin, ['version', '--json'], { encoding: 'utf8', timeout: 20_000 });

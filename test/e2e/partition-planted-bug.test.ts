@@ -14,7 +14,7 @@ const seed = process.env.PODIPAM_CHAOS_SEED ? Number(process.env.PODIPAM_CHAOS_S
 test(`partition rig with one CAS condition removed (seed ${seed}): the checker finds the duplicate`, { timeout: 180_000 }, async (t) => {
   const r = await runChaos({
     seed,
-    scheduleMs: 30_000,
+    scheduleMs: 15_000,
     noFaults: true,
     lanes: 4,
     weights: { warm: 0, blocks: 1 },

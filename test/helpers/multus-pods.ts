@@ -88,13 +88,14 @@ export async function startMultusNodes(
   nodes: number,
   prefix: string,
   warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number },
+  agentArgs: readonly string[] = [],
 ): Promise<MultusNode[]> {
   const env = process.env.PODIPAM_TRACE ? { PODIPAM_TRACE: process.env.PODIPAM_TRACE } : {};
   return Promise.all(
     Array.from({ length: nodes }, async (_, i) => {
       const name = `${prefix}-${i}`;
       const d = join(dir, name);
-      const args = ['--node', name, '--datastore', url];
+      const args = ['--node', name, '--datastore', url, ...agentArgs];
       if (warm) {
         const cap = String(warm.capacity);
         args.push(

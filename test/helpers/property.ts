@@ -3,14 +3,16 @@
  * Each property has an environment prefix `<ENV>`: `<ENV>_SEED` and `<ENV>_PATH` replay a run
  * (the seed is printed as a test diagnostic on every run), and a failure ends with the line
  *   Replay: <ENV>_SEED=<seed> <ENV>_PATH=<path> node scripts/test.mjs <file>
- * The number of runs comes from `propertyRuns(<RUNS_ENV>)` (`<RUNS_ENV>_RUNS`, default 2000).
+ * The number of runs comes from `propertyRuns(<RUNS_ENV>)`: `<RUNS_ENV>_RUNS`, else
+ * PODIPAM_PROPERTY_RUNS (every property at once), else 500 — the suite's short run, a fresh seed
+ * each time; a long session sets PODIPAM_PROPERTY_RUNS=20000 (docs/testing.md, long runs).
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
-/** `<env>_RUNS` from the environment, 2000 when unset. */
+/** `<env>_RUNS` from the environment, else PODIPAM_PROPERTY_RUNS, else 500. */
 export function propertyRuns(env: string): number {
-  return Number(process.env[`${env}_RUNS`] ?? 2000);
+  return Number(process.env[`${env}_RUNS`] ?? process.env.PODIPAM_PROPERTY_RUNS ?? 500);
 }
 
 export interface PropertyOptions {

@@ -1,75 +1,19 @@
 /**
  * Group release (release-group.ts): a batch of a node's releases in one transaction leaves the
- * datastore exactly as the same releases one at a time would (differential, on memory, SQLite
- * and a real etcd), costs one round trip in the steady state, and falls back to single
+ * datastore exactly as the same releases one at a time would (differential, on memory and SQLite;
+ * release-group.integration.test.ts: a real etcd), costs one round trip in the steady state, and falls back to single
  * releases — still conditional — when a compare fails, a handle repeats or is unknown to the
  * view, or one request is bad.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { formatAddr } from '../../ip/index.js';
 import { type Store, openStore } from '../../store/index.js';
-import { startEtcd } from '../../../test/helpers/etcd.js';
 import { lostAnswerStore } from '../../../test/helpers/lost-answer-store.js';
+import { T0, differential, filled, freed, handle, req } from '../../../test/helpers/release-group-differential.js';
 import { makeTempDir } from '../../../test/helpers/tmp.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
-import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX } from '../records/keys.js';
-import type { AssignRequest } from '../plan/plan-assign.js';
-import type { ReleaseOutcome } from './release-group.js';
-
-const T0 = Date.parse('2026-12-04T12:00:00Z');
-const req = (node: string, id: string): AssignRequest => ({
-  node,
-  handle: `net.${id}.eth0`,
-  attrs: { network: 'net', containerId: id, ifname: 'eth0' },
-  auto: 'each-family',
-});
-const handle = (id: string): string => `net.${id}.eth0`;
-
-/** A node holding `pods` pods of two families in blocks of 8 v4 addresses (several blocks, some emptied by the releases). */
-async function filled(store: Store, pods: number, reuseAfter?: string): Promise<ClusterIpam> {
-  const ipam = new ClusterIpam(store, { now: () => new Date(T0), writer: 'n1' });
-  await ipam.createPool({ name: 'v4', cidr: '10.50.0.0/16', blockSize: 29, ...(reuseAfter ? { reuseAfter } : {}) });
-  await ipam.createPool({ name: 'v6', cidr: 'fd50::/64' });
-  for (let i = 0; i < pods; i++) await ipam.assign(req('n1', `p${i}`));
-  return ipam;
-}
-
-/** The records a release changes, by key (revisions and history stamps left out). */
-async function records(store: Store): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const p of [BLOCK_PREFIX, AFFINITY_PREFIX, HANDLE_PREFIX]) for (const e of await store.list(p)) out.set(e.key, e.value);
-  return out;
-}
-
-const freed = (o: ReleaseOutcome): string[] => {
-  assert.ok(o.ok, `failed: ${String((o as { error?: unknown }).error)}`);
-  return o.released.map((r) => `${r.handle} ${formatAddr(r.addr)}`).sort();
-};
-
-/** The same releases grouped on `a` and one at a time on `b`: the same outcomes and the same records. */
-async function differential(a: Store, b: Store, reuseAfter?: string): Promise<void> {
-  const ga = await filled(a, 24, reuseAfter);
-  const gb = await filled(b, 24, reuseAfter);
-  assert.deepEqual(await records(a), await records(b), 'the same start');
-  // Every other pod, then a whole block's worth at the end: blocks thin out and some empty.
-  const which = [...Array.from({ length: 12 }, (_, i) => handle(`p${2 * i}`)), ...Array.from({ length: 6 }, (_, i) => handle(`p${2 * i + 13}`))];
-  const before = a.roundTrips;
-  const grouped = await ga.releaseMany('n1', which);
-  assert.equal(a.roundTrips - before, 1, 'one transaction for the whole group');
-  const single = [];
-  for (const h of which) single.push(await gb.releaseHandle(h, 'n1'));
-  assert.deepEqual(
-    grouped.map(freed),
-    single.map((s) => s.map((r) => `${r.handle} ${formatAddr(r.addr)}`).sort()),
-    'each release freed exactly what it would alone',
-  );
-  for (const [i, o] of grouped.entries()) assert.equal(freed(o).length, 2, `release ${i} freed its two addresses`);
-  assert.deepEqual(await records(a), await records(b), 'the same records after');
-  const check = await ga.check();
-  assert.deepEqual({ leaks: check.leaks, problems: check.problems }, { leaks: [], problems: [] });
-}
+import { HANDLE_PREFIX } from '../records/keys.js';
 
 test('a group of 18 releases: one round trip, and exactly the records the same releases one at a time leave', async () => {
   await differential(await openStore('memory:'), await openStore('memory:'));
@@ -124,21 +68,14 @@ test("the store lost the group's answer (outcome unknown): each release runs alo
   assert.deepEqual({ leaks: check.leaks, problems: check.problems }, { leaks: [], problems: [] });
 });
 
-test('SQLite and a 3-member etcd: the group leaves exactly what single releases leave', { timeout: 120_000 }, async () => {
+test('SQLite: the group leaves exactly what single releases leave', async () => {
   const dir = makeTempDir('release-group');
-  const etcd = await startEtcd({ members: 3 });
   const stores: Store[] = [];
   try {
     stores.push(await openStore(`sqlite:${join(dir.path, 'a.db')}`), await openStore(`sqlite:${join(dir.path, 'b.db')}`));
     await differential(stores[0]!, stores[1]!, '5m');
-    const a = await openStore(etcd.url);
-    stores.push(a);
-    const b = await openStore('memory:');
-    stores.push(b);
-    await differential(a, b, '5m');
   } finally {
     for (const s of stores) await s.close();
-    await etcd.stop();
     dir.remove();
   }
 });

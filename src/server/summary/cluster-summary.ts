@@ -10,12 +10,11 @@
 import { ClusterIpam, reuseAfterText } from '../../cluster/index.js';
 import { listNodes, listNodeTombstones } from '../../controller/list-nodes.js';
 import { type Prefix, formatPrefix } from '../../ip/index.js';
-import type { Store } from '../../store/index.js';
+import { followPrefix, type Store } from '../../store/index.js';
 import { silentLog, type Log } from '../../log/logger.js';
 import { warmIdleTest } from '../../warm/warm-usage.js';
 import { loadSnapshot } from '../../cluster/views/index.js';
 import { type FamilyHeadroom, headroomByNode } from '../../cluster/views/index.js';
-import { pause } from '../../util/pause.js';
 
 export interface PoolSummary {
   readonly name: string;
@@ -285,36 +284,38 @@ export class SummaryCache {
 
   /**
    * Watches the store (every key: pools, blocks, nodes and handles all feed the summary)
-   * until the returned stop is called. A failed watch (compacted history, store down) drops
-   * back to the TTL and watches again from the current revision after a pause.
+   * until the returned stop is called. A failed watch (store down) drops back to the TTL and
+   * watches again from the current revision after a pause of a second (followPrefix; a
+   * compacted one at once): whatever happened before a watch began counts as a change.
    */
   follow(log: Log = silentLog): () => Promise<void> {
     const ac = new AbortController();
-    const loop = (async () => {
-      let lastError = '';
-      while (!ac.signal.aborted) {
-        try {
-          const from = (await this.#store.revision()) + 1;
-          this.#changes++; // whatever happened before the watch began counts as a change
-          this.#following = true;
-          if (lastError) log.info({}, 'summary watch resumed');
-          lastError = '';
-          for await (const batch of this.#store.watch('', from, { signal: ac.signal })) {
-            if (batch.length > 0) this.#changes++;
-          }
-          break; // aborted, or the store closed
-        } catch (e) {
-          if (ac.signal.aborted) break;
-          const message = (e as Error).message;
-          // once per distinct failure, not at every retry of an outage
-          if (message !== lastError) log.warn({ err: message }, `summary watch failed, using the TTL meanwhile: ${message}`);
-          lastError = message;
-        }
+    let lastError = '';
+    const { done } = followPrefix({
+      store: this.#store,
+      prefix: '',
+      signal: ac.signal,
+      backoff: { firstMs: 1000, maxMs: 1000 },
+      list: async () => {
+        const rev = await this.#store.revision();
+        this.#changes++;
+        this.#following = true;
+        if (lastError) log.info({}, 'summary watch resumed');
+        lastError = '';
+        return rev;
+      },
+      onEvents: (batch) => {
+        if (batch.length > 0) this.#changes++;
+      },
+      onError: (e) => {
         this.#following = false;
-        await pause(1000, ac.signal);
-      }
-      this.#following = false;
-    })();
+        const message = (e as Error).message;
+        // once per distinct failure, not at every retry of an outage
+        if (message !== lastError) log.warn({ err: message }, `summary watch failed, using the TTL meanwhile: ${message}`);
+        lastError = message;
+      },
+    });
+    const loop = done.finally(() => (this.#following = false));
     return async () => {
       ac.abort();
       await loop;

@@ -3,6 +3,7 @@ import type { WatchEvent } from '../store.js';
 import { WatchFeed } from '../watch-feed.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
 import type { EtcdGateway } from './etcd-gateway.js';
+import { pause } from '../../util/pause.js';
 
 interface WireWatchResponse {
   readonly result?: {
@@ -46,7 +47,8 @@ export class EtcdWatch {
   readonly #onDone: () => void;
   #next: number;
   #destroy: (() => void) | undefined;
-  #wakeSleep: (() => void) | undefined;
+  /** Aborted once the feed is done: cuts a pause between connections short. */
+  readonly #stopped = new AbortController();
 
   constructor(url: string, gateway: EtcdGateway, prefix: string, fromRevision: number, start: number, signal: AbortSignal | undefined, onDone: () => void) {
     this.#url = url;
@@ -58,7 +60,7 @@ export class EtcdWatch {
     this.#onDone = onDone;
     this.feed = new WatchFeed(() => {
       this.#destroy?.();
-      this.#wakeSleep?.();
+      this.#stopped.abort();
       this.#onDone();
     }, signal);
     if (!this.feed.done) void this.#run(start);
@@ -81,15 +83,7 @@ export class EtcdWatch {
       // The stream broke or never opened: the next member, after a pause that grows while
       // nothing works.
       index = (index + 1) % this.#gateway.endpointCount;
-      const pause = (BACKOFF_MS[Math.min(failures++, BACKOFF_MS.length - 1)] as number) * (1 + Math.random() / 2);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pause);
-        this.#wakeSleep = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.#wakeSleep = undefined;
+      await pause((BACKOFF_MS[Math.min(failures++, BACKOFF_MS.length - 1)] as number) * (1 + Math.random() / 2), this.#stopped.signal);
     }
   }
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { storeConformance, takeEvents } from '../../../test/suites/conformance.js';
+import { openSqlite } from '../../sqlite/index.js';
 import { StoreCompactedError, StoreError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../open-store.js';
 import type { Store } from '../store.js';
@@ -334,6 +335,21 @@ describe('SqliteStore', () => {
     assert.deepEqual(await s.get('k'), { key: 'k', value: 'v', rev: r.rev });
     assert.equal((await s.txn([], [{ type: 'put', key: 'k2', value: '' }])).rev, r.rev + 1);
     await s.close();
+  });
+
+  it('creates a new file owner-only (0600, its -wal and -shm too) in new directories 0700, in WAL mode', async () => {
+    const file = join(dir, 'modes', 'inner', 'store.db');
+    const s = await openStore(`sqlite:${file}`);
+    try {
+      await s.txn([], [{ type: 'put', key: 'k', value: 'v' }]);
+      for (const p of [file, `${file}-wal`, `${file}-shm`]) assert.equal(statSync(p).mode & 0o777, 0o600, p);
+      for (const d of [join(dir, 'modes'), join(dir, 'modes', 'inner')]) assert.equal(statSync(d).mode & 0o777, 0o700, d);
+      const reader = openSqlite(file, { busyTimeoutMs: 100, readonly: true });
+      assert.equal(reader.pragma('journal_mode', { simple: true }), 'wal');
+      reader.close();
+    } finally {
+      await s.close();
+    }
   });
 
   it('accepts a path relative to the working directory', async () => {

@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { checkKey, checkKeys, checkListOptions, checkPrefix, checkTxn, checkWatch } from '../check-input.js';
 import { StoreCompactedError, StoreError, StoreMissingError, StoreUnavailableError } from '../errors.js';
@@ -8,28 +7,17 @@ import { compareKeys, prefixEnd } from '../key-order.js';
 import type { Compare, Entry, ListOptions, Op, Store, TxnResult, WatchEvent, WatchOptions } from '../store.js';
 import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
 import { WatchFeed } from '../watch-feed.js';
-import { BUSY_SLICE_MS, isBusy, retryWhileBusy } from './retry-while-busy.js';
-
-// The slice of better-sqlite3 12.x this file uses (the package ships no types). Loaded when
-// this module is, which openStore does only for sqlite: URLs.
-interface Statement {
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number };
-}
-interface Database {
-  pragma(source: string, options?: { simple?: boolean }): unknown;
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R; deferred(...args: A): R };
-  close(): void;
-  /** SQLite's online backup API, into a new file at `destination`. */
-  backup(destination: string): Promise<unknown>;
-  /** The file it opened. */
-  readonly name: string;
-}
-type DatabaseConstructor = new (path: string, options?: { timeout?: number; fileMustExist?: boolean }) => Database;
-const Database = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+import {
+  applyPragmas,
+  BUSY_SLICE_MS,
+  createSqliteFile,
+  isBusy,
+  openSqlite,
+  retryWhileBusy,
+  oneRow,
+  type SqliteDb,
+  type Statement,
+} from '../../sqlite/index.js';
 
 /**
  * Watches read a change log, not the data: every txn appends its changes to `changes`
@@ -88,7 +76,7 @@ interface Watcher {
  */
 export class SqliteStore implements Store {
   readonly url: string;
-  readonly #db: Database;
+  readonly #db: SqliteDb;
   readonly #timeoutMs: number;
   readonly #sql: ReturnType<typeof prepare>;
   readonly #txn: (compares: readonly Compare[], ops: readonly Op[]) => TxnResult;
@@ -100,7 +88,7 @@ export class SqliteStore implements Store {
   #roundTrips = 0;
   #closed = false;
 
-  private constructor(url: string, db: Database, timeoutMs: number) {
+  private constructor(url: string, db: SqliteDb, timeoutMs: number) {
     this.url = url;
     this.#db = db;
     this.#timeoutMs = timeoutMs;
@@ -119,14 +107,15 @@ export class SqliteStore implements Store {
    */
   static async open(url: string, path: string, options?: StoreOptions): Promise<SqliteStore> {
     const timeoutMs = resolveTimeoutMs(options);
-    let db: Database | undefined;
+    let db: SqliteDb | undefined;
     const file = resolve(path);
     const create = options?.create ?? true;
     try {
-      if (create) mkdirSync(dirname(file), { recursive: true });
+      // A new file and its directory get the adapter's owner-only modes.
+      if (create) createSqliteFile(file);
       else if (!existsSync(file)) throw new StoreMissingError(url, file);
-      // fileMustExist: a file removed since the check is an error, not a new empty store.
-      db = new Database(file, { timeout: BUSY_SLICE_MS, fileMustExist: !create });
+      // The file must exist now: one removed since the check is an error, not a new empty store.
+      db = openSqlite(file, { busyTimeoutMs: BUSY_SLICE_MS });
       const opened = db;
       await retryWhileBusy(() => initialise(opened, url), timeoutMs);
       return new SqliteStore(url, db, timeoutMs);
@@ -142,17 +131,17 @@ export class SqliteStore implements Store {
 
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key);
-    return this.#call(() => this.#sql.get.get(key) as Entry | undefined);
+    return this.#call(() => this.#sql.get.get(key));
   }
 
   async getMany(keys: readonly string[]): Promise<(Entry | undefined)[]> {
     checkKeys(keys);
     const get = this.#sql.get;
-    return this.#call(() => this.#read(() => keys.map((key) => get.get(key) as Entry | undefined)));
+    return this.#call(() => this.#read(() => keys.map((key) => get.get(key))));
   }
 
   async revision(): Promise<number> {
-    return this.#call(() => (this.#sql.rev.get() as { value: number }).value);
+    return this.#call(() => oneRow(this.#sql.rev).value);
   }
 
   /**
@@ -160,7 +149,7 @@ export class SqliteStore implements Store {
    * once) the first time it is asked for. A copy of the file carries it; a new file has another.
    */
   async identity(): Promise<string> {
-    const read = (): number | undefined => (this.#sql.id.get() as { value: number } | undefined)?.value;
+    const read = (): number | undefined => this.#sql.id.get()?.value;
     let id = await this.#call(read);
     if (id === undefined) {
       const fresh = randomInt(1, 2 ** 47);
@@ -200,7 +189,7 @@ export class SqliteStore implements Store {
     const to = prefixEnd(prefix);
     const limit = options?.limit ?? -1; // SQLite: a negative LIMIT is no limit
     const sql = this.#sql.list[`${strict ? 'gt' : 'ge'}${to === undefined ? '' : 'Lt'}` as const];
-    return this.#call(() => (to === undefined ? sql.all(from, limit) : sql.all(from, to, limit)) as Entry[]);
+    return this.#call(() => (to === undefined ? sql.all(from, limit) : sql.all(from, to, limit)));
   }
 
   async snapshot(prefix: string): Promise<{ rev: number; entries: Entry[] }> {
@@ -209,8 +198,8 @@ export class SqliteStore implements Store {
     const sql = this.#sql;
     return this.#call(() =>
       this.#read(() => ({
-        rev: (sql.rev.get() as { value: number }).value,
-        entries: (to === undefined ? sql.list.ge.all(prefix, -1) : sql.list.geLt.all(prefix, to, -1)) as Entry[],
+        rev: oneRow(sql.rev).value,
+        entries: to === undefined ? sql.list.ge.all(prefix, -1) : sql.list.geLt.all(prefix, to, -1),
       })),
     );
   }
@@ -275,13 +264,13 @@ export class SqliteStore implements Store {
     let read: { rows: Row[]; edge: number; rev: number };
     try {
       read = this.#read(() => {
-        const rev = (sql.rev.get() as { value: number }).value;
+        const rev = oneRow(sql.rev).value;
         if (w.next > rev) return { rows: [], edge: rev, rev };
-        const oldest = Math.max((sql.compacted.get() as { value: number } | undefined)?.value ?? 0, rev - SQLITE_LOG_REVISIONS) + 1;
+        const oldest = Math.max(sql.compacted.get()?.value ?? 0, rev - SQLITE_LOG_REVISIONS) + 1;
         if (w.next < oldest) throw new StoreCompactedError(this.url, w.next, oldest);
         // The revision of the WATCH_PAGE-th change from here: read whole revisions up to it.
-        const edge = (sql.changeEdge.get(w.next, WATCH_PAGE - 1) as { rev: number } | undefined)?.rev ?? rev;
-        const rows = (w.to === undefined ? sql.changesFrom.all(w.next, edge, w.prefix) : sql.changesIn.all(w.next, edge, w.prefix, w.to)) as Row[];
+        const edge = sql.changeEdge.get(w.next, WATCH_PAGE - 1)?.rev ?? rev;
+        const rows = w.to === undefined ? sql.changesFrom.all(w.next, edge, w.prefix) : sql.changesIn.all(w.next, edge, w.prefix, w.to);
         return { rows, edge, rev };
       });
     } catch (e) {
@@ -328,10 +317,10 @@ export class SqliteStore implements Store {
   // Runs inside BEGIN IMMEDIATE: this process holds the file's write lock throughout.
   #apply(compares: readonly Compare[], ops: readonly Op[]): TxnResult {
     const sql = this.#sql;
-    const rev = (sql.rev.get() as { value: number }).value;
-    const holds = compares.every((c) => ((sql.revOf.get(c.key) as { rev: number } | undefined)?.rev ?? 0) === c.rev);
+    const rev = oneRow(sql.rev).value;
+    const holds = compares.every((c) => (sql.revOf.get(c.key)?.rev ?? 0) === c.rev);
     if (!holds) {
-      return { succeeded: false, rev, current: compares.map((c) => sql.get.get(c.key) as Entry | undefined) };
+      return { succeeded: false, rev, current: compares.map((c) => sql.get.get(c.key)) };
     }
     const next = rev + 1;
     let changed = false;
@@ -353,44 +342,44 @@ export class SqliteStore implements Store {
   }
 }
 
-function initialise(db: Database, url: string): void {
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  const tables = db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')`).get() as { n: number };
+function initialise(db: SqliteDb, url: string): void {
+  applyPragmas(db, { journal: 'wal', synchronous: 'full' });
+  const tables = oneRow(db.prepare<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')`));
   // Only a new file needs the write lock; opening an existing one stays read-only.
   if (tables.n < 2) db.transaction(() => db.exec(SCHEMA + CHANGE_LOG)).immediate();
-  const version = () => (db.prepare(`SELECT value FROM meta WHERE name = 'schema'`).get() as { value: number } | undefined)?.value;
+  const version = () => db.prepare<{ value: number }>(`SELECT value FROM meta WHERE name = 'schema'`).get()?.value;
   // Upgrade from schema 1 (read again under the write lock: another process may have done it).
   if (version() === 1) db.transaction(() => version() === 1 && db.exec(CHANGE_LOG)).immediate();
-  const schema = db.prepare(`SELECT value FROM meta WHERE name = 'schema'`).get() as { value: number } | undefined;
+  const schema = db.prepare<{ value: number }>(`SELECT value FROM meta WHERE name = 'schema'`).get();
   if (schema?.value !== SCHEMA_VERSION) {
     throw new StoreError(url, `the database has schema version ${String(schema?.value)}, this podipam reads version ${SCHEMA_VERSION}`);
   }
 }
 
-function prepare(db: Database) {
+function prepare(db: SqliteDb) {
   const select = 'SELECT key, value, rev FROM kv WHERE';
+  type Change = { rev: number; key: string; value: string | null };
   return {
-    get: db.prepare(`${select} key = ?`),
-    revOf: db.prepare('SELECT rev FROM kv WHERE key = ?'),
-    rev: db.prepare(`SELECT value FROM meta WHERE name = 'rev'`),
+    get: db.prepare<Entry>(`${select} key = ?`),
+    revOf: db.prepare<{ rev: number }>('SELECT rev FROM kv WHERE key = ?'),
+    rev: db.prepare<{ value: number }>(`SELECT value FROM meta WHERE name = 'rev'`),
     setRev: db.prepare(`UPDATE meta SET value = ? WHERE name = 'rev'`),
-    id: db.prepare(`SELECT value FROM meta WHERE name = 'id'`),
+    id: db.prepare<{ value: number }>(`SELECT value FROM meta WHERE name = 'id'`),
     setId: db.prepare(`INSERT OR IGNORE INTO meta (name, value) VALUES ('id', ?)`),
     put: db.prepare('INSERT INTO kv (key, value, rev) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, rev = excluded.rev'),
     delete: db.prepare('DELETE FROM kv WHERE key = ?'),
     logChange: db.prepare('INSERT INTO changes (rev, key, value) VALUES (?, ?, ?)'),
     trimChanges: db.prepare('DELETE FROM changes WHERE rev <= ?'),
-    compacted: db.prepare(`SELECT value FROM meta WHERE name = 'compacted'`),
-    changeEdge: db.prepare('SELECT rev FROM changes WHERE rev >= ? ORDER BY rev, seq LIMIT 1 OFFSET ?'),
-    changesFrom: db.prepare('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? ORDER BY rev, seq'),
-    changesIn: db.prepare('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev, seq'),
+    compacted: db.prepare<{ value: number }>(`SELECT value FROM meta WHERE name = 'compacted'`),
+    changeEdge: db.prepare<{ rev: number }>('SELECT rev FROM changes WHERE rev >= ? ORDER BY rev, seq LIMIT 1 OFFSET ?'),
+    changesFrom: db.prepare<Change>('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? ORDER BY rev, seq'),
+    changesIn: db.prepare<Change>('SELECT rev, key, value FROM changes WHERE rev >= ? AND rev <= ? AND key >= ? AND key < ? ORDER BY rev, seq'),
     list: {
-      ge: db.prepare(`${select} key >= ? ORDER BY key LIMIT ?`),
-      gt: db.prepare(`${select} key > ? ORDER BY key LIMIT ?`),
-      geLt: db.prepare(`${select} key >= ? AND key < ? ORDER BY key LIMIT ?`),
-      gtLt: db.prepare(`${select} key > ? AND key < ? ORDER BY key LIMIT ?`),
-    } as Record<'ge' | 'gt' | 'geLt' | 'gtLt', Statement>,
+      ge: db.prepare<Entry>(`${select} key >= ? ORDER BY key LIMIT ?`),
+      gt: db.prepare<Entry>(`${select} key > ? ORDER BY key LIMIT ?`),
+      geLt: db.prepare<Entry>(`${select} key >= ? AND key < ? ORDER BY key LIMIT ?`),
+      gtLt: db.prepare<Entry>(`${select} key > ? AND key < ? ORDER BY key LIMIT ?`),
+    } satisfies Record<'ge' | 'gt' | 'geLt' | 'gtLt', Statement<Entry>>,
   };
 }
 
