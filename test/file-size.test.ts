@@ -13,15 +13,8 @@ import { REPO_ROOT } from './helpers/plugin.js';
 
 const MAX_LINES = 450;
 
-/**
- * Files allowed over MAX_LINES for now, path under src/ → lines. Both are being split on their
- * own branches (the SQLite adapter, the "follow a prefix" helper); drop each entry when its
- * branch lands.
- */
-const OVER_TODAY: Readonly<Record<string, number>> = {
-  'history/sqlite-history-db.ts': 551,
-  'controller/node-cidr-controller.ts': 456,
-};
+/** Files allowed over MAX_LINES for now, path under src/ → lines: none. */
+const OVER_TODAY: Readonly<Record<string, number>> = {};
 
 function walk(dir: string, out: string[]): string[] {
   for (const name of readdirSync(dir)) {
