@@ -11,7 +11,8 @@
  *            trips per pod (the agent's counter; the plugin's PODIPAM_STATS lines)
  *
  * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256). Run alone:
- * `node dist/bench/agent.js` after a build.
+ * `node dist/bench/agent.js` after a build; `… agent.js lean` only the posix_spawn comparison
+ * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -310,7 +311,7 @@ async function breakdown(dir: string, driver: string, floorBin: string, rows: st
       0.5,
     );
     console.log(`where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; medians per segment):`);
-    const line = table(rows, ['median'], 38);
+    const line = table(rows, ['median'], 44);
     for (const b of callBreakdown(r.stdout, r.stderr, agent.log())) line(b.label, [ms(b.ms)]);
     line('floor ADD (same run)', [ms(floorAdd)]);
   } finally {
