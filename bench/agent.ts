@@ -11,7 +11,8 @@
  *            trips per pod (the agent's counter; the plugin's PODIPAM_STATS lines)
  *
  * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256). Run alone:
- * `node dist/bench/agent.js` after a build.
+ * `node dist/bench/agent.js` after a build; `… agent.js lean` only the posix_spawn comparison
+ * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/he
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
+import { callBreakdown } from './lib/call-breakdown.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
 
 /** CPU ms (user + system) of a process from /proc/<pid>/stat, or of our waited-for children ('children'). */
@@ -105,9 +107,9 @@ async function burst(s: Subject, net: string, command: string): Promise<{ ms: nu
   return { ms: performance.now() - t0, trips };
 }
 
-function table(rows: string[], header: readonly string[]): (label: string, cells: readonly string[]) => void {
+function table(rows: string[], header: readonly string[], width = 24): (label: string, cells: readonly string[]) => void {
   const line = (label: string, cells: readonly string[]): void => {
-    const text = `${label.padEnd(24)} ${cells.map((c) => c.padStart(12)).join(' ')}`;
+    const text = `${label.padEnd(width)} ${cells.map((c) => c.padStart(12)).join(' ')}`;
     console.log(`  ${text}`);
     rows.push(text);
   };
@@ -161,10 +163,22 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
       wall.push(a.ms);
     }
     line(`local burst ${BURST} ADD wall`, [...wall.map(ms), '', ratio(wall[0]!, wall[1]!)]);
-    leanDriver(dir, agent, rows);
+    await leanDriver(dir, agent, rows);
   } finally {
     await agent.stop();
   }
+}
+
+/** Compiles bench/native/cni-driver.c and the floor (static) into `dir`. */
+function buildDrivers(dir: string): { driver: string; floorBin: string } {
+  const build = (name: string, src: string, extra: readonly string[]): string => {
+    const out = join(dir, name);
+    const path = fileURLToPath(new URL(`../../bench/native/${src}`, import.meta.url));
+    const cc = spawnSync(process.env.CC || 'cc', [...extra, '-O2', '-o', out, path], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`cannot build ${path}: ${cc.stderr}`);
+    return out;
+  };
+  return { driver: build('cni-driver', 'cni-driver.c', []), floorBin: build('cni-floor', 'cni-floor.c', ['-static']) };
 }
 
 /**
@@ -175,16 +189,8 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
  * Prints each subject's overhead above the floor, shim/host-local and floor/host-local, and the
  * agent's footprint (idle RSS, CPU per 1,000 ADD+DEL pairs).
  */
-function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
-  const build = (name: string, src: string, extra: readonly string[]): string => {
-    const out = join(dir, name);
-    const path = fileURLToPath(new URL(`../../bench/native/${src}`, import.meta.url));
-    const cc = spawnSync(process.env.CC || 'cc', [...extra, '-O2', '-o', out, path], { encoding: 'utf8' });
-    if (cc.status !== 0) throw new Error(`cannot build ${path}: ${cc.stderr}`);
-    return out;
-  };
-  const driver = build('cni-driver', 'cni-driver.c', []);
-  const floorBin = build('cni-floor', 'cni-floor.c', ['-static']);
+async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Promise<void> {
+  const { driver, floorBin } = buildDrivers(dir);
   const subjects = [
     { name: 'floor', bin: floorBin, ipam: { type: 'floor' }, env: {} },
     {
@@ -259,9 +265,58 @@ function leanDriver(dir: string, agent: RunningAgent, rows: string[]): void {
     const [z, x, y] = [med('floor', i), med('shim+agent', i), med('host-local', i)];
     line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
   }
+  await breakdown(dir, driver, floorBin, rows);
   const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
   console.log(`  ${footprint}`);
   rows.push(footprint);
+}
+
+/**
+ * Where one ADD's time goes (bench/lib/call-breakdown.ts): PAIRS/2 sequential pairs through the
+ * shim with PODIPAM_SHIM_TRACE=1 to an agent of its own with PODIPAM_TRACE=1 (tracing costs a
+ * little: its total is printed beside the floor's, measured right after it), medians per segment.
+ */
+async function breakdown(dir: string, driver: string, floorBin: string, rows: string[]): Promise<void> {
+  const agent = await startAgent(join(dir, 'traced', 'agent.sock'), [], { PODIPAM_TRACE: '1' });
+  try {
+    const pairs = String(Math.ceil(PAIRS / 2));
+    const conf = join(dir, 'traced.json');
+    writeFileSync(
+      conf,
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'bench-traced',
+        ipam: { type: 'podipam', dataDir: join(dir, 'traced-data'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
+      }),
+    );
+    const env = { PATH: process.env.PATH, PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '', PODIPAM_SHIM_TRACE: '1' };
+    // Not spawnSync: this process must keep reading the agent's stderr (its trace lines) meanwhile.
+    const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+      const c = spawn(driver, ['seq', SHIM_BIN, conf, pairs], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      c.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      c.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      c.on('close', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`cni-driver seq (traced): ${stderr}`))));
+    });
+    for (let i = 0; i < 100 && (agent.log().match(/^podipam-trace .*"ADD"/gm)?.length ?? 0) < Number(pairs); i++) await new Promise((w) => setTimeout(w, 20));
+    const floorConf = join(dir, 'floor.json');
+    const f = spawnSync(driver, ['seq', floorBin, floorConf, pairs], { env: { PATH: process.env.PATH }, encoding: 'utf8', maxBuffer: 1 << 26 });
+    if (f.status !== 0) throw new Error(`cni-driver seq (floor): ${f.stderr}`);
+    const floorAdd = q(
+      f.stdout
+        .trim()
+        .split('\n')
+        .map((l) => Number(l.split(' ')[0]) / 1000),
+      0.5,
+    );
+    console.log(`where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; medians per segment):`);
+    const line = table(rows, ['median'], 44);
+    for (const b of callBreakdown(r.stdout, r.stderr, agent.log())) line(b.label, [ms(b.ms)]);
+    line('floor ADD (same run)', [ms(floorAdd)]);
+  } finally {
+    await agent.stop();
+  }
 }
 
 /** Resident set of a process in MiB, from /proc/<pid>/status. */
@@ -333,7 +388,7 @@ export async function runLean(): Promise<string[]> {
   const agent = await startAgent(join(dir.path, 'lean', 'agent.sock'));
   const rows: string[] = [];
   try {
-    leanDriver(dir.path, agent, rows);
+    await leanDriver(dir.path, agent, rows);
     return rows;
   } finally {
     await agent.stop();
@@ -357,4 +412,20 @@ export async function run(): Promise<string[]> {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await (process.argv[2] === 'lean' ? runLean() : run());
+/** Only the breakdown of one ADD (bench/lib/call-breakdown.ts): `node dist/bench/agent.js breakdown`. */
+export async function runBreakdown(): Promise<string[]> {
+  requireShim();
+  const dir = makeTempDir('bench-agent-breakdown');
+  const rows: string[] = [];
+  try {
+    const { driver, floorBin } = buildDrivers(dir.path);
+    writeFileSync(join(dir.path, 'floor.json'), JSON.stringify({ cniVersion: '1.0.0', name: 'bench-lean', ipam: { type: 'floor' } }));
+    await breakdown(dir.path, driver, floorBin, rows);
+    return rows;
+  } finally {
+    dir.remove();
+  }
+}
+
+const commands: Record<string, () => Promise<string[]>> = { lean: runLean, breakdown: runBreakdown };
+if (process.argv[1] === fileURLToPath(import.meta.url)) await (commands[process.argv[2] ?? ''] ?? run)();

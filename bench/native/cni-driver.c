@@ -5,7 +5,11 @@
  * Used by bench/agent.ts and bench/annotations.ts (built there with the system's cc); not part of the product.
  *
  *   cni-driver seq   PLUGIN CONFIG_FILE COUNT          ADD then DEL of COUNT containers, in turn;
- *                                                      prints "add_us del_us" per pair
+ *                                                      prints "add_us del_us add_start add_end" per
+ *                                                      pair (the last two: CLOCK_MONOTONIC µs just
+ *                                                      before the ADD's posix_spawn and after its
+ *                                                      waitpid, to line up with the plugin's own
+ *                                                      timestamps)
  *   cni-driver burst PLUGIN CONFIG_FILE COUNT INFLIGHT COUNT ADDs with INFLIGHT at a time, then
  *                                                      the DELs likewise; prints "add_ms del_ms"
  * Environment for the plugin: this process's environment (of its CNI_ variables, only CNI_ARGS) plus CNI_COMMAND, CNI_CONTAINERID,
@@ -97,7 +101,7 @@ int main(int argc, char **argv) {
       double t1 = now_us();
       p = start(plugin, "DEL", id, &out);
       finish(p, out, "DEL");
-      printf("%.1f %.1f\n", t1 - t0, now_us() - t1);
+      printf("%.1f %.1f %.1f %.1f\n", t1 - t0, now_us() - t1, t0, t1);
     }
     return 0;
   }

@@ -188,8 +188,17 @@ export class Agent {
     this.#conns.add(sock);
     sock.on('close', () => this.#conns.delete(sock));
     sock.on('error', () => sock.destroy());
-    const answer = (status: number, body: string): void => {
-      sock.end(encodeAnswer({ status, body: Buffer.from(body) }));
+    // An answer to a whole request closes the connection as soon as it is written (the client
+    // reads it from its receive queue, then EOF): no half-close, no waiting for the client's
+    // end, no work for the agent's event loop while the pod start goes on. An answer given
+    // before the request was read whole (a refused peer, a bad frame) half-closes instead: the
+    // client may still be sending, and must get the answer, not a broken pipe.
+    let replied = 0; // PODIPAM_TRACE=1: when the answer's write began
+    const answer = (status: number, body: string, whole = false): void => {
+      const frame = encodeAnswer({ status, body: Buffer.from(body) });
+      if (TRACING) replied = monoUs();
+      if (whole) sock.write(frame, () => sock.destroy());
+      else sock.end(frame);
     };
     let uid: number;
     try {
@@ -210,7 +219,7 @@ export class Agent {
       return;
     }
     const reader = requestReader();
-    const accepted = TRACING ? performance.now() : 0;
+    const accepted = TRACING ? monoUs() : 0;
     const timer = setTimeout(() => sock.destroy(), REQUEST_READ_TIMEOUT_MS);
     let got = false;
     sock.on('data', (chunk: Buffer) => {
@@ -230,19 +239,26 @@ export class Agent {
       got = true;
       clearTimeout(timer);
       if (req.kind === 'status') {
-        answer(0, `${JSON.stringify(this.status())}\n`);
+        answer(0, `${JSON.stringify(this.status())}\n`, true);
         return;
       }
-      const read = TRACING ? performance.now() - accepted : 0;
-      void this.#call(req.call.env, req.call.stdin, read).then(
-        (a) => answer(a.status, a.output),
-        (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e)))), // a handler never throws
+      const parsed = TRACING ? monoUs() : 0;
+      void this.#call(req.call.env, req.call.stdin).then(
+        (c) => {
+          const handled = TRACING ? monoUs() : 0;
+          answer(c.answer.status, c.answer.output, true);
+          // The bookkeeping after the answer is on its way: the pod start does not wait for it.
+          this.#record(c);
+          if (TRACING) writeTrace({ ...c.trace, readMs: (parsed - accepted) / 1000, at: { accepted, parsed, handled, replied } });
+        },
+        (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e))), true), // a handler never throws
       );
     });
     sock.on('end', () => clearTimeout(timer));
   }
 
-  async #call(env: Record<string, string>, stdin: Buffer, readMs = 0): Promise<CallAnswer> {
+  /** Serves one call; the counting is left to `#record`, once the answer is sent. */
+  async #call(env: Record<string, string>, stdin: Buffer): Promise<ServedCall> {
     const t0 = performance.now();
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
@@ -252,29 +268,55 @@ export class Agent {
     const verb = verbLabel(env.CNI_COMMAND);
     try {
       const traced = traceCall(() => this.#hosted.call(callEnv, () => text));
-      const a = await traced.result;
-      const result = a.status === 0 ? 'ok' : `code ${a.code ?? '?'}`;
+      const answer = await traced.result;
       const ms = performance.now() - t0;
-      if (TRACING) {
-        const r = (x: number): number => Math.round(x * 100) / 100;
-        const phases = Object.fromEntries(Object.entries(traced.phases).map(([k, v]) => [k, r(v)]));
-        const loop = { p99: r(loopDelay!.percentile(99) / 1e6), max: r(loopDelay!.max / 1e6) };
-        process.stderr.write(
-          `podipam-trace ${JSON.stringify({ verb, result, ms: r(ms), readMs: r(readMs), inFlight: this.stats.inFlight, ...phases, loop })}\n`,
-        );
-      }
-      this.stats.record(verb, result, ms, a.backend);
-      try {
-        this.#opts.onCall?.({ verb, result, ms, backend: a.backend });
-      } catch (e) {
-        this.#log.error({ error: (e as Error).message }, 'metrics hook failed'); // never the call's answer
-      }
-      return a;
+      if (!TRACING) return { answer, verb, ms };
+      const loop = { p99: loopDelay!.percentile(99) / 1e6, max: loopDelay!.max / 1e6 };
+      return { answer, verb, ms, trace: { verb, result: resultLabel(answer), ms, inFlight: this.stats.inFlight, ...traced.phases, loop } };
     } finally {
       this.stats.inFlight--;
       if (this.stats.inFlight === 0 && this.#idle) this.#idle();
     }
   }
+
+  /** Counts a served call (status, metrics). */
+  #record({ answer, verb, ms }: ServedCall): void {
+    const result = resultLabel(answer);
+    this.stats.record(verb, result, ms, answer.backend);
+    try {
+      this.#opts.onCall?.({ verb, result, ms, backend: answer.backend });
+    } catch (e) {
+      this.#log.error({ error: (e as Error).message }, 'metrics hook failed'); // never the call's answer
+    }
+  }
+}
+
+/** A call served: its answer, verb label and handler time; with PODIPAM_TRACE=1 its trace fields. */
+interface ServedCall {
+  readonly answer: CallAnswer;
+  readonly verb: string;
+  readonly ms: number;
+  readonly trace?: Record<string, unknown>;
+}
+
+const resultLabel = (a: CallAnswer): string => (a.status === 0 ? 'ok' : `code ${a.code ?? '?'}`);
+
+/** CLOCK_MONOTONIC in microseconds (libuv's hrtime): comparable with the shim's and the bench driver's. */
+function monoUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * PODIPAM_TRACE=1: one line per call on stderr, after its answer was sent — "podipam-trace"
+ * and JSON: verb, result, ms (the handler), readMs (accepted to parsed), the back end's phases,
+ * the event loop's delay, and `at` (CLOCK_MONOTONIC µs: accepted, parsed, handled, replied = the answer's write began).
+ */
+function writeTrace(t: Record<string, unknown>): void {
+  const r = (x: unknown): unknown => (typeof x === 'number' ? Math.round(x * 100) / 100 : x);
+  const fields = Object.fromEntries(
+    Object.entries(t).map(([k, v]) => [k, k === 'loop' ? Object.fromEntries(Object.entries(v as object).map(([a, b]) => [a, r(b)])) : r(v)]),
+  );
+  process.stderr.write(`podipam-trace ${JSON.stringify(fields)}\n`);
 }
 
 /** The agent's own refusals (a caller it does not serve, a request it cannot read) as a CNI error answer. */

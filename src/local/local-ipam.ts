@@ -104,6 +104,7 @@ export class LocalIpam {
     const results: ({ ok: Allocation[] } | { err: unknown })[] = [];
     let locked = 0;
     let lockedMs = 0;
+    let writeMs = 0;
     let sched = { cpu: 0, runq: 0 };
     try {
       await this.#withStore(first.cfg, (store) => {
@@ -123,7 +124,10 @@ export class LocalIpam {
         // Still under the lock: the cache takes what the batch wrote from it, not from disk again.
         const known = view.known;
         if (known && this.#cache) this.#cache.absorb(store, known);
-        if (TRACING) lockedMs = performance.now() - locked;
+        if (TRACING) {
+          lockedMs = performance.now() - locked;
+          writeMs = view.writeMs;
+        }
       });
     } catch (e) {
       if (batch) {
@@ -146,6 +150,7 @@ export class LocalIpam {
       if (TRACING) {
         addPhase(it.span, 'batchWait', locked - it.queued);
         addPhase(it.span, 'locked', lockedMs);
+        addPhase(it.span, 'write', writeMs);
         addPhase(it.span, 'batch', served.length);
         traceSched(it.span, 'sinceLocked', sched, locked);
       }
