@@ -44,17 +44,12 @@ export class WarmVerbs {
   }
 
   async add(req: WarmRequest): Promise<WarmAnswer> {
-    const done = this.#enter(req.containerId);
+    const done = this.#calls.begin(req.containerId);
     try {
       return await this.#add(req);
     } finally {
       done();
     }
-  }
-
-  /** Marks an ADD or DEL of `containerId` running; the function returned ends it. */
-  #enter(containerId: string): () => void {
-    return this.#calls.begin(containerId);
   }
 
   /** Container ids with an ADD or DEL running now. */
@@ -248,7 +243,7 @@ export class WarmVerbs {
 
   /** `why`: the runtime's DEL, or its CNI GC (gc below) — the history's reason. */
   async del(req: WarmRequest, why: ReleaseReason = 'del'): Promise<void> {
-    const done = this.#enter(req.containerId);
+    const done = this.#calls.begin(req.containerId);
     try {
       await this.#del(req, why);
     } finally {
