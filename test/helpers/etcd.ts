@@ -182,6 +182,9 @@ async function launch(count: number, options: EtcdOptions) {
     String(ETCD_HEARTBEAT_MS),
     '--election-timeout',
     String(ETCD_ELECTION_TIMEOUT_MS),
+    // as deploy/base/etcd.yaml: a restarted member or one starved of CPU for an election timeout
+    // asks before campaigning, so it does not depose a leader the others still hear
+    '--pre-vote=true',
     '--logger',
     'zap',
     '--log-level',

@@ -243,7 +243,22 @@ describe('EtcdStore on a 3-member cluster', () => {
       for (let r = await it.next(); !r.done; r = await it.next()) seen.push(...r.value);
     })();
     const revs: number[] = [];
-    const write = async (i: number) => revs.push((await writer.txn([], [{ type: 'put', key: `${p}${String(i).padStart(3, '0')}`, value: String(i) }])).rev);
+    // A put only if the key is absent, so a write whose answer was lost (the cluster may elect
+    // a leader while the member restarts) is retried without a second event: the key is re-read.
+    const write = async (i: number) => {
+      const key = `${p}${String(i).padStart(3, '0')}`;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const r = await writer.txn([{ key, rev: 0 }], [{ type: 'put', key, value: String(i) }]);
+          const rev = r.succeeded ? r.rev : (await writer.get(key))?.rev;
+          assert.ok(rev !== undefined, `${key} neither written nor present`);
+          revs.push(rev);
+          return;
+        } catch (e) {
+          if (!(e instanceof StoreUnavailableError) || attempt === 5) throw e;
+        }
+      }
+    };
     const waitSeen = async (n: number) => {
       for (const deadline = Date.now() + 30_000; seen.length < n;) {
         assert.ok(Date.now() < deadline, `the watch saw ${seen.length} of ${n} events`);
