@@ -5,7 +5,8 @@
 // *.scale.test.js (slow on purpose). Each runs with scripts/unit-guard.mjs, which makes any
 // child_process call throw, so a unit test that starts a program fails instead of slowing the
 // run; the closing line then also gives the run's wall time.
-// Prints node:test's spec output, then a closing line `N passed, N failed, N skipped`. Exits
+// Files named in START_FIRST (a minute or more each) start first; the rest in path order.
+// Prints node:test's spec output, the slowest files (seconds of their tests), then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
 // source is gone (a stale dist/; `npm run build` starts from a clean one).
@@ -32,9 +33,29 @@ const args = process.argv.slice(2);
 const unit = args.includes('--unit');
 const filters = args.filter((a) => a !== '--unit');
 const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integration|scale)\.test\.js$/.test(f);
+// Files that take a minute or more start first: with two at a time, a long file started last
+// would run alone at the end. Only the order depends on this list; a name missing from it (or
+// a name here that no longer exists) changes nothing else.
+const START_FIRST = [
+  'deploy-containerd',
+  'prometheus-alerts',
+  'image-reproducible',
+  'lint',
+  'crash-points',
+  'chaos-schedule',
+  'etcd-store.integration',
+  'format',
+  'cluster-etcd',
+];
+const rank = (f) => {
+  const base = f.slice(f.lastIndexOf('/') + 1).replace(/\.test\.js$/, '');
+  const i = START_FIRST.indexOf(base);
+  return i < 0 ? START_FIRST.length : i;
+};
 const files = walk('dist', [])
   .sort()
-  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))));
+  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))))
+  .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);
@@ -72,6 +93,13 @@ const results = existsSync(countFile)
   : [];
 rmSync(outDir, { recursive: true, force: true });
 
+const fileMs = new Map();
+for (const x of results) if (x.time !== undefined) fileMs.set(x.file, (fileMs.get(x.file) ?? 0) + x.time);
+const slowest = [...fileMs].sort((a, b) => b[1] - a[1]).slice(0, 25);
+if (files.length > 1 && slowest.length > 0) {
+  console.log(`slowest test files (of ${files.length}; seconds of their tests):`);
+  for (const [f, ms] of slowest) console.log(`  ${(ms / 1000).toFixed(1).padStart(7)}  ${f.slice(f.lastIndexOf('dist/') + 5)}`);
+}
 const count = (o) => results.filter((x) => x.outcome === o);
 const [passed, failed, skipped] = [count('pass'), count('fail'), count('skip')];
 const allowSkip = process.env.PODIPAM_ALLOW_SKIP === '1';

@@ -43,6 +43,8 @@ test('test runner: closing counts; a skip fails the run unless PODIPAM_ALLOW_SKI
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /^3 passed, 0 failed, 2 skipped$/m);
     assert.match(r.out, /^skipped: needs a thing \(.*skips\.test\.js\): no thing here$/m);
+    assert.match(r.out, /^slowest test files \(of 2; seconds of their tests\):$/m);
+    assert.match(r.out, /^ +\d+\.\d {2}t\/ok\.test\.js$/m);
     r = run(dir, { PODIPAM_ALLOW_SKIP: '1' });
     assert.equal(r.code, 0, r.out);
 
