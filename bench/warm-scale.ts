@@ -49,6 +49,63 @@ export interface Sample {
   readonly cpuS: number;
   readonly etcdCpuS: number;
   readonly etcdDbMiB: string;
+  /** Member 0's counters at this point (etcdCounters); absent when its /metrics did not answer. */
+  readonly etcd?: EtcdCounters;
+}
+
+/** What one member's /metrics says the store did so far: the figures that grow with what podipam writes. */
+export interface EtcdCounters {
+  /** Keys written (a put in a txn counts one), their encoded size (key, value, revisions), deletes, txns. */
+  readonly puts: number;
+  readonly putBytes: number;
+  readonly deletes: number;
+  readonly txns: number;
+  /** Live keys, and the db file's size and the part of it in use. */
+  readonly keys: number;
+  readonly dbBytes: number;
+  readonly dbInUseBytes: number;
+  /** Compactions finished and the milliseconds they took together (etcd 3.4 rereads every live revision in each). */
+  readonly compactions: number;
+  readonly compactionMs: number;
+  /** Of which the in-memory index's walk over every key, which stops reads and writes while it runs. */
+  readonly indexCompactionMs: number;
+  /** Applies etcd logged as slow (over 100 ms). */
+  readonly slowApplies: number;
+}
+
+const COUNTERS: Record<keyof EtcdCounters, string> = {
+  puts: 'etcd_debugging_mvcc_put_total',
+  putBytes: 'etcd_debugging_mvcc_total_put_size_in_bytes',
+  deletes: 'etcd_debugging_mvcc_delete_total',
+  txns: 'etcd_debugging_mvcc_txn_total',
+  keys: 'etcd_debugging_mvcc_keys_total',
+  dbBytes: 'etcd_mvcc_db_total_size_in_bytes',
+  dbInUseBytes: 'etcd_mvcc_db_total_size_in_use_in_bytes',
+  compactions: 'etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count',
+  compactionMs: 'etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum',
+  indexCompactionMs: 'etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_sum',
+  slowApplies: 'etcd_server_slow_apply_total',
+};
+
+/** Parses the counters out of a Prometheus text page (a missing one reads 0). */
+export function parseEtcdCounters(text: string): EtcdCounters {
+  const values = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+) (\S+)$/.exec(line);
+    if (m) values.set(m[1]!, Number(m[2]));
+  }
+  return Object.fromEntries(Object.entries(COUNTERS).map(([k, name]) => [k, values.get(name) ?? 0])) as unknown as EtcdCounters;
+}
+
+/** One member's counters from `metricsUrl` (its /metrics), or undefined when it does not answer within 10 s. */
+export async function etcdCounters(metricsUrl: string | undefined): Promise<EtcdCounters | undefined> {
+  if (!metricsUrl) return undefined;
+  try {
+    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(10000) });
+    return res.ok ? parseEtcdCounters(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -115,6 +172,8 @@ export interface Result {
   readonly retries: number;
   /** Refill txns that failed (timed out, maybe landed). */
   readonly refillFailures: number;
+  /** Member 0's counters when the run started (the samples' are since the etcd started). */
+  readonly etcdAtStart?: EtcdCounters;
 }
 
 async function child(url: string): Promise<void> {
@@ -132,7 +191,9 @@ async function child(url: string): Promise<void> {
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
     const rss: Sample[] = [];
     const members = (process.env.PODIPAM_BENCH_WARM_ETCD_MEMBERS ?? '').split(',').filter(Boolean);
+    const metricsUrl = process.env.PODIPAM_BENCH_WARM_ETCD_METRICS;
     const etcd0 = etcdGauges(members);
+    const counters0 = await etcdCounters(metricsUrl);
     let peakRss = 0;
     let done = 0;
     let next = 0;
@@ -193,6 +254,7 @@ async function child(url: string): Promise<void> {
         const m = process.memoryUsage();
         const c = process.cpuUsage(cpu0);
         const e = etcdGauges(members);
+        const counters = await etcdCounters(metricsUrl);
         rss.push({
           pods,
           s,
@@ -201,6 +263,7 @@ async function child(url: string): Promise<void> {
           cpuS: (c.user + c.system) / 1e6,
           etcdCpuS: e.cpuS - etcd0.cpuS,
           etcdDbMiB: mib(e.dbBytes),
+          ...(counters ? { etcd: counters } : {}),
         });
         process.stderr.write(
           `  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`,
@@ -242,6 +305,7 @@ async function child(url: string): Promise<void> {
       orphaned: allocated - held,
       retries: totals.retries,
       refillFailures: totals.refillFailures,
+      ...(counters0 ? { etcdAtStart: counters0 } : {}),
     };
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
   } finally {
@@ -269,7 +333,10 @@ function tenthRates(x: Result): string[] {
  */
 export function curveTable(x: Pick<Result, 'rss'>): string[] {
   const samples = [...x.rss].sort((a, b) => a.pods - b.pods);
-  const rows = ['  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB |', '  |---|---|---|---|---|---|---|'];
+  const rows = [
+    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth |',
+    '  |---|---|---|---|---|---|---|---|---|',
+  ];
   const rates: number[] = [];
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1]!;
@@ -279,7 +346,7 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
     rates.push(n / (b.s - a.s));
     const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
     rows.push(
-      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} |`,
+      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} |`,
     );
   }
   if (rates.length >= 2)
@@ -287,6 +354,24 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
       `  last tenth / first tenth: ${(rates[rates.length - 1]! / rates[0]!).toFixed(3)} (${rates[0]!.toFixed(0)} → ${rates[rates.length - 1]!.toFixed(0)} pods/s)`,
     );
   return rows;
+}
+
+/**
+ * What etcd carried per pod over the run (member 0's counters, start to last sample): keys and
+ * bytes put, txns, live keys and db bytes per pod, and the compactions' time — each of which
+ * rereads every live revision in etcd 3.4, so its cost grows with the keys the pods left behind.
+ */
+export function etcdPerPod(x: Pick<Result, 'rss' | 'etcdAtStart'>): string[] {
+  const a = x.etcdAtStart;
+  const last = [...x.rss].reverse().find((s) => s.etcd !== undefined);
+  const b = last?.etcd;
+  if (!a || !b || !last || last.pods <= 0) return ['  etcd per pod: no /metrics figures'];
+  const n = last.pods;
+  const per = (v: number, digits = 2): string => (v / n).toFixed(digits);
+  return [
+    `  etcd per pod (member 0, ${n} pods): ${per(b.puts - a.puts)} keys put, ${per(b.putBytes - a.putBytes, 0)} bytes put, ${per(b.deletes - a.deletes)} deletes, ${per(b.txns - a.txns, 3)} txns; live ${per(b.keys - a.keys)} keys, db ${per(b.dbBytes - a.dbBytes, 0)} bytes (in use ${per(b.dbInUseBytes - a.dbInUseBytes, 0)})`,
+    `  etcd compactions (member 0): ${b.compactions - a.compactions}, ${((b.compactionMs - a.compactionMs) / 1000).toFixed(1)} s together (index walks ${((b.indexCompactionMs - a.indexCompactionMs) / 1000).toFixed(1)} s; the last ones with ${b.keys} live keys); slow applies ${b.slowApplies - a.slowApplies}; db ${mib(b.dbBytes)} MiB, ${mib(b.dbInUseBytes)} in use`,
+  ];
 }
 
 /** How many keys start with `prefix`, read a page at a time (a million records never in memory at once). */
@@ -307,12 +392,17 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
  * startCompactor) must keep running while the child works — a spawnSync here blocked them for
  * the whole run, so etcd was never compacted.
  */
-export async function runWarmScaleChild(url: string, members: readonly string[] = []): Promise<Result> {
+export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string): Promise<Result> {
   // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of the simulating process (1 ms samples) in DIR.
   const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
   const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
   const child = spawn(process.execPath, ['--expose-gc', ...profArgs, fileURLToPath(import.meta.url)], {
-    env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: url, PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(',') },
+    env: {
+      ...process.env,
+      PODIPAM_BENCH_WARM_SCALE_CHILD: url,
+      PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
+      PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let stdout = '';
@@ -334,7 +424,7 @@ export async function run(): Promise<string[]> {
     console.log(
       `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`,
     );
-    const x = await runWarmScaleChild(etcd.url, memberPids(etcd));
+    const x = await runWarmScaleChild(etcd.url, memberPids(etcd), `${etcd.members[0]!.clientUrl}/metrics`);
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
@@ -342,6 +432,7 @@ export async function run(): Promise<string[]> {
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
       ...curveTable(x),
+      ...etcdPerPod(x),
       ...(x.pods < FULL
         ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`]
         : []),
