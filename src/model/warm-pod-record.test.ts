@@ -119,12 +119,13 @@ describe('warm pod record codec', () => {
     assert.equal(legacy.containerId, 'c1');
     assert.deepEqual(legacy.warmHandles, ['h1', 'h2'], 'two handles stay a list');
     // A missing handle is not shared.
-    assert.deepEqual(JSON.parse(encodeWarmPodRecord({ ...fields, warmHandles: ['h1', undefined] }, 'net:c1:eth0')).warmHandles, ['h1', null]);
+    const partly = JSON.parse(encodeWarmPodRecord({ ...fields, warmHandles: ['h1', undefined] }, 'net:c1:eth0')) as Record<string, unknown>;
+    assert.deepEqual(partly.warmHandles, ['h1', null]);
     // Escaped parts (a network with ":" and "%", an interface with "/") come back as they were.
     const odd = { addrs: ['10.0.0.3'], network: 'n:1%', containerId: 'c/2', ifname: 'e th', warmHandles: ['h'] };
     const attachment = 'n%3A1%25:c%2F2:e%20th';
     const compact = encodeWarmPodRecord(odd, attachment);
-    assert.equal(JSON.parse(compact).network, undefined);
+    assert.equal((JSON.parse(compact) as Record<string, unknown>).network, undefined);
     const r = decodeWarmPodRecord(warmPodRecordKey('n1', attachment), compact);
     assert.deepEqual([r.network, r.containerId, r.ifname, r.warmHandles], ['n:1%', 'c/2', 'e th', ['h']]);
     // A record with none of the three and a key that is no CNI handle: they stay absent.
