@@ -73,6 +73,9 @@ export interface EtcdCounters {
   readonly indexCompactionMs: number;
   /** Applies etcd logged as slow (over 100 ms). */
   readonly slowApplies: number;
+  /** Ranges served, and the bytes this member sent its clients (answers to reads and txns, watch events). */
+  readonly ranges: number;
+  readonly sentBytes: number;
 }
 
 const COUNTERS: Record<keyof EtcdCounters, string> = {
@@ -87,6 +90,8 @@ const COUNTERS: Record<keyof EtcdCounters, string> = {
   compactionMs: 'etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum',
   indexCompactionMs: 'etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_sum',
   slowApplies: 'etcd_server_slow_apply_total',
+  ranges: 'etcd_debugging_mvcc_range_total',
+  sentBytes: 'etcd_network_client_grpc_sent_bytes_total',
 };
 
 /** Parses the counters out of a Prometheus text page (a missing one reads 0). */
@@ -336,8 +341,8 @@ function tenthRates(x: Result): string[] {
 export function curveTable(x: Pick<Result, 'rss'>): string[] {
   const samples = [...x.rss].sort((a, b) => a.pods - b.pods);
   const rows = [
-    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth |',
-    '  |---|---|---|---|---|---|---|---|---|',
+    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth | etcd ranges/pod | etcd sent B/pod |',
+    '  |---|---|---|---|---|---|---|---|---|---|---|',
   ];
   const rates: number[] = [];
   for (let i = 1; i < samples.length; i++) {
@@ -348,7 +353,7 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
     rates.push(n / (b.s - a.s));
     const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
     rows.push(
-      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} |`,
+      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.ranges - a.etcd.ranges) / n).toFixed(2) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.sentBytes - a.etcd.sentBytes) / n).toFixed(0) : '-'} |`,
     );
   }
   if (rates.length >= 2)
@@ -504,8 +509,39 @@ export function etcdEvents(etcd: EtcdCluster): string[] {
     }
     const lines = text.split('\n');
     const counts = kinds.map(([name, re]) => `${name} ${lines.filter((l) => re.test(l)).length}`);
-    return `  etcd ${m.name} logged: ${counts.join(', ')}`;
+    const slow = slowRequests(lines);
+    return `  etcd ${m.name} logged: ${counts.join(', ')}${slow.length ? `; slowest kinds: ${slow.join(', ')}` : ''}`;
   });
+}
+
+/**
+ * etcd's "took too long" lines grouped by what was asked (the request kind and the first key's
+ * prefix, its first two path segments): the five kinds with the most time, each as
+ * `kind: count × mean ms`. What the members spent their slow applies on.
+ */
+export function slowRequests(lines: readonly string[]): string[] {
+  const by = new Map<string, { n: number; ms: number }>();
+  for (const l of lines) {
+    if (!l.includes('took too long')) continue;
+    let o: { took?: string; prefix?: string; request?: string };
+    try {
+      o = JSON.parse(l) as typeof o;
+    } catch {
+      continue;
+    }
+    const took = /^([\d.]+)(µs|ms|s)$/.exec(o.took ?? '');
+    const ms = took ? Number(took[1]) * (took[2] === 's' ? 1000 : took[2] === 'ms' ? 1 : 0.001) : 0;
+    const key = /key:\\?"([^"\\]*)/.exec(o.request ?? '')?.[1] ?? '';
+    const kind = `${(o.prefix ?? '').trim() || 'request'} ${key.split('/').slice(0, 3).join('/')}`.trim();
+    const e = by.get(kind) ?? { n: 0, ms: 0 };
+    e.n++;
+    e.ms += ms;
+    by.set(kind, e);
+  }
+  return [...by]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, 5)
+    .map(([k, e]) => `${k}: ${e.n} × ${(e.ms / e.n).toFixed(0)} ms`);
 }
 
 export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void; count(): number } {
