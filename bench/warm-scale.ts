@@ -14,7 +14,8 @@
  * hold one record per pod and every refilled address, else the run fails.
  *
  * Knobs: PODIPAM_BENCH_WARM_NODES (5000), PODIPAM_BENCH_WARM_PODS (30),
- * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes), PODIPAM_BENCH_WARM_COMPACT_MS (COMPACT_MS, 5 min).
+ * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes), PODIPAM_BENCH_WARM_COMPACT_MS (COMPACT_MS, 5 min),
+ * PODIPAM_BENCH_WARM_ETCD_PPROF=1 (the members serve Go's profiles, /debug/pprof/).
  * etcd's own counters (member 0's /metrics) give keys and bytes put per pod, live keys, db bytes
  * and the compactions' time per tenth. Run alone: `node dist/bench/index.js warm-scale`.
  * A smaller run prints the projected time for 150,000 pods at the measured rate.
@@ -423,7 +424,10 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
 }
 
 export async function run(): Promise<string[]> {
-  const etcd = await startEtcd({ members: 3, ...BIG_ETCD });
+  // PODIPAM_BENCH_WARM_ETCD_PPROF=1: the members serve Go's profiles at <client URL>/debug/pprof/ (a CPU profile: .../profile?seconds=30).
+  const pprof = process.env.PODIPAM_BENCH_WARM_ETCD_PPROF === '1' ? ['--enable-pprof'] : [];
+  const etcd = await startEtcd({ members: 3, ...BIG_ETCD, extraArgs: [...BIG_ETCD.extraArgs, ...pprof] });
+  if (pprof.length) console.log(`  etcd profiles: ${etcd.members.map((m) => `${m.clientUrl}/debug/pprof/`).join(' ')}`);
   // PODIPAM_BENCH_WARM_COMPACT_MS: the compaction period (COMPACT_MS); 0 never compacts (etcd keeps every revision).
   const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? COMPACT_MS);
   const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
@@ -484,6 +488,10 @@ export const BIG_ETCD = {
     '100',
     '--election-timeout',
     '1000',
+    // As deploy/base/etcd.yaml: a member keeps 10,000 raft entries in memory between snapshots,
+    // not etcd's default 100,000 (some 300 MB of the leader's heap at this bench's txn sizes).
+    '--snapshot-count',
+    '10000',
     // info: leader changes, slow applies and snapshots are logged, and etcdEvents() counts them
     '--log-level',
     'info',
