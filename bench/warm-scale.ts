@@ -466,10 +466,10 @@ export async function run(): Promise<string[]> {
  * The bench's compaction period: Kubernetes' API server's (`--etcd-compaction-interval`, 5 min),
  * to the revision of one period before. etcd 3.4's compaction rereads every live revision (a
  * batch of 1,000 at a time, 10 ms apart, locking out writes while it reads one) and walks its
- * whole in-memory index: its cost grows with the keys the pods leave behind, ~13 µs a live key
- * measured here, ~17 s of a member's time per compaction at a million pods. The earlier 20 s
- * period spent most of the members' time compacting at that size — what the decay measured
- * (bench/results/million.md); PODIPAM_BENCH_WARM_COMPACT_MS=20000 reproduces it.
+ * whole in-memory index: its cost grows with the keys the pods leave behind, 10–16 µs a live key
+ * measured here, 13.5–16.2 s per compaction at a million pods (1.03–1.28 M keys). The earlier 20 s
+ * period kept the members compacting most of the time at that size — much of the decay it
+ * measured (bench/results/million.md); PODIPAM_BENCH_WARM_COMPACT_MS=20000 reproduces it.
  */
 export const COMPACT_MS = 300_000;
 
