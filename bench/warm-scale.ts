@@ -14,7 +14,10 @@
  * hold one record per pod and every refilled address, else the run fails.
  *
  * Knobs: PODIPAM_BENCH_WARM_NODES (5000), PODIPAM_BENCH_WARM_PODS (30),
- * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes). Run alone: `node dist/bench/index.js warm-scale`.
+ * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes), PODIPAM_BENCH_WARM_COMPACT_MS (COMPACT_MS, 5 min),
+ * PODIPAM_BENCH_WARM_ETCD_PPROF=1 (the members serve Go's profiles, /debug/pprof/).
+ * etcd's own counters (member 0's /metrics) give keys and bytes put per pod, live keys, db bytes
+ * and the compactions' time per tenth. Run alone: `node dist/bench/index.js warm-scale`.
  * A smaller run prints the projected time for 150,000 pods at the measured rate.
  */
 import { spawn } from 'node:child_process';
@@ -49,6 +52,68 @@ export interface Sample {
   readonly cpuS: number;
   readonly etcdCpuS: number;
   readonly etcdDbMiB: string;
+  /** Member 0's counters at this point (etcdCounters); absent when its /metrics did not answer. */
+  readonly etcd?: EtcdCounters;
+}
+
+/** What one member's /metrics says the store did so far: the figures that grow with what podipam writes. */
+export interface EtcdCounters {
+  /** Keys written (a put in a txn counts one), their encoded size (key, value, revisions), deletes, txns. */
+  readonly puts: number;
+  readonly putBytes: number;
+  readonly deletes: number;
+  readonly txns: number;
+  /** Live keys, and the db file's size and the part of it in use. */
+  readonly keys: number;
+  readonly dbBytes: number;
+  readonly dbInUseBytes: number;
+  /** Compactions finished and the milliseconds they took together (etcd 3.4 rereads every live revision in each). */
+  readonly compactions: number;
+  readonly compactionMs: number;
+  /** Of which the in-memory index's walk over every key, which stops reads and writes while it runs. */
+  readonly indexCompactionMs: number;
+  /** Applies etcd logged as slow (over 100 ms). */
+  readonly slowApplies: number;
+  /** Ranges served, and the bytes this member sent its clients (answers to reads and txns, watch events). */
+  readonly ranges: number;
+  readonly sentBytes: number;
+}
+
+const COUNTERS: Record<keyof EtcdCounters, string> = {
+  puts: 'etcd_debugging_mvcc_put_total',
+  putBytes: 'etcd_debugging_mvcc_total_put_size_in_bytes',
+  deletes: 'etcd_debugging_mvcc_delete_total',
+  txns: 'etcd_debugging_mvcc_txn_total',
+  keys: 'etcd_debugging_mvcc_keys_total',
+  dbBytes: 'etcd_mvcc_db_total_size_in_bytes',
+  dbInUseBytes: 'etcd_mvcc_db_total_size_in_use_in_bytes',
+  compactions: 'etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count',
+  compactionMs: 'etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum',
+  indexCompactionMs: 'etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_sum',
+  slowApplies: 'etcd_server_slow_apply_total',
+  ranges: 'etcd_debugging_mvcc_range_total',
+  sentBytes: 'etcd_network_client_grpc_sent_bytes_total',
+};
+
+/** Parses the counters out of a Prometheus text page (a missing one reads 0). */
+export function parseEtcdCounters(text: string): EtcdCounters {
+  const values = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+) (\S+)$/.exec(line);
+    if (m) values.set(m[1]!, Number(m[2]));
+  }
+  return Object.fromEntries(Object.entries(COUNTERS).map(([k, name]) => [k, values.get(name) ?? 0])) as unknown as EtcdCounters;
+}
+
+/** One member's counters from `metricsUrl` (its /metrics), or undefined when it does not answer within 10 s. */
+export async function etcdCounters(metricsUrl: string | undefined): Promise<EtcdCounters | undefined> {
+  if (!metricsUrl) return undefined;
+  try {
+    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(10000) });
+    return res.ok ? parseEtcdCounters(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -115,6 +180,8 @@ export interface Result {
   readonly retries: number;
   /** Refill txns that failed (timed out, maybe landed). */
   readonly refillFailures: number;
+  /** Member 0's counters when the run started (the samples' are since the etcd started). */
+  readonly etcdAtStart?: EtcdCounters;
 }
 
 async function child(url: string): Promise<void> {
@@ -132,7 +199,9 @@ async function child(url: string): Promise<void> {
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
     const rss: Sample[] = [];
     const members = (process.env.PODIPAM_BENCH_WARM_ETCD_MEMBERS ?? '').split(',').filter(Boolean);
+    const metricsUrl = process.env.PODIPAM_BENCH_WARM_ETCD_METRICS;
     const etcd0 = etcdGauges(members);
+    const counters0 = await etcdCounters(metricsUrl);
     let peakRss = 0;
     let done = 0;
     let next = 0;
@@ -193,6 +262,7 @@ async function child(url: string): Promise<void> {
         const m = process.memoryUsage();
         const c = process.cpuUsage(cpu0);
         const e = etcdGauges(members);
+        const counters = await etcdCounters(metricsUrl);
         rss.push({
           pods,
           s,
@@ -201,6 +271,7 @@ async function child(url: string): Promise<void> {
           cpuS: (c.user + c.system) / 1e6,
           etcdCpuS: e.cpuS - etcd0.cpuS,
           etcdDbMiB: mib(e.dbBytes),
+          ...(counters ? { etcd: counters } : {}),
         });
         process.stderr.write(
           `  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`,
@@ -242,6 +313,7 @@ async function child(url: string): Promise<void> {
       orphaned: allocated - held,
       retries: totals.retries,
       refillFailures: totals.refillFailures,
+      ...(counters0 ? { etcdAtStart: counters0 } : {}),
     };
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
   } finally {
@@ -269,7 +341,10 @@ function tenthRates(x: Result): string[] {
  */
 export function curveTable(x: Pick<Result, 'rss'>): string[] {
   const samples = [...x.rss].sort((a, b) => a.pods - b.pods);
-  const rows = ['  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB |', '  |---|---|---|---|---|---|---|'];
+  const rows = [
+    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth | etcd ranges/pod | etcd sent B/pod |',
+    '  |---|---|---|---|---|---|---|---|---|---|---|',
+  ];
   const rates: number[] = [];
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1]!;
@@ -279,7 +354,7 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
     rates.push(n / (b.s - a.s));
     const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
     rows.push(
-      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} |`,
+      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.ranges - a.etcd.ranges) / n).toFixed(2) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.sentBytes - a.etcd.sentBytes) / n).toFixed(0) : '-'} |`,
     );
   }
   if (rates.length >= 2)
@@ -287,6 +362,24 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
       `  last tenth / first tenth: ${(rates[rates.length - 1]! / rates[0]!).toFixed(3)} (${rates[0]!.toFixed(0)} → ${rates[rates.length - 1]!.toFixed(0)} pods/s)`,
     );
   return rows;
+}
+
+/**
+ * What etcd carried per pod over the run (member 0's counters, start to last sample): keys and
+ * bytes put, txns, live keys and db bytes per pod, and the compactions' time — each of which
+ * rereads every live revision in etcd 3.4, so its cost grows with the keys the pods left behind.
+ */
+export function etcdPerPod(x: Pick<Result, 'rss' | 'etcdAtStart'>): string[] {
+  const a = x.etcdAtStart;
+  const last = [...x.rss].reverse().find((s) => s.etcd !== undefined);
+  const b = last?.etcd;
+  if (!a || !b || !last || last.pods <= 0) return ['  etcd per pod: no /metrics figures'];
+  const n = last.pods;
+  const per = (v: number, digits = 2): string => (v / n).toFixed(digits);
+  return [
+    `  etcd per pod (member 0, ${n} pods): ${per(b.puts - a.puts)} keys put, ${per(b.putBytes - a.putBytes, 0)} bytes put, ${per(b.deletes - a.deletes)} deletes, ${per(b.txns - a.txns, 3)} txns; live ${per(b.keys - a.keys)} keys, db ${per(b.dbBytes - a.dbBytes, 0)} bytes (in use ${per(b.dbInUseBytes - a.dbInUseBytes, 0)})`,
+    `  etcd compactions (member 0): ${b.compactions - a.compactions}, ${((b.compactionMs - a.compactionMs) / 1000).toFixed(1)} s together (index walks ${((b.indexCompactionMs - a.indexCompactionMs) / 1000).toFixed(1)} s; the last ones with ${b.keys} live keys); slow applies ${b.slowApplies - a.slowApplies}; db ${mib(b.dbBytes)} MiB, ${mib(b.dbInUseBytes)} in use`,
+  ];
 }
 
 /** How many keys start with `prefix`, read a page at a time (a million records never in memory at once). */
@@ -307,12 +400,17 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
  * startCompactor) must keep running while the child works — a spawnSync here blocked them for
  * the whole run, so etcd was never compacted.
  */
-export async function runWarmScaleChild(url: string, members: readonly string[] = []): Promise<Result> {
+export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string): Promise<Result> {
   // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of the simulating process (1 ms samples) in DIR.
   const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
   const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
   const child = spawn(process.execPath, ['--expose-gc', ...profArgs, fileURLToPath(import.meta.url)], {
-    env: { ...process.env, PODIPAM_BENCH_WARM_SCALE_CHILD: url, PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(',') },
+    env: {
+      ...process.env,
+      PODIPAM_BENCH_WARM_SCALE_CHILD: url,
+      PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
+      PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let stdout = '';
@@ -326,15 +424,18 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
 }
 
 export async function run(): Promise<string[]> {
-  const etcd = await startEtcd({ members: 3, ...BIG_ETCD });
-  // PODIPAM_BENCH_WARM_COMPACT_MS: the compaction period (20,000 ms); 0 never compacts (etcd keeps every revision).
-  const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? 20_000);
+  // PODIPAM_BENCH_WARM_ETCD_PPROF=1: the members serve Go's profiles at <client URL>/debug/pprof/ (a CPU profile: .../profile?seconds=30).
+  const pprof = process.env.PODIPAM_BENCH_WARM_ETCD_PPROF === '1' ? ['--enable-pprof'] : [];
+  const etcd = await startEtcd({ members: 3, ...BIG_ETCD, extraArgs: [...BIG_ETCD.extraArgs, ...pprof] });
+  if (pprof.length) console.log(`  etcd profiles: ${etcd.members.map((m) => `${m.clientUrl}/debug/pprof/`).join(' ')}`);
+  // PODIPAM_BENCH_WARM_COMPACT_MS: the compaction period (COMPACT_MS); 0 never compacts (etcd keeps every revision).
+  const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? COMPACT_MS);
   const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
   try {
     console.log(
       `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`,
     );
-    const x = await runWarmScaleChild(etcd.url, memberPids(etcd));
+    const x = await runWarmScaleChild(etcd.url, memberPids(etcd), `${etcd.members[0]!.clientUrl}/metrics`);
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
@@ -342,6 +443,7 @@ export async function run(): Promise<string[]> {
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
       ...curveTable(x),
+      ...etcdPerPod(x),
       ...(x.pods < FULL
         ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`]
         : []),
@@ -361,11 +463,20 @@ export async function run(): Promise<string[]> {
 }
 
 /**
+ * The bench's compaction period: Kubernetes' API server's (`--etcd-compaction-interval`, 5 min),
+ * to the revision of one period before. etcd 3.4's compaction rereads every live revision (a
+ * batch of 1,000 at a time, 10 ms apart, locking out writes while it reads one) and walks its
+ * whole in-memory index: its cost grows with the keys the pods leave behind, 10–16 µs a live key
+ * measured here, 13.5–16.2 s per compaction at a million pods (1.03–1.28 M keys). The earlier 20 s
+ * period kept the members compacting most of the time at that size — much of the decay it
+ * measured (bench/results/million.md); PODIPAM_BENCH_WARM_COMPACT_MS=20000 reproduces it.
+ */
+export const COMPACT_MS = 300_000;
+
+/**
  * etcd for a run past the 150,000 pods: etcd keeps every revision until compacted, and its
- * default 2 GiB quota (and this machine's RAM, the members' data being on /dev/shm) would not
- * hold the history of a million pods' writes. A real cluster runs with auto-compaction
- * (Kubernetes' API server compacts every 5 minutes); the bench compacts every 20 s to the
- * revision of 20 s before, which keeps the live data and a short history, as a cluster would.
+ * default 2 GiB quota would not hold a million pods' records and their history (the members'
+ * data is on /dev/shm, in this machine's RAM). The bench compacts every COMPACT_MS.
  */
 export const BIG_ETCD = {
   extraArgs: [
@@ -377,6 +488,10 @@ export const BIG_ETCD = {
     '100',
     '--election-timeout',
     '1000',
+    // As deploy/base/etcd.yaml: a member keeps 10,000 raft entries in memory between snapshots,
+    // not etcd's default 100,000 (some 300 MB of the leader's heap at this bench's txn sizes).
+    '--snapshot-count',
+    '10000',
     // info: leader changes, slow applies and snapshots are logged, and etcdEvents() counts them
     '--log-level',
     'info',
@@ -402,8 +517,39 @@ export function etcdEvents(etcd: EtcdCluster): string[] {
     }
     const lines = text.split('\n');
     const counts = kinds.map(([name, re]) => `${name} ${lines.filter((l) => re.test(l)).length}`);
-    return `  etcd ${m.name} logged: ${counts.join(', ')}`;
+    const slow = slowRequests(lines);
+    return `  etcd ${m.name} logged: ${counts.join(', ')}${slow.length ? `; slowest kinds: ${slow.join(', ')}` : ''}`;
   });
+}
+
+/**
+ * etcd's "took too long" lines grouped by what was asked (the request kind and the first key's
+ * prefix, its first two path segments): the five kinds with the most time, each as
+ * `kind: count × mean ms`. What the members spent their slow applies on.
+ */
+export function slowRequests(lines: readonly string[]): string[] {
+  const by = new Map<string, { n: number; ms: number }>();
+  for (const l of lines) {
+    if (!l.includes('took too long')) continue;
+    let o: { took?: string; prefix?: string; request?: string };
+    try {
+      o = JSON.parse(l) as typeof o;
+    } catch {
+      continue;
+    }
+    const took = /^([\d.]+)(µs|ms|s)$/.exec(o.took ?? '');
+    const ms = took ? Number(took[1]) * (took[2] === 's' ? 1000 : took[2] === 'ms' ? 1 : 0.001) : 0;
+    const key = /key:\\?"([^"\\]*)/.exec(o.request ?? '')?.[1] ?? '';
+    const kind = `${(o.prefix ?? '').trim() || 'request'} ${key.split('/').slice(0, 3).join('/')}`.trim();
+    const e = by.get(kind) ?? { n: 0, ms: 0 };
+    e.n++;
+    e.ms += ms;
+    by.set(kind, e);
+  }
+  return [...by]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, 5)
+    .map(([k, e]) => `${k}: ${e.n} × ${(e.ms / e.n).toFixed(0)} ms`);
 }
 
 export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): void; count(): number } {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { openStore } from '../store/index.js';
 import { HANDLE } from '../server/http/validate.js';
 import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
-import { cniHandleId, HANDLE_PATTERN, legacyCniHandleId, MAX_HANDLE_LENGTH } from './handle-id.js';
+import { cniHandleId, HANDLE_PATTERN, legacyCniHandleId, MAX_HANDLE_LENGTH, parseCniHandleId } from './handle-id.js';
 import { legacyHandleOf, legacyRecordMatches } from '../cluster/records/legacy-handle.js';
 import { checkHandle } from './handle-id.js';
 import { formatAddr } from '../ip/index.js';
@@ -87,5 +87,20 @@ test('ClusterIpam: net.a + c1 and net + a.c1 hold different addresses; releasing
     assert.equal(await legacyHandleOf(store, two), undefined);
   } finally {
     await store.close();
+  }
+});
+
+test('parseCniHandleId gives back the parts of exactly the ids cniHandleId writes', () => {
+  for (const [n, c, i] of [
+    ['net', 'ab'.repeat(32), 'eth0'],
+    ['n:1%', 'c/2', 'e th'],
+    ['ü', 'c', 'net1'],
+  ] as const) {
+    assert.deepEqual(parseCniHandleId(cniHandleId(n, c, i)), { network: n, containerId: c, ifname: i });
+  }
+  // Not what cniHandleId writes: a legacy dotted id, two or four parts, an escape it would not
+  // write (of a safe character, lower-case hex), a "%" that is no escape.
+  for (const h of ['net.c1.eth0', 'net:c1', 'a:b:c:d', 'net:%41:eth0', 'n%3a1:c:e', 'net:%zz:eth0', 'net:%E2:eth0']) {
+    assert.equal(parseCniHandleId(h), undefined, h);
   }
 });

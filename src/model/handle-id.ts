@@ -33,6 +33,23 @@ export function cniHandleId(network: string, containerId: string, ifname: string
   return `${escapePart(network)}:${escapePart(containerId)}:${escapePart(ifname)}`;
 }
 
+/**
+ * The parts of a handle `cniHandleId` wrote, or undefined for any other id (a legacy dotted id,
+ * an API client's): exactly the inverse — the parts returned make `h` again.
+ */
+export function parseCniHandleId(h: string): { network: string; containerId: string; ifname: string } | undefined {
+  const parts = h.split(':');
+  if (parts.length !== 3) return undefined;
+  let decoded: string[];
+  try {
+    decoded = parts.map((p) => decodeURIComponent(p));
+  } catch {
+    return undefined; // a "%" that is no escape of a UTF-8 byte
+  }
+  const [network, containerId, ifname] = decoded as [string, string, string];
+  return cniHandleId(network, containerId, ifname) === h ? { network, containerId, ifname } : undefined;
+}
+
 /** The id podipam wrote before the escaped form: `<network>.<containerID>.<ifname>` (ambiguous). */
 export function legacyCniHandleId(network: string, containerId: string, ifname: string): string {
   return `${network}.${containerId}.${ifname}`;

@@ -10,7 +10,15 @@
  * time) and `warmHandles` (the warm handle of each address, for a reader that wants it). An empty
  * string reads as absent. Anything else is a PodRecordError naming the key and the field; each
  * reader decides whether to skip or report it.
+ *
+ * Compact form (what the writer puts since the datastore carries one record per running pod): a
+ * record whose attachment is the CNI handle of its network, container id and interface
+ * (handle-id.ts) leaves those three out — with none of them present the reader takes them from
+ * the attachment — and addresses that share one warm handle name it once, `warmHandle`. Records
+ * of the full form (every earlier writer's) read as before; a reader of an earlier version
+ * reads a compact record with those fields absent (they are optional) and no warm handles.
  */
+import { cniHandleId, parseCniHandleId } from './handle-id.js';
 import { POD_RECORD_PREFIX } from './reserved-network.js';
 
 export { POD_RECORD_PREFIX };
@@ -67,15 +75,36 @@ export function parseWarmPodRecordKey(key: string): { node: string; attachment: 
   return { node: rest.slice(0, i), attachment: rest.slice(i + 1) };
 }
 
-/** The record's value (JSON text) for `fields`. */
-export function encodeWarmPodRecord(fields: WarmPodRecordFields): string {
+/**
+ * The record's value (JSON text) for `fields`; given the record's `attachment` (its key's), the
+ * compact form where it applies (see above).
+ */
+export function encodeWarmPodRecord(fields: WarmPodRecordFields, attachment?: string): string {
   const { since, ...rest } = fields;
+  const { network, containerId, ifname } = rest;
+  const fromKey =
+    attachment !== undefined &&
+    network !== undefined &&
+    containerId !== undefined &&
+    ifname !== undefined &&
+    network !== '' &&
+    containerId !== '' &&
+    ifname !== '' &&
+    cniHandleId(network, containerId, ifname) === attachment;
+  const handles = rest.warmHandles;
+  const one =
+    attachment !== undefined &&
+    handles !== undefined &&
+    handles.length > 0 &&
+    handles.length === rest.addrs.length &&
+    handles.every((h) => h !== undefined && h === handles[0]);
   return JSON.stringify({
-    network: rest.network,
-    containerId: rest.containerId,
-    ifname: rest.ifname,
+    network: fromKey ? undefined : network,
+    containerId: fromKey ? undefined : containerId,
+    ifname: fromKey ? undefined : ifname,
     addrs: rest.addrs,
-    warmHandles: rest.warmHandles,
+    warmHandle: one ? handles[0] : undefined,
+    warmHandles: one ? undefined : handles,
     since: since === undefined ? undefined : new Date(since).toISOString(),
     namespace: rest.namespace,
     name: rest.name,
@@ -108,14 +137,24 @@ export function decodeWarmPodRecord(key: string, value: string): WarmPodRecord {
   const since = sinceText === undefined ? undefined : Date.parse(sinceText);
   if (since !== undefined && Number.isNaN(since)) throw new PodRecordError(key, `field "since" is not a time: ${JSON.stringify(sinceText)}`);
   const handles = v.warmHandles;
-  const warmHandles = Array.isArray(handles) ? handles.map((h) => (typeof h === 'string' ? h : undefined)) : undefined;
+  const shared = str('warmHandle');
+  const warmHandles =
+    shared !== undefined ? addrs.map(() => shared) : Array.isArray(handles) ? handles.map((h) => (typeof h === 'string' ? h : undefined)) : undefined;
+  let network = str('network');
+  let containerId = str('containerId');
+  let ifname = str('ifname');
+  if (network === undefined && containerId === undefined && ifname === undefined) {
+    // The compact form: the attachment is the CNI handle of the three (else they stay absent).
+    const parts = parseCniHandleId(at.attachment);
+    if (parts) ({ network, containerId, ifname } = parts);
+  }
   return {
     node: at.node,
     attachment: at.attachment,
     addrs,
-    network: str('network'),
-    containerId: str('containerId'),
-    ifname: str('ifname'),
+    network,
+    containerId,
+    ifname,
     namespace: str('namespace'),
     name: str('name'),
     uid: str('uid'),

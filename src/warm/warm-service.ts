@@ -12,7 +12,7 @@
  * this node and `ipam check` sees them held by a live handle (not leaks). There is no "move
  * between handles" in the cluster allocator; instead of adding one (a new txn kind rewriting
  * block attributes and two handle records, contested by every other writer of the block) the
- * pod's ownership is recorded as `agent-pods/<node>/<pod handle>` → `{addrs, warmHandles, …}`
+ * pod's ownership is recorded as `agent-pods/<node>/<pod handle>` → `{addrs, warmHandle, since, …}`
  * records, written behind in batches (one txn of up to WRITE_BATCH ops) within ~WRITE_DELAY_MS,
  * and deleted the same way after DEL. Pods keep starting while the datastore is away; the
  * queue lives in the resource DB and drains when it returns.

@@ -165,17 +165,20 @@ export class WarmVerbs {
                 { key, network: req.network, containerId: req.containerId, ifname: req.ifname, addrs, since: now },
                 {
                   key: s.podRecordKey(key),
-                  value: encodeWarmPodRecord({
-                    network: req.network,
-                    containerId: req.containerId,
-                    ifname: req.ifname,
-                    addrs,
-                    warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle),
-                    since: now,
-                    namespace: id.namespace,
-                    name: id.name,
-                    uid: id.uid,
-                  }),
+                  value: encodeWarmPodRecord(
+                    {
+                      network: req.network,
+                      containerId: req.containerId,
+                      ifname: req.ifname,
+                      addrs,
+                      warmHandles: got.map(([, a]) => s.meta.get(formatAddr(a))?.handle),
+                      since: now,
+                      namespace: id.namespace,
+                      name: id.name,
+                      uid: id.uid,
+                    },
+                    key,
+                  ),
                 },
               );
               const { namespace, name, uid, ownerKind, sticky } = id;

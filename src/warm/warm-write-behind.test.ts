@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { decodeStamp, stampKey } from '../cluster/records/history-stamp.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { ResourceDb } from './resource-db.js';
-import { warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
+import { decodeWarmPodRecord, warmPodRecordKey as podRecordKey } from '../model/warm-pod-record.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-wb-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -72,8 +72,8 @@ describe('warm write-behind stamps', () => {
       const b = keys[recordKey('b')];
       assert.deepEqual([b?.at, b?.why], [2_003_000, 'del']);
       assert.ok(b?.value, 'the folded put is in the stamp');
-      const bv = JSON.parse(b.value) as { since: string; containerId: string; addrs: string[] };
-      assert.deepEqual([bv.since, bv.containerId, bv.addrs.length], [new Date(2_002_000).toISOString(), 'b', 1]);
+      const bv = decodeWarmPodRecord(recordKey('b'), b.value);
+      assert.deepEqual([bv.since, bv.containerId, bv.addrs.length], [2_002_000, 'b', 1]);
       const c = keys[recordKey('c')];
       assert.deepEqual([c?.at, c?.why, c?.value !== undefined], [2_005_000, 'cni-gc', true]);
       for (const id of ['a', 'b', 'c']) assert.equal(await r.admin.store.get(recordKey(id)), undefined, `${id}'s record is gone`);
