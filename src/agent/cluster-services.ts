@@ -12,7 +12,7 @@
  */
 import type { ClusterHost } from '../cluster/service/index.js';
 import type { ClusterIpam } from '../cluster/service/index.js';
-import type { AssignRequest, Assignment } from '../cluster/plan/index.js';
+import type { AssignRequest, Assignment } from '../cluster/records/index.js';
 import type { Released } from '../cluster/txn/index.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';

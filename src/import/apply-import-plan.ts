@@ -12,7 +12,7 @@
  */
 import { decodeBlock } from '../cluster/records/index.js';
 import { decodeHandle, type HandleRecord } from '../cluster/records/index.js';
-import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from '../cluster/service/index.js';
+import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from '../cluster/views/index.js';
 import { POOL_PREFIX, blockKey, handleKey } from '../cluster/records/index.js';
 import { decodePool, type Pool, validatePoolSpec } from '../cluster/records/index.js';
 import { createPool } from '../cluster/admin/index.js';

@@ -32,11 +32,11 @@ import { type Quarantine, quarantinedOrdinals, stampReleases } from '../alloc/bl
 import { quarantinedConflict } from './quarantined-conflict.js';
 import { encodeAffinity } from '../cluster/records/index.js';
 import { decodeBlock, encodeBlock } from '../cluster/records/index.js';
-import { ContentionError } from '../cluster/service/index.js';
+import { ContentionError } from '../cluster/records/index.js';
 import { type HandleRecord, adjustHandle, decodeHandle, encodeHandle } from '../cluster/records/index.js';
 import { stampOp } from '../cluster/records/index.js';
 import { GateRefusedError, commitWrite } from '../cluster/gate/index.js';
-import type { IpamContext } from '../cluster/service/index.js';
+import type { IpamContext } from '../cluster/views/index.js';
 import { affinityKey, blockKey, handleKey, poolKey } from '../cluster/records/index.js';
 import { decodePool } from '../cluster/records/index.js';
 import { formatPrefix, parseAddr } from '../ip/index.js';

@@ -57,7 +57,7 @@ import { redactStoreUrl } from '../store/redact-store-url.js';
 import type { ClusterHost } from '../cluster/service/index.js';
 import { cniHandleId, MAX_HANDLE_LENGTH } from '../model/handle-id.js';
 import { type CniAttachment, legacyHandleOf } from '../cluster/records/index.js';
-import type { AssignRequest } from '../cluster/plan/index.js';
+import type { AssignRequest } from '../cluster/records/index.js';
 import { placementRequest } from '../cluster/plan/index.js';
 import { PlacementError, hasPlacement } from '../model/placement.js';
 import type { PodDirectory } from '../model/pod-directory.js';

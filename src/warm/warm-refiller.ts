@@ -23,7 +23,7 @@ import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
 import { type Pool, poolSpace } from '../cluster/records/index.js';
-import { reuseAfterOfAddr } from '../cluster/txn/index.js';
+import { reuseAfterOfAddr } from '../cluster/records/index.js';
 import { WarmUnknown } from './warm-unknown.js';
 import { addUsableFamilies } from './warm-families.js';
 

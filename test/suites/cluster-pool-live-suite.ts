@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContainsPrefix, prefixOverlaps } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { decodeBlock, encodeBlock } from '../../src/cluster/records/block-record.js';
-import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/records/errors.js';
 import { encodePool, validatePoolSpec } from '../../src/cluster/records/pool-record.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/records/keys.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';

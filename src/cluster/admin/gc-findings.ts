@@ -9,9 +9,11 @@
 import { commitWrite } from '../gate/index.js';
 import { ordinalOf, releaseOrdinals, withAffinity } from '../../alloc/block.js';
 import { isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
-import { isSweepableOrphan } from './empty-orphans.js';
+import { isSweepableOrphan } from '../reports/index.js';
 import { loadSnapshot } from '../views/index.js';
-import { quarantineFor, readKeys, releaseByHandleIf } from '../txn/index.js';
+import { quarantineFor } from '../records/index.js';
+import { readKeys } from '../views/index.js';
+import { releaseByHandleIf } from '../txn/index.js';
 import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../../ip/index.js';
 import type { Compare, Entry, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
@@ -31,8 +33,8 @@ import {
   releaseStampOp,
 } from '../records/index.js';
 import type { Leak } from '../reports/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { ContentionError } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 
 /**
  * Frees a leaked address (an allocation whose handle record is gone) if the block still gives

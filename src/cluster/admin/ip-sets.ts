@@ -28,8 +28,8 @@ import {
   decodeReservation,
 } from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { NotFoundError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { NotFoundError } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import {
   type IpSet,
   MAX_IP_SET_BLOCKS,

@@ -22,8 +22,8 @@ import { formatAddr, formatPrefix, type Prefix, prefixContains, prefixContainsPr
 import type { Entry } from '../../store/index.js';
 import { decodeBlock, decodeIpSet, BLOCK_PREFIX, IPSET_PREFIX, poolKey, type Pool, decodePool, encodePool } from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { ContentionError, NotFoundError, PoolChangeRefusedError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { ContentionError, NotFoundError, PoolChangeRefusedError } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { type ResizeKind, checkResize } from './pool-resize-check.js';
 import { deleteBlocks } from './pools.js';

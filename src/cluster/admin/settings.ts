@@ -4,8 +4,8 @@
  */
 import { type Prefix, formatPrefix } from '../../ip/index.js';
 import { configTxn } from '../txn/index.js';
-import { NotFoundError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { NotFoundError } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import {
   type IpamConfig,
   MAX_BLOCKS_PER_HOST,

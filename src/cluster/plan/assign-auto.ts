@@ -9,8 +9,8 @@ import { reservedOrdinals } from '../../alloc/block-layout.js';
 import type { Family } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
 import { effectiveMaxBlocks, type Pool, poolUsable } from '../records/index.js';
-import { NoPoolError, PoolExhaustedError } from '../service/errors.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { NoPoolError, PoolExhaustedError } from '../records/index.js';
+import { quarantineFor } from '../records/index.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
 import { NeedList, type PlanWork } from './plan-work.js';
 

@@ -3,7 +3,7 @@ import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
 import type { HandleRecord } from '../records/index.js';
 import type { ClusterSnapshot, KnownBlock } from '../views/index.js';
-import type { AssignRequest, Assignment } from './assignment.js';
+import type { AssignRequest, Assignment } from '../records/index.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;

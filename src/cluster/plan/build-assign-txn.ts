@@ -8,7 +8,7 @@ import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
 import { encodeAffinity, encodeBlock, adjustHandle, encodeHandle, CONFIG_KEY, affinityKey, handleKey } from '../records/index.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { quarantineFor } from '../records/index.js';
 import type { AssignPlan } from './assign-plan.js';
 import type { PlanWork } from './plan-work.js';
 

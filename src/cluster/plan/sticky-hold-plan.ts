@@ -28,7 +28,7 @@ export interface HoldInput {
   readonly holdState: HandleState;
   /** The hold record's fields (`stickyUntil` set). */
   readonly attrs: HandleAttrs & { readonly stickyUntil: string };
-  /** The reuse quarantine of a block (src/cluster/txn/pool-quarantine.ts): the replaced hold's freed addresses are recorded released. */
+  /** The reuse quarantine of a block (src/cluster/records/pool-quarantine.ts): the replaced hold's freed addresses are recorded released. */
   readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 

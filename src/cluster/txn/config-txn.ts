@@ -8,8 +8,8 @@
  */
 import { commitWrite } from '../gate/index.js';
 import type { Compare, Entry, Op } from '../../store/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { ContentionError } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import {
   type IpamConfig,
   decodeConfig,

@@ -23,7 +23,7 @@ import {
   type Pool,
 } from '../records/index.js';
 import { loadSnapshot, labelsOf } from '../views/index.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from '../views/index.js';
 import type { IpRangeSet } from '../../ip/index.js';
 import { nodeKey } from '../../model/node-record.js';
 
