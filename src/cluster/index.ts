@@ -1,6 +1,6 @@
 /** The cluster (block IPAM) back end's public surface. */
 export { ClusterIpam, type ClusterIpamOptions } from './service/cluster-ipam.js';
-export type { AssignRequest, Assignment } from './plan/plan-assign.js';
+export type { AssignRequest, Assignment } from './records/assignment.js';
 export type { Released } from './txn/release.js';
 export type { NodeGcResult } from './admin/gc-node.js';
 export type { NodeAttachment } from './txn/node-allocations.js';

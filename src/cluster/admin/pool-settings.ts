@@ -31,9 +31,10 @@ import {
   encodePool,
   poolSpace,
   parseReuseAfter,
+  NotFoundError,
+  PoolChangeRefusedError,
 } from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { NotFoundError, PoolChangeRefusedError } from '../records/index.js';
 import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { parseNodeSelector } from '../../model/node-selector.js';

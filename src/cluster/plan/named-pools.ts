@@ -5,11 +5,9 @@
  * pool in name order). Each entry is resolved once per instance, so a pattern is matched
  * against every pool once per plan. `placedProblem` says why an annotated entry cannot serve.
  */
-import type { Family } from '../../ip/index.js';
-import { formatPrefix } from '../../ip/index.js';
+import { type Family, formatPrefix } from '../../ip/index.js';
 import { isPoolPattern, poolMatcher } from '../../model/pool-pattern.js';
-import { type Pool, poolUnusableWhy, poolUsable } from '../records/index.js';
-import type { AssignRequest } from '../records/index.js';
+import { type Pool, poolUnusableWhy, poolUsable, type AssignRequest } from '../records/index.js';
 
 export class NamedPools {
   readonly #pools: readonly Pool[];

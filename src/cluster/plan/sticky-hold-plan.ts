@@ -8,8 +8,7 @@
  * transaction fail and be planned again on the current records. Moving an address to the hold
  * frees nothing; the replaced hold's freed addresses are recorded for the reuse quarantine.
  */
-import type { Block } from '../../alloc/block.js';
-import { addrOfOrdinal } from '../../alloc/block.js';
+import { type Block, addrOfOrdinal } from '../../alloc/block.js';
 import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
 import { type Addr, type Prefix, formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';

@@ -45,8 +45,7 @@ import {
   decodePool,
   AGENT_VIEW_PREFIX,
 } from '../records/index.js';
-import type { IpamContext } from '../views/index.js';
-import { readKeys } from '../views/index.js';
+import { type IpamContext, readKeys } from '../views/index.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 import { listAll } from '../../store/list-all.js';
 import { POD_RECORD_PREFIX } from '../../model/reserved-network.js';

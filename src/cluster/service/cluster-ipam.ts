@@ -22,11 +22,31 @@ import {
   type Utilisation,
   type UtilisationOptions,
   ViewCache,
+  type AddressHolder,
+  type PodHandle,
+  DEFAULT_MAX_ATTEMPTS,
+  type IpamContext,
 } from '../views/index.js';
 import type { Store } from '../../store/index.js';
-import { assignAddresses, type Released, releaseAddresses, releaseByHandle, type HoldResult } from '../txn/index.js';
-import type { BatchOutcome } from '../txn/index.js';
-import type { ReleaseOutcome } from '../txn/index.js';
+import {
+  assignAddresses,
+  type Released,
+  releaseAddresses,
+  releaseByHandle,
+  type HoldResult,
+  type BatchOutcome,
+  type ReleaseOutcome,
+  type NodeAttachment,
+  type WarmRecordWrite,
+  type WarmView,
+  type WarmWriteResult,
+  type WriteFence,
+  currentPools,
+  listWarmHandles,
+  readWarmRecords,
+  warmView,
+  writeWarmRecords,
+} from '../txn/index.js';
 import type { CheckOptions, CheckReport, Leak, StickyHold } from '../reports/index.js';
 import type {
   DeletedNodeBlockRelease,
@@ -39,22 +59,18 @@ import type {
   PoolSettings,
   IpamSettings,
 } from '../admin/index.js';
-import type { AddressHolder, PodHandle } from '../views/index.js';
-import { CONFIG_KEY, HANDLE_PREFIX, type IpamConfig, type IpSet, type Pool, type PoolSpec, type Reservation, type HandleAttrs } from '../records/index.js';
-import type { NodeAttachment } from '../txn/index.js';
-import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from '../views/index.js';
-import type { AssignRequest, Assignment } from '../records/index.js';
 import {
-  type WarmRecordWrite,
-  type WarmView,
-  type WarmWriteResult,
-  type WriteFence,
-  currentPools,
-  listWarmHandles,
-  readWarmRecords,
-  warmView,
-  writeWarmRecords,
-} from '../txn/index.js';
+  CONFIG_KEY,
+  HANDLE_PREFIX,
+  type IpamConfig,
+  type IpSet,
+  type Pool,
+  type PoolSpec,
+  type Reservation,
+  type HandleAttrs,
+  type AssignRequest,
+  type Assignment,
+} from '../records/index.js';
 
 export interface ClusterIpamOptions {
   /** Attempts per compare-and-swap loop (default 100, as Calico). */

@@ -9,12 +9,10 @@
  * release's own transaction): an attachment written again meanwhile keeps its addresses.
  */
 import { releaseByHandleIf, type Released } from './release.js';
-import { readKeys } from '../views/index.js';
+import { readKeys, type IpamContext, loadNodeBlocks } from '../views/index.js';
 import { decodeHandle, handleKey, HANDLE_PREFIX } from '../records/index.js';
-import type { IpamContext } from '../views/index.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { loadNodeBlocks } from '../views/index.js';
 
 /** One attachment of the node: its handle record as read. */
 export interface NodeAttachment {

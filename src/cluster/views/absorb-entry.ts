@@ -6,9 +6,7 @@
  */
 import type { Entry } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
-import { decodeBlock } from '../records/index.js';
-import { decodeHandle } from '../records/index.js';
-import { CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from '../records/index.js';
+import { decodeBlock, decodeHandle, CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from '../records/index.js';
 import type { KnownBlock, NodeView } from './node-view.js';
 import type { ViewCache } from './view-cache.js';
 

@@ -5,10 +5,8 @@
 import { addrOfOrdinal, ordinalsOf } from '../../alloc/block.js';
 import { blockGateway } from '../../alloc/block-addressing.js';
 import { prefixContainsPrefix, parsePrefix } from '../../ip/index.js';
-import { decodeBlock, decodeHandle, blockKey, handleKey, POOL_PREFIX, decodePool } from '../records/index.js';
-import { ContentionError } from '../records/index.js';
+import { decodeBlock, decodeHandle, blockKey, handleKey, POOL_PREFIX, decodePool, ContentionError, type Assignment } from '../records/index.js';
 import type { IpamContext } from './ipam-context.js';
-import type { Assignment } from '../records/index.js';
 import { readKeys } from './read-keys.js';
 
 /** The addresses `handle` holds (IPv4 first), or undefined when the handle does not exist. */
