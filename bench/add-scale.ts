@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ClusterIpam } from '../src/cluster/index.js';
-import { PoolExhaustedError } from '../src/cluster/service/errors.js';
+import { PoolExhaustedError } from '../src/cluster/records/errors.js';
 import type { PoolSpec } from '../src/cluster/records/pool-record.js';
 import { openStore } from '../src/store/index.js';
 import { q } from './lib/cni-subject.js';

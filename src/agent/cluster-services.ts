@@ -10,9 +10,8 @@
  * runtime retries them on the next agent), waits for the calls already running to end, and only
  * then closes the stores: no call ever runs on a closed store, and no store is opened after.
  */
-import type { ClusterHost } from '../cluster/service/index.js';
-import type { ClusterIpam } from '../cluster/service/index.js';
-import type { AssignRequest, Assignment } from '../cluster/plan/index.js';
+import type { ClusterHost, ClusterIpam } from '../cluster/service/index.js';
+import type { AssignRequest, Assignment } from '../cluster/records/index.js';
 import type { Released } from '../cluster/txn/index.js';
 import type { Store } from '../store/index.js';
 import { CniCode, CniError } from '../cni/errors.js';

@@ -1,9 +1,9 @@
 /** The cluster (block IPAM) back end's public surface. */
 export { ClusterIpam, type ClusterIpamOptions } from './service/cluster-ipam.js';
-export type { AssignRequest, Assignment } from './plan/plan-assign.js';
+export type { AssignRequest, Assignment } from './records/assignment.js';
 export type { Released } from './txn/release.js';
 export type { NodeGcResult } from './admin/gc-node.js';
-export type { NodeAttachment } from './views/node-allocations.js';
+export type { NodeAttachment } from './txn/node-allocations.js';
 export type { Pool, PoolSpec } from './records/pool-record.js';
 export type { HeldPod, HeldWarm, PoolHeld } from './admin/pool-drain.js';
 export type { ResizeResult } from './admin/pool-resize.js';
@@ -19,7 +19,7 @@ export type { IpamUsage, PoolUsage, BlockUsage } from './views/usage.js';
 export type { BorrowedBlock, CheckOptions, CheckReport, Leak, Problem } from './reports/check.js';
 export type { Claim, HolderFinding, HolderFindingKind, StaleHolder } from './reports/check-holders.js';
 export type { StickyHold } from './reports/sticky-holds.js';
-export type { EmptyOrphanBlock } from './admin/empty-orphans.js';
+export type { EmptyOrphanBlock } from './reports/empty-orphans.js';
 export type { BlockUtilisation, NodeUtilisation, PoolUtilisation, Utilisation, UtilisationOptions } from './views/utilisation.js';
 export type { DeletedNodeBlockRelease } from './admin/gc-findings.js';
 export type { AllocationFilter, AllocationPage, AllocationRow, BlockAllocations } from './views/allocations.js';
@@ -35,4 +35,4 @@ export {
   PoolConflictError,
   PoolExhaustedError,
   PoolInUseError,
-} from './service/errors.js';
+} from './records/errors.js';

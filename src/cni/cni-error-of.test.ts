@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { CniCode, CniError } from './errors.js';
 import { StoreError, StoreUnavailableError, StoreUrlError } from '../store/errors.js';
 import { cniErrorOf } from './cni-error-of.js';
-import { AddressUnavailableError, ContentionError, CorruptRecordError, NoPoolError, PoolExhaustedError } from '../cluster/service/errors.js';
+import { AddressUnavailableError, ContentionError, CorruptRecordError, NoPoolError, PoolExhaustedError } from '../cluster/records/errors.js';
 import { FileIoError, LockTimeoutError, UnsafeFileError } from '../local/errors.js';
 import { PodCidrNotAssignedError } from '../local/pod-cidr-source.js';
 

@@ -23,7 +23,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type HistoryGap, type Hold, type HolderAt, encodeReleaseEvidence } from '../model/history.js';
-import { applyPragmas, createSqliteFile, oneRow, openSqlite, type SqliteDb, type Transaction } from '../sqlite/index.js';
+import { applyPragmas, createSqliteFile, oneRow, openSqlite, pragmaInteger, tableColumns, type SqliteDb, type Transaction } from '../sqlite/index.js';
 import { canonicalAddress } from './canonical-address.js';
 import { checkBatch } from './check-batch.js';
 import type { FollowPosition, HistoryBatch, HistoryDb, HistoryRecord, HoldEnd, HoldStart, TimeRange } from './history-db.js';
@@ -55,7 +55,7 @@ export function openHistoryDb(path: string, options: OpenHistoryDbOptions = {}):
 const ADDED_HOLD_COLUMNS = [{ column: 'evidence', type: 'TEXT' }] as const;
 
 function hasColumn(db: SqliteDb, column: string): boolean {
-  return (db.pragma('table_info(holds)') as { name: string }[]).some((c) => c.name === column);
+  return tableColumns(db, 'holds').includes(column);
 }
 
 class SqliteHistoryDb implements HistoryDb {
@@ -314,8 +314,8 @@ class SqliteHistoryDb implements HistoryDb {
     this.#checkOpen();
     return this.#read(() => {
       const c = oneRow(this.#st.counts);
-      const pages = this.#db.pragma('page_count', { simple: true }) as number;
-      const pageSize = this.#db.pragma('page_size', { simple: true }) as number;
+      const pages = pragmaInteger(this.#db, 'page_count');
+      const pageSize = pragmaInteger(this.#db, 'page_size');
       return { holds: c.holds, openHolds: c.open, gaps: c.gaps, bytes: pages * pageSize };
     });
   }

@@ -10,13 +10,19 @@
  * nothing at all (the store revision does not move). A dry run is this same code on a private
  * copy of the store (copyToMemory): its outcome is exactly what the real run does.
  */
-import { decodeBlock } from '../cluster/records/index.js';
-import { decodeHandle, type HandleRecord } from '../cluster/records/index.js';
-import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from '../cluster/service/index.js';
-import { POOL_PREFIX, blockKey, handleKey } from '../cluster/records/index.js';
-import { decodePool, type Pool, validatePoolSpec } from '../cluster/records/index.js';
+import {
+  decodeBlock,
+  decodeHandle,
+  type HandleRecord,
+  POOL_PREFIX,
+  blockKey,
+  handleKey,
+  decodePool,
+  type Pool,
+  validatePoolSpec,
+} from '../cluster/records/index.js';
+import { DEFAULT_MAX_ATTEMPTS, type IpamContext, ViewCache } from '../cluster/views/index.js';
 import { createPool } from '../cluster/admin/index.js';
-import { ViewCache } from '../cluster/views/index.js';
 import type { Block } from '../alloc/block.js';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
 import { copyToMemory } from '../store/copy-to-memory.js';

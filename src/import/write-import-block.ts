@@ -30,19 +30,27 @@
 import { type Block, assignOrdinal, newBlock, ordinalOf } from '../alloc/block.js';
 import { type Quarantine, quarantinedOrdinals, stampReleases } from '../alloc/block-quarantine.js';
 import { quarantinedConflict } from './quarantined-conflict.js';
-import { encodeAffinity } from '../cluster/records/index.js';
-import { decodeBlock, encodeBlock } from '../cluster/records/index.js';
-import { ContentionError } from '../cluster/service/index.js';
-import { type HandleRecord, adjustHandle, decodeHandle, encodeHandle } from '../cluster/records/index.js';
-import { stampOp } from '../cluster/records/index.js';
+import {
+  encodeAffinity,
+  decodeBlock,
+  encodeBlock,
+  ContentionError,
+  type HandleRecord,
+  adjustHandle,
+  decodeHandle,
+  encodeHandle,
+  stampOp,
+  affinityKey,
+  blockKey,
+  handleKey,
+  poolKey,
+  decodePool,
+} from '../cluster/records/index.js';
 import { GateRefusedError, commitWrite } from '../cluster/gate/index.js';
-import type { IpamContext } from '../cluster/service/index.js';
-import { affinityKey, blockKey, handleKey, poolKey } from '../cluster/records/index.js';
-import { decodePool } from '../cluster/records/index.js';
+import type { IpamContext } from '../cluster/views/index.js';
 import { formatPrefix, parseAddr } from '../ip/index.js';
 import type { Compare, Op } from '../store/index.js';
-import type { ImportBlockWork } from './check-import-plan.js';
-import { describeHolder } from './check-import-plan.js';
+import { type ImportBlockWork, describeHolder } from './check-import-plan.js';
 import type { ImportConflict, ImportedAddress, ImportedHolder } from './import-plan.js';
 
 /** Handles per transaction: their compares and puts plus block, affinity, pool and stamp stay under 128. */

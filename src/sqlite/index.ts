@@ -4,5 +4,6 @@
  * all open their files through it.
  */
 export { applyPragmas, createSqliteFile, openSqlite, SQLITE_DIR_MODE, SQLITE_FILE_MODE, type OpenSqliteOptions, type SqlitePragmas } from './open-sqlite.js';
+export { pragmaInteger, quickCheck, tableColumns } from './read-pragma.js';
 export { BUSY_SLICE_MS, isBusy, retryWhileBusy } from './retry-while-busy.js';
 export { oneRow, type RunResult, type SqliteDb, type Statement, type Transaction } from './sqlite-db.js';

@@ -15,7 +15,7 @@
 import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../model/history.js';
-import { applyPragmas, oneRow, openSqlite, SQLITE_DIR_MODE, type SqliteDb } from '../sqlite/index.js';
+import { applyPragmas, oneRow, openSqlite, quickCheck, tableColumns, SQLITE_DIR_MODE, type SqliteDb } from '../sqlite/index.js';
 
 /** The resource DB exists but cannot be opened or read: the agent stops (it is never recreated over it). */
 export class ResourceDbError extends Error {
@@ -104,8 +104,7 @@ const ADDED_COLUMNS: readonly { readonly table: string; readonly column: string;
 
 function migrate(db: SqliteDb): void {
   for (const c of ADDED_COLUMNS) {
-    const cols = db.pragma(`table_info(${c.table})`) as { name: string }[];
-    if (!cols.some((x) => x.name === c.column)) db.exec(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.type}`);
+    if (!tableColumns(db, c.table).includes(c.column)) db.exec(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.type}`);
   }
 }
 
@@ -202,8 +201,7 @@ export class ResourceDb {
       // An absent file is created (owner-only, as every SQLite file of podipam); an existing one must still be there.
       db = openSqlite(this.path, { busyTimeoutMs: 5000, create: size === undefined });
       if (!this.fresh) {
-        const check = db.pragma('quick_check') as { quick_check: string }[];
-        const bad = check.map((r) => r.quick_check).filter((m) => m !== 'ok');
+        const bad = quickCheck(db).filter((m) => m !== 'ok');
         if (bad.length > 0) throw new Error(bad.slice(0, 3).join('; '));
       }
       applyPragmas(db, { journal: 'wal', synchronous: 'normal' });

@@ -23,7 +23,7 @@
  * Direct attachments are not sticky: `podipam.io/ip` pins an address already.
  */
 import { placementRequest } from '../cluster/plan/index.js';
-import type { Assignment } from '../cluster/plan/index.js';
+import type { Assignment } from '../cluster/records/index.js';
 import { type Addr, formatAddr } from '../ip/index.js';
 import { failureOf } from '../model/failure.js';
 import type { ReleaseReason } from '../model/history.js';

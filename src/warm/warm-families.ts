@@ -6,9 +6,7 @@
  * started before its pools exist needs no restart.
  */
 import type { Family } from '../ip/index.js';
-import type { Pool } from '../cluster/records/index.js';
-import { poolUsable } from '../cluster/records/index.js';
-import { reuseAfterOfAddr } from '../cluster/txn/index.js';
+import { type Pool, poolUsable, reuseAfterOfAddr } from '../cluster/records/index.js';
 import { WarmPool } from './warm-pool.js';
 import type { WarmSizing } from './warm-pool-config.js';
 import type { WarmState } from './warm-state.js';

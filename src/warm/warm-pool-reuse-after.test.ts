@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Addr, formatAddr, parseAddr, parsePrefix } from '../ip/index.js';
 import { type Pool, validatePoolSpec } from '../cluster/records/pool-record.js';
-import { reuseAfterOfAddr } from '../cluster/txn/pool-quarantine.js';
+import { reuseAfterOfAddr } from '../cluster/records/pool-quarantine.js';
 import { type WarmPoolConfig, WarmPool } from './warm-pool.js';
 
 const cfg: WarmPoolConfig = { family: 4, minIdle: 0, maxIdle: 4, capacity: 8, cooldownMs: 1_000, stickyForMs: 5_000 };

@@ -22,8 +22,7 @@ import { BACKOFF_MAX_MS, POOL_VIEW_MS, TICK_MS } from './warm-options.js';
 import { WARM_NETWORK } from './warm-handle.js';
 import type { WarmState } from './warm-state.js';
 import { unusableAddrs } from './unusable-addrs.js';
-import { type Pool, poolSpace } from '../cluster/records/index.js';
-import { reuseAfterOfAddr } from '../cluster/txn/index.js';
+import { type Pool, poolSpace, reuseAfterOfAddr } from '../cluster/records/index.js';
 import { WarmUnknown } from './warm-unknown.js';
 import { addUsableFamilies } from './warm-families.js';
 

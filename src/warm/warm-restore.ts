@@ -10,8 +10,7 @@
  */
 import { type Family, formatAddr, parseAddr } from '../ip/index.js';
 import { type PodRecord, planReconcile } from './plan-reconcile.js';
-import type { Assignment } from '../cluster/plan/index.js';
-import { reuseAfterOfAddr } from '../cluster/txn/index.js';
+import { type Assignment, reuseAfterOfAddr } from '../cluster/records/index.js';
 import { unusableAddrs } from './unusable-addrs.js';
 import { usableFamilies } from './warm-families.js';
 import type { HeldRow } from './resource-db.js';

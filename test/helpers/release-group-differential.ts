@@ -9,7 +9,7 @@ import { formatAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
-import type { AssignRequest } from '../../src/cluster/plan/plan-assign.js';
+import type { AssignRequest } from '../../src/cluster/records/assignment.js';
 import type { ReleaseOutcome } from '../../src/cluster/txn/release-group.js';
 
 export const T0 = Date.parse('2026-12-04T12:00:00Z');

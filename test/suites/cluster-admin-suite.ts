@@ -8,7 +8,7 @@ import { type Addr, formatAddr, parseAddr, parsePrefix, prefixContains } from '.
 import type { Store } from '../../src/store/index.js';
 import { nodeKey } from '../../src/model/node-record.js';
 import { encodeNodeTombstone, nodeTombstoneKey } from '../../src/model/node-tombstone.js';
-import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/service/errors.js';
+import { PoolConflictError, PoolExhaustedError, PoolInUseError } from '../../src/cluster/records/errors.js';
 import { encodeAffinity } from '../../src/cluster/records/affinity-record.js';
 import { encodeBlock } from '../../src/cluster/records/block-record.js';
 import { encodeHandle } from '../../src/cluster/records/handle-record.js';

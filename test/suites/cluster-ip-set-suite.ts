@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAddr, parseAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
-import { AddressUnavailableError, NotFoundError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { AddressUnavailableError, NotFoundError, PoolExhaustedError } from '../../src/cluster/records/errors.js';
 import { IpSetConflictError, IpSetExhaustedError, IpSetInUseError, PoolHasIpSetsError } from '../../src/cluster/records/ip-set-errors.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';
 

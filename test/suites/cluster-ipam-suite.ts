@@ -9,7 +9,7 @@ import { formatAddr, parseAddr, parsePrefix, prefixContains } from '../../src/ip
 import type { Store } from '../../src/store/index.js';
 import { nodeKey } from '../../src/model/node-record.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../../src/cluster/records/errors.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, handleKey } from '../../src/cluster/records/keys.js';
 import { ViewCache } from '../../src/cluster/views/view-cache.js';
 import { MAX_CLAIM_MISSES } from '../../src/cluster/plan/plan-assign.js';

@@ -8,13 +8,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAddr, formatPrefix, parseAddr, parsePrefix, prefixContainsPrefix, prefixOverlaps } from '../../src/ip/index.js';
-import type { Store } from '../../src/store/index.js';
+import { type Store, openStore } from '../../src/store/index.js';
 import { decodeBlock, encodeBlock } from '../../src/cluster/records/block-record.js';
-import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/service/errors.js';
+import { NoPoolError, PoolChangeRefusedError, PoolConflictError, PoolExhaustedError } from '../../src/cluster/records/errors.js';
 import { encodePool, validatePoolSpec } from '../../src/cluster/records/pool-record.js';
 import { AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, poolKey } from '../../src/cluster/records/keys.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
-import { openStore } from '../../src/store/index.js';
 import { backupText, restoreBackup } from '../../src/store/backup-store.js';
 import { parseBackup } from '../../src/store/backup-file.js';
 import { ipam, withStoreOf } from './cluster-suite-helpers.js';

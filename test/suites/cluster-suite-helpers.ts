@@ -2,7 +2,7 @@
 import { formatAddr } from '../../src/ip/index.js';
 import type { Store } from '../../src/store/index.js';
 import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
-import type { Assignment } from '../../src/cluster/plan/plan-assign.js';
+import type { Assignment } from '../../src/cluster/records/assignment.js';
 import { mulberry32 } from '../../src/util/mulberry32.js';
 
 export const T0 = new Date('2026-01-01T00:00:00Z');

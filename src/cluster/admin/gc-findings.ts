@@ -9,14 +9,10 @@
 import { commitWrite } from '../gate/index.js';
 import { ordinalOf, releaseOrdinals, withAffinity } from '../../alloc/block.js';
 import { isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
-import { isSweepableOrphan } from './empty-orphans.js';
-import { loadSnapshot } from '../views/index.js';
-import { quarantineFor, readKeys, releaseByHandleIf } from '../txn/index.js';
-import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../../ip/index.js';
-import type { Compare, Entry, Op } from '../../store/index.js';
-import { nodeKey } from '../../model/node-record.js';
-import { nodeTombstoneKey } from '../../model/node-tombstone.js';
+import { isSweepableOrphan, type Leak } from '../reports/index.js';
+import { loadSnapshot, readKeys, type IpamContext } from '../views/index.js';
 import {
+  quarantineFor,
   decodeBlock,
   encodeBlock,
   decodeHandle,
@@ -29,10 +25,13 @@ import {
   parseAffinityKey,
   parseBlockKey,
   releaseStampOp,
+  ContentionError,
 } from '../records/index.js';
-import type { Leak } from '../reports/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { releaseByHandleIf } from '../txn/index.js';
+import { formatPrefix, parseAddr, parsePrefix, type Prefix } from '../../ip/index.js';
+import type { Compare, Entry, Op } from '../../store/index.js';
+import { nodeKey } from '../../model/node-record.js';
+import { nodeTombstoneKey } from '../../model/node-tombstone.js';
 
 /**
  * Frees a leaked address (an allocation whose handle record is gone) if the block still gives

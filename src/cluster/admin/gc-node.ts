@@ -13,13 +13,12 @@
  * through `podipam serve`'s GC.
  */
 import { crashPoint } from '../../util/crash-point.js';
-import { readKeys, releaseByHandle, type Released } from '../txn/index.js';
+import { readKeys, type IpamContext, loadNodeBlocks } from '../views/index.js';
+import { releaseByHandle, type Released } from '../txn/index.js';
 import { decodeHandle, handleKey, HANDLE_PREFIX } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
 import { cniHandleId } from '../../model/handle-id.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { loadNodeBlocks } from '../views/index.js';
 
 export interface NodeGcResult {
   readonly released: readonly Released[];

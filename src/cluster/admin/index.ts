@@ -1,6 +1,5 @@
 /** src/cluster/admin: the public entry other folders import (no reaching into its files). */
 export * from './pools.js';
-export * from './empty-orphans.js';
 export * from './gc-findings.js';
 export * from './gc-node.js';
 export * from './ip-sets.js';

@@ -26,11 +26,7 @@ import {
   type Pool,
   decodePool,
   decodeReservation,
-} from '../records/index.js';
-import { configTxn } from '../txn/index.js';
-import { NotFoundError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
-import {
+  NotFoundError,
   type IpSet,
   MAX_IP_SET_BLOCKS,
   MAX_IP_SET_SIZE,
@@ -41,6 +37,8 @@ import {
   ipSetOf,
   parseIpSetRange,
 } from '../records/index.js';
+import { configTxn } from '../txn/index.js';
+import type { IpamContext } from '../views/index.js';
 
 /** What a set is made of: explicit addresses, or a count of the pool's lowest free ones. */
 export type IpSetSpec = { readonly ranges: readonly string[]; readonly count?: undefined } | { readonly count: number; readonly ranges?: undefined };

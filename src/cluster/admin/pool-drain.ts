@@ -11,11 +11,9 @@
  */
 import { addrOfOrdinal } from '../../alloc/block.js';
 import { type Addr, formatAddr, prefixContainsPrefix } from '../../ip/index.js';
-import { decodeBlock, decodeHandle, BLOCK_PREFIX, handleKey, poolKey, type Pool, decodePool, encodePool, poolSpace } from '../records/index.js';
-import { configTxn, readKeys } from '../txn/index.js';
-import { NotFoundError } from '../service/errors.js';
-import { warmPodRecords } from '../views/handles-of-pod.js';
-import type { IpamContext } from '../service/index.js';
+import { decodeBlock, decodeHandle, BLOCK_PREFIX, handleKey, poolKey, type Pool, decodePool, encodePool, poolSpace, NotFoundError } from '../records/index.js';
+import { configTxn } from '../txn/index.js';
+import { readKeys, warmPodRecords, type IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 

@@ -8,8 +8,7 @@
  * a resize an unfinished shrink forbids.
  */
 import { formatPrefix, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
-import { PoolChangeRefusedError } from '../service/errors.js';
-import { type Pool, poolBlockSizes, validatePoolSpec } from '../records/index.js';
+import { PoolChangeRefusedError, type Pool, poolBlockSizes, validatePoolSpec } from '../records/index.js';
 
 export type ResizeKind = 'grow' | 'shrink' | 'same';
 

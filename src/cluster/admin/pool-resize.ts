@@ -20,10 +20,21 @@ import { allocatedCount, addrOfOrdinal } from '../../alloc/block.js';
 import { crashPoint } from '../../util/crash-point.js';
 import { formatAddr, formatPrefix, type Prefix, prefixContains, prefixContainsPrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { decodeBlock, decodeIpSet, BLOCK_PREFIX, IPSET_PREFIX, poolKey, type Pool, decodePool, encodePool } from '../records/index.js';
+import {
+  decodeBlock,
+  decodeIpSet,
+  BLOCK_PREFIX,
+  IPSET_PREFIX,
+  poolKey,
+  type Pool,
+  decodePool,
+  encodePool,
+  ContentionError,
+  NotFoundError,
+  PoolChangeRefusedError,
+} from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { ContentionError, NotFoundError, PoolChangeRefusedError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { type ResizeKind, checkResize } from './pool-resize-check.js';
 import { deleteBlocks } from './pools.js';

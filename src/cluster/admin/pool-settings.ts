@@ -15,7 +15,7 @@
  * reuseAfter: applies at once to every hand-out planned on the new `config` (release times are
  * kept in the blocks, so raising it also covers addresses freed shortly before, as far as their
  * blocks recorded them); releases record their time once the releasing process has read the
- * new setting (src/cluster/txn/pool-quarantine.ts).
+ * new setting (src/cluster/records/pool-quarantine.ts).
  */
 import { checkBlockSize } from '../../alloc/block-layout.js';
 import { checkBlockSizeSpread } from '../../alloc/overlapping-blocks.js';
@@ -31,10 +31,11 @@ import {
   encodePool,
   poolSpace,
   parseReuseAfter,
+  NotFoundError,
+  PoolChangeRefusedError,
 } from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { NotFoundError, PoolChangeRefusedError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 import { parseNodeSelector } from '../../model/node-selector.js';
 

@@ -21,10 +21,13 @@ import {
   decodePool,
   encodePool,
   validatePoolSpec,
+  ContentionError,
+  NotFoundError,
+  PoolConflictError,
+  PoolInUseError,
 } from '../records/index.js';
 import { configTxn } from '../txn/index.js';
-import { ContentionError, NotFoundError, PoolConflictError, PoolInUseError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 
 /**

@@ -4,9 +4,8 @@
  */
 import { type Prefix, formatPrefix } from '../../ip/index.js';
 import { configTxn } from '../txn/index.js';
-import { NotFoundError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
 import {
+  NotFoundError,
   type IpamConfig,
   MAX_BLOCKS_PER_HOST,
   decodeConfig,
@@ -18,6 +17,7 @@ import {
   encodeReservation,
   parseReservedCidr,
 } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import { checkResourceName } from '../../model/names.js';
 
 export type IpamSettings = Omit<IpamConfig, 'generation'>;

@@ -20,8 +20,7 @@
  */
 import { listAll } from '../../store/list-all.js';
 import type { Compare, Op, TxnResult } from '../../store/index.js';
-import { loadSnapshot } from '../views/index.js';
-import type { IpamContext } from '../service/index.js';
+import { loadSnapshot, type IpamContext } from '../views/index.js';
 import { BLOCK_PREFIX, CONFIG_KEY, POOL_PREFIX, parseBlockKey, decodePool } from '../records/index.js';
 import type { Prefix } from '../../ip/index.js';
 import { type PoolsView, guardedCompares, needsBlocks, shapeOf } from './gate-rules.js';

@@ -8,9 +8,7 @@ import { quarantineHeld, quarantinedOrdinals } from '../../alloc/block-quarantin
 import { reservedOrdinals } from '../../alloc/block-layout.js';
 import type { Family } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
-import { effectiveMaxBlocks, type Pool, poolUsable } from '../records/index.js';
-import { NoPoolError, PoolExhaustedError } from '../service/errors.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { effectiveMaxBlocks, type Pool, poolUsable, NoPoolError, PoolExhaustedError, quarantineFor } from '../records/index.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
 import { NeedList, type PlanWork } from './plan-work.js';
 

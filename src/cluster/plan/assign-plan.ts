@@ -1,9 +1,8 @@
 /** The input and the answer of planAssign (plan-assign.ts). */
 import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
-import type { HandleRecord } from '../records/index.js';
+import type { HandleRecord, AssignRequest, Assignment } from '../records/index.js';
 import type { ClusterSnapshot, KnownBlock } from '../views/index.js';
-import type { AssignRequest, Assignment } from './assignment.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;

@@ -6,8 +6,7 @@
 import { assignOrdinal, holderOf, newBlock, ordinalOf } from '../../alloc/block.js';
 import { excludedRole } from '../../alloc/block-addressing.js';
 import { type Addr, type Prefix, addrEquals, formatAddr, formatPrefix, prefixContains, prefixOf } from '../../ip/index.js';
-import { ipSetOf, blockKey, poolBlockSizes, poolUnusableWhy, poolUsable } from '../records/index.js';
-import { AddressUnavailableError } from '../service/errors.js';
+import { ipSetOf, blockKey, poolBlockSizes, poolUnusableWhy, poolUsable, AddressUnavailableError } from '../records/index.js';
 import { claimGuards } from './claim-candidate.js';
 import { NeedRead, type PlanWork } from './plan-work.js';
 

@@ -7,8 +7,7 @@ import { stampReleases } from '../../alloc/block-quarantine.js';
 import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
-import { encodeAffinity, encodeBlock, adjustHandle, encodeHandle, CONFIG_KEY, affinityKey, handleKey } from '../records/index.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { encodeAffinity, encodeBlock, adjustHandle, encodeHandle, CONFIG_KEY, affinityKey, handleKey, quarantineFor } from '../records/index.js';
 import type { AssignPlan } from './assign-plan.js';
 import type { PlanWork } from './plan-work.js';
 

@@ -1,15 +1,13 @@
 /**
- * The pools an assignment request names (`pools`, `poolsByFamily`: src/cluster/plan/assignment.ts),
+ * The pools an assignment request names (`pools`, `poolsByFamily`: src/cluster/records/assignment.ts),
  * resolved against a snapshot's pools, purely: an entry is a pool name, a canonical CIDR
  * (Calico's annotations) or a pattern (Spiderpool's: src/model/pool-pattern.ts, every matching
  * pool in name order). Each entry is resolved once per instance, so a pattern is matched
  * against every pool once per plan. `placedProblem` says why an annotated entry cannot serve.
  */
-import type { Family } from '../../ip/index.js';
-import { formatPrefix } from '../../ip/index.js';
+import { type Family, formatPrefix } from '../../ip/index.js';
 import { isPoolPattern, poolMatcher } from '../../model/pool-pattern.js';
-import { type Pool, poolUnusableWhy, poolUsable } from '../records/index.js';
-import type { AssignRequest } from './assignment.js';
+import { type Pool, poolUnusableWhy, poolUsable, type AssignRequest } from '../records/index.js';
 
 export class NamedPools {
   readonly #pools: readonly Pool[];

@@ -9,7 +9,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterIpam } from '../service/cluster-ipam.js';
-import { AddressUnavailableError, NoPoolError } from '../service/errors.js';
+import { AddressUnavailableError, NoPoolError } from '../records/errors.js';
 import { PlacementError, parsePlacement } from '../../model/placement.js';
 import { placementRequest } from './placement-request.js';
 import { encodeNodeRecord, nodeKey } from '../../model/node-record.js';

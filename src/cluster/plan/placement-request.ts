@@ -6,7 +6,7 @@
  * from the set and any other family from the configured pools.
  */
 import type { Placement } from '../../model/placement.js';
-import type { AssignRequest } from './assignment.js';
+import type { AssignRequest } from '../records/index.js';
 
 export type PlacementFields = Pick<AssignRequest, 'ips' | 'auto' | 'pools' | 'poolsByFamily' | 'ipSet' | 'placedBy'>;
 

@@ -6,7 +6,7 @@ import { failureOf } from '../../model/failure.js';
 import { PlacementError } from '../../model/placement.js';
 import type { Entry } from '../../store/index.js';
 import { snapshotFromEntries } from '../views/cluster-snapshot.js';
-import { AddressUnavailableError } from '../service/errors.js';
+import { AddressUnavailableError } from '../records/errors.js';
 import { IpSetExhaustedError, NoIpSetError } from '../records/ip-set-errors.js';
 import { encodeIpSet } from '../records/ip-set-record.js';
 import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';

@@ -3,20 +3,19 @@ import assert from 'node:assert/strict';
 import { type Block, allocateOrdinals, newBlock, releaseOrdinals } from '../../alloc/block.js';
 import { CLOCK_SKEW_MARGIN_MS, stampReleases } from '../../alloc/block-quarantine.js';
 import { IpRangeSet, formatAddr, parseAddr, parsePrefix } from '../../ip/index.js';
-import { parseIpSetRange } from '../records/ip-set-record.js';
+import { parseIpSetRange, encodeIpSet } from '../records/ip-set-record.js';
 import type { Entry } from '../../store/index.js';
 import { snapshotFromEntries } from '../views/cluster-snapshot.js';
 import { decodeBlock } from '../records/block-record.js';
-import { AddressUnavailableError, PoolExhaustedError } from '../service/errors.js';
+import { AddressUnavailableError, PoolExhaustedError } from '../records/errors.js';
 import { IpSetExhaustedError } from '../records/ip-set-errors.js';
-import { encodeIpSet } from '../records/ip-set-record.js';
 import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
 import { blockKey } from '../records/keys.js';
 import type { KnownBlock } from '../views/node-view.js';
 import { encodePool, validatePoolSpec } from '../records/pool-record.js';
 import { type PlanInput, planAssign } from './plan-assign.js';
 import { planReleaseAddrs } from './plan-release.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { quarantineFor } from '../records/pool-quarantine.js';
 
 // One /29 pool of one /29 block: usable ordinals 2-6 (0 network, 1 gateway, 7 broadcast).
 const POOL = validatePoolSpec({ name: 'p', cidr: '10.9.0.0/29', blockSize: 29, reuseAfter: '30s' });

@@ -6,7 +6,7 @@ import { blockAt, blockProbeOrder } from '../../alloc/block-layout.js';
 import { formatAddr, formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
 import { snapshotFromEntries } from '../views/cluster-snapshot.js';
-import { PoolExhaustedError } from '../service/errors.js';
+import { PoolExhaustedError } from '../records/errors.js';
 import { encodeConfig, DEFAULT_IPAM_CONFIG } from '../records/ipam-config.js';
 import { affinityKey, blockKey, handleKey } from '../records/keys.js';
 import type { KnownBlock } from '../views/node-view.js';

@@ -17,8 +17,7 @@
  */
 import { addrOfOrdinal, ordinalsOf } from '../../alloc/block.js';
 import { formatAddr, parsePrefix } from '../../ip/index.js';
-import { blockKey } from '../records/index.js';
-import { AddressUnavailableError } from '../service/errors.js';
+import { blockKey, AddressUnavailableError } from '../records/index.js';
 import type { AssignPlan, PlanInput } from './assign-plan.js';
 import { assignAuto } from './assign-auto.js';
 import { assignFromSet } from './assign-from-set.js';
@@ -28,7 +27,6 @@ import { NeedList, NeedRead, PlanWork } from './plan-work.js';
 import { takeOverHold } from './take-over-hold.js';
 
 export type { AssignPlan, PlanInput } from './assign-plan.js';
-export type { AssignRequest, Assignment } from './assignment.js';
 export { MAX_CLAIM_MISSES } from './assign-auto.js';
 
 /**

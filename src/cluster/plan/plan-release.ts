@@ -44,7 +44,7 @@ export interface ReleaseInput {
   readonly state: (key: string) => KnownBlock | undefined;
   /** For the empty-block policy: the releasing node, its blocks, and the snapshot's pools; omit to keep empty affine blocks. */
   readonly policy?: { readonly node: string; readonly mine: ReadonlyMap<string, KnownBlock>; readonly snap: ClusterSnapshot };
-  /** The reuse quarantine of a block (src/cluster/txn/pool-quarantine.ts): its pool's, at the releaser's clock. */
+  /** The reuse quarantine of a block (src/cluster/records/pool-quarantine.ts): its pool's, at the releaser's clock. */
   readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 

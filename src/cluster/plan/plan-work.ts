@@ -10,11 +10,9 @@ import { quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { type Addr, type Family, type Prefix, addrEquals, formatPrefix, prefixContainsPrefix } from '../../ip/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
-import { type Pool, poolSpace, poolUsable } from '../records/index.js';
-import { quarantineFor } from '../txn/pool-quarantine.js';
+import { type Pool, poolSpace, poolUsable, quarantineFor, type Assignment } from '../records/index.js';
 import type { KnownBlock } from '../views/index.js';
 import type { PlanInput } from './assign-plan.js';
-import type { Assignment } from './assignment.js';
 import { NamedPools } from './named-pools.js';
 
 const ABSENT: KnownBlock = Object.freeze({ rev: 0, block: null });

@@ -8,8 +8,7 @@
  * transaction fail and be planned again on the current records. Moving an address to the hold
  * frees nothing; the replaced hold's freed addresses are recorded for the reuse quarantine.
  */
-import type { Block } from '../../alloc/block.js';
-import { addrOfOrdinal } from '../../alloc/block.js';
+import { type Block, addrOfOrdinal } from '../../alloc/block.js';
 import { type Quarantine, isDisposable, stampReleases } from '../../alloc/block-quarantine.js';
 import { type Addr, type Prefix, formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Compare, Op } from '../../store/index.js';
@@ -28,7 +27,7 @@ export interface HoldInput {
   readonly holdState: HandleState;
   /** The hold record's fields (`stickyUntil` set). */
   readonly attrs: HandleAttrs & { readonly stickyUntil: string };
-  /** The reuse quarantine of a block (src/cluster/txn/pool-quarantine.ts): the replaced hold's freed addresses are recorded released. */
+  /** The reuse quarantine of a block (src/cluster/records/pool-quarantine.ts): the replaced hold's freed addresses are recorded released. */
   readonly quarantine: (cidr: Prefix) => Quarantine;
 }
 

@@ -7,7 +7,7 @@
  * and `ipam check` reports any affinity that is not confirmed or has no matching block.
  */
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { parseRecord } from './record-json.js';
 
 export type AffinityState = 'pending' | 'confirmed' | 'pendingDeletion';

@@ -14,7 +14,7 @@
  */
 import { formatAddr, parseAddr } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { bool, int, optStr, orCorrupt, parseRecord, str } from './record-json.js';
 
 /** Datastore prefix of the agents' holder views. */

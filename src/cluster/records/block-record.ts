@@ -10,7 +10,7 @@
 import { type Block, blockCapacity } from '../../alloc/block.js';
 import { formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { blockKey } from './keys.js';
 import { int, obj, orCorrupt, parseRecord, str } from './record-json.js';
 

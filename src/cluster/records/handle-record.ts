@@ -5,7 +5,7 @@
  */
 import { formatPrefix, parsePrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { obj, optStr, orCorrupt, parseRecord, str } from './record-json.js';
 
 /** Who a handle belongs to (informational, and GC's filter). */

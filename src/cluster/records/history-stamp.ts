@@ -23,10 +23,21 @@
  */
 import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../../model/history.js';
 import type { Op } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { CorruptRecordError } from './errors.js';
 
 export const STAMP_PREFIX = 'stamps/';
+
+/** What a stamp is made of: the fields of an operation's context (views/ipam-context.ts's IpamContext) it reads. */
+export interface StampContext {
+  /** The clock the stamp's `at` is read from. */
+  readonly now: () => Date;
+  /** Who writes: the stamp's key. */
+  readonly writer: string;
+  /** The context's release reason, if it names one. */
+  readonly why?: ReleaseReason;
+  /** What the context's releases rest on, stamped with `why`. */
+  readonly evidence?: ReleaseEvidence;
+}
 
 /**
  * What one record of a write-behind batch did (warm-handles.ts): its first delete in the batch, at
@@ -110,18 +121,18 @@ export function decodeStamp(key: string, value: string): Stamp {
 }
 
 /** The stamp of a transaction that frees addresses: the context's reason, else `fallback` (the operation's own: DEL, CNI GC, …). */
-export function releaseStampOp(ctx: IpamContext, fallback: ReleaseReason = 'del', keys?: Readonly<Record<string, StampedKey>>): Op {
+export function releaseStampOp(ctx: StampContext, fallback: ReleaseReason = 'del', keys?: Readonly<Record<string, StampedKey>>): Op {
   return stampOp(ctx, ctx.why ?? fallback, keys);
 }
 
 /** The stamp of a transaction that frees nothing by intent (an assignment, a write-behind batch of record puts): time only, plus `keys`. */
-export function plainStampOp(ctx: IpamContext, keys?: Readonly<Record<string, StampedKey>>): Op {
+export function plainStampOp(ctx: StampContext, keys?: Readonly<Record<string, StampedKey>>): Op {
   const s: Stamp = { at: ctx.now().getTime(), ...(keys ? { keys } : {}) };
   return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
 }
 
 /** The stamp op a transaction of `ctx` appends: now, `why` (default: the context's reason). */
-export function stampOp(ctx: IpamContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
+export function stampOp(ctx: StampContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
   const evidence = why !== undefined && why === ctx.why ? ctx.evidence : undefined;
   const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(evidence ? { evidence } : {}), ...(keys ? { keys } : {}) };
   return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };

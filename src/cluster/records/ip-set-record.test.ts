@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { IpRangeSet, formatAddr, parsePrefix } from '../../ip/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { decodeIpSet, encodeIpSet, formatIpSetRange, ipSetBlocks, parseIpSetRange } from './ip-set-record.js';
 
 describe('ip-set record', () => {

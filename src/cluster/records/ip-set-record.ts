@@ -18,7 +18,7 @@ import {
   rangeOf,
 } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { IPSET_PREFIX } from './keys.js';
 import { parseRecord, str } from './record-json.js';
 

@@ -10,7 +10,7 @@
 import { DEFAULT_BLOCK_SIZE, checkBlockSize, checkStoredBlockSize } from '../../alloc/block-layout.js';
 import { type Prefix, formatPrefix, parsePrefix, prefixOverlaps } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { POOL_PREFIX } from './keys.js';
 import { checkResourceName } from '../../model/names.js';
 import { type NodeSelector, parseNodeSelector } from '../../model/node-selector.js';

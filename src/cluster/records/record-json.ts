@@ -4,7 +4,7 @@
  * on it.
  */
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 
 /** Parses an entry's JSON value into an object; CorruptRecordError otherwise. */
 export function parseRecord(entry: Entry): Record<string, unknown> {

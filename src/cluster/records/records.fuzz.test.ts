@@ -17,7 +17,7 @@ import { isEngineError } from '../../util/engine-error.js';
 import { anyBytes, anyText, bounded, fc, fuzz, mutateAt, oddValue, pathsOf } from '../../../test/helpers/fuzz.js';
 import { decodeAffinity, encodeAffinity } from './affinity-record.js';
 import { decodeBlock, encodeBlock } from './block-record.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { decodeHandle, encodeHandle } from './handle-record.js';
 import { ClusterIpam } from '../index.js';
 import { affinityKey, blockKey, handleKey, poolKey, reservationKey } from './keys.js';

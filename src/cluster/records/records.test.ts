@@ -4,7 +4,7 @@ import { allocateOrdinals, newBlock } from '../../alloc/block.js';
 import { parsePrefix } from '../../ip/index.js';
 import { decodeAffinity, encodeAffinity } from './affinity-record.js';
 import { decodeBlock, encodeBlock } from './block-record.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { adjustHandle, decodeHandle, encodeHandle } from './handle-record.js';
 import { DEFAULT_IPAM_CONFIG, decodeConfig, effectiveMaxBlocks, encodeConfig, nextGeneration } from './ipam-config.js';
 import { blockKey } from './keys.js';

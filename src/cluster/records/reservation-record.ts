@@ -4,7 +4,7 @@
  */
 import { IpRangeSet, type Prefix, formatPrefix, parseAddr, parsePrefix, prefixOf, rangeFromPrefix } from '../../ip/index.js';
 import type { Entry } from '../../store/index.js';
-import { CorruptRecordError } from '../service/errors.js';
+import { CorruptRecordError } from './errors.js';
 import { RESERVATION_PREFIX } from './keys.js';
 import { parseRecord } from './record-json.js';
 

@@ -1,5 +1,5 @@
 /** What `podipam ipam check` (checkIpam, check.ts) reports, and its options. */
-import type { EmptyOrphanBlock } from '../admin/index.js';
+import type { EmptyOrphanBlock } from './empty-orphans.js';
 import type { HolderFinding, StaleHolder } from './check-holders.js';
 import type { StickyHold } from './sticky-holds.js';
 

@@ -45,13 +45,12 @@ import {
   decodePool,
   AGENT_VIEW_PREFIX,
 } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
-import { readKeys } from '../txn/index.js';
+import { type IpamContext, readKeys } from '../views/index.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
 import { listAll } from '../../store/list-all.js';
 import { POD_RECORD_PREFIX } from '../../model/reserved-network.js';
 import { checkHolders, type HolderFinding, type HolderInput } from './check-holders.js';
-import { type EmptyOrphanBlock, emptyOrphansOf } from '../admin/index.js';
+import { type EmptyOrphanBlock, emptyOrphansOf } from './empty-orphans.js';
 
 import type { BorrowedBlock, CheckOptions, CheckReport } from './check-report.js';
 import { type Finding, scanFindings, tryDecode } from './scan-findings.js';

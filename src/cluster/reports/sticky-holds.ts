@@ -7,7 +7,7 @@
 import { type Block, addrOfOrdinal } from '../../alloc/block.js';
 import { formatAddr, parsePrefix } from '../../ip/index.js';
 import { type HandleRecord, blockKey, handleKey } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from '../views/index.js';
 import { type Released, releaseByHandleIf } from '../txn/index.js';
 
 export interface StickyHold {

@@ -5,7 +5,7 @@
  * processes), and ADDs (and DELs) that arrive together combined into one transaction (group commit).
  */
 import type { ClusterIpam } from './cluster-ipam.js';
-import type { AssignRequest, Assignment } from '../plan/index.js';
+import type { AssignRequest, Assignment } from '../records/index.js';
 import type { Released } from '../txn/index.js';
 
 export interface ClusterHost {

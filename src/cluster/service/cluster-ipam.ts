@@ -22,11 +22,31 @@ import {
   type Utilisation,
   type UtilisationOptions,
   ViewCache,
+  type AddressHolder,
+  type PodHandle,
+  DEFAULT_MAX_ATTEMPTS,
+  type IpamContext,
 } from '../views/index.js';
 import type { Store } from '../../store/index.js';
-import { assignAddresses, type Released, releaseAddresses, releaseByHandle, type HoldResult } from '../txn/index.js';
-import type { BatchOutcome } from '../plan/assign-group.js';
-import type { ReleaseOutcome } from '../txn/release-group.js';
+import {
+  assignAddresses,
+  type Released,
+  releaseAddresses,
+  releaseByHandle,
+  type HoldResult,
+  type BatchOutcome,
+  type ReleaseOutcome,
+  type NodeAttachment,
+  type WarmRecordWrite,
+  type WarmView,
+  type WarmWriteResult,
+  type WriteFence,
+  currentPools,
+  listWarmHandles,
+  readWarmRecords,
+  warmView,
+  writeWarmRecords,
+} from '../txn/index.js';
 import type { CheckOptions, CheckReport, Leak, StickyHold } from '../reports/index.js';
 import type {
   DeletedNodeBlockRelease,
@@ -39,22 +59,18 @@ import type {
   PoolSettings,
   IpamSettings,
 } from '../admin/index.js';
-import type { AddressHolder, PodHandle } from '../views/handles-of-pod.js';
-import { CONFIG_KEY, HANDLE_PREFIX, type IpamConfig, type IpSet, type Pool, type PoolSpec, type Reservation, type HandleAttrs } from '../records/index.js';
-import type { NodeAttachment } from '../views/node-allocations.js';
-import { DEFAULT_MAX_ATTEMPTS, type IpamContext } from './ipam-context.js';
-import type { AssignRequest, Assignment } from '../plan/index.js';
 import {
-  type WarmRecordWrite,
-  type WarmView,
-  type WarmWriteResult,
-  type WriteFence,
-  currentPools,
-  listWarmHandles,
-  readWarmRecords,
-  warmView,
-  writeWarmRecords,
-} from '../txn/index.js';
+  CONFIG_KEY,
+  HANDLE_PREFIX,
+  type IpamConfig,
+  type IpSet,
+  type Pool,
+  type PoolSpec,
+  type Reservation,
+  type HandleAttrs,
+  type AssignRequest,
+  type Assignment,
+} from '../records/index.js';
 
 export interface ClusterIpamOptions {
   /** Attempts per compare-and-swap loop (default 100, as Calico). */
@@ -124,7 +140,7 @@ export class ClusterIpam {
 
   /** See assign-group.ts: several assignments of one node in one transaction; outcomes in order. */
   async assignMany(node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
-    const { assignGroup } = await import('../plan/assign-group.js');
+    const { assignGroup } = await import('../txn/index.js');
     return assignGroup(this.#ctx, node, reqs);
   }
 
@@ -135,7 +151,7 @@ export class ClusterIpam {
 
   /** See release-group.ts: several releases by handle of one node in one transaction; outcomes in order. */
   async releaseMany(node: string, handles: readonly string[]): Promise<ReleaseOutcome[]> {
-    const { releaseGroup } = await import('../txn/release-group.js');
+    const { releaseGroup } = await import('../txn/index.js');
     return releaseGroup(this.#ctx, node, handles);
   }
 
@@ -152,25 +168,25 @@ export class ClusterIpam {
 
   /** See handle-addresses.ts: what a handle holds (undefined when it does not exist). */
   async addressesOf(handle: string): Promise<Assignment[] | undefined> {
-    const { addressesOfHandle } = await import('../views/handle-addresses.js');
+    const { addressesOfHandle } = await import('../views/index.js');
     return addressesOfHandle(this.#ctx, handle);
   }
 
   /** See handles-of-pod.ts: the handles whose record names pod `namespace/name`, with their addresses. */
   async handlesOfPod(namespace: string | undefined, name: string): Promise<PodHandle[]> {
-    const { handlesOfPod } = await import('../views/handles-of-pod.js');
+    const { handlesOfPod } = await import('../views/index.js');
     return handlesOfPod(this.#ctx, namespace, name);
   }
 
   /** See handles-of-pod.ts: who holds `addr` (handle, pod, node, block); undefined when nobody does. */
   async holderOfAddress(addr: Addr): Promise<AddressHolder | undefined> {
-    const { holderOfAddress } = await import('../views/handles-of-pod.js');
+    const { holderOfAddress } = await import('../views/index.js');
     return holderOfAddress(this.#ctx, addr);
   }
 
   /** See handles-of-pod.ts: the pod each handle's record names (one batched read). */
   async podsOfHandles(handles: readonly string[]): Promise<Map<string, string>> {
-    const { podsOfHandles } = await import('../views/handles-of-pod.js');
+    const { podsOfHandles } = await import('../views/index.js');
     return podsOfHandles(this.#ctx, handles);
   }
 
@@ -323,13 +339,13 @@ export class ClusterIpam {
 
   /** See node-allocations.ts: the attachments `node`'s pods hold (runtime reconciliation's candidates). */
   async nodeAttachments(node: string): Promise<NodeAttachment[]> {
-    const { nodeAttachments } = await import('../views/node-allocations.js');
+    const { nodeAttachments } = await import('../txn/index.js');
     return nodeAttachments(this.#ctx, node);
   }
 
   /** See node-allocations.ts: free an attachment while its handle record is at `rev` (undefined: it changed, nothing freed). */
   async releaseAttachmentAsSeen(handle: string, rev: number): Promise<Released[] | undefined> {
-    const { releaseAttachmentAsSeen } = await import('../views/node-allocations.js');
+    const { releaseAttachmentAsSeen } = await import('../txn/index.js');
     return releaseAttachmentAsSeen(this.#ctx, handle, rev);
   }
 

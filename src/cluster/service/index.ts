@@ -1,5 +1,3 @@
 /** src/cluster/service: the public entry other folders import (no reaching into its files). */
 export * from './cluster-host.js';
 export * from './cluster-ipam.js';
-export * from './errors.js';
-export * from './ipam-context.js';

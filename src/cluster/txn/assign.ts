@@ -8,13 +8,24 @@ import { crashPoint } from '../../util/crash-point.js';
 import { commitWrite } from '../gate/index.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { checkHandle } from '../../model/handle-id.js';
-import { absorbEntry, AFFINITY_PREFIX, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey, decodeHandle, stampOp } from '../records/index.js';
-import { loadSnapshot, type KnownBlock, loadNodeBlocks, takenByPod } from '../views/index.js';
-import { AddressUnavailableError, ContentionError, NoPoolError, PoolExhaustedError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { absorbEntry, loadSnapshot, type KnownBlock, loadNodeBlocks, takenByPod, type IpamContext, readKeys } from '../views/index.js';
+import {
+  AFFINITY_PREFIX,
+  BLOCK_PREFIX,
+  blockKey,
+  handleKey,
+  parseAffinityKey,
+  decodeHandle,
+  stampOp,
+  AddressUnavailableError,
+  ContentionError,
+  NoPoolError,
+  PoolExhaustedError,
+  type AssignRequest,
+  type Assignment,
+} from '../records/index.js';
 import type { Entry } from '../../store/index.js';
-import { type HandleState, type AssignRequest, type Assignment, planAssign } from '../plan/index.js';
-import { readKeys } from './read-keys.js';
+import { type HandleState, planAssign } from '../plan/index.js';
 import { PlacementError } from '../../model/placement.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */

@@ -8,9 +8,8 @@
  */
 import { commitWrite } from '../gate/index.js';
 import type { Compare, Entry, Op } from '../../store/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
 import {
+  ContentionError,
   type IpamConfig,
   decodeConfig,
   encodeConfig,
@@ -22,6 +21,7 @@ import {
   quarantinesOfPools,
   withQuarantines,
 } from '../records/index.js';
+import type { IpamContext } from '../views/index.js';
 import { listAll } from '../../store/list-all.js';
 
 export interface ConfigTxnStep<T> {

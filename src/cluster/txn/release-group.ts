@@ -20,14 +20,12 @@ import { crashPoint } from '../../util/crash-point.js';
 import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
 import { commitWrite } from '../gate/index.js';
-import { absorbEntry, releaseStampOp } from '../records/index.js';
-import { MAX_BATCH_OPS, fits } from '../plan/assign-group.js';
-import type { IpamContext } from '../service/index.js';
+import { absorbEntry, type IpamContext, type KnownBlock } from '../views/index.js';
+import { releaseStampOp, quarantineFor } from '../records/index.js';
+import { MAX_BATCH_OPS, fits } from './assign-group.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
-import type { KnownBlock } from '../views/index.js';
 import { planReleaseHandle } from '../plan/index.js';
-import { quarantineFor } from './pool-quarantine.js';
 import { type Released, releaseByHandle } from './release.js';
 
 export { MAX_BATCH_OPS };

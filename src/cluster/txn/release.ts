@@ -9,10 +9,10 @@
 import { commitWrite } from '../gate/index.js';
 import { crashPoint } from '../../util/crash-point.js';
 import { ordinalsOf } from '../../alloc/block.js';
-import { type Addr, formatPrefix } from '../../ip/index.js';
+import { type Addr, formatPrefix, type Prefix } from '../../ip/index.js';
 import type { Compare, Entry } from '../../store/index.js';
+import { absorbEntry, loadSnapshot, type KnownBlock, type NodeView, type IpamContext, readKeys } from '../views/index.js';
 import {
-  absorbEntry,
   type Pool,
   decodePool,
   decodeBlock,
@@ -25,18 +25,15 @@ import {
   quarantineIn,
   quarantinesOfConfig,
   releaseStampOp,
+  ContentionError,
+  CorruptRecordError,
+  quarantineFor,
 } from '../records/index.js';
-import { loadSnapshot, type KnownBlock, type NodeView } from '../views/index.js';
 import { listAll } from '../../store/list-all.js';
-import { ContentionError, CorruptRecordError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
 import type { Quarantine } from '../../alloc/block-quarantine.js';
-import type { Prefix } from '../../ip/index.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { type HandleState, type ReleaseInput, type ReleasePlan, planReleaseAddrs, planReleaseHandle } from '../plan/index.js';
-import { readKeys } from './read-keys.js';
-import { quarantineFor } from './pool-quarantine.js';
 
 /** One freed address and the handle that held it. */
 export interface Released {

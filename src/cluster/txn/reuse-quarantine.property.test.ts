@@ -15,7 +15,7 @@ import { CLOCK_SKEW_MARGIN_MS } from '../../alloc/block-quarantine.js';
 import { formatAddr } from '../../ip/index.js';
 import { openStore } from '../../store/index.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
-import { PoolExhaustedError } from '../service/errors.js';
+import { PoolExhaustedError } from '../records/errors.js';
 import { stickyHoldHandle } from '../records/sticky-hold-id.js';
 
 const REUSE_AFTER_MS = 10_000;

@@ -8,17 +8,13 @@
 import { commitWrite } from '../gate/index.js';
 import { crashPoint } from '../../util/crash-point.js';
 import type { Entry } from '../../store/index.js';
-import { absorbEntry, decodeHandle, type HandleAttrs, handleKey, releaseStampOp } from '../records/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
+import { absorbEntry, type IpamContext, type KnownBlock, loadSnapshot, readKeys } from '../views/index.js';
+import { decodeHandle, type HandleAttrs, handleKey, releaseStampOp, ContentionError, quarantineFor } from '../records/index.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { type KnownBlock, loadSnapshot } from '../views/index.js';
 import { type HandleState, planHold } from '../plan/index.js';
-import { readKeys } from './read-keys.js';
 import type { Addr, Prefix } from '../../ip/index.js';
 import type { Quarantine } from '../../alloc/block-quarantine.js';
-import { quarantineFor } from './pool-quarantine.js';
 
 export interface HoldResult {
   /** Addresses the hold now keeps for the pod. */

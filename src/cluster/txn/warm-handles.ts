@@ -22,8 +22,7 @@ import {
   RESERVATION_PREFIX,
   type Pool,
 } from '../records/index.js';
-import { loadSnapshot, labelsOf } from '../views/index.js';
-import type { IpamContext } from '../service/index.js';
+import { loadSnapshot, labelsOf, type IpamContext } from '../views/index.js';
 import type { IpRangeSet } from '../../ip/index.js';
 import { nodeKey } from '../../model/node-record.js';
 

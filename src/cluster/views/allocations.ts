@@ -11,7 +11,7 @@ import type { Entry } from '../../store/index.js';
 import { compareKeys } from '../../store/key-order.js';
 import { listAll } from '../../store/list-all.js';
 import { decodeBlock, decodeHandle, affinityPrefix, BLOCK_PREFIX, blockKey, handleKey, parseAffinityKey } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from './ipam-context.js';
 
 export interface AllocationRow {
   readonly ip: string;

@@ -5,11 +5,9 @@
 import { addrOfOrdinal, ordinalsOf } from '../../alloc/block.js';
 import { blockGateway } from '../../alloc/block-addressing.js';
 import { prefixContainsPrefix, parsePrefix } from '../../ip/index.js';
-import { decodeBlock, decodeHandle, blockKey, handleKey, POOL_PREFIX, decodePool } from '../records/index.js';
-import { ContentionError } from '../service/errors.js';
-import type { IpamContext } from '../service/index.js';
-import type { Assignment } from '../plan/index.js';
-import { readKeys } from '../txn/index.js';
+import { decodeBlock, decodeHandle, blockKey, handleKey, POOL_PREFIX, decodePool, ContentionError, type Assignment } from '../records/index.js';
+import type { IpamContext } from './ipam-context.js';
+import { readKeys } from './read-keys.js';
 
 /** The addresses `handle` holds (IPv4 first), or undefined when the handle does not exist. */
 export async function addressesOfHandle(ctx: IpamContext, handle: string): Promise<Assignment[] | undefined> {

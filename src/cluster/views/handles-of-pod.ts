@@ -23,10 +23,10 @@ import {
   poolSpace,
 } from '../records/index.js';
 import { addressesOfHandle } from './handle-addresses.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from './ipam-context.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 import { type WarmPodRecord, tryDecodeWarmPodRecord, warmPodRecordPrefix } from '../../model/warm-pod-record.js';
-import { readKeys } from '../txn/index.js';
+import { readKeys } from './read-keys.js';
 
 /** One handle of a pod and its addresses. */
 export interface PodHandle {

@@ -9,3 +9,8 @@ export * from './node-view.js';
 export * from './taken-by-pod.js';
 export * from './usage.js';
 export * from './utilisation.js';
+export * from './absorb-entry.js';
+export * from './ipam-context.js';
+export * from './read-keys.js';
+export * from './handle-addresses.js';
+export * from './handles-of-pod.js';

@@ -13,7 +13,7 @@ import { listAll } from '../../store/list-all.js';
 import { decodeBlock, AFFINITY_PREFIX, blockKey, parseAffinityKey } from '../records/index.js';
 import { loadSnapshot } from './cluster-snapshot.js';
 import { type FamilyHeadroom, nodeHeadroom, poolSpaces } from './node-headroom.js';
-import { readKeys } from '../txn/read-keys.js';
+import { readKeys } from './read-keys.js';
 
 export interface LoadHeadroomOptions {
   /** Only these pools, in this order (a warm pool's --pools). */

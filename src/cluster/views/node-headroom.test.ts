@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { encodeNodeRecord, nodeKey } from '../../model/node-record.js';
 import { MemoryStore } from '../../store/memory/memory-store.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
-import { PoolExhaustedError } from '../service/errors.js';
+import { PoolExhaustedError } from '../records/errors.js';
 import { loadNodeHeadroom } from './node-headroom-load.js';
 import type { FamilyHeadroom } from './node-headroom.js';
 

@@ -8,7 +8,7 @@
 import type { Block } from '../../alloc/block.js';
 import type { Entry, Store } from '../../store/index.js';
 import { decodeBlock, type HandleRecord, affinityPrefix, parseAffinityKey, blockKey } from '../records/index.js';
-import { readKeys } from '../txn/read-keys.js';
+import { readKeys } from './read-keys.js';
 
 /** A block as last seen: `block` null means known absent (rev 0). */
 export interface KnownBlock {

@@ -5,10 +5,8 @@
  * successful assignment. With `placedBy`, the annotation that asked for the address is named too.
  */
 import { formatPodRef } from '../../model/pod-ref.js';
-import { AddressUnavailableError } from '../service/errors.js';
-import { decodeHandle, handleKey } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
-import type { AssignRequest } from '../plan/index.js';
+import { AddressUnavailableError, decodeHandle, handleKey, type AssignRequest } from '../records/index.js';
+import type { IpamContext } from './ipam-context.js';
 
 export async function takenByPod(ctx: IpamContext, req: AssignRequest, e: unknown): Promise<unknown> {
   if (!(e instanceof AddressUnavailableError) || e.reason !== 'taken' || e.holder === undefined) return e;

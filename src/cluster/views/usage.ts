@@ -3,7 +3,7 @@
  * clusterUtilisation (src/cluster/views/utilisation.ts), exact counts.
  */
 import { formatPrefix } from '../../ip/index.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from './ipam-context.js';
 import { poolText } from '../records/index.js';
 import { clusterUtilisation, type UtilisationOptions } from './utilisation.js';
 

@@ -13,7 +13,7 @@ import { compareKeys } from '../../store/key-order.js';
 import { listAll } from '../../store/list-all.js';
 import { type Addr, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
 import { decodeBlock, BLOCK_PREFIX, POOL_PREFIX, decodePool, type Pool } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
+import type { IpamContext } from './ipam-context.js';
 
 export interface PoolUtilisation {
   readonly pool: Pool;

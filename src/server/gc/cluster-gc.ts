@@ -14,7 +14,7 @@
  *     transactions compares the proof (tombstone present, record absent), so a node re-added
  *     or claiming a block meanwhile keeps what is left.
  *   - Empty orphan blocks (no affinity, no address: kept by a release while they quarantined a
- *     freed address, src/cluster/admin/empty-orphans.ts) once their quarantine is over: deleted, in a
+ *     freed address, src/cluster/reports/empty-orphans.ts) once their quarantine is over: deleted, in a
  *     transaction that compares the block and the pools' `config` (a borrowing ADD, a new
  *     release or a longer reuseAfter meanwhile keeps it). Their grace starts when the quarantine ends.
  *   - Sticky holds (a sticky pod's addresses kept for its next incarnation) whose `stickyUntil`

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ContentionError, NotFoundError, PoolExhaustedError } from '../../cluster/service/errors.js';
+import { ContentionError, NotFoundError, PoolExhaustedError } from '../../cluster/records/errors.js';
 import { NodeExistsError } from '../../controller/errors.js';
 import { StoreUnavailableError } from '../../store/index.js';
 import { HttpError, badField, toHttpError } from './http-error.js';

@@ -13,6 +13,7 @@ import {
   createSqliteFile,
   isBusy,
   openSqlite,
+  pragmaInteger,
   retryWhileBusy,
   oneRow,
   type SqliteDb,
@@ -242,7 +243,7 @@ export class SqliteStore implements Store {
     if (this.#closed || this.#watchers.size === 0) return;
     let version: number;
     try {
-      version = this.#db.pragma('data_version', { simple: true }) as number;
+      version = pragmaInteger(this.#db, 'data_version');
     } catch (e) {
       if (isBusy(e)) return; // the next tick tries again
       return this.#failWatchers(e);

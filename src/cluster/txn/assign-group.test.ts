@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { formatAddr } from '../../ip/index.js';
 import { openStore } from '../../store/index.js';
 import { ClusterIpam } from '../service/cluster-ipam.js';
-import type { AssignRequest } from './plan-assign.js';
+import type { AssignRequest } from '../records/assignment.js';
 
 const req = (node: string, id: string): AssignRequest => ({
   node,

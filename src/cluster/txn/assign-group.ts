@@ -17,13 +17,12 @@ import { crashPoint } from '../../util/crash-point.js';
 import { commitWrite } from '../gate/index.js';
 import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
-import { absorbEntry, stampOp } from '../records/index.js';
-import { assignAddresses } from '../txn/index.js';
-import { loadSnapshot, type KnownBlock, loadNodeBlocks } from '../views/index.js';
-import type { IpamContext } from '../service/index.js';
+import { absorbEntry, loadSnapshot, type KnownBlock, loadNodeBlocks, type IpamContext } from '../views/index.js';
+import { stampOp, type AssignRequest, type Assignment } from '../records/index.js';
+import { assignAddresses } from './assign.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { type AssignRequest, type Assignment, planAssign } from './plan-assign.js';
+import { planAssign } from '../plan/index.js';
 
 /** Most compares or ops of the plans in one batch transaction (etcd refuses more than 128 of either; the history stamp adds one op). */
 export const MAX_BATCH_OPS = 100;

@@ -10,8 +10,7 @@
 import { type Block } from '../../alloc/block.js';
 import { isDisposable, quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { formatPrefix } from '../../ip/index.js';
-import type { Pool } from '../records/index.js';
-import { quarantineFor } from '../txn/index.js';
+import { type Pool, quarantineFor } from '../records/index.js';
 
 /** An empty orphan block as `ipam check` lists it. */
 export interface EmptyOrphanBlock {

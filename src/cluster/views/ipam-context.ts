@@ -1,7 +1,7 @@
 /** What every cluster IPAM operation runs with. */
 import type { ReleaseEvidence, ReleaseReason } from '../../model/history.js';
 import type { Store } from '../../store/index.js';
-import type { ViewCache } from '../views/index.js';
+import type { ViewCache } from './view-cache.js';
 
 export interface IpamContext {
   readonly store: Store;

@@ -10,7 +10,7 @@
  */
 import type { Quarantine } from '../../alloc/block-quarantine.js';
 import { type Addr, type Prefix, prefixContains, prefixContainsPrefix } from '../../ip/index.js';
-import { type Pool, poolSpace } from '../records/index.js';
+import { type Pool, poolSpace } from './pool-record.js';
 
 /** The quarantine of the block `cidr` among `pools` at `now` (epoch ms). */
 export function quarantineFor(pools: readonly Pool[], cidr: Prefix, now: number): Quarantine {

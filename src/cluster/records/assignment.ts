@@ -1,6 +1,6 @@
 /** What an assignment asks for and what it gives back (the cluster service's pod-path types). */
 import type { Addr, Prefix } from '../../ip/index.js';
-import type { HandleAttrs } from '../records/index.js';
+import type { HandleAttrs } from './handle-record.js';
 import type { AnnotationSource, PoolsByFamily } from '../../model/placement.js';
 
 export interface AssignRequest {

@@ -8,12 +8,11 @@
  * Each is freed only while its handle record is the one listed (its revision compared in the
  * release's own transaction): an attachment written again meanwhile keeps its addresses.
  */
-import { readKeys, releaseByHandleIf, type Released } from '../txn/index.js';
+import { releaseByHandleIf, type Released } from './release.js';
+import { readKeys, type IpamContext, loadNodeBlocks } from '../views/index.js';
 import { decodeHandle, handleKey, HANDLE_PREFIX } from '../records/index.js';
-import type { IpamContext } from '../service/index.js';
 import { isWarmHandle } from '../../model/reserved-network.js';
 import { checkNodeName } from '../../model/node-name.js';
-import { loadNodeBlocks } from './node-view.js';
 
 /** One attachment of the node: its handle record as read. */
 export interface NodeAttachment {

@@ -6,10 +6,9 @@
  */
 import type { Entry } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
-import { decodeBlock } from './block-record.js';
-import { decodeHandle } from './handle-record.js';
-import { CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from './keys.js';
-import type { KnownBlock, NodeView, ViewCache } from '../views/index.js';
+import { decodeBlock, decodeHandle, CONFIG_KEY, HANDLE_PREFIX, parseBlockKey } from '../records/index.js';
+import type { KnownBlock, NodeView } from './node-view.js';
+import type { ViewCache } from './view-cache.js';
 
 export function absorbEntry(cache: ViewCache, view: NodeView | undefined, others: Map<string, KnownBlock>, key: string, entry: Entry | undefined): void {
   if (key === CONFIG_KEY) {
