@@ -73,8 +73,13 @@ export function checkTxn(compares: readonly Compare[], ops: readonly Op[]): void
   }
 }
 
+/** Whether `s` is well-formed Unicode (no lone surrogate): what every key and value must be. */
+export function isWellFormed(s: string): boolean {
+  return !LONE_SURROGATE.test(s);
+}
+
 function checkWellFormed(s: string, what: string): void {
-  if (LONE_SURROGATE.test(s)) {
+  if (!isWellFormed(s)) {
     throw new TypeError(`Cannot use the datastore as '${what}' must be well-formed Unicode: it holds a lone surrogate`);
   }
 }

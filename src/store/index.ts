@@ -6,5 +6,5 @@ export { openStore } from './open-store.js';
 export { parseStoreUrl, type EtcdCredentials, type EtcdTlsParams, type StoreTarget } from './parse-store-url.js';
 export { redactStoreUrl } from './redact-store-url.js';
 export { DEFAULT_TIMEOUT_MS, type StoreOptions } from './store-options.js';
-export { MAX_TXN_OPS } from './check-input.js';
+export { MAX_TXN_OPS, isWellFormed } from './check-input.js';
 export { compareKeys } from './key-order.js';

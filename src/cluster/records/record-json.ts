@@ -3,7 +3,7 @@
  * the key and the field, so `ipam check` can report it and the allocator can refuse to build
  * on it.
  */
-import type { Entry } from '../../store/index.js';
+import { type Entry, isWellFormed } from '../../store/index.js';
 import { CorruptRecordError } from './errors.js';
 
 /** Parses an entry's JSON value into an object; CorruptRecordError otherwise. */
@@ -15,7 +15,19 @@ export function parseRecord(entry: Entry): Record<string, unknown> {
     throw new CorruptRecordError(entry.key, 'not JSON');
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new CorruptRecordError(entry.key, 'not a JSON object');
+  // The stored text is well-formed, but a \uD800-style escape decodes to a lone surrogate, which
+  // no key or value may hold: a record carrying one is refused here, before any field is used.
+  if (SURROGATE_ESCAPE.test(entry.value) && !wellFormedDeep(v)) throw new CorruptRecordError(entry.key, 'a string holds a lone surrogate');
   return v as Record<string, unknown>;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+function wellFormedDeep(v: unknown): boolean {
+  if (typeof v === 'string') return isWellFormed(v);
+  if (v === null || typeof v !== 'object') return true;
+  if (Array.isArray(v)) return v.every(wellFormedDeep);
+  return Object.entries(v).every(([k, x]) => isWellFormed(k) && wellFormedDeep(x));
 }
 
 export function str(key: string, o: Record<string, unknown>, field: string): string {

@@ -58,6 +58,12 @@ describe('block records', () => {
     corrupt(() => decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":"n","next":0,"allocations":{"1":""}}')), /handle ""/);
     corrupt(() => decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":5,"next":0,"allocations":{}}')), /"affinity" is 5/);
     corrupt(() => decodeBlock(entry(k, '{"cidr":"nope","affinity":"n","next":0,"allocations":{}}')), /invalid CIDR/);
+    // an escape that decodes to a lone surrogate: no key or value may hold one
+    corrupt(() => decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":"n","next":0,"allocations":{"1":"h\\ud800"}}')), /lone surrogate/);
+    corrupt(() => decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":"n\\udc00x","next":0,"allocations":{}}')), /lone surrogate/);
+    // a pair is well-formed, and an escaped backslash before "ud800" is no escape
+    assert.equal(decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":"n\\ud83d\\ude00","next":0,"allocations":{}}')).affinity, 'n\u{1F600}');
+    assert.equal(decodeBlock(entry(k, '{"cidr":"10.0.0.64/26","affinity":"n\\\\ud800","next":0,"allocations":{}}')).affinity, 'n\\ud800');
   });
 });
 
