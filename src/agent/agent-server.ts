@@ -197,8 +197,13 @@ export class Agent {
     const answer = (status: number, body: string, whole = false): void => {
       const frame = encodeAnswer({ status, body: Buffer.from(body) });
       if (TRACING) replied = monoUs();
-      if (whole) sock.write(frame, () => sock.destroy());
-      else sock.end(frame);
+      // destroySoon: FIN once the frame is written, then closed. Not destroy() inside the write's
+      // callback: the stream then fails its own pending finish callbacks, building an error (and
+      // its stack trace) per call for nothing.
+      if (whole) {
+        sock.write(frame);
+        sock.destroySoon();
+      } else sock.end(frame);
     };
     let uid: number;
     try {
