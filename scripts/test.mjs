@@ -5,12 +5,13 @@
 // *.scale.test.js (slow on purpose). Each runs with scripts/unit-guard.mjs, which makes any
 // child_process call throw, so a unit test that starts a program fails instead of slowing the
 // run; the closing line then also gives the run's wall time.
-// Files named in START_FIRST (a minute or more each) start first; the rest in path order.
+// Files named in START_FIRST (a minute or more each) start first; the rest longest first by the
+// times earlier runs here recorded (test-output/test-times.json), then in path order.
 // Prints node:test's spec output, the slowest files (seconds of their tests), then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
 // source is gone (a stale dist/; `npm run build` starts from a clean one).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -36,26 +37,44 @@ const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integratio
 // Files that take a minute or more start first: with two at a time, a long file started last
 // would run alone at the end. Only the order depends on this list; a name missing from it (or
 // a name here that no longer exists) changes nothing else.
+// Longest first, by the per-file seconds a full run printed (slowest test files) on the 2-core
+// machine: deploy-containerd ~139 s (it also builds the shared image), prometheus-alerts ~81 s,
+// image-reproducible ~76 s (its second build), cluster-etcd ~58 s, lint ~58 s, crash-points
+// ~57 s, npm-package ~57 s, partition-chaos ~54 s, partition-planted-bug ~35 s, format ~34 s.
 const START_FIRST = [
   'deploy-containerd',
   'prometheus-alerts',
   'image-reproducible',
+  'cluster-etcd',
   'lint',
   'crash-points',
+  'npm-package',
+  'partition-chaos',
+  'partition-planted-bug',
+  'format',
   'chaos-schedule',
   'etcd-store.integration',
-  'format',
-  'cluster-etcd',
 ];
 const rank = (f) => {
   const base = f.slice(f.lastIndexOf('/') + 1).replace(/\.test\.js$/, '');
   const i = START_FIRST.indexOf(base);
   return i < 0 ? START_FIRST.length : i;
 };
+// The ms each file's tests took in earlier runs in this checkout (merged after every run;
+// test-output/ is gitignored, so a clean clone has none): after START_FIRST, the other files
+// start longest first by them, unknown ones last in path order.
+const TIMES = join('test-output', 'test-times.json');
+let pastMs = {};
+try {
+  if (existsSync(TIMES)) pastMs = JSON.parse(readFileSync(TIMES, 'utf8'));
+} catch {
+  pastMs = {};
+}
+const past = (f) => (typeof pastMs[f] === 'number' ? pastMs[f] : 0);
 const files = walk('dist', [])
   .sort()
   .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))))
-  .sort((a, b) => rank(a) - rank(b));
+  .sort((a, b) => rank(a) - rank(b) || past(b) - past(a));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);
@@ -95,6 +114,11 @@ rmSync(outDir, { recursive: true, force: true });
 
 const fileMs = new Map();
 for (const x of results) if (x.time !== undefined) fileMs.set(x.file, (fileMs.get(x.file) ?? 0) + x.time);
+if (fileMs.size > 0) {
+  for (const [f, ms] of fileMs) pastMs[f.slice(f.lastIndexOf('dist/'))] = Math.round(ms);
+  mkdirSync('test-output', { recursive: true });
+  writeFileSync(TIMES, JSON.stringify(pastMs, null, 1) + '\n');
+}
 const slowest = [...fileMs].sort((a, b) => b[1] - a[1]).slice(0, 25);
 if (files.length > 1 && slowest.length > 0) {
   console.log(`slowest test files (of ${files.length}; seconds of their tests):`);

@@ -1,12 +1,13 @@
 /**
  * scripts/test.mjs, run on a throw-away tree: it ends with `N passed, N failed, N skipped`,
  * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
- * and refuses a compiled test whose source is gone (a stale dist/).
+ * and refuses a compiled test whose source is gone (a stale dist/); it records each file's time in
+ * test-output/test-times.json, merged across runs, for the next run's order.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/plugin.js';
 import { withTempDir } from './helpers/tmp.js';
@@ -78,4 +79,19 @@ test('test runner --unit: only src/ tests not named integration or scale, and a 
 
     r = run(dir, {}, ['spawns']);
     assert.equal(r.code, 0, `without --unit a test may start a program:\n${r.out}`);
+  }));
+
+test('test runner: the time of each file is recorded in test-output/test-times.json and kept across runs of other files', () =>
+  withTempDir('runner-times', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    put(dir, 'slow', "test('waits', async () => { await new Promise((r) => setTimeout(r, 300)); });");
+    put(dir, 'quick', "test('passes', () => {});");
+    let r = run(dir, {}, ['slow']);
+    assert.equal(r.code, 0, r.out);
+    r = run(dir, {}, ['quick']);
+    assert.equal(r.code, 0, r.out);
+    const times = JSON.parse(readFileSync(join(dir, 'test-output', 'test-times.json'), 'utf8')) as Record<string, number>;
+    assert.deepEqual(Object.keys(times).sort(), ['dist/t/quick.test.js', 'dist/t/slow.test.js']);
+    assert.ok((times['dist/t/slow.test.js'] ?? 0) >= 300, JSON.stringify(times));
+    assert.ok((times['dist/t/quick.test.js'] ?? Infinity) < (times['dist/t/slow.test.js'] ?? 0), JSON.stringify(times));
   }));
