@@ -5,8 +5,7 @@
 // *.scale.test.js (slow on purpose). Each runs with scripts/unit-guard.mjs, which makes any
 // child_process call throw, so a unit test that starts a program fails instead of slowing the
 // run; the closing line then also gives the run's wall time.
-// Files named in START_FIRST (a minute or more each) start first; the rest longest first by the
-// times earlier runs here recorded (test-output/test-times.json), then in path order.
+// Records each file's time in test-output/test-times.json (merged across runs).
 // Prints node:test's spec output, the slowest files (seconds of their tests), then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
@@ -34,41 +33,9 @@ const args = process.argv.slice(2);
 const unit = args.includes('--unit');
 const filters = args.filter((a) => a !== '--unit');
 const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integration|scale)\.test\.js$/.test(f);
-// Files that take a minute or more start first: with two at a time, a long file started last
-// would run alone at the end. Only the order depends on this list; a name missing from it (or
-// a name here that no longer exists) changes nothing else.
-// Longest first, by the per-file seconds a clean-clone run printed (slowest test files) on the
-// 2-core machine at load ~10 (2026-12-04): deploy-containerd 245 s (it also builds the shared
-// image), cluster-etcd 155, datastore-backup 140, image-reproducible 140 (its second build),
-// crash-points 109, then 80-90 s each down to prometheus-alerts; lint 56, partition-chaos 56.
-const START_FIRST = [
-  'deploy-containerd',
-  'cluster-etcd',
-  'datastore-backup',
-  'image-reproducible',
-  'crash-points',
-  'agent-warm-pool',
-  'containerd-runtime-reconcile',
-  'cluster-sticky',
-  'cluster-ip-set',
-  'cluster-sqlite',
-  'dashboard-browser',
-  'agent-pool-live',
-  'prometheus-alerts',
-  'lint',
-  'npm-package',
-  'partition-chaos',
-  'partition-planted-bug',
-  'format',
-];
-const rank = (f) => {
-  const base = f.slice(f.lastIndexOf('/') + 1).replace(/\.test\.js$/, '');
-  const i = START_FIRST.indexOf(base);
-  return i < 0 ? START_FIRST.length : i;
-};
-// The ms each file's tests took in earlier runs in this checkout (merged after every run;
-// test-output/ is gitignored, so a clean clone has none): after START_FIRST, the other files
-// start longest first by them, unknown ones last in path order.
+// Node's runner (20.x) starts files in path order whatever order they are given in, so the
+// slowest files are only reported, not started first. The ms each file's tests took are merged
+// into test-output/test-times.json after every run here (gitignored; a clean clone has none).
 const TIMES = join('test-output', 'test-times.json');
 let pastMs = {};
 try {
@@ -76,11 +43,9 @@ try {
 } catch {
   pastMs = {};
 }
-const past = (f) => (typeof pastMs[f] === 'number' ? pastMs[f] : 0);
 const files = walk('dist', [])
   .sort()
-  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))))
-  .sort((a, b) => rank(a) - rank(b) || past(b) - past(a));
+  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);

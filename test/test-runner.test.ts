@@ -2,7 +2,7 @@
  * scripts/test.mjs, run on a throw-away tree: it ends with `N passed, N failed, N skipped`,
  * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
  * and refuses a compiled test whose source is gone (a stale dist/); it records each file's time in
- * test-output/test-times.json, merged across runs, for the next run's order.
+ * test-output/test-times.json, merged across runs (Node starts files in path order, so they only inform).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
