@@ -19,7 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildImage, type BuiltImage, ensureImage, REPO_ROOT } from '../helpers/image.js';
+import { buildImage, type BuiltImage, ensureImage, IMAGE_BASE_CACHE } from '../helpers/image.js';
 import { requireExecutable } from '../helpers/prereq.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
@@ -82,7 +82,7 @@ test('a later commit reuses the cached Debian base: the same base layer, no mmde
   const tmp = makeTempDir('image-later');
   try {
     const out = join(tmp.path, 'later');
-    cpSync(join(REPO_ROOT, '.image', 'cache'), join(out, 'cache'), { recursive: true });
+    cpSync(IMAGE_BASE_CACHE, join(out, 'cache'), { recursive: true });
     const later = (hours: number): Promise<BuiltImage> => buildImage(out, [], false, { SOURCE_DATE_EPOCH: String(first.sourceDateEpoch + hours * 3600) });
     let a = first;
     let b = await later(1);
