@@ -5,7 +5,9 @@
 // *.scale.test.js (slow on purpose). Each runs with scripts/unit-guard.mjs, which makes any
 // child_process call throw, so a unit test that starts a program fails instead of slowing the
 // run; the closing line then also gives the run's wall time.
-// Records each file's time in test-output/test-times.json (merged across runs).
+// Files named in START_FIRST (a minute or more each) start first; the rest longest first by the
+// times earlier runs here recorded (test-output/test-times.json), then in path order. They run
+// two at a time through scripts/test-files.mjs, which keeps this order (`node --test` sorts by path).
 // Prints node:test's spec output, the slowest files (seconds of their tests), then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
@@ -33,9 +35,49 @@ const args = process.argv.slice(2);
 const unit = args.includes('--unit');
 const filters = args.filter((a) => a !== '--unit');
 const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integration|scale)\.test\.js$/.test(f);
-// Node's runner (20.x) starts files in path order whatever order they are given in, so the
-// slowest files are only reported, not started first. The ms each file's tests took are merged
-// into test-output/test-times.json after every run here (gitignored; a clean clone has none).
+// Files that take a minute or more start first: with two at a time, a long file started last
+// would run alone at the end. Only the order depends on this list; a name missing from it (or
+// a name here that no longer exists) changes nothing else.
+// Longest first, by the per-file seconds two clean-clone runs printed on the 2-core machine at
+// load ~10-15 (2026-12-04; the files then ran in path order, so what ran beside each differed):
+// deploy-containerd 178-245 s (it also builds the shared image), lint 56-297 (cold, no cache),
+// image-reproducible 140-184 (its second build), cluster-etcd 80-155, crash-points 56-109,
+// datastore-backup 65-140, then 50-95 s each down to partition-planted-bug.
+const START_FIRST = [
+  'deploy-containerd',
+  'lint',
+  'image-reproducible',
+  'cluster-etcd',
+  'crash-points',
+  'datastore-backup',
+  'containerd-runtime-reconcile',
+  'agent-warm-pool',
+  'multus-networks',
+  'local-differential',
+  'soak-short',
+  'format',
+  'cluster-sqlite',
+  'install-cni-cli',
+  'dashboard-browser',
+  'agent-pool-live',
+  'cluster-sticky',
+  'cluster-ip-set',
+  'partition-chaos',
+  'prometheus-alerts',
+  'import-calico',
+  'store-file-faults',
+  'local-concurrency',
+  'npm-package',
+  'partition-planted-bug',
+];
+const rank = (f) => {
+  const base = f.slice(f.lastIndexOf('/') + 1).replace(/\.test\.js$/, '');
+  const i = START_FIRST.indexOf(base);
+  return i < 0 ? START_FIRST.length : i;
+};
+// The ms each file's tests took in earlier runs in this checkout (merged after every run;
+// test-output/ is gitignored, so a clean clone has none): after START_FIRST, the other files
+// start longest first by them, unknown ones last in path order.
 const TIMES = join('test-output', 'test-times.json');
 let pastMs = {};
 try {
@@ -43,9 +85,11 @@ try {
 } catch {
   pastMs = {};
 }
+const past = (f) => (typeof pastMs[f] === 'number' ? pastMs[f] : 0);
 const files = walk('dist', [])
   .sort()
-  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))));
+  .filter((f) => (!unit || isUnit(f)) && (filters.length === 0 || filters.some((s) => f.includes(s))))
+  .sort((a, b) => rank(a) - rank(b) || past(b) - past(a));
 if (files.length === 0) {
   console.error('no test files found under dist/ (did the build run?)');
   process.exit(1);
@@ -58,23 +102,11 @@ if (stale.length > 0) {
 
 const outDir = mkdtempSync(join(tmpdir(), 'podipam-test-'));
 const countFile = join(outDir, 'counts.jsonl');
-const reporter = fileURLToPath(new URL('./count-reporter.mjs', import.meta.url));
+const driver = fileURLToPath(new URL('./test-files.mjs', import.meta.url));
 const guard = new URL('./unit-guard.mjs', import.meta.url).href;
 const started = performance.now();
-const r = spawnSync(
-  process.execPath,
-  [
-    ...(unit ? ['--import', guard] : []),
-    '--test',
-    '--test-concurrency=2',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${reporter}`,
-    `--test-reporter-destination=${countFile}`,
-    ...files,
-  ],
-  { stdio: 'inherit' },
-);
+// Two at a time in this order (`node --test` would sort them by path): scripts/test-files.mjs.
+const r = spawnSync(process.execPath, [driver, ...(unit ? ['--guard', guard] : []), countFile, ...files], { stdio: 'inherit' });
 const results = existsSync(countFile)
   ? readFileSync(countFile, 'utf8')
       .split('\n')

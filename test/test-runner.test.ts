@@ -2,12 +2,13 @@
  * scripts/test.mjs, run on a throw-away tree: it ends with `N passed, N failed, N skipped`,
  * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
  * and refuses a compiled test whose source is gone (a stale dist/); it records each file's time in
- * test-output/test-times.json, merged across runs (Node starts files in path order, so they only inform).
+ * test-output/test-times.json, merged across runs, and starts the files longest first by it
+ * (not in path order, which `node --test` itself would impose).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/plugin.js';
 import { withTempDir } from './helpers/tmp.js';
@@ -94,4 +95,26 @@ test('test runner: the time of each file is recorded in test-output/test-times.j
     assert.deepEqual(Object.keys(times).sort(), ['dist/t/quick.test.js', 'dist/t/slow.test.js']);
     assert.ok((times['dist/t/slow.test.js'] ?? 0) >= 300, JSON.stringify(times));
     assert.ok((times['dist/t/quick.test.js'] ?? Infinity) < (times['dist/t/slow.test.js'] ?? 0), JSON.stringify(times));
+  }));
+
+test('test runner: files start longest first by the recorded times, two at a time, not in path order', () =>
+  withTempDir('runner-order', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    const log = join(dir, 'started.log');
+    for (const name of ['aaa', 'mmm', 'zzz'])
+      put(
+        dir,
+        name,
+        `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(log)}, '${name}\\n');\ntest('waits', async () => { await new Promise((r) => setTimeout(r, 500)); });`,
+      );
+    mkdirSync(join(dir, 'test-output'));
+    writeFileSync(
+      join(dir, 'test-output', 'test-times.json'),
+      JSON.stringify({ 'dist/t/zzz.test.js': 9000, 'dist/t/mmm.test.js': 8000, 'dist/t/aaa.test.js': 10 }),
+    );
+    appendFileSync(log, '');
+    const r = run(dir);
+    assert.equal(r.code, 0, r.out);
+    const order = readFileSync(log, 'utf8').trim().split('\n');
+    assert.deepEqual([order.slice(0, 2).sort(), order[2]], [['mmm', 'zzz'], 'aaa'], `started: ${order.join(', ')}`);
   }));

@@ -11,9 +11,12 @@
 // SOURCE_DATE_EPOCH (the time of layers 2 and 3 and of the image) defaults to the commit's time;
 // the base's is the Debian release's date (debian-base.mjs). Run `npm run build` first (npm run image does).
 //
-// Options: --out DIR; --fresh-base (rebuild the Debian base even if one made from the mirror's
-// current release with the same command is cached in DIR/cache); --if-changed (do nothing when DIR/image.json was built from the
-// same inputs: dist/, bin/, the addons, the lockfile, the shim's source, these scripts, Node.js).
+// Options: --out DIR; --base-cache CACHE (where the Debian base is cached: default DIR/cache; a
+// base is named by the mirror's release, the mmdebstrap command and debian-base.mjs, so checkouts
+// may share one); --fresh-base (rebuild the Debian base even if one made from the mirror's
+// current release with the same command is cached); --if-changed (do nothing when DIR/image.json
+// was built from the same inputs: dist/, bin/, the addons, the lockfile, the shim's source, these
+// scripts, Node.js).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -27,7 +30,9 @@ import { nodeFacts, writeSbom } from './sbom.mjs';
 import { PREFIX, stageApp } from './stage-app.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { values: opts } = parseArgs({ options: { out: { type: 'string' }, 'fresh-base': { type: 'boolean' }, 'if-changed': { type: 'boolean' } } });
+const { values: opts } = parseArgs({
+  options: { out: { type: 'string' }, 'base-cache': { type: 'string' }, 'fresh-base': { type: 'boolean' }, 'if-changed': { type: 'boolean' } },
+});
 const out = resolve(opts.out ?? join(root, '.image'));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const tag = pkg.version;
@@ -104,7 +109,7 @@ const blobs = join(layout, 'blobs', 'sha256');
 mkdirSync(blobs, { recursive: true });
 
 step('Debian base (mmdebstrap)');
-const base = await buildBase({ workDir: work, cacheDir: opts['fresh-base'] ? undefined : join(out, 'cache') });
+const base = await buildBase({ workDir: work, cacheDir: opts['fresh-base'] ? undefined : resolve(opts['base-cache'] ?? join(out, 'cache')) });
 step(`Debian base ${base.cached ? 'reused from the cache' : 'built'} (release of ${new Date(base.release.epoch * 1000).toISOString()})`);
 
 const nodeStage = join(work, 'node');

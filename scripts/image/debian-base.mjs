@@ -93,9 +93,14 @@ export async function buildBase({ workDir, cacheDir }) {
     .slice(0, 16);
   const cached = cacheDir && join(cacheDir, `base-${key}`);
   if (cached && existsSync(`${cached}.tar`) && existsSync(`${cached}.txt`)) {
-    copyFileSync(`${cached}.tar`, tar);
-    copyFileSync(`${cached}.txt`, list);
-    return { tar, list, release, cached: true };
+    try {
+      copyFileSync(`${cached}.tar`, tar);
+      copyFileSync(`${cached}.txt`, list);
+      return { tar, list, release, cached: true };
+    } catch (e) {
+      // A cache shared by several checkouts: another build removed it meanwhile; build it here.
+      if (e.code !== 'ENOENT') throw e;
+    }
   }
   // Its (long) output goes to a log, shown when it fails.
   const log = join(workDir, 'mmdebstrap.log');
@@ -116,12 +121,14 @@ export async function buildBase({ workDir, cacheDir }) {
       [tar, 'tar'],
       [list, 'txt'],
     ]) {
-      copyFileSync(from, `${cached}.${ext}.part`);
-      renameSync(`${cached}.${ext}.part`, `${cached}.${ext}`);
+      // A name of its own per writer: builds in other checkouts may share the cache directory.
+      const part = `${cached}.${ext}.${process.pid}.part`;
+      copyFileSync(from, part);
+      renameSync(part, `${cached}.${ext}`);
     }
     // Older bases are of no use any more.
     for (const f of execFileSync('ls', [cacheDir], { encoding: 'utf8' }).split('\n')) {
-      if (f.startsWith('base-') && !f.startsWith(`base-${key}`)) rmSync(join(cacheDir, f), { force: true });
+      if (f.startsWith('base-') && !f.startsWith(`base-${key}`) && !f.endsWith('.part')) rmSync(join(cacheDir, f), { force: true });
     }
   }
   return { tar, list, release, cached: false };

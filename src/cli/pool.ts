@@ -78,7 +78,7 @@ export function registerPool(program: Command): void {
       .description(
         'list pools (-o wide: also the blocks each pool cuts into, its capacity, the addresses held, and its trend and time to full from the allocation history)',
       )
-      .option('--window <duration>', 'with -o wide: the history the trend is fitted to (1m to 30d)', '6h')
+      .option('--window <duration>', 'with -o wide: the history the trend is fitted to (10s to 30d)', '6h')
       .option('--history-db <file>', "with -o wide: serve's history file (default: the datastore's own)"),
     '{"items": [pool…]}',
   ).action(async (opts: { json?: boolean; output?: string; window: string; historyDb?: string }, cmd: Command) => {

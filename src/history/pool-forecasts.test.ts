@@ -81,10 +81,33 @@ test('poolForecasts: the window starts after the latest gap inside it (the histo
   });
 });
 
+test('poolForecasts: the shortest window (10 s) of a burst at 4 pods a second is sampled on the same grid and fits 4/s', () => {
+  withDb((db) => {
+    const now = at(0);
+    apply(db, { gaps: [{ from: 0, until: now - 60_000, cause: 'history began' }] }, now - 60_000);
+    for (let i = 0; i < 60; i++) {
+      const t = now - 15_000 + i * 250;
+      apply(db, { starts: [{ address: `10.2.0.${i}`, handle: `b${i}`, pool: 'burst', from: { at: t } }] }, t);
+    }
+    const [b] = poolForecasts(db, [{ name: 'burst', capacity: 100, allocated: 60 }], { now, windowMs: parseWindow('window', '10s') });
+    assert.ok(b);
+    // 10 s is no whole number of 60 ms steps: 59 steps of 167 ms, the window's start rounded up to the grid.
+    assert.equal(b.method.stepMs, 167);
+    assert.equal(b.series.length, 60);
+    assert.equal(b.method.since, now - 59 * 167);
+    assert.equal(b.forecast.state, 'filling');
+    assert.ok(Math.abs(b.forecast.ratePerHour - 4 * 3600) < 0.02 * 4 * 3600, String(b.forecast.ratePerHour));
+    assert.ok(Math.abs((b.forecast.secondsToFull ?? 0) - 10) < 0.5, String(b.forecast.secondsToFull)); // 40 left at 4/s
+    assert.match(b.method.text, /60 samples over the last 10s; time to full/); // not "of 10s asked: history knows no more"
+  });
+});
+
 test('parseWindow and formatSpan: the window names its parameter and bounds', () => {
   assert.equal(parseWindow('window', '6h'), 6 * 3_600_000);
   assert.equal(parseWindow('window', '90m'), 90 * MIN);
-  assert.throws(() => parseWindow('window', '10s'), /window must be a duration from 1m to 30d such as 30m, 6h or 7d: got "10s"/);
+  assert.equal(parseWindow('window', '10s'), 10_000);
+  assert.equal(parseWindow('window', '30s'), 30_000);
+  assert.throws(() => parseWindow('window', '9s'), /window must be a duration from 10s to 30d such as 30m, 6h or 7d: got "9s"/);
   assert.throws(() => parseWindow('--window', '6 hours'), /--window must be a duration/);
   assert.throws(() => parseWindow('window', '31d'), /got "31d"/);
   assert.equal(formatSpan(90 * MIN), '1h30m');

@@ -19,8 +19,12 @@ export { formatSpan };
 
 /** The default window: 6 hours. */
 export const DEFAULT_WINDOW_MS = 6 * 3_600_000;
-/** Windows accepted: one minute to 30 days. */
-export const MIN_WINDOW_MS = 60_000;
+/**
+ * Windows accepted: 10 seconds to 30 days. The history keeps milliseconds and the grid has
+ * DEFAULT_POINTS steps whatever the window, so seconds of a burst watched live are fitted as
+ * finely as hours are.
+ */
+export const MIN_WINDOW_MS = 10_000;
 export const MAX_WINDOW_MS = 30 * 86_400_000;
 /** Steps of the grid the series is sampled on (samples: one more). */
 export const DEFAULT_POINTS = 60;
@@ -61,7 +65,7 @@ export function parseWindow(name: string, text: string): number {
   const m = /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(text.trim());
   const ms = m ? Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'] : NaN;
   if (!(ms >= MIN_WINDOW_MS && ms <= MAX_WINDOW_MS))
-    throw new RangeError(`${name} must be a duration from 1m to 30d such as 30m, 6h or 7d: got ${JSON.stringify(text)}`);
+    throw new RangeError(`${name} must be a duration from 10s to 30d such as 30m, 6h or 7d: got ${JSON.stringify(text)}`);
   return ms;
 }
 
@@ -89,7 +93,7 @@ export function poolForecasts(
     until: now,
     samples,
     stepMs,
-    text: `least-squares slope of the addresses pods held (allocation history), ${samples} samples over the last ${formatSpan(now - start)}${now - start < windowMs ? ` (of ${formatSpan(windowMs)} asked: history knows no more)` : ''}; time to full = (capacity - allocated) / slope`,
+    text: `least-squares slope of the addresses pods held (allocation history), ${samples} samples over the last ${formatSpan(now - start)}${since > now - windowMs ? ` (of ${formatSpan(windowMs)} asked: history knows no more)` : ''}; time to full = (capacity - allocated) / slope`,
   });
   return pools.map((p) => {
     const counts = usage.get(p.name) ?? { open: 0, starts: new Map(), ends: new Map() };

@@ -1,9 +1,10 @@
 /**
  * Two builds of the image from the same commit give the same manifest digest.
- * What is rebuilt: the first image is ensureImage()'s (.image/, built for the current inputs —
- * in a fresh checkout by this run); the second is built from scratch into a temp dir: mmdebstrap
- * runs again (--fresh-base, no cache), the Node.js and podipam layers are staged, tarred and
- * compressed again, the shim is compiled again, the SBOM regenerated. Both use the same dist/
+ * What is rebuilt: one image is ensureImage()'s (.image/, built for the current inputs — in a
+ * fresh checkout by this run or by deploy-containerd's); the other is built first, from scratch
+ * into a temp dir: mmdebstrap runs again (--fresh-base, no cache), the Node.js and podipam
+ * layers are staged, tarred and compressed again, the shim is compiled again, the SBOM
+ * regenerated. Both use the same dist/
  * (rebuilding it would double the cost; dist/build-info.json's time is replaced by
  * SOURCE_DATE_EPOCH in the image). When the two differ only because the Debian mirror published
  * an update between them, a third build is made at once and compared with the second.
@@ -18,7 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildImage, type BuiltImage, ensureImage, REPO_ROOT } from '../helpers/image.js';
+import { buildImage, type BuiltImage, ensureImage, IMAGE_BASE_CACHE } from '../helpers/image.js';
 import { requireExecutable } from '../helpers/prereq.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
@@ -45,18 +46,19 @@ function difference(a: BuiltImage, b: BuiltImage): string {
 
 test('two builds of the image from the same commit give the same manifest digest; skopeo reads the archive', { timeout: 1_800_000 }, async () => {
   requireExecutable('/usr/bin/skopeo');
-  const first = await ensureImage();
   const tmp = makeTempDir('image');
   try {
-    let a = first;
+    // The build from scratch first: meanwhile another file may hold .image/'s lock building the
+    // shared image, which this file would otherwise wait for doing nothing.
     let b = await buildImage(join(tmp.path, 'b'), ['--fresh-base']);
+    let a = await ensureImage();
     if (a.digest !== b.digest && debianList(a) !== debianList(b)) {
       // The mirror moved between the builds (a security update): compare two builds made now.
       a = b;
       b = await buildImage(join(tmp.path, 'c'), ['--fresh-base']);
     }
     assert.equal(b.digest, a.digest, difference(a, b));
-    assert.equal(b.baseCached, false, 'the second build made its own Debian base');
+    assert.equal(b.baseCached, false, 'the build from scratch made its own Debian base');
 
     const raw = execFileSync('/usr/bin/skopeo', ['inspect', '--raw', `oci-archive:${b.archive}`], { encoding: 'buffer' });
     assert.equal(`sha256:${createHash('sha256').update(raw).digest('hex')}`, b.digest, 'skopeo reads the same manifest');
@@ -80,7 +82,7 @@ test('a later commit reuses the cached Debian base: the same base layer, no mmde
   const tmp = makeTempDir('image-later');
   try {
     const out = join(tmp.path, 'later');
-    cpSync(join(REPO_ROOT, '.image', 'cache'), join(out, 'cache'), { recursive: true });
+    cpSync(IMAGE_BASE_CACHE, join(out, 'cache'), { recursive: true });
     const later = (hours: number): Promise<BuiltImage> => buildImage(out, [], false, { SOURCE_DATE_EPOCH: String(first.sourceDateEpoch + hours * 3600) });
     let a = first;
     let b = await later(1);

@@ -3,11 +3,15 @@
  * the build) into the checkout's .image/, made once and reused while its inputs are unchanged
  * (the script's --if-changed: dist/, bin/, build/Release, package-lock.json, the shim's source,
  * the image scripts, the Node.js binary). Test files run two at a time: the build runs under
- * flock(1) on .image/.lock, so a second caller waits and then finds the image made.
+ * flock(1) on .image/.lock, so a second caller waits and then finds the image made. Its Debian
+ * base is cached in IMAGE_BASE_CACHE, shared by the checkouts of this machine: a base is named
+ * by the mirror's release, the mmdebstrap command and debian-base.mjs, and
+ * image-reproducible.test.ts compares an image on it with one built from scratch.
  * A missing prerequisite (root, mmdebstrap, flock, a built dist/) fails with the reason.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requireExecutable, requireRoot } from './prereq.js';
@@ -15,6 +19,8 @@ import { requireExecutable, requireRoot } from './prereq.js';
 /** The repository root (this file is dist/test/helpers/image.js). */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const IMAGE_SCRIPT = join(REPO_ROOT, 'scripts/image/build-image.mjs');
+/** Where ensureImage() caches the Debian base: PODIPAM_IMAGE_BASE_CACHE, or ~/.cache/podipam/image-base. */
+export const IMAGE_BASE_CACHE = process.env.PODIPAM_IMAGE_BASE_CACHE || join(homedir(), '.cache', 'podipam', 'image-base');
 
 /** What build-image.mjs writes to <out>/image.json (the fields tests use). */
 export interface BuiltImage {
@@ -71,5 +77,5 @@ export async function buildImage(out: string, args: readonly string[] = [], lock
 
 /** The image in the checkout's .image/, built when missing or when its inputs changed. */
 export function ensureImage(): Promise<BuiltImage> {
-  return buildImage(join(REPO_ROOT, '.image'), ['--if-changed'], true);
+  return buildImage(join(REPO_ROOT, '.image'), ['--if-changed', '--base-cache', IMAGE_BASE_CACHE], true);
 }

@@ -107,7 +107,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
       "the pool's usage over the window from the allocation history, the fitted trend and when it is full (docs/forecasts.md); 503 history_off without the history",
     params: POOL,
     query: {
-      window: q('how much history the trend is fitted to: 1m to 30d, e.g. 30m, 6h, 7d (default 6h)', { type: 'string', pattern: '^[1-9][0-9]{0,6}[smhd]$' }),
+      window: q('how much history the trend is fitted to: 10s to 30d, e.g. 30m, 6h, 7d (default 6h)', { type: 'string', pattern: '^[1-9][0-9]{0,6}[smhd]$' }),
     },
     response: ref('Forecast'),
     errors: [404, 503],
