@@ -18,10 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
-
-/** The benches' agents warm up as the product's do (the test helper's default is shorter). */
-const PRODUCT_WARM_UP = { warmUp: null };
+import { PRODUCT_WARM_UP, type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';

@@ -15,6 +15,9 @@ export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 /** The warm-up a test's agent runs unless its arguments name one (the agent's default is longer). */
 export const TEST_WARM_UP = '300ms';
 
+/** startAgent's option for an agent that warms up as the product's do (the benches). */
+export const PRODUCT_WARM_UP = { warmUp: null } as const;
+
 /** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
 const IP_BIN = ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'].find((p) => existsSync(p)) ?? 'ip';
 
