@@ -43,9 +43,7 @@ const MAX_CACHED_TEXT = 16 << 10;
 export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string, string> = new Map()): Promise<LocalConfig> {
   const text = conf.source;
   const key =
-    text !== undefined && text.length <= MAX_CACHED_TEXT && !text.includes('usePodCidr')
-      ? JSON.stringify([text, [...cniArgs], process.env[LOCK_TIMEOUT_ENV] ?? null])
-      : undefined;
+    text !== undefined && text.length <= MAX_CACHED_TEXT && !text.includes('usePodCidr') ? cacheKey(text, cniArgs, process.env[LOCK_TIMEOUT_ENV]) : undefined;
   const hit = key === undefined ? undefined : cache.get(key);
   if (hit) return hit;
   const cfg = await decodeLocalConfig(conf, cniArgs);
@@ -54,6 +52,16 @@ export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string
     cache.set(key, frozen(cfg));
   }
   return cfg;
+}
+
+/**
+ * One string for the three: environment values hold no NUL, and the text, valid JSON, holds
+ * none either, so NUL-terminated fields (and the text last) cannot run into each other.
+ */
+function cacheKey(text: string, cniArgs: ReadonlyMap<string, string>, lockTimeout: string | undefined): string {
+  let key = lockTimeout === undefined ? '\0' : `=${lockTimeout}\0`;
+  for (const [k, v] of cniArgs) key += `${k}\0${v}\0`;
+  return `${key}\0${text}`;
 }
 
 function frozen(cfg: LocalConfig): LocalConfig {
