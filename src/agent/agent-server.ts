@@ -214,12 +214,17 @@ export class Agent {
     const answer = (status: number, body: string, whole = false): void => {
       const frame = encodeAnswer({ status, body: Buffer.from(body) });
       if (TRACING) replied = monoUs();
-      // destroySoon: FIN once the frame is written, then closed. Not destroy() inside the write's
-      // callback: the stream then fails its own pending finish callbacks, building an error (and
-      // its stack trace) per call for nothing.
+      // Written whole at once (the usual case: the kernel took every byte inside write()): the
+      // connection is closed right here, before the client has read the answer, so the client's
+      // exit finds no peer to wake and the agent's loop has no shutdown to finish. Safe: the
+      // request was read to its end, so nothing unread sits in our receive queue (which would
+      // reset the connection), and the answer waits in the client's. Otherwise destroySoon: FIN
+      // once the rest is written, then closed. Never destroy() inside the write's callback: the
+      // stream then fails its own pending finish callbacks, building an error per call.
       if (whole) {
         sock.write(frame);
-        sock.destroySoon();
+        if (sock.writableLength === 0) sock.destroy();
+        else sock.destroySoon();
       } else sock.end(frame);
     };
     let uid: number;
