@@ -20,7 +20,7 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { PODIPAM_BIN, type PluginCall, clusterCall, runCliSync, runPlugin } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -66,7 +66,7 @@ async function store(kind: string): Promise<string[]> {
       if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     }
     const socket = join(dir.path, 'run', 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'bh-shim', '--datastore', url, '--data-dir', join(dir.path, 'agent')]);
+    agent = await startAgent(socket, ['--node', 'bh-shim', '--datastore', url, '--data-dir', join(dir.path, 'agent')], {}, PRODUCT_WARM_UP);
     const cache = join(dir.path, 'cache');
     const perPod = (id: string) => (command: string) => clusterCall('bench-history', url, cache, command, id, 'bh-pod');
     const shim =

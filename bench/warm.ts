@@ -21,7 +21,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -81,23 +81,28 @@ export async function run(): Promise<string[]> {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
-    warmAgent = await startAgent(join(dir.path, 'warm', 'agent.sock'), [
-      '--node',
-      'bench-warm',
-      '--datastore',
-      url,
-      '--data-dir',
-      join(dir.path, 'warm-data'),
-      '--min-idle',
-      '64',
-      '--max-idle',
-      '256',
-      '--capacity',
-      '1024',
-      '--cooldown',
-      '1s',
-    ]);
-    clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url]);
+    warmAgent = await startAgent(
+      join(dir.path, 'warm', 'agent.sock'),
+      [
+        '--node',
+        'bench-warm',
+        '--datastore',
+        url,
+        '--data-dir',
+        join(dir.path, 'warm-data'),
+        '--min-idle',
+        '64',
+        '--max-idle',
+        '256',
+        '--capacity',
+        '1024',
+        '--cooldown',
+        '1s',
+      ],
+      {},
+      PRODUCT_WARM_UP,
+    );
+    clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url], {}, PRODUCT_WARM_UP);
     for (let i = 0; ; i++) {
       const w = (await warmAgent.status()).warmPool;
       if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= 64 && (w.pools.ipv6?.idle ?? 0) >= 64) break;

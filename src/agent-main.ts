@@ -150,7 +150,18 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
         done();
       }
     },
-    warmUp: (env, stdin) => pluginCall(env, stdin, { local: { asyncLockWait: true } }), // src/agent/warm-up.ts
+    // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
+    warmUp: () => {
+      const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
+      const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache } };
+      return {
+        call: (env, stdin) => pluginCall(env, stdin, warmHost),
+        async close() {
+          own.scanCache.close();
+          await own.cluster.close();
+        },
+      };
+    },
     status: () => ({
       datastore: {
         roundTrips: cluster.roundTrips(),

@@ -23,6 +23,7 @@ test('callBreakdown: each segment the median of its differences; the ADD lines o
     'shim: stdin, config, connect': 0.1,
     'shim: framing, write': 0.05,
     'agent: event loop until parsed': 0.35,
+    '  of which from the accept': 0.3,
     'agent: handler outside the lock': 1.5,
     '  of which waiting for the batch': 0.2,
     'agent: allocation under the lock': 0.5,

@@ -61,6 +61,7 @@ export function callBreakdown(driverOut: string, shimErr: string, agentErr: stri
     put('shim: stdin, config, connect', connected! - main!);
     put('shim: framing, write', sent! - connected!);
     put('agent: event loop until parsed', a.at.parsed - sent!);
+    put('  of which from the accept', a.at.parsed - a.at.accepted);
     put('agent: handler outside the lock', (handler - locked) * 1000);
     put('  of which waiting for the batch', (a.batchWait ?? 0) * 1000);
     put('agent: allocation under the lock', (locked - write) * 1000);

@@ -37,6 +37,7 @@ export const AGENT_CONFIG_KEYS = {
   runtimeReconcileInterval: 'duration',
   runtimeReconcileGrace: 'duration',
   runtimeReconcileDataDir: 'string',
+  warmUp: 'duration',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;

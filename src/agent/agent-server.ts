@@ -24,7 +24,7 @@ import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { tryLockExclusive } from '../util/flock.js';
 import { TRACING, traceCall } from '../util/call-trace.js';
-import { warmUp } from './warm-up.js';
+import { type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
@@ -49,10 +49,11 @@ export interface HostedServices {
   /** Once the socket listens (calls meanwhile wait for what they need); a failure stops the agent. */
   start(): Promise<void>;
   /**
-   * The call handler without the long-lived services (no store, cache or counter of the
-   * agent's): the agent runs it through a few calls before listening (warm-up.ts). Absent: no warm-up.
+   * Builds a call handler with services of its own (none of the agent's stores, caches or
+   * counters): the agent runs calls through it, over a private socket, before listening
+   * (warm-up.ts), then closes it. Absent: no warm-up.
    */
-  readonly warmUp?: CallHandler;
+  readonly warmUp?: () => WarmUpServices;
   /** After the last call: closes what `start` and the calls opened. */
   close(): Promise<void>;
 }
@@ -68,8 +69,12 @@ export interface AgentOptions {
    * agent on the socket builds nothing). An AgentStartError thrown refuses the start as it is.
    */
   readonly host: () => Promise<HostedServices>;
-  /** Run `HostedServices.warmUp` before listening (default true): see warm-up.ts. */
+  /**
+   * Run `HostedServices.warmUp` before listening (default true), for at most `warmUpMs`
+   * (default WARM_UP_BUDGET_MS; 0: none): see warm-up.ts.
+   */
   readonly warmUp?: boolean;
+  readonly warmUpMs?: number;
   /** Called once per finished call (metrics). */
   readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
   /** Diagnostics (a refused peer, a bad request). */
@@ -97,6 +102,8 @@ export class Agent {
   readonly #conns = new Set<Socket>();
   #idle: (() => void) | undefined;
   #closing = false;
+  /** What the warm-up before listening did (undefined: none ran). */
+  warmUpReport: WarmUpReport | undefined;
 
   private constructor(opts: AgentOptions, hosted: HostedServices, server: Server, lockFd: number) {
     this.#opts = opts;
@@ -105,7 +112,7 @@ export class Agent {
     this.#server = server;
     this.#lockFd = lockFd;
     this.#allowed = new Set([0, process.getuid?.() ?? 0, ...(opts.allowUids ?? [])]);
-    server.on('connection', (s) => this.#serve(s));
+    server.on('connection', (s) => this.#serve(s, hosted.call, true));
   }
 
   /** Takes the socket (refusing when another agent holds it) and starts serving. */
@@ -120,10 +127,18 @@ export class Agent {
       closeSync(lockFd); // the lock is released for the next try
       throw e;
     }
-    // The first pods after a start would otherwise wait for the plugin's code to load and compile.
-    if (hosted.warmUp && opts.warmUp !== false) await warmUp(hosted.warmUp, opts.node);
     const server = createServer();
     const agent = new Agent(opts, hosted, server, lockFd);
+    // The first pods after a start would otherwise wait for the plugin's code to load and compile,
+    // and run it in V8's slowest tiers.
+    if (hosted.warmUp && opts.warmUp !== false) {
+      agent.warmUpReport = await warmUp({
+        services: hosted.warmUp,
+        serve: (sock, call) => agent.#serve(sock, call, false),
+        node: opts.node,
+        ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
+      });
+    }
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
     try {
       await new Promise<void>((resolve, reject) => {
@@ -156,6 +171,7 @@ export class Agent {
       requests: this.stats.requests(),
       latencyMs: this.stats.latencyMs(),
       backends: this.stats.backends(),
+      ...(this.warmUpReport ? { warmUp: this.warmUpReport } : {}),
       ...this.#hosted.status(),
     };
   }
@@ -184,7 +200,8 @@ export class Agent {
     closeSync(this.#lockFd);
   }
 
-  #serve(sock: Socket): void {
+  /** Serves one connection with `call`; `counted`: a runtime's call (status, metrics, trace), not the warm-up's. */
+  #serve(sock: Socket, call: CallHandler, counted: boolean): void {
     this.#conns.add(sock);
     sock.on('close', () => this.#conns.delete(sock));
     sock.on('error', () => sock.destroy());
@@ -197,12 +214,17 @@ export class Agent {
     const answer = (status: number, body: string, whole = false): void => {
       const frame = encodeAnswer({ status, body: Buffer.from(body) });
       if (TRACING) replied = monoUs();
-      // destroySoon: FIN once the frame is written, then closed. Not destroy() inside the write's
-      // callback: the stream then fails its own pending finish callbacks, building an error (and
-      // its stack trace) per call for nothing.
+      // Written whole at once (the usual case: the kernel took every byte inside write()): the
+      // connection is closed right here, before the client has read the answer, so the client's
+      // exit finds no peer to wake and the agent's loop has no shutdown to finish. Safe: the
+      // request was read to its end, so nothing unread sits in our receive queue (which would
+      // reset the connection), and the answer waits in the client's. Otherwise destroySoon: FIN
+      // once the rest is written, then closed. Never destroy() inside the write's callback: the
+      // stream then fails its own pending finish callbacks, building an error per call.
       if (whole) {
         sock.write(frame);
-        sock.destroySoon();
+        if (sock.writableLength === 0) sock.destroy();
+        else sock.destroySoon();
       } else sock.end(frame);
     };
     let uid: number;
@@ -248,10 +270,11 @@ export class Agent {
         return;
       }
       const parsed = TRACING ? monoUs() : 0;
-      void this.#call(req.call.env, req.call.stdin).then(
+      void this.#call(call, req.call.env, req.call.stdin).then(
         (c) => {
           const handled = TRACING ? monoUs() : 0;
           answer(c.answer.status, c.answer.output, true);
+          if (!counted) return;
           // The bookkeeping after the answer is on its way: the pod start does not wait for it.
           this.#record(c);
           if (TRACING) writeTrace({ ...c.trace, readMs: (parsed - accepted) / 1000, at: { accepted, parsed, handled, replied } });
@@ -263,7 +286,7 @@ export class Agent {
   }
 
   /** Serves one call; the counting is left to `#record`, once the answer is sent. */
-  async #call(env: Record<string, string>, stdin: Buffer): Promise<ServedCall> {
+  async #call(call: CallHandler, env: Readonly<Record<string, string>>, stdin: Buffer): Promise<ServedCall> {
     const t0 = performance.now();
     this.stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
@@ -272,7 +295,7 @@ export class Agent {
     const text = stdin.toString('utf8');
     const verb = verbLabel(env.CNI_COMMAND);
     try {
-      const traced = traceCall(() => this.#hosted.call(callEnv, () => text));
+      const traced = traceCall(() => call(callEnv, () => text));
       const answer = await traced.result;
       const ms = performance.now() - t0;
       if (!TRACING) return { answer, verb, ms };

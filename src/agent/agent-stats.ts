@@ -18,6 +18,8 @@ export interface AgentStatus {
   readonly latencyMs: Record<string, { p50: number; p90: number; p99: number; max: number; n: number }>;
   /** back end → calls ("local", "usePodCidr", "cluster", "warm"), as the call handler named it. */
   readonly backends: Record<string, number>;
+  /** The warm-up before the socket listened (src/agent/warm-up.ts), when one ran: rounds, calls answered ok, failed, wall ms. */
+  readonly warmUp?: import('./warm-up.js').WarmUpReport;
   readonly datastore: {
     readonly roundTrips: number;
     readonly groupCommits: number;

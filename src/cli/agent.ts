@@ -38,6 +38,7 @@ interface AgentFlags {
   runtimeReconcileInterval?: string;
   runtimeReconcileGrace?: string;
   runtimeReconcileDataDir?: string;
+  warmUp?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -117,6 +118,11 @@ export function registerAgent(program: Command): void {
       '--runtime-reconcile-data-dir <dirs>',
       "with --runtime-endpoint: the local back end's data directories to reconcile, comma-separated",
       '/var/lib/cni/networks',
+    )
+    .option(
+      '--warm-up <duration>',
+      'before listening, run ADDs and DELs through the request path on private scratch stores for this long, so the first pods do not run cold code ("0s": none)',
+      '1500ms',
     )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
@@ -206,6 +212,8 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
   const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
   const runtimeReconcile = runtimeReconcileFlags(flags, label);
+  const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? '1500ms');
+  if (warmUpMs > 60_000) throw new UsageError(`invalid ${label('warmUp')} ${JSON.stringify(flags.warmUp)}: at most 60s`);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -245,6 +253,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
       headroom,
       ...(masquerade ? { masquerade } : {}),
       ...(runtimeReconcile ? { runtimeReconcile } : {}),
+      warmUpMs,
       onCall: (c) => metrics.observe(c),
       log: logger,
     });

@@ -53,10 +53,10 @@ export function configVersion(raw: Readonly<Record<string, unknown>>): string {
 }
 
 /**
- * The typed view back ends get. `ipam` must be an object: missing is host-local's
+ * The typed view back ends get (`source`: the text `raw` was parsed from). `ipam` must be an object: missing is host-local's
  * `IPAM config missing 'ipam' key` (code 7 here), another type names the type.
  */
-export function toNetConf(raw: Readonly<Record<string, unknown>>, cniVersion: string): NetConf {
+export function toNetConf(raw: Readonly<Record<string, unknown>>, cniVersion: string, source?: string): NetConf {
   const ipam = goField(raw, 'ipam');
   if (ipam === undefined) throw new CniError(CniCode.InvalidConfig, "IPAM config missing 'ipam' key");
   if (!isObject(ipam)) {
@@ -74,5 +74,6 @@ export function toNetConf(raw: Readonly<Record<string, unknown>>, cniVersion: st
     runtimeConfig: isObject(runtimeConfig) ? runtimeConfig : undefined,
     prevResult: goField(raw, 'prevResult'),
     raw,
+    ...(source !== undefined ? { source } : {}),
   };
 }

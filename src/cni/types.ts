@@ -17,6 +17,11 @@ export interface NetConf {
   readonly prevResult?: unknown;
   /** The full parsed object, for back ends that need other keys. */
   readonly raw: Readonly<Record<string, unknown>>;
+  /**
+   * The text `raw` was parsed from (stdin), when the plugin's edge decoded it: what a back end's
+   * cache of decoded configs keys on (the bytes decide everything decoded from them).
+   */
+  readonly source?: string;
 }
 
 /** One attachment: what ADD/DEL/CHECK identify and GC's valid-attachments list holds. */

@@ -41,7 +41,8 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
     import('../cni/go-json.js'),
     import('../cni/cni-args.js'),
   ]));
-  const raw = decodeConfig(stdin());
+  const text = stdin();
+  const raw = decodeConfig(text);
   const verb = cmd.command;
   if (verb === 'ADD' || verb === 'DEL' || verb === 'CHECK') {
     validateContainerId(cmd.containerId);
@@ -59,7 +60,7 @@ export async function dispatch(env: NodeJS.ProcessEnv, stdin: () => string, host
       `config is ${JSON.stringify(version)}, plugin supports ${goQuoteList(SUPPORTED_VERSIONS)}`,
     );
   }
-  const conf = toNetConf(raw, version);
+  const conf = toNetConf(raw, version, text);
   const backend = await selectBackend(conf, env, host, chosen);
   if (verb === 'GC') {
     const { validAttachments } = await import('./gc-attachments.js');

@@ -5,7 +5,8 @@ import type { NetConf } from '../cni/types.js';
 import { parseCniArgs } from '../cni/cni-args.js';
 import { formatAddr } from '../ip/index.js';
 import { formatRangeSet } from '../local/range-allocator.js';
-import { loadLocalConfig } from './local-conf.js';
+import { LOCK_TIMEOUT_ENV, loadLocalConfig } from './local-conf.js';
+import { configVersion, decodeConfig, toNetConf } from '../cni/net-conf.js';
 
 function conf(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}, cniVersion = '1.0.0'): NetConf {
   const raw = { cniVersion, name: 'net', ipam: { type: 'podipam', ...ipam }, ...extra };
@@ -149,4 +150,46 @@ test('usePodCidr without datastore and nodeName is rejected with a clear message
   await fails(conf({ ranges: [[{ subnet: 'usePodCidr' }]] }), 7, 'usePodCidr needs datastore and nodeName');
   await fails(conf({ subnet: 'usePodCidr' }), 7, 'usePodCidr needs datastore and nodeName');
   await fails(conf({ ranges: [[{ subnet: 'usePodCidr' }]], datastore: 'bogus:/x.db', nodeName: 'n1' }), 7, /ipam\.datastore/);
+});
+
+/** A config as the plugin's edge decodes stdin: with its text as `source`. */
+function decoded(c: Record<string, unknown>): NetConf {
+  const text = JSON.stringify(c);
+  const raw = decodeConfig(text);
+  return toNetConf(raw, configVersion(raw), text);
+}
+
+const base = { cniVersion: '1.0.0', name: 'cached', ipam: { type: 'podipam', dataDir: '/tmp/podipam-cache-test', ranges: [[{ subnet: '10.7.0.0/24' }]] } };
+
+test('config cache: the same text (and CNI_ARGS) gives the same decoded config, frozen', async () => {
+  const a = await loadLocalConfig(decoded(base), parseCniArgs('K8S_POD_NAME=a;IgnoreUnknown=1'));
+  const b = await loadLocalConfig(decoded(base), parseCniArgs('K8S_POD_NAME=a;IgnoreUnknown=1'));
+  assert.equal(a, b, 'decoded once');
+  assert.ok(Object.isFrozen(a) && Object.isFrozen(a.rangeSets) && Object.isFrozen(a.rangeSets[0]![0]));
+  assert.notEqual(await loadLocalConfig(conf(base.ipam)), await loadLocalConfig(conf(base.ipam)), 'a config without its text is decoded every time');
+});
+
+test('config cache: a changed config, CNI_ARGS or lock timeout is never served stale', async () => {
+  const first = await loadLocalConfig(decoded(base));
+  assert.deepEqual(first.rangeSets.map(formatRangeSet), ['10.7.0.1-10.7.0.254']);
+  const other = await loadLocalConfig(decoded({ ...base, ipam: { ...base.ipam, ranges: [[{ subnet: '10.8.0.0/24' }]] } }));
+  assert.deepEqual(other.rangeSets.map(formatRangeSet), ['10.8.0.1-10.8.0.254']);
+  assert.equal((await loadLocalConfig(decoded({ ...base, name: 'cached2' }))).dir, '/tmp/podipam-cache-test/cached2');
+  assert.equal((await loadLocalConfig(decoded({ ...base, ipam: { ...base.ipam, dataDir: '/tmp/other' } }))).dir, '/tmp/other/cached');
+  const spaced = JSON.stringify(base, null, 1); // the same config in other bytes: decoded again, equal
+  const raw = decodeConfig(spaced);
+  assert.deepEqual(await loadLocalConfig(toNetConf(raw, configVersion(raw), spaced)), first);
+  const withIp = await loadLocalConfig(decoded(base), parseCniArgs('IP=10.7.0.9'));
+  assert.deepEqual(withIp.requested.map(formatAddr), ['10.7.0.9']);
+  assert.deepEqual((await loadLocalConfig(decoded(base), parseCniArgs('IP=10.7.0.10'))).requested.map(formatAddr), ['10.7.0.10']);
+  await fails(decoded(base), 4, /unknown args/i, 'FOO=1');
+  const was = process.env[LOCK_TIMEOUT_ENV];
+  process.env[LOCK_TIMEOUT_ENV] = '1234';
+  try {
+    assert.equal((await loadLocalConfig(decoded(base))).lockTimeoutMs, 1234);
+  } finally {
+    if (was === undefined) delete process.env[LOCK_TIMEOUT_ENV];
+    else process.env[LOCK_TIMEOUT_ENV] = was;
+  }
+  assert.equal(await loadLocalConfig(decoded(base)), first, 'the first entry is still served for its own key');
 });

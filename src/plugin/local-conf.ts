@@ -27,8 +27,55 @@ export function lockTimeoutOf(env: NodeJS.ProcessEnv, dflt: number): number {
   return Number(v);
 }
 
+/**
+ * Decoded configs by what they are decoded from: the config's text (`conf.source`), CNI_ARGS and
+ * PODIPAM_LOCK_TIMEOUT_MS. The agent decodes the same network config for every pod; the text
+ * decides everything read from it, so an equal key gives an equal result, and any changed byte
+ * is another key. Not kept: a config asking for the node's pod CIDR (read from outside the
+ * text), a text longer than MAX_CACHED_TEXT, a config that failed. At most CACHE_ENTRIES, the
+ * oldest dropped first; the values are frozen (shared by calls).
+ */
+const cache = new Map<string, LocalConfig>();
+const CACHE_ENTRIES = 32;
+const MAX_CACHED_TEXT = 16 << 10;
+
 /** Validates `conf.ipam` (and the request-carrying parts of conf and CNI_ARGS) for the local back end. */
 export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string, string> = new Map()): Promise<LocalConfig> {
+  const text = conf.source;
+  const key =
+    text !== undefined && text.length <= MAX_CACHED_TEXT && !text.includes('usePodCidr') ? cacheKey(text, cniArgs, process.env[LOCK_TIMEOUT_ENV]) : undefined;
+  const hit = key === undefined ? undefined : cache.get(key);
+  if (hit) return hit;
+  const cfg = await decodeLocalConfig(conf, cniArgs);
+  if (key !== undefined) {
+    if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+    cache.set(key, frozen(cfg));
+  }
+  return cfg;
+}
+
+/**
+ * One string for the three: environment values hold no NUL, and the text, valid JSON, holds
+ * none either, so NUL-terminated fields (and the text last) cannot run into each other.
+ */
+function cacheKey(text: string, cniArgs: ReadonlyMap<string, string>, lockTimeout: string | undefined): string {
+  let key = lockTimeout === undefined ? '\0' : `=${lockTimeout}\0`;
+  for (const [k, v] of cniArgs) key += `${k}\0${v}\0`;
+  return `${key}\0${text}`;
+}
+
+function frozen(cfg: LocalConfig): LocalConfig {
+  for (const set of cfg.rangeSets) {
+    for (const r of set) Object.freeze(r);
+    Object.freeze(set);
+  }
+  Object.freeze(cfg.rangeSets);
+  Object.freeze(cfg.routes);
+  Object.freeze(cfg.requested);
+  return Object.freeze(cfg);
+}
+
+async function decodeLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string, string>): Promise<LocalConfig> {
   const ipam = conf.ipam;
   const dataDir = optString(ipam, 'dataDir', 'ipam') || DEFAULT_DATA_DIR;
   if (!path.isAbsolute(dataDir) || dataDir.includes('\0')) {

@@ -132,30 +132,31 @@ function decodeRequest(head: Buffer, body: Buffer): Request {
     return { kind: 'status' };
   }
   let off = 0;
-  const u32 = (what: string): number => {
-    if (off + 4 > body.length) throw new FrameError(`truncated request: ${what} missing`);
+  // What is read is named only when it is missing: no text is built for a request that is whole.
+  const u32 = (what: () => string): number => {
+    if (off + 4 > body.length) throw new FrameError(`truncated request: ${what()} missing`);
     const v = body.readUInt32BE(off);
     off += 4;
     return v;
   };
-  const bytes = (what: string): Buffer => {
-    const len = u32(`length of ${what}`);
-    if (off + len > body.length) throw new FrameError(`truncated request: ${what} is ${len} bytes, ${body.length - off} left`);
+  const bytes = (what: () => string): Buffer => {
+    const len = u32(() => `length of ${what()}`);
+    if (off + len > body.length) throw new FrameError(`truncated request: ${what()} is ${len} bytes, ${body.length - off} left`);
     const b = body.subarray(off, off + len);
     off += len;
     return b;
   };
-  const n = u32('environment count');
+  const n = u32(() => 'environment count');
   if (n > 4096) throw new FrameError(`environment of ${n} variables exceeds the limit of 4096`);
   const env: Record<string, string> = {};
   for (let i = 0; i < n; i++) {
-    const kv = bytes(`environment entry ${i}`).toString('utf8');
+    const kv = bytes(() => `environment entry ${i}`).toString('utf8');
     const eq = kv.indexOf('=');
     if (eq <= 0) throw new FrameError(`environment entry ${i} ${JSON.stringify(kv.slice(0, 64))} is not KEY=VALUE`);
     // defineProperty: a variable named __proto__ is an entry like any other, never the prototype.
     Object.defineProperty(env, kv.slice(0, eq), { value: kv.slice(eq + 1), enumerable: true, writable: true, configurable: true });
   }
-  const stdin = bytes('stdin');
+  const stdin = bytes(() => 'stdin');
   if (stdin.length > MAX_STDIN) throw new FrameError(`stdin of ${stdin.length} bytes exceeds the limit of ${MAX_STDIN} bytes`);
   if (off !== body.length) throw new FrameError(`${body.length - off} bytes after the end of the request`);
   return { kind: 'cni', call: { env, stdin: Buffer.from(stdin) } };

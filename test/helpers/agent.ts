@@ -12,6 +12,12 @@ import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
 
 export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 
+/** The warm-up a test's agent runs unless its arguments name one (the agent's default is longer). */
+export const TEST_WARM_UP = '300ms';
+
+/** startAgent's option for an agent that warms up as the product's do (the benches). */
+export const PRODUCT_WARM_UP = { warmUp: null } as const;
+
 /** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
 const IP_BIN = ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'].find((p) => existsSync(p)) ?? 'ip';
 
@@ -43,14 +49,17 @@ export function requireShim(): void {
  * tests'); `--masquerade` in `args` turns it on, for an agent run in a namespace of the test
  * (`o.netns`: started through `ip netns exec`, whatever PATH `env` gives it). `o.launcher`: a
  * command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended.
+ * `o.warmUp`: its --warm-up (default TEST_WARM_UP; null: the agent's own default, as the benches run it).
  */
 export async function startAgent(
   socket: string,
   args: readonly string[] = [],
   env: NodeJS.ProcessEnv = {},
-  o: { readonly netns?: string; readonly launcher?: readonly string[] } = {},
+  o: { readonly netns?: string; readonly launcher?: readonly string[]; readonly warmUp?: string | null } = {},
 ): Promise<RunningAgent> {
-  const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...args];
+  // A short warm-up unless asked otherwise: the suite starts many agents on a shared machine.
+  const warmUp = args.includes('--warm-up') || o.warmUp === null ? [] : ['--warm-up', o.warmUp ?? TEST_WARM_UP];
+  const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...warmUp, ...args];
   const node = [...(o.launcher ?? []), process.execPath];
   const [cmd, cmdArgs] = o.netns === undefined ? [node[0]!, [...node.slice(1), ...argv]] : [IP_BIN, ['netns', 'exec', o.netns, ...node, ...argv]];
   const child = spawn(cmd, cmdArgs, {

@@ -1,0 +1,56 @@
+/**
+ * The agent's warm-up (src/agent/warm-up.ts), through the built binary: it runs ADDs and DELs
+ * through the agent's request path over a private socket before listening, every one answered
+ * with success, and leaves nothing behind — no allocation or block in the agent's datastore, no
+ * store of its own among the agent's, no counted call, no scan, no file in its temp directory.
+ * `--warm-up 0s` runs none.
+ */
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startAgent } from '../helpers/agent.js';
+import { runCliSync } from '../helpers/plugin.js';
+import { makeTempDir } from '../helpers/tmp.js';
+
+const dir = makeTempDir('agent-warm-up');
+after(() => dir.remove());
+
+test('the warm-up answers its calls over the socket path and writes nothing the agent serves', { timeout: 120_000 }, async () => {
+  const url = `sqlite:${join(dir.path, 'ds.db')}`;
+  // A pool the warm-up's addresses (TEST-NET-1) would fall in, were it to use the agent's datastore.
+  const created = runCliSync(url, ['pool', 'create', 'p', '--cidr', '192.0.2.0/24']);
+  assert.equal(created.code, 0, created.stderr);
+  const tmp = join(dir.path, 'tmp');
+  mkdirSync(tmp);
+  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '400ms'], { TMPDIR: tmp });
+  try {
+    const st = await agent.status();
+    const w = st.warmUp;
+    assert.ok(w, `status names the warm-up: ${JSON.stringify(st)}`);
+    assert.ok(w.rounds >= 8, `at least 8 rounds: ${JSON.stringify(w)}`);
+    assert.equal(w.failed, 0, JSON.stringify(w));
+    assert.equal(w.calls, 4 * w.rounds, `a local and a cluster ADD+DEL per round, each answered ok over the socket: ${JSON.stringify(w)}`);
+    assert.deepEqual(st.requests, {}, 'no warm-up call is counted');
+    assert.deepEqual(st.backends, {});
+    assert.deepEqual(st.datastore.open, [url], "only the agent's own datastore is open");
+    assert.equal(st.datastore.groupCommits, 0);
+    assert.deepEqual({ full: st.localScans.full, incremental: st.localScans.incremental }, { full: 0, incremental: 0 }, "the agent's scan cache is untouched");
+    assert.deepEqual(readdirSync(tmp), [], 'the private directory is removed');
+    const shown = runCliSync(url, ['pool', 'show', 'p', '-o', 'json']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const p = JSON.parse(shown.stdout) as { allocated: number; blocks: number; nodes: unknown[] };
+    assert.deepEqual({ allocated: p.allocated, blocks: p.blocks, nodes: p.nodes }, { allocated: 0, blocks: 0, nodes: [] }, shown.stdout);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('--warm-up 0s runs no warm-up', { timeout: 60_000 }, async () => {
+  const agent = await startAgent(join(dir.path, 'b', 'agent.sock'), ['--warm-up', '0s']);
+  try {
+    assert.equal((await agent.status()).warmUp, undefined);
+  } finally {
+    await agent.stop();
+  }
+});
