@@ -21,9 +21,12 @@ const ABSENT: KnownBlock = Object.freeze({ rev: 0, block: null });
 export class NeedRead {
   constructor(readonly keys: string[]) {}
 }
-/** Thrown inside a plan: this listing must be made first. */
+/** Thrown inside a plan: this listing must be made first (`from`: where a scan of the blocks starts, see AssignPlan). */
 export class NeedList {
-  constructor(readonly what: 'list-claimed' | 'list-blocks') {}
+  constructor(
+    readonly what: 'list-claimed' | 'list-blocks',
+    readonly from?: string,
+  ) {}
 }
 
 /** The state one plan builds up; its parts (take-over, specific, ip-set, automatic) share it. */
