@@ -120,6 +120,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       for (const k of [...view.blocks.keys()]) if (page.covers(k) && !present.has(k)) view.noteBlock(k, 0, null);
       for (const e of page.entries) absorbEntry(ctx.cache, view, others, e.key, e);
       allListed = scan.done;
+      attempt--; // a page is progress, not contention: the scan ends after one circle
       continue;
     }
     crashPoint('cluster.assign.planned');

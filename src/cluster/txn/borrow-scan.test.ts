@@ -81,3 +81,18 @@ test('in a full pool the scan reads every block, then the ADD is refused as exha
   await admin.releaseHandle('h2');
   assert.equal((await admin.assign({ node: 'n4', handle: 'late', auto: { 4: 1 } })).length, 1, 'a freed address is borrowed');
 });
+
+test('a full pool of 256 blocks: the scan pages double and do not count as attempts, so the ADD is refused as exhausted, not contended', async () => {
+  const store = await openStore('memory:');
+  const admin = new ClusterIpam(store);
+  await admin.createPool({ name: 'p', cidr: '10.0.0.0/20', blockSize: 28 }); // 256 blocks of 13
+  await admin.updateSettings({ maxBlocksPerHost: 1 });
+  for (let n = 0; n < 256; n++) await admin.assign({ node: `n${n}`, handle: `h${n}`, auto: { 4: 13 } });
+  const strict = new ClusterIpam(store, { maxAttempts: 2 });
+  const before = store.roundTrips;
+  // n0 is at its cap (one full block): it can only borrow, and no block has room.
+  await assert.rejects(strict.assign({ node: 'n0', handle: 'late', auto: { 4: 1 } }), PoolExhaustedError);
+  // Two scans (the refusal is proven on a fresh one) of pages of 64, 128, 256 (+ a short one), and the loads around them.
+  const trips = store.roundTrips - before;
+  assert.ok(trips <= 20, `${trips} round trips`);
+});

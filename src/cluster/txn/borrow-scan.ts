@@ -4,13 +4,14 @@
  * AssignPlan's `list-blocks`) to the end, then from the first block key round to the start key
  * itself — every block once. The assignment loop asks for one page per `list-blocks` plan and
  * stops as soon as a plan finds a free address, so a borrow reads a page or two whatever the
- * cluster's size; only a cluster with no free address anywhere is read whole. Pages are read
+ * cluster's size; only a cluster with no free address anywhere is read whole — in pages that
+ * double, so that costs a few round trips (log₂ of the blocks), at most twice the blocks. Pages are read
  * at different revisions: the plan's compares prove every block it uses, as for any hint.
  */
 import { compareKeys, type Entry, type Store } from '../../store/index.js';
 import { BLOCK_PREFIX } from '../records/index.js';
 
-/** Blocks per page (a block record is at most a few KiB). */
+/** Blocks in the first page (a block record is at most a few KiB); each later page is twice the one before. */
 export const BORROW_PAGE = 64;
 
 export interface BorrowPage {
@@ -22,7 +23,7 @@ export interface BorrowPage {
 export class BorrowScan {
   readonly #store: Store;
   readonly #start: string;
-  readonly #pageSize: number;
+  #pageSize: number;
   #after: string;
   #wrapped: boolean;
   #done = false;
@@ -52,6 +53,7 @@ export class BorrowScan {
     const lo = this.#after;
     const last = page.at(-1)?.key;
     const full = page.length === this.#pageSize && last !== undefined;
+    this.#pageSize *= 2;
     if (!this.#wrapped) {
       // First leg: (start, end of the block keys].
       const hi = full ? last : undefined;
