@@ -118,9 +118,15 @@ export function* blockProbeOrder(count: bigint, seed: string, from = 0n): Genera
  * start + n·stride ≡ index (mod count), through the stride's inverse modulo the power of two.
  */
 export function blockProbePosition(count: bigint, seed: string, index: bigint): bigint {
+  return blockProbePositions(count, seed)(index);
+}
+
+/** blockProbePosition for many indexes of one order: the seed's hashes and the stride's inverse computed once. */
+export function blockProbePositions(count: bigint, seed: string): (index: bigint) => bigint {
   if (count <= 0n) throw new RangeError(`Cannot find a probe position in a pool of ${count} blocks`);
   const { start, stride } = probeSteps(count, seed);
-  return (((((index - start) % count) + count) % count) * inverseMod(stride, count)) % count;
+  const inverse = inverseMod(stride, count);
+  return (index) => (((((index - start) % count) + count) % count) * inverse) % count;
 }
 
 function probeSteps(count: bigint, seed: string): { start: bigint; stride: bigint } {

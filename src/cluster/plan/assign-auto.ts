@@ -8,7 +8,7 @@
 import { type Block, allocateOrdinals, isFullBlock, newBlock } from '../../alloc/block.js';
 import { quarantineHeld, quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { blockAt, blockCount, fnv1a32, reservedOrdinals } from '../../alloc/block-layout.js';
-import type { Family } from '../../ip/index.js';
+import { type Family, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
 import { blockKey, effectiveMaxBlocks, type Pool, poolUsable, NoPoolError, PoolExhaustedError, quarantineFor } from '../records/index.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
@@ -99,16 +99,19 @@ function fill(w: PlanWork, family: Family, need: number, requested: number, cand
   if (got < need && !snap.config.autoAllocateBlocks) limit = 'autoAllocateBlocks is off';
   if (got < need && snap.config.autoAllocateBlocks) {
     const max = effectiveMaxBlocks(snap.config);
-    let owned = cands.reduce((n, p) => n + w.blocksIn(p, true).length, 0);
+    // The node's blocks per pool, kept as it claims (where each claim's probe resumes).
+    const own = new Map(cands.map((p) => [p, w.blocksIn(p, true).map(([, kb]) => kb.block!.cidr)]));
+    let owned = [...own.values()].reduce((n, bs) => n + bs.length, 0);
     while (got < need) {
       if (owned >= max) {
         limit = `the node owns ${owned} IPv${family} blocks, the per-host limit is ${max}`;
         break;
       }
-      const c = claimable(w, cands);
+      const c = claimable(w, cands, (p) => own.get(p) ?? []);
       if (!c) break;
       w.guards.set(c.key, c.guards);
       take(c.key, 0, newBlock(c.cidr, req.node), true);
+      own.get(cands.find((p) => prefixContainsPrefix(p.cidr, c.cidr))!)?.push(c.cidr);
       owned++;
     }
   }
@@ -142,7 +145,7 @@ function borrowFrom(pool: Pool, node: string): string {
 }
 
 /** The next block to claim for this node (see claim-candidate.ts); lists blocks after too many misses. */
-function claimable(w: PlanWork, cands: readonly Pool[]): ClaimCandidate | undefined {
+function claimable(w: PlanWork, cands: readonly Pool[], own: (pool: Pool) => readonly Prefix[]): ClaimCandidate | undefined {
   const { claimed, claimMisses } = w.input;
   const taken = (key: string): boolean | undefined => {
     if (w.work.has(key)) return true;
@@ -153,7 +156,6 @@ function claimable(w: PlanWork, cands: readonly Pool[]): ClaimCandidate | undefi
   // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
   // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
   const guess = claimMisses < MAX_CLAIM_MISSES || claimed !== undefined;
-  const own = (pool: Pool) => w.blocksIn(pool, true).map(([, kb]) => kb.block!.cidr);
   const c = findClaimableBlock(cands, w.input.snap.autoExcluded, w.input.req.node, taken, guess, own);
   if (c === 'unknown') throw new NeedList('list-claimed');
   return c;

@@ -8,7 +8,7 @@
  * compares (the block's key and each of its `guards`, the keys of other sizes that would
  * overlap it, at revision 0) prove the choice — see src/alloc/overlapping-blocks.ts.
  */
-import { blockAt, blockCount, blockProbeOrder, blockProbePosition, isWhollyReserved } from '../../alloc/block-layout.js';
+import { blockAt, blockCount, blockProbeOrder, blockProbePositions, isWhollyReserved } from '../../alloc/block-layout.js';
 import { overlappingBlocks } from '../../alloc/overlapping-blocks.js';
 import type { IpRangeSet, Prefix } from '../../ip/index.js';
 import { blockKey, type Pool } from '../records/index.js';
@@ -67,11 +67,12 @@ export function findClaimableBlock(
 function resumeAt(pool: Pool, count: bigint, seed: string, own: Iterable<Prefix>): bigint {
   const shift = BigInt((pool.cidr.family === 4 ? 32 : 128) - pool.blockSize);
   let furthest = -1n;
+  let position: ((index: bigint) => bigint) | undefined;
   for (const b of own) {
     if (b.len !== pool.blockSize || b.family !== pool.cidr.family) continue;
     const idx = (b.base - pool.cidr.base) >> shift;
     if (idx < 0n || idx >= count) continue;
-    const n = blockProbePosition(count, seed, idx);
+    const n = (position ??= blockProbePositions(count, seed))(idx);
     if (n > furthest) furthest = n;
   }
   return furthest + 1n;
