@@ -5,7 +5,10 @@
  * calls, not timed), then a new agent's allocator — a fresh ClusterIpam, its caches cold — serves
  * PROBE ADDs of one address on a node of its own: the first ADD (snapshot load and block claim
  * among the others'), p50 and p99 of the rest, datastore round trips per ADD, and the heap the
- * new allocator retains after a full GC (what an agent holds for the cluster). Flat or
+ * new allocator retains after a full GC (what an agent holds for the cluster), and the block
+ * records its lists returned per ADD. Two more tables: the probe node's own blocks (it already
+ * holds 20 to 1,000 small blocks and every timed ADD claims one more), and borrowing (the probe
+ * node is at its per-host cap, so every timed ADD borrows from another node's block). Flat or
  * logarithmic down a column is the contract; a column growing with the cluster is a bug.
  *
  * Knobs: PODIPAM_BENCH_ADD_SCALE_PROBE (64 ADDs), PODIPAM_BENCH_ADD_SCALE_MAX (5000: the
@@ -20,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ClusterIpam } from '../src/cluster/index.js';
 import { PoolExhaustedError } from '../src/cluster/records/errors.js';
 import type { PoolSpec } from '../src/cluster/records/pool-record.js';
-import { openStore } from '../src/store/index.js';
+import { type Entry, type ListOptions, type Store, openStore } from '../src/store/index.js';
 import { q } from './lib/cni-subject.js';
 
 const PROBE = Number(process.env.PODIPAM_BENCH_ADD_SCALE_PROBE ?? 64);
@@ -34,6 +37,10 @@ export interface Case {
   readonly family: 4 | 6;
   readonly nodes: number;
   readonly blocksEach: number;
+  /** Blocks the probe node fills itself before the timed ADDs (untimed). */
+  readonly probeOwns?: number;
+  /** The probe node holds one full block and its per-host cap is 1: every timed ADD borrows. */
+  readonly atCap?: boolean;
 }
 
 export interface Row {
@@ -44,6 +51,8 @@ export interface Row {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly roundTripsPerAdd: number;
+  /** Block records (entries) the probe's lists returned, per ADD. */
+  readonly listedPerAdd: number;
   /** Heap the probe's allocator retains after a full GC (NaN without --expose-gc). */
   readonly heapKiB: number;
 }
@@ -60,10 +69,45 @@ function blockAddrs(pool: PoolSpec, family: 4 | 6): number {
   return 2 ** ((family === 4 ? 32 : 128) - (pool.blockSize ?? (family === 4 ? 26 : 122)));
 }
 
+/** `store` with a count of the entries its lists return. */
+function countingLists(store: Store): { readonly store: Store; readonly listed: () => number } {
+  let listed = 0;
+  const wrapped = new Proxy(store, {
+    get(target, p) {
+      if (p === 'list')
+        return async (prefix: string, o?: ListOptions): Promise<Entry[]> => {
+          const r = await target.list(prefix, o);
+          listed += r.length;
+          return r;
+        };
+      const v: unknown = Reflect.get(target, p);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store: wrapped, listed: () => listed };
+}
+
+/** Asks `want` addresses for `node` in requests of PER_REQUEST, GROUP requests a transaction, until its per-host cap stops it. */
+async function fillNode(admin: ClusterIpam, node: string, family: 4 | 6, want: number): Promise<void> {
+  const reqs = Array.from({ length: Math.ceil(want / PER_REQUEST) }, (_, k) => ({
+    node,
+    handle: `fill-${node}-${k}`,
+    auto: { [family]: Math.min(PER_REQUEST, want - k * PER_REQUEST) },
+  }));
+  for (let g = 0; g < reqs.length; g += GROUP) {
+    for (const o of await admin.assignMany(node, reqs.slice(g, g + GROUP))) {
+      if (o.ok) continue;
+      if (o.error instanceof PoolExhaustedError) return; // its blocks are full
+      throw o.error;
+    }
+  }
+}
+
 /** Fills a fresh datastore in `dir` as the case says, then times PROBE ADDs (`probe` of them) of a new agent. */
 export async function measureCase(c: Case, dir: string, probe = PROBE): Promise<Row> {
   const url = `sqlite:${join(dir, `add-scale-${c.dimension}-${c.label.replace(/\W+/g, '_')}.db`)}`;
-  const store = await openStore(url);
+  const counted = countingLists(await openStore(url));
+  const store = counted.store;
   try {
     {
       const admin = new ClusterIpam(store);
@@ -74,28 +118,22 @@ export async function measureCase(c: Case, dir: string, probe = PROBE): Promise<
       // no request meets the cap and lists every block to borrow): requests of PER_REQUEST
       // addresses, a group of GROUP of them per transaction.
       const want = c.blocksEach > 1 ? c.blocksEach * blockAddrs(c.pool, c.family) : 1;
-      for (let n = 0; n < c.nodes; n++) {
-        const reqs = Array.from({ length: Math.ceil(want / PER_REQUEST) }, (_, k) => ({
-          node: `other-${n}`,
-          handle: `fill-${n}-${k}`,
-          auto: { [c.family]: Math.min(PER_REQUEST, want - k * PER_REQUEST) },
-        }));
-        fill: for (let g = 0; g < reqs.length; g += GROUP) {
-          for (const o of await admin.assignMany(`other-${n}`, reqs.slice(g, g + GROUP))) {
-            if (o.ok) continue;
-            if (o.error instanceof PoolExhaustedError) break fill; // its blocksEach blocks are full
-            throw o.error;
-          }
-        }
+      for (let n = 0; n < c.nodes; n++) await fillNode(admin, `other-${n}`, c.family, want);
+      // The probe node's own blocks, filled up to a cap of that many.
+      const owns = c.atCap ? 1 : (c.probeOwns ?? 0);
+      if (owns > 0) {
+        await admin.updateSettings({ maxBlocksPerHost: owns });
+        await fillNode(admin, 'probe', c.family, owns * blockAddrs(c.pool, c.family));
       }
-      // The probe node takes as many blocks as its ADDs need (/30 blocks: 16 or more).
-      await admin.updateSettings({ maxBlocksPerHost: 1000 });
+      // The probe node takes as many blocks as its ADDs need (/30 blocks: 16 or more), unless it is at its cap.
+      await admin.updateSettings({ maxBlocksPerHost: c.atCap ? 1 : Math.max(1000, owns + probe + 1) });
     }
-    const blocks = (await store.list('blocks/')).length;
+    const blocks = (await store.list('blocks/')).filter((e) => !e.value.includes('"affinity":"probe"')).length;
     gc();
     gc();
     const heap0 = process.memoryUsage().heapUsed;
     const rt0 = store.roundTrips;
+    const listed0 = counted.listed();
     const agent = new ClusterIpam(store);
     const times: number[] = [];
     for (let i = 0; i < probe; i++) {
@@ -105,13 +143,23 @@ export async function measureCase(c: Case, dir: string, probe = PROBE): Promise<
       if (got.length !== 1) throw new Error(`${c.dimension} ${c.label}: ADD ${i} got ${got.length} addresses`);
     }
     const roundTrips = store.roundTrips - rt0;
+    const listed = counted.listed() - listed0;
     gc();
     gc();
     const heapKiB = canGc() ? (process.memoryUsage().heapUsed - heap0) / 1024 : NaN;
     const rest = times.slice(1);
     // keep the agent (and so its caches) alive until the heap was read
     if ((await agent.currentPools()).pools.length !== 1) throw new Error(`${c.dimension} ${c.label}: pools lost`);
-    return { case: c, blocks, firstMs: times[0] ?? NaN, p50Ms: q(rest, 0.5), p99Ms: q(rest, 0.99), roundTripsPerAdd: roundTrips / probe, heapKiB };
+    return {
+      case: c,
+      blocks,
+      firstMs: times[0] ?? NaN,
+      p50Ms: q(rest, 0.5),
+      p99Ms: q(rest, 0.99),
+      roundTripsPerAdd: roundTrips / probe,
+      listedPerAdd: listed / probe,
+      heapKiB,
+    };
   } finally {
     await store.close();
   }
@@ -145,6 +193,26 @@ export function cases(max = MAX): Case[] {
       nodes: n,
       blocksEach: 1,
     })),
+    // The probe node's own blocks: it holds 20 to 1,000 /30 blocks (one address each), and every timed ADD claims another.
+    ...upTo([20, 200, 1000]).map((b): Case => ({
+      dimension: 'own blocks',
+      label: `owns ${b} blocks`,
+      pool: v4('10.0.0.0/8', 30),
+      family: 4,
+      nodes: 3,
+      blocksEach: 1,
+      probeOwns: b,
+    })),
+    // Borrowing: the probe node is at its cap (one full /26), every timed ADD borrows from one of the other nodes' blocks.
+    ...upTo([10, 1000, 5000]).map((n): Case => ({
+      dimension: 'borrowing at the cap',
+      label: `${n} nodes`,
+      pool: v4('10.0.0.0/8'),
+      family: 4,
+      nodes: n,
+      blocksEach: 1,
+      atCap: true,
+    })),
   ];
 }
 
@@ -154,12 +222,12 @@ export function tables(rows: readonly Row[]): string[] {
   for (const dim of [...new Set(rows.map((r) => r.case.dimension))]) {
     out.push(`ADD by ${dim} (a new agent's ${rows[0] ? PROBE : 0} ADDs on a node of its own, SQLite on /dev/shm):`);
     out.push(
-      '| case | blocks held by others | first ADD ms | ADD p50 ms | ADD p99 ms | round trips/ADD | heap retained KiB |',
-      '|---|---|---|---|---|---|---|',
+      '| case | blocks held by others | first ADD ms | ADD p50 ms | ADD p99 ms | round trips/ADD | blocks listed/ADD | heap retained KiB |',
+      '|---|---|---|---|---|---|---|---|',
     );
     for (const r of rows.filter((x) => x.case.dimension === dim)) {
       out.push(
-        `| ${r.case.label} | ${r.blocks} | ${r.firstMs.toFixed(2)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.roundTripsPerAdd.toFixed(2)} | ${Number.isFinite(r.heapKiB) ? r.heapKiB.toFixed(0) : '-'} |`,
+        `| ${r.case.label} | ${r.blocks} | ${r.firstMs.toFixed(2)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(3)} | ${r.roundTripsPerAdd.toFixed(2)} | ${(r.listedPerAdd ?? NaN).toFixed(1)} | ${Number.isFinite(r.heapKiB) ? r.heapKiB.toFixed(0) : '-'} |`,
       );
     }
   }

@@ -7,6 +7,7 @@ import {
   blockContaining,
   blockCount,
   blockProbeOrder,
+  blockProbePosition,
   checkBlockSize,
   checkStoredBlockSize,
   fnv1a32,
@@ -115,6 +116,25 @@ describe('blockProbeOrder', () => {
 
   it('yields nothing for an empty pool', () => {
     assert.deepEqual([...blockProbeOrder(0n, 'n')], []);
+  });
+
+  it('started at a position, is the same order rotated: every block once', () => {
+    for (const count of [1n, 8n, 1024n]) {
+      const whole = [...blockProbeOrder(count, 'node-a')];
+      for (const from of [0n, 1n, count / 2n, count - 1n, count + 3n]) {
+        const k = Number(from % count);
+        assert.deepEqual([...blockProbeOrder(count, 'node-a', from)], [...whole.slice(k), ...whole.slice(0, k)]);
+      }
+    }
+  });
+
+  it('blockProbePosition inverts the order, also beyond 2^53', () => {
+    for (const count of [1n, 2n, 64n, 4096n]) {
+      [...blockProbeOrder(count, 'node-b')].forEach((idx, n) => assert.equal(blockProbePosition(count, 'node-b', idx), BigInt(n)));
+    }
+    const big = 1n << 58n;
+    const it = blockProbeOrder(big, 'n', 12345n);
+    for (let n = 12345n; n < 12350n; n++) assert.equal(blockProbePosition(big, 'n', it.next().value as bigint), n);
   });
 
   it('fnv1a32 matches the reference vectors', () => {

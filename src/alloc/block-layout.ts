@@ -97,18 +97,49 @@ export function fnv1a32(text: string): number {
  * visits every block). Calico starts at a hashed index and walks sequentially; a hashed stride
  * avoids the long runs of claimed blocks that sequential probing produces when many nodes
  * claim at once, so a claim usually hits a free block on its first try.
+ *
+ * `from` (a position in that order, 0 = its first index) starts the walk there and wraps round
+ * to the positions before it, so every index is still visited once: a node that owns the
+ * blocks at the first positions resumes past them (blockProbePosition) instead of skipping
+ * them one by one on every claim.
  */
-export function* blockProbeOrder(count: bigint, seed: string): Generator<bigint> {
+export function* blockProbeOrder(count: bigint, seed: string, from = 0n): Generator<bigint> {
   if (count <= 0n) return;
-  const h1 = BigInt(fnv1a32(seed)) | (BigInt(fnv1a32(`${seed}#start`)) << 32n);
-  const h2 = BigInt(fnv1a32(`${seed}#stride`)) | (BigInt(fnv1a32(`${seed}#stride2`)) << 32n);
-  const start = h1 % count;
-  const stride = (h2 % count) | 1n;
-  let i = start;
+  const { start, stride } = probeSteps(count, seed);
+  let i = (start + (((from % count) + count) % count) * stride) % count;
   for (let n = 0n; n < count; n++) {
     yield i;
     i = (i + stride) % count;
   }
+}
+
+/**
+ * The position of block `index` in blockProbeOrder(count, seed): the n with
+ * start + n·stride ≡ index (mod count), through the stride's inverse modulo the power of two.
+ */
+export function blockProbePosition(count: bigint, seed: string, index: bigint): bigint {
+  return blockProbePositions(count, seed)(index);
+}
+
+/** blockProbePosition for many indexes of one order: the seed's hashes and the stride's inverse computed once. */
+export function blockProbePositions(count: bigint, seed: string): (index: bigint) => bigint {
+  if (count <= 0n) throw new RangeError(`Cannot find a probe position in a pool of ${count} blocks`);
+  const { start, stride } = probeSteps(count, seed);
+  const inverse = inverseMod(stride, count);
+  return (index) => (((((index - start) % count) + count) % count) * inverse) % count;
+}
+
+function probeSteps(count: bigint, seed: string): { start: bigint; stride: bigint } {
+  const h1 = BigInt(fnv1a32(seed)) | (BigInt(fnv1a32(`${seed}#start`)) << 32n);
+  const h2 = BigInt(fnv1a32(`${seed}#stride`)) | (BigInt(fnv1a32(`${seed}#stride2`)) << 32n);
+  return { start: h1 % count, stride: (h2 % count) | 1n };
+}
+
+/** The inverse of odd `a` modulo the power of two `m` (Newton's iteration: each step doubles the correct low bits). */
+function inverseMod(a: bigint, m: bigint): bigint {
+  let x = a; // a·a ≡ 1 (mod 8) for every odd a: 3 correct bits
+  for (let bits = 3n; 1n << bits < m; bits *= 2n) x = (((x * (2n - ((a * x) % m))) % m) + m) % m;
+  return ((x % m) + m) % m;
 }
 
 /** Ordinals of `block` (0 = its first address) that lie in `reserved`. */

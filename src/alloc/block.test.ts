@@ -12,6 +12,7 @@ import {
   handleCounts,
   holderOf,
   isEmptyBlock,
+  isFullBlock,
   newBlock,
   ordinalOf,
   ordinalsOf,
@@ -308,4 +309,18 @@ describe('block property test against a simple model (seeded)', () => {
       }
     });
   }
+
+  it('isFullBlock agrees with freeCount() === 0, adopted network, gateway and broadcast ordinals included', () => {
+    const rand = mulberry32(37);
+    for (const cidr of [V4, V6, parsePrefix('10.0.0.0/30'), parsePrefix('fd00::/126'), parsePrefix('10.0.0.0/31')]) {
+      const cap = blockCapacity(cidr);
+      for (let round = 0; round < 300; round++) {
+        const allocations = new Map<number, string>();
+        const p = rand();
+        for (let o = 0; o < cap; o++) if (rand() < p) allocations.set(o, 'h');
+        const b: Block = { cidr, affinity: 'n', allocations, next: 0 };
+        assert.equal(isFullBlock(b), freeCount(b) === 0, `${JSON.stringify([...allocations.keys()])} of /${cidr.len}`);
+      }
+    }
+  });
 });

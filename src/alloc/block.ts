@@ -183,6 +183,22 @@ export function freeCount(block: Block, reserved: ReadonlySet<number> = EMPTY): 
   return Number(usableCount(block.cidr)) - taken;
 }
 
+/**
+ * True when allocateOrdinals can hand out nothing whatever the reservations, found in constant
+ * time (freeCount walks the allocations): the gateway is held, or the allocated usable ordinals
+ * — all allocated ones less the network, gateway and broadcast ordinals among them — fill the
+ * usable span. A planner skips a node's full blocks with it on every ADD.
+ */
+export function isFullBlock(block: Block): boolean {
+  const a = block.allocations;
+  if (a.has(GATEWAY_ORDINAL)) return true;
+  const usable = Number(usableCount(block.cidr));
+  if (a.size < usable) return false;
+  const cap = blockCapacity(block.cidr);
+  const unusable = (a.has(0) ? 1 : 0) + (block.cidr.family === 4 && cap > 2 && a.has(cap - 1) ? 1 : 0);
+  return a.size - unusable >= usable;
+}
+
 /** True when no ordinal is allocated (reservations are not allocations). */
 export function isEmptyBlock(block: Block): boolean {
   return block.allocations.size === 0;

@@ -178,7 +178,8 @@ export function clusterPoolLiveSuite(kind: string, open: () => Promise<Store>): 
         const r = await admin.resizePool('p', '10.20.0.0/25');
         assert.deepEqual([r.kind, formatPrefix(r.pool.cidr), r.removedBlocks], ['grow', '10.20.0.0/25', 0]);
         // `node` still has its snapshot of the /27: its next claim fails the config compare and re-plans.
-        await adds(node, 'n1', 'b', 20, got);
+        // 66 addresses need 6 blocks: at least 2 of them lie outside the /26 (refused below).
+        await adds(node, 'n1', 'b', 40, got);
         assert.equal(new Set(got).size, got.length, 'no address twice');
         const after = (await blocks(s)).map((b) => formatPrefix(b.cidr)).sort();
         assert.ok(

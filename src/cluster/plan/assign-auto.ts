@@ -1,14 +1,16 @@
 /**
  * Automatic addresses (`req.auto`) as one part of planAssign: per family, from the node's own
  * blocks, then new blocks it claims (up to the per-host limit), then — unless strictAffinity —
- * free addresses of other nodes' blocks; else the error naming why (no pool, exhausted).
+ * free addresses of other nodes' blocks, read a page at a time until one has room (a node at
+ * its cap never lists the whole cluster to borrow one address, unless the cluster is full);
+ * else the error naming why (no pool, exhausted).
  */
-import { type Block, allocateOrdinals, newBlock } from '../../alloc/block.js';
+import { type Block, allocateOrdinals, isFullBlock, newBlock } from '../../alloc/block.js';
 import { quarantineHeld, quarantinedOrdinals } from '../../alloc/block-quarantine.js';
-import { reservedOrdinals } from '../../alloc/block-layout.js';
-import type { Family } from '../../ip/index.js';
+import { blockAt, blockCount, fnv1a32, reservedOrdinals } from '../../alloc/block-layout.js';
+import { type Family, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
-import { effectiveMaxBlocks, type Pool, poolUsable, NoPoolError, PoolExhaustedError, quarantineFor } from '../records/index.js';
+import { blockKey, effectiveMaxBlocks, type Pool, poolUsable, NoPoolError, PoolExhaustedError, quarantineFor } from '../records/index.js';
 import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
 import { NeedList, type PlanWork } from './plan-work.js';
 
@@ -79,6 +81,7 @@ function fill(w: PlanWork, family: Family, need: number, requested: number, cand
   // Free addresses the quarantine kept back (for the exhaustion error) and the earliest end of one.
   const kept = { count: 0, until: Infinity };
   const take = (key: string, rev: number, block: Block, claimed: boolean): void => {
+    if (isFullBlock(block)) return; // constant time: a node's full blocks cost nothing per ADD
     const reserved = reservedOrdinals(block.cidr, snap.autoExcluded);
     const q = quarantineFor(snap.pools, block.cidr, w.now);
     const held = quarantineHeld(block, q, reserved);
@@ -96,22 +99,26 @@ function fill(w: PlanWork, family: Family, need: number, requested: number, cand
   if (got < need && !snap.config.autoAllocateBlocks) limit = 'autoAllocateBlocks is off';
   if (got < need && snap.config.autoAllocateBlocks) {
     const max = effectiveMaxBlocks(snap.config);
-    let owned = cands.reduce((n, p) => n + w.blocksIn(p, true).length, 0);
+    // The node's blocks per pool, kept as it claims (where each claim's probe resumes).
+    const own = new Map(cands.map((p) => [p, w.blocksIn(p, true).map(([, kb]) => kb.block!.cidr)]));
+    let owned = [...own.values()].reduce((n, bs) => n + bs.length, 0);
     while (got < need) {
       if (owned >= max) {
         limit = `the node owns ${owned} IPv${family} blocks, the per-host limit is ${max}`;
         break;
       }
-      const c = claimable(w, cands);
+      const c = claimable(w, cands, (p) => own.get(p) ?? []);
       if (!c) break;
       w.guards.set(c.key, c.guards);
       take(c.key, 0, newBlock(c.cidr, req.node), true);
+      own.get(cands.find((p) => prefixContainsPrefix(p.cidr, c.cidr))!)?.push(c.cidr);
       owned++;
     }
   }
   if (got < need && !snap.config.strictAffinity) {
-    if (!w.input.allListed) throw new NeedList('list-blocks');
+    // Borrow from the other nodes' blocks known so far; short of addresses, ask for the next page of blocks.
     for (const pool of cands) for (const [key, kb] of w.blocksIn(pool, false)) if (got < need) take(key, kb.rev, kb.block!, false);
+    if (got < need && !w.input.allListed) throw new NeedList('list-blocks', borrowFrom(cands[0]!, req.node));
   }
   if (got < need) {
     const quarantined = kept.count > 0 ? { count: kept.count, until: new Date(kept.until).toISOString() } : undefined;
@@ -127,8 +134,18 @@ function fill(w: PlanWork, family: Family, need: number, requested: number, cand
   }
 }
 
+/**
+ * Where this node's scan of the blocks for one to borrow from starts: the key of a block of the
+ * pool chosen by a hash of the node, so nodes at their cap spread over different blocks
+ * rather than all racing for the first free address in key order.
+ */
+function borrowFrom(pool: Pool, node: string): string {
+  const count = blockCount(pool.cidr, pool.blockSize);
+  return blockKey(blockAt(pool.cidr, pool.blockSize, BigInt(fnv1a32(`${node}/${pool.name}#borrow`)) % count));
+}
+
 /** The next block to claim for this node (see claim-candidate.ts); lists blocks after too many misses. */
-function claimable(w: PlanWork, cands: readonly Pool[]): ClaimCandidate | undefined {
+function claimable(w: PlanWork, cands: readonly Pool[], own: (pool: Pool) => readonly Prefix[]): ClaimCandidate | undefined {
   const { claimed, claimMisses } = w.input;
   const taken = (key: string): boolean | undefined => {
     if (w.work.has(key)) return true;
@@ -139,7 +156,7 @@ function claimable(w: PlanWork, cands: readonly Pool[]): ClaimCandidate | undefi
   // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
   // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
   const guess = claimMisses < MAX_CLAIM_MISSES || claimed !== undefined;
-  const c = findClaimableBlock(cands, w.input.snap.autoExcluded, w.input.req.node, taken, guess);
+  const c = findClaimableBlock(cands, w.input.snap.autoExcluded, w.input.req.node, taken, guess, own);
   if (c === 'unknown') throw new NeedList('list-claimed');
   return c;
 }

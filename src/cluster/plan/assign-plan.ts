@@ -13,7 +13,7 @@ export interface PlanInput {
   readonly mine: ReadonlyMap<string, KnownBlock>;
   /** Other blocks seen during this call (foreign ones and known-absent ones). */
   readonly others: ReadonlyMap<string, KnownBlock>;
-  /** True once every block was listed: an unknown key is then known to be absent. */
+  /** True once every block was listed (a whole circle of list-blocks pages): an unknown key is then known to be absent. */
   readonly allListed: boolean;
   /** Claims that failed because the block existed; after MAX_CLAIM_MISSES the planner asks for a list. */
   readonly claimMisses: number;
@@ -33,8 +33,14 @@ export type AssignPlan =
   | { readonly kind: 'read'; readonly keys: readonly string[] }
   /** List the affinities: which block CIDRs are claimed (small records; enough to choose a claim). */
   | { readonly kind: 'list-claimed' }
-  /** List every block with its contents (to borrow from another node's block). */
-  | { readonly kind: 'list-blocks' }
+  /**
+   * The next page of blocks with their contents (to borrow from another node's block): the
+   * loop scans the blocks in key order from just after `from` round to `from` itself, one
+   * page per ask, feeding each page into `others`; once the circle is complete it sets
+   * `allListed`. A borrow reads pages only until one holds a free address, so it costs a page
+   * or two in a cluster of any size, not a list of every block.
+   */
+  | { readonly kind: 'list-blocks'; readonly from: string }
   | {
       readonly kind: 'txn';
       readonly compares: readonly Compare[];

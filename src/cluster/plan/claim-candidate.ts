@@ -1,11 +1,14 @@
 /**
  * Choosing the next block a node claims: the first block, in the node's probe order through
  * the candidate pools (see blockProbeOrder), that nobody holds and that is not wholly
- * reserved, nor overlapped by a known block of another of the pool's sizes. Pure; the claim's
+ * reserved, nor overlapped by a known block of another of the pool's sizes. The walk resumes
+ * just past the furthest position of a block the node already owns in the pool, wrapping round
+ * to the earlier positions last, so a claim costs a few probes however many blocks the node
+ * holds (restarting at the first position made filling a node's blocks quadratic). Pure; the claim's
  * compares (the block's key and each of its `guards`, the keys of other sizes that would
  * overlap it, at revision 0) prove the choice — see src/alloc/overlapping-blocks.ts.
  */
-import { blockAt, blockCount, blockProbeOrder, isWhollyReserved } from '../../alloc/block-layout.js';
+import { blockAt, blockCount, blockProbeOrder, blockProbePositions, isWhollyReserved } from '../../alloc/block-layout.js';
 import { overlappingBlocks } from '../../alloc/overlapping-blocks.js';
 import type { IpRangeSet, Prefix } from '../../ip/index.js';
 import { blockKey, type Pool } from '../records/index.js';
@@ -26,7 +29,7 @@ export function claimGuards(pool: Pool, cidr: Prefix): string[] {
 }
 
 /**
- * `taken(key)`: true when the block exists (or this plan creates it), false when it is known
+ * `own(pool)`: the blocks of `pool` the node holds (where its walk resumes). `taken(key)`: true when the block exists (or this plan creates it), false when it is known
  * to be absent, undefined when unknown. An unknown block is returned when `guess` is true
  * (the txn's compare then proves it absent); otherwise the search stops there with 'unknown'
  * — the caller should list the blocks. undefined: no claimable block in any pool.
@@ -37,11 +40,14 @@ export function findClaimableBlock(
   node: string,
   taken: (key: string) => boolean | undefined,
   guess: boolean,
+  own: (pool: Pool) => Iterable<Prefix> = () => [],
 ): ClaimCandidate | 'unknown' | undefined {
   for (const pool of pools) {
     if (isWhollyReserved(pool.cidr, reserved)) continue;
+    const count = blockCount(pool.cidr, pool.blockSize);
+    const seed = `${node}/${pool.name}`;
     let probes = 0;
-    for (const idx of blockProbeOrder(blockCount(pool.cidr, pool.blockSize), `${node}/${pool.name}`)) {
+    for (const idx of blockProbeOrder(count, seed, resumeAt(pool, count, seed, own(pool)))) {
       if (++probes > MAX_PROBES) break;
       const cidr = blockAt(pool.cidr, pool.blockSize, idx);
       const key = blockKey(cidr);
@@ -55,4 +61,19 @@ export function findClaimableBlock(
     }
   }
   return undefined;
+}
+
+/** The position after the furthest one (in the node's probe order) of the node's blocks of the pool's size; 0 when it has none. */
+function resumeAt(pool: Pool, count: bigint, seed: string, own: Iterable<Prefix>): bigint {
+  const shift = BigInt((pool.cidr.family === 4 ? 32 : 128) - pool.blockSize);
+  let furthest = -1n;
+  let position: ((index: bigint) => bigint) | undefined;
+  for (const b of own) {
+    if (b.len !== pool.blockSize || b.family !== pool.cidr.family) continue;
+    const idx = (b.base - pool.cidr.base) >> shift;
+    if (idx < 0n || idx >= count) continue;
+    const n = (position ??= blockProbePositions(count, seed))(idx);
+    if (n > furthest) furthest = n;
+  }
+  return furthest + 1n;
 }

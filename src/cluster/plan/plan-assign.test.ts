@@ -175,6 +175,22 @@ describe('planAssign', () => {
     if (p.kind === 'txn') assert.deepEqual(p.compares[1], { key: 'nodes/n1', rev: 44 });
   });
 
+  it('borrows from the blocks known so far (a page), and asks for the next page from a hashed block only when they are full', () => {
+    const cfg = { ...DEFAULT_IPAM_CONFIG, maxBlocksPerHost: 1 };
+    const full4 = allocateOrdinals(newBlock(parsePrefix('10.0.0.0/28'), 'n1'), 16, 'x').block;
+    const own6 = newBlock(parsePrefix('fd00::/124'), 'n1');
+    const mine = new Map([known(full4, 1), known(own6, 2)]);
+    const theirs = newBlock(parsePrefix('10.0.0.32/28'), 'n2');
+    const p = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(theirs, 9)]) }));
+    assert.equal(p.kind, 'txn', 'a known block with room is enough: no list of every block');
+    const fullTheirs = allocateOrdinals(theirs, 16, 'y').block;
+    const next = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(fullTheirs, 9)]) }));
+    assert.equal(next.kind, 'list-blocks');
+    if (next.kind === 'list-blocks') assert.match(next.from, /^blocks\/10\.0\.0\.\d+-28$/, 'the scan starts at a block of the pool');
+    const other = planAssign(input({ req: { node: 'n9', handle: 'h', auto: 'each-family' }, snap: snap([], cfg), mine: new Map(), others: new Map() }));
+    assert.equal(other.kind, 'txn');
+  });
+
   it('borrows only from listed blocks, and is all-or-nothing when a family runs out', () => {
     const cfg = { ...DEFAULT_IPAM_CONFIG, maxBlocksPerHost: 1 };
     const full4 = allocateOrdinals(newBlock(parsePrefix('10.0.0.0/28'), 'n1'), 16, 'x').block;

@@ -1,7 +1,7 @@
 /**
  * Plans one assignment as ONE datastore transaction, purely: from a cluster snapshot and the
  * blocks known so far, it either asks for more knowledge (`read` some keys, `list-claimed`
- * block CIDRs, `list-blocks` with their contents) or
+ * block CIDRs, the next page of `list-blocks` with their contents) or
  * returns the compares and writes that, applied atomically, give a handle its addresses —
  * every family, new blocks claimed and the handle record updated together, so a dual-stack
  * request is all-or-nothing without any undo, and a crash can never separate a block from
@@ -39,7 +39,7 @@ export function planAssign(input: PlanInput): AssignPlan {
     return plan(new PlanWork(input));
   } catch (e) {
     if (e instanceof NeedRead) return { kind: 'read', keys: e.keys };
-    if (e instanceof NeedList) return { kind: e.what };
+    if (e instanceof NeedList) return e.what === 'list-blocks' ? { kind: e.what, from: e.from ?? '' } : { kind: e.what };
     throw e;
   }
 }

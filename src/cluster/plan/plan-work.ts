@@ -21,9 +21,12 @@ const ABSENT: KnownBlock = Object.freeze({ rev: 0, block: null });
 export class NeedRead {
   constructor(readonly keys: string[]) {}
 }
-/** Thrown inside a plan: this listing must be made first. */
+/** Thrown inside a plan: this listing must be made first (`from`: where a scan of the blocks starts, see AssignPlan). */
 export class NeedList {
-  constructor(readonly what: 'list-claimed' | 'list-blocks') {}
+  constructor(
+    readonly what: 'list-claimed' | 'list-blocks',
+    readonly from?: string,
+  ) {}
 }
 
 /** The state one plan builds up; its parts (take-over, specific, ip-set, automatic) share it. */
@@ -61,6 +64,7 @@ export class PlanWork {
   }
 
   put(key: string, rev: number, block: Block, claimed: boolean, ordinals: readonly number[]): void {
+    this.#blocksIn.clear();
     const prev = this.work.get(key);
     this.work.set(key, { rev, block, claimed: claimed || (prev?.claimed ?? false) });
     const cidr = formatPrefix(block.cidr);
@@ -89,8 +93,17 @@ export class PlanWork {
     return selectorMatches(p.nodeSelector, this.input.labels.labels);
   }
 
-  /** Known blocks inside `pool` that are (mine=true) or are not affine to this node, by address. */
-  blocksIn(pool: Pool, mine: boolean): [string, KnownBlock][] {
+  /** Known blocks inside `pool` that are (mine=true) or are not affine to this node, by address (kept until the next put). */
+  blocksIn(pool: Pool, mine: boolean): readonly [string, KnownBlock][] {
+    const id = `${mine ? 'mine' : 'others'}\n${pool.name}\n${formatPrefix(pool.cidr)}`;
+    let found = this.#blocksIn.get(id);
+    if (!found) this.#blocksIn.set(id, (found = this.#findBlocksIn(pool, mine)));
+    return found;
+  }
+
+  readonly #blocksIn = new Map<string, [string, KnownBlock][]>();
+
+  #findBlocksIn(pool: Pool, mine: boolean): [string, KnownBlock][] {
     const node = this.input.req.node;
     const seen = new Map<string, KnownBlock>();
     for (const src of [this.input.others, this.input.mine, this.work] as ReadonlyMap<string, KnownBlock>[]) {

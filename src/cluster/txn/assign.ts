@@ -2,7 +2,8 @@
  * The assignment loop: plan (pure) → one compare-and-swap txn → on a failed compare, fold the
  * returned current entries into the view and plan again; reads and block lists only when the
  * planner asks. Steady state (the node's block already claimed and its view current): one
- * round trip.
+ * round trip. A node at its per-host cap borrows from other nodes' blocks read a page at a time
+ * (borrow-scan.ts), not from a list of every block.
  */
 import { crashPoint } from '../../util/crash-point.js';
 import { commitWrite } from '../gate/index.js';
@@ -11,7 +12,6 @@ import { checkHandle } from '../../model/handle-id.js';
 import { absorbEntry, loadSnapshot, type KnownBlock, loadNodeBlocks, takenByPod, type IpamContext, readKeys } from '../views/index.js';
 import {
   AFFINITY_PREFIX,
-  BLOCK_PREFIX,
   blockKey,
   handleKey,
   parseAffinityKey,
@@ -26,6 +26,7 @@ import {
 } from '../records/index.js';
 import type { Entry } from '../../store/index.js';
 import { type HandleState, planAssign } from '../plan/index.js';
+import { BorrowScan } from './borrow-scan.js';
 import { PlacementError } from '../../model/placement.js';
 
 /** Most addresses one request may ask for (keeps the txn within etcd's 128-op limit). */
@@ -50,6 +51,8 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
   let refreshed = false;
   const others = new Map<string, KnownBlock>();
   let allListed = false;
+  // The pages of other nodes' blocks read to borrow an address (plan kind list-blocks).
+  let scan: BorrowScan | undefined;
   let claimMisses = 0;
   let claimed: Set<string> | undefined;
   let conflict: string[] = [];
@@ -90,6 +93,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       absorbEntry(ctx.cache, view, others, handleKey(req.handle), await ctx.store.get(handleKey(req.handle)));
       others.clear();
       allListed = false;
+      scan = undefined;
       claimed = undefined;
       continue;
     }
@@ -109,11 +113,14 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
       continue;
     }
     if (plan.kind === 'list-blocks') {
-      const all = await ctx.store.list(BLOCK_PREFIX);
-      const present = new Set(all.map((e) => e.key));
-      for (const k of [...view.blocks.keys()]) if (!present.has(k)) view.noteBlock(k, 0, null);
-      for (const e of all) absorbEntry(ctx.cache, view, others, e.key, e);
-      allListed = true;
+      scan ??= new BorrowScan(ctx.store, plan.from);
+      const page = await scan.next();
+      const present = new Set(page.entries.map((e) => e.key));
+      // The node's own blocks the page's key range proves gone (deleted by GC or an operator).
+      for (const k of [...view.blocks.keys()]) if (page.covers(k) && !present.has(k)) view.noteBlock(k, 0, null);
+      for (const e of page.entries) absorbEntry(ctx.cache, view, others, e.key, e);
+      allListed = scan.done;
+      attempt--; // a page is progress, not contention: the scan ends after one circle
       continue;
     }
     crashPoint('cluster.assign.planned');
