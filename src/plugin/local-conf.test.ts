@@ -193,3 +193,11 @@ test('config cache: a changed config, CNI_ARGS or lock timeout is never served s
   }
   assert.equal(await loadLocalConfig(decoded(base)), first, 'the first entry is still served for its own key');
 });
+
+test('config cache: a text with a \\u escape (which could spell usePodCidr) is decoded every time', async () => {
+  const text = JSON.stringify(base).replace('"cached"', '"cach\\u0065d"');
+  const raw = decodeConfig(text);
+  assert.equal(raw.name, 'cached');
+  const once = await loadLocalConfig(toNetConf(raw, configVersion(raw), text));
+  assert.notEqual(await loadLocalConfig(toNetConf(raw, configVersion(raw), text)), once);
+});

@@ -32,7 +32,7 @@ export function lockTimeoutOf(env: NodeJS.ProcessEnv, dflt: number): number {
  * PODIPAM_LOCK_TIMEOUT_MS. The agent decodes the same network config for every pod; the text
  * decides everything read from it, so an equal key gives an equal result, and any changed byte
  * is another key. Not kept: a config asking for the node's pod CIDR (read from outside the
- * text), a text longer than MAX_CACHED_TEXT, a config that failed. At most CACHE_ENTRIES, the
+ * text, or in a text with a `\u` escape, which could spell that token), a text longer than MAX_CACHED_TEXT, a config that failed. At most CACHE_ENTRIES, the
  * oldest dropped first; the values are frozen (shared by calls).
  */
 const cache = new Map<string, LocalConfig>();
@@ -43,7 +43,9 @@ const MAX_CACHED_TEXT = 16 << 10;
 export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string, string> = new Map()): Promise<LocalConfig> {
   const text = conf.source;
   const key =
-    text !== undefined && text.length <= MAX_CACHED_TEXT && !text.includes('usePodCidr') ? cacheKey(text, cniArgs, process.env[LOCK_TIMEOUT_ENV]) : undefined;
+    text !== undefined && text.length <= MAX_CACHED_TEXT && !text.includes('usePodCidr') && !text.includes('\\u')
+      ? cacheKey(text, cniArgs, process.env[LOCK_TIMEOUT_ENV])
+      : undefined;
   const hit = key === undefined ? undefined : cache.get(key);
   if (hit) return hit;
   const cfg = await decodeLocalConfig(conf, cniArgs);
