@@ -3,7 +3,8 @@
  * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
  * and refuses a compiled test whose source is gone (a stale dist/); it records each file's time in
  * test-output/test-times.json, merged across runs, and starts the files longest first by it
- * (not in path order, which `node --test` itself would impose).
+ * (not in path order, which `node --test` itself would impose); the unit files run in two
+ * processes that import them in turn, a file that fails to load failing the run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -117,4 +118,30 @@ test('test runner: files start longest first by the recorded times, two at a tim
     assert.equal(r.code, 0, r.out);
     const order = readFileSync(log, 'utf8').trim().split('\n');
     assert.deepEqual([order.slice(0, 2).sort(), order[2]], [['mmm', 'zzz'], 'aaa'], `started: ${order.join(', ')}`);
+  }));
+
+test('test runner: unit files run in two processes (lanes), a file that fails to load fails the run and the rest of its lane still runs', () =>
+  withTempDir('runner-lanes', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    const log = join(dir, 'pids.log');
+    appendFileSync(log, '');
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f'])
+      put(
+        dir,
+        name,
+        `import { appendFileSync } from 'node:fs';\ntest('${name} runs', () => { appendFileSync(${JSON.stringify(log)}, process.pid + '\\n'); });`,
+        'src/x',
+      );
+    let r = run(dir, {}, ['--unit']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^6 passed, 0 failed, 0 skipped in [\d.]+ s \(6 unit test files\)$/m);
+    const pids = new Set(readFileSync(log, 'utf8').trim().split('\n'));
+    assert.equal(pids.size, 2, `six unit files ran in ${pids.size} processes`);
+    // 'b' is the second file in path order: it shares its lane with 'd' and 'f', which run after it.
+    put(dir, 'b', "throw new Error('broken at load');", 'src/x');
+    r = run(dir, {}, ['--unit']);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /load dist\/src\/x\/b\.test\.js/);
+    assert.match(r.out, /broken at load/);
+    assert.match(r.out, /^5 passed, 1 failed, 0 skipped/m);
   }));

@@ -22,11 +22,14 @@ test('Periodic: runs again intervalMs after each run ended, never two at once; s
   });
   p.start();
   p.start();
-  await sleep(120);
+  // Until three runs ended (bounded): a fixed wait would count the machine's load, not the runs.
+  const deadline = Date.now() + 10_000;
+  while (runs < 3 && Date.now() < deadline) await sleep(5);
+  await sleep(7); // inside the next run's sleep, or about to start it
   await p.stop();
   const after = runs;
   assert.equal(inFlight, 0, 'stop resolved while a run was under way');
-  assert.ok(after >= 2, `ran ${after} times in 120 ms`);
+  assert.ok(after >= 3, `ran ${after} times in 10 s`);
   assert.equal(maxInFlight, 1);
   await sleep(40);
   assert.equal(runs, after, 'ran after stop');
