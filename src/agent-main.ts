@@ -62,10 +62,10 @@ export function startAgent(o: AgentMainOptions): Promise<Agent> {
 }
 
 async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, onMonitor: (m: HeadroomMonitor) => void): Promise<HostedServices> {
-  // The only connection open is the caller's own: no call can arrive to share its batch.
-  const alone = (): boolean => served.open() <= 1;
-  const cluster = new ClusterServices({ alone });
+  const cluster = new ClusterServices();
   const scanCache = new ScanCache();
+  // The only connection open is the caller's own: no ADD can arrive to share its batch.
+  const alone = (): boolean => served.open() <= 1;
   let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache, alone } };
   let warm: WarmService | undefined;
   // One client for everything that talks to the API server.
@@ -154,7 +154,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
     },
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: () => {
-      const own = { cluster: new ClusterServices({ alone }), scanCache: new ScanCache() };
+      const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
       const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
       return {
         call: (env, stdin) => pluginCall(env, stdin, warmHost),

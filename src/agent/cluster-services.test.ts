@@ -133,26 +133,3 @@ test('a node in a burst holds a lone ADD for LINGER_MS so that the next one join
     rmSync(root, { recursive: true, force: true });
   }
 });
-
-test('alone (no other call in flight), an idle node runs its call in the turn it arrives in; with company, one turn later', async () => {
-  let alone = true;
-  const cs = new ClusterServices({ alone: () => alone });
-  try {
-    const url = 'memory:cluster-services-alone';
-    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
-    // A callback queued before the call: a drain started after a turn of the event loop runs after it.
-    const ranBeforeATurn = async (): Promise<boolean> => {
-      await new Promise((r) => setTimeout(r, 5)); // the node's queue idle again (a busy one takes the call in its loop)
-      let turned = false;
-      setImmediate(() => (turned = true));
-      return cs.run(url, 'n1', async () => !turned);
-    };
-    assert.equal(await ranBeforeATurn(), true, 'alone: at once');
-    const a = await cs.assign(url, { node: 'n1', handle: 'net:alone:eth0', auto: { 4: 1 } });
-    assert.equal(a.length, 1);
-    alone = false;
-    assert.equal(await ranBeforeATurn(), false, 'with company: after the turn');
-  } finally {
-    await cs.close();
-  }
-});

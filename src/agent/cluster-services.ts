@@ -106,21 +106,13 @@ export interface ClusterServiceStats {
 export interface ClusterServicesOptions {
   /** Opens a datastore URL (default: openStore). Tests wrap a real store here, e.g. to lose a txn's answer after it committed. */
   readonly openStore?: (url: string) => Promise<Store>;
-  /**
-   * True when no other call is in flight in this process (the agent: no other connection open):
-   * an idle node's queue then starts at once, not after a turn of the event loop that could
-   * bring no call to share its transaction.
-   */
-  readonly alone?: () => boolean;
 }
 
 export class ClusterServices implements ClusterHost, ClusterServiceStats {
   readonly #openStore: ((url: string) => Promise<Store>) | undefined;
-  readonly #alone: (() => boolean) | undefined;
 
   constructor(o: ClusterServicesOptions = {}) {
     this.#openStore = o.openStore;
-    this.#alone = o.alone;
   }
 
   readonly #stores = new Map<string, Promise<Datastore>>();
@@ -196,14 +188,12 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     if (q.busy) return;
     // Drain after the calls that arrived in this turn of the event loop have queued too: a
     // synchronous store (SQLite) never leaves a transaction in flight for them to wait behind.
-    // Alone, no call can arrive in this turn: drain now.
     q.busy = true;
-    this.#schedule(datastore, key, q, this.#alone?.() ?? false);
+    this.#schedule(datastore, key, q);
   }
 
-  #schedule(datastore: string, key: string, q: Queue, now = false): void {
-    const drain = (resolve: () => void): void => void this.#drain(datastore, key, q).finally(resolve);
-    const running = new Promise<void>((resolve) => (now ? drain(resolve) : setImmediate(() => drain(resolve))));
+  #schedule(datastore: string, key: string, q: Queue): void {
+    const running = new Promise<void>((resolve) => setImmediate(() => void this.#drain(datastore, key, q).finally(resolve)));
     this.#draining.add(running);
     void running.then(() => this.#draining.delete(running));
   }
