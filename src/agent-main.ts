@@ -7,7 +7,7 @@
  * asked for. Local-mode calls still take host-local's flock on their directory for every call,
  * so host-local, the per-pod plugin and the agent can share a data directory.
  */
-import { Agent, type AgentOptions, AgentStartError, type HostedServices } from './agent/agent-server.js';
+import { Agent, type AgentOptions, AgentStartError, type HostedServices, type ServedConnections } from './agent/agent-server.js';
 import { ClusterServices } from './agent/cluster-services.js';
 import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import { ScanCache } from './local/scan-cache.js';
@@ -58,13 +58,15 @@ export function startAgent(o: AgentMainOptions): Promise<Agent> {
     o.onCall?.(c);
     if (c.verb === 'ADD' && c.result === 'code 100') void monitor?.poke();
   };
-  return Agent.start({ ...host, onCall, host: () => hostedBackEnds(o, (m) => (monitor = m)) });
+  return Agent.start({ ...host, onCall, host: (served) => hostedBackEnds(o, served, (m) => (monitor = m)) });
 }
 
-async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonitor) => void): Promise<HostedServices> {
+async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, onMonitor: (m: HeadroomMonitor) => void): Promise<HostedServices> {
   const cluster = new ClusterServices();
   const scanCache = new ScanCache();
-  let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache } };
+  // The only connection open is the caller's own: no ADD can arrive to share its batch.
+  const alone = (): boolean => served.open() <= 1;
+  let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache, alone } };
   let warm: WarmService | undefined;
   // One client for everything that talks to the API server.
   const kube = o.kube ? await openKubeOrFail(o.kube.kubeconfig) : undefined;
@@ -153,7 +155,7 @@ async function hostedBackEnds(o: AgentMainOptions, onMonitor: (m: HeadroomMonito
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: () => {
       const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
-      const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache } };
+      const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
       return {
         call: (env, stdin) => pluginCall(env, stdin, warmHost),
         async close() {

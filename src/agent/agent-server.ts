@@ -68,7 +68,7 @@ export interface AgentOptions {
    * Builds the hosted services once the socket's lock is held and before it listens (a second
    * agent on the socket builds nothing). An AgentStartError thrown refuses the start as it is.
    */
-  readonly host: () => Promise<HostedServices>;
+  readonly host: (served: ServedConnections) => Promise<HostedServices>;
   /**
    * Run `HostedServices.warmUp` before listening (default true), for at most `warmUpMs`
    * (default WARM_UP_BUDGET_MS; 0: none): see warm-up.ts.
@@ -79,6 +79,16 @@ export interface AgentOptions {
   readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
   /** Diagnostics (a refused peer, a bad request). */
   readonly log?: Log;
+}
+
+/**
+ * What the agent tells its hosted services about the calls it serves: `open()` is the number
+ * of connections accepted and not yet closed (the warm-up's included), the caller's own among
+ * them. 1 means the caller is the only call in flight: nothing can arrive in this turn of the
+ * event loop to share its lock or its transaction, so it need not wait a turn for company.
+ */
+export interface ServedConnections {
+  open(): number;
 }
 
 /** Refused to start: the message names the path and the reason. */
@@ -99,14 +109,15 @@ export class Agent {
   readonly #server: Server;
   readonly #lockFd: number;
   readonly #allowed: Set<number>;
-  readonly #conns = new Set<Socket>();
+  readonly #conns: Set<Socket>;
   #idle: (() => void) | undefined;
   #closing = false;
   /** What the warm-up before listening did (undefined: none ran). */
   warmUpReport: WarmUpReport | undefined;
 
-  private constructor(opts: AgentOptions, hosted: HostedServices, server: Server, lockFd: number) {
+  private constructor(opts: AgentOptions, hosted: HostedServices, server: Server, lockFd: number, conns: Set<Socket>) {
     this.#opts = opts;
+    this.#conns = conns;
     this.#hosted = hosted;
     this.#log = opts.log ?? silentLog;
     this.#server = server;
@@ -121,14 +132,15 @@ export class Agent {
     // Built before the socket listens: a call arriving while the services start waits for them
     // (or gets code 11), never a call served without them.
     let hosted: HostedServices;
+    const conns = new Set<Socket>();
     try {
-      hosted = await opts.host();
+      hosted = await opts.host({ open: () => conns.size });
     } catch (e) {
       closeSync(lockFd); // the lock is released for the next try
       throw e;
     }
     const server = createServer();
-    const agent = new Agent(opts, hosted, server, lockFd);
+    const agent = new Agent(opts, hosted, server, lockFd, conns);
     // The first pods after a start would otherwise wait for the plugin's code to load and compile,
     // and run it in V8's slowest tiers.
     if (hosted.warmUp && opts.warmUp !== false) {

@@ -207,3 +207,28 @@ test('a batch sees files another writer left (a full rescan), and a junk last_re
     );
   });
 });
+
+test('a lone ADD (alone() true) runs in the turn it arrives in; with company it waits one turn and the ADDs of that turn share its batch', async () => {
+  await withDir(async (dataDir) => {
+    const cfg = config(dataDir, ['10.9.0.0/24']);
+    const cache = new ScanCache();
+    await new LocalIpam({ asyncLockWait: true, scanCache: cache }).add(cfg, who(0)); // creates the directory: 10.9.0.2
+    // A callback queued before the ADD: a batch started after a turn of the event loop runs after it.
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const lone = new LocalIpam({ asyncLockWait: true, scanCache: cache, alone: () => true }).add(cfg, who(1));
+    assert.equal(readFileSync(join(cfg.dir, '10.9.0.3'), 'utf8'), 'c1\r\neth0', 'reserved before add() returned');
+    assert.deepEqual(addrs((await lone).allocations), ['10.9.0.3']);
+    assert.equal(turned, false, 'answered without waiting for a turn of the event loop');
+    // Not alone: the first ADD waits a turn, the two after it (same turn) join its batch: one scan.
+    const before = cache.stats.full + cache.stats.incremental;
+    const company = [2, 3, 4].map((i) => new LocalIpam({ asyncLockWait: true, scanCache: cache, alone: () => false }).add(cfg, who(i)));
+    assert.equal(reservations(cfg.dir).size, 2, 'nothing written in the turn the batch began');
+    assert.deepEqual(
+      (await Promise.all(company)).map((r) => addrs(r.allocations)[0]),
+      ['10.9.0.4', '10.9.0.5', '10.9.0.6'],
+    );
+    assert.equal(cache.stats.full + cache.stats.incremental - before, 1, 'one batch, one scan');
+    cache.close();
+  });
+});

@@ -50,21 +50,32 @@ interface QueuedAdd {
 
 /**
  * Per directory, the agent's ADDs waiting for their batch: the first one schedules the batch
- * (setImmediate: after the requests the event loop has already read), later ones join it until
- * it holds the lock. Per process, as `waits`.
+ * (setImmediate: after the requests the event loop has already read; at once when alone),
+ * later ones join it until it holds the lock. Per process, as `waits`.
  */
 const addQueues = new Map<string, QueuedAdd[]>();
+
+/**
+ * `asyncLockWait`: wait for a busy directory lock without blocking the event loop, and batch
+ * concurrent ADDs; `scanCache`: remember directories between calls and read only what changed;
+ * `alone()`: true when no other call is in flight in this process, so an ADD with no batch to
+ * join runs at once rather than after a turn of the event loop (all three: the agent).
+ */
+export interface LocalIpamOptions {
+  readonly asyncLockWait?: boolean;
+  readonly scanCache?: ScanCache;
+  readonly alone?: () => boolean;
+}
 
 export class LocalIpam {
   readonly #asyncLockWait: boolean;
   readonly #cache: ScanCache | undefined;
-  /**
-   * `asyncLockWait`: wait for a busy directory lock without blocking the event loop; `scanCache`:
-   * remember directories between calls and read only what changed (both: the agent).
-   */
-  constructor(options: { readonly asyncLockWait?: boolean; readonly scanCache?: ScanCache } = {}) {
+  readonly #alone: (() => boolean) | undefined;
+
+  constructor(options: LocalIpamOptions = {}) {
     this.#asyncLockWait = options.asyncLockWait ?? false;
     this.#cache = options.scanCache;
+    this.#alone = options.alone;
   }
 
   async add(cfg: LocalConfig, who: Holder): Promise<LocalAddResult> {
@@ -80,7 +91,9 @@ export class LocalIpam {
    * keeps the scan current from the batch's own writes), each ADD with its own config, result
    * or error, exactly as if they had run one after another. Each reservation is written as an
    * unbatched ADD writes it; every answer of the batch is sent only after all of its
-   * reservations are on disk and the lock is dropped.
+   * reservations are on disk and the lock is dropped. A new batch starts after the requests
+   * the event loop has already read (setImmediate), so that they join it; when `alone()` says
+   * no other call is in flight, none can, and it starts at once.
    */
   #addBatched(cfg: LocalConfig, who: Holder): Promise<Allocation[]> {
     return new Promise<Allocation[]>((resolve, reject) => {
@@ -92,7 +105,8 @@ export class LocalIpam {
       }
       addQueues.set(cfg.dir, [item]);
       // Outside the first call's trace span: the batch adds its phases to every call's own.
-      untraced(() => setImmediate(() => void this.#runBatch(cfg.dir)));
+      if (this.#alone?.()) untraced(() => void this.#runBatch(cfg.dir));
+      else untraced(() => setImmediate(() => void this.#runBatch(cfg.dir)));
     });
   }
 

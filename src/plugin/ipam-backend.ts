@@ -57,9 +57,15 @@ export interface BackendHost {
   readonly cluster?: import('../cluster/service/index.js').ClusterHost;
   /**
    * The local back end waits for a busy directory lock without blocking the event loop, and
-   * remembers directories between calls (src/local/scan-cache.ts).
+   * remembers directories between calls (src/local/scan-cache.ts); `alone()`: no other call is
+   * in flight in this process, so an ADD takes the lock at once instead of waiting a turn of the
+   * event loop for ADDs to batch with.
    */
-  readonly local?: { readonly asyncLockWait: boolean; readonly scanCache?: import('../local/scan-cache.js').ScanCache };
+  readonly local?: {
+    readonly asyncLockWait: boolean;
+    readonly scanCache?: import('../local/scan-cache.js').ScanCache;
+    readonly alone?: () => boolean;
+  };
   /** The warm-pool back end (src/plugin/warm-backend.ts over src/warm/warm-service.ts), when the agent runs one. */
   readonly warm?: IpamBackend;
   /** The agent's watch-fed pod and namespace cache (annotations, owners), when it has an API server. */

@@ -16,15 +16,11 @@ import type { Attachment, IpamResult, NetConf } from '../cni/types.js';
 import { formatAddr } from '../ip/addr.js';
 import { formatAddrWithLen } from '../ip/prefix.js';
 import { loadLocalConfig } from './local-conf.js';
-import { LocalIpam } from '../local/local-ipam.js';
-import type { ScanCache } from '../local/scan-cache.js';
+import { LocalIpam, type LocalIpamOptions } from '../local/local-ipam.js';
 
-/**
- * `asyncLockWait`: wait for a busy directory lock without blocking the event loop; `scanCache`:
- * remember directories between calls and read only what changed (both: the agent).
- */
-export function createLocalBackend(options: { readonly asyncLockWait?: boolean; readonly scanCache?: ScanCache } = {}): IpamBackend {
-  return new LocalBackend(options.asyncLockWait ?? false, options.scanCache);
+/** The local back end with LocalIpam's options (the agent's: asyncLockWait, scanCache, alone). */
+export function createLocalBackend(options: LocalIpamOptions = {}): IpamBackend {
+  return new LocalBackend(options);
 }
 
 /** Runs `fn`; what it throws becomes the CNI error of `verb` (one table). */
@@ -39,8 +35,8 @@ async function mapped<T>(verb: string, fn: () => Promise<T>): Promise<T> {
 export class LocalBackend implements IpamBackend {
   readonly #ipam: LocalIpam;
 
-  constructor(asyncLockWait = false, scanCache?: ScanCache) {
-    this.#ipam = new LocalIpam({ asyncLockWait, ...(scanCache ? { scanCache } : {}) });
+  constructor(options: LocalIpamOptions = {}) {
+    this.#ipam = new LocalIpam(options);
   }
 
   add(req: IpamRequest): Promise<IpamResult> {

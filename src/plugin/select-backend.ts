@@ -56,7 +56,7 @@ export async function selectBackend(
   }
   chosen.backend = usesPodCidr(ipam) ? 'usePodCidr' : 'local';
   const { createLocalBackend } = localModule ?? (localModule = await import('./local-backend.js'));
-  return createLocalBackend({ asyncLockWait: host?.local?.asyncLockWait ?? false, ...(host?.local?.scanCache ? { scanCache: host.local.scanCache } : {}) });
+  return createLocalBackend(host?.local ?? {});
 }
 
 /** Loaded once per process: the agent selects a back end for every pod, and an `await import` of a loaded module still costs a trip through the loader. */
