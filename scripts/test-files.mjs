@@ -6,6 +6,7 @@
 // Prints node:test's spec output to stdout and writes scripts/count-reporter.mjs's lines to
 // COUNT_FILE. --guard URL is imported into every test file's process (NODE_OPTIONS --import),
 // not into this one: the runner here must start processes. Exits 1 when a test failed.
+// PODIPAM_TEST_LANES (default 2: the CI machine has two cores) sets how many files run at once.
 import { createWriteStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -25,12 +26,18 @@ if (countFile === undefined || files.length === 0) {
   process.exit(2);
 }
 
+const lanes = Number(process.env.PODIPAM_TEST_LANES ?? 2);
+if (!Number.isInteger(lanes) || lanes < 1) {
+  console.error(`invalid PODIPAM_TEST_LANES ${JSON.stringify(process.env.PODIPAM_TEST_LANES)}: expected a whole number of files at once, 1 or more`);
+  process.exit(2);
+}
+
 const toSpec = new PassThrough({ objectMode: true });
 const toCount = new PassThrough({ objectMode: true });
 const specDone = new Promise((done, fail) => toSpec.pipe(new spec()).on('error', fail).on('end', done).pipe(process.stdout, { end: false }));
 const countDone = pipeline(toCount, countReporter, createWriteStream(countFile));
 let failed = false;
-for await (const event of run({ files: files.map((f) => resolve(f)), concurrency: 2 })) {
+for await (const event of run({ files: files.map((f) => resolve(f)), concurrency: lanes })) {
   if (event.type === 'test:fail') failed = true;
   toSpec.write(event);
   toCount.write(event);
