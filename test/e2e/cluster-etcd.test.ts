@@ -221,22 +221,26 @@ test('an unreachable datastore answers code 11 (STATUS: 50) within a bounded tim
   const silent: Server = createServer(() => {});
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const silentPort = (silent.address() as { port: number }).port;
-  try {
-    for (const url of [`etcd://127.0.0.1:${closed}`, `etcd://127.0.0.1:${silentPort}`, `etcd://127.0.0.1:${closed},127.0.0.1:${silentPort}`]) {
-      for (const command of ['ADD', 'DEL']) {
-        const r = await runPlugin(PODIPAM_BIN, call(url, join(dir.path, 'c'), command, 'x', 'n1'));
-        assert.equal(r.code, 1, `${command} on ${url}: ${r.stdout}`);
-        const err = JSON.parse(r.stdout) as { code: number; msg: string };
-        assert.equal(err.code, 11, `${command} on ${url}: ${r.stdout}`);
-        assert.match(err.msg, /unavailable/);
-        assert.ok(r.ms < 30_000, `${command} on ${url} took ${Math.round(r.ms)} ms`); // bounded, not hanging: generous on a loaded machine
-      }
-      const status = await runPlugin(PODIPAM_BIN, {
-        ...call(url, join(dir.path, 'c'), 'STATUS', 'x', 'n1'),
-        config: { cniVersion: '1.1.0', name: 'e2e-etcd', ipam: { type: 'podipam', datastore: url, nodeName: 'n1' } },
-      });
-      assert.equal(JSON.parse(status.stdout).code, 50, status.stdout);
+  // The three endpoints are tried at once (each with its own cache directory): the silent
+  // ones wait out the plugin's request timeout, so one after another would add those waits up.
+  const urls = [`etcd://127.0.0.1:${closed}`, `etcd://127.0.0.1:${silentPort}`, `etcd://127.0.0.1:${closed},127.0.0.1:${silentPort}`];
+  const oneEndpoint = async (url: string, cache: string): Promise<void> => {
+    for (const command of ['ADD', 'DEL']) {
+      const r = await runPlugin(PODIPAM_BIN, call(url, cache, command, 'x', 'n1'));
+      assert.equal(r.code, 1, `${command} on ${url}: ${r.stdout}`);
+      const err = JSON.parse(r.stdout) as { code: number; msg: string };
+      assert.equal(err.code, 11, `${command} on ${url}: ${r.stdout}`);
+      assert.match(err.msg, /unavailable/);
+      assert.ok(r.ms < 30_000, `${command} on ${url} took ${Math.round(r.ms)} ms`); // bounded, not hanging: generous on a loaded machine
     }
+    const status = await runPlugin(PODIPAM_BIN, {
+      ...call(url, cache, 'STATUS', 'x', 'n1'),
+      config: { cniVersion: '1.1.0', name: 'e2e-etcd', ipam: { type: 'podipam', datastore: url, nodeName: 'n1' } },
+    });
+    assert.equal(JSON.parse(status.stdout).code, 50, status.stdout);
+  };
+  try {
+    await Promise.all(urls.map((url, i) => oneEndpoint(url, join(dir.path, `c${i}`))));
   } finally {
     silent.close();
     dir.remove();
