@@ -58,6 +58,13 @@ function podipam(args: readonly string[], env: Record<string, string> = {}): Pro
   });
 }
 
+/**
+ * The test's own datastore client, which only observes and wipes: a request may wait 30 s (the
+ * default 2 s is the plugin's answer-quickly bound, not the observer's; at load ~30 a lone etcd
+ * member has taken longer than 2 s to answer the test's list).
+ */
+const OBSERVER = { timeoutMs: 30_000 };
+
 const ips = (r: PluginRun): string[] => (JSON.parse(r.stdout) as { ips: { address: string }[] }).ips.map((i) => i.address.split('/')[0]!);
 
 function ok(r: PluginRun, what: string): PluginRun {
@@ -211,7 +218,7 @@ function clusterCall(
  * release of pod-5 deletes its then empty block.
  */
 async function clusterSetup(url: string): Promise<Map<string, string[]>> {
-  const store = await openStore(url);
+  const store = await openStore(url, OBSERVER);
   try {
     const ipam = new ClusterIpam(store);
     await ipam.createPool({ name: 'c4', cidr: '10.66.0.0/24', blockSize: 29 });
@@ -239,7 +246,7 @@ async function clusterSetup(url: string): Promise<Map<string, string[]>> {
 
 /** The datastore's allocations: address → handle, asserting none appears twice and each handle lists its own. */
 async function clusterHoldings(url: string): Promise<Map<string, string>> {
-  const store = await openStore(url);
+  const store = await openStore(url, OBSERVER);
   try {
     const ipam = new ClusterIpam(store);
     const held = new Map<string, string>();
@@ -378,7 +385,7 @@ async function controllerCase(url: string, spec: string): Promise<void> {
   assert.equal(nodes.length, 3);
   for (const n of nodes) assert.equal(n.podCIDRs.length, 2, `${n.name} has one CIDR per family: ${n.podCIDRs}`);
   assert.equal(new Set(cidrs).size, cidrs.length, `no CIDR given twice: ${cidrs}`);
-  const store = await openStore(url);
+  const store = await openStore(url, OBSERVER);
   try {
     const claims = (await store.list('nodecidrs/')).map((e) => [e.key.slice('nodecidrs/'.length), (JSON.parse(e.value) as { node: string }).node] as const);
     assert.deepEqual(
@@ -391,7 +398,7 @@ async function controllerCase(url: string, spec: string): Promise<void> {
   }
   for (const n of ['cn-1', 'cn-2', 'cn-3']) ok(await podipam(['--datastore', url, 'node', 'delete', n]), `node delete ${n}`);
   ok(await podipam(ctl), 'controller --once after the deletes');
-  const left = await openStore(url);
+  const left = await openStore(url, OBSERVER);
   try {
     assert.deepEqual(
       (await left.list('nodecidrs/')).map((e) => e.key),
@@ -445,7 +452,7 @@ async function agentCase(url: string, spec: string): Promise<void> {
     : ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent')];
   let agent: RunningAgent | undefined;
   let armedChild: import('node:child_process').ChildProcess | undefined;
-  const store = await openStore(url);
+  const store = await openStore(url, OBSERVER);
   try {
     const ipam = new ClusterIpam(store);
     await ipam.createPool({ name: 'a4', cidr: '10.67.0.0/24', blockSize: 28 });
@@ -562,7 +569,7 @@ async function agentCase(url: string, spec: string): Promise<void> {
 async function shrinkCase(url: string, spec: string): Promise<void> {
   const cli = (...args: string[]) => podipam(['--datastore', url, ...args]);
   ok(await cli('pool', 'create', 'p', '--cidr', '10.33.0.0/24', '--block-size', '26'), 'pool create');
-  const store = await openStore(url);
+  const store = await openStore(url, OBSERVER);
   try {
     const c = new ClusterIpam(store);
     await c.assign({ node: 'n1', handle: 'low', ips: [parseAddr('10.33.0.5')] });
@@ -647,7 +654,7 @@ const etcdCases = (t: import('node:test').TestContext) =>
         etcd = await startEtcd({ members: 1 });
         const url = etcd.url;
         const fresh = async (fn: () => Promise<void>): Promise<void> => {
-          const s = await openStore(url);
+          const s = await openStore(url, OBSERVER);
           try {
             await wipeStore(s);
           } finally {
