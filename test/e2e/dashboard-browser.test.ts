@@ -6,12 +6,12 @@
  * their cache headers and the CSP; a node whose agent keeps a warm pool shows its idle and
  * in-use addresses (a real `podipam agent` on serve's datastore, pods added through the shim).
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { openStore } from '../../src/store/index.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, type PluginCall, REPO_ROOT, runPlugin } from '../helpers/plugin.js';
@@ -31,6 +31,19 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+/**
+ * One Chromium for the whole file (its launch is the slow part), closed after the last test;
+ * each test has its own context: its own cache, cookies and storage, as a fresh browser has.
+ */
+let browser: Browser | undefined;
+async function newContext(options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
+  browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  return browser.newContext(options);
+}
+after(async () => {
+  await browser?.close();
+});
+
 async function attr(page: Page, selector: string, name: string): Promise<string | null> {
   return page.locator(selector).first().getAttribute(name);
 }
@@ -39,7 +52,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
   requireExecutable(CHROMIUM);
   mkdirSync(OUT, { recursive: true });
   const s = await startServe();
-  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
   try {
     // The dashboard URL serve printed carries the install token that writes need.
     const sim = await runCli([
@@ -64,19 +77,8 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     assert.match(sim.stdout, /8 nodes joined, 200 pods added, 40 deleted, 0 failed/);
     assert.match(sim.stderr, /simulate \[#+\] 100% 248\/248/, 'the progress bar reached the end');
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    context = await newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
@@ -193,7 +195,7 @@ test('dashboard: numbers equal the API, blocks open, updates arrive live, a leak
     assert.equal(await page.locator('#block-map .cell.free').count(), 0);
     assert.deepEqual(pageErrors, []);
   } finally {
-    await browser?.close();
+    await context?.close();
     await s.stop();
   }
 });
@@ -205,21 +207,10 @@ test('dashboard: with tokens the page asks for one and shows data once given the
   const d = makeTempDir('dash-tokens');
   writeFileSync(join(d.path, 'tokens'), 'read=read-0123456789abcdef\nadmin=admin-0123456789abcdef\n', { mode: 0o600 });
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
-  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    const page = await browser.newPage();
+    context = await newContext();
+    const page = await context.newPage();
     await page.goto(s.url + '/');
     await page.waitForSelector('#token-banner:not([hidden])');
     assert.equal(await page.textContent('#live-text'), 'token needed');
@@ -229,7 +220,7 @@ test('dashboard: with tokens the page asks for one and shows data once given the
     assert.ok(await page.isHidden('#token-banner'));
     assert.equal(await page.evaluate(() => localStorage.getItem('podipam.token')), 'read-0123456789abcdef');
   } finally {
-    await browser?.close();
+    await context?.close();
     await s.stop();
     d.remove();
   }
@@ -238,7 +229,7 @@ test('dashboard: with tokens the page asks for one and shows data once given the
 test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets are immutable, the CSP holds', { timeout: 60_000 }, async () => {
   requireExecutable(CHROMIUM);
   const s = await startServe({ args: ['--no-controller'] });
-  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
   try {
     const page0 = await fetch(`${s.url}/`);
     assert.equal(page0.status, 200);
@@ -261,8 +252,8 @@ test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets a
     }
 
     // In the browser: a reload revalidates the page (304) and takes the assets from the cache.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const page = await browser.newPage();
+    context = await newContext();
+    const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('console', (m) => {
@@ -295,7 +286,7 @@ test('dashboard: the page revalidates (no-cache, ETag, 304), its hashed assets a
     for (const [path, size] of reloaded) assert.equal(size, 0, `${path} came from the cache after the reload`);
     assert.deepEqual(problems, []);
   } finally {
-    await browser?.close();
+    await context?.close();
     await s.stop();
   }
 });
@@ -307,7 +298,7 @@ test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use 
   const { makeTempDir } = await import('../helpers/tmp.js');
   const d = makeTempDir('dash-warm');
   let agent: RunningAgent | undefined;
-  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
   try {
     // The node agent on serve's own datastore, keeping 4 idle addresses per family (the default pools are v4 and v6).
     const socket = join(d.path, 'run', 'agent.sock');
@@ -360,8 +351,8 @@ test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use 
     });
     assert.equal(node1.allocated, 14);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    context = await newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(s.dashboardUrl);
@@ -388,7 +379,7 @@ test('dashboard: a node whose agent keeps a warm pool shows its idle and in-use 
     await page.waitForSelector('#nodes tr[data-node="plain"][data-in-use="2"][data-idle="0"]', { timeout: 15_000 });
     assert.deepEqual(pageErrors, []);
   } finally {
-    await browser?.close();
+    await context?.close();
     await agent?.stop();
     await s.stop();
     d.remove();
@@ -400,7 +391,7 @@ test('dashboard: the search finds a pod by namespace/name, by name and by addres
   const s = await startServe({ args: ['--no-controller'] });
   const { makeTempDir } = await import('../helpers/tmp.js');
   const d = makeTempDir('dash-search');
-  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
   try {
     // A pod started through the plugin in cluster mode on serve's datastore: its handle names it.
     const r = await runPlugin(PODIPAM_BIN, {
@@ -418,8 +409,8 @@ test('dashboard: the search finds a pod by namespace/name, by name and by addres
       [['net:search-1:eth0', 'snode']],
     );
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    context = await newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(s.dashboardUrl);
@@ -441,7 +432,7 @@ test('dashboard: the search finds a pod by namespace/name, by name and by addres
     assert.match(await find('10.255.255.254'), /Nothing found/);
     assert.deepEqual(pageErrors, []);
   } finally {
-    await browser?.close();
+    await context?.close();
     await s.stop();
     d.remove();
   }
