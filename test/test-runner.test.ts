@@ -3,8 +3,9 @@
  * exits non-zero on a skipped or todo test unless PODIPAM_ALLOW_SKIP=1, non-zero on a failure,
  * and refuses a compiled test whose source is gone (a stale dist/); it records each file's time in
  * test-output/test-times.json, merged across runs, and starts the files longest first by it
- * (not in path order, which `node --test` itself would impose); the unit files run in two
- * processes that import them in turn, a file that fails to load failing the run.
+ * (not in path order, which `node --test` itself would impose), PODIPAM_TEST_LANES files at a
+ * time; the unit files run in two processes that import them in turn, a file that fails to load
+ * failing the run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -144,4 +145,29 @@ test('test runner: unit files run in two processes (lanes), a file that fails to
     assert.match(r.out, /load dist\/src\/x\/b\.test\.js/);
     assert.match(r.out, /broken at load/);
     assert.match(r.out, /^5 passed, 1 failed, 0 skipped/m);
+  }));
+
+test('test runner: PODIPAM_TEST_LANES=1 runs one file at a time; a value that is not a whole number of lanes is refused naming it', () =>
+  withTempDir('runner-file-lanes', (dir) => {
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    const log = join(dir, 'lanes.log');
+    for (const name of ['aaa', 'bbb', 'ccc'])
+      put(
+        dir,
+        name,
+        `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(log)}, 'start ${name}\\n');\ntest('waits', async () => { await new Promise((r) => setTimeout(r, 300)); appendFileSync(${JSON.stringify(log)}, 'end ${name}\\n'); });`,
+      );
+    appendFileSync(log, '');
+    const r = run(dir, { PODIPAM_TEST_LANES: '1' });
+    assert.equal(r.code, 0, r.out);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    // One lane: every file ends before the next starts.
+    assert.deepEqual(
+      lines.map((l) => l.split(' ')[0]),
+      ['start', 'end', 'start', 'end', 'start', 'end'],
+      lines.join(', '),
+    );
+    const bad = run(dir, { PODIPAM_TEST_LANES: '0' });
+    assert.notEqual(bad.code, 0, bad.out);
+    assert.match(bad.out, /invalid PODIPAM_TEST_LANES "0"/);
   }));
