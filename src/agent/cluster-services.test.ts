@@ -5,26 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../cni/errors.js';
 import { BURST_WINDOW_MS, ClusterServices } from './cluster-services.js';
-import { openStore } from '../store/open-store.js';
-import type { Store } from '../store/index.js';
-
-/** `store` with every txn answered `ms` later (a slow or loaded datastore). */
-function slowTxns(store: Store, ms: number): Store {
-  return new Proxy(store, {
-    get(target, p) {
-      if (p === 'txn') return async (...a: Parameters<Store['txn']>) => (await new Promise((r) => setTimeout(r, ms)), target.txn(...a));
-      const v: unknown = Reflect.get(target, p, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-}
-
-/** Queues `first` ADDs in one turn of the event loop and `then` more in the next turns (after the drain began); resolves when all are answered. */
-async function addsInTurns(add: (h: string) => Promise<unknown>, prefix: string, first: number, then: number): Promise<void> {
-  const all = Array.from({ length: first }, (_, i) => add(`${prefix}-${i}`));
-  for (let i = 0; i < then; i++) await new Promise<void>((r) => setImmediate(() => (all.push(add(`${prefix}-late-${i}`)), r())));
-  await Promise.all(all);
-}
 
 test('close refuses new and queued calls with code 11, lets the running call finish on an open store, then closes', async () => {
   const root = mkdtempSync(join(tmpdir(), 'podipam-cs-'));
@@ -151,40 +131,5 @@ test('a node in a burst holds a lone ADD for LINGER_MS so that the next one join
   } finally {
     await cs.close();
     rmSync(root, { recursive: true, force: true });
-  }
-});
-
-test('in a burst, fewer ADDs than the last group carried wait for the rest and go as one transaction as soon as they are queued', async () => {
-  const cs = new ClusterServices();
-  try {
-    const url = 'memory:cluster-services-expect';
-    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
-    const add = (h: string) => cs.assign(url, { node: 'n1', handle: `net:${h}:eth0`, auto: { 4: 1 } });
-    await addsInTurns(add, 'a', 3, 0);
-    assert.deepEqual(cs.groups, { batches: 1, adds: 3 }, 'a burst of three is one group');
-    // Two queued together, the third a turn later: the two wait for it (the last group carried three).
-    const t0 = performance.now();
-    await addsInTurns(add, 'b', 2, 1);
-    assert.deepEqual(cs.groups, { batches: 2, adds: 6 }, 'the two waited for the third: one group of three');
-    assert.ok(performance.now() - t0 < 1000, 'and went as soon as it came');
-  } finally {
-    await cs.close();
-  }
-});
-
-test('on a slow datastore the burst lasts several of its transactions, not BURST_WINDOW_MS', async () => {
-  const cs = new ClusterServices({ openStore: async (url) => slowTxns(await openStore(url), 100) });
-  try {
-    const url = 'memory:cluster-services-slow';
-    await cs.run(url, 'n1', (ipam) => ipam.createPool({ name: 'v4', cidr: '10.0.0.0/16' }));
-    const add = (h: string) => cs.assign(url, { node: 'n1', handle: `net:${h}:eth0`, auto: { 4: 1 } });
-    await addsInTurns(add, 'a', 3, 0);
-    assert.deepEqual(cs.groups, { batches: 1, adds: 3 });
-    // Longer than BURST_WINDOW_MS, shorter than BURST_TXNS (4) transactions of 100 ms.
-    await new Promise((r) => setTimeout(r, BURST_WINDOW_MS + 70));
-    await addsInTurns(add, 'b', 2, 1);
-    assert.deepEqual(cs.groups, { batches: 2, adds: 6 }, 'still in the burst: the two waited for the third');
-  } finally {
-    await cs.close();
   }
 });

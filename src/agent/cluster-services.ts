@@ -21,31 +21,21 @@ import { TRACING, addPhase, currentSpan, schedMs, traceSched } from '../util/cal
 export const MAX_GROUP = 32;
 
 /**
- * A node in a burst — its previous transaction carried several calls and ended within the burst
- * window — does not write fewer calls than that transaction carried at once: it waits for the
- * calls of the burst still on their way (the runtime's next execs, about one per call just
- * answered) and goes as soon as as many are queued, or after the linger: that transaction's own
- * time, from LINGER_MS to MAX_LINGER_MS (a call waits about as long as it would have waited
- * behind the next transaction). So a burst costs fewer, larger transactions: less datastore and
- * agent CPU per call. The window is BURST_WINDOW_MS, or BURST_TXNS times that transaction's time
- * when longer (a loaded machine or datastore spreads a burst's calls out). A node that is not in
- * a burst (idle, or one caller's calls in turn: every transaction carries one call) never waits.
+ * A node in a burst — its previous transaction carried several calls and ended less than
+ * BURST_WINDOW_MS ago — does not write a lone ADD or DEL at once: it waits up to LINGER_MS for
+ * the calls of the burst still on their way (the runtime's next execs) to join it, so a burst
+ * costs fewer, larger transactions (less datastore and agent CPU per call). A node that is
+ * not in a burst (idle, or one caller's calls in turn: every transaction carries one call)
+ * never waits.
  */
 export const LINGER_MS = 2;
-export const MAX_LINGER_MS = 8;
 export const BURST_WINDOW_MS = 50;
-export const BURST_TXNS = 4;
 
 interface Queue {
   jobs: Job[];
   busy: boolean;
   /** When the last transaction carrying several calls ended (performance.now); 0: none. */
   lastGroupEnd: number;
-  /** How many calls that transaction carried (what a lingering drain waits for), and how long it took (ms). */
-  lastGroupSize: number;
-  lastGroupMs: number;
-  /** Set while the drain lingers: ends the linger early. */
-  wake: (() => void) | undefined;
 }
 
 type Job =
@@ -193,9 +183,8 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     if (this.#closed) return job.reject(shuttingDown());
     const key = `${datastore}\n${node}`;
     let q = this.#queues.get(key);
-    if (!q) this.#queues.set(key, (q = { jobs: [], busy: false, lastGroupEnd: 0, lastGroupSize: 0, lastGroupMs: 0, wake: undefined }));
+    if (!q) this.#queues.set(key, (q = { jobs: [], busy: false, lastGroupEnd: 0 }));
     q.jobs.push(job);
-    if (q.wake && headRun(q.jobs) >= q.lastGroupSize) q.wake();
     if (q.busy) return;
     // Drain after the calls that arrived in this turn of the event loop have queued too: a
     // synchronous store (SQLite) never leaves a transaction in flight for them to wait behind.
@@ -233,12 +222,9 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
           traceEnd([first], t, 'run');
           continue;
         }
-        if (!lingered && short(q)) {
+        if (!lingered && this.#lone(q)) {
           lingered = true;
-          await new Promise<void>((r) => {
-            const timer = setTimeout(() => ((q.wake = undefined), r()), Math.min(Math.max(q.lastGroupMs, LINGER_MS), MAX_LINGER_MS));
-            q.wake = () => (clearTimeout(timer), (q.wake = undefined), r());
-          });
+          await new Promise((r) => setTimeout(r, LINGER_MS));
           continue; // close() may have refused them meanwhile
         }
         lingered = false;
@@ -250,7 +236,6 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         while (n < q.jobs.length && n < MAX_GROUP && q.jobs[n]!.kind === 'assign') n++;
         const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'assign' }>[];
         const t = traceStart(group);
-        const t0 = performance.now();
         if (group.length === 1) {
           await ipamOf(d, node).assign(group[0]!.req).then(group[0]!.resolve, group[0]!.reject);
           traceEnd(group, t, 'store');
@@ -267,13 +252,13 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         } catch (e) {
           for (const j of group) j.reject(e);
         }
-        noteGroup(q, group.length, t0);
+        q.lastGroupEnd = Math.max(performance.now(), 1e-3); // never 0 (0: none)
         traceEnd(group, t, 'store');
       }
     } finally {
       q.busy = false;
-      // An idle queue is forgotten, unless it is in a burst (`short` reads its last group).
-      if (q.jobs.length === 0 && !inBurst(q)) this.#queues.delete(key);
+      // An idle queue is forgotten, unless it is in a burst (#lone reads when its last group ended).
+      if (q.jobs.length === 0 && !(q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS)) this.#queues.delete(key);
       else {
         // Jobs queued while an error unwound the loop: drain them too, never leave them waiting.
         q.busy = true;
@@ -282,13 +267,19 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     }
   }
 
+  /** True when the head of `q` is a lone ADD or DEL (the next job is not of its kind) and the node is in a burst. */
+  #lone(q: Queue): boolean {
+    const [a, b] = q.jobs;
+    if (a === undefined || (b !== undefined && b.kind === a.kind)) return false;
+    return q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS;
+  }
+
   /** The releases at the head of `q` (up to MAX_GROUP): alone, or as one group release. */
   async #releases(ipam: ClusterIpam, node: string, q: Queue): Promise<void> {
     let n = 0;
     while (n < q.jobs.length && n < MAX_GROUP && q.jobs[n]!.kind === 'release') n++;
     const group = q.jobs.splice(0, n) as Extract<Job, { kind: 'release' }>[];
     const t = traceStart(group);
-    const t0 = performance.now();
     if (group.length === 1) {
       await ipam.releaseHandle(group[0]!.handle, node).then(group[0]!.resolve, group[0]!.reject);
     } else {
@@ -303,7 +294,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       } catch (e) {
         for (const j of group) j.reject(e);
       }
-      noteGroup(q, group.length, t0);
+      q.lastGroupEnd = Math.max(performance.now(), 1e-3);
     }
     traceEnd(group, t, 'store');
   }
@@ -325,33 +316,6 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     }
     return p;
   }
-}
-
-/** Notes a transaction of `carried` (> 1) calls that began at `t0` and just ended. */
-function noteGroup(q: Queue, carried: number, t0: number): void {
-  q.lastGroupEnd = Math.max(performance.now(), 1e-3); // never 0 (0: none)
-  q.lastGroupMs = q.lastGroupEnd - t0;
-  q.lastGroupSize = carried;
-}
-
-/** True when the last transaction carrying several calls ended within the burst window (see LINGER_MS). */
-function inBurst(q: Queue): boolean {
-  return q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < Math.max(BURST_WINDOW_MS, BURST_TXNS * q.lastGroupMs);
-}
-
-/** True when the node is in a burst and the ADDs (or DELs) at the head of `q` are fewer than its last group carried. */
-function short(q: Queue): boolean {
-  const n = headRun(q.jobs);
-  return n > 0 && n < q.lastGroupSize && inBurst(q);
-}
-
-/** How many ADDs (or DELs) lead `jobs`, one after the other, up to MAX_GROUP (0: none, or a `run` first). */
-function headRun(jobs: readonly Job[]): number {
-  const kind = jobs[0]?.kind;
-  if (kind === undefined || kind === 'run') return 0;
-  let n = 1;
-  while (n < jobs.length && n < MAX_GROUP && jobs[n]!.kind === kind) n++;
-  return n;
 }
 
 function shuttingDown(): CniError {
