@@ -32,7 +32,14 @@
  * PODIPAM_BENCH_MULTUS_AGENT_RT (unset; e.g. 1: the agents run with `--realtime-priority 1`, as the
  * DaemonSet and the systemd unit run them — every agent thread under SCHED_RR, so an ADD does not
  * wait behind the shims and etcd for a CPU; needs CAP_SYS_NICE);
- * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr).
+ * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr);
+ * PODIPAM_BENCH_MULTUS_AGENT_PROF=DIR: the agents run with `--cpu-prof` into DIR (written when they stop);
+ * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated;
+ * PODIPAM_BENCH_MULTUS_TXN_COST=N: after the rounds, N transactions of each ADD-like shape on the
+ * same etcd, the members' CPU per transaction (bench/lib/etcd-txn-cost.ts: fixed cost vs bytes).
+ *
+ * CPU per attachment (ms, from /proc: user + system) over each round's ADD and DEL phases: the
+ * lean driver and the plugins it waited for (shims, or host-local), the agents, the etcd members.
  * Run alone: `node dist/bench/multus.js` after a build.
  */
 import { readdirSync, writeFileSync } from 'node:fs';
@@ -57,6 +64,9 @@ import { HOST_LOCAL_BIN, type PluginCall, runCliSync } from '../test/helpers/plu
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { parsePrefix } from '../src/ip/prefix.js';
 import { q } from './lib/cni-subject.js';
+import { childPids, cpuMs } from './lib/proc-cpu.js';
+import { etcdTxnCost } from './lib/etcd-txn-cost.js';
+import { openStore } from '../src/store/open-store.js';
 import { buildMultusDriver, runMultusLean } from './lib/multus-driver.js';
 
 const SIZE = multusSize('PODIPAM_BENCH_MULTUS', { pods: 128, networks: 16, inFlight: 32, nodes: 3 });
@@ -69,6 +79,8 @@ const DRIVER = process.env.PODIPAM_BENCH_MULTUS_DRIVER ?? 'lean';
 /** The agents' --realtime-priority (unset: ordinary priority). */
 const AGENT_RT = process.env.PODIPAM_BENCH_MULTUS_AGENT_RT;
 const WARM_MIN_IDLE = process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE ? Number(process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE) : undefined;
+/** A directory for the agents' CPU profiles (node --cpu-prof); unset: none. */
+const AGENT_PROF = process.env.PODIPAM_BENCH_MULTUS_AGENT_PROF;
 
 interface Subject {
   readonly name: string;
@@ -87,7 +99,30 @@ interface Round {
   readonly delTripsPerAttachment: number;
   /** Transactions that carried several ADDs / DELs, and the calls they carried. */
   readonly groups: { readonly adds: string; readonly dels: string };
+  /** CPU ms per attachment of the ADD and DEL phases, by process kind. */
+  readonly cpu: { readonly add: CpuSplit; readonly del: CpuSplit };
 }
+
+/** CPU ms of a phase: the driver with the plugins it waited for, the agents, the etcd members. */
+interface CpuSplit {
+  readonly plugins: number;
+  readonly agents: number;
+  readonly etcd: number;
+}
+
+function cpuNow(agents: readonly number[], etcd: readonly number[]): CpuSplit {
+  const sum = (pids: readonly number[]): number => pids.reduce((t, p) => t + cpuMs(p), 0);
+  return { plugins: cpuMs('children'), agents: sum(agents), etcd: sum(etcd) };
+}
+
+const perAttachment = (a: CpuSplit, b: CpuSplit, n: number): CpuSplit => ({
+  plugins: (b.plugins - a.plugins) / n,
+  agents: (b.agents - a.agents) / n,
+  etcd: (b.etcd - a.etcd) / n,
+});
+
+const cpuText = (c: CpuSplit): string =>
+  `${(c.plugins + c.agents + c.etcd).toFixed(2)} (plugins ${c.plugins.toFixed(2)}, agents ${c.agents.toFixed(2)}, etcd ${c.etcd.toFixed(2)})`;
 
 const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 
@@ -188,13 +223,19 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
     : (command, pod, net) => multusCall(url, s.nodes[pod % s.nodes.length]!, s.warm ? 'warm' : s.pools[net]!, command, pod, net);
   const plugin = s.hostLocal ? HOST_LOCAL_BIN : SHIM_BIN;
   const c0 = await counters(s.nodes);
+  const agentPids = s.nodes.map((n) => n.agent.child.pid!);
+  const etcdPids = childPids('etcd');
+  const u0 = cpuNow(agentPids, etcdPids);
   const add = await runner(call, 'ADD', plugin);
+  const u1 = cpuNow(agentPids, etcdPids);
   mustBeClean(`${s.name} ADD`, add);
   const { problems, addresses } = checkAttachments(add, s.pools);
   if (problems.length) throw new Error(`${s.name}: ${problems.join('; ')}`);
   if (addresses !== SIZE.pods * SIZE.networks) throw new Error(`${s.name}: ${addresses} distinct addresses for ${SIZE.pods * SIZE.networks} attachments`);
   const c1 = await counters(s.nodes);
+  const u2 = cpuNow(agentPids, etcdPids);
   const del = await runner(call, 'DEL', plugin);
+  const u3 = cpuNow(agentPids, etcdPids);
   mustBeClean(`${s.name} DEL`, del);
   const c2 = await counters(s.nodes);
   if (s.hostLocal) {
@@ -206,6 +247,7 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
     add: add.ms,
     del: del.ms,
     slowestPod: Math.max(...add.podMs),
+    cpu: { add: perAttachment(u0, u1, n), del: perAttachment(u2, u3, n) },
     tripsPerAttachment: s.hostLocal ? 0 : (c1.trips - c0.trips) / n,
     delTripsPerAttachment: s.hostLocal ? 0 : (c2.trips - c1.trips) / n,
     groups: s.hostLocal
@@ -237,7 +279,11 @@ export async function run(): Promise<readonly string[]> {
     const warmPool: MultusPool = { name: 'pool-warm', cidr: warmCidr, prefix: parsePrefix(warmCidr) };
     const perNode = Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes);
     const agentArgs = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
-    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', undefined, agentArgs);
+    const nodeArgs = [
+      ...(AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', AGENT_PROF] : []),
+      ...(process.env.PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
+    ];
+    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', undefined, agentArgs, nodeArgs);
     nodes.push(...clusterNodes);
     const subjects: Subject[] = [];
     if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
@@ -255,6 +301,7 @@ export async function run(): Promise<readonly string[]> {
           capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0),
         },
         agentArgs,
+        nodeArgs,
       );
       nodes.push(...warmNodes);
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
@@ -273,6 +320,7 @@ export async function run(): Promise<readonly string[]> {
         console.log(
           `  round ${i + 1} ${s.name.padEnd(12)} ADD ${sec(x.add).padStart(8)}  DEL ${sec(x.del).padStart(8)}  slowest pod ${sec(x.slowestPod).padStart(8)}  ${x.tripsPerAttachment.toFixed(3)} ADD / ${x.delTripsPerAttachment.toFixed(3)} DEL round trips per attachment  groups (txns/calls) ADD ${x.groups.adds} DEL ${x.groups.dels}`,
         );
+        console.log(`  round ${i + 1} ${s.name.padEnd(12)} CPU ms per attachment: ADD ${cpuText(x.cpu.add)}  DEL ${cpuText(x.cpu.del)}`);
       }
     }
     const head = `  ${''.padEnd(28)} ${subjects.map((s) => s.name.padStart(12)).join(' ')}`;
@@ -302,6 +350,12 @@ export async function run(): Promise<readonly string[]> {
       (x) => x.delTripsPerAttachment,
       (v) => v.toFixed(3),
     );
+    const ms2 = (v: number): string => `${v.toFixed(2)} ms`;
+    line('ADD CPU/attachment, all', (x) => x.cpu.add.plugins + x.cpu.add.agents + x.cpu.add.etcd, ms2);
+    line('  plugins (+ driver)', (x) => x.cpu.add.plugins, ms2);
+    line('  agents', (x) => x.cpu.add.agents, ms2);
+    line('  etcd members', (x) => x.cpu.add.etcd, ms2);
+    line('DEL CPU/attachment, all', (x) => x.cpu.del.plugins + x.cpu.del.agents + x.cpu.del.etcd, ms2);
     const hl = rounds.get('host-local');
     if (hl) {
       // Per round, each subject over host-local in the same round (then the median of those ratios).
@@ -323,6 +377,19 @@ export async function run(): Promise<readonly string[]> {
     const fl = `harness floor (${DRIVER} driver, shim VERSION × ${SIZE.pods * SIZE.networks}): ${sec(q(floors, 0.5))}`;
     console.log(`  ${fl}`);
     summary.push(fl);
+    const txnCost = Number(process.env.PODIPAM_BENCH_MULTUS_TXN_COST ?? 0);
+    if (txnCost > 0) {
+      const store = await openStore(url);
+      try {
+        for (const c of await etcdTxnCost(store, childPids('etcd'), txnCost)) {
+          const text = `txn cost: ${c.shape.padEnd(26)} etcd ${c.etcdMs.toFixed(2)} ms/txn, client ${c.clientMs.toFixed(2)} ms/txn, wall ${c.wallMs.toFixed(2)} ms`;
+          console.log(`  ${text}`);
+          summary.push(text);
+        }
+      } finally {
+        await store.close();
+      }
+    }
     if (process.env.PODIPAM_TRACE) {
       for (const n of nodes) writeFileSync(join(process.env.PODIPAM_BENCH_MULTUS_TRACE_DIR ?? '/tmp', `multus-trace-${n.name}.log`), n.agent.log());
     }

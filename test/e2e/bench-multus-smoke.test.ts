@@ -2,7 +2,8 @@
  * bench/multus.ts at a size for CI: 6 pods × 3 networks on 3 nodes (an agent each) on a 3-member
  * etcd, cluster mode with a pool per network beside host-local, one round. The bench's own checks
  * run (every answer valid and distinct, nothing held after DEL, `ipam check` clean, no host-local
- * address file left); the summary must carry the ratios to host-local. The full run is
+ * address file left); the summary must carry the ratios to host-local, the CPU per attachment by
+ * process and (5 transactions per shape) etcd's CPU per transaction by shape. The full run is
  * `node dist/bench/multus.js`.
  */
 import { test } from 'node:test';
@@ -15,6 +16,7 @@ test('multus bench, short: 6 pods × 3 networks, own pools beside host-local, on
     PODIPAM_BENCH_MULTUS_IN_FLIGHT: '6',
     PODIPAM_BENCH_MULTUS_RUNS: '1',
     PODIPAM_BENCH_MULTUS_SUBJECTS: 'own,host-local',
+    PODIPAM_BENCH_MULTUS_TXN_COST: '5',
   });
   const { run } = await import('../../bench/multus.js');
   const lines = await run();
@@ -26,4 +28,10 @@ test('multus bench, short: 6 pods × 3 networks, own pools beside host-local, on
     lines.some((l) => /^ADD wall \/ host-local\s+\d+\.\d\dx\s+1\.00x$/.test(l)),
     'an ADD ratio line',
   );
+  assert.ok(
+    lines.some((l) => /^ADD CPU\/attachment, all\s+\d+\.\d\d ms\s+\d+\.\d\d ms$/.test(l)),
+    'a CPU per attachment line',
+  );
+  const costs = lines.filter((l) => /^txn cost: .* etcd \d+\.\d\d ms\/txn, client \d+\.\d\d ms\/txn, wall \d+\.\d\d ms$/.test(l));
+  assert.equal(costs.length, 8, `two rounds of four txn shapes: ${lines.join(' | ')}`);
 });

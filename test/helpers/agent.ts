@@ -50,17 +50,18 @@ export function requireShim(): void {
  * (`o.netns`: started through `ip netns exec`, whatever PATH `env` gives it). `o.launcher`: a
  * command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended.
  * `o.warmUp`: its --warm-up (default TEST_WARM_UP; null: the agent's own default, as the benches run it).
+ * `o.nodeArgs`: flags for node itself (e.g. `--cpu-prof`, which NODE_OPTIONS refuses).
  */
 export async function startAgent(
   socket: string,
   args: readonly string[] = [],
   env: NodeJS.ProcessEnv = {},
-  o: { readonly netns?: string; readonly launcher?: readonly string[]; readonly warmUp?: string | null } = {},
+  o: { readonly netns?: string; readonly launcher?: readonly string[]; readonly warmUp?: string | null; readonly nodeArgs?: readonly string[] } = {},
 ): Promise<RunningAgent> {
   // A short warm-up unless asked otherwise: the suite starts many agents on a shared machine.
   const warmUp = args.includes('--warm-up') || o.warmUp === null ? [] : ['--warm-up', o.warmUp ?? TEST_WARM_UP];
   const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...warmUp, ...args];
-  const node = [...(o.launcher ?? []), process.execPath];
+  const node = [...(o.launcher ?? []), process.execPath, ...(o.nodeArgs ?? [])];
   const [cmd, cmdArgs] = o.netns === undefined ? [node[0]!, [...node.slice(1), ...argv]] : [IP_BIN, ['netns', 'exec', o.netns, ...node, ...argv]];
   const child = spawn(cmd, cmdArgs, {
     env: { PATH: process.env.PATH, ...env },

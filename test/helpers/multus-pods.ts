@@ -81,6 +81,7 @@ export interface MultusNode {
 /**
  * One agent per simulated node, each with its own socket and directory under `dir`, on the
  * datastore `url`; `warm` adds a warm pool over `warm.pools` (max idle = capacity). PODIPAM_TRACE passes through.
+ * `nodeArgs`: flags for the agents' node (a bench's `--cpu-prof`).
  */
 export async function startMultusNodes(
   url: string,
@@ -89,6 +90,7 @@ export async function startMultusNodes(
   prefix: string,
   warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number },
   agentArgs: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
 ): Promise<MultusNode[]> {
   const env = process.env.PODIPAM_TRACE ? { PODIPAM_TRACE: process.env.PODIPAM_TRACE } : {};
   return Promise.all(
@@ -113,7 +115,7 @@ export async function startMultusNodes(
           '1s',
         );
       }
-      return { name, dir: d, agent: await startAgent(join(d, 'agent.sock'), args, env) };
+      return { name, dir: d, agent: await startAgent(join(d, 'agent.sock'), args, env, { nodeArgs }) };
     }),
   );
 }
