@@ -271,8 +271,8 @@ export async function run(): Promise<readonly string[]> {
     const runner: Runner = driver
       ? async (call, command, plugin) => runMultusLean(driver, plugin ?? SHIM_BIN, dir.path, SIZE, call, command)
       : (call, command, plugin) => runMultusPods(SIZE, call, command, plugin);
-    const own = createMultusPools(url, SIZE.networks, false);
-    const shared = createMultusPools(url, SIZE.networks, true);
+    const own = await createMultusPools(url, SIZE.networks, false);
+    const shared = await createMultusPools(url, SIZE.networks, true);
     const warmCidr = '10.48.0.0/14';
     const r = runCliSync(url, ['pool', 'create', 'pool-warm', '--cidr', warmCidr]);
     if (r.code !== 0) throw new Error(`pool create pool-warm: ${r.stderr}`);

@@ -76,10 +76,10 @@ test(
   `Multus-style pods: ${SIZE.pods} pods × ${SIZE.networks} networks, each network its own pool, through the shim to ${SIZE.nodes} agents on a 3-member etcd`,
   { timeout: 600_000 },
   async (t) => {
-    await podsOnPools(t, createMultusPools(etcd.url, SIZE.networks, false), 'own pools');
+    await podsOnPools(t, await createMultusPools(etcd.url, SIZE.networks, false), 'own pools');
   },
 );
 
 test(`Multus-style pods: ${SIZE.pods} pods × ${SIZE.networks} networks on one shared pool: a pod's addresses distinct`, { timeout: 600_000 }, async (t) => {
-  await podsOnPools(t, createMultusPools(etcd.url, SIZE.networks, true), 'shared pool');
+  await podsOnPools(t, await createMultusPools(etcd.url, SIZE.networks, true), 'shared pool');
 });

@@ -19,6 +19,8 @@ import { formatAddr, parseAddr } from '../../src/ip/addr.js';
 import { type Prefix, parseCidr, parsePrefix, prefixContains, prefixOf } from '../../src/ip/prefix.js';
 import { type RunningAgent, SHIM_BIN, startAgent } from './agent.js';
 import { type PluginCall, runCliSync, runPlugin } from './plugin.js';
+import { ClusterIpam } from '../../src/cluster/index.js';
+import { openStore } from '../../src/store/index.js';
 
 export interface MultusSize {
   readonly pods: number;
@@ -55,20 +57,29 @@ export interface MultusPool {
 }
 
 /**
- * Creates the pools through the CLI: `pool-net-i` (10.(64+i).0.0/16) for every network, or one
- * `pool-shared` (10.40.0.0/14) for all of them. Returns the pool of each network, by index.
+ * Creates the pools, in this process through the cluster service the CLI's `pool create` calls
+ * (one datastore session, not a CLI process per pool): `pool-net-i` (10.(64+i).0.0/16) for every
+ * network, or one `pool-shared` (10.40.0.0/14) for all of them. Returns the pool of each
+ * network, by index.
  */
-export function createMultusPools(url: string, networks: number, shared: boolean): MultusPool[] {
-  const make = (name: string, cidr: string): MultusPool => {
-    const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
-    if (r.code !== 0) throw new Error(`pool create ${name} --cidr ${cidr}: exit ${r.code}: ${r.stderr}`);
-    return { name, cidr, prefix: parsePrefix(cidr) };
-  };
-  if (shared) {
-    const p = make('pool-shared', '10.40.0.0/14');
-    return Array.from({ length: networks }, () => p);
+export async function createMultusPools(url: string, networks: number, shared: boolean): Promise<MultusPool[]> {
+  const store = await openStore(url);
+  try {
+    const ipam = new ClusterIpam(store);
+    const make = async (name: string, cidr: string): Promise<MultusPool> => {
+      await ipam.createPool({ name, cidr, nodeSelector: 'all()', disabled: false });
+      return { name, cidr, prefix: parsePrefix(cidr) };
+    };
+    if (shared) {
+      const p = await make('pool-shared', '10.40.0.0/14');
+      return Array.from({ length: networks }, () => p);
+    }
+    const pools: MultusPool[] = [];
+    for (let i = 0; i < networks; i++) pools.push(await make(`pool-net-${i}`, `10.${64 + i}.0.0/16`));
+    return pools;
+  } finally {
+    await store.close();
   }
-  return Array.from({ length: networks }, (_, i) => make(`pool-net-${i}`, `10.${64 + i}.0.0/16`));
 }
 
 export interface MultusNode {
