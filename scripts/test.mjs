@@ -7,7 +7,7 @@
 // run; the closing line then also gives the run's wall time.
 // Files named in START_FIRST (a minute or more each) start first; the rest longest first by the
 // times earlier runs here recorded (test-output/test-times.json), then in path order. They run
-// two at a time through scripts/test-files.mjs, which keeps this order (`node --test` sorts by path).
+// three at a time through scripts/test-files.mjs, which keeps this order (`node --test` sorts by path).
 // Prints node:test's spec output, the slowest files (seconds of their tests), then a closing line `N passed, N failed, N skipped`. Exits
 // non-zero on any failure, and on any skipped (or todo) test unless PODIPAM_ALLOW_SKIP=1: a
 // test whose prerequisite is missing must not pass silently. Refuses a compiled test whose
@@ -35,7 +35,7 @@ const args = process.argv.slice(2);
 const unit = args.includes('--unit');
 const filters = args.filter((a) => a !== '--unit');
 const isUnit = (f) => f.startsWith(join('dist', 'src') + '/') && !/\.(integration|scale)\.test\.js$/.test(f);
-// Files that take a minute or more start first: with two at a time, a long file started last
+// Files that take a minute or more start first: with three at a time, a long file started last
 // would run alone at the end. Only the order depends on this list; a name missing from it (or
 // a name here that no longer exists) changes nothing else.
 // Longest first, by the per-file seconds two clean-clone runs printed on the 2-core machine at

@@ -99,7 +99,7 @@ test('test runner: the time of each file is recorded in test-output/test-times.j
     assert.ok((times['dist/t/quick.test.js'] ?? Infinity) < (times['dist/t/slow.test.js'] ?? 0), JSON.stringify(times));
   }));
 
-test('test runner: files start longest first by the recorded times, two at a time, not in path order', () =>
+test('test runner: files start longest first by the recorded times, not in path order (two lanes here)', () =>
   withTempDir('runner-order', (dir) => {
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
     const log = join(dir, 'started.log');
@@ -115,7 +115,7 @@ test('test runner: files start longest first by the recorded times, two at a tim
       JSON.stringify({ 'dist/t/zzz.test.js': 9000, 'dist/t/mmm.test.js': 8000, 'dist/t/aaa.test.js': 10 }),
     );
     appendFileSync(log, '');
-    const r = run(dir);
+    const r = run(dir, { PODIPAM_TEST_LANES: '2' });
     assert.equal(r.code, 0, r.out);
     const order = readFileSync(log, 'utf8').trim().split('\n');
     assert.deepEqual([order.slice(0, 2).sort(), order[2]], [['mmm', 'zzz'], 'aaa'], `started: ${order.join(', ')}`);
