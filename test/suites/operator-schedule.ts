@@ -189,6 +189,17 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
   };
 
   const poolNames = async (): Promise<string[]> => (await plain.listPools()).map((p) => p.name);
+  const openToAll = (p: Pool): boolean => p.nodeSelector.terms.length === 0 && !p.draining && !p.disabled && !p.deleting;
+  /**
+   * Pools that may be closed to the pod nodes (a selector they do not match, a drain, a delete):
+   * those with another pool left open to every node — a schedule whose pools all refuse its nodes
+   * would start no pod through the binaries at all. Read from the datastore, so a lost answer
+   * cannot fool it.
+   */
+  const closable = async (): Promise<string[]> => {
+    const pools = await plain.listPools();
+    return pools.filter((p) => pools.some((q) => q !== p && openToAll(q))).map((p) => p.name);
+  };
   const liveAddr = (): [string, string] | undefined => {
     const all = [...live].flatMap(([h, as]) => [...as].map((a): [string, string] => [h, a]));
     return all.length === 0 ? undefined : pick(all);
@@ -380,10 +391,10 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       1,
       'pool-selector',
       async () => {
-        const names = await poolNames();
-        if (names.length === 0) return 'pool selector: no pool';
-        const name = pick(names);
         const sel = pick(['all()', 'zone=a', 'all()']);
+        const names = sel === 'all()' ? await poolNames() : await closable();
+        if (names.length === 0) return `pool selector ${sel}: no pool`;
+        const name = pick(names);
         const r = await answered('pool set', () => ipam.setPoolSettings(name, { nodeSelector: sel }));
         return `pool set ${name} --node-selector ${sel}: ${r instanceof Error ? r.name : 'ok'}`;
       },
@@ -392,10 +403,10 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       1,
       'pool-drain',
       async () => {
-        const names = await poolNames();
-        if (names.length === 0) return 'pool drain: no pool';
-        const name = pick(names);
         const on = rand() < 0.5;
+        const names = on ? await closable() : await poolNames();
+        if (names.length === 0) return `pool ${on ? 'drain' : 'undrain'}: no pool`;
+        const name = pick(names);
         const r = await answered('pool drain', () => ipam.setPoolDraining(name, on));
         return `pool ${on ? 'drain' : 'undrain'} ${name}: ${r instanceof Error ? r.name : 'ok'}`;
       },
@@ -404,9 +415,9 @@ export async function runOperatorSchedule(raw: Store, o: ScheduleOptions): Promi
       2,
       'pool-delete',
       async () => {
-        const names = await poolNames();
-        // The last pool stays: a schedule left without any pool early would start no pod at all.
-        if (names.length < 2) return 'pool delete: not the last pool';
+        // The last pool open to every node stays (closable()).
+        const names = await closable();
+        if (names.length === 0) return 'pool delete: not the last open pool';
         const name = pick(names);
         const r = await answered('pool delete', () => ipam.deletePool(name));
         return `pool delete ${name}: ${r instanceof Error ? r.name : 'ok'}`;
