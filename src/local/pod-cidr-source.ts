@@ -69,7 +69,8 @@ export async function resolvePodCidrs(options: PodCidrSourceOptions): Promise<Pr
   let value: { key: string; value: string } | undefined;
   try {
     const { openStore } = await import('../store/open-store.js');
-    const store = await openStore(datastore, options.timeoutMs === undefined ? undefined : { timeoutMs: options.timeoutMs });
+    // One read and done (often in a per-call plugin): etcd's JSON gateway, whose client loads faster.
+    const store = await openStore(datastore, { oneShot: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
     try {
       value = await store.get(nodeKey(nodeName));
     } finally {

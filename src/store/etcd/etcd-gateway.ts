@@ -3,6 +3,9 @@ import type { EtcdCredentials } from '../parse-store-url.js';
 import { EtcdRefusal } from './etcd-refusal.js';
 import { EtcdToken } from './etcd-token.js';
 import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
+import { decodeGrpcResponse, encodeGrpcRequest, grpcMethod } from './etcd-grpc-codec.js';
+import type { GrpcSessions } from './grpc-sessions.js';
+import { ProtobufError } from './protobuf-wire.js';
 import { httpStream, type HttpStream } from './http-stream.js';
 
 /** Whether a request only reads (safe to repeat anywhere) or may write. */
@@ -18,8 +21,13 @@ type Attempt =
 const REQUEST_ERRORS = new Set([3, 5, 6, 7, 9, 11, 12, 16]);
 
 /**
- * etcd v3's JSON gateway (`POST /v3/<service>/<method>`) on a list of cluster members, over
- * HTTP or HTTPS (the transport) with keep-alive connections. Each call tries the members in
+ * etcd v3 on a list of cluster members. Calls are named by their JSON gateway path
+ * (`kv/range`, `kv/txn`, `auth/authenticate`) and take and give the gateway's JSON shapes.
+ * Given `grpc` sessions, the unary ones travel as gRPC over HTTP/2 (grpc-sessions.ts,
+ * etcd-grpc-codec.ts), which costs etcd less than half the CPU of its JSON gateway (that
+ * gateway turns each request into a gRPC call on etcd's own loopback connection); without (a
+ * one-shot process, see StoreOptions.oneShot) and for the streams (watch, snapshot), the JSON
+ * gateway over HTTP or HTTPS (the transport) with keep-alive connections. Each call tries the members in
  * turn, starting with the one that answered last, each with its own timeout, so a call takes
  * at most `endpoints × timeoutMs`. A read moves on after any transient failure. A write moves
  * on only when no connection could be opened (the request never left): after a timeout or a
@@ -38,21 +46,31 @@ export class EtcdGateway {
   readonly #timeoutMs: number;
   readonly #transport: HttpTransport;
   readonly #token: EtcdToken | undefined;
+  readonly #grpc: GrpcSessions | undefined;
   #preferred = 0;
   #roundTrips = 0;
 
   /** `endpoints` are `host:port` (IPv6 hosts in brackets); `url` is for messages. */
-  constructor(url: string, endpoints: readonly string[], timeoutMs: number, transport: HttpTransport, credentials?: EtcdCredentials) {
+  constructor(
+    url: string,
+    endpoints: readonly string[],
+    timeoutMs: number,
+    transport: HttpTransport,
+    grpc: GrpcSessions | undefined,
+    credentials?: EtcdCredentials,
+  ) {
     this.#url = url;
     this.#endpoints = Object.freeze([...endpoints]);
     this.#timeoutMs = timeoutMs;
     this.#transport = transport;
+    this.#grpc = grpc;
     this.#token = credentials === undefined ? undefined : new EtcdToken(url, credentials, (body) => this.#send('auth/authenticate', body, 'read', undefined));
   }
 
   /** Closes the kept-alive connections; calls in flight fail. */
   close(): void {
     this.#transport.agent.destroy();
+    this.#grpc?.close();
   }
 
   /** HTTP requests sent so far, including failed ones. */
@@ -164,6 +182,31 @@ export class EtcdGateway {
   }
 
   async #attempt(endpoint: string, path: string, body: unknown, token: string | undefined): Promise<Attempt> {
+    const method = this.#grpc === undefined ? undefined : grpcMethod(path);
+    return method === undefined ? this.#attemptJson(endpoint, path, body, token) : this.#attemptGrpc(endpoint, path, method, body, token);
+  }
+
+  async #attemptGrpc(endpoint: string, path: string, method: string, body: unknown, token: string | undefined): Promise<Attempt> {
+    this.#roundTrips++;
+    let answer;
+    try {
+      answer = await this.#grpc!.call(endpoint, method, encodeGrpcRequest(path, body), this.#timeoutMs, token === undefined ? {} : { token });
+    } catch (e) {
+      if (!(e instanceof HttpPostError)) throw e;
+      return failedAttempt(e);
+    }
+    if (answer.code === 0) {
+      try {
+        return { ok: true, body: decodeGrpcResponse(path, answer.body) };
+      } catch (e) {
+        if (!(e instanceof ProtobufError)) throw e;
+        throw new StoreError(this.#url, `${endpoint} answered ${path} with a malformed message: ${e.message}`, { cause: e });
+      }
+    }
+    return refusedAttempt(endpoint, path, answer.code, answer.message, answer.http);
+  }
+
+  async #attemptJson(endpoint: string, path: string, body: unknown, token: string | undefined): Promise<Attempt> {
     this.#roundTrips++;
     let status: number;
     let text: string;
@@ -172,11 +215,7 @@ export class EtcdGateway {
       ({ status, text } = await httpPost(this.#transport, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs, headers));
     } catch (e) {
       if (!(e instanceof HttpPostError)) throw e;
-      // A failed handshake: the server never took the request.
-      if (e.tls) return { ok: false, reason: `refused the TLS connection (${e.reason})`, applied: 'no', tls: true };
-      return e.connected
-        ? { ok: false, reason: `failed (${e.reason})`, applied: 'unknown' }
-        : { ok: false, reason: `could not be reached (${e.reason})`, applied: 'no' };
+      return failedAttempt(e);
     }
     if (status === 200) {
       try {
@@ -193,13 +232,27 @@ export class EtcdGateway {
     }
     const code = typeof error.code === 'number' ? error.code : undefined;
     const message = String(error.message ?? error.error ?? text.slice(0, 200));
-    if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && status < 500)) {
-      throw new EtcdRefusal(endpoint, path, message, status, code);
-    }
-    // "no leader" and "too many requests" are answered before the request is proposed.
-    const applied = /no leader|too many requests/.test(message) ? 'no' : 'unknown';
-    return { ok: false, reason: `answered HTTP ${status}: ${message}`, applied };
+    return refusedAttempt(endpoint, path, code, message, status);
   }
+}
+
+/** A call that got no answer: whether it may have been applied. */
+function failedAttempt(e: HttpPostError): Attempt {
+  // A failed handshake: the server never took the request.
+  if (e.tls) return { ok: false, reason: `refused the TLS connection (${e.reason})`, applied: 'no', tls: true };
+  return e.connected
+    ? { ok: false, reason: `failed (${e.reason})`, applied: 'unknown' }
+    : { ok: false, reason: `could not be reached (${e.reason})`, applied: 'no' };
+}
+
+/** An answer with an error: thrown as a refusal of the request itself, else a failed attempt. */
+function refusedAttempt(endpoint: string, path: string, code: number | undefined, message: string, status: number): Attempt {
+  if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && status < 500)) {
+    throw new EtcdRefusal(endpoint, path, message, status, code);
+  }
+  // "no leader" and "too many requests" are answered before the request is proposed.
+  const applied = /no leader|too many requests/.test(message) ? 'no' : 'unknown';
+  return { ok: false, reason: code === undefined ? `answered HTTP ${status}: ${message}` : `answered gRPC code ${code}: ${message}`, applied };
 }
 
 /** What to do about a refusal whose cause is in the client's settings. */

@@ -11,7 +11,7 @@ import { resolveTimeoutMs, type StoreOptions } from '../store-options.js';
 import { prefixRangeEnd, type WireKv } from './etcd-codec.js';
 import { resolveEtcdAccess } from './etcd-access.js';
 import { EtcdGateway } from './etcd-gateway.js';
-import { transportFor } from './etcd-store.js';
+import { transportFor, grpcFor } from './etcd-store.js';
 
 /** Keys per range request when listing a prefix. */
 export const RAW_PAGE = 1000;
@@ -38,7 +38,8 @@ export class EtcdRawReader {
     if (target.kind !== 'etcd') throw new StoreUrlError(shown, 'not an etcd URL: write etcd://HOST:PORT[,…] or etcds://…');
     const timeoutMs = resolveTimeoutMs(options);
     const access = await resolveEtcdAccess(url, target.tls, target.credentials, options?.env ?? process.env);
-    return new EtcdRawReader(shown, new EtcdGateway(shown, target.endpoints, timeoutMs, await transportFor(access), access.credentials));
+    const transport = await transportFor(access);
+    return new EtcdRawReader(shown, new EtcdGateway(shown, target.endpoints, timeoutMs, transport, await grpcFor(transport, options), access.credentials));
   }
 
   /** Every key starting with `prefix` and its value, in key order, paged, each page at the first page's revision (one snapshot). */

@@ -12,7 +12,7 @@ export class EtcdRefusal extends Error {
     readonly status: number,
     readonly code: number | undefined,
   ) {
-    super(`${endpoint} refused ${path}: ${detail} (HTTP ${status}, gRPC code ${code ?? 'none'})`);
+    super(`${endpoint} refused ${path}: ${detail} (${status === 200 ? '' : `HTTP ${status}, `}gRPC code ${code ?? 'none'})`);
   }
 
   /** The token was missing, expired or revoked: authenticating again may help. */

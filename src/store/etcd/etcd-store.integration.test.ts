@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttp2Server } from 'node:http2';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { etcdPost, startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/helpers/etcd.js';
@@ -17,6 +18,8 @@ before(async () => {
 after(() => etcd?.stop());
 
 storeConformance('etcd', () => openStore(etcd.url), { incrementsPerWorker: 25 });
+// A one-shot process (the per-call plugin) speaks to etcd through its JSON gateway.
+storeConformance('etcd, one-shot (JSON gateway)', () => openStore(etcd.url, { oneShot: true }), { incrementsPerWorker: 25 });
 
 /** A TCP server that accepts connections and never answers: a hung or partitioned member. */
 async function silentServer(): Promise<{ endpoint: string; close(): Promise<void> }> {
@@ -155,9 +158,9 @@ describe('EtcdStore', () => {
     }
   });
 
-  it('an HTTP server that is not etcd: 404 is a StoreError, 503 is transient and a read fails over', async () => {
+  it('an HTTP/2 server that is not etcd: 404 is a StoreError, 503 is transient and a read fails over', async () => {
     let status = 404;
-    const server = createHttpServer((_req, res) => res.writeHead(status).end('<html>nope</html>'));
+    const server = createHttp2Server((_req, res) => res.writeHead(status).end('<html>nope</html>'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const imposter = `127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -170,6 +173,19 @@ describe('EtcdStore', () => {
       await assert.rejects(w.txn([], [{ type: 'put', key: 'imposter/k', value: 'v' }]), isUnavailable(url, /HTTP 503.*may or may not/));
       await s.close();
       await w.close();
+    } finally {
+      server.close();
+    }
+  });
+
+  it('an HTTP/1 server that is not etcd: a read fails over to the next member', async () => {
+    const server = createHttpServer((_req, res) => res.writeHead(404).end('<html>nope</html>'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const imposter = `127.0.0.1:${(server.address() as { port: number }).port}`;
+      const s = await openStore(`etcd://${imposter},${etcd.members[0]?.endpoint}`, { timeoutMs: 500 });
+      assert.equal(await s.get('imposter/k'), undefined);
+      await s.close();
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -13,6 +13,7 @@ import { saveEtcdSnapshot } from './etcd-snapshot.js';
 import { LIST_PAGE } from '../list-all.js';
 import { EtcdWatch } from './etcd-watch.js';
 import type { HttpTransport } from './http-post.js';
+import type { GrpcSessions } from './grpc-sessions.js';
 
 interface WireHeader {
   readonly header?: { readonly revision?: string; readonly cluster_id?: string };
@@ -33,10 +34,11 @@ export interface EtcdTarget {
 }
 
 /**
- * A store in etcd v3 (3.4 or later), under the key prefix `/podipam/`, spoken to through
- * etcd's JSON gateway with node:http or node:https (TLS with a CA, a client certificate, a
- * server name; user and password auth, see EtcdGateway) — no gRPC library to load, which
- * keeps the CNI plugin's start fast. One HTTP request per get, list or txn; a failed txn's `current`
+ * A store in etcd v3 (3.4 or later), under the key prefix `/podipam/`, spoken to in gRPC over
+ * node:http2 (watch and snapshot streams through etcd's JSON gateway with node:http or
+ * node:https; TLS with a CA, a client certificate, a server name; user and password auth, see
+ * EtcdGateway) — no gRPC library to load, which keeps the CNI plugin's start fast. One request
+ * per get, list or txn; a failed txn's `current`
  * comes from range requests in the txn's failure branch, in the same request. Opening makes
  * no request. Endpoint failover and timeouts are EtcdGateway's: a call fails with
  * StoreUnavailableError after at most `endpoints × timeoutMs`, and a txn that timed out may
@@ -66,7 +68,7 @@ export class EtcdStore implements Store {
     const timeoutMs = resolveTimeoutMs(options);
     const access = await resolveEtcdAccess(url, target.tls, target.credentials, options?.env ?? process.env);
     const transport = await transportFor(access);
-    return new EtcdStore(shown, new EtcdGateway(shown, target.endpoints, timeoutMs, transport, access.credentials));
+    return new EtcdStore(shown, new EtcdGateway(shown, target.endpoints, timeoutMs, transport, await grpcFor(transport, options), access.credentials));
   }
 
   get roundTrips(): number {
@@ -230,6 +232,13 @@ export class EtcdStore implements Store {
   }
 }
 
+/** gRPC sessions with the transport's TLS material (node:http2 loaded only then); none for a one-shot process. */
+export async function grpcFor(transport: HttpTransport, options: StoreOptions | undefined): Promise<GrpcSessions | undefined> {
+  if (options?.oneShot === true) return undefined;
+  const { GrpcSessions } = await import('./grpc-sessions.js');
+  return new GrpcSessions(transport.secure ? (transport.tls ?? {}) : undefined);
+}
+
 /** node:http, or node:https (loaded only then) with the TLS material in its agent. */
 export async function transportFor(access: EtcdAccess): Promise<HttpTransport> {
   const tls = access.tls;
@@ -241,5 +250,6 @@ export async function transportFor(access: EtcdAccess): Promise<HttpTransport> {
     ...(tls.cert ? { cert: tls.cert } : {}),
     ...(tls.key ? { key: tls.key } : {}),
   });
-  return { request: https.request, agent, secure: true, ...(tls.servername ? { servername: tls.servername } : {}) };
+  const material = { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername };
+  return { request: https.request, agent, secure: true, tls: material, ...(tls.servername ? { servername: tls.servername } : {}) };
 }

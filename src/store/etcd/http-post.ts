@@ -1,4 +1,5 @@
 import type { Agent, ClientRequest, RequestOptions } from 'node:http';
+import type { GrpcTls } from './grpc-sessions.js';
 
 /** A status and body from the server. */
 export interface HttpAnswer {
@@ -14,6 +15,8 @@ export interface HttpTransport {
   readonly secure: boolean;
   /** TLS: the name to send (SNI) and to check the certificate against, instead of the host. */
   readonly servername?: string;
+  /** HTTPS: the TLS material of the agent, for the HTTP/2 sessions of gRPC calls. */
+  readonly tls?: GrpcTls;
 }
 
 /**
@@ -49,7 +52,8 @@ const TLS_CODES = new Set([
   'HOSTNAME_MISMATCH',
   'EPROTO',
 ]);
-const isTlsFailure = (code: string): boolean => TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_');
+/** An error code of a failed TLS handshake or a certificate refused. */
+export const isTlsFailure = (code: string): boolean => TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_');
 
 /**
  * POSTs a JSON `body` to `http(s)://endpoint/path` through the transport's keep-alive agent,

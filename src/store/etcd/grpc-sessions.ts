@@ -1,0 +1,184 @@
+/**
+ * Unary gRPC calls over node's own HTTP/2 client (no gRPC library to load: the CNI plugin is
+ * a process per call): a POST of one length-prefixed protobuf message to `/<service>/<method>`,
+ * answered by one message and a `grpc-status` (in the trailers, or in the headers of an answer
+ * without a body). One HTTP/2 session per endpoint, opened on first use and kept (unref'd, so
+ * it never holds a process open; each call's timer does while it runs) until it fails, the
+ * server sends GOAWAY, a call times out on it, or `close()`.
+ *
+ * A call that got no complete answer rejects with HttpPostError: `connected` false when the
+ * session never opened (the server never saw the request), `tls` when the handshake or the
+ * certificate failed.
+ */
+import { connect, constants, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
+import { HttpPostError, isTlsFailure } from './http-post.js';
+
+/**
+ * An answer: its gRPC status code (0 = OK; undefined when the server answered an HTTP status
+ * other than 200, `message` then the start of its body), message, and the response message when OK.
+ */
+export interface GrpcAnswer {
+  readonly code: number | undefined;
+  readonly http: number;
+  readonly message: string;
+  readonly body: Buffer;
+}
+
+/** TLS material for `https` sessions (the CA, a client certificate and key, the name to check). */
+export interface GrpcTls {
+  readonly ca?: string | Buffer | undefined;
+  readonly cert?: string | Buffer | undefined;
+  readonly key?: string | Buffer | undefined;
+  readonly servername?: string | undefined;
+}
+
+interface Session {
+  readonly session: ClientHttp2Session;
+  connected: boolean;
+  error?: NodeJS.ErrnoException;
+}
+
+/** Most bytes of one answer (etcd's own default limit on a message is 2 MiB; a list page is far less). */
+const MAX_ANSWER = 64 << 20;
+
+export class GrpcSessions {
+  readonly #tls: GrpcTls | undefined;
+  readonly #sessions = new Map<string, Session>();
+
+  /** `tls` undefined: plain HTTP/2 (h2c); otherwise TLS with ALPN h2. */
+  constructor(tls: GrpcTls | undefined) {
+    this.#tls = tls;
+  }
+
+  /** Calls `method` (`/pkg.Service/Method`) on `endpoint` (host:port) with `message` and `metadata` headers. */
+  call(endpoint: string, method: string, message: Buffer, timeoutMs: number, metadata: Readonly<Record<string, string>> = {}): Promise<GrpcAnswer> {
+    return new Promise((resolve, reject) => {
+      const s = this.#session(endpoint);
+      let settled = false;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let status: string | undefined;
+      let statusMessage = '';
+      let http = 0;
+      const fail = (reason: string, tls = false): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+        reject(new HttpPostError(reason, s.connected, tls));
+      };
+      const failWith = (e: NodeJS.ErrnoException): void => {
+        // A stream cancelled by its session's failure carries that failure as its cause.
+        const cause: NodeJS.ErrnoException = s.error ?? (e.code === 'ERR_HTTP2_STREAM_CANCEL' && e.cause instanceof Error ? e.cause : e);
+        const code = cause.code ?? '';
+        if (isTlsFailure(code)) fail(`TLS: ${cause.message}${cause.message.includes(code) ? '' : ` (${code})`}`, true);
+        else fail(cause.code ?? cause.message);
+      };
+      const timer = setTimeout(() => {
+        fail(`did not answer within ${timeoutMs} ms`);
+        this.#drop(endpoint, s); // a member that hangs: the next call opens a new session
+      }, timeoutMs);
+      const frame = Buffer.alloc(5);
+      frame.writeUInt32BE(message.length, 1);
+      const stream = s.session.request({
+        ':method': 'POST',
+        ':path': method,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        ...metadata,
+      });
+      const takeStatus = (h: Record<string, unknown>): void => {
+        const st = h['grpc-status'];
+        if (st !== undefined) {
+          status = String(st);
+          statusMessage = percentDecoded(String(h['grpc-message'] ?? ''));
+        }
+      };
+      stream.on('response', (h) => {
+        http = Number(h[':status']);
+        takeStatus(h);
+      });
+      stream.on('trailers', (h: Record<string, unknown>) => takeStatus(h));
+      stream.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_ANSWER) return fail(`sent an answer over ${MAX_ANSWER} bytes`);
+        chunks.push(c);
+      });
+      stream.on('error', (e: NodeJS.ErrnoException) => failWith(e));
+      stream.on('close', () => {
+        if (settled) return;
+        if (http !== 200 && http !== 0) {
+          // Not a gRPC server (a proxy, another service): its status and the start of its body.
+          settled = true;
+          clearTimeout(timer);
+          return resolve({ code: undefined, http, message: Buffer.concat(chunks, size).toString('utf8').slice(0, 200), body: Buffer.alloc(0) });
+        }
+        if (status === undefined)
+          return failWith(Object.assign(new Error(`the stream closed without a gRPC status (code ${stream.rstCode})`), { code: undefined }));
+        const code = Number(status);
+        if (code !== 0) {
+          settled = true;
+          clearTimeout(timer);
+          return resolve({ code, http, message: statusMessage, body: Buffer.alloc(0) });
+        }
+        const all = Buffer.concat(chunks, size);
+        if (all.length < 5 || all[0] !== 0 || all.readUInt32BE(1) !== all.length - 5)
+          return fail(`answered with a malformed gRPC message (${all.length} bytes)`);
+        settled = true;
+        clearTimeout(timer);
+        resolve({ code: 0, http, message: '', body: all.subarray(5) });
+      });
+      stream.end(Buffer.concat([frame, message]));
+    });
+  }
+
+  /** Closes every session; calls in flight fail. */
+  close(): void {
+    for (const [endpoint, s] of [...this.#sessions]) this.#drop(endpoint, s);
+  }
+
+  #session(endpoint: string): Session {
+    const known = this.#sessions.get(endpoint);
+    if (known !== undefined && !known.session.closed && !known.session.destroyed) return known;
+    const tls = this.#tls;
+    const options: SecureClientSessionOptions =
+      tls === undefined
+        ? {}
+        : {
+            ALPNProtocols: ['h2'],
+            ...(tls.ca ? { ca: tls.ca } : {}),
+            ...(tls.cert ? { cert: tls.cert } : {}),
+            ...(tls.key ? { key: tls.key } : {}),
+            ...(tls.servername ? { servername: tls.servername } : {}),
+          };
+    const session = connect(`${tls === undefined ? 'http' : 'https'}://${endpoint}`, options);
+    const s: Session = { session, connected: false };
+    session.once('connect', () => (s.connected = true));
+    session.on('error', (e: NodeJS.ErrnoException) => {
+      s.error = e;
+      this.#drop(endpoint, s);
+    });
+    session.once('goaway', () => this.#forget(endpoint, s));
+    session.once('close', () => this.#forget(endpoint, s));
+    session.unref();
+    this.#sessions.set(endpoint, s);
+    return s;
+  }
+
+  #forget(endpoint: string, s: Session): void {
+    if (this.#sessions.get(endpoint) === s) this.#sessions.delete(endpoint);
+  }
+
+  #drop(endpoint: string, s: Session): void {
+    this.#forget(endpoint, s);
+    if (!s.session.destroyed) s.session.destroy();
+  }
+}
+
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
