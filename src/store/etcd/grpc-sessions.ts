@@ -1,15 +1,16 @@
 /**
- * Unary gRPC calls over node's own HTTP/2 client (no gRPC library to load: the CNI plugin is
- * a process per call): a POST of one length-prefixed protobuf message to `/<service>/<method>`,
- * answered by one message and a `grpc-status` (in the trailers, or in the headers of an answer
- * without a body). One HTTP/2 session per endpoint, opened on first use and kept (unref'd, so
- * it never holds a process open; each call's timer does while it runs) until it fails, the
- * server sends GOAWAY, a call times out on it, or `close()`.
+ * Unary gRPC calls over node's own HTTP/2 client (no gRPC library to load): a POST of one
+ * length-prefixed protobuf message to `/<service>/<method>`, answered by one message and a
+ * `grpc-status` (in the trailers, or in the headers of an answer without a body). One HTTP/2
+ * session per endpoint, opened on first use and kept (unref'd, so it never holds a process
+ * open; each call's timer does while it runs) until it fails, the server sends GOAWAY, or
+ * `close()`. Every call of the process to that member shares it, so a call that times out
+ * cancels its own stream only: a member that hangs fails each call at its timeout, and the
+ * caller moves on to the next member.
  *
  * A call that got no complete answer rejects with HttpPostError: `connected` false when the
  * session never opened (the server never saw the request), `tls` when the handshake or the
- * certificate failed.
- */
+ * certificate failed. */
 import { connect, constants, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
 import { HttpPostError, isTlsFailure } from './http-post.js';
 
@@ -37,6 +38,10 @@ interface Session {
   connected: boolean;
   error?: NodeJS.ErrnoException;
 }
+
+/** Flow-control windows: what a member may send before podipam has read it, per call and in all. */
+const STREAM_WINDOW = 4 << 20;
+const SESSION_WINDOW = 32 << 20;
 
 /** Most bytes of one answer (etcd's own default limit on a message is 2 MiB; a list page is far less). */
 const MAX_ANSWER = 64 << 20;
@@ -74,10 +79,8 @@ export class GrpcSessions {
         if (isTlsFailure(code)) fail(`TLS: ${cause.message}${cause.message.includes(code) ? '' : ` (${code})`}`, true);
         else fail(cause.code ?? cause.message);
       };
-      const timer = setTimeout(() => {
-        fail(`did not answer within ${timeoutMs} ms`);
-        this.#drop(endpoint, s); // a member that hangs: the next call opens a new session
-      }, timeoutMs);
+      // Only this call's stream is cancelled: the session carries the process's other calls.
+      const timer = setTimeout(() => fail(`did not answer within ${timeoutMs} ms`), timeoutMs);
       const frame = Buffer.alloc(5);
       frame.writeUInt32BE(message.length, 1);
       const stream = s.session.request({
@@ -151,9 +154,14 @@ export class GrpcSessions {
             ...(tls.key ? { key: tls.key } : {}),
             ...(tls.servername ? { servername: tls.servername } : {}),
           };
-    const session = connect(`${tls === undefined ? 'http' : 'https'}://${endpoint}`, options);
+    // HTTP/2's default windows are 64 KiB for the whole connection and for each stream: the
+    // answers of a busy process's concurrent calls would wait on window updates.
+    const session = connect(`${tls === undefined ? 'http' : 'https'}://${endpoint}`, { ...options, settings: { initialWindowSize: STREAM_WINDOW } });
     const s: Session = { session, connected: false };
-    session.once('connect', () => (s.connected = true));
+    session.once('connect', () => {
+      s.connected = true;
+      session.setLocalWindowSize(SESSION_WINDOW);
+    });
     session.on('error', (e: NodeJS.ErrnoException) => {
       s.error = e;
       this.#drop(endpoint, s);

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
+import { test } from 'node:test';
+import { GrpcSessions } from './grpc-sessions.js';
+import { HttpPostError } from './http-post.js';
+
+/** An h2c server whose answer to each path `answer` decides (undefined: never answers). */
+async function server(answer: (path: string, stream: ServerHttp2Stream) => void): Promise<{ endpoint: string; srv: Http2Server }> {
+  const srv = createServer();
+  srv.on('stream', (stream, headers) => {
+    stream.on('data', () => undefined);
+    stream.on('error', () => undefined);
+    answer(String(headers[':path']), stream);
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  return { endpoint: `127.0.0.1:${(srv.address() as { port: number }).port}`, srv };
+}
+
+const grpcOk = (stream: ServerHttp2Stream, body: Buffer): void => {
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+  stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+  const frame = Buffer.alloc(5);
+  frame.writeUInt32BE(body.length, 1);
+  stream.end(Buffer.concat([frame, body]));
+};
+
+test('a call that times out cancels its own stream only: other calls on the shared session still get their answers', async () => {
+  const { endpoint, srv } = await server((path, stream) => {
+    if (path === '/t.S/Fast') setTimeout(() => grpcOk(stream, Buffer.from('ok')), 300);
+  });
+  const g = new GrpcSessions(undefined);
+  try {
+    const slow = g.call(endpoint, '/t.S/Slow', Buffer.alloc(0), 100);
+    const fast = g.call(endpoint, '/t.S/Fast', Buffer.alloc(0), 2000);
+    await assert.rejects(slow, (e: unknown) => e instanceof HttpPostError && /did not answer within 100 ms/.test(e.message) && e.connected);
+    const answer = await fast;
+    assert.equal(answer.code, 0);
+    assert.equal(answer.body.toString(), 'ok');
+  } finally {
+    g.close();
+    srv.close();
+  }
+});
+
+test('a gRPC error status is an answer (code and decoded message), an HTTP error status is one with no gRPC code', async () => {
+  const { endpoint, srv } = await server((path, stream) => {
+    if (path === '/t.S/Refused')
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '3', 'grpc-message': 'bad%20key' }, { endStream: true });
+    else {
+      stream.respond({ ':status': 404 });
+      stream.end('nope');
+    }
+  });
+  const g = new GrpcSessions(undefined);
+  try {
+    assert.deepEqual(await g.call(endpoint, '/t.S/Refused', Buffer.alloc(0), 2000), { code: 3, http: 200, message: 'bad key', body: Buffer.alloc(0) });
+    assert.deepEqual(await g.call(endpoint, '/t.S/Other', Buffer.alloc(0), 2000), { code: undefined, http: 404, message: 'nope', body: Buffer.alloc(0) });
+  } finally {
+    g.close();
+    srv.close();
+  }
+});
+
+test('nothing listening: HttpPostError not connected (the request never left), with the cause named', async () => {
+  const { endpoint, srv } = await server(() => undefined);
+  await new Promise((resolve) => srv.close(resolve));
+  const g = new GrpcSessions(undefined);
+  try {
+    await assert.rejects(
+      g.call(endpoint, '/t.S/M', Buffer.alloc(0), 2000),
+      (e: unknown) => e instanceof HttpPostError && !e.connected && /ECONNREFUSED/.test(e.message),
+    );
+  } finally {
+    g.close();
+  }
+});
