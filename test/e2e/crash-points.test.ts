@@ -27,6 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { crashEnv, expectCrash, reached, startArmedAgent, wipeStore } from '../helpers/crash-points.js';
 import { type EtcdCluster, startEtcd } from '../helpers/etcd.js';
+import { startSlowProxy } from '../helpers/slow-proxy.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runPlugin } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { CRASH_POINT_NAMES, type CrashPointName } from '../../src/util/crash-point.js';
@@ -427,8 +428,11 @@ const AGENT_CASES: readonly string[] = [
  * One agent armed with `spec`; the workload runs through the shim with a runtime's retries
  * (code 11 while the agent is down: it is restarted, unarmed, once the armed one died).
  */
-async function agentCase(url: string, spec: string): Promise<void> {
+async function agentCase(datastore: string, spec: string): Promise<void> {
   requireShim();
+  // The group release needs DELs queued behind one in flight: the agent's etcd answers 20 ms late.
+  const proxy = spec === 'cluster.release-group.committed' ? await startSlowProxy(datastore.replace(/^etcd:\/\//, ''), 20) : undefined;
+  const url = proxy ? `etcd://${proxy.endpoint}` : datastore;
   const tmp = makeTempDir('crash-agent');
   const warm = spec.startsWith('agent.');
   const socket = join(tmp.path, 'run', 'agent.sock');
@@ -452,7 +456,7 @@ async function agentCase(url: string, spec: string): Promise<void> {
     : ['--node', 'wnode', '--datastore', url, '--data-dir', join(tmp.path, 'agent')];
   let agent: RunningAgent | undefined;
   let armedChild: import('node:child_process').ChildProcess | undefined;
-  const store = await openStore(url, OBSERVER);
+  const store = await openStore(datastore, OBSERVER);
   try {
     const ipam = new ClusterIpam(store);
     await ipam.createPool({ name: 'a4', cidr: '10.67.0.0/24', blockSize: 28 });
@@ -519,7 +523,7 @@ async function agentCase(url: string, spec: string): Promise<void> {
     for (const [id, as] of got) assert.deepEqual(ips(await runtime('ADD', id)), as, `repeated ADD of ${id}`);
     const every = [...got.values()].flat();
     assert.equal(new Set(every).size, every.length, `no address held twice: ${every}`);
-    const held = await clusterHoldings(url);
+    const held = await clusterHoldings(datastore);
     for (const a of every) assert.ok(held.has(a), `${a} of a pod is allocated in the datastore`);
     if (warm) {
       // What the datastore allocates to the node is exactly what the agent accounts for.
@@ -531,13 +535,13 @@ async function agentCase(url: string, spec: string): Promise<void> {
         s = await agent.status();
       }
       const accounted = Object.values(s.warmPool!.pools).reduce((n, x) => n + x.idle + x.inUse + x.returning, 0);
-      assert.equal((await clusterHoldings(url)).size, accounted, `datastore vs agent: ${JSON.stringify(s.warmPool)}`);
+      assert.equal((await clusterHoldings(datastore)).size, accounted, `datastore vs agent: ${JSON.stringify(s.warmPool)}`);
       const records = (await store.list('agent-pods/wnode/')).map((e) => e.key.slice('agent-pods/wnode/'.length)).sort();
       assert.deepEqual(records, [...got.keys()].map((id) => cniHandleId('crash-warm', id, 'eth0')).sort(), 'one pod record per live pod');
     } else {
       assert.equal(held.size, every.length, 'the datastore allocates exactly the pods');
     }
-    await checkClean(url, `agent after ${spec}`);
+    await checkClean(datastore, `agent after ${spec}`);
     for (const id of got.keys()) await runtime('DEL', id);
     if (warm) {
       for (let i = 0; i < 400 && (await agent.status()).warmPool!.writeBehindDepth > 0; i++) await sleep(50);
@@ -551,13 +555,14 @@ async function agentCase(url: string, spec: string): Promise<void> {
     agent = undefined;
     // The node leaves: its warm handles go too; then nothing is allocated.
     for (const e of await store.list(`${HANDLE_PREFIX}podipam-warm:`)) await ipam.releaseHandle(e.key.slice(HANDLE_PREFIX.length));
-    assert.equal((await clusterHoldings(url)).size, 0, 'zero allocated after DEL of everything');
-    await checkClean(url, `agent after DEL of everything (${spec})`);
+    assert.equal((await clusterHoldings(datastore)).size, 0, 'zero allocated after DEL of everything');
+    await checkClean(datastore, `agent after DEL of everything (${spec})`);
   } finally {
     if (armedChild && armedChild.exitCode === null && armedChild.signalCode === null) armedChild.kill('SIGKILL');
     await agent?.kill();
     await store.close();
     tmp.remove();
+    await proxy?.close();
   }
 }
 
