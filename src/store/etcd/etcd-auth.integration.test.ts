@@ -106,3 +106,48 @@ describe('EtcdStore with etcd auth', () => {
     await s.close();
   });
 });
+
+describe('EtcdStore watches with etcd auth', () => {
+  const key = 'auth/watched';
+  const collect = async (feed: AsyncIterable<{ key: string; value: string }[]>, want: number) => {
+    const got: string[] = [];
+    for await (const batch of feed) {
+      for (const e of batch) got.push(`${e.key}=${e.value}`);
+      if (got.length >= want) break;
+    }
+    return got;
+  };
+
+  it('a watch opened after the token expired authenticates again and delivers', { timeout: 20_000 }, async () => {
+    const s = await openStore(`etcd://podipam:${encodeURIComponent(ODD_PASSWORD)}@${hosts()}`, { env: {} });
+    const from = (await s.revision()) + 1;
+    await new Promise((r) => setTimeout(r, 4500)); // the 2 s token TTL passes
+    const got = collect(s.watch('auth/', from), 1);
+    await s.txn([], [{ type: 'put', key, value: 'after-expiry' }]);
+    assert.deepEqual(await got, [`${key}=after-expiry`]);
+    await s.close();
+  });
+
+  it('a watch that reconnects after a restart (which forgets every token) delivers what followed', { timeout: 30_000 }, async () => {
+    const s = await openStore(`etcd://podipam:${encodeURIComponent(ODD_PASSWORD)}@${hosts()}`, { env: {} });
+    const from = (await s.revision()) + 1;
+    const got = collect(s.watch('auth/', from), 2);
+    await s.txn([], [{ type: 'put', key, value: 'before-restart' }]);
+    await member.kill();
+    await member.restart();
+    // Written through another store: `s` itself must not renew its token before its watch reconnects.
+    const w = await openStore(`etcd://podipam:${encodeURIComponent(ODD_PASSWORD)}@${hosts()}`, { env: {} });
+    await w.txn([], [{ type: 'put', key, value: 'after-restart' }]);
+    assert.deepEqual(await got, [`${key}=before-restart`, `${key}=after-restart`]);
+    await Promise.all([s.close(), w.close()]);
+  });
+
+  it('without credentials a watch fails with the hint to give them, once, not in a loop', { timeout: 20_000 }, async () => {
+    const s = await openStore(`etcd://${hosts()}`, { env: {} });
+    await assert.rejects(
+      collect(s.watch('auth/', 1), 1),
+      (e: unknown) => e instanceof StoreError && /authentication enabled: give USER:PASSWORD@/.test(e.message),
+    );
+    await s.close();
+  });
+});

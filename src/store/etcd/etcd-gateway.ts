@@ -92,8 +92,9 @@ export class EtcdGateway {
    * Opens a streaming request (`/v3/watch`) on member `index`, with the auth token (renewed
    * once if refused). Resolves with the 200 stream and the member's endpoint; rejects with
    * StoreUnavailableError when the member cannot be reached, StoreError when etcd refuses.
+   * `token` is the one the stream was opened with (for `renewToken`).
    */
-  async openStream(path: string, body: unknown, index: number): Promise<HttpStream & { readonly endpoint: string }> {
+  async openStream(path: string, body: unknown, index: number): Promise<HttpStream & { readonly endpoint: string; readonly token: string | undefined }> {
     const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
     const open = async (token: string | undefined) => {
       this.#roundTrips++;
@@ -130,11 +131,26 @@ export class EtcdGateway {
         refused = refusal(s);
       }
       if (refused !== undefined) throw refused;
-      return { ...s, endpoint };
+      return { ...s, endpoint, token };
     } catch (e) {
       if (!(e instanceof EtcdRefusal)) throw e;
       throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
     }
+  }
+
+  /**
+   * Authenticates again after etcd refused `rejected` inside a stream (a watch is checked when
+   * it is created, and cancelled for its token there, after the 200). Callers refused together
+   * share one new token; without credentials there is nothing to renew.
+   */
+  async renewToken(rejected: string | undefined): Promise<void> {
+    await this.#token?.renew(rejected);
+  }
+
+  /** The StoreError for etcd refusing `path` on `endpoint` inside a stream, with the gateway's hints. */
+  refusedInStream(endpoint: string, path: string, detail: string): StoreError {
+    const e = new EtcdRefusal(endpoint, path, detail, 200, undefined);
+    return new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
   }
 
   /** POSTs `body` as JSON to `/v3/<path>` and returns the parsed answer. */

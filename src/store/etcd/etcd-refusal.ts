@@ -17,6 +17,11 @@ export class EtcdRefusal extends Error {
 
   /** The token was missing, expired or revoked: authenticating again may help. */
   get tokenRejected(): boolean {
-    return /invalid auth token|user name is empty/.test(this.detail);
+    return rejectsToken(this.detail);
   }
+}
+
+/** An etcd error text that says the request's auth token was missing, expired or revoked. */
+export function rejectsToken(detail: string): boolean {
+  return /invalid auth token|user name is empty/.test(detail);
 }

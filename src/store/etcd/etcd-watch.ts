@@ -3,6 +3,7 @@ import type { WatchEvent } from '../store.js';
 import { WatchFeed } from '../watch-feed.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt, type WireKv } from './etcd-codec.js';
 import type { EtcdGateway } from './etcd-gateway.js';
+import { rejectsToken } from './etcd-refusal.js';
 import { pause } from '../../util/pause.js';
 
 interface WireWatchResponse {
@@ -23,6 +24,17 @@ interface WireWatchResponse {
  */
 export const WATCH_SILENCE_MS = 11 * 60_000;
 
+/** etcd cancelled the watch for its auth token (internal: the watch authenticates again once). */
+class TokenCancelled extends Error {
+  constructor(
+    readonly endpoint: string,
+    readonly token: string | undefined,
+    readonly reason: string,
+  ) {
+    super(`etcd cancelled the watch: ${reason}`);
+  }
+}
+
 /** Pauses before reconnecting, in ms, then the last one repeated (each with jitter). */
 const BACKOFF_MS = [20, 50, 100, 200, 400, 800, 1000];
 
@@ -34,7 +46,10 @@ const BACKOFF_MS = [20, 50, 100, 200, 400, 800, 1000];
  * delivered, and drops anything older, so no event is lost or seen twice. A compacted start
  * (etcd cancels the watch with compact_revision) fails the feed with StoreCompactedError; so
  * does any refusal (StoreError). Aborting or closing destroys the stream; so does a silence
- * longer than WATCH_SILENCE_MS (then it reconnects).
+ * longer than WATCH_SILENCE_MS (then it reconnects). etcd checks a watch's auth token when
+ * the watch is created, and cancels it inside the 200 stream when the token expired (simple
+ * tokens live --auth-token-ttl, 5 minutes by default) or a restart forgot it: the watch then
+ * authenticates again and reconnects at once, once; a second refusal in a row fails the feed.
  */
 export class EtcdWatch {
   readonly feed: WatchFeed;
@@ -69,12 +84,32 @@ export class EtcdWatch {
   async #run(start: number): Promise<void> {
     let index = start;
     let failures = 0;
+    let renewed = false;
     while (!this.feed.done) {
       try {
         const healthy = await this.#connect(index);
-        if (healthy) failures = 0;
+        if (healthy) {
+          failures = 0;
+          renewed = false;
+        }
       } catch (e) {
-        if (!(e instanceof StoreUnavailableError)) {
+        if (e instanceof TokenCancelled) {
+          if (renewed) {
+            this.feed.fail(this.#gateway.refusedInStream(e.endpoint, 'watch', e.reason));
+            return;
+          }
+          renewed = true;
+          try {
+            await this.#gateway.renewToken(e.token);
+            continue; // the same member, at once
+          } catch (renewError) {
+            if (!(renewError instanceof StoreUnavailableError)) {
+              this.feed.fail(renewError);
+              return;
+            }
+            renewed = false; // could not authenticate: no new token was refused yet
+          }
+        } else if (!(e instanceof StoreUnavailableError)) {
           this.feed.fail(e);
           return;
         }
@@ -131,7 +166,7 @@ export class EtcdWatch {
               if (this.#line(line)) created = true;
             } catch (e) {
               stream.request.destroy();
-              reject(e);
+              reject(e instanceof TokenCancelled ? new TokenCancelled(stream.endpoint, stream.token, e.reason) : e);
               return;
             }
             if (this.feed.done) {
@@ -174,7 +209,9 @@ export class EtcdWatch {
         this.feed.fail(new StoreCompactedError(this.#url, this.#next, compacted));
         return false;
       }
-      throw new StoreError(this.#url, `etcd cancelled the watch: ${result.cancel_reason ?? 'no reason given'}`);
+      const reason = result.cancel_reason ?? 'no reason given';
+      if (rejectsToken(reason)) throw new TokenCancelled('', undefined, reason);
+      throw new StoreError(this.#url, `etcd cancelled the watch: ${reason}`);
     }
     const events = result.events ?? [];
     let batch: WatchEvent[] = [];
