@@ -310,10 +310,12 @@ async function breakdown(dir: string, driver: string, floorBin: string, rows: st
         .map((l) => Number(l.split(' ')[0]) / 1000),
       0.5,
     );
-    console.log(`where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; medians per segment):`);
-    const line = table(rows, ['median'], 44);
-    for (const b of callBreakdown(r.stdout, r.stderr, agent.log())) line(b.label, [ms(b.ms)]);
-    line('floor ADD (same run)', [ms(floorAdd)]);
+    console.log(
+      `where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; per segment; tail: the slowest 5 % of calls' mean minus the median):`,
+    );
+    const line = table(rows, ['median', 'p90', 'p99', 'tail extra'], 44);
+    for (const b of callBreakdown(r.stdout, r.stderr, agent.log())) line(b.label, [ms(b.ms), ms(b.p90), ms(b.p99), ms(b.tailExtra)]);
+    line('floor ADD (same run)', [ms(floorAdd), '', '', '']);
   } finally {
     await agent.stop();
   }

@@ -7,16 +7,24 @@
  *   shim    the shim's `podipam-shim-trace MAIN CONNECTED SENT ANSWERED EXIT` lines
  *           (PODIPAM_SHIM_TRACE=1; one per call, ADD then DEL)
  *   agent   the agent's `podipam-trace {…}` lines (PODIPAM_TRACE=1): `at` (accepted, parsed,
- *           handled, replied: the answer's write began) and the local back end's phases (batchWait, locked, write)
+ *           handled, replied: the answer's write began), the local back end's phases (batchWait, locked,
+ *           write), `runqMs` (the agent's wait for a CPU during the call), and its
+ *           `podipam-trace-gc START_US DURATION_US` lines (GC pauses)
  *
- * Each segment is the median over the calls of its own difference (so the segments' medians
- * need not add up to the median total exactly; the table prints both).
+ * Each segment is the median (and p90, p99) over the calls of its own difference (so the
+ * segments' medians need not add up to the median total exactly; the table prints both), and,
+ * for the tail, the segment's mean over the slowest 5 % of calls (by total) minus its median:
+ * where a slow call's extra time sits.
  */
 
 export interface BreakdownRow {
   readonly label: string;
   /** Median milliseconds. */
   readonly ms: number;
+  readonly p90: number;
+  readonly p99: number;
+  /** Mean over the slowest 5 % of calls (by the driver's total) minus the median, ms. */
+  readonly tailExtra: number;
 }
 
 interface AgentTrace {
@@ -24,12 +32,19 @@ interface AgentTrace {
   readonly batchWait?: number;
   readonly locked?: number;
   readonly write?: number;
+  readonly runqMs?: number;
   readonly at?: { accepted: number; parsed: number; handled: number; replied: number };
 }
 
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** The nearest-rank quantile `q` (0..1) of `xs`. */
+const quantile = (xs: readonly number[], q: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
 };
 
 /** The ADDs' breakdown; throws naming what does not line up (counts, a missing field). */
@@ -43,6 +58,9 @@ export function callBreakdown(driverOut: string, shimErr: string, agentErr: stri
   if (shim.length !== 2 * driver.length) throw new Error(`breakdown: ${driver.length} pairs but ${shim.length} shim trace lines (want 2 per pair)`);
   if (agent.length < driver.length) throw new Error(`breakdown: ${driver.length} ADDs but ${agent.length} agent trace lines`);
   const adds = agent.slice(agent.length - driver.length); // the last ones: the agent may have served others before
+  const gcs = [...agentErr.matchAll(/^podipam-trace-gc (\d+) (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])] as const);
+  /** µs of GC pause inside [from, to] (µs). */
+  const gcWithin = (from: number, to: number): number => gcs.reduce((sum, [s, d]) => sum + Math.max(0, Math.min(to, s + d) - Math.max(from, s)), 0);
   const seg = new Map<string, number[]>();
   const put = (label: string, us: number): void => {
     const xs = seg.get(label) ?? [];
@@ -70,7 +88,20 @@ export function callBreakdown(driverOut: string, shimErr: string, agentErr: stri
     put('write of the answer until the shim has it', answered! - a.at.replied);
     put('shim: check, print', exit! - answered!);
     put('shim exit until reaped', t1 - exit!);
+    put('agent: in GC pauses during the call', gcWithin(t0, t1));
+    put('agent: waiting for a CPU (accept to answer)', (a.runqMs ?? 0) * 1000);
     put('total (driver)', t1 - t0);
   });
-  return [...seg].map(([label, xs]) => ({ label, ms: median(xs) }));
+  const totals = seg.get('total (driver)') ?? [];
+  const tailCount = Math.max(1, Math.round(totals.length * 0.05));
+  const slowest = totals
+    .map((t, i) => [t, i] as const)
+    .sort((a, b) => b[0] - a[0])
+    .slice(0, tailCount)
+    .map(([, i]) => i);
+  return [...seg].map(([label, xs]) => {
+    const m = median(xs);
+    const tailMean = slowest.reduce((sum, i) => sum + xs[i]!, 0) / slowest.length;
+    return { label, ms: m, p90: quantile(xs, 0.9), p99: quantile(xs, 0.99), tailExtra: tailMean - m };
+  });
 }

@@ -23,13 +23,14 @@ import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/f
 import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { tryLockExclusive } from '../util/flock.js';
-import { TRACING, traceCall } from '../util/call-trace.js';
+import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
 const loopDelay = TRACING ? monitorEventLoopDelay({ resolution: 1 }) : undefined;
 loopDelay?.enable();
+traceGcPauses();
 
 export const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** A client must send its whole request within this time. */
@@ -259,6 +260,7 @@ export class Agent {
     }
     const reader = requestReader();
     const accepted = TRACING ? monoUs() : 0;
+    const sched = TRACING ? schedMs() : undefined;
     const timer = setTimeout(() => sock.destroy(), REQUEST_READ_TIMEOUT_MS);
     let got = false;
     sock.on('data', (chunk: Buffer) => {
@@ -289,7 +291,11 @@ export class Agent {
           if (!counted) return;
           // The bookkeeping after the answer is on its way: the pod start does not wait for it.
           this.#record(c);
-          if (TRACING) writeTrace({ ...c.trace, readMs: (parsed - accepted) / 1000, at: { accepted, parsed, handled, replied } });
+          if (TRACING) {
+            // The main thread's time waiting for a CPU from the accept to now (the answer is written).
+            const runqMs = schedMs().runq - sched!.runq;
+            writeTrace({ ...c.trace, readMs: (parsed - accepted) / 1000, runqMs, at: { accepted, parsed, handled, replied } });
+          }
         },
         (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e))), true), // a handler never throws
       );
@@ -349,7 +355,9 @@ function monoUs(): number {
 /**
  * PODIPAM_TRACE=1: one line per call on stderr, after its answer was sent — "podipam-trace"
  * and JSON: verb, result, ms (the handler), readMs (accepted to parsed), the back end's phases,
- * the event loop's delay, and `at` (CLOCK_MONOTONIC µs: accepted, parsed, handled, replied = the answer's write began).
+ * the event loop's delay, runqMs (the main thread's wait for a CPU from the accept to after the answer), and `at`
+ * (CLOCK_MONOTONIC µs: accepted, parsed, handled, replied = the answer's write began); garbage
+ * collections as `podipam-trace-gc` lines (call-trace.ts).
  */
 function writeTrace(t: Record<string, unknown>): void {
   const r = (x: unknown): unknown => (typeof x === 'number' ? Math.round(x * 100) / 100 : x);

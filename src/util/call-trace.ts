@@ -7,6 +7,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 export const TRACING = process.env.PODIPAM_TRACE === '1';
 
@@ -66,4 +67,19 @@ export function traceSched(span: Record<string, number> | undefined, name: strin
   addPhase(span, `${name}Cpu`, cpu);
   addPhase(span, `${name}Runq`, runq);
   addPhase(span, `${name}Blocked`, performance.now() - t0 - cpu - runq);
+}
+
+/**
+ * When tracing: one `podipam-trace-gc START_US DURATION_US` line on stderr per garbage
+ * collection of this process (START on CLOCK_MONOTONIC in µs, the clock of the calls' `at`), so
+ * a bench can tell a call slowed by a GC pause from one that waited for a CPU. Written when
+ * Node reports the pause (after it), never from inside a call. No-op when not tracing.
+ */
+export function traceGcPauses(): void {
+  if (!spans) return;
+  // performance.now() and process.hrtime count from the same monotonic clock: one offset maps them.
+  const offsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) process.stderr.write(`podipam-trace-gc ${Math.round(offsetUs + e.startTime * 1000)} ${Math.round(e.duration * 1000)}\n`);
+  }).observe({ entryTypes: ['gc'] });
 }
