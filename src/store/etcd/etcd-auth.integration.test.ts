@@ -4,11 +4,15 @@
  * simple tokens living two seconds so expiry is seen.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { etcdPost, startEtcd, type EtcdCluster, type EtcdMember } from '../../../test/helpers/etcd.js';
 import { storeConformance } from '../../../test/suites/conformance.js';
 import { StoreError, StoreUrlError } from '../errors.js';
 import { openStore } from '../open-store.js';
+import { EtcdStore } from './etcd-store.js';
 
 const ROOT_PASSWORD = 'root-Secret-1';
 // A password with every character that means something in a URL.
@@ -104,6 +108,23 @@ describe('EtcdStore with etcd auth', () => {
     assert.equal((await s.get('auth/k'))?.value, 'v');
     assert.equal(s.roundTrips, 9, 'a refused range, an authenticate, the range again');
     await s.close();
+  });
+});
+
+describe('EtcdStore snapshots with etcd auth', () => {
+  it('a snapshot streamed after the token expired authenticates again and is written', { timeout: 20_000 }, async () => {
+    const s = await openStore(`etcd://root:${encodeURIComponent(ROOT_PASSWORD)}@${hosts()}`, { env: {} });
+    assert.ok(s instanceof EtcdStore);
+    await s.revision(); // authenticated now
+    await new Promise((r) => setTimeout(r, 4500)); // the 2 s token TTL passes
+    const dir = mkdtempSync(join(tmpdir(), 'podipam-auth-snap-'));
+    try {
+      const r = await s.saveSnapshot(join(dir, 'snap.db'));
+      assert.ok(r.bytes > 0 && statSync(join(dir, 'snap.db')).size === r.bytes);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await s.close();
+    }
   });
 });
 

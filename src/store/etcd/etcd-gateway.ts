@@ -1,6 +1,6 @@
 import { StoreError, StoreUnavailableError } from '../errors.js';
 import type { EtcdCredentials } from '../parse-store-url.js';
-import { EtcdRefusal } from './etcd-refusal.js';
+import { EtcdRefusal, rejectsToken } from './etcd-refusal.js';
 import { EtcdToken } from './etcd-token.js';
 import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
 import { decodeGrpcResponse, encodeGrpcRequest, grpcMethod } from './etcd-grpc-codec.js';
@@ -114,9 +114,12 @@ export class EtcdGateway {
       } catch {
         // judged by the status
       }
-      const code = typeof error.code === 'number' ? error.code : undefined;
-      const message = String(error.message ?? error.error ?? s.text.slice(0, 200));
-      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && s.status < 500)) {
+      // A server stream's error is nested: {"error":{"grpc_code":2,"message":"auth: invalid auth token",…}}.
+      const inner = typeof error.error === 'object' && error.error !== null ? (error.error as { grpc_code?: unknown; message?: unknown }) : undefined;
+      const code = typeof error.code === 'number' ? error.code : typeof inner?.grpc_code === 'number' ? inner.grpc_code : undefined;
+      const message = String(inner?.message ?? error.message ?? error.error ?? s.text.slice(0, 200));
+      // etcd answers a stream opened with an expired token with code 2 (Unknown) and HTTP 500.
+      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && s.status < 500) || rejectsToken(message)) {
         return new EtcdRefusal(endpoint, path, message, s.status, code);
       }
       throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with HTTP ${s.status}: ${message}`);
