@@ -47,6 +47,8 @@ test(
         config: { cniVersion: '1.0.0', name: 'agent-etcd', ipam: { type: 'podipam', datastore: url, nodeName: `node-${pod % NODES}` } },
         env: { PODIPAM_AGENT_SOCKET: sockets[pod % NODES]!, PODIPAM_PLUGIN: '' },
       });
+      // What the agents' start-up cost (pools, config, watches): the burst's round trips are counted from here.
+      const startTrips = (await Promise.all(agents.map((a) => a.status()))).map((s) => s.datastore.roundTrips);
       const retries = new Array<number>(NODES).fill(0);
       const runtime = async (c: PluginCall, node: number): Promise<PluginRun> => {
         for (let attempt = 1; ; attempt++) {
@@ -87,13 +89,14 @@ test(
       const all = results.flat();
       assert.equal(all.length, PODS * 2, 'every pod has an IPv4 and an IPv6 address');
       assert.equal(new Set(all.map((a) => a.split('/')[0])).size, all.length, 'no address handed out twice');
-      // Group commit: fewer datastore round trips than pods on the nodes that never restarted.
+      // Group commit: fewer datastore round trips than pods on the nodes that never restarted
+      // (their start-up's reads not counted: they do not grow with the pods).
       const st = await Promise.all(agents.map((a) => a.status()));
       const steady = st.filter((_, i) => i !== VICTIM);
-      const trips = steady.reduce((n, s) => n + s.datastore.roundTrips, 0);
+      const trips = st.reduce((n, s, i) => (i === VICTIM ? n : n + s.datastore.roundTrips - startTrips[i]!), 0);
       const pods = steady.reduce((n, s) => n + (s.requests.ADD?.ok ?? 0), 0);
       t.diagnostic(
-        `steady agents: ${pods} ADDs in ${trips} datastore round trips; group commits ${steady.map((s) => `${s.datastore.groupCommits}/${s.datastore.groupedAdds}`).join(' ')}`,
+        `steady agents: ${pods} ADDs in ${trips} datastore round trips after their start-up (${startTrips.join(', ')} before); group commits ${steady.map((s) => `${s.datastore.groupCommits}/${s.datastore.groupedAdds}`).join(' ')}`,
       );
       assert.ok(trips < pods, `${trips} round trips for ${pods} pods`);
       assert.ok(
