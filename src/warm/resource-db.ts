@@ -158,6 +158,7 @@ export class ResourceDb {
   readonly #db: SqliteDb;
   readonly #st: ReturnType<typeof prepareStatements>;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
+  #runTx: ((fn: () => void) => void) | undefined;
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
   readonly #removePodTx: (
     key: string,
@@ -372,6 +373,9 @@ export class ResourceDb {
   }
 
   #tx(fn: () => void): void {
-    this.#db.transaction(fn)();
+    // One wrapper for every call: better-sqlite3 builds five closures per transaction(), ~3 % of
+    // the simulated warm pool's CPU when made per call. Nested calls still become savepoints.
+    this.#runTx ??= this.#db.transaction((f: () => void) => f());
+    this.#runTx(fn);
   }
 }
