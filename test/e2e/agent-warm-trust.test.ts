@@ -124,7 +124,7 @@ test(
       const tRelease = await within('the agent dropped the force-released address', 3000, (s) => s.warmPool!.droppedByWatch >= dropped0 + 1);
       for (let i = 0; i < 5; i++) assert.notEqual(await add(), first, 'a force-released idle address is never handed out once the agent saw it');
 
-      // 2. A reservation over every idle address: the ADD right after gets none of them; they go back.
+      // 2. A reservation over every idle address: once the agent saw it, an ADD gets none of them; they go back.
       await idle('refilled', 4);
       const reservedAddrs = await idleNow();
       const returned1 = (await ag.status()).warmPool!.returned;
@@ -139,7 +139,7 @@ test(
         'the datastore gives none of the reserved ones to the node any more',
       );
 
-      // 3. Pool a stops selecting the node: the ADD right after gets an address of b; a's idle ones go back.
+      // 3. Pool a stops selecting the node: once the agent saw it, an ADD gets an address of b; a's idle ones go back.
       await cli('pool', 'create', 'b', '--cidr', formatPrefix(B), '--block-size', '28');
       await idle('refilled from a', 4);
       const idleA = (await idleNow()).filter(inA);
@@ -152,7 +152,7 @@ test(
       const tSelector = await within('idle addresses of a returned', 3000, (s) => s.warmPool!.returned >= returned2 + idleA.length);
       assert.deepEqual((await idleNow()).filter(inA), [], 'no idle address of a left');
 
-      // 4. a selects the node again, b is drained: the ADD right after gets a's.
+      // 4. a selects the node again, b is drained: once the agent saw it, an ADD gets a's.
       await cli('pool', 'set', 'a', '--node-selector', 'all()');
       await idle('refilled from b', 4);
       const idleB = (await idleNow()).filter(inB);
