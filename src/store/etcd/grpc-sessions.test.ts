@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { GrpcSessions } from './grpc-sessions.js';
 import { HttpPostError } from './http-post.js';
@@ -72,5 +73,29 @@ test('nothing listening: HttpPostError not connected (the request never left), w
     );
   } finally {
     g.close();
+  }
+});
+
+test('a call that times out before its session connected drops the session: the next call dials again', async () => {
+  // Accepts TCP connections and never says a word: a TLS handshake that never completes.
+  const sockets: Socket[] = [];
+  const srv = createTcpServer((sock) => {
+    sockets.push(sock);
+    sock.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const endpoint = `127.0.0.1:${(srv.address() as { port: number }).port}`;
+  const g = new GrpcSessions({ servername: 'etcd.test' });
+  try {
+    for (let i = 1; i <= 2; i++)
+      await assert.rejects(
+        g.call(endpoint, '/t.S/M', Buffer.alloc(0), 150),
+        (e: unknown) => e instanceof HttpPostError && !e.connected && /did not answer within 150 ms \(not connected\)/.test(e.message),
+      );
+    assert.equal(sockets.length, 2, 'the second call opened a connection of its own');
+  } finally {
+    g.close();
+    for (const sock of sockets) sock.destroy();
+    srv.close();
   }
 });

@@ -6,7 +6,8 @@
  * open; each call's timer does while it runs) until it fails, the server sends GOAWAY, or
  * `close()`. Every call of the process to that member shares it, so a call that times out
  * cancels its own stream only: a member that hangs fails each call at its timeout, and the
- * caller moves on to the next member.
+ * caller moves on to the next member. A session still connecting when a call times out is
+ * dropped: the next call opens a new connection.
  *
  * A call that got no complete answer rejects with HttpPostError: `connected` false when the
  * session never opened (the server never saw the request), `tls` when the handshake or the
@@ -79,8 +80,14 @@ export class GrpcSessions {
         if (isTlsFailure(code)) fail(`TLS: ${cause.message}${cause.message.includes(code) ? '' : ` (${code})`}`, true);
         else fail(cause.code ?? cause.message);
       };
-      // Only this call's stream is cancelled: the session carries the process's other calls.
-      const timer = setTimeout(() => fail(`did not answer within ${timeoutMs} ms`), timeoutMs);
+      // Only this call's stream is cancelled: the session carries the process's other calls. A
+      // session that has not even connected by then (a SYN or a handshake lost, a member that
+      // accepts and says nothing) is dropped too, so the next call dials again instead of queueing
+      // behind a connection the kernel may keep trying for minutes; its calls never left.
+      const timer = setTimeout(() => {
+        fail(`did not answer within ${timeoutMs} ms${s.connected ? '' : ' (not connected)'}`);
+        if (!s.connected) this.#drop(endpoint, s);
+      }, timeoutMs);
       const frame = Buffer.alloc(5);
       frame.writeUInt32BE(message.length, 1);
       const stream = s.session.request({
