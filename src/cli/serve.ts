@@ -150,13 +150,19 @@ export function registerServe(program: Command): void {
       // The signals are ours before the port answers: a SIGTERM while serve is still starting (a
       // rolling update right after a start) stops it cleanly once it has started.
       let signalled: string | undefined;
-      let onSignal = (sig: string): void => void (signalled = sig);
+      // ... and one while it still waits for the datastore stops the wait (nothing was started).
+      const starting = new AbortController();
+      let onSignal = (sig: string): void => {
+        signalled = sig;
+        starting.abort();
+      };
       const onInt = (): void => onSignal('SIGINT');
       const onTerm = (): void => onSignal('SIGTERM');
       process.on('SIGINT', onInt);
       process.on('SIGTERM', onTerm);
-      const { startServer } = await import('../server/start-server.js');
+      const { startServer, ServerStartAborted } = await import('../server/start-server.js');
       const server = await startServer({
+        signal: starting.signal,
         host,
         port,
         datastoreUrl,
@@ -168,7 +174,16 @@ export function registerServe(program: Command): void {
         ...(historyPath !== undefined ? { history: { path: historyPath, retentionMs: historyRetentionMs } } : {}),
         ...(tls ? { tls } : {}),
         log: logger,
+      }).catch((e: unknown) => {
+        if (!(e instanceof ServerStartAborted)) throw e;
+        logger.info({ signal: signalled }, `${signalled}, shutting down before the datastore answered`);
+        return undefined;
       });
+      if (server === undefined) {
+        process.off('SIGINT', onInt);
+        process.off('SIGTERM', onTerm);
+        return;
+      }
       const { cniConflist } = await import('../server/cni-config.js');
       const nodeName = flags.nodeName ?? defaultNodeName();
       const out = process.stdout;

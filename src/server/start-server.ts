@@ -8,7 +8,8 @@ import type { ControllerConfig } from '../controller/controller-config.js';
 import { NodeCidrController } from '../controller/node-cidr-controller.js';
 import { ClusterIpam, type CheckReport } from '../cluster/index.js';
 import type { Log } from '../log/logger.js';
-import { openStore, parseStoreUrl, type Store } from '../store/index.js';
+import { openStore, parseStoreUrl, StoreUnavailableError, type Store } from '../store/index.js';
+import { pause } from '../util/pause.js';
 import { Periodic } from '../util/periodic.js';
 import type { HistoryDb } from '../history/history-db.js';
 import { HistoryFollower } from '../history/history-follower.js';
@@ -51,6 +52,42 @@ export interface ServerConfig {
   readonly history?: { readonly path: string; readonly retentionMs: number };
   /** Where lines go; the controller, GC, HTTP and shutdown lines through child loggers naming their component. */
   readonly log: Log;
+  /** Aborted (a SIGTERM while starting): stop waiting for the datastore; startServer rejects with ServerStartAborted. */
+  readonly signal?: AbortSignal;
+}
+
+/** startServer gave up because its `signal` aborted while it waited for the datastore. */
+export class ServerStartAborted extends Error {
+  override readonly name = 'ServerStartAborted';
+}
+
+/** Longest pause between two tries of a datastore that does not answer at start. */
+const START_RETRY_MAX_MS = 5000;
+
+/**
+ * Waits until the datastore answers a read: one that cannot be reached at start (etcd starting
+ * beside serve in a fresh install, a first connection lost) is retried with growing pauses, as
+ * the controller does, instead of ending serve; a distinct failure is logged once. Any other
+ * error (a refusal, bad credentials) is thrown at once.
+ */
+async function untilDatastoreAnswers(store: Store, log: Log, signal: AbortSignal | undefined): Promise<void> {
+  const never = new AbortController().signal;
+  let wait = 100;
+  let logged = '';
+  for (;;) {
+    if (signal?.aborted) throw new ServerStartAborted('stopped while waiting for the datastore');
+    try {
+      await store.revision();
+      if (logged !== '') log.info({}, 'datastore answers');
+      return;
+    } catch (e) {
+      if (!(e instanceof StoreUnavailableError)) throw e;
+      if (e.message !== logged) log.warn({ err: e.message }, `datastore unavailable, retrying: ${e.message}`);
+      logged = e.message;
+    }
+    await pause(wait, signal ?? never);
+    wait = Math.min(START_RETRY_MAX_MS, wait * 2);
+  }
 }
 
 export interface RunningServer {
@@ -83,6 +120,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     stops.length = 0;
   };
   try {
+    await untilDatastoreAnswers(store, cfg.log, cfg.signal);
     // One instance for the life of the server: its hints make a node's next pod through the
     // API one transaction, as for a long-lived agent.
     // Its transactions are stamped "serve" in the history (src/cluster/records/history-stamp.ts).
