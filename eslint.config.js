@@ -6,7 +6,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'test-output/**', '.eslintcache'] },
+  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'test-output/**', '.eslintcache', '.image/**'] },
   js.configs.recommended,
   {
     files: ['**/*.ts'],
