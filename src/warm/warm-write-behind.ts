@@ -75,7 +75,7 @@ export class WarmWriteBehind {
       const batch = s.db.pendingWrites(WRITE_BATCH);
       const view = this.#view.due(batch.length);
       if (batch.length === 0 && view === undefined) return;
-      let rev = 0;
+      let rev: number;
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
         const writes = batch.map((w) =>
