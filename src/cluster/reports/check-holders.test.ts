@@ -225,7 +225,7 @@ test('checkHolders: a heartbeat naming the view vouches for it after a change (s
   const old = consistent();
   const input: HolderInput = {
     ...old,
-    views: [view('node-a', { ...JSON.parse(old.views[0]!.value), at: new Date(NOW - 300_000).toISOString() }, 100)],
+    views: [view('node-a', { ...(JSON.parse(old.views[0]!.value) as Partial<AgentView>), at: new Date(NOW - 300_000).toISOString() }, 100)],
     blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 150)],
     handles: [handle(WARM, { node: 'node-a' }, 3), handle('k8s:c9:eth0', { node: 'node-a', namespace: 'ns', pod: 'other', containerId: 'c9' }, 1)],
   };
