@@ -81,7 +81,7 @@ export function registerAgent(program: Command): void {
     .option('--gc-interval <duration>', 'warm pool: period of the pod GC loop (with --kubeconfig; jittered ±10%)', '5m')
     .option(
       '--view-interval <duration>',
-      "warm pool: publish the pool's holder view (idle, cooling, sticky, pods served; what `podipam ipam check` compares) at most this often when it changes, and every 6 such periods unchanged",
+      "warm pool: publish the pool's holder view (idle, cooling, sticky, pods served; what `podipam ipam check` compares) at most this often when it changes; unchanged, its small heartbeat (agent-beats/NODE) every 6 such periods",
       '5s',
     )
     .option(

@@ -5,27 +5,34 @@
  * (src/cluster/reports/check-holders.ts). Never a round trip of its own on a pod's path: the
  * write-behind (warm-write-behind.ts) asks `due` on each flush and puts the view in the same
  * fenced txn as the pod records it writes, or, with none queued, in a txn of its own on that
- * loop. A view goes out when it changed, at most every `viewIntervalMs`, and at least every
- * `refreshMs` (VIEW_REFRESH_FACTOR × viewIntervalMs) unchanged, so a check can tell an agent
- * that has not answered a change yet (its view is older than the change) from one that has.
+ * loop. A view goes out when it changed, at most every `viewIntervalMs`. Unchanged, every
+ * `refreshMs` (VIEW_REFRESH_FACTOR × viewIntervalMs) only its heartbeat goes out
+ * (`agent-beats/<node>` = `{viewRev, at}`, agent-beat-record.ts: tens of bytes, not the whole
+ * view), through the same txn, so a check can tell an agent that has not answered a change yet
+ * (neither its view nor its heartbeat is newer than the change) from one that has. `viewRev` is
+ * the revision of the txn that wrote the view; the agent knows it only from that txn's answer,
+ * so after a txn that failed, was refused by the fence or whose answer was lost, the next
+ * publish is the whole view again (the datastore may hold either view).
  * Addresses being returned and refills not yet arrived are left out: the pool hands out neither.
  */
 import { formatAddr } from '../ip/index.js';
-import { type AgentView, agentViewKey, encodeAgentView } from '../cluster/records/index.js';
+import { type AgentView, agentBeatKey, agentViewKey, encodeAgentBeat, encodeAgentView } from '../cluster/records/index.js';
 import { VIEW_INTERVAL_MS } from './warm-options.js';
 import type { WarmState } from './warm-state.js';
 
-/** An unchanged view is published again after this many publish intervals. */
+/** An unchanged view is vouched for by a heartbeat after this many publish intervals. */
 export const VIEW_REFRESH_FACTOR = 6;
 
 export class WarmViewPublisher {
   readonly #s: WarmState;
   readonly #intervalMs: number;
+  /** When the view or its heartbeat last went out (a txn that committed). */
   #lastAt = Number.NEGATIVE_INFINITY;
   #lastBody: string | undefined;
-  /** The view handed out by `due`, until its txn commits. */
-  #pendingBody: string | undefined;
-  #pendingAt = 0;
+  /** The revision of the txn that wrote `#lastBody`; undefined until one is known to hold it. */
+  #viewRev: number | undefined;
+  /** The record handed out by `due`, until its txn answers. */
+  #pending: { kind: 'view' | 'beat'; body: string; at: number } | undefined;
 
   constructor(state: WarmState) {
     this.#s = state;
@@ -33,9 +40,10 @@ export class WarmViewPublisher {
   }
 
   /**
-   * The view record to write now with a txn that also writes `inTxn` queued pod records, or
-   * undefined when none is due (nothing changed, or published less than an interval ago).
-   * Synchronous: the view is the pool's state at this instant.
+   * The record to write now with a txn that also writes `inTxn` queued pod records — the whole
+   * view when it changed (or the datastore may not hold the last one), its heartbeat when it is
+   * unchanged and the refresh is due — or undefined when none is due (nothing changed, or
+   * published less than an interval ago). Synchronous: the view is the pool's state at this instant.
    */
   due(inTxn: number): { key: string; value: string } | undefined {
     const s = this.#s;
@@ -43,18 +51,33 @@ export class WarmViewPublisher {
     if (!s.isReady || now - this.#lastAt < this.#intervalMs) return undefined;
     const view = this.build(now, s.db.writeDepth().depth - inTxn);
     const body = JSON.stringify({ ...view, at: '' });
-    if (body === this.#lastBody && now - this.#lastAt < VIEW_REFRESH_FACTOR * this.#intervalMs) return undefined;
-    this.#pendingBody = body;
-    this.#pendingAt = now;
+    const unchanged = body === this.#lastBody;
+    if (unchanged && now - this.#lastAt < VIEW_REFRESH_FACTOR * this.#intervalMs) return undefined;
+    if (unchanged && this.#viewRev !== undefined) {
+      this.#pending = { kind: 'beat', body, at: now };
+      return { key: agentBeatKey(s.node), value: encodeAgentBeat({ viewRev: this.#viewRev, at: view.at }) };
+    }
+    this.#pending = { kind: 'view', body, at: now };
     return { key: agentViewKey(s.node), value: encodeAgentView(view) };
   }
 
-  /** The txn carrying the last `due` view committed. */
-  published(): void {
-    if (this.#pendingBody === undefined) return;
-    this.#lastBody = this.#pendingBody;
-    this.#lastAt = this.#pendingAt;
-    this.#pendingBody = undefined;
+  /** The txn carrying the last `due` record committed at revision `rev`. */
+  published(rev: number): void {
+    const p = this.#pending;
+    if (p === undefined) return;
+    if (p.kind === 'view') {
+      this.#lastBody = p.body;
+      this.#viewRev = rev;
+    }
+    this.#lastAt = p.at;
+    this.#pending = undefined;
+  }
+
+  /** The txn carrying the last `due` record failed, was refused, or its answer was lost: the next publish is the whole view. */
+  failed(): void {
+    this.#pending = undefined;
+    this.#lastBody = undefined;
+    this.#viewRev = undefined;
   }
 
   /** The pool's holders at `now`; `pending`: pod record writes that will still be queued once this view is written. */

@@ -7,8 +7,9 @@
  * of the DEL (CNI GC, warm GC, reconcile) that queued it, into the txn's history stamp; a put
  * folded away by a later delete of the same batch goes there too (warm-handles.ts). Every txn
  * is fenced (WRITE_FENCE_PREFIX): one given up on a timeout cannot land after a later one.
- * The agent's holder view rides along when due (warm-view-publisher.ts), in a txn of its own
- * on this loop when no record is queued.
+ * The agent's holder view (or, unchanged, its heartbeat) rides along when due
+ * (warm-view-publisher.ts), in a txn of its own on this loop when no record is queued; a txn
+ * that carried one and did not commit, or whose answer was lost, makes the next one the whole view.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { Periodic } from '../util/periodic.js';
@@ -74,6 +75,7 @@ export class WarmWriteBehind {
       const batch = s.db.pendingWrites(WRITE_BATCH);
       const view = this.#view.due(batch.length);
       if (batch.length === 0 && view === undefined) return;
+      let rev: number;
       try {
         // Each delete with its DEL's time and reason (the txn's history stamp); one queued before the column existed: reason unknown.
         const writes = batch.map((w) =>
@@ -85,18 +87,22 @@ export class WarmWriteBehind {
         const fence = { key: writeFenceKey(s.o.node), rev: this.#fenceRev };
         const r = await s.ds((ipam) => ipam.writeWarmRecords(writes, fence));
         this.#fenceRev = r.fenceRev;
+        rev = r.fenceRev;
         if (!r.written) {
           // A txn of ours given up earlier landed since (or the first guess was wrong): the
           // queue is still all here; write it again over the fence as it is now.
+          if (view) this.#view.failed();
           this.counters.fenced++;
           continue;
         }
       } catch (e) {
         // The txn may still land later; the fence keeps it from landing after a newer one.
         s.lastError = (e as Error).message;
+        if (view) this.#view.failed();
         return;
       }
-      if (view) this.#view.published();
+      // With the fence, fenceRev is the revision of the txn that just committed (the fence moved in it).
+      if (view) this.#view.published(rev);
       if (batch.length === 0) continue;
       crashPoint('agent.writebehind.committed');
       this.counters.writeTxns++;

@@ -29,6 +29,8 @@ export interface WarmRigSetup {
   readonly root: string;
   /** Distinct per rig in `root`. */
   readonly n: number;
+  /** The datastore (default: the SQLite file `ds<n>.db` in `root`); a second rig on it names no pools. */
+  readonly url?: string | undefined;
   /** Created on a fresh datastore. */
   readonly pools: readonly { name: string; cidr: string }[];
   /** The service's options (datastore, dataDir and now come from the rig). */
@@ -37,7 +39,7 @@ export interface WarmRigSetup {
 
 /** `services`: how the rig's ClusterServices open the datastore (a test wraps the real store). */
 export async function startWarmRig(s: WarmRigSetup, opts: Partial<WarmOptions> = {}, prev?: WarmRig, services: ClusterServicesOptions = {}): Promise<WarmRig> {
-  const url = prev?.url ?? `sqlite:${join(s.root, `ds${s.n}.db`)}`;
+  const url = prev?.url ?? s.url ?? `sqlite:${join(s.root, `ds${s.n}.db`)}`;
   const admin = new ClusterIpam(await openStore(url));
   if (!prev) for (const p of s.pools) await admin.createPool(p);
   const clock = prev?.clock ?? { t: 1_000_000 };

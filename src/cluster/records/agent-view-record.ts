@@ -2,10 +2,12 @@
  * A node agent's holder view (`agent-views/<node>`): what the agent's warm pool holds as it
  * sees it — idle addresses (past their cooldown), cooling ones (released, not yet handed out
  * again), sticky reservations, and the pods it serves from its warm handles with their
- * addresses. The agent publishes it (src/warm/warm-view-publisher.ts) when it changes and at
- * least every `refreshMs`, so `ipam check` on any machine can compare the agent's holders with
- * the datastore (check-holders.ts). Its entry's revision is the datastore revision at which the
- * agent vouched for it; `pending` is the agent's write-behind queue depth when it was built.
+ * addresses. The agent publishes it (src/warm/warm-view-publisher.ts) when it changes, and
+ * while it is unchanged vouches for it at least every `refreshMs` with its heartbeat
+ * (`agent-beats/<node>`, agent-beat-record.ts), so `ipam check` on any machine can compare the
+ * agent's holders with the datastore (check-holders.ts). Its entry's revision, or that of a
+ * heartbeat naming it (src/cluster/reports/vouched-view.ts), is the datastore revision at which
+ * the agent vouched for it; `pending` is the agent's write-behind queue depth when it was built.
  *
  * Bounded: at most MAX_VIEW_ADDRESSES addresses in all and MAX_VIEW_BYTES; beyond that the
  * lists are cut (pods first kept, then sticky, cooling, idle) and `truncated` is set — what was
@@ -45,7 +47,7 @@ export interface AgentView {
   readonly node: string;
   /** When the agent built the view (ISO, the agent's clock). */
   readonly at: string;
-  /** The agent publishes at least this often (ms): a view much older is stale. */
+  /** The agent publishes or vouches for its view (heartbeat) at least this often (ms): a view much older is stale. */
   readonly refreshMs: number;
   /** Pod record writes the agent had queued (write-behind) when it built the view. */
   readonly pending: number;

@@ -1,5 +1,6 @@
 /** src/cluster/records: the public entry other folders import (no reaching into its files). */
 export * from './affinity-record.js';
+export * from './agent-beat-record.js';
 export * from './agent-view-record.js';
 export * from './block-record.js';
 export * from './handle-record.js';

@@ -8,6 +8,7 @@ import type { Entry } from '../../store/index.js';
 import { type AgentView, agentViewKey, decodeAgentView, encodeAgentView, MAX_VIEW_ADDRESSES, MAX_VIEW_BYTES } from '../records/agent-view-record.js';
 import { encodeBlock } from '../records/block-record.js';
 import { checkHolders, type HolderInput } from './check-holders.js';
+import { agentBeatKey, encodeAgentBeat } from '../records/agent-beat-record.js';
 import { encodeHandle, type HandleRecord } from '../records/handle-record.js';
 import { blockKey, handleKey } from '../records/keys.js';
 
@@ -217,4 +218,37 @@ test('agent view: bounded on encode, validated on decode', () => {
     () => decodeAgentView({ key: agentViewKey('n'), value: JSON.stringify({ ...JSON.parse(encodeAgentView(v)), idle: ['nope'] }), rev: 1 }),
     /agent-views\/n is corrupt/,
   );
+});
+
+test('checkHolders: a heartbeat naming the view vouches for it after a change (settled), one naming another view or an old one does not', () => {
+  // The view (rev 100) was built 5 minutes ago: stale on its own; the idle address .1 went to a pod at rev 150.
+  const old = consistent();
+  const input: HolderInput = {
+    ...old,
+    views: [view('node-a', { ...(JSON.parse(old.views[0]!.value) as Partial<AgentView>), at: new Date(NOW - 300_000).toISOString() }, 100)],
+    blocks: [block({ 1: 'k8s:c9:eth0', 2: WARM, 3: WARM, 4: WARM }, 150)],
+    handles: [handle(WARM, { node: 'node-a' }, 3), handle('k8s:c9:eth0', { node: 'node-a', namespace: 'ns', pod: 'other', containerId: 'c9' }, 1)],
+  };
+  const beat = (viewRev: number, rev: number, agoMs = 1000): Entry => ({
+    key: agentBeatKey('node-a'),
+    value: encodeAgentBeat({ viewRev, at: new Date(NOW - agoMs).toISOString() }),
+    rev,
+  });
+  const none = checkHolders(input);
+  assert.deepEqual(
+    [none.findings, none.stale.map((x) => x.reason)],
+    [[], [`node "node-a"'s holder view is 300 s old (more than 40 s): its agent is down or cannot reach the datastore`]],
+  );
+
+  const vouched = checkHolders({ ...input, beats: [beat(100, 160)] });
+  assert.deepEqual(brief(vouched), [['idle-held-elsewhere', 'node-a', '10.0.0.1', 'idle', undefined, undefined, 'k8s:c9:eth0', 'ns/other']]);
+  assert.deepEqual(vouched.findings[0]!.keys, [agentViewKey('node-a'), agentBeatKey('node-a'), blockKey(CIDR), handleKey('k8s:c9:eth0')]);
+
+  // A beat before the change: fresh, but the agent has not answered the change yet.
+  assert.match(checkHolders({ ...input, beats: [beat(100, 140)] }).stale[0]!.reason, /blocks\/10\.0\.0\.0-26 changed after .* \(revision 150 ≥ 140\)/);
+  // A beat naming another view revision, or written no later than the view, or old itself: the view stands on its own (stale).
+  for (const b of [beat(90, 160), beat(120, 160), beat(100, 100), beat(100, 160, 300_000)])
+    assert.match(checkHolders({ ...input, beats: [b] }).stale[0]!.reason, /300 s old/, b.value);
+  // A corrupt beat is skipped (the view stands on its own).
+  assert.match(checkHolders({ ...input, beats: [{ key: agentBeatKey('node-a'), value: '{', rev: 160 }] }).stale[0]!.reason, /300 s old/);
 });

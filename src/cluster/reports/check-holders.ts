@@ -3,7 +3,9 @@
  * address: the datastore's blocks (the handle an ordinal names, with its handle record), each
  * node agent's pod records (`agent-pods/<node>/<attachment>`, written behind) and each agent's
  * holder view (`agent-views/<node>`, agent-view-record.ts: its idle, cooling and sticky
- * addresses and the pods it serves). Findings, each with the node, the address, and the pod
+ * addresses and the pods it serves), with its heartbeat (`agent-beats/<node>`,
+ * agent-beat-record.ts): while the view is unchanged the agent writes only the heartbeat, and a
+ * heartbeat that vouches for the view (vouched-view.ts) lends it its revision and time below. Findings, each with the node, the address, and the pod
  * (namespace/name, container id) where one is named:
  * - `idle-held-elsewhere`: an idle, cooling or sticky address of node N's agent that a block
  *   gives to a handle other than N's warm handles — two holders;
@@ -18,9 +20,10 @@
  *
  * An agent's records lag the datastore (its view is published every few seconds, its pod
  * records written behind), so a disagreement counts only when it is settled: the node's view
- * is fresh (younger than `maxAgeMs`, default VIEW_STALE_FACTOR × its own refresh period +
+ * is fresh (its `at`, or its heartbeat's, younger than `maxAgeMs`, default VIEW_STALE_FACTOR × its own refresh period +
  * VIEW_CLOCK_SLACK_MS), was built with an empty write-behind queue, and every record involved
- * (block, handle, pod record) was last written before the view (its revision is lower). Any
+ * (block, handle, pod record) was last written before the view (its revision, or its
+ * heartbeat's, is higher). Any
  * other disagreement is listed in `stale` with the reason, never as a finding: an operator's
  * change that the agent has not answered yet, an agent that is down, a queue that had not
  * drained — except a claim on an address that nobody else holds (`idle-not-held`,
@@ -35,8 +38,12 @@ import { cniHandleId } from '../../model/handle-id.js';
 import { WARM_NETWORK } from '../../model/reserved-network.js';
 import { tryDecodeWarmPodRecord } from '../../model/warm-pod-record.js';
 import type { Entry } from '../../store/index.js';
+import { vouchedView } from './vouched-view.js';
 import {
+  AGENT_BEAT_PREFIX,
   AGENT_VIEW_PREFIX,
+  agentBeatNode,
+  decodeAgentBeat,
   type AgentView,
   agentViewNode,
   decodeAgentView,
@@ -95,6 +102,8 @@ export interface HolderInput {
   readonly handles: readonly Entry[];
   readonly podRecords: readonly Entry[];
   readonly views: readonly Entry[];
+  /** The agents' heartbeats (`agent-beats/<node>`); none: every view stands on its own revision. */
+  readonly beats?: readonly Entry[] | undefined;
   /** Now, ms since the epoch (the check's clock). */
   readonly now: number;
   /** Overrides each view's own staleness bound. */
@@ -113,6 +122,15 @@ interface Located {
   readonly record?: { readonly rev: number; readonly record: HandleRecord };
 }
 
+/** A node's view with the revision and time it stands on (its own, or its heartbeat's: vouched-view.ts). */
+interface StandingView {
+  readonly view: AgentView;
+  readonly rev: number;
+  readonly at: string;
+  /** The view's key, and the heartbeat's when it vouches: what a finding is re-read from. */
+  readonly keys: readonly { readonly key: string; readonly rev: number }[];
+}
+
 interface AgentClaim {
   readonly claim: Claim & { readonly node: string };
   readonly addr: Addr;
@@ -123,11 +141,21 @@ interface AgentClaim {
 /** Compares every holder; see the module comment. Records that do not decode are skipped (the datastore scan reports them). */
 export function checkHolders(input: HolderInput): HolderReport {
   const locate = blockIndex(input.blocks, handleIndex(input.handles));
-  const views = new Map<string, { view: AgentView; rev: number; key: string }>();
+  const beats = new Map<string, { rev: number; viewRev: number; at: string; key: string }>();
+  for (const e of input.beats ?? []) {
+    const node = agentBeatNode(e.key);
+    const beat = node === undefined ? undefined : tryDecode(() => decodeAgentBeat(e));
+    if (node !== undefined && beat) beats.set(node, { ...beat, rev: e.rev, key: e.key });
+  }
+  const views = new Map<string, StandingView>();
   for (const e of input.views) {
     const node = agentViewNode(e.key);
     const view = node === undefined ? undefined : tryDecode(() => decodeAgentView(e));
-    if (view) views.set(view.node, { view, rev: e.rev, key: e.key });
+    if (!view) continue;
+    const beat = beats.get(view.node);
+    const stands = vouchedView({ rev: e.rev, at: view.at }, beat);
+    const keys = [{ key: e.key, rev: e.rev }, ...(stands.by === 'beat' && beat ? [{ key: beat.key, rev: beat.rev }] : [])];
+    views.set(view.node, { view, rev: stands.rev, at: stands.at, keys });
   }
   const findings: HolderFinding[] = [];
   const stale: StaleHolder[] = [];
@@ -136,12 +164,12 @@ export function checkHolders(input: HolderInput): HolderReport {
     for (const node of nodes) {
       const v = views.get(node);
       if (!v) return `node "${node}" has published no holder view (its agent is not running, or predates them)`;
-      const age = input.now - Date.parse(v.view.at);
+      const age = input.now - Date.parse(v.at);
       const max = input.maxAgeMs ?? VIEW_STALE_FACTOR * v.view.refreshMs + VIEW_CLOCK_SLACK_MS;
       if (age > max)
         return `node "${node}"'s holder view is ${Math.round(age / 1000)} s old (more than ${Math.round(max / 1000)} s): its agent is down or cannot reach the datastore`;
       if (v.view.pending > 0) return `node "${node}"'s agent had ${v.view.pending} pod record write(s) queued when it built its view`;
-      const later = keys.find((k) => !k.key.startsWith(AGENT_VIEW_PREFIX) && k.rev >= v.rev);
+      const later = keys.find((k) => !k.key.startsWith(AGENT_VIEW_PREFIX) && !k.key.startsWith(AGENT_BEAT_PREFIX) && k.rev >= v.rev);
       if (later) return `${later.key} changed after node "${node}"'s holder view (revision ${later.rev} ≥ ${v.rev}): its agent has not answered it yet`;
     }
     return undefined;
@@ -228,14 +256,13 @@ export function checkHolders(input: HolderInput): HolderReport {
 }
 
 /** The agents' claims: each view's idle, cooling, sticky and pod addresses and each pod record's, a pod's view row and record merged. */
-function agentClaims(views: ReadonlyMap<string, { view: AgentView; rev: number; key: string }>, podRecords: readonly Entry[]): AgentClaim[] {
+function agentClaims(views: ReadonlyMap<string, StandingView>, podRecords: readonly Entry[]): AgentClaim[] {
   const out = new Map<string, AgentClaim>();
   const add = (id: string, c: AgentClaim): void => {
     const had = out.get(id);
     out.set(id, had ? { ...had, claim: { ...had.claim, from: [...had.claim.from, ...c.claim.from] }, keys: [...had.keys, ...c.keys] } : c);
   };
-  for (const [node, { view, rev, key }] of views) {
-    const keys = [{ key, rev }];
+  for (const [node, { view, keys }] of views) {
     const pool = (as: 'idle' | 'cooling' | 'sticky', text: string, pod?: string): void => {
       const addr = tryParseAddr(text);
       if (addr) add(`${node}\0pool\0${text}`, { claim: { node, as, ...(pod ? { pod } : {}), from: ['agent-view'] }, addr, keys });

@@ -21,7 +21,8 @@
  * freed address, empty-orphans.ts) are listed with the end of their quarantine: GC deletes them.
  *
  * Every holder, not only the blocks (check-holders.ts): each node agent's holder view (its idle,
- * cooling and sticky addresses and the pods it serves, `agent-views/<node>`) and its pod records
+ * cooling and sticky addresses and the pods it serves, `agent-views/<node>`, vouched for while
+ * unchanged by its heartbeat `agent-beats/<node>`) and its pod records
  * are compared with the blocks and handles; an address two holders claim, an idle address the
  * datastore gives to someone else or to no one, a pod record without its block's holder are
  * `holders` findings (node, pod, container id, address), confirmed by one atomic read of the
@@ -44,6 +45,7 @@ import {
   type Pool,
   decodePool,
   AGENT_VIEW_PREFIX,
+  AGENT_BEAT_PREFIX,
 } from '../records/index.js';
 import { type IpamContext, readKeys } from '../views/index.js';
 import { type StickyHold, stickyHoldsOf } from './sticky-holds.js';
@@ -93,12 +95,18 @@ export async function checkIpam(ctx: IpamContext, opts: CheckOptions = {}): Prom
   const holds = holdsOf(handleEntries, blockEntries, ctx.now());
   const borrowed = borrowedOf(blockEntries, handleEntries, nodeEntries, tombstoneEntries);
   const emptyOrphans = emptyOrphansOfListing(blockEntries, poolEntries, ctx.now().getTime());
-  const [podRecords, views] = await Promise.all([listAll(ctx.store, POD_RECORD_PREFIX), listAll(ctx.store, AGENT_VIEW_PREFIX)]);
+  // Views and heartbeats read apart: a heartbeat that names another revision than the view read vouches for nothing (vouched-view.ts).
+  const [podRecords, views, beats] = await Promise.all([
+    listAll(ctx.store, POD_RECORD_PREFIX),
+    listAll(ctx.store, AGENT_VIEW_PREFIX),
+    listAll(ctx.store, AGENT_BEAT_PREFIX),
+  ]);
   const holders = await checkEveryHolder(ctx, {
     blocks: blockEntries,
     handles: handleEntries,
     podRecords,
     views,
+    beats,
     now: ctx.now().getTime(),
     maxAgeMs: opts.viewMaxAgeMs,
   });
@@ -159,6 +167,7 @@ async function checkEveryHolder(ctx: IpamContext, listed: HolderInput): Promise<
       handles: fresh(listed.handles, HANDLE_PREFIX),
       podRecords: fresh(listed.podRecords, POD_RECORD_PREFIX),
       views: fresh(listed.views, AGENT_VIEW_PREFIX),
+      beats: fresh(listed.beats ?? [], AGENT_BEAT_PREFIX),
     });
     const still = new Set(again.findings.map(id));
     for (const f of batch) if (still.has(id(f))) confirmed.push(f);
