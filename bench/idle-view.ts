@@ -6,19 +6,20 @@
  * agent's store sends is counted (key + value bytes), by key prefix: the holder view
  * (`agent-views/`), its heartbeat (`agent-beats/`), the write fence and the history stamp that
  * ride in the same txn. The question: what re-publishing an unchanged view costs, with the
- * view interval as shipped (VIEW_INTERVAL_MS, refresh VIEW_REFRESH_FACTOR × that) or PODIPAM_BENCH_VIEW_MS.
- * Run: `npm run build && node dist/bench/idle-view.js` (knobs PODIPAM_BENCH_PODS, 110; PODIPAM_BENCH_MINUTES, 1).
+ * view interval as shipped (VIEW_INTERVAL_MS, refresh VIEW_REFRESH_FACTOR × that) or PODIPAM_BENCH_IDLE_VIEW_MS.
+ * Run: `npm run build && node dist/bench/idle-view.js` (knobs PODIPAM_BENCH_IDLE_PODS, 110; PODIPAM_BENCH_IDLE_MINUTES, 1).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startWarmRig, stopWarmRig, warmConf } from '../test/helpers/warm-rig.js';
 import { openStore, type Op, type Store } from '../src/store/index.js';
 import { VIEW_INTERVAL_MS, WRITE_DELAY_MS } from '../src/warm/warm-options.js';
 
-const PODS = Number(process.env.PODIPAM_BENCH_PODS ?? 110);
-const MINUTES = Number(process.env.PODIPAM_BENCH_MINUTES ?? 1);
-const VIEW_MS = Number(process.env.PODIPAM_BENCH_VIEW_MS ?? VIEW_INTERVAL_MS);
+const PODS = Number(process.env.PODIPAM_BENCH_IDLE_PODS ?? 110);
+const MINUTES = Number(process.env.PODIPAM_BENCH_IDLE_MINUTES ?? 1);
+const VIEW_MS = Number(process.env.PODIPAM_BENCH_IDLE_VIEW_MS ?? VIEW_INTERVAL_MS);
 
 interface Tally {
   txns: number;
@@ -50,7 +51,9 @@ function counting(inner: Store, t: Tally): Store {
 
 const hex = (i: number): string => (i.toString(16).padStart(8, '0') + 'c0ffee').repeat(5).slice(0, 64);
 
-async function main(): Promise<void> {
+/** The figures, one line each (`npm run bench` prints them in its summary). */
+export async function run(): Promise<string[]> {
+  let out: string[];
   const root = mkdtempSync(join(tmpdir(), 'podipam-bench-idle-view-'));
   const tally: Tally = { txns: 0, bytes: new Map() };
   try {
@@ -104,16 +107,17 @@ async function main(): Promise<void> {
       const total = [...tally.bytes.values()].reduce((n, x) => n + x.bytes, 0);
       const lines = [
         `pods ${PODS}, view ${view?.value.length ?? 0} bytes, viewIntervalMs ${VIEW_MS} (refresh ${6 * VIEW_MS} ms), ${MINUTES} simulated minute(s), flush every ${WRITE_DELAY_MS} ms`,
-        `txns ${tally.txns}; bytes put per minute ${Math.round(total / MINUTES)}`,
+        `txns ${tally.txns}; bytes put per minute ${Math.round(total / MINUTES)}; the peer, the same view re-published whole every refresh: ${Math.round(((view?.value.length ?? 0) * 60_000) / (6 * VIEW_MS))} bytes/min of view alone`,
         ...[...tally.bytes].sort().map(([p, x]) => `  ${p.padEnd(16)} puts ${x.puts / MINUTES}/min, ${Math.round(x.bytes / MINUTES)} bytes/min`),
       ];
-      console.log(lines.join('\n'));
+      out = lines;
     } finally {
       await stopWarmRig(r);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+  return out;
 }
 
-await main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) for (const l of await run()) console.log(l);
