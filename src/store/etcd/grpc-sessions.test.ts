@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { test } from 'node:test';
@@ -96,6 +97,31 @@ test('a call that times out before its session connected drops the session: the 
   } finally {
     g.close();
     for (const sock of sockets) sock.destroy();
+    srv.close();
+  }
+});
+
+test('a session dropped while its connection completes: its late connect event is ignored (no throw on the destroyed session)', async () => {
+  const { endpoint, srv } = await server(() => undefined);
+  const g = new GrpcSessions(undefined);
+  // Closes the sessions from inside the socket's own connect event, before HTTP/2 sets the
+  // session up: node then still emits the session's 'connect', on a destroyed session.
+  const onSocket = (message: unknown): void => {
+    const { socket } = message as { socket: Socket };
+    socket.once('connect', () => g.close());
+  };
+  subscribe('net.client.socket', onSocket);
+  const uncaught: unknown[] = [];
+  const onUncaught = (e: unknown): void => void uncaught.push(e);
+  process.prependListener('uncaughtException', onUncaught);
+  try {
+    await assert.rejects(g.call(endpoint, '/t.S/M', Buffer.alloc(0), 2000), (e: unknown) => e instanceof HttpPostError);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(uncaught.map(String), []);
+  } finally {
+    unsubscribe('net.client.socket', onSocket);
+    process.removeListener('uncaughtException', onUncaught);
+    g.close();
     srv.close();
   }
 });

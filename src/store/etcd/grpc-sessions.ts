@@ -166,6 +166,9 @@ export class GrpcSessions {
     const session = connect(`${tls === undefined ? 'http' : 'https'}://${endpoint}`, { ...options, settings: { initialWindowSize: STREAM_WINDOW } });
     const s: Session = { session, connected: false };
     session.once('connect', () => {
+      // Node emits 'connect' a tick after the socket connected, even on a session dropped in
+      // between (a call's timeout, close()): nothing to set up on that one.
+      if (session.destroyed || session.closed) return;
       s.connected = true;
       session.setLocalWindowSize(SESSION_WINDOW);
     });
