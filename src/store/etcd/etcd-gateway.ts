@@ -4,7 +4,7 @@ import { EtcdRefusal, rejectsToken } from './etcd-refusal.js';
 import { EtcdToken } from './etcd-token.js';
 import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
 import { decodeGrpcResponse, encodeGrpcRequest, grpcMethod } from './etcd-grpc-codec.js';
-import type { GrpcSessions } from './grpc-sessions.js';
+import type { GrpcAnswer, GrpcSessions, GrpcStream, GrpcStreamEnd } from './grpc-sessions.js';
 import { ProtobufError } from './protobuf-wire.js';
 import { httpStream, type HttpStream } from './http-stream.js';
 
@@ -47,6 +47,9 @@ export class EtcdGateway {
   readonly #transport: HttpTransport;
   readonly #token: EtcdToken | undefined;
   readonly #grpc: GrpcSessions | undefined;
+  /** Sessions for streams in a process given none (one-shot): node:http2 loaded on the first stream. */
+  #lazyGrpc: Promise<GrpcSessions> | undefined;
+  #closed = false;
   #preferred = 0;
   #roundTrips = 0;
 
@@ -71,6 +74,8 @@ export class EtcdGateway {
   close(): void {
     this.#transport.agent.destroy();
     this.#grpc?.close();
+    this.#closed = true;
+    void this.#lazyGrpc?.then((g) => g.close());
   }
 
   /** HTTP requests sent so far, including failed ones. */
@@ -139,6 +144,71 @@ export class EtcdGateway {
       if (!(e instanceof EtcdRefusal)) throw e;
       throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
     }
+  }
+
+  /**
+   * Opens gRPC streaming call `method` (`/etcdserverpb.Watch/Watch`; `path` names it in
+   * messages) on member `index` with `message` and the auth token (renewed once if refused
+   * when opening), on the process's gRPC session to that member — loaded on first use in a
+   * process that has none for its unary calls. Resolves once the stream is open, with the
+   * member's endpoint and the token it was opened with (for `renewToken`); `onMessage` and
+   * `onEnd` as GrpcSessions.stream. Rejects with StoreUnavailableError when the member cannot
+   * be reached or answers with a transient error, StoreError when etcd refuses.
+   */
+  async openGrpcStream(
+    path: string,
+    method: string,
+    message: Buffer,
+    index: number,
+    onMessage: (message: Buffer) => void,
+    onEnd: (end: GrpcStreamEnd) => void,
+  ): Promise<{ readonly stream: GrpcStream; readonly endpoint: string; readonly token: string | undefined }> {
+    const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
+    const grpc = await this.#streamSessions();
+    const open = async (token: string | undefined) => {
+      this.#roundTrips++;
+      try {
+        return await grpc.stream(endpoint, method, message, this.#timeoutMs, token === undefined ? {} : { token }, onMessage, onEnd);
+      } catch (e) {
+        if (!(e instanceof HttpPostError)) throw e;
+        throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`, { cause: e });
+      }
+    };
+    const refusal = (a: GrpcAnswer): EtcdRefusal => {
+      const { code, message: detail, http } = a;
+      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && http < 500) || rejectsToken(detail)) {
+        return new EtcdRefusal(endpoint, path, detail, http, code);
+      }
+      throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with ${code === undefined ? `HTTP ${http}` : `gRPC code ${code}`}: ${detail}`);
+    };
+    try {
+      let token = await this.#token?.get();
+      let s = await open(token);
+      if ('refused' in s) {
+        const refused = refusal(s.refused);
+        if (!refused.tokenRejected || this.#token === undefined) throw refused;
+        token = await this.#token.renew(token);
+        s = await open(token);
+        if ('refused' in s) throw refusal(s.refused);
+      }
+      return { stream: s.stream, endpoint, token };
+    } catch (e) {
+      if (!(e instanceof EtcdRefusal)) throw e;
+      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
+    }
+  }
+
+  async #streamSessions(): Promise<GrpcSessions> {
+    if (this.#grpc !== undefined) return this.#grpc;
+    this.#lazyGrpc ??= import('./grpc-sessions.js').then(
+      ({ GrpcSessions }) => new GrpcSessions(this.#transport.secure ? (this.#transport.tls ?? {}) : undefined),
+    );
+    const g = await this.#lazyGrpc;
+    if (this.#closed) {
+      g.close();
+      throw new StoreUnavailableError(this.#url, 'the store is closed');
+    }
+    return g;
   }
 
   /**

@@ -9,10 +9,15 @@
  * caller moves on to the next member. A session still connecting when a call times out is
  * dropped: the next call opens a new connection.
  *
+ * `stream` opens a streaming call on the same session: one request message sent, the request
+ * side left open, and the answer's messages handed over as they come (grpc-frames.ts) until
+ * the stream ends; a session that breaks ends its streams too.
+ *
  * A call that got no complete answer rejects with HttpPostError: `connected` false when the
  * session never opened (the server never saw the request), `tls` when the handshake or the
  * certificate failed. */
 import { connect, constants, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
+import { GrpcFrameError, GrpcFrames, grpcFrame } from './grpc-frames.js';
 import { HttpPostError, isTlsFailure } from './http-post.js';
 
 /**
@@ -43,6 +48,17 @@ interface Session {
 /** Flow-control windows: what a member may send before podipam has read it, per call and in all. */
 const STREAM_WINDOW = 4 << 20;
 const SESSION_WINDOW = 32 << 20;
+
+/** A streaming call once its answer began: `cancel` resets it (RST_STREAM CANCEL). */
+export interface GrpcStream {
+  cancel(): void;
+}
+
+/** How a stream ended: its gRPC status (undefined when none came: a reset, a broken session) and why. */
+export interface GrpcStreamEnd {
+  readonly code: number | undefined;
+  readonly message: string;
+}
 
 /** Most bytes of one answer (etcd's own default limit on a message is 2 MiB; a list page is far less). */
 const MAX_ANSWER = 64 << 20;
@@ -139,6 +155,127 @@ export class GrpcSessions {
         resolve({ code: 0, http, message: '', body: all.subarray(5) });
       });
       stream.end(Buffer.concat([frame, message]));
+    });
+  }
+
+  /**
+   * Opens streaming call `method` on `endpoint`, sends `message` and keeps the request side open.
+   * Resolves once the answer's headers came: with the stream when they are a gRPC answer in
+   * progress (`onMessage` then gets each message, and `onEnd` is called once when the stream
+   * ends, however it ends, unless cancelled first), or with a GrpcAnswer when the server
+   * refused at once (a trailers-only answer with its grpc-status, or an HTTP status other than
+   * 200). Rejects with HttpPostError when no headers came within `timeoutMs`.
+   */
+  stream(
+    endpoint: string,
+    method: string,
+    message: Buffer,
+    timeoutMs: number,
+    metadata: Readonly<Record<string, string>>,
+    onMessage: (message: Buffer) => void,
+    onEnd: (end: GrpcStreamEnd) => void,
+  ): Promise<{ readonly stream: GrpcStream } | { readonly refused: GrpcAnswer }> {
+    return new Promise((resolve, reject) => {
+      const s = this.#session(endpoint);
+      const frames = new GrpcFrames(MAX_ANSWER);
+      /** 'opening' until the headers, 'open' while read, 'done' after onEnd, a refusal, or cancel. */
+      let state: 'opening' | 'open' | 'done' = 'opening';
+      let status: string | undefined;
+      let statusMessage = '';
+      let http = 0;
+      const text: Buffer[] = [];
+      const cancel = (): void => {
+        if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+      };
+      const failOpen = (reason: string, tls = false): void => {
+        if (state !== 'opening') return;
+        state = 'done';
+        clearTimeout(timer);
+        cancel();
+        reject(new HttpPostError(reason, s.connected, tls));
+      };
+      const end = (code: number | undefined, why: string): void => {
+        if (state !== 'open') return;
+        state = 'done';
+        cancel();
+        onEnd({ code, message: why });
+      };
+      const timer = setTimeout(() => {
+        failOpen(`did not answer within ${timeoutMs} ms${s.connected ? '' : ' (not connected)'}`);
+        if (!s.connected) this.#drop(endpoint, s);
+      }, timeoutMs);
+      const stream = s.session.request({
+        ':method': 'POST',
+        ':path': method,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        ...metadata,
+      });
+      const takeStatus = (h: Record<string, unknown>): void => {
+        const st = h['grpc-status'];
+        if (st !== undefined) {
+          status = String(st);
+          statusMessage = percentDecoded(String(h['grpc-message'] ?? ''));
+        }
+      };
+      stream.on('response', (h) => {
+        http = Number(h[':status']);
+        takeStatus(h);
+        if (state !== 'opening') return;
+        // A refusal (trailers-only, or not a gRPC answer) is read to its end before resolving.
+        if (http !== 200 || status !== undefined) return;
+        state = 'open';
+        clearTimeout(timer);
+        resolve({
+          stream: {
+            cancel: () => {
+              if (state !== 'open') return;
+              state = 'done';
+              cancel();
+            },
+          },
+        });
+      });
+      stream.on('trailers', (h: Record<string, unknown>) => takeStatus(h));
+      stream.on('data', (c: Buffer) => {
+        if (state === 'opening') {
+          if (text.length < 16) text.push(c);
+          return;
+        }
+        if (state !== 'open') return;
+        let messages: Buffer[];
+        try {
+          messages = frames.push(c);
+        } catch (e) {
+          if (!(e instanceof GrpcFrameError)) throw e;
+          return end(undefined, e.message);
+        }
+        for (const m of messages) {
+          if (state !== 'open') return;
+          onMessage(m);
+        }
+      });
+      stream.on('error', (e: NodeJS.ErrnoException) => {
+        const cause: NodeJS.ErrnoException = s.error ?? (e.code === 'ERR_HTTP2_STREAM_CANCEL' && e.cause instanceof Error ? e.cause : e);
+        const code = cause.code ?? '';
+        if (state === 'opening') failOpen(isTlsFailure(code) ? `TLS: ${cause.message}` : (cause.code ?? cause.message), isTlsFailure(code));
+        else end(undefined, cause.code ?? cause.message);
+      });
+      stream.on('close', () => {
+        if (state === 'opening') {
+          if (http === 0 || (http === 200 && status === undefined))
+            return failOpen(s.error?.code ?? `the stream closed before its answer (code ${stream.rstCode})`);
+          state = 'done';
+          clearTimeout(timer);
+          const body = Buffer.concat(text).toString('utf8').slice(0, 200);
+          resolve({ refused: { code: http === 200 ? Number(status) : undefined, http, message: http === 200 ? statusMessage : body, body: Buffer.alloc(0) } });
+          return;
+        }
+        if (state !== 'open') return;
+        if (status === undefined) return end(undefined, s.error?.code ?? `the stream closed without a gRPC status (code ${stream.rstCode})`);
+        end(Number(status), statusMessage);
+      });
+      stream.write(grpcFrame(message));
     });
   }
 
