@@ -9,6 +9,7 @@
  *
  *   PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist node dist/bench/watch-cpu.js [puts] [watchers,...] [rounds]
  */
+import { setMaxListeners } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { openStore } from '../src/store/open-store.js';
@@ -51,6 +52,7 @@ async function run(label: string, open: Open, watchers: number): Promise<{ label
   for (let i = 0; i < watchers; i++) stores.push(await open(etcd.url));
   const from = (await writer.txn([], [{ type: 'put', key: 'w/warm', value }])).rev;
   const abort = new AbortController();
+  setMaxListeners(0, abort.signal); // one signal stops every watcher of the run
   let last = Infinity;
   const done: Promise<void>[] = [];
   let ready = 0;
@@ -89,8 +91,10 @@ async function run(label: string, open: Open, watchers: number): Promise<{ label
 }
 
 const lines: string[] = [];
+const results: { label: string; watchers: number; etcdMs: number }[] = [];
 const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 lines.push(`etcd pid ${pid}; ${puts} puts per run; load at start ${load()}`);
+lines.push('| watchers | watch | etcd CPU ms/put | wall ms/put | load |', '|---|---|---|---|---|');
 await run('warm-up', openStore, 2);
 for (let r = 0; r < rounds; r++)
   for (const n of counts)
@@ -99,11 +103,22 @@ for (let r = 0; r < rounds; r++)
       ['gRPC (branch)', openStore],
     ] as const) {
       const x = await run(label, open, n);
+      results.push(x);
       lines.push(`| ${n} | ${x.label} | ${x.etcdMs.toFixed(3)} | ${x.wallMs.toFixed(3)} | ${load()} |`);
       console.log(lines[lines.length - 1]);
     }
 const base = await run('no watcher', openStore, 0);
 lines.push(`| 0 | no watcher | ${base.etcdMs.toFixed(3)} | ${base.wallMs.toFixed(3)} | ${load()} |`);
 console.log(lines.join('\n'));
+for (const n of counts) {
+  const median = (label: string): number => {
+    const xs = results
+      .filter((x) => x.watchers === n && x.label === label)
+      .map((x) => x.etcdMs)
+      .sort((a, b) => a - b);
+    return xs[Math.floor(xs.length / 2)] ?? NaN;
+  };
+  console.log(`${n} watchers: etcd CPU per put, gRPC / gateway = ${(median('gRPC (branch)') / median('gateway (main)')).toFixed(2)}×`);
+}
 await writer.close();
 await etcd.stop();
