@@ -26,8 +26,8 @@ const REQUEST_ERRORS = new Set([3, 5, 6, 7, 9, 11, 12, 16]);
  * Given `grpc` sessions, the unary ones travel as gRPC over HTTP/2 (grpc-sessions.ts,
  * etcd-grpc-codec.ts), which costs etcd less than half the CPU of its JSON gateway (that
  * gateway turns each request into a gRPC call on etcd's own loopback connection); without (a
- * one-shot process, see StoreOptions.oneShot) and for the streams (watch, snapshot), the JSON
- * gateway over HTTP or HTTPS (the transport) with keep-alive connections. Each call tries the members in
+ * one-shot process, see StoreOptions.oneShot) and for etcd snapshots, the JSON gateway over
+ * HTTP or HTTPS (the transport) with keep-alive connections. Each call tries the members in
  * turn, starting with the one that answered last, each with its own timeout, so a call takes
  * at most `endpoints × timeoutMs`. A read moves on after any transient failure. A write moves
  * on only when no connection could be opened (the request never left): after a timeout or a
@@ -94,7 +94,7 @@ export class EtcdGateway {
   }
 
   /**
-   * Opens a streaming request (`/v3/watch`) on member `index`, with the auth token (renewed
+   * Opens a streaming request through the JSON gateway (`maintenance/snapshot`) on member `index`, with the auth token (renewed
    * once if refused). Resolves with the 200 stream and the member's endpoint; rejects with
    * StoreUnavailableError when the member cannot be reached, StoreError when etcd refuses.
    * `token` is the one the stream was opened with (for `renewToken`).

@@ -213,6 +213,25 @@ describe('EtcdStore watch', () => {
   });
 });
 
+describe("EtcdStore watch, a catch-up over etcd's request size limit", () => {
+  it('comes in fragments (over 1.5 MiB) and is delivered whole: every revision once, in order, values intact', async () => {
+    const s = await openStore(etcd.url);
+    try {
+      const big = (i: number): string => String.fromCharCode(97 + i).repeat(400_000);
+      const revs: number[] = [];
+      for (let i = 0; i < 8; i++) revs.push((await s.txn([], [{ type: 'put', key: `frag/k${i}`, value: big(i) }])).rev);
+      const { events, batches } = await takeEvents(s.watch('frag/', revs[0] as number), 8);
+      assert.deepEqual(
+        events.map((e) => [e.key, e.modRevision, e.value.length, e.value[0]]),
+        revs.map((rev, i) => [`frag/k${i}`, rev, 400_000, String.fromCharCode(97 + i)]),
+      );
+      assert.equal(batches.length, 8, 'one batch per revision');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('EtcdStore on a 3-member cluster', () => {
   let cluster: EtcdCluster;
   before(async () => {

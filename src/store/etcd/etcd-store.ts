@@ -35,8 +35,8 @@ export interface EtcdTarget {
 
 /**
  * A store in etcd v3 (3.4 or later), under the key prefix `/podipam/`, spoken to in gRPC over
- * node:http2 (watch and snapshot streams through etcd's JSON gateway with node:http or
- * node:https; TLS with a CA, a client certificate, a server name; user and password auth, see
+ * node:http2 (watches as gRPC streams on the same connection; etcd snapshots through etcd's JSON
+ * gateway with node:http or node:https; TLS with a CA, a client certificate, a server name; user and password auth, see
  * EtcdGateway) — no gRPC library to load, which keeps the CNI plugin's start fast. One request
  * per get, list or txn; a failed txn's `current`
  * comes from range requests in the txn's failure branch, in the same request. Opening makes
@@ -123,7 +123,7 @@ export class EtcdStore implements Store {
     return `etcd cluster ${BigInt(id).toString(16)}`;
   }
 
-  /** Through the gateway's /v3/watch stream, starting at the member calls prefer; see EtcdWatch. */
+  /** A gRPC watch stream (`/etcdserverpb.Watch/Watch`), starting at the member calls prefer; see EtcdWatch. */
   watch(prefix: string, fromRevision: number, options?: WatchOptions): AsyncIterable<WatchEvent[]> & { readonly endpoint: string | undefined } {
     checkWatch(prefix, fromRevision);
     this.#checkOpen();

@@ -6,14 +6,14 @@ import { ProtobufError } from './protobuf-wire.js';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const hex = (h: string): Buffer => Buffer.from(h, 'hex');
 
-test('WatchRequest: create_request (1) { key 1, range_end 2, start_revision 3, progress_notify 4 }', () => {
-  const b = encodeWatchCreate({ key: Buffer.from('a'), rangeEnd: Buffer.from('b'), startRevision: 300, progressNotify: true });
-  // create_request 0a 0b { key 0a 01 61, range_end 12 01 62, start_revision 18 ac 02 (300), progress_notify 20 01 }
-  assert.equal(b.toString('hex'), '0a0b' + '0a0161' + '120162' + '18ac02' + '2001');
+test('WatchRequest: create_request (1) { key 1, range_end 2, start_revision 3, progress_notify 4, fragment 8 }', () => {
+  const b = encodeWatchCreate({ key: Buffer.from('a'), rangeEnd: Buffer.from('b'), startRevision: 300, progressNotify: true, fragment: true });
+  // create_request 0a 0d { key 0a 01 61, range_end 12 01 62, start_revision 18 ac 02 (300), progress_notify 20 01, fragment 40 01 }
+  assert.equal(b.toString('hex'), '0a0d' + '0a0161' + '120162' + '18ac02' + '2001' + '4001');
 });
 
 test('WatchRequest: start_revision 0 and progress_notify false are left out (proto3 zeros)', () => {
-  const b = encodeWatchCreate({ key: Buffer.from('a'), rangeEnd: Buffer.from('b'), startRevision: 0, progressNotify: false });
+  const b = encodeWatchCreate({ key: Buffer.from('a'), rangeEnd: Buffer.from('b'), startRevision: 0, progressNotify: false, fragment: false });
   assert.equal(b.toString('hex'), '0a06' + '0a0161' + '120162');
 });
 
@@ -40,6 +40,10 @@ test('WatchResponse: created, with a PUT and a DELETE event, in the gateway shap
     created: true,
     events: [{ kv: { key: b64('k'), value: b64('v'), mod_revision: '5' } }, { type: 'DELETE', kv: { key: b64('k'), mod_revision: '6' } }],
   });
+});
+
+test('WatchResponse: fragment (7), a response continued in the next one', () => {
+  assert.deepEqual(decodeWatchResponse(hex('3801' + '5a04' + '1202' + '1806')), { fragment: true, events: [{ kv: { mod_revision: '6' } }] });
 });
 
 test('WatchResponse: canceled (4) with compact_revision (5) and cancel_reason (6)', () => {

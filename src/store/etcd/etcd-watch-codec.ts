@@ -33,11 +33,13 @@ export interface WatchCreate {
   readonly rangeEnd: Buffer;
   readonly startRevision: number;
   readonly progressNotify: boolean;
+  /** Lets etcd split a response over its request size limit into fragments (WatchResponse.fragment). */
+  readonly fragment: boolean;
 }
 
-/** WatchRequest { create_request (1): WatchCreateRequest { key 1, range_end 2, start_revision 3, progress_notify 4 } }. */
+/** WatchRequest { create_request (1): WatchCreateRequest { key 1, range_end 2, start_revision 3, progress_notify 4, fragment 8 } }. */
 export function encodeWatchCreate(c: WatchCreate): Buffer {
-  const create = new ProtoWriter().bytes(1, c.key).bytes(2, c.rangeEnd).varint(3, c.startRevision).varint(4, c.progressNotify);
+  const create = new ProtoWriter().bytes(1, c.key).bytes(2, c.rangeEnd).varint(3, c.startRevision).varint(4, c.progressNotify).varint(8, c.fragment);
   return new ProtoWriter().bytes(1, create).finish();
 }
 

@@ -4,7 +4,7 @@ import { WatchFeed } from '../watch-feed.js';
 import { decodeKv, prefixRangeEnd, rootedBytes, wireInt } from './etcd-codec.js';
 import type { EtcdGateway } from './etcd-gateway.js';
 import { rejectsToken } from './etcd-refusal.js';
-import { decodeWatchResponse, encodeWatchCreate, type WatchResult } from './etcd-watch-codec.js';
+import { decodeWatchResponse, encodeWatchCreate, type WatchResult, type WatchResultEvent } from './etcd-watch-codec.js';
 import type { GrpcStream } from './grpc-sessions.js';
 import { ProtobufError } from './protobuf-wire.js';
 import { pause } from '../../util/pause.js';
@@ -55,6 +55,8 @@ export class EtcdWatch {
   readonly #rangeEnd: Buffer;
   readonly #onDone: () => void;
   #next: number;
+  /** The fragments so far of a response etcd split. */
+  #fragments: WatchResultEvent[] = [];
   #destroy: (() => void) | undefined;
   /** Aborted once the feed is done: cuts a pause between connections short. */
   readonly #stopped = new AbortController();
@@ -118,7 +120,8 @@ export class EtcdWatch {
 
   /** One stream, read until it breaks; true when it was created (the member was healthy). */
   async #connect(index: number): Promise<boolean> {
-    const request = encodeWatchCreate({ key: this.#key, rangeEnd: this.#rangeEnd, startRevision: this.#next, progressNotify: true });
+    const request = encodeWatchCreate({ key: this.#key, rangeEnd: this.#rangeEnd, startRevision: this.#next, progressNotify: true, fragment: true });
+    this.#fragments = []; // a response cut short with its stream is asked for again from #next
     let created = false;
     let stream: GrpcStream | undefined;
     let opened: { readonly endpoint: string; readonly token: string | undefined } | undefined;
@@ -208,7 +211,18 @@ export class EtcdWatch {
       if (rejectsToken(reason)) throw new TokenCancelled('', undefined, reason);
       throw new StoreError(this.#url, `etcd cancelled the watch: ${reason}`);
     }
-    const events = result.events ?? [];
+    // A response etcd split (over its request size limit, 1.5 MiB by default) comes as fragments
+    // of events, `fragment` set on all but the last: delivered together, once whole.
+    let events = result.events ?? [];
+    if (result.fragment === true) {
+      for (const e of events) this.#fragments.push(e);
+      return result.created === true;
+    }
+    if (this.#fragments.length > 0) {
+      for (const e of events) this.#fragments.push(e);
+      events = this.#fragments;
+      this.#fragments = [];
+    }
     let batch: WatchEvent[] = [];
     let batchRev = 0;
     for (const e of events) {

@@ -125,3 +125,110 @@ test('a session dropped while its connection completes: its late connect event i
     srv.close();
   }
 });
+
+test('a call or stream node refuses to start (a header name it does not take) rejects with HttpPostError, and no timer fires later', async () => {
+  const { endpoint, srv } = await server(() => undefined);
+  const g = new GrpcSessions(undefined);
+  const uncaught: unknown[] = [];
+  const onUncaught = (e: unknown): void => void uncaught.push(e);
+  process.prependListener('uncaughtException', onUncaught);
+  try {
+    const bad = { 'bad header': 'x' };
+    await assert.rejects(
+      g.call(endpoint, '/t.S/M', Buffer.alloc(0), 50, bad),
+      (e: unknown) => e instanceof HttpPostError && /could not start the call/.test(e.message),
+    );
+    await assert.rejects(
+      g.stream(
+        endpoint,
+        '/t.S/W',
+        Buffer.alloc(0),
+        50,
+        bad,
+        () => undefined,
+        () => undefined,
+      ),
+      (e: unknown) => e instanceof HttpPostError && /could not start the call/.test(e.message),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 150)); // past both timeouts
+    assert.deepEqual(uncaught.map(String), []);
+  } finally {
+    process.removeListener('uncaughtException', onUncaught);
+    g.close();
+    srv.close();
+  }
+});
+
+test('after close(), calls and streams are refused without dialing', async () => {
+  const { endpoint, srv } = await server(() => undefined);
+  let sessions = 0;
+  srv.on('session', () => sessions++);
+  const g = new GrpcSessions(undefined);
+  g.close();
+  try {
+    await assert.rejects(
+      g.call(endpoint, '/t.S/M', Buffer.alloc(0), 500),
+      (e: unknown) => e instanceof HttpPostError && !e.connected && /closed/.test(e.message),
+    );
+    await assert.rejects(
+      g.stream(
+        endpoint,
+        '/t.S/W',
+        Buffer.alloc(0),
+        500,
+        {},
+        () => undefined,
+        () => undefined,
+      ),
+      (e: unknown) => e instanceof HttpPostError && !e.connected && /closed/.test(e.message),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(sessions, 0);
+  } finally {
+    srv.close();
+  }
+});
+
+test('a stream: its messages as they come, split or joined across DATA frames, then one end with the status', { timeout: 5000 }, async () => {
+  const frame = (body: string): Buffer => {
+    const f = Buffer.alloc(5 + body.length);
+    f.writeUInt32BE(body.length, 1);
+    f.write(body, 5);
+    return f;
+  };
+  const { endpoint, srv } = await server((_path, stream) => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '14', 'grpc-message': 'going%20away' }));
+    const all = Buffer.concat([frame('one'), frame('two'), frame('three')]);
+    stream.write(all.subarray(0, 3)); // a frame header split across chunks
+    setTimeout(() => stream.write(all.subarray(3, 14)), 20);
+    setTimeout(() => stream.end(all.subarray(14)), 40);
+  });
+  const g = new GrpcSessions(undefined);
+  try {
+    const got: string[] = [];
+    const ends: unknown[] = [];
+    let ended: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (ended = resolve));
+    const opened = await g.stream(
+      endpoint,
+      '/t.S/W',
+      Buffer.from('req'),
+      2000,
+      {},
+      (m) => got.push(m.toString()),
+      (end) => {
+        ends.push(end);
+        ended();
+      },
+    );
+    assert.ok('stream' in opened);
+    await done;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(got, ['one', 'two', 'three']);
+    assert.deepEqual(ends, [{ code: 14, message: 'going away' }]);
+  } finally {
+    g.close();
+    srv.close();
+  }
+});

@@ -16,7 +16,7 @@
  * A call that got no complete answer rejects with HttpPostError: `connected` false when the
  * session never opened (the server never saw the request), `tls` when the handshake or the
  * certificate failed. */
-import { connect, constants, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type SecureClientSessionOptions } from 'node:http2';
 import { GrpcFrameError, GrpcFrames, grpcFrame } from './grpc-frames.js';
 import { HttpPostError, isTlsFailure } from './http-post.js';
 
@@ -66,6 +66,7 @@ const MAX_ANSWER = 64 << 20;
 export class GrpcSessions {
   readonly #tls: GrpcTls | undefined;
   readonly #sessions = new Map<string, Session>();
+  #closed = false;
 
   /** `tls` undefined: plain HTTP/2 (h2c); otherwise TLS with ALPN h2. */
   constructor(tls: GrpcTls | undefined) {
@@ -75,7 +76,11 @@ export class GrpcSessions {
   /** Calls `method` (`/pkg.Service/Method`) on `endpoint` (host:port) with `message` and `metadata` headers. */
   call(endpoint: string, method: string, message: Buffer, timeoutMs: number, metadata: Readonly<Record<string, string>> = {}): Promise<GrpcAnswer> {
     return new Promise((resolve, reject) => {
+      // Closed: no new connection (a watch renewing its token while the store closes).
+      if (this.#closed) return reject(new HttpPostError('the client is closed', false));
       const s = this.#session(endpoint);
+      const stream = this.#request(s, method, metadata, reject);
+      if (stream === undefined) return;
       let settled = false;
       const chunks: Buffer[] = [];
       let size = 0;
@@ -106,13 +111,6 @@ export class GrpcSessions {
       }, timeoutMs);
       const frame = Buffer.alloc(5);
       frame.writeUInt32BE(message.length, 1);
-      const stream = s.session.request({
-        ':method': 'POST',
-        ':path': method,
-        'content-type': 'application/grpc',
-        te: 'trailers',
-        ...metadata,
-      });
       const takeStatus = (h: Record<string, unknown>): void => {
         const st = h['grpc-status'];
         if (st !== undefined) {
@@ -176,7 +174,11 @@ export class GrpcSessions {
     onEnd: (end: GrpcStreamEnd) => void,
   ): Promise<{ readonly stream: GrpcStream } | { readonly refused: GrpcAnswer }> {
     return new Promise((resolve, reject) => {
+      // Closed: no new connection (a watch renewing its token while the store closes).
+      if (this.#closed) return reject(new HttpPostError('the client is closed', false));
       const s = this.#session(endpoint);
+      const stream = this.#request(s, method, metadata, reject);
+      if (stream === undefined) return;
       const frames = new GrpcFrames(MAX_ANSWER);
       /** 'opening' until the headers, 'open' while read, 'done' after onEnd, a refusal, or cancel. */
       let state: 'opening' | 'open' | 'done' = 'opening';
@@ -204,13 +206,6 @@ export class GrpcSessions {
         failOpen(`did not answer within ${timeoutMs} ms${s.connected ? '' : ' (not connected)'}`);
         if (!s.connected) this.#drop(endpoint, s);
       }, timeoutMs);
-      const stream = s.session.request({
-        ':method': 'POST',
-        ':path': method,
-        'content-type': 'application/grpc',
-        te: 'trailers',
-        ...metadata,
-      });
       const takeStatus = (h: Record<string, unknown>): void => {
         const st = h['grpc-status'];
         if (st !== undefined) {
@@ -275,13 +270,34 @@ export class GrpcSessions {
         if (status === undefined) return end(undefined, s.error?.code ?? `the stream closed without a gRPC status (code ${stream.rstCode})`);
         end(Number(status), statusMessage);
       });
+      // The answer ended (every message read, the status in its trailers) while the request side
+      // is still open: the call is over, whether or not the server also resets the stream
+      // (grpc-go does; a server that does not would leave 'close' waiting).
+      stream.on('end', () => {
+        if (state === 'open' && status !== undefined) end(Number(status), statusMessage);
+      });
       stream.write(grpcFrame(message));
     });
   }
 
-  /** Closes every session; calls in flight fail. */
+  /** Closes every session; calls in flight fail, later ones are refused (HttpPostError, not connected). */
   close(): void {
+    this.#closed = true;
     for (const [endpoint, s] of [...this.#sessions]) this.#drop(endpoint, s);
+  }
+
+  /**
+   * A request on `s` (a POST of `method` with `metadata`), or undefined after rejecting with
+   * HttpPostError when node refused to start it (a header it does not take, a session going
+   * away): before any timer is set, so nothing fires later.
+   */
+  #request(s: Session, method: string, metadata: Readonly<Record<string, string>>, reject: (e: Error) => void): ClientHttp2Stream | undefined {
+    try {
+      return s.session.request({ ':method': 'POST', ':path': method, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
+    } catch (e) {
+      reject(new HttpPostError(`could not start the call: ${e instanceof Error ? e.message : String(e)}`, false));
+      return undefined;
+    }
   }
 
   #session(endpoint: string): Session {
