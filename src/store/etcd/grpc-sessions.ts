@@ -84,9 +84,6 @@ export class GrpcSessions {
       let settled = false;
       const chunks: Buffer[] = [];
       let size = 0;
-      let status: string | undefined;
-      let statusMessage = '';
-      let http = 0;
       const fail = (reason: string, tls = false): void => {
         if (settled) return;
         settled = true;
@@ -101,28 +98,11 @@ export class GrpcSessions {
         if (isTlsFailure(code)) fail(`TLS: ${cause.message}${cause.message.includes(code) ? '' : ` (${code})`}`, true);
         else fail(cause.code ?? cause.message);
       };
-      // Only this call's stream is cancelled: the session carries the process's other calls. A
-      // session that has not even connected by then (a SYN or a handshake lost, a member that
-      // accepts and says nothing) is dropped too, so the next call dials again instead of queueing
-      // behind a connection the kernel may keep trying for minutes; its calls never left.
-      const timer = setTimeout(() => {
-        fail(`did not answer within ${timeoutMs} ms${s.connected ? '' : ' (not connected)'}`);
-        if (!s.connected) this.#drop(endpoint, s);
-      }, timeoutMs);
+      // Only this call's stream is cancelled: the session carries the process's other calls.
+      const timer = this.#timeout(endpoint, s, timeoutMs, fail);
       const frame = Buffer.alloc(5);
       frame.writeUInt32BE(message.length, 1);
-      const takeStatus = (h: Record<string, unknown>): void => {
-        const st = h['grpc-status'];
-        if (st !== undefined) {
-          status = String(st);
-          statusMessage = percentDecoded(String(h['grpc-message'] ?? ''));
-        }
-      };
-      stream.on('response', (h) => {
-        http = Number(h[':status']);
-        takeStatus(h);
-      });
-      stream.on('trailers', (h: Record<string, unknown>) => takeStatus(h));
+      const head = new AnswerStatus(stream);
       stream.on('data', (c: Buffer) => {
         size += c.length;
         if (size > MAX_ANSWER) return fail(`sent an answer over ${MAX_ANSWER} bytes`);
@@ -131,26 +111,26 @@ export class GrpcSessions {
       stream.on('error', (e: NodeJS.ErrnoException) => failWith(e));
       stream.on('close', () => {
         if (settled) return;
-        if (http !== 200 && http !== 0) {
+        if (head.http !== 200 && head.http !== 0) {
           // Not a gRPC server (a proxy, another service): its status and the start of its body.
           settled = true;
           clearTimeout(timer);
-          return resolve({ code: undefined, http, message: Buffer.concat(chunks, size).toString('utf8').slice(0, 200), body: Buffer.alloc(0) });
+          return resolve({ code: undefined, http: head.http, message: Buffer.concat(chunks, size).toString('utf8').slice(0, 200), body: Buffer.alloc(0) });
         }
-        if (status === undefined)
+        if (head.code === undefined)
           return failWith(Object.assign(new Error(`the stream closed without a gRPC status (code ${stream.rstCode})`), { code: undefined }));
-        const code = Number(status);
+        const code = Number(head.code);
         if (code !== 0) {
           settled = true;
           clearTimeout(timer);
-          return resolve({ code, http, message: statusMessage, body: Buffer.alloc(0) });
+          return resolve({ code, http: head.http, message: head.message, body: Buffer.alloc(0) });
         }
         const all = Buffer.concat(chunks, size);
         if (all.length < 5 || all[0] !== 0 || all.readUInt32BE(1) !== all.length - 5)
           return fail(`answered with a malformed gRPC message (${all.length} bytes)`);
         settled = true;
         clearTimeout(timer);
-        resolve({ code: 0, http, message: '', body: all.subarray(5) });
+        resolve({ code: 0, http: head.http, message: '', body: all.subarray(5) });
       });
       stream.end(Buffer.concat([frame, message]));
     });
@@ -182,9 +162,6 @@ export class GrpcSessions {
       const frames = new GrpcFrames(MAX_ANSWER);
       /** 'opening' until the headers, 'open' while read, 'done' after onEnd, a refusal, or cancel. */
       let state: 'opening' | 'open' | 'done' = 'opening';
-      let status: string | undefined;
-      let statusMessage = '';
-      let http = 0;
       const text: Buffer[] = [];
       const cancel = (): void => {
         if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
@@ -202,23 +179,12 @@ export class GrpcSessions {
         cancel();
         onEnd({ code, message: why });
       };
-      const timer = setTimeout(() => {
-        failOpen(`did not answer within ${timeoutMs} ms${s.connected ? '' : ' (not connected)'}`);
-        if (!s.connected) this.#drop(endpoint, s);
-      }, timeoutMs);
-      const takeStatus = (h: Record<string, unknown>): void => {
-        const st = h['grpc-status'];
-        if (st !== undefined) {
-          status = String(st);
-          statusMessage = percentDecoded(String(h['grpc-message'] ?? ''));
-        }
-      };
-      stream.on('response', (h) => {
-        http = Number(h[':status']);
-        takeStatus(h);
+      const timer = this.#timeout(endpoint, s, timeoutMs, failOpen);
+      const head = new AnswerStatus(stream);
+      stream.on('response', () => {
         if (state !== 'opening') return;
         // A refusal (trailers-only, or not a gRPC answer) is read to its end before resolving.
-        if (http !== 200 || status !== undefined) return;
+        if (head.http !== 200 || head.code !== undefined) return;
         state = 'open';
         clearTimeout(timer);
         resolve({
@@ -231,7 +197,6 @@ export class GrpcSessions {
           },
         });
       });
-      stream.on('trailers', (h: Record<string, unknown>) => takeStatus(h));
       stream.on('data', (c: Buffer) => {
         if (state === 'opening') {
           if (text.length < 16) text.push(c);
@@ -258,23 +223,30 @@ export class GrpcSessions {
       });
       stream.on('close', () => {
         if (state === 'opening') {
-          if (http === 0 || (http === 200 && status === undefined))
+          if (head.http === 0 || (head.http === 200 && head.code === undefined))
             return failOpen(s.error?.code ?? `the stream closed before its answer (code ${stream.rstCode})`);
           state = 'done';
           clearTimeout(timer);
           const body = Buffer.concat(text).toString('utf8').slice(0, 200);
-          resolve({ refused: { code: http === 200 ? Number(status) : undefined, http, message: http === 200 ? statusMessage : body, body: Buffer.alloc(0) } });
+          resolve({
+            refused: {
+              code: head.http === 200 ? Number(head.code) : undefined,
+              http: head.http,
+              message: head.http === 200 ? head.message : body,
+              body: Buffer.alloc(0),
+            },
+          });
           return;
         }
         if (state !== 'open') return;
-        if (status === undefined) return end(undefined, s.error?.code ?? `the stream closed without a gRPC status (code ${stream.rstCode})`);
-        end(Number(status), statusMessage);
+        if (head.code === undefined) return end(undefined, s.error?.code ?? `the stream closed without a gRPC status (code ${stream.rstCode})`);
+        end(Number(head.code), head.message);
       });
       // The answer ended (every message read, the status in its trailers) while the request side
       // is still open: the call is over, whether or not the server also resets the stream
       // (grpc-go does; a server that does not would leave 'close' waiting).
       stream.on('end', () => {
-        if (state === 'open' && status !== undefined) end(Number(status), statusMessage);
+        if (state === 'open' && head.code !== undefined) end(Number(head.code), head.message);
       });
       stream.write(grpcFrame(message));
     });
@@ -298,6 +270,19 @@ export class GrpcSessions {
       reject(new HttpPostError(`could not start the call: ${e instanceof Error ? e.message : String(e)}`, false));
       return undefined;
     }
+  }
+
+  /**
+   * The timer of a call on `s` that fails it after `ms` with `fail`. A session that has not even
+   * connected by then (a SYN or a handshake lost, a member that accepts and says nothing) is
+   * dropped too, so the next call dials again instead of queueing behind a connection the
+   * kernel may keep trying for minutes; its calls never left.
+   */
+  #timeout(endpoint: string, s: Session, ms: number, fail: (reason: string) => void): NodeJS.Timeout {
+    return setTimeout(() => {
+      fail(`did not answer within ${ms} ms${s.connected ? '' : ' (not connected)'}`);
+      if (!s.connected) this.#drop(endpoint, s);
+    }, ms);
   }
 
   #session(endpoint: string): Session {
@@ -343,6 +328,28 @@ export class GrpcSessions {
   #drop(endpoint: string, s: Session): void {
     this.#forget(endpoint, s);
     if (!s.session.destroyed) s.session.destroy();
+  }
+}
+
+/** What an answer says of itself: its HTTP status, and the gRPC status in its headers (a trailers-only answer) or trailers. */
+class AnswerStatus {
+  http = 0;
+  code: string | undefined;
+  message = '';
+
+  constructor(stream: ClientHttp2Stream) {
+    stream.on('response', (h) => {
+      this.http = Number(h[':status']);
+      this.#take(h);
+    });
+    stream.on('trailers', (h: Record<string, unknown>) => this.#take(h));
+  }
+
+  #take(h: Record<string, unknown>): void {
+    const code = h['grpc-status'];
+    if (code === undefined) return;
+    this.code = String(code);
+    this.message = percentDecoded(String(h['grpc-message'] ?? ''));
   }
 }
 
