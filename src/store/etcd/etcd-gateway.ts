@@ -4,7 +4,7 @@ import { EtcdRefusal, rejectsToken } from './etcd-refusal.js';
 import { EtcdToken } from './etcd-token.js';
 import { httpPost, HttpPostError, type HttpTransport } from './http-post.js';
 import { decodeGrpcResponse, encodeGrpcRequest, grpcMethod } from './etcd-grpc-codec.js';
-import type { GrpcAnswer, GrpcSessions, GrpcStream, GrpcStreamEnd } from './grpc-sessions.js';
+import type { GrpcSessions, GrpcStream, GrpcStreamEnd } from './grpc-sessions.js';
 import { ProtobufError } from './protobuf-wire.js';
 import { httpStream, type HttpStream } from './http-stream.js';
 
@@ -94,66 +94,31 @@ export class EtcdGateway {
   }
 
   /**
-   * Opens a streaming request through the JSON gateway (`maintenance/snapshot`) on member `index`, with the auth token (renewed
-   * once if refused). Resolves with the 200 stream and the member's endpoint; rejects with
-   * StoreUnavailableError when the member cannot be reached, StoreError when etcd refuses.
-   * `token` is the one the stream was opened with (for `renewToken`).
+   * Opens a streaming request through the JSON gateway (`maintenance/snapshot`) on member
+   * `index`, as #openWithToken. Resolves with the 200 stream, the member's endpoint and the
+   * token it was opened with (for `renewToken`).
    */
   async openStream(path: string, body: unknown, index: number): Promise<HttpStream & { readonly endpoint: string; readonly token: string | undefined }> {
-    const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
-    const open = async (token: string | undefined) => {
-      this.#roundTrips++;
-      const headers: Record<string, string> = token === undefined ? {} : { authorization: token };
-      try {
-        return await httpStream(this.#transport, endpoint, `/v3/${path}`, JSON.stringify(body), this.#timeoutMs, headers);
-      } catch (e) {
-        if (!(e instanceof HttpPostError)) throw e;
-        throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`, { cause: e });
-      }
-    };
-    const refusal = (s: HttpStream): EtcdRefusal | undefined => {
-      if (s.status === 200) return undefined;
-      let error: { code?: unknown; message?: unknown; error?: unknown } = {};
-      try {
-        error = JSON.parse(s.text) ?? {};
-      } catch {
-        // judged by the status
-      }
-      // A server stream's error is nested: {"error":{"grpc_code":2,"message":"auth: invalid auth token",…}}.
-      const inner = typeof error.error === 'object' && error.error !== null ? (error.error as { grpc_code?: unknown; message?: unknown }) : undefined;
-      const code = typeof error.code === 'number' ? error.code : typeof inner?.grpc_code === 'number' ? inner.grpc_code : undefined;
-      const message = String(inner?.message ?? error.message ?? error.error ?? s.text.slice(0, 200));
-      // etcd answers a stream opened with an expired token with code 2 (Unknown) and HTTP 500.
-      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && s.status < 500) || rejectsToken(message)) {
-        return new EtcdRefusal(endpoint, path, message, s.status, code);
-      }
-      throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with HTTP ${s.status}: ${message}`);
-    };
-    try {
-      let token = await this.#token?.get();
-      let s = await open(token);
-      let refused = refusal(s);
-      if (refused?.tokenRejected && this.#token !== undefined) {
-        token = await this.#token.renew(token);
-        s = await open(token);
-        refused = refusal(s);
-      }
-      if (refused !== undefined) throw refused;
-      return { ...s, endpoint, token };
-    } catch (e) {
-      if (!(e instanceof EtcdRefusal)) throw e;
-      throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
-    }
+    const r = await this.#openWithToken<HttpStream>(path, index, async (endpoint, token) => {
+      const s = await httpStream(
+        this.#transport,
+        endpoint,
+        `/v3/${path}`,
+        JSON.stringify(body),
+        this.#timeoutMs,
+        token === undefined ? {} : { authorization: token },
+      );
+      return s.status === 200 ? s : { refused: gatewayStreamError(s) };
+    });
+    return { ...r.opened, endpoint: r.endpoint, token: r.token };
   }
 
   /**
    * Opens gRPC streaming call `method` (`/etcdserverpb.Watch/Watch`; `path` names it in
-   * messages) on member `index` with `message` and the auth token (renewed once if refused
-   * when opening), on the process's gRPC session to that member — loaded on first use in a
-   * process that has none for its unary calls. Resolves once the stream is open, with the
-   * member's endpoint and the token it was opened with (for `renewToken`); `onMessage` and
-   * `onEnd` as GrpcSessions.stream. Rejects with StoreUnavailableError when the member cannot
-   * be reached or answers with a transient error, StoreError when etcd refuses.
+   * messages) on member `index`, as #openWithToken, on the process's gRPC session to that
+   * member — loaded on first use in a process that has none for its unary calls. Resolves once
+   * the stream is open, with the member's endpoint and the token it was opened with (for
+   * `renewToken`); `onMessage` and `onEnd` as GrpcSessions.stream.
    */
   async openGrpcStream(
     path: string,
@@ -163,35 +128,51 @@ export class EtcdGateway {
     onMessage: (message: Buffer) => void,
     onEnd: (end: GrpcStreamEnd) => void,
   ): Promise<{ readonly stream: GrpcStream; readonly endpoint: string; readonly token: string | undefined }> {
-    const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
     const grpc = await this.#streamSessions();
-    const open = async (token: string | undefined) => {
+    const r = await this.#openWithToken<{ readonly stream: GrpcStream }>(path, index, (endpoint, token) =>
+      grpc.stream(endpoint, method, message, this.#timeoutMs, token === undefined ? {} : { token }, onMessage, onEnd),
+    );
+    return { stream: r.opened.stream, endpoint: r.endpoint, token: r.token };
+  }
+
+  /**
+   * Opens a stream on member `index` with `open`, with the auth token, authenticating again
+   * once when etcd refuses the token. Rejects with StoreUnavailableError when the member cannot
+   * be reached or answers with a transient error, StoreError when etcd refuses.
+   */
+  async #openWithToken<T extends object>(
+    path: string,
+    index: number,
+    open: (endpoint: string, token: string | undefined) => Promise<T | StreamRefused>,
+  ): Promise<{ readonly opened: T; readonly endpoint: string; readonly token: string | undefined }> {
+    const endpoint = this.#endpoints[index % this.#endpoints.length] as string;
+    const attempt = async (token: string | undefined): Promise<T | StreamRefused> => {
       this.#roundTrips++;
       try {
-        return await grpc.stream(endpoint, method, message, this.#timeoutMs, token === undefined ? {} : { token }, onMessage, onEnd);
+        return await open(endpoint, token);
       } catch (e) {
         if (!(e instanceof HttpPostError)) throw e;
         throw new StoreUnavailableError(this.#url, `${endpoint} could not open ${path} (${e.reason})`, { cause: e });
       }
     };
-    const refusal = (a: GrpcAnswer): EtcdRefusal => {
-      const { code, message: detail, http } = a;
-      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && http < 500) || rejectsToken(detail)) {
-        return new EtcdRefusal(endpoint, path, detail, http, code);
+    const refusal = ({ refused: { code, http, message } }: StreamRefused): EtcdRefusal => {
+      // etcd answers a gateway stream opened with an expired token with code 2 (Unknown) and HTTP 500.
+      if ((code !== undefined && REQUEST_ERRORS.has(code)) || (code === undefined && http < 500) || rejectsToken(message)) {
+        return new EtcdRefusal(endpoint, path, message, http, code);
       }
-      throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with ${code === undefined ? `HTTP ${http}` : `gRPC code ${code}`}: ${detail}`);
+      throw new StoreUnavailableError(this.#url, `${endpoint} answered ${path} with ${code === undefined ? `HTTP ${http}` : `gRPC code ${code}`}: ${message}`);
     };
     try {
       let token = await this.#token?.get();
-      let s = await open(token);
-      if ('refused' in s) {
-        const refused = refusal(s.refused);
+      let opened = await attempt(token);
+      if (isRefused(opened)) {
+        const refused = refusal(opened);
         if (!refused.tokenRejected || this.#token === undefined) throw refused;
         token = await this.#token.renew(token);
-        s = await open(token);
-        if ('refused' in s) throw refusal(s.refused);
+        opened = await attempt(token);
+        if (isRefused(opened)) throw refusal(opened);
       }
-      return { stream: s.stream, endpoint, token };
+      return { opened, endpoint, token };
     } catch (e) {
       if (!(e instanceof EtcdRefusal)) throw e;
       throw new StoreError(this.#url, `${e.message}${hintFor(e, this.#token !== undefined)}`, { cause: e });
@@ -342,6 +323,29 @@ function refusedAttempt(endpoint: string, path: string, code: number | undefined
   // "no leader" and "too many requests" are answered before the request is proposed.
   const applied = /no leader|too many requests/.test(message) ? 'no' : 'unknown';
   return { ok: false, reason: code === undefined ? `answered HTTP ${status}: ${message}` : `answered gRPC code ${code}: ${message}`, applied };
+}
+
+/** A stream the member refused when it was opened: its gRPC code (when it gave one), HTTP status and message. */
+interface StreamRefused {
+  readonly refused: { readonly code: number | undefined; readonly http: number; readonly message: string };
+}
+
+function isRefused(x: object): x is StreamRefused {
+  return 'refused' in x;
+}
+
+/** What a gateway stream answered with another status than 200 says: its error is nested ({"error":{"grpc_code":2,"message":…}}). */
+function gatewayStreamError(s: HttpStream): StreamRefused['refused'] {
+  type GatewayError = { code?: unknown; message?: unknown; error?: unknown };
+  let error: GatewayError = {};
+  try {
+    error = (JSON.parse(s.text) as GatewayError | null) ?? {};
+  } catch {
+    // judged by the status
+  }
+  const inner = typeof error.error === 'object' && error.error !== null ? (error.error as { grpc_code?: unknown; message?: unknown }) : undefined;
+  const code = typeof error.code === 'number' ? error.code : typeof inner?.grpc_code === 'number' ? inner.grpc_code : undefined;
+  return { code, http: s.status, message: String(inner?.message ?? error.message ?? error.error ?? s.text.slice(0, 200)) };
 }
 
 /** What to do about a refusal whose cause is in the client's settings. */

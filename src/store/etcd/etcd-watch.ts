@@ -124,7 +124,6 @@ export class EtcdWatch {
     this.#fragments = []; // a response cut short with its stream is asked for again from #next
     let created = false;
     let stream: GrpcStream | undefined;
-    let opened: { readonly endpoint: string; readonly token: string | undefined } | undefined;
     // Messages and the end may come while openGrpcStream is still resolving: until the promise
     // below exists, they wait here.
     let settle: ((e?: Error) => void) | undefined;
@@ -148,9 +147,7 @@ export class EtcdWatch {
         if (this.#response(message)) created = true;
       } catch (e) {
         stream?.cancel();
-        finish(
-          e instanceof TokenCancelled ? new TokenCancelled(opened?.endpoint ?? '', opened?.token, e.reason) : e instanceof Error ? e : new Error(String(e)),
-        );
+        finish(e instanceof Error ? e : new Error(String(e)));
         return;
       }
       if (this.feed.done) {
@@ -161,13 +158,12 @@ export class EtcdWatch {
     const onEnd = (end: { readonly code: number | undefined; readonly message: string }): void => {
       // An error from the member (it is stopping, lost its leader, reset the stream): reconnect;
       // etcd ending the stream for the token is a cancel for it.
-      if (end.code !== undefined && end.code !== 0 && rejectsToken(end.message)) finish(new TokenCancelled(opened?.endpoint ?? '', opened?.token, end.message));
+      if (end.code !== undefined && end.code !== 0 && rejectsToken(end.message)) finish(new TokenCancelled('', undefined, end.message));
       else finish();
     };
     try {
       const s = await this.#gateway.openGrpcStream('watch', '/etcdserverpb.Watch/Watch', request, index, onMessage, onEnd);
       stream = s.stream;
-      opened = s;
       if (this.feed.done) {
         stream.cancel();
         return false;
@@ -175,8 +171,8 @@ export class EtcdWatch {
       this.endpoint = s.endpoint;
       listen();
       await new Promise<void>((resolve, reject) => {
-        settle = (e) =>
-          e === undefined ? resolve() : reject(e instanceof TokenCancelled && e.endpoint === '' ? new TokenCancelled(s.endpoint, s.token, e.reason) : e);
+        // A token refusal names the member and the token it refused, for renewToken.
+        settle = (e) => (e === undefined ? resolve() : reject(e instanceof TokenCancelled ? new TokenCancelled(s.endpoint, s.token, e.reason) : e));
         this.#destroy = () => {
           stream?.cancel();
           resolve();
