@@ -100,8 +100,6 @@ export class GrpcSessions {
       };
       // Only this call's stream is cancelled: the session carries the process's other calls.
       const timer = this.#timeout(endpoint, s, timeoutMs, fail);
-      const frame = Buffer.alloc(5);
-      frame.writeUInt32BE(message.length, 1);
       const head = new AnswerStatus(stream);
       stream.on('data', (c: Buffer) => {
         size += c.length;
@@ -132,7 +130,7 @@ export class GrpcSessions {
         clearTimeout(timer);
         resolve({ code: 0, http: head.http, message: '', body: all.subarray(5) });
       });
-      stream.end(Buffer.concat([frame, message]));
+      stream.end(grpcFrame(message));
     });
   }
 
