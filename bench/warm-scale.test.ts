@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { curveTable, etcdPerPod, parseEtcdCounters, slowRequests, type Sample } from './warm-scale.js';
+import { curveTable, etcdGoEnv, etcdPerPod, parseEtcdCounters, slowRequests, type Sample } from './warm-scale.js';
 
 const sample = (pods: number, s: number, cpuS: number, etcdCpuS: number): Sample => ({
   pods,
   s,
   rssMiB: '200.0',
+  etcdRssMiB: '900.0',
   heapMiB: '20.0',
   cpuS,
   etcdCpuS,
@@ -15,8 +16,8 @@ const sample = (pods: number, s: number, cpuS: number, etcdCpuS: number): Sample
 test('warm-scale curve: a row per tenth with CPU per pod, samples taken out of order, last/first ratio', () => {
   // 1,000 pods a tenth: 1,000/s then 500/s; the process 0.2 s then 0.4 s, etcd 0.3 then 0.9 s
   const rows = curveTable({ rss: [sample(0, 0, 0, 0), sample(2000, 3, 0.6, 1.2), sample(1000, 1, 0.2, 0.3)] });
-  assert.equal(rows[2], '  | 1000 | 1.0 | 1000 | 200 | 300 | 200.0 | 10.0 | - | - | - | - |');
-  assert.equal(rows[3], '  | 2000 | 3.0 | 500 | 400 | 900 | 200.0 | 10.0 | - | - | - | - |');
+  assert.equal(rows[2], '  | 1000 | 1.0 | 1000 | 200 | 300 | 200.0 | 900.0 | 10.0 | - | - | - | - |');
+  assert.equal(rows[3], '  | 2000 | 3.0 | 500 | 400 | 900 | 200.0 | 900.0 | 10.0 | - | - | - | - |');
   assert.equal(rows[4], '  last tenth / first tenth: 0.500 (1000 → 500 pods/s)');
 });
 
@@ -54,4 +55,20 @@ test("warm-scale etcd figures: a member's /metrics page read, per pod over the r
     /^ {2}etcd per pod \(member 0, 1000 pods\): 2\.00 keys put, 1000 bytes put, 0\.00 deletes, 0\.000 txns; live 1\.00 keys, db 1000 bytes \(in use 900\)$/,
   );
   assert.deepEqual(etcdPerPod({ rss: [at(1000, 2, b)] }), ['  etcd per pod: no /metrics figures']);
+});
+
+test("warm-scale etcd GOGC knob: 400 unless set, Go's default on request, anything else refused by name", (t) => {
+  const knob = 'PODIPAM_BENCH_WARM_ETCD_GOGC';
+  const before = process.env[knob];
+  t.after(() => (before === undefined ? delete process.env[knob] : (process.env[knob] = before)));
+  delete process.env[knob];
+  assert.deepEqual(etcdGoEnv(), { GOGC: '400' });
+  process.env[knob] = 'default';
+  assert.deepEqual(etcdGoEnv(), {});
+  process.env[knob] = 'off';
+  assert.deepEqual(etcdGoEnv(), { GOGC: 'off' });
+  for (const bad of ['0', '-1', '4e2', '']) {
+    process.env[knob] = bad;
+    assert.throws(() => etcdGoEnv(), new RegExp(`^Error: PODIPAM_BENCH_WARM_ETCD_GOGC=${bad}: a percentage`));
+  }
 });

@@ -15,7 +15,10 @@
  *
  * Knobs: PODIPAM_BENCH_WARM_NODES (5000), PODIPAM_BENCH_WARM_PODS (30),
  * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes), PODIPAM_BENCH_WARM_COMPACT_MS (COMPACT_MS, 5 min),
- * PODIPAM_BENCH_WARM_ETCD_PPROF=1 (the members serve Go's profiles, /debug/pprof/).
+ * PODIPAM_BENCH_WARM_ETCD_PPROF=1 (the members serve Go's profiles, /debug/pprof/; the run takes
+ * a 20 s CPU profile of each member after the first tenth and after the eighth, and their
+ * allocation profiles at the end, and prints where their CPU and allocation went),
+ * PODIPAM_BENCH_WARM_ETCD_GOGC (the members' Go GOGC, ETCD_GOGC; `default` leaves Go's 100).
  * etcd's own counters (member 0's /metrics) give keys and bytes put per pod, live keys, db bytes
  * and the compactions' time per tenth. Run alone: `node dist/bench/index.js warm-scale`.
  * A smaller run prints the projected time for 150,000 pods at the measured rate.
@@ -34,6 +37,7 @@ import { ClusterIpam } from '../src/cluster/index.js';
 import type { NetConf } from '../src/cni/types.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { type EtcdCluster, etcdPost, startEtcd } from '../test/helpers/etcd.js';
+import { etcdAllocProfiles, etcdCpuProfiles } from './lib/etcd-profile.js';
 
 const NODES = Number(process.env.PODIPAM_BENCH_WARM_NODES ?? 5000);
 const PODS = Number(process.env.PODIPAM_BENCH_WARM_PODS ?? 30);
@@ -52,6 +56,8 @@ export interface Sample {
   readonly cpuS: number;
   readonly etcdCpuS: number;
   readonly etcdDbMiB: string;
+  /** The largest member's resident memory (its Go heap and the pages of its db file it touched). */
+  readonly etcdRssMiB: string;
   /** Member 0's counters at this point (etcdCounters); absent when its /metrics did not answer. */
   readonly etcd?: EtcdCounters;
 }
@@ -117,12 +123,13 @@ export async function etcdCounters(metricsUrl: string | undefined): Promise<Etcd
 }
 
 /**
- * The members' CPU seconds together (from /proc/PID/stat: utime + stime at 100 ticks/s) and the
- * largest member's db file, for members given as `pid:dataDir`. NaN when a member is gone.
+ * The members' CPU seconds together (from /proc/PID/stat: utime + stime at 100 ticks/s), the
+ * largest member's db file and the largest resident set, for members given as `pid:dataDir`. NaN when a member is gone.
  */
-function etcdGauges(members: readonly string[]): { cpuS: number; dbBytes: number } {
+function etcdGauges(members: readonly string[]): { cpuS: number; dbBytes: number; rssBytes: number } {
   let cpuS = 0;
   let dbBytes = 0;
+  let rssBytes = 0;
   for (const m of members) {
     const [pid, dir] = [m.slice(0, m.indexOf(':')), m.slice(m.indexOf(':') + 1)];
     try {
@@ -130,12 +137,13 @@ function etcdGauges(members: readonly string[]): { cpuS: number; dbBytes: number
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       cpuS += (Number(f[11]) + Number(f[12])) / 100;
+      rssBytes = Math.max(rssBytes, Number(f[21]) * 4096); // rss (field 24), in 4 KiB pages
       dbBytes = Math.max(dbBytes, statSync(join(dir, 'member', 'snap', 'db')).size);
     } catch {
       cpuS = NaN;
     }
   }
-  return { cpuS, dbBytes };
+  return { cpuS, dbBytes, rssBytes };
 }
 
 /** `pid:dataDir` of each running member (found by its data directory in /proc/PID/cmdline). */
@@ -182,6 +190,8 @@ export interface Result {
   readonly refillFailures: number;
   /** Member 0's counters when the run started (the samples' are since the etcd started). */
   readonly etcdAtStart?: EtcdCounters;
+  /** With PODIPAM_BENCH_WARM_ETCD_PPROF=1: the members' CPU profiles and allocation, a line each. */
+  readonly etcdProfiles?: readonly string[];
 }
 
 async function child(url: string): Promise<void> {
@@ -200,6 +210,9 @@ async function child(url: string): Promise<void> {
     const rss: Sample[] = [];
     const members = (process.env.PODIPAM_BENCH_WARM_ETCD_MEMBERS ?? '').split(',').filter(Boolean);
     const metricsUrl = process.env.PODIPAM_BENCH_WARM_ETCD_METRICS;
+    const pprofUrls = (process.env.PODIPAM_BENCH_WARM_ETCD_PPROF_URLS ?? '').split(',').filter(Boolean);
+    // CPU profiles of the members, each taken while the run goes on (awaited at the end).
+    const profiles: Promise<string[]>[] = [];
     const etcd0 = etcdGauges(members);
     const counters0 = await etcdCounters(metricsUrl);
     let peakRss = 0;
@@ -271,8 +284,11 @@ async function child(url: string): Promise<void> {
           cpuS: (c.user + c.system) / 1e6,
           etcdCpuS: e.cpuS - etcd0.cpuS,
           etcdDbMiB: mib(e.dbBytes),
+          etcdRssMiB: mib(e.rssBytes),
           ...(counters ? { etcd: counters } : {}),
         });
+        // The first sample is the first node's; the second ends the first tenth, the ninth the eighth.
+        if (pprofUrls.length > 0 && (rss.length === 2 || rss.length === 9)) profiles.push(etcdCpuProfiles(pprofUrls, 20, `from ${pods} pods`));
         process.stderr.write(
           `  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`,
         );
@@ -296,6 +312,7 @@ async function child(url: string): Promise<void> {
     // handle; a node's next start adopts them). Fewer: addresses lost — a failure.
     const held = totals.refilled - totals.returned;
     if (allocated < held) throw new Error(`${allocated} addresses allocated in the datastore, the nodes hold ${held}`);
+    const etcdProfiles = [...(await Promise.all(profiles)).flat(), ...(pprofUrls.length > 0 ? await etcdAllocProfiles(pprofUrls) : [])];
     (globalThis as { gc?: () => void }).gc?.();
     const result: Result = {
       nodes: NODES,
@@ -314,6 +331,7 @@ async function child(url: string): Promise<void> {
       retries: totals.retries,
       refillFailures: totals.refillFailures,
       ...(counters0 ? { etcdAtStart: counters0 } : {}),
+      ...(etcdProfiles.length > 0 ? { etcdProfiles } : {}),
     };
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
   } finally {
@@ -336,14 +354,14 @@ function tenthRates(x: Result): string[] {
 
 /**
  * The run's curve, a row per tenth: the rate, the CPU per pod of this process and of the etcd
- * members (what grows when the rate decays), RSS after a GC and the largest member's db; then
+ * members (what grows when the rate decays), RSS after a GC, the largest member's RSS and db; then
  * the last tenth's rate against the first's.
  */
 export function curveTable(x: Pick<Result, 'rss'>): string[] {
   const samples = [...x.rss].sort((a, b) => a.pods - b.pods);
   const rows = [
-    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth | etcd ranges/pod | etcd sent B/pod |',
-    '  |---|---|---|---|---|---|---|---|---|---|---|',
+    '  | pods done | s | pods/s | sim CPU µs/pod | etcd CPU µs/pod | RSS MiB | etcd RSS MiB | etcd db MiB | etcd keys | compaction s in the tenth | etcd ranges/pod | etcd sent B/pod |',
+    '  |---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   const rates: number[] = [];
   for (let i = 1; i < samples.length; i++) {
@@ -354,7 +372,7 @@ export function curveTable(x: Pick<Result, 'rss'>): string[] {
     rates.push(n / (b.s - a.s));
     const us = (v: number): string => (Number.isFinite(v) ? ((v * 1e6) / n).toFixed(0) : '-');
     rows.push(
-      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.ranges - a.etcd.ranges) / n).toFixed(2) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.sentBytes - a.etcd.sentBytes) / n).toFixed(0) : '-'} |`,
+      `  | ${b.pods} | ${b.s.toFixed(1)} | ${(n / (b.s - a.s)).toFixed(0)} | ${us(b.cpuS - a.cpuS)} | ${us(b.etcdCpuS - a.etcdCpuS)} | ${b.rssMiB} | ${b.etcdRssMiB} | ${b.etcdDbMiB} | ${b.etcd?.keys ?? '-'} | ${a.etcd && b.etcd ? ((b.etcd.compactionMs - a.etcd.compactionMs) / 1000).toFixed(1) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.ranges - a.etcd.ranges) / n).toFixed(2) : '-'} | ${a.etcd && b.etcd ? ((b.etcd.sentBytes - a.etcd.sentBytes) / n).toFixed(0) : '-'} |`,
     );
   }
   if (rates.length >= 2)
@@ -400,7 +418,7 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
  * startCompactor) must keep running while the child works — a spawnSync here blocked them for
  * the whole run, so etcd was never compacted.
  */
-export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string): Promise<Result> {
+export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string, pprofUrls: readonly string[] = []): Promise<Result> {
   // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of the simulating process (1 ms samples) in DIR.
   const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
   const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
@@ -410,6 +428,7 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
       PODIPAM_BENCH_WARM_SCALE_CHILD: url,
       PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
       PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
+      PODIPAM_BENCH_WARM_ETCD_PPROF_URLS: pprofUrls.join(','),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -426,16 +445,21 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
 export async function run(): Promise<string[]> {
   // PODIPAM_BENCH_WARM_ETCD_PPROF=1: the members serve Go's profiles at <client URL>/debug/pprof/ (a CPU profile: .../profile?seconds=30).
   const pprof = process.env.PODIPAM_BENCH_WARM_ETCD_PPROF === '1' ? ['--enable-pprof'] : [];
-  const etcd = await startEtcd({ members: 3, ...BIG_ETCD, extraArgs: [...BIG_ETCD.extraArgs, ...pprof] });
+  const etcd = await startEtcd({ members: 3, ...BIG_ETCD, extraArgs: [...BIG_ETCD.extraArgs, ...pprof], env: etcdGoEnv() });
   if (pprof.length) console.log(`  etcd profiles: ${etcd.members.map((m) => `${m.clientUrl}/debug/pprof/`).join(' ')}`);
   // PODIPAM_BENCH_WARM_COMPACT_MS: the compaction period (COMPACT_MS); 0 never compacts (etcd keeps every revision).
   const compactMs = Number(process.env.PODIPAM_BENCH_WARM_COMPACT_MS ?? COMPACT_MS);
   const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
   try {
     console.log(
-      `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd`,
+      `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd (GOGC ${etcdGoEnv().GOGC ?? "Go's default"})`,
     );
-    const x = await runWarmScaleChild(etcd.url, memberPids(etcd), `${etcd.members[0]!.clientUrl}/metrics`);
+    const x = await runWarmScaleChild(
+      etcd.url,
+      memberPids(etcd),
+      `${etcd.members[0]!.clientUrl}/metrics`,
+      pprof.length > 0 ? etcd.members.map((m) => m.clientUrl) : [],
+    );
     const rate = x.pods / x.seconds;
     const lines = [
       `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
@@ -444,6 +468,7 @@ export async function run(): Promise<string[]> {
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
       ...curveTable(x),
       ...etcdPerPod(x),
+      ...(x.etcdProfiles ?? []),
       ...(x.pods < FULL
         ? [`  projected for ${FULL} pods at this rate: ${(FULL / rate).toFixed(0)} s (run with PODIPAM_BENCH_WARM_NODES=5000 for the real figure)`]
         : []),
@@ -472,6 +497,20 @@ export async function run(): Promise<string[]> {
  * measured (bench/results/million.md); PODIPAM_BENCH_WARM_COMPACT_MS=20000 reproduces it.
  */
 export const COMPACT_MS = 300_000;
+
+/**
+ * The members' Go environment: GOGC from PODIPAM_BENCH_WARM_ETCD_GOGC, 400 unless set
+ * (`default`: none, Go's 100). At a million pods on etcd 3.4 the leader's garbage collector is
+ * what grows with the keys (a GC cycle marks the whole key index; the read-buffer copies
+ * allocate ~80 KiB for each read and txn): 50 % of its CPU at 750,000 pods with Go's default,
+ * 21 % with 400, for about twice the members' memory (bench/results/machine2.md).
+ */
+export function etcdGoEnv(): { GOGC?: string } {
+  const v = process.env.PODIPAM_BENCH_WARM_ETCD_GOGC ?? '400';
+  if (v === 'default') return {};
+  if (v !== 'off' && !/^[1-9]\d{0,5}$/.test(v)) throw new Error(`PODIPAM_BENCH_WARM_ETCD_GOGC=${v}: a percentage (e.g. 400), off or default`);
+  return { GOGC: v };
+}
 
 /**
  * etcd for a run past the 150,000 pods: etcd keeps every revision until compacted, and its

@@ -96,6 +96,8 @@ export interface EtcdOptions {
   readonly rootPassword?: string;
   /** More etcd flags, e.g. `['--auth-token-ttl', '1']`. */
   readonly extraArgs?: readonly string[];
+  /** Variables set in the members' environment beside this process's (e.g. Go's GOGC). */
+  readonly env?: Readonly<Record<string, string>>;
   /**
    * Member i runs inside network namespace `hosts[i].netns` (through `ip netns exec`) and
    * listens on `hosts[i].ip` instead of loopback; the namespaces must be reachable from this
@@ -197,7 +199,7 @@ async function launch(count: number, options: EtcdOptions) {
     const [cmd0, args0] = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', ETCD, ...argsOf(s)]] : [ETCD, argsOf(s)];
     // `ip netns exec` execs the command: the child's pid stays the member's (SIGSTOP reaches etcd).
     const [cmd, args] = s.netns === undefined ? [cmd0, args0] : ['ip', ['netns', 'exec', s.netns, cmd0, ...args0]];
-    const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
+    const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd], ...(options.env ? { env: { ...process.env, ...options.env } } : {}) });
     closeSync(fd);
     live.add(proc);
     proc.on('exit', () => live.delete(proc));
