@@ -232,3 +232,43 @@ test('a stream: its messages as they come, split or joined across DATA frames, t
     srv.close();
   }
 });
+
+test('a stream whose answer ends inside a message ends without a status (the cut message is not delivered)', { timeout: 5000 }, async () => {
+  const { endpoint, srv } = await server((_path, stream) => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    const f = Buffer.alloc(5 + 3);
+    f.writeUInt32BE(3, 1);
+    f.write('one', 5);
+    const cut = Buffer.alloc(5 + 2);
+    cut.writeUInt32BE(10, 1); // says 10 bytes, 2 come
+    stream.end(Buffer.concat([f, cut]));
+  });
+  const g = new GrpcSessions(undefined);
+  try {
+    const got: string[] = [];
+    const ends: unknown[] = [];
+    let ended: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (ended = resolve));
+    const opened = await g.stream(
+      endpoint,
+      '/t.S/W',
+      Buffer.from('req'),
+      2000,
+      {},
+      (m) => got.push(m.toString()),
+      (end) => {
+        ends.push(end);
+        ended();
+      },
+    );
+    assert.ok('stream' in opened);
+    await done;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(got, ['one']);
+    assert.deepEqual(ends, [{ code: undefined, message: 'the answer ended inside a gRPC message (status 0)' }]);
+  } finally {
+    g.close();
+    srv.close();
+  }
+});

@@ -179,6 +179,9 @@ export class GrpcSessions {
       };
       const timer = this.#timeout(endpoint, s, timeoutMs, failOpen);
       const head = new AnswerStatus(stream);
+      // The status the trailers gave; an answer cut inside a message is no clean end, whatever it says.
+      const endWithStatus = (): void =>
+        frames.idle ? end(Number(head.code), head.message) : end(undefined, `the answer ended inside a gRPC message (status ${String(head.code)})`);
       stream.on('response', () => {
         if (state !== 'opening') return;
         // A refusal (trailers-only, or not a gRPC answer) is read to its end before resolving.
@@ -238,13 +241,13 @@ export class GrpcSessions {
         }
         if (state !== 'open') return;
         if (head.code === undefined) return end(undefined, s.error?.code ?? `the stream closed without a gRPC status (code ${stream.rstCode})`);
-        end(Number(head.code), head.message);
+        endWithStatus();
       });
       // The answer ended (every message read, the status in its trailers) while the request side
       // is still open: the call is over, whether or not the server also resets the stream
       // (grpc-go does; a server that does not would leave 'close' waiting).
       stream.on('end', () => {
-        if (state === 'open' && head.code !== undefined) end(Number(head.code), head.message);
+        if (state === 'open' && head.code !== undefined) endWithStatus();
       });
       stream.write(grpcFrame(message));
     });
