@@ -57,7 +57,8 @@ export function readGoProfile(data: Buffer): GoProfile {
       const fns: number[] = [];
       for (const g of protoFields(f.bytes)) {
         if (g.no === 1 && g.varint !== undefined) id = Number(g.varint);
-        else if (g.no === 4 && g.bytes !== undefined) for (const h of protoFields(g.bytes)) if (h.no === 1 && h.varint !== undefined) fns.push(Number(h.varint));
+        else if (g.no === 4 && g.bytes !== undefined)
+          for (const h of protoFields(g.bytes)) if (h.no === 1 && h.varint !== undefined) fns.push(Number(h.varint));
       }
       locations.set(id, fns);
     } else if (f.no === 5) {
