@@ -18,6 +18,30 @@ async function server(answer: (path: string, stream: ServerHttp2Stream) => void)
   return { endpoint: `127.0.0.1:${(srv.address() as { port: number }).port}`, srv };
 }
 
+/** Opens a stream on `endpoint`, reads it to its end and 20 ms past it: its messages as text and every end reported. */
+async function readStream(g: GrpcSessions, endpoint: string): Promise<{ got: string[]; ends: unknown[] }> {
+  const got: string[] = [];
+  const ends: unknown[] = [];
+  let ended: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (ended = resolve));
+  const opened = await g.stream(
+    endpoint,
+    '/t.S/W',
+    Buffer.from('req'),
+    2000,
+    {},
+    (m) => got.push(m.toString()),
+    (end) => {
+      ends.push(end);
+      ended();
+    },
+  );
+  assert.ok('stream' in opened);
+  await done;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return { got, ends };
+}
+
 const grpcOk = (stream: ServerHttp2Stream, body: Buffer): void => {
   stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
   stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
@@ -206,25 +230,7 @@ test('a stream: its messages as they come, split or joined across DATA frames, t
   });
   const g = new GrpcSessions(undefined);
   try {
-    const got: string[] = [];
-    const ends: unknown[] = [];
-    let ended: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (ended = resolve));
-    const opened = await g.stream(
-      endpoint,
-      '/t.S/W',
-      Buffer.from('req'),
-      2000,
-      {},
-      (m) => got.push(m.toString()),
-      (end) => {
-        ends.push(end);
-        ended();
-      },
-    );
-    assert.ok('stream' in opened);
-    await done;
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const { got, ends } = await readStream(g, endpoint);
     assert.deepEqual(got, ['one', 'two', 'three']);
     assert.deepEqual(ends, [{ code: 14, message: 'going away' }]);
   } finally {
@@ -246,25 +252,7 @@ test('a stream whose answer ends inside a message ends without a status (the cut
   });
   const g = new GrpcSessions(undefined);
   try {
-    const got: string[] = [];
-    const ends: unknown[] = [];
-    let ended: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (ended = resolve));
-    const opened = await g.stream(
-      endpoint,
-      '/t.S/W',
-      Buffer.from('req'),
-      2000,
-      {},
-      (m) => got.push(m.toString()),
-      (end) => {
-        ends.push(end);
-        ended();
-      },
-    );
-    assert.ok('stream' in opened);
-    await done;
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const { got, ends } = await readStream(g, endpoint);
     assert.deepEqual(got, ['one']);
     assert.deepEqual(ends, [{ code: undefined, message: 'the answer ended inside a gRPC message (status 0)' }]);
   } finally {
