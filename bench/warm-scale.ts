@@ -16,7 +16,8 @@
  * Knobs: PODIPAM_BENCH_WARM_NODES (5000), PODIPAM_BENCH_WARM_PODS (30),
  * PODIPAM_BENCH_WARM_IN_FLIGHT (128 nodes), PODIPAM_BENCH_WARM_COMPACT_MS (COMPACT_MS, 5 min),
  * PODIPAM_BENCH_WARM_ETCD_PPROF=1 (the members serve Go's profiles, /debug/pprof/; the run takes
- * a 20 s CPU profile of each member after the first tenth and after the eighth, and their
+ * a 20 s CPU profile of each member after the first tenth and after the eighth — or, in a run
+ * too short for that, once the first is done: Go takes one at a time — and their
  * allocation profiles at the end, and prints where their CPU and allocation went),
  * PODIPAM_BENCH_WARM_ETCD_GOGC (the members' Go GOGC, ETCD_GOGC; `default` leaves Go's 100).
  * etcd's own counters (member 0's /metrics) give keys and bytes put per pod, live keys, db bytes
@@ -288,7 +289,11 @@ async function child(url: string): Promise<void> {
           ...(counters ? { etcd: counters } : {}),
         });
         // The first sample is the first node's; the second ends the first tenth, the ninth the eighth.
-        if (pprofUrls.length > 0 && (rss.length === 2 || rss.length === 9)) profiles.push(etcdCpuProfiles(pprofUrls, 20, `from ${pods} pods`));
+        // Go takes one CPU profile at a time: a second waits for the first (a short run), labelled when it starts.
+        if (pprofUrls.length > 0 && (rss.length === 2 || rss.length === 9)) {
+          const after = profiles[profiles.length - 1] ?? Promise.resolve([]);
+          profiles.push(after.then(() => etcdCpuProfiles(pprofUrls, 20, `from ${done * PODS} pods`)));
+        }
         process.stderr.write(
           `  warm-scale: ${pods} pods, ${s.toFixed(1)} s, RSS ${mib(m.rss)} MiB, heap ${mib(m.heapUsed)} MiB, etcd db ${mib(e.dbBytes)} MiB\n`,
         );

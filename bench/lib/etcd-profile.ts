@@ -36,40 +36,40 @@ async function leads(url: string): Promise<boolean | undefined> {
 
 const role = (l: boolean | undefined): string => (l === undefined ? 'role unknown' : l ? 'leader' : 'follower');
 
-/**
- * CPU profiles of `seconds` of every member at once (the leader, and the member the clients
- * talk to, are not always the same), a line each: its CPU per second and the share of each
- * ETCD_CPU_PARTS.
- */
-export async function etcdCpuProfiles(urls: readonly string[], seconds: number, label: string): Promise<string[]> {
+/** One line per member, in order: `line` of its name (index, URL, role) and URL, or what failed. */
+function perMember(urls: readonly string[], what: string, line: (name: string, url: string) => Promise<string>): Promise<string[]> {
   return Promise.all(
     urls.map(async (u, i) => {
       const name = `m${i} (${u}, ${role(await leads(u))})`;
       try {
-        const p = readGoProfile(await get(`${u}/debug/pprof/profile?seconds=${seconds}`, (seconds + 30) * 1000));
-        const total = shareUnder(p, '', 'cpu').total;
-        const parts = ETCD_CPU_PARTS.map(([l, fn]) => `${l} ${pct(shareUnder(p, fn, 'cpu').under, total)}`);
-        return `  etcd ${name} CPU profile ${label}, ${seconds} s: ${(total / 1e9 / seconds).toFixed(2)} CPU s/s; ${parts.join(', ')}`;
+        return await line(name, u);
       } catch (e) {
-        return `  etcd ${name} CPU profile ${label}: failed (${(e as Error).message})`;
+        return `  etcd ${name} ${what}: failed (${(e as Error).message})`;
       }
     }),
   );
 }
 
+/**
+ * CPU profiles of `seconds` of every member at once (the leader, and the member the clients
+ * talk to, are not always the same), a line each: its CPU per second and the share of each
+ * ETCD_CPU_PARTS.
+ */
+export function etcdCpuProfiles(urls: readonly string[], seconds: number, label: string): Promise<string[]> {
+  return perMember(urls, `CPU profile ${label}`, async (name, u) => {
+    const p = readGoProfile(await get(`${u}/debug/pprof/profile?seconds=${seconds}`, (seconds + 30) * 1000));
+    const total = shareUnder(p, '', 'cpu').total;
+    const parts = ETCD_CPU_PARTS.map(([l, fn]) => `${l} ${pct(shareUnder(p, fn, 'cpu').under, total)}`);
+    return `  etcd ${name} CPU profile ${label}, ${seconds} s: ${(total / 1e9 / seconds).toFixed(2)} CPU s/s; ${parts.join(', ')}`;
+  });
+}
+
 /** Each member's allocation since it started, a line each: bytes, and the share and size of etcd 3.4's read-buffer copies. */
-export async function etcdAllocProfiles(urls: readonly string[]): Promise<string[]> {
-  return Promise.all(
-    urls.map(async (u, i) => {
-      const name = `m${i} (${u}, ${role(await leads(u))})`;
-      try {
-        const p = readGoProfile(await get(`${u}/debug/pprof/allocs`, 30_000));
-        const copies = shareUnder(p, 'backend.(*bucketBuffer).Copy', 'alloc_space', 'alloc_objects');
-        const gib = (b: number): string => (b / 2 ** 30).toFixed(1);
-        return `  etcd ${name} allocation since its start: ${gib(copies.total)} GiB, of which read-buffer copies ${pct(copies.under, copies.total)} (${copies.count} copies of ${(copies.under / Math.max(1, copies.count) / 1024).toFixed(0)} KiB on average)`;
-      } catch (e) {
-        return `  etcd ${name} allocation: failed (${(e as Error).message})`;
-      }
-    }),
-  );
+export function etcdAllocProfiles(urls: readonly string[]): Promise<string[]> {
+  return perMember(urls, 'allocation', async (name, u) => {
+    const p = readGoProfile(await get(`${u}/debug/pprof/allocs`, 30_000));
+    const copies = shareUnder(p, 'backend.(*bucketBuffer).Copy', 'alloc_space', 'alloc_objects');
+    const gib = (b: number): string => (b / 2 ** 30).toFixed(1);
+    return `  etcd ${name} allocation since its start: ${gib(copies.total)} GiB, of which read-buffer copies ${pct(copies.under, copies.total)} (${copies.count} copies of ${(copies.under / Math.max(1, copies.count) / 1024).toFixed(0)} KiB on average)`;
+  });
 }

@@ -100,10 +100,10 @@ export function growthViolations(phase: string, run: readonly Sample[]): string[
   const late = run.slice(-fifth(run));
   const max = (xs: readonly Sample[], k: keyof typeof BOUNDS | 'allocated'): number => Math.max(...xs.map((s) => s[k]));
   const min = (xs: readonly Sample[], k: keyof typeof BOUNDS): number => Math.min(...xs.map((s) => s[k]));
+  const morePeak = Math.max(0, max(run, 'allocated') - max(early, 'allocated'));
   for (const k of Object.keys(BOUNDS) as (keyof typeof BOUNDS)[]) {
     const grew = k === 'fds' ? min(late, k) - min(early, k) : max(late, k) - max(early, k);
     // Memory: the bound or a quarter, whichever is larger.
-    const morePeak = Math.max(0, max(run, 'allocated') - max(early, 'allocated'));
     const bound =
       k === 'rssMb' || k === 'heapMb' ? Math.max(BOUNDS[k], 0.25 * max(early, k)) : k === 'blocks' ? BOUNDS.blocks + Math.ceil(morePeak / 61) : BOUNDS[k];
     if (grew > bound)

@@ -76,11 +76,9 @@ export class GrpcSessions {
   /** Calls `method` (`/pkg.Service/Method`) on `endpoint` (host:port) with `message` and `metadata` headers. */
   call(endpoint: string, method: string, message: Buffer, timeoutMs: number, metadata: Readonly<Record<string, string>> = {}): Promise<GrpcAnswer> {
     return new Promise((resolve, reject) => {
-      // Closed: no new connection (a watch renewing its token while the store closes).
-      if (this.#closed) return reject(new HttpPostError('the client is closed', false));
-      const s = this.#session(endpoint);
-      const stream = this.#request(s, method, metadata, reject);
-      if (stream === undefined) return;
+      const started = this.#start(endpoint, method, metadata, reject);
+      if (started === undefined) return;
+      const { s, stream } = started;
       let settled = false;
       const chunks: Buffer[] = [];
       let size = 0;
@@ -152,11 +150,9 @@ export class GrpcSessions {
     onEnd: (end: GrpcStreamEnd) => void,
   ): Promise<{ readonly stream: GrpcStream } | { readonly refused: GrpcAnswer }> {
     return new Promise((resolve, reject) => {
-      // Closed: no new connection (a watch renewing its token while the store closes).
-      if (this.#closed) return reject(new HttpPostError('the client is closed', false));
-      const s = this.#session(endpoint);
-      const stream = this.#request(s, method, metadata, reject);
-      if (stream === undefined) return;
+      const started = this.#start(endpoint, method, metadata, reject);
+      if (started === undefined) return;
+      const { s, stream } = started;
       const frames = new GrpcFrames(MAX_ANSWER);
       /** 'opening' until the headers, 'open' while read, 'done' after onEnd, a refusal, or cancel. */
       let state: 'opening' | 'open' | 'done' = 'opening';
@@ -260,13 +256,24 @@ export class GrpcSessions {
   }
 
   /**
-   * A request on `s` (a POST of `method` with `metadata`), or undefined after rejecting with
-   * HttpPostError when node refused to start it (a header it does not take, a session going
-   * away): before any timer is set, so nothing fires later.
+   * A request of `method` with `metadata` on the session to `endpoint`, or undefined after
+   * rejecting with HttpPostError: when closed (no new connection — a watch renewing its token
+   * while the store closes), or when node refused to start it (a header it does not take, a
+   * session going away) — before any timer is set, so nothing fires later.
    */
-  #request(s: Session, method: string, metadata: Readonly<Record<string, string>>, reject: (e: Error) => void): ClientHttp2Stream | undefined {
+  #start(
+    endpoint: string,
+    method: string,
+    metadata: Readonly<Record<string, string>>,
+    reject: (e: Error) => void,
+  ): { readonly s: Session; readonly stream: ClientHttp2Stream } | undefined {
+    if (this.#closed) {
+      reject(new HttpPostError('the client is closed', false));
+      return undefined;
+    }
+    const s = this.#session(endpoint);
     try {
-      return s.session.request({ ':method': 'POST', ':path': method, 'content-type': 'application/grpc', te: 'trailers', ...metadata });
+      return { s, stream: s.session.request({ ':method': 'POST', ':path': method, 'content-type': 'application/grpc', te: 'trailers', ...metadata }) };
     } catch (e) {
       reject(new HttpPostError(`could not start the call: ${e instanceof Error ? e.message : String(e)}`, false));
       return undefined;
