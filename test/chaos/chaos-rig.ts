@@ -282,7 +282,7 @@ async function inject(f: ScheduledFault, rig: Rig): Promise<FaultRecord> {
       net.slow(member, 256);
       break;
     case 'member-pause':
-      etcd.members[memberIndex]!.pause();
+      await etcd.members[memberIndex]!.pause();
       break;
     case 'node-link-down':
       net.linkDown(node.id);

@@ -22,6 +22,7 @@ import { criErrorText } from '../helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
 import { PODIPAM_BIN, runCliSync, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { stopProcess } from '../helpers/proc-locks.js';
 import { cliOn, installAgentCni } from '../helpers/agent-cni.js';
 import { freePort } from '../helpers/free-port.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
@@ -185,8 +186,8 @@ test(
       // … then the socket is there but containerd hangs (stopped: it accepts, never answers).
       const ctdPid = rt.pid;
       assert.equal(ctdPid, containerdPid(rt), "the helper's pid is containerd's");
-      process.kill(ctdPid, 'SIGSTOP');
       stopped = ctdPid;
+      assert.ok(await stopProcess(ctdPid), 'containerd exited before it could be stopped');
       symlinkSync(rt.socket, criLink);
       const before = gone.errors;
       const hung = await until('two failed passes while containerd hangs', (r) => r.errors >= before + 2);

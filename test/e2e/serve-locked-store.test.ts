@@ -124,7 +124,7 @@ test('serve on a hung etcd member: /healthz answers at once, then 503 once the c
     e = await startServe({ env: { PODIPAM_DATASTORE: etcd.url } });
     assert.equal((await api(e.url, 'GET', '/healthz')).body.datastore, 'ok');
     const member = etcd.members[0]!;
-    member.pause();
+    await member.pause();
     try {
       const t0 = performance.now();
       const first = await api(e.url, 'GET', '/healthz');

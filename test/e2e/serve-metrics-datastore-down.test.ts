@@ -37,7 +37,7 @@ test(
       assert.match(up.body, /^podipam_datastore_up 1$/m);
       assert.match(up.body, /^podipam_pool_capacity_addresses\{pool="p",family="4"\} \d+$/m);
 
-      etcd.members[0]!.pause();
+      await etcd.members[0]!.pause();
       const down = await waitFor('podipam_datastore_up 0', 30_000, async () => {
         const r = await scrape(s.url);
         assert.equal(r.status, 200, r.body);

@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireExecutable } from './prereq.js';
+import { stopProcess } from './proc-locks.js';
 
 const ETCD = process.env['PODIPAM_ETCD_BIN'] ?? '/usr/bin/etcd';
 const START_TIMEOUT_MS = 20_000;
@@ -32,8 +33,11 @@ export interface EtcdMember {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts the member again on its data directory and ports; resolves when it is healthy. */
   restart(): Promise<void>;
-  /** SIGSTOP: the member keeps its connections and ports but answers nothing (a hung member). */
-  pause(): void;
+  /**
+   * SIGSTOP, resolved once every thread of the member is stopped: it keeps its connections
+   * and ports but answers nothing (a hung member).
+   */
+  pause(): Promise<void>;
   /** SIGCONT after pause(). */
   resume(): void;
 }
@@ -222,7 +226,10 @@ async function launch(count: number, options: EtcdOptions) {
         return p !== undefined && p.exitCode === null && p.signalCode === null;
       },
       kill: (signal: NodeJS.Signals = 'SIGKILL') => killProc(procs.get(s.name), signal),
-      pause: () => void procs.get(s.name)?.kill('SIGSTOP'),
+      pause: async () => {
+        const pid = procs.get(s.name)?.pid;
+        if (pid === undefined || !(await stopProcess(pid))) throw new Error(`etcd member ${s.name} is not running: cannot pause it`);
+      },
       resume: () => void procs.get(s.name)?.kill('SIGCONT'),
       restart: async () => {
         await killProc(procs.get(s.name), 'SIGKILL');

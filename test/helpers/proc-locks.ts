@@ -37,8 +37,8 @@ export function flockState(path: string): FlockState {
   return { holders, waiters };
 }
 
-/** The state letter of /proc/PID/stat (R, S, D, T, Z…); undefined when the process is gone. */
-function stateOf(pid: number): string | undefined {
+/** The state letter of /proc/PID/stat (or PID/task/TID/stat: R, S, D, T, Z…); undefined when it is gone. */
+function stateOf(pid: number | string): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.charAt(stat.lastIndexOf(')') + 2);
@@ -53,10 +53,24 @@ export function exited(pid: number): boolean {
   return s === undefined || s === 'Z' || s === 'X';
 }
 
+/** The state letters of every thread of process `pid` (from /proc/PID/task); empty when it is gone. */
+function threadStates(pid: number): string[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  return tids.map((tid) => stateOf(`${pid}/task/${tid}`)).filter((s): s is string => s !== undefined);
+}
+
 /**
- * Sends SIGSTOP and waits until the kernel shows the process stopped (state T), polling
- * between event-loop turns for at most 5 s: only then does /proc/locks say what it holds
- * at the moment it will be killed. False if it exited first.
+ * Sends SIGSTOP and waits until the kernel shows **every thread** of the process stopped
+ * (state T), polling between event-loop turns for at most 5 s. A group stop is not atomic:
+ * the thread the signal wakes stops the others, and on a busy machine another thread (a Go
+ * program's network poller) can still answer a request for milliseconds after kill(2)
+ * returned. Only once all are stopped does the process answer nothing, and does /proc/locks
+ * say what it holds at the moment it will be killed. False if it exited first.
  */
 export async function stopProcess(pid: number): Promise<boolean> {
   try {
@@ -67,10 +81,11 @@ export async function stopProcess(pid: number): Promise<boolean> {
   }
   const deadline = Date.now() + 5000;
   for (;;) {
-    const s = stateOf(pid);
-    if (s === 'T' || s === 't') return true;
-    if (s === undefined || s === 'Z' || s === 'X') return false;
-    if (Date.now() > deadline) throw new Error(`process ${pid} not stopped 5 s after SIGSTOP (state ${s})`);
+    const main = stateOf(pid);
+    if (main === undefined || main === 'Z' || main === 'X') return false;
+    const states = threadStates(pid);
+    if (states.length > 0 && states.every((s) => s === 'T' || s === 't')) return true;
+    if (Date.now() > deadline) throw new Error(`process ${pid} not stopped 5 s after SIGSTOP (threads ${states.join('')})`);
     await new Promise((r) => setImmediate(r));
   }
 }
