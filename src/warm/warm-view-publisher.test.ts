@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentViewKey, decodeAgentView } from '../cluster/records/agent-view-record.js';
+import { CONFIG_KEY } from '../cluster/records/index.js';
 import { agentBeatKey, decodeAgentBeat } from '../cluster/records/agent-beat-record.js';
 import { openStore } from '../store/index.js';
 import { type LostAnswerStore, lostAnswerStore } from '../../test/helpers/lost-answer-store.js';
@@ -66,6 +67,17 @@ describe('warm holder view', () => {
         assert.ok(e, 'a view was published');
         return { ...decodeAgentView(e), rev: e.rev };
       };
+      // First the view that answers the config the agent applied at start (its watch's first read):
+      // it goes out whatever the interval.
+      for (let i = 0; ; i++) {
+        await r.warm.flushWrites();
+        const e = await r.admin.store.get(agentViewKey('n1'));
+        if (e && decodeAgentView(e).configRev !== undefined) break;
+        assert.ok(i < 500, 'no view naming the applied config within 5 s');
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      const configRev = (await r.admin.store.get(CONFIG_KEY))?.rev;
+      assert.equal((await view()).configRev, configRev, "the view names the config record's revision");
       const t0 = (r.clock.t = 2_000_000);
       const ip = (await r.warm.add(req('a'))).ips[0]!.address.split('/')[0]!;
       await r.warm.flushWrites();
@@ -137,6 +149,18 @@ describe('warm holder view', () => {
       r.clock.t = t3 + 100 + VIEW_REFRESH_FACTOR * 1000;
       await r.warm.flushWrites();
       assert.deepEqual([(await view()).rev, (await beat())?.viewRev], [v.rev, v.rev], 'then heartbeats name the new view');
+
+      // A config change (a reservation) the agent applied: its view goes out on the next flush, within the interval,
+      // naming the new config generation (what `ipam reserve` waits for).
+      r.clock.t += 100;
+      await r.admin.putReservation('r1', ['10.78.0.1/32']);
+      const newRev = (await r.admin.store.get(CONFIG_KEY))!.rev;
+      for (let i = 0; (await view()).configRev !== newRev; i++) {
+        assert.ok(i < 500, 'the view never named the new config generation');
+        await new Promise((res) => setTimeout(res, 10));
+        await r.warm.flushWrites();
+      }
+      assert.ok((await view()).rev > v.rev);
     } finally {
       await stopWarmRig(r);
     }

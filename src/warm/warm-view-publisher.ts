@@ -14,6 +14,10 @@
  * so after a txn that failed, was refused by the fence or whose answer was lost, the next
  * publish is the whole view again (the datastore may hold either view).
  * Addresses being returned and refills not yet arrived are left out: the pool hands out neither.
+ * The view names the config generation the pool has applied (`configRev`); when that changed
+ * (an operator's reservation, drain, disable or node selector, seen at the watch event) the view
+ * goes out on the next flush whatever the interval: it is the agent's answer that the change is
+ * in force, which those commands wait for (src/warm/warm-answers.ts).
  */
 import { formatAddr } from '../ip/index.js';
 import { type AgentView, agentBeatKey, agentViewKey, encodeAgentBeat, encodeAgentView } from '../cluster/records/index.js';
@@ -31,8 +35,10 @@ export class WarmViewPublisher {
   #lastBody: string | undefined;
   /** The revision of the txn that wrote `#lastBody`; undefined until one is known to hold it. */
   #viewRev: number | undefined;
+  /** The config generation of the last view that went out. */
+  #lastConfigRev: number | undefined;
   /** The record handed out by `due`, until its txn answers. */
-  #pending: { kind: 'view' | 'beat'; body: string; at: number } | undefined;
+  #pending: { kind: 'view' | 'beat'; body: string; at: number; configRev?: number | undefined } | undefined;
 
   constructor(state: WarmState) {
     this.#s = state;
@@ -48,7 +54,9 @@ export class WarmViewPublisher {
   due(inTxn: number): { key: string; value: string } | undefined {
     const s = this.#s;
     const now = s.now();
-    if (!s.isReady || now - this.#lastAt < this.#intervalMs) return undefined;
+    if (!s.isReady) return undefined;
+    const configChanged = s.poolsRev !== undefined && s.poolsRev !== this.#lastConfigRev;
+    if (!configChanged && now - this.#lastAt < this.#intervalMs) return undefined;
     const view = this.build(now, s.db.writeDepth().depth - inTxn);
     const body = JSON.stringify({ ...view, at: '' });
     const unchanged = body === this.#lastBody;
@@ -57,7 +65,7 @@ export class WarmViewPublisher {
       this.#pending = { kind: 'beat', body, at: now };
       return { key: agentBeatKey(s.node), value: encodeAgentBeat({ viewRev: this.#viewRev, at: view.at }) };
     }
-    this.#pending = { kind: 'view', body, at: now };
+    this.#pending = { kind: 'view', body, at: now, configRev: view.configRev };
     return { key: agentViewKey(s.node), value: encodeAgentView(view) };
   }
 
@@ -68,6 +76,7 @@ export class WarmViewPublisher {
     if (p.kind === 'view') {
       this.#lastBody = p.body;
       this.#viewRev = rev;
+      this.#lastConfigRev = p.configRev;
     }
     this.#lastAt = p.at;
     this.#pending = undefined;
@@ -119,6 +128,7 @@ export class WarmViewPublisher {
       sticky,
       pods,
       truncated: false,
+      ...(s.poolsRev !== undefined ? { configRev: s.poolsRev } : {}),
     };
   }
 }

@@ -56,6 +56,12 @@ export interface AgentView {
   readonly sticky: readonly AgentViewSticky[];
   readonly pods: readonly AgentViewPod[];
   readonly truncated: boolean;
+  /**
+   * The config generation (the `config` record's revision: every pool, reservation and settings
+   * write) whose pools and reservations the agent had applied when it built the view: from then
+   * on it hands out no address they take out of service. Absent in views of earlier agents.
+   */
+  readonly configRev?: number | undefined;
 }
 
 export function agentViewKey(node: string): string {
@@ -98,7 +104,18 @@ function encodeWithin(v: AgentView, limit: number): string {
   const sticky = take(v.sticky, () => 1);
   const cooling = take(v.cooling, () => 1);
   const idle = take(v.idle, () => 1);
-  return JSON.stringify({ node: v.node, at: v.at, refreshMs: v.refreshMs, pending: v.pending, idle, cooling, sticky, pods, truncated });
+  return JSON.stringify({
+    node: v.node,
+    at: v.at,
+    refreshMs: v.refreshMs,
+    pending: v.pending,
+    idle,
+    cooling,
+    sticky,
+    pods,
+    truncated,
+    ...(v.configRev !== undefined ? { configRev: v.configRev } : {}),
+  });
 }
 
 /** Decodes a view; CorruptRecordError naming the key and field otherwise. */
@@ -143,5 +160,6 @@ export function decodeAgentView(e: Entry): AgentView {
     sticky,
     pods,
     truncated: bool(k, o, 'truncated', false),
+    ...(o.configRev !== undefined ? { configRev: int(k, o, 'configRev', 0) } : {}),
   };
 }
