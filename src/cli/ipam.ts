@@ -10,6 +10,8 @@ import { warmIdleTest } from '../warm/warm-usage.js';
 import type { Command } from 'commander';
 import type { ClusterIpam } from '../cluster/index.js';
 import { openCommandStore, type StoreAccess } from './datastore-url.js';
+import type { Store } from '../store/index.js';
+import { reportWarmAnswers, warmTimeoutMs, withWarmTimeout } from './warm-answers-report.js';
 import { outputFormat, printData, printTable, withOutputOptions } from './output.js';
 import { BLOCKS_PER_HOST_SAFETY_CAP, MAX_BLOCKS_PER_HOST } from '../cluster/records/index.js';
 import { UsageError } from './usage-error.js';
@@ -21,12 +23,12 @@ import { registerHistory } from './history.js';
  * Opens the store (a `read` creates none: see openCommandStore), runs `fn` with a ClusterIpam
  * on it, closes the store whatever happens.
  */
-export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
+export async function withClusterIpam<T>(cmd: Command, access: StoreAccess, fn: (ipam: ClusterIpam, store: Store) => Promise<T>): Promise<T> {
   const { ClusterIpam } = await import('../cluster/index.js');
   const store = await openCommandStore(cmd, access);
   try {
     // The history stamps this command's transactions as the CLI's (src/cluster/records/history-stamp.ts).
-    return await fn(new ClusterIpam(store, { writer: 'cli' }));
+    return await fn(new ClusterIpam(store, { writer: 'cli' }), store);
   } catch (e) {
     throw (e instanceof TypeError || e instanceof RangeError) && !isEngineError(e) ? new UsageError(e.message) : e;
   } finally {
@@ -296,16 +298,21 @@ export function registerIpam(program: Command): void {
     for (const [k, v] of Object.entries(shown)) process.stdout.write(`${k}: ${v}\n`);
   });
 
-  ipam
-    .command('reserve')
-    .description('reserve addresses or CIDRs so they are never handed out (existing allocations stay)')
-    .argument('<name>', 'reservation name')
-    .requiredOption('--cidr <cidr>', 'an address or CIDR to reserve (repeatable)', collect, [] as string[])
-    .action(async (name: string, opts: { cidr: string[] }, cmd: Command) => {
-      const r = await withClusterIpam(cmd, 'write', (c) => c.putReservation(name, opts.cidr));
-      const { formatPrefix } = await import('../ip/index.js');
+  withWarmTimeout(
+    ipam
+      .command('reserve')
+      .description('reserve addresses or CIDRs so they are never handed out (existing allocations stay; idle warm-pool addresses are given back)')
+      .argument('<name>', 'reservation name')
+      .requiredOption('--cidr <cidr>', 'an address or CIDR to reserve (repeatable)', collect, [] as string[]),
+  ).action(async (name: string, opts: { cidr: string[]; warmTimeout?: string }, cmd: Command) => {
+    const timeoutMs = warmTimeoutMs(opts.warmTimeout);
+    const { formatPrefix } = await import('../ip/index.js');
+    await withClusterIpam(cmd, 'write', async (c, store) => {
+      const r = await c.putReservation(name, opts.cidr);
       process.stdout.write(`reservation "${r.name}": ${r.cidrs.map(formatPrefix).join(', ')}\n`);
+      await reportWarmAnswers(store, `reservation "${r.name}"`, r.cidrs, { timeoutMs });
     });
+  });
 
   ipam
     .command('unreserve')

@@ -4,7 +4,9 @@
  */
 import type { Command } from 'commander';
 import type { PoolHeld } from '../cluster/index.js';
-import { parseReuseAfter, reuseAfterText } from '../cluster/records/index.js';
+import { type Pool, parseReuseAfter, poolSpace, poolUsable, reuseAfterText } from '../cluster/records/index.js';
+import type { Store } from '../store/index.js';
+import { WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP, reportWarmAnswers, warmTimeoutMs, withWarmTimeout } from './warm-answers-report.js';
 import { withClusterIpam } from './ipam.js';
 import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
@@ -158,19 +160,23 @@ export function registerPool(program: Command): void {
     });
 
   withOutputOptions(
-    pool
-      .command('drain')
-      .description('stop new addresses and blocks from a pool (existing ones stay until their pods go) and print what it still holds')
-      .argument('<name>', 'pool name')
-      .option('--wait', 'follow until the pool holds nothing')
-      .option('--timeout <duration>', 'with --wait: give up after this long (exit 1; default 10m)'),
+    withWarmTimeout(
+      pool
+        .command('drain')
+        .description('stop new addresses and blocks from a pool (existing ones stay until their pods go) and print what it still holds')
+        .argument('<name>', 'pool name')
+        .option('--wait', 'follow until the pool holds nothing')
+        .option('--timeout <duration>', 'with --wait: give up after this long (exit 1; default 10m)'),
+    ),
     'the same as pool show',
-  ).action(async (name: string, opts: { wait?: boolean; timeout?: string; json?: boolean; output?: string }, cmd: Command) => {
+  ).action(async (name: string, opts: { wait?: boolean; timeout?: string; warmTimeout?: string; json?: boolean; output?: string }, cmd: Command) => {
     const format = outputFormat(opts);
     if (opts.timeout !== undefined && !opts.wait) throw new UsageError('--timeout is only used with --wait');
     const timeoutMs = opts.timeout === undefined ? 600_000 : parseDuration('--timeout', opts.timeout);
-    await withClusterIpam(cmd, 'write', async (ipam) => {
-      await ipam.setPoolDraining(name, true);
+    const warmMs = warmTimeoutMs(opts.warmTimeout);
+    await withClusterIpam(cmd, 'write', async (ipam, store) => {
+      const p = await ipam.setPoolDraining(name, true);
+      await warmAnswers(store, p, { timeoutMs: warmMs, toStderr: format === 'json' || format === 'yaml' });
       const deadline = Date.now() + timeoutMs;
       let last = -1;
       for (;;) {
@@ -209,24 +215,29 @@ export function registerPool(program: Command): void {
       '--reuse-after <duration>',
       'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)',
     )
-    .action(async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string }, cmd: Command) => {
-      const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
-      const disabled = boolOption('--disabled', opts.disabled);
-      const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
-      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined)
-        throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
-      const p = await withClusterIpam(cmd, 'write', (ipam) =>
-        ipam.setPoolSettings(name, {
-          ...(blockSize !== undefined ? { blockSize } : {}),
-          ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}),
-          ...(disabled !== undefined ? { disabled } : {}),
-          ...(reuseAfter !== undefined ? { reuseAfter } : {}),
-        }),
-      );
-      process.stdout.write(
-        `pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
-      );
-    });
+    .option(WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP)
+    .action(
+      async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string; warmTimeout?: string }, cmd: Command) => {
+        const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
+        const disabled = boolOption('--disabled', opts.disabled);
+        const warmMs = warmTimeoutMs(opts.warmTimeout);
+        const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
+        if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined)
+          throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
+        await withClusterIpam(cmd, 'write', async (ipam, store) => {
+          const p = await ipam.setPoolSettings(name, {
+            ...(blockSize !== undefined ? { blockSize } : {}),
+            ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}),
+            ...(disabled !== undefined ? { disabled } : {}),
+            ...(reuseAfter !== undefined ? { reuseAfter } : {}),
+          });
+          process.stdout.write(
+            `pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
+          );
+          if (disabled === true || opts.nodeSelector !== undefined) await warmAnswers(store, p, { timeoutMs: warmMs });
+        });
+      },
+    );
 
   pool
     .command('delete')
@@ -241,15 +252,40 @@ export function registerPool(program: Command): void {
     ['disable', true],
     ['enable', false],
   ] as const) {
-    pool
+    const c = pool
       .command(verb)
-      .description(disabled ? 'stop new assignments from a pool (existing ones stay)' : 'allow new assignments from a pool again')
-      .argument('<name>', 'pool name')
-      .action(async (name: string, _opts: unknown, cmd: Command) => {
-        await withClusterIpam(cmd, 'write', (ipam) => ipam.setPoolDisabled(name, disabled));
+      .description(
+        disabled ? 'stop new assignments from a pool (existing ones stay; idle warm-pool addresses are given back)' : 'allow new assignments from a pool again',
+      )
+      .argument('<name>', 'pool name');
+    if (disabled) c.option(WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP);
+    c.action(async (name: string, opts: { warmTimeout?: string }, cmd: Command) => {
+      const warmMs = warmTimeoutMs(opts.warmTimeout);
+      await withClusterIpam(cmd, 'write', async (ipam, store) => {
+        const p = await ipam.setPoolDisabled(name, disabled);
         process.stdout.write(`pool "${name}" ${verb}d\n`);
+        if (disabled) await warmAnswers(store, p, { timeoutMs: warmMs });
       });
+    });
   }
+}
+
+/**
+ * Waits for the node agents to apply `p`'s change (warm-answers-report.ts): those holding any
+ * of its space when it serves no node any more (draining, disabled), else those its node
+ * selector no longer selects (their `nodes/` labels; none without a record, as the agents read them).
+ */
+async function warmAnswers(store: Store, p: Pool, o: { timeoutMs: number; toStderr?: boolean }): Promise<void> {
+  let onNode: ((node: string) => boolean) | undefined;
+  if (poolUsable(p)) {
+    const { selectorMatches } = await import('../model/node-selector.js');
+    const { NODE_PREFIX } = await import('../model/node-record.js');
+    const { labelsOf } = await import('../cluster/views/index.js');
+    const { listAll } = await import('../store/list-all.js');
+    const labels = new Map((await listAll(store, NODE_PREFIX)).map((e) => [e.key.slice(NODE_PREFIX.length), labelsOf(e.value)]));
+    onNode = (node) => !selectorMatches(p.nodeSelector, labels.get(node) ?? {});
+  }
+  await reportWarmAnswers(store, `pool "${p.name}"`, [poolSpace(p)], { ...o, ...(onNode ? { onNode } : {}) });
 }
 
 async function heldData(h: PoolHeld): Promise<unknown> {

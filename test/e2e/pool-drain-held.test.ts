@@ -48,10 +48,21 @@ test('pool drain lists pods and warm pools apart, text and JSON', { timeout: 60_
       await store.close();
     }
 
-    const text = await cli('pool', 'drain', 'p');
+    // No agent runs here: the drain cannot hear node-b's answer. Waiting, it names the agent and
+    // the idle addresses it may still hand out, and exits 3 (the pool is draining all the same).
+    const waited = await runCli(['--datastore', url, 'pool', 'drain', 'p', '--warm-timeout', '300ms']);
+    assert.equal(waited.code, 3, waited.stdout + waited.stderr);
+    assert.ok(
+      waited.stdout.startsWith(
+        `pool "p": node node-b's agent has not applied it after 0.3 s (stopped, or cut off from the datastore?): it may hand ${warm[1]}, ${warm[2]} to pods until it does\n`,
+      ),
+      waited.stdout,
+    );
+    const text = await cli('pool', 'drain', 'p', '--warm-timeout', '0');
     assert.equal(
       text,
       [
+        `pool "p": not waited for (--warm-timeout 0): node node-b's agent has not applied it yet: it may hand ${warm[1]}, ${warm[2]} to pods until it does`,
         `pool "p" draining: 4 addresses still held: 2 in use by 2 pods, 2 idle in warm pools (no pod's: the node agents return them)`,
         '  node node-a: 1 pod',
         `    shop/db-0  ${pod}`,
@@ -61,7 +72,7 @@ test('pool drain lists pods and warm pools apart, text and JSON', { timeout: 60_
         '',
       ].join('\n'),
     );
-    const json = JSON.parse(await cli('pool', 'drain', 'p', '-o', 'json')) as Record<string, unknown>;
+    const json = JSON.parse(await cli('pool', 'drain', 'p', '-o', 'json', '--warm-timeout', '0')) as Record<string, unknown>;
     assert.deepEqual([json.allocated, json.inUse, json.idle], [4, 2, 2]);
     assert.deepEqual(json.nodes, [
       { node: 'node-a', pods: [{ pod: 'shop/db-0', handle: 'net:c0:eth0', addresses: [pod] }] },

@@ -1,0 +1,163 @@
+/**
+ * Waiting for the node agents to apply an operator's change that takes addresses out of service
+ * (`ipam reserve`, `pool drain`, `pool disable`, a pool's node selector): an agent serves an ADD
+ * from its idle queue with no datastore round trip, so until its watch delivers the change it
+ * may still hand one of those addresses to a pod. Only the agent can end that. It does at the
+ * watch event: it withdraws them from its idle queue (and returns them), and its holder view
+ * (`agent-views/<node>`, src/warm/warm-view-publisher.ts) goes out naming the config generation
+ * it has applied (`configRev`). A view naming the change's generation or a later one is the
+ * agent's answer: from then on it hands out none of them.
+ *
+ * So the command waits, bounded, for that answer from every node whose warm handles hold an
+ * address the change concerns, and says per node how it ended: answered (with, from its view,
+ * the addresses pods still hold — they keep them until their DEL —, the ones cooling after a
+ * DEL and the sticky reservations: the agent gives those back when their time ends), or not
+ * answered by the deadline (the agent stopped, or cut off from the datastore): its idle ones
+ * may still reach a pod until it does.
+ *
+ * `warmNodesIn` and `nodeAnswer` are pure; `awaitWarmAnswers` reads every block once to find the
+ * nodes, then per poll only the views of the nodes still silent.
+ */
+import { addrOfOrdinal, type Block } from '../alloc/block.js';
+import { type Addr, formatAddr, type Prefix, parseAddr, prefixContains, prefixOverlaps } from '../ip/index.js';
+import { type AgentView, BLOCK_PREFIX, agentViewKey, decodeAgentView, decodeBlock } from '../cluster/records/index.js';
+import { tryDecodeWarmPodRecord, warmPodRecordPrefix } from '../model/warm-pod-record.js';
+import type { Entry, Store } from '../store/index.js';
+import { listAll } from '../store/list-all.js';
+import { warmHandleNode } from './warm-handle.js';
+
+/** Which addresses the change concerns: inside `space`, on the nodes `onNode` accepts (all when absent). */
+export interface WarmScope {
+  readonly space: readonly Prefix[];
+  readonly onNode?: (node: string) => boolean;
+}
+
+/** A node whose warm handles hold addresses the change concerns, as the first look found them. */
+export interface WarmNode {
+  readonly node: string;
+  /** Held by its warm handles and named by none of its pod records (idle, cooling, or sticky). */
+  readonly idle: readonly string[];
+}
+
+/** A node agent's answer, from the view that named the change's generation. */
+export interface WarmAnswer {
+  readonly node: string;
+  /** When the view was built (the agent's clock). */
+  readonly at: string;
+  /** Addresses in scope pods hold: they keep them until their DEL. */
+  readonly inUse: readonly { readonly addr: string; readonly pod?: string; readonly attachment: string }[];
+  /** Released by a pod, in their cooldown: given back when it ends. */
+  readonly cooling: readonly string[];
+  /** Kept for a sticky pod's next incarnation: given back when its window ends. */
+  readonly sticky: readonly string[];
+  /** Still idle in scope although the agent applied the change (none expected; listed if so). */
+  readonly idle: readonly string[];
+}
+
+/** The nodes whose warm handles hold addresses of `blocks` in `scope`; `inUse(node, addr)`: a pod record of the node names it. */
+export function warmNodesIn(blocks: readonly Block[], scope: WarmScope, inUse: (node: string, addr: string) => boolean): WarmNode[] {
+  const nodes = new Map<string, string[]>();
+  for (const b of blocks) {
+    if (!scope.space.some((p) => prefixOverlaps(p, b.cidr))) continue;
+    for (const [ordinal, handle] of b.allocations) {
+      const node = warmHandleNode(handle);
+      if (node === undefined || (scope.onNode !== undefined && !scope.onNode(node))) continue;
+      const a: Addr = addrOfOrdinal(b.cidr, ordinal);
+      if (!scope.space.some((p) => prefixContains(p, a))) continue;
+      let idle = nodes.get(node);
+      if (!idle) nodes.set(node, (idle = []));
+      const text = formatAddr(a);
+      if (!inUse(node, text)) idle.push(text);
+    }
+  }
+  return [...nodes].map(([node, idle]) => ({ node, idle }));
+}
+
+/** The node's answer when `view` names generation `configRev` or a later one; undefined: not (yet). */
+export function nodeAnswer(view: AgentView | undefined, configRev: number, space: readonly Prefix[]): WarmAnswer | undefined {
+  if (view?.configRev === undefined || view.configRev < configRev) return undefined;
+  const inSpace = (a: string): boolean => space.some((p) => prefixContains(p, parseAddr(a)));
+  return {
+    node: view.node,
+    at: view.at,
+    inUse: view.pods.flatMap((p) =>
+      p.addrs.filter(inSpace).map((addr) => ({
+        addr,
+        attachment: p.key,
+        ...(p.namespace !== undefined && p.name !== undefined ? { pod: `${p.namespace}/${p.name}` } : {}),
+      })),
+    ),
+    cooling: view.cooling.filter(inSpace),
+    sticky: view.sticky.map((s) => s.addr).filter(inSpace),
+    idle: view.idle.filter(inSpace),
+  };
+}
+
+export interface WarmWaitOptions {
+  /** How long to wait for the agents (ms); 0: look once, do not wait. */
+  readonly timeoutMs: number;
+  /** Between two looks (ms). */
+  readonly pollMs?: number;
+}
+
+export interface WarmWaitResult {
+  readonly answered: readonly (WarmAnswer & { readonly ms: number })[];
+  /** Nodes with no answer by the deadline, with what the first look found idle on them. */
+  readonly silent: readonly WarmNode[];
+}
+
+/**
+ * Finds the nodes whose warm handles hold addresses in `scope` and waits (at most `timeoutMs`)
+ * for each agent's view naming config generation `configRev` (the change's) or a later one.
+ */
+export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev: number, o: WarmWaitOptions): Promise<WarmWaitResult> {
+  const t0 = performance.now();
+  const blocks = decodeBlocks(await listAll(store, BLOCK_PREFIX)).filter((b) => scope.space.some((p) => prefixOverlaps(p, b.cidr)));
+  const holders = new Set<string>();
+  for (const b of blocks) for (const h of b.allocations.values()) holders.add(warmHandleNode(h) ?? '');
+  holders.delete('');
+  const used = new Set<string>(); // `${node} ${addr}` named by a pod record
+  for (const node of holders) {
+    for (const e of await listAll(store, warmPodRecordPrefix(node))) {
+      const r = tryDecodeWarmPodRecord(e.key, e.value);
+      if (!(r instanceof Error)) for (const a of r.addrs) used.add(`${r.node} ${a}`);
+    }
+  }
+  let silent = warmNodesIn(blocks, scope, (node, addr) => used.has(`${node} ${addr}`));
+  const answered: (WarmAnswer & { ms: number })[] = [];
+  const deadline = t0 + o.timeoutMs;
+  for (let first = true; silent.length > 0 && (first || performance.now() < deadline); first = false) {
+    if (!first) await new Promise((r) => setTimeout(r, Math.min(o.pollMs ?? 100, Math.max(0, deadline - performance.now()))));
+    const views = await store.getMany(silent.map((n) => agentViewKey(n.node)));
+    const still: WarmNode[] = [];
+    silent.forEach((n, i) => {
+      const a = nodeAnswer(decodeView(views[i]), configRev, scope.space);
+      if (a) answered.push({ ...a, ms: performance.now() - t0 });
+      else still.push(n);
+    });
+    silent = still;
+  }
+  return { answered, silent };
+}
+
+/** A view entry that decodes; a missing or corrupt one is no answer. */
+function decodeView(e: Entry | undefined): AgentView | undefined {
+  try {
+    return e === undefined ? undefined : decodeAgentView(e);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The blocks that decode (a corrupt one is `ipam check`'s to report; its addresses are not looked at). */
+function decodeBlocks(entries: readonly Entry[]): Block[] {
+  const out: Block[] = [];
+  for (const e of entries) {
+    try {
+      out.push(decodeBlock(e));
+    } catch {
+      /* corrupt */
+    }
+  }
+  return out;
+}
