@@ -7,6 +7,7 @@ import { encodeWarmPodRecord, warmPodRecordKey } from '../model/warm-pod-record.
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { warmHandlePrefix } from './warm-handle.js';
 import { awaitWarmAnswers, nodeAnswer, warmNodesIn } from './warm-answers.js';
+import { agentView } from '../../test/helpers/agent-view.js';
 
 const WA = `${warmHandlePrefix('node-a')}r1`;
 const WB = `${warmHandlePrefix('node-b')}r1`;
@@ -20,19 +21,7 @@ function block(cidr: string, node: string, held: Record<string, string>): Block 
 }
 
 function view(node: string, configRev: number | undefined, v: Partial<AgentView> = {}): AgentView {
-  return {
-    node,
-    at: '2026-12-05T00:00:00.000Z',
-    refreshMs: 30_000,
-    pending: 0,
-    idle: [],
-    cooling: [],
-    sticky: [],
-    pods: [],
-    truncated: false,
-    configRev,
-    ...v,
-  };
+  return agentView(node, '2026-12-05T00:00:00.000Z', { configRev, ...v });
 }
 
 test('warmNodesIn: the nodes whose warm handles hold addresses in the space (and on the nodes asked), with those no pod record names', () => {

@@ -11,6 +11,7 @@ import { checkHolders, type HolderInput } from './check-holders.js';
 import { agentBeatKey, encodeAgentBeat } from '../records/agent-beat-record.js';
 import { encodeHandle, type HandleRecord } from '../records/handle-record.js';
 import { blockKey, handleKey } from '../records/keys.js';
+import { agentView } from '../../../test/helpers/agent-view.js';
 
 const NOW = Date.parse('2026-12-05T10:00:00Z');
 const CIDR = parsePrefix('10.0.0.0/26');
@@ -27,19 +28,7 @@ function handle(name: string, rec: Omit<HandleRecord, 'blocks'>, count: number, 
 }
 
 function view(node: string, over: Partial<AgentView> = {}, rev = 100): Entry {
-  const v: AgentView = {
-    node,
-    at: new Date(NOW - 2000).toISOString(),
-    refreshMs: 10_000,
-    pending: 0,
-    idle: [],
-    cooling: [],
-    sticky: [],
-    pods: [],
-    truncated: false,
-    ...over,
-  };
-  return { key: agentViewKey(node), value: encodeAgentView(v), rev };
+  return { key: agentViewKey(node), value: encodeAgentView(agentView(node, new Date(NOW - 2000).toISOString(), over)), rev };
 }
 
 function podRecord(node: string, key: string, addrs: string[], containerId: string, name: string, rev = 50): Entry {
