@@ -5,8 +5,9 @@
  * pool deleted outright and the space an unfinished shrink still holds outside the new CIDR.
  * Undefined when none of `held` (the addresses the node holds) matches, so the ADD path skips
  * the idle scan entirely in the common case; the caller computes it again whenever the view
- * changes (warm-trust.ts), and an address refilled later never matches (the allocator never
- * gives such an address).
+ * changes (warm-trust.ts). An address refilled later never matches (the allocator never gives
+ * such an address), except one of a refill that landed before the change with its answer lost:
+ * the refiller computes it again once such a refill is settled (WarmRefiller).
  */
 import { type Addr, type IpRangeSet, prefixContains } from '../ip/index.js';
 import { type Pool, poolUsable } from '../cluster/records/index.js';

@@ -120,7 +120,6 @@ export class WarmRefiller {
   async refreshPools(): Promise<void> {
     const s = this.#s;
     const view = await s.ds((ipam) => ipam.warmView(s.o.node));
-    s.poolsRev = view.configRev;
     s.view = view;
     if (s.isReady) addUsableFamilies(s, s.sizing, view.pools);
     this.#applyReuseAfter(view.pools);
@@ -135,6 +134,9 @@ export class WarmRefiller {
       );
     }
     this.withdraw(s.now());
+    // Only now is the generation applied: the holder view names it (the agent's answer that the
+    // change is in force, warm-view-publisher.ts).
+    s.poolsRev = view.configRev;
   }
 
   /**
@@ -258,6 +260,7 @@ export class WarmRefiller {
   async #refillOnce(): Promise<void> {
     const s = this.#s;
     // Outcomes in doubt first: a re-read decides which addresses are still the node's.
+    const recovered = this.unknown.counters.settledRecovered;
     await this.unknown
       .settle()
       .catch((e: unknown) =>
@@ -266,6 +269,9 @@ export class WarmRefiller {
           'warm pool: refills or returns whose answer was lost are not settled yet (their addresses stay out of the idle queue)',
         ),
       );
+    // A refill that landed before a reservation (or drain…) with its answer lost brings addresses
+    // the view may rule out: judged before any ADD can run (no await from here to the #take below).
+    if (this.unknown.counters.settledRecovered !== recovered) this.recheck();
     const now = s.now();
     const want = new Map<Family, number>();
     const returns: Addr[] = [];

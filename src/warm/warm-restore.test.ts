@@ -4,7 +4,8 @@
  * first ADD after a pool is created with no restart and no maintenance tick (a refusal re-reads
  * the pools, it never trusts the view it loaded at start); an agent restarted while its only pool
  * drains still answers the DELs of the pods it holds; a family whose first pool is created later
- * is served once the agent sees the config change.
+ * is served once the agent sees the config change; an agent restarted after a reservation over
+ * its idle addresses hands none of them out, before any refresh.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
+import { ClusterIpam } from '../cluster/service/cluster-ipam.js';
+import { formatAddr } from '../ip/index.js';
+import { openStore } from '../store/index.js';
+import { warmHandlePrefix } from './warm-handle.js';
 
 const root = mkdtempSync(join(tmpdir(), 'podipam-warm-restore-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -69,6 +74,32 @@ test('a family whose first pool is created after the start is served once the ag
       [false, true],
       `an ADD gets both families within 5 s: ${JSON.stringify(ips)}`,
     );
+  } finally {
+    await stopWarmRig(r);
+  }
+});
+
+test('restarted after a reservation over its idle addresses: the start reads the reservations too, no ADD gets one (before any refresh)', async () => {
+  let r = await startWarmRig({ root, n: 4, pools: [{ name: 'v4', cidr: '10.74.0.0/24' }], options: { ...options, minIdle: 2 } });
+  try {
+    const used = (await r.warm.add(req('a'))).ips[0]!.address.split('/')[0]!;
+    await r.warm.maintain();
+    const held: string[] = [];
+    for (const h of await r.admin.warmHandles(warmHandlePrefix('n1'))) for (const x of (await r.admin.addressesOf(h)) ?? []) held.push(formatAddr(x.addr));
+    const idle = held.filter((x) => x !== used);
+    assert.ok(idle.length >= 2, `idle addresses to reserve: ${held.join(' ')}`);
+    await stopWarmRig(r);
+    const admin = new ClusterIpam(await openStore(r.url));
+    await admin.putReservation('r1', idle);
+    await admin.store.close();
+    // No watch and no maintenance tick: only what the start read decides. (The clock moves on as it
+    // would between two processes: a refill's handle id is its time, pid and sequence.)
+    r.clock.t += 1000;
+    r = await startWarmRig({ root, n: 4, pools: [], options: { ...options, minIdle: 2 } }, { watch: false }, r);
+    for (let i = 0; i < 3; i++) {
+      const got = (await r.warm.add(req(`b${i}`))).ips[0]!.address.split('/')[0]!;
+      assert.ok(!idle.includes(got), `b${i} got the reserved ${got}`);
+    }
   } finally {
     await stopWarmRig(r);
   }

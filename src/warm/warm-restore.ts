@@ -74,7 +74,10 @@ export class WarmRestore {
     const found = await s.ds(async (ipam) => {
       // The pools as of now (one read of the config record): a start that failed for want of a pool
       // is retried by the next ADD, which must see a pool created since.
-      const { pools } = await ipam.currentPools();
+      // With the reservations and the node's labels (warmView): an address a reservation or a node
+      // selector took out of service is withdrawn from the first ADD on, not from the first refresh.
+      const view = await ipam.warmView(node);
+      const { pools } = view;
       const families = usableFamilies(pools, s.o.pools);
       const handles = await ipam.warmHandles(s.warmHandlePrefix());
       const held = new Map<string, HeldRow>();
@@ -95,9 +98,12 @@ export class WarmRestore {
       // What each direct attachment's own handle holds: the evidence that its pod holds them.
       const direct = new Map<string, readonly Assignment[] | undefined>();
       for (const r of this.#direct.rows()) direct.set(r.key, await ipam.addressesOf(r.key));
-      return { families, held, records, direct, unusable: unusableAddrs({ pools }), reuseAfter: reuseAfterOfAddr(pools) };
+      const unusable = unusableAddrs(view, [...held.keys()].map(parseAddr));
+      return { families, held, records, direct, view, unusable, reuseAfter: reuseAfterOfAddr(pools) };
     });
-    // Until the first maintenance tick reads the config generation: the view the start read.
+    // Until the watch's first refresh: the view the start read (its generation is published only
+    // once a refresh applied it: WarmRefiller.refreshPools sets poolsRev).
+    s.view = found.view;
     s.unusable = found.unusable;
     // No usable pool and nothing held: ready all the same (a DEL must be answered); an ADD then
     // looks for a pool created since (warm-families.ts).

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAddr } from '../ip/index.js';
+import { formatAddr, parseAddr } from '../ip/index.js';
+import { CONFIG_KEY, agentViewKey, decodeAgentView } from '../cluster/records/index.js';
 import { openStore } from '../store/index.js';
 import { type WarmRig, startWarmRig, stopWarmRig, warmConf } from '../../test/helpers/warm-rig.js';
 import { type LostAnswerStore, lostAnswerStore } from '../../test/helpers/lost-answer-store.js';
@@ -100,6 +101,38 @@ describe('warm pool: an outcome whose answer was lost is re-read, never guessed'
         `the datastore gives the node ${held.length} addresses, the agent knows ${JSON.stringify(p)}`,
       );
       assert.equal(p.idle, 2);
+    } finally {
+      await stopWarmRig(r);
+    }
+  });
+
+  it('a refill that landed with its answer lost, then reserved: once settled, none of its addresses reaches a pod', async () => {
+    const { r, store } = await rig();
+    try {
+      const lost = store().loseNext((ops) => touchesBlocks(ops) && ops.some((o) => o.type === 'put' && o.key.startsWith(`handles/${warmHandlePrefix('n1')}`)));
+      const used = [addrOf(await r.warm.add(req('c0'))), addrOf(await r.warm.add(req('c1')))]; // a refill starts, its answer lost
+      await lost;
+      await r.warm.maintain();
+      const landed = (await warmHeld(r)).filter((v) => !used.map((a) => `${parseAddr(a).value}`).includes(v));
+      assert.equal(landed.length, 2, `the lost refill's addresses: ${landed.join(' ')}`);
+      const text = landed.map((v) => formatAddr({ family: 4, value: BigInt(v) }));
+      // The reservation reaches the agent (its watch) while those addresses are still in doubt:
+      // its view answers the generation although its idle queue does not hold them yet.
+      await r.admin.putReservation('r1', text);
+      const gen = (await r.admin.store.get(CONFIG_KEY))!.rev;
+      for (let i = 0; ; i++) {
+        await r.warm.flushWrites();
+        const e = await r.admin.store.get(agentViewKey('n1'));
+        if (e && (decodeAgentView(e).configRev ?? 0) >= gen) break;
+        assert.ok(i < 500, 'the agent never applied the reservation');
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      r.clock.t += 60_000; // past the back-off: the re-read settles the refill
+      await r.warm.maintain();
+      for (let i = 0; i < 4; i++) {
+        const got = addrOf(await r.warm.add(req(`d${i}`)));
+        assert.ok(!text.includes(got), `d${i} got ${got}, reserved after its refill landed`);
+      }
     } finally {
       await stopWarmRig(r);
     }
