@@ -310,7 +310,7 @@ export function registerIpam(program: Command): void {
     await withClusterIpam(cmd, 'write', async (c, store) => {
       const r = await c.putReservation(name, opts.cidr);
       process.stdout.write(`reservation "${r.name}": ${r.cidrs.map(formatPrefix).join(', ')}\n`);
-      await reportWarmAnswers(store, `reservation "${r.name}"`, r.cidrs, { timeoutMs });
+      await reportWarmAnswers(store, `reservation "${r.name}"`, { space: r.cidrs }, { timeoutMs });
     });
   });
 

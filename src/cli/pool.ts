@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { PoolHeld } from '../cluster/index.js';
-import { type Pool, parseReuseAfter, poolSpace, poolUsable, reuseAfterText } from '../cluster/records/index.js';
+import { type Pool, parseReuseAfter, reuseAfterText } from '../cluster/records/index.js';
 import type { Store } from '../store/index.js';
 import { WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP, reportWarmAnswers, warmTimeoutMs, withWarmTimeout } from './warm-answers-report.js';
 import { withClusterIpam } from './ipam.js';
@@ -270,22 +270,10 @@ export function registerPool(program: Command): void {
   }
 }
 
-/**
- * Waits for the node agents to apply `p`'s change (warm-answers-report.ts): those holding any
- * of its space when it serves no node any more (draining, disabled), else those its node
- * selector no longer selects (their `nodes/` labels; none without a record, as the agents read them).
- */
+/** Waits for the node agents to apply `p`'s change (warm-answers-report.ts, poolChangeScope). */
 async function warmAnswers(store: Store, p: Pool, o: { timeoutMs: number; toStderr?: boolean }): Promise<void> {
-  let onNode: ((node: string) => boolean) | undefined;
-  if (poolUsable(p)) {
-    const { selectorMatches } = await import('../model/node-selector.js');
-    const { NODE_PREFIX } = await import('../model/node-record.js');
-    const { labelsOf } = await import('../cluster/views/index.js');
-    const { listAll } = await import('../store/list-all.js');
-    const labels = new Map((await listAll(store, NODE_PREFIX)).map((e) => [e.key.slice(NODE_PREFIX.length), labelsOf(e.value)]));
-    onNode = (node) => !selectorMatches(p.nodeSelector, labels.get(node) ?? {});
-  }
-  await reportWarmAnswers(store, `pool "${p.name}"`, [poolSpace(p)], { ...o, ...(onNode ? { onNode } : {}) });
+  const { poolChangeScope } = await import('../warm/warm-answers.js');
+  await reportWarmAnswers(store, `pool "${p.name}"`, await poolChangeScope(store, p), o);
 }
 
 async function heldData(h: PoolHeld): Promise<unknown> {

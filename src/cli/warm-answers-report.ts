@@ -7,7 +7,7 @@
  * (stopped agent, or one cut off from the datastore).
  */
 import type { Command } from 'commander';
-import type { Prefix } from '../ip/index.js';
+import type { WarmScope } from '../warm/warm-answers.js';
 import type { Store } from '../store/index.js';
 import { parseDuration } from './parse-flag.js';
 
@@ -29,27 +29,21 @@ export function warmTimeoutMs(text: string | undefined): number {
 }
 
 /**
- * Waits and reports. `what` names the change ("reservation r1"); `onNode`, when given, limits
- * it to the nodes it concerns (a node selector); `toStderr`: the command's stdout is data (JSON).
- * Call it after the change committed: the generation waited for is the `config` record's now.
+ * Waits and reports. `what` names the change ("reservation r1"), `scope` what it takes out of
+ * service; `toStderr`: the command's stdout is data (JSON).
+ * Call it after the change committed.
  */
-export async function reportWarmAnswers(
-  store: Store,
-  what: string,
-  space: readonly Prefix[],
-  o: { timeoutMs: number; onNode?: (node: string) => boolean; toStderr?: boolean },
-): Promise<void> {
-  const { awaitWarmAnswers } = await import('../warm/warm-answers.js');
-  const { CONFIG_KEY } = await import('../cluster/records/index.js');
-  const configRev = (await store.get(CONFIG_KEY))?.rev ?? 0;
-  const r = await awaitWarmAnswers(store, { space, ...(o.onNode ? { onNode: o.onNode } : {}) }, configRev, { timeoutMs: o.timeoutMs });
+export async function reportWarmAnswers(store: Store, what: string, scope: WarmScope, o: { timeoutMs: number; toStderr?: boolean }): Promise<void> {
+  const { awaitChangeApplied } = await import('../warm/warm-answers.js');
+  const r = await awaitChangeApplied(store, scope, { timeoutMs: o.timeoutMs });
   const lines: string[] = [];
   for (const a of r.answered) {
-    const parts = [`${what}: node ${a.node}'s agent applied it (${(a.ms / 1000).toFixed(2)} s): it hands out none of these addresses from now on`];
+    const parts = [`${what}: node ${a.node}'s agent applied it (${(a.ms / 1000).toFixed(2)} s): it hands none of these addresses to a new pod from now on`];
     for (const u of a.inUse)
       parts.push(`  ${u.addr} in use by ${u.pod !== undefined ? `pod ${u.pod}` : `attachment ${u.attachment}`}: it keeps it until its DEL`);
     if (a.cooling.length > 0) parts.push(`  cooling after a DEL, given back when the cooldown ends: ${a.cooling.join(', ')}`);
-    if (a.sticky.length > 0) parts.push(`  kept for sticky pods, given back when their window ends: ${a.sticky.join(', ')}`);
+    if (a.sticky.length > 0)
+      parts.push(`  kept for sticky pods (their next incarnation gets it back), given back when their window ends: ${a.sticky.join(', ')}`);
     if (a.idle.length > 0) parts.push(`  still idle in its view (being given back): ${a.idle.join(', ')}`);
     lines.push(...parts);
   }
@@ -58,7 +52,9 @@ export async function reportWarmAnswers(
     lines.push(
       o.timeoutMs === 0
         ? `${what}: not waited for (--warm-timeout 0): node ${n.node}'s agent has not applied it yet${idle}`
-        : `${what}: node ${n.node}'s agent has not applied it after ${(o.timeoutMs / 1000).toFixed(1)} s (stopped, or cut off from the datastore?)${idle}`,
+        : n.oldAgent
+          ? `${what}: node ${n.node}'s agent runs a version that does not answer (its holder view names no config generation): it applies the change at its watch event, but this command cannot see when${idle}`
+          : `${what}: node ${n.node}'s agent has not applied it after ${(o.timeoutMs / 1000).toFixed(1)} s (stopped, or cut off from the datastore?)${idle}`,
     );
   }
   if (r.silent.length > 0 && o.timeoutMs > 0) process.exitCode = EXIT_WARM_NOT_APPLIED;

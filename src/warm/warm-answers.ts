@@ -6,7 +6,8 @@
  * watch event: it withdraws them from its idle queue (and returns them), and its holder view
  * (`agent-views/<node>`, src/warm/warm-view-publisher.ts) goes out naming the config generation
  * it has applied (`configRev`). A view naming the change's generation or a later one is the
- * agent's answer: from then on it hands out none of them.
+ * agent's answer: from then on it hands none of them to a new pod (a sticky reservation still
+ * goes back to its own pod's next incarnation, as any allocation a pod holds stays its own).
  *
  * So the command waits, bounded, for that answer from every node whose warm handles hold an
  * address the change concerns, and says per node how it ended: answered (with, from its view,
@@ -20,7 +21,20 @@
  */
 import { addrOfOrdinal, type Block } from '../alloc/block.js';
 import { type Addr, formatAddr, type Prefix, parseAddr, prefixContains, prefixOverlaps } from '../ip/index.js';
-import { type AgentView, BLOCK_PREFIX, agentViewKey, decodeAgentView, decodeBlock } from '../cluster/records/index.js';
+import {
+  type AgentView,
+  BLOCK_PREFIX,
+  CONFIG_KEY,
+  type Pool,
+  agentViewKey,
+  decodeAgentView,
+  decodeBlock,
+  poolSpace,
+  poolUsable,
+} from '../cluster/records/index.js';
+import { NODE_PREFIX } from '../model/node-record.js';
+import { selectorMatches } from '../model/node-selector.js';
+import { labelsOf } from '../cluster/views/index.js';
 import { tryDecodeWarmPodRecord, warmPodRecordPrefix } from '../model/warm-pod-record.js';
 import type { Entry, Store } from '../store/index.js';
 import { listAll } from '../store/list-all.js';
@@ -32,11 +46,26 @@ export interface WarmScope {
   readonly onNode?: (node: string) => boolean;
 }
 
+/**
+ * What a change of pool `p` (as written) takes out of service: all of its space when it serves
+ * no node any more (draining, disabled, being deleted), else its space on the nodes its node
+ * selector no longer selects (their `nodes/` labels, none without a record, as the agents read
+ * them: one listing of the node records).
+ */
+export async function poolChangeScope(store: Store, p: Pool): Promise<WarmScope> {
+  const space = [poolSpace(p)];
+  if (!poolUsable(p)) return { space };
+  const labels = new Map((await listAll(store, NODE_PREFIX)).map((e) => [e.key.slice(NODE_PREFIX.length), labelsOf(e.value)]));
+  return { space, onNode: (node) => !selectorMatches(p.nodeSelector, labels.get(node) ?? {}) };
+}
+
 /** A node whose warm handles hold addresses the change concerns, as the first look found them. */
 export interface WarmNode {
   readonly node: string;
   /** Held by its warm handles and named by none of its pod records (idle, cooling, or sticky). */
   readonly idle: readonly string[];
+  /** Its last view names no config generation: an agent of a version that does not answer. */
+  readonly oldAgent?: true;
 }
 
 /** A node agent's answer, from the view that named the change's generation. */
@@ -113,17 +142,15 @@ export interface WarmWaitResult {
 export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev: number, o: WarmWaitOptions): Promise<WarmWaitResult> {
   const t0 = performance.now();
   const blocks = decodeBlocks(await listAll(store, BLOCK_PREFIX)).filter((b) => scope.space.some((p) => prefixOverlaps(p, b.cidr)));
-  const holders = new Set<string>();
-  for (const b of blocks) for (const h of b.allocations.values()) holders.add(warmHandleNode(h) ?? '');
-  holders.delete('');
+  // The pod records of the nodes concerned only (one listing each).
   const used = new Set<string>(); // `${node} ${addr}` named by a pod record
-  for (const node of holders) {
+  for (const { node } of warmNodesIn(blocks, scope, () => true)) {
     for (const e of await listAll(store, warmPodRecordPrefix(node))) {
       const r = tryDecodeWarmPodRecord(e.key, e.value);
       if (!(r instanceof Error)) for (const a of r.addrs) used.add(`${r.node} ${a}`);
     }
   }
-  let silent = warmNodesIn(blocks, scope, (node, addr) => used.has(`${node} ${addr}`));
+  let silent: WarmNode[] = warmNodesIn(blocks, scope, (node, addr) => used.has(`${node} ${addr}`));
   const answered: (WarmAnswer & { ms: number })[] = [];
   const deadline = t0 + o.timeoutMs;
   for (let first = true; silent.length > 0 && (first || performance.now() < deadline); first = false) {
@@ -131,13 +158,24 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
     const views = await store.getMany(silent.map((n) => agentViewKey(n.node)));
     const still: WarmNode[] = [];
     silent.forEach((n, i) => {
-      const a = nodeAnswer(decodeView(views[i]), configRev, scope.space);
+      const view = decodeView(views[i]);
+      const a = nodeAnswer(view, configRev, scope.space);
       if (a) answered.push({ ...a, ms: performance.now() - t0 });
-      else still.push(n);
+      // A view with no generation at all: an agent of a version that does not answer.
+      else still.push(view !== undefined && view.configRev === undefined ? { ...n, oldAgent: true } : { node: n.node, idle: n.idle });
     });
     silent = still;
   }
   return { answered, silent };
+}
+
+/**
+ * awaitWarmAnswers for a change that has just committed: the generation waited for is the
+ * `config` record's as read now (the change's, or a later one's: waiting for that is as good).
+ */
+export async function awaitChangeApplied(store: Store, scope: WarmScope, o: WarmWaitOptions): Promise<WarmWaitResult> {
+  const configRev = (await store.get(CONFIG_KEY))?.rev ?? 0;
+  return awaitWarmAnswers(store, scope, configRev, o);
 }
 
 /** A view entry that decodes; a missing or corrupt one is no answer. */

@@ -144,7 +144,7 @@ test(
       // First the agent's answer (it applied the drain; the pods keep theirs), then what the pool holds.
       assert.match(
         again,
-        /^pool "a": node node-a's agent applied it \([0-9.]+ s\): it hands out none of these addresses from now on\n {2}\S+ in use by pod ns\/a1: it keeps it until its DEL\n {2}\S+ in use by pod ns\/a2: it keeps it until its DEL\npool "a" draining: 2 addresses still held\n {2}node node-a: 2 pods\n {4}ns\/a1 {2}\S+\n {4}ns\/a2 {2}\S+\n$/,
+        /^pool "a": node node-a's agent applied it \([0-9.]+ s\): it hands none of these addresses to a new pod from now on\n {2}\S+ in use by pod ns\/a1: it keeps it until its DEL\n {2}\S+ in use by pod ns\/a2: it keeps it until its DEL\npool "a" draining: 2 addresses still held\n {2}node node-a: 2 pods\n {4}ns\/a1 {2}\S+\n {4}ns\/a2 {2}\S+\n$/,
         again,
       );
       assert.equal(s1.pools.ipv4!.returning, 0);

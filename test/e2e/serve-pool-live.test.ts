@@ -8,6 +8,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openStore } from '../../src/store/index.js';
+import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
+import { CONFIG_KEY, agentViewKey, encodeAgentView } from '../../src/cluster/records/index.js';
+import { formatAddr } from '../../src/ip/index.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { api, startServe } from './serve-harness.js';
 
@@ -75,6 +79,50 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
     assert.equal((await ok('GET', '/api/v1/pools/p/held', undefined)).allocated, 0);
     assert.equal((await ok('POST', '/api/v1/pools/p/undrain', undefined)).state, 'enabled');
     await ok('POST', '/api/v1/allocations', { node: 'n1', handle: 'h3', pools: ['p'] }, 201);
+
+    // A node agent's warm pool holds idle addresses of pool w: the drain waits for its answer
+    // (its holder view naming the drain's config generation) and says how that ended.
+    await ok('POST', '/api/v1/pools', { name: 'w', cidr: '10.65.0.0/24', blockSize: 28 }, 201);
+    const store = await openStore(s.datastore);
+    try {
+      const warmAddrs = (await new ClusterIpam(store).assign({ node: 'n2', handle: 'podipam-warm:n2:r1', auto: { 4: 2 }, pools: ['w'] })).map((a) =>
+        formatAddr(a.addr),
+      );
+      await bad('POST', '/api/v1/pools/w/drain?warmTimeoutMs=soon', undefined, 400, 'invalid_field', 'warmTimeoutMs');
+      assert.equal((await ok('GET', '/api/v1/pools/w', undefined)).draining, false, 'a bad parameter writes nothing');
+      const t0 = performance.now();
+      const silent = await ok('POST', '/api/v1/pools/w/drain?warmTimeoutMs=300', undefined);
+      assert.ok(performance.now() - t0 >= 250, 'it waited');
+      assert.deepEqual(silent.agents, { answered: [], silent: [{ node: 'n2', idle: warmAddrs }] });
+      // Now play the agent: once the drain has committed, a view naming its generation.
+      const before = (await store.get(CONFIG_KEY))!.rev;
+      const answered = ok('POST', '/api/v1/pools/w/drain?warmTimeoutMs=10000', undefined);
+      for (let i = 0; ; i++) {
+        const gen = (await store.get(CONFIG_KEY))!.rev;
+        if (gen > before) {
+          const view = {
+            node: 'n2',
+            at: new Date().toISOString(),
+            refreshMs: 30_000,
+            pending: 0,
+            idle: [],
+            cooling: [],
+            sticky: [],
+            pods: [],
+            truncated: false,
+            configRev: gen,
+          };
+          await store.txn([], [{ type: 'put', key: agentViewKey('n2'), value: encodeAgentView(view) }]);
+          break;
+        }
+        assert.ok(i < 500, 'the drain did not commit within 10 s');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const a = (await answered).agents;
+      assert.deepEqual([a.silent, a.answered.map((x: { node: string }) => x.node)], [[], ['n2']], JSON.stringify(a));
+    } finally {
+      await store.close();
+    }
   } finally {
     await s.stop();
     d.remove();

@@ -29,6 +29,12 @@ const intQ = (description: string, min: number, max: number, dflt: number): Quer
   schema: { type: 'integer', minimum: min, maximum: max, default: dflt },
 });
 const POOL = { name: 'the pool name' };
+const WARM_TIMEOUT = intQ(
+  "how long to wait (ms) for the node agents whose warm pools hold addresses the change takes out of service to apply it (see WarmAnswers); 0: don't wait",
+  0,
+  60_000,
+  10_000,
+);
 const NO_BODY = body({});
 const ok = (props: Readonly<Record<string, JsonSchema>>, optional: readonly string[] = []): JsonSchema => obj(props, optional);
 
@@ -239,17 +245,22 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   },
   'PATCH /api/v1/pools/:name': {
     tag: 'pools',
-    summary: "change a pool's settings (the CIDR changes with /resize)",
+    summary: "change a pool's settings (the CIDR changes with /resize); disabling it or changing its node selector waits for the node agents (`agents`)",
     params: POOL,
+    query: { warmTimeoutMs: WARM_TIMEOUT },
     body: body({ disabled: { type: 'boolean' }, blockSize: { type: 'integer', minimum: 0, maximum: 128 }, nodeSelector: str, reuseAfter: REUSE_AFTER }),
-    response: ok({
-      name: str,
-      disabled: { type: 'boolean' },
-      blockSize: int,
-      formerBlockSizes: { type: 'array', items: int },
-      nodeSelector: str,
-      reuseAfter: str,
-    }),
+    response: ok(
+      {
+        name: str,
+        disabled: { type: 'boolean' },
+        blockSize: int,
+        formerBlockSizes: { type: 'array', items: int },
+        nodeSelector: str,
+        reuseAfter: str,
+        agents: ref('WarmAnswers'),
+      },
+      ['agents'],
+    ),
     errors: [404, 409],
   },
   'POST /api/v1/pools/:name/resize': {
@@ -262,8 +273,9 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   },
   'POST /api/v1/pools/:name/drain': {
     tag: 'pools',
-    summary: 'no new addresses from the pool; answers what it still holds',
+    summary: 'no new addresses from the pool; answers, once the node agents applied it (`agents`), what it still holds',
     params: POOL,
+    query: { warmTimeoutMs: WARM_TIMEOUT },
     body: NO_BODY,
     response: ref('PoolHeld'),
     errors: [404],

@@ -60,17 +60,40 @@ export const SCHEMAS = {
     },
     ['deletedAt', 'createdAt'],
   ),
-  PoolHeld: obj({
-    name: str,
-    state: str,
-    draining: { type: 'boolean' },
-    disabled: { type: 'boolean' },
-    allocated: int,
-    inUse: int,
-    idle: int,
-    blocks: int,
-    nodes: { type: 'array', items: { type: 'object', required: ['node'], properties: { node: str } } },
-  }),
+  PoolHeld: obj(
+    {
+      name: str,
+      state: str,
+      draining: { type: 'boolean' },
+      disabled: { type: 'boolean' },
+      allocated: int,
+      inUse: int,
+      idle: int,
+      blocks: int,
+      nodes: { type: 'array', items: { type: 'object', required: ['node'], properties: { node: str } } },
+      agents: { $ref: '#/components/schemas/WarmAnswers' },
+    },
+    ['agents'],
+  ),
+  WarmAnswers: {
+    description:
+      "After a change that takes addresses out of service (drain, disable, a node selector): the node agents whose warm pools hold some of them. `answered`: the agent applied the change (its holder view names the change's config generation) and hands none of them to a new pod from now on (a sticky reservation still goes back to its own pod); what pods still hold there (kept until their DEL), what is cooling or kept for sticky pods (given back when their time ends). `silent`: no answer within warmTimeoutMs (agent stopped, or cut off from the datastore; `oldAgent`: a version that does not answer): it may still hand out `idle` until it applies the change.",
+    ...obj({
+      answered: {
+        type: 'array',
+        items: obj({
+          node: str,
+          at: time,
+          ms: int,
+          inUse: { type: 'array', items: obj({ addr: str, pod: str, attachment: str }, ['pod']) },
+          cooling: strings,
+          sticky: strings,
+          idle: strings,
+        }),
+      },
+      silent: { type: 'array', items: obj({ node: str, idle: strings, oldAgent: { const: true } }, ['oldAgent']) },
+    }),
+  },
   PodHandle: obj(
     { handle: str, pod: strOrNull, node: str, network: strOrNull, addresses: { type: 'array', items: obj({ ip: str, block: str, pool: str }, ['pool']) } },
     ['pod', 'network'],

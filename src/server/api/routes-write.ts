@@ -27,9 +27,12 @@ import {
   optionalString,
   optionalStringArray,
   optionalStringMap,
+  queryInt,
   requireString,
   type Body,
 } from '../http/validate.js';
+import type { Pool } from '../../cluster/records/index.js';
+import type { Store } from '../../store/index.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
@@ -93,6 +96,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         );
       }
       const name = c.params.name as string;
+      const warmTimeoutMs = warmTimeout(c);
       const settings = {
         ...(disabled !== undefined ? { disabled } : {}),
         ...(blockSize !== undefined ? { blockSize } : {}),
@@ -113,6 +117,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         formerBlockSizes: p.formerBlockSizes,
         nodeSelector: p.nodeSelector.text,
         reuseAfter: reuseAfterText(p.reuseAfterMs),
+        ...(disabled === true || nodeSelector !== undefined ? { agents: await agentsApplied(d.store, p, warmTimeoutMs) } : {}),
       };
     }),
   );
@@ -137,8 +142,10 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       `/api/v1/pools/:name/${verb}`,
       write(200, async (c) => {
         const name = c.params.name as string;
-        await d.ipam.setPoolDraining(name, draining);
-        return { ...heldJson(await d.ipam.poolHeld(name)), name };
+        const warmTimeoutMs = draining ? warmTimeout(c) : 0;
+        const p = await d.ipam.setPoolDraining(name, draining);
+        const agents = draining ? await agentsApplied(d.store, p, warmTimeoutMs) : undefined;
+        return { ...heldJson(await d.ipam.poolHeld(name)), name, ...(agents ? { agents } : {}) };
       }),
     );
   }
@@ -283,4 +290,20 @@ async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<strin
     }
     throw e;
   }
+}
+
+/** `warmTimeoutMs`: how long a change that takes addresses out of service waits for the node agents (default 10 s). */
+function warmTimeout(c: Ctx): number {
+  return queryInt(c.query, 'warmTimeoutMs', 10_000, 0, 60_000);
+}
+
+/**
+ * Waits (bounded) for the node agents whose warm pools hold addresses of `p`'s change to apply
+ * it (src/warm/warm-answers.ts): `silent` names those that had not, with the idle addresses they
+ * may still hand out. The change is made either way.
+ */
+async function agentsApplied(store: Store, p: Pool, timeoutMs: number): Promise<unknown> {
+  const { awaitChangeApplied, poolChangeScope } = await import('../../warm/warm-answers.js');
+  const r = await awaitChangeApplied(store, await poolChangeScope(store, p), { timeoutMs });
+  return { answered: r.answered.map((a) => ({ ...a, ms: Math.round(a.ms) })), silent: r.silent };
 }
