@@ -23,15 +23,8 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { callBreakdown } from './lib/call-breakdown.js';
+import { cpuMs, threadCpuMs } from './lib/proc-cpu.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
-
-/** CPU ms (user + system) of a process from /proc/<pid>/stat, or of our waited-for children ('children'). */
-function cpuMs(pid: number | 'children'): number {
-  const f = readFileSync(pid === 'children' ? '/proc/self/stat' : `/proc/${pid}/stat`, 'utf8')
-    .split(') ')[1]!
-    .split(' ');
-  return pid === 'children' ? (Number(f[13]) + Number(f[14])) * 10 : (Number(f[11]) + Number(f[12])) * 10;
-}
 
 function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
   const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
@@ -215,12 +208,12 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   let shimAdds = 0;
   for (let round = 0; round < 4; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) {
-      const c0 = cpuMs(pid);
+      const c0 = threadCpuMs(pid);
       const out = runDriver(['seq', String(Math.ceil(PAIRS / 4))], s)
         .trim()
         .split('\n');
       if (s.name === 'shim+agent') {
-        agentCpu += cpuMs(pid) - c0;
+        agentCpu += threadCpuMs(pid) - c0;
         shimAdds += out.length;
       }
       for (const line of out) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { childPids, cpuMs } from './proc-cpu.js';
+import { childPids, cpuMs, threadCpuMs } from './proc-cpu.js';
 
 test('cpuMs counts a waited-for child that burned CPU, and a running process', () => {
   const before = cpuMs('children');
@@ -20,4 +20,13 @@ test('childPids finds this process’s children by command name, and only them',
   } finally {
     child.kill();
   }
+});
+
+test('threadCpuMs sees a few milliseconds of CPU that 10 ms ticks may not', () => {
+  const before = threadCpuMs(process.pid);
+  const t = performance.now();
+  while (performance.now() - t < 5);
+  const used = threadCpuMs(process.pid) - before;
+  assert.ok(used >= 2 && used < 1000, `5 ms of busy loop measured as ${used} ms`);
+  assert.notEqual(used % 10, 0, `not whole ticks: ${used} ms`);
 });
