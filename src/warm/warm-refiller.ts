@@ -135,8 +135,11 @@ export class WarmRefiller {
     }
     this.withdraw(s.now());
     // Only now is the generation applied: the holder view names it (the agent's answer that the
-    // change is in force, warm-view-publisher.ts).
+    // change is in force, warm-view-publisher.ts), sent at once — after a change, not the first
+    // generation a start applies (that one goes out with the write-behind's next flush).
+    const changed = s.poolsRev !== undefined && s.poolsRev !== view.configRev;
     s.poolsRev = view.configRev;
+    if (changed) s.onGeneration?.();
   }
 
   /**

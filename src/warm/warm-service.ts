@@ -169,6 +169,9 @@ export class WarmService {
     this.#trust = new WarmTrust(this.#s, this.#refiller);
     this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller, this.#direct);
     this.#writes = new WarmWriteBehind(this.#s);
+    this.#s.onGeneration = () => {
+      if (!this.#s.closed) void this.#writes.flush().catch(() => undefined); // a failure: the loop's next tick writes it
+    };
   }
 
   /** Rebuilds, reconciles and preloads (errors logged: retried by the loop and the first call), then starts the loops. */

@@ -36,6 +36,12 @@ export class WarmState {
    */
   unusable: ((a: Addr) => boolean) | undefined;
   poolsRev: number | undefined;
+  /**
+   * Called when a refresh applied a new config generation: the holder view naming it is the
+   * agent's answer that the change is in force (what `ipam reserve`, `pool drain`… wait for), so
+   * WarmService flushes the write-behind at once instead of at its next tick.
+   */
+  onGeneration: (() => void) | undefined;
   /** The last view read (pools, reservations, the node's labels): `unusable` is computed from it. */
   view: UnusableView | undefined;
   /**
