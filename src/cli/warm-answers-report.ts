@@ -57,6 +57,10 @@ export async function reportWarmAnswers(store: Store, what: string, scope: WarmS
           : `${what}: node ${n.node}'s agent has not applied it after ${(o.timeoutMs / 1000).toFixed(1)} s (stopped, or cut off from the datastore?)${idle}`,
     );
   }
-  if (r.silent.length > 0 && o.timeoutMs > 0) process.exitCode = EXIT_WARM_NOT_APPLIED;
+  if (r.unreadableBlocks.length > 0)
+    lines.push(
+      `${what}: ${r.unreadableBlocks.length} block record(s) could not be read (${r.unreadableBlocks.slice(0, 5).join(', ')}${r.unreadableBlocks.length > 5 ? ', …' : ''}; ipam check names the fault): the agents holding addresses in them were not waited for`,
+    );
+  if ((r.silent.length > 0 || r.unreadableBlocks.length > 0) && o.timeoutMs > 0) process.exitCode = EXIT_WARM_NOT_APPLIED;
   if (lines.length > 0) (o.toStderr ? process.stderr : process.stdout).write(`${lines.join('\n')}\n`);
 }

@@ -111,6 +111,10 @@ test("awaitWarmAnswers: waits for each holding node's view naming the generation
   );
   // Nothing in scope held by a warm pool: nothing to wait for, at once.
   const none = await awaitWarmAnswers(store, { space: [parsePrefix('10.1.0.0/16')] }, 5, { timeoutMs: 10_000 });
-  assert.deepEqual(none, { answered: [], silent: [] });
+  assert.deepEqual(none, { answered: [], silent: [], unreadableBlocks: [] });
+  // A block record that does not decode: named, since whose addresses it holds is unknown.
+  await put('blocks/10.0.0.32-28', '{"broken"');
+  const unreadable = await awaitWarmAnswers(store, { space: [parsePrefix('10.1.0.0/16')] }, 5, { timeoutMs: 0 });
+  assert.deepEqual(unreadable.unreadableBlocks, ['blocks/10.0.0.32-28']);
   await store.close();
 });

@@ -133,6 +133,8 @@ export interface WarmWaitResult {
   readonly answered: readonly (WarmAnswer & { readonly ms: number })[];
   /** Nodes with no answer by the deadline, with what the first look found idle on them. */
   readonly silent: readonly WarmNode[];
+  /** Block records that do not decode (any space): whose warm addresses they hold is unknown, nobody was waited for on their account. */
+  readonly unreadableBlocks: readonly string[];
 }
 
 /**
@@ -141,7 +143,8 @@ export interface WarmWaitResult {
  */
 export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev: number, o: WarmWaitOptions): Promise<WarmWaitResult> {
   const t0 = performance.now();
-  const blocks = decodeBlocks(await listAll(store, BLOCK_PREFIX)).filter((b) => scope.space.some((p) => prefixOverlaps(p, b.cidr)));
+  const decoded = decodeBlocks(await listAll(store, BLOCK_PREFIX));
+  const blocks = decoded.blocks.filter((b) => scope.space.some((p) => prefixOverlaps(p, b.cidr)));
   // The pod records of the nodes concerned only (one listing each).
   const used = new Set<string>(); // `${node} ${addr}` named by a pod record
   for (const { node } of warmNodesIn(blocks, scope, () => true)) {
@@ -166,7 +169,7 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
     });
     silent = still;
   }
-  return { answered, silent };
+  return { answered, silent, unreadableBlocks: decoded.unreadable };
 }
 
 /**
@@ -187,15 +190,16 @@ function decodeView(e: Entry | undefined): AgentView | undefined {
   }
 }
 
-/** The blocks that decode (a corrupt one is `ipam check`'s to report; its addresses are not looked at). */
-function decodeBlocks(entries: readonly Entry[]): Block[] {
-  const out: Block[] = [];
+/** The blocks that decode, and the keys of those that do not (`ipam check` reports them; their addresses are not looked at). */
+function decodeBlocks(entries: readonly Entry[]): { blocks: Block[]; unreadable: string[] } {
+  const blocks: Block[] = [];
+  const unreadable: string[] = [];
   for (const e of entries) {
     try {
-      out.push(decodeBlock(e));
+      blocks.push(decodeBlock(e));
     } catch {
-      /* corrupt */
+      unreadable.push(e.key);
     }
   }
-  return out;
+  return { blocks, unreadable };
 }

@@ -93,7 +93,7 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
       const t0 = performance.now();
       const silent = await ok('POST', '/api/v1/pools/w/drain?warmTimeoutMs=300', undefined);
       assert.ok(performance.now() - t0 >= 250, 'it waited');
-      assert.deepEqual(silent.agents, { answered: [], silent: [{ node: 'n2', idle: warmAddrs }] });
+      assert.deepEqual(silent.agents, { answered: [], silent: [{ node: 'n2', idle: warmAddrs }], unreadableBlocks: [] });
       // Now play the agent: once the drain has committed, a view naming its generation.
       const before = (await store.get(CONFIG_KEY))!.rev;
       const answered = ok('POST', '/api/v1/pools/w/drain?warmTimeoutMs=10000', undefined);

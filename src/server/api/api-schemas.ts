@@ -92,6 +92,10 @@ export const SCHEMAS = {
         }),
       },
       silent: { type: 'array', items: obj({ node: str, idle: strings, oldAgent: { const: true } }, ['oldAgent']) },
+      unreadableBlocks: {
+        ...strings,
+        description: 'block records that do not decode (ipam check names them): the agents holding addresses in them were not waited for',
+      },
     }),
   },
   PodHandle: obj(

@@ -305,5 +305,5 @@ function warmTimeout(c: Ctx): number {
 async function agentsApplied(store: Store, p: Pool, timeoutMs: number): Promise<unknown> {
   const { awaitChangeApplied, poolChangeScope } = await import('../../warm/warm-answers.js');
   const r = await awaitChangeApplied(store, await poolChangeScope(store, p), { timeoutMs });
-  return { answered: r.answered.map((a) => ({ ...a, ms: Math.round(a.ms) })), silent: r.silent };
+  return { answered: r.answered.map((a) => ({ ...a, ms: Math.round(a.ms) })), silent: r.silent, unreadableBlocks: r.unreadableBlocks };
 }
