@@ -17,7 +17,8 @@
  * may still reach a pod until it does.
  *
  * `warmNodesIn` and `nodeAnswer` are pure; `awaitWarmAnswers` reads every block once to find the
- * nodes, then per poll only the views of the nodes still silent.
+ * nodes, then per poll only the views of the nodes still silent, and at the end the pod records
+ * of those still silent (to name their idle addresses).
  */
 import { addrOfOrdinal, type Block } from '../alloc/block.js';
 import { type Addr, formatAddr, type Prefix, parseAddr, prefixContains, prefixOverlaps } from '../ip/index.js';
@@ -131,7 +132,7 @@ export interface WarmWaitOptions {
 
 export interface WarmWaitResult {
   readonly answered: readonly (WarmAnswer & { readonly ms: number })[];
-  /** Nodes with no answer by the deadline, with what the first look found idle on them. */
+  /** Nodes with no answer by the deadline, with their idle addresses in scope (as read at the end). */
   readonly silent: readonly WarmNode[];
   /** Block records that do not decode (any space): whose warm addresses they hold is unknown, nobody was waited for on their account. */
   readonly unreadableBlocks: readonly string[];
@@ -145,15 +146,8 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
   const t0 = performance.now();
   const decoded = decodeBlocks(await listAll(store, BLOCK_PREFIX));
   const blocks = decoded.blocks.filter((b) => scope.space.some((p) => prefixOverlaps(p, b.cidr)));
-  // The pod records of the nodes concerned only (one listing each).
-  const used = new Set<string>(); // `${node} ${addr}` named by a pod record
-  for (const { node } of warmNodesIn(blocks, scope, () => true)) {
-    for (const e of await listAll(store, warmPodRecordPrefix(node))) {
-      const r = tryDecodeWarmPodRecord(e.key, e.value);
-      if (!(r instanceof Error)) for (const a of r.addrs) used.add(`${r.node} ${a}`);
-    }
-  }
-  let silent: WarmNode[] = warmNodesIn(blocks, scope, (node, addr) => used.has(`${node} ${addr}`));
+  // Every warm address in scope, per node; which are idle is settled for the silent ones only, at the end.
+  let silent: WarmNode[] = warmNodesIn(blocks, scope, () => false);
   const answered: (WarmAnswer & { ms: number })[] = [];
   const deadline = t0 + o.timeoutMs;
   for (let first = true; silent.length > 0 && (first || performance.now() < deadline); first = false) {
@@ -168,6 +162,16 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
       else still.push(view !== undefined && view.configRev === undefined ? { ...n, oldAgent: true } : { node: n.node, idle: n.idle });
     });
     silent = still;
+  }
+  // The silent nodes' idle addresses: those no pod record of theirs names (one listing per silent node).
+  for (let i = 0; i < silent.length; i++) {
+    const n = silent[i]!;
+    const used = new Set<string>();
+    for (const e of await listAll(store, warmPodRecordPrefix(n.node))) {
+      const r = tryDecodeWarmPodRecord(e.key, e.value);
+      if (!(r instanceof Error)) for (const a of r.addrs) used.add(a);
+    }
+    silent[i] = { ...n, idle: n.idle.filter((a) => !used.has(a)) };
   }
   return { answered, silent, unreadableBlocks: decoded.unreadable };
 }
