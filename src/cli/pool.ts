@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { PoolHeld } from '../cluster/index.js';
 import { type Pool, parseReuseAfter, reuseAfterText } from '../cluster/records/index.js';
 import type { Store } from '../store/index.js';
-import { WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP, reportWarmAnswers, warmTimeoutMs, withWarmTimeout } from './warm-answers-report.js';
+import { reportWarmAnswers, warmTimeoutMs, withWarmTimeout } from './warm-answers-report.js';
 import { withClusterIpam } from './ipam.js';
 import { boolOption, parseDuration, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
@@ -204,40 +204,41 @@ export function registerPool(program: Command): void {
       process.stdout.write(`pool "${name}" no longer draining${p.disabled ? ' (it is still disabled: pool enable)' : ''}\n`);
     });
 
-  pool
-    .command('set')
-    .description('change a serving pool: block size of future blocks (existing blocks keep theirs), node selector, disabled')
-    .argument('<name>', 'pool name')
-    .option('--block-size <n>', 'prefix length of blocks claimed from now on (within 4 of every size its blocks have)')
-    .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]')
-    .option('--disabled <bool>', 'true or false')
-    .option(
-      '--reuse-after <duration>',
-      'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)',
-    )
-    .option(WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP)
-    .action(
-      async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string; warmTimeout?: string }, cmd: Command) => {
-        const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
-        const disabled = boolOption('--disabled', opts.disabled);
-        const warmMs = warmTimeoutMs(opts.warmTimeout);
-        const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
-        if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined)
-          throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
-        await withClusterIpam(cmd, 'write', async (ipam, store) => {
-          const p = await ipam.setPoolSettings(name, {
-            ...(blockSize !== undefined ? { blockSize } : {}),
-            ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}),
-            ...(disabled !== undefined ? { disabled } : {}),
-            ...(reuseAfter !== undefined ? { reuseAfter } : {}),
-          });
-          process.stdout.write(
-            `pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
-          );
-          if (disabled === true || opts.nodeSelector !== undefined) await warmAnswers(store, p, { timeoutMs: warmMs });
+  withWarmTimeout(
+    pool
+      .command('set')
+      .description('change a serving pool: block size of future blocks (existing blocks keep theirs), node selector, disabled')
+      .argument('<name>', 'pool name')
+      .option('--block-size <n>', 'prefix length of blocks claimed from now on (within 4 of every size its blocks have)')
+      .option('--node-selector <sel>', 'nodes the pool serves: all() or key=value[,key!=value…]')
+      .option('--disabled <bool>', 'true or false')
+      .option(
+        '--reuse-after <duration>',
+        'reuse quarantine: an address released anywhere is handed to no pod anywhere for this long (e.g. 30s; at most 1h; 0 turns it off)',
+      ),
+  ).action(
+    async (name: string, opts: { blockSize?: string; nodeSelector?: string; disabled?: string; reuseAfter?: string; warmTimeout?: string }, cmd: Command) => {
+      const blockSize = parseOptionalIntFlag('--block-size', opts.blockSize);
+      const disabled = boolOption('--disabled', opts.disabled);
+      const warmMs = warmTimeoutMs(opts.warmTimeout);
+      const reuseAfter = opts.reuseAfter === undefined ? undefined : reuseAfterFlag(opts.reuseAfter);
+      if (blockSize === undefined && opts.nodeSelector === undefined && disabled === undefined && reuseAfter === undefined)
+        throw new UsageError('nothing to set: give --block-size, --node-selector, --disabled or --reuse-after');
+      await withClusterIpam(cmd, 'write', async (ipam, store) => {
+        const p = await ipam.setPoolSettings(name, {
+          ...(blockSize !== undefined ? { blockSize } : {}),
+          ...(opts.nodeSelector !== undefined ? { nodeSelector: opts.nodeSelector } : {}),
+          ...(disabled !== undefined ? { disabled } : {}),
+          ...(reuseAfter !== undefined ? { reuseAfter } : {}),
         });
-      },
-    );
+        process.stdout.write(
+          `pool "${p.name}": blocks of /${p.blockSize}${p.formerBlockSizes.length > 0 ? ` from now on (existing blocks of /${p.formerBlockSizes.join(', /')} keep their size)` : ''}, nodes ${p.nodeSelector.text}${p.disabled ? ', disabled' : ''}${reuseAfterNote(p.reuseAfterMs)}\n`,
+        );
+        const { takesOutOfService } = await import('../warm/warm-answers.js');
+        if (takesOutOfService({ disabled, nodeSelector: opts.nodeSelector })) await warmAnswers(store, p, { timeoutMs: warmMs });
+      });
+    },
+  );
 
   pool
     .command('delete')
@@ -258,7 +259,7 @@ export function registerPool(program: Command): void {
         disabled ? 'stop new assignments from a pool (existing ones stay; idle warm-pool addresses are given back)' : 'allow new assignments from a pool again',
       )
       .argument('<name>', 'pool name');
-    if (disabled) c.option(WARM_TIMEOUT_FLAG, WARM_TIMEOUT_HELP);
+    if (disabled) withWarmTimeout(c);
     c.action(async (name: string, opts: { warmTimeout?: string }, cmd: Command) => {
       const warmMs = warmTimeoutMs(opts.warmTimeout);
       await withClusterIpam(cmd, 'write', async (ipam, store) => {

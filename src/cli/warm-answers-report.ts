@@ -11,11 +11,11 @@ import type { WarmScope } from '../warm/warm-answers.js';
 import type { Store } from '../store/index.js';
 import { parseDuration } from './parse-flag.js';
 
-/** The exit code of a change whose idle warm addresses were not all given back in time. */
+/** The exit code of a change some node agent had not applied by the deadline (or whose blocks could not all be read). */
 export const EXIT_WARM_NOT_APPLIED = 3;
 
-export const WARM_TIMEOUT_FLAG = '--warm-timeout <duration>';
-export const WARM_TIMEOUT_HELP =
+const WARM_TIMEOUT_FLAG = '--warm-timeout <duration>';
+const WARM_TIMEOUT_HELP =
   'wait this long for the node agents whose warm pools hold addresses the change takes out of service to apply it (exit 3 if one has not; default 10s; 0: do not wait)';
 
 /** Adds --warm-timeout to `cmd`. */

@@ -48,6 +48,15 @@ export interface WarmScope {
 }
 
 /**
+ * Whether a change of a pool's settings may take addresses out of service (so the agents'
+ * answer is waited for): disabling it, or a new node selector. Block size and reuse quarantine
+ * change nothing an agent already holds.
+ */
+export function takesOutOfService(settings: { readonly disabled?: boolean | undefined; readonly nodeSelector?: string | undefined }): boolean {
+  return settings.disabled === true || settings.nodeSelector !== undefined;
+}
+
+/**
  * What a change of pool `p` (as written) takes out of service: all of its space when it serves
  * no node any more (draining, disabled, being deleted), else its space on the nodes its node
  * selector no longer selects (their `nodes/` labels, none without a record, as the agents read

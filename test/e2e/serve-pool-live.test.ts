@@ -13,6 +13,7 @@ import { ClusterIpam } from '../../src/cluster/service/cluster-ipam.js';
 import { CONFIG_KEY, agentViewKey, encodeAgentView } from '../../src/cluster/records/index.js';
 import { formatAddr } from '../../src/ip/index.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { agentView } from '../helpers/agent-view.js';
 import { api, startServe } from './serve-harness.js';
 
 test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409 as the other routes', async () => {
@@ -100,18 +101,7 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
       for (let i = 0; ; i++) {
         const gen = (await store.get(CONFIG_KEY))!.rev;
         if (gen > before) {
-          const view = {
-            node: 'n2',
-            at: new Date().toISOString(),
-            refreshMs: 30_000,
-            pending: 0,
-            idle: [],
-            cooling: [],
-            sticky: [],
-            pods: [],
-            truncated: false,
-            configRev: gen,
-          };
+          const view = agentView('n2', new Date().toISOString(), { configRev: gen });
           await store.txn([], [{ type: 'put', key: agentViewKey('n2'), value: encodeAgentView(view) }]);
           break;
         }

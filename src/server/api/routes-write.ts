@@ -33,6 +33,7 @@ import {
 } from '../http/validate.js';
 import type { Pool } from '../../cluster/records/index.js';
 import type { Store } from '../../store/index.js';
+import { awaitChangeApplied, poolChangeScope, takesOutOfService } from '../../warm/warm-answers.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
@@ -117,7 +118,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         formerBlockSizes: p.formerBlockSizes,
         nodeSelector: p.nodeSelector.text,
         reuseAfter: reuseAfterText(p.reuseAfterMs),
-        ...(disabled === true || nodeSelector !== undefined ? { agents: await agentsApplied(d.store, p, warmTimeoutMs) } : {}),
+        ...(takesOutOfService({ disabled, nodeSelector }) ? { agents: await agentsApplied(d.store, p, warmTimeoutMs) } : {}),
       };
     }),
   );
@@ -303,7 +304,6 @@ function warmTimeout(c: Ctx): number {
  * may still hand out. The change is made either way.
  */
 async function agentsApplied(store: Store, p: Pool, timeoutMs: number): Promise<unknown> {
-  const { awaitChangeApplied, poolChangeScope } = await import('../../warm/warm-answers.js');
   const r = await awaitChangeApplied(store, await poolChangeScope(store, p), { timeoutMs });
   return { answered: r.answered.map((a) => ({ ...a, ms: Math.round(a.ms) })), silent: r.silent, unreadableBlocks: r.unreadableBlocks };
 }
