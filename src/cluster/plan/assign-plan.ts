@@ -21,6 +21,8 @@ export interface PlanInput {
   readonly claimed: ReadonlySet<string> | undefined;
   /** Keys of blocks seen held by other nodes in earlier calls (NodeView.claimedByOthers): skipped when claiming. */
   readonly claimedByOthers?: ReadonlySet<string>;
+  /** The revision of the node's DEL fence as believed (del-fence-record.ts; 0 = absent): the txn compares it. */
+  readonly delFence: number;
   /** The handle as believed: rev 0 and no record = absent. */
   readonly handle: { readonly rev: number; readonly record: HandleRecord | undefined };
   /** ISO time written on claimed affinities. */

@@ -1,13 +1,14 @@
 /**
  * The transaction a finished plan writes, as the last part of planAssign: compares on every
- * record the plan was derived from, the blocks and affinities it writes, the handle record.
+ * record the plan was derived from and on the node's DEL fence, the blocks and affinities it
+ * writes, the handle record.
  */
 import type { Block } from '../../alloc/block.js';
 import { stampReleases } from '../../alloc/block-quarantine.js';
 import type { Compare, Op } from '../../store/index.js';
 import { nodeKey } from '../../model/node-record.js';
 import { nodeTombstoneKey } from '../../model/node-tombstone.js';
-import { encodeAffinity, encodeBlock, adjustHandle, encodeHandle, CONFIG_KEY, affinityKey, handleKey, quarantineFor } from '../records/index.js';
+import { encodeAffinity, encodeBlock, adjustHandle, encodeHandle, CONFIG_KEY, affinityKey, delFenceKey, handleKey, quarantineFor } from '../records/index.js';
 import type { AssignPlan } from './assign-plan.js';
 import type { PlanWork } from './plan-work.js';
 
@@ -16,6 +17,8 @@ export function buildAssignTxn(w: PlanWork): AssignPlan {
   const { req, snap, handle, now } = w.input;
   const compares: Compare[] = [{ key: CONFIG_KEY, rev: snap.configRev }];
   if (w.usedLabels) compares.push({ key: nodeKey(req.node), rev: w.input.labels!.rev });
+  // A late landing of this txn after the runtime's DEL found the handle absent fails here.
+  compares.push({ key: delFenceKey(req.node), rev: w.input.delFence });
   const ops: Op[] = [];
   const claims: string[] = [];
   const guards: string[] = [];

@@ -39,6 +39,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     others: new Map(),
     allListed: false,
     claimMisses: 0,
+    delFence: 0,
     claimed: undefined,
     handle: { rev: 0, record: undefined },
     now: 'T',

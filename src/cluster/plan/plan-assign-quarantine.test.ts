@@ -43,6 +43,7 @@ function input(block: Block, over: Partial<PlanInput> = {}): PlanInput {
     others,
     allListed: true,
     claimMisses: 0,
+    delFence: 0,
     claimed: new Set([blockKey(CIDR)]),
     handle: { rev: 0, record: undefined },
     now: new Date(T + 1000).toISOString(),

@@ -6,6 +6,7 @@ import type { Entry } from '../../store/index.js';
 import { snapshotFromEntries } from '../views/cluster-snapshot.js';
 import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
 import { blockKey, handleKey } from '../records/keys.js';
+import { delFenceKey } from '../records/del-fence-record.js';
 import type { KnownBlock } from '../views/node-view.js';
 import { encodePool, validatePoolSpec } from '../records/pool-record.js';
 import type { HandleRecord } from '../records/handle-record.js';
@@ -47,6 +48,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     others: new Map(),
     allListed: false,
     claimMisses: 0,
+    delFence: 0,
     claimed: undefined,
     handle: { rev: 0, record: undefined },
     now: NOW,
@@ -73,6 +75,7 @@ describe('planAssign takeOver (sticky holds)', () => {
     assert.equal(holderOf(b, ordinalOf(b.cidr, parseAddr('10.0.0.19'))), 'other:c:eth0', 'other holders untouched');
     assert.deepEqual(p.compares, [
       { key: 'config', rev: 7 },
+      { key: delFenceKey('n1'), rev: 0 },
       { key: blockKey(b.cidr), rev: 11 },
       { key: handleKey('net:new:eth0'), rev: 0 },
       { key: handleKey(HOLD), rev: 40 },

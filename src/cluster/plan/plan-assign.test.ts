@@ -9,6 +9,7 @@ import { snapshotFromEntries } from '../views/cluster-snapshot.js';
 import { PoolExhaustedError } from '../records/errors.js';
 import { encodeConfig, DEFAULT_IPAM_CONFIG } from '../records/ipam-config.js';
 import { affinityKey, blockKey, handleKey } from '../records/keys.js';
+import { delFenceKey } from '../records/del-fence-record.js';
 import type { KnownBlock } from '../views/node-view.js';
 import { type PlanInput, MAX_CLAIM_MISSES, planAssign } from './plan-assign.js';
 import { encodePool, validatePoolSpec } from '../records/pool-record.js';
@@ -31,6 +32,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     others: new Map(),
     allListed: false,
     claimMisses: 0,
+    delFence: 0,
     claimed: undefined,
     handle: { rev: 0, record: undefined },
     now: 'T',
@@ -51,6 +53,7 @@ describe('planAssign', () => {
     const b6 = firstProbe(V6);
     assert.deepEqual(p.compares, [
       { key: 'config', rev: 7 },
+      { key: delFenceKey('n1'), rev: 0 },
       { key: blockKey(b4), rev: 0 },
       { key: blockKey(b6), rev: 0 },
       { key: handleKey('h'), rev: 0 },
@@ -93,6 +96,7 @@ describe('planAssign', () => {
     if (p.kind !== 'txn') return;
     assert.deepEqual(p.compares, [
       { key: 'config', rev: 7 },
+      { key: delFenceKey('n1'), rev: 0 },
       { key: blockKey(a.cidr), rev: 11 },
       { key: blockKey(b.cidr), rev: 12 },
       { key: 'handles/h', rev: 0 },

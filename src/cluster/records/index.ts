@@ -3,6 +3,7 @@ export * from './affinity-record.js';
 export * from './agent-beat-record.js';
 export * from './agent-view-record.js';
 export * from './block-record.js';
+export * from './del-fence-record.js';
 export * from './handle-record.js';
 export * from './history-stamp.js';
 export * from './ip-set-record.js';

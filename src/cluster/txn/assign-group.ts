@@ -84,6 +84,7 @@ async function planAndCommit(
         allListed: false,
         claimMisses: 0,
         claimed: undefined,
+        delFence: view.delFenceRev,
         handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
         now: ctx.now().toISOString(),
       });

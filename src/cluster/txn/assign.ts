@@ -77,6 +77,7 @@ export async function assignAddresses(ctx: IpamContext, req: AssignRequest): Pro
         claimMisses,
         claimed,
         claimedByOthers: view.claimedByOthers,
+        delFence: view.delFenceRev,
         handle: view.handles.get(req.handle) ?? { rev: 0, record: undefined },
         now: ctx.now().toISOString(),
         ...(hold ? { hold } : {}),

@@ -22,6 +22,8 @@ import {
   HANDLE_PREFIX,
   POOL_PREFIX,
   handleKey,
+  delFenceKey,
+  encodeDelFence,
   quarantineIn,
   quarantinesOfConfig,
   releaseStampOp,
@@ -80,8 +82,13 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
     if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
     const record = hs.record;
     if (!record) {
-      view?.noteHandle(handle, 0, undefined);
-      return [];
+      if (view === undefined || guard.length > 0) return [];
+      // Absent on this node's DEL: move the node's DEL fence while the handle is still absent,
+      // so an ADD of it whose answer was lost can no longer land (del-fence-record.ts).
+      const fenced = await fenceAbsentHandle(ctx, view, handle);
+      if (fenced === true) return [];
+      hs = fenced;
+      continue;
     }
     quarantine ??= poolsQuarantine((await listAll(ctx.store, POOL_PREFIX)).map(decodePool));
     const planned = planReleaseHandle(input(ctx, view, others, quarantine), handle, { rev: hs.rev, record });
@@ -100,6 +107,26 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
     if (done.has(handleKey(handle))) hs = await handleState(ctx, handle, done.get(handleKey(handle)));
   }
   throw new ContentionError(`release handle "${handle}"`, ctx.maxAttempts, conflict);
+}
+
+/**
+ * Moves `view`'s node's DEL fence in one txn that compares `handle` absent: true once done (no
+ * ADD of the handle sent before can land any more), else the handle as it now is (an ADD landed
+ * between the read and this txn: the caller releases it).
+ */
+async function fenceAbsentHandle(ctx: IpamContext, view: NodeView, handle: string): Promise<true | HandleState> {
+  const key = delFenceKey(view.node);
+  const r = await commitWrite(ctx, {
+    what: `move the DEL fence of node "${view.node}" for handle "${handle}"`,
+    compares: [{ key: handleKey(handle), rev: 0 }],
+    ops: [{ type: 'put', key, value: encodeDelFence({ at: ctx.now().toISOString(), handle }) }],
+  });
+  if (r.succeeded) {
+    view.noteHandle(handle, 0, undefined);
+    view.delFenceRev = r.rev;
+    return true;
+  }
+  return handleState(ctx, handle, r.current?.[0]);
 }
 
 /**

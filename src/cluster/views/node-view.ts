@@ -40,6 +40,11 @@ export class NodeView {
    * proves it on fresh data.
    */
   readonly claimedByOthers = new Set<string>();
+  /**
+   * Revision of the node's DEL fence (del-fence-record.ts) as last seen: every ADD txn compares
+   * it. 0 (absent) until a compare that failed on it returns the current one.
+   */
+  delFenceRev = 0;
 
   constructor(readonly node: string) {}
 
