@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type CallRecord, type FinalState, checkHistory, formatViolation } from './history-checker.js';
+import { cniHandleId } from '../../src/model/handle-id.js';
 
 let seq = 0;
 const call = (kind: 'ADD' | 'DEL', cid: string, start: number, end: number, ok: boolean, addresses: string[] = []): CallRecord => ({
@@ -162,4 +163,19 @@ test('at the end: a pod handle left, a run address outside the warm stock, and i
     inPool,
   );
   assert.deepEqual(kinds(r), ['left-held', 'left-held', 'left-held', 'check-disagrees']);
+  // A handle the checker can name the attachment of shows that attachment's calls.
+  const named = checkHistory(
+    history,
+    [],
+    [],
+    { handles: [{ handle: cniHandleId('net', 'a', 'eth0'), addresses: ['10.0.0.1'], warmStock: false }], podRecords: [], check: { leaks: [], problems: [] } },
+    inPool,
+  );
+  assert.deepEqual(
+    named.violations.map((v) => v.trace.map((c) => `${c.kind} ${c.containerId}`)),
+    [
+      ['ADD a', 'DEL a'],
+      ['ADD a', 'DEL a'],
+    ],
+  );
 });

@@ -25,6 +25,7 @@
  * Each violation carries its minimal trace: the calls of the attachments involved and the faults
  * that were active during its window.
  */
+import { parseCniHandleId } from '../../src/model/handle-id.js';
 
 export type CallKind = 'ADD' | 'DEL';
 
@@ -179,13 +180,16 @@ export function checkHistory(
   // At the end: nothing held for a pod, and none of the run's addresses outside the warm stock.
   const stock = new Set(final.handles.filter((h) => h.warmStock).flatMap((h) => h.addresses));
   const answered = new Set(holds.map((h) => h.address));
+  // The calls of an attachment and the faults during them: what a left-held violation shows.
+  const story = (list: readonly CallRecord[]): { trace: CallRecord[]; faults: FaultRecord[] } =>
+    list.length === 0 ? { trace: [], faults: [] } : { trace: [...list], faults: during(list[0]!.start, Math.max(...list.map((c) => c.end))) };
   for (const h of final.handles) {
     if (h.warmStock) continue;
+    const parts = parseCniHandleId(h.handle);
     violations.push({
       kind: 'left-held',
       what: `handle ${h.handle} still holds ${h.addresses.join(', ') || 'nothing'} after every attachment's DEL`,
-      trace: [],
-      faults: [],
+      ...story(parts ? (byKey.get(keyOf(parts)) ?? []) : []),
     });
   }
   for (const k of final.podRecords)
@@ -193,7 +197,16 @@ export function checkHistory(
   const heldAtEnd = new Set(final.handles.flatMap((h) => h.addresses));
   for (const a of answered)
     if (heldAtEnd.has(a) && !stock.has(a))
-      violations.push({ kind: 'left-held', what: `${a} (answered during the run) is held at the end outside any warm pool's stock`, trace: [], faults: [] });
+      violations.push({
+        kind: 'left-held',
+        what: `${a} (answered during the run) is held at the end outside any warm pool's stock`,
+        ...story(
+          holds
+            .filter((h) => h.address === a)
+            .flatMap((h) => h.calls)
+            .sort((x, y) => x.start - y.start || x.seq - y.seq),
+        ),
+      });
   if (final.check.leaks.length > 0 || final.check.problems.length > 0) {
     violations.push({
       kind: 'check-disagrees',
