@@ -19,6 +19,7 @@ describe('ViewCache save/restore', () => {
     v.noteBlock('blocks/10.0.1.0-26', 13, newBlock(parsePrefix('10.0.1.0/26'), 'other'));
     v.blocksLoaded = true;
     v.noteHandle('h', 12, { node: 'n1', blocks: new Map([['10.0.0.0/26', 2]]) });
+    v.delFenceRev = 14;
     const b = new ViewCache();
     assert.equal(b.restore('n1', a.save('n1')), true);
     assert.equal(b.snapshot!.configRev, 9);
@@ -32,6 +33,7 @@ describe('ViewCache save/restore', () => {
     assert.deepEqual([...w.blocks.keys()], ['blocks/10.0.0.0-26'], 'a block affine to another node is not kept');
     assert.deepEqual(w.blocks.get('blocks/10.0.0.0-26'), { rev: 12, block });
     assert.equal(w.blocksLoaded, true);
+    assert.equal(w.delFenceRev, 14, "the DEL fence's revision: the next plugin run's ADD does not fail on it");
     assert.deepEqual(w.handles.get('h'), {
       rev: 12,
       record: { node: 'n1', network: undefined, containerId: undefined, ifname: undefined, blocks: new Map([['10.0.0.0/26', 2]]) },

@@ -54,6 +54,7 @@ export class ViewCache {
       blocksLoaded: v.blocksLoaded,
       blocks: [...v.blocks].map(([k, b]) => ({ k, v: encodeBlock(b.block), r: b.rev })),
       handles: [...v.handles].map(([h, x]) => ({ k: h, v: encodeHandle(x.record), r: x.rev })),
+      delFenceRev: v.delFenceRev,
     });
   }
 
@@ -72,6 +73,7 @@ export class ViewCache {
         blocksLoaded?: boolean;
         blocks?: SavedEntry[];
         handles?: SavedEntry[];
+        delFenceRev?: unknown;
       };
       if (o.format !== FORMAT || o.node !== node) return false;
       const entry = (x: SavedEntry): Entry => ({ key: x.k, value: x.v, rev: x.r });
@@ -88,6 +90,7 @@ export class ViewCache {
       for (const b of o.blocks ?? []) v.noteBlock(b.k, b.r, decodeBlock(entry(b)));
       v.blocksLoaded = o.blocksLoaded === true;
       for (const h of o.handles ?? []) v.noteHandle(h.k, h.r, decodeHandle(entry({ ...h, k: handleKey(h.k) })));
+      if (Number.isSafeInteger(o.delFenceRev) && (o.delFenceRev as number) >= 0) v.delFenceRev = o.delFenceRev as number;
       return true;
     } catch {
       this.snapshot = undefined;
