@@ -5,6 +5,7 @@
 import { type Prefix, formatPrefix } from '../../ip/index.js';
 import { configTxn } from '../txn/index.js';
 import {
+  MAX_RESERVATION_CIDRS,
   NotFoundError,
   type IpamConfig,
   MAX_BLOCKS_PER_HOST,
@@ -54,6 +55,8 @@ export async function listReservations(ctx: IpamContext): Promise<Reservation[]>
 export async function putReservation(ctx: IpamContext, name: string, cidrs: readonly string[]): Promise<Reservation> {
   checkResourceName('reservation name', name);
   if (!Array.isArray(cidrs) || cidrs.length === 0) throw new TypeError(`invalid reservation cidrs ${JSON.stringify(cidrs)}: give at least one CIDR`);
+  if (cidrs.length > MAX_RESERVATION_CIDRS)
+    throw new RangeError(`invalid reservation cidrs: at most ${MAX_RESERVATION_CIDRS} addresses or CIDRs per reservation, got ${cidrs.length}`);
   const parsed: Prefix[] = cidrs.map(parseReservedCidr);
   const r: Reservation = { name, cidrs: parsed };
   return configTxn(ctx, `reserve ${parsed.map(formatPrefix).join(', ')}`, async () => {

@@ -8,6 +8,9 @@ import { CorruptRecordError } from './errors.js';
 import { RESERVATION_PREFIX } from './keys.js';
 import { parseRecord } from './record-json.js';
 
+/** Most addresses or CIDRs one reservation names (its record stays small; more reservations for more). */
+export const MAX_RESERVATION_CIDRS = 256;
+
 export interface Reservation {
   readonly name: string;
   readonly cidrs: readonly Prefix[];

@@ -76,6 +76,8 @@ const ROUTES: readonly { method: string; path: string; body?: Record<string, unk
   { method: 'DELETE', path: '/api/v1/allocations/:p' },
   { method: 'POST', path: '/api/v1/release', body: { ip: '10.244.0.77' } },
   { method: 'POST', path: '/api/v1/release', body: { handle: 'net.c0ffee.eth0' } },
+  { method: 'PUT', path: '/api/v1/reservations/:p', body: { cidrs: ['10.244.0.78', '10.244.1.0/28'] } },
+  { method: 'DELETE', path: '/api/v1/reservations/:p' },
 ];
 
 /** Percent-encodes text as a client would (a lone surrogate goes as U+FFFD, as in UTF-8). */

@@ -5,7 +5,7 @@
  * generated from it (openapi-document.ts), and `documentRoutes` refuses a router whose routes
  * and this table differ — so a route cannot be served undocumented nor documented unserved.
  */
-import { MAX_IP_SET_SIZE } from '../../cluster/records/index.js';
+import { MAX_IP_SET_SIZE, MAX_RESERVATION_CIDRS } from '../../cluster/records/index.js';
 import { CNI_NAME } from '../../model/cni-name.js';
 import type { JsonSchema, QueryParamDoc, RouteDoc } from '../http/route-doc.js';
 import { HANDLE, HANDLE_HINT, NAME, NAME_HINT } from '../http/validate.js';
@@ -36,6 +36,7 @@ const WARM_TIMEOUT = intQ(
   10_000,
 );
 const NO_BODY = body({});
+const RESERVATION = obj({ name: str, cidrs: { type: 'array', items: { type: 'string', description: 'a CIDR (an address as /32 or /128)' } } });
 const ok = (props: Readonly<Record<string, JsonSchema>>, optional: readonly string[] = []): JsonSchema => obj(props, optional);
 
 export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
@@ -225,7 +226,12 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     errors: [404],
   },
 
-  // Writes (routes-write.ts, routes-ipsets.ts): the admin token.
+  'GET /api/v1/reservations': {
+    tag: 'reservations',
+    summary: 'reservations: addresses and CIDRs never handed out (allocations inside them are kept)',
+    response: list(RESERVATION),
+  },
+  // Writes (routes-write.ts, routes-ipsets.ts, routes-reservations.ts): the admin token.
   'POST /api/v1/pools': {
     tag: 'pools',
     summary: 'create a pool',
@@ -355,6 +361,33 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     ]),
     response: ref('IpSet'),
     errors: [404, 409],
+  },
+  'PUT /api/v1/reservations/:name': {
+    tag: 'reservations',
+    summary:
+      'create or replace a reservation; answers once the node agents whose warm pools hold idle addresses inside it applied it (`agents`: they hand none of them out and give them back)',
+    params: { name: 'the reservation name' },
+    query: { warmTimeoutMs: WARM_TIMEOUT },
+    body: body(
+      {
+        cidrs: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_RESERVATION_CIDRS,
+          description: `the addresses and CIDRs to reserve (1 to ${MAX_RESERVATION_CIDRS})`,
+          items: { type: 'string', description: 'an address or a CIDR' },
+        },
+      },
+      ['cidrs'],
+    ),
+    response: ok({ name: str, cidrs: strings, agents: ref('WarmAnswers') }),
+  },
+  'DELETE /api/v1/reservations/:name': {
+    tag: 'reservations',
+    summary: 'delete a reservation: its addresses may be handed out again',
+    params: { name: 'the reservation name' },
+    response: ok({ name: str, deleted: { const: true } }),
+    errors: [404],
   },
   'DELETE /api/v1/ipsets/:name': {
     tag: 'ipsets',

@@ -11,6 +11,7 @@ import { ROUTE_DOCS } from './api-docs.js';
 import type { Dashboard } from './dashboard-assets.js';
 import { documentRoutes, openApiDocument } from './openapi-document.js';
 import { addIpSetRoutes } from './routes-ipsets.js';
+import { addReservationRoutes } from './routes-reservations.js';
 import { addReadRoutes } from './routes-read.js';
 import { addStaticRoutes } from './routes-static.js';
 import { addWriteRoutes } from './routes-write.js';
@@ -21,6 +22,7 @@ export function apiRouter(deps: ApiDeps, dashboard?: Dashboard): Router<HandlerS
   addReadRoutes(router, deps);
   addWriteRoutes(router, deps);
   addIpSetRoutes(router, deps);
+  addReservationRoutes(router, deps);
   let doc: Record<string, unknown> | undefined;
   router.add('GET', '/api/v1', { access: 'public', run: () => ({ routes: routeIndex(router) }) });
   router.add('GET', '/api/v1/openapi.json', { access: 'public', run: () => (doc ??= apiDocument(router)) });

@@ -27,13 +27,11 @@ import {
   optionalString,
   optionalStringArray,
   optionalStringMap,
-  queryInt,
   requireString,
   type Body,
 } from '../http/validate.js';
-import type { Pool } from '../../cluster/records/index.js';
-import type { Store } from '../../store/index.js';
-import { awaitChangeApplied, poolChangeScope, takesOutOfService } from '../../warm/warm-answers.js';
+import { poolChangeScope, takesOutOfService } from '../../warm/warm-answers.js';
+import { agentsApplied, warmTimeout } from './warm-wait.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
@@ -118,7 +116,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         formerBlockSizes: p.formerBlockSizes,
         nodeSelector: p.nodeSelector.text,
         reuseAfter: reuseAfterText(p.reuseAfterMs),
-        ...(takesOutOfService({ disabled, nodeSelector }) ? { agents: await agentsApplied(d.store, p, warmTimeoutMs) } : {}),
+        ...(takesOutOfService({ disabled, nodeSelector }) ? { agents: await agentsApplied(d.store, await poolChangeScope(d.store, p), warmTimeoutMs) } : {}),
       };
     }),
   );
@@ -145,7 +143,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         const name = c.params.name as string;
         const warmTimeoutMs = draining ? warmTimeout(c) : 0;
         const p = await d.ipam.setPoolDraining(name, draining);
-        const agents = draining ? await agentsApplied(d.store, p, warmTimeoutMs) : undefined;
+        const agents = draining ? await agentsApplied(d.store, await poolChangeScope(d.store, p), warmTimeoutMs) : undefined;
         return { ...heldJson(await d.ipam.poolHeld(name)), name, ...(agents ? { agents } : {}) };
       }),
     );
@@ -291,19 +289,4 @@ async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<strin
     }
     throw e;
   }
-}
-
-/** `warmTimeoutMs`: how long a change that takes addresses out of service waits for the node agents (default 10 s). */
-function warmTimeout(c: Ctx): number {
-  return queryInt(c.query, 'warmTimeoutMs', 10_000, 0, 60_000);
-}
-
-/**
- * Waits (bounded) for the node agents whose warm pools hold addresses of `p`'s change to apply
- * it (src/warm/warm-answers.ts): `silent` names those that had not, with the idle addresses they
- * may still hand out. The change is made either way.
- */
-async function agentsApplied(store: Store, p: Pool, timeoutMs: number): Promise<unknown> {
-  const r = await awaitChangeApplied(store, await poolChangeScope(store, p), { timeoutMs });
-  return { answered: r.answered.map((a) => ({ ...a, ms: Math.round(a.ms) })), silent: r.silent, unreadableBlocks: r.unreadableBlocks };
 }

@@ -11,7 +11,8 @@ const schema = {
     name: { type: 'string', pattern: '^[a-z]+$', description: 'lower-case letters' },
     size: { type: 'integer', minimum: 20, maximum: 32 },
     on: { type: 'boolean' },
-    pools: { type: 'array', items: { type: 'string', pattern: '^[a-z]+$', description: 'a pool name' } },
+    pools: { type: 'array', maxItems: 3, items: { type: 'string', pattern: '^[a-z]+$', description: 'a pool name' } },
+    cidrs: { type: 'array', minItems: 1, items: { type: 'string' } },
     labels: { type: 'object', additionalProperties: { type: 'string' } },
   },
 };
@@ -30,7 +31,7 @@ test('checkBody: a body the schema allows passes unchanged', () => {
 });
 
 test('checkBody: each break names the field and the value', () => {
-  fails({ name: 'a', blocksize: 1 }, 'blocksize', /^unknown field "blocksize": allowed fields are name, size, on, pools, labels$/);
+  fails({ name: 'a', blocksize: 1 }, 'blocksize', /^unknown field "blocksize": allowed fields are name, size, on, pools, cidrs, labels$/);
   fails({}, 'name', /^field "name" is required$/);
   fails({ name: '' }, 'name', /^field "name" is required$/);
   fails({ name: 5 }, 'name', /^field "name" must be a string: got 5$/);
@@ -40,6 +41,8 @@ test('checkBody: each break names the field and the value', () => {
   fails({ name: 'a', on: 'yes' }, 'on', /^field "on" must be true or false: got "yes"$/);
   fails({ name: 'a', pools: 'x' }, 'pools', /^field "pools" must be an array of strings: got "x"$/);
   fails({ name: 'a', pools: ['x', 'Y'] }, 'pools[1]', /^field "pools\[1\]" must be a pool name: got "Y"$/);
+  fails({ name: 'a', pools: ['a', 'b', 'c', 'd'] }, 'pools', /^field "pools" may have at most 3 items: got 4$/);
+  fails({ name: 'a', cidrs: [] }, 'cidrs', /^field "cidrs" must have at least 1 item\(s\): got 0$/);
   fails({ name: 'a', labels: [] }, 'labels', /^field "labels" must be an object of strings: got \[\]$/);
 });
 

@@ -4,7 +4,8 @@
  * fields are …`, `field "blockSize" must be an integer between 0 and 128: got "x"`). The subset
  * of JSON Schema our bodies use: an object with `properties`, `required`,
  * `additionalProperties: false`; properties of type string (`pattern`, `description` as the hint),
- * integer (`minimum`, `maximum`), boolean, array of such strings, and object of strings.
+ * integer (`minimum`, `maximum`), boolean, array of such strings (`minItems`, `maxItems`), and
+ * object of strings.
  */
 import { badField } from './http-error.js';
 import type { JsonSchema } from './route-doc.js';
@@ -60,6 +61,10 @@ function checkValue(p: JsonSchema, v: unknown, field: string): void {
       return;
     case 'array':
       if (!Array.isArray(v)) throw badField(field, `field "${field}" must be an array of strings: got ${show(v)}`);
+      if (typeof p['minItems'] === 'number' && v.length < p['minItems'])
+        throw badField(field, `field "${field}" must have at least ${p['minItems']} item(s): got ${v.length}`);
+      if (typeof p['maxItems'] === 'number' && v.length > p['maxItems'])
+        throw badField(field, `field "${field}" may have at most ${p['maxItems']} items: got ${v.length}`);
       v.forEach((x, i) => checkValue(p['items'] as JsonSchema, x, `${field}[${i}]`));
       return;
     case 'object':
