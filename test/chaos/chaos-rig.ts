@@ -66,6 +66,8 @@ export interface ChaosResult {
   readonly unexpectedExits: readonly string[];
   /** DELs still failing when the rig gave up waiting (also 'unreleased' violations). */
   readonly undrained: number;
+  /** The failed calls by kind, network and message (ids and numbers blanked), most frequent first: what the faults cost. */
+  readonly failures: readonly { readonly what: string; readonly count: number }[];
   readonly ms: number;
 }
 
@@ -229,7 +231,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const p = poolOf[network];
       return p !== undefined && prefixContains(p, parseAddr(address));
     });
-    return { seed: o.seed, faults: counts, report, violations: report.violations.map(formatViolation), unexpectedExits, undrained, ms: Date.now() - t0 };
+    const failures = new Map<string, number>();
+    for (const c of workload.calls) {
+      if (c.ok) continue;
+      const what = `${c.kind} ${c.network}: ${(c.error ?? '')
+        .replace(/[0-9a-f]{12,}/g, 'ID')
+        .replace(/\d+(\.\d+)*/g, 'N')
+        .slice(0, 200)}`;
+      failures.set(what, (failures.get(what) ?? 0) + 1);
+    }
+    return {
+      seed: o.seed,
+      faults: counts,
+      report,
+      violations: report.violations.map(formatViolation),
+      unexpectedExits,
+      undrained,
+      failures: [...failures].sort((a, b) => b[1] - a[1]).map(([what, count]) => ({ what, count })),
+      ms: Date.now() - t0,
+    };
   } finally {
     // Bounded clean-up: a run that threw must not leave lanes, agents or members behind.
     workload?.abort();

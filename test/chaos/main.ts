@@ -53,6 +53,8 @@ console.log(
     2,
   ),
 );
+console.log('failed calls, most frequent first:');
+for (const f of r.failures.slice(0, 12)) console.log(`  ${f.count} × ${f.what}`);
 for (const v of r.violations) console.log(v);
 for (const x of r.unexpectedExits) console.log(x);
 if (r.violations.length > 0 || r.unexpectedExits.length > 0) {
