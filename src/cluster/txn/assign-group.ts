@@ -24,7 +24,7 @@ import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { planAssign } from '../plan/index.js';
 
-/** Most compares or ops of the plans in one batch transaction (etcd refuses more than 128 of either; the history stamp adds one op). */
+/** Most compares or ops of the plans in one batch transaction (etcd refuses more than 128 of either; the history stamp adds one op, a release group's DEL fence another). */
 export const MAX_BATCH_OPS = 100;
 
 export type BatchOutcome = { readonly ok: true; readonly assignments: Assignment[] } | { readonly ok: false; readonly error: unknown };

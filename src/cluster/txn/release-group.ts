@@ -26,7 +26,7 @@ import { MAX_BATCH_OPS, fits } from './assign-group.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { planReleaseHandle } from '../plan/index.js';
-import { type Released, releaseByHandle } from './release.js';
+import { type Released, delFenceOp, releaseByHandle } from './release.js';
 
 export { MAX_BATCH_OPS };
 
@@ -109,7 +109,8 @@ async function planAndCommit(ctx: IpamContext, node: string, handles: readonly s
   const r = await commitWrite(ctx, {
     what: `group release of ${joined.length} handle(s) on node "${node}"`,
     compares: cmp,
-    ops: [...ops.values(), releaseStampOp(ctx)],
+    // The node's DEL fence moves with its releases (release.ts, del-fence-record.ts).
+    ops: [...ops.values(), delFenceOp(ctx, node, handles[joined[joined.length - 1]!.i]!), releaseStampOp(ctx)],
   });
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each release alone.
@@ -119,6 +120,7 @@ async function planAndCommit(ctx: IpamContext, node: string, handles: readonly s
     return;
   }
   crashPoint('cluster.release-group.committed');
+  view.delFenceRev = r.rev;
   const last = new Map<string, Block | null>();
   for (const { plan } of joined) for (const [key, block] of plan.blocks) last.set(key, block);
   for (const [key, block] of last) view.noteBlock(key, block ? r.rev : 0, block);

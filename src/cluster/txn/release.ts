@@ -10,7 +10,7 @@ import { commitWrite } from '../gate/index.js';
 import { crashPoint } from '../../util/crash-point.js';
 import { ordinalsOf } from '../../alloc/block.js';
 import { type Addr, formatPrefix, type Prefix } from '../../ip/index.js';
-import type { Compare, Entry } from '../../store/index.js';
+import type { Compare, Entry, Op } from '../../store/index.js';
 import { absorbEntry, loadSnapshot, type KnownBlock, type NodeView, type IpamContext, readKeys } from '../views/index.js';
 import {
   type Pool,
@@ -97,7 +97,7 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
       planned.kind === 'txn' && guard.length > 0
         ? { ...planned, compares: [...planned.compares.filter((c) => !guard.some((g) => g.key === c.key)), ...guard] }
         : planned;
-    const done = await runPlan(ctx, view, others, plan);
+    const done = await runPlan(ctx, view, others, plan, handle);
     if (done === true) {
       view?.noteHandle(handle, 0, undefined);
       return plan.kind === 'txn' ? [...plan.released] : [];
@@ -115,11 +115,10 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
  * between the read and this txn: the caller releases it).
  */
 async function fenceAbsentHandle(ctx: IpamContext, view: NodeView, handle: string): Promise<true | HandleState> {
-  const key = delFenceKey(view.node);
   const r = await commitWrite(ctx, {
     what: `move the DEL fence of node "${view.node}" for handle "${handle}"`,
     compares: [{ key: handleKey(handle), rev: 0 }],
-    ops: [{ type: 'put', key, value: encodeDelFence({ at: ctx.now().toISOString(), handle }) }],
+    ops: [delFenceOp(ctx, view.node, handle)],
   });
   if (r.succeeded) {
     view.noteHandle(handle, 0, undefined);
@@ -127,6 +126,11 @@ async function fenceAbsentHandle(ctx: IpamContext, view: NodeView, handle: strin
     return true;
   }
   return handleState(ctx, handle, r.current?.[0]);
+}
+
+/** The op that moves `node`'s DEL fence for a DEL of `handle` (del-fence-record.ts). */
+export function delFenceOp(ctx: IpamContext, node: string, handle: string): Op {
+  return { type: 'put', key: delFenceKey(node), value: encodeDelFence({ at: ctx.now().toISOString(), handle }) };
 }
 
 /**
@@ -223,13 +227,17 @@ async function runPlan(
   view: NodeView | undefined,
   others: Map<string, KnownBlock>,
   plan: ReleasePlan,
+  handle: string,
 ): Promise<true | Map<string, Entry | undefined>> {
   if (plan.kind === 'read') {
     for (const [key, entry] of await readKeys(ctx.store, plan.keys)) absorbEntry(ctx.cache, view, others, key, entry);
     return new Map();
   }
-  const r = await commitWrite(ctx, { what: 'release addresses', compares: plan.compares, ops: [...plan.ops, releaseStampOp(ctx)] });
+  // A node's release moves its DEL fence in the same txn (no ADD planned before it can land after it).
+  const fence = view === undefined ? [] : [delFenceOp(ctx, view.node, handle)];
+  const r = await commitWrite(ctx, { what: 'release addresses', compares: plan.compares, ops: [...plan.ops, ...fence, releaseStampOp(ctx)] });
   if (r.succeeded) {
+    if (view !== undefined) view.delFenceRev = r.rev;
     crashPoint([...plan.blocks.values()].includes(null) ? 'cluster.block.released' : 'cluster.release.committed');
     for (const [key, block] of plan.blocks) {
       view?.noteBlock(key, block ? r.rev : 0, block);
