@@ -14,6 +14,7 @@ import { listNodes } from './list-nodes.js';
 import { NodeCidrController, type NodeCidrControllerOptions } from './node-cidr-controller.js';
 import { encodeNodeRecord, nodeKey } from '../model/node-record.js';
 import { linesLog } from '../../test/helpers/lines-log.js';
+import { withTxn } from '../../test/helpers/txn-store.js';
 
 function controller(store: Store, flags: ControllerSettings, extra: Partial<NodeCidrControllerOptions> = {}): { c: NodeCidrController; log: string[] } {
   const log: string[] = [];
@@ -205,24 +206,10 @@ test('controller retries with back-off while the store is unavailable, without d
   const inner = new MemoryStore();
   let failures = 0;
   // Every third write fails as an unreachable engine would.
-  const flaky: Store = {
-    url: inner.url,
-    get roundTrips() {
-      return inner.roundTrips;
-    },
-    get: (k) => inner.get(k),
-    getMany: (k) => inner.getMany(k),
-    revision: () => inner.revision(),
-    identity: () => inner.identity(),
-    watch: (p, r, o) => inner.watch(p, r, o),
-    list: (p, o) => inner.list(p, o),
-    snapshot: (p) => inner.snapshot(p),
-    txn: async (c, o) => {
-      if (o.length > 0 && failures++ % 3 === 0) throw new StoreUnavailableError(inner.url, 'injected');
-      return inner.txn(c, o);
-    },
-    close: () => inner.close(),
-  };
+  const flaky = withTxn(inner, async (c, o) => {
+    if (o.length > 0 && failures++ % 3 === 0) throw new StoreUnavailableError(inner.url, 'injected');
+    return inner.txn(c, o);
+  });
   for (let i = 0; i < 30; i++) await addNode(inner, { name: `f${i}` });
   const { c } = controller(flaky, { clusterCidrs: '10.4.0.0/16', nodeMaskSize: '24' });
   const s = await c.runOnce();

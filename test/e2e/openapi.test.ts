@@ -105,6 +105,7 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     await call('POST', '/api/v1/pools/{name}/drain', '/api/v1/pools/small/drain', undefined, 200);
     await call('POST', '/api/v1/pools/{name}/undrain', '/api/v1/pools/small/undrain', {}, 200);
     await call('POST', '/api/v1/ipsets', '/api/v1/ipsets', { name: 'set1', pool: 'small', count: 2 }, 201);
+    await call('PUT', '/api/v1/reservations/{name}', '/api/v1/reservations/gw', { cidrs: ['10.99.1.250', '10.99.1.240/30'] }, 200);
     await call('POST', '/api/v1/pools', '/api/v1/pools', { name: 'spare', cidr: '10.98.0.0/24' }, 201);
     await call('POST', '/api/v1/nodes', '/api/v1/nodes', { name: 'n2' }, 201);
     await waitFor('the history to see the pods', 10_000, async () =>
@@ -144,11 +145,14 @@ test('OpenAPI: served = docs/openapi.json, every route documented and every docu
     await call('GET', '/api/v1/history', '/api/v1/history?since=-1h&limit=2', undefined, 200);
     await call('GET', '/api/v1/ipsets', '/api/v1/ipsets', undefined, 200);
     await call('GET', '/api/v1/ipsets/{name}', '/api/v1/ipsets/set1', undefined, 200);
+    await call('GET', '/api/v1/reservations', '/api/v1/reservations', undefined, 200);
 
     await call('DELETE', '/api/v1/allocations/{handle}', `/api/v1/allocations/${encodeURIComponent(a1.handle)}`, undefined, 200);
     await call('POST', '/api/v1/release', '/api/v1/release', { handle: 'oa-handle-3' }, 200);
     await call('POST', '/api/v1/release', '/api/v1/release', { ip: '10.99.0.200' }, 200);
     await call('DELETE', '/api/v1/ipsets/{name}', '/api/v1/ipsets/set1', undefined, 200);
+    await call('DELETE', '/api/v1/reservations/{name}', '/api/v1/reservations/gw', undefined, 200);
+    await call('DELETE', '/api/v1/reservations/{name}', '/api/v1/reservations/gw', undefined, 404);
     await call('DELETE', '/api/v1/nodes/{name}', '/api/v1/nodes/n2', undefined, 200);
     await call('DELETE', '/api/v1/pools/{name}', '/api/v1/pools/spare', undefined, 200);
     await call('DELETE', '/api/v1/pools/{name}', '/api/v1/pools/small', undefined, 409);

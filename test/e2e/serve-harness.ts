@@ -3,6 +3,7 @@
  * process on a free loopback port with its own data directory, call its API, run other
  * `bin/podipam` commands. Every wait is bounded.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { PODIPAM_BIN } from '../helpers/plugin.js';
 import { makeTempDir, type TempDir } from '../helpers/tmp.js';
@@ -150,6 +151,34 @@ export async function api(
   let parsed: unknown = text;
   if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
   return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/**
+ * API calls with `token` that assert their outcome: `ok` the status (200 unless given), returning
+ * the body; `bad` the status, the error code and (when given) the field named, returning the
+ * error's message.
+ */
+export function apiAs(
+  base: string,
+  token: string,
+): {
+  ok: (method: string, path: string, body: unknown, status?: number) => Promise<any>;
+  bad: (method: string, path: string, body: unknown, status: number, code: string, field?: string) => Promise<string>;
+} {
+  return {
+    ok: async (method, path, body, status = 200) => {
+      const r = await api(base, method, path, body, token);
+      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+    bad: async (method, path, body, status, code, field) => {
+      const r = await api(base, method, path, body, token);
+      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, code, JSON.stringify(r.body));
+      if (field) assert.equal(r.body.error.field, field, JSON.stringify(r.body));
+      return r.body.error.message as string;
+    },
+  };
 }
 
 /** Polls `probe` every 100 ms until it returns a value other than undefined, at most `ms`. */

@@ -14,7 +14,7 @@ import { CONFIG_KEY, agentViewKey, encodeAgentView } from '../../src/cluster/rec
 import { formatAddr } from '../../src/ip/index.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { agentView } from '../helpers/agent-view.js';
-import { api, startServe } from './serve-harness.js';
+import { api, apiAs, startServe } from './serve-harness.js';
 
 test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409 as the other routes', async () => {
   const d = makeTempDir('serve-pool-live');
@@ -23,18 +23,7 @@ test('serve api: pool resize, drain, undrain, held, PATCH blockSize; 400/404/409
   writeFileSync(join(d.path, 'tokens'), `read=${read}\nadmin=${admin}\n`, { mode: 0o600 });
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   try {
-    const ok = async (method: string, path: string, body: unknown, status = 200) => {
-      const r = await api(s.url, method, path, body, admin);
-      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
-    const bad = async (method: string, path: string, body: unknown, status: number, code: string, field?: string) => {
-      const r = await api(s.url, method, path, body, admin);
-      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
-      assert.equal(r.body.error.code, code, JSON.stringify(r.body));
-      if (field) assert.equal(r.body.error.field, field, JSON.stringify(r.body));
-      return r.body.error.message as string;
-    };
+    const { ok, bad } = apiAs(s.url, admin);
     await ok('POST', '/api/v1/pools', { name: 'p', cidr: '10.62.0.0/25', blockSize: 26 }, 201);
     await ok('POST', '/api/v1/allocations', { node: 'n1', handle: 'h-out', ips: ['10.62.0.70'] }, 201);
     assert.equal((await api(s.url, 'POST', '/api/v1/pools/p/resize', { cidr: '10.62.0.0/24' }, read)).status, 403);

@@ -15,7 +15,7 @@ import { CONFIG_KEY, agentViewKey, encodeAgentView } from '../../src/cluster/rec
 import { formatAddr } from '../../src/ip/index.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { agentView } from '../helpers/agent-view.js';
-import { api, startServe } from './serve-harness.js';
+import { api, apiAs, startServe } from './serve-harness.js';
 
 test('serve api: reservations PUT (waiting for the warm agents), GET, DELETE; 400 naming the field, 403, 404, 409', async () => {
   const d = makeTempDir('serve-reservations');
@@ -25,18 +25,7 @@ test('serve api: reservations PUT (waiting for the warm agents), GET, DELETE; 40
   const s = await startServe({ args: ['--token-file', join(d.path, 'tokens'), '--no-controller'] });
   const store = await openStore(s.datastore);
   try {
-    const ok = async (method: string, path: string, body: unknown, status = 200) => {
-      const r = await api(s.url, method, path, body, admin);
-      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
-    const bad = async (method: string, path: string, body: unknown, status: number, code: string, field?: string) => {
-      const r = await api(s.url, method, path, body, admin);
-      assert.equal(r.status, status, `${method} ${path}: ${JSON.stringify(r.body)}`);
-      assert.equal(r.body.error.code, code, JSON.stringify(r.body));
-      if (field) assert.equal(r.body.error.field, field, JSON.stringify(r.body));
-      return r.body.error.message as string;
-    };
+    const { ok, bad } = apiAs(s.url, admin);
     await ok('POST', '/api/v1/pools', { name: 'w', cidr: '10.66.0.0/24', blockSize: 28 }, 201);
     // A node agent's warm pool holds two idle addresses of the pool.
     const warm = (await new ClusterIpam(store).assign({ node: 'n2', handle: 'podipam-warm:n2:r1', auto: { 4: 2 }, pools: ['w'] })).map((a) =>

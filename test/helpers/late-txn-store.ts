@@ -6,6 +6,7 @@
  * run a step first (to land a held txn just ahead of it). Everything else passes through.
  */
 import { StoreUnavailableError, type Compare, type Op, type Store, type TxnResult } from '../../src/store/index.js';
+import { withTxn } from './txn-store.js';
 
 export interface HeldTxn {
   readonly ops: readonly Op[];
@@ -23,34 +24,22 @@ export interface LateTxnStore extends Store {
 export function lateTxnStore(inner: Store): LateTxnStore {
   let hold: { match: (ops: readonly Op[]) => boolean; held: (t: HeldTxn) => void } | undefined;
   let step: { match: (ops: readonly Op[]) => boolean; run: () => Promise<void> } | undefined;
-  return {
-    url: inner.url,
-    get roundTrips() {
-      return inner.roundTrips;
-    },
-    get: (k) => inner.get(k),
-    getMany: (k) => inner.getMany(k),
-    revision: () => inner.revision(),
-    identity: () => inner.identity(),
-    list: (p, o) => inner.list(p, o),
-    snapshot: (p) => inner.snapshot(p),
-    watch: (p, r, o) => inner.watch(p, r, o),
-    close: () => inner.close(),
-    txn: async (c: readonly Compare[], ops: readonly Op[]) => {
-      const s = step;
-      if (s !== undefined && s.match(ops)) {
-        step = undefined;
-        await s.run();
-      }
-      const h = hold;
-      if (h !== undefined && h.match(ops)) {
-        hold = undefined;
-        h.held({ ops, land: () => inner.txn(c, ops) });
-        throw new StoreUnavailableError(inner.url, 'test: the txn is held in a member that stopped answering');
-      }
-      return inner.txn(c, ops);
-    },
-    holdNext: (match) => new Promise((held) => (hold = { match, held })),
-    before: (match, run) => void (step = { match, run }),
-  };
+  const store = withTxn(inner, async (c: readonly Compare[], ops: readonly Op[]) => {
+    const s = step;
+    if (s !== undefined && s.match(ops)) {
+      step = undefined;
+      await s.run();
+    }
+    const h = hold;
+    if (h !== undefined && h.match(ops)) {
+      hold = undefined;
+      h.held({ ops, land: () => inner.txn(c, ops) });
+      throw new StoreUnavailableError(inner.url, 'test: the txn is held in a member that stopped answering');
+    }
+    return inner.txn(c, ops);
+  });
+  return Object.assign(store, {
+    holdNext: (match: (ops: readonly Op[]) => boolean) => new Promise<HeldTxn>((held) => (hold = { match, held })),
+    before: (match: (ops: readonly Op[]) => boolean, run: () => Promise<void>) => void (step = { match, run }),
+  });
 }

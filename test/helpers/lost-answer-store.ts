@@ -4,6 +4,7 @@
  * reset comes after the request was sent. Everything else passes through.
  */
 import { StoreUnavailableError, type Op, type Store } from '../../src/store/index.js';
+import { withTxn } from './txn-store.js';
 
 export interface LostAnswerStore extends Store {
   /** The next txn whose ops `match` commits, then throws StoreUnavailableError; resolves with its ops once that happened. */
@@ -12,29 +13,15 @@ export interface LostAnswerStore extends Store {
 
 export function lostAnswerStore(inner: Store): LostAnswerStore {
   let armed: { match: (ops: readonly Op[]) => boolean; done: (ops: readonly Op[]) => void } | undefined;
-  return {
-    url: inner.url,
-    get roundTrips() {
-      return inner.roundTrips;
-    },
-    get: (k) => inner.get(k),
-    getMany: (k) => inner.getMany(k),
-    revision: () => inner.revision(),
-    identity: () => inner.identity(),
-    list: (p, o) => inner.list(p, o),
-    snapshot: (p) => inner.snapshot(p),
-    watch: (p, r, o) => inner.watch(p, r, o),
-    close: () => inner.close(),
-    txn: async (c, ops) => {
-      const a = armed;
-      const r = await inner.txn(c, ops);
-      if (a !== undefined && r.succeeded && a.match(ops)) {
-        armed = undefined;
-        a.done(ops);
-        throw new StoreUnavailableError(inner.url, 'test: the answer was lost after the txn committed');
-      }
-      return r;
-    },
-    loseNext: (match) => new Promise((done) => (armed = { match, done })),
-  };
+  const store = withTxn(inner, async (c, ops) => {
+    const a = armed;
+    const r = await inner.txn(c, ops);
+    if (a !== undefined && r.succeeded && a.match(ops)) {
+      armed = undefined;
+      a.done(ops);
+      throw new StoreUnavailableError(inner.url, 'test: the answer was lost after the txn committed');
+    }
+    return r;
+  });
+  return Object.assign(store, { loseNext: (match: (ops: readonly Op[]) => boolean) => new Promise<readonly Op[]>((done) => (armed = { match, done })) });
 }
