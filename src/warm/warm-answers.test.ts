@@ -6,7 +6,7 @@ import { type AgentView, agentViewKey, blockKey, encodeAgentView, encodeBlock } 
 import { encodeWarmPodRecord, warmPodRecordKey } from '../model/warm-pod-record.js';
 import { MemoryStore } from '../store/memory/memory-store.js';
 import { warmHandlePrefix } from './warm-handle.js';
-import { awaitWarmAnswers, nodeAnswer, warmNodesIn } from './warm-answers.js';
+import { awaitWarmAnswers, MAX_POLL_MS, nodeAnswer, warmNodesIn } from './warm-answers.js';
 import { agentView } from '../../test/helpers/agent-view.js';
 
 const WA = `${warmHandlePrefix('node-a')}r1`;
@@ -116,5 +116,27 @@ test("awaitWarmAnswers: waits for each holding node's view naming the generation
   await put('blocks/10.0.0.32-28', '{"broken"');
   const unreadable = await awaitWarmAnswers(store, { space: [parsePrefix('10.1.0.0/16')] }, 5, { timeoutMs: 0 });
   assert.deepEqual(unreadable.unreadableBlocks, ['blocks/10.0.0.32-28']);
+  await store.close();
+});
+
+test('awaitWarmAnswers: a silent node is read less and less often (pauses doubling up to MAX_POLL_MS), not every 100 ms', async () => {
+  const store = new MemoryStore();
+  const put = (key: string, value: string) => store.txn([], [{ type: 'put', key, value }]);
+  const b = block('10.0.0.0/28', 'node-a', { '10.0.0.1': WA });
+  await put(blockKey(b.cidr), encodeBlock(b));
+  let looks = 0;
+  const getMany = store.getMany.bind(store);
+  store.getMany = (keys) => {
+    looks++;
+    return getMany(keys);
+  };
+  const r = await awaitWarmAnswers(store, { space: [parsePrefix('10.0.0.0/27')] }, 5, { timeoutMs: 2500 });
+  assert.deepEqual(
+    r.silent.map((n) => n.node),
+    ['node-a'],
+  );
+  // 0, 100, 300, 700, 1500, 2500 ms: 6 looks (25 at a fixed 100 ms).
+  assert.ok(looks >= 5 && looks <= 7, `${looks} looks in 2.5 s`);
+  assert.equal(MAX_POLL_MS, 1000);
   await store.close();
 });

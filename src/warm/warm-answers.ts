@@ -132,10 +132,13 @@ export function nodeAnswer(view: AgentView | undefined, configRev: number, space
   };
 }
 
+/** The longest pause between two looks at the silent nodes' views (ms). */
+export const MAX_POLL_MS = 1000;
+
 export interface WarmWaitOptions {
   /** How long to wait for the agents (ms); 0: look once, do not wait. */
   readonly timeoutMs: number;
-  /** Between two looks (ms). */
+  /** The first pause between two looks (ms, default 100); each later one doubles, up to MAX_POLL_MS. */
   readonly pollMs?: number;
 }
 
@@ -159,8 +162,14 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
   let silent: WarmNode[] = warmNodesIn(blocks, scope, () => false);
   const answered: (WarmAnswer & { ms: number })[] = [];
   const deadline = t0 + o.timeoutMs;
+  // An agent answers within a pause or two of the change; one that has not is read less and less
+  // often (its whole view each time), so a wait on many silent nodes stays a light load.
+  let pause = o.pollMs ?? 100;
   for (let first = true; silent.length > 0 && (first || performance.now() < deadline); first = false) {
-    if (!first) await new Promise((r) => setTimeout(r, Math.min(o.pollMs ?? 100, Math.max(0, deadline - performance.now()))));
+    if (!first) {
+      await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(0, deadline - performance.now()))));
+      pause = Math.min(pause * 2, Math.max(MAX_POLL_MS, o.pollMs ?? 0));
+    }
     const views = await store.getMany(silent.map((n) => agentViewKey(n.node)));
     const still: WarmNode[] = [];
     silent.forEach((n, i) => {
