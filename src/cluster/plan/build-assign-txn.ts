@@ -17,7 +17,7 @@ export function buildAssignTxn(w: PlanWork): AssignPlan {
   const { req, snap, handle, now } = w.input;
   const compares: Compare[] = [{ key: CONFIG_KEY, rev: snap.configRev }];
   if (w.usedLabels) compares.push({ key: nodeKey(req.node), rev: w.input.labels!.rev });
-  // A late landing of this txn after the runtime's DEL found the handle absent fails here.
+  // A late landing of this txn after a DEL on the node (one that found the handle absent, too) fails here.
   compares.push({ key: delFenceKey(req.node), rev: w.input.delFence });
   const ops: Op[] = [];
   const claims: string[] = [];

@@ -14,6 +14,8 @@
  * (and the plugin's hint file keeps it between runs), and learns another writer's from the first
  * compare that fails on it.
  */
+import type { Op } from '../../store/index.js';
+
 /** Datastore prefix of the nodes' DEL fences. */
 export const DEL_FENCE_PREFIX = 'del-fences/';
 
@@ -24,10 +26,15 @@ export function delFenceKey(node: string): string {
 export interface DelFence {
   /** When the fence moved (ISO). */
   readonly at: string;
-  /** The handle whose DEL found nothing. */
+  /** The handle of the DEL that moved it last. */
   readonly handle: string;
 }
 
 export function encodeDelFence(f: DelFence): string {
   return JSON.stringify({ at: f.at, handle: f.handle });
+}
+
+/** The op that moves `node`'s DEL fence for a DEL of `handle` at `now`. */
+export function delFenceOp(node: string, handle: string, now: Date): Op {
+  return { type: 'put', key: delFenceKey(node), value: encodeDelFence({ at: now.toISOString(), handle }) };
 }

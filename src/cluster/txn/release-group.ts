@@ -21,12 +21,12 @@ import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
 import { commitWrite } from '../gate/index.js';
 import { absorbEntry, type IpamContext, type KnownBlock } from '../views/index.js';
-import { releaseStampOp, quarantineFor } from '../records/index.js';
+import { delFenceOp, releaseStampOp, quarantineFor } from '../records/index.js';
 import { MAX_BATCH_OPS, fits } from './assign-group.js';
 import { checkHandle } from '../../model/handle-id.js';
 import { checkNodeName } from '../../model/node-name.js';
 import { planReleaseHandle } from '../plan/index.js';
-import { type Released, delFenceOp, releaseByHandle } from './release.js';
+import { type Released, releaseByHandle } from './release.js';
 
 export { MAX_BATCH_OPS };
 
@@ -110,7 +110,7 @@ async function planAndCommit(ctx: IpamContext, node: string, handles: readonly s
     what: `group release of ${joined.length} handle(s) on node "${node}"`,
     compares: cmp,
     // The node's DEL fence moves with its releases (release.ts, del-fence-record.ts).
-    ops: [...ops.values(), delFenceOp(ctx, node, handles[joined[joined.length - 1]!.i]!), releaseStampOp(ctx)],
+    ops: [...ops.values(), delFenceOp(node, handles[joined[joined.length - 1]!.i]!, ctx.now()), releaseStampOp(ctx)],
   });
   if (!r.succeeded) {
     // Someone changed what the plans saw: learn the current entries, then each release alone.

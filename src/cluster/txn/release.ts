@@ -10,7 +10,7 @@ import { commitWrite } from '../gate/index.js';
 import { crashPoint } from '../../util/crash-point.js';
 import { ordinalsOf } from '../../alloc/block.js';
 import { type Addr, formatPrefix, type Prefix } from '../../ip/index.js';
-import type { Compare, Entry, Op } from '../../store/index.js';
+import type { Compare, Entry } from '../../store/index.js';
 import { absorbEntry, loadSnapshot, type KnownBlock, type NodeView, type IpamContext, readKeys } from '../views/index.js';
 import {
   type Pool,
@@ -22,8 +22,7 @@ import {
   HANDLE_PREFIX,
   POOL_PREFIX,
   handleKey,
-  delFenceKey,
-  encodeDelFence,
+  delFenceOp,
   quarantineIn,
   quarantinesOfConfig,
   releaseStampOp,
@@ -82,7 +81,7 @@ async function releaseHandleLoop(ctx: IpamContext, handle: string, node: string 
     if (hs === undefined) hs = await handleState(ctx, handle, await ctx.store.get(handleKey(handle)));
     const record = hs.record;
     if (!record) {
-      if (view === undefined || guard.length > 0) return [];
+      if (view === undefined) return []; // a tool's release (no node): nothing to fence
       // Absent on this node's DEL: move the node's DEL fence while the handle is still absent,
       // so an ADD of it whose answer was lost can no longer land (del-fence-record.ts).
       const fenced = await fenceAbsentHandle(ctx, view, handle);
@@ -118,7 +117,7 @@ async function fenceAbsentHandle(ctx: IpamContext, view: NodeView, handle: strin
   const r = await commitWrite(ctx, {
     what: `move the DEL fence of node "${view.node}" for handle "${handle}"`,
     compares: [{ key: handleKey(handle), rev: 0 }],
-    ops: [delFenceOp(ctx, view.node, handle)],
+    ops: [delFenceOp(view.node, handle, ctx.now())],
   });
   if (r.succeeded) {
     view.noteHandle(handle, 0, undefined);
@@ -126,11 +125,6 @@ async function fenceAbsentHandle(ctx: IpamContext, view: NodeView, handle: strin
     return true;
   }
   return handleState(ctx, handle, r.current?.[0]);
-}
-
-/** The op that moves `node`'s DEL fence for a DEL of `handle` (del-fence-record.ts). */
-export function delFenceOp(ctx: IpamContext, node: string, handle: string): Op {
-  return { type: 'put', key: delFenceKey(node), value: encodeDelFence({ at: ctx.now().toISOString(), handle }) };
 }
 
 /**
@@ -234,7 +228,7 @@ async function runPlan(
     return new Map();
   }
   // A node's release moves its DEL fence in the same txn (no ADD planned before it can land after it).
-  const fence = view === undefined ? [] : [delFenceOp(ctx, view.node, handle)];
+  const fence = view === undefined ? [] : [delFenceOp(view.node, handle, ctx.now())];
   const r = await commitWrite(ctx, { what: 'release addresses', compares: plan.compares, ops: [...plan.ops, ...fence, releaseStampOp(ctx)] });
   if (r.succeeded) {
     if (view !== undefined) view.delFenceRev = r.rev;

@@ -31,6 +31,7 @@ import {
   type Body,
 } from '../http/validate.js';
 import { poolChangeScope, takesOutOfService } from '../../warm/warm-answers.js';
+import type { Pool } from '../../cluster/records/index.js';
 import { agentsApplied, warmTimeout } from './warm-wait.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
@@ -116,7 +117,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         formerBlockSizes: p.formerBlockSizes,
         nodeSelector: p.nodeSelector.text,
         reuseAfter: reuseAfterText(p.reuseAfterMs),
-        ...(takesOutOfService({ disabled, nodeSelector }) ? { agents: await agentsApplied(d.store, await poolChangeScope(d.store, p), warmTimeoutMs) } : {}),
+        ...(takesOutOfService({ disabled, nodeSelector }) ? { agents: await poolAgents(d, p, warmTimeoutMs) } : {}),
       };
     }),
   );
@@ -143,7 +144,7 @@ export function addWriteRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
         const name = c.params.name as string;
         const warmTimeoutMs = draining ? warmTimeout(c) : 0;
         const p = await d.ipam.setPoolDraining(name, draining);
-        const agents = draining ? await agentsApplied(d.store, await poolChangeScope(d.store, p), warmTimeoutMs) : undefined;
+        const agents = draining ? await poolAgents(d, p, warmTimeoutMs) : undefined;
         return { ...heldJson(await d.ipam.poolHeld(name)), name, ...(agents ? { agents } : {}) };
       }),
     );
@@ -289,4 +290,9 @@ async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<strin
     }
     throw e;
   }
+}
+
+/** The node agents' answer to a change of pool `p` (warm-wait.ts) that takes addresses out of service. */
+async function poolAgents(d: ApiDeps, p: Pool, timeoutMs: number): Promise<unknown> {
+  return agentsApplied(d.store, await poolChangeScope(d.store, p), timeoutMs);
 }
