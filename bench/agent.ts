@@ -10,7 +10,8 @@
  *            per-pod plugin — sequential p50/p99, the burst's wall time, and datastore round
  *            trips per pod (the agent's counter; the plugin's PODIPAM_STATS lines)
  *
- * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256). Run alone:
+ * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256), PODIPAM_BENCH_SETTLE_PAIRS (4000:
+ * the lean comparison's "settled" rows come after that many more pairs through the agent). Run alone:
  * `node dist/bench/agent.js` after a build; `… agent.js lean` only the posix_spawn comparison
  * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
@@ -25,6 +26,9 @@ import { makeTempDir } from '../test/helpers/tmp.js';
 import { callBreakdown } from './lib/call-breakdown.js';
 import { cpuMs, threadCpuMs } from './lib/proc-cpu.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
+
+/** Pairs the agent serves, unmeasured, before the "settled" rows of the lean comparison (PODIPAM_BENCH_SETTLE_PAIRS; 0: none). */
+const SETTLE_PAIRS = Number(process.env.PODIPAM_BENCH_SETTLE_PAIRS ?? 4000);
 
 function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
   const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
@@ -203,39 +207,47 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   };
   const pid = agent.child.pid!;
   const rssIdle = rssMiB(pid);
-  const seq = new Map<string, { add: number[]; del: number[] }>(subjects.map((s) => [s.name, { add: [], del: [] }]));
   let agentCpu = 0;
   let shimAdds = 0;
-  for (let round = 0; round < 4; round++) {
-    for (const s of round % 2 ? subjects : [...subjects].reverse()) {
-      const c0 = threadCpuMs(pid);
-      const out = runDriver(['seq', String(Math.ceil(PAIRS / 4))], s)
-        .trim()
-        .split('\n');
-      if (s.name === 'shim+agent') {
-        agentCpu += threadCpuMs(pid) - c0;
-        shimAdds += out.length;
-      }
-      for (const line of out) {
-        const [a, d] = line.split(' ').map(Number);
-        seq.get(s.name)!.add.push(a! / 1000);
-        seq.get(s.name)!.del.push(d! / 1000);
+  // `rounds` rounds of `per` sequential pairs, the subjects alternating: each one's ADD and DEL times.
+  const sequential = (rounds: number, per: number): Map<string, { add: number[]; del: number[] }> => {
+    const seq = new Map<string, { add: number[]; del: number[] }>(subjects.map((s) => [s.name, { add: [], del: [] }]));
+    for (let round = 0; round < rounds; round++) {
+      for (const s of round % 2 ? subjects : [...subjects].reverse()) {
+        const c0 = threadCpuMs(pid);
+        const out = runDriver(['seq', String(per)], s)
+          .trim()
+          .split('\n');
+        if (s.name === 'shim+agent') {
+          agentCpu += threadCpuMs(pid) - c0;
+          shimAdds += out.length;
+        }
+        for (const line of out) {
+          const [a, d] = line.split(' ').map(Number);
+          seq.get(s.name)!.add.push(a! / 1000);
+          seq.get(s.name)!.del.push(d! / 1000);
+        }
       }
     }
-  }
+    return seq;
+  };
+  const seq = sequential(4, Math.ceil(PAIRS / 4));
   console.log(`local mode, lean driver (posix_spawn): ${PAIRS} sequential pairs in 4 rounds, ${BURST}-pod burst at ${IN_FLIGHT} in flight`);
   const line = table(rows, ['floor', 'shim+agent', 'host-local', 'shim-floor', 'h-l-floor', 'shim/h-l', 'floor/h-l']);
-  const f = seq.get('floor')!;
-  const a = seq.get('shim+agent')!;
-  const h = seq.get('host-local')!;
-  for (const [label, z, x, y] of [
-    ['lean ADD p50', q(f.add, 0.5), q(a.add, 0.5), q(h.add, 0.5)],
-    ['lean ADD p99', q(f.add, 0.99), q(a.add, 0.99), q(h.add, 0.99)],
-    ['lean DEL p50', q(f.del, 0.5), q(a.del, 0.5), q(h.del, 0.5)],
-    ['lean DEL p99', q(f.del, 0.99), q(a.del, 0.99), q(h.del, 0.99)],
-  ] as const) {
-    line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
-  }
+  const percentiles = (prefix: string, sq: typeof seq): void => {
+    const f = sq.get('floor')!;
+    const a = sq.get('shim+agent')!;
+    const h = sq.get('host-local')!;
+    for (const [label, z, x, y] of [
+      [`${prefix} ADD p50`, q(f.add, 0.5), q(a.add, 0.5), q(h.add, 0.5)],
+      [`${prefix} ADD p99`, q(f.add, 0.99), q(a.add, 0.99), q(h.add, 0.99)],
+      [`${prefix} DEL p50`, q(f.del, 0.5), q(a.del, 0.5), q(h.del, 0.5)],
+      [`${prefix} DEL p99`, q(f.del, 0.99), q(a.del, 0.99), q(h.del, 0.99)],
+    ] as const) {
+      line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
+    }
+  };
+  percentiles('lean', seq);
   const bursts = new Map<string, number[][]>(subjects.map((s) => [s.name, []]));
   for (let round = 0; round < 3; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse())
@@ -257,6 +269,16 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   ] as const) {
     const [z, x, y] = [med('floor', i), med('shim+agent', i), med('host-local', i)];
     line(label, [ms(z), ms(x), ms(y), ms(x - z), ms(y - z), ratio(x, y), ratio(z, y)]);
+  }
+  // The same rounds once the agent's code has settled: its first thousands of calls after a start
+  // still see V8 compiling (bench/results/tail.md), so SETTLE_PAIRS more pairs, unmeasured, first.
+  if (SETTLE_PAIRS > 0) {
+    runDriver(
+      ['seq', String(SETTLE_PAIRS)],
+      subjects.find((s) => s.name === 'shim+agent')!,
+    );
+    console.log(`  the same ${PAIRS} pairs again after ${SETTLE_PAIRS} more (unmeasured) through the agent:`);
+    percentiles('settled', sequential(4, Math.ceil(PAIRS / 4)));
   }
   await breakdown(dir, driver, floorBin, rows);
   const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;

@@ -13,6 +13,7 @@ import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
+import type { CallHandler } from './wire/call-answer.js';
 import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
 import type { RuntimeReconciler, RuntimeReconcilerOptions } from './reconcile/runtime-reconciler.js';
 import { CallTracker } from './util/call-tracker.js';
@@ -54,9 +55,10 @@ export function startAgent(o: AgentMainOptions): Promise<Agent> {
   const { datastore, warm, kube, headroom, masquerade, runtimeReconcile, ...host } = o;
   let monitor: HeadroomMonitor | undefined;
   // An ADD that found the node exhausted (code 100) resyncs the headroom (and the taint) at once.
-  const onCall: AgentOptions['onCall'] = (c) => {
-    o.onCall?.(c);
-    if (c.verb === 'ADD' && c.result === 'code 100') void monitor?.poke();
+  const onCall: AgentOptions['onCall'] = (c, warmUp) => {
+    o.onCall?.(c, warmUp);
+    // (the warm-up's calls read the same fields: the first pods' calls then run this warm)
+    if (c.verb === 'ADD' && c.result === 'code 100' && !warmUp) void monitor?.poke();
   };
   return Agent.start({ ...host, onCall, host: (served) => hostedBackEnds(o, served, (m) => (monitor = m)) });
 }
@@ -141,23 +143,28 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   const busy = (): ReadonlySet<string> => (w ? new Set([...calls.inFlight(), ...w.inFlight()]) : calls.inFlight());
   const reconciler = rr ? await runtimeReconciler(o, rr, cluster, { inFlight: busy, touchedAt: (id) => calls.touchedAt(id) }, w) : undefined;
   const { pluginCall } = await import('./plugin/plugin-call.js');
-  return {
-    call: async (env, stdin) => {
+  // One handler for the runtime's calls and the warm-up's (each with its own host and tracker):
+  // the warm-up runs the very code the pods' calls run.
+  const handler =
+    (h: BackendHost, tracker: CallTracker): CallHandler =>
+    async (env, stdin) => {
       const id = env.CNI_COMMAND === 'ADD' || env.CNI_COMMAND === 'DEL' ? env.CNI_CONTAINERID : undefined;
-      if (id === undefined) return pluginCall(env, stdin, host);
-      const done = calls.begin(id);
+      if (id === undefined) return pluginCall(env, stdin, h);
+      const done = tracker.begin(id);
       try {
-        return await pluginCall(env, stdin, host);
+        return await pluginCall(env, stdin, h);
       } finally {
         done();
       }
-    },
+    };
+  return {
+    call: handler(host, calls),
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: () => {
       const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
       const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
       return {
-        call: (env, stdin) => pluginCall(env, stdin, warmHost),
+        call: handler(warmHost, new CallTracker(Date.now, 60_000)),
         async close() {
           own.scanCache.close();
           await own.cluster.close();

@@ -76,8 +76,11 @@ export interface AgentOptions {
    */
   readonly warmUp?: boolean;
   readonly warmUpMs?: number;
-  /** Called once per finished call (metrics). */
-  readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }) => void;
+  /**
+   * Called once per finished call (metrics), the warm-up's too with `warmUp` true: the hook then
+   * counts them apart (its own throwaway counters), so the first pods run its code warm.
+   */
+  readonly onCall?: (c: { verb: string; result: string; ms: number; backend: string | undefined }, warmUp: boolean) => void;
   /** Diagnostics (a refused peer, a bad request). */
   readonly log?: Log;
 }
@@ -124,7 +127,7 @@ export class Agent {
     this.#server = server;
     this.#lockFd = lockFd;
     this.#allowed = new Set([0, process.getuid?.() ?? 0, ...(opts.allowUids ?? [])]);
-    server.on('connection', (s) => this.#serve(s, hosted.call, true));
+    server.on('connection', (s) => this.#serve(s, hosted.call, this.stats));
   }
 
   /** Takes the socket (refusing when another agent holds it) and starts serving. */
@@ -147,7 +150,9 @@ export class Agent {
     if (hosted.warmUp && opts.warmUp !== false) {
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,
-        serve: (sock, call) => agent.#serve(sock, call, false),
+        // The warm-up's calls are counted too, on counters of their own nobody reads: the counting
+        // code runs warm from the first pod on, and the agent's own counters stay the runtime's.
+        serve: (sock, call, stats) => agent.#serve(sock, call, stats),
         node: opts.node,
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
       });
@@ -213,8 +218,12 @@ export class Agent {
     closeSync(this.#lockFd);
   }
 
-  /** Serves one connection with `call`; `counted`: a runtime's call (status, metrics, trace), not the warm-up's. */
-  #serve(sock: Socket, call: CallHandler, counted: boolean): void {
+  /**
+   * Serves one connection with `call`, counting it in `stats`: the agent's own for a runtime's call
+   * (status, metrics hook, trace), the warm-up's throwaway counters for the warm-up's.
+   */
+  #serve(sock: Socket, call: CallHandler, stats: AgentStats): void {
+    const counted = stats === this.stats;
     this.#conns.add(sock);
     sock.on('close', () => this.#conns.delete(sock));
     sock.on('error', () => sock.destroy());
@@ -288,9 +297,9 @@ export class Agent {
         (c) => {
           const handled = TRACING ? monoUs() : 0;
           answer(c.answer.status, c.answer.output, true);
-          if (!counted) return;
           // The bookkeeping after the answer is on its way: the pod start does not wait for it.
-          this.#record(c);
+          this.#record(c, stats, !counted);
+          if (!counted) return;
           if (TRACING) {
             // The main thread's time waiting for a CPU from the accept to now (the answer is written).
             const runqMs = schedMs().runq - sched!.runq;
@@ -325,12 +334,12 @@ export class Agent {
     }
   }
 
-  /** Counts a served call (status, metrics). */
-  #record({ answer, verb, ms }: ServedCall): void {
+  /** Counts a served call in `stats` and tells the metrics hook (`warmUp`: one of the warm-up's). */
+  #record({ answer, verb, ms }: ServedCall, stats: AgentStats, warmUp: boolean): void {
     const result = resultLabel(answer);
-    this.stats.record(verb, result, ms, answer.backend);
+    stats.record(verb, result, ms, answer.backend);
     try {
-      this.#opts.onCall?.({ verb, result, ms, backend: answer.backend });
+      this.#opts.onCall?.({ verb, result, ms, backend: answer.backend }, warmUp);
     } catch (e) {
       this.#log.error({ error: (e as Error).message }, 'metrics hook failed'); // never the call's answer
     }

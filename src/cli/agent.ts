@@ -122,7 +122,7 @@ export function registerAgent(program: Command): void {
     .option(
       '--warm-up <duration>',
       'before listening, run ADDs and DELs through the request path on private scratch stores for this long, so the first pods do not run cold code ("0s": none)',
-      '1500ms',
+      '3s',
     )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
@@ -212,7 +212,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
   const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
   const runtimeReconcile = runtimeReconcileFlags(flags, label);
-  const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? '1500ms');
+  const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? '3s');
   if (warmUpMs > 60_000) throw new UsageError(`invalid ${label('warmUp')} ${JSON.stringify(flags.warmUp)}: at most 60s`);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
@@ -254,7 +254,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
       ...(masquerade ? { masquerade } : {}),
       ...(runtimeReconcile ? { runtimeReconcile } : {}),
       warmUpMs,
-      onCall: (c) => metrics.observe(c),
+      onCall: (c, warmUp) => metrics.observe(c, warmUp),
       log: logger,
     });
   } catch (e) {

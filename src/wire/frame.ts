@@ -148,7 +148,9 @@ function decodeRequest(head: Buffer, body: Buffer): Request {
   };
   const n = u32(() => 'environment count');
   if (n > 4096) throw new FrameError(`environment of ${n} variables exceeds the limit of 4096`);
-  const env: Record<string, string> = {};
+  // One shape for every request's environment, whatever its variables and their order (see
+  // forwardedEnv in agent-client.ts): a dictionary with no prototype.
+  const env = Object.create(null) as Record<string, string>;
   for (let i = 0; i < n; i++) {
     const kv = bytes(() => `environment entry ${i}`).toString('utf8');
     const eq = kv.indexOf('=');
