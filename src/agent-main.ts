@@ -13,7 +13,6 @@ import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
-import type { CallHandler } from './wire/call-answer.js';
 import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
 import type { RuntimeReconciler, RuntimeReconcilerOptions } from './reconcile/runtime-reconciler.js';
 import { CallTracker } from './util/call-tracker.js';
@@ -146,7 +145,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   // One handler for the runtime's calls and the warm-up's (each with its own host and tracker):
   // the warm-up runs the very code the pods' calls run.
   const handler =
-    (h: BackendHost, tracker: CallTracker): CallHandler =>
+    (h: BackendHost, tracker: CallTracker): HostedServices['call'] =>
     async (env, stdin) => {
       const id = env.CNI_COMMAND === 'ADD' || env.CNI_COMMAND === 'DEL' ? env.CNI_CONTAINERID : undefined;
       if (id === undefined) return pluginCall(env, stdin, h);

@@ -148,11 +148,12 @@ export class Agent {
     // The first pods after a start would otherwise wait for the plugin's code to load and compile,
     // and run it in V8's slowest tiers.
     if (hosted.warmUp && opts.warmUp !== false) {
+      const warmUpStats = new AgentStats();
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,
         // The warm-up's calls are counted too, on counters of their own nobody reads: the counting
         // code runs warm from the first pod on, and the agent's own counters stay the runtime's.
-        serve: (sock, call, stats) => agent.#serve(sock, call, stats),
+        serve: (sock, call) => agent.#serve(sock, call, warmUpStats),
         node: opts.node,
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
       });

@@ -12,7 +12,7 @@
  * processes wait for (2-8 ms stalls in ~3 % of the first 1,000 calls, measured with the bench's
  * driver on 2 vCPUs; none once the code had settled). So the warm-up runs the calls the way the
  * runtime's run: the same handler (`HostedServices.warmUp` builds it as the agent's), counted by
- * the same code in counters of its own (`serve`'s `stats`, the metrics hook's `warmUp`), with
+ * the same code in counters of its own (the agent's `serve` for it, the metrics hook's `warmUp`), with
  * environments as runtimes send them (with and without CNI_ARGS and NODENAME), on local networks
  * of both kinds of address (above and below 2^30, and IPv6) and on the cluster back end — each
  * path it skipped was one where V8 threw optimised code away at the first pod's call.
@@ -32,7 +32,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import { AgentStats } from './agent-stats.js';
 
 /** The warm-up's cluster datastore: process-wide, in memory, never seen by the runtime's calls. */
 const WARM_UP_DATASTORE = 'memory:podipam-agent-warm-up';
@@ -67,8 +66,8 @@ export interface WarmUpReport {
 export interface WarmUpOptions {
   /** Builds the warm-up's handler and services (called once). */
   readonly services: () => WarmUpServices;
-  /** Serves one accepted connection with `call`, as the agent serves its socket's, counting it in `stats`. */
-  readonly serve: (sock: Socket, call: CallHandler, stats: AgentStats) => void;
+  /** Serves one accepted connection with `call` as the agent serves its socket's (counted apart from the runtime's calls). */
+  readonly serve: (sock: Socket, call: CallHandler) => void;
   /** The node name the calls carry. */
   readonly node: string;
   /** Wall-time budget in ms (default WARM_UP_BUDGET_MS); 0: no warm-up. */
@@ -110,8 +109,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       await store.close();
     }
     const s = (services = o.services());
-    const stats = new AgentStats();
-    server.on('connection', (sock: Socket) => o.serve(sock, s.call, stats));
+    server.on('connection', (sock: Socket) => o.serve(sock, s.call));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(socket, () => resolve());
