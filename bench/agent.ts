@@ -209,8 +209,10 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   const rssIdle = rssMiB(pid);
   let agentCpu = 0;
   let shimAdds = 0;
-  // `rounds` rounds of `per` sequential pairs, the subjects alternating: each one's ADD and DEL times.
-  const sequential = (rounds: number, per: number): Map<string, { add: number[]; del: number[] }> => {
+  // `rounds` rounds of `per` sequential pairs, the subjects alternating: each one's ADD and DEL
+  // times; `footprint`: the agent's CPU counts towards the footprint line (the first rounds only,
+  // comparable with the runs before the settled rows).
+  const sequential = (rounds: number, per: number, footprint: boolean): Map<string, { add: number[]; del: number[] }> => {
     const seq = new Map<string, { add: number[]; del: number[] }>(subjects.map((s) => [s.name, { add: [], del: [] }]));
     for (let round = 0; round < rounds; round++) {
       for (const s of round % 2 ? subjects : [...subjects].reverse()) {
@@ -218,7 +220,7 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
         const out = runDriver(['seq', String(per)], s)
           .trim()
           .split('\n');
-        if (s.name === 'shim+agent') {
+        if (footprint && s.name === 'shim+agent') {
           agentCpu += threadCpuMs(pid) - c0;
           shimAdds += out.length;
         }
@@ -231,7 +233,7 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
     }
     return seq;
   };
-  const seq = sequential(4, Math.ceil(PAIRS / 4));
+  const seq = sequential(4, Math.ceil(PAIRS / 4), true);
   console.log(`local mode, lean driver (posix_spawn): ${PAIRS} sequential pairs in 4 rounds, ${BURST}-pod burst at ${IN_FLIGHT} in flight`);
   const line = table(rows, ['floor', 'shim+agent', 'host-local', 'shim-floor', 'h-l-floor', 'shim/h-l', 'floor/h-l']);
   const percentiles = (prefix: string, sq: typeof seq): void => {
@@ -272,16 +274,17 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   }
   // The same rounds once the agent's code has settled: its first thousands of calls after a start
   // still see V8 compiling (bench/results/tail.md), so SETTLE_PAIRS more pairs, unmeasured, first.
+  const rssAfter = rssMiB(pid); // before the settled rounds: comparable with the runs before them
   if (SETTLE_PAIRS > 0) {
     runDriver(
       ['seq', String(SETTLE_PAIRS)],
       subjects.find((s) => s.name === 'shim+agent')!,
     );
     console.log(`  the same ${PAIRS} pairs again after ${SETTLE_PAIRS} more (unmeasured) through the agent:`);
-    percentiles('settled', sequential(4, Math.ceil(PAIRS / 4)));
+    percentiles('settled', sequential(4, Math.ceil(PAIRS / 4), false));
   }
   await breakdown(dir, driver, floorBin, rows);
-  const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssMiB(pid).toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
+  const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssAfter.toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;
   console.log(`  ${footprint}`);
   rows.push(footprint);
 }

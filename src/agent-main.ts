@@ -16,6 +16,7 @@ import type { BackendHost } from './plugin/ipam-backend.js';
 import type { HeadroomMonitor, HeadroomOptions } from './agent/headroom.js';
 import type { RuntimeReconciler, RuntimeReconcilerOptions } from './reconcile/runtime-reconciler.js';
 import { CallTracker } from './util/call-tracker.js';
+import { pokesHeadroom } from './agent/headroom-poke.js';
 import type { AllocationSource } from './reconcile/allocation-source.js';
 
 export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
@@ -56,8 +57,7 @@ export function startAgent(o: AgentMainOptions): Promise<Agent> {
   // An ADD that found the node exhausted (code 100) resyncs the headroom (and the taint) at once.
   const onCall: AgentOptions['onCall'] = (c, warmUp) => {
     o.onCall?.(c, warmUp);
-    // (the warm-up's calls read the same fields: the first pods' calls then run this warm)
-    if (c.verb === 'ADD' && c.result === 'code 100' && !warmUp) void monitor?.poke();
+    if (pokesHeadroom(c, warmUp)) void monitor?.poke();
   };
   return Agent.start({ ...host, onCall, host: (served) => hostedBackEnds(o, served, (m) => (monitor = m)) });
 }

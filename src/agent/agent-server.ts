@@ -294,7 +294,7 @@ export class Agent {
         return;
       }
       const parsed = TRACING ? monoUs() : 0;
-      void this.#call(call, req.call.env, req.call.stdin).then(
+      void this.#call(call, req.call.env, req.call.stdin, stats).then(
         (c) => {
           const handled = TRACING ? monoUs() : 0;
           answer(c.answer.status, c.answer.output, true);
@@ -314,9 +314,9 @@ export class Agent {
   }
 
   /** Serves one call; the counting is left to `#record`, once the answer is sent. */
-  async #call(call: CallHandler, env: Readonly<Record<string, string>>, stdin: Buffer): Promise<ServedCall> {
+  async #call(call: CallHandler, env: Readonly<Record<string, string>>, stdin: Buffer, stats: AgentStats): Promise<ServedCall> {
     const t0 = performance.now();
-    this.stats.inFlight++;
+    stats.inFlight++;
     // Only what the shim forwards: a caller cannot set anything else the agent's code reads.
     const callEnv = forwardedEnv(env);
     if (!callEnv.NODENAME && !callEnv.NODE_NAME) callEnv.NODENAME = this.#opts.node; // the caller's own wins (defaultNodeName)
@@ -328,10 +328,10 @@ export class Agent {
       const ms = performance.now() - t0;
       if (!TRACING) return { answer, verb, ms };
       const loop = { p99: loopDelay!.percentile(99) / 1e6, max: loopDelay!.max / 1e6 };
-      return { answer, verb, ms, trace: { verb, result: resultLabel(answer), ms, inFlight: this.stats.inFlight, ...traced.phases, loop } };
+      return { answer, verb, ms, trace: { verb, result: resultLabel(answer), ms, inFlight: stats.inFlight, ...traced.phases, loop } };
     } finally {
-      this.stats.inFlight--;
-      if (this.stats.inFlight === 0 && this.#idle) this.#idle();
+      stats.inFlight--;
+      if (stats === this.stats && stats.inFlight === 0 && this.#idle) this.#idle();
     }
   }
 

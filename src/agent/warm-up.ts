@@ -23,8 +23,11 @@
  * behind it are the warm-up's own, built for it and closed after it: a scan cache and a cluster
  * host like the agent's, but no datastore, cache or counter of the agent's is touched. The local
  * back end runs on a data directory inside the private directory; the cluster back end on a
- * process-private memory store holding one pool of TEST-NET-1 addresses (no hint file). A
- * warm-up that fails ends there: it only costs the first pods their cold start.
+ * process-private memory store holding one pool of TEST-NET-1 addresses (no hint file), whose
+ * data is dropped after. Left behind: the process-wide cache of parsed local configs holds up to
+ * its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
+ * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
+ * only costs the first pods their cold start.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';
@@ -33,8 +36,8 @@ import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
 
-/** The warm-up's cluster datastore: process-wide, in memory, never seen by the runtime's calls. */
-const WARM_UP_DATASTORE = 'memory:podipam-agent-warm-up';
+/** Warm-ups run in this process: each has its own in-memory datastore (`memory:podipam-agent-warm-up-N`). */
+let warmUps = 0;
 
 /**
  * Rounds (an ADD and a DEL on each of the two local networks and on the cluster's): at least
@@ -61,6 +64,8 @@ export interface WarmUpReport {
   readonly calls: number;
   readonly failed: number;
   readonly ms: number;
+  /** Why the warm-up stopped before its budget, when something failed (its first pods then run colder code). */
+  readonly error?: string;
 }
 
 export interface WarmUpOptions {
@@ -87,6 +92,9 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   let rounds = 0;
   let calls = 0;
   let failed = 0;
+  let error: string | undefined;
+  const datastoreName = `podipam-agent-warm-up-${++warmUps}`;
+  const datastore = `memory:${datastoreName}`;
   try {
     dir = mkdtempSync(join(tmpdir(), 'podipam-agent-warm-up-'));
     const socket = join(dir, 'warm-up.sock');
@@ -100,9 +108,9 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       conf('podipam-agent-warm-up', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
       conf('podipam-agent-warm-up-2', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
     ];
-    const cluster = conf('podipam-agent-warm-up', { datastore: WARM_UP_DATASTORE, nodeName: o.node, cacheDir: '' });
+    const cluster = conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir: '' });
     const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
-    const store = await openStore(WARM_UP_DATASTORE);
+    const store = await openStore(datastore);
     try {
       await new ClusterIpam(store).createPool({ name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 });
     } finally {
@@ -134,12 +142,15 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
         }
       }
     }
-  } catch {
-    // only the first pods' latency is at stake
+  } catch (e) {
+    // only the first pods' latency is at stake: reported, not thrown
+    error = e instanceof Error ? e.message : String(e);
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await services?.close().catch(() => undefined);
+    // The datastore's data (its revisions and watch log) would otherwise stay for the process's life.
+    (await import('../store/memory/memory-store.js')).dropMemoryStore(datastoreName);
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
-  return { rounds, calls, failed, ms: Math.round(performance.now() - t0) };
+  return { rounds, calls, failed, ms: Math.round(performance.now() - t0), ...(error === undefined ? {} : { error }) };
 }

@@ -52,6 +52,11 @@ class MemoryData {
 
 const named = new Map<string, MemoryData>();
 
+/** Forgets the data of the process-wide store `memory:NAME` (a store still open on it keeps it until closed). */
+export function dropMemoryStore(name: string): void {
+  named.delete(name);
+}
+
 /**
  * A store held in this process's memory, for unit tests: `memory:` is a fresh, empty store;
  * `memory:NAME` opens the data every other `memory:NAME` store of this process sees (closing
