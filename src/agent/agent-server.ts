@@ -299,7 +299,7 @@ export class Agent {
           const handled = TRACING ? monoUs() : 0;
           answer(c.answer.status, c.answer.output, true);
           // The bookkeeping after the answer is on its way: the pod start does not wait for it.
-          this.#record(c, stats, !counted);
+          this.#record(c, stats);
           if (!counted) return;
           if (TRACING) {
             // The main thread's time waiting for a CPU from the accept to now (the answer is written).
@@ -335,9 +335,10 @@ export class Agent {
     }
   }
 
-  /** Counts a served call in `stats` and tells the metrics hook (`warmUp`: one of the warm-up's). */
-  #record({ answer, verb, ms }: ServedCall, stats: AgentStats, warmUp: boolean): void {
+  /** Counts a served call in `stats` and tells the metrics hook (a call counted elsewhere than the agent's own stats is the warm-up's). */
+  #record({ answer, verb, ms }: ServedCall, stats: AgentStats): void {
     const result = resultLabel(answer);
+    const warmUp = stats !== this.stats;
     stats.record(verb, result, ms, answer.backend);
     try {
       this.#opts.onCall?.({ verb, result, ms, backend: answer.backend }, warmUp);

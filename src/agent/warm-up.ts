@@ -12,10 +12,13 @@
  * processes wait for (2-8 ms stalls in ~3 % of the first 1,000 calls, measured with the bench's
  * driver on 2 vCPUs; none once the code had settled). So the warm-up runs the calls the way the
  * runtime's run: the same handler (`HostedServices.warmUp` builds it as the agent's), counted by
- * the same code in counters of its own (the agent's `serve` for it, the metrics hook's `warmUp`), with
- * environments as runtimes send them (with and without CNI_ARGS and NODENAME), on local networks
- * of both kinds of address (above and below 2^30, and IPv6) and on the cluster back end — each
- * path it skipped was one where V8 threw optimised code away at the first pod's call.
+ * the same code in counters of its own (the agent's `serve` for it, the metrics hook's `warmUp`),
+ * environments as runtimes send them (with and without CNI_ARGS and NODENAME). Measured with V8's
+ * --trace-deopt: the metrics hook's first run, the counting, the environment's shape and a call
+ * without NODENAME each threw optimised code away at the first pod's call when the warm-up had
+ * skipped them. It also covers local networks of both kinds of IPv4 address (above and below 2^30,
+ * which V8 represents differently) and IPv6, and the cluster back end, so that no such path is
+ * left for a pod to meet first.
  *
  * The calls go through a private socket (a directory made for the purpose by mkdtemp, 0700,
  * removed after) served by the agent's own connection code (`serve`: peer check, framing, answer,
@@ -101,9 +104,9 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     const conf = (name: string, ipam: Record<string, unknown>): Buffer =>
       Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name, ipam: { type: 'podipam', ...ipam } }));
     // Two local networks, one with addresses above 2^30 (as 172.16/12 and 192.168/16 are), one
-    // below (as 10/8 is) and dual-stack: V8 keeps the two kinds of numbers apart, and code
-    // optimised for one kind alone was thrown away at the first call of a network of the other.
-    // Their addresses live in the private directory only, never handed to a pod.
+    // below (as 10/8 is) and dual-stack: V8 represents the two kinds of numbers differently, and
+    // the first pods' networks may be of either. Their addresses live in the private directory
+    // only, never handed to a pod.
     const locals = [
       conf('podipam-agent-warm-up', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
       conf('podipam-agent-warm-up-2', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),

@@ -47,6 +47,8 @@ type Label = (key: keyof AgentFlags) => string;
 const flagOf = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 const DEFAULT_SOCKET = '/run/podipam/agent.sock';
+/** The agent's default warm-up (src/agent/warm-up.ts WARM_UP_BUDGET_MS, as a duration). */
+const DEFAULT_WARM_UP = '3s';
 
 export function registerAgent(program: Command): void {
   const agent = program
@@ -122,7 +124,7 @@ export function registerAgent(program: Command): void {
     .option(
       '--warm-up <duration>',
       'before listening, run ADDs and DELs through the request path on private scratch stores for this long, so the first pods do not run cold code ("0s": none)',
-      '3s',
+      DEFAULT_WARM_UP,
     )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
@@ -212,7 +214,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   if (masqueradeIntervalMs < 100) throw new UsageError(`invalid ${label('masqueradeInterval')} ${JSON.stringify(flags.masqueradeInterval)}: at least 100ms`);
   const masquerade = flags.masquerade === false ? undefined : { intervalMs: masqueradeIntervalMs };
   const runtimeReconcile = runtimeReconcileFlags(flags, label);
-  const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? '3s');
+  const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? DEFAULT_WARM_UP);
   if (warmUpMs > 60_000) throw new UsageError(`invalid ${label('warmUp')} ${JSON.stringify(flags.warmUp)}: at most 60s`);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {

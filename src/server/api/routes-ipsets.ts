@@ -6,8 +6,8 @@
  */
 import { MAX_IP_SET_SIZE } from '../../cluster/records/index.js';
 import type { ApiDeps } from './api-deps.js';
-import { isEngineError } from '../../util/engine-error.js';
-import { badField, HttpError } from '../http/http-error.js';
+import { badField } from '../http/http-error.js';
+import { fieldErrors } from './field-errors.js';
 import type { HandlerSpec } from '../http/http-server.js';
 import type { Router } from '../http/router.js';
 import { NAME, NAME_HINT, optionalInt, optionalStringArray, requireString } from '../http/validate.js';
@@ -26,15 +26,14 @@ export function addIpSetRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       const count = optionalInt(b, 'count', 1, MAX_IP_SET_SIZE);
       if ((addresses === undefined) === (count === undefined))
         throw badField('addresses', 'give either "addresses" (addresses, ranges A-B and CIDRs) or "count", not both nor neither');
-      try {
-        const set = await d.ipam.createIpSet(name, pool, addresses !== undefined ? { ranges: addresses } : { count: count as number });
-        d.summary.invalidate();
-        return d.ipam.showIpSet(set.name);
-      } catch (e) {
-        if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e))
-          throw new HttpError(400, 'invalid_field', e.message, addresses !== undefined ? 'addresses' : 'count', { cause: e });
-        throw e;
-      }
+      return fieldErrors(
+        async () => {
+          const set = await d.ipam.createIpSet(name, pool, addresses !== undefined ? { ranges: addresses } : { count: count as number });
+          d.summary.invalidate();
+          return d.ipam.showIpSet(set.name);
+        },
+        addresses !== undefined ? 'addresses' : 'count',
+      );
     },
   });
 

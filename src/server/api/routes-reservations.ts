@@ -8,13 +8,13 @@
  */
 import { formatPrefix } from '../../ip/index.js';
 import type { Reservation } from '../../cluster/records/index.js';
-import { isEngineError } from '../../util/engine-error.js';
 import type { ApiDeps } from './api-deps.js';
-import { badField, HttpError } from '../http/http-error.js';
+import { badField } from '../http/http-error.js';
 import type { HandlerSpec } from '../http/http-server.js';
 import type { Router } from '../http/router.js';
 import { NAME, NAME_HINT, optionalStringArray } from '../http/validate.js';
 import { agentsApplied, warmTimeout } from './warm-wait.js';
+import { fieldErrors } from './field-errors.js';
 
 export function addReservationRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
   r.add('GET', '/api/v1/reservations', { run: async () => ({ items: (await d.ipam.listReservations()).map(json) }) });
@@ -25,14 +25,7 @@ export function addReservationRoutes(r: Router<HandlerSpec>, d: ApiDeps): void {
       const timeoutMs = warmTimeout(c);
       const b = await c.body();
       const cidrs = optionalStringArray(b, 'cidrs') ?? []; // required, 1 to MAX_RESERVATION_CIDRS: checked against api-docs.ts's schema
-      let res: Reservation;
-      try {
-        res = await d.ipam.putReservation(name, cidrs);
-      } catch (e) {
-        if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e))
-          throw new HttpError(400, 'invalid_field', e.message, 'cidrs', { cause: e });
-        throw e;
-      }
+      const res = await fieldErrors(() => d.ipam.putReservation(name, cidrs), 'cidrs');
       d.summary.invalidate();
       return { ...json(res), agents: await agentsApplied(d.store, { space: res.cidrs }, timeoutMs) };
     },

@@ -13,8 +13,7 @@ import type { ApiDeps } from './api-deps.js';
 import { reuseAfterText } from '../../cluster/index.js';
 import { heldJson } from './held-json.js';
 import { allocateAddresses, releaseAddress, releaseHandleAddresses } from './cluster-addresses.js';
-import { isEngineError } from '../../util/engine-error.js';
-import { badField, HttpError } from '../http/http-error.js';
+import { badField } from '../http/http-error.js';
 import type { Ctx, HandlerSpec } from '../http/http-server.js';
 import type { Router } from '../http/router.js';
 import {
@@ -33,6 +32,7 @@ import {
 import { poolChangeScope, takesOutOfService } from '../../warm/warm-answers.js';
 import type { Pool } from '../../cluster/records/index.js';
 import { agentsApplied, warmTimeout } from './warm-wait.js';
+import { fieldErrors } from './field-errors.js';
 
 // What the plugin accepts (src/model): container ids and network names of any length (the
 // handle they make is checked against MAX_HANDLE_LENGTH), node names as Kubernetes has them.
@@ -274,22 +274,6 @@ function requireCidr(b: Body, field: string): string {
   const s = requireString(b, field);
   if (!/^[0-9a-fA-F.:]+\/[0-9]{1,3}$/.test(s)) throw badField(field, `field "${field}" must be a CIDR such as 10.244.0.0/16: got ${JSON.stringify(s)}`);
   return s;
-}
-
-/**
- * Runs a service call, attaching a field name to its TypeError/RangeError when the message
- * names one, so `{"error": {"field": "blockSize"}}` points at the right key.
- */
-async function fieldErrors<T>(fn: () => Promise<T>, words: Readonly<Record<string, string>>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if ((e instanceof TypeError || e instanceof RangeError) && !isEngineError(e)) {
-      const hit = Object.keys(words).find((w) => e.message.includes(w));
-      throw new HttpError(400, 'invalid_field', e.message, hit === undefined ? undefined : words[hit], { cause: e });
-    }
-    throw e;
-  }
 }
 
 /** The node agents' answer to a change of pool `p` (warm-wait.ts) that takes addresses out of service. */
