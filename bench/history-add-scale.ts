@@ -14,9 +14,9 @@
  * priority; e.g. 19: serve takes only CPU the simulated agents and etcd leave, the closest this one
  * machine gets to serve running on a machine of its own, as in a cluster). Run alone: `node dist/bench/index.js history-add-scale`.
  */
+import { defaultHistoryPath } from '../src/cli/history-path.js';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { openStore } from '../src/store/index.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -63,7 +63,7 @@ async function once(history: boolean): Promise<Outcome> {
     try {
       const target = await store.revision();
       for (;;) {
-        const db = openHistoryDb(join(dir.path, 'history.db'), { readonly: true });
+        const db = openHistoryDb(defaultHistoryPath(dir.path, etcd.url), { readonly: true }); // where serve keeps this datastore's history
         try {
           if ((db.position()?.revision ?? 0) >= target) {
             const s = db.stats();

@@ -18,6 +18,7 @@
  * PODIPAM_BENCH_HISTORY_SHIM (200), PODIPAM_BENCH_HISTORY_STORES (sqlite,etcd1).
  * Run alone: `node dist/bench/index.js history-add`.
  */
+import { defaultHistoryPath } from '../src/cli/history-path.js';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
@@ -95,7 +96,7 @@ async function store(kind: string): Promise<string[]> {
       for (let i = 0; i < SHIM; i++) ms.shim[cond].push(await pair(shim(`r${round}-s${i}`), SHIM_BIN));
       await serve.stop();
       serve = undefined;
-      const hdb = join(dataDir, 'history.db');
+      const hdb = defaultHistoryPath(dataDir, url); // where serve keeps the history of this datastore
       if (existsSync(hdb) !== (cond === 'on')) throw new Error(`round ${round}, history ${cond}: ${hdb} ${existsSync(hdb) ? 'exists' : 'is missing'}`);
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -5,17 +5,18 @@
  * a dist/ of main before the change) and as a gRPC stream (`/etcdserverpb.Watch/Watch`, this
  * dist/). One member (`--unsafe-no-fsync`); the puts (one txn of one 300-byte put each, one at
  * a time) come from this dist/'s store in both cases, so only the watches differ. A run counts
- * from the first put until every watcher has seen the last one. Variants alternate.
+ * from the first put until every watcher has seen the last one. Variants alternate. A one-off
+ * A/B tool (bench/tools/: not one of `npm run bench`'s modules, which need no baseline).
  *
- *   PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist node dist/bench/watch-cpu.js [puts] [watchers,...] [rounds]
+ *   PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist node dist/bench/tools/watch-cpu.js [puts] [watchers,...] [rounds]
  */
 import { setMaxListeners } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { openStore } from '../src/store/open-store.js';
-import type { Store } from '../src/store/store.js';
-import { startEtcd } from '../test/helpers/etcd.js';
-import { cpuMs } from './lib/proc-cpu.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
+import { startEtcd } from '../../test/helpers/etcd.js';
+import { cpuMs } from '../lib/proc-cpu.js';
 
 type Open = typeof openStore;
 
