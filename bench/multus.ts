@@ -35,6 +35,11 @@
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr);
  * PODIPAM_BENCH_MULTUS_AGENT_PROF=DIR: the agents run with `--cpu-prof` into DIR (written when they stop);
  * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated;
+ * PODIPAM_BENCH_MULTUS_LAYOUT (together,apart): where the processes run, each layout a whole run of
+ * its own (bench/lib/cpu-layout.ts) — `together`: everything on every CPU, the etcd members
+ * competing with the node for it; `apart`: the node's processes (driver, plugins, agents) on all
+ * CPUs but the last and the members on the last, as a cluster's etcd runs on machines of its own
+ * (host-local then has the node's CPUs, as podipam has);
  * PODIPAM_BENCH_MULTUS_TXN_COST=N: after the rounds, N transactions of each ADD-like shape on the
  * same etcd, the members' CPU per transaction (bench/lib/etcd-txn-cost.ts: fixed cost vs bytes).
  *
@@ -68,6 +73,7 @@ import { childPids, cpuMs } from './lib/proc-cpu.js';
 import { etcdTxnCost } from './lib/etcd-txn-cost.js';
 import { openStore } from '../src/store/open-store.js';
 import { buildMultusDriver, runMultusLean } from './lib/multus-driver.js';
+import { type CpuLayout, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
 
 const SIZE = multusSize('PODIPAM_BENCH_MULTUS', { pods: 128, networks: 16, inFlight: 32, nodes: 3 });
 const RUNS = Number(process.env.PODIPAM_BENCH_MULTUS_RUNS ?? 3);
@@ -81,6 +87,8 @@ const AGENT_RT = process.env.PODIPAM_BENCH_MULTUS_AGENT_RT;
 const WARM_MIN_IDLE = process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE ? Number(process.env.PODIPAM_BENCH_MULTUS_WARM_MIN_IDLE) : undefined;
 /** A directory for the agents' CPU profiles (node --cpu-prof); unset: none. */
 const AGENT_PROF = process.env.PODIPAM_BENCH_MULTUS_AGENT_PROF;
+/** Where the processes run (bench/lib/cpu-layout.ts): each layout its own etcd, agents and rounds. */
+const LAYOUTS = cpuLayouts(process.env.PODIPAM_BENCH_MULTUS_LAYOUT ?? 'together,apart');
 
 interface Subject {
   readonly name: string;
@@ -261,11 +269,29 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
 
 export async function run(): Promise<readonly string[]> {
   requireShim();
+  const summary: string[] = [];
+  const any = cpuLayouts('together')[0]!.node;
+  try {
+    for (const layout of LAYOUTS) {
+      // This process's CPUs are what the agents, the driver and the plugins it starts inherit.
+      pinProcess(process.pid, layout.node);
+      const head = `layout ${describeLayout(layout)}`;
+      console.log(head);
+      summary.push(head, ...(await runLayout(layout)));
+    }
+  } finally {
+    pinProcess(process.pid, any);
+  }
+  return summary;
+}
+
+async function runLayout(layout: CpuLayout): Promise<readonly string[]> {
   const dir = makeTempDir('bench-multus');
-  const etcd = await startEtcd({ members: 3 });
+  const etcd = await startEtcd({ members: 3, ...(layout.datastore !== undefined ? { cpus: layout.datastore } : {}) });
   const nodes: MultusNode[] = [];
   const summary: string[] = [];
   try {
+    checkAffinity('etcd member', childPids('etcd'), layout.datastore ?? layout.node);
     const url = etcd.url;
     const driver = DRIVER === 'node' ? undefined : buildMultusDriver(dir.path);
     const runner: Runner = driver
@@ -306,6 +332,11 @@ export async function run(): Promise<readonly string[]> {
       nodes.push(...warmNodes);
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
     }
+    checkAffinity(
+      'agent',
+      nodes.map((n) => n.agent.child.pid!),
+      layout.node,
+    );
     console.log(
       `multus (${DRIVER} driver${AGENT_RT !== undefined ? `, agents at --realtime-priority ${AGENT_RT}` : ''}): ${SIZE.pods} pods × ${SIZE.networks} networks = ${SIZE.pods * SIZE.networks} attachments, ${SIZE.inFlight} pods in flight, ${SIZE.nodes} nodes (an agent each), 3-member etcd; ${RUNS} rounds, subjects alternating; target < ${TARGET_MS / 1000} s ADD wall`,
     );

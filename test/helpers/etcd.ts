@@ -108,6 +108,12 @@ export interface EtcdOptions {
    * process (the partition rig, test/chaos/, gives them a bridge this process is on too).
    */
   readonly hosts?: readonly { readonly netns: string; readonly ip: string }[];
+  /**
+   * The CPUs the members may run on (a `taskset -c` list, e.g. `1`); unset: any. A benchmark
+   * keeps the datastore off the CPUs of the node it measures, as a cluster's etcd runs on
+   * machines of its own.
+   */
+  readonly cpus?: string;
 }
 
 /**
@@ -202,7 +208,9 @@ async function launch(count: number, options: EtcdOptions) {
     // setpriv --pdeathsig: the kernel kills etcd if this test process dies without cleaning up.
     const [cmd0, args0] = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', ['--pdeathsig', 'SIGKILL', ETCD, ...argsOf(s)]] : [ETCD, argsOf(s)];
     // `ip netns exec` execs the command: the child's pid stays the member's (SIGSTOP reaches etcd).
-    const [cmd, args] = s.netns === undefined ? [cmd0, args0] : ['ip', ['netns', 'exec', s.netns, cmd0, ...args0]];
+    const [cmd1, args1] = s.netns === undefined ? [cmd0, args0] : ['ip', ['netns', 'exec', s.netns, cmd0, ...args0]];
+    // taskset execs the command too: the affinity is set before etcd's first thread exists.
+    const [cmd, args] = options.cpus === undefined ? [cmd1, args1] : ['taskset', ['-c', options.cpus, cmd1, ...args1]];
     const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd], ...(options.env ? { env: { ...process.env, ...options.env } } : {}) });
     closeSync(fd);
     live.add(proc);
