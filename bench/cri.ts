@@ -46,11 +46,13 @@ const AGENT_NICE = process.env.PODIPAM_BENCH_CRI_AGENT_NICE;
  */
 const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
 /**
- * `PODIPAM_BENCH_CRI_AGENT_RT=1`: the agents run with `--realtime-priority 1` (every thread
- * under SCHED_RR, native/sched.c): a waking agent preempts every ordinary task at once, so its
- * ADDs stop waiting behind containerd's, runc's and the bench's work for a CPU.
+ * `PODIPAM_BENCH_CRI_AGENT_RT` (default 1, as the DaemonSet and the systemd unit run the agent):
+ * the agents run with `--realtime-priority N` (every thread under SCHED_RR, native/sched.c): a
+ * waking agent preempts every ordinary task at once, so its ADDs do not wait behind containerd's,
+ * runc's and the bench's work for a CPU. `off`: ordinary priority (what an agent started by hand
+ * without the flag gets).
  */
-const AGENT_RT = process.env.PODIPAM_BENCH_CRI_AGENT_RT;
+const AGENT_RT = (process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1') === 'off' ? undefined : (process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1');
 
 interface CriSubject {
   readonly name: string;
@@ -141,7 +143,7 @@ export async function run(): Promise<readonly string[]> {
     }
     const hl = subjects[0]!.runMs;
     console.log(
-      `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
+      `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}; agents ${AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}, as shipped`}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
     );
     const lines: string[] = [];
     for (const s of subjects) {
@@ -152,6 +154,7 @@ export async function run(): Promise<readonly string[]> {
       console.log(line);
       lines.push(`cri ${line}`);
     }
+    lines.push(`cri agents ${AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}`}`);
     if (TRACE) {
       writeFileSync(`${TRACE}.local`, agent.log());
       writeFileSync(`${TRACE}.cluster`, agent2.log());
