@@ -52,7 +52,9 @@ const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
  * runc's and the bench's work for a CPU. `off`: ordinary priority (what an agent started by hand
  * without the flag gets).
  */
-const AGENT_RT = (process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1') === 'off' ? undefined : (process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1');
+const AGENT_RT_KNOB = process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1';
+const AGENT_RT = AGENT_RT_KNOB === 'off' ? undefined : AGENT_RT_KNOB;
+const AGENT_PRIORITY = AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}`;
 
 interface CriSubject {
   readonly name: string;
@@ -143,7 +145,7 @@ export async function run(): Promise<readonly string[]> {
     }
     const hl = subjects[0]!.runMs;
     console.log(
-      `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}; agents ${AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}, as shipped`}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
+      `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}; agents ${AGENT_PRIORITY}${AGENT_RT === undefined ? '' : ', as shipped'}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
     );
     const lines: string[] = [];
     for (const s of subjects) {
@@ -154,7 +156,7 @@ export async function run(): Promise<readonly string[]> {
       console.log(line);
       lines.push(`cri ${line}`);
     }
-    lines.push(`cri agents ${AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}`}`);
+    lines.push(`cri agents ${AGENT_PRIORITY}`);
     if (TRACE) {
       writeFileSync(`${TRACE}.local`, agent.log());
       writeFileSync(`${TRACE}.cluster`, agent2.log());

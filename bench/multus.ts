@@ -73,7 +73,7 @@ import { childPids, cpuMs } from './lib/proc-cpu.js';
 import { etcdTxnCost } from './lib/etcd-txn-cost.js';
 import { openStore } from '../src/store/open-store.js';
 import { buildMultusDriver, runMultusLean } from './lib/multus-driver.js';
-import { type CpuLayout, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
+import { type CpuLayout, allCpus, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
 
 const SIZE = multusSize('PODIPAM_BENCH_MULTUS', { pods: 128, networks: 16, inFlight: 32, nodes: 3 });
 const RUNS = Number(process.env.PODIPAM_BENCH_MULTUS_RUNS ?? 3);
@@ -270,7 +270,6 @@ async function round(url: string, s: Subject, runner: Runner): Promise<Round> {
 export async function run(): Promise<readonly string[]> {
   requireShim();
   const summary: string[] = [];
-  const any = cpuLayouts('together')[0]!.node;
   try {
     for (const layout of LAYOUTS) {
       // This process's CPUs are what the agents, the driver and the plugins it starts inherit.
@@ -280,7 +279,7 @@ export async function run(): Promise<readonly string[]> {
       summary.push(head, ...(await runLayout(layout)));
     }
   } finally {
-    pinProcess(process.pid, any);
+    pinProcess(process.pid, allCpus());
   }
   return summary;
 }

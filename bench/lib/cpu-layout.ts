@@ -20,10 +20,19 @@ export interface CpuLayout {
   readonly datastore: string | undefined;
 }
 
+/**
+ * The CPUs this process was given, read once when the module loads: availableParallelism()
+ * follows the process's own affinity, so read after a pinning it would count the pinned CPUs.
+ */
+const CPUS = availableParallelism();
+
+/** Every CPU this process was given, as a `taskset -c` list. */
+export const allCpus = (): string => `0-${CPUS - 1}`;
+
 /** The layouts named in `list` (comma-separated), in order. */
 export function cpuLayouts(list: string): CpuLayout[] {
-  const n = availableParallelism();
-  const all = `0-${n - 1}`;
+  const n = CPUS;
+  const all = allCpus();
   return list.split(',').map((name): CpuLayout => {
     if (name === 'together') return { name, node: all, datastore: undefined };
     if (name === 'apart') {
