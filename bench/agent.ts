@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PRODUCT_WARM_UP, type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
+import { AS_SHIPPED, type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -115,7 +115,7 @@ function table(rows: string[], header: readonly string[], width = 24): (label: s
 }
 
 async function localMode(dir: string, rows: string[]): Promise<void> {
-  const agent = await startAgent(join(dir, 'local', 'agent.sock'), [], {}, PRODUCT_WARM_UP);
+  const agent = await startAgent(join(dir, 'local', 'agent.sock'), [], {}, AS_SHIPPED);
   try {
     const data = (n: string) => ({ dataDir: join(dir, n), ranges: [[{ subnet: '10.128.0.0/16' }]] });
     const shim: Subject = {
@@ -295,7 +295,7 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
  * little: its total is printed beside the floor's, measured right after it), medians per segment.
  */
 async function breakdown(dir: string, driver: string, floorBin: string, rows: string[]): Promise<void> {
-  const agent = await startAgent(join(dir, 'traced', 'agent.sock'), [], { PODIPAM_TRACE: '1' }, PRODUCT_WARM_UP);
+  const agent = await startAgent(join(dir, 'traced', 'agent.sock'), [], { PODIPAM_TRACE: '1' }, AS_SHIPPED);
   try {
     const pairs = String(Math.ceil(PAIRS / 2));
     const conf = join(dir, 'traced.json');
@@ -357,7 +357,7 @@ async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[])
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
-    agent = await startAgent(join(dir, `cl-${kind}`, 'agent.sock'), ['--node', 'bench-a', '--datastore', url], {}, PRODUCT_WARM_UP);
+    agent = await startAgent(join(dir, `cl-${kind}`, 'agent.sock'), ['--node', 'bench-a', '--datastore', url], {}, AS_SHIPPED);
     const shim: Subject = {
       name: 'shim+agent',
       bin: SHIM_BIN,
@@ -405,7 +405,7 @@ async function clusterMode(kind: 'sqlite' | 'etcd', dir: string, rows: string[])
 export async function runLean(): Promise<string[]> {
   requireShim();
   const dir = makeTempDir('bench-agent-lean');
-  const agent = await startAgent(join(dir.path, 'lean', 'agent.sock'), [], {}, PRODUCT_WARM_UP);
+  const agent = await startAgent(join(dir.path, 'lean', 'agent.sock'), [], {}, AS_SHIPPED);
   const rows: string[] = [];
   try {
     await leanDriver(dir.path, agent, rows);

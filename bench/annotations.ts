@@ -21,7 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../test/helpers/fake-kube-apiserver.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -130,7 +130,7 @@ export async function run(): Promise<readonly string[]> {
     fake.addNamespace('placed', { 'podipam.io/pools': 'blue' });
     const kubeconfig = join(dir.path, 'kubeconfig');
     fake.writeKubeconfig(kubeconfig);
-    const a = await startAgent(join(dir.path, 'agent.sock'), ['--node', NODE, '--datastore', url, '--kubeconfig', kubeconfig], {}, PRODUCT_WARM_UP);
+    const a = await startAgent(join(dir.path, 'agent.sock'), ['--node', NODE, '--datastore', url, '--kubeconfig', kubeconfig], {}, AS_SHIPPED);
     agent = a;
     await waitSynced(a);
     const ipam = { type: 'podipam', agent: a.socket, datastore: url, nodeName: NODE };

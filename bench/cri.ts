@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { criErrorText } from '../test/helpers/cri-client.js';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { ms, q, ratio } from './lib/cni-subject.js';
@@ -76,10 +76,10 @@ export async function run(): Promise<readonly string[]> {
     // One agent per podipam subject, so that each one's ADD latencies are its own.
     const socket = join(dir.path, 'run', 'agent-local.sock');
     const rt = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
-    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv, PRODUCT_WARM_UP);
+    const agent = await startAgent(socket, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv, AS_SHIPPED);
     agents.push(agent);
     const socket2 = join(dir.path, 'run', 'agent-cluster.sock');
-    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv, PRODUCT_WARM_UP);
+    const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv, AS_SHIPPED);
     agents.push(agent2);
     if (AGENT_NICE !== undefined) {
       for (const a of agents) {

@@ -21,7 +21,7 @@
 import { defaultHistoryPath } from '../src/cli/history-path.js';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { PODIPAM_BIN, type PluginCall, clusterCall, runCliSync, runPlugin } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -67,7 +67,7 @@ async function store(kind: string): Promise<string[]> {
       if (r.code !== 0) throw new Error(`pool create: ${r.stderr}`);
     }
     const socket = join(dir.path, 'run', 'agent.sock');
-    agent = await startAgent(socket, ['--node', 'bh-shim', '--datastore', url, '--data-dir', join(dir.path, 'agent')], {}, PRODUCT_WARM_UP);
+    agent = await startAgent(socket, ['--node', 'bh-shim', '--datastore', url, '--data-dir', join(dir.path, 'agent')], {}, AS_SHIPPED);
     const cache = join(dir.path, 'cache');
     const perPod = (id: string) => (command: string) => clusterCall('bench-history', url, cache, command, id, 'bh-pod');
     const shim =

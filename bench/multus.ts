@@ -34,7 +34,8 @@
  * wait behind the shims and etcd for a CPU; needs CAP_SYS_NICE);
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr);
  * PODIPAM_BENCH_MULTUS_AGENT_PROF=DIR: the agents run with `--cpu-prof` into DIR (written when they stop);
- * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated;
+ * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated, after
+ *   the shipped ones (PODIPAM_BENCH_AGENT_NODE_ARGS replaces those: test/helpers/agent.ts AS_SHIPPED);
  * PODIPAM_BENCH_MULTUS_LAYOUT (together,apart): where the processes run, each layout a whole run of
  * its own (bench/lib/cpu-layout.ts) — `together`: everything on every CPU, the etcd members
  * competing with the node for it; `apart`: the node's processes (driver, plugins, agents) on all
@@ -51,7 +52,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SHIM_BIN, requireShim } from '../test/helpers/agent.js';
+import { AS_SHIPPED, SHIM_BIN, requireShim } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import {
   type MultusNode,
@@ -305,6 +306,7 @@ async function runLayout(layout: CpuLayout): Promise<readonly string[]> {
     const perNode = Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes);
     const agentArgs = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
     const nodeArgs = [
+      ...AS_SHIPPED.nodeArgs,
       ...(AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', AGENT_PROF] : []),
       ...(process.env.PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
     ];

@@ -21,7 +21,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, PRODUCT_WARM_UP } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -100,9 +100,9 @@ export async function run(): Promise<string[]> {
         '1s',
       ],
       {},
-      PRODUCT_WARM_UP,
+      AS_SHIPPED,
     );
-    clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url], {}, PRODUCT_WARM_UP);
+    clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url], {}, AS_SHIPPED);
     for (let i = 0; ; i++) {
       const w = (await warmAgent.status()).warmPool;
       if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= 64 && (w.pools.ipv6?.idle ?? 0) >= 64) break;

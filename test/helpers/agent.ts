@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { callAgent } from '../../src/wire/agent-client.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
+import { AGENT_NODE_FLAGS } from '../../src/util/schedule-threads.js';
 import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
 
 export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
@@ -15,8 +16,16 @@ export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 /** The warm-up a test's agent runs unless its arguments name one (the agent's default is longer). */
 export const TEST_WARM_UP = '300ms';
 
-/** startAgent's option for an agent that warms up as the product's do (the benches). */
-export const PRODUCT_WARM_UP = { warmUp: null } as const;
+/**
+ * startAgent's option for an agent run as the product ships it (the benches): the agent's own
+ * warm-up, node with the shipped flags (AGENT_NODE_FLAGS; PODIPAM_BENCH_AGENT_NODE_ARGS replaces
+ * them, space-separated, '' for none: an A/B of node's flags).
+ */
+export const AS_SHIPPED = {
+  warmUp: null,
+  nodeArgs:
+    process.env.PODIPAM_BENCH_AGENT_NODE_ARGS === undefined ? AGENT_NODE_FLAGS : process.env.PODIPAM_BENCH_AGENT_NODE_ARGS.split(' ').filter((a) => a !== ''),
+} as const;
 
 /** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
 const IP_BIN = ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'].find((p) => existsSync(p)) ?? 'ip';
