@@ -24,6 +24,7 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { callBreakdown } from './lib/call-breakdown.js';
+import { type LeanSubject, buildLeanDrivers, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 import { cpuMs, threadCpuMs } from './lib/proc-cpu.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
 
@@ -166,18 +167,6 @@ async function localMode(dir: string, rows: string[]): Promise<void> {
   }
 }
 
-/** Compiles bench/native/cni-driver.c and the floor (static) into `dir`. */
-function buildDrivers(dir: string): { driver: string; floorBin: string } {
-  const build = (name: string, src: string, extra: readonly string[]): string => {
-    const out = join(dir, name);
-    const path = fileURLToPath(new URL(`../../bench/native/${src}`, import.meta.url));
-    const cc = spawnSync(process.env.CC || 'cc', [...extra, '-O2', '-o', out, path], { encoding: 'utf8' });
-    if (cc.status !== 0) throw new Error(`cannot build ${path}: ${cc.stderr}`);
-    return out;
-  };
-  return { driver: build('cni-driver', 'cni-driver.c', []), floorBin: build('cni-floor', 'cni-floor.c', ['-static']) };
-}
-
 /**
  * The same comparison driven by bench/native/cni-driver.c (posix_spawn, as a runtime's exec
  * does, ~0.1 ms per call of harness) instead of Node's child_process (~1.5 ms per call, paid
@@ -187,9 +176,10 @@ function buildDrivers(dir: string): { driver: string; floorBin: string } {
  * agent's footprint (idle RSS, CPU per 1,000 ADD+DEL pairs).
  */
 async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Promise<void> {
-  const { driver, floorBin } = buildDrivers(dir);
-  const subjects = [
-    { name: 'floor', bin: floorBin, ipam: { type: 'floor' }, env: {} },
+  const drivers = buildLeanDrivers(dir);
+  const { driver, floorBin } = drivers;
+  const subjects: LeanSubject[] = [
+    floorSubject(drivers),
     {
       name: 'shim+agent',
       bin: SHIM_BIN,
@@ -198,13 +188,7 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
     },
     { name: 'host-local', bin: HOST_LOCAL_BIN, ipam: { type: 'host-local', dataDir: join(dir, 'lean-hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] }, env: {} },
   ];
-  const runDriver = (args: string[], s: (typeof subjects)[number]): string => {
-    const conf = join(dir, `${s.name}.json`);
-    writeFileSync(conf, JSON.stringify({ cniVersion: '1.0.0', name: 'bench-lean', ipam: s.ipam }));
-    const r = spawnSync(driver, [args[0]!, s.bin, conf, ...args.slice(1)], { env: { PATH: process.env.PATH, ...s.env }, encoding: 'utf8', maxBuffer: 1 << 26 });
-    if (r.status !== 0) throw new Error(`cni-driver ${args.join(' ')} ${s.name}: ${r.stderr}`);
-    return r.stdout;
-  };
+  const runDriver = (args: string[], s: LeanSubject): string => runLeanDriver(drivers, args, s);
   const pid = agent.child.pid!;
   const rssIdle = rssMiB(pid);
   let agentCpu = 0;
@@ -217,18 +201,13 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
     for (let round = 0; round < rounds; round++) {
       for (const s of round % 2 ? subjects : [...subjects].reverse()) {
         const c0 = threadCpuMs(pid);
-        const out = runDriver(['seq', String(per)], s)
-          .trim()
-          .split('\n');
+        const t = seqTimes(runDriver(['seq', String(per)], s));
         if (footprint && s.name === 'shim+agent') {
           agentCpu += threadCpuMs(pid) - c0;
-          shimAdds += out.length;
+          shimAdds += t.add.length;
         }
-        for (const line of out) {
-          const [a, d] = line.split(' ').map(Number);
-          seq.get(s.name)!.add.push(a! / 1000);
-          seq.get(s.name)!.del.push(d! / 1000);
-        }
+        seq.get(s.name)!.add.push(...t.add);
+        seq.get(s.name)!.del.push(...t.del);
       }
     }
     return seq;
@@ -438,7 +417,7 @@ export async function runBreakdown(): Promise<string[]> {
   const dir = makeTempDir('bench-agent-breakdown');
   const rows: string[] = [];
   try {
-    const { driver, floorBin } = buildDrivers(dir.path);
+    const { driver, floorBin } = buildLeanDrivers(dir.path);
     writeFileSync(join(dir.path, 'floor.json'), JSON.stringify({ cniVersion: '1.0.0', name: 'bench-lean', ipam: { type: 'floor' } }));
     await breakdown(dir.path, driver, floorBin, rows);
     return rows;

@@ -20,12 +20,12 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { type FakeKubeApiServer, startFakeKubeApiServer } from '../test/helpers/fake-kube-apiserver.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { PAIRS, ms, q, ratio } from './lib/cni-subject.js';
+import { buildLeanDrivers, seqTimes } from './lib/lean-driver.js';
 
 const NODE = 'bench-node';
 
@@ -76,10 +76,7 @@ async function waitSynced(agent: RunningAgent): Promise<void> {
 
 /** The subjects again through the posix_spawn driver: ADD/DEL p50 and p99, ADD p50 against host-local's. */
 function lean(dir: string, subjects: readonly Subject[], rows: string[]): void {
-  const driver = join(dir, 'cni-driver');
-  const src = fileURLToPath(new URL('../../bench/native/cni-driver.c', import.meta.url));
-  const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', driver, src], { encoding: 'utf8' });
-  if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
+  const { driver } = buildLeanDrivers(dir);
   const seq = new Map(subjects.map((s): [string, { add: number[]; del: number[] }] => [s.name, { add: [], del: [] }]));
   for (let round = 0; round < 4; round++) {
     for (const s of round % 2 ? subjects : [...subjects].reverse()) {
@@ -92,11 +89,9 @@ function lean(dir: string, subjects: readonly Subject[], rows: string[]): void {
       };
       const r = spawnSync(driver, ['seq', s.bin, conf, String(Math.ceil(PAIRS / 4))], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
       if (r.status !== 0) throw new Error(`cni-driver seq ${s.name}: ${r.stderr}`);
-      for (const line of r.stdout.trim().split('\n')) {
-        const [a, d] = line.split(' ').map(Number);
-        seq.get(s.name)!.add.push(a! / 1000);
-        seq.get(s.name)!.del.push(d! / 1000);
-      }
+      const t = seqTimes(r.stdout);
+      seq.get(s.name)!.add.push(...t.add);
+      seq.get(s.name)!.del.push(...t.del);
     }
   }
   const hl = seq.get('host-local')!;

@@ -7,8 +7,9 @@
  *               cluster back end, one group-committed txn per ADD and per DEL)
  *   host-local  /usr/lib/cni/host-local (IPv4 only, local files: the floor)
  *
- * Sequential ADD+DEL pairs, subjects alternating so they share the machine's load: p50/p99 per
- * call; then a BURST-pod burst at 32 in flight (ADD wall, DEL wall). Datastore round trips per
+ * Sequential ADD+DEL pairs, subjects alternating pair by pair so they share the machine's load:
+ * p50/p99 per call; then a BURST-pod burst at 32 in flight (ADD wall, DEL wall) — every call
+ * through the lean driver (bench/lib/lean-driver.ts: posix_spawn, as a runtime execs a plugin). Datastore round trips per
  * pod from each agent's store counter (every read, list and txn — an upper bound on
  * transactions), in the steady state (the sequential phase, after the preload) and in the
  * burst; the warm pool's hit rate (ADDs served without waiting for a refill).
@@ -17,7 +18,6 @@
  * cooled addresses rather than refilling). Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST
  * (256). Run alone: `node dist/bench/index.js warm`.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,40 +25,8 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
-import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
-
-function once(s: Subject, command: string, id: string): number {
-  const t0 = performance.now();
-  const r = spawnSync(s.bin, [], {
-    env: cniEnv(s, command, id),
-    input: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }),
-    encoding: 'utf8',
-  });
-  const t = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`${s.name} ${command} ${id}: ${r.stdout}${r.stderr}`);
-  return t;
-}
-
-function call(s: Subject, command: string, id: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(s.bin, [], { env: cniEnv(s, command, id), stdio: ['pipe', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${s.name} ${command} ${id}: ${out}`))));
-    child.stdin.end(JSON.stringify({ cniVersion: '1.0.0', name: `bench-${s.name}`, ipam: s.ipam }));
-  });
-}
-
-async function burst(s: Subject, command: string): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < BURST) await call(s, command, `burst${next++}`);
-    }),
-  );
-  return performance.now() - t0;
-}
+import { BURST, IN_FLIGHT, PAIRS, type Subject, ms, q, ratio } from './lib/cni-subject.js';
+import { buildLeanDrivers, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 
 export async function run(): Promise<string[]> {
   requireShim();
@@ -124,13 +92,11 @@ export async function run(): Promise<string[]> {
       env: {},
     };
     const subjects = [warm, cluster, hl];
+    const drivers = buildLeanDrivers(dir.path);
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
-    for (const s of subjects) {
-      once(s, 'ADD', 'first');
-      once(s, 'DEL', 'first');
-    }
+    for (const s of subjects) runLeanDriver(drivers, ['seq', '1'], s, `bench-${s.name}`);
     console.log(
-      `warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating), then ${BURST} pods at ${IN_FLIGHT} in flight; 3-member etcd, dual-stack (host-local IPv4)`,
+      `warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating pair by pair), then ${BURST} pods at ${IN_FLIGHT} in flight, every call through the lean driver (posix_spawn); 3-member etcd, dual-stack (host-local IPv4)`,
     );
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {
@@ -162,18 +128,21 @@ export async function run(): Promise<string[]> {
     const seq = new Map(subjects.map((s) => [s.name, { add: [] as number[], del: [] as number[] }]));
     const w0 = await settled(warmAgent);
     const c0 = await counts(clusterAgent);
+    // One pair at a time per subject, in turn, as before the lean driver: each subject's steady
+    // churn runs at a third of the calls' pace (a node's pod starts, not a stress of the pool).
     for (let i = 0; i < PAIRS; i++) {
       for (const s of i % 2 ? subjects : [...subjects].reverse()) {
-        seq.get(s.name)!.add.push(once(s, 'ADD', `seq${i}`));
-        seq.get(s.name)!.del.push(once(s, 'DEL', `seq${i}`));
+        const t = seqTimes(runLeanDriver(drivers, ['seq', '1', String(i + 1)], s, `bench-${s.name}`));
+        seq.get(s.name)!.add.push(...t.add);
+        seq.get(s.name)!.del.push(...t.del);
       }
     }
     const wSeq = delta(w0, await settled(warmAgent));
     const cSeq = delta(c0, await counts(clusterAgent));
-    line('', ['warm', 'cluster', 'host-local', 'warm/cluster', 'warm/h-l']);
+    line('', ['warm', 'cluster', 'host-local', 'warm/cluster', 'warm/h-l', 'cluster/h-l']);
     const cells = (f: (x: { add: number[]; del: number[] }) => number): string[] => {
       const [w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
-      return [ms(w!), ms(c!), ms(h!), ratio(w!, c!), ratio(w!, h!)];
+      return [ms(w!), ms(c!), ms(h!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!)];
     };
     line(
       'ADD p50',
@@ -198,12 +167,18 @@ export async function run(): Promise<string[]> {
     const wall = new Map<string, { add: number; del: number }>();
     const wb0 = await settled(warmAgent);
     const cb0 = await counts(clusterAgent);
-    for (const s of subjects) wall.set(s.name, { add: await burst(s, 'ADD'), del: await burst(s, 'DEL') });
+    for (const s of subjects) {
+      const [add, del] = runLeanDriver(drivers, ['burst', String(BURST), String(IN_FLIGHT)], s, `bench-${s.name}`)
+        .trim()
+        .split(' ')
+        .map(Number);
+      wall.set(s.name, { add: add!, del: del! });
+    }
     const wB = delta(wb0, await settled(warmAgent));
     const cB = delta(cb0, await counts(clusterAgent));
     const [bw, bc, bh] = subjects.map((s) => wall.get(s.name)!);
-    line(`burst ${BURST} ADD wall`, [ms(bw!.add), ms(bc!.add), ms(bh!.add), ratio(bw!.add, bc!.add), ratio(bw!.add, bh!.add)]);
-    line(`burst ${BURST} DEL wall`, [ms(bw!.del), ms(bc!.del), ms(bh!.del), ratio(bw!.del, bc!.del), ratio(bw!.del, bh!.del)]);
+    line(`burst ${BURST} ADD wall`, [ms(bw!.add), ms(bc!.add), ms(bh!.add), ratio(bw!.add, bc!.add), ratio(bw!.add, bh!.add), ratio(bc!.add, bh!.add)]);
+    line(`burst ${BURST} DEL wall`, [ms(bw!.del), ms(bc!.del), ms(bh!.del), ratio(bw!.del, bc!.del), ratio(bw!.del, bh!.del), ratio(bc!.del, bh!.del)]);
     line('burst: round trips per pod', [(wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), '-', ratio(wB.trips, cB.trips), '']);
     line('burst: pool hit rate', [`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', '-', '', '']);
     line('burst: warm txns', [`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', '', '', '']);

@@ -4,7 +4,8 @@
  * than Node's child_process, so that a benchmark measures the plugin rather than the harness.
  * Used by bench/agent.ts and bench/annotations.ts (built there with the system's cc); not part of the product.
  *
- *   cni-driver seq   PLUGIN CONFIG_FILE COUNT          ADD then DEL of COUNT containers, in turn;
+ *   cni-driver seq   PLUGIN CONFIG_FILE COUNT [FIRST]  ADD then DEL of COUNT containers, in turn
+ *                                                      (seqFIRST, seqFIRST+1, …; FIRST 0 by default);
  *                                                      prints "add_us del_us add_start add_end" per
  *                                                      pair (the last two: CLOCK_MONOTONIC µs just
  *                                                      before the ADD's posix_spawn and after its
@@ -82,7 +83,7 @@ static void finish(pid_t pid, int out, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 5) { fprintf(stderr, "usage: cni-driver seq|burst PLUGIN CONFIG COUNT [INFLIGHT]\n"); return 2; }
+  if (argc < 5) { fprintf(stderr, "usage: cni-driver seq|burst PLUGIN CONFIG COUNT [FIRST|INFLIGHT]\n"); return 2; }
   const char *plugin = argv[2];
   FILE *f = fopen(argv[3], "r");
   if (!f) { perror(argv[3]); return 1; }
@@ -92,8 +93,9 @@ int main(int argc, char **argv) {
   int count = atoi(argv[4]);
   char id[64];
   if (strcmp(argv[1], "seq") == 0) {
+    int first = argc > 5 ? atoi(argv[5]) : 0;
     for (int i = 0; i < count; i++) {
-      snprintf(id, sizeof id, "seq%d", i);
+      snprintf(id, sizeof id, "seq%d", first + i);
       int out = -1;
       double t0 = now_us();
       pid_t p = start(plugin, "ADD", id, &out);
