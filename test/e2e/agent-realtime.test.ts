@@ -82,7 +82,8 @@ test("as shipped (node --single-threaded-gc): V8's helpers under SCHED_IDLE, the
   }
 });
 
-test('without CAP_SYS_NICE the agent warns naming the capability and serves on at SCHED_OTHER', async () => {
+/** An agent without CAP_SYS_NICE asked for --realtime-priority 5, under node with `nodeArgs`; each thread's policy after its warning. */
+async function withoutSysNice(nodeArgs: readonly string[], check: (threads: ReturnType<typeof threadPolicies>, pid: number) => void): Promise<void> {
   requireRoot('dropping a capability with setpriv');
   requireCommand('setpriv', ['--version'], 'util-linux');
   const dir = makeTempDir('agent-rt-eperm');
@@ -90,32 +91,27 @@ test('without CAP_SYS_NICE the agent warns naming the capability and serves on a
     join(dir.path, 'a.sock'),
     ['--node', 'rt-node', '--data-dir', join(dir.path, 'data'), '--realtime-priority', '5'],
     {},
-    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'] },
+    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'], nodeArgs },
   );
   try {
     await waitForLog(a, 'cannot run at real-time priority 5');
     assert.match(a.log(), /CAP_SYS_NICE/);
-    for (const t of threadPolicies(a.child.pid!)) assert.equal(t.policy, 0, `thread ${t.tid} should be SCHED_OTHER`);
+    check(threadPolicies(a.child.pid!), a.child.pid!);
     assert.equal((await a.status()).node, 'rt-node');
   } finally {
     await a.stop();
     dir.remove();
   }
+}
+
+test('without CAP_SYS_NICE the agent warns naming the capability and serves on at SCHED_OTHER', async () => {
+  await withoutSysNice([], (threads) => {
+    for (const t of threads) assert.equal(t.policy, 0, `thread ${t.tid} should be SCHED_OTHER`);
+  });
 });
 
 test('without CAP_SYS_NICE, as shipped: the helpers still go idle (no privilege needed), the rest stays SCHED_OTHER', async () => {
-  requireRoot('dropping a capability with setpriv');
-  requireCommand('setpriv', ['--version'], 'util-linux');
-  const dir = makeTempDir('agent-rt-eperm-idle');
-  const a = await startAgent(
-    join(dir.path, 'a.sock'),
-    ['--node', 'rt-node', '--data-dir', join(dir.path, 'data'), '--realtime-priority', '5'],
-    {},
-    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'], nodeArgs: AGENT_NODE_FLAGS },
-  );
-  try {
-    await waitForLog(a, 'cannot run at real-time priority 5');
-    const threads = threadPolicies(a.child.pid!);
+  await withoutSysNice(AGENT_NODE_FLAGS, (threads, pid) => {
     assert.ok(
       threads.some((t) => t.policy === 5),
       `some thread idle: ${JSON.stringify(threads)}`,
@@ -124,12 +120,8 @@ test('without CAP_SYS_NICE, as shipped: the helpers still go idle (no privilege 
       threads.every((t) => t.policy === 5 || t.policy === 0),
       `the rest SCHED_OTHER: ${JSON.stringify(threads)}`,
     );
-    assert.equal(threads.find((t) => t.tid === String(a.child.pid))?.policy, 0, 'the main thread stays SCHED_OTHER');
-    assert.equal((await a.status()).node, 'rt-node');
-  } finally {
-    await a.stop();
-    dir.remove();
-  }
+    assert.equal(threads.find((t) => t.tid === String(pid))?.policy, 0, 'the main thread stays SCHED_OTHER');
+  });
 });
 
 test('--realtime-priority out of range, on the command line or in --config, is a usage error naming it', () => {
