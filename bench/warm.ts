@@ -16,7 +16,9 @@
  *
  * The pool: minIdle 64, maxIdle 256, capacity 1024, cooldown 1 s (so sequential churn reuses
  * cooled addresses rather than refilling). Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST
- * (256). Run alone: `node dist/bench/index.js warm`.
+ * (256), PODIPAM_BENCH_WARM_LAYOUT (together,apart: bench/lib/cpu-layout.ts — `apart` puts the
+ * etcd members on a CPU of their own, as a cluster's etcd runs on machines of its own). Run
+ * alone: `node dist/bench/index.js warm`.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,12 +29,35 @@ import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, ms, q, ratio } from './lib/cni-subject.js';
 import { buildLeanDrivers, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { type CpuLayout, allCpus, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
+import { childPids } from './lib/proc-cpu.js';
+
+/** Where the processes run (bench/lib/cpu-layout.ts): PODIPAM_BENCH_WARM_LAYOUT, each layout a whole run of its own. */
+const LAYOUTS = cpuLayouts(process.env.PODIPAM_BENCH_WARM_LAYOUT ?? 'together,apart');
 
 export async function run(): Promise<string[]> {
   requireShim();
-  const dir = makeTempDir('bench-warm');
-  const etcd = await startEtcd({ members: 3 });
   const rows: string[] = [];
+  try {
+    for (const layout of LAYOUTS) {
+      // This process's CPUs are what the agents, the driver and the plugins it starts inherit.
+      pinProcess(process.pid, layout.node);
+      const head = `layout ${describeLayout(layout)}`;
+      console.log(head);
+      rows.push(head);
+      await runLayout(layout, rows);
+    }
+  } finally {
+    pinProcess(process.pid, allCpus());
+  }
+  rows.push('(warm txns: r refill, x return, w write-behind transactions)');
+  rows.push(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  return rows;
+}
+
+async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
+  const dir = makeTempDir('bench-warm');
+  const etcd = await startEtcd({ members: 3, ...(layout.datastore !== undefined ? { cpus: layout.datastore } : {}) });
   const line = (label: string, cells: readonly string[]): void => {
     const text = `${label.padEnd(30)} ${cells.map((c) => c.padStart(13)).join(' ')}`;
     console.log(`  ${text}`);
@@ -41,6 +66,7 @@ export async function run(): Promise<string[]> {
   let warmAgent: RunningAgent | undefined;
   let clusterAgent: RunningAgent | undefined;
   try {
+    checkAffinity('etcd member', childPids('etcd'), layout.datastore ?? layout.node);
     const url = etcd.url;
     for (const [name, cidr] of [
       ['bw-v4', '10.96.0.0/12'],
@@ -92,6 +118,7 @@ export async function run(): Promise<string[]> {
       env: {},
     };
     const subjects = [warm, cluster, hl];
+    checkAffinity('agent', [warmAgent.child.pid!, clusterAgent.child.pid!], layout.node);
     const drivers = buildLeanDrivers(dir.path);
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
     for (const s of subjects) runLeanDriver(drivers, ['seq', '1'], s, `bench-${s.name}`);
@@ -182,9 +209,6 @@ export async function run(): Promise<string[]> {
     line('burst: round trips per pod', [(wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), '-', ratio(wB.trips, cB.trips), '']);
     line('burst: pool hit rate', [`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', '-', '', '']);
     line('burst: warm txns', [`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', '', '', '']);
-    rows.push('(warm txns: r refill, x return, w write-behind transactions)');
-    rows.push(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-    return rows;
   } finally {
     await warmAgent?.stop();
     await clusterAgent?.stop();
