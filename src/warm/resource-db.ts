@@ -15,7 +15,17 @@
 import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ReleaseEvidence, type ReleaseReason, decodeReleaseEvidence, encodeReleaseEvidence, isReleaseReason } from '../model/history.js';
-import { applyPragmas, oneRow, openSqlite, quickCheck, tableColumns, SQLITE_DIR_MODE, type SqliteDb } from '../sqlite/index.js';
+import {
+  applyPragmas,
+  checkpointWhenIdle,
+  type IdleCheckpointer,
+  oneRow,
+  openSqlite,
+  quickCheck,
+  tableColumns,
+  SQLITE_DIR_MODE,
+  type SqliteDb,
+} from '../sqlite/index.js';
 
 /** The resource DB exists but cannot be opened or read: the agent stops (it is never recreated over it). */
 export class ResourceDbError extends Error {
@@ -157,6 +167,8 @@ export class ResourceDb {
   readonly path: string;
   readonly #db: SqliteDb;
   readonly #st: ReturnType<typeof prepareStatements>;
+  /** WAL checkpoints after 100 ms without a commit, inline only past 4,000 pages (~16 MiB): never inside an ADD's commit unless the WAL is that long. */
+  readonly checkpointer: IdleCheckpointer;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   #runTx: ((fn: () => void) => void) | undefined;
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
@@ -214,6 +226,7 @@ export class ResourceDb {
     }
     this.#db = db; // assigned: the catch above always throws
     this.#st = prepareStatements(db);
+    this.checkpointer = checkpointWhenIdle(db, { idleMs: 100, capPages: 4000 });
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
       this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
       this.#st.queue.run(record.key, record.value, pod.since, null, null);
@@ -359,6 +372,7 @@ export class ResourceDb {
   }
 
   close(): void {
+    this.checkpointer.stop();
     this.#db.close();
   }
 

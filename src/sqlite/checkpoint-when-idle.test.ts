@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { makeTempDir } from '../../test/helpers/tmp.js';
+import { applyPragmas, checkpointWhenIdle, oneRow, openSqlite } from './index.js';
+
+/** Rows of `t` in the database file alone (copied without its WAL): what checkpoints have moved there. */
+function rowsInMainFile(file: string, dir: string): number {
+  const copy = join(dir, `copy-${Math.random().toString(36).slice(2)}.db`);
+  copyFileSync(file, copy);
+  const db = openSqlite(copy, { busyTimeoutMs: 100 });
+  try {
+    const t = oneRow(db.prepare<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE name = 't'")).n;
+    return t === 0 ? 0 : oneRow(db.prepare<{ n: number }>('SELECT count(*) AS n FROM t')).n;
+  } finally {
+    db.close();
+  }
+}
+
+test('checkpointWhenIdle: no checkpoint while commits keep coming, one after idleMs of quiet; the inline threshold is capPages', async () => {
+  const dir = makeTempDir('ckpt-idle');
+  const file = join(dir.path, 'x.db');
+  const db = openSqlite(file, { busyTimeoutMs: 100, create: true });
+  applyPragmas(db, { journal: 'wal', synchronous: 'normal' });
+  db.exec('CREATE TABLE t (v INTEGER)');
+  db.pragma('wal_checkpoint(TRUNCATE)'); // the table itself in the main file
+  const c = checkpointWhenIdle(db, { idleMs: 200, capPages: 4000 });
+  try {
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 4000);
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    // Commits every ~5 ms for ~300 ms: never 200 ms of quiet, so the timer never checkpoints.
+    for (let i = 0; i < 60; i++) {
+      insert.run(i);
+      await sleep(5);
+    }
+    assert.equal(c.checkpoints, 0, 'no checkpoint while commits keep coming');
+    assert.equal(rowsInMainFile(file, dir.path), 0, 'the rows are in the WAL only');
+    await sleep(700);
+    assert.ok(c.checkpoints >= 1, 'checkpointed in the quiet');
+    assert.equal(rowsInMainFile(file, dir.path), 60, 'every committed row moved into the database file');
+    const after = c.checkpoints;
+    await sleep(500);
+    assert.equal(c.checkpoints, after, 'nothing new written: no more checkpoints');
+  } finally {
+    c.stop();
+    db.close();
+    dir.remove();
+  }
+});

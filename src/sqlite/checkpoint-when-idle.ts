@@ -1,0 +1,55 @@
+/**
+ * WAL checkpoints off a hot path's commits. SQLite checkpoints inside the commit that takes the
+ * WAL past `wal_autocheckpoint` pages, and a checkpoint writes the pages back and fsyncs: on a
+ * busy disk several milliseconds that one ADD waits for (bench/results/idle-helpers.md). Here
+ * the inline threshold is raised to `capPages` and a timer checkpoints (PASSIVE: never waits for
+ * a reader or a writer) once the WAL has not been written for `idleMs` — a pod start's burst
+ * commits without checkpoints, the quiet that follows pays for them. Durability is unchanged: a
+ * checkpoint only moves committed pages from the WAL into the database file. Under load with no
+ * quiet, SQLite still checkpoints inline at `capPages` (the WAL stays bounded).
+ */
+import { statSync } from 'node:fs';
+import type { SqliteDb } from './sqlite-db.js';
+
+export interface IdleCheckpointer {
+  /** Checkpoints run by the timer so far. */
+  readonly checkpoints: number;
+  stop(): void;
+}
+
+export function checkpointWhenIdle(db: SqliteDb, o: { readonly idleMs: number; readonly capPages: number }): IdleCheckpointer {
+  db.pragma(`wal_autocheckpoint = ${o.capPages}`);
+  const wal = `${db.name}-wal`;
+  const written = (): number => {
+    try {
+      return statSync(wal).mtimeMs;
+    } catch {
+      return 0; // no WAL file (yet, or after a close): nothing to checkpoint
+    }
+  };
+  let seen = written();
+  let done = seen;
+  let checkpoints = 0;
+  const timer = setInterval(() => {
+    const now = written();
+    // Written since the last tick: not idle yet. Unchanged since the last checkpoint: nothing new.
+    if (now !== seen || now === done) {
+      seen = now;
+      return;
+    }
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+      checkpoints++;
+    } catch {
+      // Performance only: a checkpoint that failed (the file closed under it) leaves SQLite's own at capPages.
+    }
+    done = now;
+  }, o.idleMs);
+  timer.unref();
+  return {
+    get checkpoints() {
+      return checkpoints;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
