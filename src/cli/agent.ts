@@ -94,7 +94,7 @@ export function registerAgent(program: Command): void {
     .option('--headroom-clear <n>', 'with --kubeconfig: the podipam.io/ip-exhausted taint set at headroom 0 is removed once headroom is at least N', '4')
     .option(
       '--realtime-priority <n>',
-      "run the agent's main thread and libuv's pool under SCHED_RR at this real-time priority (1-99; V8's helpers too unless node runs with --single-threaded-gc, which puts them under SCHED_IDLE), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)",
+      'run every agent thread under SCHED_RR at this real-time priority (1-99), so a pod start never waits behind the runtime for a CPU; needs CAP_SYS_NICE (refused: logged, the agent runs on at its ordinary priority)',
     )
     .option(
       '--masquerade',
@@ -263,7 +263,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
-  await applyScheduling(realtime, logger);
+  if (realtime !== undefined) await applyRealtime(realtime, logger);
   logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     onSignal = (sig: string): void => {
@@ -288,23 +288,16 @@ async function kubeFlags(flags: AgentFlags, label: Label): Promise<{ kubeconfig?
 }
 
 /**
- * The agent's threads, once they exist (later ones inherit their maker's policy): with
- * `--realtime-priority N` the main thread and libuv's pool under SCHED_RR at N; under `node
- * --single-threaded-gc` (as the DaemonSet and the unit run it) V8's helper threads under
- * SCHED_IDLE. A refusal (no CAP_SYS_NICE, a cgroup without real-time runtime) costs latency, not
- * correctness: warned about, and the agent serves on.
+ * `--realtime-priority N`, applied once the agent's threads exist (one made later starts
+ * as an ordinary task: SCHED_RESET_ON_FORK covers threads too). A
+ * refusal (no CAP_SYS_NICE, a cgroup without real-time runtime) costs latency, not correctness:
+ * warned about, and the agent serves on.
  */
-async function applyScheduling(priority: number | undefined, logger: import('../log/logger.js').Logger): Promise<void> {
-  const { scheduleThreads, schedulingPolicy, singleThreadedGc } = await import('../util/schedule-threads.js');
-  const idleHelpers = singleThreadedGc();
-  if (priority === undefined && !idleHelpers) return;
+async function applyRealtime(priority: number, logger: import('../log/logger.js').Logger): Promise<void> {
+  const { setRealtimePriority, schedulingPolicy } = await import('../util/realtime.js');
   try {
-    const s = await scheduleThreads({ idleHelpers, ...(priority !== undefined ? { realtimePriority: priority } : {}) });
-    if (s.helpersKept !== undefined) logger.warn({ reason: s.helpersKept }, "V8's helper threads left at their priority");
-    logger.info(
-      { realtimeThreads: s.realtime, idleThreads: s.idle, scheduling: schedulingPolicy() },
-      priority !== undefined ? 'real-time scheduling on' : 'thread scheduling set',
-    );
+    const threads = setRealtimePriority(priority);
+    logger.info({ threads, scheduling: schedulingPolicy() }, 'real-time scheduling on');
   } catch (e) {
     logger.warn({ priority, errno: (e as { errno?: number }).errno }, (e as Error).message);
   }

@@ -3,7 +3,8 @@
  * WAL past `wal_autocheckpoint` pages, and a checkpoint writes the pages back and fsyncs: on a
  * busy disk several milliseconds that one ADD waits for (bench/results/idle-helpers.md). Here
  * the inline threshold is raised to `capPages` and a timer checkpoints (PASSIVE: never waits for
- * a reader or a writer) once the WAL has not been written for `idleMs` — a pod start's burst
+ * a reader or a writer) once the WAL has not been written for a whole tick of `idleMs` (so after
+ * idleMs to 2 × idleMs of quiet) — a pod start's burst
  * commits without checkpoints, the quiet that follows pays for them. Durability is unchanged: a
  * checkpoint only moves committed pages from the WAL into the database file. Under load with no
  * quiet, SQLite still checkpoints inline at `capPages` (the WAL stays bounded).
@@ -28,7 +29,7 @@ export function checkpointWhenIdle(db: SqliteDb, o: { readonly idleMs: number; r
     }
   };
   let seen = written();
-  let done = seen;
+  let done = -1; // a WAL left by the opening (a migration, a crash's recovery) is checkpointed too
   let checkpoints = 0;
   const timer = setInterval(() => {
     const now = written();
@@ -38,12 +39,14 @@ export function checkpointWhenIdle(db: SqliteDb, o: { readonly idleMs: number; r
       return;
     }
     try {
-      db.pragma('wal_checkpoint(PASSIVE)');
+      // [{ busy, log, checkpointed }]: a partial one (a reader in the way) is tried again next tick.
+      const [r] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
       checkpoints++;
+      if (r !== undefined && r.checkpointed >= r.log) done = now;
     } catch {
       // Performance only: a checkpoint that failed (the file closed under it) leaves SQLite's own at capPages.
+      done = now;
     }
-    done = now;
   }, o.idleMs);
   timer.unref();
   return {

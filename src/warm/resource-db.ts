@@ -167,7 +167,7 @@ export class ResourceDb {
   readonly path: string;
   readonly #db: SqliteDb;
   readonly #st: ReturnType<typeof prepareStatements>;
-  /** WAL checkpoints after 100 ms without a commit, inline only past 4,000 pages (~16 MiB): never inside an ADD's commit unless the WAL is that long. */
+  /** WAL checkpoints after 100–200 ms without a commit, inline only past 4,000 pages (~16 MiB): never inside an ADD's commit unless the WAL is that long. */
   readonly checkpointer: IdleCheckpointer;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   #runTx: ((fn: () => void) => void) | undefined;

@@ -2,17 +2,14 @@
  * `podipam agent --realtime-priority N`: every thread of the agent runs under SCHED_RR at N
  * (read back from /proc/<pid>/task/<tid>/stat, the kernel's own record), a child it spawns would
  * not inherit it (SCHED_RESET_ON_FORK, set with it), and an agent without CAP_SYS_NICE warns
- * naming the capability and serves on at its ordinary priority. Under `node --single-threaded-gc`
- * (as shipped) V8's helper threads go to SCHED_IDLE instead, and exactly libuv's pool (its size
- * from UV_THREADPOOL_SIZE) stays with the main thread. Flag and config-file values out of range
- * are usage errors naming the option.
+ * naming the capability and serves on at its ordinary priority. Flag and config-file values out
+ * of range are usage errors naming the option.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AGENT_NODE_FLAGS } from '../../src/util/schedule-threads.js';
 import { type RunningAgent, startAgent } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
 import { requireCommand, requireRoot } from '../helpers/prereq.js';
@@ -52,38 +49,7 @@ test('--realtime-priority 1 puts every agent thread under SCHED_RR 1', async () 
   }
 });
 
-test("as shipped (node --single-threaded-gc): V8's helpers under SCHED_IDLE, the main thread and libuv's pool (UV_THREADPOOL_SIZE=3) under SCHED_RR 1", async () => {
-  requireRoot('setting a real-time scheduling policy');
-  const dir = makeTempDir('agent-rt-idle');
-  const a = await startAgent(
-    join(dir.path, 'a.sock'),
-    ['--node', 'rt-node', '--data-dir', join(dir.path, 'data'), '--realtime-priority', '1'],
-    { UV_THREADPOOL_SIZE: '3' },
-    { nodeArgs: AGENT_NODE_FLAGS },
-  );
-  try {
-    await waitForLog(a, 'real-time scheduling on');
-    const pid = a.child.pid!;
-    const threads = threadPolicies(pid);
-    const rr = threads.filter((t) => t.policy === 2 && t.rtPriority === 1);
-    const idle = threads.filter((t) => t.policy === 5);
-    assert.equal(rr.length + idle.length, threads.length, `every thread is SCHED_RR 1 or SCHED_IDLE: ${JSON.stringify(threads)}`);
-    assert.ok(
-      rr.some((t) => t.tid === String(pid)),
-      'the main thread is real-time',
-    );
-    assert.equal(rr.length, 1 + 3, `the main thread and the 3 pool threads: ${JSON.stringify(threads)}`);
-    assert.ok(idle.length >= 1, "V8's helpers are idle");
-    assert.match(a.log(), /realtimeThreads=4 idleThreads=/);
-    assert.equal((await a.status()).node, 'rt-node');
-  } finally {
-    await a.stop();
-    dir.remove();
-  }
-});
-
-/** An agent without CAP_SYS_NICE asked for --realtime-priority 5, under node with `nodeArgs`; each thread's policy after its warning. */
-async function withoutSysNice(nodeArgs: readonly string[], check: (threads: ReturnType<typeof threadPolicies>, pid: number) => void): Promise<void> {
+test('without CAP_SYS_NICE the agent warns naming the capability and serves on at SCHED_OTHER', async () => {
   requireRoot('dropping a capability with setpriv');
   requireCommand('setpriv', ['--version'], 'util-linux');
   const dir = makeTempDir('agent-rt-eperm');
@@ -91,37 +57,17 @@ async function withoutSysNice(nodeArgs: readonly string[], check: (threads: Retu
     join(dir.path, 'a.sock'),
     ['--node', 'rt-node', '--data-dir', join(dir.path, 'data'), '--realtime-priority', '5'],
     {},
-    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'], nodeArgs },
+    { launcher: ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice'] },
   );
   try {
     await waitForLog(a, 'cannot run at real-time priority 5');
     assert.match(a.log(), /CAP_SYS_NICE/);
-    check(threadPolicies(a.child.pid!), a.child.pid!);
+    for (const t of threadPolicies(a.child.pid!)) assert.equal(t.policy, 0, `thread ${t.tid} should be SCHED_OTHER`);
     assert.equal((await a.status()).node, 'rt-node');
   } finally {
     await a.stop();
     dir.remove();
   }
-}
-
-test('without CAP_SYS_NICE the agent warns naming the capability and serves on at SCHED_OTHER', async () => {
-  await withoutSysNice([], (threads) => {
-    for (const t of threads) assert.equal(t.policy, 0, `thread ${t.tid} should be SCHED_OTHER`);
-  });
-});
-
-test('without CAP_SYS_NICE, as shipped: the helpers still go idle (no privilege needed), the rest stays SCHED_OTHER', async () => {
-  await withoutSysNice(AGENT_NODE_FLAGS, (threads, pid) => {
-    assert.ok(
-      threads.some((t) => t.policy === 5),
-      `some thread idle: ${JSON.stringify(threads)}`,
-    );
-    assert.ok(
-      threads.every((t) => t.policy === 5 || t.policy === 0),
-      `the rest SCHED_OTHER: ${JSON.stringify(threads)}`,
-    );
-    assert.equal(threads.find((t) => t.tid === String(pid))?.policy, 0, 'the main thread stays SCHED_OTHER');
-  });
 });
 
 test('--realtime-priority out of range, on the command line or in --config, is a usage error naming it', () => {

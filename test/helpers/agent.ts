@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { callAgent } from '../../src/wire/agent-client.js';
 import type { AgentStatus } from '../../src/agent/agent-stats.js';
-import { AGENT_NODE_FLAGS } from '../../src/util/schedule-threads.js';
 import { PODIPAM_BIN, REPO_ROOT } from './plugin.js';
 
 export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
@@ -18,13 +17,12 @@ export const TEST_WARM_UP = '300ms';
 
 /**
  * startAgent's option for an agent run as the product ships it (the benches): the agent's own
- * warm-up, node with the shipped flags (AGENT_NODE_FLAGS; PODIPAM_BENCH_AGENT_NODE_ARGS replaces
- * them, space-separated, '' for none: an A/B of node's flags).
+ * warm-up; PODIPAM_BENCH_AGENT_NODE_ARGS: flags for node itself, space-separated (an A/B of V8's
+ * flags; none by default, as the DaemonSet and the unit start it).
  */
 export const AS_SHIPPED = {
   warmUp: null,
-  nodeArgs:
-    process.env.PODIPAM_BENCH_AGENT_NODE_ARGS === undefined ? AGENT_NODE_FLAGS : process.env.PODIPAM_BENCH_AGENT_NODE_ARGS.split(' ').filter((a) => a !== ''),
+  nodeArgs: (process.env.PODIPAM_BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
 } as const;
 
 /** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
