@@ -24,7 +24,7 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { callBreakdown } from './lib/call-breakdown.js';
-import { type LeanSubject, buildLeanDrivers, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { type LeanSubject, buildLeanDrivers, burstWalls, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 import { cpuMs, threadCpuMs } from './lib/proc-cpu.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
 
@@ -231,13 +231,10 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   percentiles('lean', seq);
   const bursts = new Map<string, number[][]>(subjects.map((s) => [s.name, []]));
   for (let round = 0; round < 3; round++) {
-    for (const s of round % 2 ? subjects : [...subjects].reverse())
-      bursts.get(s.name)!.push(
-        runDriver(['burst', String(BURST), String(IN_FLIGHT)], s)
-          .trim()
-          .split(' ')
-          .map(Number),
-      );
+    for (const s of round % 2 ? subjects : [...subjects].reverse()) {
+      const w = burstWalls(runDriver(['burst', String(BURST), String(IN_FLIGHT)], s));
+      bursts.get(s.name)!.push([w.add, w.del]);
+    }
   }
   const med = (name: string, i: number): number =>
     q(

@@ -35,7 +35,7 @@
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr);
  * PODIPAM_BENCH_MULTUS_AGENT_PROF=DIR: the agents run with `--cpu-prof` into DIR (written when they stop);
  * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated, after
- *   the shipped ones (PODIPAM_BENCH_AGENT_NODE_ARGS replaces those: test/helpers/agent.ts AS_SHIPPED);
+ *   PODIPAM_BENCH_AGENT_NODE_ARGS's (every bench's agents: test/helpers/agent.ts AS_SHIPPED);
  * PODIPAM_BENCH_MULTUS_LAYOUT (together,apart): where the processes run, each layout a whole run of
  * its own (bench/lib/cpu-layout.ts) — `together`: everything on every CPU, the etcd members
  * competing with the node for it; `apart`: the node's processes (driver, plugins, agents) on all

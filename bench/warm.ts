@@ -28,7 +28,7 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, ms, q, ratio } from './lib/cni-subject.js';
-import { buildLeanDrivers, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { buildLeanDrivers, burstWalls, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 import { type CpuLayout, allCpus, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
 import { childPids } from './lib/proc-cpu.js';
 
@@ -194,13 +194,7 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     const wall = new Map<string, { add: number; del: number }>();
     const wb0 = await settled(warmAgent);
     const cb0 = await counts(clusterAgent);
-    for (const s of subjects) {
-      const [add, del] = runLeanDriver(drivers, ['burst', String(BURST), String(IN_FLIGHT)], s, `bench-${s.name}`)
-        .trim()
-        .split(' ')
-        .map(Number);
-      wall.set(s.name, { add: add!, del: del! });
-    }
+    for (const s of subjects) wall.set(s.name, burstWalls(runLeanDriver(drivers, ['burst', String(BURST), String(IN_FLIGHT)], s, `bench-${s.name}`)));
     const wB = delta(wb0, await settled(warmAgent));
     const cB = delta(cb0, await counts(clusterAgent));
     const [bw, bc, bh] = subjects.map((s) => wall.get(s.name)!);

@@ -49,6 +49,12 @@ export function runLeanDriver(d: LeanDrivers, args: readonly string[], s: LeanSu
   return r.stdout;
 }
 
+/** `cni-driver burst` output: the ADDs' and the DELs' wall time in milliseconds. */
+export function burstWalls(out: string): { add: number; del: number } {
+  const [add, del] = out.trim().split(' ').map(Number);
+  return { add: add!, del: del! };
+}
+
 /** `cni-driver seq` output: each pair's ADD and DEL in milliseconds. */
 export function seqTimes(out: string): { add: number[]; del: number[] } {
   const add: number[] = [];

@@ -4,8 +4,8 @@
  * busy disk several milliseconds that one ADD waits for (bench/results/idle-helpers.md). Here
  * the inline threshold is raised to `capPages` and a timer checkpoints (PASSIVE: never waits for
  * a reader or a writer) once the WAL has not been written for a whole tick of `idleMs` (so after
- * idleMs to 2 × idleMs of quiet) — a pod start's burst
- * commits without checkpoints, the quiet that follows pays for them. Durability is unchanged: a
+ * idleMs to 2 × idleMs of quiet) — a pod start's burst commits without checkpoints, the quiet
+ * that follows pays for them. Durability is unchanged: a
  * checkpoint only moves committed pages from the WAL into the database file. Under load with no
  * quiet, SQLite still checkpoints inline at `capPages` (the WAL stays bounded).
  */

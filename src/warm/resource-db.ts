@@ -168,7 +168,7 @@ export class ResourceDb {
   readonly #db: SqliteDb;
   readonly #st: ReturnType<typeof prepareStatements>;
   /** WAL checkpoints after 100–200 ms without a commit, inline only past 4,000 pages (~16 MiB): never inside an ADD's commit unless the WAL is that long. */
-  readonly checkpointer: IdleCheckpointer;
+  readonly #checkpointer: IdleCheckpointer;
   // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   #runTx: ((fn: () => void) => void) | undefined;
   readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
@@ -226,7 +226,7 @@ export class ResourceDb {
     }
     this.#db = db; // assigned: the catch above always throws
     this.#st = prepareStatements(db);
-    this.checkpointer = checkpointWhenIdle(db, { idleMs: 100, capPages: 4000 });
+    this.#checkpointer = checkpointWhenIdle(db, { idleMs: 100, capPages: 4000 });
     this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
       this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
       this.#st.queue.run(record.key, record.value, pod.since, null, null);
@@ -372,7 +372,7 @@ export class ResourceDb {
   }
 
   close(): void {
-    this.checkpointer.stop();
+    this.#checkpointer.stop();
     this.#db.close();
   }
 
