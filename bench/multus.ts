@@ -35,7 +35,8 @@
  * PODIPAM_TRACE=1 reaches the agents (their traces: `podipam-trace` lines in their stderr);
  * PODIPAM_BENCH_MULTUS_AGENT_PROF=DIR: the agents run with `--cpu-prof` into DIR (written when they stop);
  * PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS: more flags for the agents' node, space-separated, after
- *   PODIPAM_BENCH_AGENT_NODE_ARGS's (every bench's agents: test/helpers/agent.ts AS_SHIPPED);
+ *   PODIPAM_BENCH_AGENT_NODE_ARGS's (every bench's agents: test/helpers/agent.ts AS_SHIPPED, as
+ *   PODIPAM_BENCH_AGENT_ARGS for the agent's own flags);
  * PODIPAM_BENCH_MULTUS_LAYOUT (together,apart): where the processes run, each layout a whole run of
  * its own (bench/lib/cpu-layout.ts) — `together`: everything on every CPU, the etcd members
  * competing with the node for it; `apart`: the node's processes (driver, plugins, agents) on all
@@ -304,7 +305,7 @@ async function runLayout(layout: CpuLayout): Promise<readonly string[]> {
     if (r.code !== 0) throw new Error(`pool create pool-warm: ${r.stderr}`);
     const warmPool: MultusPool = { name: 'pool-warm', cidr: warmCidr, prefix: parsePrefix(warmCidr) };
     const perNode = Math.ceil((SIZE.pods * SIZE.networks) / SIZE.nodes);
-    const agentArgs = AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : [];
+    const agentArgs = [...(AGENT_RT !== undefined ? ['--realtime-priority', AGENT_RT] : []), ...AS_SHIPPED.moreArgs];
     const nodeArgs = [
       ...AS_SHIPPED.nodeArgs,
       ...(AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', AGENT_PROF] : []),

@@ -38,6 +38,7 @@ export const AGENT_CONFIG_KEYS = {
   runtimeReconcileGrace: 'duration',
   runtimeReconcileDataDir: 'string',
   warmUp: 'duration',
+  optimize: 'string',
 } as const;
 
 export type AgentConfigKey = keyof typeof AGENT_CONFIG_KEYS;

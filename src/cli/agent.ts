@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import type { WarmOptions } from '../warm/warm-service.js';
 import { parseDuration, parseListen, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
+import { OPTIMIZE_WHEN, isOptimizeWhen, stopOptimizing } from '../util/stop-optimizing.js';
 
 interface AgentFlags {
   socket: string;
@@ -39,6 +40,7 @@ interface AgentFlags {
   runtimeReconcileGrace?: string;
   runtimeReconcileDataDir?: string;
   warmUp?: string;
+  optimize?: string;
 }
 
 /** How an option is named in an error: its flag, or its key in the config file it came from. */
@@ -49,6 +51,8 @@ const flagOf = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.
 const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** The agent's default warm-up (src/agent/warm-up.ts WARM_UP_BUDGET_MS, as a duration). */
 const DEFAULT_WARM_UP = '3s';
+/** When V8 may optimise the agent's code by default (src/util/stop-optimizing.ts). */
+const DEFAULT_OPTIMIZE = 'warm-up';
 
 export function registerAgent(program: Command): void {
   const agent = program
@@ -125,6 +129,11 @@ export function registerAgent(program: Command): void {
       '--warm-up <duration>',
       'before listening, run ADDs and DELs through the request path on private scratch stores for this long, so the first pods do not run cold code ("0s": none)',
       DEFAULT_WARM_UP,
+    )
+    .option(
+      '--optimize <when>',
+      'when V8 may optimise the agent\'s code: "warm-up" (while the warm-up runs, never after: nothing compiles behind a pod\'s call) or "always" (V8\'s defaults)',
+      DEFAULT_OPTIMIZE,
     )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
     .action(async (flags: AgentFlags, cmd: Command) => {
@@ -216,6 +225,8 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
   const runtimeReconcile = runtimeReconcileFlags(flags, label);
   const warmUpMs = parseDuration(label('warmUp'), flags.warmUp ?? DEFAULT_WARM_UP);
   if (warmUpMs > 60_000) throw new UsageError(`invalid ${label('warmUp')} ${JSON.stringify(flags.warmUp)}: at most 60s`);
+  const optimize = flags.optimize ?? DEFAULT_OPTIMIZE;
+  if (!isOptimizeWhen(optimize)) throw new UsageError(`invalid ${label('optimize')} ${JSON.stringify(optimize)}: expected one of ${OPTIMIZE_WHEN.join(', ')}`);
   const warm = await warmFlags(flags, label, kube);
   if (warm && flags.datastore === undefined) {
     // As every command: --datastore, else $PODIPAM_DATASTORE (merged above), else SQLite in the data directory.
@@ -263,8 +274,10 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
+  // The warm-up has run and the socket listens: V8 keeps what it optimised, compiles nothing more.
+  if (optimize === 'warm-up') stopOptimizing();
   if (realtime !== undefined) await applyRealtime(realtime, logger);
-  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, pid: process.pid }, 'agent ready');
+  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, optimize, pid: process.pid }, 'agent ready');
   await new Promise<void>((resolve) => {
     onSignal = (sig: string): void => {
       logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');

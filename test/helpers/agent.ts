@@ -15,14 +15,19 @@ export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 /** The warm-up a test's agent runs unless its arguments name one (the agent's default is longer). */
 export const TEST_WARM_UP = '300ms';
 
+const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter((a) => a !== '');
+
 /**
  * startAgent's option for an agent run as the product ships it (the benches): the agent's own
- * warm-up; PODIPAM_BENCH_AGENT_NODE_ARGS: flags for node itself, space-separated (an A/B of V8's
- * flags; none by default, as the DaemonSet and the unit start it).
+ * warm-up and defaults; PODIPAM_BENCH_AGENT_NODE_ARGS: flags for node itself, space-separated (an
+ * A/B of V8's flags; none by default, as the DaemonSet and the unit start it);
+ * PODIPAM_BENCH_AGENT_ARGS: more agent flags, space-separated (an A/B of `--jit optimizing`,
+ * `--warm-up 1s`; none by default).
  */
 export const AS_SHIPPED = {
   warmUp: null,
-  nodeArgs: (process.env.PODIPAM_BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
+  nodeArgs: words(process.env.PODIPAM_BENCH_AGENT_NODE_ARGS),
+  moreArgs: words(process.env.PODIPAM_BENCH_AGENT_ARGS),
 } as const;
 
 /** iproute2's `ip`, by absolute path (an agent under test may get a PATH without it). */
@@ -58,16 +63,24 @@ export function requireShim(): void {
  * command the agent runs under (e.g. `setpriv --inh-caps=-sys_nice …`), node and its arguments appended.
  * `o.warmUp`: its --warm-up (default TEST_WARM_UP; null: the agent's own default, as the benches run it).
  * `o.nodeArgs`: flags for node itself (e.g. `--cpu-prof`, which NODE_OPTIONS refuses).
+ * `o.moreArgs`: agent flags after `args` (AS_SHIPPED's from the environment).
  */
 export async function startAgent(
   socket: string,
   args: readonly string[] = [],
   env: NodeJS.ProcessEnv = {},
-  o: { readonly netns?: string; readonly launcher?: readonly string[]; readonly warmUp?: string | null; readonly nodeArgs?: readonly string[] } = {},
+  o: {
+    readonly netns?: string;
+    readonly launcher?: readonly string[];
+    readonly warmUp?: string | null;
+    readonly nodeArgs?: readonly string[];
+    readonly moreArgs?: readonly string[];
+  } = {},
 ): Promise<RunningAgent> {
   // A short warm-up unless asked otherwise: the suite starts many agents on a shared machine.
-  const warmUp = args.includes('--warm-up') || o.warmUp === null ? [] : ['--warm-up', o.warmUp ?? TEST_WARM_UP];
-  const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...warmUp, ...args];
+  const all = [...args, ...(o.moreArgs ?? [])];
+  const warmUp = all.includes('--warm-up') || o.warmUp === null ? [] : ['--warm-up', o.warmUp ?? TEST_WARM_UP];
+  const argv = [PODIPAM_BIN, 'agent', '--socket', socket, '--metrics-listen', 'off', '--no-masquerade', ...warmUp, ...all];
   const node = [...(o.launcher ?? []), process.execPath, ...(o.nodeArgs ?? [])];
   const [cmd, cmdArgs] = o.netns === undefined ? [node[0]!, [...node.slice(1), ...argv]] : [IP_BIN, ['netns', 'exec', o.netns, ...node, ...argv]];
   const child = spawn(cmd, cmdArgs, {
