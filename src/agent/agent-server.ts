@@ -25,6 +25,7 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { tryLockExclusive } from '../util/flock.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
+import { stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
@@ -77,6 +78,12 @@ export interface AgentOptions {
   readonly warmUp?: boolean;
   readonly warmUpMs?: number;
   /**
+   * Once a warm-up has run without error, stop V8 optimising anything more in this process
+   * (`podipam agent --optimize warm-up`; src/util/stop-optimizing.ts). Default false: it changes
+   * the whole process. Without a warm-up, or after one that failed, V8 goes on optimising (warned).
+   */
+  readonly stopOptimizingAfterWarmUp?: boolean;
+  /**
    * Called once per finished call (metrics), the warm-up's too with `warmUp` true: the hook then
    * counts them apart (its own throwaway counters), so the first pods run its code warm.
    */
@@ -118,6 +125,8 @@ export class Agent {
   #closing = false;
   /** What the warm-up before listening did (undefined: none ran). */
   warmUpReport: WarmUpReport | undefined;
+  /** False once V8 was told to optimise nothing more (`stopOptimizingAfterWarmUp`). */
+  optimizing = true;
 
   private constructor(opts: AgentOptions, hosted: HostedServices, server: Server, lockFd: number, conns: Set<Socket>) {
     this.#opts = opts;
@@ -158,6 +167,16 @@ export class Agent {
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
       });
     }
+    if (opts.stopOptimizingAfterWarmUp) {
+      const w = agent.warmUpReport;
+      if (w !== undefined && w.error === undefined && w.rounds > 0) {
+        // Before the socket listens: V8 keeps what the warm-up got optimised and compiles nothing more.
+        stopOptimizing();
+        agent.optimizing = false;
+      } else {
+        agent.#log.warn({ warmUp: w ?? null }, "no completed warm-up: V8 goes on optimising the agent's code while pods start (as with --optimize always)");
+      }
+    }
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect
     try {
       await new Promise<void>((resolve, reject) => {
@@ -191,6 +210,7 @@ export class Agent {
       latencyMs: this.stats.latencyMs(),
       backends: this.stats.backends(),
       ...(this.warmUpReport ? { warmUp: this.warmUpReport } : {}),
+      optimizing: this.optimizing,
       ...this.#hosted.status(),
     };
   }

@@ -20,6 +20,8 @@ export interface AgentStatus {
   readonly backends: Record<string, number>;
   /** The warm-up before the socket listened (src/agent/warm-up.ts), when one ran: rounds, calls answered ok, failed, wall ms. */
   readonly warmUp?: import('./warm-up.js').WarmUpReport;
+  /** Whether V8 may still optimise the agent's code (false after `--optimize warm-up`'s completed warm-up). */
+  readonly optimizing: boolean;
   readonly datastore: {
     readonly roundTrips: number;
     readonly groupCommits: number;

@@ -31,7 +31,8 @@
  * data is dropped after. Left behind: the process-wide cache of parsed local configs holds up to
  * its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
  * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
- * only costs the first pods their cold start.
+ * only costs the first pods their cold start (and the agent then leaves V8 optimising:
+ * agent-server.ts, `stopOptimizingAfterWarmUp`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';

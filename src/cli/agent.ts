@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { WarmOptions } from '../warm/warm-service.js';
 import { parseDuration, parseListen, parseOptionalIntFlag } from './parse-flag.js';
 import { UsageError } from './usage-error.js';
-import { OPTIMIZE_WHEN, isOptimizeWhen, stopOptimizing } from '../util/stop-optimizing.js';
+import { OPTIMIZE_WHEN, type OptimizeWhen, isOptimizeWhen } from '../util/stop-optimizing.js';
 
 interface AgentFlags {
   socket: string;
@@ -52,7 +52,7 @@ const DEFAULT_SOCKET = '/run/podipam/agent.sock';
 /** The agent's default warm-up (src/agent/warm-up.ts WARM_UP_BUDGET_MS, as a duration). */
 const DEFAULT_WARM_UP = '3s';
 /** When V8 may optimise the agent's code by default (src/util/stop-optimizing.ts). */
-const DEFAULT_OPTIMIZE = 'warm-up';
+const DEFAULT_OPTIMIZE: OptimizeWhen = 'warm-up';
 
 export function registerAgent(program: Command): void {
   const agent = program
@@ -267,6 +267,7 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
       ...(masquerade ? { masquerade } : {}),
       ...(runtimeReconcile ? { runtimeReconcile } : {}),
       warmUpMs,
+      stopOptimizingAfterWarmUp: optimize === 'warm-up',
       onCall: (c, warmUp) => metrics.observe(c, warmUp),
       log: logger,
     });
@@ -274,10 +275,11 @@ async function runAgent(flags: AgentFlags & { datastore?: string }, logger: impo
     http?.close();
     throw e instanceof AgentListenError ? new UsageError(e.message) : e;
   }
-  // The warm-up has run and the socket listens: V8 keeps what it optimised, compiles nothing more.
-  if (optimize === 'warm-up') stopOptimizing();
   if (realtime !== undefined) await applyRealtime(realtime, logger);
-  logger.info({ socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, optimize, pid: process.pid }, 'agent ready');
+  logger.info(
+    { socket: flags.socket, node, metrics: flags.metricsListen, masquerade: masquerade !== undefined, optimizing: agent.optimizing, pid: process.pid },
+    'agent ready',
+  );
   await new Promise<void>((resolve) => {
     onSignal = (sig: string): void => {
       logger.info({ signal: sig, inFlight: agent.stats.inFlight }, 'stopping: draining calls in flight');

@@ -8,13 +8,16 @@
  * (BENCHMARKS.md, question 1). With `warm-up` (the default) V8 optimises while the agent's
  * warm-up runs the request path and never after: what it optimised stays (until a
  * deoptimisation drops it to the baseline tiers for good), nothing compiles behind a pod's call.
- * Measured with the bench's driver on 2 vCPUs, the first 1,000 ADD/DEL pairs after a start:
- * ADD p99 0.37-0.38x host-local against 0.63-0.93x with `always` (V8's defaults), DEL p99
- * 0.32-0.40x against 0.69-0.79x, p50 and CPU per call no worse.
+ * Measured with the bench's driver on 2 vCPUs, the first 1,000 ADD/DEL pairs after a start
+ * (local mode, 3 runs): ADD p99 0.37-0.38x host-local against 0.63-0.93x with `always` (V8's
+ * defaults), DEL p99 0.32-0.40x against 0.69-0.79x, p50 and CPU per call no worse.
  *
- * Applied with `v8.setFlagsFromString('--max-opt=1')` (the highest tier V8 may then tier up to is
- * its baseline compiler, Sparkplug, which compiles on the main thread in microseconds); Node leaves
- * V8's flags writable after start for this, and the tier-up decision reads the flag each time.
+ * Applied with `v8.setFlagsFromString` turning V8's optimising compilers off (`--no-turbofan`,
+ * `--no-maglev`: the flags its tier-up decision reads each time; code may then tier up only to
+ * the baseline compiler, Sparkplug, which compiles on the main thread in microseconds). Jobs
+ * already queued finish; a function deoptimised later stays in the baseline tiers. Node leaves
+ * V8's flags writable after start, though its docs call changing them then unpredictable:
+ * stop-optimizing.integration.test.ts checks that this V8 honours it.
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -27,5 +30,6 @@ export function isOptimizeWhen(s: string): s is OptimizeWhen {
 
 /** From now on V8 optimises nothing more in this process; code it has optimised stays. */
 export function stopOptimizing(): void {
-  setFlagsFromString('--max-opt=1');
+  setFlagsFromString('--no-turbofan');
+  setFlagsFromString('--no-maglev');
 }

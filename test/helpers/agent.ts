@@ -21,7 +21,7 @@ const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter((
  * startAgent's option for an agent run as the product ships it (the benches): the agent's own
  * warm-up and defaults; PODIPAM_BENCH_AGENT_NODE_ARGS: flags for node itself, space-separated (an
  * A/B of V8's flags; none by default, as the DaemonSet and the unit start it);
- * PODIPAM_BENCH_AGENT_ARGS: more agent flags, space-separated (an A/B of `--jit optimizing`,
+ * PODIPAM_BENCH_AGENT_ARGS: more agent flags, space-separated (an A/B of `--optimize always`,
  * `--warm-up 1s`; none by default).
  */
 export const AS_SHIPPED = {
