@@ -11,9 +11,8 @@
  * life; opened without following a symbolic link) keeps a second agent off the socket; a stale
  * socket file of a killed agent is replaced.
  */
-import { closeSync, chmodSync, constants, fstatSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
+import { chmodSync, closeSync, unlinkSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
-import { dirname } from 'node:path';
 import { CniCode, CniError } from '../cni/errors.js';
 import { goMarshalIndent } from '../cni/go-json.js';
 import { type Log, silentLog } from '../log/logger.js';
@@ -22,7 +21,8 @@ import type { CallAnswer, CallHandler } from '../wire/call-answer.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/frame.js';
 import { peerCredentials } from '../wire/peer-credentials.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
-import { tryLockExclusive } from '../util/flock.js';
+import { AgentListenError } from './agent-start-error.js';
+import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
 import { stopOptimizing } from '../util/stop-optimizing.js';
@@ -102,15 +102,7 @@ export interface ServedConnections {
   open(): number;
 }
 
-/** Refused to start: the message names the path and the reason. */
-export class AgentStartError extends Error {
-  override readonly name: string = 'AgentStartError';
-}
-
-/** The socket could not be listened on (the command exits 2, as for its other listener). */
-export class AgentListenError extends AgentStartError {
-  override readonly name = 'AgentListenError';
-}
+export { AgentListenError, AgentStartError } from './agent-start-error.js';
 
 export class Agent {
   readonly stats = new AgentStats();
@@ -401,69 +393,4 @@ function writeTrace(t: Record<string, unknown>): void {
 /** The agent's own refusals (a caller it does not serve, a request it cannot read) as a CNI error answer. */
 function errorAnswer(e: CniError): string {
   return goMarshalIndent(e.toJSON() as Record<string, string | number>);
-}
-
-/** Checks the socket's directory, takes `<socket>.lock`, removes a stale socket; returns the lock's fd. */
-function prepareSocketPath(socket: string): number {
-  if (!socket.startsWith('/')) throw new AgentStartError(`--socket ${JSON.stringify(socket)}: must be an absolute path`);
-  if (Buffer.byteLength(socket) > 107) throw new AgentStartError(`--socket ${JSON.stringify(socket)}: longer than the 107 bytes a unix socket path may have`);
-  const dir = dirname(socket);
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch (e) {
-    throw new AgentStartError(`cannot create the socket directory ${dir}: ${(e as Error).message}`, { cause: e });
-  }
-  const st = lstatSync(dir);
-  if (!st.isDirectory()) throw new AgentStartError(`socket directory ${dir} is not a directory (a symbolic link?): refusing it`);
-  const me = process.getuid?.() ?? 0;
-  if (st.uid !== 0 && st.uid !== me) {
-    throw new AgentStartError(`socket directory ${dir} belongs to uid ${st.uid}, not root or uid ${me}: its owner could replace the socket`);
-  }
-  if ((st.mode & 0o022) !== 0) {
-    throw new AgentStartError(
-      `socket directory ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}): use a private directory (0700 or 0755)`,
-    );
-  }
-  const lockPath = `${socket}.lock`;
-  const fd = openLockFile(lockPath);
-  if (!tryLockExclusive(fd)) {
-    closeSync(fd);
-    throw new AgentStartError(`another podipam agent is serving ${socket} (it holds ${lockPath})`);
-  }
-  ftruncateSync(fd, 0);
-  writeSync(fd, `${process.pid}\n`, 0);
-  let existing;
-  try {
-    existing = lstatSync(socket);
-  } catch {
-    return fd;
-  }
-  if (!existing.isSocket()) {
-    closeSync(fd);
-    throw new AgentStartError(`${socket} exists and is not a socket: refusing to replace it`);
-  }
-  unlinkSync(socket); // a killed agent's socket: nobody holds the lock, so nobody serves it
-  return fd;
-}
-
-/**
- * Opens (creating, 0600) the lock file without following a symbolic link or blocking on a FIFO
- * someone planted there: the agent truncates it and writes its pid, so a link would make it
- * overwrite any file root can write. Anything but a regular file is refused, naming it.
- */
-function openLockFile(path: string): number {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600); // Node adds O_CLOEXEC itself
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP')
-      throw new AgentStartError(`${path} is a symbolic link: refusing to follow it (remove it; the agent creates its own lock file)`, { cause: e });
-    throw new AgentStartError(`cannot open ${path}: ${(e as Error).message}`, { cause: e });
-  }
-  if (!fstatSync(fd).isFile()) {
-    closeSync(fd);
-    throw new AgentStartError(`${path} is not a regular file: refusing it (remove it; the agent creates its own lock file)`);
-  }
-  return fd;
 }
