@@ -132,7 +132,7 @@ export function registerAgent(program: Command): void {
     )
     .option(
       '--optimize <when>',
-      'when V8 may optimise the agent\'s code: "warm-up" (while the warm-up runs, never after: nothing compiles behind a pod\'s call) or "always" (V8\'s defaults)',
+      'when V8 may optimise the agent\'s code: "warm-up" (while the warm-up runs, never after: nothing compiles behind a pod\'s call; without a completed warm-up, as "always") or "always" (V8\'s defaults)',
       DEFAULT_OPTIMIZE,
     )
     .option('--config <file>', 'JSON file of the same options (keys: minIdle, stickyFor, …); flags win over it')
