@@ -53,7 +53,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AS_SHIPPED, SHIM_BIN, requireShim } from '../test/helpers/agent.js';
+import { AS_SHIPPED, SHIM_BIN, requireShim, words } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import {
   type MultusNode,
@@ -309,7 +309,7 @@ async function runLayout(layout: CpuLayout): Promise<readonly string[]> {
     const nodeArgs = [
       ...AS_SHIPPED.nodeArgs,
       ...(AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', AGENT_PROF] : []),
-      ...(process.env.PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
+      ...words(process.env.PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS),
     ];
     const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', undefined, agentArgs, nodeArgs);
     nodes.push(...clusterNodes);

@@ -161,7 +161,7 @@ export class Agent {
     }
     if (opts.stopOptimizingAfterWarmUp) {
       const w = agent.warmUpReport;
-      if (w !== undefined && w.error === undefined && w.rounds > 0) {
+      if (w !== undefined && w.error === undefined) {
         // Before the socket listens: V8 keeps what the warm-up got optimised and compiles nothing more.
         stopOptimizing();
         agent.optimizing = false;

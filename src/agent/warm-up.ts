@@ -18,8 +18,9 @@
  * without NODENAME each threw optimised code away at the first pod's call when the warm-up had
  * skipped them. It also covers local networks of both kinds of IPv4 address (above and below 2^30,
  * which V8 represents differently) and IPv6, and the cluster back end, so that no such path is
- * left for a pod to meet first. What V8 would still optimise after it, it does not: once the
- * socket listens the agent stops V8 optimising (`--optimize warm-up`, src/util/stop-optimizing.ts).
+ * left for a pod to meet first. What V8 would still optimise after it, it does not: once a
+ * warm-up has run without error, before the socket listens, the agent stops V8 optimising
+ * (`--optimize warm-up`, src/util/stop-optimizing.ts).
  *
  * The calls go through a private socket (a directory made for the purpose by mkdtemp, 0700,
  * removed after) served by the agent's own connection code (`serve`: peer check, framing, answer,

@@ -1,8 +1,8 @@
 /**
  * stopOptimizing (stop-optimizing.ts) in a node of its own, watched with V8's --trace-opt (its
- * compiles synchronous, so each is traced before the call that asked for it returns): a function
- * made hot before it is optimised (or the loop running it), and after it V8 marks, compiles and optimises nothing — so the
- * test fails if V8 stops honouring the flags set at run time (or optimises nothing at all).
+ * compiles synchronous, so each is traced before the call that asked for it returns): hot code
+ * before it is optimised, and after it V8 marks, compiles and optimises nothing — so the test
+ * fails if V8 stops honouring the flags set at run time (or optimises nothing at all).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 const MODULE = fileURLToPath(new URL('./stop-optimizing.js', import.meta.url));
 
-test('stopOptimizing: what V8 optimised before stays optimised, nothing made hot after is optimised', { timeout: 120_000 }, () => {
+test('stopOptimizing: V8 optimises hot code before it, and marks, compiles or optimises nothing after it', { timeout: 120_000 }, () => {
   const script = `
     const { stopOptimizing } = await import(${JSON.stringify(MODULE)});
     function before(o) { return o.a * 2 + o.b; }

@@ -15,7 +15,8 @@ export const SHIM_BIN = `${REPO_ROOT}dist/bin/podipam-cni`;
 /** The warm-up a test's agent runs unless its arguments name one (the agent's default is longer). */
 export const TEST_WARM_UP = '300ms';
 
-const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter((a) => a !== '');
+/** A space-separated list of flags from the environment (empty when unset). */
+export const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter((a) => a !== '');
 
 /**
  * startAgent's option for an agent run as the product ships it (the benches): the agent's own
