@@ -11,10 +11,12 @@
  *            trips per pod (the agent's counter; the plugin's PODIPAM_STATS lines)
  *
  * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256), PODIPAM_BENCH_SETTLE_PAIRS (4000:
- * the lean comparison's "settled" rows come after that many more pairs through the agent). Run alone:
+ * the lean comparison's "settled" rows come after that many more pairs through the agent),
+ * PODIPAM_BENCH_IDLE_MS (0: the "after idle" rows, after the agent has idled that long). Run alone:
  * `node dist/bench/agent.js` after a build; `… agent.js lean` only the posix_spawn comparison
  * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,6 +32,12 @@ import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './l
 
 /** Pairs the agent serves, unmeasured, before the "settled" rows of the lean comparison (PODIPAM_BENCH_SETTLE_PAIRS; 0: none). */
 const SETTLE_PAIRS = Number(process.env.PODIPAM_BENCH_SETTLE_PAIRS ?? 4000);
+/**
+ * PODIPAM_BENCH_IDLE_MS (0: none): after the settled rows the agent idles that long, then the same
+ * pairs again — what a node sees when pods come after a quiet spell (V8 collects in the idle
+ * time, and throws away optimised code whose objects died: bench/results/idle-deopt.md).
+ */
+const IDLE_MS = Number(process.env.PODIPAM_BENCH_IDLE_MS ?? 0);
 
 function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
   const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
@@ -258,6 +266,11 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
     );
     console.log(`  the same ${PAIRS} pairs again after ${SETTLE_PAIRS} more (unmeasured) through the agent:`);
     percentiles('settled', sequential(4, Math.ceil(PAIRS / 4), false));
+  }
+  if (IDLE_MS > 0) {
+    await sleep(IDLE_MS);
+    console.log(`  the same ${PAIRS} pairs again after the agent idled ${(IDLE_MS / 1000).toFixed(0)} s:`);
+    percentiles('after idle', sequential(4, Math.ceil(PAIRS / 4), false));
   }
   await breakdown(dir, driver, floorBin, rows);
   const footprint = `agent footprint: idle RSS ${rssIdle.toFixed(1)} MiB, after the bench ${rssAfter.toFixed(1)} MiB; agent CPU per 1,000 ADD+DEL pairs ${((agentCpu * 1000) / Math.max(1, shimAdds)).toFixed(0)} ms (host-local: no agent)`;

@@ -12,9 +12,10 @@
  * podipam, the agent's own ADD p50/p99 over the run (`agent status`, its last 2,048 calls: every
  * ADD of the run up to 32 rounds of 64) — measured while runc and containerd compete for the CPU.
  * The aim: podipam's p50 and p99 at most host-local's, the agent's ADD p99 under 5 ms. Run alone: `node dist/bench/index.js cri`. Knobs (below):
- * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US, _AGENT_RT.
+ * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US, _AGENT_RT, _FSYNC_PROBE_MS.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +55,15 @@ const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
  */
 const AGENT_RT_KNOB = process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1';
 const AGENT_RT = AGENT_RT_KNOB === 'off' ? undefined : AGENT_RT_KNOB;
+/**
+ * `PODIPAM_BENCH_CRI_FSYNC_PROBE_MS` (default 50; 0: off): while the sandboxes start (RunPodSandbox
+ * in flight; not while they are stopped and removed), a probe
+ * (bench/native/fsync-probe.c) rewrites a page beside the SQLite datastore and fsyncs it every
+ * that many ms: what one durable commit costs on the disk while the runtime writes to it. The
+ * cluster agent's ADD commits its SQLite WAL with fsync (synchronous=FULL), so its tail cannot
+ * be shorter than the disk's.
+ */
+const FSYNC_PROBE_MS = Number(process.env.PODIPAM_BENCH_CRI_FSYNC_PROBE_MS ?? 50);
 const AGENT_PRIORITY = AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}`;
 
 interface CriSubject {
@@ -113,6 +123,7 @@ export async function run(): Promise<readonly string[]> {
       },
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
     ];
+    const probe = FSYNC_PROBE_MS > 0 ? await startFsyncProbe(dir.path, FSYNC_PROBE_MS) : undefined;
     let pod = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, s] of subjects.entries()) {
@@ -124,6 +135,7 @@ export async function run(): Promise<readonly string[]> {
         };
         writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
         await sleep(1500); // containerd reloads its CNI config on a file event
+        probe?.sample(true);
         const ids = await Promise.all(
           Array.from({ length: PODS }, async () => {
             const n = pod++;
@@ -135,6 +147,7 @@ export async function run(): Promise<readonly string[]> {
             return id;
           }),
         );
+        probe?.sample(false);
         await Promise.all(
           ids.map(async (id) => {
             await ctd.cri.stopPodSandbox(id);
@@ -143,6 +156,7 @@ export async function run(): Promise<readonly string[]> {
         );
       }
     }
+    const disk = await probe?.stop();
     const hl = subjects[0]!.runMs;
     console.log(
       `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}; agents ${AGENT_PRIORITY}${AGENT_RT === undefined ? '' : ', as shipped'}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
@@ -157,6 +171,11 @@ export async function run(): Promise<readonly string[]> {
       lines.push(`cri ${line}`);
     }
     lines.push(`cri agents ${AGENT_PRIORITY}`);
+    if (disk) {
+      const line = `disk fsync beside the datastore while the sandboxes start (every ${FSYNC_PROBE_MS} ms): p50 ${ms(disk.p50)} p90 ${ms(disk.p90)} p99 ${ms(disk.p99)} max ${ms(disk.max)} (n ${disk.n})`;
+      console.log(line);
+      lines.push(`cri ${line}`);
+    }
     if (TRACE) {
       writeFileSync(`${TRACE}.local`, agent.log());
       writeFileSync(`${TRACE}.cluster`, agent2.log());
@@ -167,4 +186,49 @@ export async function run(): Promise<readonly string[]> {
     for (const a of agents) await a.stop();
     dir.remove();
   }
+}
+
+interface FsyncFigures {
+  readonly n: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/**
+ * Builds and starts bench/native/fsync-probe.c on a file in `dir`, paused, and waits until it
+ * takes signals; `sample` resumes or pauses its sampling, `stop` ends it and reads its figures.
+ */
+async function startFsyncProbe(dir: string, everyMs: number): Promise<{ sample(on: boolean): void; stop(): Promise<FsyncFigures> }> {
+  const tool = join(dir, 'fsync-probe');
+  const src = fileURLToPath(new URL('../../bench/native/fsync-probe.c', import.meta.url));
+  const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', tool, src], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
+  // Bounded: the probe stops by itself after an hour if the bench dies without stopping it.
+  const child = spawn(tool, [join(dir, 'fsync-probe.dat'), String(everyMs), '3600'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = once(child, 'exit');
+  for (let i = 0; i < 100 && !out.startsWith('ready\n') && child.exitCode === null; i++) await sleep(20);
+  if (!out.startsWith('ready\n')) {
+    child.kill('SIGKILL');
+    throw new Error(`fsync probe did not start: ${err || out}`);
+  }
+  return {
+    sample(on) {
+      child.kill(on ? 'SIGUSR2' : 'SIGUSR1');
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      const [code] = (await exited) as [number | null];
+      const f = out.slice('ready\n'.length).trim().split(/\s+/).map(Number);
+      if (code !== 0 || f.length !== 5 || f.some((x) => !Number.isFinite(x)))
+        throw new Error(`fsync probe: exit ${String(code)}, output ${JSON.stringify(out)}: ${err}`);
+      const [n, p50, p90, p99, max] = f as [number, number, number, number, number];
+      return { n, p50, p90, p99, max };
+    },
+  };
 }
