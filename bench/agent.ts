@@ -12,15 +12,15 @@
  *
  * Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST (256), PODIPAM_BENCH_SETTLE_PAIRS (4000:
  * the lean comparison's "settled" rows come after that many more pairs through the agent),
- * PODIPAM_BENCH_IDLE_MS (0: the "after idle" rows, after the agent has idled that long). Run alone:
+ * PODIPAM_BENCH_IDLE_MS (default 0: none; N: "after idle" rows once the agent has idled N ms). Run alone:
  * `node dist/bench/agent.js` after a build; `… agent.js lean` only the posix_spawn comparison
  * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AS_SHIPPED, type RunningAgent, SHIM_BIN, requireShim, startAgent } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
@@ -38,6 +38,9 @@ const SETTLE_PAIRS = Number(process.env.PODIPAM_BENCH_SETTLE_PAIRS ?? 4000);
  * time, and throws away optimised code whose objects died: bench/results/idle-deopt.md).
  */
 const IDLE_MS = Number(process.env.PODIPAM_BENCH_IDLE_MS ?? 0);
+if (!Number.isInteger(IDLE_MS) || IDLE_MS < 0 || IDLE_MS > 3_600_000) {
+  throw new Error(`PODIPAM_BENCH_IDLE_MS must be an integer 0-3600000 (ms), got ${JSON.stringify(process.env.PODIPAM_BENCH_IDLE_MS)}`);
+}
 
 function once(s: Subject, net: string, command: string, id: string): { ms: number; stderr: string } {
   const input = JSON.stringify({ cniVersion: '1.0.0', name: net, ipam: s.ipam });
@@ -269,7 +272,7 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
   }
   if (IDLE_MS > 0) {
     await sleep(IDLE_MS);
-    console.log(`  the same ${PAIRS} pairs again after the agent idled ${(IDLE_MS / 1000).toFixed(0)} s:`);
+    console.log(`  the same ${PAIRS} pairs again after the agent idled ${(IDLE_MS / 1000).toFixed(1)} s:`);
     percentiles('after idle', sequential(4, Math.ceil(PAIRS / 4), false));
   }
   await breakdown(dir, driver, floorBin, rows);

