@@ -17,13 +17,13 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { criErrorText } from '../test/helpers/cri-client.js';
 import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
 import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
+import { buildNative } from './lib/build-native.js';
 import { ms, q, ratio } from './lib/cni-subject.js';
 import { type FsyncProbe, startFsyncProbe } from './lib/fsync-probe.js';
 
@@ -109,10 +109,7 @@ export async function run(): Promise<readonly string[]> {
       }
     }
     if (AGENT_SLICE_US !== undefined) {
-      const tool = join(dir.path, 'set-slice');
-      const src = fileURLToPath(new URL('../../bench/native/set-slice.c', import.meta.url));
-      const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', tool, src], { encoding: 'utf8' });
-      if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.stderr}`);
+      const tool = buildNative('set-slice.c', join(dir.path, 'set-slice'));
       for (const a of agents) {
         const r = spawnSync(tool, [String(a.child.pid), String(Number(AGENT_SLICE_US) * 1000)], { encoding: 'utf8' });
         if (r.status !== 0) throw new Error(`set-slice ${AGENT_SLICE_US} us agent ${a.child.pid}: ${r.stderr}`);

@@ -4,11 +4,11 @@
  * only between `sample(true)` and `sample(false)`. For bench/cri.ts: what one durable commit
  * costs on the disk while the runtime writes to it.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { buildNative } from './build-native.js';
 
 /** The fsync times sampled, in ms. */
 export interface FsyncFigures {
@@ -34,11 +34,7 @@ const MAX_S = 3600;
 /** Builds the probe into `dir` and starts it on a file there, paused; resolves once it takes signals. */
 export async function startFsyncProbe(dir: string, everyMs: number): Promise<FsyncProbe> {
   if (!Number.isInteger(everyMs) || everyMs < 1 || everyMs > 10_000) throw new Error(`fsync probe: the interval must be an integer 1-10000 ms, got ${everyMs}`);
-  const tool = join(dir, 'fsync-probe');
-  const src = fileURLToPath(new URL('../../../bench/native/fsync-probe.c', import.meta.url));
-  const cc = process.env.CC || 'cc';
-  const built = spawnSync(cc, ['-O2', '-Wall', '-Wextra', '-Werror', '-o', tool, src], { encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`cannot build ${src} with ${cc}: ${built.error?.message ?? built.stderr}`);
+  const tool = buildNative('fsync-probe.c', join(dir, 'fsync-probe'), ['-Wall', '-Wextra', '-Werror']);
   const child: ChildProcess = spawn(tool, [join(dir, 'fsync-probe.dat'), String(everyMs), String(MAX_S)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

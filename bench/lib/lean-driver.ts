@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { buildNative } from './build-native.js';
 
 export interface LeanDrivers {
   readonly driver: string;
@@ -25,14 +25,7 @@ export interface LeanSubject {
 
 /** Compiles the driver and the floor (static) into `dir`. */
 export function buildLeanDrivers(dir: string): LeanDrivers {
-  const build = (name: string, src: string, extra: readonly string[]): string => {
-    const out = join(dir, name);
-    const path = fileURLToPath(new URL(`../../../bench/native/${src}`, import.meta.url));
-    const cc = spawnSync(process.env.CC || 'cc', [...extra, '-O2', '-o', out, path], { encoding: 'utf8' });
-    if (cc.status !== 0) throw new Error(`cannot build ${path}: ${cc.stderr}`);
-    return out;
-  };
-  return { driver: build('cni-driver', 'cni-driver.c', []), floorBin: build('cni-floor', 'cni-floor.c', ['-static']), dir };
+  return { driver: buildNative('cni-driver.c', join(dir, 'cni-driver')), floorBin: buildNative('cni-floor.c', join(dir, 'cni-floor'), ['-static']), dir };
 }
 
 /** The floor as a subject: the static binary, no ipam of its own. */

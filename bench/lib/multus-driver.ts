@@ -7,17 +7,13 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { buildNative } from './build-native.js';
 import type { MultusRun, MultusSize } from '../../test/helpers/multus-pods.js';
 import { type PluginCall, callEnv, stdinOf } from '../../test/helpers/plugin.js';
 
 /** Compiles the driver into `dir` with $CC (default cc); returns its path. */
 export function buildMultusDriver(dir: string): string {
-  const out = join(dir, 'multus-driver');
-  const src = fileURLToPath(new URL('../../../bench/native/multus-driver.c', import.meta.url));
-  const cc = spawnSync(process.env.CC || 'cc', ['-O2', '-o', out, src], { encoding: 'utf8' });
-  if (cc.status !== 0) throw new Error(`cannot build ${src}: ${cc.error?.message ?? cc.stderr}`);
-  return out;
+  return buildNative('multus-driver.c', join(dir, 'multus-driver'));
 }
 
 /** Runs `command` for every pod's networks through `plugin` with the driver at `driver`; plan and answers files in `dir`. */

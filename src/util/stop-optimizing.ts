@@ -11,8 +11,9 @@
  * Measured with the bench's driver on 2 vCPUs, the first 1,000 ADD/DEL pairs after a start
  * (local mode, 3 runs): ADD p99 0.37-0.38x host-local against 0.63-0.93x with `always` (V8's
  * defaults), DEL p99 0.32-0.40x against 0.69-0.79x, the median ~0.04 ms dearer, CPU per call no
- * more. Under containerd the agent's own ADD p99 came out worse in 2 of 5 runs: code V8 throws
- * away at the first real calls stays in the baseline tiers (docs/agent.md).
+ * more. Code V8 throws away later (a call shaped unlike the warm-up's; objects the code was built
+ * around collected) stays in the baseline tiers: under containerd the agent's ADD p99 was over
+ * 5 ms in 2 of 14 runs (docs/agent.md).
  *
  * Applied with `v8.setFlagsFromString` turning V8's optimising compilers off (`--no-turbofan`,
  * `--no-maglev`: the flags its tier-up decision reads each time; code may then tier up only to
