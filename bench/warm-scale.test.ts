@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { curveTable, etcdGoEnv, etcdPerPod, parseEtcdCounters, slowRequests, type Sample } from './warm-scale.js';
+import { curveTable, etcdGoEnv, etcdPerPod, mergeShards, parseEtcdCounters, type Result, simProcs, slowRequests, type Sample } from './warm-scale.js';
 
 const sample = (pods: number, s: number, cpuS: number, etcdCpuS: number): Sample => ({
   pods,
@@ -70,5 +70,66 @@ test("warm-scale etcd GOGC knob: 400 unless set, Go's default on request, anythi
   for (const bad of ['0', '-1', '4e2', '']) {
     process.env[knob] = bad;
     assert.throws(() => etcdGoEnv(), new RegExp(`^Error: PODIPAM_BENCH_WARM_ETCD_GOGC=${bad}: a percentage`));
+  }
+});
+
+test('warm-scale shards: counts and CPU summed, the run as long as the last process, sample k at the later of the two', () => {
+  const part = (over: Partial<Result>, rss: Sample[]): Result => ({
+    nodes: 10,
+    pods: 500,
+    seconds: 10,
+    cpuSeconds: 4,
+    roundTrips: 100,
+    hits: 490,
+    misses: 10,
+    refillTxns: 30,
+    writeTxns: 20,
+    rss,
+    peakRssMiB: '100.0',
+    heapAfterGcMiB: '20.0',
+    orphaned: 0,
+    held: 64,
+    procs: 1,
+    retries: 0,
+    refillFailures: 0,
+    ...over,
+  });
+  const a = part({ seconds: 10, etcdAtStart: parseEtcdCounters('etcd_debugging_mvcc_put_total 7') }, [
+    sample(50, 0.5, 0.1, 0.05),
+    sample(250, 5, 2, 1),
+    sample(500, 10, 4, 2),
+  ]);
+  const b = part({ seconds: 12, cpuSeconds: 5, held: 60, retries: 2 }, [sample(50, 0.6, 0.1, 0.06), sample(250, 6, 2.5, 1.2), sample(500, 12, 5, 2.4)]);
+  const m = mergeShards([a, b]);
+  assert.deepEqual(
+    [m.nodes, m.pods, m.seconds, m.cpuSeconds, m.roundTrips, m.hits, m.held, m.procs, m.retries, m.peakRssMiB],
+    [20, 1000, 12, 9, 200, 980, 124, 2, 2, '200.0'],
+  );
+  assert.equal(m.etcdAtStart?.puts, 7, "the first process's etcd counters at the start");
+  assert.deepEqual(
+    m.rss.map((x) => [x.pods, x.s, x.cpuS, x.etcdCpuS, x.rssMiB]),
+    [
+      [100, 0.6, 0.2, 0.06, '400.0'],
+      [500, 6, 4.5, 1.2, '400.0'],
+      [1000, 12, 9, 2.4, '400.0'],
+    ],
+  );
+  // One process: its result as it is.
+  assert.equal(mergeShards([a]), a);
+  // Unequal sample counts: the common prefix.
+  assert.equal(mergeShards([a, part({}, [sample(50, 0.5, 0.1, 0.05)])]).rss.length, 1);
+});
+
+test('warm-scale processes knob: 1 unless set, 1 to 16, anything else refused by name', (t) => {
+  const knob = 'PODIPAM_BENCH_WARM_PROCS';
+  const before = process.env[knob];
+  t.after(() => (before === undefined ? delete process.env[knob] : (process.env[knob] = before)));
+  delete process.env[knob];
+  assert.equal(simProcs(), 1);
+  process.env[knob] = '16';
+  assert.equal(simProcs(), 16);
+  for (const bad of ['0', '17', '2.5', 'two', '']) {
+    process.env[knob] = bad;
+    assert.throws(() => simProcs(), new RegExp(`^Error: PODIPAM_BENCH_WARM_PROCS=${bad}: a number of processes from 1 to 16`));
   }
 });

@@ -19,7 +19,11 @@
  * a 20 s CPU profile of each member after the first tenth and after the eighth — or, in a run
  * too short for that, once the first is done: Go takes one at a time — and their
  * allocation profiles at the end, and prints where their CPU and allocation went),
- * PODIPAM_BENCH_WARM_ETCD_GOGC (the members' Go GOGC, ETCD_GOGC; `default` leaves Go's 100).
+ * PODIPAM_BENCH_WARM_ETCD_GOGC (the members' Go GOGC, ETCD_GOGC; `default` leaves Go's 100),
+ * PODIPAM_BENCH_WARM_PROCS (1: the processes simulating the nodes, node n in process n mod
+ * PROCS, IN_FLIGHT nodes in flight between them; on a cluster every agent has its node's CPU, while one
+ * simulating process caps the run at what one thread does — with more, the run measures the
+ * datastore's side. They start together; the curve's tenths are theirs combined, see mergeShards).
  * etcd's own counters (member 0's /metrics) give keys and bytes put per pod, live keys, db bytes
  * and the compactions' time per tenth. Run alone: `node dist/bench/index.js warm-scale`.
  * A smaller run prints the projected time for 150,000 pods at the measured rate.
@@ -43,6 +47,13 @@ import { etcdAllocProfiles, etcdCpuProfiles } from './lib/etcd-profile.js';
 const NODES = Number(process.env.PODIPAM_BENCH_WARM_NODES ?? 5000);
 const PODS = Number(process.env.PODIPAM_BENCH_WARM_PODS ?? 30);
 const IN_FLIGHT = Number(process.env.PODIPAM_BENCH_WARM_IN_FLIGHT ?? 128);
+
+/** PODIPAM_BENCH_WARM_PROCS: how many processes simulate the nodes (1 to 16). */
+export function simProcs(): number {
+  const v = process.env.PODIPAM_BENCH_WARM_PROCS ?? '1';
+  if (!/^([1-9]|1[0-6])$/.test(v)) throw new Error(`PODIPAM_BENCH_WARM_PROCS=${v}: a number of processes from 1 to 16`);
+  return Number(v);
+}
 const POOL = { minIdle: 32, maxIdle: 64, capacity: 128, cooldownMs: 30_000, stickyForMs: 0 };
 const FULL = 150_000;
 
@@ -185,6 +196,10 @@ export interface Result {
   readonly heapAfterGcMiB: string;
   /** Addresses of refills that timed out but landed (adopted at the node's next start). */
   readonly orphaned: number;
+  /** Addresses the simulated nodes' warm handles held when they closed (refilled minus returned). */
+  readonly held: number;
+  /** Processes that simulated the nodes (mergeShards). */
+  readonly procs: number;
   /** ADDs answered code 11 (a refill timed out) and retried. */
   readonly retries: number;
   /** Refill txns that failed (timed out, maybe landed). */
@@ -195,17 +210,18 @@ export interface Result {
   readonly etcdProfiles?: readonly string[];
 }
 
-async function child(url: string): Promise<void> {
+/**
+ * One simulating process: the nodes n < NODES with n mod `shard.count` = `shard.index`, its
+ * share of IN_FLIGHT at a time. It says `READY` on stdout once its stores are open and starts on the `GO <epoch ms>`
+ * line its parent writes once every process is ready (the samples' seconds count from that
+ * epoch); ends with its `RESULT` line (its share's figures; the parent checks the datastore).
+ */
+async function child(url: string, shard: { readonly index: number; readonly count: number }): Promise<void> {
   const base = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podipam-warm-scale-'));
   const admin = await openStore(url, { timeoutMs: 10_000 });
   const cluster = new ClusterServices();
   try {
-    const c = new ClusterIpam(admin);
-    // Sized for the cluster: 5,000 nodes claim ~10,000 of its 262,144 blocks. (On a /10, 15%
-    // full, new nodes' block guesses collided so often that many listed every affinity; see
-    // BENCHMARKS.md.)
-    await c.createPool({ name: 'ws-v4', cidr: '10.0.0.0/8' });
-    await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
+    const mine = Math.max(0, Math.ceil((NODES - shard.index) / shard.count));
     const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
     const rss: Sample[] = [];
@@ -218,9 +234,11 @@ async function child(url: string): Promise<void> {
     const counters0 = await etcdCounters(metricsUrl);
     let peakRss = 0;
     let done = 0;
-    let next = 0;
+    let next = shard.index;
     let nextSample = 0;
-    const t0 = performance.now();
+    process.stdout.write('READY\n');
+    const epoch = await goSignal();
+    const since = (): number => (Date.now() - epoch) / 1000;
     const cpu0 = process.cpuUsage();
     const node = async (n: number): Promise<void> => {
       const name = `wnode-${n}`;
@@ -269,10 +287,10 @@ async function child(url: string): Promise<void> {
       done++;
       if (done % 16 === 0) peakRss = Math.max(peakRss, process.memoryUsage.rss());
       if (done * PODS >= nextSample) {
-        nextSample += Math.max(PODS, Math.floor((NODES * PODS) / 10));
+        nextSample += Math.max(PODS, Math.floor((mine * PODS) / 10));
         (globalThis as { gc?: () => void }).gc?.(); // RSS of what is retained, not of garbage not yet collected
         const pods = done * PODS;
-        const s = +((performance.now() - t0) / 1000).toFixed(3);
+        const s = +since().toFixed(3);
         const m = process.memoryUsage();
         const c = process.cpuUsage(cpu0);
         const e = etcdGauges(members);
@@ -300,27 +318,22 @@ async function child(url: string): Promise<void> {
       }
     };
     await Promise.all(
-      Array.from({ length: Math.min(IN_FLIGHT, NODES) }, async () => {
-        while (next < NODES) await node(next++);
+      Array.from({ length: Math.min(Math.ceil(IN_FLIGHT / shard.count), mine) }, async () => {
+        while (next < NODES) {
+          const n = next;
+          next += shard.count;
+          await node(n);
+        }
       }),
     );
-    const seconds = (performance.now() - t0) / 1000;
+    const seconds = since();
     const cpu = process.cpuUsage(cpu0);
     const roundTrips = cluster.roundTrips();
-    // The datastore holds what the nodes did: one record per pod, every refilled address.
-    const pods = NODES * PODS;
-    const records = await countKeys(admin, 'agent-pods/');
-    if (records !== pods) throw new Error(`${records} pod records in the datastore, expected ${pods}`);
-    const u = await c.usage();
-    const allocated = u.pools.reduce((a, p) => a + p.allocated, 0);
-    // More allocated than the nodes hold: refills that timed out but landed (held by a warm
-    // handle; a node's next start adopts them). Fewer: addresses lost — a failure.
-    const held = totals.refilled - totals.returned;
-    if (allocated < held) throw new Error(`${allocated} addresses allocated in the datastore, the nodes hold ${held}`);
+    const pods = mine * PODS;
     const etcdProfiles = [...(await Promise.all(profiles)).flat(), ...(pprofUrls.length > 0 ? await etcdAllocProfiles(pprofUrls) : [])];
     (globalThis as { gc?: () => void }).gc?.();
     const result: Result = {
-      nodes: NODES,
+      nodes: mine,
       pods,
       seconds,
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -332,7 +345,9 @@ async function child(url: string): Promise<void> {
       rss,
       peakRssMiB: mib(peakRss),
       heapAfterGcMiB: mib(process.memoryUsage().heapUsed),
-      orphaned: allocated - held,
+      orphaned: 0,
+      held: totals.refilled - totals.returned,
+      procs: 1,
       retries: totals.retries,
       refillFailures: totals.refillFailures,
       ...(counters0 ? { etcdAtStart: counters0 } : {}),
@@ -344,6 +359,70 @@ async function child(url: string): Promise<void> {
     await admin.close();
     rmSync(base, { recursive: true, force: true });
   }
+}
+
+/** The epoch (ms) of the parent's `GO <epoch>` line on stdin. */
+async function goSignal(): Promise<number> {
+  let text = '';
+  process.stdin.setEncoding('utf8');
+  for await (const chunk of process.stdin as AsyncIterable<string>) {
+    text += chunk;
+    const m = /^GO (\d+)$/m.exec(text);
+    if (m) {
+      process.stdin.pause();
+      return Number(m[1]);
+    }
+  }
+  throw new Error('warm-scale child: stdin closed before GO');
+}
+
+/**
+ * The processes' results as one run's: counts, CPU and round trips summed, the run as long as
+ * the last one took; sample k (each process samples after its first node and at each tenth of
+ * its share) is the processes' k-th samples together — pods, CPU, RSS and heap summed, at the time
+ * the last of them got there, with that one's reading of etcd's gauges and counters. Processes
+ * that start together on equal shares reach each tenth at about the same time; how far apart
+ * they ended is in `Result.seconds` against their own (printed by run()).
+ */
+export function mergeShards(parts: readonly Result[]): Result {
+  if (parts.length === 1) return parts[0]!;
+  const sum = (f: (r: Result) => number): number => parts.reduce((a, r) => a + f(r), 0);
+  const n = Math.min(...parts.map((r) => r.rss.length));
+  const rss: Sample[] = [];
+  for (let k = 0; k < n; k++) {
+    const at = parts.map((r) => r.rss[k]!);
+    const last = at.reduce((a, b) => (b.s > a.s ? b : a));
+    const mibSum = (f: (x: Sample) => string): string => at.reduce((a, x) => a + Number(f(x)), 0).toFixed(1);
+    rss.push({
+      ...last,
+      pods: at.reduce((a, x) => a + x.pods, 0),
+      cpuS: at.reduce((a, x) => a + x.cpuS, 0),
+      rssMiB: mibSum((x) => x.rssMiB),
+      heapMiB: mibSum((x) => x.heapMiB),
+    });
+  }
+  const first = parts[0]!;
+  return {
+    nodes: sum((r) => r.nodes),
+    pods: sum((r) => r.pods),
+    seconds: Math.max(...parts.map((r) => r.seconds)),
+    cpuSeconds: sum((r) => r.cpuSeconds),
+    roundTrips: sum((r) => r.roundTrips),
+    hits: sum((r) => r.hits),
+    misses: sum((r) => r.misses),
+    refillTxns: sum((r) => r.refillTxns),
+    writeTxns: sum((r) => r.writeTxns),
+    rss,
+    peakRssMiB: sum((r) => Number(r.peakRssMiB)).toFixed(1),
+    heapAfterGcMiB: sum((r) => Number(r.heapAfterGcMiB)).toFixed(1),
+    orphaned: sum((r) => r.orphaned),
+    held: sum((r) => r.held),
+    procs: sum((r) => r.procs),
+    retries: sum((r) => r.retries),
+    refillFailures: sum((r) => r.refillFailures),
+    ...(first.etcdAtStart ? { etcdAtStart: first.etcdAtStart } : {}),
+    ...(parts.some((r) => r.etcdProfiles) ? { etcdProfiles: parts.flatMap((r) => r.etcdProfiles ?? []) } : {}),
+  };
 }
 
 /** The rate between consecutive samples (each a tenth of the pods). */
@@ -418,33 +497,76 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
 }
 
 /**
- * Runs the warm-scale workload in a child process against the etcd at `url` (a fresh heap,
- * --expose-gc); its result. Asynchronous on purpose: this process's timers (the compactor,
- * startCompactor) must keep running while the child works — a spawnSync here blocked them for
- * the whole run, so etcd was never compacted.
+ * Runs the warm-scale workload against the etcd at `url` in simProcs() child processes (each a
+ * fresh heap, --expose-gc, a share of the nodes): creates the pools, starts them together, merges
+ * their results (mergeShards) and checks the datastore holds what the nodes did — one record per
+ * pod, every address the nodes' warm handles held. Asynchronous on purpose: this process's timers
+ * (the compactor, startCompactor) must keep running while the children work — a spawnSync here
+ * blocked them for the whole run, so etcd was never compacted.
  */
 export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string, pprofUrls: readonly string[] = []): Promise<Result> {
-  // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of the simulating process (1 ms samples) in DIR.
-  const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
-  const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
-  const child = spawn(process.execPath, ['--expose-gc', ...profArgs, fileURLToPath(import.meta.url)], {
-    env: {
-      ...process.env,
-      PODIPAM_BENCH_WARM_SCALE_CHILD: url,
-      PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
-      PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
-      PODIPAM_BENCH_WARM_ETCD_PPROF_URLS: pprofUrls.join(','),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let stdout = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => void (stdout = (stdout + d).slice(-(1 << 24))));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 3_600_000);
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  clearTimeout(timer);
-  const m = /^RESULT (.*)$/m.exec(stdout);
-  if (code !== 0 || !m) throw new Error(`warm-scale child failed (${code ?? signal}): ${stdout.slice(-500)}`);
-  return JSON.parse(m[1]!) as Result;
+  const procs = simProcs();
+  const admin = await openStore(url, { timeoutMs: 10_000 });
+  try {
+    const c = new ClusterIpam(admin);
+    // Sized for the cluster: 5,000 nodes claim ~10,000 of its 262,144 blocks. (On a /10, 15%
+    // full, new nodes' block guesses collided so often that many listed every affinity; see
+    // BENCHMARKS.md.)
+    await c.createPool({ name: 'ws-v4', cidr: '10.0.0.0/8' });
+    await c.createPool({ name: 'ws-v6', cidr: 'fd00:5c::/100' });
+    // PODIPAM_BENCH_WARM_CPU_PROF=DIR: a V8 CPU profile of each simulating process (1 ms samples) in DIR.
+    const prof = process.env.PODIPAM_BENCH_WARM_CPU_PROF;
+    const profArgs = prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-interval', '1000'] : [];
+    const children = Array.from({ length: procs }, (_, i) => {
+      const child = spawn(process.execPath, ['--expose-gc', ...profArgs, fileURLToPath(import.meta.url)], {
+        env: {
+          ...process.env,
+          PODIPAM_BENCH_WARM_SCALE_CHILD: url,
+          PODIPAM_BENCH_WARM_SHARD: `${i}/${procs}`,
+          PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
+          PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
+          // Go takes one CPU profile at a time: the first process asks for them.
+          PODIPAM_BENCH_WARM_ETCD_PPROF_URLS: i === 0 ? pprofUrls.join(',') : '',
+        },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      let stdout = '';
+      let onReady: () => void = () => undefined;
+      const ready = new Promise<void>((res) => (onReady = res));
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout = (stdout + d).slice(-(1 << 24));
+        if (/^READY$/m.test(stdout)) onReady();
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_600_000);
+      const closed = (once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>).then(([code, signal]) => {
+        clearTimeout(timer);
+        const m = /^RESULT (.*)$/m.exec(stdout);
+        if (code !== 0 || !m) throw new Error(`warm-scale child ${i} of ${procs} failed (${code ?? signal}): ${stdout.slice(-500)}`);
+        return JSON.parse(m[1]!) as Result;
+      });
+      closed.catch(() => undefined); // awaited below; a second failure is not an unhandled rejection
+      return { child, ready, closed };
+    });
+    try {
+      // A child that fails before it is ready ends the wait too (its error is the one thrown).
+      await Promise.race([Promise.all(children.map((x) => x.ready)), Promise.all(children.map((x) => x.closed))]);
+      const go = `GO ${Date.now()}\n`;
+      for (const x of children) x.child.stdin.end(go);
+      const x = mergeShards(await Promise.all(children.map((y) => y.closed)));
+      // The datastore holds what the nodes did: one record per pod, every refilled address.
+      const records = await countKeys(admin, 'agent-pods/');
+      if (records !== x.pods) throw new Error(`${records} pod records in the datastore, expected ${x.pods}`);
+      const allocated = (await c.usage()).pools.reduce((a, p) => a + p.allocated, 0);
+      // More allocated than the nodes hold: refills that timed out but landed (held by a warm
+      // handle; a node's next start adopts them). Fewer: addresses lost — a failure.
+      if (allocated < x.held) throw new Error(`${allocated} addresses allocated in the datastore, the nodes hold ${x.held}`);
+      return { ...x, orphaned: allocated - x.held };
+    } finally {
+      for (const x of children) if (x.child.exitCode === null) x.child.kill('SIGKILL');
+    }
+  } finally {
+    await admin.close();
+  }
 }
 
 export async function run(): Promise<string[]> {
@@ -457,7 +579,7 @@ export async function run(): Promise<string[]> {
   const compactor = compactMs > 0 ? startCompactor(etcd, compactMs) : { stop: () => undefined, count: () => 0 };
   try {
     console.log(
-      `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight, 3-member etcd (GOGC ${etcdGoEnv().GOGC ?? "Go's default"})`,
+      `warm-scale: ${NODES} nodes x ${PODS} dual-stack pods through the agent's warm pool (minIdle ${POOL.minIdle}, maxIdle ${POOL.maxIdle}, capacity ${POOL.capacity}), ${IN_FLIGHT} nodes in flight (${simProcs()} simulating process${simProcs() > 1 ? 'es' : ''}), 3-member etcd (GOGC ${etcdGoEnv().GOGC ?? "Go's default"})`,
     );
     const x = await runWarmScaleChild(
       etcd.url,
@@ -467,7 +589,7 @@ export async function run(): Promise<string[]> {
     );
     const rate = x.pods / x.seconds;
     const lines = [
-      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process ${x.cpuSeconds.toFixed(1)} s`,
+      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process${x.procs > 1 ? `es (${x.procs})` : ''} ${x.cpuSeconds.toFixed(1)} s`,
       `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
@@ -626,6 +748,7 @@ export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): v
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const url = process.env.PODIPAM_BENCH_WARM_SCALE_CHILD;
-  if (url) await child(url);
+  const [index, count] = (process.env.PODIPAM_BENCH_WARM_SHARD ?? '0/1').split('/').map(Number) as [number, number];
+  if (url) await child(url, { index, count });
   else await run();
 }

@@ -5,7 +5,9 @@
  *   warm        shim → agent with a warm pool (`ipam: {type: podipam, agent: SOCK}`)
  *   cluster     shim → agent without a pool (`ipam: {type: podipam, datastore: URL}`: the
  *               cluster back end, one group-committed txn per ADD and per DEL)
- *   host-local  /usr/lib/cni/host-local (IPv4 only, local files: the floor)
+ *   host-local  /usr/lib/cni/host-local (IPv4 only, local files)
+ *   floor       bench/native/cni-floor.c: a static binary that reads the config and prints a
+ *               result (what any plugin exec costs here; each subject's overhead is above it)
  *
  * Sequential ADD+DEL pairs, subjects alternating pair by pair so they share the machine's load:
  * p50/p99 per call; then a BURST-pod burst at 32 in flight (ADD wall, DEL wall) — every call
@@ -28,7 +30,7 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, ms, q, ratio } from './lib/cni-subject.js';
-import { buildLeanDrivers, burstWalls, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { buildLeanDrivers, burstWalls, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 import { type CpuLayout, allCpus, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
 import { childPids } from './lib/proc-cpu.js';
 
@@ -117,13 +119,14 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
       ipam: { type: 'host-local', dataDir: join(dir.path, 'hl'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
       env: {},
     };
-    const subjects = [warm, cluster, hl];
     checkAffinity('agent', [warmAgent.child.pid!, clusterAgent.child.pid!], layout.node);
     const drivers = buildLeanDrivers(dir.path);
+    const floor: Subject = floorSubject(drivers);
+    const subjects = [floor, warm, cluster, hl];
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
     for (const s of subjects) runLeanDriver(drivers, ['seq', '1'], s, `bench-${s.name}`);
     console.log(
-      `warm: ${PAIRS} sequential ADD+DEL pairs (subjects alternating pair by pair), then ${BURST} pods at ${IN_FLIGHT} in flight, every call through the lean driver (posix_spawn); 3-member etcd, dual-stack (host-local IPv4)`,
+      `warm: ${PAIRS} sequential ADD+DEL pairs (floor, warm, cluster, host-local alternating pair by pair), then ${BURST} pods at ${IN_FLIGHT} in flight, every call through the lean driver (posix_spawn); 3-member etcd, dual-stack (host-local IPv4)`,
     );
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {
@@ -166,11 +169,13 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     }
     const wSeq = delta(w0, await settled(warmAgent));
     const cSeq = delta(c0, await counts(clusterAgent));
-    line('', ['warm', 'cluster', 'host-local', 'warm/cluster', 'warm/h-l', 'cluster/h-l']);
+    line('', ['floor', 'warm', 'cluster', 'host-local', 'warm-floor', 'cluster-floor', 'warm/cluster', 'warm/h-l', 'cluster/h-l', 'floor/h-l']);
     const cells = (f: (x: { add: number[]; del: number[] }) => number): string[] => {
-      const [w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
-      return [ms(w!), ms(c!), ms(h!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!)];
+      const [z, w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
+      return [ms(z!), ms(w!), ms(c!), ms(h!), ms(w! - z!), ms(c! - z!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!), ratio(z!, h!)];
     };
+    /** A row of figures for the two agents only (the floor and host-local have no datastore). */
+    const agentsOnly = (w: string, c: string, wc: string): string[] => ['', w, c, '-', '', '', wc, '', '', ''];
     line(
       'ADD p50',
       cells((x) => q(x.add, 0.5)),
@@ -187,9 +192,9 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
       'DEL p99',
       cells((x) => q(x.del, 0.99)),
     );
-    line('steady: round trips per pod', [(wSeq.trips / PAIRS).toFixed(3), (cSeq.trips / PAIRS).toFixed(3), '-', ratio(wSeq.trips, cSeq.trips), '']);
-    line('steady: pool hit rate', [`${((100 * wSeq.hits) / Math.max(1, wSeq.hits + wSeq.misses)).toFixed(1)}%`, '-', '-', '', '']);
-    line('steady: warm txns', [`${wSeq.refills}r ${wSeq.returns}x ${wSeq.writes}w`, '', '', '', '']);
+    line('steady: round trips per pod', agentsOnly((wSeq.trips / PAIRS).toFixed(3), (cSeq.trips / PAIRS).toFixed(3), ratio(wSeq.trips, cSeq.trips)));
+    line('steady: pool hit rate', agentsOnly(`${((100 * wSeq.hits) / Math.max(1, wSeq.hits + wSeq.misses)).toFixed(1)}%`, '-', ''));
+    line('steady: warm txns', agentsOnly(`${wSeq.refills}r ${wSeq.returns}x ${wSeq.writes}w`, '', ''));
 
     const wall = new Map<string, { add: number; del: number }>();
     const wb0 = await settled(warmAgent);
@@ -197,12 +202,15 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     for (const s of subjects) wall.set(s.name, burstWalls(runLeanDriver(drivers, ['burst', String(BURST), String(IN_FLIGHT)], s, `bench-${s.name}`)));
     const wB = delta(wb0, await settled(warmAgent));
     const cB = delta(cb0, await counts(clusterAgent));
-    const [bw, bc, bh] = subjects.map((s) => wall.get(s.name)!);
-    line(`burst ${BURST} ADD wall`, [ms(bw!.add), ms(bc!.add), ms(bh!.add), ratio(bw!.add, bc!.add), ratio(bw!.add, bh!.add), ratio(bc!.add, bh!.add)]);
-    line(`burst ${BURST} DEL wall`, [ms(bw!.del), ms(bc!.del), ms(bh!.del), ratio(bw!.del, bc!.del), ratio(bw!.del, bh!.del), ratio(bc!.del, bh!.del)]);
-    line('burst: round trips per pod', [(wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), '-', ratio(wB.trips, cB.trips), '']);
-    line('burst: pool hit rate', [`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', '-', '', '']);
-    line('burst: warm txns', [`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', '', '', '']);
+    const walls = (k: 'add' | 'del'): string[] => {
+      const [z, w, c, h] = subjects.map((s) => wall.get(s.name)![k]);
+      return [ms(z!), ms(w!), ms(c!), ms(h!), ms(w! - z!), ms(c! - z!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!), ratio(z!, h!)];
+    };
+    line(`burst ${BURST} ADD wall`, walls('add'));
+    line(`burst ${BURST} DEL wall`, walls('del'));
+    line('burst: round trips per pod', agentsOnly((wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), ratio(wB.trips, cB.trips)));
+    line('burst: pool hit rate', agentsOnly(`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', ''));
+    line('burst: warm txns', agentsOnly(`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', ''));
   } finally {
     await warmAgent?.stop();
     await clusterAgent?.stop();
