@@ -48,9 +48,13 @@ describe('pod store', () => {
         s.live().map((r) => r.key),
         ['b'],
       );
+      assert.deepEqual([...s.liveNames()], [['b', { namespace: undefined, name: undefined }]], 'names of live attachments only, an unknown pod as undefined');
+      s.seen(row('c'));
+      assert.deepEqual(s.liveNames().get('c'), { namespace: 'ns', name: 'pod-c' });
+      s.deleted('c', 5000);
       assert.equal(s.purge(5000 + POD_RETENTION_MS - 1), 0, 'kept within the hour');
       assert.equal(s.byPod('ns', 'pod-a').length, 1, 'still found by namespace/name after its DEL');
-      assert.equal(s.purge(5000 + POD_RETENTION_MS), 1, 'purged after the hour');
+      assert.equal(s.purge(5000 + POD_RETENTION_MS), 2, 'purged after the hour');
       assert.equal(s.get('a'), undefined);
       assert.equal(s.count(), 1, 'the live one stays');
     } finally {

@@ -99,6 +99,9 @@ function prepareStatements(db: SqliteDb) {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`),
     get: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE key = ?`),
     live: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE deleted_at IS NULL ORDER BY key`),
+    liveNames: db.prepare<{ key: string; namespace: string | null; name: string | null }>(
+      'SELECT key, namespace, name FROM pod_store WHERE deleted_at IS NULL',
+    ),
     all: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store ORDER BY key`),
     count: db.prepare<{ n: number }>('SELECT COUNT(*) AS n FROM pod_store'),
     byPod: db.prepare<RawPod>(`SELECT ${COLUMNS} FROM pod_store WHERE namespace = ? AND name = ? ORDER BY added_at DESC`),
@@ -152,6 +155,11 @@ export class PodStore {
   /** Attachments not yet deleted. */
   live(): PodStoreRow[] {
     return this.#st.live.all().map(row);
+  }
+
+  /** The namespace and name of each attachment not yet deleted, by key (one statement: the holder view's, for every pod). */
+  liveNames(): Map<string, { readonly namespace: string | undefined; readonly name: string | undefined }> {
+    return new Map(this.#st.liveNames.all().map((r) => [r.key, { namespace: r.namespace ?? undefined, name: r.name ?? undefined }]));
   }
 
   /** Every row, deleted ones included. */

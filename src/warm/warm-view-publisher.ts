@@ -107,8 +107,10 @@ export class WarmViewPublisher {
         });
       }
     }
+    // One query for every pod's names (a row deleted meanwhile is read alone, as before).
+    const names = s.pods.store.liveNames();
     const pods = s.db.pods().map((p) => {
-      const known = s.pods.store.get(p.key);
+      const known = names.get(p.key) ?? s.pods.store.get(p.key);
       return {
         key: p.key,
         containerId: p.containerId,
