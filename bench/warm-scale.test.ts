@@ -120,11 +120,13 @@ test('warm-scale shards: counts and CPU summed, the run as long as the last proc
   assert.equal(mergeShards([a, part({}, [sample(50, 0.5, 0.1, 0.05)])]).rss.length, 1);
 });
 
-test('warm-scale processes knob: 1 unless set, 1 to 16, anything else refused by name', (t) => {
+test('warm-scale processes knob: 2 unless set, 1 to 16, anything else refused by name', (t) => {
   const knob = 'PODIPAM_BENCH_WARM_PROCS';
   const before = process.env[knob];
   t.after(() => (before === undefined ? delete process.env[knob] : (process.env[knob] = before)));
   delete process.env[knob];
+  assert.equal(simProcs(), 2);
+  process.env[knob] = '1';
   assert.equal(simProcs(), 1);
   process.env[knob] = '16';
   assert.equal(simProcs(), 16);

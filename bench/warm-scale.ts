@@ -1,6 +1,6 @@
 /**
  * The warm pool at scale: NODES nodes' agent back ends (src/warm/warm-service.ts, each with its
- * own resource DB, its warm handles and its write-behind queue) simulated in one process on a
+ * own resource DB, its warm handles and its write-behind queue) simulated in PROCS processes on a
  * 3-member etcd, PODS pods each — by default 5,000 x 30 = 150,000 dual-stack pods, the size of
  * bench/cluster.ts's scale run on the direct cluster path (604 pods/s on etcd x3).
  *
@@ -20,7 +20,7 @@
  * too short for that, once the first is done: Go takes one at a time — and their
  * allocation profiles at the end, and prints where their CPU and allocation went),
  * PODIPAM_BENCH_WARM_ETCD_GOGC (the members' Go GOGC, ETCD_GOGC; `default` leaves Go's 100),
- * PODIPAM_BENCH_WARM_PROCS (1: the processes simulating the nodes, node n in process n mod
+ * PODIPAM_BENCH_WARM_PROCS (2: the processes simulating the nodes, node n in process n mod
  * PROCS, IN_FLIGHT nodes in flight between them; on a cluster every agent has its node's CPU, while one
  * simulating process caps the run at what one thread does — with more, the run measures the
  * datastore's side. They start together; the curve's tenths are theirs combined, see mergeShards).
@@ -50,7 +50,7 @@ const IN_FLIGHT = Number(process.env.PODIPAM_BENCH_WARM_IN_FLIGHT ?? 128);
 
 /** PODIPAM_BENCH_WARM_PROCS: how many processes simulate the nodes (1 to 16). */
 export function simProcs(): number {
-  const v = process.env.PODIPAM_BENCH_WARM_PROCS ?? '1';
+  const v = process.env.PODIPAM_BENCH_WARM_PROCS ?? '2';
   if (!/^([1-9]|1[0-6])$/.test(v)) throw new Error(`PODIPAM_BENCH_WARM_PROCS=${v}: a number of processes from 1 to 16`);
   return Number(v);
 }
