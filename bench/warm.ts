@@ -6,6 +6,8 @@
  *   cluster     shim → agent without a pool (`ipam: {type: podipam, datastore: URL}`: the
  *               cluster back end, one group-committed txn per ADD and per DEL)
  *   host-local  /usr/lib/cni/host-local (IPv4 only, local files)
+ *   local       shim → the same agent in local mode (dual-stack ranges, files in a directory of
+ *               its own): what the warm pool costs beyond the agent's own path, same process
  *   floor       bench/native/cni-floor.c: a static binary that reads the config and prints a
  *               result (what any plugin exec costs here; each subject's overhead is above it)
  *
@@ -122,11 +124,17 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     checkAffinity('agent', [warmAgent.child.pid!, clusterAgent.child.pid!], layout.node);
     const drivers = buildLeanDrivers(dir.path);
     const floor: Subject = floorSubject(drivers);
-    const subjects = [floor, warm, cluster, hl];
+    const local: Subject = {
+      name: 'local',
+      bin: SHIM_BIN,
+      ipam: { type: 'podipam', dataDir: join(dir.path, 'local'), ranges: [[{ subnet: '10.128.0.0/16' }], [{ subnet: 'fd00:128::/64' }]] },
+      env: { PODIPAM_AGENT_SOCKET: warmAgent.socket, PODIPAM_PLUGIN: '' },
+    };
+    const subjects = [floor, warm, local, cluster, hl];
     // One ADD+DEL each first: the cluster node claims its blocks, the agents open their stores.
     for (const s of subjects) runLeanDriver(drivers, ['seq', '1'], s, `bench-${s.name}`);
     console.log(
-      `warm: ${PAIRS} sequential ADD+DEL pairs (floor, warm, cluster, host-local alternating pair by pair), then ${BURST} pods at ${IN_FLIGHT} in flight, every call through the lean driver (posix_spawn); 3-member etcd, dual-stack (host-local IPv4)`,
+      `warm: ${PAIRS} sequential ADD+DEL pairs (floor, warm, local, cluster, host-local alternating pair by pair), then ${BURST} pods at ${IN_FLIGHT} in flight, every call through the lean driver (posix_spawn); 3-member etcd, dual-stack (host-local IPv4)`,
     );
     type Counts = { trips: number; hits: number; misses: number; refills: number; returns: number; writes: number };
     const counts = async (a: RunningAgent): Promise<Counts> => {
@@ -169,13 +177,36 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     }
     const wSeq = delta(w0, await settled(warmAgent));
     const cSeq = delta(c0, await counts(clusterAgent));
-    line('', ['floor', 'warm', 'cluster', 'host-local', 'warm-floor', 'cluster-floor', 'warm/cluster', 'warm/h-l', 'cluster/h-l', 'floor/h-l']);
-    const cells = (f: (x: { add: number[]; del: number[] }) => number): string[] => {
-      const [z, w, c, h] = subjects.map((s) => f(seq.get(s.name)!));
-      return [ms(z!), ms(w!), ms(c!), ms(h!), ms(w! - z!), ms(c! - z!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!), ratio(z!, h!)];
-    };
-    /** A row of figures for the two agents only (the floor and host-local have no datastore). */
-    const agentsOnly = (w: string, c: string, wc: string): string[] => ['', w, c, '-', '', '', wc, '', '', ''];
+    line('', [
+      'floor',
+      'warm',
+      'local',
+      'cluster',
+      'host-local',
+      'warm-floor',
+      'local-floor',
+      'cluster-floor',
+      'warm/local',
+      'warm/cluster',
+      'warm/h-l',
+      'cluster/h-l',
+      'floor/h-l',
+    ]);
+    /** A row: each subject's figure, the agents' overheads above the floor, the ratios. */
+    const row = ([z, w, l, c, h]: number[]): string[] => [
+      ...[z!, w!, l!, c!, h!].map(ms),
+      ms(w! - z!),
+      ms(l! - z!),
+      ms(c! - z!),
+      ratio(w!, l!),
+      ratio(w!, c!),
+      ratio(w!, h!),
+      ratio(c!, h!),
+      ratio(z!, h!),
+    ];
+    const cells = (f: (x: { add: number[]; del: number[] }) => number): string[] => row(subjects.map((s) => f(seq.get(s.name)!)));
+    /** A row of figures for the two datastore agents only (the floor, local mode and host-local have no datastore). */
+    const agentsOnly = (w: string, c: string, wc: string): string[] => ['', w, '-', c, '-', '', '', '', '', wc, '', '', ''];
     line(
       'ADD p50',
       cells((x) => q(x.add, 0.5)),
@@ -202,10 +233,7 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     for (const s of subjects) wall.set(s.name, burstWalls(runLeanDriver(drivers, ['burst', String(BURST), String(IN_FLIGHT)], s, `bench-${s.name}`)));
     const wB = delta(wb0, await settled(warmAgent));
     const cB = delta(cb0, await counts(clusterAgent));
-    const walls = (k: 'add' | 'del'): string[] => {
-      const [z, w, c, h] = subjects.map((s) => wall.get(s.name)![k]);
-      return [ms(z!), ms(w!), ms(c!), ms(h!), ms(w! - z!), ms(c! - z!), ratio(w!, c!), ratio(w!, h!), ratio(c!, h!), ratio(z!, h!)];
-    };
+    const walls = (k: 'add' | 'del'): string[] => row(subjects.map((s) => wall.get(s.name)![k]));
     line(`burst ${BURST} ADD wall`, walls('add'));
     line(`burst ${BURST} DEL wall`, walls('del'));
     line('burst: round trips per pod', agentsOnly((wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), ratio(wB.trips, cB.trips)));
