@@ -1,5 +1,5 @@
 /**
- * The warm-scale run (bench/warm-scale.ts: NODES nodes' warm-pool agents simulated in one process
+ * The warm-scale run (bench/warm-scale.ts: NODES nodes' warm-pool agents simulated in PROCS processes
  * on a 3-member etcd, PODS dual-stack pods each; 5,000 x 30 = 150,000 by default) twice in one
  * run: `podipam serve` on the same etcd with `--no-history` and with the history kept — the ADD
  * rate with and without, and how far behind the follower was when
@@ -9,7 +9,7 @@
  * Serve runs in both conditions, as it does in a cluster (its dashboard summary follows etcd
  * too); PODIPAM_BENCH_HISTORY_SCALE_BASELINE=none makes "without" run no serve at all.
  *
- * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
+ * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT / _PROCS (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
  * off then on; 4: off, on, on, off), PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE (unset: serve at the bench's
  * priority; e.g. 19: serve takes only CPU the simulated agents and etcd leave, the closest this one
  * machine gets to serve running on a machine of its own, as in a cluster). Run alone: `node dist/bench/index.js history-add-scale`.
