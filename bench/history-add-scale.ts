@@ -9,7 +9,8 @@
  * Serve runs in both conditions, as it does in a cluster (its dashboard summary follows etcd
  * too); PODIPAM_BENCH_HISTORY_SCALE_BASELINE=none makes "without" run no serve at all.
  *
- * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT / _PROCS (as warm-scale), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
+ * Knobs: PODIPAM_BENCH_WARM_NODES / _PODS / _IN_FLIGHT / _PROCS (as warm-scale: 2 processes since
+ * 2026-12-06, so its rates are not comparable with earlier runs'), PODIPAM_BENCH_HISTORY_SCALE_ROUNDS (2:
  * off then on; 4: off, on, on, off), PODIPAM_BENCH_HISTORY_SCALE_SERVE_NICE (unset: serve at the bench's
  * priority; e.g. 19: serve takes only CPU the simulated agents and etcd leave, the closest this one
  * machine gets to serve running on a machine of its own, as in a cluster). Run alone: `node dist/bench/index.js history-add-scale`.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { curveTable, etcdGoEnv, etcdPerPod, mergeShards, parseEtcdCounters, type Result, simProcs, slowRequests, type Sample } from './warm-scale.js';
+import { curveTable, etcdGoEnv, etcdPerPod, mergeShards, parseEtcdCounters, type Result, shareOf, simProcs, slowRequests, type Sample } from './warm-scale.js';
 
 const sample = (pods: number, s: number, cpuS: number, etcdCpuS: number): Sample => ({
   pods,
@@ -73,10 +73,10 @@ test("warm-scale etcd GOGC knob: 400 unless set, Go's default on request, anythi
   }
 });
 
-test('warm-scale shards: counts and CPU summed, the run as long as the last process, sample k at the later of the two', () => {
+test('warm-scale shards: counts and CPU summed, the run as long as the last process, the curve at tenths of all the pods', () => {
   const part = (over: Partial<Result>, rss: Sample[]): Result => ({
     nodes: 10,
-    pods: 500,
+    pods: 100,
     seconds: 10,
     cpuSeconds: 4,
     roundTrips: 100,
@@ -90,34 +90,79 @@ test('warm-scale shards: counts and CPU summed, the run as long as the last proc
     orphaned: 0,
     held: 64,
     procs: 1,
+    ends: [10],
     retries: 0,
     refillFailures: 0,
     ...over,
   });
+  // a: 10 pods/s, done at 10 s; b: 5 pods/s, done at 20 s (samples out of order: sorted by time).
+  // CPU: a 0.1 s a pod, b 0.2 s; the members' CPU on a's line: 0.05 s a pod.
   const a = part({ seconds: 10, etcdAtStart: parseEtcdCounters('etcd_debugging_mvcc_put_total 7') }, [
-    sample(50, 0.5, 0.1, 0.05),
-    sample(250, 5, 2, 1),
-    sample(500, 10, 4, 2),
+    sample(10, 1, 1, 0.5),
+    sample(100, 10, 10, 5),
+    sample(50, 5, 5, 2.5),
   ]);
-  const b = part({ seconds: 12, cpuSeconds: 5, held: 60, retries: 2 }, [sample(50, 0.6, 0.1, 0.06), sample(250, 6, 2.5, 1.2), sample(500, 12, 5, 2.4)]);
+  const b = part({ seconds: 20, cpuSeconds: 5, held: 60, retries: 2, ends: [20] }, [sample(10, 2, 2, 0.5), sample(50, 10, 10, 2.5), sample(100, 20, 20, 5)]);
   const m = mergeShards([a, b]);
   assert.deepEqual(
-    [m.nodes, m.pods, m.seconds, m.cpuSeconds, m.roundTrips, m.hits, m.held, m.procs, m.retries, m.peakRssMiB],
-    [20, 1000, 12, 9, 200, 980, 124, 2, 2, '200.0'],
+    [m.nodes, m.pods, m.seconds, m.cpuSeconds, m.roundTrips, m.hits, m.held, m.procs, m.ends, m.retries, m.peakRssMiB],
+    [20, 200, 20, 9, 200, 980, 124, 2, [10, 20], 2, '200.0'],
   );
   assert.equal(m.etcdAtStart?.puts, 7, "the first process's etcd counters at the start");
+  // Together 15 pods/s until a is done at 10 s (150 pods), then b's 5 pods/s: 160 at 12 s, 180 at 16 s, 200 at 20 s.
+  // (Their first nodes, 20 pods, are a tenth already: no sample of their own.)
   assert.deepEqual(
-    m.rss.map((x) => [x.pods, x.s, x.cpuS, x.etcdCpuS, x.rssMiB]),
+    m.rss.map((x) => [x.pods, x.s]),
     [
-      [100, 0.6, 0.2, 0.06, '400.0'],
-      [500, 6, 4.5, 1.2, '400.0'],
-      [1000, 12, 9, 2.4, '400.0'],
+      [20, 1.333],
+      [40, 2.667],
+      [60, 4],
+      [80, 5.333],
+      [100, 6.667],
+      [120, 8],
+      [140, 9.333],
+      [160, 12],
+      [180, 16],
+      [200, 20],
     ],
+  );
+  const at16 = m.rss.find((x) => x.pods === 180)!;
+  assert.ok(Math.abs(at16.cpuS - (100 * 0.1 + 80 * 0.2)) < 1e-9, `CPU of both at 16 s: ${at16.cpuS}`);
+  assert.equal(at16.etcdCpuS, 5, "the members' CPU on the first process's line, its last sample's after it");
+  assert.equal(at16.rssMiB, '400.0', "RSS summed from each process's nearest sample");
+  // The last tenth is b's alone: 20 pods in 4 s, not 50 pods (b's last tenth) in the 10 s after a's last sample.
+  assert.match(curveTable(m).at(-1)!, /last tenth \/ first tenth: 0\.333 \(15 → 5 pods\/s\)/);
+  // First nodes done before the first tenth: the curve starts there (4 pods: a's 2 at 0.2 s, b's 2 at 0.4 s).
+  const early = mergeShards([
+    { ...a, rss: [...a.rss, sample(2, 0.2, 0.2, 0.1)] },
+    { ...b, rss: [sample(2, 0.4, 0.4, 0.1), ...b.rss] },
+  ]);
+  assert.deepEqual(
+    early.rss.slice(0, 2).map((x) => x.pods),
+    [4, 20],
   );
   // One process: its result as it is.
   assert.equal(mergeShards([a]), a);
-  // Unequal sample counts: the common prefix.
-  assert.equal(mergeShards([a, part({}, [sample(50, 0.5, 0.1, 0.05)])]).rss.length, 1);
+  // A process with no samples: no curve.
+  assert.deepEqual(mergeShards([a, part({}, [])]).rss, []);
+});
+
+test('warm-scale shares: node n in process n mod count, every node in exactly one', () => {
+  for (const [n, count] of [
+    [13, 2],
+    [12, 2],
+    [128, 3],
+    [1, 2],
+    [5, 16],
+  ] as const) {
+    const shares = Array.from({ length: count }, (_, i) => shareOf(n, i, count));
+    assert.equal(
+      shares.reduce((x, y) => x + y, 0),
+      n,
+      `${n} over ${count}: ${shares.join(' ')}`,
+    );
+    shares.forEach((k, i) => assert.equal(k, Array.from({ length: n }, (_, j) => j).filter((j) => j % count === i).length));
+  }
 });
 
 test('warm-scale processes knob: 2 unless set, 1 to 16, anything else refused by name', (t) => {

@@ -198,8 +198,9 @@ export interface Result {
   readonly orphaned: number;
   /** Addresses the simulated nodes' warm handles held when they closed (refilled minus returned). */
   readonly held: number;
-  /** Processes that simulated the nodes (mergeShards). */
+  /** Processes that simulated the nodes (mergeShards), and when each had done its share (s). */
   readonly procs: number;
+  readonly ends: readonly number[];
   /** ADDs answered code 11 (a refill timed out) and retried. */
   readonly retries: number;
   /** Refill txns that failed (timed out, maybe landed). */
@@ -216,12 +217,10 @@ export interface Result {
  * line its parent writes once every process is ready (the samples' seconds count from that
  * epoch); ends with its `RESULT` line (its share's figures; the parent checks the datastore).
  */
-async function child(url: string, shard: { readonly index: number; readonly count: number }): Promise<void> {
-  const base = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podipam-warm-scale-'));
-  const admin = await openStore(url, { timeoutMs: 10_000 });
+async function child(url: string, base: string, shard: { readonly index: number; readonly count: number }): Promise<void> {
   const cluster = new ClusterServices();
   try {
-    const mine = Math.max(0, Math.ceil((NODES - shard.index) / shard.count));
+    const mine = shareOf(NODES, shard.index, shard.count);
     const conf: NetConf = { cniVersion: '1.0.0', name: 'scale-net', ipam: { type: 'podipam', agent: '/run/podipam/agent.sock' }, raw: {} };
     const totals = { refillFailures: 0, retries: 0, hits: 0, misses: 0, refillTxns: 0, writeTxns: 0, refilled: 0, returned: 0 };
     const rss: Sample[] = [];
@@ -238,7 +237,7 @@ async function child(url: string, shard: { readonly index: number; readonly coun
     let nextSample = 0;
     process.stdout.write('READY\n');
     const epoch = await goSignal();
-    const since = (): number => (Date.now() - epoch) / 1000;
+    const since = (): number => (clock() - epoch) / 1000;
     const cpu0 = process.cpuUsage();
     const node = async (n: number): Promise<void> => {
       const name = `wnode-${n}`;
@@ -318,7 +317,7 @@ async function child(url: string, shard: { readonly index: number; readonly coun
       }
     };
     await Promise.all(
-      Array.from({ length: Math.min(Math.ceil(IN_FLIGHT / shard.count), mine) }, async () => {
+      Array.from({ length: Math.min(Math.max(1, shareOf(IN_FLIGHT, shard.index, shard.count)), mine) }, async () => {
         while (next < NODES) {
           const n = next;
           next += shard.count;
@@ -348,6 +347,7 @@ async function child(url: string, shard: { readonly index: number; readonly coun
       orphaned: 0,
       held: totals.refilled - totals.returned,
       procs: 1,
+      ends: [seconds],
       retries: totals.retries,
       refillFailures: totals.refillFailures,
       ...(counters0 ? { etcdAtStart: counters0 } : {}),
@@ -356,18 +356,24 @@ async function child(url: string, shard: { readonly index: number; readonly coun
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
   } finally {
     await cluster.close();
-    await admin.close();
-    rmSync(base, { recursive: true, force: true });
   }
 }
 
-/** The epoch (ms) of the parent's `GO <epoch>` line on stdin. */
+/** Milliseconds on a clock every process of the run shares and that never steps back (the epoch's wall time, then monotonic). */
+const clock = (): number => performance.timeOrigin + performance.now();
+
+/** How many of `n` things (nodes, nodes in flight) process `index` of `count` takes: those i < n with i mod count = index. */
+export function shareOf(n: number, index: number, count: number): number {
+  return Math.max(0, Math.ceil((n - index) / count));
+}
+
+/** The epoch (ms, `clock`) of the parent's `GO <epoch>` line on stdin. */
 async function goSignal(): Promise<number> {
   let text = '';
   process.stdin.setEncoding('utf8');
   for await (const chunk of process.stdin as AsyncIterable<string>) {
     text += chunk;
-    const m = /^GO (\d+)$/m.exec(text);
+    const m = /^GO (\d+(?:\.\d+)?)$/m.exec(text);
     if (m) {
       process.stdin.pause();
       return Number(m[1]);
@@ -378,27 +384,66 @@ async function goSignal(): Promise<number> {
 
 /**
  * The processes' results as one run's: counts, CPU and round trips summed, the run as long as
- * the last one took; sample k (each process samples after its first node and at each tenth of
- * its share) is the processes' k-th samples together — pods, CPU, RSS and heap summed, at the time
- * the last of them got there, with that one's reading of etcd's gauges and counters. Processes
- * that start together on equal shares reach each tenth at about the same time; how far apart
- * they ended is in `Result.seconds` against their own (printed by run()).
+ * the last one took. The curve: each process's samples (after its first node, then each tenth of
+ * its share, from (0 s, 0 pods)) are read as straight lines between them, and the run's sample is
+ * taken where the processes together reached their first nodes, then each tenth of all the pods —
+ * at that time, their pods and CPU summed, the members' CPU on the first process's line; RSS and
+ * heap summed from each process's sample nearest in time, etcd's counters and gauges from the
+ * first process's nearest. (Taking each process's k-th sample at the later one's time counted
+ * the faster one's last tenth into the slower one's: a last tenth 16 % too fast in a million.)
  */
 export function mergeShards(parts: readonly Result[]): Result {
   if (parts.length === 1) return parts[0]!;
   const sum = (f: (r: Result) => number): number => parts.reduce((a, r) => a + f(r), 0);
-  const n = Math.min(...parts.map((r) => r.rss.length));
+  const origin = { s: 0, pods: 0, cpuS: 0, etcdCpuS: 0 };
+  const lines = parts.map((r) => [origin, ...[...r.rss].sort((a, b) => a.s - b.s)]);
+  /** `f` on `line` at time `t`: linear between samples, the last one's after it. */
+  const on = (
+    line: readonly Pick<Sample, 's' | 'pods' | 'cpuS' | 'etcdCpuS'>[],
+    t: number,
+    f: (x: Pick<Sample, 'pods' | 'cpuS' | 'etcdCpuS'>) => number,
+  ): number => {
+    for (let i = 1; i < line.length; i++) {
+      const b = line[i]!;
+      if (t > b.s) continue;
+      const a = line[i - 1]!;
+      return b.s > a.s ? f(a) + ((t - a.s) / (b.s - a.s)) * (f(b) - f(a)) : f(b);
+    }
+    return f(line[line.length - 1]!);
+  };
+  const podsAt = (t: number): number => lines.reduce((a, l) => a + on(l, t, (x) => x.pods), 0);
+  // podsAt is straight between the processes' sample times: solve within the segment that reaches `target`.
+  const times = [...new Set(lines.flatMap((l) => l.map((x) => x.s)))].sort((a, b) => a - b);
+  const when = (target: number): number => {
+    let t0 = 0;
+    let p0 = 0;
+    for (const t of times) {
+      const p = podsAt(t);
+      if (p >= target) return p > p0 ? t0 + ((t - t0) * (target - p0)) / (p - p0) : t;
+      [t0, p0] = [t, p];
+    }
+    return t0;
+  };
+  const nearest = (r: Result, t: number): Sample => r.rss.reduce((a, b) => (Math.abs(b.s - t) < Math.abs(a.s - t) ? b : a));
+  const total = sum((r) => r.pods);
+  const firsts = lines.map((l) => l[1]).filter((x) => x !== undefined);
+  // Where the first nodes were done (the first tenth's start), unless a tiny run's first nodes are a tenth already.
+  const start = firsts.reduce((a, x) => a + x.pods, 0);
+  const targets = firsts.length === parts.length && start < total / 10 ? [start] : [];
+  for (let k = 1; k <= 10; k++) targets.push((total * k) / 10);
   const rss: Sample[] = [];
-  for (let k = 0; k < n; k++) {
-    const at = parts.map((r) => r.rss[k]!);
-    const last = at.reduce((a, b) => (b.s > a.s ? b : a));
-    const mibSum = (f: (x: Sample) => string): string => at.reduce((a, x) => a + Number(f(x)), 0).toFixed(1);
+  for (const target of parts.every((r) => r.rss.length > 0) ? targets : []) {
+    const t = when(target);
+    const near = parts.map((r) => nearest(r, t));
+    const mib = (f: (x: Sample) => string): string => near.reduce((a, x) => a + Number(f(x)), 0).toFixed(1);
     rss.push({
-      ...last,
-      pods: at.reduce((a, x) => a + x.pods, 0),
-      cpuS: at.reduce((a, x) => a + x.cpuS, 0),
-      rssMiB: mibSum((x) => x.rssMiB),
-      heapMiB: mibSum((x) => x.heapMiB),
+      ...near[0]!,
+      pods: Math.round(target),
+      s: +t.toFixed(3),
+      cpuS: lines.reduce((a, l) => a + on(l, t, (x) => x.cpuS), 0),
+      etcdCpuS: on(lines[0]!, t, (x) => x.etcdCpuS),
+      rssMiB: mib((x) => x.rssMiB),
+      heapMiB: mib((x) => x.heapMiB),
     });
   }
   const first = parts[0]!;
@@ -418,6 +463,7 @@ export function mergeShards(parts: readonly Result[]): Result {
     orphaned: sum((r) => r.orphaned),
     held: sum((r) => r.held),
     procs: sum((r) => r.procs),
+    ends: parts.flatMap((r) => r.ends),
     retries: sum((r) => r.retries),
     refillFailures: sum((r) => r.refillFailures),
     ...(first.etcdAtStart ? { etcdAtStart: first.etcdAtStart } : {}),
@@ -505,8 +551,11 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
  * blocked them for the whole run, so etcd was never compacted.
  */
 export async function runWarmScaleChild(url: string, members: readonly string[] = [], metricsUrl?: string, pprofUrls: readonly string[] = []): Promise<Result> {
-  const procs = simProcs();
+  // No more processes than nodes: a process with none would have no samples to merge.
+  const procs = Math.min(simProcs(), Math.max(1, NODES));
   const admin = await openStore(url, { timeoutMs: 10_000 });
+  // Every node's resource DB under one directory of this process's, removed here whatever the children did.
+  const base = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podipam-warm-scale-'));
   try {
     const c = new ClusterIpam(admin);
     // Sized for the cluster: 5,000 nodes claim ~10,000 of its 262,144 blocks. (On a /10, 15%
@@ -522,6 +571,7 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
         env: {
           ...process.env,
           PODIPAM_BENCH_WARM_SCALE_CHILD: url,
+          PODIPAM_BENCH_WARM_BASE: base,
           PODIPAM_BENCH_WARM_SHARD: `${i}/${procs}`,
           PODIPAM_BENCH_WARM_ETCD_MEMBERS: members.join(','),
           PODIPAM_BENCH_WARM_ETCD_METRICS: metricsUrl ?? '',
@@ -530,6 +580,8 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
         },
         stdio: ['pipe', 'pipe', 'inherit'],
       });
+      // A child that died before the GO makes the write fail (EPIPE): its exit is the error reported, not this.
+      child.stdin.on('error', () => undefined);
       let stdout = '';
       let onReady: () => void = () => undefined;
       const ready = new Promise<void>((res) => (onReady = res));
@@ -550,7 +602,7 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
     try {
       // A child that fails before it is ready ends the wait too (its error is the one thrown).
       await Promise.race([Promise.all(children.map((x) => x.ready)), Promise.all(children.map((x) => x.closed))]);
-      const go = `GO ${Date.now()}\n`;
+      const go = `GO ${clock()}\n`;
       for (const x of children) x.child.stdin.end(go);
       const x = mergeShards(await Promise.all(children.map((y) => y.closed)));
       // The datastore holds what the nodes did: one record per pod, every refilled address.
@@ -566,6 +618,7 @@ export async function runWarmScaleChild(url: string, members: readonly string[] 
     }
   } finally {
     await admin.close();
+    rmSync(base, { recursive: true, force: true });
   }
 }
 
@@ -589,7 +642,7 @@ export async function run(): Promise<string[]> {
     );
     const rate = x.pods / x.seconds;
     const lines = [
-      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process${x.procs > 1 ? `es (${x.procs})` : ''} ${x.cpuSeconds.toFixed(1)} s`,
+      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process${x.procs > 1 ? `es (${x.procs}, done after ${x.ends.map((e) => e.toFixed(1)).join(', ')} s)` : ''} ${x.cpuSeconds.toFixed(1)} s`,
       `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
@@ -749,6 +802,8 @@ export function startCompactor(etcd: EtcdCluster, everyMs = 20_000): { stop(): v
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const url = process.env.PODIPAM_BENCH_WARM_SCALE_CHILD;
   const [index, count] = (process.env.PODIPAM_BENCH_WARM_SHARD ?? '0/1').split('/').map(Number) as [number, number];
-  if (url) await child(url, { index, count });
+  const base = process.env.PODIPAM_BENCH_WARM_BASE;
+  if (url && !base) throw new Error("warm-scale child: PODIPAM_BENCH_WARM_BASE (the directory of the nodes' resource DBs) is not set");
+  if (url) await child(url, base!, { index, count });
   else await run();
 }
