@@ -198,8 +198,7 @@ export interface Result {
   readonly orphaned: number;
   /** Addresses the simulated nodes' warm handles held when they closed (refilled minus returned). */
   readonly held: number;
-  /** Processes that simulated the nodes (mergeShards), and when each had done its share (s). */
-  readonly procs: number;
+  /** When each process that simulated the nodes (mergeShards) had done its share (s): one per process. */
   readonly ends: readonly number[];
   /** ADDs answered code 11 (a refill timed out) and retried. */
   readonly retries: number;
@@ -346,7 +345,6 @@ async function child(url: string, base: string, shard: { readonly index: number;
       heapAfterGcMiB: mib(process.memoryUsage().heapUsed),
       orphaned: 0,
       held: totals.refilled - totals.returned,
-      procs: 1,
       ends: [seconds],
       retries: totals.retries,
       refillFailures: totals.refillFailures,
@@ -426,13 +424,14 @@ export function mergeShards(parts: readonly Result[]): Result {
   };
   const nearest = (r: Result, t: number): Sample => r.rss.reduce((a, b) => (Math.abs(b.s - t) < Math.abs(a.s - t) ? b : a));
   const total = sum((r) => r.pods);
-  const firsts = lines.map((l) => l[1]).filter((x) => x !== undefined);
-  // Where the first nodes were done (the first tenth's start), unless a tiny run's first nodes are a tenth already.
-  const start = firsts.reduce((a, x) => a + x.pods, 0);
-  const targets = firsts.length === parts.length && start < total / 10 ? [start] : [];
-  for (let k = 1; k <= 10; k++) targets.push((total * k) / 10);
+  // A process with no samples: no curve. Else where the first nodes were done (the first tenth's
+  // start), unless a tiny run's first nodes are a tenth already, then each tenth.
+  const sampled = lines.every((l) => l.length > 1);
+  const start = lines.reduce((a, l) => a + (l[1]?.pods ?? 0), 0);
+  const targets = !sampled ? [] : start < total / 10 ? [start] : [];
+  for (let k = 1; sampled && k <= 10; k++) targets.push((total * k) / 10);
   const rss: Sample[] = [];
-  for (const target of parts.every((r) => r.rss.length > 0) ? targets : []) {
+  for (const target of targets) {
     const t = when(target);
     const near = parts.map((r) => nearest(r, t));
     const mib = (f: (x: Sample) => string): string => near.reduce((a, x) => a + Number(f(x)), 0).toFixed(1);
@@ -462,7 +461,6 @@ export function mergeShards(parts: readonly Result[]): Result {
     heapAfterGcMiB: sum((r) => Number(r.heapAfterGcMiB)).toFixed(1),
     orphaned: sum((r) => r.orphaned),
     held: sum((r) => r.held),
-    procs: sum((r) => r.procs),
     ends: parts.flatMap((r) => r.ends),
     retries: sum((r) => r.retries),
     refillFailures: sum((r) => r.refillFailures),
@@ -642,7 +640,7 @@ export async function run(): Promise<string[]> {
     );
     const rate = x.pods / x.seconds;
     const lines = [
-      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process${x.procs > 1 ? `es (${x.procs}, done after ${x.ends.map((e) => e.toFixed(1)).join(', ')} s)` : ''} ${x.cpuSeconds.toFixed(1)} s`,
+      `warm-scale etcd x3 ${x.nodes}x${PODS} = ${x.pods} pods: ${x.seconds.toFixed(1)} s, ${rate.toFixed(0)} pods/s (direct cluster path at 150,000: 604 pods/s → ${(rate / 604).toFixed(2)}x); CPU of the simulating process${x.ends.length > 1 ? `es (${x.ends.length}, done after ${x.ends.map((e) => e.toFixed(1)).join(', ')} s)` : ''} ${x.cpuSeconds.toFixed(1)} s`,
       `  round trips per pod ${(x.roundTrips / x.pods).toFixed(3)} (node start-up included: ${(x.roundTrips / x.nodes).toFixed(2)} per node), refill txns ${x.refillTxns} (${x.refillFailures} failed), write-behind txns ${x.writeTxns}, pool hit rate ${((100 * x.hits) / Math.max(1, x.hits + x.misses)).toFixed(1)}%${x.orphaned ? `, ${x.orphaned} addresses of timed-out refills held by warm handles` : ''}, ${x.retries} ADDs retried on code 11`,
       `  RSS MiB after a GC, by pods done: ${x.rss.map((s) => `${s.pods}:${s.rssMiB}`).join(' ')}; peak ${x.peakRssMiB} MiB, heap after a full GC ${x.heapAfterGcMiB} MiB`,
       `  pods/s in each tenth of the run (sustained?): ${tenthRates(x).join(' ')}`,
