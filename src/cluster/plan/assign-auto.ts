@@ -8,10 +8,10 @@
 import { type Block, allocateOrdinals, isFullBlock, newBlock } from '../../alloc/block.js';
 import { quarantineHeld, quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { blockAt, blockCount, fnv1a32, reservedOrdinals } from '../../alloc/block-layout.js';
-import { type Family, type Prefix, prefixContainsPrefix } from '../../ip/index.js';
+import { type Family, prefixContainsPrefix } from '../../ip/index.js';
 import { PlacementError } from '../../model/placement.js';
 import { blockKey, effectiveMaxBlocks, type Pool, poolUsable, NoPoolError, PoolExhaustedError, quarantineFor } from '../records/index.js';
-import { type ClaimCandidate, findClaimableBlock } from './claim-candidate.js';
+import { type ClaimCandidate, claimPosition, findClaimableBlock } from './claim-candidate.js';
 import { NeedList, type PlanWork } from './plan-work.js';
 
 /**
@@ -94,30 +94,40 @@ function fill(w: PlanWork, family: Family, need: number, requested: number, cand
     w.put(key, rev, r.block, claimed, r.ordinals);
     got += r.ordinals.length;
   };
-  for (const pool of cands) for (const [key, kb] of w.blocksIn(pool, true)) if (got < need) take(key, kb.rev, kb.block!, false);
+  for (const pool of cands) {
+    for (const [key, kb] of w.ownWithRoom(pool)) {
+      if (got >= need) break;
+      take(key, kb.rev, kb.block, false);
+    }
+  }
   let limit: string | undefined;
   if (got < need && !snap.config.autoAllocateBlocks) limit = 'autoAllocateBlocks is off';
   if (got < need && snap.config.autoAllocateBlocks) {
     const max = effectiveMaxBlocks(snap.config);
-    // The node's blocks per pool, kept as it claims (where each claim's probe resumes).
-    const own = new Map(cands.map((p) => [p, w.blocksIn(p, true).map(([, kb]) => kb.block!.cidr)]));
-    let owned = [...own.values()].reduce((n, bs) => n + bs.length, 0);
+    // Per pool, the position of each block in the node's probe order, and the furthest the node
+    // holds (where each claim's probe resumes), kept as it claims.
+    const position = new Map(cands.map((p) => [p, claimPosition(p, req.node)]));
+    const own = new Map(cands.map((p) => [p, w.ownIn(p, position.get(p)!)]));
+    let owned = [...own.values()].reduce((n, o) => n + o.count, 0);
     while (got < need) {
       if (owned >= max) {
         limit = `the node owns ${owned} IPv${family} blocks, the per-host limit is ${max}`;
         break;
       }
-      const c = claimable(w, cands, (p) => own.get(p) ?? []);
+      const c = claimable(w, cands, (p) => (own.get(p)?.furthest ?? -1n) + 1n);
       if (!c) break;
       w.guards.set(c.key, c.guards);
       take(c.key, 0, newBlock(c.cidr, req.node), true);
-      own.get(cands.find((p) => prefixContainsPrefix(p.cidr, c.cidr))!)?.push(c.cidr);
+      const pool = cands.find((p) => prefixContainsPrefix(p.cidr, c.cidr))!;
+      const at = position.get(pool)!(c.cidr);
+      const o = own.get(pool)!;
+      own.set(pool, { count: o.count + 1, furthest: o.furthest > at ? o.furthest : at });
       owned++;
     }
   }
   if (got < need && !snap.config.strictAffinity) {
     // Borrow from the other nodes' blocks known so far; short of addresses, ask for the next page of blocks.
-    for (const pool of cands) for (const [key, kb] of w.blocksIn(pool, false)) if (got < need) take(key, kb.rev, kb.block!, false);
+    for (const pool of cands) for (const [key, kb] of w.blocksOfOthers(pool)) if (got < need) take(key, kb.rev, kb.block!, false);
     if (got < need && !w.input.allListed) throw new NeedList('list-blocks', borrowFrom(cands[0]!, req.node));
   }
   if (got < need) {
@@ -145,7 +155,7 @@ function borrowFrom(pool: Pool, node: string): string {
 }
 
 /** The next block to claim for this node (see claim-candidate.ts); lists blocks after too many misses. */
-function claimable(w: PlanWork, cands: readonly Pool[], own: (pool: Pool) => readonly Prefix[]): ClaimCandidate | undefined {
+function claimable(w: PlanWork, cands: readonly Pool[], resumeAt: (pool: Pool) => bigint): ClaimCandidate | undefined {
   const { claimed, claimMisses } = w.input;
   const taken = (key: string): boolean | undefined => {
     if (w.work.has(key)) return true;
@@ -156,7 +166,7 @@ function claimable(w: PlanWork, cands: readonly Pool[], own: (pool: Pool) => rea
   // Guess (the compare proves it) until MAX_CLAIM_MISSES misses; then list the claimed CIDRs
   // once, after which an unlisted block is most likely free (an orphan teaches us by failing).
   const guess = claimMisses < MAX_CLAIM_MISSES || claimed !== undefined;
-  const c = findClaimableBlock(cands, w.input.snap.autoExcluded, w.input.req.node, taken, guess, own);
+  const c = findClaimableBlock(cands, w.input.snap.autoExcluded, w.input.req.node, taken, guess, resumeAt);
   if (c === 'unknown') throw new NeedList('list-claimed');
   return c;
 }

@@ -2,7 +2,7 @@
 import type { Block } from '../../alloc/block.js';
 import type { Compare, Op } from '../../store/index.js';
 import type { HandleRecord, AssignRequest, Assignment } from '../records/index.js';
-import type { ClusterSnapshot, KnownBlock } from '../views/index.js';
+import type { ClusterSnapshot, KnownBlock, OwnBlockIndex } from '../views/index.js';
 
 export interface PlanInput {
   readonly req: AssignRequest;
@@ -10,7 +10,7 @@ export interface PlanInput {
   /** The node's labels and record revision; undefined when not read yet. */
   readonly labels: { readonly rev: number; readonly labels: Readonly<Record<string, string>> } | undefined;
   /** Blocks affine to the node. */
-  readonly mine: ReadonlyMap<string, KnownBlock>;
+  readonly mine: OwnBlockIndex;
   /** Other blocks seen during this call (foreign ones and known-absent ones). */
   readonly others: ReadonlyMap<string, KnownBlock>;
   /** True once every block was listed (a whole circle of list-blocks pages): an unknown key is then known to be absent. */

@@ -4,7 +4,7 @@ import { blockAt, blockCount, blockProbeOrder } from '../../alloc/block-layout.j
 import { IpRangeSet, type Prefix } from '../../ip/index.js';
 import { blockKey } from '../records/keys.js';
 import { validatePoolSpec } from '../records/pool-record.js';
-import { findClaimableBlock } from './claim-candidate.js';
+import { claimPosition, findClaimableBlock } from './claim-candidate.js';
 
 const POOL = validatePoolSpec({ name: 'p', cidr: '10.0.0.0/16', blockSize: 26 }); // 1,024 blocks
 const COUNT = blockCount(POOL.cidr, POOL.blockSize);
@@ -22,7 +22,7 @@ function claim(own: readonly Prefix[], taken: ReadonlySet<string>) {
       return taken.has(key);
     },
     true,
-    () => own,
+    (pool) => own.map(claimPosition(pool, 'n1')).reduce((a, b) => (a > b ? a : b), -1n) + 1n,
   );
   return { c: c === 'unknown' || c === undefined ? c : c.key, probes };
 }

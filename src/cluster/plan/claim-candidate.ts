@@ -29,7 +29,8 @@ export function claimGuards(pool: Pool, cidr: Prefix): string[] {
 }
 
 /**
- * `own(pool)`: the blocks of `pool` the node holds (where its walk resumes). `taken(key)`: true when the block exists (or this plan creates it), false when it is known
+ * `resumeAt(pool)`: the position in the node's probe order where the walk starts (one past the
+ * furthest block of the pool the node holds: claimPosition). `taken(key)`: true when the block exists (or this plan creates it), false when it is known
  * to be absent, undefined when unknown. An unknown block is returned when `guess` is true
  * (the txn's compare then proves it absent); otherwise the search stops there with 'unknown'
  * — the caller should list the blocks. undefined: no claimable block in any pool.
@@ -40,14 +41,14 @@ export function findClaimableBlock(
   node: string,
   taken: (key: string) => boolean | undefined,
   guess: boolean,
-  own: (pool: Pool) => Iterable<Prefix> = () => [],
+  resumeAt: (pool: Pool) => bigint = () => 0n,
 ): ClaimCandidate | 'unknown' | undefined {
   for (const pool of pools) {
     if (isWhollyReserved(pool.cidr, reserved)) continue;
     const count = blockCount(pool.cidr, pool.blockSize);
     const seed = `${node}/${pool.name}`;
     let probes = 0;
-    for (const idx of blockProbeOrder(count, seed, resumeAt(pool, count, seed, own(pool)))) {
+    for (const idx of blockProbeOrder(count, seed, resumeAt(pool))) {
       if (++probes > MAX_PROBES) break;
       const cidr = blockAt(pool.cidr, pool.blockSize, idx);
       const key = blockKey(cidr);
@@ -63,17 +64,19 @@ export function findClaimableBlock(
   return undefined;
 }
 
-/** The position after the furthest one (in the node's probe order) of the node's blocks of the pool's size; 0 when it has none. */
-function resumeAt(pool: Pool, count: bigint, seed: string, own: Iterable<Prefix>): bigint {
+/**
+ * The position of a block in `node`'s probe order through `pool` (blockProbeOrder), -1 for a
+ * block not of the pool's size and family or outside it: a claim resumes one past the furthest
+ * position of the blocks the node holds, so it costs a few probes however many it holds.
+ */
+export function claimPosition(pool: Pool, node: string): (cidr: Prefix) => bigint {
+  const count = blockCount(pool.cidr, pool.blockSize);
   const shift = BigInt((pool.cidr.family === 4 ? 32 : 128) - pool.blockSize);
-  let furthest = -1n;
   let position: ((index: bigint) => bigint) | undefined;
-  for (const b of own) {
-    if (b.len !== pool.blockSize || b.family !== pool.cidr.family) continue;
+  return (b) => {
+    if (b.len !== pool.blockSize || b.family !== pool.cidr.family) return -1n;
     const idx = (b.base - pool.cidr.base) >> shift;
-    if (idx < 0n || idx >= count) continue;
-    const n = (position ??= blockProbePositions(count, seed))(idx);
-    if (n > furthest) furthest = n;
-  }
-  return furthest + 1n;
+    if (idx < 0n || idx >= count) return -1n;
+    return (position ??= blockProbePositions(count, `${node}/${pool.name}`))(idx);
+  };
 }

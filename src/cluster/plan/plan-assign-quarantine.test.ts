@@ -12,6 +12,7 @@ import { IpSetExhaustedError } from '../records/ip-set-errors.js';
 import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
 import { blockKey } from '../records/keys.js';
 import type { KnownBlock } from '../views/node-view.js';
+import { type OwnBlock, OwnBlocks } from '../views/own-blocks.js';
 import { encodePool, validatePoolSpec } from '../records/pool-record.js';
 import { type PlanInput, planAssign } from './plan-assign.js';
 import { planReleaseAddrs } from './plan-release.js';
@@ -32,8 +33,8 @@ function blockWith(freed: number[], heldBy = 'h'): Block {
 }
 
 function input(block: Block, over: Partial<PlanInput> = {}): PlanInput {
-  const kb: [string, KnownBlock] = [blockKey(block.cidr), { rev: 5, block }];
-  const mine = block.affinity === (over.req?.node ?? 'a') ? new Map([kb]) : new Map<string, KnownBlock>();
+  const kb: [string, OwnBlock] = [blockKey(block.cidr), { rev: 5, block }];
+  const mine = block.affinity === (over.req?.node ?? 'a') ? OwnBlocks.of([kb]) : OwnBlocks.of();
   const others = mine.size === 0 ? new Map([kb]) : new Map<string, KnownBlock>();
   return {
     req: { node: 'a', handle: 'new', auto: { 4: 1 } },

@@ -7,7 +7,7 @@ import { snapshotFromEntries } from '../views/cluster-snapshot.js';
 import { DEFAULT_IPAM_CONFIG, encodeConfig } from '../records/ipam-config.js';
 import { blockKey, handleKey } from '../records/keys.js';
 import { delFenceKey } from '../records/del-fence-record.js';
-import type { KnownBlock } from '../views/node-view.js';
+import { type OwnBlock, OwnBlocks } from '../views/own-blocks.js';
 import { encodePool, validatePoolSpec } from '../records/pool-record.js';
 import type { HandleRecord } from '../records/handle-record.js';
 import { type PlanInput, planAssign } from './plan-assign.js';
@@ -17,7 +17,7 @@ const OTHER = validatePoolSpec({ name: 'other', cidr: '10.1.0.0/24', blockSize: 
 const e = (key: string, value: string, rev: number): Entry => ({ key, value, rev });
 const snap = (config = DEFAULT_IPAM_CONFIG) =>
   snapshotFromEntries(e('config', encodeConfig(config), 7), [e('pools/v4', encodePool(V4), 2), e('pools/other', encodePool(OTHER), 3)]);
-const known = (b: Block, rev: number): [string, KnownBlock] => [blockKey(b.cidr), { rev, block: b }];
+const known = (b: Block, rev: number): [string, OwnBlock] => [blockKey(b.cidr), { rev, block: b }];
 
 const HOLD = 'sticky:net:db:db-0:eth0';
 const NOW = '2026-01-01T00:00:00.000Z';
@@ -44,7 +44,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     req: { node: 'n1', handle: 'net:new:eth0', auto: 'each-family', takeOver: HOLD },
     snap: snap(),
     labels: undefined,
-    mine: new Map([known(heldBlock(), 11)]),
+    mine: OwnBlocks.of([known(heldBlock(), 11)]),
     others: new Map(),
     allListed: false,
     claimMisses: 0,
@@ -109,11 +109,11 @@ describe('planAssign takeOver (sticky holds)', () => {
 
   it('reads the hold’s blocks when they are not known, and compares a foreign one', () => {
     const foreign = heldBlock('n2');
-    assert.deepEqual(planAssign(input({ mine: new Map(), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), {
+    assert.deepEqual(planAssign(input({ mine: OwnBlocks.of(), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), {
       kind: 'read',
       keys: [blockKey(foreign.cidr)],
     });
-    const p = planAssign(input({ mine: new Map(), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
+    const p = planAssign(input({ mine: OwnBlocks.of(), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
     assert.equal(p.kind, 'txn');
     if (p.kind === 'txn') {
       assert.equal(p.tookOver, true, 'without strictAffinity a pod moved to another node keeps its address');
@@ -122,7 +122,7 @@ describe('planAssign takeOver (sticky holds)', () => {
     const strict = planAssign(
       input({
         snap: snap({ ...DEFAULT_IPAM_CONFIG, strictAffinity: true }),
-        mine: new Map(),
+        mine: OwnBlocks.of(),
         others: new Map([known(foreign, 12)]),
         hold: { rev: 40, record: holdRecord(LATER, 'n2') },
       }),
@@ -147,7 +147,7 @@ describe('planAssign takeOver (sticky holds)', () => {
   it('ignores takeOver for a handle that already holds addresses (a repeated ADD) and for specific ips', () => {
     const mine = allocateOrdinals(heldBlock(), 1, 'net:new:eth0').block;
     const rec = { node: 'n1', blocks: new Map([['10.0.0.16/28', 1]]) };
-    const p = planAssign(input({ mine: new Map([known(mine, 11)]), handle: { rev: 50, record: rec }, hold: { rev: 40, record: holdRecord(LATER) } }));
+    const p = planAssign(input({ mine: OwnBlocks.of([known(mine, 11)]), handle: { rev: 50, record: rec }, hold: { rev: 40, record: holdRecord(LATER) } }));
     assert.equal(p.kind === 'txn' && p.tookOver, undefined);
     if (p.kind === 'txn') assert.deepEqual(p.ops, [], 'a repeated ADD only verifies');
     const q = planAssign(input({ req: { node: 'n1', handle: 'net:new:eth0', ips: [parseAddr('10.0.0.30')], takeOver: HOLD } }));

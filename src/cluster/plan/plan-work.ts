@@ -4,7 +4,7 @@
  * two signals that stop a plan to ask for more knowledge (NeedRead, NeedList). Pure, no I/O;
  * one PlanWork per call, thrown away afterwards.
  */
-import { type Block, addrOfOrdinal } from '../../alloc/block.js';
+import { type Block, addrOfOrdinal, isFullBlock } from '../../alloc/block.js';
 import { blockGateway } from '../../alloc/block-addressing.js';
 import { quarantinedOrdinals } from '../../alloc/block-quarantine.js';
 import { type Addr, type Family, type Prefix, addrEquals, formatPrefix, prefixContainsPrefix } from '../../ip/index.js';
@@ -64,7 +64,7 @@ export class PlanWork {
   }
 
   put(key: string, rev: number, block: Block, claimed: boolean, ordinals: readonly number[]): void {
-    this.#blocksIn.clear();
+    this.#blocksOfOthers.clear();
     const prev = this.work.get(key);
     this.work.set(key, { rev, block, claimed: claimed || (prev?.claimed ?? false) });
     const cidr = formatPrefix(block.cidr);
@@ -93,25 +93,83 @@ export class PlanWork {
     return selectorMatches(p.nodeSelector, this.input.labels.labels);
   }
 
-  /** Known blocks inside `pool` that are (mine=true) or are not affine to this node, by address (kept until the next put). */
-  blocksIn(pool: Pool, mine: boolean): readonly [string, KnownBlock][] {
-    const id = `${mine ? 'mine' : 'others'}\n${pool.name}\n${formatPrefix(pool.cidr)}`;
-    let found = this.#blocksIn.get(id);
-    if (!found) this.#blocksIn.set(id, (found = this.#findBlocksIn(pool, mine)));
+  /**
+   * The node's blocks inside `pool` with a free address, lowest address first: the view's
+   * index (own-blocks.ts), under what this call read and planned. Lazy: a take that is
+   * satisfied by the first block never walks the rest, so an ADD costs the same however many
+   * blocks the node holds.
+   */
+  *ownWithRoom(pool: Pool): Generator<[string, KnownBlock & { block: Block }]> {
+    const { mine } = this.input;
+    const node = this.input.req.node;
+    const changed = this.#callBlocks();
+    const extra: [string, KnownBlock & { block: Block }][] = [];
+    for (const [k, kb] of changed) {
+      const b = kb.block;
+      if (b && b.affinity === node && prefixContainsPrefix(pool.cidr, b.cidr) && !isFullBlock(b)) extra.push([k, { rev: kb.rev, block: b }]);
+    }
+    extra.sort((a, b) => (a[1].block.cidr.base < b[1].block.cidr.base ? -1 : 1));
+    let i = 0;
+    for (const [k, kb] of mine.withRoomIn(pool.cidr)) {
+      if (changed.has(k) || kb.block.affinity !== node || !prefixContainsPrefix(pool.cidr, kb.block.cidr)) continue;
+      for (; i < extra.length && extra[i]![1].block.cidr.base < kb.block.cidr.base; i++) yield extra[i]!;
+      yield [k, kb];
+    }
+    for (; i < extra.length; i++) yield extra[i]!;
+  }
+
+  /**
+   * How many of the node's blocks lie inside `pool`, and the furthest of their `position`s
+   * (-1 when none counts): the view's cached fold (own-blocks.ts) under what this call read
+   * and planned, so a claim does not walk every block the node holds. `position` must be the
+   * same function for one pool's name, CIDR and block size.
+   */
+  ownIn(pool: Pool, position: (cidr: Prefix) => bigint): { count: number; furthest: bigint } {
+    const { mine } = this.input;
+    const node = this.input.req.node;
+    const add = (acc: { count: number; furthest: bigint }, cidr: Prefix) =>
+      prefixContainsPrefix(pool.cidr, cidr) ? { count: acc.count + 1, furthest: maxOf(acc.furthest, position(cidr)) } : acc;
+    let acc = mine.fold(`own\n${pool.name}\n${formatPrefix(pool.cidr)}\n${pool.blockSize}`, { count: 0, furthest: -1n }, add);
+    for (const [k, kb] of this.#callBlocks()) {
+      const own = kb.block !== null && kb.block.affinity === node;
+      if (mine.has(k) && !own) {
+        // The call saw one of the node's blocks go or change hands: count without the cache.
+        const cidrs = [...mine.keys(), ...this.#callBlocks().keys()].flatMap((key) => {
+          const b = this.state(key)?.block;
+          return b && b.affinity === node ? [b.cidr] : [];
+        });
+        return [...new Set(cidrs)].reduce(add, { count: 0, furthest: -1n });
+      }
+      if (own && !mine.has(k)) acc = add(acc, kb.block.cidr);
+    }
+    return acc;
+  }
+
+  /** The blocks this call read (others) and planned (work), the plan's state of each. */
+  #callBlocks(): Map<string, KnownBlock> {
+    const out = new Map<string, KnownBlock>();
+    for (const [k, kb] of this.input.others) if (!this.input.mine.has(k)) out.set(k, kb);
+    for (const [k, kb] of this.work) out.set(k, kb);
+    return out;
+  }
+
+  /** Blocks known to other nodes inside `pool` (this call's reads and plans), by address. */
+  blocksOfOthers(pool: Pool): readonly [string, KnownBlock][] {
+    const id = `${pool.name}\n${formatPrefix(pool.cidr)}`;
+    let found = this.#blocksOfOthers.get(id);
+    if (!found) this.#blocksOfOthers.set(id, (found = this.#findBlocksOfOthers(pool)));
     return found;
   }
 
-  readonly #blocksIn = new Map<string, [string, KnownBlock][]>();
+  readonly #blocksOfOthers = new Map<string, [string, KnownBlock][]>();
 
-  #findBlocksIn(pool: Pool, mine: boolean): [string, KnownBlock][] {
+  #findBlocksOfOthers(pool: Pool): [string, KnownBlock][] {
     const node = this.input.req.node;
-    const seen = new Map<string, KnownBlock>();
-    for (const src of [this.input.others, this.input.mine, this.work] as ReadonlyMap<string, KnownBlock>[]) {
-      for (const [k, kb] of src) {
-        const b = kb.block;
-        if (b && (b.affinity === node) === mine && prefixContainsPrefix(pool.cidr, b.cidr)) seen.set(k, kb);
-      }
-    }
-    return [...seen].sort((a, b) => (a[1].block!.cidr.base < b[1].block!.cidr.base ? -1 : 1));
+    const seen = [...this.#callBlocks()].filter(([, kb]) => kb.block && kb.block.affinity !== node && prefixContainsPrefix(pool.cidr, kb.block.cidr));
+    return seen.sort((a, b) => (a[1].block!.cidr.base < b[1].block!.cidr.base ? -1 : 1));
   }
+}
+
+function maxOf(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
 }

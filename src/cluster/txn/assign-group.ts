@@ -62,7 +62,7 @@ async function planAndCommit(
   const view = ctx.cache.node(node);
   const snap = ctx.cache.snapshot ?? (ctx.cache.snapshot = await loadSnapshot(ctx.store));
   if (!view.blocksLoaded) await loadNodeBlocks(ctx.store, view);
-  const mine = new Map<string, KnownBlock & { block: Block }>(view.blocks);
+  const mine = view.blocks.copy();
   const others = new Map<string, KnownBlock>();
   const compares = new Map<string, number>();
   const ops = new Map<string, Op>();

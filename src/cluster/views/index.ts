@@ -6,6 +6,7 @@ export * from './node-headroom-load.js';
 export * from './view-cache.js';
 export * from './allocations.js';
 export * from './node-view.js';
+export * from './own-blocks.js';
 export * from './taken-by-pod.js';
 export * from './usage.js';
 export * from './utilisation.js';

@@ -8,6 +8,7 @@
 import type { Block } from '../../alloc/block.js';
 import type { Entry, Store } from '../../store/index.js';
 import { decodeBlock, type HandleRecord, affinityPrefix, parseAffinityKey, blockKey } from '../records/index.js';
+import { OwnBlocks } from './own-blocks.js';
 import { readKeys } from './read-keys.js';
 
 /** A block as last seen: `block` null means known absent (rev 0). */
@@ -25,8 +26,8 @@ export const MAX_CLAIMED_HINTS = 1024;
 export class NodeView {
   /** Labels from `nodes/<name>` and that record's revision (0 = no record); undefined = not read yet. */
   labels: { readonly rev: number; readonly labels: Readonly<Record<string, string>> } | undefined;
-  /** Blocks affine to this node, by block key. */
-  readonly blocks = new Map<string, KnownBlock & { readonly block: Block }>();
+  /** Blocks affine to this node, by block key (indexed: own-blocks.ts). */
+  readonly blocks = new OwnBlocks();
   /** True once `blocks` was filled from the datastore (affinity list). */
   blocksLoaded = false;
   /** Handles this node wrote, with their record and revision. */
