@@ -35,7 +35,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     req: { node: 'n1', handle: 'h', auto: 'each-family', ipSet: 'web' },
     snap: snap(),
     labels: undefined,
-    mine: OwnBlocks.of(),
+    mine: OwnBlocks.of('n1'),
     others: new Map(),
     allListed: false,
     claimMisses: 0,
@@ -80,7 +80,7 @@ describe('planAssign with an ip-set', () => {
   it('a full set is an exhausted failure (code 100) naming the set', () => {
     const b = held('10.0.0.20', '10.0.0.21', '10.0.0.22', '10.0.0.23', '10.0.0.24');
     assert.throws(
-      () => planAssign(input({ mine: OwnBlocks.of([known(b, 9)]) })),
+      () => planAssign(input({ mine: OwnBlocks.of('n1', [known(b, 9)]) })),
       (err: unknown) =>
         err instanceof IpSetExhaustedError &&
         err.ipSet === 'web' &&
@@ -92,7 +92,7 @@ describe('planAssign with an ip-set', () => {
 
   it('never gives a set address to auto-assignment or to a specific request', () => {
     const own = newBlock(SET_BLOCK, 'n1');
-    const p = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 8 } }, mine: OwnBlocks.of([known(own, 3)]) }));
+    const p = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 8 } }, mine: OwnBlocks.of('n1', [known(own, 3)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind === 'txn') {
       const got = p.assignments.map((a) => formatAddr(a.addr));
@@ -100,11 +100,11 @@ describe('planAssign with an ip-set', () => {
     }
     // The block's 8 addresses outside the set are gone: a 9th is not taken from the set.
     const full = allocateOrdinals(own, 8, 'x', new Set([4, 5, 6, 7, 8])).block;
-    const q = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 } }, mine: OwnBlocks.of([known(full, 3)]), allListed: true }));
+    const q = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 } }, mine: OwnBlocks.of('n1', [known(full, 3)]), allListed: true }));
     assert.equal(q.kind, 'txn');
     if (q.kind === 'txn') assert.ok(!WEB.addrs.contains(q.assignments[0]!.addr), `${formatAddr(q.assignments[0]!.addr)} is not from the set`);
     assert.throws(
-      () => planAssign(input({ req: { node: 'n1', handle: 'h', ips: [parseAddr('10.0.0.22')] }, mine: OwnBlocks.of([known(own, 3)]) })),
+      () => planAssign(input({ req: { node: 'n1', handle: 'h', ips: [parseAddr('10.0.0.22')] }, mine: OwnBlocks.of('n1', [known(own, 3)]) })),
       (err: unknown) =>
         err instanceof AddressUnavailableError &&
         err.message === 'address 10.0.0.22 is not available: it belongs to ip-set "web"' &&
@@ -116,7 +116,7 @@ describe('planAssign with an ip-set', () => {
     const b = assignOrdinal(held('10.0.0.20'), 6, 'h');
     const record = { node: 'n1', blocks: new Map([['10.0.0.16/28', 1]]) };
     const p = planAssign(
-      input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 }, ipSet: 'web' }, handle: { rev: 5, record }, mine: OwnBlocks.of([known(b, 9)]) }),
+      input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 }, ipSet: 'web' }, handle: { rev: 5, record }, mine: OwnBlocks.of('n1', [known(b, 9)]) }),
     );
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;

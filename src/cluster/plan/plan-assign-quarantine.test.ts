@@ -34,7 +34,8 @@ function blockWith(freed: number[], heldBy = 'h'): Block {
 
 function input(block: Block, over: Partial<PlanInput> = {}): PlanInput {
   const kb: [string, OwnBlock] = [blockKey(block.cidr), { rev: 5, block }];
-  const mine = block.affinity === (over.req?.node ?? 'a') ? OwnBlocks.of([kb]) : OwnBlocks.of();
+  const node = over.req?.node ?? 'a';
+  const mine = block.affinity === node ? OwnBlocks.of(node, [kb]) : OwnBlocks.of(node);
   const others = mine.size === 0 ? new Map([kb]) : new Map<string, KnownBlock>();
   return {
     req: { node: 'a', handle: 'new', auto: { 4: 1 } },

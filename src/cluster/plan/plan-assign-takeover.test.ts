@@ -44,7 +44,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     req: { node: 'n1', handle: 'net:new:eth0', auto: 'each-family', takeOver: HOLD },
     snap: snap(),
     labels: undefined,
-    mine: OwnBlocks.of([known(heldBlock(), 11)]),
+    mine: OwnBlocks.of('n1', [known(heldBlock(), 11)]),
     others: new Map(),
     allListed: false,
     claimMisses: 0,
@@ -109,11 +109,11 @@ describe('planAssign takeOver (sticky holds)', () => {
 
   it('reads the hold’s blocks when they are not known, and compares a foreign one', () => {
     const foreign = heldBlock('n2');
-    assert.deepEqual(planAssign(input({ mine: OwnBlocks.of(), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), {
+    assert.deepEqual(planAssign(input({ mine: OwnBlocks.of('n1'), hold: { rev: 40, record: holdRecord(LATER, 'n2') } })), {
       kind: 'read',
       keys: [blockKey(foreign.cidr)],
     });
-    const p = planAssign(input({ mine: OwnBlocks.of(), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
+    const p = planAssign(input({ mine: OwnBlocks.of('n1'), others: new Map([known(foreign, 12)]), hold: { rev: 40, record: holdRecord(LATER, 'n2') } }));
     assert.equal(p.kind, 'txn');
     if (p.kind === 'txn') {
       assert.equal(p.tookOver, true, 'without strictAffinity a pod moved to another node keeps its address');
@@ -122,7 +122,7 @@ describe('planAssign takeOver (sticky holds)', () => {
     const strict = planAssign(
       input({
         snap: snap({ ...DEFAULT_IPAM_CONFIG, strictAffinity: true }),
-        mine: OwnBlocks.of(),
+        mine: OwnBlocks.of('n1'),
         others: new Map([known(foreign, 12)]),
         hold: { rev: 40, record: holdRecord(LATER, 'n2') },
       }),
@@ -147,7 +147,9 @@ describe('planAssign takeOver (sticky holds)', () => {
   it('ignores takeOver for a handle that already holds addresses (a repeated ADD) and for specific ips', () => {
     const mine = allocateOrdinals(heldBlock(), 1, 'net:new:eth0').block;
     const rec = { node: 'n1', blocks: new Map([['10.0.0.16/28', 1]]) };
-    const p = planAssign(input({ mine: OwnBlocks.of([known(mine, 11)]), handle: { rev: 50, record: rec }, hold: { rev: 40, record: holdRecord(LATER) } }));
+    const p = planAssign(
+      input({ mine: OwnBlocks.of('n1', [known(mine, 11)]), handle: { rev: 50, record: rec }, hold: { rev: 40, record: holdRecord(LATER) } }),
+    );
     assert.equal(p.kind === 'txn' && p.tookOver, undefined);
     if (p.kind === 'txn') assert.deepEqual(p.ops, [], 'a repeated ADD only verifies');
     const q = planAssign(input({ req: { node: 'n1', handle: 'net:new:eth0', ips: [parseAddr('10.0.0.30')], takeOver: HOLD } }));

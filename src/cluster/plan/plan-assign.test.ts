@@ -28,7 +28,7 @@ function input(over: Partial<PlanInput> = {}): PlanInput {
     req: { node: 'n1', handle: 'h', auto: 'each-family' },
     snap: snap(),
     labels: undefined,
-    mine: OwnBlocks.of(),
+    mine: OwnBlocks.of('n1'),
     others: new Map(),
     allListed: false,
     claimMisses: 0,
@@ -91,7 +91,7 @@ describe('planAssign', () => {
   it('in the steady state writes one block per family and the handle, comparing exactly those plus config', () => {
     const a = allocateOrdinals(newBlock(parsePrefix('10.0.0.16/28'), 'n1'), 3, 'x').block;
     const b = newBlock(parsePrefix('fd00::10/124'), 'n1');
-    const p = planAssign(input({ mine: OwnBlocks.of([known(a, 11), known(b, 12)]) }));
+    const p = planAssign(input({ mine: OwnBlocks.of('n1', [known(a, 11), known(b, 12)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
     assert.deepEqual(p.compares, [
@@ -113,7 +113,7 @@ describe('planAssign', () => {
     const a = allocateOrdinals(newBlock(parsePrefix('10.0.0.16/28'), 'n1'), 1, 'h').block;
     const record = { node: 'n1', blocks: new Map([['10.0.0.16/28', 1]]) };
     assert.deepEqual(planAssign(input({ handle: { rev: 30, record } })), { kind: 'read', keys: [blockKey(a.cidr)] });
-    const p = planAssign(input({ handle: { rev: 30, record }, mine: OwnBlocks.of([known(a, 29)]) }));
+    const p = planAssign(input({ handle: { rev: 30, record }, mine: OwnBlocks.of('n1', [known(a, 29)]) }));
     assert.equal(p.kind, 'txn');
     if (p.kind !== 'txn') return;
     assert.deepEqual(
@@ -125,7 +125,7 @@ describe('planAssign', () => {
       'the held block is compared',
     );
     assert.deepEqual(p.compares.at(-1), { key: 'handles/h', rev: 30 });
-    const done = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 } }, handle: { rev: 30, record }, mine: OwnBlocks.of([known(a, 29)]) }));
+    const done = planAssign(input({ req: { node: 'n1', handle: 'h', auto: { 4: 1 } }, handle: { rev: 30, record }, mine: OwnBlocks.of('n1', [known(a, 29)]) }));
     assert.equal(done.kind, 'txn');
     if (done.kind === 'txn') {
       assert.deepEqual(done.ops, [], 'a handle holding what it asks for only verifies');
@@ -183,7 +183,7 @@ describe('planAssign', () => {
     const cfg = { ...DEFAULT_IPAM_CONFIG, maxBlocksPerHost: 1 };
     const full4 = allocateOrdinals(newBlock(parsePrefix('10.0.0.0/28'), 'n1'), 16, 'x').block;
     const own6 = newBlock(parsePrefix('fd00::/124'), 'n1');
-    const mine = OwnBlocks.of([known(full4, 1), known(own6, 2)]);
+    const mine = OwnBlocks.of('n1', [known(full4, 1), known(own6, 2)]);
     const theirs = newBlock(parsePrefix('10.0.0.32/28'), 'n2');
     const p = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(theirs, 9)]) }));
     assert.equal(p.kind, 'txn', 'a known block with room is enough: no list of every block');
@@ -191,7 +191,9 @@ describe('planAssign', () => {
     const next = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(fullTheirs, 9)]) }));
     assert.equal(next.kind, 'list-blocks');
     if (next.kind === 'list-blocks') assert.match(next.from, /^blocks\/10\.0\.0\.\d+-28$/, 'the scan starts at a block of the pool');
-    const other = planAssign(input({ req: { node: 'n9', handle: 'h', auto: 'each-family' }, snap: snap([], cfg), mine: OwnBlocks.of(), others: new Map() }));
+    const other = planAssign(
+      input({ req: { node: 'n9', handle: 'h', auto: 'each-family' }, snap: snap([], cfg), mine: OwnBlocks.of('n9'), others: new Map() }),
+    );
     assert.equal(other.kind, 'txn');
   });
 
@@ -199,7 +201,7 @@ describe('planAssign', () => {
     const cfg = { ...DEFAULT_IPAM_CONFIG, maxBlocksPerHost: 1 };
     const full4 = allocateOrdinals(newBlock(parsePrefix('10.0.0.0/28'), 'n1'), 16, 'x').block;
     const own6 = newBlock(parsePrefix('fd00::/124'), 'n1');
-    const mine = OwnBlocks.of([known(full4, 1), known(own6, 2)]);
+    const mine = OwnBlocks.of('n1', [known(full4, 1), known(own6, 2)]);
     assert.equal(planAssign(input({ snap: snap([], cfg), mine })).kind, 'list-blocks');
     const theirs = newBlock(parsePrefix('10.0.0.32/28'), 'n2');
     const p = planAssign(input({ snap: snap([], cfg), mine, others: new Map([known(theirs, 9)]), allListed: true }));

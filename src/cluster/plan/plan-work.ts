@@ -47,6 +47,7 @@ export class PlanWork {
   readonly now: number;
 
   constructor(input: PlanInput) {
+    if (input.mine.node !== input.req.node) throw new Error(`planAssign: the view of node "${input.mine.node}" for a request of node "${input.req.node}"`);
     this.input = input;
     this.named = new NamedPools(input.snap.pools, input.req);
     this.now = Date.parse(input.now);
@@ -124,24 +125,24 @@ export class PlanWork {
    * and planned, so a claim does not walk every block the node holds. `position` must be the
    * same function for one pool's name, CIDR and block size.
    */
-  ownIn(pool: Pool, position: (cidr: Prefix) => bigint): { count: number; furthest: bigint } {
+  ownIn(pool: Pool, position: (cidr: Prefix) => bigint): OwnCount {
     const { mine } = this.input;
     const node = this.input.req.node;
-    const add = (acc: { count: number; furthest: bigint }, cidr: Prefix) =>
-      prefixContainsPrefix(pool.cidr, cidr) ? { count: acc.count + 1, furthest: maxOf(acc.furthest, position(cidr)) } : acc;
-    let acc = mine.fold(`own\n${pool.name}\n${formatPrefix(pool.cidr)}\n${pool.blockSize}`, { count: 0, furthest: -1n }, add);
-    for (const [k, kb] of this.#callBlocks()) {
-      const own = kb.block !== null && kb.block.affinity === node;
-      if (mine.has(k) && !own) {
+    const step = ownStep(pool.cidr, position);
+    const call = this.#callBlocks();
+    for (const [k, kb] of call) {
+      if (mine.has(k) && kb.block?.affinity !== node) {
         // The call saw one of the node's blocks go or change hands: count without the cache.
-        const cidrs = [...mine.keys(), ...this.#callBlocks().keys()].flatMap((key) => {
-          const b = this.state(key)?.block;
-          return b && b.affinity === node ? [b.cidr] : [];
-        });
-        return [...new Set(cidrs)].reduce(add, { count: 0, furthest: -1n });
+        const cidrs = new Map([...mine].map(([key, o]) => [key, o.block.cidr]));
+        for (const [key, c] of call) {
+          if (c.block?.affinity === node) cidrs.set(key, c.block.cidr);
+          else cidrs.delete(key);
+        }
+        return [...cidrs.values()].reduce(step, NO_OWN);
       }
-      if (own && !mine.has(k)) acc = add(acc, kb.block.cidr);
     }
+    let acc = mine.fold(`own\n${node}\n${pool.name}\n${formatPrefix(pool.cidr)}\n${pool.blockSize}`, NO_OWN, step);
+    for (const [k, kb] of call) if (!mine.has(k) && kb.block?.affinity === node) acc = step(acc, kb.block.cidr);
     return acc;
   }
 
@@ -170,6 +171,22 @@ export class PlanWork {
   }
 }
 
-function maxOf(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
+/** How many of the node's blocks a pool holds, and the furthest of their claim positions (-1: none). */
+export interface OwnCount {
+  readonly count: number;
+  readonly furthest: bigint;
+}
+
+const NO_OWN: OwnCount = Object.freeze({ count: 0, furthest: -1n });
+
+/**
+ * ownIn's fold step. Built here, apart from any plan: the view caches it for its life, and a
+ * closure made inside a PlanWork method would keep that plan (its reads, a borrow's pages) alive.
+ */
+function ownStep(space: Prefix, position: (cidr: Prefix) => bigint): (acc: OwnCount, cidr: Prefix) => OwnCount {
+  return (acc, cidr) => {
+    if (!prefixContainsPrefix(space, cidr)) return acc;
+    const at = position(cidr);
+    return { count: acc.count + 1, furthest: at > acc.furthest ? at : acc.furthest };
+  };
 }

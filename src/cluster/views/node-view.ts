@@ -27,7 +27,7 @@ export class NodeView {
   /** Labels from `nodes/<name>` and that record's revision (0 = no record); undefined = not read yet. */
   labels: { readonly rev: number; readonly labels: Readonly<Record<string, string>> } | undefined;
   /** Blocks affine to this node, by block key (indexed: own-blocks.ts). */
-  readonly blocks = new OwnBlocks();
+  readonly blocks: OwnBlocks;
   /** True once `blocks` was filled from the datastore (affinity list). */
   blocksLoaded = false;
   /** Handles this node wrote, with their record and revision. */
@@ -47,7 +47,9 @@ export class NodeView {
    */
   delFenceRev = 0;
 
-  constructor(readonly node: string) {}
+  constructor(readonly node: string) {
+    this.blocks = new OwnBlocks(node);
+  }
 
   /** Records a block entry as seen (keeps it only while it is affine to this node). */
   noteBlock(key: string, rev: number, block: Block | null): void {

@@ -16,7 +16,7 @@ const count = (space: Prefix) => (acc: number, c: Prefix) => (prefixContainsPref
 
 describe('OwnBlocks', () => {
   it('lists the blocks with room inside a space in address order, whatever order they came in', () => {
-    const o = new OwnBlocks();
+    const o = new OwnBlocks('n1');
     for (const i of [9, 70, 2, 65, 5]) o.set(blockKey(cidrOf(i)), { rev: i, block: newBlock(cidrOf(i), 'n1') });
     o.set(blockKey(cidrOf(5)), { rev: 50, block: full(newBlock(cidrOf(5), 'n1')) });
     const keys = (space: Prefix) => [...o.withRoomIn(space)].map(([, kb]) => formatPrefix(kb.block.cidr));
@@ -35,7 +35,10 @@ describe('OwnBlocks', () => {
   });
 
   it('keeps a fold up to date as blocks arrive and recomputes it after one leaves', () => {
-    const o = OwnBlocks.of([1, 2].map((i) => [blockKey(cidrOf(i)), { rev: 1, block: newBlock(cidrOf(i), 'n1') }]));
+    const o = OwnBlocks.of(
+      'n1',
+      [1, 2].map((i) => [blockKey(cidrOf(i)), { rev: 1, block: newBlock(cidrOf(i), 'n1') }]),
+    );
     let steps = 0;
     const step = (acc: number, c: Prefix) => (steps++, count(V4)(acc, c));
     assert.equal(o.fold('v4', 0, step), 2);
@@ -51,8 +54,26 @@ describe('OwnBlocks', () => {
     assert.equal(steps, 7, 'after a block left the fold walks them all again');
   });
 
+  it("refuses another node's block, and keeps blocks that share a base apart", () => {
+    const o = new OwnBlocks('n1');
+    assert.throws(() => o.set(blockKey(cidrOf(1)), { rev: 1, block: newBlock(cidrOf(1), 'n2') }), /affinity is "n2"/);
+    assert.throws(() => o.set(blockKey(cidrOf(1)), { rev: 1, block: newBlock(cidrOf(1), null) }), /affinity is null/);
+    assert.equal(o.size, 0);
+    // Blocks of one node never overlap; a corrupt store could still hold two at one base.
+    const wide = parsePrefix('10.0.0.0/29');
+    o.set(blockKey(cidrOf(0)), { rev: 1, block: newBlock(cidrOf(0), 'n1') });
+    o.set(blockKey(wide), { rev: 1, block: newBlock(wide, 'n1') });
+    o.set(blockKey(cidrOf(0)), { rev: 2, block: full(newBlock(cidrOf(0), 'n1')) });
+    assert.deepEqual(
+      [...o.withRoomIn(V4)].map(([k]) => k),
+      [blockKey(wide)],
+    );
+    o.set(blockKey(wide), { rev: 2, block: allocateOrdinals(newBlock(wide, 'n1'), 8, 'h').block });
+    assert.deepEqual([...o.withRoomIn(V4)], []);
+  });
+
   it('a copy changes apart from the original', () => {
-    const o = OwnBlocks.of([[blockKey(cidrOf(1)), { rev: 1, block: newBlock(cidrOf(1), 'n1') }]]);
+    const o = OwnBlocks.of('n1', [[blockKey(cidrOf(1)), { rev: 1, block: newBlock(cidrOf(1), 'n1') }]]);
     assert.equal(o.fold('v4', 0, count(V4)), 1);
     const c = o.copy();
     c.set(blockKey(cidrOf(2)), { rev: 1, block: newBlock(cidrOf(2), 'n1') });
@@ -73,7 +94,7 @@ describe('OwnBlocks', () => {
     const op = fc.record({ i: fc.integer({ min: 0, max: 79 }), kind: fc.constantFrom('empty', 'full', 'one', 'delete', 'copy') });
     fc.assert(
       fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
-        let o = new OwnBlocks();
+        let o = new OwnBlocks('n1');
         const spaces = [V4, LOW, V6, parsePrefix('10.0.0.128/25')];
         for (const { i, kind } of ops) {
           const key = blockKey(cidrOf(i));

@@ -16,6 +16,8 @@ export interface OwnBlock {
 
 /** What a planner reads of a node's blocks (OwnBlocks without its writers). */
 export interface OwnBlockIndex extends ReadonlyMap<string, OwnBlock> {
+  /** Every block here is affine to this node. */
+  readonly node: string;
   /** The blocks inside `space` with a free address (isFullBlock false), lowest address first. */
   withRoomIn(space: Prefix): Generator<[string, OwnBlock]>;
   /**
@@ -31,23 +33,28 @@ interface Fold {
   readonly step: (acc: unknown, cidr: Prefix) => unknown;
 }
 
-/** Fill one with `of` or `set`: a Map's constructor would call set before the indexes exist. */
+/** The blocks of `node`: a block affine to another node is refused (RangeError). */
 export class OwnBlocks extends Map<string, OwnBlock> implements OwnBlockIndex {
   /** Keys of the blocks with room, by (family, base address). */
   #room: string[] = [];
   readonly #hasRoom = new Set<string>();
   #folds = new Map<string, Fold>();
 
+  /** Filled with `set` (a Map's constructor would call it before the indexes exist). */
+  constructor(readonly node: string) {
+    super();
+  }
+
   /** An index of `entries` (tests; a view fills one block at a time). */
-  static of(entries: Iterable<readonly [string, OwnBlock]> = []): OwnBlocks {
-    const o = new OwnBlocks();
+  static of(node: string, entries: Iterable<readonly [string, OwnBlock]> = []): OwnBlocks {
+    const o = new OwnBlocks(node);
     for (const [k, v] of entries) o.set(k, v);
     return o;
   }
 
   /** A copy whose changes leave this one as it is (a batch of plans builds on it). */
   copy(): OwnBlocks {
-    const o = new OwnBlocks();
+    const o = new OwnBlocks(this.node);
     for (const [k, v] of this) Map.prototype.set.call(o, k, v);
     o.#room = [...this.#room];
     for (const k of this.#hasRoom) o.#hasRoom.add(k);
@@ -56,6 +63,8 @@ export class OwnBlocks extends Map<string, OwnBlock> implements OwnBlockIndex {
   }
 
   override set(key: string, value: OwnBlock): this {
+    if (value.block.affinity !== this.node)
+      throw new RangeError(`Cannot index block "${key}" as node "${this.node}"'s: its affinity is ${JSON.stringify(value.block.affinity)}`);
     const isNew = !super.has(key);
     super.set(key, value);
     if (isNew) for (const f of this.#folds.values()) f.value = f.step(f.value, value.block.cidr);
