@@ -72,6 +72,21 @@ describe('the SQLite adapter', () => {
     assert.equal(later.pragma('journal_mode', { simple: true }), 'wal');
   });
 
+  it('a page size applies to a new database only', () => {
+    const fresh = track(openSqlite(join(dir.path, 'small-pages.db'), { busyTimeoutMs: 5, create: true }));
+    applyPragmas(fresh, { journal: 'wal', synchronous: 'normal', pageSizeBytes: 1024 });
+    fresh.exec('CREATE TABLE t (v TEXT)');
+    assert.equal(fresh.pragma('page_size', { simple: true }), 1024);
+    const old = track(openSqlite(join(dir.path, 'big-pages.db'), { busyTimeoutMs: 5, create: true }));
+    applyPragmas(old, { journal: 'wal', synchronous: 'normal' });
+    old.exec('CREATE TABLE t (v TEXT)');
+    const was = old.pragma('page_size', { simple: true });
+    assert.notEqual(was, 1024);
+    const again = track(openSqlite(join(dir.path, 'big-pages.db'), { busyTimeoutMs: 5 }));
+    applyPragmas(again, { journal: 'wal', synchronous: 'normal', pageSizeBytes: 1024 });
+    assert.equal(again.pragma('page_size', { simple: true }), was, 'a file with pages keeps its page size');
+  });
+
   it('read-only: reads, refuses writes', () => {
     const file = join(dir.path, 'ro.db');
     const rw = track(openSqlite(file, { busyTimeoutMs: 100, create: true }));

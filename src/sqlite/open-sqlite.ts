@@ -37,6 +37,13 @@ export interface SqlitePragmas {
   readonly synchronous: 'normal' | 'full' | 'extra';
   /** The page cache of this connection, in KiB (SQLite's default otherwise). */
   readonly cacheSizeKiB?: number;
+  /**
+   * Page size in bytes (a power of two, 512 to 65536) of a database still without pages; one
+   * that has pages keeps its own (SQLite ignores the pragma; WAL mode cannot change it later).
+   * A commit writes each page it changed whole into the WAL: small pages, fewer bytes per
+   * small transaction.
+   */
+  readonly pageSizeBytes?: number;
 }
 
 type DatabaseConstructor = new (path: string, options: { timeout: number; fileMustExist: boolean; readonly: boolean }) => SqliteDb;
@@ -65,8 +72,9 @@ export function openSqlite(file: string, options: OpenSqliteOptions): SqliteDb {
   return new loaded(file, { timeout: options.busyTimeoutMs, fileMustExist: true, readonly: options.readonly ?? false });
 }
 
-/** Sets `pragmas` on `db`, in this order: journal mode, synchronous, cache size. */
+/** Sets `pragmas` on `db`, in this order: page size (before the WAL: see SqlitePragmas), journal mode, synchronous, cache size. */
 export function applyPragmas(db: SqliteDb, pragmas: SqlitePragmas): void {
+  if (pragmas.pageSizeBytes !== undefined) db.pragma(`page_size = ${Math.trunc(pragmas.pageSizeBytes)}`);
   db.pragma(`journal_mode = ${pragmas.journal.toUpperCase()}`);
   db.pragma(`synchronous = ${pragmas.synchronous.toUpperCase()}`);
   if (pragmas.cacheSizeKiB !== undefined) db.pragma(`cache_size = -${Math.trunc(pragmas.cacheSizeKiB)}`);

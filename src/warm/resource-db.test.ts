@@ -13,7 +13,7 @@ describe('resource DB file', () => {
   });
   afterEach(() => dir.remove());
 
-  it('a new DB is 0600 (its -wal and -shm too) in a new 0700 directory, WAL, synchronous NORMAL', () => {
+  it('a new DB is 0600 (its -wal and -shm too) in a new 0700 directory, WAL, synchronous NORMAL, 1 KiB pages', () => {
     const data = join(dir.path, 'data');
     const db = new ResourceDb(data);
     try {
@@ -24,6 +24,8 @@ describe('resource DB file', () => {
       assert.equal(db.database.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(db.database.pragma('synchronous', { simple: true }), 1);
       assert.equal(db.database.pragma('busy_timeout', { simple: true }), 5000);
+      assert.equal(db.database.pragma('page_size', { simple: true }), 1024);
+      assert.equal(db.database.pragma('wal_autocheckpoint', { simple: true }), 16384, '16 MiB of 1 KiB pages');
     } finally {
       db.close();
     }
@@ -31,6 +33,7 @@ describe('resource DB file', () => {
     try {
       assert.equal(again.fresh, false);
       assert.deepEqual([...again.refillIntents()], ['h']);
+      assert.equal(again.database.pragma('page_size', { simple: true }), 1024);
     } finally {
       again.close();
     }
