@@ -25,7 +25,7 @@ import { AS_SHIPPED, type RunningAgent, SHIM_BIN, requireShim, startAgent } from
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, PODIPAM_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
-import { callBreakdown } from './lib/call-breakdown.js';
+import { tracedBreakdown } from './lib/traced-breakdown.js';
 import { type LeanSubject, buildLeanDrivers, burstWalls, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
 import { cpuMs, threadCpuMs } from './lib/proc-cpu.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, cniEnv, ms, q, ratio } from './lib/cni-subject.js';
@@ -282,50 +282,22 @@ async function leanDriver(dir: string, agent: RunningAgent, rows: string[]): Pro
 }
 
 /**
- * Where one ADD's time goes (bench/lib/call-breakdown.ts): PAIRS/2 sequential pairs through the
- * shim with PODIPAM_SHIM_TRACE=1 to an agent of its own with PODIPAM_TRACE=1 (tracing costs a
- * little: its total is printed beside the floor's, measured right after it), medians per segment.
+ * Where one ADD's time goes (bench/lib/traced-breakdown.ts): PAIRS/2 sequential pairs through
+ * the shim to a local-mode agent of its own, both tracing.
  */
 async function breakdown(dir: string, driver: string, floorBin: string, rows: string[]): Promise<void> {
   const agent = await startAgent(join(dir, 'traced', 'agent.sock'), [], { PODIPAM_TRACE: '1' }, AS_SHIPPED);
   try {
-    const pairs = String(Math.ceil(PAIRS / 2));
-    const conf = join(dir, 'traced.json');
-    writeFileSync(
-      conf,
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'bench-traced',
-        ipam: { type: 'podipam', dataDir: join(dir, 'traced-data'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
-      }),
-    );
-    const env = { PATH: process.env.PATH, PODIPAM_AGENT_SOCKET: agent.socket, PODIPAM_PLUGIN: '', PODIPAM_SHIM_TRACE: '1' };
-    // Not spawnSync: this process must keep reading the agent's stderr (its trace lines) meanwhile.
-    const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-      const c = spawn(driver, ['seq', SHIM_BIN, conf, pairs], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      c.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      c.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      c.on('close', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`cni-driver seq (traced): ${stderr}`))));
+    const pairs = Math.ceil(PAIRS / 2);
+    await tracedBreakdown({
+      drivers: { driver, floorBin, dir },
+      agent,
+      name: 'bench-traced',
+      ipam: { type: 'podipam', dataDir: join(dir, 'traced-data'), ranges: [[{ subnet: '10.128.0.0/16' }]] },
+      pairs,
+      title: `where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; per segment; tail: the slowest 5 % of calls' mean minus the median):`,
+      rows,
     });
-    for (let i = 0; i < 100 && (agent.log().match(/^podipam-trace .*"ADD"/gm)?.length ?? 0) < Number(pairs); i++) await new Promise((w) => setTimeout(w, 20));
-    const floorConf = join(dir, 'floor.json');
-    const f = spawnSync(driver, ['seq', floorBin, floorConf, pairs], { env: { PATH: process.env.PATH }, encoding: 'utf8', maxBuffer: 1 << 26 });
-    if (f.status !== 0) throw new Error(`cni-driver seq (floor): ${f.stderr}`);
-    const floorAdd = q(
-      f.stdout
-        .trim()
-        .split('\n')
-        .map((l) => Number(l.split(' ')[0]) / 1000),
-      0.5,
-    );
-    console.log(
-      `where one ADD's time goes (shim + agent, both tracing; ${pairs} sequential pairs; per segment; tail: the slowest 5 % of calls' mean minus the median):`,
-    );
-    const line = table(rows, ['median', 'p90', 'p99', 'tail extra'], 44);
-    for (const b of callBreakdown(r.stdout, r.stderr, agent.log())) line(b.label, [ms(b.ms), ms(b.p90), ms(b.p99), ms(b.tailExtra)]);
-    line('floor ADD (same run)', [ms(floorAdd), '', '', '']);
   } finally {
     await agent.stop();
   }

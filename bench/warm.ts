@@ -16,7 +16,9 @@
  * through the lean driver (bench/lib/lean-driver.ts: posix_spawn, as a runtime execs a plugin). Datastore round trips per
  * pod from each agent's store counter (every read, list and txn — an upper bound on
  * transactions), in the steady state (the sequential phase, after the preload) and in the
- * burst; the warm pool's hit rate (ADDs served without waiting for a refill).
+ * burst; the warm pool's hit rate (ADDs served without waiting for a refill). Then where one ADD's
+ * time goes in the warm pool and in cluster mode (bench/lib/traced-breakdown.ts: agents of their
+ * own, shim and agent tracing, half the pairs, the floor right after).
  *
  * The pool: minIdle 64, maxIdle 256, capacity 1024, cooldown 1 s (so sequential churn reuses
  * cooled addresses rather than refilling). Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST
@@ -32,7 +34,8 @@ import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { BURST, IN_FLIGHT, PAIRS, type Subject, ms, q, ratio } from './lib/cni-subject.js';
-import { buildLeanDrivers, burstWalls, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { type LeanDrivers, buildLeanDrivers, burstWalls, floorSubject, runLeanDriver, seqTimes } from './lib/lean-driver.js';
+import { tracedBreakdown } from './lib/traced-breakdown.js';
 import { type CpuLayout, allCpus, checkAffinity, cpuLayouts, describeLayout, pinProcess } from './lib/cpu-layout.js';
 import { childPids } from './lib/proc-cpu.js';
 
@@ -239,11 +242,78 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     line('burst: round trips per pod', agentsOnly((wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), ratio(wB.trips, cB.trips)));
     line('burst: pool hit rate', agentsOnly(`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', ''));
     line('burst: warm txns', agentsOnly(`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', ''));
+    await breakdowns(dir.path, url, drivers, rows);
   } finally {
     await warmAgent?.stop();
     await clusterAgent?.stop();
     await etcd.stop();
     dir.remove();
+  }
+}
+
+/** Pairs of each breakdown (half the sequential pairs, at most 200: a warm agent's idle addresses cover them). */
+const TRACED_PAIRS = Math.min(Math.ceil(PAIRS / 2), 200);
+
+/**
+ * Where one ADD's time goes in the warm pool and in cluster mode (bench/lib/traced-breakdown.ts):
+ * agents of their own, tracing, on the same etcd, each ADD served from addresses preloaded
+ * (the warm one) or from the node's block (the cluster one) — the pool's steady state.
+ */
+async function breakdowns(dir: string, url: string, drivers: LeanDrivers, rows: string[]): Promise<void> {
+  const traced = { PODIPAM_TRACE: '1' };
+  const warm = await startAgent(
+    join(dir, 'warm-traced', 'agent.sock'),
+    [
+      '--node',
+      'bench-warm-traced',
+      '--datastore',
+      url,
+      '--data-dir',
+      join(dir, 'warm-traced-data'),
+      '--min-idle',
+      String(TRACED_PAIRS + 16),
+      '--max-idle',
+      '256',
+      '--capacity',
+      '1024',
+      '--cooldown',
+      '1s',
+    ],
+    traced,
+    AS_SHIPPED,
+  );
+  try {
+    for (let i = 0; ; i++) {
+      const w = (await warm.status()).warmPool;
+      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= TRACED_PAIRS && (w.pools.ipv6?.idle ?? 0) >= TRACED_PAIRS) break;
+      if (i > 600) throw new Error(`traced warm pool not preloaded: ${JSON.stringify(w)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await tracedBreakdown({
+      drivers,
+      agent: warm,
+      name: 'bench-warm-traced',
+      ipam: { type: 'podipam', agent: warm.socket },
+      pairs: TRACED_PAIRS,
+      title: `where one warm-pool ADD's time goes (shim + agent, both tracing; ${TRACED_PAIRS} sequential pairs, every ADD from preloaded addresses; per segment; tail: the slowest 5 %'s mean minus the median):`,
+      rows,
+    });
+  } finally {
+    await warm.stop();
+  }
+  const cluster = await startAgent(join(dir, 'cluster-traced', 'agent.sock'), ['--node', 'bench-cluster-traced', '--datastore', url], traced, AS_SHIPPED);
+  try {
+    await tracedBreakdown({
+      drivers,
+      agent: cluster,
+      name: 'bench-cluster-traced',
+      ipam: { type: 'podipam', datastore: url, nodeName: 'bench-cluster-traced' },
+      pairs: TRACED_PAIRS,
+      title: `where one cluster-mode ADD's time goes (shim + agent, both tracing, 3-member etcd; ${TRACED_PAIRS} sequential pairs; the handler holds the datastore's transaction):`,
+      rows,
+    });
+  } finally {
+    await cluster.stop();
   }
 }
 

@@ -65,3 +65,11 @@ test('callBreakdown: lines that do not line up are an error naming the counts', 
   assert.throws(() => callBreakdown(p.driver, '', p.agent), /1 pairs but 0 shim trace lines/);
   assert.throws(() => callBreakdown(p.driver, p.shim, ''), /1 ADDs but 0 agent trace lines/);
 });
+
+test('callBreakdown: a back end that traces no lock (the warm pool, cluster mode) gets one handler row', () => {
+  const pairs = [pair(1_000_000, 0), pair(2_000_000, 0)].map((p) => ({ ...p, agent: p.agent.replace(/"batchWait":0\.2,"locked":1\.5,"write":1,/, '') }));
+  const rows = callBreakdown(pairs.map((p) => p.driver).join('\n'), pairs.map((p) => p.shim).join('\n'), pairs.map((p) => p.agent).join('\n'));
+  const labels = rows.map((r) => r.label);
+  assert.ok(!labels.some((l) => /lock|durable write|batch/.test(l) && !l.startsWith('agent: handler (')), labels.join(', '));
+  assert.equal(rows.find((r) => r.label === 'agent: handler (allocation, durable write)')?.ms, 3);
+});

@@ -8,7 +8,7 @@
  *           (PODIPAM_SHIM_TRACE=1; one per call, ADD then DEL)
  *   agent   the agent's `podipam-trace {…}` lines (PODIPAM_TRACE=1): `at` (accepted, parsed,
  *           handled, replied: the answer's write began), the local back end's phases (batchWait, locked,
- *           write), `runqMs` (the agent's wait for a CPU during the call), and its
+ *           write; a back end without them — the warm pool, cluster mode — gets one handler row), `runqMs` (the agent's wait for a CPU during the call), and its
  *           `podipam-trace-gc START_US DURATION_US` lines (GC pauses)
  *
  * Each segment is the median (and p90, p99) over the calls of its own difference (so the
@@ -67,6 +67,9 @@ export function callBreakdown(driverOut: string, shimErr: string, agentErr: stri
     xs.push(us / 1000);
     seg.set(label, xs);
   };
+  // The local back end traces its lock and its write; the warm pool and cluster mode do their
+  // allocation and their durable write inside the handler (no such rows for them).
+  const locking = adds.some((a) => a.locked !== undefined);
   driver.forEach((d, i) => {
     const [t0, t1] = [d[2]!, d[3]!];
     const [main, connected, sent, answered, exit] = shim[2 * i]!;
@@ -80,10 +83,12 @@ export function callBreakdown(driverOut: string, shimErr: string, agentErr: stri
     put('shim: framing, write', sent! - connected!);
     put('agent: event loop until parsed', a.at.parsed - sent!);
     put('  of which from the accept', a.at.parsed - a.at.accepted);
-    put('agent: handler outside the lock', (handler - locked) * 1000);
-    put('  of which waiting for the batch', (a.batchWait ?? 0) * 1000);
-    put('agent: allocation under the lock', (locked - write) * 1000);
-    put('agent: durable write', write * 1000);
+    if (locking) {
+      put('agent: handler outside the lock', (handler - locked) * 1000);
+      put('  of which waiting for the batch', (a.batchWait ?? 0) * 1000);
+      put('agent: allocation under the lock', (locked - write) * 1000);
+      put('agent: durable write', write * 1000);
+    } else put('agent: handler (allocation, durable write)', handler * 1000);
     put('agent: encode the answer', a.at.replied - a.at.handled);
     put('write of the answer until the shim has it', answered! - a.at.replied);
     put('shim: check, print', exit! - answered!);

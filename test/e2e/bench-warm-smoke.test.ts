@@ -2,7 +2,8 @@
  * A short run of bench/warm.ts (8 pairs, a 16-pod burst, every process on the same CPUs): the
  * physical floor, the warm pool, local mode through the same agent, cluster mode on a 3-member etcd
  * and host-local in one run, each ADD/DEL row with the agents' overhead above the floor and the ratios, the burst's walls
- * likewise, and the warm pool's datastore figures. Figures are not judged here (the machine is
+ * likewise, the warm pool's datastore figures, and where one warm-pool and one cluster-mode ADD's
+ * time goes. Figures are not judged here (the machine is
  * shared); the full run is `node dist/bench/index.js warm` (and `npm run bench`).
  */
 import { test } from 'node:test';
@@ -35,4 +36,21 @@ test('bench, warm smoke: floor, warm pool, local mode, cluster mode and host-loc
   }
   const hits = rows.find((r) => r.startsWith('steady: pool hit rate'));
   assert.ok(hits && /\d+\.\d%/.test(hits), `hit rate row: ${hits}`);
+  // The breakdowns: the warm pool's, then cluster mode's, each with one handler row and the floor.
+  const titles = rows.flatMap((r, i) => (/^where one (warm-pool|cluster-mode) ADD's time goes/.test(r) ? [i] : []));
+  assert.equal(titles.length, 2, rows.join('\n'));
+  for (const [k, at] of titles.entries()) {
+    const table = rows.slice(at, titles[k + 1] ?? rows.length);
+    for (const label of [
+      'exec + loading of the shim',
+      'agent: event loop until parsed',
+      'agent: handler (allocation, durable write)',
+      'total (driver)',
+      'floor ADD (same run)',
+    ]) {
+      const r = table.find((x) => x.startsWith(label));
+      assert.ok(r && /\d+\.\d+ ms/.test(r), `${label} in ${table.join('\n')}`);
+    }
+    assert.ok(!table.some((x) => /under the lock/.test(x)), 'no lock rows for a back end without one');
+  }
 });
