@@ -82,34 +82,9 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
       const r = runCliSync(url, ['pool', 'create', name, '--cidr', cidr]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
-    warmAgent = await startAgent(
-      join(dir.path, 'warm', 'agent.sock'),
-      [
-        '--node',
-        'bench-warm',
-        '--datastore',
-        url,
-        '--data-dir',
-        join(dir.path, 'warm-data'),
-        '--min-idle',
-        '64',
-        '--max-idle',
-        '256',
-        '--capacity',
-        '1024',
-        '--cooldown',
-        '1s',
-      ],
-      {},
-      AS_SHIPPED,
-    );
+    warmAgent = await startWarmAgent(join(dir.path, 'warm'), 'bench-warm', url, 64, {});
     clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url], {}, AS_SHIPPED);
-    for (let i = 0; ; i++) {
-      const w = (await warmAgent.status()).warmPool;
-      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= 64 && (w.pools.ipv6?.idle ?? 0) >= 64) break;
-      if (i > 600) throw new Error(`warm pool not preloaded: ${JSON.stringify(w)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await preloaded(warmAgent, 64);
     const warm: Subject = { name: 'warm', bin: SHIM_BIN, ipam: { type: 'podipam', agent: warmAgent.socket }, env: { PODIPAM_PLUGIN: '' }, agent: warmAgent };
     const cluster: Subject = {
       name: 'cluster',
@@ -251,6 +226,22 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
   }
 }
 
+/** A warm-pool agent for `node` in `dir` (its socket and data directory there): the bench's pool sizes, `minIdle` idle addresses of each family kept. */
+function startWarmAgent(dir: string, node: string, url: string, minIdle: number, env: NodeJS.ProcessEnv): Promise<RunningAgent> {
+  const pool = ['--min-idle', String(minIdle), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
+  return startAgent(join(dir, 'agent.sock'), ['--node', node, '--datastore', url, '--data-dir', join(dir, 'data'), ...pool], env, AS_SHIPPED);
+}
+
+/** Waits (up to 30 s) until the agent's warm pool is ready with `idle` idle addresses of each family. */
+async function preloaded(agent: RunningAgent, idle: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    const w = (await agent.status()).warmPool;
+    if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= idle && (w.pools.ipv6?.idle ?? 0) >= idle) return;
+    if (i > 600) throw new Error(`warm pool not preloaded: ${JSON.stringify(w)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Pairs of each breakdown (half the sequential pairs, at most 200: a warm agent's idle addresses cover them). */
 const TRACED_PAIRS = Math.min(Math.ceil(PAIRS / 2), 200);
 
@@ -261,34 +252,9 @@ const TRACED_PAIRS = Math.min(Math.ceil(PAIRS / 2), 200);
  */
 async function breakdowns(dir: string, url: string, drivers: LeanDrivers, rows: string[]): Promise<void> {
   const traced = { PODIPAM_TRACE: '1' };
-  const warm = await startAgent(
-    join(dir, 'warm-traced', 'agent.sock'),
-    [
-      '--node',
-      'bench-warm-traced',
-      '--datastore',
-      url,
-      '--data-dir',
-      join(dir, 'warm-traced-data'),
-      '--min-idle',
-      String(TRACED_PAIRS + 16),
-      '--max-idle',
-      '256',
-      '--capacity',
-      '1024',
-      '--cooldown',
-      '1s',
-    ],
-    traced,
-    AS_SHIPPED,
-  );
+  const warm = await startWarmAgent(join(dir, 'warm-traced'), 'bench-warm-traced', url, TRACED_PAIRS + 16, traced);
   try {
-    for (let i = 0; ; i++) {
-      const w = (await warm.status()).warmPool;
-      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= TRACED_PAIRS && (w.pools.ipv6?.idle ?? 0) >= TRACED_PAIRS) break;
-      if (i > 600) throw new Error(`traced warm pool not preloaded: ${JSON.stringify(w)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await preloaded(warm, TRACED_PAIRS);
     await tracedBreakdown({
       drivers,
       agent: warm,
