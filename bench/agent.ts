@@ -17,7 +17,7 @@
  * with the floor (and the breakdown), `… agent.js breakdown` only where one ADD's time goes.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -403,7 +403,6 @@ export async function runBreakdown(): Promise<string[]> {
   const rows: string[] = [];
   try {
     const { driver, floorBin } = buildLeanDrivers(dir.path);
-    writeFileSync(join(dir.path, 'floor.json'), JSON.stringify({ cniVersion: '1.0.0', name: 'bench-lean', ipam: { type: 'floor' } }));
     await breakdown(dir.path, driver, floorBin, rows);
     return rows;
   } finally {

@@ -18,7 +18,7 @@
  * transactions), in the steady state (the sequential phase, after the preload) and in the
  * burst; the warm pool's hit rate (ADDs served without waiting for a refill). Then where one ADD's
  * time goes in the warm pool and in cluster mode (bench/lib/traced-breakdown.ts: agents of their
- * own, shim and agent tracing, half the pairs, the floor right after).
+ * own, shim and agent tracing, half the pairs up to 200, the floor right after).
  *
  * The pool: minIdle 64, maxIdle 256, capacity 1024, cooldown 1 s (so sequential churn reuses
  * cooled addresses rather than refilling). Knobs: PODIPAM_BENCH_PAIRS (200), PODIPAM_BENCH_BURST
@@ -217,6 +217,10 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     line('burst: round trips per pod', agentsOnly((wB.trips / BURST).toFixed(3), (cB.trips / BURST).toFixed(3), ratio(wB.trips, cB.trips)));
     line('burst: pool hit rate', agentsOnly(`${((100 * wB.hits) / Math.max(1, wB.hits + wB.misses)).toFixed(1)}%`, '-', ''));
     line('burst: warm txns', agentsOnly(`${wB.refills}r ${wB.returns}x ${wB.writes}w`, '', ''));
+    // The breakdowns' agents run alone: these two may still be returning the burst's addresses.
+    await warmAgent.stop();
+    await clusterAgent.stop();
+    warmAgent = clusterAgent = undefined;
     await breakdowns(dir.path, url, drivers, rows);
   } finally {
     await warmAgent?.stop();
@@ -254,7 +258,7 @@ async function breakdowns(dir: string, url: string, drivers: LeanDrivers, rows: 
   const traced = { PODIPAM_TRACE: '1' };
   const warm = await startWarmAgent(join(dir, 'warm-traced'), 'bench-warm-traced', url, TRACED_PAIRS + 16, traced);
   try {
-    await preloaded(warm, TRACED_PAIRS);
+    await preloaded(warm, TRACED_PAIRS + 16);
     await tracedBreakdown({
       drivers,
       agent: warm,

@@ -1,5 +1,5 @@
 /**
- * Where one ADD's time goes, measured: `pairs` sequential ADD+DEL pairs through the shim with
+ * Where one ADD's time goes, measured: one pair unmeasured, then `pairs` sequential ADD+DEL pairs through the shim with
  * PODIPAM_SHIM_TRACE=1 (the lean driver's `seq`) to an agent started with PODIPAM_TRACE=1, read
  * by callBreakdown (medians, p90, p99, the slowest 5 %'s extra per segment), then the floor's
  * ADD in the same number of pairs right after (tracing costs a little: both totals printed).
@@ -33,6 +33,9 @@ export async function tracedBreakdown(o: TracedBreakdown): Promise<void> {
   const conf = join(dir, `${o.name}.json`);
   writeFileSync(conf, JSON.stringify({ cniVersion: '1.0.0', name: o.name, ipam: o.ipam }));
   const env = { PATH: process.env.PATH, PODIPAM_AGENT_SOCKET: o.agent.socket, PODIPAM_PLUGIN: '', PODIPAM_SHIM_TRACE: '1' };
+  // One pair first, unmeasured (another container id): a cluster node's first ADD claims its block.
+  const first = spawnSync(driver, ['seq', SHIM_BIN, conf, '1', String(o.pairs)], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (first.status !== 0) throw new Error(`cni-driver seq (traced ${o.name}, first pair): ${first.stderr}`);
   const logFrom = o.agent.log().length;
   // Not spawnSync: this process must keep reading the agent's stderr (its trace lines) meanwhile.
   const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
