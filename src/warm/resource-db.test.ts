@@ -1,9 +1,10 @@
 /** The resource DB's file on disk: owner-only modes, WAL, synchronous=NORMAL (a commit survives the agent's crash). */
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { makeTempDir, type TempDir } from '../../test/helpers/tmp.js';
+import { applyPragmas, openSqlite } from '../sqlite/index.js';
 import { ResourceDb } from './resource-db.js';
 
 describe('resource DB file', () => {
@@ -36,6 +37,33 @@ describe('resource DB file', () => {
       assert.equal(again.database.pragma('page_size', { simple: true }), 1024);
     } finally {
       again.close();
+    }
+  });
+
+  it('a DB made with 4 KiB pages (an older agent) keeps them, its rows and a 16 MiB checkpoint cap', () => {
+    const data = join(dir.path, 'data');
+    {
+      const first = new ResourceDb(data);
+      first.refillIntent('kept', 7);
+      first.close();
+    }
+    // Made again as an older agent made it: 4 KiB pages, WAL, its rows still in the WAL (not closed).
+    const file = join(data, 'resources.db');
+    rmSync(file);
+    for (const f of [`${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    const old = openSqlite(file, { busyTimeoutMs: 100, create: true });
+    applyPragmas(old, { journal: 'wal', synchronous: 'normal', pageSizeBytes: 4096 });
+    old.exec('CREATE TABLE refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL)');
+    old.prepare('INSERT INTO refills (handle, at) VALUES (?, ?)').run('older', 3);
+    const db = new ResourceDb(data);
+    try {
+      assert.equal(db.fresh, false);
+      assert.equal(db.database.pragma('page_size', { simple: true }), 4096);
+      assert.equal(db.database.pragma('wal_autocheckpoint', { simple: true }), 4096, '16 MiB of 4 KiB pages');
+      assert.deepEqual([...db.refillIntents()], ['older']);
+    } finally {
+      db.close();
+      old.close();
     }
   });
 });
