@@ -11,7 +11,7 @@ import { type Addr, type Family, type Prefix, addrEquals, formatPrefix, prefixCo
 import { nodeKey } from '../../model/node-record.js';
 import { selectorMatches, selectorUsesLabels } from '../../model/node-selector.js';
 import { type Pool, poolSpace, poolUsable, quarantineFor, type Assignment } from '../records/index.js';
-import type { KnownBlock } from '../views/index.js';
+import type { KnownBlock, OwnBlock } from '../views/index.js';
 import type { PlanInput } from './assign-plan.js';
 import { NamedPools } from './named-pools.js';
 
@@ -100,11 +100,11 @@ export class PlanWork {
    * satisfied by the first block never walks the rest, so an ADD costs the same however many
    * blocks the node holds.
    */
-  *ownWithRoom(pool: Pool): Generator<[string, KnownBlock & { block: Block }]> {
+  *ownWithRoom(pool: Pool): Generator<[string, OwnBlock]> {
     const { mine } = this.input;
     const node = this.input.req.node;
     const changed = this.#callBlocks();
-    const extra: [string, KnownBlock & { block: Block }][] = [];
+    const extra: [string, OwnBlock][] = [];
     for (const [k, kb] of changed) {
       const b = kb.block;
       if (b && b.affinity === node && prefixContainsPrefix(pool.cidr, b.cidr) && !isFullBlock(b)) extra.push([k, { rev: kb.rev, block: b }]);
@@ -112,7 +112,7 @@ export class PlanWork {
     extra.sort((a, b) => (a[1].block.cidr.base < b[1].block.cidr.base ? -1 : 1));
     let i = 0;
     for (const [k, kb] of mine.withRoomIn(pool.cidr)) {
-      if (changed.has(k) || kb.block.affinity !== node || !prefixContainsPrefix(pool.cidr, kb.block.cidr)) continue;
+      if (changed.has(k) || !prefixContainsPrefix(pool.cidr, kb.block.cidr)) continue;
       for (; i < extra.length && extra[i]![1].block.cidr.base < kb.block.cidr.base; i++) yield extra[i]!;
       yield [k, kb];
     }
@@ -128,21 +128,11 @@ export class PlanWork {
   ownIn(pool: Pool, position: (cidr: Prefix) => bigint): OwnCount {
     const { mine } = this.input;
     const node = this.input.req.node;
+    // The call's own blocks that the view lacks count on top of the cached fold; one the view has
+    // keeps its CIDR and its node (a plan fills the node's blocks, it never gives one away).
     const step = ownStep(pool.cidr, position);
-    const call = this.#callBlocks();
-    for (const [k, kb] of call) {
-      if (mine.has(k) && kb.block?.affinity !== node) {
-        // The call saw one of the node's blocks go or change hands: count without the cache.
-        const cidrs = new Map([...mine].map(([key, o]) => [key, o.block.cidr]));
-        for (const [key, c] of call) {
-          if (c.block?.affinity === node) cidrs.set(key, c.block.cidr);
-          else cidrs.delete(key);
-        }
-        return [...cidrs.values()].reduce(step, NO_OWN);
-      }
-    }
     let acc = mine.fold(`own\n${node}\n${pool.name}\n${formatPrefix(pool.cidr)}\n${pool.blockSize}`, NO_OWN, step);
-    for (const [k, kb] of call) if (!mine.has(k) && kb.block?.affinity === node) acc = step(acc, kb.block.cidr);
+    for (const [k, kb] of this.#callBlocks()) if (!mine.has(k) && kb.block?.affinity === node) acc = step(acc, kb.block.cidr);
     return acc;
   }
 
