@@ -1,4 +1,7 @@
-/** The resource DB's file on disk: owner-only modes, WAL, synchronous=NORMAL (a commit survives the agent's crash). */
+/**
+ * The resource DB's file on disk: owner-only modes, WAL, synchronous=NORMAL (a commit survives the
+ * agent's crash); `hasPod` (answered from memory) as the committed pods table says, whatever rolls back.
+ */
 import assert from 'node:assert/strict';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -64,6 +67,110 @@ describe('resource DB file', () => {
     } finally {
       db.close();
       old.close();
+    }
+  });
+
+  const pod = (key: string) => ({ key, network: 'n', containerId: key, ifname: 'eth0', addrs: ['10.0.0.1'], since: 1 });
+  const record = (key: string) => ({ key: `agent-pods/x/${key}`, value: '{}' });
+  /** The pods table's keys, read from the file by another connection. */
+  const keysOnDisk = (db: ResourceDb): string[] => {
+    const other = openSqlite(db.path, { busyTimeoutMs: 100, create: false });
+    try {
+      return other
+        .prepare<{ key: string }>('SELECT key FROM pods ORDER BY key')
+        .all()
+        .map((r) => r.key);
+    } finally {
+      other.close();
+    }
+  };
+
+  it('hasPod answers as the committed pods table does: alone, in a transaction, after a rollback, after a reopen', () => {
+    const data = join(dir.path, 'data');
+    const db = new ResourceDb(data);
+    try {
+      db.addPod(pod('a'), record('a'));
+      db.transaction(() => {
+        db.addPod(pod('b'), record('b'));
+        assert.equal(db.hasPod('b'), false, 'not before the commit');
+      });
+      db.adoptPod(pod('c'));
+      assert.deepEqual(
+        ['a', 'b', 'c'].map((k) => db.hasPod(k)),
+        [true, true, true],
+      );
+      assert.throws(() =>
+        db.transaction(() => {
+          db.removePod('a', [], 2, record('a').key, 2, 'del');
+          db.addPod(pod('d'), record('d'));
+          throw new Error('rolled back');
+        }),
+      );
+      assert.deepEqual(
+        ['a', 'd'].map((k) => db.hasPod(k)),
+        [true, false],
+        'a rolled-back transaction changes nothing',
+      );
+      // A savepoint rolled back (the inner call threw, the outer caught it): its keys only.
+      db.transaction(() => {
+        db.removePod('b', [], 2, record('b').key, 2, 'del');
+        try {
+          db.transaction(() => {
+            db.addPod(pod('e'), record('e'));
+            throw new Error('inner');
+          });
+        } catch {
+          /* the outer goes on */
+        }
+      });
+      assert.deepEqual(
+        ['b', 'e'].map((k) => db.hasPod(k)),
+        [false, false],
+      );
+      assert.deepEqual(keysOnDisk(db), ['a', 'c']);
+    } finally {
+      db.close();
+    }
+    const again = new ResourceDb(data);
+    try {
+      assert.deepEqual(
+        ['a', 'b', 'c', 'e'].map((k) => again.hasPod(k)),
+        [true, false, true, false],
+      );
+    } finally {
+      again.close();
+    }
+  });
+
+  it('a call that fails inside a transaction (no savepoint of its own) rolls the transaction back whole, even if caught', () => {
+    const db = new ResourceDb(join(dir.path, 'data'));
+    try {
+      db.addPod(pod('a'), record('a'));
+      assert.throws(
+        () =>
+          db.transaction(() => {
+            db.removePod('a', [], 2, record('a').key, 2, 'del');
+            try {
+              // Its second statement fails (the queued write's key is NOT NULL): the first one ran.
+              db.addPod(pod('f'), { key: null as unknown as string, value: '{}' });
+              assert.fail('the insert of a null value must fail');
+            } catch (e) {
+              if (!/NOT NULL/.test((e as Error).message)) throw e;
+            }
+          }),
+        /NOT NULL/,
+      );
+      assert.deepEqual(keysOnDisk(db), ['a'], 'neither the removal nor the half-done insert');
+      assert.deepEqual(
+        ['a', 'f'].map((k) => db.hasPod(k)),
+        [true, false],
+      );
+      assert.equal(db.pendingWrites(10).length, 1, "only a's queued write");
+      // The next transaction commits as usual.
+      db.transaction(() => db.addPod(pod('g'), record('g')));
+      assert.equal(db.hasPod('g'), true);
+    } finally {
+      db.close();
     }
   });
 });

@@ -154,7 +154,7 @@ function prepareStatements(db: SqliteDb) {
     delPod: db.prepare('DELETE FROM pods WHERE key = ?'),
     queue: db.prepare('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
     unqueue: db.prepare('DELETE FROM writes WHERE seq <= ?'),
-    hasPod: db.prepare('SELECT 1 FROM pods WHERE key = ?'),
+    podKeys: db.prepare<{ key: string }>('SELECT key FROM pods'),
     allHeld: db.prepare<HeldRow>(
       'SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt, released_at AS releasedAt FROM held ORDER BY addr',
     ),
@@ -182,18 +182,13 @@ export class ResourceDb {
   readonly #st: ReturnType<typeof prepareStatements>;
   /** WAL checkpoints after 100–200 ms without a commit, inline only past WAL_CAP_BYTES: never inside an ADD's commit unless the WAL is that long. */
   readonly #checkpointer: IdleCheckpointer;
-  // The per-pod transactions, built once (the hot path of an ADD and a DEL).
   #runTx: ((fn: () => void) => void) | undefined;
-  readonly #addPodTx: (pod: PodRow, record: { key: string; value: string }) => void;
-  readonly #removePodTx: (
-    key: string,
-    addrs: readonly string[],
-    freeAt: number,
-    recordKey: string,
-    now: number,
-    why: ReleaseReason,
-    evidence: string | null,
-  ) => void;
+  /** The keys of the pods table, so `hasPod` (an ADD's and a DEL's first question) reads no row; changed when the commit that changed the table is in. */
+  readonly #podKeys: Set<string>;
+  /** While a transaction of `#tx` runs: its changes to the pods table's keys, applied once the outermost commits. */
+  #keyChanges: [key: string, present: boolean][] | undefined;
+  /** A call that ran its statements in the transaction under way without a savepoint of its own failed: that transaction must not commit. */
+  #failed: Error | undefined;
 
   /** The file was absent or empty at open: whatever it knew is lost (the datastore's records decide). */
   readonly fresh: boolean;
@@ -240,17 +235,7 @@ export class ResourceDb {
     this.#db = db; // assigned: the catch above always throws
     this.#st = prepareStatements(db);
     this.#checkpointer = checkpointWhenIdle(db, { idleMs: 100, capPages: Math.ceil(WAL_CAP_BYTES / pragmaInteger(db, 'page_size')) });
-    this.#addPodTx = this.#db.transaction((pod: PodRow, record: { key: string; value: string }) => {
-      this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
-      this.#st.queue.run(record.key, record.value, pod.since, null, null);
-    });
-    this.#removePodTx = this.#db.transaction(
-      (key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence: string | null) => {
-        this.#st.delPod.run(key);
-        for (const a of addrs) this.#st.freeAt.run(freeAt, now, a);
-        this.#st.queue.run(recordKey, null, now, why, evidence);
-      },
-    );
+    this.#podKeys = new Set(this.#st.podKeys.all().map((r) => r.key));
   }
 
   /** Addresses just assigned to a warm handle; `refill`: the handle whose intent they fulfil (forgotten in the same commit). */
@@ -306,7 +291,10 @@ export class ResourceDb {
 
   /** A pod the datastore's record shows in use, taken back into the DB (no write queued: the record is there). */
   adoptPod(pod: PodRow): void {
-    this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+    this.#rows(() => {
+      this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+      this.#keyChanges!.push([pod.key, true]);
+    });
   }
 
   /** Addresses released in the datastore (or found gone): forgotten. */
@@ -318,12 +306,22 @@ export class ResourceDb {
 
   /** A pod got its addresses: its row and its datastore record queued, in one commit. */
   addPod(pod: PodRow, record: { key: string; value: string }): void {
-    this.#addPodTx(pod, record);
+    this.#rows(() => {
+      this.#st.putPod.run(pod.key, pod.network, pod.containerId, pod.ifname, JSON.stringify(pod.addrs), pod.since);
+      this.#st.queue.run(record.key, record.value, pod.since, null, null);
+      this.#keyChanges!.push([pod.key, true]);
+    });
   }
 
   /** A pod let go of its addresses at `now` (idle from `freeAt`); the datastore record's delete queued, with its time `now`, reason `why` and evidence (the history's). */
   removePod(key: string, addrs: readonly string[], freeAt: number, recordKey: string, now: number, why: ReleaseReason, evidence?: ReleaseEvidence): void {
-    this.#removePodTx(key, addrs, freeAt, recordKey, now, why, evidence === undefined ? null : JSON.stringify(encodeReleaseEvidence(evidence)));
+    const proof = evidence === undefined ? null : JSON.stringify(encodeReleaseEvidence(evidence));
+    this.#rows(() => {
+      this.#st.delPod.run(key);
+      for (const a of addrs) this.#st.freeAt.run(freeAt, now, a);
+      this.#st.queue.run(recordKey, null, now, why, proof);
+      this.#keyChanges!.push([key, false]);
+    });
   }
 
   /** A direct attachment recorded (an intent when `ips` is empty), or completed. */
@@ -345,8 +343,9 @@ export class ResourceDb {
     return this.#st.allDirect.all().map((r) => ({ ...r, ips: JSON.parse(r.ips) as DirectRow['ips'] }));
   }
 
+  /** Whether the pods table has `key`, as last committed (no read: see #podKeys). */
   hasPod(key: string): boolean {
-    return this.#st.hasPod.all(key).length > 0;
+    return this.#podKeys.has(key);
   }
 
   held(): HeldRow[] {
@@ -402,7 +401,45 @@ export class ResourceDb {
   #tx(fn: () => void): void {
     // One wrapper for every call: better-sqlite3 builds five closures per transaction(), ~3 % of
     // the simulated warm pool's CPU when made per call. Nested calls still become savepoints.
-    this.#runTx ??= this.#db.transaction((f: () => void) => f());
-    this.#runTx(fn);
+    this.#runTx ??= this.#db.transaction((f: () => void) => {
+      f();
+      // A call without a savepoint failed in here and was caught: its statements may be half done.
+      if (this.#failed !== undefined) throw this.#failed;
+    });
+    const mark = this.#keyChanges?.length;
+    if (mark === undefined) this.#keyChanges = [];
+    try {
+      this.#runTx(fn);
+    } catch (e) {
+      // Rolled back: the outermost's changes all, a savepoint's its own.
+      if (mark === undefined) this.#keyChanges = undefined;
+      else this.#keyChanges!.length = mark;
+      throw e;
+    } finally {
+      if (mark === undefined) this.#failed = undefined;
+    }
+    if (mark !== undefined) return;
+    const changes = this.#keyChanges!;
+    this.#keyChanges = undefined;
+    for (const [key, present] of changes) {
+      if (present) this.#podKeys.add(key);
+      else this.#podKeys.delete(key);
+    }
+  }
+
+  /**
+   * Runs a call's statements in the transaction under way, without a savepoint of its own (two
+   * statements more on every ADD and DEL, which the caller's transaction makes atomic anyway);
+   * if one fails, that transaction rolls back whole even if its function catches the error.
+   * Outside a transaction, in one of their own.
+   */
+  #rows(fn: () => void): void {
+    if (this.#keyChanges === undefined) return this.#tx(fn);
+    try {
+      fn();
+    } catch (e) {
+      this.#failed ??= e instanceof Error ? e : new Error(String(e));
+      throw e;
+    }
   }
 }
