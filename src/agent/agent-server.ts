@@ -20,6 +20,7 @@ import { forwardedEnv } from '../wire/agent-client.js';
 import type { CallAnswer, CallHandler } from '../wire/call-answer.js';
 import { type Request, FrameError, encodeAnswer, requestReader } from '../wire/frame.js';
 import { peerCredentials } from '../wire/peer-credentials.js';
+import { SERVER_OPTIONS, firstRead } from './first-read.js';
 import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
@@ -144,7 +145,7 @@ export class Agent {
       closeSync(lockFd); // the lock is released for the next try
       throw e;
     }
-    const server = createServer();
+    const server = createServer(SERVER_OPTIONS);
     const agent = new Agent(opts, hosted, server, lockFd, conns);
     // The first pods after a start would otherwise wait for the plugin's code to load and compile,
     // and run it in V8's slowest tiers.
@@ -260,11 +261,16 @@ export class Agent {
         sock.write(frame);
         if (sock.writableLength === 0) sock.destroy();
         else sock.destroySoon();
-      } else sock.end(frame);
+      } else {
+        // Reading again (a connection is accepted paused): what the client still sends is drained, not left to reset the connection.
+        sock.resume();
+        sock.end(frame);
+      }
     };
+    const fd = (sock as unknown as { _handle: { fd: number } })._handle.fd;
     let uid: number;
     try {
-      uid = peerCredentials((sock as unknown as { _handle: { fd: number } })._handle.fd).uid;
+      uid = peerCredentials(fd).uid;
     } catch (e) {
       this.#log.error({ error: (e as Error).message }, 'cannot read the peer credentials of a connection');
       sock.destroy();
@@ -285,7 +291,7 @@ export class Agent {
     const sched = TRACING ? schedMs() : undefined;
     const timer = setTimeout(() => sock.destroy(), REQUEST_READ_TIMEOUT_MS);
     let got = false;
-    sock.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       if (got) return;
       let req: Request | undefined;
       try {
@@ -321,8 +327,13 @@ export class Agent {
         },
         (e: unknown) => answer(1, errorAnswer(new CniError(CniCode.Internal, e instanceof Error ? e.message : String(e))), true), // a handler never throws
       );
-    });
+    };
+    sock.on('data', onData);
     sock.on('end', () => clearTimeout(timer));
+    // Accepted paused: the request is read here if it is there (first-read.ts), else it flows.
+    const first = firstRead(fd);
+    if (first !== undefined) onData(first);
+    if (!got) sock.resume();
   }
 
   /** Serves one call; the counting is left to `#record`, once the answer is sent. */

@@ -37,6 +37,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';
+import { SERVER_OPTIONS } from './first-read.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
@@ -94,7 +95,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   const t0 = performance.now();
   let dir: string | undefined;
   let services: WarmUpServices | undefined;
-  const server = createServer();
+  const server = createServer(SERVER_OPTIONS);
   let rounds = 0;
   let calls = 0;
   let failed = 0;

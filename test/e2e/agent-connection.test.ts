@@ -4,7 +4,9 @@
  * reads the whole answer, then EOF, and the agent holds nothing), the call is counted all the
  * same; and the trace the per-call bench's breakdown reads (PODIPAM_SHIM_TRACE=1 in the shim,
  * PODIPAM_TRACE=1 in the agent) gives timestamps on one clock across the processes, in the
- * order the call takes them.
+ * order the call takes them; a request that is not all there when the agent accepts the connection
+ * (sent in pieces, or longer than the agent's first read) is read whole, and a bad frame with the
+ * client still sending gets its error answer, not a reset.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -102,6 +104,60 @@ test('PODIPAM_SHIM_TRACE=1 and PODIPAM_TRACE=1: one line each per call, CLOCK_MO
     assert.ok(sent >= connected && sent <= answered, `sent ${sent} between connected and answered`);
     assert.ok(t.at.accepted <= t.at.parsed, JSON.stringify(t.at));
     assert.ok(t.write > 0 && t.write <= t.locked, `the durable write is timed inside the locked stretch: ${m[1]}`);
+  } finally {
+    await agent.stop();
+  }
+});
+
+/** Sends `pieces` on a new connection (each after `gapMs`, the client's side left open) and reads the answer. */
+async function callInPieces(socket: string, pieces: readonly Buffer[], gapMs: number): Promise<{ status: number; body: string }> {
+  const conn = connect({ path: socket, allowHalfOpen: true });
+  conn.on('error', () => {}); // an error shows as no answer below
+  const reader = answerReader();
+  const got = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    conn.on('data', (chunk: Buffer) => {
+      try {
+        const a = reader.push(chunk);
+        if (a) resolve({ status: a.status, body: a.body.toString('utf8') });
+      } catch (e) {
+        reject(e);
+      }
+    });
+    conn.on('close', () => reject(new Error('closed without an answer')));
+  });
+  await new Promise<void>((resolve) => conn.once('connect', () => resolve()));
+  for (const p of pieces) {
+    conn.write(p);
+    await new Promise((w) => setTimeout(w, gapMs));
+  }
+  try {
+    return await got;
+  } finally {
+    conn.destroy();
+  }
+}
+
+test('a request in pieces, one longer than the first read, and a bad frame while the client still sends: each answered', async () => {
+  const agent = await startAgent(join(dir.path, 'pieces', 'agent.sock'));
+  try {
+    const env = (id: string) => ({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: id, CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/usr/lib/cni' });
+    // In three pieces: the header alone, then the body in two, 30 ms apart.
+    const frame = encodeRequest({ kind: 'cni', call: { env: env('p1'), stdin: Buffer.from(config('piecenet')) } });
+    const a = await callInPieces(agent.socket, [frame.subarray(0, 16), frame.subarray(16, 40), frame.subarray(40)], 30);
+    assert.equal(a.status, 0, a.body);
+    assert.match(a.body, /10\.77\.0\.\d+\/24/);
+    // 200 KiB of config (a long "args" member): more than one read of the socket.
+    const long = JSON.stringify({ ...JSON.parse(config('piecenet')), args: { filler: 'x'.repeat(200 << 10) } });
+    const big = encodeRequest({ kind: 'cni', call: { env: env('p2'), stdin: Buffer.from(long) } });
+    const b = await callInPieces(agent.socket, [big], 0);
+    assert.equal(b.status, 0, b.body);
+    assert.match(b.body, /10\.77\.0\.\d+\/24/);
+    // A bad magic, then more bytes after the agent answered: the error answer arrives whole.
+    const bad = await callInPieces(agent.socket, [Buffer.from('GARBAGE!garbage!'), Buffer.alloc(4096, 1)], 30);
+    assert.equal(bad.status, 1);
+    assert.match(bad.body, /bad request/);
+    const st = await agent.status();
+    assert.equal(st.requests.ADD?.ok, 2, JSON.stringify(st.requests));
   } finally {
     await agent.stop();
   }
