@@ -3,7 +3,7 @@
  * CLI (src/cli/agent.ts) passes `name`, which maps a field to its flag or to its key in the
  * `--config` file. The warm pool's options are checked by the warm pool's own validator.
  */
-import { defaultNodeName } from '../model/node-name.js';
+import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, defaultNodeName } from '../model/node-name.js';
 
 /** The options as given (text). */
 export interface AgentConfigInput {
@@ -41,6 +41,11 @@ export async function agentConfig(o: AgentConfigInput, name: (field: AgentField)
     if (!/^[0-9]{1,10}$/.test(u)) throw new AgentConfigError('allowUids', `invalid ${name('allowUids')} ${JSON.stringify(u)}: expected a numeric uid`);
     return Number(u);
   });
+  // A node name given here must be one (the warm pool and cluster mode write it into the
+  // datastore); the host name's default is left to the calls, which may name their own node.
+  if (o.node !== undefined && !DNS_SUBDOMAIN.test(o.node)) {
+    throw new AgentConfigError('node', `invalid ${name('node')} ${JSON.stringify(o.node)}: a node name must be ${DNS_SUBDOMAIN_HINT}`);
+  }
   if (o.datastore !== undefined) {
     const { parseStoreUrl } = await import('../store/parse-store-url.js');
     try {
