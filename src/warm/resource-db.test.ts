@@ -3,7 +3,7 @@
  * agent's crash); `hasPod` (answered from memory) as the committed pods table says, whatever rolls back.
  */
 import assert from 'node:assert/strict';
-import { rmSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { makeTempDir, type TempDir } from '../../test/helpers/tmp.js';
@@ -171,6 +171,62 @@ describe('resource DB file', () => {
       assert.equal(db.hasPod('g'), true);
     } finally {
       db.close();
+    }
+  });
+
+  it('the write queue keeps its order, emptied and refilled; a new file has no AUTOINCREMENT, an older one keeps it', () => {
+    const data = join(dir.path, 'data');
+    const db = new ResourceDb(data);
+    const tableSql = (d: ResourceDb): string => d.database.prepare<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'writes'").all()[0]!.sql;
+    try {
+      assert.doesNotMatch(tableSql(db), /AUTOINCREMENT/);
+      for (const k of ['a', 'b', 'c']) db.addPod(pod(k), record(k));
+      const first = db.pendingWrites(2);
+      assert.deepEqual(
+        first.map((w) => w.key),
+        [record('a').key, record('b').key],
+      );
+      // Queued while the first two are being written: after them.
+      db.removePod('a', [], 5, record('a').key, 5, 'del');
+      db.writesDone(first[1]!.seq);
+      assert.deepEqual(
+        db.pendingWrites(10).map((w) => [w.key, w.value === undefined]),
+        [
+          [record('c').key, false],
+          [record('a').key, true],
+        ],
+      );
+      db.writesDone(db.pendingWrites(10).at(-1)!.seq);
+      assert.equal(db.writeDepth().depth, 0);
+      db.addPod(pod('d'), record('d'));
+      db.removePod('d', [], 6, record('d').key, 6, 'del');
+      assert.deepEqual(
+        db.pendingWrites(10).map((w) => [w.key, w.value === undefined]),
+        [
+          [record('d').key, false],
+          [record('d').key, true],
+        ],
+        'put, then its delete',
+      );
+    } finally {
+      db.close();
+    }
+    // A file whose queue was made with AUTOINCREMENT (an older agent) keeps it and works alike.
+    const older = join(dir.path, 'older');
+    mkdirSync(older, { mode: 0o700 });
+    const raw = openSqlite(join(older, 'resources.db'), { busyTimeoutMs: 100, create: true });
+    raw.exec('CREATE TABLE writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL)');
+    raw.close();
+    const old = new ResourceDb(older);
+    try {
+      assert.match(tableSql(old), /AUTOINCREMENT/);
+      old.addPod(pod('x'), record('x'));
+      assert.deepEqual(
+        old.pendingWrites(10).map((w) => w.key),
+        [record('x').key],
+      );
+    } finally {
+      old.close();
     }
   });
 });

@@ -98,12 +98,16 @@ const PAGE_SIZE_BYTES = 1024;
 /** WAL length past which a commit checkpoints inline (checkpointWhenIdle's cap, ~16 MiB whatever the page size). */
 const WAL_CAP_BYTES = 16 << 20;
 
+/**
+ * `writes.seq` orders the queue: one more than the largest queued (those being written stay until
+ * writesDone), so no AUTOINCREMENT — one page fewer per ADD and DEL; a file made before keeps it.
+ */
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS held (addr TEXT PRIMARY KEY NOT NULL, family INTEGER NOT NULL, handle TEXT NOT NULL,
     prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, free_at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS pods (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
     ifname TEXT NOT NULL, addrs TEXT NOT NULL, since INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL, why TEXT, evidence TEXT);
+  CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL, why TEXT, evidence TEXT);
   CREATE TABLE IF NOT EXISTS refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS direct (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
     ifname TEXT NOT NULL, ips TEXT NOT NULL, since INTEGER NOT NULL);
@@ -428,10 +432,8 @@ export class ResourceDb {
   }
 
   /**
-   * Runs a call's statements in the transaction under way, without a savepoint of its own (two
-   * statements more on every ADD and DEL, which the caller's transaction makes atomic anyway);
-   * if one fails, that transaction rolls back whole even if its function catches the error.
-   * Outside a transaction, in one of their own.
+   * A call's statements in the transaction under way, without a savepoint (two statements more
+   * per ADD and DEL): if one fails, that transaction rolls back whole, caught or not. Else alone.
    */
   #rows(fn: () => void): void {
     if (this.#keyChanges === undefined) return this.#tx(fn);
