@@ -323,7 +323,10 @@ export class WarmVerbs {
   #releaseAttachment(key: string, now: number, why: ReleaseReason, sticky?: boolean, evidence?: ReleaseEvidence): string[] {
     const s = this.#s;
     const { db, pods } = s;
-    const own = pods.poolKeyOf(key);
+    // Held under its own key: not sticky (a sticky attachment holds under its pod's), no row read.
+    let own: { poolKey: string; sticky: boolean } | undefined;
+    for (const pool of s.pools.values()) if (pool.addressOf(key) !== undefined) own = { poolKey: key, sticky: false };
+    own ??= pods.poolKeyOf(key);
     const addrs: [Family, string][] = [];
     for (const [f, pool] of s.pools) {
       const a = pool.release(own.poolKey, now, sticky === undefined ? {} : { sticky });
