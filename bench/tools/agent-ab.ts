@@ -1,0 +1,158 @@
+/**
+ * The warm-pool agent's own cost per call, one build against another, measured so that a few
+ * per cent show through a noisy machine: two agents run at once — A from
+ * PODIPAM_BENCH_BASELINE_DIST (a dist/ of main before the change; this dist/ again without it,
+ * an A/A run that shows the method's own spread), B from this dist/ — each on a SQLite datastore
+ * and a data directory of its own, dual-stack, its idle addresses preloaded, as shipped (the
+ * warm-up, optimising during it only). A C client (bench/native/agent-ab.c) makes each call as
+ * the shim does, without the exec — connect, one framed request, the answer read — alternating
+ * pair by pair between the agents with a sleep before each call, so the agent is as idle between
+ * calls as on a node, and both see the machine at the same moments. Each round starts both
+ * agents afresh; the figure is each round's B/A ratio of the medians, and their median.
+ * A one-off A/B tool (bench/tools/: not one of `npm run bench`'s modules).
+ *
+ *   [PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist] node dist/bench/tools/agent-ab.js [pairs] [rounds] [gap_us]
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ClusterIpam } from '../../src/cluster/service/index.js';
+import { openStore } from '../../src/store/index.js';
+import { callAgent } from '../../src/wire/agent-client.js';
+import { encodeRequest } from '../../src/wire/frame.js';
+import { makeTempDir } from '../../test/helpers/tmp.js';
+import { buildNative } from '../lib/build-native.js';
+
+const pairs = Number(process.argv[2] ?? 1500);
+const rounds = Number(process.argv[3] ?? 3);
+const gapUs = Number(process.argv[4] ?? 1000);
+/** Pairs of each round not counted: the agents' first calls after their start. */
+const SKIP = 200;
+if (!(Number.isInteger(pairs) && pairs > SKIP && pairs <= 20_000))
+  throw new Error(`pairs must be an integer from ${SKIP + 1} to 20000: got ${process.argv[2]}`);
+if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20)) throw new Error(`rounds must be an integer from 1 to 20: got ${process.argv[3]}`);
+if (!(Number.isInteger(gapUs) && gapUs >= 0 && gapUs <= 100_000)) throw new Error(`gap_us must be an integer from 0 to 100000: got ${process.argv[4]}`);
+
+const thisDist = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const baseline = process.env['PODIPAM_BENCH_BASELINE_DIST'];
+const distA = baseline ? resolve(baseline) : thisDist;
+for (const d of [distA, thisDist]) if (!existsSync(join(d, 'src/main.js'))) throw new Error(`${d}/src/main.js is missing: not a built dist/`);
+
+const dir = makeTempDir('agent-ab');
+const client = buildNative('agent-ab.c', join(dir.path, 'agent-ab'));
+const MIN_IDLE = 64;
+
+interface Agent {
+  readonly socket: string;
+  readonly child: ChildProcess;
+  readonly log: () => string;
+}
+
+/** Agent `name` of `dist` on a datastore of its own, preloaded. */
+async function startAgent(dist: string, name: string, round: number): Promise<Agent> {
+  const home = join(dir.path, `${name}${round}`);
+  const url = `sqlite:${home}-ds.db`;
+  const admin = new ClusterIpam(await openStore(url));
+  await admin.createPool({ name: 'v4', cidr: '10.64.0.0/16' });
+  await admin.createPool({ name: 'v6', cidr: 'fd00:64::/64' });
+  await admin.store.close();
+  const socket = `${home}.sock`;
+  const args = ['agent', '--socket', socket, '--node', `ab-${name}`, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
+  const pool = ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
+  const child = spawn(process.execPath, [join(dist, 'src/main.js'), ...args, ...pool], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`agent ${name} (${dist}) exited: ${stderr}`);
+    try {
+      const st = JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 500, answerTimeoutMs: 5000 })).body.toString('utf8')) as {
+        warmPool?: { ready: boolean; pools: Record<string, { idle: number }> };
+      };
+      const w = st.warmPool;
+      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= MIN_IDLE && (w.pools.ipv6?.idle ?? 0) >= MIN_IDLE) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (i > 600) throw new Error(`agent ${name} not ready with ${MIN_IDLE} idle addresses in 30 s: ${stderr}`);
+    await new Promise((w) => setTimeout(w, 50));
+  }
+  return { socket, child, log: () => stderr };
+}
+
+/** ADD, DEL, ADD, … of `pairs` pods to `socket`'s network, as the client reads them. */
+function framesFile(socket: string, path: string): string {
+  const conf = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'abnet', type: 'bridge', ipam: { type: 'podipam', agent: socket } }));
+  const parts: Buffer[] = [];
+  for (let i = 0; i < pairs; i++) {
+    for (const verb of ['ADD', 'DEL']) {
+      const env = {
+        CNI_COMMAND: verb,
+        CNI_CONTAINERID: `ab${String(i).padStart(6, '0')}`,
+        CNI_NETNS: '/var/run/netns/ab',
+        CNI_IFNAME: 'eth0',
+        CNI_PATH: '/opt/cni/bin',
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p${i};K8S_POD_UID=uid-${i}`,
+      };
+      const frame = encodeRequest({ kind: 'cni', call: { env, stdin: conf } });
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(frame.length);
+      parts.push(len, frame);
+    }
+  }
+  writeFileSync(path, Buffer.concat(parts));
+  return path;
+}
+
+/** Runs the client to its end: its exit status and output. */
+function runClient(args: readonly string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(client, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  return new Promise((done) => child.on('close', (status) => done({ status, stdout, stderr })));
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+console.log(`agent-ab: A ${distA}${baseline ? '' : ' (no PODIPAM_BENCH_BASELINE_DIST: A/A)'}, B ${thisDist}`);
+console.log(`${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on SQLite, dual-stack`);
+console.log('round    A ADD p50   B ADD p50   B/A ADD    A DEL p50   B DEL p50   B/A DEL');
+const ratios: { add: number; del: number }[] = [];
+try {
+  for (let r = 1; r <= rounds; r++) {
+    const a = await startAgent(distA, 'a', r);
+    const b = await startAgent(thisDist, 'b', r);
+    try {
+      // Not spawnSync: this process keeps reading the agents' logs meanwhile.
+      const out = await runClient([
+        a.socket,
+        framesFile(a.socket, join(dir.path, `a${r}.bin`)),
+        b.socket,
+        framesFile(b.socket, join(dir.path, `b${r}.bin`)),
+        String(gapUs),
+        String(SKIP),
+      ]);
+      if (out.status !== 0) throw new Error(`agent-ab client failed (${out.status}): ${out.stderr}\nA: ${a.log()}\nB: ${b.log()}`);
+      const rows = out.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ').map(Number));
+      const [aAdd, aDel, bAdd, bDel] = [0, 1, 2, 3].map((c) => median(rows.map((row) => row[c]!)) / 1000) as [number, number, number, number];
+      ratios.push({ add: bAdd / aAdd, del: bDel / aDel });
+      const ms = (x: number): string => `${x.toFixed(3)} ms`.padStart(12);
+      const x = (v: number): string => `${v.toFixed(3)}x`.padStart(10);
+      console.log(`${String(r).padEnd(5)}${ms(aAdd)}${ms(bAdd)}${x(bAdd / aAdd)}${ms(aDel)}${ms(bDel)}${x(bDel / aDel)}`);
+    } finally {
+      for (const ag of [a, b]) ag.child.kill('SIGTERM');
+      await Promise.all([a, b].map((ag) => new Promise((w) => (ag.child.exitCode !== null ? w(undefined) : ag.child.once('exit', w)))));
+    }
+  }
+  console.log(`median of the rounds: B/A ADD ${median(ratios.map((q) => q.add)).toFixed(3)}x, DEL ${median(ratios.map((q) => q.del)).toFixed(3)}x`);
+} finally {
+  dir.remove();
+}
