@@ -187,7 +187,11 @@ test('corrupted SQLite file: every verb and ipam check fail with one line naming
     const check = runCliSync(db, ['ipam', 'check']);
     if (noticed) assert.notEqual(check.code, 0, `ipam check after ${what} finds something: ${check.stdout}${check.stderr}`);
     assert.doesNotMatch(check.stderr, /^\s+at /m, 'no stack trace');
-    if (check.stderr !== '') assert.ok(check.stderr.includes(file), `names the file: ${check.stderr}`);
+    // Damage SQLite cannot tell from data may be read as data: the check then reports what that
+    // data shows (seed 1287878181: "found 12 leak(s)…" for handles it can no longer match), an
+    // answer, not an error. Anything else it prints is an error naming the file.
+    const report = /^podipam: ipam check found \d+ leak\(s\)/m.test(check.stderr);
+    if (check.stderr !== '' && !(report && !noticed)) assert.ok(check.stderr.includes(file), `names the file: ${check.stderr}`);
     if (noticed) assert.ok(failures > 0 || check.code !== 0, `${what} was noticed`);
   }
   copyFileSync(good, file);
