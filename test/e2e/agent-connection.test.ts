@@ -11,7 +11,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { connect } from 'node:net';
+import { type Socket, connect } from 'node:net';
 import { join } from 'node:path';
 import { answerReader, encodeRequest } from '../../src/wire/frame.js';
 import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
@@ -29,17 +29,7 @@ test('the agent closes the connection once its answer is written: a client keepi
     const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_IFNAME: 'eth0', CNI_NETNS: '/var/run/netns/x', CNI_PATH: '/usr/lib/cni' };
     const conn = connect({ path: agent.socket, allowHalfOpen: true });
     conn.on('error', () => {}); // asserted below through the write's callback
-    const reader = answerReader();
-    const got = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      conn.on('data', (chunk: Buffer) => {
-        try {
-          const a = reader.push(chunk);
-          if (a) resolve({ status: a.status, body: a.body.toString('utf8') });
-        } catch (e) {
-          reject(e);
-        }
-      });
-    });
+    const got = answerOn(conn);
     const ended = new Promise<void>((resolve) => conn.once('end', () => resolve()));
     conn.write(encodeRequest({ kind: 'cni', call: { env, stdin: Buffer.from(config('closenet')) } }));
     const a = await got;
@@ -109,12 +99,12 @@ test('PODIPAM_SHIM_TRACE=1 and PODIPAM_TRACE=1: one line each per call, CLOCK_MO
   }
 });
 
-/** Sends `pieces` on a new connection (each after `gapMs`, the client's side left open) and reads the answer. */
-async function callInPieces(socket: string, pieces: readonly Buffer[], gapMs: number): Promise<{ status: number; body: string }> {
-  const conn = connect({ path: socket, allowHalfOpen: true });
-  conn.on('error', () => {}); // an error shows as no answer below
+/** The answer read on `conn` (rejected on a bad frame, an error, or a close before it). */
+function answerOn(conn: Socket): Promise<{ status: number; body: string }> {
   const reader = answerReader();
-  const got = new Promise<{ status: number; body: string }>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
+    conn.on('error', reject);
+    conn.on('close', () => reject(new Error('closed without an answer')));
     conn.on('data', (chunk: Buffer) => {
       try {
         const a = reader.push(chunk);
@@ -123,8 +113,14 @@ async function callInPieces(socket: string, pieces: readonly Buffer[], gapMs: nu
         reject(e);
       }
     });
-    conn.on('close', () => reject(new Error('closed without an answer')));
   });
+}
+
+/** Sends `pieces` on a new connection (each after `gapMs`, the client's side left open) and reads the answer. */
+async function callInPieces(socket: string, pieces: readonly Buffer[], gapMs: number): Promise<{ status: number; body: string }> {
+  const conn = connect({ path: socket, allowHalfOpen: true });
+  conn.on('error', () => {}); // an error shows as no answer below
+  const got = answerOn(conn);
   await new Promise<void>((resolve) => conn.once('connect', () => resolve()));
   for (const p of pieces) {
     conn.write(p);
