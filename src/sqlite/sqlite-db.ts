@@ -35,6 +35,8 @@ export interface Transaction<A extends unknown[], R> {
 export interface SqliteDb {
   /** The file it opened. */
   readonly name: string;
+  /** A transaction is open on it (SQLite may have rolled one back by itself after an error). */
+  readonly inTransaction: boolean;
   prepare<Row = unknown>(sql: string): Statement<Row>;
   exec(sql: string): void;
   /** `PRAGMA source`: its rows, or with `simple` the first column of the first row. */

@@ -229,4 +229,47 @@ describe('resource DB file', () => {
       old.close();
     }
   });
+
+  it('a failure inside a savepoint, caught by the outer transaction, spoils only the savepoint; async functions and writes after SQLite rolled back are refused', () => {
+    const db = new ResourceDb(join(dir.path, 'data'));
+    try {
+      db.transaction(() => {
+        db.addPod(pod('a'), record('a'));
+        try {
+          db.transaction(() => db.addPod(pod('b'), { key: null as unknown as string, value: '{}' }));
+        } catch {
+          /* the outer goes on: the savepoint took back b's half-done insert */
+        }
+      });
+      assert.deepEqual(keysOnDisk(db), ['a']);
+      assert.deepEqual(
+        ['a', 'b'].map((k) => db.hasPod(k)),
+        [true, false],
+      );
+      // A function that returns a promise would write after the commit: refused, as better-sqlite3 refuses it.
+      assert.throws(() => db.transaction((async () => {}) as unknown as () => void), /cannot return a promise/);
+      // SQLite rolled the transaction back by itself (emulated) and the caller caught the error: the
+      // writes after it are refused, not committed one by one, and hasPod follows the table.
+      assert.throws(() =>
+        db.transaction(() => {
+          db.addPod(pod('c'), record('c'));
+          db.database.exec('ROLLBACK');
+          try {
+            db.addPod(pod('d'), record('d'));
+          } catch (e) {
+            assert.match((e as Error).message, /rolled back before this write/);
+          }
+        }),
+      );
+      assert.deepEqual(keysOnDisk(db), ['a']);
+      assert.deepEqual(
+        ['a', 'c', 'd'].map((k) => db.hasPod(k)),
+        [true, false, false],
+      );
+      db.addPod(pod('e'), record('e'));
+      assert.deepEqual(keysOnDisk(db), ['a', 'e']);
+    } finally {
+      db.close();
+    }
+  });
 });

@@ -23,10 +23,10 @@ import {
   oneRow,
   openSqlite,
   quickCheck,
-  tableColumns,
   SQLITE_DIR_MODE,
   type SqliteDb,
 } from '../sqlite/index.js';
+import { createTables, prepareStatements } from './resource-db-schema.js';
 
 /** The resource DB exists but cannot be opened or read: the agent stops (it is never recreated over it). */
 export class ResourceDbError extends Error {
@@ -98,95 +98,13 @@ const PAGE_SIZE_BYTES = 1024;
 /** WAL length past which a commit checkpoints inline (checkpointWhenIdle's cap, ~16 MiB whatever the page size). */
 const WAL_CAP_BYTES = 16 << 20;
 
-/**
- * `writes.seq` orders the queue: one more than the largest queued (those being written stay until
- * writesDone), so no AUTOINCREMENT — one page fewer per ADD and DEL; a file made before keeps it.
- */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS held (addr TEXT PRIMARY KEY NOT NULL, family INTEGER NOT NULL, handle TEXT NOT NULL,
-    prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, free_at INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS pods (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
-    ifname TEXT NOT NULL, addrs TEXT NOT NULL, since INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY, key TEXT NOT NULL, value TEXT, at INTEGER NOT NULL, why TEXT, evidence TEXT);
-  CREATE TABLE IF NOT EXISTS refills (handle TEXT PRIMARY KEY NOT NULL, at INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS direct (key TEXT PRIMARY KEY NOT NULL, network TEXT NOT NULL, container_id TEXT NOT NULL,
-    ifname TEXT NOT NULL, ips TEXT NOT NULL, since INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS quarantine (addr TEXT PRIMARY KEY NOT NULL, family INTEGER NOT NULL, handle TEXT NOT NULL,
-    prefix_len INTEGER NOT NULL, gateway TEXT NOT NULL, since INTEGER NOT NULL);
-`;
-
-/**
- * Columns added since the first release of the file, added in place to a DB that lacks them
- * (ALTER TABLE … ADD COLUMN: one statement each, atomic in SQLite; the rows queued before
- * get NULL there, which the code reads as "not recorded").
- */
-const ADDED_COLUMNS: readonly { readonly table: string; readonly column: string; readonly type: string }[] = [
-  // The reason of a queued pod record delete (DEL, CNI GC, warm GC, reconcile): the history stamp's.
-  { table: 'writes', column: 'why', type: 'TEXT' },
-  // A runtime-absent delete's evidence (model/history.ts's codec, JSON): the history stamp's.
-  { table: 'writes', column: 'evidence', type: 'TEXT' },
-  // When a pod of this node let the address go: its pool's reuseAfter counts from it (warm-pool.ts).
-  { table: 'held', column: 'released_at', type: 'INTEGER' },
-];
-
-function migrate(db: SqliteDb): void {
-  for (const c of ADDED_COLUMNS) {
-    if (!tableColumns(db, c.table).includes(c.column)) db.exec(`ALTER TABLE ${c.table} ADD COLUMN ${c.column} ${c.type}`);
-  }
-}
-
-/** A pod row as stored: its addresses as JSON. */
-type RawPod = Omit<PodRow, 'addrs'> & { addrs: string };
-/** A direct attachment as stored: its addresses as JSON. */
-type RawDirect = Omit<DirectRow, 'ips'> & { ips: string };
-/** A queued write as stored. */
-interface RawWrite {
-  seq: number;
-  key: string;
-  value: string | null;
-  at: number;
-  why: string | null;
-  evidence: string | null;
-}
-
-function prepareStatements(db: SqliteDb) {
-  return {
-    putHeld: db.prepare('INSERT OR REPLACE INTO held (addr, family, handle, prefix_len, gateway, free_at) VALUES (?, ?, ?, ?, ?, ?)'),
-    delHeld: db.prepare('DELETE FROM held WHERE addr = ?'),
-    freeAt: db.prepare('UPDATE held SET free_at = ?, released_at = ? WHERE addr = ?'),
-    putPod: db.prepare('INSERT OR REPLACE INTO pods (key, network, container_id, ifname, addrs, since) VALUES (?, ?, ?, ?, ?, ?)'),
-    delPod: db.prepare('DELETE FROM pods WHERE key = ?'),
-    queue: db.prepare('INSERT INTO writes (key, value, at, why, evidence) VALUES (?, ?, ?, ?, ?)'),
-    unqueue: db.prepare('DELETE FROM writes WHERE seq <= ?'),
-    podKeys: db.prepare<{ key: string }>('SELECT key FROM pods'),
-    allHeld: db.prepare<HeldRow>(
-      'SELECT addr, family, handle, prefix_len AS prefixLen, gateway, free_at AS freeAt, released_at AS releasedAt FROM held ORDER BY addr',
-    ),
-    allPods: db.prepare<RawPod>('SELECT key, network, container_id AS containerId, ifname, addrs, since FROM pods ORDER BY key'),
-    pending: db.prepare<RawWrite>('SELECT seq, key, value, at, why, evidence FROM writes ORDER BY seq LIMIT ?'),
-    depth: db.prepare<{ n: number; oldest: number | null }>('SELECT COUNT(*) AS n, MIN(at) AS oldest FROM writes'),
-    allWrites: db.prepare<{ key: string; value: string | null }>('SELECT key, value FROM writes ORDER BY seq'),
-    putRefill: db.prepare('INSERT OR REPLACE INTO refills (handle, at) VALUES (?, ?)'),
-    delRefill: db.prepare('DELETE FROM refills WHERE handle = ?'),
-    allRefills: db.prepare<{ handle: string }>('SELECT handle FROM refills'),
-    clearRefills: db.prepare('DELETE FROM refills'),
-    putQuarantine: db.prepare('INSERT OR REPLACE INTO quarantine (addr, family, handle, prefix_len, gateway, since) VALUES (?, ?, ?, ?, ?, ?)'),
-    delQuarantine: db.prepare('DELETE FROM quarantine WHERE addr = ?'),
-    putDirect: db.prepare('INSERT OR REPLACE INTO direct (key, network, container_id, ifname, ips, since) VALUES (?, ?, ?, ?, ?, ?)'),
-    getDirect: db.prepare<RawDirect>('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct WHERE key = ?'),
-    delDirect: db.prepare('DELETE FROM direct WHERE key = ?'),
-    allDirect: db.prepare<RawDirect>('SELECT key, network, container_id AS containerId, ifname, ips, since FROM direct ORDER BY key'),
-    allQuarantine: db.prepare<HeldRow>('SELECT addr, family, handle, prefix_len AS prefixLen, gateway, since AS freeAt FROM quarantine ORDER BY addr'),
-  };
-}
-
 export class ResourceDb {
   readonly path: string;
   readonly #db: SqliteDb;
   readonly #st: ReturnType<typeof prepareStatements>;
   /** WAL checkpoints after 100–200 ms without a commit, inline only past WAL_CAP_BYTES: never inside an ADD's commit unless the WAL is that long. */
   readonly #checkpointer: IdleCheckpointer;
-  #runTx: ((fn: () => void) => void) | undefined;
+  #runTx: ((fn: () => unknown) => unknown) | undefined;
   /** The keys of the pods table, so `hasPod` (an ADD's and a DEL's first question) reads no row; changed when the commit that changed the table is in. */
   readonly #podKeys: Set<string>;
   /** While a transaction of `#tx` runs: its changes to the pods table's keys, applied once the outermost commits. */
@@ -230,8 +148,7 @@ export class ResourceDb {
         if (bad.length > 0) throw new Error(bad.slice(0, 3).join('; '));
       }
       applyPragmas(db, { journal: 'wal', synchronous: 'normal', pageSizeBytes: PAGE_SIZE_BYTES });
-      db.exec(SCHEMA);
-      migrate(db);
+      createTables(db);
     } catch (e) {
       db?.close();
       throw unreadable((e as Error).message);
@@ -405,19 +322,27 @@ export class ResourceDb {
   #tx(fn: () => void): void {
     // One wrapper for every call: better-sqlite3 builds five closures per transaction(), ~3 % of
     // the simulated warm pool's CPU when made per call. Nested calls still become savepoints.
-    this.#runTx ??= this.#db.transaction((f: () => void) => {
-      f();
+    this.#runTx ??= this.#db.transaction((f: () => unknown) => {
+      const r = f();
       // A call without a savepoint failed in here and was caught: its statements may be half done.
       if (this.#failed !== undefined) throw this.#failed;
+      return r; // a promise is refused, as better-sqlite3 refuses it
     });
     const mark = this.#keyChanges?.length;
+    const failedBefore = this.#failed;
     if (mark === undefined) this.#keyChanges = [];
     try {
       this.#runTx(fn);
     } catch (e) {
-      // Rolled back: the outermost's changes all, a savepoint's its own.
-      if (mark === undefined) this.#keyChanges = undefined;
-      else this.#keyChanges!.length = mark;
+      if (mark === undefined) {
+        // Rolled back — or, had SQLite rolled back by itself, partly committed: the table decides.
+        this.#keyChanges = undefined;
+        this.#reloadKeys();
+      } else {
+        // A savepoint's rollback takes back its own changes, and whatever failed inside it.
+        this.#keyChanges!.length = mark;
+        this.#failed = failedBefore;
+      }
       throw e;
     } finally {
       if (mark === undefined) this.#failed = undefined;
@@ -431,6 +356,16 @@ export class ResourceDb {
     }
   }
 
+  #reloadKeys(): void {
+    try {
+      const keys = this.#st.podKeys.all().map((r) => r.key);
+      this.#podKeys.clear();
+      for (const k of keys) this.#podKeys.add(k);
+    } catch {
+      /* unreadable now: every write fails too until it is readable again */
+    }
+  }
+
   /**
    * A call's statements in the transaction under way, without a savepoint (two statements more
    * per ADD and DEL): if one fails, that transaction rolls back whole, caught or not. Else alone.
@@ -438,6 +373,8 @@ export class ResourceDb {
   #rows(fn: () => void): void {
     if (this.#keyChanges === undefined) return this.#tx(fn);
     try {
+      // SQLite rolled the transaction back by itself (a full disk, say) and the error was caught.
+      if (!this.#db.inTransaction) throw new Error(`resource DB ${this.path}: the transaction was rolled back before this write`);
       fn();
     } catch (e) {
       this.#failed ??= e instanceof Error ? e : new Error(String(e));
