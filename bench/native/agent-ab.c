@@ -11,6 +11,7 @@
  * frame. Prints one line per pair after the first SKIP: "a_add_us a_del_us b_add_us b_del_us".
  * A call whose answer is not status 0 exits 2 with the answer on stderr.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,9 @@ static double call(const char *sock, const char *frame, uint32_t len) {
   while ((k = read(s, buf + got, sizeof buf - got)) > 0) {
     got += (size_t)k;
     if (got >= 16 && got >= 16 + (size_t)be32(buf + 12)) break;
+    if (got == sizeof buf) { fprintf(stderr, "%s: an answer larger than %zu bytes\n", sock, sizeof buf); exit(1); }
   }
+  if (k < 0) { perror(sock); exit(1); }
   close(s);
   double t = now_us() - t0;
   if (got < 16 || be32(buf + 8) != 0) {
@@ -66,6 +69,7 @@ static double call(const char *sock, const char *frame, uint32_t len) {
 
 int main(int argc, char **argv) {
   if (argc != 7) { fprintf(stderr, "usage: agent-ab SOCK_A FRAMES_A SOCK_B FRAMES_B GAP_US SKIP\n"); return 1; }
+  signal(SIGPIPE, SIG_IGN); /* an agent gone mid-call: write fails, named below */
   long size[2];
   char *frames[2] = {load(argv[2], &size[0]), load(argv[4], &size[1])};
   const char *sock[2] = {argv[1], argv[3]};
@@ -79,6 +83,7 @@ int main(int argc, char **argv) {
         if (off[side] + 4 > size[side]) { fprintf(stderr, "frames of %s end mid-pair\n", sock[side]); return 1; }
         memcpy(&len, frames[side] + off[side], 4);
         off[side] += 4;
+        if (len > (uint32_t)(size[side] - off[side])) { fprintf(stderr, "frames of %s: a frame runs past the end\n", sock[side]); return 1; }
         if (gap > 0) usleep((useconds_t)gap);
         us[side * 2 + verb] = call(sock[side], frames[side] + off[side], len);
         off[side] += len;

@@ -63,8 +63,12 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
   const child = spawn(process.execPath, [join(dist, 'src/main.js'), ...args, ...pool], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const fail = (why: string): Error => {
+    child.kill('SIGKILL');
+    return new Error(`agent ${name} (${dist}) ${why}: ${stderr}`);
+  };
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`agent ${name} (${dist}) exited: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw fail('exited');
     try {
       const st = JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 500, answerTimeoutMs: 5000 })).body.toString('utf8')) as {
         warmPool?: { ready: boolean; pools: Record<string, { idle: number }> };
@@ -74,7 +78,7 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
     } catch {
       /* not listening yet */
     }
-    if (i > 600) throw new Error(`agent ${name} not ready with ${MIN_IDLE} idle addresses in 30 s: ${stderr}`);
+    if (i > 600) throw fail(`not ready with ${MIN_IDLE} idle addresses in 30 s`);
     await new Promise((w) => setTimeout(w, 50));
   }
   return { socket, child, log: () => stderr };
@@ -126,7 +130,10 @@ const ratios: { add: number; del: number }[] = [];
 try {
   for (let r = 1; r <= rounds; r++) {
     const a = await startAgent(distA, 'a', r);
-    const b = await startAgent(thisDist, 'b', r);
+    const b = await startAgent(thisDist, 'b', r).catch((e: unknown) => {
+      a.child.kill('SIGKILL');
+      throw e;
+    });
     try {
       // Not spawnSync: this process keeps reading the agents' logs meanwhile.
       const out = await runClient([
@@ -149,7 +156,9 @@ try {
       console.log(`${String(r).padEnd(5)}${ms(aAdd)}${ms(bAdd)}${x(bAdd / aAdd)}${ms(aDel)}${ms(bDel)}${x(bDel / aDel)}`);
     } finally {
       for (const ag of [a, b]) ag.child.kill('SIGTERM');
-      await Promise.all([a, b].map((ag) => new Promise((w) => (ag.child.exitCode !== null ? w(undefined) : ag.child.once('exit', w)))));
+      await Promise.all(
+        [a, b].map((ag) => new Promise((w) => (ag.child.exitCode !== null || ag.child.signalCode !== null ? w(undefined) : ag.child.once('exit', w)))),
+      );
     }
   }
   console.log(`median of the rounds: B/A ADD ${median(ratios.map((q) => q.add)).toFixed(3)}x, DEL ${median(ratios.map((q) => q.del)).toFixed(3)}x`);
