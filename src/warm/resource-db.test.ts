@@ -247,7 +247,7 @@ describe('resource DB file', () => {
         [true, false],
       );
       // A function that returns a promise would write after the commit: refused, as better-sqlite3 refuses it.
-      assert.throws(() => db.transaction((async () => {}) as unknown as () => void), /cannot return a promise/);
+      assert.throws(() => db.transaction(async () => {}), /cannot return a promise/);
       // SQLite rolled the transaction back by itself (emulated) and the caller caught the error: the
       // writes after it are refused, not committed one by one, and hasPod follows the table.
       assert.throws(() =>
