@@ -10,6 +10,10 @@
 import { Agent, type AgentOptions, AgentStartError, type HostedServices, type ServedConnections } from './agent/agent-server.js';
 import { ClusterServices } from './agent/cluster-services.js';
 import type { WarmOptions, WarmService } from './warm/warm-service.js';
+import type { WarmBackend } from './plugin/warm-backend.js';
+import { WARM_UP_WARM_POOLS, type WarmUpContext } from './agent/warm-up.js';
+import { silentLog } from './log/logger.js';
+import { join } from 'node:path';
 import { ScanCache } from './local/scan-cache.js';
 import type { Log } from './log/logger.js';
 import type { BackendHost } from './plugin/ipam-backend.js';
@@ -69,6 +73,8 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   const alone = (): boolean => served.open() <= 1;
   let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache, alone } };
   let warm: WarmService | undefined;
+  // The warm pool's classes, loaded when the agent runs one: the warm-up builds one of its own.
+  let warmClasses: { readonly WarmService: typeof WarmService; readonly WarmBackend: typeof WarmBackend } | undefined;
   // One client for everything that talks to the API server.
   const kube = o.kube ? await openKubeOrFail(o.kube.kubeconfig) : undefined;
   let pods: import('./agent/pod-cache.js').PodCache | undefined;
@@ -89,6 +95,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
       import('./plugin/warm-backend.js'),
       import('./agent/kube-pods.js'),
     ]);
+    warmClasses = { WarmService, WarmBackend };
     try {
       warm = new WarmService(
         {
@@ -159,12 +166,17 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   return {
     call: handler(host, calls),
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
-    warmUp: () => {
+    warmUp: async (ctx) => {
       const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
-      const warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
+      let warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
+      const ownWarm = o.warm && warmClasses ? await warmUpPool(o, warmClasses.WarmService, own.cluster, ctx) : undefined;
+      if (ownWarm && warmClasses) warmHost = { ...warmHost, warm: new warmClasses.WarmBackend(ownWarm) };
+      const tracker = new CallTracker(Date.now, 60_000);
       return {
-        call: handler(warmHost, new CallTracker(Date.now, 60_000)),
+        calls: [handler(warmHost, tracker), handler(warmHost, tracker)],
+        warm: ownWarm !== undefined,
         async close() {
+          await ownWarm?.close();
           own.scanCache.close();
           await own.cluster.close();
         },
@@ -214,6 +226,42 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
       scanCache.close();
     },
   };
+}
+
+/**
+ * The warm-up's own warm pool (src/agent/warm-up.ts): the agent's warm options on the warm-up's
+ * datastore and its pools, its resource DB in the warm-up's directory, small, its addresses back
+ * at once after a DEL and its loops fast (so that the refill and the write-behind run during the
+ * warm-up too), no API server (no pod source, no watch), silent. Started: ready when returned.
+ */
+async function warmUpPool(o: AgentMainOptions, Service: typeof WarmService, cluster: ClusterServices, ctx: WarmUpContext): Promise<WarmService> {
+  const { kubeconfig: _apiServer, ...base } = o.warm ?? ({} as NonNullable<AgentMainOptions['warm']>);
+  const service = new Service(
+    {
+      ...base,
+      datastore: ctx.datastore,
+      node: o.node,
+      dataDir: join(ctx.dir, 'warm'),
+      pools: WARM_UP_WARM_POOLS.map((p) => p.name),
+      minIdle: 8,
+      maxIdle: 32,
+      capacity: 64,
+      cooldownMs: 0,
+      tickMs: 50,
+      writeDelayMs: 10,
+      watch: false,
+      log: silentLog,
+    },
+    cluster,
+  );
+  try {
+    await service.start();
+    await service.status(); // restored and preloaded, else its error
+  } catch (e) {
+    await service.close();
+    throw e;
+  }
+  return service;
 }
 
 /** The runtime reconciliation loop over the local data directories, the cluster datastores in use and the warm pool. */

@@ -12,6 +12,10 @@
  * A one-off A/B tool (bench/tools/: not one of `npm run bench`'s modules).
  *
  *   [PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist] node dist/bench/tools/agent-ab.js [pairs] [rounds] [gap_us]
+ *
+ * PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
+ * `--optimize always`: the same build with V8 optimising throughout); PODIPAM_BENCH_AB_NODE_ARGS:
+ * Node.js flags for both (e.g. `--perf-basic-prof` for a profile of both agents with perf).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -22,6 +26,7 @@ import { openStore } from '../../src/store/index.js';
 import { callAgent } from '../../src/wire/agent-client.js';
 import { encodeRequest } from '../../src/wire/frame.js';
 import { makeTempDir } from '../../test/helpers/tmp.js';
+import { words } from '../../test/helpers/agent.js';
 import { buildNative } from '../lib/build-native.js';
 
 const pairs = Number(process.argv[2] ?? 1500);
@@ -42,6 +47,8 @@ for (const d of [distA, thisDist]) if (!existsSync(join(d, 'src/main.js'))) thro
 const dir = makeTempDir('agent-ab');
 const client = buildNative('agent-ab.c', join(dir.path, 'agent-ab'));
 const MIN_IDLE = 64;
+const NODE_ARGS = words(process.env['PODIPAM_BENCH_AB_NODE_ARGS']);
+const MORE_ARGS: Record<string, readonly string[]> = { a: words(process.env['PODIPAM_BENCH_AB_ARGS_A']), b: words(process.env['PODIPAM_BENCH_AB_ARGS_B']) };
 
 interface Agent {
   readonly socket: string;
@@ -60,7 +67,9 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
   const socket = `${home}.sock`;
   const args = ['agent', '--socket', socket, '--node', `ab-${name}`, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
   const pool = ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
-  const child = spawn(process.execPath, [join(dist, 'src/main.js'), ...args, ...pool], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_ARGS, join(dist, 'src/main.js'), ...args, ...pool, ...(MORE_ARGS[name] ?? [])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const fail = (why: string): Error => {

@@ -25,7 +25,7 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
-import { type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
+import { type WarmUpContext, type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
 import { stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -56,7 +56,7 @@ export interface HostedServices {
    * counters): the agent runs calls through it, over a private socket, before listening
    * (warm-up.ts), then closes it. Absent: no warm-up.
    */
-  readonly warmUp?: () => WarmUpServices;
+  readonly warmUp?: (ctx: WarmUpContext) => WarmUpServices | Promise<WarmUpServices>;
   /** After the last call: closes what `start` and the calls opened. */
   close(): Promise<void>;
 }
@@ -150,12 +150,19 @@ export class Agent {
     // The first pods after a start would otherwise wait for the plugin's code to load and compile,
     // and run it in V8's slowest tiers.
     if (hosted.warmUp && opts.warmUp !== false) {
-      const warmUpStats = new AgentStats();
+      // Afresh every 17 calls (odd: an ADD first, then a DEL, in turn): the code counting a verb's first call runs during the warm-up too
+      // (the agent's first ADD and DEL each take it; with V8 optimising only during the warm-up, a
+      // branch it never took after its first calls would throw the optimised code away for good).
+      let warmUpStats = new AgentStats();
+      let warmUpCalls = 0;
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,
         // The warm-up's calls are counted too, on counters of their own nobody reads: the counting
         // code runs warm from the first pod on, and the agent's own counters stay the runtime's.
-        serve: (sock, call) => agent.#serve(sock, call, warmUpStats),
+        serve: (sock, call) => {
+          if (++warmUpCalls % 17 === 0) warmUpStats = new AgentStats();
+          agent.#serve(sock, call, warmUpStats);
+        },
         node: opts.node,
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
       });
@@ -354,7 +361,11 @@ export class Agent {
       return { answer, verb, ms, trace: { verb, result: resultLabel(answer), ms, inFlight: stats.inFlight, ...traced.phases, loop } };
     } finally {
       stats.inFlight--;
-      if (stats === this.stats && stats.inFlight === 0 && this.#idle) this.#idle();
+      // Every part evaluated on every call, the warm-up's (other stats) too: V8 optimises this
+      // function during the warm-up only, and a part it never ran there would throw that away.
+      const idle = this.#idle;
+      const mine = stats === this.stats;
+      if (stats.inFlight === 0 && mine && idle) idle();
     }
   }
 

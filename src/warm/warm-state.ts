@@ -11,7 +11,7 @@ import type { ClusterIpam } from '../cluster/service/index.js';
 import type { Log } from '../log/logger.js';
 import type { PodTracker } from './pod-tracker.js';
 import type { ResourceDb } from './resource-db.js';
-import type { WarmOptions } from './warm-options.js';
+import { type WarmOptions, shapedWarmOptions } from './warm-options.js';
 import type { WarmPool } from './warm-pool.js';
 import { warmHandlePrefix } from './warm-handle.js';
 import { warmPodRecordKey } from '../model/warm-pod-record.js';
@@ -50,8 +50,11 @@ export class WarmState {
    */
   readonly gone = new Set<string>();
 
+  /** The options, every key present in one order (warm-options.ts shapedWarmOptions). */
+  readonly o: WarmOptions;
+
   constructor(
-    readonly o: WarmOptions,
+    o: WarmOptions,
     readonly cluster: ClusterHost,
     readonly db: ResourceDb,
     readonly pods: PodTracker,
@@ -59,7 +62,9 @@ export class WarmState {
     readonly now: () => number,
     /** The validated sizing every family's pool shares (warm-pool-config.ts). */
     readonly sizing: WarmSizing,
-  ) {}
+  ) {
+    this.o = shapedWarmOptions(o);
+  }
 
   get node(): string {
     return this.o.node;

@@ -3,6 +3,8 @@
  * through the agent's request path over a private socket before listening, every one answered
  * with success, and leaves nothing behind — no allocation or block in the agent's datastore, no
  * store of its own among the agent's, no counted call, no scan, no file in its temp directory.
+ * An agent with a warm pool warms its warm pool's path too (a warm pool of the warm-up's own):
+ * its rounds carry a warm ADD and DEL, and the agent's own warm pool is untouched.
  * `--warm-up 0s` runs none.
  */
 import { after, test } from 'node:test';
@@ -49,6 +51,42 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
     await agent.stop();
   }
 });
+
+test(
+  "a warm-pool agent's warm-up runs the warm pool's ADD and DEL too, on a warm pool of its own: the agent's is untouched",
+  { timeout: 120_000 },
+  async () => {
+    const url = `sqlite:${join(dir.path, 'warm-ds.db')}`;
+    const created = runCliSync(url, ['pool', 'create', 'w', '--cidr', '10.213.0.0/24']);
+    assert.equal(created.code, 0, created.stderr);
+    const tmp = join(dir.path, 'warm-tmp');
+    mkdirSync(tmp);
+    const data = join(dir.path, 'warm-data');
+    const args = ['--node', 'wu-warm', '--datastore', url, '--data-dir', data, '--min-idle', '2', '--max-idle', '4', '--capacity', '8', '--warm-up', '400ms'];
+    const agent = await startAgent(join(dir.path, 'w', 'agent.sock'), args, { TMPDIR: tmp });
+    try {
+      const st = await agent.status();
+      const w = st.warmUp;
+      assert.ok(w, `status names the warm-up: ${JSON.stringify(st)}`);
+      assert.equal(w.failed, 0, JSON.stringify(w));
+      assert.ok(w.rounds >= 8, JSON.stringify(w));
+      assert.equal(w.calls, 8 * w.rounds, `two local networks, the cluster and the warm pool, an ADD+DEL each per round: ${JSON.stringify(w)}`);
+      assert.equal(st.optimizing, false, 'the warm-up completed: V8 stopped optimising');
+      const pool = st.warmPool;
+      assert.ok(pool, JSON.stringify(st));
+      assert.deepEqual(
+        { hits: pool.hits, misses: pool.misses, writeTxns: pool.writeTxns, inUse: pool.pools.ipv4?.inUse, families: pool.families },
+        { hits: 0, misses: 0, writeTxns: 0, inUse: 0, families: [4] },
+        "the agent's warm pool served none of the warm-up's calls",
+      );
+      assert.deepEqual(st.requests, {}, 'no warm-up call is counted');
+      assert.deepEqual(st.datastore.open, [url], "only the agent's own datastore is open");
+      assert.deepEqual(readdirSync(tmp), [], 'the private directory (and the warm-up pool resource DB in it) is removed');
+    } finally {
+      await agent.stop();
+    }
+  },
+);
 
 test('--warm-up 0s runs no warm-up', { timeout: 60_000 }, async () => {
   const agent = await startAgent(join(dir.path, 'b', 'agent.sock'), ['--warm-up', '0s']);
