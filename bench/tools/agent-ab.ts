@@ -13,7 +13,8 @@
  *
  *   [PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist] node dist/bench/tools/agent-ab.js [pairs] [rounds] [gap_us]
  *
- * PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
+ * PODIPAM_BENCH_AB_MODE: `warm` (default) or `local` (the calls name a local range and data
+ * directory of each agent's own: local mode through the same agents). PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
  * `--optimize always`: the same build with V8 optimising throughout); PODIPAM_BENCH_AB_NODE_ARGS:
  * Node.js flags for both (e.g. `--perf-basic-prof` for a profile of both agents with perf).
  */
@@ -47,6 +48,8 @@ for (const d of [distA, thisDist]) if (!existsSync(join(d, 'src/main.js'))) thro
 const dir = makeTempDir('agent-ab');
 const client = buildNative('agent-ab.c', join(dir.path, 'agent-ab'));
 const MIN_IDLE = 64;
+const MODE = process.env['PODIPAM_BENCH_AB_MODE'] ?? 'warm';
+if (MODE !== 'warm' && MODE !== 'local') throw new Error(`PODIPAM_BENCH_AB_MODE must be warm or local: got ${MODE}`);
 const NODE_ARGS = words(process.env['PODIPAM_BENCH_AB_NODE_ARGS']);
 const MORE_ARGS: Record<string, readonly string[]> = { a: words(process.env['PODIPAM_BENCH_AB_ARGS_A']), b: words(process.env['PODIPAM_BENCH_AB_ARGS_B']) };
 
@@ -95,7 +98,8 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
 
 /** ADD, DEL, ADD, … of `pairs` pods to `socket`'s network, as the client reads them. */
 function framesFile(socket: string, path: string): string {
-  const conf = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'abnet', type: 'bridge', ipam: { type: 'podipam', agent: socket } }));
+  const ipam = MODE === 'local' ? { type: 'podipam', ranges: [[{ subnet: '10.70.0.0/16' }]], dataDir: `${path}.local` } : { type: 'podipam', agent: socket };
+  const conf = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'abnet', type: 'bridge', ipam }));
   const parts: Buffer[] = [];
   for (let i = 0; i < pairs; i++) {
     for (const verb of ['ADD', 'DEL']) {
@@ -133,7 +137,9 @@ const median = (xs: readonly number[]): number => {
 };
 
 console.log(`agent-ab: A ${distA}${baseline ? '' : ' (no PODIPAM_BENCH_BASELINE_DIST: A/A)'}, B ${thisDist}`);
-console.log(`${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on SQLite, dual-stack`);
+console.log(
+  `${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on SQLite, dual-stack, calls in ${MODE} mode`,
+);
 console.log('round    A ADD p50   B ADD p50   B/A ADD    A DEL p50   B DEL p50   B/A DEL');
 const ratios: { add: number; del: number }[] = [];
 try {

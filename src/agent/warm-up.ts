@@ -59,6 +59,8 @@ let warmUps = 0;
  * ~55 functions optimised and the tail above; with 1,000 rounds ~30, and a tail a third as long.
  */
 const MIN_ROUNDS = 8;
+/** Rounds in one local data directory (see `locals`). */
+const FRESH_DATA_ROUNDS = 50;
 const MAX_ROUNDS = 1000;
 /** The default budget: what an agent's start may spend on its warm-up (1,000 rounds take ~2.8 s on 2 vCPUs). */
 export const WARM_UP_BUDGET_MS = 3000;
@@ -138,9 +140,12 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     // below (as 10/8 is) and dual-stack: V8 represents the two kinds of numbers differently, and
     // the first pods' networks may be of either. Their addresses live in the private directory
     // only, never handed to a pod.
-    const locals = [
-      conf('podipam-agent-warm-up', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
-      conf('podipam-agent-warm-up-2', { dataDir: join(dir, 'data'), ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
+    // A new data directory every FRESH_DATA_ROUNDS rounds: a network's first calls in a
+    // directory (made, its files first written) run during the warm-up too, as an agent's first
+    // pods on a new node or network run them.
+    const locals = (data: string): Buffer[] => [
+      conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
+      conf('podipam-agent-warm-up-2', { dataDir: data, ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
     ];
     const cluster = conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir: '' });
     const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
@@ -178,7 +183,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
         ...(cniArgs === undefined ? {} : { CNI_ARGS: cniArgs }),
         ...(rounds % 4 < 2 ? { NODENAME: o.node } : {}),
       };
-      for (const stdin of [...locals, cluster, ...warm]) {
+      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), cluster, ...warm]) {
         for (const verb of ['ADD', 'DEL']) {
           const env = { CNI_COMMAND: verb, CNI_CONTAINERID: id, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...args };
           const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
