@@ -59,8 +59,10 @@ let warmUps = 0;
  * ~55 functions optimised and the tail above; with 1,000 rounds ~30, and a tail a third as long.
  */
 const MIN_ROUNDS = 8;
-/** Rounds in one local data directory (see `locals`). */
+/** Rounds in one local data directory (see `locals`), and with one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
+/** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
+const CLUSTER_POOLS = Array.from({ length: 16 }, (_, i) => ({ name: `warm-up-${i}`, cidr: `198.51.100.${16 * i}/28`, blockSize: 29 }));
 const MAX_ROUNDS = 1000;
 /** The default budget: what an agent's start may spend on its warm-up (1,000 rounds take ~2.8 s on 2 vCPUs). */
 export const WARM_UP_BUDGET_MS = 3000;
@@ -134,6 +136,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   try {
     dir = mkdtempSync(join(tmpdir(), 'podipam-agent-warm-up-'));
     const socket = join(dir, 'warm-up.sock');
+    const cacheDir = join(dir, 'cache');
     const conf = (name: string, ipam: Record<string, unknown>): Buffer =>
       Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name, ipam: { type: 'podipam', ...ipam } }));
     // Two local networks, one with addresses above 2^30 (as 172.16/12 and 192.168/16 are), one
@@ -147,12 +150,18 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
       conf('podipam-agent-warm-up-2', { dataDir: data, ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
     ];
-    const cluster = conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir: '' });
+    // The cluster calls: every other round naming a pool (a pool of CLUSTER_POOLS, the next one
+    // every FRESH_DATA_ROUNDS rounds: the node's first block in it is claimed during the warm-up),
+    // else every pool; the block hints in the private directory, as the agent keeps them.
+    const cluster = (round: number): Buffer => {
+      const named = round % 2 === 1 ? { pools: [CLUSTER_POOLS[Math.floor(round / FRESH_DATA_ROUNDS) % CLUSTER_POOLS.length]!.name] } : {};
+      return conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir, ...named });
+    };
     const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
     const store = await openStore(datastore);
     try {
       const admin = new ClusterIpam(store);
-      for (const pool of [{ name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 }, ...WARM_UP_WARM_POOLS]) await admin.createPool(pool);
+      for (const pool of [{ name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 }, ...CLUSTER_POOLS, ...WARM_UP_WARM_POOLS]) await admin.createPool(pool);
     } finally {
       await store.close();
     }
@@ -183,7 +192,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
         ...(cniArgs === undefined ? {} : { CNI_ARGS: cniArgs }),
         ...(rounds % 4 < 2 ? { NODENAME: o.node } : {}),
       };
-      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), cluster, ...warm]) {
+      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), cluster(rounds), ...warm]) {
         for (const verb of ['ADD', 'DEL']) {
           const env = { CNI_COMMAND: verb, CNI_CONTAINERID: id, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...args };
           const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
