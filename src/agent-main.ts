@@ -169,16 +169,29 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
     warmUp: async (ctx) => {
       const own = { cluster: new ClusterServices(), scanCache: new ScanCache() };
       let warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
-      const ownWarm = o.warm && warmClasses ? await warmUpPool(o, warmClasses.WarmService, own.cluster, ctx) : undefined;
-      if (ownWarm && warmClasses) warmHost = { ...warmHost, warm: new warmClasses.WarmBackend(ownWarm) };
+      // A warm pool of its own that cannot start is reported; the other calls run without it.
+      let ownWarm: WarmService | undefined;
+      let warmError: string | undefined;
+      if (o.warm && warmClasses) {
+        try {
+          ownWarm = await warmUpPool(o.node, o.warm.stickyForMs, warmClasses.WarmService, own.cluster, ctx);
+          warmHost = { ...warmHost, warm: new warmClasses.WarmBackend(ownWarm) };
+        } catch (e) {
+          warmError = e instanceof Error ? e.message : String(e);
+        }
+      }
       const tracker = new CallTracker(Date.now, 60_000);
       return {
         calls: [handler(warmHost, tracker), handler(warmHost, tracker)],
         warm: ownWarm !== undefined,
+        ...(warmError !== undefined ? { warmError } : {}),
         async close() {
-          await ownWarm?.close();
-          own.scanCache.close();
-          await own.cluster.close();
+          try {
+            await ownWarm?.close();
+          } finally {
+            own.scanCache.close();
+            await own.cluster.close();
+          }
         },
       };
     },
@@ -229,24 +242,25 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
 }
 
 /**
- * The warm-up's own warm pool (src/agent/warm-up.ts): the agent's warm options on the warm-up's
- * datastore and its pools, its resource DB in the warm-up's directory, small, its addresses back
- * at once after a DEL and its loops fast (so that the refill and the write-behind run during the
- * warm-up too), no API server (no pod source, no watch), silent. Started: ready when returned.
+ * The warm-up's own warm pool (src/agent/warm-up.ts) for `node`: on the warm-up's datastore and
+ * its pools, its resource DB in the warm-up's directory, small, its addresses back at once after
+ * a DEL and its loops fast (so that the refill and the write-behind run during the warm-up too),
+ * no API server (no pod source, no watch, no pod cache) and no sticky policy (none of its pods is
+ * sticky: they could fill it with reservations), silent. Started: ready when returned, else the
+ * error of its start (closed).
  */
-async function warmUpPool(o: AgentMainOptions, Service: typeof WarmService, cluster: ClusterServices, ctx: WarmUpContext): Promise<WarmService> {
-  const { kubeconfig: _apiServer, ...base } = o.warm ?? ({} as NonNullable<AgentMainOptions['warm']>);
+async function warmUpPool(node: string, stickyForMs: number, Service: typeof WarmService, cluster: ClusterServices, ctx: WarmUpContext): Promise<WarmService> {
   const service = new Service(
     {
-      ...base,
       datastore: ctx.datastore,
-      node: o.node,
+      node,
       dataDir: join(ctx.dir, 'warm'),
       pools: WARM_UP_WARM_POOLS.map((p) => p.name),
       minIdle: 8,
       maxIdle: 32,
       capacity: 64,
       cooldownMs: 0,
+      stickyForMs,
       tickMs: 50,
       writeDelayMs: 10,
       watch: false,

@@ -53,7 +53,9 @@ try {
     '--no-masquerade',
   ];
   const pool = mode === 'warm' ? ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'] : [];
-  const child = spawn(process.execPath, ['--trace-deopt-verbose', join(dist, 'src/main.js'), ...args, ...pool], {
+  // V8 prints its trace with C stdio, block-buffered into a file: line-buffered (stdbuf), the
+  // file's size when the agent is ready is where the warm-up's lines end.
+  const child = spawn('stdbuf', ['-oL', process.execPath, '--trace-deopt-verbose', join(dist, 'src/main.js'), ...args, ...pool], {
     stdio: ['ignore', openSync(trace, 'w'), 'pipe'],
   });
   let stderr = '';
@@ -96,7 +98,10 @@ try {
       }
       await new Promise((w) => setTimeout(w, 1));
     }
-    const after = readFileSync(trace, 'utf8').slice(readyAt).split('\n');
+    // Read once the agent has exited (its stdio flushed).
+    child.kill('SIGTERM');
+    await new Promise((w) => (child.exitCode !== null || child.signalCode !== null ? w(undefined) : child.once('exit', w)));
+    const after = readFileSync(trace).subarray(readyAt).toString('utf8').split('\n');
     let n = 0;
     for (let i = 0; i < after.length; i++) {
       const line = after[i]!;

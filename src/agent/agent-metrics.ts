@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Agent } from './agent-server.js';
+import { WARM_UP_FRESH_COUNTERS } from './warm-up.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -14,7 +15,7 @@ export class AgentMetrics {
   readonly #live: CallMetrics;
   /**
    * The warm-up's calls' counters: registered nowhere, never read; made afresh every
-   * WARM_UP_METRICS_CALLS of its calls, so that the code counting a label's first call runs
+   * WARM_UP_FRESH_COUNTERS of its calls, so that the code counting a label's first call runs
    * during the warm-up too (the agent's first ADD and DEL are each one).
    */
   #warmUp = callMetrics([]);
@@ -247,7 +248,7 @@ export class AgentMetrics {
    * optimised code of a dozen functions of the request path: measured with --trace-deopt.)
    */
   observe(c: { verb: string; result: string; ms: number }, warmUp = false): void {
-    if (warmUp && ++this.#warmUpCalls % WARM_UP_METRICS_CALLS === 0) this.#warmUp = callMetrics([]);
+    if (warmUp && ++this.#warmUpCalls % WARM_UP_FRESH_COUNTERS === 0) this.#warmUp = callMetrics([]);
     // Both loaded on every call, the warm-up's too (V8 optimises during the warm-up only: a load
     // it never ran there would throw the optimised code away at the first pod's call).
     const live = this.#live;
@@ -257,9 +258,6 @@ export class AgentMetrics {
     m.duration.observe({ verb: c.verb }, c.ms / 1000);
   }
 }
-
-/** How many of the warm-up's calls one warm-up pair of counters counts (odd: a pair's first call is an ADD, then a DEL, in turn, as the agent's first may be either). */
-const WARM_UP_METRICS_CALLS = 17;
 
 interface CallMetrics {
   readonly requests: Counter<'verb' | 'result'>;

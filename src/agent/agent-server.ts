@@ -25,7 +25,7 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
-import { type WarmUpContext, type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
+import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
 import { stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -150,8 +150,7 @@ export class Agent {
     // The first pods after a start would otherwise wait for the plugin's code to load and compile,
     // and run it in V8's slowest tiers.
     if (hosted.warmUp && opts.warmUp !== false) {
-      // Afresh every 17 calls (odd: an ADD first, then a DEL, in turn): the code counting a verb's first call runs during the warm-up too
-      // (the agent's first ADD and DEL each take it; with V8 optimising only during the warm-up, a
+      // Afresh every WARM_UP_FRESH_COUNTERS calls (with V8 optimising only during the warm-up, a
       // branch it never took after its first calls would throw the optimised code away for good).
       let warmUpStats = new AgentStats();
       let warmUpCalls = 0;
@@ -160,7 +159,7 @@ export class Agent {
         // The warm-up's calls are counted too, on counters of their own nobody reads: the counting
         // code runs warm from the first pod on, and the agent's own counters stay the runtime's.
         serve: (sock, call) => {
-          if (++warmUpCalls % 17 === 0) warmUpStats = new AgentStats();
+          if (++warmUpCalls % WARM_UP_FRESH_COUNTERS === 0) warmUpStats = new AgentStats();
           agent.#serve(sock, call, warmUpStats);
         },
         node: opts.node,

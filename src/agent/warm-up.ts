@@ -59,6 +59,13 @@ let warmUps = 0;
  * ~55 functions optimised and the tail above; with 1,000 rounds ~30, and a tail a third as long.
  */
 const MIN_ROUNDS = 8;
+/**
+ * The warm-up's counters (its stats in agent-server.ts, its metrics in agent-metrics.ts) are
+ * made afresh every this many of its calls, so that the code counting a verb's first call runs
+ * during the warm-up too. Odd: a fresh pair's first call is an ADD, then a DEL, in turn, as an
+ * agent's first call may be either.
+ */
+export const WARM_UP_FRESH_COUNTERS = 17;
 /** Rounds in one local data directory (see `locals`), and with one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
 /** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
@@ -92,6 +99,8 @@ export interface WarmUpServices {
   readonly calls: readonly [CallHandler, CallHandler];
   /** The handler serves a warm pool (`"ipam": {"type": "podipam", "agent": …}`): the rounds call it too. */
   readonly warm?: boolean;
+  /** The agent runs a warm pool but the warm-up's own could not start: why (the other calls run; the report's error). */
+  readonly warmError?: string;
   /** Closes what the warm-up's calls opened. */
   close(): Promise<void>;
 }
@@ -102,8 +111,10 @@ export interface WarmUpReport {
   readonly calls: number;
   readonly failed: number;
   readonly ms: number;
-  /** Why the warm-up stopped before its budget, when something failed (its first pods then run colder code). */
+  /** Why the warm-up stopped before its budget, or left a path out, when something failed (its first pods then run colder code). */
   readonly error?: string;
+  /** The first call answered with an error: its verb, network and answer (truncated). */
+  readonly firstFailure?: string;
 }
 
 export interface WarmUpOptions {
@@ -131,6 +142,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   let calls = 0;
   let failed = 0;
   let error: string | undefined;
+  let firstFailure: string | undefined;
   const datastoreName = `podipam-agent-warm-up-${++warmUps}`;
   const datastore = `memory:${datastoreName}`;
   try {
@@ -152,7 +164,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     ];
     // The cluster calls: every other round naming a pool (a pool of CLUSTER_POOLS, the next one
     // every FRESH_DATA_ROUNDS rounds: the node's first block in it is claimed during the warm-up),
-    // else every pool; the block hints in the private directory, as the agent keeps them.
+    // else every pool; `cacheDir` a path, as in pods' configs (the agent itself keeps no hint file).
     const cluster = (round: number): Buffer => {
       const named = round % 2 === 1 ? { pools: [CLUSTER_POOLS[Math.floor(round / FRESH_DATA_ROUNDS) % CLUSTER_POOLS.length]!.name] } : {};
       return conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir, ...named });
@@ -167,6 +179,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     }
     const s = (services = await o.services({ dir, datastore }));
     const warm = s.warm ? [conf('podipam-agent-warm-up-warm', { agent: socket })] : [];
+    if (s.warmError !== undefined) error = `the warm pool's warm-up could not start: ${s.warmError}`;
     let connections = 0;
     server.on('connection', (sock: Socket) => {
       const n = connections++;
@@ -197,7 +210,10 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
           const env = { CNI_COMMAND: verb, CNI_CONTAINERID: id, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...args };
           const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
           if (a.status === 0) calls++;
-          else failed++;
+          else if (failed++ === 0) {
+            const network = (JSON.parse(stdin.toString('utf8')) as { name: string }).name;
+            firstFailure = `${verb} on ${network}: ${a.body.toString('utf8').slice(0, 300)}`;
+          }
         }
       }
     }
@@ -211,5 +227,12 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     (await import('../store/memory/memory-store.js')).dropMemoryStore(datastoreName);
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
-  return { rounds, calls, failed, ms: Math.round(performance.now() - t0), ...(error === undefined ? {} : { error }) };
+  return {
+    rounds,
+    calls,
+    failed,
+    ms: Math.round(performance.now() - t0),
+    ...(error === undefined ? {} : { error }),
+    ...(firstFailure === undefined ? {} : { firstFailure }),
+  };
 }

@@ -9,7 +9,7 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
@@ -82,6 +82,26 @@ test(
       assert.deepEqual(st.requests, {}, 'no warm-up call is counted');
       assert.deepEqual(st.datastore.open, [url], "only the agent's own datastore is open");
       assert.deepEqual(readdirSync(tmp), [], 'the private directory (and the warm-up pool resource DB in it) is removed');
+      // Removed files stay open on Linux: none of the agent's descriptors points into it.
+      const fds = readdirSync(`/proc/${st.pid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${st.pid}/fd/${fd}`);
+        } catch {
+          return ''; // closed meanwhile
+        }
+      });
+      assert.deepEqual(
+        fds.filter((l) => l.startsWith(tmp)),
+        [],
+        "the warm-up's resource DB, lock and data directories are closed",
+      );
+      const listed = runCliSync(url, ['pool', 'list', '-o', 'json']);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(
+        (JSON.parse(listed.stdout) as { items: { name: string }[] }).items.map((p) => p.name),
+        ['w'],
+        "the warm-up's pools are in its own datastore only",
+      );
     } finally {
       await agent.stop();
     }
