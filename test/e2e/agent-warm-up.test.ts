@@ -62,7 +62,26 @@ test(
     const tmp = join(dir.path, 'warm-tmp');
     mkdirSync(tmp);
     const data = join(dir.path, 'warm-data');
-    const args = ['--node', 'wu-warm', '--datastore', url, '--data-dir', data, '--min-idle', '2', '--max-idle', '4', '--capacity', '8', '--warm-up', '400ms'];
+    // A sticky policy matching every warm-up pod: the agent's, not the warm-up pool's (whose
+    // capacity sticky reservations would fill, failing its ADDs).
+    const sticky = ['--sticky-namespaces', 'podipam-warm-up'];
+    const args = [
+      '--node',
+      'wu-warm',
+      '--datastore',
+      url,
+      '--data-dir',
+      data,
+      '--min-idle',
+      '2',
+      '--max-idle',
+      '4',
+      '--capacity',
+      '8',
+      '--warm-up',
+      '1s',
+      ...sticky,
+    ];
     const agent = await startAgent(join(dir.path, 'w', 'agent.sock'), args, { TMPDIR: tmp });
     try {
       const st = await agent.status();
