@@ -84,7 +84,13 @@ test(
     ];
     const agent = await startAgent(join(dir.path, 'w', 'agent.sock'), args, { TMPDIR: tmp });
     try {
-      const st = await agent.status();
+      // The agent's own warm pool starts once the socket listens: its status once it is restored.
+      let st = await agent.status();
+      for (let i = 0; !st.warmPool?.ready; i++) {
+        assert.ok(i < 300, `the agent's warm pool not ready in 30 s: ${JSON.stringify(st.warmPool)}`);
+        await new Promise((w) => setTimeout(w, 100));
+        st = await agent.status();
+      }
       const w = st.warmUp;
       assert.ok(w, `status names the warm-up: ${JSON.stringify(st)}`);
       assert.equal(w.failed, 0, JSON.stringify(w));
