@@ -13,7 +13,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeAnswer } from '../../src/wire/frame.js';
-import { SHIM_BIN, requireShim, startAgent } from '../helpers/agent.js';
+import { SHIM_BIN, requireShim, startAgent, warmSizing } from '../helpers/agent.js';
 import { PODIPAM_BIN, type PluginCall, type PluginRun, runCliSync, runPlugin } from '../helpers/plugin.js';
 import { freePort } from '../helpers/free-port.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -246,20 +246,7 @@ test('the warm back end refuses bad routes as the local and cluster back ends do
   const url = `sqlite:${join(dir.path, 'warm.db')}`;
   assert.equal(runCliSync(url, ['pool', 'create', 'w4', '--cidr', '10.212.0.0/16']).code, 0);
   const sock = join(dir.path, 'warm', 'agent.sock');
-  const agent = await startAgent(sock, [
-    '--node',
-    'wnode',
-    '--datastore',
-    url,
-    '--data-dir',
-    join(dir.path, 'warm-data'),
-    '--min-idle',
-    '2',
-    '--max-idle',
-    '4',
-    '--capacity',
-    '8',
-  ]);
+  const agent = await startAgent(sock, ['--node', 'wnode', '--datastore', url, '--data-dir', join(dir.path, 'warm-data'), ...warmSizing(2, 4, 8)]);
   try {
     const call = (routes: unknown, id: string): PluginCall => ({
       command: 'ADD',

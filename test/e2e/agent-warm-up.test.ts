@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAgent } from '../helpers/agent.js';
+import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
@@ -65,23 +65,7 @@ test(
     // A sticky policy matching every warm-up pod: the agent's, not the warm-up pool's (whose
     // capacity sticky reservations would fill, failing its ADDs).
     const sticky = ['--sticky-namespaces', 'podipam-warm-up'];
-    const args = [
-      '--node',
-      'wu-warm',
-      '--datastore',
-      url,
-      '--data-dir',
-      data,
-      '--min-idle',
-      '2',
-      '--max-idle',
-      '4',
-      '--capacity',
-      '8',
-      '--warm-up',
-      '1s',
-      ...sticky,
-    ];
+    const args = ['--node', 'wu-warm', '--datastore', url, '--data-dir', data, ...warmSizing(2, 4, 8), '--warm-up', '1s', ...sticky];
     const agent = await startAgent(join(dir.path, 'w', 'agent.sock'), args, { TMPDIR: tmp });
     try {
       // The agent's own warm pool starts once the socket listens: its status once it is restored.

@@ -18,6 +18,16 @@ export const TEST_WARM_UP = '300ms';
 /** A space-separated list of flags from the environment (empty when unset). */
 export const words = (s: string | undefined): string[] => (s ?? '').split(' ').filter((a) => a !== '');
 
+/** A warm pool's sizing flags for `podipam agent`. */
+export const warmSizing = (minIdle: number, maxIdle: number, capacity: number): string[] => [
+  '--min-idle',
+  String(minIdle),
+  '--max-idle',
+  String(maxIdle),
+  '--capacity',
+  String(capacity),
+];
+
 /**
  * startAgent's option for an agent run as the product ships it (the benches): the agent's own
  * warm-up and defaults; PODIPAM_BENCH_AGENT_NODE_ARGS: flags for node itself, space-separated (an
