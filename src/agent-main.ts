@@ -73,8 +73,8 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   const alone = (): boolean => served.open() <= 1;
   let host: BackendHost = { cluster, local: { asyncLockWait: true, scanCache, alone } };
   let warm: WarmService | undefined;
-  // The warm pool's classes, loaded when the agent runs one: the warm-up builds one of its own.
-  let warmClasses: { readonly WarmService: typeof WarmService; readonly WarmBackend: typeof WarmBackend } | undefined;
+  // The warm pool's classes and its sticky window, when the agent runs one: the warm-up builds one of its own.
+  let warmClasses: { readonly WarmService: typeof WarmService; readonly WarmBackend: typeof WarmBackend; readonly stickyForMs: number } | undefined;
   // One client for everything that talks to the API server.
   const kube = o.kube ? await openKubeOrFail(o.kube.kubeconfig) : undefined;
   let pods: import('./agent/pod-cache.js').PodCache | undefined;
@@ -95,7 +95,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
       import('./plugin/warm-backend.js'),
       import('./agent/kube-pods.js'),
     ]);
-    warmClasses = { WarmService, WarmBackend };
+    warmClasses = { WarmService, WarmBackend, stickyForMs: o.warm.stickyForMs };
     try {
       warm = new WarmService(
         {
@@ -172,9 +172,9 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
       // A warm pool of its own that cannot start is reported; the other calls run without it.
       let ownWarm: WarmService | undefined;
       let warmError: string | undefined;
-      if (o.warm && warmClasses) {
+      if (warmClasses) {
         try {
-          ownWarm = await warmUpPool(o.node, o.warm.stickyForMs, warmClasses.WarmService, own.cluster, ctx);
+          ownWarm = await warmUpPool(o.node, warmClasses.stickyForMs, warmClasses.WarmService, own.cluster, ctx);
           warmHost = { ...warmHost, warm: new warmClasses.WarmBackend(ownWarm) };
         } catch (e) {
           warmError = e instanceof Error ? e.message : String(e);

@@ -21,20 +21,21 @@
  * warm pool, the warm pool's back end (a warm pool of the warm-up's own, dual-stack, its loops
  * running fast), so that no such path is left for a pod to meet first — with V8 optimising only
  * during the warm-up, a path it leaves out runs in V8's baseline tiers for the agent's life
- * (measured: a warm-pool agent's ADD ~9 % and DEL ~11 % dearer than with V8 optimising throughout,
- * before the warm pool was warmed up too). What V8 would still optimise after it, it does not: once a
- * warm-up has run without error, before the socket listens, the agent stops V8 optimising
- * (`--optimize warm-up`, src/util/stop-optimizing.ts).
+ * (measured: a warm-pool agent's ADD ~9 % and DEL ~11 % dearer than with V8 optimising
+ * throughout, before the warm pool was warmed up too). What V8 would still optimise after it, it
+ * does not: once a warm-up has run without error, before the socket listens, the agent stops V8
+ * optimising (`--optimize warm-up`, src/util/stop-optimizing.ts).
  *
  * The calls go through a private socket (a directory made for the purpose by mkdtemp, 0700,
  * removed after) served by the agent's own connection code (`serve`: peer check, framing, answer,
  * close), with the JavaScript client of the protocol, so that code is warmed too. The services
  * behind it are the warm-up's own, built for it and closed after it: a scan cache and a cluster
  * host like the agent's (and a warm pool, when the agent runs one), but no datastore, cache or
- * counter of the agent's is touched. The local back end runs on a data directory inside the
- * private directory; the cluster back end on a process-private memory store holding a pool of
- * TEST-NET-1 addresses (no hint file), the warm pool on the same store's WARM_UP_WARM_POOLS with
- * its resource DB inside the private directory; the store's data is dropped after. Left behind: the process-wide cache of parsed local configs holds up to
+ * counter of the agent's is touched. The local back end runs on data directories inside the
+ * private directory; the cluster back end on a process-private memory store holding pools of
+ * TEST-NET-1 and TEST-NET-2 addresses (no hint file), the warm pool on the same store's
+ * WARM_UP_WARM_POOLS with its resource DB inside the private directory; the store's data is
+ * dropped after. Left behind: the process-wide cache of parsed local configs holds up to
  * its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
  * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
  * only costs the first pods their cold start (and the agent then leaves V8 optimising:

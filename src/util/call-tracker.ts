@@ -12,7 +12,11 @@ export class CallTracker {
   readonly #maxAgeMs: number | undefined;
   readonly #busy = new Map<string, number>();
   readonly #touched = new Map<string, number>();
-  /** A double from the start (never pruned: -∞), as the times it takes: V8 changes an object's hidden class when a small-integer field first takes a double, and code optimised for the one throws itself away at the other. */
+  /**
+   * A double from the start (never pruned: -∞), as the times it takes: V8 changes an object's
+   * hidden class when a small-integer field first takes a double, and code optimised for the one
+   * throws itself away at the other.
+   */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(now: () => number, maxAgeMs?: number) {
