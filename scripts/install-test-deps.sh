@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what podipam's test suite needs on a fresh Debian machine (run as root):
 # the reference CNI plugins, etcd, iproute2, ping, openssl (the TLS tests make their
-# certificates with it), Chromium, containerd + runc + busybox-static (the CRI tests), prometheus + promtool (the alert rules) and, where no kubectl exists, kubectl (the manifest tests render
+# certificates with it), Chromium, containerd + runc + busybox-static (the CRI tests), prometheus + promtool (the alert rules), strace (a test counts fsyncs) and, where no kubectl exists, kubectl (the manifest tests render
 # deploy/ with `kubectl kustomize`), mmdebstrap and skopeo (the image: npm run image) from Debian, then npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,7 @@ command -v runc >/dev/null || need+=(runc)
 command -v promtool >/dev/null || need+=(prometheus)           # the alert rules' tests and the Prometheus end-to-end test
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)         # npm run image: the image's Debian base, no daemon
 command -v skopeo >/dev/null || need+=(skopeo)                 # the image tests read the OCI archive with a second tool
+command -v strace >/dev/null || need+=(strace)               # a test counts the fsyncs of a throwaway SQLite store
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need+=(busybox-static)   # the pause image: one static busybox
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"

@@ -13,8 +13,10 @@
  *
  *   [PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist] node dist/bench/tools/agent-ab.js [pairs] [rounds] [gap_us]
  *
- * PODIPAM_BENCH_AB_MODE: `warm` (default) or `local` (the calls name a local range and data
- * directory of each agent's own: local mode through the same agents). PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
+ * PODIPAM_BENCH_AB_MODE: `warm` (default), `local` (the calls name a local range and data
+ * directory of each agent's own: local mode through the same agents) or `cluster` (the calls
+ * name each agent's datastore: cluster mode; every ADD and DEL then waits for a SQLite commit's
+ * fsync, so TMPDIR=/dev/shm shows the agents' own work through less of the disk's noise). PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
  * `--optimize always`: the same build with V8 optimising throughout); PODIPAM_BENCH_AB_NODE_ARGS:
  * Node.js flags for both (e.g. `--perf-basic-prof` for a profile of both agents with perf).
  */
@@ -49,12 +51,15 @@ const dir = makeTempDir('agent-ab');
 const client = buildNative('agent-ab.c', join(dir.path, 'agent-ab'));
 const MIN_IDLE = 64;
 const MODE = process.env['PODIPAM_BENCH_AB_MODE'] ?? 'warm';
-if (MODE !== 'warm' && MODE !== 'local') throw new Error(`PODIPAM_BENCH_AB_MODE must be warm or local: got ${MODE}`);
+if (MODE !== 'warm' && MODE !== 'local' && MODE !== 'cluster') throw new Error(`PODIPAM_BENCH_AB_MODE must be warm, local or cluster: got ${MODE}`);
 const NODE_ARGS = words(process.env['PODIPAM_BENCH_AB_NODE_ARGS']);
 const MORE_ARGS: Record<string, readonly string[]> = { a: words(process.env['PODIPAM_BENCH_AB_ARGS_A']), b: words(process.env['PODIPAM_BENCH_AB_ARGS_B']) };
 
 interface Agent {
   readonly socket: string;
+  /** Its datastore (and node name), which cluster-mode calls name. */
+  readonly url: string;
+  readonly node: string;
   readonly child: ChildProcess;
   readonly log: () => string;
 }
@@ -93,12 +98,17 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
     if (i > 600) throw fail(`not ready with ${MIN_IDLE} idle addresses in 30 s`);
     await new Promise((w) => setTimeout(w, 50));
   }
-  return { socket, child, log: () => stderr };
+  return { socket, url, node: `ab-${name}`, child, log: () => stderr };
 }
 
-/** ADD, DEL, ADD, … of `pairs` pods to `socket`'s network, as the client reads them. */
-function framesFile(socket: string, path: string): string {
-  const ipam = MODE === 'local' ? { type: 'podipam', ranges: [[{ subnet: '10.70.0.0/16' }]], dataDir: `${path}.local` } : { type: 'podipam', agent: socket };
+/** ADD, DEL, ADD, … of `pairs` pods to agent `ag`'s network, as the client reads them. */
+function framesFile(ag: Agent, path: string): string {
+  const ipam =
+    MODE === 'local'
+      ? { type: 'podipam', ranges: [[{ subnet: '10.70.0.0/16' }]], dataDir: `${path}.local` }
+      : MODE === 'cluster'
+        ? { type: 'podipam', agent: ag.socket, datastore: ag.url, nodeName: ag.node }
+        : { type: 'podipam', agent: ag.socket };
   const conf = Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'abnet', type: 'bridge', ipam }));
   const parts: Buffer[] = [];
   for (let i = 0; i < pairs; i++) {
@@ -153,9 +163,9 @@ try {
       // Not spawnSync: this process keeps reading the agents' logs meanwhile.
       const out = await runClient([
         a.socket,
-        framesFile(a.socket, join(dir.path, `a${r}.bin`)),
+        framesFile(a, join(dir.path, `a${r}.bin`)),
         b.socket,
-        framesFile(b.socket, join(dir.path, `b${r}.bin`)),
+        framesFile(b, join(dir.path, `b${r}.bin`)),
         String(gapUs),
         String(SKIP),
       ]);

@@ -10,9 +10,12 @@
  * (bench/tools/: not one of `npm run bench`'s modules).
  *
  *   node dist/bench/tools/deopt-trace.js [warm|local|cluster] [pairs]
+ *
+ * PODIPAM_BENCH_DEOPT_OUT=FILE writes V8's whole trace after the agent was ready to FILE (the
+ * maps and inlined frames behind each line).
  */
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync, statSync } from 'node:fs';
+import { openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ClusterIpam } from '../../src/cluster/service/index.js';
@@ -101,7 +104,11 @@ try {
     // Read once the agent has exited (its stdio flushed).
     child.kill('SIGTERM');
     await new Promise((w) => (child.exitCode !== null || child.signalCode !== null ? w(undefined) : child.once('exit', w)));
-    const after = readFileSync(trace).subarray(readyAt).toString('utf8').split('\n');
+    const afterText = readFileSync(trace).subarray(readyAt).toString('utf8');
+    // PODIPAM_BENCH_DEOPT_OUT=FILE: V8's whole trace after the agent was ready (maps, inlined frames), to read further.
+    const out = process.env['PODIPAM_BENCH_DEOPT_OUT'];
+    if (out) writeFileSync(out, afterText);
+    const after = afterText.split('\n');
     let n = 0;
     for (let i = 0; i < after.length; i++) {
       const line = after[i]!;

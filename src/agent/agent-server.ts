@@ -25,7 +25,7 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
-import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, warmUp } from './warm-up.js';
+import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
 import { stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -57,6 +57,8 @@ export interface HostedServices {
    * (warm-up.ts), then closes it. Absent: no warm-up.
    */
   readonly warmUp?: (ctx: WarmUpContext) => WarmUpServices | Promise<WarmUpServices>;
+  /** The kind of datastore `warmUp`'s services are given (WarmUpStore; default memory). */
+  readonly warmUpStore?: WarmUpStore;
   /** After the last call: closes what `start` and the calls opened. */
   close(): Promise<void>;
 }
@@ -164,6 +166,7 @@ export class Agent {
         },
         node: opts.node,
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
+        ...(hosted.warmUpStore !== undefined ? { store: hosted.warmUpStore } : {}),
       });
     }
     if (opts.stopOptimizingAfterWarmUp) {

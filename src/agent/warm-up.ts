@@ -27,16 +27,19 @@
  * optimising (`--optimize warm-up`, src/util/stop-optimizing.ts).
  *
  * The calls go through a private socket (a directory made for the purpose by mkdtemp, 0700,
- * removed after) served by the agent's own connection code (`serve`: peer check, framing, answer,
- * close), with the JavaScript client of the protocol, so that code is warmed too. The services
- * behind it are the warm-up's own, built for it and closed after it: a scan cache and a cluster
- * host like the agent's (and a warm pool, when the agent runs one), but no datastore, cache or
- * counter of the agent's is touched. The local back end runs on data directories inside the
- * private directory; the cluster back end on a process-private memory store holding pools of
- * TEST-NET-1 and TEST-NET-2 addresses (no hint file), the warm pool on the same store's
- * WARM_UP_WARM_POOLS with its resource DB inside the private directory; the store's data is
- * dropped after. Left behind: the process-wide cache of parsed local configs holds up to
- * its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
+ * named after the agent's pid, removed after; one left by an agent killed during its warm-up is
+ * removed by a later warm-up: stale-warm-ups.ts) served by the agent's own connection code
+ * (`serve`: peer check, framing, answer, close), with the JavaScript client of the protocol, so
+ * that code is warmed too. The services behind it are the warm-up's own, built for it and closed
+ * after it: a scan cache and a cluster host like the agent's (and a warm pool, when the agent
+ * runs one), but no datastore, cache or counter of the agent's is touched. The local back end
+ * runs on data directories inside the private directory; the cluster back end on datastores of
+ * the warm-up's own (process-private memory stores, or SQLite files in the private directory
+ * when the agent's datastore is SQLite: WarmUpStore), a new one every FRESH_DATA_ROUNDS rounds,
+ * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
+ * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
+ * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
+ * parsed local configs holds up to its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
  * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
  * only costs the first pods their cold start (and the agent then leaves V8 optimising:
  * agent-server.ts, `stopOptimizingAfterWarmUp`).
@@ -44,13 +47,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';
 import { SERVER_OPTIONS } from './first-read.js';
+import { WARM_UP_DIR_PREFIX, sweepStaleWarmUps } from './stale-warm-ups.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
 
-/** Warm-ups run in this process: each has its own in-memory datastore (`memory:podipam-agent-warm-up-N`). */
+/** Warm-ups run in this process: each has its own datastore (`memory:podipam-agent-warm-up-N`, or a SQLite file in its directory). */
 let warmUps = 0;
+
+/**
+ * The kind of datastore the warm-up's cluster calls and warm pool run on: `sqlite` (a file in its
+ * private directory, never flushed: THROWAWAY) when the agent's own datastore is SQLite, so that
+ * the SQLite store's code — its transactions, the write gate's reads through it — is what V8
+ * optimised when the first pod's call meets it; `memory` otherwise (an etcd cluster's client
+ * cannot run without writing to the cluster: it stays in V8's first tiers).
+ */
+export type WarmUpStore = 'memory' | 'sqlite';
 
 /**
  * Rounds (an ADD and a DEL on each of the two local networks and on the cluster's): at least
@@ -67,6 +80,8 @@ const MIN_ROUNDS = 8;
  * agent's first call may be either.
  */
 export const WARM_UP_FRESH_COUNTERS = 17;
+/** How the warm-up opens its datastores: its data is thrown away, its commits need not wait for the disk (StoreOptions.durable). */
+export const THROWAWAY = { durable: false } as const;
 /** Rounds in one local data directory (see `locals`), and with one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
 /** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
@@ -85,7 +100,7 @@ export const WARM_UP_WARM_POOLS = [
 export interface WarmUpContext {
   /** The warm-up's private directory (0700). */
   readonly dir: string;
-  /** The warm-up's datastore (process-private memory): the cluster calls' pool and WARM_UP_WARM_POOLS. */
+  /** The warm-up's datastore (process-private memory, or a SQLite file in `dir`): the cluster calls' pools and WARM_UP_WARM_POOLS. */
   readonly datastore: string;
 }
 
@@ -112,6 +127,10 @@ export interface WarmUpReport {
   readonly calls: number;
   readonly failed: number;
   readonly ms: number;
+  /** The kind of datastore its cluster calls and warm pool ran on. */
+  readonly store: WarmUpStore;
+  /** Directories of earlier warm-ups whose agents were killed during them, removed (stale-warm-ups.ts); absent: none. */
+  readonly staleRemoved?: number;
   /** Why the warm-up stopped before its budget, or left a path out, when something failed (its first pods then run colder code). */
   readonly error?: string;
   /** The first call answered with an error: its verb, network and answer (truncated). */
@@ -127,6 +146,8 @@ export interface WarmUpOptions {
   readonly node: string;
   /** Wall-time budget in ms (default WARM_UP_BUDGET_MS); 0: no warm-up. */
   readonly budgetMs?: number;
+  /** The warm-up's kind of datastore (default `memory`). */
+  readonly store?: WarmUpStore;
 }
 
 export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined> {
@@ -144,10 +165,16 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   let failed = 0;
   let error: string | undefined;
   let firstFailure: string | undefined;
+  let stale = 0;
   const datastoreName = `podipam-agent-warm-up-${++warmUps}`;
-  const datastore = `memory:${datastoreName}`;
+  let datastore = `memory:${datastoreName}`;
+  /** The warm-up's datastores (memory stores' data is dropped after it; SQLite files go with its directory). */
+  const stores = [datastore];
   try {
-    dir = mkdtempSync(join(tmpdir(), 'podipam-agent-warm-up-'));
+    // What agents killed during their warm-up left (they cannot remove their directories), then ours.
+    stale = sweepStaleWarmUps(tmpdir()).length;
+    dir = mkdtempSync(join(tmpdir(), `${WARM_UP_DIR_PREFIX}${process.pid}-`));
+    if (o.store === 'sqlite') stores[0] = datastore = `sqlite:${join(dir, 'datastore-0.db')}`;
     const socket = join(dir, 'warm-up.sock');
     const cacheDir = join(dir, 'cache');
     const conf = (name: string, ipam: Record<string, unknown>): Buffer =>
@@ -159,25 +186,47 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     // A new data directory every FRESH_DATA_ROUNDS rounds: a network's first calls in a
     // directory (made, its files first written) run during the warm-up too, as an agent's first
     // pods on a new node or network run them.
+    // The first network's range wraps every 21 rounds from a 3-digit last octet to a 2-digit
+    // one: its last-reserved hint file then gets shorter (cut to length), as a node's does.
     const locals = (data: string): Buffer[] => [
-      conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24' }]] }), // TEST-NET-1
+      conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24', rangeStart: '192.0.2.90', rangeEnd: '192.0.2.110' }]] }), // TEST-NET-1
       conf('podipam-agent-warm-up-2', { dataDir: data, ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
     ];
-    // The cluster calls: every other round naming a pool (a pool of CLUSTER_POOLS, the next one
-    // every FRESH_DATA_ROUNDS rounds: the node's first block in it is claimed during the warm-up),
-    // else every pool; `cacheDir` a path, as in pods' configs (the agent itself keeps no hint file).
-    const cluster = (round: number): Buffer => {
-      const named = round % 2 === 1 ? { pools: [CLUSTER_POOLS[Math.floor(round / FRESH_DATA_ROUNDS) % CLUSTER_POOLS.length]!.name] } : {};
-      return conf('podipam-agent-warm-up', { datastore, nodeName: o.node, cacheDir, ...named });
-    };
+    // The cluster calls: on a datastore of their own every FRESH_DATA_ROUNDS rounds (the
+    // agent's first calls on its datastore — the URL checked, the store opened, the node's view
+    // made, its first blocks claimed — run during the warm-up too, after V8 has begun to record
+    // how they run), every other round naming the epoch's pool of CLUSTER_POOLS, else every pool;
+    // `cacheDir` a path, as in pods' configs (the agent itself keeps no hint file).
     const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
-    const store = await openStore(datastore);
-    try {
-      const admin = new ClusterIpam(store);
-      for (const pool of [{ name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 }, ...CLUSTER_POOLS, ...WARM_UP_WARM_POOLS]) await admin.createPool(pool);
-    } finally {
-      await store.close();
-    }
+    const clusterPool = (epoch: number): (typeof CLUSTER_POOLS)[number] => CLUSTER_POOLS[epoch % CLUSTER_POOLS.length]!;
+    const makePools = async (url: string, pools: readonly { name: string; cidr: string; blockSize: number }[]): Promise<void> => {
+      const store = await openStore(url, THROWAWAY);
+      try {
+        const admin = new ClusterIpam(store);
+        for (const pool of pools) await admin.createPool(pool);
+      } finally {
+        await store.close();
+      }
+    };
+    // The pools of the rounds that name none (dual-stack, as a cluster's often is).
+    const EVERY_POOL = [
+      { name: 'warm-up', cidr: '192.0.2.64/26', blockSize: 28 },
+      { name: 'warm-up-v6', cidr: '2001:db8:2::/120', blockSize: 124 },
+    ];
+    let clusterStore = { epoch: 0, url: datastore };
+    const cluster = async (round: number): Promise<Buffer> => {
+      const epoch = Math.floor(round / FRESH_DATA_ROUNDS);
+      if (epoch !== clusterStore.epoch) {
+        const url = o.store === 'sqlite' ? `sqlite:${join(dir!, `datastore-${epoch}.db`)}` : `memory:${datastoreName}-${epoch}`;
+        stores.push(url);
+        await makePools(url, [...EVERY_POOL, clusterPool(epoch)]);
+        clusterStore = { epoch, url };
+      }
+      const named = round % 2 === 1 ? { pools: [clusterPool(epoch).name] } : {};
+      return conf('podipam-agent-warm-up', { datastore: clusterStore.url, nodeName: o.node, cacheDir, ...named });
+    };
+    // The first datastore holds every pool, and the warm pool's (whose datastore it stays).
+    await makePools(datastore, [...EVERY_POOL, ...CLUSTER_POOLS, ...WARM_UP_WARM_POOLS]);
     const s = (services = await o.services({ dir, datastore }));
     const warm = s.warm ? [conf('podipam-agent-warm-up-warm', { agent: socket })] : [];
     if (s.warmError !== undefined) error = `the warm pool's warm-up could not start: ${s.warmError}`;
@@ -206,7 +255,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
         ...(cniArgs === undefined ? {} : { CNI_ARGS: cniArgs }),
         ...(rounds % 4 < 2 ? { NODENAME: o.node } : {}),
       };
-      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), cluster(rounds), ...warm]) {
+      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), await cluster(rounds), ...warm]) {
         for (const verb of ['ADD', 'DEL']) {
           const env = { CNI_COMMAND: verb, CNI_CONTAINERID: id, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...args };
           const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
@@ -224,8 +273,12 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await services?.close().catch(() => undefined);
-    // The datastore's data (its revisions and watch log) would otherwise stay for the process's life.
-    (await import('../store/memory/memory-store.js')).dropMemoryStore(datastoreName);
+    // A memory store's data (its revisions and watch log) would otherwise stay for the process's life.
+    const memory = stores.filter((u) => u.startsWith('memory:'));
+    if (memory.length > 0) {
+      const { dropMemoryStore } = await import('../store/memory/memory-store.js');
+      for (const u of memory) dropMemoryStore(u.slice('memory:'.length));
+    }
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
   return {
@@ -233,6 +286,8 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     calls,
     failed,
     ms: Math.round(performance.now() - t0),
+    store: o.store ?? 'memory',
+    ...(stale > 0 ? { staleRemoved: stale } : {}),
     ...(error === undefined ? {} : { error }),
     ...(firstFailure === undefined ? {} : { firstFailure }),
   };

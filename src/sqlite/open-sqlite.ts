@@ -33,8 +33,8 @@ export interface OpenSqliteOptions {
 
 export interface SqlitePragmas {
   readonly journal: 'wal';
-  /** NORMAL: a commit survives the process's crash; FULL (and EXTRA): also a power loss. */
-  readonly synchronous: 'normal' | 'full' | 'extra';
+  /** NORMAL: a commit survives the process's crash; FULL (and EXTRA): also a power loss; OFF: neither (a database thrown away after use). */
+  readonly synchronous: 'off' | 'normal' | 'full' | 'extra';
   /** The page cache of this connection, in KiB (SQLite's default otherwise). */
   readonly cacheSizeKiB?: number;
   /**

@@ -23,6 +23,13 @@ export interface StoreOptions {
    * long-lived process (agent, server, controller) and the CLI use. SQLite ignores it.
    */
   readonly oneShot?: boolean;
+  /**
+   * Must a commit reach the disk before it is answered? Default true (SQLite's synchronous=FULL).
+   * False only for a store thrown away after use — the agent's warm-up, whose commits must run
+   * the code pods' commits run, not wait for the disk: a SQLite store then never flushes
+   * (synchronous=OFF; a crash may lose or corrupt it). etcd and memory stores ignore it.
+   */
+  readonly durable?: boolean;
 }
 
 /** 2 s: the CNI plugin must answer "try again later" (code 11) quickly rather than hang. */

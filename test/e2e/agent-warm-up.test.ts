@@ -3,13 +3,15 @@
  * through the agent's request path over a private socket before listening, every one answered
  * with success, and leaves nothing behind — no allocation or block in the agent's datastore, no
  * store of its own among the agent's, no counted call, no scan, no file in its temp directory.
+ * Its cluster calls run on a datastore of the agent's kind (a SQLite file in its private directory
+ * when the agent's is SQLite, else memory), a new one every 50 rounds.
  * An agent with a warm pool warms its warm pool's path too (a warm pool of the warm-up's own):
  * its rounds carry a warm ADD and DEL, and the agent's own warm pool is untouched.
  * `--warm-up 0s` runs none.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, readlinkSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
@@ -25,13 +27,22 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
   assert.equal(created.code, 0, created.stderr);
   const tmp = join(dir.path, 'tmp');
   mkdirSync(tmp);
-  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '400ms'], { TMPDIR: tmp });
+  // What an agent killed during its warm-up left (a pid no process has, untouched for an hour): removed.
+  const deadPid = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) + 1;
+  const stale = join(tmp, `podipam-agent-warm-up-${deadPid}-abcdef`);
+  mkdirSync(join(stale, 'data'), { recursive: true });
+  const hourAgo = Date.now() / 1000 - 3600;
+  utimesSync(stale, hourAgo, hourAgo);
+  // 1 s: past the first 50 rounds, so the cluster calls' second datastore is made and used too.
+  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '1s'], { TMPDIR: tmp });
   try {
     const st = await agent.status();
     const w = st.warmUp;
     assert.ok(w, `status names the warm-up: ${JSON.stringify(st)}`);
     assert.ok(w.rounds >= 8, `at least 8 rounds: ${JSON.stringify(w)}`);
     assert.equal(w.failed, 0, JSON.stringify(w));
+    assert.equal(w.staleRemoved, 1, `the dead agent's warm-up directory is removed: ${JSON.stringify(w)}`);
+    assert.equal(w.store, 'sqlite', "the agent's datastore is SQLite: so is the warm-up's (a file in its private directory)");
     assert.equal(
       w.calls,
       6 * w.rounds,
@@ -42,7 +53,7 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
     assert.deepEqual(st.datastore.open, [url], "only the agent's own datastore is open");
     assert.equal(st.datastore.groupCommits, 0);
     assert.deepEqual({ full: st.localScans.full, incremental: st.localScans.incremental }, { full: 0, incremental: 0 }, "the agent's scan cache is untouched");
-    assert.deepEqual(readdirSync(tmp), [], 'the private directory is removed');
+    assert.deepEqual(readdirSync(tmp), [], "the private directory is removed, and the dead agent's");
     const shown = runCliSync(url, ['pool', 'show', 'p', '-o', 'json']);
     assert.equal(shown.code, 0, shown.stderr);
     const p = JSON.parse(shown.stdout) as { allocated: number; blocks: number; nodes: unknown[] };
@@ -116,6 +127,17 @@ test(
     }
   },
 );
+
+test('an agent on no SQLite datastore warms up on a memory store of its own', { timeout: 60_000 }, async () => {
+  const agent = await startAgent(join(dir.path, 'm', 'agent.sock'), ['--node', 'wu-mem', '--datastore', 'memory:wu-mem', '--warm-up', '300ms']);
+  try {
+    const w = (await agent.status()).warmUp;
+    assert.ok(w && w.rounds >= 8 && w.failed === 0, JSON.stringify(w));
+    assert.equal(w.store, 'memory', JSON.stringify(w));
+  } finally {
+    await agent.stop();
+  }
+});
 
 test('--warm-up 0s runs no warm-up', { timeout: 60_000 }, async () => {
   const agent = await startAgent(join(dir.path, 'b', 'agent.sock'), ['--warm-up', '0s']);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -416,5 +416,41 @@ describe('sqlite identity', () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe('sqlite durability', () => {
+  /**
+   * The fsync and fdatasync calls of a child process's 20 txns on a new file opened with
+   * `options` (strace; counted after the store is open: making a new file's WAL syncs anyway).
+   */
+  async function syncsOf(options: string): Promise<number> {
+    const trace = join(dir, `syncs-${files}.txt`);
+    const script = `const { openStore } = await import(${JSON.stringify(openStoreModule)});
+      const s = await openStore(process.env.URL, ${options});
+      process.stdout.write('commits\\n');
+      for (let i = 0; i < 20; i++) await s.txn([], [{ type: 'put', key: 'k' + i, value: 'v' }]);
+      await s.close();`;
+    const proc = spawn('strace', ['-f', '-qq', '-e', 'trace=fsync,fdatasync,write', '-o', trace, process.execPath, '--input-type=module', '-e', script], {
+      env: { ...process.env, URL: freshUrl() },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      proc.on('error', (e) => reject(new Error(`strace (Debian's strace package) is needed to count a store's fsyncs: ${e.message}`)));
+      proc.on('exit', resolve);
+    });
+    assert.equal(code, 0, stderr);
+    const lines = readFileSync(trace, 'utf8').split('\n');
+    const from = lines.findIndex((l) => /write\(1, "commits/.test(l));
+    assert.ok(from >= 0, `the child's marker is in the trace: ${lines.slice(-5).join('\n')}`);
+    return lines.slice(from).filter((l) => /\b(fsync|fdatasync)\(/.test(l)).length;
+  }
+
+  it("flushes every commit by default, and none of a store opened with durable: false (the agent's warm-up's)", async () => {
+    const durable = await syncsOf('{}');
+    assert.ok(durable >= 20, `a durable store fsyncs each of its 20 commits: ${durable}`);
+    assert.equal(await syncsOf('{ durable: false }'), 0, 'a throwaway store never waits for the disk');
   });
 });

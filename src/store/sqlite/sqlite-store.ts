@@ -118,7 +118,7 @@ export class SqliteStore implements Store {
       // The file must exist now: one removed since the check is an error, not a new empty store.
       db = openSqlite(file, { busyTimeoutMs: BUSY_SLICE_MS });
       const opened = db;
-      await retryWhileBusy(() => initialise(opened, url), timeoutMs);
+      await retryWhileBusy(() => initialise(opened, url, options?.durable ?? true), timeoutMs);
       return new SqliteStore(url, db, timeoutMs);
     } catch (e) {
       db?.close();
@@ -343,8 +343,8 @@ export class SqliteStore implements Store {
   }
 }
 
-function initialise(db: SqliteDb, url: string): void {
-  applyPragmas(db, { journal: 'wal', synchronous: 'full' });
+function initialise(db: SqliteDb, url: string, durable: boolean): void {
+  applyPragmas(db, { journal: 'wal', synchronous: durable ? 'full' : 'off' });
   const tables = oneRow(db.prepare<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')`));
   // Only a new file needs the write lock; opening an existing one stays read-only.
   if (tables.n < 2) db.transaction(() => db.exec(SCHEMA + CHANGE_LOG)).immediate();
