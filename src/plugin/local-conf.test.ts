@@ -194,6 +194,19 @@ test('config cache: a changed config, CNI_ARGS or lock timeout is never served s
   assert.equal(await loadLocalConfig(decoded(base)), first, 'the first entry is still served for its own key');
 });
 
+test("config cache: different pods' calls share one decoded config; what CNI_ARGS decide is still decoded apart", async () => {
+  const pod = (n: number, more = ''): ReturnType<typeof parseCniArgs> =>
+    parseCniArgs(`IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p${n};K8S_POD_INFRA_CONTAINER_ID=c${n}${more}`);
+  const first = await loadLocalConfig(decoded(base), pod(1));
+  assert.equal(await loadLocalConfig(decoded(base), pod(2)), first, "another pod's call (as containerd sends it): the same decoded config");
+  // The same args without IgnoreUnknown are refused, whatever was decoded with it.
+  await fails(decoded(base), 4, /unknown args \["K8S_POD_NAME=p3"\]/, 'K8S_POD_NAME=p3');
+  const ip = await loadLocalConfig(decoded(base), pod(4, ';IP=10.7.0.44'));
+  assert.deepEqual(ip.requested.map(formatAddr), ['10.7.0.44'], 'IP= is part of the key');
+  assert.deepEqual((await loadLocalConfig(decoded(base), pod(5, ';IP=10.7.0.45'))).requested.map(formatAddr), ['10.7.0.45']);
+  assert.deepEqual((await loadLocalConfig(decoded(base), pod(6))).requested, []);
+});
+
 test('config cache: a text with a \\u escape (which could spell usePodCidr) is decoded every time', async () => {
   const text = JSON.stringify(base).replace('"cached"', '"cach\\u0065d"');
   const raw = decodeConfig(text);

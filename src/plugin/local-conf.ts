@@ -58,12 +58,20 @@ export async function loadLocalConfig(conf: NetConf, cniArgs: ReadonlyMap<string
 
 /**
  * One string for the three: environment values hold no NUL, and the text, valid JSON, holds
- * none either, so NUL-terminated fields (and the text last) cannot run into each other.
+ * none either, so NUL-terminated fields (and the text last) cannot run into each other. Of
+ * CNI_ARGS only what the decoding reads: `IP` and `IgnoreUnknown` as given, and whether any other
+ * arg is there (refused unless IgnoreUnknown: a failure, never kept) — not the values of the
+ * others, the pod's `K8S_POD_*` among them, which differ at every pod's call (keyed by them, no
+ * runtime's call ever hit the cache).
  */
 function cacheKey(text: string, cniArgs: ReadonlyMap<string, string>, lockTimeout: string | undefined): string {
   let key = lockTimeout === undefined ? '\0' : `=${lockTimeout}\0`;
-  for (const [k, v] of cniArgs) key += `${k}\0${v}\0`;
-  return `${key}\0${text}`;
+  let others = false;
+  for (const [k, v] of cniArgs) {
+    if (k === 'IP' || k === 'IgnoreUnknown') key += `${k}\0${v}\0`;
+    else others = true;
+  }
+  return `${key}${others ? '+' : ''}\0${text}`;
 }
 
 function frozen(cfg: LocalConfig): LocalConfig {
