@@ -167,7 +167,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   return {
     call: handler(host, calls),
     // The agent's kind of datastore where the warm-up can have one of its own.
-    warmUpStore: o.datastore !== undefined && parseStoreUrl(o.datastore).kind === 'sqlite' ? 'sqlite' : 'memory',
+    warmUpStore: o.datastore === undefined ? 'memory' : parseStoreUrl(o.datastore).kind,
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: async (ctx) => {
       // Its datastores are thrown away after it: their commits run the same code without waiting for the disk.

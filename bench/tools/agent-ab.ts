@@ -13,6 +13,9 @@
  *
  *   [PODIPAM_BENCH_BASELINE_DIST=/path/to/main/dist] node dist/bench/tools/agent-ab.js [pairs] [rounds] [gap_us]
  *
+ * PODIPAM_BENCH_AB_DATASTORE: `sqlite` (default: a file per agent) or `etcd` (a 1-member etcd
+ * started for the run, its data on /dev/shm, shared by both agents: the etcd client's code on
+ * the calls' path in cluster mode, on the refills and write-behind in warm mode).
  * PODIPAM_BENCH_AB_MODE: `warm` (default), `local` (the calls name a local range and data
  * directory of each agent's own: local mode through the same agents) or `cluster` (the calls
  * name each agent's datastore: cluster mode; every ADD and DEL then waits for a SQLite commit's
@@ -31,6 +34,7 @@ import { encodeRequest } from '../../src/wire/frame.js';
 import { makeTempDir } from '../../test/helpers/tmp.js';
 import { words } from '../../test/helpers/agent.js';
 import { buildNative } from '../lib/build-native.js';
+import { startEtcd } from '../../test/helpers/etcd.js';
 
 const pairs = Number(process.argv[2] ?? 1500);
 const rounds = Number(process.argv[3] ?? 3);
@@ -52,6 +56,11 @@ const client = buildNative('agent-ab.c', join(dir.path, 'agent-ab'));
 const MIN_IDLE = 64;
 const MODE = process.env['PODIPAM_BENCH_AB_MODE'] ?? 'warm';
 if (MODE !== 'warm' && MODE !== 'local' && MODE !== 'cluster') throw new Error(`PODIPAM_BENCH_AB_MODE must be warm, local or cluster: got ${MODE}`);
+const DATASTORE = process.env['PODIPAM_BENCH_AB_DATASTORE'] ?? 'sqlite';
+if (DATASTORE !== 'sqlite' && DATASTORE !== 'etcd') throw new Error(`PODIPAM_BENCH_AB_DATASTORE must be sqlite or etcd: got ${DATASTORE}`);
+const etcd = DATASTORE === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
+/** Pools made on the shared etcd already (each agent's SQLite file gets its own). */
+let etcdPools = false;
 const NODE_ARGS = words(process.env['PODIPAM_BENCH_AB_NODE_ARGS']);
 const MORE_ARGS: Record<string, readonly string[]> = { a: words(process.env['PODIPAM_BENCH_AB_ARGS_A']), b: words(process.env['PODIPAM_BENCH_AB_ARGS_B']) };
 
@@ -67,11 +76,14 @@ interface Agent {
 /** Agent `name` of `dist` on a datastore of its own, preloaded. */
 async function startAgent(dist: string, name: string, round: number): Promise<Agent> {
   const home = join(dir.path, `${name}${round}`);
-  const url = `sqlite:${home}-ds.db`;
-  const admin = new ClusterIpam(await openStore(url));
-  await admin.createPool({ name: 'v4', cidr: '10.64.0.0/16' });
-  await admin.createPool({ name: 'v6', cidr: 'fd00:64::/64' });
-  await admin.store.close();
+  const url = etcd?.url ?? `sqlite:${home}-ds.db`;
+  if (!etcd || !etcdPools) {
+    const admin = new ClusterIpam(await openStore(url));
+    await admin.createPool({ name: 'v4', cidr: '10.64.0.0/16' });
+    await admin.createPool({ name: 'v6', cidr: 'fd00:64::/64' });
+    await admin.store.close();
+    etcdPools = etcd !== undefined;
+  }
   const socket = `${home}.sock`;
   const args = ['agent', '--socket', socket, '--node', `ab-${name}`, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
   const pool = ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
@@ -148,7 +160,7 @@ const median = (xs: readonly number[]): number => {
 
 console.log(`agent-ab: A ${distA}${baseline ? '' : ' (no PODIPAM_BENCH_BASELINE_DIST: A/A)'}, B ${thisDist}`);
 console.log(
-  `${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on SQLite, dual-stack, calls in ${MODE} mode`,
+  `${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on ${DATASTORE}, dual-stack, calls in ${MODE} mode`,
 );
 console.log('round    A ADD p50   B ADD p50   B/A ADD    A DEL p50   B DEL p50   B/A DEL');
 const ratios: { add: number; del: number }[] = [];
@@ -188,5 +200,6 @@ try {
   }
   console.log(`median of the rounds: B/A ADD ${median(ratios.map((q) => q.add)).toFixed(3)}x, DEL ${median(ratios.map((q) => q.del)).toFixed(3)}x`);
 } finally {
+  await etcd?.stop();
   dir.remove();
 }

@@ -11,6 +11,7 @@
  *
  *   node dist/bench/tools/deopt-trace.js [warm|local|cluster] [pairs]
  *
+ * PODIPAM_BENCH_DEOPT_DATASTORE=etcd: the agent on a 1-member etcd started for the run (default: SQLite).
  * PODIPAM_BENCH_DEOPT_OUT=FILE writes V8's whole trace after the agent was ready to FILE (the
  * maps and inlined frames behind each line).
  */
@@ -22,6 +23,7 @@ import { ClusterIpam } from '../../src/cluster/service/index.js';
 import { openStore } from '../../src/store/index.js';
 import { callAgent } from '../../src/wire/agent-client.js';
 import { makeTempDir } from '../../test/helpers/tmp.js';
+import { startEtcd } from '../../test/helpers/etcd.js';
 
 const MODES = ['warm', 'local', 'cluster'] as const;
 const mode = process.argv[2] ?? 'warm';
@@ -33,8 +35,10 @@ const dist = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const dir = makeTempDir('deopt-trace');
 const MIN_IDLE = 64;
 const opts = { connectTimeoutMs: 2000, answerTimeoutMs: 10_000 };
+// PODIPAM_BENCH_DEOPT_DATASTORE=etcd: the agent's datastore a 1-member etcd started for the run (else a SQLite file).
+const etcd = process.env['PODIPAM_BENCH_DEOPT_DATASTORE'] === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
 try {
-  const url = `sqlite:${join(dir.path, 'ds.db')}`;
+  const url = etcd?.url ?? `sqlite:${join(dir.path, 'ds.db')}`;
   const admin = new ClusterIpam(await openStore(url));
   await admin.createPool({ name: 'v4', cidr: '10.64.0.0/16' });
   await admin.createPool({ name: 'v6', cidr: 'fd00:64::/64' });
@@ -129,5 +133,6 @@ try {
     await new Promise((w) => (child.exitCode !== null || child.signalCode !== null ? w(undefined) : child.once('exit', w)));
   }
 } finally {
+  await etcd?.stop();
   dir.remove();
 }

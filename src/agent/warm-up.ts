@@ -34,8 +34,8 @@
  * after it: a scan cache and a cluster host like the agent's (and a warm pool, when the agent
  * runs one), but no datastore, cache or counter of the agent's is touched. The local back end
  * runs on data directories inside the private directory; the cluster back end on datastores of
- * the warm-up's own (process-private memory stores, or SQLite files in the private directory
- * when the agent's datastore is SQLite: WarmUpStore), a new one every FRESH_DATA_ROUNDS rounds,
+ * the warm-up's own, of the agent's datastore's kind (WarmUpStore: memory, SQLite files in the
+ * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS rounds,
  * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
  * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
  * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
@@ -53,17 +53,17 @@ import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
 
-/** Warm-ups run in this process: each has its own datastore (`memory:podipam-agent-warm-up-N`, or a SQLite file in its directory). */
+/** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N-E`, or see WarmUpStore). */
 let warmUps = 0;
 
 /**
- * The kind of datastore the warm-up's cluster calls and warm pool run on: `sqlite` (a file in its
- * private directory, never flushed: THROWAWAY) when the agent's own datastore is SQLite, so that
- * the SQLite store's code — its transactions, the write gate's reads through it — is what V8
- * optimised when the first pod's call meets it; `memory` otherwise (an etcd cluster's client
- * cannot run without writing to the cluster: it stays in V8's first tiers).
+ * The kind of datastore the warm-up's cluster calls and warm pool run on, the agent's own, so
+ * that its store's code is what V8 optimised when the first pod's call meets it: `sqlite` (a
+ * file in the private directory, never flushed: THROWAWAY), `etcd` (an EtcdStore over gRPC to
+ * a loopback etcd in this process: src/store/etcd/loopback-etcd.ts — never the agent's
+ * cluster), `memory` (a process-private memory store).
  */
-export type WarmUpStore = 'memory' | 'sqlite';
+export type WarmUpStore = 'memory' | 'sqlite' | 'etcd';
 
 /**
  * Rounds (an ADD and a DEL on each of the two local networks and on the cluster's): at least
@@ -80,10 +80,24 @@ const MIN_ROUNDS = 8;
  * agent's first call may be either.
  */
 export const WARM_UP_FRESH_COUNTERS = 17;
-/** How the warm-up opens its datastores: its data is thrown away, its commits need not wait for the disk (StoreOptions.durable). */
-export const THROWAWAY = { durable: false } as const;
-/** Rounds in one local data directory (see `locals`), and with one of CLUSTER_POOLS (see `cluster`). */
+/**
+ * How the warm-up opens its datastores: its data is thrown away, its commits need not wait for
+ * the disk (StoreOptions.durable); no PODIPAM_ETCD_* settings (a loopback etcd asks for no TLS
+ * or credentials).
+ */
+export const THROWAWAY = { durable: false, env: {} } as const;
+/** Rounds in one local data directory (see `locals`), and with one datastore and one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
+/**
+ * New data directories and datastores come in this share of the budget only. What a new one
+ * shows V8 for the first time (a cache filling, a first block) may throw optimised code away
+ * (V8's --trace-deopt showed such deoptimisations in a warm-up's last rounds); V8 optimises it
+ * again only after more calls, and once the warm-up ends it optimises nothing: the rest of the
+ * budget runs what is already known.
+ */
+const NOVEL_SHARE = 0.6;
+/** A status request every this many rounds. */
+const STATUS_EVERY = 4;
 /** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
 const CLUSTER_POOLS = Array.from({ length: 16 }, (_, i) => ({ name: `warm-up-${i}`, cidr: `198.51.100.${16 * i}/28`, blockSize: 29 }));
 const MAX_ROUNDS = 1000;
@@ -170,11 +184,22 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   let datastore = `memory:${datastoreName}`;
   /** The warm-up's datastores (memory stores' data is dropped after it; SQLite files go with its directory). */
   const stores = [datastore];
+  /** The loopback etcds serving `stores` when the warm-up's kind is etcd (closed after it). */
+  const loopbacks: { close(): Promise<void> }[] = [];
   try {
     // What agents killed during their warm-up left (they cannot remove their directories), then ours.
     stale = sweepStaleWarmUps(tmpdir()).length;
     dir = mkdtempSync(join(tmpdir(), `${WARM_UP_DIR_PREFIX}${process.pid}-`));
-    if (o.store === 'sqlite') stores[0] = datastore = `sqlite:${join(dir, 'datastore-0.db')}`;
+    // A new datastore of the warm-up's kind (`n`: its number).
+    const newStore = async (n: number): Promise<string> => {
+      if (o.store === 'sqlite') return `sqlite:${join(dir!, `datastore-${n}.db`)}`;
+      if (o.store !== 'etcd') return `memory:${datastoreName}-${n}`;
+      const { LoopbackEtcd } = await import('../store/etcd/loopback-etcd.js');
+      const loop = await LoopbackEtcd.start();
+      loopbacks.push(loop);
+      return loop.url;
+    };
+    if (o.store === 'sqlite' || o.store === 'etcd') stores[0] = datastore = await newStore(0);
     const socket = join(dir, 'warm-up.sock');
     const cacheDir = join(dir, 'cache');
     const conf = (name: string, ipam: Record<string, unknown>): Buffer =>
@@ -214,10 +239,9 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       { name: 'warm-up-v6', cidr: '2001:db8:2::/120', blockSize: 124 },
     ];
     let clusterStore = { epoch: 0, url: datastore };
-    const cluster = async (round: number): Promise<Buffer> => {
-      const epoch = Math.floor(round / FRESH_DATA_ROUNDS);
+    const cluster = async (round: number, epoch: number): Promise<Buffer> => {
       if (epoch !== clusterStore.epoch) {
-        const url = o.store === 'sqlite' ? `sqlite:${join(dir!, `datastore-${epoch}.db`)}` : `memory:${datastoreName}-${epoch}`;
+        const url = await newStore(epoch);
         stores.push(url);
         await makePools(url, [...EVERY_POOL, clusterPool(epoch)]);
         clusterStore = { epoch, url };
@@ -244,7 +268,17 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       server.listen(socket, () => resolve());
     });
     const opts = { connectTimeoutMs: 2000, answerTimeoutMs: 10_000 };
+    // The epoch: a new data directory and datastore every FRESH_DATA_ROUNDS rounds, in the first
+    // NOVEL_SHARE of the budget only (see there).
+    let epoch = 0;
     for (; rounds < MAX_ROUNDS && (rounds < MIN_ROUNDS || performance.now() - t0 < budget); rounds++) {
+      if (rounds > 0 && rounds % FRESH_DATA_ROUNDS === 0 && performance.now() - t0 < NOVEL_SHARE * budget) epoch++;
+      // A status request (as the DaemonSet's probes and `podipam agent status` make) every
+      // STATUS_EVERY rounds: the agent's request decoder then has seen both kinds of request.
+      if (rounds % STATUS_EVERY === 0) {
+        const st = await callAgent(socket, { kind: 'status' }, opts);
+        if (st.status !== 0 && failed++ === 0) firstFailure = `status: ${st.body.toString('utf8').slice(0, 300)}`;
+      }
       const id = `podipam-agent-warm-up-${rounds}`;
       // As runtimes call: one round in three with no CNI_ARGS, one with a pod's namespace, name
       // and sandbox, one with its UID too (as containerd passes it); every other pair of rounds
@@ -255,7 +289,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
         ...(cniArgs === undefined ? {} : { CNI_ARGS: cniArgs }),
         ...(rounds % 4 < 2 ? { NODENAME: o.node } : {}),
       };
-      for (const stdin of [...locals(join(dir, 'data', String(Math.floor(rounds / FRESH_DATA_ROUNDS)))), await cluster(rounds), ...warm]) {
+      for (const stdin of [...locals(join(dir, 'data', String(epoch))), await cluster(rounds, epoch), ...warm]) {
         for (const verb of ['ADD', 'DEL']) {
           const env = { CNI_COMMAND: verb, CNI_CONTAINERID: id, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...args };
           const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
@@ -279,6 +313,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       const { dropMemoryStore } = await import('../store/memory/memory-store.js');
       for (const u of memory) dropMemoryStore(u.slice('memory:'.length));
     }
+    await Promise.all(loopbacks.map((l) => l.close()));
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
   return {

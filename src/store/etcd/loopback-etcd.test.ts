@@ -1,0 +1,79 @@
+/**
+ * The loopback etcd answers podipam's etcd client as etcd does: the store conformance suite
+ * (but its watch tests: the loopback serves no watch) through a real EtcdStore over gRPC, and
+ * what it refuses, refused with gRPC's codes.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { connect } from 'node:http2';
+import { storeConformance } from '../../../test/suites/conformance.js';
+import { openStore } from '../open-store.js';
+import { LoopbackEtcd } from './loopback-etcd.js';
+import { grpcFrame } from './grpc-frames.js';
+
+let loop: LoopbackEtcd | undefined;
+before(async () => {
+  loop = await LoopbackEtcd.start();
+});
+after(async () => loop?.close());
+const url = (): string => {
+  if (!loop) throw new Error('the loopback etcd did not start');
+  return loop.url;
+};
+
+// env {}: no PODIPAM_ETCD_* of the test's environment (credentials would ask the loopback to authenticate).
+storeConformance('loopback etcd', () => openStore(url(), { env: {} }), { watch: false, incrementsPerWorker: 25, bigValueChars: 1_000_000 });
+
+describe('loopback etcd refusals', () => {
+  /** One gRPC call by hand: its grpc-status and message. */
+  async function call(path: string, message: Buffer): Promise<{ status: string; message: string }> {
+    const session = connect(url().replace('etcd://', 'http://'));
+    try {
+      const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+      req.end(grpcFrame(message));
+      return await new Promise((resolve, reject) => {
+        let status = '';
+        let text = '';
+        const take = (h: Record<string, unknown>): void => {
+          if (h['grpc-status'] !== undefined) status = String(h['grpc-status']);
+          if (h['grpc-message'] !== undefined) text = decodeURIComponent(String(h['grpc-message']));
+        };
+        req.on('response', take);
+        req.on('trailers', take);
+        req.on('data', () => undefined);
+        req.on('error', reject);
+        req.on('close', () => resolve({ status, message: text }));
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it('answers UNIMPLEMENTED for a method it does not serve (Watch among them), naming it', async () => {
+    const r = await call('/etcdserverpb.Watch/Watch', Buffer.alloc(0));
+    assert.equal(r.status, '12');
+    assert.match(r.message, /Watch\/Watch is not served/);
+  });
+
+  it('refuses a range with a field it does not serve, and a read at a future revision', async () => {
+    // RangeRequest field 5 (sort_order) = 1
+    const sorted = await call('/etcdserverpb.KV/Range', Buffer.from([0x0a, 0x01, 0x61, 0x28, 0x01]));
+    assert.equal(sorted.status, '12');
+    assert.match(sorted.message, /RangeRequest field 5/);
+    // revision 2^40
+    const future = await call('/etcdserverpb.KV/Range', Buffer.from([0x0a, 0x01, 0x61, 0x20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20]));
+    assert.equal(future.status, '11');
+    assert.match(future.message, /future revision/);
+  });
+
+  it('answers a malformed message with INVALID_ARGUMENT, and goes on serving', async () => {
+    const r = await call('/etcdserverpb.KV/Txn', Buffer.from([0x0a, 0x7f]));
+    assert.equal(r.status, '3');
+    const s = await openStore(url(), { env: {} });
+    try {
+      assert.ok((await s.revision()) >= 1);
+    } finally {
+      await s.close();
+    }
+  });
+});
