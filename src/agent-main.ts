@@ -249,7 +249,7 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
  * The warm-up's own warm pool (src/agent/warm-up.ts) for `node`: on the warm-up's datastore and
  * its pools, its resource DB in the warm-up's directory, small, its addresses back at once after
  * a DEL and its loops fast (so that the refill and the write-behind run during the warm-up too),
- * no API server (no pod source, no watch, no pod cache) and no sticky policy (none of its pods is
+ * no API server (no pod source, no pod cache) and no sticky policy (none of its pods is
  * sticky: they could fill it with reservations), silent. Started: ready when returned, else the
  * error of its start (closed).
  */
@@ -267,7 +267,8 @@ async function warmUpPool(node: string, stickyForMs: number, Service: typeof War
       stickyForMs,
       tickMs: 50,
       writeDelayMs: 10,
-      watch: false,
+      // Its datastore watched, as the agent's pool watches its own (the store's watch code warmed too).
+      watch: true,
       log: silentLog,
     },
     cluster,

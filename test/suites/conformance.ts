@@ -25,8 +25,6 @@ export interface ConformanceOptions {
    * again, right for back ends whose stores all share one data set, as etcd's do).
    */
   readonly peer?: (store: Store) => Promise<Store>;
-  /** Does the back end serve watches (default true)? False leaves the watch tests out. */
-  readonly watch?: boolean;
 }
 
 /** How long a watch test waits for events it expects: generous, the machine may be loaded. */
@@ -578,150 +576,147 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       }),
     );
 
-    // A back end that serves no watch (the warm-up's loopback etcd) runs every test but these.
-    if (options.watch !== false) {
-      it(
-        'watch reports puts and deletes in order, a txn as one batch, each once, with the value and revision',
-        withStore(async (s, p) => {
+    it(
+      'watch reports puts and deletes in order, a txn as one batch, each once, with the value and revision',
+      withStore(async (s, p) => {
+        const from = (await s.revision()) + 1;
+        const watch = s.watch(p, from);
+        const r1 = await put(s, `${p}a`, 'one');
+        const r2 = (
+          await s.txn(
+            [],
+            [
+              { type: 'put', key: `${p}b`, value: 'two' },
+              { type: 'delete', key: `${p}a` },
+              { type: 'delete', key: `${p}absent` },
+            ],
+          )
+        ).rev;
+        const r3 = await put(s, `${p}b`, 'three');
+        const { events, batches } = await takeEvents(watch, 4);
+        assert.deepEqual(events, [
+          { type: 'put', key: `${p}a`, value: 'one', modRevision: r1 },
+          { type: 'put', key: `${p}b`, value: 'two', modRevision: r2 },
+          { type: 'delete', key: `${p}a`, value: '', modRevision: r2 },
+          { type: 'put', key: `${p}b`, value: 'three', modRevision: r3 },
+        ]);
+        assert.deepEqual(
+          batches.map((b) => b.map((e) => e.modRevision)),
+          [[r1], [r2, r2], [r3]],
+        );
+      }),
+    );
+
+    it(
+      'watch from a past revision replays the history since then, then goes on live',
+      withStore(async (s, p) => {
+        const r1 = await put(s, `${p}x`, '1');
+        const r2 = await put(s, `${p}x`, '2');
+        await put(s, `${p}y`, '3');
+        const watch = s.watch(p, r2);
+        const later = put(s, `${p}x`, '4');
+        const { events } = await takeEvents(watch, 3);
+        assert.deepEqual(
+          events.map((e) => [e.key, e.value]),
+          [
+            [`${p}x`, '2'],
+            [`${p}y`, '3'],
+            [`${p}x`, '4'],
+          ],
+        );
+        assert.ok(events.every((e) => e.modRevision > r1));
+        assert.equal(events[2]?.modRevision, await later);
+      }),
+    );
+
+    it(
+      'watch sees only its prefix (a plain string prefix)',
+      withStore(async (s, p) => {
+        const from = (await s.revision()) + 1;
+        const watch = s.watch(`${p}pools/a`, from);
+        for (const k of ['pools/b', 'pools/a', 'pool', 'pools/ab', 'x/pools/a', 'pools/a/1']) await put(s, p + k, k);
+        const { events } = await takeEvents(watch, 3);
+        assert.deepEqual(
+          events.map((e) => e.value),
+          ['pools/a', 'pools/ab', 'pools/a/1'],
+        );
+      }),
+    );
+
+    it(
+      'watch sees the writes of another connection to the same data',
+      withStore(async (s, p) => {
+        const other = await peer(s);
+        try {
           const from = (await s.revision()) + 1;
           const watch = s.watch(p, from);
-          const r1 = await put(s, `${p}a`, 'one');
-          const r2 = (
-            await s.txn(
-              [],
-              [
-                { type: 'put', key: `${p}b`, value: 'two' },
-                { type: 'delete', key: `${p}a` },
-                { type: 'delete', key: `${p}absent` },
-              ],
-            )
-          ).rev;
-          const r3 = await put(s, `${p}b`, 'three');
-          const { events, batches } = await takeEvents(watch, 4);
+          const mine = await put(s, `${p}mine`, 'a');
+          const theirs = await put(other, `${p}theirs`, 'b');
+          const gone = (await other.txn([], [{ type: 'delete', key: `${p}mine` }])).rev;
+          const { events } = await takeEvents(watch, 3);
           assert.deepEqual(events, [
-            { type: 'put', key: `${p}a`, value: 'one', modRevision: r1 },
-            { type: 'put', key: `${p}b`, value: 'two', modRevision: r2 },
-            { type: 'delete', key: `${p}a`, value: '', modRevision: r2 },
-            { type: 'put', key: `${p}b`, value: 'three', modRevision: r3 },
+            { type: 'put', key: `${p}mine`, value: 'a', modRevision: mine },
+            { type: 'put', key: `${p}theirs`, value: 'b', modRevision: theirs },
+            { type: 'delete', key: `${p}mine`, value: '', modRevision: gone },
           ]);
-          assert.deepEqual(
-            batches.map((b) => b.map((e) => e.modRevision)),
-            [[r1], [r2, r2], [r3]],
-          );
-        }),
-      );
-
-      it(
-        'watch from a past revision replays the history since then, then goes on live',
-        withStore(async (s, p) => {
-          const r1 = await put(s, `${p}x`, '1');
-          const r2 = await put(s, `${p}x`, '2');
-          await put(s, `${p}y`, '3');
-          const watch = s.watch(p, r2);
-          const later = put(s, `${p}x`, '4');
-          const { events } = await takeEvents(watch, 3);
-          assert.deepEqual(
-            events.map((e) => [e.key, e.value]),
-            [
-              [`${p}x`, '2'],
-              [`${p}y`, '3'],
-              [`${p}x`, '4'],
-            ],
-          );
-          assert.ok(events.every((e) => e.modRevision > r1));
-          assert.equal(events[2]?.modRevision, await later);
-        }),
-      );
-
-      it(
-        'watch sees only its prefix (a plain string prefix)',
-        withStore(async (s, p) => {
-          const from = (await s.revision()) + 1;
-          const watch = s.watch(`${p}pools/a`, from);
-          for (const k of ['pools/b', 'pools/a', 'pool', 'pools/ab', 'x/pools/a', 'pools/a/1']) await put(s, p + k, k);
-          const { events } = await takeEvents(watch, 3);
-          assert.deepEqual(
-            events.map((e) => e.value),
-            ['pools/a', 'pools/ab', 'pools/a/1'],
-          );
-        }),
-      );
-
-      it(
-        'watch sees the writes of another connection to the same data',
-        withStore(async (s, p) => {
-          const other = await peer(s);
-          try {
-            const from = (await s.revision()) + 1;
-            const watch = s.watch(p, from);
-            const mine = await put(s, `${p}mine`, 'a');
-            const theirs = await put(other, `${p}theirs`, 'b');
-            const gone = (await other.txn([], [{ type: 'delete', key: `${p}mine` }])).rev;
-            const { events } = await takeEvents(watch, 3);
-            assert.deepEqual(events, [
-              { type: 'put', key: `${p}mine`, value: 'a', modRevision: mine },
-              { type: 'put', key: `${p}theirs`, value: 'b', modRevision: theirs },
-              { type: 'delete', key: `${p}mine`, value: '', modRevision: gone },
-            ]);
-            // and the reverse: a watch on the other connection sees this one's writes
-            const back = other.watch(p, gone + 1);
-            const last = await put(s, `${p}back`, 'c');
-            assert.deepEqual((await takeEvents(back, 1)).events, [{ type: 'put', key: `${p}back`, value: 'c', modRevision: last }]);
-          } finally {
-            await other.close();
-          }
-        }),
-      );
-
-      it(
-        'an aborted watch ends its iteration, and one aborted before it starts yields nothing',
-        withStore(async (s, p) => {
-          const from = (await s.revision()) + 1;
-          const ac = new AbortController();
-          const watch = s.watch(p, from, { signal: ac.signal });
-          await put(s, `${p}1`, 'a');
-          const seen: WatchEvent[] = [];
-          for await (const batch of watch) {
-            seen.push(...batch);
-            ac.abort();
-            await put(s, `${p}2`, 'b'); // after the abort: never delivered
-          }
-          assert.deepEqual(
-            seen.map((e) => e.value),
-            ['a'],
-          );
-          const dead = new AbortController();
-          dead.abort();
-          const none: WatchEvent[][] = [];
-          for await (const batch of s.watch(p, 1, { signal: dead.signal })) none.push(batch);
-          assert.deepEqual(none, []);
-          // several watches at once, one stopped by break: the others go on
-          const a = s.watch(p, from);
-          const b = s.watch(p, from);
-          for await (const _ of a) break;
-          assert.equal((await takeEvents(b, 2)).events.length, 2);
-        }),
-      );
-
-      it(
-        'closing the store ends its watches; watch rejects bad arguments',
-        withStore(async (s, p) => {
-          assert.throws(() => s.watch(p, 0), RangeError);
-          assert.throws(() => s.watch(p, 1.5), RangeError);
-          assert.throws(() => s.watch(`${p}\ud800`, 1), TypeError);
-          const other = await peer(s);
-          const watch = other.watch(p, (await other.revision()) + 1);
-          const done = (async () => {
-            const seen: WatchEvent[] = [];
-            for await (const batch of watch) seen.push(...batch);
-            return seen;
-          })();
+          // and the reverse: a watch on the other connection sees this one's writes
+          const back = other.watch(p, gone + 1);
+          const last = await put(s, `${p}back`, 'c');
+          assert.deepEqual((await takeEvents(back, 1)).events, [{ type: 'put', key: `${p}back`, value: 'c', modRevision: last }]);
+        } finally {
           await other.close();
-          assert.deepEqual(await done, []);
-          assert.throws(() => other.watch(p, 1), StoreError);
-        }),
-      );
-    }
+        }
+      }),
+    );
+
+    it(
+      'an aborted watch ends its iteration, and one aborted before it starts yields nothing',
+      withStore(async (s, p) => {
+        const from = (await s.revision()) + 1;
+        const ac = new AbortController();
+        const watch = s.watch(p, from, { signal: ac.signal });
+        await put(s, `${p}1`, 'a');
+        const seen: WatchEvent[] = [];
+        for await (const batch of watch) {
+          seen.push(...batch);
+          ac.abort();
+          await put(s, `${p}2`, 'b'); // after the abort: never delivered
+        }
+        assert.deepEqual(
+          seen.map((e) => e.value),
+          ['a'],
+        );
+        const dead = new AbortController();
+        dead.abort();
+        const none: WatchEvent[][] = [];
+        for await (const batch of s.watch(p, 1, { signal: dead.signal })) none.push(batch);
+        assert.deepEqual(none, []);
+        // several watches at once, one stopped by break: the others go on
+        const a = s.watch(p, from);
+        const b = s.watch(p, from);
+        for await (const _ of a) break;
+        assert.equal((await takeEvents(b, 2)).events.length, 2);
+      }),
+    );
+
+    it(
+      'closing the store ends its watches; watch rejects bad arguments',
+      withStore(async (s, p) => {
+        assert.throws(() => s.watch(p, 0), RangeError);
+        assert.throws(() => s.watch(p, 1.5), RangeError);
+        assert.throws(() => s.watch(`${p}\ud800`, 1), TypeError);
+        const other = await peer(s);
+        const watch = other.watch(p, (await other.revision()) + 1);
+        const done = (async () => {
+          const seen: WatchEvent[] = [];
+          for await (const batch of watch) seen.push(...batch);
+          return seen;
+        })();
+        await other.close();
+        assert.deepEqual(await done, []);
+        assert.throws(() => other.watch(p, 1), StoreError);
+      }),
+    );
 
     it('close is idempotent and later calls fail with StoreError', async () => {
       const s = await open();

@@ -1,19 +1,21 @@
 /**
- * An etcd member's answers to the calls podipam's etcd client makes — KV Range and Txn over
- * gRPC, in the shapes etcd-grpc-codec.ts writes and reads — served from this process's memory
- * on a loopback port. The agent's warm-up (src/agent/warm-up.ts) points an EtcdStore at one when
+ * An etcd member's answers to the calls podipam's etcd client makes — KV Range and Txn, and
+ * Watch, over gRPC, in the shapes etcd-grpc-codec.ts and etcd-watch-codec.ts write and read —
+ * served from this process's memory on a loopback port. The agent's warm-up (src/agent/warm-up.ts) points an EtcdStore at one when
  * the agent's datastore is etcd, so the client's code (the store, the gateway, the HTTP/2
  * sessions, the codec) runs before the first pod's call needs it, without a request to the
  * cluster: measured with `bench/tools/agent-ab.ts`, a cluster-mode agent on etcd whose client
  * code V8 had never optimised answered 18-20 % slower than one optimising throughout.
  *
- * Not an etcd: no Raft, no persistence, no auth, no compaction, no leases; Watch and every other
- * method answer UNIMPLEMENTED. What it does, it does as etcd does: one revision per txn that
- * changes something (starting from 1), create/mod revisions and versions per key, MOD/CREATE/
- * VERSION compares (an absent key compares as 0), ranges of one key, of `[key, range_end)` and
- * from a key on (`range_end` "\0"), with `limit` (and `more`, `count`), `count_only` and reads at
- * a past `revision`; each key's history is kept for the store's life (a warm-up's few thousand
- * writes). Keys compare byte-wise (held as latin1 strings).
+ * Not an etcd: no Raft, no persistence, no auth, no compaction, no leases, no progress
+ * notifications; methods other than Range, Txn and Watch answer UNIMPLEMENTED. What it does, it
+ * does as etcd does: one revision per txn that changes something (starting from 1), create/mod
+ * revisions and versions per key, MOD/CREATE/VERSION compares (an absent key compares as 0),
+ * ranges of one key, of `[key, range_end)` and from a key on (`range_end` "\0"), with `limit`
+ * (and `more`, `count`), `count_only` and reads at a past `revision`; watches from a past
+ * revision (replayed) or from now, one response per revision. Each key's history is kept for the
+ * store's life (a warm-up's few thousand writes). Keys compare byte-wise (held as latin1
+ * strings).
  */
 import { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream, createServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +32,21 @@ interface Version {
   readonly value: Buffer | undefined;
   readonly create: number;
   readonly version: number;
+}
+
+/** One key's change at one revision. */
+interface Change {
+  readonly rev: number;
+  readonly key: string;
+  readonly v: Version;
+}
+
+interface Watcher {
+  readonly stream: ServerHttp2Stream;
+  readonly id: number;
+  key: string;
+  /** undefined: `key` alone; "\0": from `key` on. */
+  end: string | undefined;
 }
 
 interface Live {
@@ -59,6 +76,9 @@ export class LoopbackEtcd {
   readonly #clusterId: string;
   readonly #memberId: string;
   readonly #sessions = new Set<ServerHttp2Session>();
+  /** Every change in the order written (what a watch from a past revision replays). */
+  readonly #log: Change[] = [];
+  readonly #watchers = new Set<Watcher>();
 
   private constructor(server: Http2Server) {
     this.#server = server;
@@ -94,6 +114,10 @@ export class LoopbackEtcd {
   }
 
   #serve(stream: ServerHttp2Stream, path: string): void {
+    if (path === '/etcdserverpb.Watch/Watch') {
+      this.#watchStream(stream);
+      return;
+    }
     const frames = new GrpcFrames(MAX_REQUEST_BYTES);
     const messages: Buffer[] = [];
     stream.on('data', (chunk: Buffer) => {
@@ -175,6 +199,7 @@ export class LoopbackEtcd {
     const puts = ops.filter((o) => o.kind === 'put').map((o) => o.key);
     if (new Set(puts).size !== puts.length) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
     const next = this.#rev + 1;
+    const logged = this.#log.length;
     let changed = false;
     // Each op's response once the txn's revision is known: etcd gives the ops' own headers that revision only.
     const responses: ((rev: number) => ProtoWriter)[] = [];
@@ -196,13 +221,103 @@ export class LoopbackEtcd {
         responses.push((rev) => new ProtoWriter().bytes(3, new ProtoWriter().bytes(1, new ProtoWriter().varint(3, rev)).varint(2, deleted)));
       }
     }
-    if (changed) this.#rev = next;
+    if (changed) {
+      this.#rev = next;
+      if (this.#watchers.size > 0) {
+        const changes = this.#log.slice(logged);
+        for (const w of this.#watchers) this.#send(w, next, changes);
+      }
+    }
     const w = new ProtoWriter().bytes(1, this.#header()).varint(2, succeeded);
     for (const r of responses) w.bytes(3, r(this.#rev));
     return w;
   }
 
+  /**
+   * A Watch stream: each create request registers a watcher (its id the stream's count of them),
+   * answered `created`, then the events of its range from `start_revision` (the history kept, in
+   * the order written), then every later txn's as it commits, one response per revision. A
+   * cancel request, or the stream's end, removes them; other requests are refused (the stream
+   * ends INVALID_ARGUMENT).
+   */
+  #watchStream(stream: ServerHttp2Stream): void {
+    const frames = new GrpcFrames(MAX_REQUEST_BYTES);
+    const mine: Watcher[] = [];
+    let ids = 0;
+    const end = (code: number, message: string): void => {
+      for (const w of mine) this.#watchers.delete(w);
+      if (stream.destroyed || stream.closed) return;
+      if (!stream.headersSent) refuse(stream, code, message);
+      else stream.close();
+    };
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+    stream.on('error', () => end(0, ''));
+    stream.on('close', () => end(0, ''));
+    stream.on('end', () => end(0, ''));
+    stream.on('data', (chunk: Buffer) => {
+      try {
+        for (const m of frames.push(chunk)) {
+          const [f, ...rest] = [...protoFields(m)];
+          if (f?.bytes === undefined || rest.length > 0) throw new Refusal(INVALID_ARGUMENT, 'a WatchRequest holds one request');
+          if (f.no === 2) {
+            // cancel_request: its watch_id
+            const id = intOf([...protoFields(f.bytes)].find((g) => g.no === 1) ?? { no: 1, varint: '0' }, 'WatchCancelRequest.watch_id');
+            for (const w of mine) if (w.id === id) this.#watchers.delete(w);
+            stream.write(grpcFrame(new ProtoWriter().bytes(1, this.#header()).varint(2, id).varint(4, true).finish()));
+            continue;
+          }
+          if (f.no !== 1) throw new Refusal(UNIMPLEMENTED, `WatchRequest field ${f.no} is not served by the loopback etcd`);
+          const w: Watcher = { stream, id: ids++, key: '', end: undefined };
+          let start = 0;
+          for (const g of protoFields(f.bytes)) {
+            if (g.no === 1) w.key = bytesOf(g, 'WatchCreateRequest.key');
+            else if (g.no === 2) w.end = bytesOf(g, 'WatchCreateRequest.range_end') || undefined;
+            else if (g.no === 3) start = intOf(g, 'WatchCreateRequest.start_revision');
+            else if (g.no !== 4 && g.no !== 8) throw new Refusal(UNIMPLEMENTED, `WatchCreateRequest field ${g.no} is not served by the loopback etcd`);
+          }
+          mine.push(w);
+          stream.write(grpcFrame(new ProtoWriter().bytes(1, this.#header()).varint(2, w.id).varint(3, true).finish()));
+          if (start > 0 && start <= this.#rev) {
+            let from = this.#log.findIndex((c) => c.rev >= start);
+            while (from >= 0 && from < this.#log.length) {
+              const rev = this.#log[from]!.rev;
+              let to = from;
+              while (to < this.#log.length && this.#log[to]!.rev === rev) to++;
+              this.#send(w, rev, this.#log.slice(from, to));
+              from = to;
+            }
+          }
+          this.#watchers.add(w);
+        }
+      } catch (e) {
+        end(e instanceof Refusal ? e.code : INVALID_ARGUMENT, (e as Error).message);
+      }
+    });
+  }
+
+  /** `changes` (all of revision `rev`) of `w`'s range, as one WatchResponse (none when none is). */
+  #send(w: Watcher, rev: number, changes: readonly Change[]): void {
+    const events = changes.filter((c) => (w.end === undefined ? c.key === w.key : c.key >= w.key && (w.end === '\0' || c.key < w.end)));
+    if (events.length === 0 || w.stream.destroyed) return;
+    const r = new ProtoWriter().bytes(1, new ProtoWriter().varint(1, this.#clusterId).varint(2, this.#memberId).varint(3, rev).varint(4, 2)).varint(2, w.id);
+    for (const c of events) {
+      const e = new ProtoWriter().varint(1, c.v.value === undefined ? 1 : 0);
+      // A delete's kv: the key and the revision of the delete.
+      r.bytes(
+        11,
+        e.bytes(
+          2,
+          c.v.value === undefined
+            ? new ProtoWriter().bytes(1, Buffer.from(c.key, 'latin1')).varint(3, rev)
+            : keyValue(c.key, c.v as Version & { value: Buffer }),
+        ),
+      );
+    }
+    w.stream.write(grpcFrame(r.finish()));
+  }
+
   #push(key: string, v: Version): void {
+    this.#log.push({ rev: v.rev, key, v });
     const versions = this.#keys.get(key);
     if (versions === undefined) this.#keys.set(key, [v]);
     else versions.push(v);
