@@ -11,7 +11,7 @@ import { Agent, type AgentOptions, AgentStartError, type HostedServices, type Se
 import { ClusterServices } from './agent/cluster-services.js';
 import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import type { WarmBackend } from './plugin/warm-backend.js';
-import { THROWAWAY, WARM_UP_WARM_POOLS, type WarmUpContext } from './agent/warm-up.js';
+import { WARM_UP_WARM_POOLS, type WarmUpContext, openThrowaway, warmUpStoreOf } from './agent/warm-up.js';
 import { silentLog } from './log/logger.js';
 import { join } from 'node:path';
 import { ScanCache } from './local/scan-cache.js';
@@ -22,7 +22,6 @@ import type { RuntimeReconciler, RuntimeReconcilerOptions } from './reconcile/ru
 import { CallTracker } from './util/call-tracker.js';
 import { pokesHeadroom } from './agent/headroom-poke.js';
 import type { AllocationSource } from './reconcile/allocation-source.js';
-import { openStore, parseStoreUrl } from './store/index.js';
 
 export interface AgentMainOptions extends Omit<AgentOptions, 'host' | 'log'> {
   /** A datastore to open at start (cluster mode), so the first pod pays nothing for it. */
@@ -167,11 +166,11 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
   return {
     call: handler(host, calls),
     // The agent's kind of datastore where the warm-up can have one of its own.
-    warmUpStore: o.datastore === undefined ? 'memory' : parseStoreUrl(o.datastore).kind,
+    warmUpStore: warmUpStoreOf(o.datastore),
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: async (ctx) => {
       // Its datastores are thrown away after it: their commits run the same code without waiting for the disk.
-      const own = { cluster: new ClusterServices({ openStore: (url) => openStore(url, THROWAWAY) }), scanCache: new ScanCache() };
+      const own = { cluster: new ClusterServices({ openStore: openThrowaway }), scanCache: new ScanCache() };
       let warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
       // A warm pool of its own that cannot start is reported; the other calls run without it.
       let ownWarm: WarmService | undefined;

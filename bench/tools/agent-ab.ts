@@ -85,7 +85,9 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
     etcdPools = etcd !== undefined;
   }
   const socket = `${home}.sock`;
-  const args = ['agent', '--socket', socket, '--node', `ab-${name}`, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
+  // On the shared etcd a node of its own each round (its data directory is new: the node's records must be too).
+  const node = etcd ? `ab-${name}${round}` : `ab-${name}`;
+  const args = ['agent', '--socket', socket, '--node', node, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
   const pool = ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
   const child = spawn(process.execPath, [...NODE_ARGS, join(dist, 'src/main.js'), ...args, ...pool, ...(MORE_ARGS[name] ?? [])], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -110,7 +112,7 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
     if (i > 600) throw fail(`not ready with ${MIN_IDLE} idle addresses in 30 s`);
     await new Promise((w) => setTimeout(w, 50));
   }
-  return { socket, url, node: `ab-${name}`, child, log: () => stderr };
+  return { socket, url, node, child, log: () => stderr };
 }
 
 /** ADD, DEL, ADD, … of `pairs` pods to agent `ag`'s network, as the client reads them. */

@@ -2,26 +2,44 @@
  * What agents killed during their warm-up left behind. A warm-up removes its private directory
  * when it ends; an agent killed meanwhile (SIGKILL, the OOM killer, a node's restart of a
  * crash-looping agent) cannot, and each start would leave another one in the temporary
- * directory. Each directory is named after its agent's pid (`WARM_UP_DIR_PREFIX<pid>-XXXXXX`):
- * one whose agent is gone is removed at the next warm-up's start.
+ * directory — which, in the DaemonSet, is an emptyDir that outlives the container's restarts.
  *
- * "Gone" needs both proofs: no process has that pid (kill(pid, 0) answers ESRCH: a pid reused
- * by another process keeps the directory, harmlessly), and the directory has not changed for
- * STALE_AFTER_MS (a temporary directory shared across pid namespaces may hold a live agent's,
- * whose pid means nothing here; a warm-up lasts seconds). Only this user's directories of that
- * name are looked at, at most MAX_SWEPT a start.
+ * A warm-up holds an exclusive flock on its directory's WARM_UP_LOCK for its whole run
+ * (`holdWarmUpLock`); the lock goes with its process, however it ends. A directory named
+ * WARM_UP_DIR_PREFIX… is a dead warm-up's when both hold: its lock can be taken (or it has none:
+ * killed before making it, or made by an agent before the lock), and it has not changed for
+ * STALE_AFTER_MS (a warm-up lasts seconds). Not a pid: in a container every agent is pid 1, and a
+ * temporary directory shared across pid namespaces holds pids that mean nothing here. Only this
+ * user's directories (not links) are looked at, at most MAX_SWEPT a start; without the flock
+ * addon nothing is removed (no proof).
  */
-import { lstatSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { tryLoadFlock, tryLockExclusive } from '../util/flock.js';
 
 export const WARM_UP_DIR_PREFIX = 'podipam-agent-warm-up-';
-/** A directory untouched this long (and its agent's pid free) is a dead warm-up's. */
+/** The file a running warm-up holds locked, in its directory. */
+export const WARM_UP_LOCK = 'lock';
+/** A directory untouched this long (and not locked) is a dead warm-up's. */
 export const STALE_AFTER_MS = 10 * 60_000;
 /** Removed at most this many a start (a temporary directory full of them is emptied over starts). */
 const MAX_SWEPT = 32;
 
-/** The warm-up directory names in `tmp` whose agent is gone (see above), removed; their names. */
+/** Locks `dir`'s WARM_UP_LOCK (made 0600) for this process: the descriptor to close when the warm-up ends. */
+export function holdWarmUpLock(dir: string): number {
+  const fd = openSync(join(dir, WARM_UP_LOCK), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  try {
+    if (!tryLockExclusive(fd)) throw new Error(`${join(dir, WARM_UP_LOCK)} is locked by another process`);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  return fd;
+}
+
+/** The warm-up directories in `tmp` of warm-ups that are gone (see above), removed; their names. */
 export function sweepStaleWarmUps(tmp: string, now = Date.now()): string[] {
+  if (tryLoadFlock() === null) return [];
   let names: string[];
   try {
     names = readdirSync(tmp);
@@ -33,12 +51,11 @@ export function sweepStaleWarmUps(tmp: string, now = Date.now()): string[] {
   for (const name of names) {
     if (swept.length >= MAX_SWEPT) break;
     if (!name.startsWith(WARM_UP_DIR_PREFIX)) continue;
-    const pid = /^(\d+)-/.exec(name.slice(WARM_UP_DIR_PREFIX.length))?.[1];
-    if (pid === undefined || alive(Number(pid))) continue;
     const path = join(tmp, name);
     try {
       const st = lstatSync(path);
       if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || now - st.mtimeMs < STALE_AFTER_MS) continue;
+      if (!unlocked(path)) continue;
       rmSync(path, { recursive: true, force: true });
       swept.push(name);
     } catch {
@@ -48,13 +65,17 @@ export function sweepStaleWarmUps(tmp: string, now = Date.now()): string[] {
   return swept;
 }
 
-/** Whether a process has `pid` (EPERM: one does, another user's). */
-function alive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return true; // not a pid: never proof of anything
+/** No process holds `dir`'s lock: it has none, or this one could take it (let go at once). */
+function unlocked(dir: string): boolean {
+  let fd: number;
   try {
-    process.kill(pid, 0);
-    return true;
+    fd = openSync(join(dir, WARM_UP_LOCK), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+  try {
+    return tryLockExclusive(fd);
+  } finally {
+    closeSync(fd);
   }
 }

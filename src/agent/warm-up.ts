@@ -27,8 +27,8 @@
  * optimising (`--optimize warm-up`, src/util/stop-optimizing.ts).
  *
  * The calls go through a private socket (a directory made for the purpose by mkdtemp, 0700,
- * named after the agent's pid, removed after; one left by an agent killed during its warm-up is
- * removed by a later warm-up: stale-warm-ups.ts) served by the agent's own connection code
+ * locked for its run, removed after; one left by an agent killed during its warm-up is removed
+ * by a later warm-up: stale-warm-ups.ts) served by the agent's own connection code
  * (`serve`: peer check, framing, answer, close), with the JavaScript client of the protocol, so
  * that code is warmed too. The services behind it are the warm-up's own, built for it and closed
  * after it: a scan cache and a cluster host like the agent's (and a warm pool, when the agent
@@ -39,21 +39,23 @@
  * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
  * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
  * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
- * parsed local configs holds up to its size of the warm-up's (keyed by their text, which names the removed directory: no pod's
+ * parsed local configs holds up to its size of the warm-up's, and the cluster config's cache of
+ * checked datastore URLs its few (bounded too) (keyed by their text, which names the removed directory: no pod's
  * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
  * only costs the first pods their cold start (and the agent then leaves V8 optimising:
  * agent-server.ts, `stopOptimizingAfterWarmUp`).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';
 import { SERVER_OPTIONS } from './first-read.js';
-import { WARM_UP_DIR_PREFIX, sweepStaleWarmUps } from './stale-warm-ups.js';
+import { WARM_UP_DIR_PREFIX, holdWarmUpLock, sweepStaleWarmUps } from './stale-warm-ups.js';
+import { type Store, openStore, parseStoreUrl } from '../store/index.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
 
-/** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N-E`, or see WarmUpStore). */
+/** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
 
 /**
@@ -64,6 +66,11 @@ let warmUps = 0;
  * cluster), `memory` (a process-private memory store).
  */
 export type WarmUpStore = 'memory' | 'sqlite' | 'etcd';
+
+/** The warm-up's kind of datastore for an agent on `datastore` (memory when it has none). */
+export function warmUpStoreOf(datastore: string | undefined): WarmUpStore {
+  return datastore === undefined ? 'memory' : parseStoreUrl(datastore).kind;
+}
 
 /**
  * Rounds (an ADD and a DEL on each of the two local networks and on the cluster's): at least
@@ -86,6 +93,11 @@ export const WARM_UP_FRESH_COUNTERS = 17;
  * or credentials).
  */
 export const THROWAWAY = { durable: false, env: {} } as const;
+
+/** Opens one of the warm-up's datastores (THROWAWAY): what its cluster services open them with. */
+export function openThrowaway(url: string): Promise<Store> {
+  return openStore(url, THROWAWAY);
+}
 /** Rounds in one local data directory (see `locals`), and with one datastore and one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
 /**
@@ -114,7 +126,7 @@ export const WARM_UP_WARM_POOLS = [
 export interface WarmUpContext {
   /** The warm-up's private directory (0700). */
   readonly dir: string;
-  /** The warm-up's datastore (process-private memory, or a SQLite file in `dir`): the cluster calls' pools and WARM_UP_WARM_POOLS. */
+  /** The warm-up's first datastore (WarmUpStore: process-private memory, a SQLite file in `dir`, a loopback etcd's URL): the cluster calls' pools and WARM_UP_WARM_POOLS. */
   readonly datastore: string;
 }
 
@@ -143,6 +155,8 @@ export interface WarmUpReport {
   readonly ms: number;
   /** The kind of datastore its cluster calls and warm pool ran on. */
   readonly store: WarmUpStore;
+  /** Datastores its cluster calls ran on (a new one every FRESH_DATA_ROUNDS rounds, early on). */
+  readonly datastores: number;
   /** Directories of earlier warm-ups whose agents were killed during them, removed (stale-warm-ups.ts); absent: none. */
   readonly staleRemoved?: number;
   /** Why the warm-up stopped before its budget, or left a path out, when something failed (its first pods then run colder code). */
@@ -180,6 +194,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   let error: string | undefined;
   let firstFailure: string | undefined;
   let stale = 0;
+  let lockFd: number | undefined;
   const datastoreName = `podipam-agent-warm-up-${++warmUps}`;
   let datastore = `memory:${datastoreName}`;
   /** The warm-up's datastores (memory stores' data is dropped after it; SQLite files go with its directory). */
@@ -189,7 +204,9 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   try {
     // What agents killed during their warm-up left (they cannot remove their directories), then ours.
     stale = sweepStaleWarmUps(tmpdir()).length;
-    dir = mkdtempSync(join(tmpdir(), `${WARM_UP_DIR_PREFIX}${process.pid}-`));
+    dir = mkdtempSync(join(tmpdir(), WARM_UP_DIR_PREFIX));
+    // Held until the directory is removed: a later warm-up removes it only once this process is gone.
+    lockFd = holdWarmUpLock(dir);
     // A new datastore of the warm-up's kind (`n`: its number).
     const newStore = async (n: number): Promise<string> => {
       if (o.store === 'sqlite') return `sqlite:${join(dir!, `datastore-${n}.db`)}`;
@@ -222,10 +239,10 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     // made, its first blocks claimed — run during the warm-up too, after V8 has begun to record
     // how they run), every other round naming the epoch's pool of CLUSTER_POOLS, else every pool;
     // `cacheDir` a path, as in pods' configs (the agent itself keeps no hint file).
-    const [{ openStore }, { ClusterIpam }] = await Promise.all([import('../store/open-store.js'), import('../cluster/service/index.js')]);
+    const { ClusterIpam } = await import('../cluster/service/index.js');
     const clusterPool = (epoch: number): (typeof CLUSTER_POOLS)[number] => CLUSTER_POOLS[epoch % CLUSTER_POOLS.length]!;
     const makePools = async (url: string, pools: readonly { name: string; cidr: string; blockSize: number }[]): Promise<void> => {
-      const store = await openStore(url, THROWAWAY);
+      const store = await openThrowaway(url);
       try {
         const admin = new ClusterIpam(store);
         for (const pool of pools) await admin.createPool(pool);
@@ -315,6 +332,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     }
     await Promise.all(loopbacks.map((l) => l.close()));
     if (dir) rmSync(dir, { recursive: true, force: true });
+    if (lockFd !== undefined) closeSync(lockFd);
   }
   return {
     rounds,
@@ -322,6 +340,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     failed,
     ms: Math.round(performance.now() - t0),
     store: o.store ?? 'memory',
+    datastores: stores.length,
     ...(stale > 0 ? { staleRemoved: stale } : {}),
     ...(error === undefined ? {} : { error }),
     ...(firstFailure === undefined ? {} : { firstFailure }),

@@ -11,7 +11,7 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, readdirSync, readlinkSync, utimesSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
@@ -27,14 +27,14 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
   assert.equal(created.code, 0, created.stderr);
   const tmp = join(dir.path, 'tmp');
   mkdirSync(tmp);
-  // What an agent killed during its warm-up left (a pid no process has, untouched for an hour): removed.
-  const deadPid = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) + 1;
-  const stale = join(tmp, `podipam-agent-warm-up-${deadPid}-abcdef`);
+  // What an agent killed during its warm-up left (its lock free, untouched for an hour): removed.
+  const stale = join(tmp, 'podipam-agent-warm-up-abcdef');
   mkdirSync(join(stale, 'data'), { recursive: true });
+  writeFileSync(join(stale, 'lock'), '');
   const hourAgo = Date.now() / 1000 - 3600;
   utimesSync(stale, hourAgo, hourAgo);
-  // 1 s: past the first 50 rounds, so the cluster calls' second datastore is made and used too.
-  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '1s'], { TMPDIR: tmp });
+  // 2 s: past the first 50 rounds within its first 60 %, so the cluster calls' second datastore is made and used too.
+  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '2s'], { TMPDIR: tmp });
   try {
     const st = await agent.status();
     const w = st.warmUp;
@@ -43,6 +43,7 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
     assert.equal(w.failed, 0, JSON.stringify(w));
     assert.equal(w.staleRemoved, 1, `the dead agent's warm-up directory is removed: ${JSON.stringify(w)}`);
     assert.equal(w.store, 'sqlite', "the agent's datastore is SQLite: so is the warm-up's (a file in its private directory)");
+    assert.ok(w.datastores >= 2, `a new datastore every 50 rounds: ${JSON.stringify(w)}`);
     assert.equal(
       w.calls,
       6 * w.rounds,
@@ -128,7 +129,24 @@ test(
   },
 );
 
-test('an agent on no SQLite datastore warms up on a memory store of its own', { timeout: 60_000 }, async () => {
+test(
+  "an agent on etcd warms up on loopback etcds of its own, whatever PODIPAM_ETCD_* its environment holds (never its cluster's)",
+  { timeout: 60_000 },
+  async () => {
+    // No etcd listens there: the agent starts anyway (its datastore is tried again by the first call).
+    const env = { PODIPAM_ETCD_USERNAME: 'root', PODIPAM_ETCD_PASSWORD: 'secret', PODIPAM_ETCD_CA: join(dir.path, 'no-such-ca.pem') };
+    const agent = await startAgent(join(dir.path, 'e', 'agent.sock'), ['--node', 'wu-etcd', '--datastore', 'etcd://127.0.0.1:1', '--warm-up', '500ms'], env);
+    try {
+      const w = (await agent.status()).warmUp;
+      assert.ok(w && w.rounds >= 8 && w.failed === 0 && w.error === undefined, JSON.stringify(w));
+      assert.equal(w.store, 'etcd', JSON.stringify(w));
+    } finally {
+      await agent.stop();
+    }
+  },
+);
+
+test('an agent on a memory datastore warms up on a memory store of its own', { timeout: 60_000 }, async () => {
   const agent = await startAgent(join(dir.path, 'm', 'agent.sock'), ['--node', 'wu-mem', '--datastore', 'memory:wu-mem', '--warm-up', '300ms']);
   try {
     const w = (await agent.status()).warmUp;

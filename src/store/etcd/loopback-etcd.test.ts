@@ -10,6 +10,7 @@ import { storeConformance } from '../../../test/suites/conformance.js';
 import { openStore } from '../open-store.js';
 import { LoopbackEtcd } from './loopback-etcd.js';
 import { grpcFrame } from './grpc-frames.js';
+import { ProtoWriter } from './protobuf-wire.js';
 
 let loop: LoopbackEtcd | undefined;
 before(async () => {
@@ -26,11 +27,11 @@ storeConformance('loopback etcd', () => openStore(url(), { env: {} }), { increme
 
 describe('loopback etcd refusals', () => {
   /** One gRPC call by hand: its grpc-status and message. */
-  async function call(path: string, message: Buffer): Promise<{ status: string; message: string }> {
+  async function call(path: string, message: Buffer, times = 1): Promise<{ status: string; message: string }> {
     const session = connect(url().replace('etcd://', 'http://'));
     try {
       const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
-      req.end(grpcFrame(message));
+      req.end(Buffer.concat(Array.from({ length: times }, () => grpcFrame(message))));
       return await new Promise((resolve, reject) => {
         let status = '';
         let text = '';
@@ -64,6 +65,25 @@ describe('loopback etcd refusals', () => {
     const future = await call('/etcdserverpb.KV/Range', Buffer.from([0x0a, 0x01, 0x61, 0x20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20]));
     assert.equal(future.status, '11');
     assert.match(future.message, /future revision/);
+  });
+
+  it('ends a watch stream whose request it does not serve with the status in its trailers', async () => {
+    // WatchRequest field 3 (progress_request)
+    const r = await call('/etcdserverpb.Watch/Watch', new ProtoWriter().bytes(3, Buffer.alloc(0)).finish());
+    assert.equal(r.status, '12');
+    assert.match(r.message, /WatchRequest field 3/);
+  });
+
+  it('refuses a unary call of two messages, and a txn that puts and deletes one key', async () => {
+    const range = new ProtoWriter().bytes(1, Buffer.from('a')).finish();
+    const two = await call('/etcdserverpb.KV/Range', range, 2);
+    assert.equal(two.status, '3');
+    assert.match(two.message, /one request message/);
+    const put = new ProtoWriter().bytes(2, new ProtoWriter().bytes(1, Buffer.from('k')).bytes(2, Buffer.from('v')));
+    const del = new ProtoWriter().bytes(3, new ProtoWriter().bytes(1, Buffer.from('k')));
+    const dup = await call('/etcdserverpb.KV/Txn', new ProtoWriter().bytes(2, put).bytes(2, del).finish());
+    assert.equal(dup.status, '3');
+    assert.match(dup.message, /duplicate key/);
   });
 
   it('answers a malformed message with INVALID_ARGUMENT, and goes on serving', async () => {

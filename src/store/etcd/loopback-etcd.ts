@@ -23,8 +23,13 @@ import { randomBytes } from 'node:crypto';
 import { GrpcFrames, grpcFrame } from './grpc-frames.js';
 import { type ProtoField, ProtoWriter, protoFields } from './protobuf-wire.js';
 
-/** The largest request accepted (a txn of many puts), as etcd's default request limit (1.5 MiB) with room. */
-const MAX_REQUEST_BYTES = 4 << 20;
+/** The largest request accepted: etcd's default request limit (1.5 MiB) and a little room for the framing. */
+const MAX_REQUEST_BYTES = (3 << 19) + 4096;
+/** What it keeps at most (keys and values of every version): past it, a write is refused RESOURCE_EXHAUSTED. */
+const MAX_STORED_BYTES = 64 << 20;
+/** Watchers at most, over all streams (a warm-up's agent opens a few). */
+const MAX_WATCHERS = 256;
+const RESOURCE_EXHAUSTED = 8;
 
 interface Version {
   readonly rev: number;
@@ -45,6 +50,8 @@ interface Watcher {
   readonly stream: ServerHttp2Stream;
   readonly id: number;
   key: string;
+  /** Events of revisions before this one are not its (0: from now). */
+  start: number;
   /** undefined: `key` alone; "\0": from `key` on. */
   end: string | undefined;
 }
@@ -79,6 +86,8 @@ export class LoopbackEtcd {
   /** Every change in the order written (what a watch from a past revision replays). */
   readonly #log: Change[] = [];
   readonly #watchers = new Set<Watcher>();
+  /** Bytes of keys and values kept (MAX_STORED_BYTES). */
+  #stored = 0;
 
   private constructor(server: Http2Server) {
     this.#server = server;
@@ -121,10 +130,12 @@ export class LoopbackEtcd {
     const frames = new GrpcFrames(MAX_REQUEST_BYTES);
     const messages: Buffer[] = [];
     stream.on('data', (chunk: Buffer) => {
+      if (stream.headersSent) return; // refused already: the rest is not read into memory
       try {
         messages.push(...frames.push(chunk));
+        if (messages.length > 1) throw new Refusal(INVALID_ARGUMENT, 'a unary call carries one request message');
       } catch (e) {
-        refuse(stream, INVALID_ARGUMENT, (e as Error).message);
+        refuse(stream, e instanceof Refusal ? e.code : INVALID_ARGUMENT, (e as Error).message);
       }
     });
     stream.on('error', () => undefined); // a client gone: nothing to answer
@@ -132,7 +143,7 @@ export class LoopbackEtcd {
       if (stream.headersSent || stream.destroyed) return;
       try {
         const request = messages[0];
-        if (messages.length !== 1 || request === undefined) throw new Refusal(INVALID_ARGUMENT, `one request message expected, got ${messages.length}`);
+        if (request === undefined || !frames.idle) throw new Refusal(INVALID_ARGUMENT, 'the request ended without a whole message');
         let answer: Buffer;
         if (path === '/etcdserverpb.KV/Range') answer = this.#range(request).finish();
         else if (path === '/etcdserverpb.KV/Txn') answer = this.#txn(request).finish();
@@ -196,8 +207,14 @@ export class LoopbackEtcd {
     }
     const succeeded = compares.every((c) => this.#holds(c));
     const ops = (succeeded ? success : failure).map(requestOp);
-    const puts = ops.filter((o) => o.kind === 'put').map((o) => o.key);
-    if (new Set(puts).size !== puts.length) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
+    // As etcd: no key put twice, nor put and deleted, in one txn (deletes may overlap each other).
+    const puts = ops.flatMap((o) => (o.kind === 'put' ? [o.key] : []));
+    const dels = ops.flatMap((o) => (o.kind === 'delete' ? [o] : []));
+    const inDel = (k: string): boolean => dels.some((d) => (d.end === undefined ? d.key === k : k >= d.key && (d.end === '\0' || k < d.end)));
+    if (new Set(puts).size !== puts.length || puts.some(inDel)) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
+    const bytes = ops.reduce((n, o) => n + (o.kind === 'put' ? o.key.length + o.value.length : 0), 0);
+    if (this.#stored + bytes > MAX_STORED_BYTES) throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd keeps at most ${MAX_STORED_BYTES} bytes`);
+    this.#stored += bytes;
     const next = this.#rev + 1;
     const logged = this.#log.length;
     let changed = false;
@@ -237,24 +254,32 @@ export class LoopbackEtcd {
    * A Watch stream: each create request registers a watcher (its id the stream's count of them),
    * answered `created`, then the events of its range from `start_revision` (the history kept, in
    * the order written), then every later txn's as it commits, one response per revision. A
-   * cancel request, or the stream's end, removes them; other requests are refused (the stream
-   * ends INVALID_ARGUMENT).
+   * cancel request, or the stream's end, removes them; another request ends the stream with its
+   * gRPC status in the trailers (INVALID_ARGUMENT, UNIMPLEMENTED; RESOURCE_EXHAUSTED past
+   * MAX_WATCHERS).
    */
   #watchStream(stream: ServerHttp2Stream): void {
     const frames = new GrpcFrames(MAX_REQUEST_BYTES);
     const mine: Watcher[] = [];
     let ids = 0;
+    let status: { code: number; message: string } | undefined;
+    // Ends the stream (once) with `code` in its trailers.
     const end = (code: number, message: string): void => {
       for (const w of mine) this.#watchers.delete(w);
-      if (stream.destroyed || stream.closed) return;
-      if (!stream.headersSent) refuse(stream, code, message);
-      else stream.close();
+      if (status !== undefined || stream.destroyed || stream.closed) return;
+      status = { code, message };
+      stream.end();
     };
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => {
+      const t = status ?? { code: 0, message: '' };
+      stream.sendTrailers({ 'grpc-status': String(t.code), ...(t.message ? { 'grpc-message': encodeURIComponent(t.message) } : {}) });
+    });
     stream.on('error', () => end(0, ''));
     stream.on('close', () => end(0, ''));
     stream.on('end', () => end(0, ''));
     stream.on('data', (chunk: Buffer) => {
+      if (status !== undefined) return;
       try {
         for (const m of frames.push(chunk)) {
           const [f, ...rest] = [...protoFields(m)];
@@ -267,12 +292,13 @@ export class LoopbackEtcd {
             continue;
           }
           if (f.no !== 1) throw new Refusal(UNIMPLEMENTED, `WatchRequest field ${f.no} is not served by the loopback etcd`);
-          const w: Watcher = { stream, id: ids++, key: '', end: undefined };
+          if (this.#watchers.size >= MAX_WATCHERS) throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd serves at most ${MAX_WATCHERS} watchers`);
+          const w: Watcher = { stream, id: ids++, key: '', end: undefined, start: 0 };
           let start = 0;
           for (const g of protoFields(f.bytes)) {
             if (g.no === 1) w.key = bytesOf(g, 'WatchCreateRequest.key');
             else if (g.no === 2) w.end = bytesOf(g, 'WatchCreateRequest.range_end') || undefined;
-            else if (g.no === 3) start = intOf(g, 'WatchCreateRequest.start_revision');
+            else if (g.no === 3) w.start = start = intOf(g, 'WatchCreateRequest.start_revision');
             else if (g.no !== 4 && g.no !== 8) throw new Refusal(UNIMPLEMENTED, `WatchCreateRequest field ${g.no} is not served by the loopback etcd`);
           }
           mine.push(w);
@@ -297,9 +323,10 @@ export class LoopbackEtcd {
 
   /** `changes` (all of revision `rev`) of `w`'s range, as one WatchResponse (none when none is). */
   #send(w: Watcher, rev: number, changes: readonly Change[]): void {
+    if (rev < w.start) return; // a watch from a revision still to come
     const events = changes.filter((c) => (w.end === undefined ? c.key === w.key : c.key >= w.key && (w.end === '\0' || c.key < w.end)));
     if (events.length === 0 || w.stream.destroyed) return;
-    const r = new ProtoWriter().bytes(1, new ProtoWriter().varint(1, this.#clusterId).varint(2, this.#memberId).varint(3, rev).varint(4, 2)).varint(2, w.id);
+    const r = new ProtoWriter().bytes(1, this.#header()).varint(2, w.id);
     for (const c of events) {
       const e = new ProtoWriter().varint(1, c.v.value === undefined ? 1 : 0);
       // A delete's kv: the key and the revision of the delete.
