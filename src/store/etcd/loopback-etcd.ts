@@ -21,7 +21,22 @@ import { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream, crea
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { GrpcFrames, grpcFrame } from './grpc-frames.js';
-import { type ProtoField, ProtoWriter, protoFields } from './protobuf-wire.js';
+import { ProtoWriter, protoFields } from './protobuf-wire.js';
+import {
+  INVALID_ARGUMENT,
+  type Live,
+  RESOURCE_EXHAUSTED,
+  Refusal,
+  UNIMPLEMENTED,
+  type Version,
+  bytesOf,
+  intOf,
+  keyValue,
+  rangeRequest,
+  rangeResponse,
+  refuse,
+  requestOp,
+} from './loopback-wire.js';
 
 /** The largest request accepted: etcd's default request limit (1.5 MiB) and a little room for the framing. */
 const MAX_REQUEST_BYTES = (3 << 19) + 4096;
@@ -29,15 +44,6 @@ const MAX_REQUEST_BYTES = (3 << 19) + 4096;
 const MAX_STORED_BYTES = 64 << 20;
 /** Watchers at most, over all streams (a warm-up's agent opens a few). */
 const MAX_WATCHERS = 256;
-const RESOURCE_EXHAUSTED = 8;
-
-interface Version {
-  readonly rev: number;
-  /** undefined: deleted at `rev`. */
-  readonly value: Buffer | undefined;
-  readonly create: number;
-  readonly version: number;
-}
 
 /** One key's change at one revision. */
 interface Change {
@@ -55,24 +61,6 @@ interface Watcher {
   /** undefined: `key` alone; "\0": from `key` on. */
   end: string | undefined;
 }
-
-interface Live {
-  readonly key: string;
-  readonly v: Version & { readonly value: Buffer };
-}
-
-/** A request the loopback does not take: answered with gRPC status `code`. */
-class Refusal extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const INVALID_ARGUMENT = 3;
-const UNIMPLEMENTED = 12;
 
 export class LoopbackEtcd {
   /** `etcd://127.0.0.1:PORT`, for openStore. */
@@ -373,91 +361,4 @@ export class LoopbackEtcd {
     if (result === 3) return actual !== operand;
     throw new Refusal(INVALID_ARGUMENT, `Compare result ${result} is not one of etcd's`);
   }
-}
-
-interface RangeRequest {
-  readonly key: string;
-  /** undefined: `key` alone. */
-  readonly end: string | undefined;
-  readonly limit: number;
-  readonly rev: number;
-  readonly countOnly: boolean;
-}
-
-function rangeRequest(buf: Buffer): RangeRequest {
-  let key = '';
-  let end: string | undefined;
-  let limit = 0;
-  let rev = 0;
-  let countOnly = false;
-  for (const f of protoFields(buf)) {
-    if (f.no === 1) key = bytesOf(f, 'RangeRequest.key');
-    else if (f.no === 2) end = bytesOf(f, 'RangeRequest.range_end');
-    else if (f.no === 3) limit = intOf(f, 'RangeRequest.limit');
-    else if (f.no === 4) rev = intOf(f, 'RangeRequest.revision');
-    else if (f.no === 9) countOnly = intOf(f, 'RangeRequest.count_only') !== 0;
-    else throw new Refusal(UNIMPLEMENTED, `RangeRequest field ${f.no} is not served by the loopback etcd`);
-  }
-  return { key, end: end === '' ? undefined : end, limit, rev, countOnly };
-}
-
-/** A RangeResponse of the keys `live` (the first `limit`, 0: all), as etcd writes it. */
-function rangeResponse(header: ProtoWriter, live: readonly Live[], limit: number, countOnly: boolean): ProtoWriter {
-  const w = new ProtoWriter().bytes(1, header);
-  if (!countOnly) for (const { key, v } of limit > 0 ? live.slice(0, limit) : live) w.bytes(2, keyValue(key, v));
-  return w.varint(3, limit > 0 && live.length > limit).varint(4, live.length);
-}
-
-type Op =
-  | ({ readonly kind: 'range' } & RangeRequest)
-  | { readonly kind: 'put'; readonly key: string; readonly value: Buffer }
-  | { readonly kind: 'delete'; readonly key: string; readonly end: string | undefined };
-
-function requestOp(buf: Buffer): Op {
-  for (const f of protoFields(buf)) {
-    const b = f.bytes;
-    if (b === undefined) continue;
-    if (f.no === 1) return { kind: 'range', ...rangeRequest(b) };
-    let key = '';
-    let value = Buffer.alloc(0);
-    let end: string | undefined;
-    for (const g of protoFields(b)) {
-      if (g.no === 1) key = bytesOf(g, 'key');
-      else if (g.no === 2 && f.no === 2 && g.bytes !== undefined)
-        value = Buffer.from(g.bytes); // a copy: the request's buffer is not kept
-      else if (g.no === 2 && f.no === 3) end = bytesOf(g, 'DeleteRangeRequest.range_end');
-      else throw new Refusal(UNIMPLEMENTED, `RequestOp ${f.no} field ${g.no} is not served by the loopback etcd`);
-    }
-    if (f.no === 2) return { kind: 'put', key, value };
-    if (f.no === 3) return { kind: 'delete', key, end: end === '' ? undefined : end };
-    throw new Refusal(UNIMPLEMENTED, `RequestOp field ${f.no} is not served by the loopback etcd`);
-  }
-  throw new Refusal(INVALID_ARGUMENT, 'an empty RequestOp');
-}
-
-/** A KeyValue as etcd writes it (proto3: an empty value left out). */
-function keyValue(key: string, v: Version & { value: Buffer }): ProtoWriter {
-  const w = new ProtoWriter().bytes(1, Buffer.from(key, 'latin1')).varint(2, v.create).varint(3, v.rev).varint(4, v.version);
-  return v.value.length > 0 ? w.bytes(5, v.value) : w;
-}
-
-function bytesOf(f: ProtoField, what: string): string {
-  if (f.bytes === undefined) throw new Refusal(INVALID_ARGUMENT, `${what} is not a bytes field`);
-  return f.bytes.toString('latin1');
-}
-
-function intOf(f: ProtoField, what: string): number {
-  if (f.varint === undefined) throw new Refusal(INVALID_ARGUMENT, `${what} is not a varint`);
-  const n = Number(f.varint);
-  if (!Number.isSafeInteger(n)) throw new Refusal(INVALID_ARGUMENT, `${what} ${f.varint} is out of range`);
-  return n;
-}
-
-function refuse(stream: ServerHttp2Stream, code: number, message: string): void {
-  if (stream.headersSent || stream.destroyed) return;
-  // A trailers-only answer: the status in the headers, no body.
-  stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
-    { endStream: true },
-  );
 }
