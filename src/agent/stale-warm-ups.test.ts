@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { chownSync, closeSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -59,6 +60,21 @@ test('removes the directories of warm-ups that are gone (lock free, untouched fo
   }
   // Its warm-up gone (the lock let go with it), the directory goes at the next start.
   assert.deepEqual(sweepStaleWarmUps(tmp), [`${WARM_UP_DIR_PREFIX}livexx`]);
+});
+
+test("a lock that is a FIFO or a link is no running warm-up's: removed, without waiting on the FIFO", () => {
+  const tmp = join(dir.path, 'c');
+  mkdirSync(tmp);
+  const old = STALE_AFTER_MS + 60_000;
+  const fifo = warmUpDir(tmp, `${WARM_UP_DIR_PREFIX}fifoxx`, old, false);
+  execFileSync('mkfifo', [join(fifo, WARM_UP_LOCK)]);
+  const link = warmUpDir(tmp, `${WARM_UP_DIR_PREFIX}linklk`, old, false);
+  symlinkSync('/etc/hostname', join(link, WARM_UP_LOCK));
+  for (const d of [fifo, link]) {
+    const t = (Date.now() - old) / 1000;
+    utimesSync(d, t, t);
+  }
+  assert.deepEqual(sweepStaleWarmUps(tmp).sort(), [`${WARM_UP_DIR_PREFIX}fifoxx`, `${WARM_UP_DIR_PREFIX}linklk`]);
 });
 
 test('removes at most 32 a start, and nothing from a temporary directory it cannot read', () => {

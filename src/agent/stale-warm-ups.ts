@@ -13,7 +13,7 @@
  * user's directories (not links) are looked at, at most MAX_SWEPT a start; without the flock
  * addon nothing is removed (no proof).
  */
-import { closeSync, constants, lstatSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tryLoadFlock, tryLockExclusive } from '../util/flock.js';
 
@@ -65,16 +65,21 @@ export function sweepStaleWarmUps(tmp: string, now = Date.now()): string[] {
   return swept;
 }
 
-/** No process holds `dir`'s lock: it has none, or this one could take it (let go at once). */
+/**
+ * No process holds `dir`'s lock: it has none, its `lock` is no regular file (a running warm-up's
+ * always is: holdWarmUpLock makes it so, never through a link), or this one could take it (let
+ * go at once). Opened without waiting (a FIFO there would block the agent's start).
+ */
 function unlocked(dir: string): boolean {
   let fd: number;
   try {
-    fd = openSync(join(dir, WARM_UP_LOCK), constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(join(dir, WARM_UP_LOCK), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ELOOP';
   }
   try {
-    return tryLockExclusive(fd);
+    return !fstatSync(fd).isFile() || tryLockExclusive(fd);
   } finally {
     closeSync(fd);
   }

@@ -330,9 +330,15 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       const { dropMemoryStore } = await import('../store/memory/memory-store.js');
       for (const u of memory) dropMemoryStore(u.slice('memory:'.length));
     }
-    await Promise.all(loopbacks.map((l) => l.close()));
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    if (lockFd !== undefined) closeSync(lockFd);
+    await Promise.all(loopbacks.map((l) => l.close().catch(() => undefined)));
+    try {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    } catch (e) {
+      // Left for a later warm-up's sweep (its lock let go below): only reported.
+      error ??= `the warm-up's directory ${dir} could not be removed: ${(e as Error).message}`;
+    } finally {
+      if (lockFd !== undefined) closeSync(lockFd);
+    }
   }
   return {
     rounds,

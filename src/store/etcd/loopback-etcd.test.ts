@@ -27,8 +27,8 @@ storeConformance('loopback etcd', () => openStore(url(), { env: {} }), { increme
 
 describe('loopback etcd refusals', () => {
   /** One gRPC call by hand: its grpc-status and message. */
-  async function call(path: string, message: Buffer, times = 1): Promise<{ status: string; message: string }> {
-    const session = connect(url().replace('etcd://', 'http://'));
+  async function call(path: string, message: Buffer, times = 1, to = url()): Promise<{ status: string; message: string }> {
+    const session = connect(to.replace('etcd://', 'http://'));
     try {
       const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
       req.end(Buffer.concat(Array.from({ length: times }, () => grpcFrame(message))));
@@ -84,6 +84,36 @@ describe('loopback etcd refusals', () => {
     const dup = await call('/etcdserverpb.KV/Txn', new ProtoWriter().bytes(2, put).bytes(2, del).finish());
     assert.equal(dup.status, '3');
     assert.match(dup.message, /duplicate key/);
+  });
+
+  it('refuses a txn of more than 128 operations of a kind, as etcd does', async () => {
+    const w = new ProtoWriter();
+    for (let i = 0; i < 129; i++) w.bytes(2, new ProtoWriter().bytes(2, new ProtoWriter().bytes(1, Buffer.from(`k${i}`)).bytes(2, Buffer.from('v'))));
+    const r = await call('/etcdserverpb.KV/Txn', w.finish());
+    assert.equal(r.status, '3');
+    assert.match(r.message, /too many operations/);
+  });
+
+  it('keeps and watches within its limits: past them, RESOURCE_EXHAUSTED and nothing written', async () => {
+    const small = await LoopbackEtcd.start({ maxStoredBytes: 4096, maxWatchers: 1 });
+    try {
+      const s = await openStore(small.url, { env: {} });
+      try {
+        await s.txn([], [{ type: 'put', key: 'a', value: 'x'.repeat(2000) }]);
+        const rev = await s.revision();
+        await assert.rejects(s.txn([], [{ type: 'put', key: 'b', value: 'x'.repeat(3000) }]), /at most 4096 bytes/);
+        assert.equal(await s.revision(), rev, 'the refused txn wrote nothing');
+        assert.equal(await s.get('b'), undefined);
+      } finally {
+        await s.close();
+      }
+      const create = new ProtoWriter().bytes(1, new ProtoWriter().bytes(1, Buffer.from('a'))).finish();
+      const two = await call('/etcdserverpb.Watch/Watch', create, 2, small.url);
+      assert.equal(two.status, '8');
+      assert.match(two.message, /at most 1 watchers/);
+    } finally {
+      await small.close();
+    }
   });
 
   it('answers a malformed message with INVALID_ARGUMENT, and goes on serving', async () => {

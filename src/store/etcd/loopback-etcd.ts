@@ -14,7 +14,9 @@
  * ranges of one key, of `[key, range_end)` and from a key on (`range_end` "\0"), with `limit`
  * (and `more`, `count`), `count_only` and reads at a past `revision`; watches from a past
  * revision (replayed) or from now, one response per revision. Each key's history is kept for the
- * store's life (a warm-up's few thousand writes). Keys compare byte-wise (held as latin1
+ * store's life (a warm-up's few thousand writes). Bounded (LoopbackLimits, MAX_STREAMS,
+ * MAX_CONNECTIONS, WATCH_BUFFER_BYTES, etcd's request size and ops per txn), as a local process
+ * may connect to it. Keys compare byte-wise (held as latin1
  * strings).
  */
 import { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream, createServer } from 'node:http2';
@@ -22,6 +24,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { GrpcFrames, grpcFrame } from './grpc-frames.js';
 import { ProtoWriter, protoFields } from './protobuf-wire.js';
+import { MAX_TXN_OPS } from '../check-input.js';
 import {
   INVALID_ARGUMENT,
   type Live,
@@ -40,10 +43,21 @@ import {
 
 /** The largest request accepted: etcd's default request limit (1.5 MiB) and a little room for the framing. */
 const MAX_REQUEST_BYTES = (3 << 19) + 4096;
-/** What it keeps at most (keys and values of every version): past it, a write is refused RESOURCE_EXHAUSTED. */
-const MAX_STORED_BYTES = 64 << 20;
-/** Watchers at most, over all streams (a warm-up's agent opens a few). */
-const MAX_WATCHERS = 256;
+/** Bytes counted for every version kept besides its key and value (the objects holding it). */
+const ENTRY_OVERHEAD_BYTES = 96;
+/** A watch stream whose client leaves more than this unread is ended RESOURCE_EXHAUSTED. */
+const WATCH_BUFFER_BYTES = 4 << 20;
+/** Streams at once on a connection, and connections at once. */
+const MAX_STREAMS = 32;
+const MAX_CONNECTIONS = 16;
+
+/** What a loopback etcd keeps and serves at most (past it: RESOURCE_EXHAUSTED). */
+export interface LoopbackLimits {
+  /** Bytes of every version kept (keys, values, ENTRY_OVERHEAD_BYTES each); default 64 MiB. */
+  readonly maxStoredBytes?: number;
+  /** Watchers over all streams; default 256 (a warm-up's agent opens a few). */
+  readonly maxWatchers?: number;
+}
 
 /** One key's change at one revision. */
 interface Change {
@@ -60,6 +74,8 @@ interface Watcher {
   start: number;
   /** undefined: `key` alone; "\0": from `key` on. */
   end: string | undefined;
+  /** Ends its stream with a gRPC status. */
+  readonly close: (code: number, message: string) => void;
 }
 
 export class LoopbackEtcd {
@@ -74,11 +90,13 @@ export class LoopbackEtcd {
   /** Every change in the order written (what a watch from a past revision replays). */
   readonly #log: Change[] = [];
   readonly #watchers = new Set<Watcher>();
-  /** Bytes of keys and values kept (MAX_STORED_BYTES). */
+  readonly #limits: Required<LoopbackLimits>;
+  /** Bytes kept, as LoopbackLimits.maxStoredBytes counts them. */
   #stored = 0;
 
-  private constructor(server: Http2Server) {
+  private constructor(server: Http2Server, limits: Required<LoopbackLimits>) {
     this.#server = server;
+    this.#limits = limits;
     server.on('session', (session: ServerHttp2Session) => {
       this.#sessions.add(session);
       session.once('close', () => this.#sessions.delete(session));
@@ -92,13 +110,14 @@ export class LoopbackEtcd {
   }
 
   /** Listening on an ephemeral loopback port. */
-  static async start(): Promise<LoopbackEtcd> {
-    const server = createServer();
+  static async start(limits: LoopbackLimits = {}): Promise<LoopbackEtcd> {
+    const server = createServer({ settings: { maxConcurrentStreams: MAX_STREAMS } });
+    server.maxConnections = MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
-    return new LoopbackEtcd(server);
+    return new LoopbackEtcd(server, { maxStoredBytes: limits.maxStoredBytes ?? 64 << 20, maxWatchers: limits.maxWatchers ?? 256 });
   }
 
   /** Stops listening and ends its clients' sessions. */
@@ -193,15 +212,30 @@ export class LoopbackEtcd {
       else if (f.no === 3) failure.push(b);
       else throw new Refusal(UNIMPLEMENTED, `TxnRequest field ${f.no} is not served by the loopback etcd`);
     }
+    // As etcd, before anything is evaluated: at most MAX_TXN_OPS of each, and in each branch no
+    // key put twice, nor put and deleted (deletes may overlap each other), no empty key put.
+    if (compares.length > MAX_TXN_OPS || success.length > MAX_TXN_OPS || failure.length > MAX_TXN_OPS) {
+      throw new Refusal(INVALID_ARGUMENT, 'etcdserver: too many operations in txn request');
+    }
+    const branches = [success.map(requestOp), failure.map(requestOp)];
+    for (const ops of branches) {
+      const puts = ops.flatMap((o) => (o.kind === 'put' ? [o.key] : []));
+      const dels = ops.flatMap((o) => (o.kind === 'delete' ? [o] : []));
+      const inDel = (k: string): boolean => dels.some((d) => (d.end === undefined ? d.key === k : k >= d.key && (d.end === '\0' || k < d.end)));
+      if (puts.includes('')) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: key is not provided');
+      if (new Set(puts).size !== puts.length || puts.some(inDel)) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
+    }
     const succeeded = compares.every((c) => this.#holds(c));
-    const ops = (succeeded ? success : failure).map(requestOp);
-    // As etcd: no key put twice, nor put and deleted, in one txn (deletes may overlap each other).
-    const puts = ops.flatMap((o) => (o.kind === 'put' ? [o.key] : []));
-    const dels = ops.flatMap((o) => (o.kind === 'delete' ? [o] : []));
-    const inDel = (k: string): boolean => dels.some((d) => (d.end === undefined ? d.key === k : k >= d.key && (d.end === '\0' || k < d.end)));
-    if (new Set(puts).size !== puts.length || puts.some(inDel)) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
-    const bytes = ops.reduce((n, o) => n + (o.kind === 'put' ? o.key.length + o.value.length : 0), 0);
-    if (this.#stored + bytes > MAX_STORED_BYTES) throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd keeps at most ${MAX_STORED_BYTES} bytes`);
+    const ops = branches[succeeded ? 0 : 1]!;
+    // What the writes will keep, refused before any is applied.
+    let bytes = 0;
+    for (const o of ops) {
+      if (o.kind === 'put') bytes += ENTRY_OVERHEAD_BYTES + o.key.length + o.value.length;
+      else if (o.kind === 'delete') for (const { key } of this.#select(o.key, o.end, this.#rev)) bytes += ENTRY_OVERHEAD_BYTES + key.length;
+    }
+    if (this.#stored + bytes > this.#limits.maxStoredBytes) {
+      throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd keeps at most ${this.#limits.maxStoredBytes} bytes`);
+    }
     this.#stored += bytes;
     const next = this.#rev + 1;
     const logged = this.#log.length;
@@ -275,13 +309,18 @@ export class LoopbackEtcd {
           if (f.no === 2) {
             // cancel_request: its watch_id
             const id = intOf([...protoFields(f.bytes)].find((g) => g.no === 1) ?? { no: 1, varint: '0' }, 'WatchCancelRequest.watch_id');
-            for (const w of mine) if (w.id === id) this.#watchers.delete(w);
+            const gone = mine.findIndex((w) => w.id === id);
+            if (gone < 0) continue; // etcd answers nothing to a cancel of no watch of its
+            this.#watchers.delete(mine[gone]!);
+            mine.splice(gone, 1);
             stream.write(grpcFrame(new ProtoWriter().bytes(1, this.#header()).varint(2, id).varint(4, true).finish()));
             continue;
           }
           if (f.no !== 1) throw new Refusal(UNIMPLEMENTED, `WatchRequest field ${f.no} is not served by the loopback etcd`);
-          if (this.#watchers.size >= MAX_WATCHERS) throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd serves at most ${MAX_WATCHERS} watchers`);
-          const w: Watcher = { stream, id: ids++, key: '', end: undefined, start: 0 };
+          if (this.#watchers.size >= this.#limits.maxWatchers) {
+            throw new Refusal(RESOURCE_EXHAUSTED, `the loopback etcd serves at most ${this.#limits.maxWatchers} watchers`);
+          }
+          const w: Watcher = { stream, id: ids++, key: '', end: undefined, start: 0, close: end };
           let start = 0;
           for (const g of protoFields(f.bytes)) {
             if (g.no === 1) w.key = bytesOf(g, 'WatchCreateRequest.key');
@@ -313,7 +352,7 @@ export class LoopbackEtcd {
   #send(w: Watcher, rev: number, changes: readonly Change[]): void {
     if (rev < w.start) return; // a watch from a revision still to come
     const events = changes.filter((c) => (w.end === undefined ? c.key === w.key : c.key >= w.key && (w.end === '\0' || c.key < w.end)));
-    if (events.length === 0 || w.stream.destroyed) return;
+    if (events.length === 0 || w.stream.destroyed || w.stream.writableEnded) return;
     const r = new ProtoWriter().bytes(1, this.#header()).varint(2, w.id);
     for (const c of events) {
       const e = new ProtoWriter().varint(1, c.v.value === undefined ? 1 : 0);
@@ -329,6 +368,8 @@ export class LoopbackEtcd {
       );
     }
     w.stream.write(grpcFrame(r.finish()));
+    // A client that does not read is not buffered for without end.
+    if (w.stream.writableLength > WATCH_BUFFER_BYTES) w.close(RESOURCE_EXHAUSTED, `a watch stream left over ${WATCH_BUFFER_BYTES} bytes unread`);
   }
 
   #push(key: string, v: Version): void {
