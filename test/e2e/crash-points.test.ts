@@ -36,8 +36,9 @@ import { ClusterIpam } from '../../src/cluster/index.js';
 import { cniHandleId } from '../../src/model/handle-id.js';
 import { BLOCK_PREFIX, HANDLE_PREFIX } from '../../src/cluster/records/keys.js';
 import { decodeBlock } from '../../src/cluster/records/block-record.js';
+import { decodeHandle } from '../../src/cluster/records/handle-record.js';
 import { addrOfOrdinal } from '../../src/alloc/block.js';
-import { formatAddr, parseAddr } from '../../src/ip/index.js';
+import { formatAddr, formatPrefix, parseAddr } from '../../src/ip/index.js';
 import { spawn } from 'node:child_process';
 import { mulberry32 } from '../../src/util/mulberry32.js';
 
@@ -245,32 +246,36 @@ async function clusterSetup(url: string): Promise<Map<string, string[]>> {
   }
 }
 
-/** The datastore's allocations: address → handle, asserting none appears twice and each handle lists its own. */
+/**
+ * The datastore's allocations: address → handle, asserting none appears twice, every holder's
+ * handle exists and each handle's record counts what the blocks give it — all read at one
+ * revision (a restarted warm agent returns and refills meanwhile: blocks and handles listed one
+ * after the other could show a handle returned in between as missing).
+ */
 async function clusterHoldings(url: string): Promise<Map<string, string>> {
   const store = await openStore(url, OBSERVER);
   try {
-    const ipam = new ClusterIpam(store);
+    const { entries } = await store.snapshot('');
     const held = new Map<string, string>();
-    for (const e of await store.list(BLOCK_PREFIX)) {
+    /** handle → block CIDR → addresses the blocks give it. */
+    const given = new Map<string, Map<string, number>>();
+    for (const e of entries.filter((x) => x.key.startsWith(BLOCK_PREFIX))) {
       const b = decodeBlock(e);
+      const cidr = formatPrefix(b.cidr);
       for (const [o, h] of b.allocations) {
         const a = formatAddr(addrOfOrdinal(b.cidr, o));
         assert.ok(!held.has(a), `${a} is allocated in two blocks (to ${held.get(a)} and ${h})`);
         held.set(a, h);
+        const per = given.get(h) ?? new Map<string, number>();
+        per.set(cidr, (per.get(cidr) ?? 0) + 1);
+        given.set(h, per);
       }
     }
-    const handles = (await store.list(HANDLE_PREFIX)).map((e) => e.key.slice(HANDLE_PREFIX.length));
-    for (const [a, h] of held) assert.ok(handles.includes(h), `${a} is allocated to handle ${h}, which does not exist`);
-    for (const h of handles) {
-      const mine = ((await ipam.addressesOf(h)) ?? []).map((x) => formatAddr(x.addr)).sort();
-      assert.deepEqual(
-        mine,
-        [...held]
-          .filter(([, x]) => x === h)
-          .map(([a]) => a)
-          .sort(),
-        `handle ${h} lists what the blocks give it`,
-      );
+    const handles = new Map(entries.filter((x) => x.key.startsWith(HANDLE_PREFIX)).map((e) => [e.key.slice(HANDLE_PREFIX.length), decodeHandle(e)]));
+    for (const [a, h] of held) assert.ok(handles.has(h), `${a} is allocated to handle ${h}, which does not exist`);
+    for (const [h, rec] of handles) {
+      const counts = (m: ReadonlyMap<string, number> | undefined): [string, number][] => [...(m ?? [])].sort(([x], [y]) => (x < y ? -1 : 1));
+      assert.deepEqual(counts(rec.blocks), counts(given.get(h)), `handle ${h} counts what the blocks give it`);
     }
     return held;
   } finally {
