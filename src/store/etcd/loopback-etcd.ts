@@ -33,6 +33,7 @@ import {
   UNIMPLEMENTED,
   type Version,
   bytesOf,
+  inRange,
   intOf,
   keyValue,
   rangeRequest,
@@ -221,7 +222,7 @@ export class LoopbackEtcd {
     for (const ops of branches) {
       const puts = ops.flatMap((o) => (o.kind === 'put' ? [o.key] : []));
       const dels = ops.flatMap((o) => (o.kind === 'delete' ? [o] : []));
-      const inDel = (k: string): boolean => dels.some((d) => (d.end === undefined ? d.key === k : k >= d.key && (d.end === '\0' || k < d.end)));
+      const inDel = (k: string): boolean => dels.some((d) => inRange(k, d.key, d.end));
       if (puts.includes('')) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: key is not provided');
       if (new Set(puts).size !== puts.length || puts.some(inDel)) throw new Refusal(INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request');
     }
@@ -351,7 +352,7 @@ export class LoopbackEtcd {
   /** `changes` (all of revision `rev`) of `w`'s range, as one WatchResponse (none when none is). */
   #send(w: Watcher, rev: number, changes: readonly Change[]): void {
     if (rev < w.start) return; // a watch from a revision still to come
-    const events = changes.filter((c) => (w.end === undefined ? c.key === w.key : c.key >= w.key && (w.end === '\0' || c.key < w.end)));
+    const events = changes.filter((c) => inRange(c.key, w.key, w.end));
     if (events.length === 0 || w.stream.destroyed || w.stream.writableEnded) return;
     const r = new ProtoWriter().bytes(1, this.#header()).varint(2, w.id);
     for (const c of events) {

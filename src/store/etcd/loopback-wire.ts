@@ -122,3 +122,8 @@ export function refuse(stream: ServerHttp2Stream, code: number, message: string)
     { endStream: true },
   );
 }
+
+/** Whether `k` is in etcd's range of `key` and `end` (undefined: `key` alone; "\0": from `key` on; else `[key, end)`). */
+export function inRange(k: string, key: string, end: string | undefined): boolean {
+  return end === undefined ? k === key : k >= key && (end === '\0' || k < end);
+}
