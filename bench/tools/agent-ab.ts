@@ -22,6 +22,8 @@
  * fsync, so TMPDIR=/dev/shm shows the agents' own work through less of the disk's noise). PODIPAM_BENCH_AB_ARGS_A / _B: more agent flags for one side, space-separated (e.g. B
  * `--optimize always`: the same build with V8 optimising throughout); PODIPAM_BENCH_AB_NODE_ARGS:
  * Node.js flags for both (e.g. `--perf-basic-prof` for a profile of both agents with perf).
+ * PODIPAM_BENCH_AB_START_LOAD=N: N busy loops (`sh`) run while each agent starts, as on a node
+ * busy starting up, and are stopped before the calls (the warm-up then gets fewer rounds).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -63,6 +65,10 @@ const etcd = DATASTORE === 'etcd' ? await startEtcd({ members: 1 }) : undefined;
 let etcdPools = false;
 const NODE_ARGS = words(process.env['PODIPAM_BENCH_AB_NODE_ARGS']);
 const MORE_ARGS: Record<string, readonly string[]> = { a: words(process.env['PODIPAM_BENCH_AB_ARGS_A']), b: words(process.env['PODIPAM_BENCH_AB_ARGS_B']) };
+/** Busy loops running while each agent starts (its warm-up on a loaded node), stopped before the calls. */
+const START_LOAD = Number(process.env['PODIPAM_BENCH_AB_START_LOAD'] ?? 0);
+if (!(Number.isInteger(START_LOAD) && START_LOAD >= 0 && START_LOAD <= 8))
+  throw new Error(`PODIPAM_BENCH_AB_START_LOAD must be an integer from 0 to 8: got ${process.env['PODIPAM_BENCH_AB_START_LOAD']}`);
 
 interface Agent {
   readonly socket: string;
@@ -71,6 +77,8 @@ interface Agent {
   readonly node: string;
   readonly child: ChildProcess;
   readonly log: () => string;
+  /** Its warm-up's rounds (status), shown with each round's figures. */
+  readonly warmUpRounds: number | undefined;
 }
 
 /** Agent `name` of `dist` on a datastore of its own, preloaded. */
@@ -89,6 +97,7 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
   const node = etcd ? `ab-${name}${round}` : `ab-${name}`;
   const args = ['agent', '--socket', socket, '--node', node, '--datastore', url, '--data-dir', home, '--metrics-listen', 'off', '--no-masquerade'];
   const pool = ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'];
+  const load = Array.from({ length: START_LOAD }, () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
   const child = spawn(process.execPath, [...NODE_ARGS, join(dist, 'src/main.js'), ...args, ...pool, ...(MORE_ARGS[name] ?? [])], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -98,21 +107,31 @@ async function startAgent(dist: string, name: string, round: number): Promise<Ag
     child.kill('SIGKILL');
     return new Error(`agent ${name} (${dist}) ${why}: ${stderr}`);
   };
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null || child.signalCode !== null) throw fail('exited');
-    try {
-      const st = JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 500, answerTimeoutMs: 5000 })).body.toString('utf8')) as {
-        warmPool?: { ready: boolean; pools: Record<string, { idle: number }> };
-      };
-      const w = st.warmPool;
-      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= MIN_IDLE && (w.pools.ipv6?.idle ?? 0) >= MIN_IDLE) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (i > 600) throw fail(`not ready with ${MIN_IDLE} idle addresses in 30 s`);
-    await new Promise((w) => setTimeout(w, 50));
+  let warmUpRounds: number | undefined;
+  try {
+    warmUpRounds = await untilReady();
+  } finally {
+    for (const l of load) l.kill('SIGKILL');
   }
-  return { socket, url, node, child, log: () => stderr };
+  return { socket, url, node, child, log: () => stderr, warmUpRounds };
+
+  async function untilReady(): Promise<number | undefined> {
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null || child.signalCode !== null) throw fail('exited');
+      try {
+        const st = JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 500, answerTimeoutMs: 5000 })).body.toString('utf8')) as {
+          warmPool?: { ready: boolean; pools: Record<string, { idle: number }> };
+          warmUp?: { rounds: number };
+        };
+        const w = st.warmPool;
+        if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= MIN_IDLE && (w.pools.ipv6?.idle ?? 0) >= MIN_IDLE) return st.warmUp?.rounds;
+      } catch {
+        /* not listening yet */
+      }
+      if (i > 600) throw fail(`not ready with ${MIN_IDLE} idle addresses in 30 s`);
+      await new Promise((w) => setTimeout(w, 50));
+    }
+  }
 }
 
 /** ADD, DEL, ADD, … of `pairs` pods to agent `ag`'s network, as the client reads them. */
@@ -164,7 +183,7 @@ console.log(`agent-ab: A ${distA}${baseline ? '' : ' (no PODIPAM_BENCH_BASELINE_
 console.log(
   `${pairs} pairs per round (the first ${SKIP} not counted), ${gapUs} µs before each call, ${rounds} rounds, warm-pool agents on ${DATASTORE}, dual-stack, calls in ${MODE} mode`,
 );
-console.log('round    A ADD p50   B ADD p50   B/A ADD    A DEL p50   B DEL p50   B/A DEL');
+console.log('round    A ADD p50   B ADD p50   B/A ADD    A DEL p50   B DEL p50   B/A DEL   warm-up rounds A/B');
 const ratios: { add: number; del: number }[] = [];
 try {
   for (let r = 1; r <= rounds; r++) {
@@ -192,7 +211,9 @@ try {
       ratios.push({ add: bAdd / aAdd, del: bDel / aDel });
       const ms = (x: number): string => `${x.toFixed(3)} ms`.padStart(12);
       const x = (v: number): string => `${v.toFixed(3)}x`.padStart(10);
-      console.log(`${String(r).padEnd(5)}${ms(aAdd)}${ms(bAdd)}${x(bAdd / aAdd)}${ms(aDel)}${ms(bDel)}${x(bDel / aDel)}`);
+      console.log(
+        `${String(r).padEnd(5)}${ms(aAdd)}${ms(bAdd)}${x(bAdd / aAdd)}${ms(aDel)}${ms(bDel)}${x(bDel / aDel)}   ${a.warmUpRounds ?? '-'}/${b.warmUpRounds ?? '-'}`,
+      );
     } finally {
       for (const ag of [a, b]) ag.child.kill('SIGTERM');
       await Promise.all(

@@ -26,7 +26,7 @@ import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
-import { stopOptimizing } from '../util/stop-optimizing.js';
+import { optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
@@ -156,6 +156,7 @@ export class Agent {
       // branch it never took after its first calls would throw the optimised code away for good).
       let warmUpStats = new AgentStats();
       let warmUpCalls = 0;
+      const eager = optimizeEagerly();
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,
         // The warm-up's calls are counted too, on counters of their own nobody reads: the counting
@@ -167,7 +168,7 @@ export class Agent {
         node: opts.node,
         ...(opts.warmUpMs !== undefined ? { budgetMs: opts.warmUpMs } : {}),
         ...(hosted.warmUpStore !== undefined ? { store: hosted.warmUpStore } : {}),
-      });
+      }).finally(() => eager.done());
     }
     if (opts.stopOptimizingAfterWarmUp) {
       const w = agent.warmUpReport;

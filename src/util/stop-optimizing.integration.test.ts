@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const MODULE = fileURLToPath(new URL('./stop-optimizing.js', import.meta.url));
+const { V8_INTERRUPT_BUDGET } = (await import(MODULE)) as typeof import('./stop-optimizing.js');
 
 test('stopOptimizing: V8 optimises hot code before it, and marks, compiles or optimises nothing after it', { timeout: 120_000 }, () => {
   const script = `
@@ -39,4 +40,44 @@ test('stopOptimizing: V8 optimises hot code before it, and marks, compiles or op
     `V8 optimises the hot code before stopOptimizing:\n${lines.slice(0, stopped).join('\n')}`,
   );
   assert.deepEqual(compiles(lines.slice(stopped)), [], 'nothing is marked, compiled or optimised after stopOptimizing');
+});
+
+test("V8_INTERRUPT_BUDGET is this node's V8 default", () => {
+  const r = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const m = /--interrupt-budget \(.*\)\n\s+type: int\s+default: --interrupt-budget=(\d+)/.exec(r.stdout);
+  assert.ok(m, 'node --v8-options lists --interrupt-budget');
+  assert.equal(Number(m[1]), V8_INTERRUPT_BUDGET);
+});
+
+/**
+ * A small function run 1,500 times, traced with --trace-opt: with V8's budget it gets no
+ * profiler tick (1,500 × its bytecode < V8_INTERRUPT_BUDGET), with the warm-up's it is ticked
+ * and optimised; after `done()` another one run as often is not; a node started with its own
+ * --interrupt-budget keeps it.
+ */
+function eagerRun(nodeArgs: string[], eager: boolean): { during: boolean; after: boolean } {
+  const script = `
+    const { optimizeEagerly } = await import(${JSON.stringify(MODULE)});
+    function during(o) { return o.a * 2 + o.b; }
+    function after(o) { return o.a * 3 - o.b; }
+    const run = (f) => { let s = 0; for (let i = 0; i < 1500; i++) s += f({ a: i, b: 1 }); return s; };
+    const w = ${eager} ? optimizeEagerly() : { done() {} };
+    run(during);
+    w.done();
+    run(after);
+  `;
+  const r = spawnSync(process.execPath, [...nodeArgs, '--trace-opt', '--no-concurrent-recompilation', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const optimised = (name: string): boolean => r.stdout.split('\n').some((l) => l.startsWith('[completed compiling') && l.includes(`<JSFunction ${name} `));
+  return { during: optimised('during'), after: optimised('after') };
+}
+
+test('optimizeEagerly: V8 optimises what runs until done() sooner, and after done() as before', { timeout: 120_000 }, () => {
+  assert.deepEqual(eagerRun([], false), { during: false, after: false }, "with V8's budget 1,500 calls are too few");
+  assert.deepEqual(eagerRun([], true), { during: true, after: false });
+  assert.deepEqual(eagerRun([`--interrupt-budget=${V8_INTERRUPT_BUDGET}`], true), { during: false, after: false }, 'a budget given at start is kept');
 });
