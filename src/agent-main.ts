@@ -183,7 +183,9 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
           warmError = e instanceof Error ? e.message : String(e);
         }
       }
-      const tracker = new CallTracker(Date.now, 60_000);
+      // Touches forgotten after 0.4 s (the agent's after minutes): its pruning, which the agent's
+      // tracker runs every few minutes, runs during the warm-up too.
+      const tracker = new CallTracker(Date.now, 400);
       return {
         calls: [handler(warmHost, tracker), handler(warmHost, tracker)],
         warm: ownWarm !== undefined,
@@ -262,10 +264,14 @@ async function warmUpPool(node: string, stickyForMs: number, Service: typeof War
       minIdle: 8,
       maxIdle: 32,
       capacity: 64,
-      cooldownMs: 0,
+      // Some of its ADDs find every idle address still cooling and refill, as a busy node's do.
+      cooldownMs: 100,
       stickyForMs,
       tickMs: 50,
-      writeDelayMs: 10,
+      // Batches of a few and of a few dozen pods' records, as a node writes them (a datastore
+      // record with over ~20 keys is one V8 lays out otherwise), and its view published often.
+      writeDelayMs: 100,
+      viewIntervalMs: 100,
       // Its datastore watched, as the agent's pool watches its own (the store's watch code warmed too).
       watch: true,
       log: silentLog,

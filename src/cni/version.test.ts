@@ -28,3 +28,13 @@ test('versionAtLeast compares numerically', () => {
   assert.ok(!versionAtLeast('', '0.3.0'));
   assert.ok(!versionAtLeast('1.0.0', '1.1.0'));
 });
+
+test('parseVersion answers a version parsed before from its cache (the same frozen parts), never an invalid one', () => {
+  const a = parseVersion('0.3.1');
+  assert.equal(parseVersion('0.3.1'), a);
+  assert.ok(Object.isFrozen(a));
+  for (let i = 0; i < 2; i++) assert.throws(() => parseVersion('1.x'), /invalid syntax/);
+  // Past the cache's bound, versions are still parsed (not kept).
+  for (let i = 0; i < 100; i++) assert.deepEqual(parseVersion(`7.${i}.1`), [7, i, 1]);
+  assert.equal(versionAtLeast('7.99.1', '7.98.9'), true);
+});

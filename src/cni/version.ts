@@ -11,11 +11,25 @@ export function isSupportedVersion(v: string): boolean {
   return (SUPPORTED_VERSIONS as readonly string[]).includes(v);
 }
 
+/** Versions parsed before (every call compares its config's): at most PARSED_MAX, then no more are kept. */
+const parsed = new Map<string, readonly [number, number, number]>();
+const PARSED_MAX = 64;
+
 /**
  * Parses "major.minor.micro" like Go's version.ParseVersion: "" means 0.1.0, missing parts are
- * 0, more than three parts or a non-integer part is an error (thrown as TypeError).
+ * 0, more than three parts or a non-integer part is an error (thrown as TypeError). A version
+ * parsed before is answered from `parsed`: no split array on a call's path (V8 had thrown this
+ * function's optimised code away at a split array of another map).
  */
-export function parseVersion(v: string): [number, number, number] {
+export function parseVersion(v: string): readonly [number, number, number] {
+  const known = parsed.get(v);
+  if (known !== undefined) return known;
+  const out = Object.freeze(splitVersion(v));
+  if (parsed.size < PARSED_MAX) parsed.set(v, out);
+  return out;
+}
+
+function splitVersion(v: string): [number, number, number] {
   if (v === '') return [0, 1, 0];
   const parts = v.split('.');
   if (parts.length >= 4) throw new TypeError(`invalid version ${JSON.stringify(v)}: too many parts`);

@@ -151,15 +151,16 @@ export class WarmService {
       throw e;
     }
     this.#lockFd = lockFd;
+    // Every key, present or not: one shape of options for every pool's tracker (shapedWarmOptions).
     const pods = new PodTracker(db, {
       node: o.node,
       stickyForMs: o.stickyForMs,
       now,
-      ...(o.sticky ? { policy: o.sticky } : {}),
-      ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
-      ...(o.gcIntervalMs !== undefined ? { gcIntervalMs: o.gcIntervalMs } : {}),
-      ...(o.openPodSource ? { openPodSource: o.openPodSource } : {}),
-      ...(o.pods ? { pods: o.pods } : {}),
+      policy: o.sticky,
+      kubeconfig: o.kubeconfig,
+      gcIntervalMs: o.gcIntervalMs,
+      openPodSource: o.openPodSource,
+      pods: o.pods,
       log,
     });
     this.#s = new WarmState(o, cluster, db, pods, log, now, sizing);
@@ -167,7 +168,7 @@ export class WarmService {
     this.#restore = new WarmRestore(this.#s, sizing, () => this.#refiller.refill(false), this.#direct);
     this.#refiller = new WarmRefiller(this.#s, () => this.#restore.ensureReady());
     this.#trust = new WarmTrust(this.#s, this.#refiller);
-    this.#verbs = new WarmVerbs(this.#s, () => this.#restore.ready(), this.#refiller, this.#direct);
+    this.#verbs = new WarmVerbs(this.#s, this.#restore, this.#refiller, this.#direct);
     this.#writes = new WarmWriteBehind(this.#s);
     this.#s.onGeneration = () => {
       if (!this.#s.closed) void this.#writes.flush().catch(() => undefined); // a failure: the loop's next tick writes it

@@ -21,26 +21,32 @@ import { hasPlacement } from '../model/placement.js';
 import type { WarmDirect } from './warm-direct.js';
 import { WarmError } from './warm-error.js';
 import type { WarmRefiller } from './warm-refiller.js';
+import type { WarmRestore } from './warm-restore.js';
 import { type WarmAnswer, type WarmRequest, warmRequestKey } from './warm-request.js';
 import type { WarmState } from './warm-state.js';
 import { encodeWarmPodRecord } from '../model/warm-pod-record.js';
 
 export class WarmVerbs {
   readonly #s: WarmState;
-  readonly #ready: () => Promise<void>;
+  readonly #restore: Pick<WarmRestore, 'ready'>;
   readonly #refiller: WarmRefiller;
   readonly #direct: WarmDirect;
   readonly counters = { hits: 0, misses: 0, runtimeAbsent: 0 };
   /** Container ids with an ADD or DEL running, and when one last began (kept while the id has a pod row or runs). */
   readonly #calls: CallTracker;
 
-  /** `ready`: resolves once the pools are restored, else a not-ready WarmError (warm-restore.ts). */
-  constructor(state: WarmState, ready: () => Promise<void>, refiller: WarmRefiller, direct: WarmDirect) {
+  /**
+   * `restore.ready()`: resolves once the pools are restored, else a not-ready WarmError
+   * (warm-restore.ts). Objects and their methods, not closures, here and for the clock: every
+   * pool's calls then call the same functions, the warm-up's pool's and the agent's (V8 throws
+   * code optimised for one closure away at another's).
+   */
+  constructor(state: WarmState, restore: Pick<WarmRestore, 'ready'>, refiller: WarmRefiller, direct: WarmDirect) {
     this.#s = state;
-    this.#ready = ready;
+    this.#restore = restore;
     this.#refiller = refiller;
     this.#direct = direct;
-    this.#calls = new CallTracker(() => state.now());
+    this.#calls = new CallTracker(state.now);
   }
 
   async add(req: WarmRequest): Promise<WarmAnswer> {
@@ -63,7 +69,7 @@ export class WarmVerbs {
    * not-ready WarmError before the pools are restored (nothing can be judged then).
    */
   async podRows(): Promise<(PodRow & { readonly touchedAt?: number })[]> {
-    await this.#ready();
+    await this.#restore.ready();
     const rows = this.#s.db.pods();
     const held = new Set(rows.map((r) => r.containerId));
     this.#calls.retain((id) => held.has(id));
@@ -93,7 +99,7 @@ export class WarmVerbs {
   }
 
   async #add(req: WarmRequest): Promise<WarmAnswer> {
-    await this.#ready();
+    await this.#restore.ready();
     const s = this.#s;
     const { db, pods } = s;
     const key = warmRequestKey(req, s.node);
@@ -255,7 +261,7 @@ export class WarmVerbs {
   }
 
   async #del(req: WarmRequest, why: ReleaseReason): Promise<void> {
-    await this.#ready();
+    await this.#restore.ready();
     const key = warmRequestKey(req, this.#s.node);
     if (this.#direct.has(key)) return this.#direct.release(key, why);
     this.#releaseAttachment(key, this.#s.now(), why);
@@ -263,7 +269,7 @@ export class WarmVerbs {
 
   /** Succeeds when the attachment holds addresses, among them every one of `expect` (its prevResult's). */
   async check(req: WarmRequest, expect: readonly Addr[]): Promise<void> {
-    await this.#ready();
+    await this.#restore.ready();
     const s = this.#s;
     const key = warmRequestKey(req, s.node);
     if (this.#direct.has(key)) return this.#direct.check(key, expect);
@@ -283,7 +289,7 @@ export class WarmVerbs {
 
   /** Releases every attachment of `network` not in `valid`. */
   async gc(network: string, valid: readonly { readonly containerId: string; readonly ifname: string }[]): Promise<void> {
-    await this.#ready();
+    await this.#restore.ready();
     const keep = new Set(valid.map((a) => cniHandleId(network, a.containerId, a.ifname)));
     for (const p of [...this.#s.db.pods(), ...this.#direct.rows()]) {
       if (p.network === network && !keep.has(p.key)) await this.del({ containerId: p.containerId, ifname: p.ifname, cniArgs: new Map(), network }, 'cni-gc');

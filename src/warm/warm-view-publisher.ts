@@ -26,6 +26,8 @@ import type { WarmState } from './warm-state.js';
 
 /** An unchanged view is vouched for by a heartbeat after this many publish intervals. */
 export const VIEW_REFRESH_FACTOR = 6;
+/** No config generation (a datastore's revisions are positive). */
+const NO_CONFIG_REV = -1;
 
 export class WarmViewPublisher {
   readonly #s: WarmState;
@@ -35,8 +37,8 @@ export class WarmViewPublisher {
   #lastBody: string | undefined;
   /** The revision of the txn that wrote `#lastBody`; undefined until one is known to hold it. */
   #viewRev: number | undefined;
-  /** The config generation of the last view that went out. */
-  #lastConfigRev: number | undefined;
+  /** The config generation of the last view that went out; NO_CONFIG_REV when none (a number either way: one kind of value for V8). */
+  #lastConfigRev = NO_CONFIG_REV;
   /** The record handed out by `due`, until its txn answers. */
   #pending: { kind: 'view' | 'beat'; body: string; at: number; configRev?: number | undefined } | undefined;
 
@@ -76,7 +78,7 @@ export class WarmViewPublisher {
     if (p.kind === 'view') {
       this.#lastBody = p.body;
       this.#viewRev = rev;
-      this.#lastConfigRev = p.configRev;
+      this.#lastConfigRev = p.configRev ?? NO_CONFIG_REV;
     }
     this.#lastAt = p.at;
     this.#pending = undefined;

@@ -87,6 +87,13 @@ export interface ClusterIpamOptions {
   readonly evidence?: ReleaseEvidence;
 }
 
+/**
+ * The clock of every ClusterIpam given none: one function, not one per instance — a call site
+ * that met only the agent's warm-up's instances' clocks would otherwise have its optimised code
+ * thrown away at the first call with another's (V8: "wrong call target").
+ */
+const wallClock = (): Date => new Date();
+
 export class ClusterIpam {
   readonly #ctx: IpamContext;
   readonly #options: ClusterIpamOptions;
@@ -101,7 +108,7 @@ export class ClusterIpam {
       store,
       cache: options.cache ?? new ViewCache(),
       maxAttempts,
-      now: options.now ?? (() => new Date()),
+      now: options.now ?? wallClock,
       writer: options.writer ?? 'podipam',
       ...(options.why === undefined ? {} : { why: options.why }),
       ...(options.evidence === undefined ? {} : { evidence: options.evidence }),

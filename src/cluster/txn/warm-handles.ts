@@ -82,13 +82,9 @@ export async function writeWarmRecords(ctx: IpamContext, writes: readonly WarmRe
     if (w.value === undefined) {
       const before = last.get(key);
       const deletedAlready = last.has(key) && before === undefined;
-      if (!deletedAlready)
-        keys[key] = {
-          at: w.at ?? ctx.now().getTime(),
-          why: w.why ?? ctx.why ?? 'del',
-          ...(w.evidence ? { evidence: w.evidence } : {}),
-          ...(before !== undefined ? { value: before } : {}),
-        };
+      // Every field, set or not (encodeStamp's JSON leaves unset ones out): one shape of object
+      // for every release, whichever fields it has.
+      if (!deletedAlready) keys[key] = { at: w.at ?? ctx.now().getTime(), why: w.why ?? ctx.why ?? 'del', evidence: w.evidence, value: before };
     }
     last.set(key, w.value);
   }
