@@ -183,8 +183,8 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
           warmError = e instanceof Error ? e.message : String(e);
         }
       }
-      // Touches forgotten after 0.4 s (the agent's after minutes): its pruning, which the agent's
-      // tracker runs every few minutes, runs during the warm-up too.
+      // Touches forgotten after 0.4 s (the agent's after a minute or more): its pruning, which the
+      // agent's tracker runs every 15 s or less often, runs during the warm-up too.
       const tracker = new CallTracker(Date.now, 400);
       return {
         calls: [handler(warmHost, tracker), handler(warmHost, tracker)],
@@ -248,8 +248,9 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
 
 /**
  * The warm-up's own warm pool (src/agent/warm-up.ts) for `node`: on the warm-up's datastore and
- * its pools, its resource DB in the warm-up's directory, small, its addresses back at once after
- * a DEL and its loops fast (so that the refill and the write-behind run during the warm-up too),
+ * its pools, its resource DB in the warm-up's directory, small, a released address idle again
+ * after 60 ms and its loops fast (so that the refill, a miss and the write-behind run during the
+ * warm-up too),
  * no API server (no pod source, no pod cache) and no sticky policy (none of its pods is
  * sticky: they could fill it with reservations), silent. Started: ready when returned, else the
  * error of its start (closed).
@@ -261,11 +262,15 @@ async function warmUpPool(node: string, stickyForMs: number, Service: typeof War
       node,
       dataDir: join(ctx.dir, 'warm'),
       pools: WARM_UP_WARM_POOLS.map((p) => p.name),
+      // Some of its ADDs find every idle address still cooling and refill, as a busy node's do:
+      // its idle addresses (preloaded at one time: ties in the idle queue's order too) cool for
+      // longer than 8 rounds take on a quiet machine. A refill keeps the address, so the pool
+      // holds about (rounds per cooldown) + 8 a family: under its capacity unless a round (six
+      // calls and more) took under 1 ms.
       minIdle: 8,
       maxIdle: 32,
       capacity: 64,
-      // Some of its ADDs find every idle address still cooling and refill, as a busy node's do.
-      cooldownMs: 100,
+      cooldownMs: 60,
       stickyForMs,
       tickMs: 50,
       // Batches of a few and of a few dozen pods' records, as a node writes them (a datastore

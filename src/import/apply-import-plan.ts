@@ -21,7 +21,7 @@ import {
   type Pool,
   validatePoolSpec,
 } from '../cluster/records/index.js';
-import { DEFAULT_MAX_ATTEMPTS, type IpamContext, ViewCache } from '../cluster/views/index.js';
+import { DEFAULT_MAX_ATTEMPTS, type IpamContext, ViewCache, wallClock } from '../cluster/views/index.js';
 import { createPool } from '../cluster/admin/index.js';
 import type { Block } from '../alloc/block.js';
 import { formatPrefix, parsePrefix } from '../ip/index.js';
@@ -59,7 +59,7 @@ async function apply(store: Store, plan: ImportPlan, skipConflicts: boolean): Pr
       wroteNothing: true,
     };
   }
-  const ctx: IpamContext = { store, cache: new ViewCache(), maxAttempts: DEFAULT_MAX_ATTEMPTS, now: () => new Date(), writer: 'cli', why: 'import' };
+  const ctx: IpamContext = { store, cache: new ViewCache(), maxAttempts: DEFAULT_MAX_ATTEMPTS, now: wallClock, writer: 'cli', why: 'import' };
   const poolsCreated: string[] = [];
   for (const p of checked.poolsToCreate) {
     await createPool(ctx, { name: p.name, cidr: p.cidr, blockSize: p.blockSize, nodeSelector: p.nodeSelector, disabled: p.disabled });

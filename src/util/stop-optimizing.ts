@@ -39,10 +39,9 @@ export const V8_INTERRUPT_BUDGET = 67_584;
  */
 export const WARM_UP_INTERRUPT_BUDGET = 2_112;
 
-/** Whether this process was started with its own --interrupt-budget (then left as it is). */
+/** Whether this process was started with its own --interrupt-budget (then left as it is; Node refuses it in NODE_OPTIONS). */
 function budgetGiven(): boolean {
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return given.some((a) => /^--interrupt[-_]budget(=|$)/.test(a));
+  return process.execArgv.some((a) => /^--interrupt[-_]budget=/.test(a));
 }
 
 /**

@@ -5,12 +5,16 @@
  * 150 ADD/DEL pairs made as containerd makes them. Each such deoptimisation found so far was a
  * difference between the warm-up's services and the agent's: a closure per instance (V8: "wrong
  * call target"), options of another shape, a path the warm-up's pool never took.
- * - cluster mode: none of podipam's functions (none in any run, on a quiet or a loaded machine);
+ * - cluster mode: no bailout at a position in podipam's code (none in any run, on a quiet or a
+ *   loaded machine);
  * - warm-pool mode: none for a wrong call target. On a loaded machine (a warm-up of fewer rounds)
  *   one "wrong map" may remain in some runs — a field V8 first saw hold only small integers
  *   later holding others, which depends on timing — so those are not counted here.
- * Node.js's own functions are not counted (its stream internals vary with timing), nor local
- * mode, whose first config's decoding meets shapes of its own.
+ * Not counted: Node.js's own functions (its stream internals vary with timing), code marked for
+ * deoptimisation without a bailout position (deopt-trace prints those without one: Node's module
+ * loader's, after the agent's first lazy imports), local mode (its first config's decoding meets
+ * shapes of its own). Nor are agents with a kubeconfig, pod cache or sticky policy traced: the
+ * warm-up's pool has none of them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -26,6 +26,7 @@ import {
   type PodHandle,
   DEFAULT_MAX_ATTEMPTS,
   type IpamContext,
+  wallClock,
 } from '../views/index.js';
 import type { Store } from '../../store/index.js';
 import {
@@ -86,13 +87,6 @@ export interface ClusterIpamOptions {
   /** What those releases rest on (runtime reconciliation's proof), stamped with `why`. */
   readonly evidence?: ReleaseEvidence;
 }
-
-/**
- * The clock of every ClusterIpam given none: one function, not one per instance — a call site
- * that met only the agent's warm-up's instances' clocks would otherwise have its optimised code
- * thrown away at the first call with another's (V8: "wrong call target").
- */
-const wallClock = (): Date => new Date();
 
 export class ClusterIpam {
   readonly #ctx: IpamContext;

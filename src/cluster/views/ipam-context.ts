@@ -19,5 +19,12 @@ export interface IpamContext {
   readonly evidence?: ReleaseEvidence;
 }
 
+/**
+ * The clock of every context given none (`IpamContext.now`): one function, not one per context —
+ * a call site that met only the agent's warm-up's contexts' clocks would otherwise have its
+ * optimised code thrown away at the first call with another's (V8: "wrong call target").
+ */
+export const wallClock = (): Date => new Date();
+
 /** Calico's datastoreRetries. */
 export const DEFAULT_MAX_ATTEMPTS = 100;
