@@ -250,9 +250,8 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
  * The warm-up's own warm pool (src/agent/warm-up.ts) for `node`: on the warm-up's datastore and
  * its pools, its resource DB in the warm-up's directory, small, a released address idle again
  * after 60 ms and its loops fast (so that the refill, a miss and the write-behind run during the
- * warm-up too),
- * no API server (no pod source, no pod cache) and no sticky policy (none of its pods is
- * sticky: they could fill it with reservations), silent. Started: ready when returned, else the
+ * warm-up too), no API server (no pod source, no pod cache) and no sticky policy (none of its
+ * pods is sticky: they could fill it with reservations), silent. Started: ready when returned, else the
  * error of its start (closed).
  */
 async function warmUpPool(node: string, stickyForMs: number, Service: typeof WarmService, cluster: ClusterServices, ctx: WarmUpContext): Promise<WarmService> {
