@@ -11,7 +11,7 @@ import { Agent, type AgentOptions, AgentStartError, type HostedServices, type Se
 import { ClusterServices } from './agent/cluster-services.js';
 import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import type { WarmBackend } from './plugin/warm-backend.js';
-import { WARM_UP_WARM_POOLS, type WarmUpContext, openThrowaway, warmUpStoreOf } from './agent/warm-up.js';
+import { WARM_UP_BURST_WINDOW_MS, WARM_UP_WARM_POOLS, type WarmUpContext, openThrowaway, warmUpStoreOf } from './agent/warm-up.js';
 import { silentLog } from './log/logger.js';
 import { join } from 'node:path';
 import { ScanCache } from './local/scan-cache.js';
@@ -170,7 +170,9 @@ async function hostedBackEnds(o: AgentMainOptions, served: ServedConnections, on
     // src/agent/warm-up.ts: the agent's kind of services, none of the agent's own.
     warmUp: async (ctx) => {
       // Its datastores are thrown away after it: their commits run the same code without waiting for the disk.
-      const own = { cluster: new ClusterServices({ openStore: openThrowaway }), scanCache: new ScanCache() };
+      // Its bursts (warm-up.ts) count as one for WARM_UP_BURST_WINDOW_MS: a lone call after one
+      // waits as in a pod burst, but not the next dozen rounds' calls, each a few ms apart.
+      const own = { cluster: new ClusterServices({ openStore: openThrowaway, burstWindowMs: WARM_UP_BURST_WINDOW_MS }), scanCache: new ScanCache() };
       let warmHost: BackendHost = { cluster: own.cluster, local: { asyncLockWait: true, scanCache: own.scanCache, alone } };
       // A warm pool of its own that cannot start is reported; the other calls run without it.
       let ownWarm: WarmService | undefined;

@@ -25,7 +25,7 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
-import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
+import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp, warmUpCompleted } from './warm-up.js';
 import { optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -81,9 +81,11 @@ export interface AgentOptions {
   readonly warmUp?: boolean;
   readonly warmUpMs?: number;
   /**
-   * Once a warm-up has run without error, stop V8 optimising anything more in this process
-   * (`podipam agent --optimize warm-up`; src/util/stop-optimizing.ts). Default false: it changes
-   * the whole process. Without a warm-up, or after one that failed, V8 goes on optimising (warned).
+   * Once a warm-up has run without error and done its target rounds, stop V8 optimising anything
+   * more in this process (`podipam agent --optimize warm-up`; src/util/stop-optimizing.ts).
+   * Default false: it changes the whole process. Without a warm-up, after one that failed, or
+   * after one short of its target (a busy node: warm-up.ts `targetRounds`), V8 goes on
+   * optimising (warned).
    */
   readonly stopOptimizingAfterWarmUp?: boolean;
   /**
@@ -172,10 +174,16 @@ export class Agent {
     }
     if (opts.stopOptimizingAfterWarmUp) {
       const w = agent.warmUpReport;
-      if (w !== undefined && w.error === undefined) {
+      if (warmUpCompleted(w)) {
         // Before the socket listens: V8 keeps what the warm-up got optimised and compiles nothing more.
         stopOptimizing();
         agent.optimizing = false;
+      } else if (w !== undefined && w.error === undefined) {
+        // What V8 had no time to optimise would run in its baseline tiers for the agent's life.
+        agent.#log.warn(
+          { warmUp: w },
+          `a short warm-up (${w.rounds} of ${w.target} rounds: a busy node): V8 goes on optimising the agent's code while pods start (as with --optimize always)`,
+        );
       } else {
         agent.#log.warn({ warmUp: w ?? null }, "no completed warm-up: V8 goes on optimising the agent's code while pods start (as with --optimize always)");
       }

@@ -106,13 +106,17 @@ export interface ClusterServiceStats {
 export interface ClusterServicesOptions {
   /** Opens a datastore URL (default: openStore). Tests wrap a real store here, e.g. to lose a txn's answer after it committed. */
   readonly openStore?: (url: string) => Promise<Store>;
+  /** How long after a group a node counts as in a burst (default BURST_WINDOW_MS; the agent's warm-up: shorter, its rounds being ms apart). */
+  readonly burstWindowMs?: number;
 }
 
 export class ClusterServices implements ClusterHost, ClusterServiceStats {
   readonly #openStore: ((url: string) => Promise<Store>) | undefined;
+  readonly #burstWindowMs: number;
 
   constructor(o: ClusterServicesOptions = {}) {
     this.#openStore = o.openStore;
+    this.#burstWindowMs = o.burstWindowMs ?? BURST_WINDOW_MS;
   }
 
   readonly #stores = new Map<string, Promise<Datastore>>();
@@ -258,7 +262,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
     } finally {
       q.busy = false;
       // An idle queue is forgotten, unless it is in a burst (#lone reads when its last group ended).
-      if (q.jobs.length === 0 && !(q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS)) this.#queues.delete(key);
+      if (q.jobs.length === 0 && !(q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < this.#burstWindowMs)) this.#queues.delete(key);
       else {
         // Jobs queued while an error unwound the loop: drain them too, never leave them waiting.
         q.busy = true;
@@ -271,7 +275,7 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
   #lone(q: Queue): boolean {
     const [a, b] = q.jobs;
     if (a === undefined || (b !== undefined && b.kind === a.kind)) return false;
-    return q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < BURST_WINDOW_MS;
+    return q.lastGroupEnd > 0 && performance.now() - q.lastGroupEnd < this.#burstWindowMs;
   }
 
   /** The releases at the head of `q` (up to MAX_GROUP): alone, or as one group release. */

@@ -1,0 +1,44 @@
+/**
+ * The warm-up's arithmetic (warm-up.ts): how many rounds it aims at, when it runs another, which
+ * warm-up counts as completed (then the agent stops V8 optimising), and how many calls its rounds
+ * make. The warm-up itself runs through the agent in test/e2e/agent-warm-up.test.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { WARM_UP_BUDGET_MS, type WarmUpReport, callsOfRounds, targetRounds, wantsAnotherRound, warmUpCompleted } from './warm-up.js';
+
+test('a warm-up aims at 200 rounds in the default 3 s, in proportion to its budget, 8 to 1,000', () => {
+  assert.equal(targetRounds(WARM_UP_BUDGET_MS), 200);
+  assert.equal(targetRounds(300), 20);
+  assert.equal(targetRounds(1), 8);
+  assert.equal(targetRounds(60_000), 1000);
+});
+
+test('within its budget a warm-up runs rounds; past it, only while short of its target, up to 4 times the budget', () => {
+  assert.equal(wantsAnotherRound(0, 0, 3000), true);
+  assert.equal(wantsAnotherRound(500, 2999, 3000), true, 'within the budget');
+  assert.equal(wantsAnotherRound(500, 3000, 3000), false, 'its target done: the budget ends it');
+  assert.equal(wantsAnotherRound(199, 3000, 3000), true, 'short of its target: on past the budget');
+  assert.equal(wantsAnotherRound(199, 11_999, 3000), true);
+  assert.equal(wantsAnotherRound(199, 12_000, 3000), false, 'never past 4 times the budget');
+  assert.equal(wantsAnotherRound(200, 3500, 3000), false);
+  assert.equal(wantsAnotherRound(7, 60_000, 3000), true, 'at least 8 rounds, however slow');
+  assert.equal(wantsAnotherRound(1000, 0, 3000), false, 'at most 1,000');
+});
+
+test('a warm-up is completed without an error and with its target rounds; a short one is not', () => {
+  const w: WarmUpReport = { rounds: 200, target: 200, calls: 1300, failed: 0, ms: 3000, store: 'memory', datastores: 4 };
+  assert.equal(warmUpCompleted(w), true);
+  assert.equal(warmUpCompleted({ ...w, rounds: 199, ms: 12_000 }), false, 'short of its target (a busy node)');
+  assert.equal(warmUpCompleted({ ...w, error: 'boom' }), false);
+  assert.equal(warmUpCompleted(undefined), false);
+});
+
+test("a round's calls: an ADD and a DEL per network, and 4 ADDs and 4 DELs after every burst round", () => {
+  assert.equal(callsOfRounds(0, 3), 0);
+  assert.equal(callsOfRounds(1, 3), 6);
+  // round 1: another network's burst; round 3: the cluster's
+  assert.equal(callsOfRounds(2, 3), 12 + 8);
+  assert.equal(callsOfRounds(4, 3), 24 + 16);
+  assert.equal(callsOfRounds(8, 4), 64 + 24, 'rounds 1, 3 and 7');
+});
