@@ -311,26 +311,23 @@ async function runLayout(layout: CpuLayout): Promise<readonly string[]> {
       ...(AGENT_PROF ? ['--cpu-prof', '--cpu-prof-dir', AGENT_PROF] : []),
       ...words(process.env.PODIPAM_BENCH_MULTUS_AGENT_NODE_ARGS),
     ];
-    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', undefined, agentArgs, nodeArgs);
+    const clusterNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'node', { agentArgs, nodeArgs, asShipped: true });
     nodes.push(...clusterNodes);
     const subjects: Subject[] = [];
     if (SUBJECTS.includes('own')) subjects.push({ name: 'own pools', nodes: clusterNodes, pools: own, warm: false });
     if (SUBJECTS.includes('shared')) subjects.push({ name: 'shared pool', nodes: clusterNodes, pools: shared, warm: false });
     if (SUBJECTS.includes('host-local')) subjects.push({ name: 'host-local', nodes: clusterNodes, pools: own, warm: false, hostLocal: true });
     if (SUBJECTS.includes('warm')) {
-      const warmNodes = await startMultusNodes(
-        url,
-        dir.path,
-        SIZE.nodes,
-        'warm',
-        {
+      const warmNodes = await startMultusNodes(url, dir.path, SIZE.nodes, 'warm', {
+        warm: {
           pools: ['pool-warm'],
           minIdle: WARM_MIN_IDLE ?? perNode,
           capacity: 2 * Math.max(perNode, WARM_MIN_IDLE ?? 0),
         },
         agentArgs,
         nodeArgs,
-      );
+        asShipped: true,
+      });
       nodes.push(...warmNodes);
       subjects.push({ name: 'warm', nodes: warmNodes, pools: Array.from({ length: SIZE.networks }, () => warmPool), warm: true });
     }

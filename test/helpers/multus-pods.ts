@@ -91,44 +91,56 @@ export interface MultusNode {
 
 /**
  * One agent per simulated node, each with its own socket and directory under `dir`, on the
- * datastore `url`; `warm` adds a warm pool over `warm.pools` (max idle = capacity). PODIPAM_TRACE passes through.
- * `nodeArgs`: flags for the agents' node (a bench's `--cpu-prof`).
+ * datastore `url`; `o.warm` adds a warm pool over `warm.pools` (max idle = capacity). PODIPAM_TRACE passes through.
+ * `o.agentArgs`: more agent flags; `o.nodeArgs`: flags for the agents' node (a bench's `--cpu-prof`).
+ * `o.asShipped` (the benches): each agent runs its own default warm-up (not the tests' short one)
+ * and starts after the one before is ready — each simulated node's agent warms up with the
+ * machine's CPUs, as a real node's has its own (started together on one machine, three warm-ups
+ * each got a third of a CPU and left most of the request path unoptimised: src/agent/warm-up.ts).
+ * The tests start them together, with the short warm-up.
  */
 export async function startMultusNodes(
   url: string,
   dir: string,
   nodes: number,
   prefix: string,
-  warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number },
-  agentArgs: readonly string[] = [],
-  nodeArgs: readonly string[] = [],
+  o: {
+    readonly warm?: { readonly pools: readonly string[]; readonly minIdle: number; readonly capacity: number };
+    readonly agentArgs?: readonly string[];
+    readonly nodeArgs?: readonly string[];
+    readonly asShipped?: boolean;
+  } = {},
 ): Promise<MultusNode[]> {
   const env = process.env.PODIPAM_TRACE ? { PODIPAM_TRACE: process.env.PODIPAM_TRACE } : {};
-  return Promise.all(
-    Array.from({ length: nodes }, async (_, i) => {
-      const name = `${prefix}-${i}`;
-      const d = join(dir, name);
-      const args = ['--node', name, '--datastore', url, ...agentArgs];
-      if (warm) {
-        const cap = String(warm.capacity);
-        args.push(
-          '--data-dir',
-          join(d, 'data'),
-          '--pools',
-          warm.pools.join(','),
-          '--min-idle',
-          String(warm.minIdle),
-          '--max-idle',
-          cap,
-          '--capacity',
-          cap,
-          '--cooldown',
-          '1s',
-        );
-      }
-      return { name, dir: d, agent: await startAgent(join(d, 'agent.sock'), args, env, { nodeArgs }) };
-    }),
-  );
+  const start = async (i: number): Promise<MultusNode> => {
+    const name = `${prefix}-${i}`;
+    const d = join(dir, name);
+    const args = ['--node', name, '--datastore', url, ...(o.agentArgs ?? [])];
+    const warm = o.warm;
+    if (warm) {
+      const cap = String(warm.capacity);
+      args.push(
+        '--data-dir',
+        join(d, 'data'),
+        '--pools',
+        warm.pools.join(','),
+        '--min-idle',
+        String(warm.minIdle),
+        '--max-idle',
+        cap,
+        '--capacity',
+        cap,
+        '--cooldown',
+        '1s',
+      );
+    }
+    const agent = await startAgent(join(d, 'agent.sock'), args, env, { nodeArgs: o.nodeArgs ?? [], ...(o.asShipped ? { warmUp: null } : {}) });
+    return { name, dir: d, agent };
+  };
+  if (!o.asShipped) return Promise.all(Array.from({ length: nodes }, (_, i) => start(i)));
+  const started: MultusNode[] = [];
+  for (let i = 0; i < nodes; i++) started.push(await start(i));
+  return started;
 }
 
 /** The CNI call of network `net` of pod `pod` on `node` (cluster mode naming `pool`, or the node's warm pool). */
