@@ -2,12 +2,16 @@
  * The lean driver: bench/native/cni-driver.c (posix_spawn, as a runtime's exec does, ~0.1 ms of
  * harness per call, against ~1.5 ms for Node's child_process, which pulls every ratio towards 1)
  * and the physical floor bench/native/cni-floor.c (a static binary that reads the config and
- * prints a result), compiled with the system's cc into a bench's directory.
+ * prints a result), compiled into a bench's directory — the driver with the system's cc, the
+ * floor with the compiler the shim is built with (scripts/shim-cc.mjs: musl's when installed),
+ * so that the floor's exec costs what the shim's does, never more.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildNative } from './build-native.js';
+
+const { staticCc } = (await import(new URL('../../../scripts/shim-cc.mjs', import.meta.url).href)) as typeof import('../../scripts/shim-cc.mjs');
 
 export interface LeanDrivers {
   readonly driver: string;
@@ -23,9 +27,13 @@ export interface LeanSubject {
   readonly env: Record<string, string>;
 }
 
-/** Compiles the driver and the floor (static) into `dir`. */
+/** Compiles the driver and the floor (static, as the shim) into `dir`. */
 export function buildLeanDrivers(dir: string): LeanDrivers {
-  return { driver: buildNative('cni-driver.c', join(dir, 'cni-driver')), floorBin: buildNative('cni-floor.c', join(dir, 'cni-floor'), ['-static']), dir };
+  return {
+    driver: buildNative('cni-driver.c', join(dir, 'cni-driver')),
+    floorBin: buildNative('cni-floor.c', join(dir, 'cni-floor'), ['-static'], staticCc()),
+    dir,
+  };
 }
 
 /** The floor as a subject: the static binary, no ipam of its own. */
