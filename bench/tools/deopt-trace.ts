@@ -73,8 +73,14 @@ try {
       try {
         const st = JSON.parse((await callAgent(socket, { kind: 'status' }, { connectTimeoutMs: 500, answerTimeoutMs: 5000 })).body.toString('utf8')) as {
           warmPool?: { ready: boolean; pools: Record<string, { idle: number }> };
+          warmUp?: unknown;
+          optimizing?: boolean;
         };
-        if (mode !== 'warm' || (st.warmPool?.ready && (st.warmPool.pools.ipv4?.idle ?? 0) >= MIN_IDLE)) break;
+        if (mode !== 'warm' || (st.warmPool?.ready && (st.warmPool.pools.ipv4?.idle ?? 0) >= MIN_IDLE)) {
+          // A warm-up short of its rounds (a busy machine) leaves V8 optimising: deoptimisations then do not last.
+          console.log(`warm-up ${JSON.stringify(st.warmUp)}; V8 optimising after it: ${String(st.optimizing)}`);
+          break;
+        }
       } catch {
         /* not listening yet */
       }

@@ -28,6 +28,7 @@ import { gzipLayer, tarTree } from './layer-tar.mjs';
 import { writeArchive, writeLayout } from './oci-image.mjs';
 import { nodeFacts, writeSbom } from './sbom.mjs';
 import { PREFIX, stageApp } from './stage-app.mjs';
+import { staticCc } from '../shim-cc.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: opts } = parseArgs({
@@ -67,7 +68,8 @@ function inputsHash(epoch, node) {
       h.update(abs.endsWith('dist/build-info.json') ? JSON.stringify({ ...JSON.parse(readFileSync(abs, 'utf8')), builtAt: 0 }) : readFileSync(abs));
     }
   };
-  h.update(JSON.stringify({ epoch, node: node.sha256, mmdebstrap: mmdebstrapArgs('OUT', 'LIST') }));
+  // The shim's compiler too: with musl-gcc installed or not, the same sources make another shim.
+  h.update(JSON.stringify({ epoch, node: node.sha256, mmdebstrap: mmdebstrapArgs('OUT', 'LIST'), shimCc: staticCc() }));
   for (const p of [
     'package.json',
     'package-lock.json',
@@ -77,6 +79,7 @@ function inputsHash(epoch, node) {
     'dist/build-info.json',
     'native/shim',
     'scripts/build-shim.mjs',
+    'scripts/shim-cc.mjs',
     'scripts/image',
   ])
     add(join(root, p));

@@ -103,7 +103,10 @@ export function openThrowaway(url: string): Promise<Store> {
 /** Rounds in one local data directory (see `locals`), and with one datastore and one of CLUSTER_POOLS (see `cluster`). */
 const FRESH_DATA_ROUNDS = 50;
 /**
- * New data directories and datastores come in this share of the budget only. What a new one
+ * New data directories and datastores come in this share of the budget only — or, on a busy
+ * node, of its target rounds (a warm-up that reached round 50 only after 60 % of its time ran
+ * on one datastore, and a first pod's call on the agent's own then met paths its optimised code
+ * had no feedback for: 6 deoptimisations, V8's --trace-deopt, 6 busy loops). What a new one
  * shows V8 for the first time (a cache filling, a first block) may throw optimised code away
  * (V8's --trace-deopt showed such deoptimisations in a warm-up's last rounds); V8 optimises it
  * again only after more calls, and once the warm-up ends it optimises nothing: the rest of the
@@ -354,10 +357,11 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
     });
     const opts = { connectTimeoutMs: 2000, answerTimeoutMs: 10_000 };
     // The epoch: a new data directory and datastore every FRESH_DATA_ROUNDS rounds, in the first
-    // NOVEL_SHARE of the budget only (see there).
+    // NOVEL_SHARE of the budget or of the target rounds only (see there).
     let epoch = 0;
+    const novelRounds = NOVEL_SHARE * targetRounds(budget);
     for (; wantsAnotherRound(rounds, performance.now() - t0, budget); rounds++) {
-      if (rounds > 0 && rounds % FRESH_DATA_ROUNDS === 0 && performance.now() - t0 < NOVEL_SHARE * budget) epoch++;
+      if (rounds > 0 && rounds % FRESH_DATA_ROUNDS === 0 && (rounds < novelRounds || performance.now() - t0 < NOVEL_SHARE * budget)) epoch++;
       // A status request (as the DaemonSet's probes and `podipam agent status` make) every
       // STATUS_EVERY rounds: the agent's request decoder then has seen both kinds of request.
       if (rounds % STATUS_EVERY === 0) {
