@@ -33,12 +33,21 @@ if (cc === 'cc' && !process.env.CC)
   console.warn("build-shim: no musl-gcc (Debian's musl-tools): the shim links glibc statically, which starts ~0.3 ms slower per pod");
 const maps = elsewhere ? [`-ffile-prefix-map=${root}=${prefix}`, `-ffile-prefix-map=${gen}=${prefix}/build/shim`] : [];
 const args = ['-O2', '-Wall', '-Wextra', '-Werror', ...maps, '-I', gen, '-o', out, join(root, 'native/shim/podipam-cni.c')];
+// Static with the chosen compiler; if that fails, static with cc (a dynamic musl executable would
+// need musl's loader, which glibc nodes and the image lack), then dynamic with cc.
+const attempts = [[cc, ['-static', ...args]], ...(cc === 'cc' ? [] : [['cc', ['-static', ...args]]]), ['cc', args]];
 try {
-  try {
-    execFileSync(cc, ['-static', ...args], { stdio: ['ignore', 'inherit', 'pipe'] });
-  } catch {
-    console.warn('build-shim: static link failed, building a dynamic executable');
-    execFileSync(cc, args, { stdio: 'inherit' });
+  for (const [i, [compiler, flags]] of attempts.entries()) {
+    try {
+      execFileSync(compiler, flags, { stdio: ['ignore', 'inherit', i === attempts.length - 1 ? 'inherit' : 'pipe'] });
+      break;
+    } catch (e) {
+      if (i === attempts.length - 1) throw e;
+      const [next, nextFlags] = attempts[i + 1];
+      console.warn(
+        `build-shim: ${compiler} ${flags.includes('-static') ? '-static ' : ''}failed; trying ${next}${nextFlags.includes('-static') ? ' -static' : ' (a dynamic executable)'}`,
+      );
+    }
   }
 } finally {
   if (elsewhere) rmSync(gen, { recursive: true, force: true });

@@ -4,7 +4,7 @@
 // static musl executable starts much sooner than a static glibc one: measured with the benches'
 // runtime-like driver (bench/native/cni-driver.c, 3 × 2,000 pairs), the floor program 0.16 ms a
 // call against 0.44 ms (glibc 2.36's static start-up and its 750 KB against musl's 19 KB).
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 /** Whether `name` is an executable on PATH. */
@@ -12,8 +12,9 @@ function onPath(name) {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir === '') continue;
     try {
-      accessSync(join(dir, name), constants.X_OK);
-      return true;
+      const file = join(dir, name);
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return true;
     } catch {
       // not here
     }

@@ -84,7 +84,7 @@ export interface AgentOptions {
    * Once a warm-up has run without error and done its target rounds, stop V8 optimising anything
    * more in this process (`podipam agent --optimize warm-up`; src/util/stop-optimizing.ts).
    * Default false: it changes the whole process. Without a warm-up, after one that failed, or
-   * after one short of its target (a busy node: warm-up.ts `targetRounds`), V8 goes on
+   * after one short of its target (a busy node: warm-up-rounds.ts `targetRounds`), V8 goes on
    * optimising (warned).
    */
   readonly stopOptimizingAfterWarmUp?: boolean;

@@ -55,6 +55,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
+import { BURST_CALLS, WARM_UP_BUDGET_MS, burstAfter, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
+
+export { WARM_UP_BUDGET_MS, WARM_UP_BURST_WINDOW_MS, callsOfRounds, targetRounds, warmUpCompleted } from './warm-up-rounds.js';
 
 /** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
@@ -73,15 +76,6 @@ export function warmUpStoreOf(datastore: string | undefined): WarmUpStore {
   return datastore === undefined ? 'memory' : parseStoreUrl(datastore).kind;
 }
 
-/**
- * Rounds (an ADD and a DEL on each of the two local networks and on the cluster's): at least
- * MIN_ROUNDS, then more up to MAX_ROUNDS while the warm-up has taken less than `budgetMs` (or,
- * on a busy node, until `targetRounds`: see there). V8
- * optimises a function after it has run a number of times that grows with its size; measured
- * (V8's --trace-opt, the bench's driver): with 400 rounds the first 1,000 pods' calls still saw
- * ~55 functions optimised and the tail above; with 1,000 rounds ~30, and a tail a third as long.
- */
-const MIN_ROUNDS = 8;
 /**
  * The warm-up's counters (its stats in agent-server.ts, its metrics in agent-metrics.ts) are
  * made afresh every this many of its calls, so that the code counting a verb's first call runs
@@ -115,74 +109,12 @@ const FRESH_DATA_ROUNDS = 50;
 const NOVEL_SHARE = 0.6;
 /** A status request every this many rounds. */
 const STATUS_EVERY = 4;
-/**
- * Bursts: after a round's calls, BURST_CALLS ADDs of one network at once, then their DELs at once
- * — the cluster network's every BURST_EVERY rounds, the others' in turn every 2 × BURST_EVERY. A
- * node's concurrent calls take paths of their own: the cluster back end's group commit and group
- * release (src/agent/cluster-services.ts), the wait of a lone call in a burst, a local
- * directory's batch of several ADDs. Measured (V8's --trace-opt, a cluster-mode agent on etcd):
- * without bursts the group commit's planning never ran in the warm-up, and in a burst of pods
- * (128 pods × 16 networks) it ran in V8's baseline tiers for the agent's life.
- */
-const BURST_EVERY = 4;
-const BURST_CALLS = 4;
-/**
- * The warm-up's cluster services count a node as in a burst this long after a group (the
- * agent's: BURST_WINDOW_MS, 50 ms): its next lone call waits as a pod's would, but with the
- * agent's window every cluster call of the dozen rounds after a burst would wait, and the
- * warm-up did a third of its rounds.
- */
-export const WARM_UP_BURST_WINDOW_MS = 4;
-
-/**
- * The network whose burst follows round `round` (its index in the round's `networks` networks, the
- * cluster's at `cluster`), or undefined.
- */
-function burstAfter(round: number, networks: number, cluster: number): number | undefined {
-  if (round % BURST_EVERY === BURST_EVERY - 1) return cluster;
-  if (round % (2 * BURST_EVERY) !== 1 || networks < 2) return undefined;
-  const other = Math.floor(round / (2 * BURST_EVERY)) % (networks - 1);
-  return other < cluster ? other : other + 1;
-}
-
-/** The calls `rounds` rounds make over `networks` networks (an ADD and a DEL each, and the bursts'), status requests not counted. */
-export function callsOfRounds(rounds: number, networks: number): number {
-  let calls = 2 * networks * rounds;
-  for (let r = 0; r < rounds; r++) if (burstAfter(r, networks, 0) !== undefined) calls += 2 * BURST_CALLS;
-  return calls;
-}
 /** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
 const CLUSTER_POOLS = Array.from({ length: 16 }, (_, i) => ({ name: `warm-up-${i}`, cidr: `198.51.100.${16 * i}/28`, blockSize: 29 }));
-const MAX_ROUNDS = 1000;
-/** The default budget: what an agent's start may spend on its warm-up (1,000 rounds take ~2.8 s on 2 vCPUs). */
-export const WARM_UP_BUDGET_MS = 3000;
-/**
- * The rounds a warm-up aims at per ms of its budget (200 in the default 3 s; an idle 2-vCPU node
- * does 300-850 there). On a node too busy for that — its start among other processes' starts —
- * the warm-up goes on past its budget, up to STRETCH times it, until it has done that many:
- * measured (`bench/tools/agent-ab.ts`, a cluster-mode agent on etcd, 6 busy loops while it
- * started), a warm-up of 43-62 rounds left the agent's calls 13-16 % dearer for its life than
- * with V8 optimising throughout, and three agents started at once on one CPU did 10 rounds
- * (their first, cold rounds and V8's compiler took the 3 s). One that still falls short is
- * reported (`target` above `rounds`): the agent then leaves V8 optimising (agent-server.ts).
- */
-const TARGET_ROUNDS_PER_MS = 200 / WARM_UP_BUDGET_MS;
-const STRETCH = 4;
 
-/** The rounds a warm-up of `budgetMs` aims at (at least MIN_ROUNDS, at most MAX_ROUNDS). */
-export function targetRounds(budgetMs: number): number {
-  return Math.min(MAX_ROUNDS, Math.max(MIN_ROUNDS, Math.ceil(budgetMs * TARGET_ROUNDS_PER_MS)));
-}
-
-/** Whether a warm-up of `budgetMs` that has done `rounds` rounds in `ms` runs another. */
-export function wantsAnotherRound(rounds: number, ms: number, budgetMs: number): boolean {
-  if (rounds >= MAX_ROUNDS) return false;
-  return rounds < MIN_ROUNDS || ms < budgetMs || (rounds < targetRounds(budgetMs) && ms < STRETCH * budgetMs);
-}
-
-/** Whether a warm-up ran as meant: without error and at least its target rounds (else the agent leaves V8 optimising). */
-export function warmUpCompleted(w: WarmUpReport | undefined): boolean {
-  return w !== undefined && w.error === undefined && w.rounds >= w.target;
+/** A warm-up call's CNI_ARGS naming its pod (namespace podipam-warm-up) and sandbox, as runtimes pass them. */
+function podArgs(name: string, sandbox: string): string {
+  return `IgnoreUnknown=1;K8S_POD_NAMESPACE=podipam-warm-up;K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=${sandbox}`;
 }
 
 /** The pools the warm-up's datastore holds for a warm pool of its own (TEST-NET-1's upper half, IPv6's documentation prefix). */
@@ -356,6 +288,16 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       server.listen(socket, () => resolve());
     });
     const opts = { connectTimeoutMs: 2000, answerTimeoutMs: 10_000 };
+    // One CNI call through the socket, counted: `calls` when answered with success, else `failed`.
+    const call = async (verb: string, stdin: Buffer, containerId: string, callArgs: Record<string, string>): Promise<void> => {
+      const env = { CNI_COMMAND: verb, CNI_CONTAINERID: containerId, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...callArgs };
+      const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
+      if (a.status === 0) calls++;
+      else if (failed++ === 0) {
+        const network = (JSON.parse(stdin.toString('utf8')) as { name: string }).name;
+        firstFailure = `${verb} on ${network}: ${a.body.toString('utf8').slice(0, 300)}`;
+      }
+    };
     // The epoch: a new data directory and datastore every FRESH_DATA_ROUNDS rounds, in the first
     // NOVEL_SHARE of the budget or of the target rounds only (see there).
     let epoch = 0;
@@ -372,20 +314,11 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
       // As runtimes call: one round in three with no CNI_ARGS, one with a pod's namespace, name
       // and sandbox, one with its UID too (as containerd passes it); every other pair of rounds
       // without NODENAME (the agent then names its node).
-      const pod = `IgnoreUnknown=1;K8S_POD_NAMESPACE=podipam-warm-up;K8S_POD_NAME=warm-up-${rounds};K8S_POD_INFRA_CONTAINER_ID=${id}`;
+      const pod = podArgs(`warm-up-${rounds}`, id);
       const cniArgs = [undefined, pod, `${pod};K8S_POD_UID=00000000-0000-4000-8000-${String(rounds).padStart(12, '0')}`][rounds % 3];
       const args: Record<string, string> = {
         ...(cniArgs === undefined ? {} : { CNI_ARGS: cniArgs }),
         ...(rounds % 4 < 2 ? { NODENAME: o.node } : {}),
-      };
-      const call = async (verb: string, stdin: Buffer, containerId: string, callArgs: Record<string, string>): Promise<void> => {
-        const env = { CNI_COMMAND: verb, CNI_CONTAINERID: containerId, CNI_NETNS: '/dev/null', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', ...callArgs };
-        const a = await callAgent(socket, { kind: 'cni', call: { env, stdin } }, opts);
-        if (a.status === 0) calls++;
-        else if (failed++ === 0) {
-          const network = (JSON.parse(stdin.toString('utf8')) as { name: string }).name;
-          firstFailure = `${verb} on ${network}: ${a.body.toString('utf8').slice(0, 300)}`;
-        }
       };
       const localNets = locals(join(dir, 'data', String(epoch)));
       const networks = [...localNets, await cluster(rounds, epoch), ...warm];
@@ -400,7 +333,7 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
           await Promise.all(
             burst.map((cid, k) =>
               call(verb, stdin, cid, {
-                CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=podipam-warm-up;K8S_POD_NAME=warm-up-${rounds}-${k};K8S_POD_INFRA_CONTAINER_ID=${cid}`,
+                CNI_ARGS: podArgs(`warm-up-${rounds}-${k}`, cid),
                 NODENAME: o.node,
               }),
             ),

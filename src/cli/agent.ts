@@ -49,7 +49,7 @@ type Label = (key: keyof AgentFlags) => string;
 const flagOf = (key: string): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 const DEFAULT_SOCKET = '/run/podipam/agent.sock';
-/** The agent's default warm-up (src/agent/warm-up.ts WARM_UP_BUDGET_MS, as a duration). */
+/** The agent's default warm-up (src/agent/warm-up-rounds.ts WARM_UP_BUDGET_MS, as a duration). */
 const DEFAULT_WARM_UP = '3s';
 /** When V8 may optimise the agent's code by default (src/util/stop-optimizing.ts). */
 const DEFAULT_OPTIMIZE: OptimizeWhen = 'warm-up';
@@ -127,7 +127,7 @@ export function registerAgent(program: Command): void {
     )
     .option(
       '--warm-up <duration>',
-      'before listening, run ADDs and DELs through the request path on private scratch stores for this long, so the first pods do not run cold code ("0s": none)',
+      'before listening, run ADDs and DELs through the request path on private scratch stores for this long (on a busy node up to 4 times it, at most 30 s more, for its target rounds), so the first pods do not run cold code ("0s": none)',
       DEFAULT_WARM_UP,
     )
     .option(

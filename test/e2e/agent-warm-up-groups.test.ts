@@ -4,9 +4,9 @@
  * the agent's life — before the bursts, the cluster back end's group commit and group release
  * (src/cluster/txn/assign-group.ts, release-group.ts) did, in every burst of pods. Through the
  * built binary under V8's --trace-opt, on a SQLite datastore (the warm-up's are then SQLite files):
- * after the warm-up, both `planAndCommit`s (the groups' planning, their heaviest functions) are
- * among the functions V8 optimised (the thin `assignGroup` and `releaseGroup` around them mostly
- * are too, not always: not asserted).
+ * after the warm-up, `planAndCommitAssigns` and `planAndCommitReleases` (the groups' planning,
+ * their heaviest functions) are among the functions V8 optimised (the thin `assignGroup` and
+ * `releaseGroup` around them mostly are too, not always: not asserted).
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,10 +57,10 @@ test("the warm-up's bursts get the group commit and the group release optimised"
         await sleep(100);
       }
     }
-    const optimised = (name: string): Set<string> =>
-      new Set([...out.matchAll(new RegExp(`completed optimizing [^<]*<JSFunction ${name} \\(sfi = (0x[0-9a-f]+)\\)>`, 'g'))].map((m) => m[1]!));
+    const optimised = (name: string): boolean => new RegExp(`completed optimizing [^<]*<JSFunction ${name} \\(sfi`).test(out);
     const w = JSON.stringify(status?.warmUp);
-    assert.equal(optimised('planAndCommit').size, 2, `the group commit's and the group release's planAndCommit optimised (warm-up ${w})`);
+    assert.ok(optimised('planAndCommitAssigns'), `the group commit's planAndCommitAssigns optimised (warm-up ${w})`);
+    assert.ok(optimised('planAndCommitReleases'), `the group release's planAndCommitReleases optimised (warm-up ${w})`);
   } finally {
     child.kill('SIGTERM');
     await exited;

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { callsOfRounds } from '../../src/agent/warm-up.js';
+import { callsOfRounds, warmUpCompleted } from '../../src/agent/warm-up.js';
 
 const dir = makeTempDir('agent-warm-up');
 after(() => dir.remove());
@@ -34,7 +34,7 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
   writeFileSync(join(stale, 'lock'), '');
   const hourAgo = Date.now() / 1000 - 3600;
   utimesSync(stale, hourAgo, hourAgo);
-  // 4 s: past the first 50 rounds within its first 60 % even on a busy machine (its bursts make a round ~1.6× a plain one), so the cluster calls' second datastore is made and used too.
+  // 4 s: past round 50 within the first 60 % of its time or of its 267 target rounds, so the cluster calls' second datastore is made and used too.
   const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '4s'], { TMPDIR: tmp });
   try {
     const st = await agent.status();
@@ -97,7 +97,8 @@ test(
         callsOfRounds(w.rounds, 4),
         `two local networks, the cluster and the warm pool, an ADD+DEL each per round, and the bursts': ${JSON.stringify(w)}`,
       );
-      assert.equal(st.optimizing, false, 'the warm-up completed: V8 stopped optimising');
+      // Completed (its 67 target rounds) on a quiet machine; on a busy one it may fall short: then V8 optimises on.
+      assert.equal(st.optimizing, !warmUpCompleted(w), `V8 stopped optimising exactly when the warm-up completed: ${JSON.stringify(w)}`);
       const pool = st.warmPool;
       assert.ok(pool, JSON.stringify(st));
       assert.deepEqual(

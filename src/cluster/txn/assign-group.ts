@@ -35,7 +35,7 @@ export async function assignGroup(ctx: IpamContext, node: string, reqs: readonly
   const alone: number[] = [];
   try {
     checkNodeName('node name', node);
-    await planAndCommit(ctx, node, reqs, out, alone);
+    await planAndCommitAssigns(ctx, node, reqs, out, alone);
   } catch {
     // The batch could not be tried (store trouble while loading, a bad node name): every
     // request not yet answered runs alone and meets the same error with its own data.
@@ -52,7 +52,7 @@ export async function assignGroup(ctx: IpamContext, node: string, reqs: readonly
   return out as BatchOutcome[];
 }
 
-async function planAndCommit(
+async function planAndCommitAssigns(
   ctx: IpamContext,
   node: string,
   reqs: readonly AssignRequest[],

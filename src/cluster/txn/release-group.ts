@@ -38,7 +38,7 @@ export async function releaseGroup(ctx: IpamContext, node: string, handles: read
   const alone: number[] = [];
   try {
     checkNodeName('node name', node);
-    await planAndCommit(ctx, node, handles, out, alone);
+    await planAndCommitReleases(ctx, node, handles, out, alone);
   } catch {
     // Store trouble on the batch (its outcome unknown) or a bad node name: every release not
     // yet answered runs alone and meets the same condition with its own compares.
@@ -55,7 +55,13 @@ export async function releaseGroup(ctx: IpamContext, node: string, handles: read
   return out as ReleaseOutcome[];
 }
 
-async function planAndCommit(ctx: IpamContext, node: string, handles: readonly string[], out: (ReleaseOutcome | undefined)[], alone: number[]): Promise<void> {
+async function planAndCommitReleases(
+  ctx: IpamContext,
+  node: string,
+  handles: readonly string[],
+  out: (ReleaseOutcome | undefined)[],
+  alone: number[],
+): Promise<void> {
   const snap = ctx.cache.snapshot;
   const view = ctx.cache.node(node);
   if (!snap) {
