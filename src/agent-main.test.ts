@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgent } from './agent-main.js';
-import { callsOfRounds } from './agent/warm-up.js';
+import { callsOfRounds } from './agent/warm-up-rounds.js';
 import { recordingLog } from './log/logger.js';
 
 test('each agent of a process runs its own warm-up, every call answered', { timeout: 60_000 }, async () => {

@@ -11,7 +11,8 @@ import { Agent, type AgentOptions, AgentStartError, type HostedServices, type Se
 import { ClusterServices } from './agent/cluster-services.js';
 import type { WarmOptions, WarmService } from './warm/warm-service.js';
 import type { WarmBackend } from './plugin/warm-backend.js';
-import { WARM_UP_BURST_WINDOW_MS, WARM_UP_WARM_POOLS, type WarmUpContext, openThrowaway, warmUpStoreOf } from './agent/warm-up.js';
+import { WARM_UP_WARM_POOLS, type WarmUpContext, openThrowaway, warmUpStoreOf } from './agent/warm-up.js';
+import { WARM_UP_BURST_WINDOW_MS } from './agent/warm-up-rounds.js';
 import { silentLog } from './log/logger.js';
 import { join } from 'node:path';
 import { ScanCache } from './local/scan-cache.js';

@@ -25,7 +25,8 @@ import { AgentStats, type AgentStatus, verbLabel } from './agent-stats.js';
 import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
-import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp, warmUpCompleted } from './warm-up.js';
+import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
+import { warmUpCompleted } from './warm-up-rounds.js';
 import { optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -178,14 +179,10 @@ export class Agent {
         // Before the socket listens: V8 keeps what the warm-up got optimised and compiles nothing more.
         stopOptimizing();
         agent.optimizing = false;
-      } else if (w !== undefined && w.error === undefined) {
-        // What V8 had no time to optimise would run in its baseline tiers for the agent's life.
-        agent.#log.warn(
-          { warmUp: w },
-          `a short warm-up (${w.rounds} of ${w.target} rounds: a busy node): V8 goes on optimising the agent's code while pods start (as with --optimize always)`,
-        );
       } else {
-        agent.#log.warn({ warmUp: w ?? null }, "no completed warm-up: V8 goes on optimising the agent's code while pods start (as with --optimize always)");
+        // A short warm-up (a busy node): what V8 had no time to optimise would run in its baseline tiers for the agent's life.
+        const why = w !== undefined && w.error === undefined ? `a short warm-up (${w.rounds} of ${w.target} rounds: a busy node)` : 'no completed warm-up';
+        agent.#log.warn({ warmUp: w ?? null }, `${why}: V8 goes on optimising the agent's code while pods start (as with --optimize always)`);
       }
     }
     const umask = process.umask(0o177); // the socket is born 0600: no window where others may connect

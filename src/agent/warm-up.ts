@@ -57,8 +57,6 @@ import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
 import { BURST_CALLS, WARM_UP_BUDGET_MS, burstAfter, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
 
-export { WARM_UP_BUDGET_MS, WARM_UP_BURST_WINDOW_MS, callsOfRounds, targetRounds, warmUpCompleted } from './warm-up-rounds.js';
-
 /** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
 
@@ -151,7 +149,7 @@ export interface WarmUpServices {
 /** What the warm-up did: rounds completed, calls answered with success, and its wall time. */
 export interface WarmUpReport {
   readonly rounds: number;
-  /** The rounds it aimed at (`targetRounds` of its budget): more than `rounds` when even STRETCH times its budget was too short (a busy node). */
+  /** The rounds it aimed at (`targetRounds` of its budget, warm-up-rounds.ts): more than `rounds` when even its stretched time was too short (a busy node). */
   readonly target: number;
   readonly calls: number;
   readonly failed: number;

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { callsOfRounds, warmUpCompleted } from '../../src/agent/warm-up.js';
+import { callsOfRounds, warmUpCompleted } from '../../src/agent/warm-up-rounds.js';
 
 const dir = makeTempDir('agent-warm-up');
 after(() => dir.remove());
