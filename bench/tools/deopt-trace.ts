@@ -4,9 +4,11 @@
  * `--trace-deopt-verbose`, then, once it is ready, PAIRS ADD/DEL pairs made as a runtime makes
  * them (the JavaScript client of the protocol; CNI_ARGS with namespace, name, sandbox and UID, as
  * containerd passes them) in MODE: `warm` (the agent's warm pool), `local` (a local range) or
- * `cluster` (the datastore's pools). Prints every deoptimisation after the agent was ready with
- * its reason and source position (with V8 optimising during the warm-up only, a function thrown
- * away there runs in the baseline tiers for the agent's life), and how many. A one-off tool
+ * `cluster` (the datastore's pools). Prints the functions the warm-up left deoptimised when the
+ * agent was ready (bench/lib/left-deoptimised.ts, from V8's --trace-opt too), then every
+ * deoptimisation after the agent was ready with its reason and source position (with V8
+ * optimising during the warm-up only, a function thrown away in either way runs in the baseline
+ * tiers for the agent's life), and how many. A one-off tool
  * (bench/tools/: not one of `npm run bench`'s modules).
  *
  *   node dist/bench/tools/deopt-trace.js [warm|local|cluster] [pairs]
@@ -24,6 +26,7 @@ import { openStore } from '../../src/store/index.js';
 import { callAgent } from '../../src/wire/agent-client.js';
 import { makeTempDir } from '../../test/helpers/tmp.js';
 import { startEtcd } from '../../test/helpers/etcd.js';
+import { leftDeoptimised } from '../lib/left-deoptimised.js';
 
 const MODES = ['warm', 'local', 'cluster'] as const;
 const mode = process.argv[2] ?? 'warm';
@@ -62,7 +65,7 @@ try {
   const pool = mode === 'warm' ? ['--min-idle', String(MIN_IDLE), '--max-idle', '256', '--capacity', '1024', '--cooldown', '1s'] : [];
   // V8 prints its trace with C stdio, block-buffered into a file: line-buffered (stdbuf), the
   // file's size when the agent is ready is where the warm-up's lines end.
-  const child = spawn('stdbuf', ['-oL', process.execPath, '--trace-deopt-verbose', join(dist, 'src/main.js'), ...args, ...pool], {
+  const child = spawn('stdbuf', ['-oL', process.execPath, '--trace-opt', '--trace-deopt-verbose', join(dist, 'src/main.js'), ...args, ...pool], {
     stdio: ['ignore', openSync(trace, 'w'), 'pipe'],
   });
   let stderr = '';
@@ -88,6 +91,10 @@ try {
       await new Promise((w) => setTimeout(w, 50));
     }
     const readyAt = statSync(trace).size;
+    // What the warm-up left deoptimised: with V8 stopped after it, those run in the baseline tiers for good.
+    const left = leftDeoptimised(readFileSync(trace).subarray(0, readyAt).toString('utf8'));
+    for (const l of left) console.log(`left deoptimised by the warm-up: ${l.name}: ${l.reason}`);
+    console.log(`${left.length} functions left deoptimised when the agent was ready`);
     const ipam =
       mode === 'warm'
         ? { type: 'podipam', agent: socket }

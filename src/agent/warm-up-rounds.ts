@@ -87,3 +87,10 @@ export function callsOfRounds(rounds: number, networks: number): number {
   for (let r = 0; r < rounds; r++) if (burstAfter(r, networks, 0) !== undefined) calls += 2 * BURST_CALLS;
   return calls;
 }
+
+/**
+ * The rounds of the warm-up's rehearsal (warm-up.ts): enough for a burst of the cluster network
+ * (after round 3) and of another network (after round 1), so that its teardown follows every
+ * kind of call the warm-up makes.
+ */
+export const REHEARSAL_ROUNDS = BURST_EVERY;

@@ -98,9 +98,13 @@ export function writeRegular(file: string, data: string, mode: number): void {
     // first makes ext4 flush the file on close (its auto_da_alloc heuristic), measured at
     // 2-5 ms per ADD on this machine's disk, against 0.05 ms this way. A crash in between
     // leaves a wrong but well-formed hint, which is all last_reserved_ip is.
-    const b = Buffer.from(data, 'utf8');
-    for (let off = 0; off < b.length;) off += fs.writeSync(fd, b, off, b.length - off, off);
-    if (fs.fstatSync(fd).size > b.length) fs.ftruncateSync(fd, b.length);
+    // fs.writeFileSync on a descriptor just opened writes all of `data` from offset 0, as the
+    // temporary file's write does (disk-store.ts), not through fs.writeSync: that one's branch for
+    // text, first taken by the agent's log after its warm-up, threw its optimised code away for
+    // good (V8's --trace-deopt; src/util/stop-optimizing.ts).
+    fs.writeFileSync(fd, data, 'utf8');
+    const length = Buffer.byteLength(data, 'utf8');
+    if (fs.fstatSync(fd).size > length) fs.ftruncateSync(fd, length);
   } catch (e) {
     throw ioError('write', file, e);
   } finally {

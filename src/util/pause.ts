@@ -4,10 +4,11 @@
  * retries for as long as a process lives holds no listener per round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { timerMs } from './timer-ms.js';
 
 export async function pause(ms: number, signal: AbortSignal): Promise<void> {
   try {
-    await sleep(ms, undefined, { signal });
+    await sleep(timerMs(ms), undefined, { signal });
   } catch (e) {
     if ((e as Error).name !== 'AbortError') throw e;
   }

@@ -7,6 +7,7 @@
  * The timer is unref'd by default: a loop alone does not keep the process alive.
  */
 import type { Log } from '../log/logger.js';
+import { timerMs } from './timer-ms.js';
 
 export interface PeriodicOptions {
   /** Names the loop in log lines and status (e.g. "cluster GC"). */
@@ -111,7 +112,7 @@ export class Periodic {
   #schedule(ms: number): void {
     if (!this.#running) return;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#run(), ms);
+    this.#timer = setTimeout(() => void this.#run(), timerMs(ms));
     if (this.#o.keepAlive !== true) this.#timer.unref();
   }
 
