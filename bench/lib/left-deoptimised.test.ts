@@ -5,7 +5,8 @@ import { leftDeoptimised } from './left-deoptimised.js';
 const opt = (name: string, sfi: string): string => `[completed optimizing 0x1 <JSFunction ${name} (sfi = ${sfi})> (target TURBOFAN)]`;
 const bail = (name: string, sfi: string, reason: string): string =>
   `[bailout (kind: deopt-eager, reason: ${reason}): begin. deoptimizing 0x2 <JSFunction ${name} (sfi = ${sfi})>, 0x3 <Code TURBOFAN>, opt id 7, bytecode offset 1]`;
-const mark = (name: string, sfi: string): string => `[marking dependent code 0x4 <Code TURBOFAN> (${sfi} <SharedFunctionInfo ${name}>) (opt id 9) for deoptimization, reason: code dependencies]`;
+const mark = (name: string, sfi: string): string =>
+  `[marking dependent code 0x4 <Code TURBOFAN> (${sfi} <SharedFunctionInfo ${name}>) (opt id 9) for deoptimization, reason: code dependencies]`;
 
 test('leftDeoptimised: a function counts by its last event, by its SharedFunctionInfo', () => {
   const trace = [

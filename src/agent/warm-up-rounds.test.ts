@@ -5,7 +5,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WARM_UP_BUDGET_MS, callsOfRounds, targetRounds, wantsAnotherRound, warmUpCompleted } from './warm-up-rounds.js';
+import {
+  FRESH_DATA_ROUNDS,
+  FRESH_EPOCHS,
+  WARM_UP_BUDGET_MS,
+  callsOfRounds,
+  epochOf,
+  targetRounds,
+  wantsAnotherRound,
+  warmUpCompleted,
+} from './warm-up-rounds.js';
 
 test('a warm-up aims at 200 rounds in the default 3 s, in proportion to its budget, 8 to 1,000', () => {
   assert.equal(targetRounds(WARM_UP_BUDGET_MS), 200);
@@ -43,4 +52,17 @@ test("a round's calls: an ADD and a DEL per network, and 4 ADDs and 4 DELs after
   assert.equal(callsOfRounds(2, 3), 12 + 8);
   assert.equal(callsOfRounds(4, 3), 24 + 16);
   assert.equal(callsOfRounds(8, 4), 64 + 24, 'rounds 1, 3 and 7');
+});
+
+test('epochOf: a new epoch every FRESH_DATA_ROUNDS rounds, FRESH_EPOCHS times, then the last for good', () => {
+  const epochs = Array.from({ length: (FRESH_EPOCHS + 2) * FRESH_DATA_ROUNDS }, (_, r) => epochOf(r));
+  assert.deepEqual(epochs.slice(0, FRESH_DATA_ROUNDS), Array(FRESH_DATA_ROUNDS).fill(0));
+  assert.equal(epochs[FRESH_DATA_ROUNDS], 1);
+  assert.equal(Math.max(...epochs), FRESH_EPOCHS);
+  assert.equal(epochs.indexOf(FRESH_EPOCHS), FRESH_EPOCHS * FRESH_DATA_ROUNDS);
+  assert.ok(
+    epochs.every((e, r) => r === 0 || e === epochs[r - 1] || e === epochs[r - 1]! + 1),
+    'one step at a time',
+  );
+  assert.equal(epochOf(10_000), FRESH_EPOCHS);
 });

@@ -36,7 +36,7 @@
  * runs one), but no datastore, cache or counter of the agent's is touched. The local back end
  * runs on data directories inside the private directory; the cluster back end on datastores of
  * the warm-up's own, of the agent's datastore's kind (WarmUpStore: memory, SQLite files in the
- * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS rounds,
+ * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS rounds in the first rounds (`epochOf`),
  * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
  * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
  * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
@@ -55,7 +55,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import { BURST_CALLS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
+import { BURST_CALLS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
 
 /** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
@@ -92,19 +92,6 @@ export const THROWAWAY = { durable: false, env: {} } as const;
 export function openThrowaway(url: string): Promise<Store> {
   return openStore(url, THROWAWAY);
 }
-/** Rounds in one local data directory (see `locals`), and with one datastore and one of CLUSTER_POOLS (see `cluster`). */
-const FRESH_DATA_ROUNDS = 50;
-/**
- * New data directories and datastores come in this share of the budget only — or, on a busy
- * node, of its target rounds (a warm-up that reached round 50 only after 60 % of its time ran
- * on one datastore, and a first pod's call on the agent's own then met paths its optimised code
- * had no feedback for: 6 deoptimisations, V8's --trace-deopt, 6 busy loops). What a new one
- * shows V8 for the first time (a cache filling, a first block) may throw optimised code away
- * (V8's --trace-deopt showed such deoptimisations in a warm-up's last rounds); V8 optimises it
- * again only after more calls, and once the warm-up ends it optimises nothing: the rest of the
- * budget runs what is already known.
- */
-const NOVEL_SHARE = 0.6;
 /** An idle timer (`idleTimer`) every this many rounds, from the first: ~1 ms each. */
 const IDLE_TIMER_EVERY = 8;
 /** A status request every this many rounds. */
@@ -158,7 +145,7 @@ export interface WarmUpReport {
   readonly ms: number;
   /** The kind of datastore its cluster calls and warm pool ran on. */
   readonly store: WarmUpStore;
-  /** Datastores its cluster calls ran on (a new one every FRESH_DATA_ROUNDS rounds, early on). */
+  /** Datastores its cluster calls ran on (a new one every FRESH_DATA_ROUNDS rounds in the first rounds (`epochOf`), early on). */
   readonly datastores: number;
   /**
    * The rehearsal's rounds and answered calls, before the rounds above: its services, directory
@@ -193,10 +180,10 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   const budget = o.budgetMs ?? WARM_UP_BUDGET_MS;
   if (budget <= 0) return undefined;
   const t0 = performance.now();
-  const rehearsal = await runWarmUp(o, { t0, sweep: true, more: (rounds) => rounds < REHEARSAL_ROUNDS });
+  const rehearsal = await runWarmUp(o, { sweep: true, more: (rounds) => rounds < REHEARSAL_ROUNDS });
   const main =
     rehearsal.error === undefined
-      ? await runWarmUp(o, { t0, sweep: false, more: (rounds) => wantsAnotherRound(rounds, performance.now() - t0, budget) })
+      ? await runWarmUp(o, { sweep: false, more: (rounds) => wantsAnotherRound(rounds, performance.now() - t0, budget) })
       : undefined;
   const run = main ?? rehearsal;
   return {
@@ -230,8 +217,6 @@ function idleTimer(): Promise<void> {
 
 /** One run of the warm-up's rounds (`warmUp` makes two), on services, directories and datastores of its own, closed and removed after it. */
 interface WarmUpRun {
-  /** When the warm-up began (the budget's clock). */
-  readonly t0: number;
   /** Whether another round runs after `rounds` rounds. */
   readonly more: (rounds: number) => boolean;
   /** Removes what agents killed during their warm-up left (the first run only). */
@@ -250,8 +235,6 @@ interface WarmUpRunReport {
 }
 
 async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunReport> {
-  const { t0 } = run;
-  const budget = o.budgetMs ?? WARM_UP_BUDGET_MS;
   let dir: string | undefined;
   let services: WarmUpServices | undefined;
   const server = createServer(SERVER_OPTIONS);
@@ -292,16 +275,18 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
     // below (as 10/8 is) and dual-stack: V8 represents the two kinds of numbers differently, and
     // the first pods' networks may be of either. Their addresses live in the private directory
     // only, never handed to a pod.
-    // A new data directory every FRESH_DATA_ROUNDS rounds: a network's first calls in a
+    // A new data directory every FRESH_DATA_ROUNDS rounds early on (`epochOf`): a network's first calls in a
     // directory (made, its files first written) run during the warm-up too, as an agent's first
     // pods on a new node or network run them.
-    // The first network's range wraps every 21 rounds from a 3-digit last octet to a 2-digit
-    // one: its last-reserved hint file then gets shorter (cut to length), as a node's does.
+    // The first network's range wraps every 6 addresses from a 3-digit last octet to a 2-digit
+    // one: its last-reserved hint file then gets shorter (cut to length), as a node's does — from
+    // the first rounds on (when it first came after V8 had optimised the hint file's write, that
+    // code was thrown away for the rest of the warm-up).
     const locals = (data: string): Buffer[] => [
-      conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24', rangeStart: '192.0.2.90', rangeEnd: '192.0.2.110' }]] }), // TEST-NET-1
+      conf('podipam-agent-warm-up', { dataDir: data, ranges: [[{ subnet: '192.0.2.0/24', rangeStart: '192.0.2.96', rangeEnd: '192.0.2.101' }]] }), // TEST-NET-1
       conf('podipam-agent-warm-up-2', { dataDir: data, ranges: [[{ subnet: '10.255.0.0/16' }], [{ subnet: '2001:db8::/64' }]] }),
     ];
-    // The cluster calls: on a datastore of their own every FRESH_DATA_ROUNDS rounds (the
+    // The cluster calls: on a datastore of their own every FRESH_DATA_ROUNDS rounds early on (the
     // agent's first calls on its datastore — the URL checked, the store opened, the node's view
     // made, its first blocks claimed — run during the warm-up too, after V8 has begun to record
     // how they run), every other round naming the epoch's pool of CLUSTER_POOLS, else every pool;
@@ -362,13 +347,9 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
         firstFailure = `${verb} on ${network}: ${a.body.toString('utf8').slice(0, 300)}`;
       }
     };
-    // The epoch: a new data directory and datastore every FRESH_DATA_ROUNDS rounds, in the first
-    // NOVEL_SHARE of the budget or of the target rounds only (see there).
-    let epoch = 0;
-    const novelRounds = NOVEL_SHARE * targetRounds(budget);
     for (; run.more(rounds); rounds++) {
       if (rounds % IDLE_TIMER_EVERY === 0) await idleTimer();
-      if (rounds > 0 && rounds % FRESH_DATA_ROUNDS === 0 && (rounds < novelRounds || performance.now() - t0 < NOVEL_SHARE * budget)) epoch++;
+      const epoch = epochOf(rounds); // see there: a new data directory and datastore, early on
       // A status request (as the DaemonSet's probes and `podipam agent status` make) every
       // STATUS_EVERY rounds: the agent's request decoder then has seen both kinds of request.
       if (rounds % STATUS_EVERY === 0) {

@@ -4,7 +4,7 @@
  * with success, and leaves nothing behind — no allocation or block in the agent's datastore, no
  * store of its own among the agent's, no counted call, no scan, no file in its temp directory.
  * Its cluster calls run on a datastore of the agent's kind (a SQLite file in its private directory
- * when the agent's is SQLite, else memory), a new one every 50 rounds.
+ * when the agent's is SQLite, else memory), a new one every few rounds early on (`epochOf`).
  * An agent with a warm pool warms its warm pool's path too (a warm pool of the warm-up's own):
  * its rounds carry a warm ADD and DEL, and the agent's own warm pool is untouched.
  * `--warm-up 0s` runs none.
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { startAgent, warmSizing } from '../helpers/agent.js';
 import { runCliSync } from '../helpers/plugin.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { callsOfRounds, warmUpCompleted } from '../../src/agent/warm-up-rounds.js';
+import { callsOfRounds, epochOf, warmUpCompleted } from '../../src/agent/warm-up-rounds.js';
 
 const dir = makeTempDir('agent-warm-up');
 after(() => dir.remove());
@@ -34,8 +34,8 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
   writeFileSync(join(stale, 'lock'), '');
   const hourAgo = Date.now() / 1000 - 3600;
   utimesSync(stale, hourAgo, hourAgo);
-  // 4 s: past round 50 within the first 60 % of its time or of its 267 target rounds, so the cluster calls' second datastore is made and used too.
-  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '4s'], { TMPDIR: tmp });
+  // 1 s: past the early epochs (`epochOf`), so the cluster calls' later datastores are made and used too.
+  const agent = await startAgent(join(dir.path, 'a', 'agent.sock'), ['--node', 'wu-node', '--datastore', url, '--warm-up', '1s'], { TMPDIR: tmp });
   try {
     const st = await agent.status();
     const w = st.warmUp;
@@ -44,7 +44,7 @@ test('the warm-up answers its calls over the socket path and writes nothing the 
     assert.equal(w.failed, 0, JSON.stringify(w));
     assert.equal(w.staleRemoved, 1, `the dead agent's warm-up directory is removed: ${JSON.stringify(w)}`);
     assert.equal(w.store, 'sqlite', "the agent's datastore is SQLite: so is the warm-up's (a file in its private directory)");
-    assert.ok(w.datastores >= 2, `a new datastore every 50 rounds: ${JSON.stringify(w)}`);
+    assert.equal(w.datastores, epochOf(w.rounds - 1) + 1, `a new datastore per early epoch: ${JSON.stringify(w)}`);
     assert.equal(
       w.calls,
       callsOfRounds(w.rounds, 3),
