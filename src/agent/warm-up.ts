@@ -36,7 +36,8 @@
  * runs one), but no datastore, cache or counter of the agent's is touched. The local back end
  * runs on data directories inside the private directory; the cluster back end on datastores of
  * the warm-up's own, of the agent's datastore's kind (WarmUpStore: memory, SQLite files in the
- * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS rounds in the first rounds (`epochOf`),
+ * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS
+ * rounds in the first rounds (`epochOf`),
  * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
  * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
  * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
@@ -45,6 +46,16 @@
  * call can meet one; they age out). A warm-up that fails ends there, its error in the report: it
  * only costs the first pods their cold start (and the agent then leaves V8 optimising:
  * agent-server.ts, `stopOptimizingAfterWarmUp`).
+ *
+ * The rounds run twice (`runWarmUp`): first a rehearsal of REHEARSAL_ROUNDS rounds, its services,
+ * directory and datastores closed and removed, then the rounds of the budget on new ones. What a
+ * teardown changes once for good — a field of the services' classes first written after
+ * construction, Node's timers and event emitters meeting objects of new shapes — then happens
+ * before V8 optimises the request path, not after: measured with V8's --trace-opt and
+ * --trace-deopt (bench/tools/deopt-trace.ts), the warm-up's end threw away the optimised code of
+ * `allocate`, the scan cache, the socket's teardown and the timers, which the agent then ran in
+ * V8's baseline tiers for its life (after it, local mode's ADD cost 0.90x and DEL 0.94x,
+ * bench/tools/agent-ab.ts).
  */
 import { closeSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer } from 'node:net';
@@ -145,7 +156,7 @@ export interface WarmUpReport {
   readonly ms: number;
   /** The kind of datastore its cluster calls and warm pool ran on. */
   readonly store: WarmUpStore;
-  /** Datastores its cluster calls ran on (a new one every FRESH_DATA_ROUNDS rounds in the first rounds (`epochOf`), early on). */
+  /** Datastores its cluster calls ran on (a new one per epoch: `epochOf`). */
   readonly datastores: number;
   /**
    * The rehearsal's rounds and answered calls, before the rounds above: its services, directory

@@ -4,8 +4,6 @@
  * loop, so it stays a few milliseconds and longer waits happen between attempts, in
  * retryWhileBusy, where the event loop runs everything else.
  */
-import { timerMs } from '../util/timer-ms.js';
-
 export const BUSY_SLICE_MS = 5;
 
 // Pauses between attempts, in ms, then the last one repeated: short at first, because most
@@ -35,7 +33,8 @@ export async function retryWhileBusy<T>(attempt: () => T, timeoutMs: number, sti
       const left = deadline - performance.now();
       if (!isBusy(e) || left <= 0) throw e;
       const pause = PAUSES_MS[Math.min(n, PAUSES_MS.length - 1)] as number;
-      await new Promise((resolve) => setTimeout(resolve, timerMs(Math.min(left, pause * (1 + Math.random() / 2)))));
+      // Whole milliseconds, at least 1 (left > 0): as every timer of the agent asks (src/util/timer-ms.ts says why).
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(Math.min(left, pause * (1 + Math.random() / 2)))));
       stillOpen();
     }
   }
