@@ -15,8 +15,9 @@ export interface LeftDeoptimised {
   readonly reason: string;
 }
 
-const OPTIMISED = /^\[completed optimizing 0x[0-9a-f]+ <JSFunction (\S*) \(sfi = (0x[0-9a-f]+)\)/;
-const BAILOUT = /^\[bailout \(kind: [^,]+, reason: ([^)]*)\): begin\. deoptimizing 0x[0-9a-f]+ <JSFunction (\S*) \(sfi = (0x[0-9a-f]+)\)/;
+// V8 prints `<JSFunction NAME (sfi = 0x…)>`, and `<JSFunction (sfi = 0x…)>` for an anonymous one; a name may hold spaces (`get x`).
+const OPTIMISED = /^\[completed optimizing 0x[0-9a-f]+ <JSFunction (?:([^(]*?) )?\(sfi = (0x[0-9a-f]+)\)/;
+const BAILOUT = /^\[bailout \(kind: [^,]+, reason: ([^)]*)\): begin\. deoptimizing 0x[0-9a-f]+ <JSFunction (?:([^(]*?) )?\(sfi = (0x[0-9a-f]+)\)/;
 const MARKED = /^\[marking dependent code 0x[0-9a-f]+ <Code \w+> \((0x[0-9a-f]+) <SharedFunctionInfo ?([^>]*)>\).*reason: ([^\]]*)\]/;
 
 /** The functions of `trace` whose last event was a deoptimisation, in the order of those events. */

@@ -159,7 +159,8 @@ export class Agent {
       // branch it never took after its first calls would throw the optimised code away for good).
       let warmUpStats = new AgentStats();
       let warmUpCalls = 0;
-      agent.#log.info({ budgetMs: opts.warmUpMs ?? WARM_UP_BUDGET_MS }, 'warming up the request path before listening');
+      const budgetMs = opts.warmUpMs ?? WARM_UP_BUDGET_MS;
+      if (budgetMs > 0 && !process.env.PODIPAM_CRASH_AT) agent.#log.info({ budgetMs }, 'warming up the request path before listening');
       const eager = optimizeEagerly();
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,

@@ -6,8 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  EPOCH_SHARE,
   FRESH_DATA_ROUNDS,
   FRESH_EPOCHS,
+  MIN_ROUNDS,
   WARM_UP_BUDGET_MS,
   callsOfRounds,
   epochOf,
@@ -54,15 +56,22 @@ test("a round's calls: an ADD and a DEL per network, and 4 ADDs and 4 DELs after
   assert.equal(callsOfRounds(8, 4), 64 + 24, 'rounds 1, 3 and 7');
 });
 
-test('epochOf: a new epoch every FRESH_DATA_ROUNDS rounds, FRESH_EPOCHS times, then the last for good', () => {
-  const epochs = Array.from({ length: (FRESH_EPOCHS + 2) * FRESH_DATA_ROUNDS }, (_, r) => epochOf(r));
+test('epochOf: a new epoch every FRESH_DATA_ROUNDS rounds, FRESH_EPOCHS times at most, in the first EPOCH_SHARE of the target rounds', () => {
+  const target = targetRounds(WARM_UP_BUDGET_MS);
+  const epochs = Array.from({ length: (FRESH_EPOCHS + 2) * FRESH_DATA_ROUNDS }, (_, r) => epochOf(r, target));
   assert.deepEqual(epochs.slice(0, FRESH_DATA_ROUNDS), Array(FRESH_DATA_ROUNDS).fill(0));
   assert.equal(epochs[FRESH_DATA_ROUNDS], 1);
-  assert.equal(Math.max(...epochs), FRESH_EPOCHS);
+  assert.equal(Math.max(...epochs), FRESH_EPOCHS, 'the default budget has them all');
   assert.equal(epochs.indexOf(FRESH_EPOCHS), FRESH_EPOCHS * FRESH_DATA_ROUNDS);
+  assert.ok(FRESH_EPOCHS * FRESH_DATA_ROUNDS <= EPOCH_SHARE * target, 'all within the first share of the target');
   assert.ok(
     epochs.every((e, r) => r === 0 || e === epochs[r - 1] || e === epochs[r - 1]! + 1),
     'one step at a time',
   );
-  assert.equal(epochOf(10_000), FRESH_EPOCHS);
+  assert.equal(epochOf(10_000, target), FRESH_EPOCHS);
+  // A short budget: fewer epochs, all within its first share.
+  const short = targetRounds(1000);
+  const last = epochOf(10_000, short);
+  assert.ok(last < FRESH_EPOCHS && last * FRESH_DATA_ROUNDS <= EPOCH_SHARE * short, `1 s: ${last} epochs for ${short} rounds`);
+  assert.equal(epochOf(10_000, MIN_ROUNDS), 0, 'the minimum: one data directory and datastore');
 });

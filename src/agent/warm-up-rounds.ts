@@ -95,23 +95,25 @@ export function callsOfRounds(rounds: number, networks: number): number {
  */
 export const REHEARSAL_ROUNDS = BURST_EVERY;
 
-/** A new epoch (data directory and datastore) every this many rounds, FRESH_EPOCHS times. */
+/** A new epoch (data directory and datastore) every this many rounds, at most FRESH_EPOCHS times, in the first EPOCH_SHARE of the target rounds. */
 export const FRESH_DATA_ROUNDS = 10;
 export const FRESH_EPOCHS = 4;
+export const EPOCH_SHARE = 0.2;
 
 /**
- * The epoch of round `round`: a new local data directory and cluster datastore every
- * FRESH_DATA_ROUNDS rounds, FRESH_EPOCHS times, then the last one for good — all of them in the
- * first 40 rounds (of 200 or more). What a new one shows V8 for the first time (a network's first
- * calls in a directory, a datastore's snapshot loaded and node view made, its first blocks
- * claimed) threw optimised code away when it came late (every 50 rounds up to 60 % of the budget,
- * before), and V8 then optimised that code again only hundreds of calls later: the cluster back
- * end's assignment stayed in V8's baseline tiers for the agent's life (V8's --trace-opt and
- * --trace-deopt, round by round; bench/tools/deopt-trace.ts lists what a warm-up leaves so). Not
- * sooner either: with a new epoch every 3 rounds the datastore's first calls ran before V8 kept
- * feedback for them, and the agent's first call on its own datastore threw the assignment's
- * optimised code away (test/e2e/agent-deopt.test.ts).
+ * The epoch of round `round` of a warm-up aiming at `target` rounds: a new local data directory
+ * and cluster datastore every FRESH_DATA_ROUNDS rounds, at most FRESH_EPOCHS times and only in
+ * the first EPOCH_SHARE of the target rounds (the first 40 of 3 s's 200), then the last one for
+ * good. What a new one shows V8 for the first time (a network's first calls in a directory, a
+ * datastore's snapshot loaded and node view made, its first blocks claimed) threw optimised code
+ * away when it came late (every 50 rounds up to 60 % of the budget, before), and V8 then
+ * optimised that code again only hundreds of calls later: the cluster back end's assignment
+ * stayed in V8's baseline tiers for the agent's life (V8's --trace-opt and --trace-deopt, round
+ * by round; bench/tools/deopt-trace.ts lists what a warm-up leaves so). Not sooner either: with a
+ * new epoch every 3 rounds the datastore's first calls ran before V8 kept feedback for them, and
+ * the agent's first call on its own datastore threw the assignment's optimised code away
+ * (test/e2e/agent-deopt.test.ts).
  */
-export function epochOf(round: number): number {
-  return Math.min(Math.floor(round / FRESH_DATA_ROUNDS), FRESH_EPOCHS);
+export function epochOf(round: number, target: number): number {
+  return Math.min(Math.floor(round / FRESH_DATA_ROUNDS), FRESH_EPOCHS, Math.floor((EPOCH_SHARE * target) / FRESH_DATA_ROUNDS));
 }

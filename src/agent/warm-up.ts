@@ -66,9 +66,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import { BURST_CALLS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
+import { BURST_CALLS, FRESH_EPOCHS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
 
-/** Warm-ups run in this process: each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
+/** Runs of warm-ups in this process (two a warm-up: `warmUp`): each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
 
 /**
@@ -108,7 +108,7 @@ const IDLE_TIMER_EVERY = 8;
 /** A status request every this many rounds. */
 const STATUS_EVERY = 4;
 /** The cluster calls' named pools, in turn (TEST-NET-2 in /28s, blocks of /29). */
-const CLUSTER_POOLS = Array.from({ length: 16 }, (_, i) => ({ name: `warm-up-${i}`, cidr: `198.51.100.${16 * i}/28`, blockSize: 29 }));
+const CLUSTER_POOLS = Array.from({ length: FRESH_EPOCHS + 1 }, (_, i) => ({ name: `warm-up-${i}`, cidr: `198.51.100.${16 * i}/28`, blockSize: 29 }));
 
 /** A warm-up call's CNI_ARGS naming its pod (namespace podipam-warm-up) and sandbox, as runtimes pass them. */
 function podArgs(name: string, sandbox: string): string {
@@ -159,20 +159,21 @@ export interface WarmUpReport {
   /** Datastores its cluster calls ran on (a new one per epoch: `epochOf`). */
   readonly datastores: number;
   /**
-   * The rehearsal's rounds and answered calls, before the rounds above: its services, directory
-   * and datastores were closed and removed before the rounds began (see `warmUp`).
+   * The rehearsal's rounds, answered calls and failed ones, before the rounds above (which
+   * `rounds`, `calls`, `failed` and `datastores` count): its services, directory and datastores
+   * were closed and removed before the rounds began (see `warmUp`).
    */
-  readonly rehearsal: { readonly rounds: number; readonly calls: number };
+  readonly rehearsal: { readonly rounds: number; readonly calls: number; readonly failed: number };
   /** Directories of earlier warm-ups whose agents were killed during them, removed (stale-warm-ups.ts); absent: none. */
   readonly staleRemoved?: number;
   /** Why the warm-up stopped before its budget, or left a path out, when something failed (its first pods then run colder code). */
   readonly error?: string;
-  /** The first call answered with an error: its verb, network and answer (truncated). */
+  /** The first call answered with an error: its verb, network and answer (truncated); the rehearsal's when the rounds had none. */
   readonly firstFailure?: string;
 }
 
 export interface WarmUpOptions {
-  /** Builds the warm-up's handler and services (called once, its datastore's pools made). */
+  /** Builds the warm-up's handler and services (called once a run — the rehearsal's, then the rounds' — its datastore's pools made). */
   readonly services: (ctx: WarmUpContext) => WarmUpServices | Promise<WarmUpServices>;
   /** Serves one accepted connection with `call` as the agent serves its socket's (counted apart from the runtime's calls). */
   readonly serve: (sock: Socket, call: CallHandler) => void;
@@ -191,31 +192,34 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
   const budget = o.budgetMs ?? WARM_UP_BUDGET_MS;
   if (budget <= 0) return undefined;
   const t0 = performance.now();
-  const rehearsal = await runWarmUp(o, { sweep: true, more: (rounds) => rounds < REHEARSAL_ROUNDS });
-  const main =
-    rehearsal.error === undefined
-      ? await runWarmUp(o, { sweep: false, more: (rounds) => wantsAnotherRound(rounds, performance.now() - t0, budget) })
-      : undefined;
-  const run = main ?? rehearsal;
+  const target = targetRounds(budget);
+  const rehearsal = await runWarmUp(o, { sweep: true, target, more: (rounds) => rounds < REHEARSAL_ROUNDS });
+  // A rehearsal that stopped on an error (not one that only reported one: a warm pool that could
+  // not start, a directory left behind) ends the warm-up: the rounds would stop the same way.
+  const main = rehearsal.stopped
+    ? undefined
+    : await runWarmUp(o, { sweep: false, target, more: (rounds) => wantsAnotherRound(rounds, performance.now() - t0, budget) });
+  const error = main?.error ?? rehearsal.error;
+  const firstFailure = main?.firstFailure ?? rehearsal.firstFailure;
   return {
     rounds: main?.rounds ?? 0,
-    target: targetRounds(budget),
+    target,
     calls: main?.calls ?? 0,
-    failed: rehearsal.failed + (main?.failed ?? 0),
+    failed: main?.failed ?? 0,
     ms: Math.round(performance.now() - t0),
     store: o.store ?? 'memory',
-    datastores: run.datastores,
-    rehearsal: { rounds: rehearsal.rounds, calls: rehearsal.calls },
+    datastores: main?.datastores ?? 0,
+    rehearsal: { rounds: rehearsal.rounds, calls: rehearsal.calls, failed: rehearsal.failed },
     ...(rehearsal.stale > 0 ? { staleRemoved: rehearsal.stale } : {}),
-    ...(run.error === undefined ? {} : { error: run.error }),
-    ...((rehearsal.firstFailure ?? main?.firstFailure) === undefined ? {} : { firstFailure: rehearsal.firstFailure ?? main?.firstFailure }),
+    ...(error === undefined ? {} : { error }),
+    ...(firstFailure === undefined ? {} : { firstFailure }),
   };
 }
 
 /**
  * Waits for a timer of its own, unref'd as each of the agent's loops unrefs its own
- * (src/util/periodic.ts), to fire with no other timer pending — as a loop's timer fires on an
- * idle agent. Node's timers hold "referenced" as a constant until the first unref, and compare
+ * (src/util/periodic.ts), to fire between two rounds, when no call's timer is pending (a warm
+ * pool's loops and a datastore client's may be) — as a loop's timer fires on an idle agent. Node's timers hold "referenced" as a constant until the first unref, and compare
  * the next expiry with infinity once the last pending timer has fired: met first after the
  * warm-up (a loop started once the agent listens), each threw away the optimised code of every
  * timer's path — the per-connection read timeout, the socket's teardown, the agent's data
@@ -230,12 +234,16 @@ function idleTimer(): Promise<void> {
 interface WarmUpRun {
   /** Whether another round runs after `rounds` rounds. */
   readonly more: (rounds: number) => boolean;
+  /** The warm-up's target rounds (`targetRounds`): its epochs come in the first part of them (`epochOf`). */
+  readonly target: number;
   /** Removes what agents killed during their warm-up left (the first run only). */
   readonly sweep: boolean;
 }
 
 /** What one run did (`WarmUpReport` without the budget's fields). */
 interface WarmUpRunReport {
+  /** The run stopped on an error (thrown), not only reported one. */
+  readonly stopped: boolean;
   readonly rounds: number;
   readonly calls: number;
   readonly failed: number;
@@ -253,6 +261,7 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
   let calls = 0;
   let failed = 0;
   let error: string | undefined;
+  let stopped = false;
   let firstFailure: string | undefined;
   let stale = 0;
   let lockFd: number | undefined;
@@ -360,7 +369,7 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
     };
     for (; run.more(rounds); rounds++) {
       if (rounds % IDLE_TIMER_EVERY === 0) await idleTimer();
-      const epoch = epochOf(rounds); // see there: a new data directory and datastore, early on
+      const epoch = epochOf(rounds, run.target); // see there: a new data directory and datastore, early on
       // A status request (as the DaemonSet's probes and `podipam agent status` make) every
       // STATUS_EVERY rounds: the agent's request decoder then has seen both kinds of request.
       if (rounds % STATUS_EVERY === 0) {
@@ -401,6 +410,7 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
   } catch (e) {
     // only the first pods' latency is at stake: reported, not thrown
     error = e instanceof Error ? e.message : String(e);
+    stopped = true;
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await services?.close().catch(() => undefined);
@@ -421,6 +431,7 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
     }
   }
   return {
+    stopped,
     rounds,
     calls,
     failed,

@@ -49,6 +49,15 @@ test('writeRegular replaces content (mode on creation) and never writes through 
     writeRegular(join(dir, 'last'), '10.0.0.1', 0o600);
     assert.equal(readFileSync(join(dir, 'last'), 'utf8'), '10.0.0.1');
     assert.equal(statSync(join(dir, 'last')).mode & 0o777, 0o644 & ~process.umask());
+    // Longer, then shorter (cut to length), then longer again; text of more bytes than characters.
+    writeRegular(join(dir, 'last'), '192.0.2.101', 0o644);
+    writeRegular(join(dir, 'last'), '192.0.2.96', 0o644);
+    assert.equal(readFileSync(join(dir, 'last'), 'utf8'), '192.0.2.96');
+    writeRegular(join(dir, 'last'), 'fd00::ä€', 0o644);
+    assert.equal(readFileSync(join(dir, 'last'), 'utf8'), 'fd00::ä€');
+    assert.equal(statSync(join(dir, 'last')).size, Buffer.byteLength('fd00::ä€'));
+    writeRegular(join(dir, 'last'), '10.0.0.1', 0o644);
+    assert.equal(readFileSync(join(dir, 'last'), 'utf8'), '10.0.0.1');
     writeFileSync(join(dir, 'victim'), 'precious');
     symlinkSync(join(dir, 'victim'), join(dir, 'link'));
     refused(() => writeRegular(join(dir, 'link'), '10.0.0.2', 0o644), join(dir, 'link'), /a symbolic link/);

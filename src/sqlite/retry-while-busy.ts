@@ -33,7 +33,7 @@ export async function retryWhileBusy<T>(attempt: () => T, timeoutMs: number, sti
       const left = deadline - performance.now();
       if (!isBusy(e) || left <= 0) throw e;
       const pause = PAUSES_MS[Math.min(n, PAUSES_MS.length - 1)] as number;
-      // Whole milliseconds, at least 1 (left > 0): as every timer of the agent asks (src/util/timer-ms.ts says why).
+      // Whole milliseconds rounded up, at least 1 (left > 0): as every timer of the agent asks (src/util/timer-ms.ts says why).
       await new Promise((resolve) => setTimeout(resolve, Math.ceil(Math.min(left, pause * (1 + Math.random() / 2)))));
       stillOpen();
     }
