@@ -26,7 +26,7 @@ import { AgentListenError } from './agent-start-error.js';
 import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
-import { WARM_UP_BUDGET_MS, warmUpCompleted } from './warm-up-rounds.js';
+import { warmUpCompleted } from './warm-up-rounds.js';
 import { optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -159,8 +159,6 @@ export class Agent {
       // branch it never took after its first calls would throw the optimised code away for good).
       let warmUpStats = new AgentStats();
       let warmUpCalls = 0;
-      const budgetMs = opts.warmUpMs ?? WARM_UP_BUDGET_MS;
-      if (budgetMs > 0 && !process.env.PODIPAM_CRASH_AT) agent.#log.info({ budgetMs }, 'warming up the request path before listening');
       const eager = optimizeEagerly();
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,

@@ -36,8 +36,8 @@
  * runs one), but no datastore, cache or counter of the agent's is touched. The local back end
  * runs on data directories inside the private directory; the cluster back end on datastores of
  * the warm-up's own, of the agent's datastore's kind (WarmUpStore: memory, SQLite files in the
- * private directory, or loopback etcds in this process), a new one every FRESH_DATA_ROUNDS
- * rounds in the first rounds (`epochOf`),
+ * private directory, or loopback etcds in this process), a new one with each data directory
+ * (`epochOf`: every FRESH_DATA_ROUNDS rounds early on),
  * holding dual-stack pools of TEST-NET-1, TEST-NET-2 and IPv6 documentation addresses (no hint
  * file); the warm pool on the first one's WARM_UP_WARM_POOLS with its resource DB inside the
  * private directory; the stores' data is dropped after. Left behind: the process-wide cache of
@@ -219,11 +219,12 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpReport | undefined
 /**
  * Waits for a timer of its own, unref'd as each of the agent's loops unrefs its own
  * (src/util/periodic.ts), to fire between two rounds, when no call's timer is pending (a warm
- * pool's loops and a datastore client's may be) — as a loop's timer fires on an idle agent. Node's timers hold "referenced" as a constant until the first unref, and compare
- * the next expiry with infinity once the last pending timer has fired: met first after the
- * warm-up (a loop started once the agent listens), each threw away the optimised code of every
- * timer's path — the per-connection read timeout, the socket's teardown, the agent's data
- * handler — which then ran in V8's baseline tiers for the agent's life (V8's --trace-deopt and
+ * pool's loops and a datastore client's may be) — as a loop's timer fires on an idle agent.
+ * Node's timers hold "referenced" as a constant until the first unref, and compare the next
+ * expiry with infinity once the last pending timer has fired: met first after the warm-up (a
+ * loop started once the agent listens), each threw away the optimised code of every timer's
+ * path — the per-connection read timeout, the socket's teardown, the agent's data handler —
+ * which then ran in V8's baseline tiers for the agent's life (V8's --trace-deopt and
  * --trace-generalization).
  */
 function idleTimer(): Promise<void> {
