@@ -17,6 +17,10 @@
       "sources": ["native/dir-watch.c"]
     },
     {
+      "target_name": "reserve_file",
+      "sources": ["native/reserve-file.c"]
+    },
+    {
       "target_name": "sched",
       "sources": ["native/sched.c"]
     }

@@ -27,7 +27,8 @@ import type { ScanCache } from './scan-cache.js';
 import type { LocalStore } from './local-store.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 import { crashPoint } from '../util/crash-point.js';
-import { ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
+import { KIND_TEXT, ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
+import { nativeReserve, reserveAddon } from './native-reserve.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
 const LOCK_FILE = 'lock';
@@ -92,18 +93,6 @@ interface ReadFilesAddon {
   readFiles(dir: string, names: readonly string[]): (string | { kind: string } | null)[];
 }
 
-/** What readFiles' kinds say, as regular-file.ts words them. */
-const KIND_TEXT: Record<string, string> = {
-  symlink: 'a symbolic link',
-  'fifo-or-device': 'a FIFO or device',
-  directory: 'a directory',
-  fifo: 'a FIFO',
-  socket: 'a socket',
-  char: 'a character device',
-  block: 'a block device',
-  other: 'not a regular file',
-};
-
 let readFiles: ReadFilesAddon | null | undefined;
 
 /** The addon, or null: then each file is read with node:fs. */
@@ -119,18 +108,23 @@ export class DiskStore implements LocalStore {
   readonly identity: DirIdentity;
   readonly #cache: ScanCache | undefined;
 
-  private constructor(dir: string, lock: FileLock, identity: DirIdentity, cache: ScanCache | undefined) {
+  /** Reservations written by native/reserve-file.c when it loads (else, and when it hands back, by node:fs). */
+  readonly #native: boolean;
+
+  private constructor(dir: string, lock: FileLock, identity: DirIdentity, cache: ScanCache | undefined, native: boolean) {
     this.dir = dir;
     this.#lock = lock;
     this.identity = identity;
     this.#cache = cache;
+    this.#native = native;
   }
 
   /**
    * Creates `dir` (mode 0755, parents too) and opens its lock file; does not lock. With a
    * `cache` (the agent's), scans read only what changed since the cache last saw the directory.
+   * `o.native` false: reservations always written with node:fs (tests of that writer).
    */
-  static open(dir: string, cache?: ScanCache): DiskStore {
+  static open(dir: string, cache?: ScanCache, o: { readonly native?: boolean } = {}): DiskStore {
     // stat first: the directory exists on every call but the first, and a failing mkdir costs
     // an exception per call in a long-lived process (the agent).
     let st = fs.statSync(dir, { throwIfNoEntry: false });
@@ -138,7 +132,7 @@ export class DiskStore implements LocalStore {
       fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
       st = fs.statSync(dir);
     }
-    return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)), { dev: st.dev, ino: st.ino }, cache);
+    return new DiskStore(dir, FileLock.open(path.join(dir, LOCK_FILE)), { dev: st.dev, ino: st.ino }, cache, o.native ?? true);
   }
 
   /** Takes the lock, waiting at most `timeoutMs` (LockTimeoutError after that; default: FileLock's). */
@@ -251,6 +245,11 @@ export class DiskStore implements LocalStore {
   reserve(id: string, ifname: string, addr: Addr, rangeSet: number): boolean {
     const name = formatAddr(addr);
     const tmp = path.join(this.dir, TMP_FILE);
+    const native = this.#native ? reserveAddon() : null;
+    if (native) {
+      const done = nativeReserve(native, tmp, path.join(this.dir, name), fileContent(id, ifname), path.join(this.dir, LAST_IP_PREFIX + rangeSet), name);
+      if (done !== 'node:fs') return done;
+    }
     this.#writeTmp(tmp, fileContent(id, ifname));
     crashPoint('local.add.tmp-written');
     try {

@@ -26,6 +26,18 @@ export function kindOf(s: {
   return 'not a regular file';
 }
 
+/** What the native addons' kinds (native/read-files.c, native/reserve-file.c) say, as kindOf words them. */
+export const KIND_TEXT: Record<string, string> = {
+  symlink: 'a symbolic link',
+  'fifo-or-device': 'a FIFO or device',
+  directory: 'a directory',
+  fifo: 'a FIFO',
+  socket: 'a socket',
+  char: 'a character device',
+  block: 'a block device',
+  other: 'not a regular file',
+};
+
 /** The refusal for `file`, which is `kind` (e.g. "a symbolic link"). */
 export function notRegular(file: string, kind: string): UnsafeFileError {
   return new UnsafeFileError(file, kind);

@@ -102,17 +102,26 @@ export function crashPointRefusal(env: NodeJS.ProcessEnv): string | undefined {
 /** null: disarmed (the common case); undefined: not read yet. */
 let armed: Map<CrashPointName, number> | null | undefined;
 
+/** The armed points as this process's environment sets them (read once), or null. */
+function armedPoints(): Map<CrashPointName, number> | null {
+  if (armed === undefined) armed = crashPointRefusal(process.env) === undefined && process.env[CRASH_AT_ENV] ? parseCrashAt(process.env[CRASH_AT_ENV]) : null;
+  return armed;
+}
+
+/** Whether any crash point is armed in this process (a writer that skips the points between its steps must not run then). */
+export function crashPointsArmed(): boolean {
+  return armedPoints() !== null;
+}
+
 /** SIGKILLs this process when `name` is armed and this is its n-th hit; otherwise nothing. */
 export function crashPoint(name: CrashPointName): void {
   if (armed === null) return;
-  if (armed === undefined) {
-    armed = crashPointRefusal(process.env) === undefined && process.env[CRASH_AT_ENV] ? parseCrashAt(process.env[CRASH_AT_ENV]) : null;
-    if (armed === null) return;
-  }
-  const left = armed.get(name);
+  const points = armedPoints();
+  if (points === null) return;
+  const left = points.get(name);
   if (left === undefined) return;
   if (left > 1) {
-    armed.set(name, left - 1);
+    points.set(name, left - 1);
     return;
   }
   try {

@@ -1,12 +1,12 @@
 /**
  * The project's native addons (binding.gyp → build/Release/<name>.node, built by node-gyp at
- * `npm install`): flock(2), SO_PEERCRED, the local back end's many-small-files reader and its
- * directory watch (inotify), and the agent's real-time scheduling (sched).
+ * `npm install`): flock(2), SO_PEERCRED, the local back end's many-small-files reader, its reservation
+ * writer and its directory watch (inotify), and the agent's real-time scheduling (sched).
  * Loaded with process.dlopen rather than createRequire, so the per-pod plugin does not start the
  * CommonJS loader (~2 ms per pod). Every file that imports this one sits at dist/src/<dir>/
  * (the plugin bundle in dist/bundle/plugin/ too), so the relative path holds for all of them.
  */
-export type AddonName = 'flock' | 'peercred' | 'read_files' | 'dir_watch' | 'sched';
+export type AddonName = 'flock' | 'peercred' | 'read_files' | 'reserve_file' | 'dir_watch' | 'sched';
 
 const loaded = new Map<AddonName, unknown>();
 

@@ -59,7 +59,7 @@ test(
         'set -e',
         'echo "uid=$(id -u) gid=$(id -g)"',
         'podipam version',
-        `node -e "for (const a of ['flock','peercred','read_files','dir_watch','sched']) process.dlopen({ exports: {} }, '/opt/podipam/build/Release/' + a + '.node'); console.log('addons ok')"`,
+        `node -e "for (const a of ['flock','peercred','read_files','reserve_file','dir_watch','sched']) process.dlopen({ exports: {} }, '/opt/podipam/build/Release/' + a + '.node'); console.log('addons ok')"`,
         `cd /opt/podipam && node -e "const D = require('better-sqlite3'); console.log('sqlite', new D(':memory:').prepare('select sqlite_version() v').get().v)"`,
         'iptables --version',
         'ls /usr/share/podipam/sbom',
