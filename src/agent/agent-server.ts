@@ -27,7 +27,7 @@ import { prepareSocketPath } from './prepare-socket-path.js';
 import { TRACING, schedMs, traceCall, traceGcPauses } from '../util/call-trace.js';
 import { WARM_UP_FRESH_COUNTERS, type WarmUpContext, type WarmUpReport, type WarmUpServices, type WarmUpStore, warmUp } from './warm-up.js';
 import { warmUpCompleted } from './warm-up-rounds.js';
-import { optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
+import { keepArrayKinds, optimizeEagerly, stopOptimizing } from '../util/stop-optimizing.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** PODIPAM_TRACE=1: the event loop's delays, reported with each call's trace line. */
@@ -159,6 +159,7 @@ export class Agent {
       // branch it never took after its first calls would throw the optimised code away for good).
       let warmUpStats = new AgentStats();
       let warmUpCalls = 0;
+      if (opts.stopOptimizingAfterWarmUp) keepArrayKinds();
       const eager = optimizeEagerly();
       agent.warmUpReport = await warmUp({
         services: hosted.warmUp,

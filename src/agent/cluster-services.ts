@@ -38,27 +38,39 @@ interface Queue {
   lastGroupEnd: number;
 }
 
+/**
+ * A queued call. The three kinds are objects of one shape (every field, in one order, the
+ * others' undefined): with kinds of three shapes, the drain loop's optimised code, made for the
+ * kinds it had seen, was thrown away at the first of another (V8's "wrong map") — and with V8
+ * optimising during the warm-up only, left in its baseline tiers for the agent's life.
+ */
 type Job =
   | {
       readonly kind: 'assign';
       readonly req: AssignRequest;
+      readonly handle: undefined;
+      readonly fn: undefined;
       readonly resolve: (a: Assignment[]) => void;
       readonly reject: (e: unknown) => void;
-      readonly trace?: Trace;
+      readonly trace: Trace | undefined;
     }
   | {
       readonly kind: 'release';
+      readonly req: undefined;
       readonly handle: string;
+      readonly fn: undefined;
       readonly resolve: (r: Released[]) => void;
       readonly reject: (e: unknown) => void;
-      readonly trace?: Trace;
+      readonly trace: Trace | undefined;
     }
   | {
       readonly kind: 'run';
+      readonly req: undefined;
+      readonly handle: undefined;
       readonly fn: (ipam: ClusterIpam) => Promise<unknown>;
       readonly resolve: (v: unknown) => void;
       readonly reject: (e: unknown) => void;
-      readonly trace?: Trace;
+      readonly trace: Trace | undefined;
     };
 
 /** PODIPAM_TRACE=1: the job's caller's span and when it was queued. */
@@ -130,19 +142,19 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
 
   run<T>(datastore: string, node: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#enqueue(datastore, node, { kind: 'run', fn, resolve: resolve as (v: unknown) => void, reject, trace: traceNow() });
+      this.#enqueue(datastore, node, { kind: 'run', req: undefined, handle: undefined, fn, resolve: resolve as (v: unknown) => void, reject, trace: traceNow() });
     });
   }
 
   assign(datastore: string, req: AssignRequest): Promise<Assignment[]> {
     return new Promise<Assignment[]>((resolve, reject) => {
-      this.#enqueue(datastore, req.node, { kind: 'assign', req, resolve, reject, trace: traceNow() });
+      this.#enqueue(datastore, req.node, { kind: 'assign', req, handle: undefined, fn: undefined, resolve, reject, trace: traceNow() });
     });
   }
 
   release(datastore: string, node: string, handle: string): Promise<Released[]> {
     return new Promise<Released[]>((resolve, reject) => {
-      this.#enqueue(datastore, node, { kind: 'release', handle, resolve, reject, trace: traceNow() });
+      this.#enqueue(datastore, node, { kind: 'release', req: undefined, handle, fn: undefined, resolve, reject, trace: traceNow() });
     });
   }
 
@@ -248,10 +260,11 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         this.groups.batches++;
         this.groups.adds += group.length;
         try {
-          const outcomes = await ipamOf(d, node).assignMany(
-            group[0]!.req.node,
-            group.map((j) => j.req),
-          );
+          // Built by push, not map: map's array is packed or holey by this loop's V8 tier, and
+          // assignGroup's optimised code, made for the one, was thrown away at the other ("wrong map").
+          const reqs: AssignRequest[] = [];
+          for (const j of group) reqs.push(j.req);
+          const outcomes = await ipamOf(d, node).assignMany(group[0]!.req.node, reqs);
           outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
         } catch (e) {
           for (const j of group) j.reject(e);
@@ -290,10 +303,9 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       this.releaseGroups.batches++;
       this.releaseGroups.dels += group.length;
       try {
-        const outcomes = await ipam.releaseMany(
-          node,
-          group.map((j) => j.handle),
-        );
+        const handles: string[] = []; // by push, as the ADDs' group's requests (see there)
+        for (const j of group) handles.push(j.handle);
+        const outcomes = await ipam.releaseMany(node, handles);
         outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.released) : group[i]!.reject(o.error)));
       } catch (e) {
         for (const j of group) j.reject(e);

@@ -12,6 +12,7 @@ import {
   MIN_ROUNDS,
   WARM_UP_BUDGET_MS,
   callsOfRounds,
+  delsTwice,
   epochOf,
   targetRounds,
   wantsAnotherRound,
@@ -47,13 +48,14 @@ test('a warm-up is completed without an error and with its target rounds; a shor
   assert.equal(warmUpCompleted(undefined), false);
 });
 
-test("a round's calls: an ADD and a DEL per network, and 4 ADDs and 4 DELs after every burst round", () => {
+test("a round's calls: an ADD and a DEL per network, a second DEL every other round, and 4 ADDs and 4 DELs after every burst round", () => {
+  assert.deepEqual([0, 1, 2, 3].map(delsTwice), [true, false, true, false]);
   assert.equal(callsOfRounds(0, 3), 0);
-  assert.equal(callsOfRounds(1, 3), 6);
+  assert.equal(callsOfRounds(1, 3), 9, 'round 0: ADD, DEL, DEL on each of 3 networks');
   // round 1: another network's burst; round 3: the cluster's
-  assert.equal(callsOfRounds(2, 3), 12 + 8);
-  assert.equal(callsOfRounds(4, 3), 24 + 16);
-  assert.equal(callsOfRounds(8, 4), 64 + 24, 'rounds 1, 3 and 7');
+  assert.equal(callsOfRounds(2, 3), 9 + 6 + 8);
+  assert.equal(callsOfRounds(4, 3), 2 * 9 + 2 * 6 + 16);
+  assert.equal(callsOfRounds(8, 4), 4 * 12 + 4 * 8 + 24, 'bursts after rounds 1, 3 and 7');
 });
 
 test('epochOf: a new epoch every FRESH_DATA_ROUNDS rounds, FRESH_EPOCHS times at most, in the first EPOCH_SHARE of the target rounds', () => {

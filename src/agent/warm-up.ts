@@ -66,7 +66,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import { BURST_CALLS, FRESH_EPOCHS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
+import { BURST_CALLS, FRESH_EPOCHS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, delsTwice, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
 
 /** Runs of warm-ups in this process (two a warm-up: `warmUp`): each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
@@ -389,8 +389,9 @@ async function runWarmUp(o: WarmUpOptions, run: WarmUpRun): Promise<WarmUpRunRep
       };
       const localNets = locals(join(dir, 'data', String(epoch)));
       const networks = [...localNets, await cluster(rounds, epoch), ...warm];
+      const verbs = delsTwice(rounds) ? ['ADD', 'DEL', 'DEL'] : ['ADD', 'DEL'];
       for (const stdin of networks) {
-        for (const verb of ['ADD', 'DEL']) await call(verb, stdin, id, args);
+        for (const verb of verbs) await call(verb, stdin, id, args);
       }
       const b = burstAfter(rounds, networks.length, localNets.length);
       if (b !== undefined) {

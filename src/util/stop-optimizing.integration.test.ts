@@ -50,6 +50,12 @@ test("V8_INTERRUPT_BUDGET is this node's V8 default", () => {
   assert.equal(Number(m[1]), V8_INTERRUPT_BUDGET);
 });
 
+test("keepArrayKinds' flag is one this node's V8 knows, on by default", () => {
+  const r = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /--turbo-inline-array-builtins \(.*\)\n\s+type: bool\s+default: --turbo-inline-array-builtins\n/);
+});
+
 /**
  * A small function run 1,500 times, traced with --trace-opt: with V8's budget it gets no
  * profiler tick (1,500 × its bytecode < V8_INTERRUPT_BUDGET), with the warm-up's it is ticked

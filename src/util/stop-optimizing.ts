@@ -62,6 +62,20 @@ export function isOptimizeWhen(s: string): s is OptimizeWhen {
   return (OPTIMIZE_WHEN as readonly string[]).includes(s);
 }
 
+/**
+ * From now on V8's optimised code calls Array.prototype.map, filter, forEach, every… instead of
+ * inlining them (`--no-turbo-inline-array-builtins`). Inlined, map makes a holey array where the
+ * builtin makes a packed one: an array one function hands another changed its hidden class once
+ * the first was optimised, and the second's optimised code, made for the other class, was thrown
+ * away (V8's "wrong map"). With V8 optimising during the warm-up only, that code — a CNI result's
+ * encoding, the cluster back end's group commit, planning, the SQLite transaction — then ran in
+ * the baseline tiers for the agent's life (V8's --trace-deopt: 4 of podipam's functions left so
+ * by a warm-up on SQLite, none with this). Set before the warm-up when V8 stops after it.
+ */
+export function keepArrayKinds(): void {
+  setFlagsFromString('--no-turbo-inline-array-builtins');
+}
+
 /** From now on V8 optimises nothing more in this process; code it has optimised stays. */
 export function stopOptimizing(): void {
   setFlagsFromString('--no-turbofan');

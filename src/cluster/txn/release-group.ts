@@ -34,7 +34,9 @@ export type ReleaseOutcome = { readonly ok: true; readonly released: Released[] 
 
 /** Releases every handle of `handles` (all on `node`); the outcomes in request order. Never throws. */
 export async function releaseGroup(ctx: IpamContext, node: string, handles: readonly string[]): Promise<ReleaseOutcome[]> {
-  const out: (ReleaseOutcome | undefined)[] = handles.map(() => undefined);
+  // Built by push, as assign-group.ts's (see there).
+  const out: (ReleaseOutcome | undefined)[] = [];
+  for (let i = 0; i < handles.length; i++) out.push(undefined);
   const alone: number[] = [];
   try {
     checkNodeName('node name', node);
