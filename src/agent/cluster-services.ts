@@ -142,7 +142,15 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
 
   run<T>(datastore: string, node: string, fn: (ipam: ClusterIpam) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#enqueue(datastore, node, { kind: 'run', req: undefined, handle: undefined, fn, resolve: resolve as (v: unknown) => void, reject, trace: traceNow() });
+      this.#enqueue(datastore, node, {
+        kind: 'run',
+        req: undefined,
+        handle: undefined,
+        fn,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        trace: traceNow(),
+      });
     });
   }
 

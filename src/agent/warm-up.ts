@@ -66,7 +66,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import { BURST_CALLS, FRESH_EPOCHS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, burstAfter, delsTwice, epochOf, targetRounds, wantsAnotherRound } from './warm-up-rounds.js';
+import {
+  BURST_CALLS,
+  FRESH_EPOCHS,
+  REHEARSAL_ROUNDS,
+  WARM_UP_BUDGET_MS,
+  burstAfter,
+  delsTwice,
+  epochOf,
+  targetRounds,
+  wantsAnotherRound,
+} from './warm-up-rounds.js';
 
 /** Runs of warm-ups in this process (two a warm-up: `warmUp`): each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;

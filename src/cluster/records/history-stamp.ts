@@ -67,15 +67,24 @@ export function stampKey(writer: string): string {
   return STAMP_PREFIX + writer;
 }
 
+/*
+ * STAMP_SHAPE: a stamp and its encoding are built as objects of all four fields, never as `{ at }`
+ * plus fields: V8 gives literals of the same field names one hidden class, process-wide, so a
+ * `{ at }` literal elsewhere holding a string (the agent's headroom status) turned the number
+ * field generic and threw away every optimised function that built or read a stamp — with V8
+ * optimising during the agent's warm-up only, for the agent's life (V8's --trace-generalization).
+ */
 export function encodeStamp(s: Stamp): string {
-  const o: Record<string, unknown> = { at: s.at };
-  if (s.why !== undefined) o.why = s.why;
-  if (s.evidence !== undefined) o.evidence = encodeReleaseEvidence(s.evidence);
-  if (s.keys !== undefined && Object.keys(s.keys).length > 0) {
-    o.keys = Object.fromEntries(
-      Object.entries(s.keys).map(([k, v]) => [k, v.evidence === undefined ? v : { ...v, evidence: encodeReleaseEvidence(v.evidence) }]),
-    );
-  }
+  // Every field, the absent ones undefined (JSON.stringify leaves them out): see STAMP_SHAPE.
+  const o = {
+    at: s.at,
+    why: s.why,
+    evidence: s.evidence !== undefined ? encodeReleaseEvidence(s.evidence) : undefined,
+    keys:
+      s.keys !== undefined && Object.keys(s.keys).length > 0
+        ? Object.fromEntries(Object.entries(s.keys).map(([k, v]) => [k, v.evidence === undefined ? v : { ...v, evidence: encodeReleaseEvidence(v.evidence) }]))
+        : undefined,
+  };
   return JSON.stringify(o);
 }
 
@@ -134,6 +143,7 @@ export function plainStampOp(ctx: StampContext, keys?: Readonly<Record<string, S
 /** The stamp op a transaction of `ctx` appends: now, `why` (default: the context's reason). */
 export function stampOp(ctx: StampContext, why: ReleaseReason | undefined = ctx.why, keys?: Readonly<Record<string, StampedKey>>): Op {
   const evidence = why !== undefined && why === ctx.why ? ctx.evidence : undefined;
-  const s: Stamp = { at: ctx.now().getTime(), ...(why === undefined ? {} : { why }), ...(evidence ? { evidence } : {}), ...(keys ? { keys } : {}) };
+  // STAMP_SHAPE: every field, the absent ones undefined (left out of the encoded value).
+  const s: Stamp = { at: ctx.now().getTime(), why, evidence, keys };
   return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
 }
