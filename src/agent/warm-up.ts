@@ -66,17 +66,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callAgent } from '../wire/agent-client.js';
 import type { CallHandler } from '../wire/call-answer.js';
-import {
-  BURST_CALLS,
-  FRESH_EPOCHS,
-  REHEARSAL_ROUNDS,
-  WARM_UP_BUDGET_MS,
-  burstAfter,
-  delsTwice,
-  epochOf,
-  targetRounds,
-  wantsAnotherRound,
-} from './warm-up-rounds.js';
+import { BURST_CALLS, FRESH_EPOCHS, REHEARSAL_ROUNDS, WARM_UP_BUDGET_MS, targetRounds } from './warm-up-rounds.js';
+import { burstAfter, delsTwice, epochOf, wantsAnotherRound } from './warm-up-rounds.js';
 
 /** Runs of warm-ups in this process (two a warm-up: `warmUp`): each has datastores of its own (`memory:podipam-agent-warm-up-N` and `…-N-E`, or see WarmUpStore). */
 let warmUps = 0;
