@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "file-kind.h"
 
 /* Largest file returned: a reservation file is a container id and an ifname. */
 #define MAX_FILE (1 << 20)
@@ -24,16 +25,6 @@ static napi_value kind(napi_env env, const char *k) {
   napi_create_string_utf8(env, k, NAPI_AUTO_LENGTH, &v);
   napi_set_named_property(env, o, "kind", v);
   return o;
-}
-
-static const char *kind_of_mode(mode_t m) {
-  if (S_ISDIR(m)) return "directory";
-  if (S_ISFIFO(m)) return "fifo";
-  if (S_ISSOCK(m)) return "socket";
-  if (S_ISCHR(m)) return "char";
-  if (S_ISBLK(m)) return "block";
-  if (S_ISLNK(m)) return "symlink";
-  return "other";
 }
 
 /* One entry: content string, {kind}, or null. */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "file-kind.h"
 
 #define MAX_PATH 4096
 #define MAX_CONTENT 4096
@@ -60,15 +61,6 @@ static napi_value number(napi_env env, int n) {
   napi_value v;
   napi_create_int32(env, n, &v);
   return v;
-}
-
-static const char *kind_of_mode(mode_t m) {
-  if (S_ISDIR(m)) return "directory";
-  if (S_ISFIFO(m)) return "fifo";
-  if (S_ISSOCK(m)) return "socket";
-  if (S_ISCHR(m)) return "char";
-  if (S_ISBLK(m)) return "block";
-  return "other";
 }
 
 /* Writes all of buf; 0, or -1 with errno set. */
