@@ -12,10 +12,11 @@
  *
  * Ten node:fs calls cost ~0.2 ms in an agent between pod starts, this ~0.09 ms: the call's
  * largest part. Returns 0 (reserved), 1 (`file` exists: taken), 2 (this file system has no
- * hard links) or 3 (a string longer than 4 KiB) — for both nothing is written and the caller
- * writes with node:fs —, or a failure
- * {action, syscall, errno, path, dest?} / {action, path, kind} (`last` is not a regular file)
- * after which nothing of this call is left on disk. */
+ * hard links) or 3 (a string of 4 KiB or more in UTF-8) — for both nothing is written and the
+ * caller writes with node:fs —, or a failure {action, syscall, errno, path, dest?} (`path` the
+ * file the action was on; a syscall on a descriptor — write, fstat, ftruncate, close — names no
+ * path in node:fs's message) / {action, path, kind} (`last` is not a regular file), after which
+ * nothing of this call is left on disk. */
 #define _GNU_SOURCE
 #include <node_api.h>
 #include <errno.h>
@@ -75,9 +76,12 @@ static int write_all(int fd, const char *buf, size_t n) {
   return 0;
 }
 
-/* Copies the string v into buf; false when it does not fit. */
+/* Copies the string v into buf; false when it does not fit whole (its UTF-8 length asked
+ * first: a copy into a buffer too small stops before a character cut in two, shorter than cap). */
 static bool arg_string(napi_env env, napi_value v, char *buf, size_t cap, size_t *len) {
-  return napi_get_value_string_utf8(env, v, buf, cap, len) == napi_ok && *len < cap - 1;
+  size_t need;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &need) != napi_ok || need >= cap) return false;
+  return napi_get_value_string_utf8(env, v, buf, cap, len) == napi_ok && *len == need;
 }
 
 static napi_value Reserve(napi_env env, napi_callback_info info) {

@@ -27,7 +27,7 @@ import type { ScanCache } from './scan-cache.js';
 import type { LocalStore } from './local-store.js';
 import { tryLoadAddon } from '../util/native-addon.js';
 import { crashPoint } from '../util/crash-point.js';
-import { KIND_TEXT, ioError, kindOf, notRegular, readRegular, writeRegular } from './regular-file.js';
+import { KIND_TEXT, ioError, kindOf, notRegular, readRegular, writeRegular, writeThenClose } from './regular-file.js';
 import { nativeReserve, reserveAddon } from './native-reserve.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
@@ -109,7 +109,7 @@ export class DiskStore implements LocalStore {
   readonly #cache: ScanCache | undefined;
 
   /** Reservations written by native/reserve-file.c when it loads (else, and when it hands back, by node:fs). */
-  readonly #native: boolean;
+  #native: boolean;
 
   private constructor(dir: string, lock: FileLock, identity: DirIdentity, cache: ScanCache | undefined, native: boolean) {
     this.dir = dir;
@@ -248,7 +248,8 @@ export class DiskStore implements LocalStore {
     const native = this.#native ? reserveAddon() : null;
     if (native) {
       const done = nativeReserve(native, tmp, path.join(this.dir, name), fileContent(id, ifname), path.join(this.dir, LAST_IP_PREFIX + rangeSet), name);
-      if (done !== 'node:fs') return done;
+      if (typeof done === 'boolean') return done;
+      if (done === 'no-links') this.#native = false; // node:fs writes in place from now on, without trying a link each time
     }
     this.#writeTmp(tmp, fileContent(id, ifname));
     crashPoint('local.add.tmp-written');
@@ -286,14 +287,11 @@ export class DiskStore implements LocalStore {
     } catch (e) {
       throw ioError('create', tmp, e);
     }
-    try {
-      fs.writeFileSync(fd, content, 'utf8');
-    } catch (e) {
-      fs.closeSync(fd);
+    const failed = writeThenClose(fd, () => fs.writeFileSync(fd, content, 'utf8'));
+    if (failed !== undefined) {
       this.#unlinkQuietly(TMP_FILE);
-      throw ioError('write', tmp, e);
+      throw ioError('write', tmp, failed);
     }
-    fs.closeSync(fd);
   }
 
   #reserveInPlace(id: string, ifname: string, name: string, rangeSet: number): boolean {
@@ -305,14 +303,11 @@ export class DiskStore implements LocalStore {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw ioError('create', file, e);
     }
-    try {
-      fs.writeFileSync(fd, fileContent(id, ifname), 'utf8');
-    } catch (e) {
-      fs.closeSync(fd);
+    const failed = writeThenClose(fd, () => fs.writeFileSync(fd, fileContent(id, ifname), 'utf8'));
+    if (failed !== undefined) {
       this.#unlinkQuietly(name);
-      throw ioError('write', file, e);
+      throw ioError('write', file, failed);
     }
-    fs.closeSync(fd);
     this.#recordLast(name, rangeSet);
     return true;
   }

@@ -1,6 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, lstatSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  writeSync,
+  readFileSync,
+  readdirSync,
+  lstatSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -23,8 +36,12 @@ function snapshot(dir: string): Record<string, string> {
  * with node:fs, and asserts both end the same: the same answers or the same error message
  * (directory paths aside) and the same directory. Returns the native run's outcome.
  */
-function same(plant: (dir: string) => void, reserves: readonly [string, string][]): { answers: boolean[]; error?: string; files: Record<string, string> } {
-  const root = mkdtempSync(join(tmpdir(), 'podipam-native-reserve-'));
+function same(
+  plant: (dir: string) => void,
+  reserves: readonly [string, string][],
+  on = tmpdir(),
+): { answers: boolean[]; error?: string; files: Record<string, string>; victim?: string } {
+  const root = mkdtempSync(join(on, 'podipam-native-reserve-'));
   try {
     const runs = [true, false].map((native) => {
       const dir = join(root, native ? 'native' : 'node-fs', 'net');
@@ -36,11 +53,17 @@ function same(plant: (dir: string) => void, reserves: readonly [string, string][
       try {
         for (const [id, addr] of reserves) answers.push(s.reserve(id, 'eth0', parseAddr(addr), 0));
       } catch (e) {
-        error = (e as Error).message.replaceAll(dir, '<dir>');
+        error = `${(e as Error).constructor.name}: ${(e as Error).message.replaceAll(dir, '<dir>')}`;
       } finally {
         s.close();
       }
-      return { answers, ...(error === undefined ? {} : { error }), files: snapshot(dir) };
+      const victim = join(dir, '..', 'victim');
+      return {
+        answers,
+        ...(error === undefined ? {} : { error }),
+        files: snapshot(dir),
+        ...(existsSync(victim) ? { victim: readFileSync(victim, 'utf8') } : {}),
+      };
     });
     assert.deepEqual(runs[0], runs[1], 'the native writer and node:fs end the same');
     return runs[0]!;
@@ -95,13 +118,55 @@ test('native and node:fs writers: a planted last_reserved_ip (link, directory, F
       [['c1', '10.0.0.2']],
     );
     assert.deepEqual(r.answers, []);
-    assert.match(r.error ?? '', new RegExp(`^refusing <dir>/last_reserved_ip\\.0: it is ${what}`), what);
+    assert.match(r.error ?? '', new RegExp(`^UnsafeFileError: refusing <dir>/last_reserved_ip\\.0: it is ${what}`), what);
     assert.deepEqual(Object.keys(r.files), ['last_reserved_ip.0', 'lock'], `${what}: no address file left`);
+    assert.equal(r.victim, 'precious', `${what}: the link's target untouched`);
+  }
+});
+
+test('native and node:fs writers: non-ASCII text, and strings of 4 KiB and more (one whose 4,096th byte is inside a character), are written whole', () => {
+  // The last: copied into the addon's 4 KiB buffer it would stop before the € (4,093 bytes):
+  // too long, handed back to node:fs, never written cut.
+  for (const id of [`${'c'.repeat(3000)}é€`, 'c'.repeat(5000), `${'c'.repeat(4093)}€`]) {
+    const r = same(() => {}, [[id, '10.0.0.2']]);
+    assert.deepEqual(r.answers, [true]);
+    assert.equal(r.files['10.0.0.2'], `file ${id}\r\neth0`, `${id.length} characters, written whole`);
   }
 });
 
 test('native and node:fs writers: a temporary file that cannot be created fails naming it, with node:fs’s message', () => {
   const r = same((dir) => mkdirSync(join(dir, '.podipam-reserve.tmp')), [['c1', '10.0.0.2']]);
-  assert.equal(r.error, "cannot create <dir>/.podipam-reserve.tmp: EEXIST: file already exists, open '<dir>/.podipam-reserve.tmp'");
+  assert.equal(r.error, "FileIoError: cannot create <dir>/.podipam-reserve.tmp: EEXIST: file already exists, open '<dir>/.podipam-reserve.tmp'");
   assert.deepEqual(Object.keys(r.files), ['.podipam-reserve.tmp', 'lock']);
+});
+
+test('native and node:fs writers: a full disk fails naming the temporary file with node:fs’s message, nothing left (a 64 KiB tmpfs; root)', () => {
+  const mnt = mkdtempSync(join(tmpdir(), 'podipam-native-reserve-full-'));
+  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0755', `podipam-reserve-${process.pid}`, mnt], { encoding: 'utf8' });
+  assert.equal(m.status, 0, `cannot mount a tmpfs (this test needs root): ${m.stderr}`);
+  try {
+    const filler = join(mnt, 'filler');
+    const r = same(
+      () => {
+        rmSync(filler, { force: true });
+        const page = Buffer.alloc(4096, 1);
+        const fd = openSync(filler, 'w');
+        try {
+          for (let i = 0; i < 64; i++) writeSync(fd, page);
+          assert.fail('the 64 KiB tmpfs never filled up');
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
+        } finally {
+          closeSync(fd);
+        }
+      },
+      [['c1', '10.0.0.2']],
+      mnt,
+    );
+    assert.equal(r.error, 'FileIoError: cannot write <dir>/.podipam-reserve.tmp: ENOSPC: no space left on device, write');
+    assert.deepEqual(Object.keys(r.files), ['lock']);
+  } finally {
+    spawnSync('umount', [mnt]);
+    rmSync(mnt, { recursive: true, force: true });
+  }
 });

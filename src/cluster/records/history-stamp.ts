@@ -68,8 +68,9 @@ export function stampKey(writer: string): string {
 }
 
 /*
- * STAMP_SHAPE: a stamp and its encoding are built as objects of all four fields, never as `{ at }`
- * plus fields: V8 gives literals of the same field names one hidden class, process-wide, so a
+ * STAMP_SHAPE: the stamps an agent writes (stampOp, plainStampOp) and their encoding are built as
+ * objects of all four fields, never as `{ at }` plus fields (decodeStamp, which the agent does not
+ * run, keeps its own): V8 gives literals of the same field names one hidden class, process-wide, so a
  * `{ at }` literal elsewhere holding a string (the agent's headroom status) turned the number
  * field generic and threw away every optimised function that built or read a stamp — with V8
  * optimising during the agent's warm-up only, for the agent's life (V8's --trace-generalization).
@@ -136,7 +137,7 @@ export function releaseStampOp(ctx: StampContext, fallback: ReleaseReason = 'del
 
 /** The stamp of a transaction that frees nothing by intent (an assignment, a write-behind batch of record puts): time only, plus `keys`. */
 export function plainStampOp(ctx: StampContext, keys?: Readonly<Record<string, StampedKey>>): Op {
-  const s: Stamp = { at: ctx.now().getTime(), ...(keys ? { keys } : {}) };
+  const s: Stamp = { at: ctx.now().getTime(), why: undefined, evidence: undefined, keys }; // STAMP_SHAPE
   return { type: 'put', key: stampKey(ctx.writer), value: encodeStamp(s) };
 }
 
