@@ -164,12 +164,18 @@ export async function awaitWarmAnswers(store: Store, scope: WarmScope, configRev
   const deadline = t0 + o.timeoutMs;
   // An agent answers within a pause or two of the change; one that has not is read less and less
   // often (its whole view each time), so a wait on many silent nodes stays a light load.
+  // The pause that reaches the deadline is followed by the last look, whatever the clock says
+  // then: a timer may fire a fraction of a millisecond early, and a look just before the
+  // deadline was followed by more looks a millisecond apart.
   let pause = o.pollMs ?? 100;
-  for (let first = true; silent.length > 0 && (first || performance.now() < deadline); first = false) {
+  for (let first = true, last = false; silent.length > 0 && !last; first = false) {
     if (!first) {
-      await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(0, deadline - performance.now()))));
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      last = left <= pause;
+      await new Promise((r) => setTimeout(r, Math.min(pause, left)));
       pause = Math.min(pause * 2, Math.max(MAX_POLL_MS, o.pollMs ?? 0));
-    }
+    } else last = o.timeoutMs <= 0;
     const views = await store.getMany(silent.map((n) => agentViewKey(n.node)));
     const still: WarmNode[] = [];
     silent.forEach((n, i) => {
