@@ -268,11 +268,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
         this.groups.batches++;
         this.groups.adds += group.length;
         try {
-          // Built by push, not map: map's array is packed or holey by this loop's V8 tier, and
-          // assignGroup's optimised code, made for the one, was thrown away at the other ("wrong map").
-          const reqs: AssignRequest[] = [];
-          for (const j of group) reqs.push(j.req);
-          const outcomes = await ipamOf(d, node).assignMany(group[0]!.req.node, reqs);
+          const outcomes = await ipamOf(d, node).assignMany(
+            group[0]!.req.node,
+            group.map((j) => j.req),
+          );
           outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.assignments) : group[i]!.reject(o.error)));
         } catch (e) {
           for (const j of group) j.reject(e);
@@ -311,9 +310,10 @@ export class ClusterServices implements ClusterHost, ClusterServiceStats {
       this.releaseGroups.batches++;
       this.releaseGroups.dels += group.length;
       try {
-        const handles: string[] = []; // by push, as the ADDs' group's requests (see there)
-        for (const j of group) handles.push(j.handle);
-        const outcomes = await ipam.releaseMany(node, handles);
+        const outcomes = await ipam.releaseMany(
+          node,
+          group.map((j) => j.handle),
+        );
         outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.released) : group[i]!.reject(o.error)));
       } catch (e) {
         for (const j of group) j.reject(e);

@@ -1,25 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  writeSync,
-  readFileSync,
-  readdirSync,
-  lstatSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, lstatSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseAddr } from '../ip/index.js';
 import { DiskStore } from './disk-store.js';
 import { reserveAddon } from './native-reserve.js';
+import { fillFileSystem } from '../../test/helpers/fill-file-system.js';
 
 /** What a directory holds: each entry's kind and, for files, content. */
 function snapshot(dir: string): Record<string, string> {
@@ -149,16 +137,7 @@ test('native and node:fs writers: a full disk fails naming the temporary file wi
     const r = same(
       () => {
         rmSync(filler, { force: true });
-        const page = Buffer.alloc(4096, 1);
-        const fd = openSync(filler, 'w');
-        try {
-          for (let i = 0; i < 64; i++) writeSync(fd, page);
-          assert.fail('the 64 KiB tmpfs never filled up');
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
-        } finally {
-          closeSync(fd);
-        }
+        fillFileSystem(filler, 64);
       },
       [['c1', '10.0.0.2']],
       mnt,

@@ -8,4 +8,3 @@
 export const fs: typeof import('node:fs') = process.getBuiltinModule?.('node:fs') ?? (await import('node:fs'));
 export const os: typeof import('node:os') = process.getBuiltinModule?.('node:os') ?? (await import('node:os'));
 export const path: typeof import('node:path') = process.getBuiltinModule?.('node:path') ?? (await import('node:path'));
-export const util: typeof import('node:util') = process.getBuiltinModule?.('node:util') ?? (await import('node:util'));

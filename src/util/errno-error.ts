@@ -5,10 +5,16 @@
  * messages do not tell which of the two did the I/O. A system call on a descriptor (write,
  * close…) has no `path`, as node:fs's has none.
  */
-import { util } from './builtins.js';
+import { os } from './builtins.js';
 
 export function errnoError(errno: number, syscall: string, path?: string, dest?: string): NodeJS.ErrnoException {
-  const [code, description] = util.getSystemErrorMap().get(-errno) ?? [`E${errno}`, `errno ${errno}`];
+  // node:util only here, on the error path (not at every plugin start); without it (Node.js
+  // before 20.16) the code's name from os.constants and no description.
+  const util = process.getBuiltinModule?.('node:util');
+  const [code, description] = util?.getSystemErrorMap().get(-errno) ?? [
+    Object.entries(os.constants.errno).find(([, n]) => n === errno)?.[0] ?? `E${errno}`,
+    `errno ${errno}`,
+  ];
   const where = path === undefined ? '' : dest === undefined ? ` '${path}'` : ` '${path}' -> '${dest}'`;
   const e: NodeJS.ErrnoException = new Error(`${code}: ${description}, ${syscall}${where}`);
   e.code = code;

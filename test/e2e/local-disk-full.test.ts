@@ -6,7 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { fillFileSystem } from '../helpers/fill-file-system.js';
 import { join } from 'node:path';
 import { PODIPAM_BIN, runPluginSync } from '../helpers/plugin.js';
 import { makeTempDir, type TempDir } from '../helpers/tmp.js';
@@ -29,20 +30,6 @@ after(() => {
   tmp?.remove();
 });
 
-/** Fills the file system with `file` until ENOSPC (bounded by the tmpfs's 64 KiB). */
-function fill(file: string): void {
-  const fd = openSync(file, 'w');
-  const page = Buffer.alloc(4096, 1);
-  try {
-    for (let i = 0; i < 1024; i++) writeSync(fd, page);
-    assert.fail('the 64 KiB tmpfs never filled up');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 test('disk full: code 5 naming the path, no .podipam-reserve.tmp or address file left', () => {
   const dataDir = join(mnt, 'data');
   const dir = join(dataDir, 'fullnet');
@@ -53,7 +40,7 @@ test('disk full: code 5 naming the path, no .podipam-reserve.tmp or address file
     config: { cniVersion: '1.0.0', name: 'fullnet', ipam: { type: 'podipam', dataDir, ranges: [[{ subnet: '10.61.0.0/24' }]] } },
   };
   mkdirSync(dir, { recursive: true });
-  fill(join(mnt, 'filler'));
+  fillFileSystem(join(mnt, 'filler'));
 
   const r = runPluginSync(PODIPAM_BIN, add);
   assert.equal(r.code, 1, r.stdout);

@@ -31,10 +31,7 @@ export type BatchOutcome = { readonly ok: true; readonly assignments: Assignment
 
 /** Assigns every request of `reqs` (all for `node`); the outcomes in request order. Never throws. */
 export async function assignGroup(ctx: IpamContext, node: string, reqs: readonly AssignRequest[]): Promise<BatchOutcome[]> {
-  // Built by push, not map: map's array is packed or holey by the caller's V8 tier, and the
-  // callee's optimised code, made for the one, was thrown away at the other ("wrong map").
-  const out: (BatchOutcome | undefined)[] = [];
-  for (let i = 0; i < reqs.length; i++) out.push(undefined);
+  const out: (BatchOutcome | undefined)[] = reqs.map(() => undefined);
   const alone: number[] = [];
   try {
     checkNodeName('node name', node);
@@ -147,9 +144,7 @@ export function fits(pc: readonly Compare[], po: readonly Op[], compares: Readon
     const have = compares.get(c.key);
     if (have !== undefined && have !== c.rev) return false;
   }
-  const nc = new Set(compares.keys());
-  for (const c of pc) nc.add(c.key);
-  const no = new Set(ops.keys());
-  for (const o of po) no.add(o.key);
-  return nc.size <= MAX_BATCH_OPS && no.size <= MAX_BATCH_OPS;
+  const nc = new Set([...compares.keys(), ...pc.map((c) => c.key)]).size;
+  const no = new Set([...ops.keys(), ...po.map((o) => o.key)]).size;
+  return nc <= MAX_BATCH_OPS && no <= MAX_BATCH_OPS;
 }

@@ -34,9 +34,7 @@ export type ReleaseOutcome = { readonly ok: true; readonly released: Released[] 
 
 /** Releases every handle of `handles` (all on `node`); the outcomes in request order. Never throws. */
 export async function releaseGroup(ctx: IpamContext, node: string, handles: readonly string[]): Promise<ReleaseOutcome[]> {
-  // Built by push, as assign-group.ts's (see there).
-  const out: (ReleaseOutcome | undefined)[] = [];
-  for (let i = 0; i < handles.length; i++) out.push(undefined);
+  const out: (ReleaseOutcome | undefined)[] = handles.map(() => undefined);
   const alone: number[] = [];
   try {
     checkNodeName('node name', node);
