@@ -68,8 +68,14 @@ interface InUse {
   readonly origin: IdleEntry | ReservedEntry | undefined;
 }
 
-/** An idle entry in the queue: `at`, when any pod may have it — its cooldown's end, or its quarantine's when later. */
+/**
+ * An idle entry in the queue: `at`, when any pod may have it — its cooldown's end, or its
+ * quarantine's when later. Always all four fields (`releasedAt` undefined for a refilled
+ * address): the queue's order compares entries of one hidden class, so V8's optimised heap code
+ * is not thrown away when the first released address meets the refilled ones.
+ */
 interface Idle extends IdleEntry {
+  readonly releasedAt: number | undefined;
   readonly at: number;
 }
 
@@ -369,7 +375,7 @@ export class WarmPool {
     const { addr, freeAt, releasedAt } = e;
     const q = releasedAt === undefined ? 0 : (this.#reuseAfterOf?.(addr) ?? 0);
     const at = q > 0 ? Math.max(freeAt, releasedAt! + q) : freeAt;
-    return releasedAt === undefined ? { addr, freeAt, at } : { addr, freeAt, releasedAt, at };
+    return { addr, freeAt, releasedAt, at };
   }
 
   #reserve(r: ReservedEntry): void {

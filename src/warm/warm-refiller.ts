@@ -309,7 +309,9 @@ export class WarmRefiller {
             handle,
             attrs: { network: WARM_NETWORK, containerId: s.o.node, ifname: 'warm' },
             auto: { 4: take.get(4) ?? 0, 6: take.get(6) ?? 0 },
-            ...(s.o.pools ? { pools: s.o.pools } : {}),
+            // Present when unset too: a request of one shape whether or not the agent names pools
+            // (the warm-up's pool does), else V8 throws the assignment's optimised code away at the agent's first refill.
+            pools: s.o.pools,
           }),
         );
         crashPoint('agent.refill.committed');
