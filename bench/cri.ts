@@ -7,6 +7,8 @@
  *   host-local       bridge + Debian's host-local
  *   agent local      bridge + the shim → `podipam agent`, host-local's layout (ranges)
  *   agent cluster    bridge + the shim → `podipam agent`, cluster blocks on SQLite
+ *   agent warm       bridge + the shim → `podipam agent` with a warm pool (its addresses from the
+ *                    same SQLite datastore, under a node name of its own; as the warm bench runs it)
  * Prints per subject the RunPodSandbox p50, p90 and p99 over every round's sandboxes (the
  * runtime's whole work: netns, runc, the CNI chain) with p50 and p99 over host-local's, and, for
  * podipam, the agent's own ADD p50/p99 over the run (`agent status`, its last 2,048 calls: every
@@ -31,7 +33,7 @@ const PODS = Number(process.env.PODIPAM_BENCH_CRI_PODS ?? 64);
 const ROUNDS = Number(process.env.PODIPAM_BENCH_CRI_ROUNDS ?? 3);
 /** The agents' ADD p99 the bench aims under, while the runtime competes for the CPU. */
 const AGENT_ADD_P99_AIM_MS = 5;
-/** `PODIPAM_BENCH_CRI_TRACE=PREFIX`: the agents run with PODIPAM_TRACE=1, their trace lines go to PREFIX.local / PREFIX.cluster. */
+/** `PODIPAM_BENCH_CRI_TRACE=PREFIX`: the agents run with PODIPAM_TRACE=1, their trace lines go to PREFIX.local / PREFIX.cluster / PREFIX.warm. */
 const TRACE = process.env.PODIPAM_BENCH_CRI_TRACE;
 const agentEnv = TRACE ? { PODIPAM_TRACE: '1' } : {};
 /**
@@ -96,6 +98,23 @@ export async function run(): Promise<readonly string[]> {
     const socket2 = join(dir.path, 'run', 'agent-cluster.sock');
     const agent2 = await startAgent(socket2, ['--node', 'bench-node', '--datastore', url, ...rt], agentEnv, AS_SHIPPED);
     agents.push(agent2);
+    // The warm pool's agent: a node of its own (its warm handles and the cluster agent's blocks
+    // apart); its ADD commits the pod's row to its resource DB without an fsync (docs/agent.md).
+    const socket3 = join(dir.path, 'run', 'agent-warm.sock');
+    const warmPool = [
+      '--data-dir',
+      join(dir.path, 'warm'),
+      '--min-idle',
+      String(PODS),
+      '--max-idle',
+      String(4 * PODS),
+      '--capacity',
+      String(16 * PODS),
+      '--cooldown',
+      '1s',
+    ];
+    const agent3 = await startAgent(socket3, ['--node', 'bench-node-warm', '--datastore', url, ...warmPool, ...rt], agentEnv, AS_SHIPPED);
+    agents.push(agent3);
     if (AGENT_NICE !== undefined) {
       for (const a of agents) {
         const rn = spawnSync('renice', ['-n', AGENT_NICE, '-p', String(a.child.pid)], { encoding: 'utf8' });
@@ -124,7 +143,9 @@ export async function run(): Promise<readonly string[]> {
         runMs: [],
       },
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
+      { name: 'agent warm', ipam: { type: 'podipam', agent: socket3 }, agent: agent3, runMs: [] },
     ];
+    await warmPoolReady(agent3, PODS);
     if (FSYNC_PROBE_MS > 0) probe = await startFsyncProbe(dir.path, FSYNC_PROBE_MS);
     const probed = subjects.find((x) => x.name === 'agent cluster');
     let pod = 0;
@@ -183,6 +204,7 @@ export async function run(): Promise<readonly string[]> {
     if (TRACE) {
       writeFileSync(`${TRACE}.local`, agent.log());
       writeFileSync(`${TRACE}.cluster`, agent2.log());
+      writeFileSync(`${TRACE}.warm`, agent3.log());
     }
     return lines;
   } finally {
@@ -190,5 +212,15 @@ export async function run(): Promise<readonly string[]> {
     await ctd.stop();
     for (const a of agents) await a.stop();
     dir.remove();
+  }
+}
+
+/** Waits (up to 30 s) until `agent`'s warm pool is ready with `idle` idle IPv4 addresses (the bench's pool is IPv4). */
+async function warmPoolReady(agent: RunningAgent, idle: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    const w = (await agent.status()).warmPool;
+    if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= idle) return;
+    if (i > 600) throw new Error(`the warm agent's pool was not preloaded with ${idle} addresses: ${JSON.stringify(w)}`);
+    await sleep(50);
   }
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,6 +43,44 @@ test('checkpointWhenIdle: no checkpoint while commits keep coming, one after idl
     const after = c.checkpoints;
     await sleep(2200);
     assert.equal(c.checkpoints, after, 'nothing new written: no more checkpoints');
+  } finally {
+    c.stop();
+    db.close();
+    dir.remove();
+  }
+});
+
+/** The WAL header's checkpoint sequence number and salts (bytes 12-23): new each time SQLite starts the WAL over. */
+function walGeneration(file: string): string {
+  return readFileSync(`${file}-wal`).subarray(12, 24).toString('hex');
+}
+
+test('checkpointWhenIdle: the WAL is started over by the timer, not by the next commit (whose caller would wait for the new header to be synced)', async () => {
+  const dir = makeTempDir('ckpt-restart');
+  const file = join(dir.path, 'x.db');
+  const db = openSqlite(file, { busyTimeoutMs: 100, create: true });
+  applyPragmas(db, { journal: 'wal', synchronous: 'normal' });
+  db.exec('CREATE TABLE t (v INTEGER)');
+  db.pragma('user_version = 7');
+  const c = checkpointWhenIdle(db, { idleMs: 50, capPages: 4000 });
+  try {
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 5; i++) insert.run(i);
+      const before = walGeneration(file);
+      const checkpoints = c.checkpoints;
+      for (let i = 0; i < 100 && c.checkpoints === checkpoints; i++) await sleep(20);
+      assert.ok(c.checkpoints > checkpoints, `round ${round}: checkpointed in the quiet`);
+      const restarted = walGeneration(file);
+      assert.notEqual(restarted, before, `round ${round}: the timer started the WAL over after its checkpoint`);
+      insert.run(100 + round);
+      assert.equal(walGeneration(file), restarted, `round ${round}: the next commit appended to the WAL the timer started`);
+    }
+    assert.equal(db.pragma('user_version', { simple: true }), 7, 'the restart changed nothing');
+    assert.equal(oneRow(db.prepare<{ n: number }>('SELECT count(*) AS n FROM t')).n, 18);
+    const after = c.checkpoints;
+    await sleep(400);
+    assert.ok(c.checkpoints <= after + 1, `its own restart is not news to the timer: ${c.checkpoints - after} more checkpoints in 8 quiet ticks`);
   } finally {
     c.stop();
     db.close();

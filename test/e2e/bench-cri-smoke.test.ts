@@ -1,6 +1,6 @@
 /**
  * bench/cri.ts at a size for CI: 4 sandboxes at once, one round per subject (host-local, the
- * agent in local mode, the agent in cluster mode) under the real containerd and runc. Every
+ * agent in local mode, in cluster mode, with a warm pool) under the real containerd and runc. Every
  * sandbox must start and stop (the bench throws otherwise); the summary must carry each
  * subject's RunPodSandbox p50/p99, podipam's over host-local's, and the agents' ADD p99, with the
  * agents at real-time priority 1 as shipped, and the disk's fsync figures sampled while the
@@ -18,20 +18,24 @@ test(
     const { run } = await import('../../bench/cri.js');
     const lines = await run();
     for (const l of lines) t.diagnostic(l);
-    assert.equal(lines.length, 5, lines.join(' | '));
+    assert.equal(lines.length, 6, lines.join(' | '));
     // The agents run as the DaemonSet and the unit run them: real-time, checked in their log by the bench.
-    assert.equal(lines[3], 'cri agents at --realtime-priority 1');
+    assert.equal(lines[4], 'cri agents at --realtime-priority 1');
     assert.match(lines[0]!, /^cri host-local +RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms$/);
-    for (const l of lines.slice(1, 3))
+    assert.deepEqual(
+      lines.slice(1, 4).map((l) => /^cri (agent \w+) /.exec(l)?.[1]),
+      ['agent local', 'agent cluster', 'agent warm'],
+    );
+    for (const l of lines.slice(1, 4))
       assert.match(
         l,
         /RunPodSandbox p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms \([\d.]+x \/ [\d.]+x host-local\); agent ADD p50 [\d.]+ ms p99 [\d.]+ ms \(n 4\)$/,
       );
     const disk =
       /^cri disk fsync beside the datastore while the cluster agent's sandboxes start \(every 50 ms\): p50 [\d.]+ ms p90 [\d.]+ ms p99 [\d.]+ ms max [\d.]+ ms \(n (\d+)\)$/.exec(
-        lines[4]!,
+        lines[5]!,
       );
-    assert.ok(disk, lines[4]);
-    assert.ok(Number(disk[1]) >= 1, lines[4]);
+    assert.ok(disk, lines[5]);
+    assert.ok(Number(disk[1]) >= 1, lines[5]);
   },
 );
