@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { criErrorText } from '../test/helpers/cri-client.js';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED, warmPoolFilled } from '../test/helpers/agent.js';
 import { BRIDGE_BIN, HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
 import { buildNative } from './lib/build-native.js';
@@ -145,7 +145,7 @@ export async function run(): Promise<readonly string[]> {
       { name: 'agent cluster', ipam: { type: 'podipam', agent: socket2, datastore: url, nodeName: 'bench-node' }, agent: agent2, runMs: [] },
       { name: 'agent warm', ipam: { type: 'podipam', agent: socket3 }, agent: agent3, runMs: [] },
     ];
-    await warmPoolReady(agent3, PODS);
+    await warmPoolFilled(agent3, PODS, { families: ['ipv4'], what: "the cri bench's warm agent" });
     if (FSYNC_PROBE_MS > 0) probe = await startFsyncProbe(dir.path, FSYNC_PROBE_MS);
     const probed = subjects.find((x) => x.name === 'agent cluster');
     let pod = 0;
@@ -212,15 +212,5 @@ export async function run(): Promise<readonly string[]> {
     await ctd.stop();
     for (const a of agents) await a.stop();
     dir.remove();
-  }
-}
-
-/** Waits (up to 30 s) until `agent`'s warm pool is ready with `idle` idle IPv4 addresses (the bench's pool is IPv4). */
-async function warmPoolReady(agent: RunningAgent, idle: number): Promise<void> {
-  for (let i = 0; ; i++) {
-    const w = (await agent.status()).warmPool;
-    if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= idle) return;
-    if (i > 600) throw new Error(`the warm agent's pool was not preloaded with ${idle} addresses: ${JSON.stringify(w)}`);
-    await sleep(50);
   }
 }

@@ -53,7 +53,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AS_SHIPPED, SHIM_BIN, requireShim, words } from '../test/helpers/agent.js';
+import { AS_SHIPPED, SHIM_BIN, requireShim, warmPoolFilled, words } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import {
   type MultusNode,
@@ -216,14 +216,7 @@ async function floor(url: string, s: Subject, runner: Runner): Promise<number> {
 
 /** Every warm node's idle queue back to `min` (refills, and DELs' addresses past their cooldown): bounded, 120 s. */
 async function warmRefilled(s: Subject, min: number): Promise<void> {
-  for (const n of s.nodes) {
-    for (let i = 0; ; i++) {
-      const w = (await n.agent.status()).warmPool;
-      if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= min) break;
-      if (i > 1200) throw new Error(`warm pool of ${n.name} not refilled to ${min}: ${JSON.stringify(w)}`);
-      await sleep(100);
-    }
-  }
+  for (const n of s.nodes) await warmPoolFilled(n.agent, min, { families: ['ipv4'], what: `the warm pool of ${n.name}`, everyMs: 100, tries: 1200 });
 }
 
 async function round(url: string, s: Subject, runner: Runner): Promise<Round> {

@@ -29,7 +29,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED } from '../test/helpers/agent.js';
+import { type RunningAgent, SHIM_BIN, requireShim, startAgent, AS_SHIPPED, warmPoolFilled } from '../test/helpers/agent.js';
 import { startEtcd } from '../test/helpers/etcd.js';
 import { HOST_LOCAL_BIN, runCliSync } from '../test/helpers/plugin.js';
 import { makeTempDir } from '../test/helpers/tmp.js';
@@ -237,13 +237,8 @@ function startWarmAgent(dir: string, node: string, url: string, minIdle: number,
 }
 
 /** Waits (up to 30 s) until the agent's warm pool is ready with `idle` idle addresses of each family. */
-async function preloaded(agent: RunningAgent, idle: number): Promise<void> {
-  for (let i = 0; ; i++) {
-    const w = (await agent.status()).warmPool;
-    if (w?.ready && (w.pools.ipv4?.idle ?? 0) >= idle && (w.pools.ipv6?.idle ?? 0) >= idle) return;
-    if (i > 600) throw new Error(`warm pool not preloaded: ${JSON.stringify(w)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+function preloaded(agent: RunningAgent, idle: number): Promise<void> {
+  return warmPoolFilled(agent, idle, { families: ['ipv4', 'ipv6'], what: 'the warm bench' });
 }
 
 /** Pairs of each breakdown (half the sequential pairs, at most 200: a warm agent's idle addresses cover them). */

@@ -135,3 +135,22 @@ export async function startAgent(
     },
   };
 }
+
+/**
+ * Waits until `agent`'s warm pool is ready with at least `idle` idle addresses of each of
+ * `families`, polling its status every `everyMs`; an Error naming `what` and the last status
+ * after `tries` polls.
+ */
+export async function warmPoolFilled(
+  agent: Pick<RunningAgent, 'status'>,
+  idle: number,
+  o: { readonly families: readonly ('ipv4' | 'ipv6')[]; readonly what: string; readonly everyMs?: number; readonly tries?: number },
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    const w = (await agent.status()).warmPool;
+    if (w?.ready && o.families.every((f) => (w.pools[f]?.idle ?? 0) >= idle)) return;
+    if (i >= (o.tries ?? 600))
+      throw new Error(`${o.what}: the warm pool did not reach ${idle} idle addresses of ${o.families.join(' and ')}: ${JSON.stringify(w)}`);
+    await new Promise((r) => setTimeout(r, o.everyMs ?? 50));
+  }
+}
