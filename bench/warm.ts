@@ -84,7 +84,7 @@ async function runLayout(layout: CpuLayout, rows: string[]): Promise<void> {
     }
     warmAgent = await startWarmAgent(join(dir.path, 'warm'), 'bench-warm', url, 64, {});
     clusterAgent = await startAgent(join(dir.path, 'cluster', 'agent.sock'), ['--node', 'bench-cluster', '--datastore', url], {}, AS_SHIPPED);
-    await preloaded(warmAgent, 64);
+    await warmPoolFilled(warmAgent, 64, BOTH_FAMILIES);
     const warm: Subject = { name: 'warm', bin: SHIM_BIN, ipam: { type: 'podipam', agent: warmAgent.socket }, env: { PODIPAM_PLUGIN: '' }, agent: warmAgent };
     const cluster: Subject = {
       name: 'cluster',
@@ -236,10 +236,8 @@ function startWarmAgent(dir: string, node: string, url: string, minIdle: number,
   return startAgent(join(dir, 'agent.sock'), ['--node', node, '--datastore', url, '--data-dir', join(dir, 'data'), ...pool], env, AS_SHIPPED);
 }
 
-/** Waits (up to 30 s) until the agent's warm pool is ready with `idle` idle addresses of each family. */
-function preloaded(agent: RunningAgent, idle: number): Promise<void> {
-  return warmPoolFilled(agent, idle, { families: ['ipv4', 'ipv6'], what: 'the warm bench' });
-}
+/** The warm agents' pools are dual-stack: both families preloaded (up to 30 s) before a measurement. */
+const BOTH_FAMILIES = { families: ['ipv4', 'ipv6'], what: 'the warm bench' } as const;
 
 /** Pairs of each breakdown (half the sequential pairs, at most 200: a warm agent's idle addresses cover them). */
 const TRACED_PAIRS = Math.min(Math.ceil(PAIRS / 2), 200);
@@ -253,7 +251,7 @@ async function breakdowns(dir: string, url: string, drivers: LeanDrivers, rows: 
   const traced = { PODIPAM_TRACE: '1' };
   const warm = await startWarmAgent(join(dir, 'warm-traced'), 'bench-warm-traced', url, TRACED_PAIRS + 16, traced);
   try {
-    await preloaded(warm, TRACED_PAIRS + 16);
+    await warmPoolFilled(warm, TRACED_PAIRS + 16, BOTH_FAMILIES);
     await tracedBreakdown({
       drivers,
       agent: warm,
